@@ -1,0 +1,117 @@
+//! Action proposals: what a firing rule asks the dispatcher to do.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::labels::Labels;
+use crate::rule::{ActionTemplate, RuleMode, Severity};
+use crate::time::Nanos;
+
+/// An action with its target resolved: what an actuator receives.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Action {
+    /// `<actuator>.<verb>`, e.g. `pfcwd.escalate`.
+    pub kind: String,
+    /// What it acts on, e.g. `{switch="leaf-rail3", port="Ethernet8", queue="3"}`.
+    pub target: Labels,
+    /// Parameters, e.g. `{level="1"}`.
+    pub params: BTreeMap<String, String>,
+}
+
+impl Action {
+    /// The verb part of the kind (`escalate` in `pfcwd.escalate`).
+    pub fn verb(&self) -> &str {
+        self.kind.split_once('.').map(|(_, v)| v).unwrap_or(&self.kind)
+    }
+
+    /// The key that identifies "the same action on the same target", for
+    /// de-duplication.
+    pub fn dedup_key(&self) -> String {
+        format!("{} {}", self.kind, self.target)
+    }
+}
+
+impl fmt::Display for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.kind, self.target)?;
+        if !self.params.is_empty() {
+            let params: Vec<String> = self.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            write!(f, " ({})", params.join(", "))?;
+        }
+        Ok(())
+    }
+}
+
+/// A proposal from a firing rule instance, with the evidence behind it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Proposal {
+    /// Unique id (time-ordered).
+    pub id: String,
+    /// The rule that fired.
+    pub rule: String,
+    /// SHA-256 of the rule file: which version of the rule decided.
+    pub rule_hash: String,
+    /// The rule's declared mode.
+    pub rule_mode: RuleMode,
+    /// The rule's severity.
+    pub severity: Severity,
+    /// The subject's labels.
+    pub subject: Labels,
+    /// What to do.
+    pub action: Action,
+    /// The window values when it fired.
+    pub values: Vec<(String, f64)>,
+    /// When the fire condition first held (the instance went pending).
+    pub active_at: Nanos,
+    /// Time of the newest sample the decision saw.
+    pub sample_at: Nanos,
+    /// When the instance fired and this proposal was made.
+    pub decided_at: Nanos,
+}
+
+/// Fills `{label}` placeholders from `labels`; a missing label is an error,
+/// so an action never goes out with a hole in its target.
+pub fn render(template: &str, labels: &Labels) -> Result<String, String> {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let close = rest[open..].find('}').ok_or_else(|| format!("unclosed '{{' in {template:?}"))? + open;
+        let name = &rest[open + 1..close];
+        let value = labels
+            .get(name)
+            .ok_or_else(|| format!("template {template:?} needs label {name:?}, which the subject {labels} lacks"))?;
+        out.push_str(value);
+        rest = &rest[close + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// Resolves an action template for a subject.
+pub fn resolve(template: &ActionTemplate, labels: &Labels) -> Result<Action, String> {
+    let render_map = |m: &BTreeMap<String, String>| -> Result<BTreeMap<String, String>, String> {
+        m.iter().map(|(k, v)| Ok((k.clone(), render(v, labels)?))).collect()
+    };
+    Ok(Action {
+        kind: template.kind.clone(),
+        target: Labels(render_map(&template.target)?),
+        params: render_map(&template.params)?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn templates_fill_labels_and_refuse_holes() {
+        let labels = Labels::from_pairs([("switch", "leaf-rail3"), ("switch_port", "Ethernet8")]);
+        assert_eq!(render("{switch}/{switch_port}", &labels).unwrap(), "leaf-rail3/Ethernet8");
+        assert_eq!(render("plain", &labels).unwrap(), "plain");
+        let err = render("{node}", &labels).unwrap_err();
+        assert!(err.contains("needs label \"node\""), "{err}");
+    }
+}

@@ -1,0 +1,803 @@
+//! The evaluator: samples in, window state updated, rules evaluated,
+//! instance transitions and action proposals out.
+//!
+//! The hot path ([`Evaluator::ingest`]) is native and allocation-free for
+//! known series: a sample is an index into a `Vec` of series state, a
+//! counter decode, and a handful of fixed-size window updates along routes
+//! computed when the series was first seen. Scripts run only in
+//! [`Evaluator::evaluate`], only for subjects whose window values changed
+//! (or whose state is time-driven), so a quiet fabric costs almost nothing.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use crate::action::{self, Proposal};
+use crate::counter::{self, Increase};
+use crate::instance::{self, Instance, State, Timing};
+use crate::labels::{LabelSet, Labels, Sym};
+use crate::rule::{Condition, Helpers, Rule, RuleMode, RuleScripts, RuleSet, ScriptError};
+use crate::series::{SampleKind, Sample, SeriesId, SeriesTable, Value};
+use crate::store::{Store, StoreError};
+use crate::time::{Nanos, MS};
+use crate::window::{Column, Observation};
+
+/// How often subjects that receive no samples are checked for staleness.
+/// Staleness is measured in seconds; a quarter second is precise enough and
+/// keeps the scan (one comparison per subject) off every evaluation.
+pub const STALE_SCAN_INTERVAL: Nanos = 250 * MS;
+
+/// What the evaluator reports.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EngineEvent {
+    /// An instance changed state.
+    Transition {
+        /// Rule name.
+        rule: String,
+        /// Subject labels.
+        subject: Labels,
+        /// Old state.
+        from: State,
+        /// New state.
+        to: State,
+        /// When.
+        at: Nanos,
+        /// Window values that decided it.
+        values: Vec<(String, f64)>,
+    },
+    /// A firing instance proposes an action.
+    Proposal(Proposal),
+    /// A proposal could not be made (a template needs a label the subject lacks).
+    ActionError {
+        /// Rule name.
+        rule: String,
+        /// Subject labels.
+        subject: Labels,
+        /// What is wrong.
+        message: String,
+    },
+    /// A subject's inputs went stale: the rule cannot protect it.
+    SensorStale {
+        /// Rule name.
+        rule: String,
+        /// Subject labels.
+        subject: Labels,
+        /// The last sample seen.
+        last_seen: Nanos,
+        /// When it was noticed.
+        at: Nanos,
+    },
+    /// A stale subject receives samples again.
+    SensorFresh {
+        /// Rule name.
+        rule: String,
+        /// Subject labels.
+        subject: Labels,
+        /// When.
+        at: Nanos,
+    },
+    /// A rule failed at run time and is no longer evaluated until reloaded.
+    Quarantined {
+        /// Rule name.
+        rule: String,
+        /// The failure.
+        error: ScriptError,
+        /// When.
+        at: Nanos,
+    },
+}
+
+/// Whether a rule is being evaluated.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RuleHealth {
+    /// Evaluated normally.
+    Ok,
+    /// Failed at run time; skipped until a reload brings a new version.
+    Quarantined {
+        /// The failure.
+        error: ScriptError,
+        /// When.
+        at: Nanos,
+    },
+}
+
+/// Counters about the evaluator's own work.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EngineStats {
+    /// Samples ingested.
+    pub samples: u64,
+    /// Samples dropped because they were older than the series' last one.
+    pub out_of_order: u64,
+    /// Counter readings that wrapped.
+    pub counter_wraps: u64,
+    /// Counter readings that went backwards (resets).
+    pub counter_resets: u64,
+    /// Counter readings stuck at all-ones.
+    pub counter_saturated: u64,
+    /// Script calls made.
+    pub script_calls: u64,
+    /// Evaluations answered from the cache (window values unchanged).
+    pub cache_hits: u64,
+}
+
+/// What changed in a reload.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReloadReport {
+    /// Rules whose content is unchanged: state and windows kept.
+    pub unchanged: Vec<String>,
+    /// Rules whose content changed: instance state kept by subject, windows restarted.
+    pub changed: Vec<String>,
+    /// New rules.
+    pub added: Vec<String>,
+    /// Rules no longer in the set.
+    pub removed: Vec<String>,
+}
+
+/// A read-only view of one instance.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InstanceView {
+    /// Rule name.
+    pub rule: String,
+    /// Subject labels.
+    pub subject: Labels,
+    /// The instance.
+    pub instance: Instance,
+}
+
+const UNROUTED: u16 = u16::MAX;
+
+#[derive(Debug, Clone, Copy)]
+struct SeriesState {
+    /// Counters: raw reading. Gauges: `f64` bits of the value.
+    last: u64,
+    last_ts: Nanos,
+    kind: SampleKind,
+    has_last: bool,
+    route_start: u32,
+    route_len: u16,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Route {
+    rule: u16,
+    /// Index into the rule's `metric_windows`.
+    slot: u16,
+    subject: u32,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct EvalCache {
+    valid: bool,
+    clear: bool,
+    result: bool,
+    hash: u64,
+}
+
+#[derive(Debug, Clone)]
+struct Subject {
+    /// Labels shared by every series of the subject (what templates see).
+    labels: LabelSet,
+    last_seen: Nanos,
+    dirty: bool,
+    cache: EvalCache,
+}
+
+struct RuleRuntime {
+    rule: Arc<Rule>,
+    timing: Timing,
+    /// Metric → indices of the windows reading it.
+    metric_windows: Vec<(Sym, Vec<u16>)>,
+    group_by: Vec<Sym>,
+    subject_ids: HashMap<Box<[Sym]>, u32>,
+    subjects: Vec<Subject>,
+    columns: Vec<Column>,
+    /// Instances that are not idle, by subject.
+    instances: HashMap<u32, Instance>,
+    /// Instances restored from the store or a reload, waiting for their
+    /// subject to reappear, by subject key.
+    restored: HashMap<String, Instance>,
+    dirty: Vec<u32>,
+    health: RuleHealth,
+}
+
+impl RuleRuntime {
+    fn new(rule: Arc<Rule>, series: &SeriesTable) -> RuleRuntime {
+        let mut metric_windows: Vec<(Sym, Vec<u16>)> = Vec::new();
+        for (i, (_, spec)) in rule.windows.iter().enumerate() {
+            let sym = series.intern(&spec.metric);
+            match metric_windows.iter_mut().find(|(m, _)| *m == sym) {
+                Some((_, list)) => list.push(i as u16),
+                None => metric_windows.push((sym, vec![i as u16])),
+            }
+        }
+        // Metrics a selector names but no window reads still count for
+        // staleness and subject labels.
+        for sel in &rule.selectors {
+            let sym = series.intern(&sel.metric);
+            if !metric_windows.iter().any(|(m, _)| *m == sym) {
+                metric_windows.push((sym, Vec::new()));
+            }
+        }
+        let group_by = rule.group_by.iter().map(|g| series.intern(g)).collect();
+        RuleRuntime {
+            timing: Timing { for_: rule.for_, keep_firing_for: rule.keep_firing_for, cooldown: rule.cooldown },
+            columns: rule.windows.iter().map(|(_, s)| Column::new(s)).collect(),
+            rule,
+            metric_windows,
+            group_by,
+            subject_ids: HashMap::new(),
+            subjects: Vec::new(),
+            instances: HashMap::new(),
+            restored: HashMap::new(),
+            dirty: Vec::new(),
+            health: RuleHealth::Ok,
+        }
+    }
+
+    fn subject_key(&self, labels: &Labels) -> String {
+        self.rule
+            .group_by
+            .iter()
+            .map(|g| format!("{g}={}", labels.get(g).unwrap_or("")))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    fn values(&self, subject: u32, now: Nanos) -> Vec<f64> {
+        self.columns.iter().map(|c| c.value(subject as usize, now)).collect()
+    }
+
+    fn named_values(&self, values: &[f64]) -> Vec<(String, f64)> {
+        self.rule.windows.iter().map(|(n, _)| n.clone()).zip(values.iter().copied()).collect()
+    }
+}
+
+/// The evaluator. One per daemon; not shared between threads.
+pub struct Evaluator {
+    series: SeriesTable,
+    scripts: RuleScripts,
+    rules: Vec<RuleRuntime>,
+    /// Metric → (rule index, selector indices with that metric).
+    by_metric: HashMap<Sym, Vec<(u16, Vec<u16>)>>,
+    states: Vec<SeriesState>,
+    routes: Vec<Route>,
+    store: Option<Store>,
+    last_stale_scan: Nanos,
+    proposal_seq: u64,
+    newest_sample: Nanos,
+    job_syms: Option<(Sym, Sym)>,
+    stats: EngineStats,
+}
+
+impl Evaluator {
+    /// An evaluator for `rules` over the series of `series`, restoring
+    /// instance state from `store` if given.
+    pub fn new(series: SeriesTable, rules: RuleSet, store: Option<Store>) -> Result<Evaluator, StoreError> {
+        rules.scripts.helpers().set_series(series.clone());
+        let job_syms = Some((series.intern("job"), series.intern("node")));
+        let mut ev = Evaluator {
+            series,
+            scripts: rules.scripts.clone(),
+            rules: Vec::new(),
+            by_metric: HashMap::new(),
+            states: Vec::new(),
+            routes: Vec::new(),
+            store,
+            last_stale_scan: Nanos::MIN,
+            proposal_seq: 0,
+            newest_sample: 0,
+            job_syms,
+            stats: EngineStats::default(),
+        };
+        for rule in &rules.rules {
+            let mut rt = RuleRuntime::new(rule.clone(), &ev.series);
+            if let Some(store) = &ev.store {
+                rt.restored = store.instances_of(&rule.name)?;
+            }
+            ev.rules.push(rt);
+        }
+        ev.rebuild_index();
+        Ok(ev)
+    }
+
+    /// The series table.
+    pub fn series(&self) -> &SeriesTable {
+        &self.series
+    }
+
+    /// The helper state shared with the scripts (and with reloaded rule sets:
+    /// load new rules with these helpers so the firing index carries over).
+    pub fn helpers(&self) -> &Helpers {
+        self.scripts.helpers()
+    }
+
+    /// Counters about the evaluator's work.
+    pub fn stats(&self) -> &EngineStats {
+        &self.stats
+    }
+
+    /// The rules loaded, with their health.
+    pub fn rules(&self) -> impl Iterator<Item = (&Arc<Rule>, &RuleHealth)> {
+        self.rules.iter().map(|r| (&r.rule, &r.health))
+    }
+
+    /// Time of the newest sample ingested.
+    pub fn newest_sample(&self) -> Nanos {
+        self.newest_sample
+    }
+
+    /// Every instance that is not idle.
+    pub fn instances(&self) -> Vec<InstanceView> {
+        let reg = self.series.read();
+        let mut out = Vec::new();
+        for rt in &self.rules {
+            for (s, inst) in &rt.instances {
+                out.push(InstanceView {
+                    rule: rt.rule.name.clone(),
+                    subject: rt.subjects[*s as usize].labels.to_labels(reg.interner()),
+                    instance: *inst,
+                });
+            }
+        }
+        out.sort_by(|a, b| (&a.rule, &a.subject).cmp(&(&b.rule, &b.subject)));
+        out
+    }
+
+    /// The state of `rule` for the subject whose labels include `subject`.
+    pub fn state_of(&self, rule: &str, subject: &Labels) -> Option<State> {
+        let rt = self.rules.iter().find(|r| r.rule.name == rule)?;
+        let reg = self.series.read();
+        rt.subjects.iter().enumerate().find_map(|(i, s)| {
+            let labels = s.labels.to_labels(reg.interner());
+            labels.contains_all(subject).then(|| rt.instances.get(&(i as u32)).map(|x| x.state).unwrap_or(State::Inactive))
+        })
+    }
+
+    /// Approximate bytes of evaluator state (series state, routes, subjects,
+    /// windows, instances), for the per-series memory budget.
+    pub fn state_bytes(&self) -> usize {
+        let mut bytes = self.states.capacity() * std::mem::size_of::<SeriesState>()
+            + self.routes.capacity() * std::mem::size_of::<Route>();
+        for rt in &self.rules {
+            let per_subject: usize = std::mem::size_of::<Subject>()
+                + rt.columns.iter().map(Column::bytes_per_subject).sum::<usize>()
+                // hash map entry: boxed key, id, control byte
+                + std::mem::size_of::<(Box<[Sym]>, u32)>() + rt.group_by.len() * 4 + 1
+                // the subject's label set
+                + 16 + 8 * 4;
+            bytes += rt.subjects.len() * per_subject
+                + rt.instances.len() * (std::mem::size_of::<(u32, Instance)>() + 1);
+        }
+        bytes
+    }
+
+    fn rebuild_index(&mut self) {
+        self.by_metric.clear();
+        for (ri, rt) in self.rules.iter().enumerate() {
+            let mut per_metric: BTreeMap<Sym, Vec<u16>> = BTreeMap::new();
+            for (si, sel) in rt.rule.selectors.iter().enumerate() {
+                let sym = self.series.intern(&sel.metric);
+                per_metric.entry(sym).or_default().push(si as u16);
+            }
+            for (sym, sels) in per_metric {
+                self.by_metric.entry(sym).or_default().push((ri as u16, sels));
+            }
+        }
+        // Every known series is routed again on its next sample.
+        self.routes.clear();
+        for st in &mut self.states {
+            st.route_len = UNROUTED;
+        }
+    }
+
+    /// Computes the routes of series `idx`: which rules it feeds, as which
+    /// subject, through which windows. Runs once per series (and after a reload).
+    #[cold]
+    fn route(&mut self, idx: usize) {
+        let reg = self.series.read();
+        if idx >= self.states.len() {
+            self.states.resize(
+                idx + 1,
+                SeriesState {
+                    last: 0,
+                    last_ts: Nanos::MIN,
+                    kind: SampleKind::Gauge,
+                    has_last: false,
+                    route_start: 0,
+                    route_len: UNROUTED,
+                },
+            );
+        }
+        let info = reg.info(SeriesId(idx as u32));
+        let labels = info.labels.to_labels(reg.interner());
+        if let Some((job, node)) = self.job_syms {
+            if let (Some(j), Some(n)) = (info.labels.get(job), info.labels.get(node)) {
+                self.scripts.helpers().add_job_node(reg.interner().resolve(j), reg.interner().resolve(n));
+            }
+        }
+        let start = self.routes.len() as u32;
+        if let Some(candidates) = self.by_metric.get(&info.metric) {
+            for (ri, sels) in candidates {
+                let rt = &mut self.rules[*ri as usize];
+                if !sels.iter().any(|s| rt.rule.selectors[*s as usize].matches(&labels)) {
+                    continue;
+                }
+                let key: Box<[Sym]> = rt
+                    .group_by
+                    .iter()
+                    .map(|g| info.labels.get(*g).unwrap_or(Sym(u32::MAX)))
+                    .collect();
+                let subject = match rt.subject_ids.get(&key) {
+                    Some(s) => {
+                        let subj = &mut rt.subjects[*s as usize];
+                        // Keep only the labels every series of the subject shares.
+                        let shared: Vec<(Sym, Sym)> = subj
+                            .labels
+                            .pairs()
+                            .iter()
+                            .copied()
+                            .filter(|(n, v)| info.labels.get(*n) == Some(*v))
+                            .collect();
+                        if shared.len() != subj.labels.pairs().len() {
+                            subj.labels = LabelSet::new(shared);
+                        }
+                        *s
+                    }
+                    None => {
+                        let s = rt.subjects.len() as u32;
+                        rt.subject_ids.insert(key, s);
+                        rt.subjects.push(Subject {
+                            labels: info.labels.clone(),
+                            last_seen: Nanos::MIN,
+                            dirty: false,
+                            cache: EvalCache::default(),
+                        });
+                        for c in &mut rt.columns {
+                            c.grow(rt.subjects.len());
+                        }
+                        if !rt.restored.is_empty() {
+                            let subject_key = rt.subject_key(&labels);
+                            if let Some(inst) = rt.restored.remove(&subject_key) {
+                                if inst.state == State::Firing {
+                                    self.scripts.helpers().firing_started(&rt.rule.name, labels.clone());
+                                }
+                                rt.instances.insert(s, inst);
+                            }
+                        }
+                        s
+                    }
+                };
+                let slot = rt.metric_windows.iter().position(|(m, _)| *m == info.metric).unwrap_or(0) as u16;
+                self.routes.push(Route { rule: *ri, slot, subject });
+            }
+        }
+        let st = &mut self.states[idx];
+        st.kind = info.kind;
+        st.route_start = start;
+        st.route_len = (self.routes.len() as u32 - start) as u16;
+    }
+
+    /// Ingests a batch of samples: counters decoded, windows updated,
+    /// subjects marked for evaluation. No script runs here.
+    pub fn ingest(&mut self, samples: &[Sample]) {
+        for s in samples {
+            self.ingest_one(s);
+        }
+    }
+
+    #[inline]
+    fn ingest_one(&mut self, s: &Sample) {
+        let idx = s.series.0 as usize;
+        if idx >= self.states.len() || self.states[idx].route_len == UNROUTED {
+            self.route(idx);
+        }
+        let st = &mut self.states[idx];
+        if st.has_last && s.ts < st.last_ts {
+            self.stats.out_of_order += 1;
+            return;
+        }
+        self.stats.samples += 1;
+        let obs = match st.kind {
+            SampleKind::Counter(spec) => {
+                let raw = match s.value {
+                    Value::Count(n) => n,
+                    Value::Real(x) => x.max(0.0) as u64,
+                };
+                let (step, level) = if st.has_last {
+                    let inc = counter::increase(spec, st.last, raw);
+                    match inc {
+                        Increase::Wrapped(_) => self.stats.counter_wraps += 1,
+                        Increase::Reset(_) => self.stats.counter_resets += 1,
+                        Increase::Saturated(_) => self.stats.counter_saturated += 1,
+                        Increase::Normal(_) => {}
+                    }
+                    let amount = inc.amount() as f64;
+                    let dt = (s.ts - st.last_ts) as f64 / 1e9;
+                    (amount, if dt > 0.0 { amount / dt } else { f64::NAN })
+                } else {
+                    (f64::NAN, f64::NAN)
+                };
+                st.last = raw;
+                Observation { ts: s.ts, step, level, value: raw as f64 }
+            }
+            SampleKind::Gauge => {
+                let x = s.value.as_f64();
+                let step = if st.has_last { x - f64::from_bits(st.last) } else { f64::NAN };
+                st.last = x.to_bits();
+                Observation { ts: s.ts, step, level: x, value: x }
+            }
+            SampleKind::Event => {
+                let x = s.value.as_f64();
+                Observation { ts: s.ts, step: 1.0, level: x, value: x }
+            }
+        };
+        st.has_last = true;
+        st.last_ts = s.ts;
+        if s.ts > self.newest_sample {
+            self.newest_sample = s.ts;
+        }
+        let (start, len) = (st.route_start as usize, st.route_len as usize);
+        for r in &self.routes[start..start + len] {
+            let rt = &mut self.rules[r.rule as usize];
+            let subject = r.subject as usize;
+            for &w in &rt.metric_windows[r.slot as usize].1 {
+                rt.columns[w as usize].observe(subject, &obs);
+            }
+            let subj = &mut rt.subjects[subject];
+            if s.ts > subj.last_seen {
+                subj.last_seen = s.ts;
+            }
+            if !subj.dirty {
+                subj.dirty = true;
+                rt.dirty.push(r.subject);
+            }
+        }
+    }
+
+    /// Evaluates every rule at `now`: subjects whose windows changed, and
+    /// instances whose state is time-driven (pending, firing, cooldown).
+    /// Events are appended to `out`.
+    pub fn evaluate(&mut self, now: Nanos, out: &mut Vec<EngineEvent>) {
+        let scan_stale = now.saturating_sub(self.last_stale_scan) >= STALE_SCAN_INTERVAL;
+        if scan_stale {
+            self.last_stale_scan = now;
+        }
+        for ri in 0..self.rules.len() {
+            self.evaluate_rule(ri, now, scan_stale, out);
+        }
+    }
+
+    fn evaluate_rule(&mut self, ri: usize, now: Nanos, scan_stale: bool, out: &mut Vec<EngineEvent>) {
+        let rt = &mut self.rules[ri];
+        if rt.health != RuleHealth::Ok || rt.rule.mode == RuleMode::Off {
+            rt.dirty.clear();
+            return;
+        }
+        let mut candidates = std::mem::take(&mut rt.dirty);
+        candidates.extend(rt.instances.keys().copied().filter(|s| !rt.subjects[*s as usize].dirty));
+        if scan_stale {
+            let stale_after = rt.rule.stale_after;
+            for (i, s) in rt.subjects.iter().enumerate() {
+                let is_stale = now.saturating_sub(s.last_seen) > stale_after;
+                let known_stale = rt.instances.get(&(i as u32)).is_some_and(|x| x.stale);
+                if is_stale && !known_stale && !s.dirty {
+                    candidates.push(i as u32);
+                }
+            }
+        }
+        for &s in &candidates {
+            self.rules[ri].subjects[s as usize].dirty = false;
+        }
+        candidates.sort_unstable();
+        candidates.dedup();
+        for s in candidates {
+            if let Err(error) = self.evaluate_subject(ri, s, now, out) {
+                let rt = &mut self.rules[ri];
+                tracing::error!(message = "Rule quarantined.", rule = %rt.rule.name, %error);
+                out.push(EngineEvent::Quarantined { rule: rt.rule.name.clone(), error: error.clone(), at: now });
+                rt.health = RuleHealth::Quarantined { error, at: now };
+                rt.dirty.clear();
+                return;
+            }
+        }
+    }
+
+    fn evaluate_subject(&mut self, ri: usize, s: u32, now: Nanos, out: &mut Vec<EngineEvent>) -> Result<(), ScriptError> {
+        let rt = &mut self.rules[ri];
+        let subj = &rt.subjects[s as usize];
+        let mut inst = rt.instances.get(&s).copied().unwrap_or_else(|| Instance::new(now));
+        let mut transitions = Vec::new();
+        let values;
+        if now.saturating_sub(subj.last_seen) > rt.rule.stale_after {
+            values = rt.values(s, now);
+            let (newly, t) = instance::mark_stale(&mut inst, now);
+            if newly {
+                out.push(EngineEvent::SensorStale {
+                    rule: rt.rule.name.clone(),
+                    subject: self.labels_of(ri, s),
+                    last_seen: self.rules[ri].subjects[s as usize].last_seen,
+                    at: now,
+                });
+            }
+            transitions.extend(t);
+        } else {
+            if inst.stale {
+                inst.stale = false;
+                out.push(EngineEvent::SensorFresh { rule: rt.rule.name.clone(), subject: self.labels_of(ri, s), at: now });
+            }
+            let rt = &mut self.rules[ri];
+            values = rt.values(s, now);
+            let cond = inst.needs(now);
+            let result = match cond {
+                None => None,
+                Some(cond) => {
+                    let hash = hash_values(&values);
+                    let clear = cond == Condition::Clear;
+                    let cache = rt.subjects[s as usize].cache;
+                    if cache.valid && cache.clear == clear && cache.hash == hash {
+                        self.stats.cache_hits += 1;
+                        Some(cache.result)
+                    } else {
+                        self.stats.script_calls += 1;
+                        let labels = rt.subjects[s as usize].labels.clone();
+                        let w = rt.rule.window_values(values.clone());
+                        let result = self.scripts.eval(&rt.rule, cond, &labels, w)?;
+                        rt.subjects[s as usize].cache = EvalCache { valid: true, clear, result, hash };
+                        Some(result)
+                    }
+                }
+            };
+            let timing = self.rules[ri].timing;
+            transitions.extend(instance::step(&mut inst, &timing, now, result));
+        }
+        let rt = &mut self.rules[ri];
+        let changed = !transitions.is_empty() || rt.instances.get(&s).map(|x| x.stale) != Some(inst.stale);
+        if inst.is_idle() {
+            rt.instances.remove(&s);
+        } else {
+            rt.instances.insert(s, inst);
+        }
+        if changed {
+            self.record_transitions(ri, s, &inst, &transitions, &values, now, out);
+        }
+        Ok(())
+    }
+
+    fn labels_of(&self, ri: usize, s: u32) -> Labels {
+        self.rules[ri].subjects[s as usize].labels.to_labels(self.series.read().interner())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn record_transitions(
+        &mut self,
+        ri: usize,
+        s: u32,
+        inst: &Instance,
+        transitions: &[instance::Transition],
+        values: &[f64],
+        now: Nanos,
+        out: &mut Vec<EngineEvent>,
+    ) {
+        let labels = self.labels_of(ri, s);
+        let rt = &self.rules[ri];
+        let named = rt.named_values(values);
+        if let Some(store) = &self.store {
+            let key = rt.subject_key(&labels);
+            if let Err(error) = store.put_instance(&rt.rule.name, &key, inst) {
+                tracing::error!(message = "Could not persist instance state.", rule = %rt.rule.name, %error);
+            }
+        }
+        for t in transitions {
+            out.push(EngineEvent::Transition {
+                rule: rt.rule.name.clone(),
+                subject: labels.clone(),
+                from: t.from,
+                to: t.to,
+                at: t.at,
+                values: named.clone(),
+            });
+            if t.from == State::Firing {
+                self.scripts.helpers().firing_stopped(&rt.rule.name, &labels);
+            }
+            if t.to == State::Firing {
+                self.scripts.helpers().firing_started(&rt.rule.name, labels.clone());
+                for template in &rt.rule.actions {
+                    match action::resolve(template, &labels) {
+                        Ok(action) => {
+                            self.proposal_seq += 1;
+                            out.push(EngineEvent::Proposal(Proposal {
+                                id: format!("{:012x}-{:06x}", now / MS, self.proposal_seq & 0xff_ffff),
+                                rule: rt.rule.name.clone(),
+                                rule_hash: rt.rule.hash.clone(),
+                                rule_mode: rt.rule.mode,
+                                severity: rt.rule.severity,
+                                subject: labels.clone(),
+                                action,
+                                values: named.clone(),
+                                active_at: inst.active_at,
+                                sample_at: self.newest_sample,
+                                decided_at: now,
+                            }));
+                        }
+                        Err(message) => out.push(EngineEvent::ActionError {
+                            rule: rt.rule.name.clone(),
+                            subject: labels.clone(),
+                            message,
+                        }),
+                    }
+                }
+            }
+        }
+    }
+
+    /// Swaps in a new rule set. Rules whose content is unchanged keep their
+    /// windows and instances; changed rules keep instance state by subject
+    /// and restart their windows; removed rules are dropped. Load the new set
+    /// with [`Evaluator::helpers`] so scripts see one firing index.
+    pub fn reload(&mut self, rules: RuleSet) -> ReloadReport {
+        let mut report = ReloadReport::default();
+        let mut old: HashMap<String, RuleRuntime> = self.rules.drain(..).map(|r| (r.rule.name.clone(), r)).collect();
+        let reg_labels = |rt: &RuleRuntime, s: u32, series: &SeriesTable| {
+            rt.subjects[s as usize].labels.to_labels(series.read().interner())
+        };
+        for rule in &rules.rules {
+            match old.remove(&rule.name) {
+                Some(mut rt) if rt.rule.hash == rule.hash => {
+                    rt.rule = rule.clone();
+                    report.unchanged.push(rule.name.clone());
+                    self.rules.push(rt);
+                }
+                Some(prev) => {
+                    let mut rt = RuleRuntime::new(rule.clone(), &self.series);
+                    rt.restored = prev.restored.clone();
+                    for (s, inst) in &prev.instances {
+                        let labels = reg_labels(&prev, *s, &self.series);
+                        rt.restored.insert(prev.subject_key(&labels), *inst);
+                        if inst.state == State::Firing {
+                            self.scripts.helpers().firing_stopped(&prev.rule.name, &labels);
+                        }
+                    }
+                    report.changed.push(rule.name.clone());
+                    self.rules.push(rt);
+                }
+                None => {
+                    let mut rt = RuleRuntime::new(rule.clone(), &self.series);
+                    if let Some(store) = &self.store {
+                        rt.restored = store.instances_of(&rule.name).unwrap_or_default();
+                    }
+                    report.added.push(rule.name.clone());
+                    self.rules.push(rt);
+                }
+            }
+        }
+        for (name, rt) in old {
+            for (s, inst) in &rt.instances {
+                if inst.state == State::Firing {
+                    self.scripts.helpers().firing_stopped(&name, &reg_labels(&rt, *s, &self.series));
+                }
+            }
+            report.removed.push(name);
+        }
+        report.removed.sort();
+        self.scripts = rules.scripts;
+        self.scripts.helpers().set_series(self.series.clone());
+        self.rebuild_index();
+        report
+    }
+
+    /// Flushes instance state to disk (the store batches writes otherwise).
+    pub fn flush(&self) -> Result<(), StoreError> {
+        match &self.store {
+            Some(store) => store.flush(),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A cheap hash of window values, to skip scripts whose inputs did not move.
+fn hash_values(values: &[f64]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for v in values {
+        h = (h ^ v.to_bits()).wrapping_mul(0x0100_0000_01b3).rotate_left(17);
+    }
+    h
+}

@@ -1,0 +1,83 @@
+//! The core of rocemend: data model, windows, Rhai rules, the rule instance
+//! state machine, action proposals and the dispatch point.
+//!
+//! # Brief overview
+//!
+//! Sensors register series in a [`SeriesTable`] (labels enriched from the
+//! [`Topology`]) and send [`Sample`]s. The [`Evaluator`] updates native window
+//! state per sample ([`window`]), evaluates the rules of a [`RuleSet`] for the
+//! subjects whose windows moved, steps each [`Instance`] through
+//! inactive → pending → firing → resolved, and emits [`EngineEvent`]s,
+//! among them action [`Proposal`]s.
+//!
+//! ```
+//! use engine::{rule, Evaluator, Helpers, Labels, Sample, SampleKind, SeriesSpec, SeriesTable, Value};
+//! use engine::{CounterSpec, EngineEvent, SECOND};
+//!
+//! let source = r#"
+//!     fn fire(w) { w.flaps >= 3 }
+//!     #{
+//!         name: "link-flap",
+//!         select: ["link_carrier_down_count"],
+//!         group_by: ["node", "netdev"],
+//!         windows: #{ flaps: increase("link_carrier_down_count", "30s") },
+//!         actions: [ #{ action: "link.isolate", target: #{ node: "{node}", netdev: "{netdev}" } } ],
+//!     }
+//! "#;
+//! let series = SeriesTable::default();
+//! let rules = rule::load_sources(&[("flap.rhai".into(), source.into())], Helpers::default()).unwrap();
+//! let mut ev = Evaluator::new(series.clone(), rules, None).unwrap();
+//!
+//! let sensor = series.add_sensor("example", 100);
+//! let id = series.register(sensor, &SeriesSpec {
+//!     metric: "link_carrier_down_count".into(),
+//!     labels: Labels::from_pairs([("node", "n1"), ("netdev", "eth0")]),
+//!     kind: SampleKind::Counter(CounterSpec::U32_WRAP),
+//! }).unwrap();
+//!
+//! let mut events = Vec::new();
+//! for (t, downs) in [(0, 0), (1, 1), (2, 2), (3, 3)] {
+//!     ev.ingest(&[Sample { series: id, ts: t * SECOND, value: Value::Count(downs) }]);
+//!     ev.evaluate(t * SECOND, &mut events);
+//! }
+//! assert!(events.iter().any(|e| matches!(e, EngineEvent::Proposal(p) if p.action.kind == "link.isolate")));
+//! ```
+//!
+//! # Layout
+//!
+//! - [`time`]: nanosecond timestamps and rule durations;
+//! - [`labels`], [`series`], [`counter`]: the data model and counter arithmetic;
+//! - [`topology`]: the inventory and label enrichment;
+//! - [`window`]: native window accumulators;
+//! - [`rule`]: rule files, the Rhai sandbox, cross-series helpers;
+//! - [`instance`]: the per-(rule, subject) state machine;
+//! - [`evaluator`]: ingest and evaluation;
+//! - [`action`]: proposals and target templates;
+//! - [`store`]: instance state in sled;
+//! - [`config`]: TOML helpers with line/column errors.
+
+#![deny(missing_docs)]
+
+pub mod action;
+pub mod config;
+pub mod counter;
+pub mod evaluator;
+pub mod instance;
+pub mod labels;
+pub mod rule;
+pub mod series;
+pub mod store;
+pub mod time;
+pub mod topology;
+pub mod window;
+
+pub use action::{Action, Proposal};
+pub use counter::{CounterSpec, Overflow};
+pub use evaluator::{EngineEvent, EngineStats, Evaluator, InstanceView, ReloadReport, RuleHealth};
+pub use instance::{Instance, State};
+pub use labels::Labels;
+pub use rule::{Helpers, Rule, RuleError, RuleMode, RuleSet, Severity};
+pub use series::{Sample, SampleKind, SeriesId, SeriesSpec, SeriesTable, Value};
+pub use store::Store;
+pub use time::{Nanos, MS, SECOND};
+pub use topology::Topology;

@@ -1,0 +1,331 @@
+//! The topology inventory: the tables every RoCE fabric needs.
+//!
+//! - GPU ↔ NIC affinity (which NIC is nearest to which GPU),
+//! - rail numbering (NIC → rail, plane),
+//! - placement (node → rack, pod, zone),
+//! - the switch and switch port at the far end of every NIC port.
+//!
+//! It is loaded from TOML ([`Topology::load`]); sensors emit device-local
+//! labels and [`Topology::enrich`] adds the rest, so rules and safety limits
+//! can speak of "this rail", "this plane", "this switch".
+
+mod inventory;
+
+pub use inventory::{Gpu, Inventory, Nic, Node, Switch, SwitchRole};
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use crate::labels::Labels;
+
+/// An inventory could not be loaded.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TopologyError {
+    /// The file could not be read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The TOML is malformed or does not match the inventory schema.
+    #[error("{path}:{line}:{column}: {message}")]
+    Parse {
+        /// The file.
+        path: String,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// What was expected.
+        message: String,
+    },
+    /// The inventory is well-formed but inconsistent.
+    #[error("{path}: {message}")]
+    Invalid {
+        /// The file.
+        path: String,
+        /// What is inconsistent.
+        message: String,
+    },
+}
+
+/// The loaded inventory with its lookup indexes.
+#[derive(Debug, Clone, Default)]
+pub struct Topology {
+    inventory: Inventory,
+    /// (node, rdma_dev) and (node, netdev) → (node index, nic index).
+    nic_by_dev: HashMap<(String, String), (usize, usize)>,
+    /// (switch, switch port) → (node index, nic index).
+    nic_by_switch_port: HashMap<(String, String), (usize, usize)>,
+    node_by_name: HashMap<String, usize>,
+    switch_by_name: HashMap<String, usize>,
+}
+
+impl Topology {
+    /// Loads and validates an inventory file.
+    pub fn load(path: &Path) -> Result<Topology, TopologyError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| TopologyError::Io { path: path.display().to_string(), source })?;
+        Topology::parse(&text, &path.display().to_string())
+    }
+
+    /// Parses and validates inventory TOML; `origin` names it in errors.
+    pub fn parse(text: &str, origin: &str) -> Result<Topology, TopologyError> {
+        let inventory: Inventory = toml::from_str(text).map_err(|e| {
+            let (line, column) = crate::config::line_col(text, e.span().map(|s| s.start).unwrap_or(0));
+            TopologyError::Parse {
+                path: origin.to_string(),
+                line,
+                column,
+                message: e.message().to_string(),
+            }
+        })?;
+        Topology::from_inventory(inventory)
+            .map_err(|message| TopologyError::Invalid { path: origin.to_string(), message })
+    }
+
+    /// Builds the indexes, checking that every reference resolves.
+    pub fn from_inventory(inventory: Inventory) -> Result<Topology, String> {
+        let mut t = Topology { inventory, ..Topology::default() };
+        for (si, s) in t.inventory.switch.iter().enumerate() {
+            if t.switch_by_name.insert(s.name.clone(), si).is_some() {
+                return Err(format!("switch {:?} is listed twice", s.name));
+            }
+        }
+        for (ni, node) in t.inventory.node.iter().enumerate() {
+            if t.node_by_name.insert(node.name.clone(), ni).is_some() {
+                return Err(format!("node {:?} is listed twice", node.name));
+            }
+            for (ci, nic) in node.nic.iter().enumerate() {
+                for dev in [&nic.rdma_dev, &nic.netdev] {
+                    if t.nic_by_dev.insert((node.name.clone(), dev.clone()), (ni, ci)).is_some() {
+                        return Err(format!("node {:?}: device {dev:?} is listed twice", node.name));
+                    }
+                }
+                if let Some(gpu) = nic.gpu {
+                    if !node.gpu.iter().any(|g| g.index == gpu) {
+                        return Err(format!(
+                            "node {:?}: NIC {} names GPU {gpu}, which the node does not list",
+                            node.name, nic.rdma_dev
+                        ));
+                    }
+                }
+                if let Some(sw) = &nic.switch {
+                    if !t.switch_by_name.contains_key(sw) {
+                        return Err(format!(
+                            "node {:?}: NIC {} is cabled to switch {sw:?}, which is not listed",
+                            node.name, nic.rdma_dev
+                        ));
+                    }
+                    let port = nic.switch_port.clone().unwrap_or_default();
+                    if t.nic_by_switch_port.insert((sw.clone(), port.clone()), (ni, ci)).is_some() {
+                        return Err(format!("switch {sw:?} port {port:?} is cabled to two NICs"));
+                    }
+                }
+            }
+        }
+        Ok(t)
+    }
+
+    /// The inventory as loaded.
+    pub fn inventory(&self) -> &Inventory {
+        &self.inventory
+    }
+
+    /// Number of nodes in the fleet.
+    pub fn node_count(&self) -> usize {
+        self.inventory.node.len()
+    }
+
+    /// Adds topology labels to `labels`, never overwriting one a sensor set.
+    ///
+    /// - `node` → `rack`, `pod`, `zone`;
+    /// - `node` + `rdma_dev` or `netdev` → the other device name, `rail`,
+    ///   `plane`, `gpu` (nearest), `switch` and `switch_port` (far end);
+    /// - `switch` → its `rail`, `plane`, `switch_role`; with `port`, the
+    ///   far end: `peer_node`, `peer_rdma_dev`, `peer_netdev`.
+    pub fn enrich(&self, labels: &mut Labels) {
+        let add = |labels: &mut Labels, k: &str, v: String| {
+            labels.0.entry(k.to_string()).or_insert(v);
+        };
+        if let Some(node) = labels.get("node").and_then(|n| self.node_by_name.get(n)) {
+            let node = &self.inventory.node[*node];
+            for (k, v) in [("rack", &node.rack), ("pod", &node.pod), ("zone", &node.zone)] {
+                if let Some(v) = v {
+                    add(labels, k, v.clone());
+                }
+            }
+        }
+        let nic = labels.get("node").and_then(|node| {
+            ["rdma_dev", "netdev"].iter().find_map(|k| {
+                let dev = labels.get(k)?;
+                self.nic_by_dev.get(&(node.to_string(), dev.to_string())).copied()
+            })
+        });
+        if let Some((ni, ci)) = nic {
+            let nic = &self.inventory.node[ni].nic[ci];
+            add(labels, "rdma_dev", nic.rdma_dev.clone());
+            add(labels, "netdev", nic.netdev.clone());
+            add(labels, "rail", nic.rail.to_string());
+            add(labels, "plane", nic.plane.to_string());
+            if let Some(gpu) = nic.gpu {
+                add(labels, "gpu", gpu.to_string());
+            }
+            if let Some(sw) = &nic.switch {
+                add(labels, "switch", sw.clone());
+            }
+            if let Some(port) = &nic.switch_port {
+                add(labels, "switch_port", port.clone());
+            }
+        }
+        if let Some(node) = labels.get("node").and_then(|n| self.node_by_name.get(n)) {
+            // A GPU series gets the rail and plane of the NIC nearest to it.
+            let node = &self.inventory.node[*node];
+            let gpu_nic = labels
+                .get("gpu")
+                .and_then(|g| g.parse::<u32>().ok())
+                .and_then(|g| node.nic.iter().find(|n| n.gpu == Some(g)));
+            if let Some(nic) = gpu_nic {
+                add(labels, "rail", nic.rail.to_string());
+                add(labels, "plane", nic.plane.to_string());
+            }
+        }
+        if let Some(sw) = labels.get("switch").and_then(|s| self.switch_by_name.get(s)) {
+            let sw = &self.inventory.switch[*sw];
+            if let Some(rail) = sw.rail {
+                add(labels, "rail", rail.to_string());
+            }
+            if let Some(plane) = sw.plane {
+                add(labels, "plane", plane.to_string());
+            }
+            add(labels, "switch_role", sw.role.as_str().to_string());
+        }
+        let far_end = match (labels.get("switch"), labels.get("port")) {
+            (Some(sw), Some(port)) => self.nic_by_switch_port.get(&(sw.to_string(), port.to_string())).copied(),
+            _ => None,
+        };
+        if let Some((ni, ci)) = far_end {
+            let node = &self.inventory.node[ni];
+            let nic = &node.nic[ci];
+            add(labels, "peer_node", node.name.clone());
+            add(labels, "peer_rdma_dev", nic.rdma_dev.clone());
+            add(labels, "peer_netdev", nic.netdev.clone());
+        }
+    }
+
+    /// The labels of the other end of a link end described by `labels`:
+    /// a NIC end (`node` + `rdma_dev`/`netdev`) gives its `switch` + `port`;
+    /// a switch end (`switch` + `port`) gives its `node`, `rdma_dev`, `netdev`.
+    pub fn peer(&self, labels: &Labels) -> Option<Labels> {
+        if let (Some(sw), Some(port)) = (labels.get("switch"), labels.get("port")) {
+            let (ni, ci) = *self.nic_by_switch_port.get(&(sw.to_string(), port.to_string()))?;
+            let node = &self.inventory.node[ni];
+            let nic = &node.nic[ci];
+            return Some(Labels::from_pairs([
+                ("node", node.name.as_str()),
+                ("rdma_dev", nic.rdma_dev.as_str()),
+                ("netdev", nic.netdev.as_str()),
+            ]));
+        }
+        let node = labels.get("node")?;
+        let (ni, ci) = ["rdma_dev", "netdev"].iter().find_map(|k| {
+            self.nic_by_dev.get(&(node.to_string(), labels.get(k)?.to_string())).copied()
+        })?;
+        let nic = &self.inventory.node[ni].nic[ci];
+        Some(Labels::from_pairs([
+            ("switch", nic.switch.as_deref()?),
+            ("port", nic.switch_port.as_deref()?),
+        ]))
+    }
+}
+
+/// The example inventory shipped with the project: 4 nodes × 8 GPUs × 8
+/// NICs on 8 rail switches in two planes.
+pub const EXAMPLE_INVENTORY: &str = include_str!("../../../docs/examples/inventory.toml");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn example() -> Topology {
+        Topology::parse(EXAMPLE_INVENTORY, "inventory.toml").expect("example inventory loads")
+    }
+
+    #[test]
+    fn the_example_is_a_rail_optimized_cluster() {
+        let t = example();
+        assert_eq!(t.node_count(), 4);
+        for node in &t.inventory().node {
+            assert_eq!(node.gpu.len(), 8);
+            assert_eq!(node.nic.len(), 8);
+            let rails: std::collections::BTreeSet<u32> = node.nic.iter().map(|n| n.rail).collect();
+            assert_eq!(rails.len(), 8, "each NIC of {} on its own rail", node.name);
+        }
+        assert_eq!(t.inventory().switch.iter().filter(|s| s.role == SwitchRole::Leaf).count(), 8);
+    }
+
+    #[test]
+    fn a_nic_sample_gets_rail_plane_and_far_end() {
+        let t = example();
+        let mut labels = Labels::from_pairs([("node", "node-02"), ("netdev", "eth5")]);
+        t.enrich(&mut labels);
+        assert_eq!(labels.get("rdma_dev"), Some("mlx5_5"));
+        assert_eq!(labels.get("rail"), Some("5"));
+        assert_eq!(labels.get("plane"), Some("1"));
+        assert_eq!(labels.get("switch"), Some("leaf-rail5"));
+        assert_eq!(labels.get("switch_port"), Some("Ethernet4"));
+        assert_eq!(labels.get("gpu"), Some("5"));
+        assert_eq!(labels.get("rack"), Some("rack-a"));
+    }
+
+    #[test]
+    fn a_switch_port_sample_gets_its_far_end() {
+        let t = example();
+        let mut labels = Labels::from_pairs([("switch", "leaf-rail5"), ("port", "Ethernet4")]);
+        t.enrich(&mut labels);
+        assert_eq!(labels.get("peer_node"), Some("node-02"));
+        assert_eq!(labels.get("peer_rdma_dev"), Some("mlx5_5"));
+        assert_eq!(labels.get("rail"), Some("5"));
+        let peer = t.peer(&labels).unwrap();
+        assert_eq!(peer.get("node"), Some("node-02"));
+        let back = t.peer(&peer).unwrap();
+        assert_eq!(back.get("switch"), Some("leaf-rail5"));
+        assert_eq!(back.get("port"), Some("Ethernet4"));
+    }
+
+    #[test]
+    fn sensor_labels_are_never_overwritten() {
+        let t = example();
+        let mut labels = Labels::from_pairs([("node", "node-01"), ("rdma_dev", "mlx5_0"), ("rail", "custom")]);
+        t.enrich(&mut labels);
+        assert_eq!(labels.get("rail"), Some("custom"));
+    }
+
+    #[test]
+    fn a_dangling_switch_reference_is_rejected() {
+        let text = r#"
+[[node]]
+name = "n1"
+[[node.nic]]
+rdma_dev = "mlx5_0"
+netdev = "eth0"
+rail = 0
+plane = 0
+switch = "nowhere"
+switch_port = "Ethernet0"
+"#;
+        let err = Topology::parse(text, "inv.toml").unwrap_err().to_string();
+        assert!(err.contains("switch \"nowhere\", which is not listed"), "{err}");
+    }
+
+    #[test]
+    fn a_typo_in_a_field_names_line_and_column() {
+        let text = "[[node]]\nname = \"n1\"\nrakc = \"r1\"\n";
+        let err = Topology::parse(text, "inv.toml").unwrap_err().to_string();
+        assert!(err.starts_with("inv.toml:3:1:"), "{err}");
+        assert!(err.contains("rakc"), "{err}");
+    }
+}
