@@ -54,16 +54,20 @@
 //! - [`evaluator`]: ingest and evaluation;
 //! - [`action`]: proposals and target templates;
 //! - [`store`]: instance state in sled;
+//! - [`contracts`]: the [`Sensor`](contracts::Sensor) and [`Actuator`](contracts::Actuator) traits;
+//! - [`recording`]: JSON-lines recordings for replay;
 //! - [`config`]: TOML helpers with line/column errors.
 
 #![deny(missing_docs)]
 
 pub mod action;
 pub mod config;
+pub mod contracts;
 pub mod counter;
 pub mod evaluator;
 pub mod instance;
 pub mod labels;
+pub mod recording;
 pub mod rule;
 pub mod series;
 pub mod store;
@@ -72,6 +76,7 @@ pub mod topology;
 pub mod window;
 
 pub use action::{Action, Proposal};
+pub use contracts::{Actuator, ActuatorError, Batch, Note, Outcome, Plan, Sensor, SensorContext, SensorError};
 pub use counter::{CounterSpec, Overflow};
 pub use evaluator::{EngineEvent, EngineStats, Evaluator, InstanceView, ReloadReport, RuleHealth};
 pub use instance::{Instance, State};

@@ -1,0 +1,185 @@
+//! The contracts between the engine and the outside world: [`Sensor`]s feed
+//! it, [`Actuator`]s carry out what it decides. Concrete sensors and
+//! actuators live in their own crates; the engine depends on none of them.
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use tokio::sync::{mpsc, watch};
+
+use crate::action::Action;
+use crate::labels::Labels;
+use crate::series::{Sample, SensorId, SeriesError, SeriesId, SeriesSpec, SeriesTable};
+use crate::time::Nanos;
+
+/// A note carried with samples: a fault marker in a recording, a chaos
+/// harness annotation. Notes do not feed rules; they are shown and recorded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Note {
+    /// When.
+    pub ts: Nanos,
+    /// What kind of note (`fault`, `recovery`, …).
+    pub kind: String,
+    /// Free text.
+    pub text: String,
+    /// Labels of what it is about.
+    #[serde(default)]
+    pub labels: Labels,
+}
+
+/// What a sensor sends: samples and notes read at about the same time.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Batch {
+    /// The samples.
+    pub samples: Vec<Sample>,
+    /// Notes, if any.
+    pub notes: Vec<Note>,
+}
+
+/// A sensor failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SensorError {
+    /// What the sensor reads does not exist on this node (no GPU, no RDMA
+    /// device, no NVIDIA library). The daemon runs on without it.
+    #[error("unavailable: {0}")]
+    Unavailable(String),
+    /// Its configuration is invalid.
+    #[error("configuration: {0}")]
+    Config(String),
+    /// Reading failed.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being read.
+        context: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// A series could not be registered (cardinality cap).
+    #[error(transparent)]
+    Series(#[from] SeriesError),
+    /// The input is malformed.
+    #[error("{0}")]
+    Malformed(String),
+    /// The engine stopped taking samples.
+    #[error("the engine is gone")]
+    Closed,
+}
+
+/// What a running sensor is given: where to register series, where to send
+/// batches, and when to stop.
+#[derive(Debug, Clone)]
+pub struct SensorContext {
+    series: SeriesTable,
+    id: SensorId,
+    name: String,
+    out: mpsc::Sender<Batch>,
+    shutdown: watch::Receiver<bool>,
+}
+
+impl SensorContext {
+    /// A context for the sensor `name`, allowed `max_series` series.
+    pub fn new(
+        series: SeriesTable,
+        name: &str,
+        max_series: usize,
+        out: mpsc::Sender<Batch>,
+        shutdown: watch::Receiver<bool>,
+    ) -> SensorContext {
+        let id = series.add_sensor(name, max_series);
+        SensorContext { series, id, name: name.to_string(), out, shutdown }
+    }
+
+    /// The sensor's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Registers a series (idempotent), enforcing the sensor's cap.
+    pub fn register(&self, spec: &SeriesSpec) -> Result<SeriesId, SeriesError> {
+        self.series.register(self.id, spec)
+    }
+
+    /// Sends a batch to the engine; waits when the engine is behind (the
+    /// channel is bounded, so a fast sensor cannot outrun memory).
+    pub async fn send(&self, batch: Batch) -> Result<(), SensorError> {
+        self.out.send(batch).await.map_err(|_| SensorError::Closed)
+    }
+
+    /// Whether shutdown was requested.
+    pub fn is_shutting_down(&self) -> bool {
+        *self.shutdown.borrow()
+    }
+
+    /// Resolves when shutdown is requested.
+    pub async fn shutdown(&self) {
+        let mut rx = self.shutdown.clone();
+        while !*rx.borrow() {
+            if rx.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+}
+
+/// A source of samples.
+#[async_trait]
+pub trait Sensor: Send {
+    /// A short name (`replay`, `rdma_sysfs`, …), used in logs and health.
+    fn name(&self) -> &str;
+
+    /// Runs until the input ends, shutdown is requested, or it fails.
+    async fn run(self: Box<Self>, ctx: SensorContext) -> Result<(), SensorError>;
+}
+
+/// Exactly what an actuator would send for an action, without sending it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Plan {
+    /// The actuator.
+    pub actuator: String,
+    /// Each request it would make, as text (an argv, a gNMI Set, an HTTP body).
+    pub requests: Vec<String>,
+}
+
+/// What an actuator did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Outcome {
+    /// One line for people.
+    pub summary: String,
+    /// What was sent, request by request (the same text as the [`Plan`]).
+    pub requests: Vec<String>,
+    /// The target's state before the change, for undo.
+    #[serde(default)]
+    pub prior: Option<serde_json::Value>,
+}
+
+/// An actuator failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ActuatorError {
+    /// The action's target or parameters are not acceptable; retrying will
+    /// not help.
+    #[error("invalid action: {0}")]
+    Invalid(String),
+    /// The target does not support this action.
+    #[error("not supported: {0}")]
+    NotSupported(String),
+    /// It failed; a retry may succeed.
+    #[error("failed: {0}")]
+    Failed(String),
+    /// It did not finish in time.
+    #[error("timed out after {0} ms")]
+    Timeout(u64),
+}
+
+/// Something that changes the fabric (or tells a human).
+#[async_trait]
+pub trait Actuator: Send + Sync {
+    /// The actuator's name, as the playbook calls it.
+    fn name(&self) -> &str;
+
+    /// Exactly what [`Actuator::execute`] would send for `action`.
+    async fn dry_run(&self, action: &Action) -> Result<Plan, ActuatorError>;
+
+    /// Carries out `action`.
+    async fn execute(&self, action: &Action) -> Result<Outcome, ActuatorError>;
+}
