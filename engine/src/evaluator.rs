@@ -16,7 +16,7 @@ use crate::counter::{self, Increase};
 use crate::instance::{self, Instance, State, Timing};
 use crate::labels::{LabelSet, Labels, Sym};
 use crate::rule::{Condition, Helpers, Rule, RuleMode, RuleScripts, RuleSet, ScriptError};
-use crate::series::{SampleKind, Sample, SeriesId, SeriesTable, Value};
+use crate::series::{Sample, SampleKind, SeriesId, SeriesTable, Value};
 use crate::store::{Store, StoreError};
 use crate::time::{Nanos, MS};
 use crate::window::{Column, Observation};
@@ -234,12 +234,7 @@ impl RuleRuntime {
     }
 
     fn subject_key(&self, labels: &Labels) -> String {
-        self.rule
-            .group_by
-            .iter()
-            .map(|g| format!("{g}={}", labels.get(g).unwrap_or("")))
-            .collect::<Vec<_>>()
-            .join(",")
+        self.rule.group_by.iter().map(|g| format!("{g}={}", labels.get(g).unwrap_or(""))).collect::<Vec<_>>().join(",")
     }
 
     fn values(&self, subject: u32, now: Nanos) -> Vec<f64> {
@@ -348,7 +343,9 @@ impl Evaluator {
         let reg = self.series.read();
         rt.subjects.iter().enumerate().find_map(|(i, s)| {
             let labels = s.labels.to_labels(reg.interner());
-            labels.contains_all(subject).then(|| rt.instances.get(&(i as u32)).map(|x| x.state).unwrap_or(State::Inactive))
+            labels
+                .contains_all(subject)
+                .then(|| rt.instances.get(&(i as u32)).map(|x| x.state).unwrap_or(State::Inactive))
         })
     }
 
@@ -364,8 +361,8 @@ impl Evaluator {
                 + std::mem::size_of::<(Box<[Sym]>, u32)>() + rt.group_by.len() * 4 + 1
                 // the subject's label set
                 + 16 + 8 * 4;
-            bytes += rt.subjects.len() * per_subject
-                + rt.instances.len() * (std::mem::size_of::<(u32, Instance)>() + 1);
+            bytes +=
+                rt.subjects.len() * per_subject + rt.instances.len() * (std::mem::size_of::<(u32, Instance)>() + 1);
         }
         bytes
     }
@@ -421,11 +418,8 @@ impl Evaluator {
                 if !sels.iter().any(|s| rt.rule.selectors[*s as usize].matches(&labels)) {
                     continue;
                 }
-                let key: Box<[Sym]> = rt
-                    .group_by
-                    .iter()
-                    .map(|g| info.labels.get(*g).unwrap_or(Sym(u32::MAX)))
-                    .collect();
+                let key: Box<[Sym]> =
+                    rt.group_by.iter().map(|g| info.labels.get(*g).unwrap_or(Sym(u32::MAX))).collect();
                 let subject = match rt.subject_ids.get(&key) {
                     Some(s) => {
                         let subj = &mut rt.subjects[*s as usize];
@@ -601,7 +595,13 @@ impl Evaluator {
         }
     }
 
-    fn evaluate_subject(&mut self, ri: usize, s: u32, now: Nanos, out: &mut Vec<EngineEvent>) -> Result<(), ScriptError> {
+    fn evaluate_subject(
+        &mut self,
+        ri: usize,
+        s: u32,
+        now: Nanos,
+        out: &mut Vec<EngineEvent>,
+    ) -> Result<(), ScriptError> {
         let rt = &mut self.rules[ri];
         let subj = &rt.subjects[s as usize];
         let mut inst = rt.instances.get(&s).copied().unwrap_or_else(|| Instance::new(now));
@@ -622,7 +622,11 @@ impl Evaluator {
         } else {
             if inst.stale {
                 inst.stale = false;
-                out.push(EngineEvent::SensorFresh { rule: rt.rule.name.clone(), subject: self.labels_of(ri, s), at: now });
+                out.push(EngineEvent::SensorFresh {
+                    rule: rt.rule.name.clone(),
+                    subject: self.labels_of(ri, s),
+                    at: now,
+                });
             }
             let rt = &mut self.rules[ri];
             values = rt.values(s, now);

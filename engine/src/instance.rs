@@ -96,7 +96,14 @@ pub struct Instance {
 impl Instance {
     /// A new inactive instance.
     pub fn new(now: Nanos) -> Instance {
-        Instance { state: State::Inactive, since: now, active_at: 0, clear_since: None, cooldown_until: 0, stale: false }
+        Instance {
+            state: State::Inactive,
+            since: now,
+            active_at: 0,
+            clear_since: None,
+            cooldown_until: 0,
+            stale: false,
+        }
     }
 
     /// Which condition must be evaluated at `now`, if any. A resolved
@@ -275,13 +282,7 @@ mod tests {
         let timing = Timing { for_: 0, keep_firing_for: 0, cooldown: 10 * S };
         run(
             timing,
-            &[
-                row(0, T, Firing),
-                row(1, T, Resolved),
-                row(2, T, Resolved),
-                row(10, T, Resolved),
-                row(11, T, Firing),
-            ],
+            &[row(0, T, Firing), row(1, T, Resolved), row(2, T, Resolved), row(10, T, Resolved), row(11, T, Firing)],
         );
     }
 

@@ -58,10 +58,7 @@ impl LabelSet {
 
     /// The value of label `name`, if present.
     pub fn get(&self, name: Sym) -> Option<Sym> {
-        self.0
-            .binary_search_by_key(&name, |(n, _)| *n)
-            .ok()
-            .map(|i| self.0[i].1)
+        self.0.binary_search_by_key(&name, |(n, _)| *n).ok().map(|i| self.0[i].1)
     }
 
     /// The pairs, sorted by name symbol.
@@ -72,10 +69,7 @@ impl LabelSet {
     /// Resolves the set into owned strings, sorted by name.
     pub fn to_labels(&self, interner: &Interner) -> Labels {
         Labels(
-            self.0
-                .iter()
-                .map(|(n, v)| (interner.resolve(*n).to_string(), interner.resolve(*v).to_string()))
-                .collect(),
+            self.0.iter().map(|(n, v)| (interner.resolve(*n).to_string(), interner.resolve(*v).to_string())).collect(),
         )
     }
 }

@@ -123,19 +123,23 @@ impl<R: BufRead> Reader<R> {
             if text.is_empty() || text.starts_with('#') {
                 continue;
             }
-            let line: Line = serde_json::from_str(text).map_err(|e| self.error(format!("not a recording line: {e}")))?;
+            let line: Line =
+                serde_json::from_str(text).map_err(|e| self.error(format!("not a recording line: {e}")))?;
             return Ok(Some(match line {
                 Line::Series { series, metric, labels, kind } => {
                     self.kinds.insert(series, kind);
                     Event::Series(series, SeriesSpec { metric, labels, kind })
                 }
                 Line::Sample { s, t, v } => {
-                    let kind = *self.kinds.get(&s).ok_or_else(|| self.error(format!("series {s} used before it is declared")))?;
+                    let kind = *self
+                        .kinds
+                        .get(&s)
+                        .ok_or_else(|| self.error(format!("series {s} used before it is declared")))?;
                     let value = match kind {
                         SampleKind::Counter(_) => Value::Count(
-                            v.as_u64()
-                                .or_else(|| v.as_f64().filter(|x| *x >= 0.0).map(|x| x as u64))
-                                .ok_or_else(|| self.error(format!("counter value {v} is not a non-negative integer")))?,
+                            v.as_u64().or_else(|| v.as_f64().filter(|x| *x >= 0.0).map(|x| x as u64)).ok_or_else(
+                                || self.error(format!("counter value {v} is not a non-negative integer")),
+                            )?,
                         ),
                         _ => Value::Real(v.as_f64().ok_or_else(|| self.error(format!("value {v} is not a number")))?),
                     };
@@ -188,7 +192,12 @@ impl<W: Write> Writer<W> {
 
     /// Writes a series declaration (for generators that own their ids).
     pub fn declare(&mut self, id: u32, spec: &SeriesSpec) -> std::io::Result<()> {
-        self.write_line(&Line::Series { series: id, metric: spec.metric.clone(), labels: spec.labels.clone(), kind: spec.kind })
+        self.write_line(&Line::Series {
+            series: id,
+            metric: spec.metric.clone(),
+            labels: spec.labels.clone(),
+            kind: spec.kind,
+        })
     }
 
     /// Writes a sample line for an already declared id.
@@ -202,7 +211,12 @@ impl<W: Write> Writer<W> {
 
     /// Writes a note.
     pub fn note(&mut self, note: &Note) -> std::io::Result<()> {
-        self.write_line(&Line::Note { note: note.kind.clone(), t: note.ts, text: note.text.clone(), labels: note.labels.clone() })
+        self.write_line(&Line::Note {
+            note: note.kind.clone(),
+            t: note.ts,
+            text: note.text.clone(),
+            labels: note.labels.clone(),
+        })
     }
 
     /// Flushes the output.

@@ -201,11 +201,7 @@ impl SeriesTable {
     /// An empty table that enriches labels from `topology` (if any) and adds
     /// `default_labels` (typically `node`) to series that lack them.
     pub fn new(topology: Option<Arc<Topology>>, default_labels: Labels) -> SeriesTable {
-        SeriesTable(Arc::new(RwLock::new(Registry {
-            topology,
-            default_labels,
-            ..Registry::default()
-        })))
+        SeriesTable(Arc::new(RwLock::new(Registry { topology, default_labels, ..Registry::default() })))
     }
 
     /// Read access to the registry.
@@ -249,11 +245,7 @@ impl SeriesTable {
         let mut reg = self.write();
         let reg = &mut *reg;
         let metric = reg.interner.intern(&spec.metric);
-        let pairs = labels
-            .0
-            .iter()
-            .map(|(k, v)| (reg.interner.intern(k), reg.interner.intern(v)))
-            .collect();
+        let pairs = labels.0.iter().map(|(k, v)| (reg.interner.intern(k), reg.interner.intern(v))).collect();
         let key = (metric, LabelSet::new(pairs));
         if let Some(id) = reg.by_key.get(&key) {
             let existing = reg.series[id.0 as usize].kind;

@@ -84,8 +84,10 @@ impl Store {
         for item in self.instances.scan_prefix(&prefix) {
             let (k, v) = item?;
             let subject = String::from_utf8_lossy(&k[prefix.len()..]).into_owned();
-            let inst: Instance = serde_json::from_slice(&v)
-                .map_err(|e| StoreError::Corrupt { key: String::from_utf8_lossy(&k).into_owned(), message: e.to_string() })?;
+            let inst: Instance = serde_json::from_slice(&v).map_err(|e| StoreError::Corrupt {
+                key: String::from_utf8_lossy(&k).into_owned(),
+                message: e.to_string(),
+            })?;
             out.insert(subject, inst);
         }
         Ok(out)

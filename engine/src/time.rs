@@ -17,9 +17,7 @@ pub const SECOND: Nanos = 1_000_000_000;
 /// The current wall-clock time, for the places (sensors, the live run loop)
 /// that stamp samples. The engine itself only ever receives time.
 pub fn wall_clock_now() -> Nanos {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     i64::try_from(now.as_nanos()).unwrap_or(i64::MAX)
 }
 
@@ -47,17 +45,13 @@ pub fn parse_duration(input: &str) -> Result<Nanos, DurationError> {
     let mut total: f64 = 0.0;
     let mut rest = text;
     while !rest.is_empty() {
-        let number_len = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .ok_or_else(|| err("missing unit"))?;
+        let number_len = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).ok_or_else(|| err("missing unit"))?;
         if number_len == 0 {
             return Err(err("expected a number"));
         }
         let number: f64 = rest[..number_len].parse().map_err(|_| err("bad number"))?;
         rest = &rest[number_len..];
-        let unit_len = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
+        let unit_len = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
         let scale = match &rest[..unit_len] {
             "ns" => 1.0,
             "us" | "µs" => 1e3,

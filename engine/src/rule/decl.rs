@@ -291,7 +291,8 @@ fn trial_run(scripts: &RuleScripts, rule: &Rule) -> Result<(), RuleError> {
 }
 
 fn action_template(value: Dynamic) -> Result<ActionTemplate, String> {
-    let map = value.try_cast::<Map>().ok_or("each action must be a map `#{ action: \"pfcwd.escalate\", target: #{…} }`")?;
+    let map =
+        value.try_cast::<Map>().ok_or("each action must be a map `#{ action: \"pfcwd.escalate\", target: #{…} }`")?;
     for key in map.keys() {
         if !["action", "target", "params"].contains(&key.as_str()) {
             return Err(format!("unknown action field `{key}`; expected action, target, params"));

@@ -87,11 +87,7 @@ impl Helpers {
 
     fn count_firing(&self, rule: &str, wanted: &Labels) -> i64 {
         let state = self.lock();
-        state
-            .firing
-            .get(rule)
-            .map(|list| list.iter().filter(|l| l.contains_all(wanted)).count() as i64)
-            .unwrap_or(0)
+        state.firing.get(rule).map(|list| list.iter().filter(|l| l.contains_all(wanted)).count() as i64).unwrap_or(0)
     }
 }
 

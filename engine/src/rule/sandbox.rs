@@ -59,11 +59,11 @@ pub fn engine(helpers: Helpers) -> rhai::Engine {
         .set_fail_on_invalid_map_property(true);
     engine.disable_symbol("eval");
     engine.on_print(|text| tracing::info!(message = "Rule printed.", %text));
-    engine.on_debug(|text, source, pos| tracing::debug!(message = "Rule debug.", %text, source = source.unwrap_or(""), %pos));
+    engine.on_debug(
+        |text, source, pos| tracing::debug!(message = "Rule debug.", %text, source = source.unwrap_or(""), %pos),
+    );
     register_window_declarations(&mut engine);
-    engine
-        .register_type_with_name::<WindowValues>("Windows")
-        .register_indexer_get(WindowValues::get);
+    engine.register_type_with_name::<WindowValues>("Windows").register_indexer_get(WindowValues::get);
     helpers::register(&mut engine, helpers);
     engine
 }

@@ -95,12 +95,9 @@ impl WindowValues {
         match self.names.iter().position(|n| n.as_str() == name.as_str()) {
             Some(i) if self.booleans[i] => Ok(Dynamic::from_bool(self.values[i] != 0.0)),
             Some(i) => Ok(Dynamic::from_float(self.values[i])),
-            None => Err(format!(
-                "unknown window {:?}; this rule declares: {}",
-                name.as_str(),
-                self.names.join(", ")
-            )
-            .into()),
+            None => {
+                Err(format!("unknown window {:?}; this rule declares: {}", name.as_str(), self.names.join(", ")).into())
+            }
         }
     }
 }

@@ -73,9 +73,8 @@ impl Selector {
                 if p.eat(b'}') {
                     break;
                 }
-                let label = p
-                    .ident()
-                    .ok_or_else(|| format!("selector {text:?}: expected a label name at offset {}", p.i))?;
+                let label =
+                    p.ident().ok_or_else(|| format!("selector {text:?}: expected a label name at offset {}", p.i))?;
                 p.ws();
                 let op = if p.eat_str("=~") {
                     "=~"
@@ -89,9 +88,8 @@ impl Selector {
                     return Err(format!("selector {text:?}: expected =, !=, =~ or !~ after {label:?}"));
                 };
                 p.ws();
-                let value = p
-                    .quoted()
-                    .ok_or_else(|| format!("selector {text:?}: expected a quoted value for {label:?}"))?;
+                let value =
+                    p.quoted().ok_or_else(|| format!("selector {text:?}: expected a quoted value for {label:?}"))?;
                 let regex = |v: &str| {
                     Regex::new(&format!("^(?:{v})$"))
                         .map_err(|e| format!("selector {text:?}: bad regex for {label:?}: {e}"))

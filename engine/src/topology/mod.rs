@@ -76,12 +76,7 @@ impl Topology {
     pub fn parse(text: &str, origin: &str) -> Result<Topology, TopologyError> {
         let inventory: Inventory = toml::from_str(text).map_err(|e| {
             let (line, column) = crate::config::line_col(text, e.span().map(|s| s.start).unwrap_or(0));
-            TopologyError::Parse {
-                path: origin.to_string(),
-                line,
-                column,
-                message: e.message().to_string(),
-            }
+            TopologyError::Parse { path: origin.to_string(), line, column, message: e.message().to_string() }
         })?;
         Topology::from_inventory(inventory)
             .map_err(|message| TopologyError::Invalid { path: origin.to_string(), message })
@@ -231,14 +226,11 @@ impl Topology {
             ]));
         }
         let node = labels.get("node")?;
-        let (ni, ci) = ["rdma_dev", "netdev"].iter().find_map(|k| {
-            self.nic_by_dev.get(&(node.to_string(), labels.get(k)?.to_string())).copied()
-        })?;
+        let (ni, ci) = ["rdma_dev", "netdev"]
+            .iter()
+            .find_map(|k| self.nic_by_dev.get(&(node.to_string(), labels.get(k)?.to_string())).copied())?;
         let nic = &self.inventory.node[ni].nic[ci];
-        Some(Labels::from_pairs([
-            ("switch", nic.switch.as_deref()?),
-            ("port", nic.switch_port.as_deref()?),
-        ]))
+        Some(Labels::from_pairs([("switch", nic.switch.as_deref()?), ("port", nic.switch_port.as_deref()?)]))
     }
 }
 

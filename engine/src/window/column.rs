@@ -28,7 +28,10 @@ enum Data {
     Sum(Vec<Ring>),
     Min(Vec<Ring>),
     Max(Vec<Ring>),
-    Avg { sums: Vec<Ring>, counts: Vec<Ring> },
+    Avg {
+        sums: Vec<Ring>,
+        counts: Vec<Ring>,
+    },
     Last(Vec<f64>),
     /// (value, time of last update).
     Ewma(Vec<(f64, Nanos)>),
@@ -57,12 +60,7 @@ impl Column {
             WindowFn::Ewma => Data::Ewma(Vec::new()),
             WindowFn::Absent => Data::Seen(Vec::new()),
         };
-        Column {
-            func: spec.func,
-            range: spec.range,
-            width: (spec.range / BUCKETS as i64).max(1),
-            data,
-        }
+        Column { func: spec.func, range: spec.range, width: (spec.range / BUCKETS as i64).max(1), data }
     }
 
     /// Makes room for subjects `0..n`.
