@@ -1,1 +1,111 @@
-//! placeholder
+//! The actuators of rocemend: each module carries out actions on one kind of
+//! target, behind the engine's [`Actuator`] contract.
+//!
+//! # Brief overview
+//!
+//! A playbook names actuators by a kind, a name and a table of settings;
+//! [`build`] turns those into a shared [`Actuator`], validating the settings
+//! once. Every actuator answers [`Actuator::dry_run`] with exactly what
+//! [`Actuator::execute`] would send, request by request, so a dry run or a
+//! shadow-mode decision records the real command.
+//!
+//! ```
+//! use std::collections::BTreeMap;
+//! use engine::{Action, Actuator, Labels};
+//!
+//! let settings: toml::Table = toml::from_str(r#"
+//!     argv = ["/usr/local/sbin/drain-rail", "--node", "{target.node}", "--rail={target.rail}"]
+//!     timeout = "30s"
+//! "#).unwrap();
+//! let drain = actuators::build("exec", "drain-rail", settings).unwrap();
+//!
+//! let action = Action {
+//!     kind: "rail.drain".into(),
+//!     target: Labels::from_pairs([("node", "node-02"), ("rail", "3")]),
+//!     params: BTreeMap::new(),
+//! };
+//! let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+//! let plan = runtime.block_on(drain.dry_run(&action)).unwrap();
+//! assert_eq!(plan.requests, ["/usr/local/sbin/drain-rail --node node-02 --rail=3"]);
+//!
+//! // A label value that could smuggle a shell word or an option never reaches argv.
+//! let evil = Action { target: Labels::from_pairs([("node", "$(reboot)"), ("rail", "3")]), ..action };
+//! assert!(runtime.block_on(drain.dry_run(&evil)).is_err());
+//! ```
+//!
+//! # Layout
+//!
+//! - [`log`]: [`LogActuator`] logs each action; for trying playbooks out;
+//! - [`exec`]: [`ExecActuator`] runs a configured command (argv, never a
+//!   shell), with placeholders validated before they reach argv;
+//! - [`build`]: the one place that knows every actuator kind ([`KINDS`]).
+
+#![deny(missing_docs)]
+
+pub mod exec;
+pub mod log;
+
+pub use exec::{ExecActuator, ExecConfig};
+pub use log::{LogActuator, LogConfig};
+
+use std::sync::Arc;
+
+use engine::Actuator;
+
+/// The actuator kinds [`build`] knows.
+pub const KINDS: &[&str] = &["log", "exec"];
+
+/// Builds the actuator `name` of `kind` from its config `settings` (its
+/// table in the playbook, without the kind and name).
+///
+/// The error names the actuator, its kind and what was wrong: an unknown
+/// kind, an unknown or mistyped setting, an unusable value.
+pub fn build(kind: &str, name: &str, settings: toml::Table) -> Result<Arc<dyn Actuator>, String> {
+    let context = |e: String| format!("actuator {name:?} (kind {kind:?}): {e}");
+    let toml_error = |e: toml::de::Error| context(e.message().trim().to_string());
+    match kind {
+        "log" => {
+            let config: LogConfig = settings.try_into().map_err(toml_error)?;
+            Ok(Arc::new(config.build(name)))
+        }
+        "exec" => {
+            let config: ExecConfig = settings.try_into().map_err(toml_error)?;
+            Ok(Arc::new(config.build(name).map_err(context)?))
+        }
+        other => Err(format!("actuator {name:?}: unknown kind {other:?} (known kinds: {})", KINDS.join(", "))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(text: &str) -> toml::Table {
+        toml::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn builds_each_known_kind_under_its_name() {
+        assert_eq!(build("log", "audit", toml::Table::new()).unwrap().name(), "audit");
+        assert_eq!(build("exec", "drain", table("argv = [\"/bin/true\"]")).unwrap().name(), "drain");
+    }
+
+    #[test]
+    fn an_unknown_kind_lists_the_known_ones() {
+        let err = build("teleport", "t", toml::Table::new()).err().unwrap();
+        assert_eq!(err, "actuator \"t\": unknown kind \"teleport\" (known kinds: log, exec)");
+    }
+
+    #[test]
+    fn bad_settings_name_the_actuator_and_the_setting() {
+        let err = build("log", "audit", table("level = \"debug\"")).err().unwrap();
+        assert!(err.starts_with("actuator \"audit\" (kind \"log\"): unknown field `level`"), "{err}");
+        let err = build("exec", "drain", table("argv = [\"/bin/true\"]\ntimeout = 5")).err().unwrap();
+        assert!(err.starts_with("actuator \"drain\" (kind \"exec\"): invalid type: integer `5`"), "{err}");
+        let err = build("exec", "drain", table("argv = [\"true\"]")).err().unwrap();
+        assert!(
+            err.starts_with("actuator \"drain\" (kind \"exec\"): argv[0] \"true\" is not an absolute path"),
+            "{err}"
+        );
+    }
+}

@@ -1,1 +1,37 @@
-//! placeholder
+//! The chaos harness of rocemend: faults injected on purpose, and the
+//! recordings that show them.
+//!
+//! # Brief overview
+//!
+//! [`demo`] generates the demo recording, [`DEMO_RECORDING`]: 25 seconds of
+//! the example cluster (`docs/examples/inventory.toml`, 4 nodes × 8 NICs)
+//! with three faults — a PFC storm, a link flap storm and a symbol-error
+//! burst — each announced by a `fault` note and closed by a `recovery` note.
+//! It is what `rocemend demo` plays, and a fixture for tests across the
+//! workspace.
+//!
+//! ```
+//! use engine::recording::{Event, Reader};
+//!
+//! let mut reader = Reader::new(chaos::DEMO_RECORDING, "demo.jsonl");
+//! let mut faults = Vec::new();
+//! while let Some(event) = reader.next_event().unwrap() {
+//!     if let Event::Note(note) = event {
+//!         if note.kind == "fault" {
+//!             faults.push(note.labels.get("node").unwrap_or_default().to_string());
+//!         }
+//!     }
+//! }
+//! assert_eq!(faults, ["node-02", "node-03", "node-04"]);
+//! ```
+//!
+//! # Layout
+//!
+//! - [`demo`]: the deterministic generator of the demo recording, its fault
+//!   schedule ([`demo::FAULTS`]) and the checked-in output.
+
+#![deny(missing_docs)]
+
+pub mod demo;
+
+pub use demo::{demo_recording, DEMO_RECORDING};

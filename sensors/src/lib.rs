@@ -1,1 +1,115 @@
-//! placeholder
+//! The sensors of rocemend: each module reads one kind of source and feeds
+//! the engine through its [`Sensor`] contract.
+//!
+//! # Brief overview
+//!
+//! The daemon's config names each sensor by a kind, a name and a table of
+//! settings; [`build`] turns those into a boxed [`Sensor`], validating the
+//! settings once, so a running sensor never sees raw config. The daemon then
+//! hands each sensor a [`SensorContext`](engine::SensorContext): where to
+//! register its series, where to send [`Batch`](engine::Batch)es, and when to
+//! stop.
+//!
+//! ```
+//! use engine::{Batch, Sensor, SensorContext, SeriesTable};
+//! use sensors::ReplaySensor;
+//!
+//! let recording = concat!(
+//!     r#"{"series":0,"metric":"link_carrier_down_count","labels":{"node":"node-01","netdev":"eth0"},"kind":"counter","bits":32,"overflow":"wrap"}"#, "\n",
+//!     r#"{"s":0,"t":1700000000000000000,"v":1}"#, "\n",
+//!     r#"{"s":0,"t":1700000001000000000,"v":2}"#, "\n",
+//! );
+//! // Speed 0 plays as fast as possible.
+//! let sensor = ReplaySensor::from_bytes("demo", recording.as_bytes().to_vec(), 0.0).unwrap();
+//!
+//! let (tx, mut rx) = tokio::sync::mpsc::channel::<Batch>(16);
+//! let (_stop, shutdown) = tokio::sync::watch::channel(false);
+//! let ctx = SensorContext::new(SeriesTable::default(), "demo", 100, tx, shutdown);
+//! let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+//! runtime.block_on(Box::new(sensor).run(ctx)).unwrap();
+//!
+//! let mut batches = Vec::new();
+//! while let Ok(batch) = rx.try_recv() {
+//!     batches.push(batch);
+//! }
+//! assert_eq!(batches.len(), 2, "one batch per recorded timestamp");
+//!
+//! // The daemon builds sensors from its config the same way:
+//! let settings: toml::Table = toml::from_str(r#"path = "/var/lib/rocemend/incident.jsonl""#).unwrap();
+//! let sensor = sensors::build("replay", "incident", settings).unwrap();
+//! assert_eq!(sensor.name(), "incident");
+//! assert!(sensors::build("sonar", "x", toml::Table::new()).is_err());
+//! ```
+//!
+//! # Layout
+//!
+//! - [`replay`]: plays a recording (JSON lines) at recorded or accelerated
+//!   speed: [`ReplaySensor`], configured by [`ReplayConfig`];
+//! - [`build`]: the one place that knows every sensor kind ([`KINDS`]).
+
+#![deny(missing_docs)]
+
+pub mod replay;
+
+pub use replay::{ReplayConfig, ReplaySensor};
+
+use engine::Sensor;
+
+/// The sensor kinds [`build`] knows.
+pub const KINDS: &[&str] = &["replay"];
+
+/// Builds the sensor `name` of `kind` from its config `settings` (the
+/// sensor's table in the daemon config, without the kind and name).
+///
+/// The error names the sensor, its kind and what was wrong: an unknown kind,
+/// an unknown or mistyped setting, a value out of range.
+pub fn build(kind: &str, name: &str, settings: toml::Table) -> Result<Box<dyn Sensor>, String> {
+    let context = |e: String| format!("sensor {name:?} (kind {kind:?}): {e}");
+    match kind {
+        "replay" => {
+            let config: ReplayConfig = settings.try_into().map_err(|e| context(e.message().trim().to_string()))?;
+            let sensor = config.build(name).map_err(|e| context(e.to_string()))?;
+            Ok(Box::new(sensor))
+        }
+        other => Err(format!("sensor {name:?}: unknown kind {other:?} (known kinds: {})", KINDS.join(", "))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(text: &str) -> toml::Table {
+        toml::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn builds_a_replay_sensor_with_its_name() {
+        let sensor = build("replay", "incident-42", table("path = \"rec.jsonl\"\nspeed = 10.0")).unwrap();
+        assert_eq!(sensor.name(), "incident-42");
+    }
+
+    #[test]
+    fn an_unknown_kind_lists_the_known_ones() {
+        let err = build("sonar", "s1", toml::Table::new()).err().unwrap();
+        assert_eq!(err, "sensor \"s1\": unknown kind \"sonar\" (known kinds: replay)");
+    }
+
+    #[test]
+    fn an_unknown_setting_is_named() {
+        let err = build("replay", "r", table("path = \"rec.jsonl\"\nsped = 2.0")).err().unwrap();
+        assert!(err.starts_with("sensor \"r\" (kind \"replay\"): unknown field `sped`"), "{err}");
+    }
+
+    #[test]
+    fn a_missing_path_is_named() {
+        let err = build("replay", "r", table("speed = 2.0")).err().unwrap();
+        assert!(err.contains("missing field `path`"), "{err}");
+    }
+
+    #[test]
+    fn a_negative_speed_is_refused() {
+        let err = build("replay", "r", table("path = \"rec.jsonl\"\nspeed = -1.0")).err().unwrap();
+        assert!(err.contains("speed -1 "), "{err}");
+    }
+}

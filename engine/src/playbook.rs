@@ -1,0 +1,214 @@
+//! Playbooks: which rules run, in which mode, and which actuator carries
+//! out each kind of action.
+//!
+//! ```toml
+//! name = "default"
+//! mode = "dry-run"            # enforce | dry-run | shadow
+//! rules = "../rules"          # rule directory, relative to this file
+//! action_timeout = "10s"
+//!
+//! [rule.gpu-xid]
+//! mode = "shadow"             # enforce | dry-run | shadow | off
+//!
+//! [[actuator]]
+//! name = "journal"
+//! type = "log"
+//! handles = ["*"]             # action kinds: "node.cordon", "pfcwd.*", "*"
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::{parse_toml, TomlError};
+use crate::dispatch::Mode;
+use crate::time::parse_duration;
+
+/// A playbook file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Playbook {
+    /// Name, shown in decisions.
+    pub name: String,
+    /// What it is for.
+    #[serde(default)]
+    pub description: String,
+    /// The playbook's mode; rules can only be made more conservative.
+    #[serde(default = "default_mode")]
+    pub mode: Mode,
+    /// The rule directory, relative to the playbook file.
+    #[serde(default)]
+    pub rules: Option<PathBuf>,
+    /// How long one actuator call may take.
+    #[serde(default = "default_timeout")]
+    pub action_timeout: String,
+    /// Per-rule policy, by rule name.
+    #[serde(default)]
+    pub rule: BTreeMap<String, RulePolicy>,
+    /// The actuators and the action kinds each handles (first match wins).
+    #[serde(default)]
+    pub actuator: Vec<ActuatorEntry>,
+}
+
+fn default_mode() -> Mode {
+    Mode::DryRun
+}
+
+fn default_timeout() -> String {
+    "10s".to_string()
+}
+
+/// What the playbook says about one rule.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RulePolicy {
+    /// The rule's mode in this playbook.
+    #[serde(default)]
+    pub mode: Option<PlaybookRuleMode>,
+}
+
+/// A rule's mode as a playbook sets it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PlaybookRuleMode {
+    /// Act.
+    Enforce,
+    /// Ask actuators for their plan only.
+    DryRun,
+    /// Record only.
+    Shadow,
+    /// Do not evaluate the rule.
+    Off,
+}
+
+/// One actuator of the playbook. Settings other than `name`, `type` and
+/// `handles` belong to the actuator type and are checked when it is built.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ActuatorEntry {
+    /// Its name in decisions.
+    pub name: String,
+    /// Its type (`log`, `exec`, …).
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The action kinds it handles.
+    pub handles: Vec<String>,
+    /// Type-specific settings.
+    #[serde(flatten)]
+    pub settings: toml::Table,
+}
+
+impl Playbook {
+    /// Parses and checks playbook TOML; `origin` names it in errors.
+    pub fn parse(text: &str, origin: &str) -> Result<Playbook, TomlError> {
+        let playbook: Playbook = parse_toml(text, origin)?;
+        let invalid = |message: String| TomlError { path: origin.to_string(), line: 0, column: 0, message };
+        parse_duration(&playbook.action_timeout).map_err(|e| invalid(format!("action_timeout: {e}")))?;
+        let mut names = std::collections::BTreeSet::new();
+        for a in &playbook.actuator {
+            if !names.insert(a.name.as_str()) {
+                return Err(invalid(format!("actuator {:?} is defined twice", a.name)));
+            }
+            if a.handles.is_empty() {
+                return Err(invalid(format!("actuator {:?} handles no action kind", a.name)));
+            }
+        }
+        Ok(playbook)
+    }
+
+    /// Reads and checks a playbook file.
+    pub fn load(path: &Path) -> Result<Playbook, TomlError> {
+        let text = std::fs::read_to_string(path).map_err(|e| TomlError {
+            path: path.display().to_string(),
+            line: 0,
+            column: 0,
+            message: format!("cannot read: {e}"),
+        })?;
+        Playbook::parse(&text, &path.display().to_string())
+    }
+
+    /// The rule directory, resolved against the playbook's own directory.
+    pub fn rules_dir(&self, playbook_path: &Path) -> Option<PathBuf> {
+        let dir = self.rules.as_ref()?;
+        Some(match playbook_path.parent() {
+            Some(parent) if dir.is_relative() => parent.join(dir),
+            _ => dir.clone(),
+        })
+    }
+
+    /// Rules the playbook switches off.
+    pub fn disabled_rules(&self) -> Vec<&str> {
+        self.rule
+            .iter()
+            .filter(|(_, p)| p.mode == Some(PlaybookRuleMode::Off))
+            .map(|(n, _)| n.as_str())
+            .collect()
+    }
+
+    /// Per-rule dispatch modes.
+    pub fn rule_modes(&self) -> std::collections::HashMap<String, Mode> {
+        self.rule
+            .iter()
+            .filter_map(|(name, p)| {
+                let mode = match p.mode? {
+                    PlaybookRuleMode::Enforce => Mode::Enforce,
+                    PlaybookRuleMode::DryRun => Mode::DryRun,
+                    PlaybookRuleMode::Shadow | PlaybookRuleMode::Off => Mode::Shadow,
+                };
+                Some((name.clone(), mode))
+            })
+            .collect()
+    }
+
+    /// The action timeout.
+    pub fn timeout(&self) -> std::time::Duration {
+        let ns = parse_duration(&self.action_timeout).unwrap_or(10_000_000_000);
+        std::time::Duration::from_nanos(ns.max(0) as u64)
+    }
+
+    /// Names in `rule` tables that are not rules of `known`.
+    pub fn unknown_rules<'a>(&'a self, known: &[&str]) -> Vec<&'a str> {
+        self.rule.keys().map(String::as_str).filter(|n| !known.contains(n)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_modes_rules_and_actuators() {
+        let text = r#"
+name = "t"
+mode = "enforce"
+rules = "../rules"
+[rule.a]
+mode = "off"
+[rule.b]
+mode = "dry-run"
+[[actuator]]
+name = "hook"
+type = "exec"
+handles = ["node.*"]
+argv = ["/bin/true"]
+"#;
+        let p = Playbook::parse(text, "p.toml").unwrap();
+        assert_eq!(p.mode, Mode::Enforce);
+        assert_eq!(p.disabled_rules(), vec!["a"]);
+        assert_eq!(p.rule_modes().get("b"), Some(&Mode::DryRun));
+        assert_eq!(p.actuator[0].settings.get("argv").and_then(|v| v.as_array()).map(|a| a.len()), Some(1));
+        assert_eq!(p.rules_dir(Path::new("/etc/rocemend/playbooks/p.toml")), Some(PathBuf::from("/etc/rocemend/playbooks/../rules")));
+    }
+
+    #[test]
+    fn a_typo_is_reported_with_its_line() {
+        let err = Playbook::parse("name = \"t\"\nmdoe = \"enforce\"\n", "p.toml").unwrap_err();
+        assert_eq!((err.line, err.column), (2, 1));
+        assert!(err.message.contains("mdoe"), "{err}");
+    }
+
+    #[test]
+    fn the_default_mode_is_dry_run() {
+        assert_eq!(Playbook::parse("name = \"t\"\n", "p.toml").unwrap().mode, Mode::DryRun);
+    }
+}

@@ -1,0 +1,277 @@
+//! The run loop: sensors → evaluator → dispatcher, with reload and shutdown.
+//!
+//! Sensors run as tasks and send batches over one bounded channel (a sensor
+//! that outruns the engine waits instead of growing memory). The evaluator
+//! lives in the loop task; the dispatcher in its own task, so a slow
+//! actuator never delays detection. Every event goes to one observer
+//! callback, called on the loop task in order.
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinSet;
+
+use crate::contracts::{Batch, Note, Sensor, SensorContext};
+use crate::dispatch::{Decision, Dispatcher, Mode};
+use crate::evaluator::{EngineEvent, EngineStats, Evaluator, ReloadReport};
+use crate::instance::State;
+use crate::labels::Labels;
+use crate::recording::Writer;
+use crate::rule::{Helpers, RuleError, RuleSet};
+use crate::time::{wall_clock_now, Nanos};
+
+/// Batches in flight between sensors and the engine. At 100 ms polls and a
+/// few dozen sensors this is seconds of slack; beyond it sensors wait.
+pub const BATCH_CHANNEL: usize = 1024;
+/// Proposals in flight to the dispatcher.
+pub const DISPATCH_CHANNEL: usize = 1024;
+
+/// What time the evaluator runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClockMode {
+    /// The wall clock, with a periodic tick for time-driven transitions.
+    Wall,
+    /// The newest sample's time: for replays, so a recording is evaluated on
+    /// its own time however fast it is played.
+    Samples,
+}
+
+/// A sensor with its series cap.
+pub struct SensorSlot {
+    /// The sensor.
+    pub sensor: Box<dyn Sensor>,
+    /// How many series it may register.
+    pub max_series: usize,
+}
+
+/// Builds a new rule set for a reload; given the evaluator's helpers so the
+/// firing index carries over.
+pub type RuleLoader = Box<dyn Fn(Helpers) -> Result<RuleSet, Vec<RuleError>> + Send>;
+
+/// Everything the run loop needs.
+pub struct Daemon {
+    /// The evaluator, with its rules loaded.
+    pub evaluator: Evaluator,
+    /// The dispatcher.
+    pub dispatcher: Dispatcher,
+    /// The sensors.
+    pub sensors: Vec<SensorSlot>,
+    /// How to load the rules again on reload, if reloading is possible.
+    pub loader: Option<RuleLoader>,
+    /// Which clock to run on.
+    pub clock: ClockMode,
+    /// Evaluation tick on the wall clock.
+    pub tick: Duration,
+    /// Write everything seen to this recording.
+    pub record: Option<PathBuf>,
+}
+
+/// Requests to a running daemon.
+#[derive(Debug, Clone)]
+pub enum Command {
+    /// Load the rules again.
+    Reload,
+    /// Switch the global mode.
+    SetMode(Mode),
+}
+
+/// What the observer sees.
+#[derive(Debug, Clone)]
+pub enum DaemonEvent {
+    /// From the evaluator.
+    Engine(EngineEvent),
+    /// From the dispatcher.
+    Decision(Box<Decision>),
+    /// A note carried by a sensor (fault markers in recordings).
+    Note(Note),
+    /// A reload succeeded.
+    Reloaded(ReloadReport),
+    /// A reload was refused; the old rules keep running.
+    ReloadFailed(Vec<String>),
+    /// A sensor stopped.
+    SensorExited {
+        /// Which.
+        sensor: String,
+        /// Why, if it failed.
+        error: Option<String>,
+    },
+}
+
+/// What a run did.
+#[derive(Debug, Clone)]
+pub struct RunSummary {
+    /// The evaluator's counters.
+    pub stats: EngineStats,
+    /// Decisions made.
+    pub decisions: usize,
+}
+
+enum ToDispatcher {
+    Proposal(crate::action::Proposal),
+    Resolved { rule: String, subject: Labels },
+    SetMode(Mode),
+}
+
+/// Runs until every sensor has stopped or `shutdown` turns true.
+pub async fn run(
+    daemon: Daemon,
+    mut shutdown: watch::Receiver<bool>,
+    mut commands: mpsc::Receiver<Command>,
+    mut observe: impl FnMut(&DaemonEvent) + Send,
+) -> Result<RunSummary, std::io::Error> {
+    let Daemon { mut evaluator, mut dispatcher, sensors, loader, clock, tick, record } = daemon;
+    let mut recorder = match &record {
+        Some(path) => Some(Writer::new(BufWriter::new(File::create(path)?))),
+        None => None,
+    };
+    let (batch_tx, mut batch_rx) = mpsc::channel::<Batch>(BATCH_CHANNEL);
+    let mut tasks = JoinSet::new();
+    for slot in sensors {
+        let name = slot.sensor.name().to_string();
+        let ctx = SensorContext::new(evaluator.series().clone(), &name, slot.max_series, batch_tx.clone(), shutdown.clone());
+        tasks.spawn(async move { (name, slot.sensor.run(ctx).await) });
+    }
+    drop(batch_tx);
+
+    let (to_dispatcher, mut dispatcher_rx) = mpsc::channel::<ToDispatcher>(DISPATCH_CHANNEL);
+    let (decision_tx, mut decision_rx) = mpsc::channel::<Decision>(DISPATCH_CHANNEL);
+    let dispatcher_task = tokio::spawn(async move {
+        while let Some(msg) = dispatcher_rx.recv().await {
+            match msg {
+                ToDispatcher::Proposal(p) => {
+                    let decision = dispatcher.dispatch(p).await;
+                    if decision_tx.send(decision).await.is_err() {
+                        break;
+                    }
+                }
+                ToDispatcher::Resolved { rule, subject } => dispatcher.instance_resolved(&rule, &subject),
+                ToDispatcher::SetMode(mode) => dispatcher.set_mode(mode),
+            }
+        }
+    });
+
+    let mut ticker = tokio::time::interval(tick);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut events = Vec::new();
+    let mut decisions = 0usize;
+    let mut sensors_done = false;
+    let mut commands_open = true;
+    loop {
+        tokio::select! {
+            batch = batch_rx.recv(), if !sensors_done => match batch {
+                Some(batch) => {
+                    if let Some(w) = recorder.as_mut() {
+                        record_batch(w, &evaluator, &batch);
+                    }
+                    for note in &batch.notes {
+                        observe(&DaemonEvent::Note(note.clone()));
+                    }
+                    evaluator.ingest(&batch.samples);
+                    let now = match clock {
+                        ClockMode::Wall => wall_clock_now(),
+                        ClockMode::Samples => evaluator.newest_sample().max(batch.notes.iter().map(|n| n.ts).max().unwrap_or(Nanos::MIN)),
+                    };
+                    evaluator.evaluate(now, &mut events);
+                    forward(&mut events, &to_dispatcher, &mut observe).await;
+                }
+                None => sensors_done = true,
+            },
+            Some(joined) = tasks.join_next() => {
+                let (sensor, error) = match joined {
+                    Ok((name, Ok(()))) => (name, None),
+                    Ok((name, Err(e))) => (name, Some(e.to_string())),
+                    Err(e) => ("<task>".to_string(), Some(format!("sensor task panicked: {e}"))),
+                };
+                match &error {
+                    Some(error) => tracing::warn!(message = "Sensor stopped.", %sensor, %error),
+                    None => tracing::info!(message = "Sensor finished.", %sensor),
+                }
+                observe(&DaemonEvent::SensorExited { sensor, error });
+            },
+            _ = ticker.tick(), if clock == ClockMode::Wall => {
+                evaluator.evaluate(wall_clock_now(), &mut events);
+                forward(&mut events, &to_dispatcher, &mut observe).await;
+            },
+            command = commands.recv(), if commands_open => match command {
+                Some(Command::Reload) => match &loader {
+                    Some(load) => match load(evaluator.helpers().clone()) {
+                        Ok(rules) => {
+                            let report = evaluator.reload(rules);
+                            tracing::info!(message = "Rules reloaded.", unchanged = report.unchanged.len(), changed = report.changed.len(), added = report.added.len(), removed = report.removed.len());
+                            observe(&DaemonEvent::Reloaded(report));
+                        }
+                        Err(errors) => {
+                            let errors: Vec<String> = errors.iter().map(ToString::to_string).collect();
+                            for error in &errors {
+                                tracing::error!(message = "Reload refused; the running rules stay.", %error);
+                            }
+                            observe(&DaemonEvent::ReloadFailed(errors));
+                        }
+                    },
+                    None => observe(&DaemonEvent::ReloadFailed(vec!["this daemon has no rule directory to reload".into()])),
+                },
+                Some(Command::SetMode(mode)) => {
+                    let _ = to_dispatcher.send(ToDispatcher::SetMode(mode)).await;
+                }
+                None => commands_open = false,
+            },
+            Some(decision) = decision_rx.recv() => {
+                decisions += 1;
+                observe(&DaemonEvent::Decision(Box::new(decision)));
+            },
+            _ = shutdown.changed() => break,
+        }
+        if sensors_done && tasks.is_empty() {
+            break;
+        }
+    }
+    // Let the dispatcher finish what it was given, and report it.
+    drop(to_dispatcher);
+    while let Some(decision) = decision_rx.recv().await {
+        decisions += 1;
+        observe(&DaemonEvent::Decision(Box::new(decision)));
+    }
+    let _ = dispatcher_task.await;
+    if let Some(w) = recorder.as_mut() {
+        w.flush()?;
+    }
+    if let Err(error) = evaluator.flush() {
+        tracing::error!(message = "Could not flush instance state.", %error);
+    }
+    Ok(RunSummary { stats: evaluator.stats().clone(), decisions })
+}
+
+async fn forward(
+    events: &mut Vec<EngineEvent>,
+    to_dispatcher: &mpsc::Sender<ToDispatcher>,
+    observe: &mut (impl FnMut(&DaemonEvent) + Send),
+) {
+    for event in events.drain(..) {
+        match &event {
+            EngineEvent::Proposal(p) => {
+                let _ = to_dispatcher.send(ToDispatcher::Proposal(p.clone())).await;
+            }
+            EngineEvent::Transition { rule, subject, from: State::Firing, .. } => {
+                let _ = to_dispatcher.send(ToDispatcher::Resolved { rule: rule.clone(), subject: subject.clone() }).await;
+            }
+            _ => {}
+        }
+        observe(&DaemonEvent::Engine(event));
+    }
+}
+
+fn record_batch(w: &mut Writer<BufWriter<File>>, evaluator: &Evaluator, batch: &Batch) {
+    let mut result = Ok(());
+    for s in &batch.samples {
+        result = result.and(w.sample(evaluator.series(), s.series, s.ts, s.value));
+    }
+    for n in &batch.notes {
+        result = result.and(w.note(n));
+    }
+    if let Err(error) = result {
+        tracing::error!(message = "Could not write the recording.", %error);
+    }
+}

@@ -1,0 +1,154 @@
+//! The daemon's configuration file.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use engine::config::{parse_toml, TomlError};
+
+/// `rocemend run --config FILE`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DaemonConfig {
+    /// This daemon's node name, added as the `node` label to every local sample that lacks one.
+    #[serde(default)]
+    pub node: Option<String>,
+    /// Directory of the sled state database.
+    pub state_dir: PathBuf,
+    /// The topology inventory (TOML). Without one, samples carry only sensor labels.
+    #[serde(default)]
+    pub inventory: Option<PathBuf>,
+    /// The playbook (TOML).
+    pub playbook: PathBuf,
+    /// Rule directory; overrides the playbook's `rules`.
+    #[serde(default)]
+    pub rules: Option<PathBuf>,
+    /// Write every sample and note the daemon sees to this recording (JSON lines).
+    #[serde(default)]
+    pub record: Option<PathBuf>,
+    /// Engine settings.
+    #[serde(default)]
+    pub engine: EngineSection,
+    /// Logging.
+    #[serde(default)]
+    pub log: LogSection,
+    /// Sensors. Fields other than `type`, `name` and `max_series` belong to the sensor type.
+    #[serde(default)]
+    pub sensor: Vec<SensorEntry>,
+}
+
+/// `[engine]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EngineSection {
+    /// `wall` (live) or `samples` (evaluate on the samples' own time: replays).
+    #[serde(default = "default_clock")]
+    pub clock: String,
+    /// Evaluation tick on the wall clock, for time-driven transitions (`for`, cooldowns, staleness).
+    #[serde(default = "default_tick")]
+    pub tick: String,
+    /// Default cap on series per sensor.
+    #[serde(default = "default_max_series")]
+    pub max_series_per_sensor: usize,
+    /// How often the rule directory is checked for changes (hot reload); "0" disables it.
+    #[serde(default = "default_reload_poll")]
+    pub reload_poll: String,
+}
+
+impl Default for EngineSection {
+    fn default() -> EngineSection {
+        EngineSection {
+            clock: default_clock(),
+            tick: default_tick(),
+            max_series_per_sensor: default_max_series(),
+            reload_poll: default_reload_poll(),
+        }
+    }
+}
+
+fn default_clock() -> String {
+    "wall".into()
+}
+fn default_tick() -> String {
+    "50ms".into()
+}
+fn default_max_series() -> usize {
+    100_000
+}
+fn default_reload_poll() -> String {
+    "2s".into()
+}
+
+/// `[log]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogSection {
+    /// `human` or `json`.
+    #[serde(default = "default_log_format")]
+    pub format: String,
+    /// A tracing filter, e.g. `info` or `engine=debug,info`.
+    #[serde(default = "default_log_level")]
+    pub level: String,
+}
+
+impl Default for LogSection {
+    fn default() -> LogSection {
+        LogSection { format: default_log_format(), level: default_log_level() }
+    }
+}
+
+fn default_log_format() -> String {
+    "human".into()
+}
+fn default_log_level() -> String {
+    "info".into()
+}
+
+/// One `[[sensor]]`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct SensorEntry {
+    /// Sensor type (`replay`, …).
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Name in logs and health; defaults to the type.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Cap on this sensor's series; defaults to `engine.max_series_per_sensor`.
+    #[serde(default)]
+    pub max_series: Option<usize>,
+    /// Type-specific settings.
+    #[serde(flatten)]
+    pub settings: toml::Table,
+}
+
+impl DaemonConfig {
+    /// Reads a config file; relative paths in it are resolved against its directory.
+    pub fn load(path: &Path) -> Result<DaemonConfig, TomlError> {
+        let text = std::fs::read_to_string(path).map_err(|e| TomlError {
+            path: path.display().to_string(),
+            line: 0,
+            column: 0,
+            message: format!("cannot read: {e}"),
+        })?;
+        let mut config: DaemonConfig = parse_toml(&text, &path.display().to_string())?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        let resolve = |p: &mut PathBuf| {
+            if p.is_relative() {
+                *p = base.join(&*p);
+            }
+        };
+        resolve(&mut config.state_dir);
+        resolve(&mut config.playbook);
+        config.inventory.as_mut().map(resolve);
+        config.rules.as_mut().map(resolve);
+        config.record.as_mut().map(resolve);
+        for s in &mut config.sensor {
+            if let Some(toml::Value::String(p)) = s.settings.get_mut("path") {
+                let mut pb = PathBuf::from(&*p);
+                resolve(&mut pb);
+                *p = pb.display().to_string();
+            }
+        }
+        Ok(config)
+    }
+}

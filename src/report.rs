@@ -1,0 +1,79 @@
+//! Printing what the daemon does, for people.
+
+use engine::dispatch::{Decision, Verdict};
+use engine::runtime::DaemonEvent;
+use engine::{EngineEvent, Labels, Nanos, State, MS};
+
+/// The labels worth showing in one line, in this order.
+const SHOWN: &[&str] = &["node", "netdev", "rdma_dev", "prio", "gpu", "rail", "switch", "port", "job"];
+
+/// A subject in a few labels.
+pub fn short(labels: &Labels) -> String {
+    let parts: Vec<String> =
+        SHOWN.iter().filter_map(|k| labels.get(k).map(|v| format!("{k}={v}"))).collect();
+    format!("{{{}}}", parts.join(" "))
+}
+
+/// Milliseconds, for latencies.
+pub fn ms(ns: Nanos) -> String {
+    format!("{:.0} ms", ns as f64 / MS as f64)
+}
+
+/// Seconds since `t0`, for timelines.
+pub fn offset(t: Nanos, t0: Nanos) -> String {
+    format!("+{:>7.3}s", (t - t0) as f64 / 1e9)
+}
+
+/// One verdict in a few words.
+pub fn verdict(d: &Decision) -> String {
+    match &d.verdict {
+        Verdict::Executed { outcome } => format!("executed: {}", outcome.summary),
+        Verdict::DryRun { plan } => format!("dry-run via {}: would send {}", plan.actuator, plan.requests.join(" ; ")),
+        Verdict::Shadowed => "shadow: recorded only".into(),
+        Verdict::Duplicate { of } => format!("duplicate of {of}: already in effect"),
+        Verdict::NoActuator => "no actuator handles this action".into(),
+        Verdict::Failed { error } => format!("failed: {error}"),
+    }
+}
+
+/// One event as a log line (for `rocemend run`).
+pub fn log_event(event: &DaemonEvent) {
+    match event {
+        DaemonEvent::Engine(EngineEvent::Transition { rule, subject, from, to, values, .. }) => {
+            let values: Vec<String> = values.iter().map(|(k, v)| format!("{k}={v:.4}")).collect();
+            tracing::info!(message = "Instance changed state.", %rule, subject = %short(subject), from = from.as_str(), to = to.as_str(), values = %values.join(" "));
+        }
+        DaemonEvent::Engine(EngineEvent::SensorStale { rule, subject, .. }) => {
+            tracing::warn!(message = "Inputs went stale; the rule will not act on this subject.", %rule, subject = %short(subject));
+        }
+        DaemonEvent::Engine(EngineEvent::SensorFresh { rule, subject, .. }) => {
+            tracing::info!(message = "Inputs are fresh again.", %rule, subject = %short(subject));
+        }
+        DaemonEvent::Engine(EngineEvent::Quarantined { rule, error, .. }) => {
+            tracing::error!(message = "Rule quarantined.", %rule, %error);
+        }
+        DaemonEvent::Engine(EngineEvent::ActionError { rule, subject, message }) => {
+            tracing::error!(message = "Could not build an action.", %rule, subject = %short(subject), error = %message);
+        }
+        DaemonEvent::Engine(EngineEvent::Proposal(_)) => {}
+        DaemonEvent::Decision(d) => {
+            tracing::info!(message = "Decision.", id = %d.proposal.id, rule = %d.proposal.rule, action = %d.proposal.action, mode = d.mode.as_str(), verdict = %verdict(d));
+        }
+        DaemonEvent::Note(n) => tracing::info!(message = "Note.", kind = %n.kind, text = %n.text),
+        DaemonEvent::Reloaded(r) => tracing::info!(message = "Rules reloaded.", unchanged = ?r.unchanged, changed = ?r.changed, added = ?r.added, removed = ?r.removed),
+        DaemonEvent::ReloadFailed(errors) => {
+            for error in errors {
+                tracing::error!(message = "Reload refused; the running rules stay.", %error);
+            }
+        }
+        DaemonEvent::SensorExited { sensor, error } => match error {
+            Some(error) => tracing::warn!(message = "Sensor stopped.", %sensor, %error),
+            None => tracing::info!(message = "Sensor finished.", %sensor),
+        },
+    }
+}
+
+/// Whether a transition is one people want to see in a timeline.
+pub fn is_notable(to: State) -> bool {
+    matches!(to, State::Pending | State::Firing | State::Resolved)
+}
