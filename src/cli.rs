@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 
 /// rocemend watches a RoCE GPU fabric, evaluates rules written in Rhai, and heals what it finds.
 #[derive(Debug, Parser)]
@@ -60,6 +60,76 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// A running daemon's mode, circuit breaker, requests awaiting approval and actions in effect.
+    Status {
+        #[command(flatten)]
+        socket: Socket,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Decisions from a running daemon's ledger, oldest first.
+    Decisions {
+        #[command(flatten)]
+        socket: Socket,
+        /// Only decisions this recent: a duration ("1h", "30m").
+        #[arg(long)]
+        since: Option<String>,
+        /// Only decisions of this rule.
+        #[arg(long)]
+        rule: Option<String>,
+        /// Only decisions whose target contains this text (a node, a switch).
+        #[arg(long)]
+        target: Option<String>,
+        /// Print JSON lines (the ledger's records).
+        #[arg(long)]
+        json: bool,
+    },
+    /// The whole chain of one decision: evidence, rule version, policy verdict, outcome, undo.
+    Explain {
+        /// The decision id.
+        id: String,
+        #[command(flatten)]
+        socket: Socket,
+        /// Print JSON lines.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Approve an action waiting for approval (the policy checks run again first).
+    Approve {
+        /// The decision id.
+        id: String,
+        #[command(flatten)]
+        socket: Socket,
+        #[command(flatten)]
+        by: By,
+    },
+    /// Reject an action waiting for approval.
+    Reject {
+        /// The decision id.
+        id: String,
+        #[command(flatten)]
+        socket: Socket,
+        #[command(flatten)]
+        by: By,
+    },
+    /// The circuit breaker.
+    Breaker {
+        #[command(subcommand)]
+        command: BreakerCommand,
+    },
+    /// Switch a running daemon's global mode.
+    Mode {
+        /// enforce, dry-run or shadow.
+        mode: String,
+        #[command(flatten)]
+        socket: Socket,
+    },
+    /// Ask a running daemon to reload its rules.
+    Reload {
+        #[command(flatten)]
+        socket: Socket,
+    },
     /// Replay the built-in recording of a PFC storm, a link flap and a symbol-error burst
     /// through the standard rules and the default playbook (dry-run).
     Demo {
@@ -67,4 +137,32 @@ pub enum Command {
         #[arg(long, default_value_t = 10.0)]
         speed: f64,
     },
+}
+
+/// `rocemend breaker …`.
+#[derive(Debug, Subcommand)]
+pub enum BreakerCommand {
+    /// Reset a tripped circuit breaker: destructive actions may go out again.
+    Reset {
+        #[command(flatten)]
+        socket: Socket,
+        #[command(flatten)]
+        by: By,
+    },
+}
+
+/// Where the daemon's control socket is.
+#[derive(Debug, Args)]
+pub struct Socket {
+    /// The daemon's control socket.
+    #[arg(long = "socket", env = "ROCEMEND_SOCKET", default_value = crate::control::client::DEFAULT_SOCKET)]
+    pub path: PathBuf,
+}
+
+/// Who is acting, for the record.
+#[derive(Debug, Args)]
+pub struct By {
+    /// Who approves, rejects or resets (recorded in the ledger).
+    #[arg(long = "by", env = "USER", default_value = "unknown")]
+    pub name: String,
 }

@@ -32,6 +32,9 @@ pub struct DaemonConfig {
     /// Logging.
     #[serde(default)]
     pub log: LogSection,
+    /// The control API.
+    #[serde(default)]
+    pub control: ControlSection,
     /// Sensors. Fields other than `type`, `name` and `max_series` belong to the sensor type.
     #[serde(default)]
     pub sensor: Vec<SensorEntry>,
@@ -53,6 +56,10 @@ pub struct EngineSection {
     /// How often the rule directory is checked for changes (hot reload); "0" disables it.
     #[serde(default = "default_reload_poll")]
     pub reload_poll: String,
+    /// Exit once every sensor has ended (replays). By default the daemon runs on until it is
+    /// stopped, so approvals, expiry and the control API keep working.
+    #[serde(default)]
+    pub exit_when_sensors_end: bool,
 }
 
 impl Default for EngineSection {
@@ -62,6 +69,7 @@ impl Default for EngineSection {
             tick: default_tick(),
             max_series_per_sensor: default_max_series(),
             reload_poll: default_reload_poll(),
+            exit_when_sensors_end: false,
         }
     }
 }
@@ -77,6 +85,15 @@ fn default_max_series() -> usize {
 }
 fn default_reload_poll() -> String {
     "2s".into()
+}
+
+/// `[control]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ControlSection {
+    /// The unix socket of the control API (mode 0600); default `<state_dir>/control.sock`.
+    #[serde(default)]
+    pub socket: Option<PathBuf>,
 }
 
 /// `[log]`.
@@ -142,6 +159,7 @@ impl DaemonConfig {
         config.inventory.as_mut().map(resolve);
         config.rules.as_mut().map(resolve);
         config.record.as_mut().map(resolve);
+        config.control.socket.as_mut().map(resolve);
         for s in &mut config.sensor {
             if let Some(toml::Value::String(p)) = s.settings.get_mut("path") {
                 let mut pb = PathBuf::from(&*p);

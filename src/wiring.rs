@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use engine::dispatch::{ActuatorRoute, DispatchConfig, Dispatcher};
+use engine::ledger::Ledger;
 use engine::playbook::Playbook;
 use engine::rule::{self, Helpers, RuleError, RuleSet};
 use engine::runtime::SensorSlot;
@@ -34,29 +35,44 @@ pub fn load_rules(dir: &Path, helpers: Helpers, playbook: &Playbook) -> Result<R
     Ok(without_disabled(rules, playbook))
 }
 
-/// Builds the playbook's actuators and the dispatcher that routes to them.
-pub fn dispatcher(playbook: &Playbook) -> Result<Dispatcher, Vec<String>> {
+/// Builds the playbook's actuators and the dispatcher that routes to them,
+/// with its safety policy and, if given, the ledger it records to.
+pub fn dispatcher(
+    playbook: &Playbook,
+    topology: Option<Arc<Topology>>,
+    ledger: Option<Ledger>,
+) -> Result<Dispatcher, Vec<String>> {
     let mut routes = Vec::new();
     let mut errors = Vec::new();
     for entry in &playbook.actuator {
         match actuators::build(&entry.kind, &entry.name, entry.settings.clone()) {
             Ok(actuator) => {
                 for pattern in &entry.handles {
-                    routes.push(ActuatorRoute { pattern: pattern.clone(), actuator: actuator.clone() });
+                    routes.push(ActuatorRoute {
+                        pattern: pattern.clone(),
+                        actuator: actuator.clone(),
+                        destructive: entry.destructive,
+                    });
                 }
             }
             Err(e) => errors.push(format!("playbook {:?}: {e}", playbook.name)),
         }
     }
+    let policy = playbook.policy().map_err(|e| vec![format!("playbook {:?}: {e}", playbook.name)]);
     if !errors.is_empty() {
         return Err(errors);
     }
-    Ok(Dispatcher::new(DispatchConfig {
-        mode: playbook.mode,
-        rule_modes: playbook.rule_modes(),
-        routes,
-        timeout: playbook.timeout(),
-    }))
+    Ok(Dispatcher::new(
+        DispatchConfig {
+            mode: playbook.mode,
+            rule_modes: playbook.rule_modes(),
+            routes,
+            timeout: playbook.timeout(),
+            policy: policy?,
+            topology,
+        },
+        ledger,
+    ))
 }
 
 /// Builds the configured sensors.

@@ -94,6 +94,7 @@ record = "recorded.jsonl"
 [engine]
 clock = "samples"
 reload_poll = "0"
+exit_when_sensors_end = true
 [log]
 level = "warn"
 [[sensor]]

@@ -7,15 +7,19 @@
 //! [`build`] turns those into a shared [`Actuator`], validating the settings
 //! once. Every actuator answers [`Actuator::dry_run`] with exactly what
 //! [`Actuator::execute`] would send, request by request, so a dry run or a
-//! shadow-mode decision records the real command.
+//! shadow-mode decision records the real command. Likewise
+//! [`Actuator::dry_run_undo`] shows what [`Actuator::undo`] would send, and
+//! [`Actuator::verify`] reads the target back so the engine undoes only what
+//! is still in effect, and never repeats what already took.
 //!
 //! ```
 //! use std::collections::BTreeMap;
-//! use engine::{Action, Actuator, Labels};
+//! use engine::{Action, Actuator, Labels, Outcome};
 //!
 //! let settings: toml::Table = toml::from_str(r#"
 //!     argv = ["/usr/local/sbin/drain-rail", "--node", "{target.node}", "--rail={target.rail}"]
 //!     timeout = "30s"
+//!     undo_argv = ["/usr/local/sbin/undrain-rail", "--node", "{target.node}", "--rail={target.rail}"]
 //! "#).unwrap();
 //! let drain = actuators::build("exec", "drain-rail", settings).unwrap();
 //!
@@ -28,6 +32,10 @@
 //! let plan = runtime.block_on(drain.dry_run(&action)).unwrap();
 //! assert_eq!(plan.requests, ["/usr/local/sbin/drain-rail --node node-02 --rail=3"]);
 //!
+//! let applied = Outcome { summary: "drained".into(), requests: plan.requests, prior: None };
+//! let undo = runtime.block_on(drain.dry_run_undo(&action, &applied)).unwrap();
+//! assert_eq!(undo.requests, ["/usr/local/sbin/undrain-rail --node node-02 --rail=3"]);
+//!
 //! // A label value that could smuggle a shell word or an option never reaches argv.
 //! let evil = Action { target: Labels::from_pairs([("node", "$(reboot)"), ("rail", "3")]), ..action };
 //! assert!(runtime.block_on(drain.dry_run(&evil)).is_err());
@@ -35,9 +43,11 @@
 //!
 //! # Layout
 //!
-//! - [`log`]: [`LogActuator`] logs each action; for trying playbooks out;
+//! - [`log`]: [`LogActuator`] logs each action and remembers, in memory,
+//!   which ones are in effect; for trying playbooks out;
 //! - [`exec`]: [`ExecActuator`] runs a configured command (argv, never a
-//!   shell), with placeholders validated before they reach argv;
+//!   shell), with placeholders validated before they reach argv, and
+//!   optional commands to verify and to undo;
 //! - [`build`]: the one place that knows every actuator kind ([`KINDS`]).
 
 #![deny(missing_docs)]

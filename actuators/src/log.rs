@@ -1,10 +1,27 @@
 //! The `log` actuator: writes each action to the daemon's log and changes
 //! nothing. For trying a playbook on a live fabric before giving it a real
 //! actuator, and as the safe default in examples.
+//!
+//! It remembers, in memory, which actions it has "applied", so the engine's
+//! verify-before-undo and verify-after-failure paths can be tried with it too:
+//! [`Actuator::verify`] says [`Verification::InEffect`] for an action executed
+//! and not undone since, [`Verification::NotInEffect`] otherwise. The memory
+//! ends with the process, as a log line cannot be read back.
+
+use std::collections::HashSet;
+use std::sync::{Mutex, PoisonError};
 
 use async_trait::async_trait;
-use engine::{Action, Actuator, ActuatorError, Outcome, Plan};
+use engine::{Action, Actuator, ActuatorError, Outcome, Plan, Verification};
 use serde::{Deserialize, Serialize};
+
+/// How many applied actions are remembered. Keys are `kind` plus target
+/// (a couple of hundred bytes), so this caps the memory at roughly 16 MiB
+/// while staying above the distinct targets of a large fabric (every port
+/// queue of a few hundred switches). Past it, new actions are logged but not
+/// remembered, and verify answers [`Verification::Unknown`] rather than a
+/// `NotInEffect` it could no longer vouch for.
+pub const MAX_APPLIED: usize = 65_536;
 
 /// The `log` actuator's settings: there are none, and any given is an error
 /// (a typo must not pass silently).
@@ -19,20 +36,40 @@ impl LogConfig {
     }
 }
 
-/// Logs each action at info level, with structured fields.
-#[derive(Debug, Clone)]
+/// Logs each action at info level, with structured fields, and remembers
+/// which ones are in effect.
+#[derive(Debug)]
 pub struct LogActuator {
     name: String,
+    applied: Mutex<Applied>,
+}
+
+/// The actions executed and not undone since, by [`Action::dedup_key`].
+#[derive(Debug, Default)]
+struct Applied {
+    keys: HashSet<String>,
+    /// Whether an action went unremembered because [`MAX_APPLIED`] was reached.
+    overflowed: bool,
 }
 
 impl LogActuator {
     /// A log actuator called `name`.
     pub fn new(name: &str) -> LogActuator {
-        LogActuator { name: name.to_string() }
+        LogActuator { name: name.to_string(), applied: Mutex::default() }
     }
 
     fn request(action: &Action) -> String {
         format!("log {action}")
+    }
+
+    fn undo_request(action: &Action) -> String {
+        format!("log undo {action}")
+    }
+
+    fn applied(&self) -> std::sync::MutexGuard<'_, Applied> {
+        // Every change to the set is a single insert or remove, so a thread
+        // that panicked while holding the lock cannot have left it half-done.
+        self.applied.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -55,7 +92,58 @@ impl Actuator for LogActuator {
             target = %action.target,
             params = ?action.params,
         );
+        let remembered = {
+            let mut applied = self.applied();
+            let key = action.dedup_key();
+            if applied.keys.len() < MAX_APPLIED || applied.keys.contains(&key) {
+                applied.keys.insert(key);
+                true
+            } else {
+                applied.overflowed = true;
+                false
+            }
+        };
+        if !remembered {
+            tracing::warn!(
+                message = "Too many applied actions to remember; verify will answer unknown.",
+                actuator = %self.name,
+                action = %action,
+                limit = MAX_APPLIED,
+            );
+        }
         Ok(Outcome { summary: format!("logged {action}"), requests: vec![Self::request(action)], prior: None })
+    }
+
+    async fn verify(&self, action: &Action, _applied: Option<&Outcome>) -> Result<Verification, ActuatorError> {
+        let applied = self.applied();
+        Ok(if applied.keys.contains(&action.dedup_key()) {
+            Verification::InEffect
+        } else if applied.overflowed {
+            Verification::Unknown
+        } else {
+            Verification::NotInEffect
+        })
+    }
+
+    async fn dry_run_undo(&self, action: &Action, _applied: &Outcome) -> Result<Plan, ActuatorError> {
+        Ok(Plan { actuator: self.name.clone(), requests: vec![Self::undo_request(action)] })
+    }
+
+    async fn undo(&self, action: &Action, _applied: &Outcome) -> Result<Outcome, ActuatorError> {
+        self.applied().keys.remove(&action.dedup_key());
+        tracing::info!(
+            message = "Undo.",
+            actuator = %self.name,
+            kind = %action.kind,
+            verb = action.verb(),
+            target = %action.target,
+            params = ?action.params,
+        );
+        Ok(Outcome {
+            summary: format!("logged undo of {action}"),
+            requests: vec![Self::undo_request(action)],
+            prior: None,
+        })
     }
 }
 
@@ -73,6 +161,10 @@ mod tests {
             target: Labels::from_pairs([("switch", "leaf-rail3"), ("port", "Ethernet8"), ("queue", "3")]),
             params: BTreeMap::from([("level".to_string(), "1".to_string())]),
         }
+    }
+
+    fn on_port(port: &str) -> Action {
+        Action { target: Labels::from_pairs([("switch", "leaf-rail3"), ("port", port), ("queue", "3")]), ..action() }
     }
 
     #[tokio::test]
@@ -96,5 +188,63 @@ mod tests {
             "logged pfcwd.escalate {port=\"Ethernet8\",queue=\"3\",switch=\"leaf-rail3\"} (level=1)"
         );
         assert_eq!(outcome.prior, None);
+    }
+
+    #[tokio::test]
+    async fn verify_says_in_effect_only_for_executed_actions() {
+        let actuator = LogActuator::new("audit");
+        assert_eq!(actuator.verify(&action(), None).await.unwrap(), Verification::NotInEffect);
+        let outcome = actuator.execute(&action()).await.unwrap();
+        assert_eq!(actuator.verify(&action(), Some(&outcome)).await.unwrap(), Verification::InEffect);
+        // Known without the outcome too, as after a crash mid-action.
+        assert_eq!(actuator.verify(&action(), None).await.unwrap(), Verification::InEffect);
+        // Another target was never acted on.
+        assert_eq!(actuator.verify(&on_port("Ethernet12"), None).await.unwrap(), Verification::NotInEffect);
+    }
+
+    #[tokio::test]
+    async fn the_undo_plan_is_one_line_naming_the_action() {
+        let actuator = LogActuator::new("audit");
+        let outcome = actuator.execute(&action()).await.unwrap();
+        let plan = actuator.dry_run_undo(&action(), &outcome).await.unwrap();
+        assert_eq!(plan.actuator, "audit");
+        assert_eq!(
+            plan.requests,
+            ["log undo pfcwd.escalate {port=\"Ethernet8\",queue=\"3\",switch=\"leaf-rail3\"} (level=1)"]
+        );
+        // A dry run changes nothing.
+        assert_eq!(actuator.verify(&action(), Some(&outcome)).await.unwrap(), Verification::InEffect);
+    }
+
+    #[tokio::test]
+    async fn undo_reports_its_plan_and_makes_verify_say_not_in_effect() {
+        let actuator = LogActuator::new("audit");
+        let applied = actuator.execute(&action()).await.unwrap();
+        actuator.execute(&on_port("Ethernet12")).await.unwrap();
+        let plan = actuator.dry_run_undo(&action(), &applied).await.unwrap();
+        let undone = actuator.undo(&action(), &applied).await.unwrap();
+        assert_eq!(undone.requests, plan.requests);
+        assert_eq!(
+            undone.summary,
+            "logged undo of pfcwd.escalate {port=\"Ethernet8\",queue=\"3\",switch=\"leaf-rail3\"} (level=1)"
+        );
+        assert_eq!(actuator.verify(&action(), Some(&applied)).await.unwrap(), Verification::NotInEffect);
+        // Only that action was undone.
+        assert_eq!(actuator.verify(&on_port("Ethernet12"), None).await.unwrap(), Verification::InEffect);
+    }
+
+    #[tokio::test]
+    async fn past_the_limit_verify_says_unknown_instead_of_not_in_effect() {
+        let actuator = LogActuator::new("audit");
+        actuator.applied().keys.extend((0..MAX_APPLIED).map(|i| format!("filler {i}")));
+        actuator.execute(&action()).await.unwrap();
+        assert_eq!(actuator.applied().keys.len(), MAX_APPLIED);
+        assert_eq!(actuator.verify(&action(), None).await.unwrap(), Verification::Unknown);
+        // What is remembered is still known, and re-executing it does not count against the limit.
+        actuator.applied().keys.remove("filler 0");
+        actuator.execute(&action()).await.unwrap();
+        actuator.execute(&action()).await.unwrap();
+        assert_eq!(actuator.verify(&action(), None).await.unwrap(), Verification::InEffect);
+        assert_eq!(actuator.applied().keys.len(), MAX_APPLIED);
     }
 }

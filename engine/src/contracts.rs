@@ -171,7 +171,24 @@ pub enum ActuatorError {
     Timeout(u64),
 }
 
+/// What an actuator reads back from a target.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", content = "detail", rename_all = "kebab-case")]
+pub enum Verification {
+    /// The target is as the action leaves it.
+    InEffect,
+    /// The action is not in effect (never applied, or reverted).
+    NotInEffect,
+    /// Someone else changed the target since the action: it is theirs now.
+    Changed(String),
+    /// This actuator cannot read the target back.
+    Unknown,
+}
+
 /// Something that changes the fabric (or tells a human).
+///
+/// The engine drives timeouts, retries and verification; an actuator only
+/// says what it would send, sends it, reads the target back and restores it.
 #[async_trait]
 pub trait Actuator: Send + Sync {
     /// The actuator's name, as the playbook calls it.
@@ -180,6 +197,26 @@ pub trait Actuator: Send + Sync {
     /// Exactly what [`Actuator::execute`] would send for `action`.
     async fn dry_run(&self, action: &Action) -> Result<Plan, ActuatorError>;
 
-    /// Carries out `action`.
+    /// Carries out `action`. The outcome's `prior` is the target's state
+    /// before, so [`Actuator::undo`] can restore it.
     async fn execute(&self, action: &Action) -> Result<Outcome, ActuatorError>;
+
+    /// Reads the target back: is `action` in effect? `applied` is the
+    /// outcome of the execution, when known (not after a crash mid-action).
+    async fn verify(&self, action: &Action, applied: Option<&Outcome>) -> Result<Verification, ActuatorError> {
+        let _ = (action, applied);
+        Ok(Verification::Unknown)
+    }
+
+    /// Exactly what [`Actuator::undo`] would send.
+    async fn dry_run_undo(&self, action: &Action, applied: &Outcome) -> Result<Plan, ActuatorError> {
+        let _ = (action, applied);
+        Err(ActuatorError::NotSupported(format!("{} cannot undo {}", self.name(), action.kind)))
+    }
+
+    /// Restores what `applied` changed.
+    async fn undo(&self, action: &Action, applied: &Outcome) -> Result<Outcome, ActuatorError> {
+        let _ = applied;
+        Err(ActuatorError::NotSupported(format!("{} cannot undo {}", self.name(), action.kind)))
+    }
 }

@@ -176,7 +176,12 @@ struct EvalCache {
 struct Subject {
     /// Labels shared by every series of the subject (what templates see).
     labels: LabelSet,
+    /// Newest sample of a counter or gauge series. Events do not count: they
+    /// come when something happens, so their silence is not staleness.
     last_seen: Nanos,
+    /// Whether any series of the subject is a counter or gauge; a subject fed
+    /// by events only is never stale.
+    polled: bool,
     dirty: bool,
     cache: EvalCache,
 }
@@ -442,6 +447,7 @@ impl Evaluator {
                         rt.subjects.push(Subject {
                             labels: info.labels.clone(),
                             last_seen: Nanos::MIN,
+                            polled: false,
                             dirty: false,
                             cache: EvalCache::default(),
                         });
@@ -460,6 +466,9 @@ impl Evaluator {
                         s
                     }
                 };
+                if info.kind != SampleKind::Event {
+                    rt.subjects[subject as usize].polled = true;
+                }
                 let slot = rt.metric_windows.iter().position(|(m, _)| *m == info.metric).unwrap_or(0) as u16;
                 self.routes.push(Route { rule: *ri, slot, subject });
             }
@@ -529,6 +538,7 @@ impl Evaluator {
         if s.ts > self.newest_sample {
             self.newest_sample = s.ts;
         }
+        let polled = !matches!(st.kind, SampleKind::Event);
         let (start, len) = (st.route_start as usize, st.route_len as usize);
         for r in &self.routes[start..start + len] {
             let rt = &mut self.rules[r.rule as usize];
@@ -537,7 +547,7 @@ impl Evaluator {
                 rt.columns[w as usize].observe(subject, &obs);
             }
             let subj = &mut rt.subjects[subject];
-            if s.ts > subj.last_seen {
+            if polled && s.ts > subj.last_seen {
                 subj.last_seen = s.ts;
             }
             if !subj.dirty {
@@ -571,7 +581,7 @@ impl Evaluator {
         if scan_stale {
             let stale_after = rt.rule.stale_after;
             for (i, s) in rt.subjects.iter().enumerate() {
-                let is_stale = now.saturating_sub(s.last_seen) > stale_after;
+                let is_stale = s.polled && now.saturating_sub(s.last_seen) > stale_after;
                 let known_stale = rt.instances.get(&(i as u32)).is_some_and(|x| x.stale);
                 if is_stale && !known_stale && !s.dirty {
                     candidates.push(i as u32);
@@ -607,7 +617,7 @@ impl Evaluator {
         let mut inst = rt.instances.get(&s).copied().unwrap_or_else(|| Instance::new(now));
         let mut transitions = Vec::new();
         let values;
-        if now.saturating_sub(subj.last_seen) > rt.rule.stale_after {
+        if subj.polled && now.saturating_sub(subj.last_seen) > rt.rule.stale_after {
             values = rt.values(s, now);
             let (newly, t) = instance::mark_stale(&mut inst, now);
             if newly {

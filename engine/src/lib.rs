@@ -50,10 +50,17 @@
 //! - [`topology`]: the inventory and label enrichment;
 //! - [`window`]: native window accumulators;
 //! - [`rule`]: rule files, the Rhai sandbox, cross-series helpers;
+//! - [`rule_test`]: the offline rule test runner (`<rule>.test.toml`);
 //! - [`instance`]: the per-(rule, subject) state machine;
 //! - [`evaluator`]: ingest and evaluation;
 //! - [`action`]: proposals and target templates;
+//! - [`dispatch`]: the dispatch point: modes and de-duplication;
+//! - [`policy`]: the safety policy: limits, breaker, cooldowns, approval;
+//! - [`playbook`]: which rules run in which mode, and which actuators act;
+//! - [`backtest`]: what a rule set would have done on a recording;
+//! - [`runtime`]: the async run loop wiring sensors, evaluator and dispatcher;
 //! - [`store`]: instance state in sled;
+//! - [`ledger`]: every decision, durably, with crash reconciliation;
 //! - [`contracts`]: the [`Sensor`](contracts::Sensor) and [`Actuator`](contracts::Actuator) traits;
 //! - [`recording`]: JSON-lines recordings for replay;
 //! - [`config`]: TOML helpers with line/column errors.
@@ -61,14 +68,21 @@
 #![deny(missing_docs)]
 
 pub mod action;
+pub mod backtest;
 pub mod config;
 pub mod contracts;
 pub mod counter;
+pub mod dispatch;
 pub mod evaluator;
 pub mod instance;
 pub mod labels;
+pub mod ledger;
+pub mod playbook;
+pub mod policy;
 pub mod recording;
 pub mod rule;
+pub mod rule_test;
+pub mod runtime;
 pub mod series;
 pub mod store;
 pub mod time;
@@ -76,7 +90,9 @@ pub mod topology;
 pub mod window;
 
 pub use action::{Action, Proposal};
-pub use contracts::{Actuator, ActuatorError, Batch, Note, Outcome, Plan, Sensor, SensorContext, SensorError};
+pub use contracts::{
+    Actuator, ActuatorError, Batch, Note, Outcome, Plan, Sensor, SensorContext, SensorError, Verification,
+};
 pub use counter::{CounterSpec, Overflow};
 pub use evaluator::{EngineEvent, EngineStats, Evaluator, InstanceView, ReloadReport, RuleHealth};
 pub use instance::{Instance, State};

@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::{parse_toml, TomlError};
 use crate::dispatch::Mode;
+use crate::policy::{ApprovalRule, BreakerConfig, Limits, PolicySettings, RetryConfig, TargetLimits, UndoConfig};
 use crate::time::parse_duration;
 
 /// A playbook file.
@@ -49,10 +50,32 @@ pub struct Playbook {
     /// The actuators and the action kinds each handles (first match wins).
     #[serde(default)]
     pub actuator: Vec<ActuatorEntry>,
+    /// Blast-radius limits.
+    #[serde(default)]
+    pub limits: Limits,
+    /// The circuit breaker.
+    #[serde(default)]
+    pub breaker: BreakerConfig,
+    /// Per-target cooldown and rate limit.
+    #[serde(default)]
+    pub target: TargetLimits,
+    /// Actions that wait for a human.
+    #[serde(default)]
+    pub approval: Vec<ApprovalRule>,
+    /// Actions undone when their rule resolves.
+    #[serde(default)]
+    pub undo: UndoConfig,
+    /// Retries of failed actuator calls.
+    #[serde(default)]
+    pub retry: RetryConfig,
 }
 
 fn default_mode() -> Mode {
     Mode::DryRun
+}
+
+fn destructive_default() -> bool {
+    true
 }
 
 fn default_timeout() -> String {
@@ -93,6 +116,10 @@ pub struct ActuatorEntry {
     pub kind: String,
     /// The action kinds it handles.
     pub handles: Vec<String>,
+    /// Whether its actions change the fabric (blast-radius limits and the
+    /// breaker apply). Set false for notifications.
+    #[serde(default = "destructive_default")]
+    pub destructive: bool,
     /// Type-specific settings.
     #[serde(flatten)]
     pub settings: toml::Table,
@@ -104,6 +131,7 @@ impl Playbook {
         let playbook: Playbook = parse_toml(text, origin)?;
         let invalid = |message: String| TomlError { path: origin.to_string(), line: 0, column: 0, message };
         parse_duration(&playbook.action_timeout).map_err(|e| invalid(format!("action_timeout: {e}")))?;
+        playbook.policy().map_err(invalid)?;
         let mut names = std::collections::BTreeSet::new();
         for a in &playbook.actuator {
             if !names.insert(a.name.as_str()) {
@@ -164,6 +192,11 @@ impl Playbook {
     pub fn timeout(&self) -> std::time::Duration {
         let ns = parse_duration(&self.action_timeout).unwrap_or(10_000_000_000);
         std::time::Duration::from_nanos(ns.max(0) as u64)
+    }
+
+    /// The safety policy settings, durations parsed.
+    pub fn policy(&self) -> Result<PolicySettings, String> {
+        PolicySettings::new(&self.limits, &self.breaker, &self.target, &self.approval, &self.undo, &self.retry)
     }
 
     /// Names in `rule` tables that are not rules of `known`.

@@ -11,11 +11,12 @@ use std::io::BufWriter;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinSet;
 
 use crate::contracts::{Batch, Note, Sensor, SensorContext};
 use crate::dispatch::{Decision, Dispatcher, Mode};
+use crate::policy::BreakerState;
 use crate::evaluator::{EngineEvent, EngineStats, Evaluator, ReloadReport};
 use crate::instance::State;
 use crate::labels::Labels;
@@ -67,15 +68,61 @@ pub struct Daemon {
     pub tick: Duration,
     /// Write everything seen to this recording.
     pub record: Option<PathBuf>,
+    /// Stop when every sensor has ended (replays, tests). A daemon keeps
+    /// running instead, so approvals, expiry and the control API go on.
+    pub stop_when_sensors_end: bool,
 }
 
 /// Requests to a running daemon.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub enum Command {
     /// Load the rules again.
     Reload,
     /// Switch the global mode.
     SetMode(Mode),
+    /// Approve a held request.
+    Approve {
+        /// The decision id.
+        id: String,
+        /// Who approves.
+        by: String,
+        /// The decision after approval.
+        reply: oneshot::Sender<Result<Decision, String>>,
+    },
+    /// Reject a held request.
+    Reject {
+        /// The decision id.
+        id: String,
+        /// Who rejects.
+        by: String,
+        /// The decision after rejection.
+        reply: oneshot::Sender<Result<Decision, String>>,
+    },
+    /// Reset the circuit breaker.
+    ResetBreaker {
+        /// Who resets it.
+        by: String,
+        /// The state before the reset.
+        reply: oneshot::Sender<BreakerState>,
+    },
+    /// The dispatcher's state.
+    Status {
+        /// The answer.
+        reply: oneshot::Sender<DispatchStatus>,
+    },
+}
+
+/// What the dispatcher can say about itself.
+#[derive(Debug, Clone)]
+pub struct DispatchStatus {
+    /// Global mode.
+    pub mode: Mode,
+    /// The breaker.
+    pub breaker: BreakerState,
+    /// Requests awaiting approval.
+    pub pending: Vec<Decision>,
+    /// Actions in effect.
+    pub in_effect: Vec<crate::policy::Effect>,
 }
 
 /// What the observer sees.
@@ -111,8 +158,9 @@ pub struct RunSummary {
 
 enum ToDispatcher {
     Proposal(crate::action::Proposal),
-    Resolved { rule: String, subject: Labels },
-    SetMode(Mode),
+    Resolved { rule: String, subject: Labels, at: Nanos },
+    Tick(Nanos),
+    Command(Command, Nanos),
 }
 
 /// Runs until every sensor has stopped or `shutdown` turns true.
@@ -122,7 +170,7 @@ pub async fn run(
     mut commands: mpsc::Receiver<Command>,
     mut observe: impl FnMut(&DaemonEvent) + Send,
 ) -> Result<RunSummary, std::io::Error> {
-    let Daemon { mut evaluator, mut dispatcher, sensors, loader, clock, tick, record } = daemon;
+    let Daemon { mut evaluator, mut dispatcher, sensors, loader, clock, tick, record, stop_when_sensors_end } = daemon;
     let mut recorder = match &record {
         Some(path) => Some(Writer::new(BufWriter::new(File::create(path)?))),
         None => None,
@@ -139,16 +187,53 @@ pub async fn run(
     let (to_dispatcher, mut dispatcher_rx) = mpsc::channel::<ToDispatcher>(DISPATCH_CHANNEL);
     let (decision_tx, mut decision_rx) = mpsc::channel::<Decision>(DISPATCH_CHANNEL);
     let dispatcher_task = tokio::spawn(async move {
+        for decision in dispatcher.reconcile(wall_clock_now()).await {
+            if decision_tx.send(decision).await.is_err() {
+                return;
+            }
+        }
         while let Some(msg) = dispatcher_rx.recv().await {
-            match msg {
-                ToDispatcher::Proposal(p) => {
-                    let decision = dispatcher.dispatch(p).await;
-                    if decision_tx.send(decision).await.is_err() {
-                        break;
+            let decisions = match msg {
+                ToDispatcher::Proposal(p) => vec![dispatcher.dispatch(p).await],
+                ToDispatcher::Resolved { rule, subject, at } => dispatcher.instance_resolved(&rule, &subject, at).await,
+                ToDispatcher::Tick(now) => dispatcher.expire(now),
+                ToDispatcher::Command(command, now) => match command {
+                    Command::SetMode(mode) => {
+                        dispatcher.set_mode(mode);
+                        vec![]
                     }
+                    Command::Approve { id, by, reply } => {
+                        let result = dispatcher.approve(&id, &by, now).await;
+                        let decided = result.as_ref().ok().cloned();
+                        let _ = reply.send(result);
+                        decided.into_iter().collect()
+                    }
+                    Command::Reject { id, by, reply } => {
+                        let result = dispatcher.reject(&id, &by, now);
+                        let decided = result.as_ref().ok().cloned();
+                        let _ = reply.send(result);
+                        decided.into_iter().collect()
+                    }
+                    Command::ResetBreaker { by, reply } => {
+                        let _ = reply.send(dispatcher.reset_breaker(&by));
+                        vec![]
+                    }
+                    Command::Status { reply } => {
+                        let _ = reply.send(DispatchStatus {
+                            mode: dispatcher.mode(),
+                            breaker: dispatcher.breaker().clone(),
+                            pending: dispatcher.pending().cloned().collect(),
+                            in_effect: dispatcher.policy().in_effect().cloned().collect(),
+                        });
+                        vec![]
+                    }
+                    Command::Reload => vec![],
+                },
+            };
+            for decision in decisions {
+                if decision_tx.send(decision).await.is_err() {
+                    return;
                 }
-                ToDispatcher::Resolved { rule, subject } => dispatcher.instance_resolved(&rule, &subject),
-                ToDispatcher::SetMode(mode) => dispatcher.set_mode(mode),
             }
         }
     });
@@ -158,6 +243,7 @@ pub async fn run(
     let mut events = Vec::new();
     let mut decisions = 0usize;
     let mut sensors_done = false;
+    let mut last_now = wall_clock_now();
     let mut commands_open = true;
     loop {
         tokio::select! {
@@ -174,8 +260,12 @@ pub async fn run(
                         ClockMode::Wall => wall_clock_now(),
                         ClockMode::Samples => evaluator.newest_sample().max(batch.notes.iter().map(|n| n.ts).max().unwrap_or(Nanos::MIN)),
                     };
+                    last_now = now;
                     evaluator.evaluate(now, &mut events);
                     forward(&mut events, &to_dispatcher, &mut observe).await;
+                    if clock == ClockMode::Samples {
+                        let _ = to_dispatcher.send(ToDispatcher::Tick(now)).await;
+                    }
                 }
                 None => sensors_done = true,
             },
@@ -192,8 +282,11 @@ pub async fn run(
                 observe(&DaemonEvent::SensorExited { sensor, error });
             },
             _ = ticker.tick(), if clock == ClockMode::Wall => {
-                evaluator.evaluate(wall_clock_now(), &mut events);
+                let now = wall_clock_now();
+                last_now = now;
+                evaluator.evaluate(now, &mut events);
                 forward(&mut events, &to_dispatcher, &mut observe).await;
+                let _ = to_dispatcher.send(ToDispatcher::Tick(now)).await;
             },
             command = commands.recv(), if commands_open => match command {
                 Some(Command::Reload) => match &loader {
@@ -213,8 +306,8 @@ pub async fn run(
                     },
                     None => observe(&DaemonEvent::ReloadFailed(vec!["this daemon has no rule directory to reload".into()])),
                 },
-                Some(Command::SetMode(mode)) => {
-                    let _ = to_dispatcher.send(ToDispatcher::SetMode(mode)).await;
+                Some(other) => {
+                    let _ = to_dispatcher.send(ToDispatcher::Command(other, last_now)).await;
                 }
                 None => commands_open = false,
             },
@@ -224,7 +317,7 @@ pub async fn run(
             },
             _ = shutdown.changed() => break,
         }
-        if sensors_done && tasks.is_empty() {
+        if sensors_done && tasks.is_empty() && stop_when_sensors_end {
             break;
         }
     }
@@ -254,8 +347,10 @@ async fn forward(
             EngineEvent::Proposal(p) => {
                 let _ = to_dispatcher.send(ToDispatcher::Proposal(p.clone())).await;
             }
-            EngineEvent::Transition { rule, subject, from: State::Firing, .. } => {
-                let _ = to_dispatcher.send(ToDispatcher::Resolved { rule: rule.clone(), subject: subject.clone() }).await;
+            EngineEvent::Transition { rule, subject, from: State::Firing, at, .. } => {
+                let _ = to_dispatcher
+                    .send(ToDispatcher::Resolved { rule: rule.clone(), subject: subject.clone(), at: *at })
+                    .await;
             }
             _ => {}
         }

@@ -62,7 +62,7 @@ pub fn check(
                 if rules_dir.is_none() {
                     rules_dir = p.rules_dir(path);
                 }
-                if let Err(e) = wiring::dispatcher(&p) {
+                if let Err(e) = wiring::dispatcher(&p, None, None) {
                     errors.extend(e);
                 }
                 loaded_playbook = Some((path.clone(), p));

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use engine::dispatch::Decision;
+use engine::ledger::{Ledger, Retention};
 use engine::playbook::Playbook;
 use engine::recording::{Event, Reader};
 use engine::rule::{self, Helpers};
@@ -34,8 +35,10 @@ pub fn demo(speed: f64) -> anyhow::Result<Outcome> {
     let rules = wiring::without_disabled(rules, &playbook);
     let rule_count = rules.rules.len();
     let store = Store::open(&state.path().join("state.sled"))?;
+    let ledger = Ledger::open(&store, Retention::default())?;
     let evaluator = Evaluator::new(series, rules, Some(store))?;
-    let dispatcher = wiring::dispatcher(&playbook).map_err(|e| anyhow::anyhow!(e.join("\n")))?;
+    let dispatcher = wiring::dispatcher(&playbook, Some(topology.clone()), Some(ledger))
+        .map_err(|e| anyhow::anyhow!(e.join("\n")))?;
     let sensor = sensors::replay::ReplaySensor::from_bytes("replay", embedded::RECORDING.to_vec(), speed)
         .context("the embedded recording")?;
     let t0 = first_timestamp(embedded::RECORDING)?;
@@ -63,6 +66,7 @@ pub fn demo(speed: f64) -> anyhow::Result<Outcome> {
         clock: ClockMode::Samples,
         tick: Duration::from_millis(50),
         record: None,
+        stop_when_sensors_end: true,
     };
     let printer = Arc::new(Mutex::new(Printer { t0, faults: Vec::new(), first_decision: BTreeMap::new() }));
     let observer = printer.clone();
@@ -77,14 +81,14 @@ pub fn demo(speed: f64) -> anyhow::Result<Outcome> {
     })?;
     let printer = printer.lock().unwrap_or_else(|p| p.into_inner());
     println!();
-    println!("{:<62} {:<14} {:>24}", "fault", "decided by", "first sample -> decision");
+    println!("{:<82} {:<14} {:>24}", "fault", "decided by", "first sample -> decision");
     let mut missed = 0;
     for (i, fault) in printer.faults.iter().enumerate() {
         match printer.first_decision.get(&i) {
-            Some((rule, at)) => println!("{:<62} {:<14} {:>24}", fault.text, rule, ms(at - fault.ts)),
+            Some((rule, at)) => println!("{:<82} {:<14} {:>24}", fault.text, rule, ms(at - fault.ts)),
             None => {
                 missed += 1;
-                println!("{:<62} {:<14} {:>24}", fault.text, "-", "NOT DETECTED")
+                println!("{:<82} {:<14} {:>24}", fault.text, "-", "NOT DETECTED")
             }
         }
     }

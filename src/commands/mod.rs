@@ -1,12 +1,13 @@
 //! One module per verb.
 
 mod check;
+mod control;
 mod demo;
 mod replay;
 mod run;
 mod test;
 
-use crate::cli::{Cli, Command};
+use crate::cli::{BreakerCommand, Cli, Command};
 use crate::Outcome;
 
 /// Runs the verb.
@@ -21,6 +22,20 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
             replay::replay(&recording, &rules, diff.as_deref(), inventory.as_deref(), json)
         }
         Command::Demo { speed } => demo::demo(speed),
+        Command::Status { socket, json } => control::status(&socket.path, json),
+        Command::Decisions { socket, since, rule, target, json } => {
+            let since = match since {
+                Some(text) => Some(engine::time::wall_clock_now() - engine::time::parse_duration(&text)?),
+                None => None,
+            };
+            control::decisions(&socket.path, since, rule, target, json)
+        }
+        Command::Explain { id, socket, json } => control::explain(&socket.path, &id, json),
+        Command::Approve { id, socket, by } => control::approve(&socket.path, &id, &by.name, true),
+        Command::Reject { id, socket, by } => control::approve(&socket.path, &id, &by.name, false),
+        Command::Breaker { command: BreakerCommand::Reset { socket, by } } => control::breaker_reset(&socket.path, &by.name),
+        Command::Mode { mode, socket } => control::set_mode(&socket.path, &mode),
+        Command::Reload { socket } => control::reload(&socket.path),
     }
 }
 

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
+use engine::ledger::{Ledger, Retention};
 use engine::playbook::Playbook;
 use engine::rule::Helpers;
 use engine::runtime::{self, ClockMode, Command, Daemon};
@@ -12,6 +13,7 @@ use engine::{Evaluator, Labels, SeriesTable, Store};
 use tokio::sync::{mpsc, watch};
 
 use crate::config::DaemonConfig;
+use crate::control::{self, server::ControlService};
 use crate::{report, wiring, Outcome};
 
 pub fn run(config_path: &Path) -> anyhow::Result<Outcome> {
@@ -32,8 +34,10 @@ pub fn run(config_path: &Path) -> anyhow::Result<Outcome> {
     std::fs::create_dir_all(&config.state_dir)
         .with_context(|| format!("creating state directory {}", config.state_dir.display()))?;
     let store = Store::open(&config.state_dir.join("state.sled"))?;
+    let ledger = Ledger::open(&store, Retention::default())?;
     let evaluator = Evaluator::new(series, rules, Some(store))?;
-    let dispatcher = wiring::dispatcher(&playbook).map_err(|e| anyhow::anyhow!(e.join("\n")))?;
+    let dispatcher = wiring::dispatcher(&playbook, topology.clone(), Some(ledger.clone()))
+        .map_err(|e| anyhow::anyhow!(e.join("\n")))?;
     let sensors = wiring::sensors(&config).map_err(|e| anyhow::anyhow!(e.join("\n")))?;
     let clock = match config.engine.clock.as_str() {
         "wall" => ClockMode::Wall,
@@ -42,6 +46,7 @@ pub fn run(config_path: &Path) -> anyhow::Result<Outcome> {
     };
     let tick = Duration::from_nanos(parse_duration(&config.engine.tick)?.max(1_000_000) as u64);
     let reload_poll = parse_duration(&config.engine.reload_poll)?;
+    let socket = config.control.socket.clone().unwrap_or_else(|| config.state_dir.join("control.sock"));
     let loader_dir = rules_dir.clone();
     let loader_playbook = playbook.clone();
     let daemon = Daemon {
@@ -52,6 +57,7 @@ pub fn run(config_path: &Path) -> anyhow::Result<Outcome> {
         clock,
         tick,
         record: config.record.clone(),
+        stop_when_sensors_end: config.engine.exit_when_sensors_end,
     };
     tracing::info!(
         message = "Starting.",
@@ -64,11 +70,27 @@ pub fn run(config_path: &Path) -> anyhow::Result<Outcome> {
     rt.block_on(async move {
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
         let (command_tx, command_rx) = mpsc::channel(16);
-        spawn_signal_handlers(shutdown_tx, command_tx.clone())?;
+        let control_shutdown = {
+            let mut rx = shutdown_rx.clone();
+            async move {
+                while !*rx.borrow() {
+                    if rx.changed().await.is_err() {
+                        break;
+                    }
+                }
+            }
+        };
+        let service = ControlService::new(command_tx.clone(), ledger);
+        let control = tokio::spawn(control::server::serve(socket, service, control_shutdown));
+        spawn_signal_handlers(shutdown_tx.clone(), command_tx.clone())?;
         if reload_poll > 0 {
             tokio::spawn(watch_rules(rules_dir, Duration::from_nanos(reload_poll as u64), command_tx));
         }
         let summary = runtime::run(daemon, shutdown_rx, command_rx, report::log_event).await?;
+        let _ = shutdown_tx.send(true);
+        if let Ok(Err(error)) = control.await {
+            tracing::error!(message = "Control API failed.", %error);
+        }
         tracing::info!(message = "Stopped.", samples = summary.stats.samples, decisions = summary.decisions);
         Ok::<_, anyhow::Error>(())
     })?;

@@ -8,8 +8,9 @@ use engine::time::{parse_duration, Span};
 use engine::SECOND;
 use serde::{Deserialize, Serialize};
 
+use super::actuator::Commands;
 use super::actuator::ExecActuator;
-use super::template::ArgvTemplate;
+use super::template::{ArgvTemplate, Scope};
 
 /// The longest timeout accepted. An action holds a dispatch slot while its
 /// command runs; a command that needs more than an hour is a job, not an
@@ -22,6 +23,9 @@ const MAX_TIMEOUT: i64 = 3600 * SECOND;
 /// argv = ["/usr/local/sbin/isolate-link", "--node={target.node}", "{target.netdev}"]
 /// timeout = "10s"
 /// env = { LC_ALL = "C" }
+/// verify_argv = ["/usr/local/sbin/isolate-link", "--check", "--node={target.node}", "{target.netdev}"]
+/// undo_argv = ["/usr/local/sbin/isolate-link", "--restore={prior}", "--node={target.node}", "{target.netdev}"]
+/// prior_from_stdout = true
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -38,6 +42,28 @@ pub struct ExecConfig {
     /// Environment variables set for the command, on top of the daemon's own.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, String>,
+    /// A command that reads the target back, with the same rules and
+    /// placeholders as `argv`. Its exit status answers whether the action is
+    /// in effect: 0 yes, 1 no, 2 someone else changed the target since (the
+    /// first line of stdout says how); any other status fails the check.
+    /// Without it the actuator cannot tell, and the engine treats the action
+    /// as unknown: it neither retries nor undoes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify_argv: Option<Vec<String>>,
+    /// The command that restores the target, with the same rules and
+    /// placeholders as `argv` plus `{prior}`: the state the action replaced,
+    /// as its outcome recorded it (see `prior_from_stdout`). Without it the
+    /// actuator cannot undo.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub undo_argv: Option<Vec<String>>,
+    /// Whether the first line of `argv`'s stdout, trimmed, is the state the
+    /// command replaced; it is recorded with the outcome for `{prior}`.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub prior_from_stdout: bool,
+}
+
+fn is_false(value: &bool) -> bool {
+    !value
 }
 
 /// Long enough for a local tool to talk to a scheduler or a switch, short
@@ -54,21 +80,20 @@ impl ExecConfig {
             argv: argv.into_iter().map(Into::into).collect(),
             timeout: default_timeout(),
             env: BTreeMap::new(),
+            verify_argv: None,
+            undo_argv: None,
+            prior_from_stdout: false,
         }
     }
 
     /// Validates the settings and builds the actuator `name`.
     pub fn build(&self, name: &str) -> Result<ExecActuator, String> {
-        let program = self.argv.first().ok_or("argv is empty; it needs at least the program")?;
-        let template = ArgvTemplate::parse(&self.argv)?;
-        if template.has_placeholder(0) {
-            return Err(format!("argv[0] {program:?} holds a placeholder; the program must be fixed"));
-        }
-        if !Path::new(program).is_absolute() {
-            return Err(format!(
-                "argv[0] {program:?} is not an absolute path (a program looked up in PATH could be anything)"
-            ));
-        }
+        let commands = Commands {
+            execute: command("argv", &self.argv, Scope::Action)?,
+            verify: self.verify_argv.as_deref().map(|argv| command("verify_argv", argv, Scope::Action)).transpose()?,
+            undo: self.undo_argv.as_deref().map(|argv| command("undo_argv", argv, Scope::Undo)).transpose()?,
+            prior_from_stdout: self.prior_from_stdout,
+        };
         let timeout = parse_duration(&self.timeout).map_err(|e| format!("timeout: {e}"))?;
         if timeout <= 0 || timeout > MAX_TIMEOUT {
             return Err(format!("timeout {:?} must be above 0 and at most {}", self.timeout, Span(MAX_TIMEOUT)));
@@ -83,11 +108,27 @@ impl ExecConfig {
         }
         Ok(ExecActuator::new(
             name,
-            template,
+            commands,
             Duration::from_nanos(timeout as u64),
             self.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
         ))
     }
+}
+
+/// Parses the command `field`: a fixed, absolute program and the
+/// placeholders of `scope`.
+fn command(field: &str, argv: &[String], scope: Scope) -> Result<ArgvTemplate, String> {
+    let program = argv.first().ok_or_else(|| format!("{field} is empty; it needs at least the program"))?;
+    let template = ArgvTemplate::parse(field, argv, scope)?;
+    if template.has_placeholder(0) {
+        return Err(format!("{field}[0] {program:?} holds a placeholder; the program must be fixed"));
+    }
+    if !Path::new(program).is_absolute() {
+        return Err(format!(
+            "{field}[0] {program:?} is not an absolute path (a program looked up in PATH could be anything)"
+        ));
+    }
+    Ok(template)
 }
 
 #[cfg(test)]
@@ -111,9 +152,14 @@ mod tests {
             argv = ["/usr/local/sbin/isolate-link", "--node={target.node}", "{target.netdev}"]
             timeout = "2m"
             env = { LC_ALL = "C" }
+            verify_argv = ["/usr/local/sbin/isolate-link", "--check", "--node={target.node}", "{target.netdev}"]
+            undo_argv = ["/usr/local/sbin/isolate-link", "--restore={prior}", "--node={target.node}", "{target.netdev}"]
+            prior_from_stdout = true
         "#;
         let config: ExecConfig = toml::from_str(text).unwrap();
         assert_eq!(toml::from_str::<ExecConfig>(&toml::to_string(&config).unwrap()).unwrap(), config);
+        assert!(config.prior_from_stdout);
+        assert_eq!(config.undo_argv.as_ref().unwrap()[1], "--restore={prior}");
         assert_eq!(config.build("x").unwrap().timeout(), Duration::from_secs(120));
     }
 
@@ -129,6 +175,26 @@ mod tests {
             ("argv = [\"/bin/x\"]\ntimeout = \"2h\"", "timeout \"2h\" must be above 0"),
             ("argv = [\"/bin/x\"]\nenv = { \"A=B\" = \"1\" }", "env: \"A=B\" is not a variable name"),
             ("argv = [\"/bin/x\"]\nshell = true", "unknown field `shell`"),
+            ("argv = [\"/bin/x\"]\nverify_argv = []", "verify_argv is empty"),
+            ("argv = [\"/bin/x\"]\nverify_argv = [\"check\"]", "verify_argv[0] \"check\" is not an absolute path"),
+            (
+                "argv = [\"/bin/x\"]\nverify_argv = [\"/bin/check\", \"{prior}\"]",
+                "verify_argv[1] \"{prior}\": placeholder {prior} is only available in undo_argv",
+            ),
+            (
+                "argv = [\"/bin/x\", \"{prior}\"]",
+                "argv[1] \"{prior}\": placeholder {prior} is only available in undo_argv",
+            ),
+            ("argv = [\"/bin/x\"]\nundo_argv = [\"./undo\"]", "undo_argv[0] \"./undo\" is not an absolute path"),
+            (
+                "argv = [\"/bin/x\"]\nundo_argv = [\"/opt/{prior}\"]",
+                "undo_argv[0] \"/opt/{prior}\" holds a placeholder",
+            ),
+            (
+                "argv = [\"/bin/x\"]\nundo_argv = [\"/bin/x\", \"{node}\"]",
+                "undo_argv[1] \"{node}\": unknown placeholder",
+            ),
+            ("argv = [\"/bin/x\"]\nprior_from_stdout = \"yes\"", "invalid type: string \"yes\", expected a boolean"),
         ];
         for (text, expected) in cases {
             let err = build(text).err().unwrap_or_else(|| panic!("{text} was accepted"));

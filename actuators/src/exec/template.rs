@@ -5,6 +5,7 @@ use std::borrow::Cow;
 use std::fmt;
 
 use engine::{Action, ActuatorError};
+use serde_json::Value;
 
 /// The longest value a placeholder may take, in bytes: above any real label
 /// value (a DNS name is at most 253), far below the kernel's argv limits.
@@ -45,10 +46,24 @@ pub enum Placeholder {
     Target(String),
     /// `{params.<name>}`: a parameter of the action.
     Param(String),
+    /// `{prior}`: the target's state before the action, as its outcome
+    /// recorded it; only in an undo command ([`Scope::Undo`]).
+    Prior,
+}
+
+/// What a command's placeholders may draw on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// The action alone: `argv` and `verify_argv`, which run before any
+    /// outcome exists or without one (after a crash mid-action).
+    Action,
+    /// The action and the outcome being undone: `undo_argv`, which may use
+    /// `{prior}`.
+    Undo,
 }
 
 impl Placeholder {
-    fn parse(inner: &str) -> Result<Placeholder, String> {
+    fn parse(inner: &str, scope: Scope) -> Result<Placeholder, String> {
         let named = |prefix: &str, name: &str| {
             if !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
                 Ok(name.to_string())
@@ -61,25 +76,45 @@ impl Placeholder {
             None if inner == "verb" => Ok(Placeholder::Verb),
             Some(("target", label)) => Ok(Placeholder::Target(named("target", label)?)),
             Some(("params", name)) => Ok(Placeholder::Param(named("params", name)?)),
-            _ => Err(format!(
-                "unknown placeholder {{{inner}}} (expected {{kind}}, {{verb}}, {{target.<label>}} or {{params.<name>}})"
-            )),
+            None if inner == "prior" => match scope {
+                Scope::Undo => Ok(Placeholder::Prior),
+                Scope::Action => Err("placeholder {prior} is only available in undo_argv \
+                     (it is the state the action replaced, known once the action ran)"
+                    .into()),
+            },
+            _ => Err(match scope {
+                Scope::Action => format!(
+                    "unknown placeholder {{{inner}}} (expected {{kind}}, {{verb}}, {{target.<label>}} or {{params.<name>}})"
+                ),
+                Scope::Undo => format!(
+                    "unknown placeholder {{{inner}}} \
+                     (expected {{kind}}, {{verb}}, {{target.<label>}}, {{params.<name>}} or {{prior}})"
+                ),
+            }),
         }
     }
 
-    /// The value the action gives this placeholder, if any.
-    fn value<'a>(&self, action: &'a Action) -> Result<&'a str, String> {
+    /// The value this placeholder takes for `action` and the `prior` state
+    /// of the outcome being undone. The error completes "placeholder {slot} …".
+    fn value<'a>(&self, action: &'a Action, prior: Option<&'a Value>) -> Result<&'a str, String> {
         match self {
             Placeholder::Kind => Ok(&action.kind),
             Placeholder::Verb => Ok(action.verb()),
             Placeholder::Target(label) => action
                 .target
                 .get(label)
-                .ok_or_else(|| format!("the action's target {} has no label {label:?}", action.target)),
+                .ok_or_else(|| format!("has no value: the action's target {} has no label {label:?}", action.target)),
             Placeholder::Param(name) => action.params.get(name).map(String::as_str).ok_or_else(|| {
                 let known: Vec<&str> = action.params.keys().map(String::as_str).collect();
-                format!("the action has no parameter {name:?} (it has: {})", known.join(", "))
+                format!("has no value: the action has no parameter {name:?} (it has: {})", known.join(", "))
             }),
+            Placeholder::Prior => match prior {
+                Some(Value::String(value)) => Ok(value),
+                // Only a string is a value a command can take as is; turning
+                // a number or an object into text would be a guess.
+                Some(other) => Err(format!("value {other} is refused: the outcome's prior is not a JSON string")),
+                None => Err("has no value: the outcome recorded no prior state".into()),
+            },
         }
     }
 }
@@ -91,6 +126,7 @@ impl fmt::Display for Placeholder {
             Placeholder::Verb => f.write_str("{verb}"),
             Placeholder::Target(label) => write!(f, "{{target.{label}}}"),
             Placeholder::Param(name) => write!(f, "{{params.{name}}}"),
+            Placeholder::Prior => f.write_str("{prior}"),
         }
     }
 }
@@ -108,12 +144,13 @@ pub struct ArgvTemplate {
 }
 
 impl ArgvTemplate {
-    /// Parses each element's placeholders. Braces are reserved for
-    /// placeholders, so a stray `{` or `}` is an error rather than text.
-    pub fn parse(argv: &[String]) -> Result<ArgvTemplate, String> {
+    /// Parses each element's placeholders, allowing those of `scope`.
+    /// Braces are reserved for placeholders, so a stray `{` or `}` is an
+    /// error rather than text. Errors name the element as `field[i]`.
+    pub fn parse(field: &str, argv: &[String], scope: Scope) -> Result<ArgvTemplate, String> {
         let mut args = Vec::with_capacity(argv.len());
         for (i, arg) in argv.iter().enumerate() {
-            args.push(parse_arg(arg).map_err(|e| format!("argv[{i}] {arg:?}: {e}"))?);
+            args.push(parse_arg(arg, scope).map_err(|e| format!("{field}[{i}] {arg:?}: {e}"))?);
         }
         Ok(ArgvTemplate { args })
     }
@@ -123,8 +160,9 @@ impl ArgvTemplate {
         self.args.get(i).is_some_and(|pieces| pieces.iter().any(|p| matches!(p, Piece::Slot(_))))
     }
 
-    /// The argv for `action`, each substituted value checked first.
-    pub fn render(&self, action: &Action) -> Result<Vec<String>, ActuatorError> {
+    /// The argv for `action` (and, for `{prior}`, the `prior` state of the
+    /// outcome being undone), each substituted value checked first.
+    pub fn render(&self, action: &Action, prior: Option<&Value>) -> Result<Vec<String>, ActuatorError> {
         self.args
             .iter()
             .map(|pieces| {
@@ -133,9 +171,9 @@ impl ArgvTemplate {
                     match piece {
                         Piece::Text(text) => arg.push_str(text),
                         Piece::Slot(slot) => {
-                            let value = slot.value(action).map_err(|why| {
-                                ActuatorError::Invalid(format!("placeholder {slot} has no value: {why}"))
-                            })?;
+                            let value = slot
+                                .value(action, prior)
+                                .map_err(|why| ActuatorError::Invalid(format!("placeholder {slot} {why}")))?;
                             check_value(value).map_err(|why| {
                                 ActuatorError::Invalid(format!("placeholder {slot} value {value:?} is refused: {why}"))
                             })?;
@@ -149,7 +187,7 @@ impl ArgvTemplate {
     }
 }
 
-fn parse_arg(arg: &str) -> Result<Vec<Piece>, String> {
+fn parse_arg(arg: &str, scope: Scope) -> Result<Vec<Piece>, String> {
     let mut pieces = Vec::new();
     let mut rest = arg;
     while let Some(open) = rest.find(['{', '}']) {
@@ -164,7 +202,7 @@ fn parse_arg(arg: &str) -> Result<Vec<Piece>, String> {
         if inner.contains('{') {
             return Err("'{' inside a placeholder".into());
         }
-        pieces.push(Piece::Slot(Placeholder::parse(inner)?));
+        pieces.push(Piece::Slot(Placeholder::parse(inner, scope)?));
         rest = &rest[close + 1..];
     }
     if !rest.is_empty() {
@@ -219,7 +257,7 @@ mod tests {
 
     #[test]
     fn malformed_templates_are_refused_with_the_element() {
-        let parse = |arg: &str| ArgvTemplate::parse(&["/bin/x".into(), arg.into()]).unwrap_err();
+        let parse = |arg: &str| ArgvTemplate::parse("argv", &["/bin/x".into(), arg.into()], Scope::Action).unwrap_err();
         assert_eq!(parse("{node}"), "argv[1] \"{node}\": unknown placeholder {node} (expected {kind}, {verb}, {target.<label>} or {params.<name>})");
         assert_eq!(parse("--x={target.node"), "argv[1] \"--x={target.node\": '{' without '}'");
         assert!(parse("a}b").contains("'}' without '{'"));
@@ -227,5 +265,41 @@ mod tests {
         assert!(parse("{target.a-b}").contains("needs a name"));
         assert!(parse("{{kind}}").contains("'{' inside a placeholder"));
         assert!(parse("a\0b").contains("NUL"));
+        assert_eq!(
+            parse("--was={prior}"),
+            "argv[1] \"--was={prior}\": placeholder {prior} is only available in undo_argv \
+             (it is the state the action replaced, known once the action ran)"
+        );
+    }
+
+    #[test]
+    fn an_undo_template_takes_prior_and_names_its_field() {
+        let argv = ["/bin/x".to_string(), "--restore={prior}".to_string()];
+        assert!(ArgvTemplate::parse("undo_argv", &argv, Scope::Undo).unwrap().has_placeholder(1));
+        let err = ArgvTemplate::parse("undo_argv", &["/bin/x".into(), "{node}".into()], Scope::Undo).unwrap_err();
+        assert!(err.starts_with("undo_argv[1] \"{node}\": unknown placeholder {node}"), "{err}");
+        assert!(err.ends_with("{params.<name>} or {prior})"), "{err}");
+    }
+
+    #[test]
+    fn prior_must_be_a_json_string_that_passes_the_value_check() {
+        let template =
+            ArgvTemplate::parse("undo_argv", &["/bin/x".into(), "--restore={prior}".into()], Scope::Undo).unwrap();
+        let action = Action { kind: "qos.set".into(), target: Default::default(), params: Default::default() };
+        let render = |prior: Option<Value>| template.render(&action, prior.as_ref());
+        assert_eq!(render(Some(Value::from("ecn-min=3"))).unwrap(), ["/bin/x", "--restore=ecn-min=3"]);
+        let refused = |prior: Option<Value>| match render(prior) {
+            Err(ActuatorError::Invalid(message)) => message,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(refused(None), "placeholder {prior} has no value: the outcome recorded no prior state");
+        assert_eq!(
+            refused(Some(Value::from(3))),
+            "placeholder {prior} value 3 is refused: the outcome's prior is not a JSON string"
+        );
+        assert!(refused(Some(Value::Null)).starts_with("placeholder {prior} value null is refused"));
+        assert!(refused(Some(Value::from("3; reboot")))
+            .starts_with("placeholder {prior} value \"3; reboot\" is refused: it contains ';'"));
+        assert!(refused(Some(Value::from("--all"))).contains("starts with '-'"));
     }
 }

@@ -102,7 +102,9 @@ fn err(path: &str, (line, column): (usize, usize), message: impl Into<String>) -
 /// Where `field:` first appears in the source, else where the declaration
 /// starts; good enough to put the cursor on the offending line.
 fn field_position(source: &str, field: &str, fallback: (usize, usize)) -> (usize, usize) {
-    let pattern = regex::Regex::new(&format!(r"\b{}\s*:", regex::escape(field))).expect("static pattern");
+    // Keys may be bare (`select:`) or quoted (`"for":`, needed for Rhai keywords).
+    let f = regex::escape(field);
+    let pattern = regex::Regex::new(&format!(r#"(?:\b{f}|"{f}")\s*:"#)).expect("static pattern");
     match pattern.find(source) {
         Some(m) => crate::config::line_col(source, m.start()),
         None => fallback,
@@ -116,7 +118,7 @@ pub(super) fn compile(scripts: &RuleScripts, path: &str, source: &str) -> Result
         err(path, (pos.line().unwrap_or(0), pos.position().unwrap_or(0)), e.0.to_string())
     })?;
     // Where the declaration map starts, for errors about the map as a whole.
-    let decl_pos = source.rfind("#{").map(|i| crate::config::line_col(source, i)).unwrap_or((1, 1));
+    let decl_pos = top_level_map_start(source).map(|i| crate::config::line_col(source, i)).unwrap_or((1, 1));
     let value: Dynamic = engine.eval_ast(&ast).map_err(|e| {
         let e = ScriptError::from_rhai(&e);
         err(path, (e.line, e.column), format!("evaluating the declaration: {}", e.message))
@@ -339,6 +341,59 @@ fn check_template(text: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// The byte offset of the last `#{` outside any braces: the declaration
+/// map. Strings and comments are skipped so their braces do not count.
+fn top_level_map_start(source: &str) -> Option<usize> {
+    let bytes = source.as_bytes();
+    let (mut depth, mut i, mut found) = (0i32, 0usize, None);
+    while i < bytes.len() {
+        match bytes[i] {
+            b'/' if bytes.get(i + 1) == Some(&b'/') => {
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'"' | b'`' => {
+                let quote = bytes[i];
+                i += 1;
+                while i < bytes.len() && bytes[i] != quote {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+            }
+            b'#' if bytes.get(i + 1) == Some(&b'{') => {
+                if depth == 0 {
+                    found = Some(i);
+                }
+                depth += 1;
+                i += 1;
+            }
+            b'{' => depth += 1,
+            b'}' => depth -= 1,
+            _ => {}
+        }
+        i += 1;
+    }
+    found
+}
+
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_declaration_is_the_last_top_level_map() {
+        let src = "fn fire(w) { let m = #{ a: 1 }; true }\n// #{ in a comment }\n#{ name: \"x\", windows: #{ y: 1 }, s: \"#{\" }\n";
+        let at = top_level_map_start(src).unwrap();
+        assert_eq!(crate::config::line_col(src, at), (3, 1));
+    }
+
+    #[test]
+    fn quoted_keys_are_found_for_errors() {
+        let src = "#{\n  name: \"x\",\n  \"for\": \"soon\",\n}";
+        assert_eq!(field_position(src, "for", (1, 1)), (3, 3));
+    }
 }

@@ -25,6 +25,10 @@ pub struct ReplayConfig {
     /// batches. Must be finite and not negative.
     #[serde(default = "default_speed")]
     pub speed: f64,
+    /// Shift every timestamp so the recording starts when the sensor starts,
+    /// for a daemon on the wall clock (which would find recorded samples stale).
+    #[serde(default)]
+    pub rebase: bool,
 }
 
 /// Real time: a replay looks like the live fabric unless asked otherwise.
@@ -38,7 +42,7 @@ impl ReplayConfig {
         if self.path.as_os_str().is_empty() {
             return Err(SensorError::Config("path is empty".into()));
         }
-        ReplaySensor::from_path(name, self.path.clone(), self.speed)
+        Ok(ReplaySensor::from_path(name, self.path.clone(), self.speed)?.rebased(self.rebase))
     }
 }
 
@@ -49,19 +53,19 @@ mod tests {
     #[test]
     fn speed_defaults_to_real_time() {
         let config: ReplayConfig = toml::from_str("path = \"rec.jsonl\"").unwrap();
-        assert_eq!(config, ReplayConfig { path: "rec.jsonl".into(), speed: 1.0 });
+        assert_eq!(config, ReplayConfig { path: "rec.jsonl".into(), speed: 1.0, rebase: false });
     }
 
     #[test]
     fn the_config_round_trips_through_toml() {
-        let config = ReplayConfig { path: "/tmp/rec.jsonl".into(), speed: 2.5 };
+        let config = ReplayConfig { path: "/tmp/rec.jsonl".into(), speed: 2.5, rebase: true };
         let text = toml::to_string(&config).unwrap();
         assert_eq!(toml::from_str::<ReplayConfig>(&text).unwrap(), config);
     }
 
     #[test]
     fn an_empty_path_is_refused() {
-        let err = ReplayConfig { path: "".into(), speed: 1.0 }.build("r").err().unwrap();
+        let err = ReplayConfig { path: "".into(), speed: 1.0, rebase: false }.build("r").err().unwrap();
         assert_eq!(err.to_string(), "configuration: path is empty");
     }
 }

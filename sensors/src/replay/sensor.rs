@@ -42,6 +42,7 @@ pub struct ReplaySensor {
     name: String,
     source: Source,
     speed: f64,
+    rebase: bool,
 }
 
 impl ReplaySensor {
@@ -49,13 +50,31 @@ impl ReplaySensor {
     /// [`ReplayConfig::speed`](super::ReplayConfig::speed). The file is
     /// opened when the sensor runs.
     pub fn from_path(name: &str, path: impl Into<PathBuf>, speed: f64) -> Result<ReplaySensor, SensorError> {
-        Ok(ReplaySensor { name: name.to_string(), source: Source::File(path.into()), speed: check_speed(speed)? })
+        Ok(ReplaySensor {
+            name: name.to_string(),
+            source: Source::File(path.into()),
+            speed: check_speed(speed)?,
+            rebase: false,
+        })
     }
 
     /// Plays a recording held in memory (the embedded demo, a test); errors
     /// name it `name`.
     pub fn from_bytes(name: &str, bytes: impl Into<Arc<[u8]>>, speed: f64) -> Result<ReplaySensor, SensorError> {
-        Ok(ReplaySensor { name: name.to_string(), source: Source::Bytes(bytes.into()), speed: check_speed(speed)? })
+        Ok(ReplaySensor {
+            name: name.to_string(),
+            source: Source::Bytes(bytes.into()),
+            speed: check_speed(speed)?,
+            rebase: false,
+        })
+    }
+
+    /// Shifts every timestamp so the recording starts now: a daemon on the
+    /// wall clock then sees the samples as fresh (a game day replaying an
+    /// incident into a live daemon).
+    pub fn rebased(mut self, rebase: bool) -> ReplaySensor {
+        self.rebase = rebase;
+        self
     }
 
     /// The playback speed.
@@ -261,6 +280,7 @@ impl Sensor for ReplaySensor {
         };
         let mut pacer = Pacer { speed: self.speed, origin: None };
         let (mut batches, mut samples) = (0u64, 0u64);
+        let mut shift: Option<Nanos> = None;
         'run: loop {
             let (back, chunk) = tokio::select! {
                 biased;
@@ -281,10 +301,16 @@ impl Sensor for ReplaySensor {
                     }
                 }
                 let n = group.batch.samples.len() as u64;
+                let mut batch = group.batch;
+                if self.rebase {
+                    let by = *shift.get_or_insert_with(|| engine::time::wall_clock_now() - group.t);
+                    batch.samples.iter_mut().for_each(|s| s.ts += by);
+                    batch.notes.iter_mut().for_each(|n| n.ts += by);
+                }
                 tokio::select! {
                     biased;
                     _ = ctx.shutdown() => break 'run,
-                    sent = ctx.send(group.batch) => sent?,
+                    sent = ctx.send(batch) => sent?,
                 }
                 batches += 1;
                 samples += n;

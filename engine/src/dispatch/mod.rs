@@ -1,0 +1,16 @@
+//! The dispatch point: the one place where proposals become actions.
+//!
+//! Every proposal passes here on its way to an actuator, and every proposal
+//! gets a [`Decision`] in the ledger, whether or not anything was sent: the
+//! mode (`enforce`, `dry-run`, `shadow`; the most conservative of global,
+//! playbook and rule wins), the [`policy`](crate::policy) verdict with its
+//! reason, approvals, the actuator's outcome, retries, and undo.
+
+mod dispatcher;
+mod types;
+
+pub use dispatcher::{ActuatorRoute, DispatchConfig, Dispatcher};
+pub use types::{Decision, Mode, Phase, Step, Verdict};
+
+#[cfg(test)]
+mod tests;

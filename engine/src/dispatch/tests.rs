@@ -1,0 +1,246 @@
+use super::*;
+use crate::action::{Action, Proposal};
+use crate::contracts::{Actuator, ActuatorError, Outcome, Plan, Verification};
+use crate::labels::Labels;
+use crate::ledger::{Ledger, Retention};
+use crate::policy::{ApprovalRule, BreakerConfig, Limits, PolicySettings, RetryConfig, TargetLimits, UndoConfig};
+use crate::rule::{RuleMode, Severity};
+use crate::store::Store;
+use crate::time::SECOND;
+use async_trait::async_trait;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// A knob per target: execute sets it to "ours" and remembers the old value;
+/// a test can change it "by hand".
+#[derive(Default)]
+struct Knobs {
+    values: Mutex<HashMap<String, String>>,
+    executes: AtomicUsize,
+    failures_left: AtomicUsize,
+}
+
+#[async_trait]
+impl Actuator for Knobs {
+    fn name(&self) -> &str {
+        "knobs"
+    }
+    async fn dry_run(&self, action: &Action) -> Result<Plan, ActuatorError> {
+        Ok(Plan { actuator: "knobs".into(), requests: vec![format!("set {} ours", action.target)] })
+    }
+    async fn execute(&self, action: &Action) -> Result<Outcome, ActuatorError> {
+        self.executes.fetch_add(1, Ordering::SeqCst);
+        if self.failures_left.load(Ordering::SeqCst) > 0 {
+            self.failures_left.fetch_sub(1, Ordering::SeqCst);
+            return Err(ActuatorError::Failed("switch busy".into()));
+        }
+        let key = action.target.to_string();
+        let prior = self.values.lock().unwrap().insert(key.clone(), "ours".into()).unwrap_or_else(|| "default".into());
+        Ok(Outcome {
+            summary: format!("set {key} ours"),
+            requests: vec![format!("set {key} ours")],
+            prior: Some(serde_json::json!(prior)),
+        })
+    }
+    async fn verify(&self, action: &Action, _: Option<&Outcome>) -> Result<Verification, ActuatorError> {
+        Ok(match self.values.lock().unwrap().get(&action.target.to_string()).map(String::as_str) {
+            Some("ours") => Verification::InEffect,
+            Some(other) => Verification::Changed(format!("value is {other}")),
+            None => Verification::NotInEffect,
+        })
+    }
+    async fn undo(&self, action: &Action, applied: &Outcome) -> Result<Outcome, ActuatorError> {
+        let prior = applied.prior.as_ref().and_then(|p| p.as_str()).unwrap_or("default").to_string();
+        self.values.lock().unwrap().insert(action.target.to_string(), prior.clone());
+        Ok(Outcome { summary: format!("restored {prior}"), requests: vec![], prior: None })
+    }
+}
+
+fn proposal(rule: &str, node: &str, at: i64) -> Proposal {
+    Proposal {
+        id: format!("p-{node}-{at}"),
+        rule: rule.into(),
+        rule_hash: "ab".repeat(32),
+        rule_mode: RuleMode::Enforce,
+        severity: Severity::Critical,
+        subject: Labels::from_pairs([("node", node)]),
+        action: Action {
+            kind: "node.cordon".into(),
+            target: Labels::from_pairs([("node", node)]),
+            params: BTreeMap::new(),
+        },
+        values: vec![("xids".into(), 1.0)],
+        active_at: at,
+        sample_at: at,
+        decided_at: at,
+    }
+}
+
+struct Setup {
+    limits: Limits,
+    approval: Vec<ApprovalRule>,
+    undo: Vec<String>,
+    mode: Mode,
+    trip_after: u32,
+}
+
+impl Default for Setup {
+    fn default() -> Setup {
+        Setup { limits: Limits::default(), approval: vec![], undo: vec![], mode: Mode::Enforce, trip_after: 5 }
+    }
+}
+
+fn dispatcher(setup: Setup, knobs: Arc<Knobs>, ledger: Option<Ledger>) -> Dispatcher {
+    let policy = PolicySettings::new(
+        &setup.limits,
+        &BreakerConfig { trip_after: setup.trip_after, window: "10m".into() },
+        &TargetLimits::default(),
+        &setup.approval,
+        &UndoConfig { on_resolve: setup.undo },
+        &RetryConfig { attempts: 3, backoff: "10ms".into() },
+    )
+    .unwrap();
+    Dispatcher::new(
+        DispatchConfig {
+            mode: setup.mode,
+            rule_modes: HashMap::new(),
+            routes: vec![ActuatorRoute { pattern: "node.*".into(), actuator: knobs, destructive: true }],
+            timeout: Duration::from_secs(1),
+            policy,
+            topology: None,
+        },
+        ledger,
+    )
+}
+
+fn ledger() -> Ledger {
+    Ledger::open(&Store::temporary().unwrap(), Retention::default()).unwrap()
+}
+
+#[tokio::test]
+async fn fifty_faults_three_cordons_forty_seven_held_and_the_breaker_trips() {
+    let knobs = Arc::new(Knobs::default());
+    let limits = Limits { max_cordons: Some(3), ..Limits::default() };
+    let l = ledger();
+    let mut d = dispatcher(Setup { limits, ..Setup::default() }, knobs.clone(), Some(l.clone()));
+    let mut verdicts = Vec::new();
+    for i in 0..50 {
+        verdicts.push(d.dispatch(proposal("gpu-xid", &format!("node-{i:02}"), SECOND + i)).await.verdict);
+    }
+    assert_eq!(verdicts.iter().filter(|v| matches!(v, Verdict::Executed { .. })).count(), 3);
+    let held: Vec<&str> = verdicts.iter().filter_map(|v| match v {
+        Verdict::Held { reason } => Some(reason.as_str()),
+        _ => None,
+    }).collect();
+    assert_eq!(held.len(), 47);
+    assert_eq!(knobs.executes.load(Ordering::SeqCst), 3);
+    assert!(held[..5].iter().all(|r| r.contains("at most 3 nodes cordoned")), "{held:?}");
+    assert!(held[5..].iter().all(|r| r.starts_with("circuit breaker tripped")), "{held:?}");
+    // The breaker is persisted and survives a restart of the dispatcher.
+    assert!(l.breaker().unwrap().tripped_at.is_some());
+    let mut again = dispatcher(Setup::default(), knobs.clone(), Some(l.clone()));
+    assert!(matches!(again.dispatch(proposal("gpu-xid", "node-99", 10 * SECOND)).await.verdict, Verdict::Held { .. }));
+    again.reset_breaker("sre@example");
+    assert!(matches!(again.dispatch(proposal("gpu-xid", "node-98", 11 * SECOND)).await.verdict, Verdict::Executed { .. }));
+    // Every proposal has a record.
+    assert_eq!(l.len(), 52);
+}
+
+#[tokio::test]
+async fn approval_executes_rejection_and_expiry_do_not() {
+    let knobs = Arc::new(Knobs::default());
+    let approval = vec![ApprovalRule { actions: vec!["node.cordon".into()], timeout: "15m".into() }];
+    let mut d = dispatcher(Setup { approval, ..Setup::default() }, knobs.clone(), Some(ledger()));
+    let a = d.dispatch(proposal("gpu-xid", "a", 0)).await;
+    let b = d.dispatch(proposal("gpu-xid", "b", 0)).await;
+    let c = d.dispatch(proposal("gpu-xid", "c", 0)).await;
+    assert!(matches!(a.verdict, Verdict::AwaitingApproval { expires_at } if expires_at == 900 * SECOND));
+    assert_eq!(knobs.executes.load(Ordering::SeqCst), 0);
+
+    let approved = d.approve(&a.id, "alice", 60 * SECOND).await.unwrap();
+    assert!(matches!(approved.verdict, Verdict::Executed { .. }), "{approved:?}");
+    let rejected = d.reject(&b.id, "bob", 60 * SECOND).unwrap();
+    assert_eq!(rejected.verdict, Verdict::Rejected { by: "bob".into() });
+    assert!(d.expire(899 * SECOND).is_empty());
+    let expired = d.expire(900 * SECOND);
+    assert_eq!(expired.len(), 1);
+    assert_eq!(expired[0].id, c.id);
+    assert_eq!(knobs.executes.load(Ordering::SeqCst), 1, "only the approved one ran");
+    assert!(d.approve(&b.id, "alice", 61 * SECOND).await.unwrap_err().contains("is not waiting for approval (it is rejected)"));
+}
+
+#[tokio::test]
+async fn undo_restores_our_change_and_skips_a_target_changed_by_hand() {
+    let knobs = Arc::new(Knobs::default());
+    let undo = vec!["node.*".into()];
+    let l = ledger();
+    let mut d = dispatcher(Setup { undo, ..Setup::default() }, knobs.clone(), Some(l.clone()));
+    let ours = d.dispatch(proposal("r", "a", 0)).await;
+    let theirs = d.dispatch(proposal("r", "b", 0)).await;
+    assert!(matches!(ours.verdict, Verdict::Executed { .. }));
+    // Someone changes b by hand while the rule is still firing.
+    knobs.values.lock().unwrap().insert(Labels::from_pairs([("node", "b")]).to_string(), "set-by-hand".into());
+
+    let undone = d.instance_resolved("r", &Labels::from_pairs([("node", "a")]), SECOND).await;
+    assert_eq!(undone.len(), 1);
+    assert!(matches!(&undone[0].verdict, Verdict::Executed { outcome } if outcome.summary == "restored default"));
+    assert_eq!(l.get(&ours.id).unwrap().unwrap().undone_by.as_deref(), Some(undone[0].id.as_str()));
+
+    let skipped = d.instance_resolved("r", &Labels::from_pairs([("node", "b")]), SECOND).await;
+    assert!(matches!(&skipped[0].verdict, Verdict::Skipped { reason } if reason.contains("value is set-by-hand")), "{skipped:?}");
+    assert_eq!(knobs.values.lock().unwrap().get(&Labels::from_pairs([("node", "b")]).to_string()).unwrap(), "set-by-hand");
+    assert_eq!(skipped[0].undo_of.as_deref(), Some(theirs.id.as_str()));
+}
+
+#[tokio::test]
+async fn a_failed_call_is_retried_with_backoff_and_recorded() {
+    let knobs = Arc::new(Knobs::default());
+    knobs.failures_left.store(2, Ordering::SeqCst);
+    let mut d = dispatcher(Setup::default(), knobs.clone(), None);
+    let decision = d.dispatch(proposal("r", "a", 0)).await;
+    assert!(matches!(decision.verdict, Verdict::Executed { .. }), "{decision:?}");
+    assert_eq!(decision.attempts, 3);
+    assert!(decision.steps.iter().any(|s| s.what == "retrying in 20ms"), "{:?}", decision.steps);
+}
+
+#[tokio::test]
+async fn an_interrupted_intent_is_verified_not_repeated() {
+    let knobs = Arc::new(Knobs::default());
+    let l = ledger();
+    // A record left in the intent phase, as a crash leaves it, whose action did take.
+    let mut d = dispatcher(Setup::default(), knobs.clone(), Some(l.clone()));
+    let mut rec = d.dispatch(proposal("r", "a", 0)).await;
+    rec.phase = Phase::Intent;
+    rec.verdict = Verdict::Shadowed;
+    l.put_durable(&rec).unwrap();
+    // And one whose action did not take.
+    let mut lost = rec.clone();
+    lost.id = "ffffffffff".into();
+    lost.proposal.action.target = Labels::from_pairs([("node", "z")]);
+    l.put_durable(&lost).unwrap();
+    let before = knobs.executes.load(Ordering::SeqCst);
+
+    let mut restarted = dispatcher(Setup::default(), knobs.clone(), Some(l.clone()));
+    let settled = restarted.reconcile(SECOND).await;
+    assert_eq!(settled.len(), 2);
+    assert_eq!(knobs.executes.load(Ordering::SeqCst), before, "nothing was sent again");
+    let a = l.get(&rec.id).unwrap().unwrap();
+    assert!(matches!(a.verdict, Verdict::Executed { .. }) && a.phase == Phase::Done, "{a:?}");
+    let z = l.get("ffffffffff").unwrap().unwrap();
+    assert!(matches!(&z.verdict, Verdict::Interrupted { found } if found.contains("not repeated")), "{z:?}");
+    assert!(l.open_intents().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn dry_run_plans_and_shadow_only_records() {
+    let knobs = Arc::new(Knobs::default());
+    let mut d = dispatcher(Setup { mode: Mode::DryRun, ..Setup::default() }, knobs.clone(), None);
+    let planned = d.dispatch(proposal("r", "a", 0)).await;
+    assert!(matches!(planned.verdict, Verdict::DryRun { ref plan } if plan.requests == vec!["set {node=\"a\"} ours".to_string()]));
+    let mut shadow = proposal("r", "b", 0);
+    shadow.rule_mode = RuleMode::Shadow;
+    assert_eq!(d.dispatch(shadow).await.verdict, Verdict::Shadowed);
+    assert_eq!(knobs.executes.load(Ordering::SeqCst), 0);
+}

@@ -1,0 +1,273 @@
+//! The safety settings of a playbook, as operators write them.
+//!
+//! ```toml
+//! [limits]
+//! window = "10m"                      # the window the counts below are over
+//! max_cordons = 3                     # node.cordon per window, fleet-wide
+//! max_cordon_percent = 5.0            # nodes cordoned by us at once, % of the inventory
+//! max_rails_per_plane = 1             # rails of one plane drained at once
+//! max_isolated_ports_per_switch = 2   # ports of one switch isolated at once
+//! per_kind = { "ecn.lower" = 20 }     # actions of one kind per window, fleet-wide
+//!
+//! [breaker]
+//! trip_after = 5                      # limit hits within `window` that trip it
+//! window = "10m"
+//!
+//! [target]
+//! cooldown = "5m"                     # after an action on a target, nothing more on it
+//! max_per_window = 3                  # actions on one target per `window`
+//! window = "1h"
+//!
+//! [[approval]]
+//! actions = ["node.cordon"]           # these wait for `rocemend approve ID`
+//! timeout = "15m"                     # then they expire
+//!
+//! [undo]
+//! on_resolve = ["ecn.lower", "pfcwd.escalate"]   # undone when the rule resolves
+//!
+//! [retry]
+//! attempts = 3
+//! backoff = "200ms"                   # doubled each attempt
+//! ```
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::time::{parse_duration, Nanos};
+
+/// `[limits]`: blast-radius limits in topology terms.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Limits {
+    /// The window counts are taken over.
+    #[serde(default = "ten_minutes")]
+    pub window: String,
+    /// At most this many `node.cordon` per window.
+    #[serde(default)]
+    pub max_cordons: Option<u32>,
+    /// At most this percentage of the fleet cordoned by this daemon at once.
+    #[serde(default)]
+    pub max_cordon_percent: Option<f64>,
+    /// At most this many rails of one plane drained at once (1: never two).
+    #[serde(default = "one")]
+    pub max_rails_per_plane: Option<u32>,
+    /// At most this many ports of one switch isolated at once.
+    #[serde(default)]
+    pub max_isolated_ports_per_switch: Option<u32>,
+    /// Per action kind: at most this many per window, fleet-wide.
+    #[serde(default)]
+    pub per_kind: BTreeMap<String, u32>,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            window: ten_minutes(),
+            max_cordons: None,
+            max_cordon_percent: None,
+            max_rails_per_plane: one(),
+            max_isolated_ports_per_switch: None,
+            per_kind: BTreeMap::new(),
+        }
+    }
+}
+
+/// `[breaker]`: when limits are hit this often, stop all destructive actions.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BreakerConfig {
+    /// Limit hits within `window` that trip the breaker (0: never trips).
+    #[serde(default = "five")]
+    pub trip_after: u32,
+    /// The window hits are counted over.
+    #[serde(default = "ten_minutes")]
+    pub window: String,
+}
+
+impl Default for BreakerConfig {
+    fn default() -> BreakerConfig {
+        BreakerConfig { trip_after: five(), window: ten_minutes() }
+    }
+}
+
+/// `[target]`: per-target rate limit and cooldown.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TargetLimits {
+    /// After an action on a target, further actions on it are suppressed this long.
+    #[serde(default = "five_minutes")]
+    pub cooldown: String,
+    /// At most this many actions on one target per `window`.
+    #[serde(default = "three")]
+    pub max_per_window: u32,
+    /// The window for `max_per_window`.
+    #[serde(default = "one_hour")]
+    pub window: String,
+}
+
+impl Default for TargetLimits {
+    fn default() -> TargetLimits {
+        TargetLimits { cooldown: five_minutes(), max_per_window: three(), window: one_hour() }
+    }
+}
+
+/// One `[[approval]]`: actions that wait for a human.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalRule {
+    /// Action kinds (`node.cordon`, `rail.*`, `*`).
+    pub actions: Vec<String>,
+    /// How long a request waits before it expires.
+    #[serde(default = "fifteen_minutes")]
+    pub timeout: String,
+}
+
+/// `[undo]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UndoConfig {
+    /// Action kinds undone when the rule instance that asked for them resolves.
+    #[serde(default)]
+    pub on_resolve: Vec<String>,
+}
+
+/// `[retry]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetryConfig {
+    /// Attempts in all (1: no retry).
+    #[serde(default = "three")]
+    pub attempts: u32,
+    /// Wait before the second attempt; doubled for each further one.
+    #[serde(default = "two_hundred_ms")]
+    pub backoff: String,
+}
+
+impl Default for RetryConfig {
+    fn default() -> RetryConfig {
+        RetryConfig { attempts: three(), backoff: two_hundred_ms() }
+    }
+}
+
+fn ten_minutes() -> String {
+    "10m".into()
+}
+fn five_minutes() -> String {
+    "5m".into()
+}
+fn fifteen_minutes() -> String {
+    "15m".into()
+}
+fn one_hour() -> String {
+    "1h".into()
+}
+fn two_hundred_ms() -> String {
+    "200ms".into()
+}
+fn one() -> Option<u32> {
+    Some(1)
+}
+fn three() -> u32 {
+    3
+}
+fn five() -> u32 {
+    5
+}
+
+/// Whether an action kind matches a pattern: exact, `prefix.*`, or `*`.
+pub fn kind_matches(pattern: &str, kind: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some(prefix) => kind.starts_with(prefix),
+        None => pattern == kind,
+    }
+}
+
+/// The settings with every duration parsed: what the policy runs on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PolicySettings {
+    /// Blast-radius limits.
+    pub limits: Limits,
+    /// Their window.
+    pub limits_window: Nanos,
+    /// Breaker trip count.
+    pub trip_after: u32,
+    /// Breaker window.
+    pub breaker_window: Nanos,
+    /// Per-target cooldown.
+    pub target_cooldown: Nanos,
+    /// Per-target count per window.
+    pub target_max: u32,
+    /// Per-target window.
+    pub target_window: Nanos,
+    /// Approval rules with their timeouts.
+    pub approvals: Vec<(Vec<String>, Nanos)>,
+    /// Kinds undone on resolve.
+    pub undo_on_resolve: Vec<String>,
+    /// Attempts.
+    pub attempts: u32,
+    /// First backoff.
+    pub backoff: Nanos,
+}
+
+impl PolicySettings {
+    /// Parses the durations of the raw settings; errors name the field.
+    pub fn new(
+        limits: &Limits,
+        breaker: &BreakerConfig,
+        target: &TargetLimits,
+        approval: &[ApprovalRule],
+        undo: &UndoConfig,
+        retry: &RetryConfig,
+    ) -> Result<PolicySettings, String> {
+        let d = |what: &str, text: &str| parse_duration(text).map_err(|e| format!("{what}: {e}"));
+        if let Some(p) = limits.max_cordon_percent {
+            if !(0.0..=100.0).contains(&p) {
+                return Err(format!("limits.max_cordon_percent = {p}: expected 0..=100"));
+            }
+        }
+        if retry.attempts == 0 {
+            return Err("retry.attempts = 0: at least one attempt is needed".into());
+        }
+        Ok(PolicySettings {
+            limits: limits.clone(),
+            limits_window: d("limits.window", &limits.window)?,
+            trip_after: breaker.trip_after,
+            breaker_window: d("breaker.window", &breaker.window)?,
+            target_cooldown: d("target.cooldown", &target.cooldown)?,
+            target_max: target.max_per_window,
+            target_window: d("target.window", &target.window)?,
+            approvals: approval
+                .iter()
+                .map(|a| Ok((a.actions.clone(), d("approval.timeout", &a.timeout)?)))
+                .collect::<Result<_, String>>()?,
+            undo_on_resolve: undo.on_resolve.clone(),
+            attempts: retry.attempts,
+            backoff: d("retry.backoff", &retry.backoff)?,
+        })
+    }
+
+    /// Settings with every default: no cordon limits, one rail per plane,
+    /// breaker after 5 hits, 5 min per-target cooldown.
+    pub fn defaults() -> PolicySettings {
+        PolicySettings::new(
+            &Limits::default(),
+            &BreakerConfig::default(),
+            &TargetLimits::default(),
+            &[],
+            &UndoConfig::default(),
+            &RetryConfig::default(),
+        )
+        .expect("the defaults parse")
+    }
+
+    /// The approval timeout for `kind`, if it needs approval.
+    pub fn approval_timeout(&self, kind: &str) -> Option<Nanos> {
+        self.approvals.iter().find(|(pats, _)| pats.iter().any(|p| kind_matches(p, kind))).map(|(_, t)| *t)
+    }
+
+    /// Whether `kind` is undone when its instance resolves.
+    pub fn undo_on_resolve(&self, kind: &str) -> bool {
+        self.undo_on_resolve.iter().any(|p| kind_matches(p, kind))
+    }
+}

@@ -1,0 +1,376 @@
+//! The safety policy: what may be done to the fabric, decided before
+//! anything is sent.
+//!
+//! For every proposal, in order:
+//!
+//! 1. **de-duplication**: the same action on the same target already in
+//!    effect is not sent again;
+//! 2. **per-target cooldown and rate limit**;
+//! 3. for destructive actions, the **circuit breaker** (tripped: nothing
+//!    destructive goes out until a human resets it) and the **blast-radius
+//!    limits** in topology terms (cordons per window and share of the fleet,
+//!    rails per plane, isolated ports per switch, actions per kind);
+//!    a proposal over a limit is held with the reason and counts towards
+//!    tripping the breaker;
+//! 4. **approval**: some kinds wait for `rocemend approve ID`.
+//!
+//! The policy is pure bookkeeping over injected time: [`Policy::check`]
+//! decides, [`Policy::commit`] records what was done. The dispatcher owns it.
+
+mod config;
+
+pub use config::{
+    kind_matches, ApprovalRule, BreakerConfig, Limits, PolicySettings, RetryConfig, TargetLimits, UndoConfig,
+};
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::action::{Action, Proposal};
+use crate::labels::Labels;
+use crate::time::{Nanos, Span};
+use crate::topology::Topology;
+
+/// What the policy says about a proposal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Check {
+    /// Go ahead.
+    Allow,
+    /// The same action on the same target is in effect (proposal id). If
+    /// `resolved`, the instance that asked for it has resolved since, so the
+    /// dispatcher verifies the target before believing it.
+    Duplicate {
+        /// The decision that put it in effect.
+        of: String,
+        /// Whether that decision's instance has resolved.
+        resolved: bool,
+    },
+    /// Suppressed by the per-target cooldown or rate limit.
+    Suppress(String),
+    /// Held by a blast-radius limit or the breaker.
+    Hold(String),
+    /// Waits for a human until this time.
+    NeedsApproval {
+        /// When the request expires.
+        expires_at: Nanos,
+    },
+}
+
+/// The circuit breaker's state; persisted by the ledger.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BreakerState {
+    /// When it tripped, if it is tripped.
+    pub tripped_at: Option<Nanos>,
+    /// Why.
+    pub reason: String,
+}
+
+/// Where an action lands in the topology.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Impact {
+    /// The node it acts on.
+    pub node: Option<String>,
+    /// The rail.
+    pub rail: Option<String>,
+    /// The plane.
+    pub plane: Option<String>,
+    /// The switch.
+    pub switch: Option<String>,
+}
+
+/// An action in effect.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Effect {
+    /// The decision that put it in effect.
+    pub id: String,
+    /// The rule that asked for it.
+    pub rule: String,
+    /// Its subject.
+    pub subject: Labels,
+    /// The action.
+    pub action: Action,
+    /// Where it lands.
+    pub impact: Impact,
+    /// Since when.
+    pub since: Nanos,
+    /// Whether the instance that asked for it has resolved.
+    pub resolved: bool,
+}
+
+#[derive(Debug, Clone)]
+struct Acted {
+    at: Nanos,
+    kind: String,
+    target: String,
+}
+
+/// The policy state.
+pub struct Policy {
+    settings: PolicySettings,
+    topology: Option<Arc<Topology>>,
+    history: VecDeque<Acted>,
+    in_effect: HashMap<String, Effect>,
+    hits: VecDeque<Nanos>,
+    breaker: BreakerState,
+}
+
+/// Action kinds the cordon limits apply to.
+pub const CORDON_KINDS: &[&str] = &["node.cordon"];
+/// Action kinds the rails-per-plane limit applies to.
+pub const RAIL_DRAIN_KINDS: &[&str] = &["rail.drain"];
+/// Action kinds the ports-per-switch limit applies to.
+pub const PORT_ISOLATION_KINDS: &[&str] = &["link.isolate", "port.shutdown"];
+
+impl Policy {
+    /// A policy with `settings`; `topology` resolves targets to rails,
+    /// planes and switches, and gives the fleet size.
+    pub fn new(settings: PolicySettings, topology: Option<Arc<Topology>>) -> Policy {
+        Policy {
+            settings,
+            topology,
+            history: VecDeque::new(),
+            in_effect: HashMap::new(),
+            hits: VecDeque::new(),
+            breaker: BreakerState::default(),
+        }
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> &PolicySettings {
+        &self.settings
+    }
+
+    /// The breaker.
+    pub fn breaker(&self) -> &BreakerState {
+        &self.breaker
+    }
+
+    /// Restores a persisted breaker state (at start).
+    pub fn restore_breaker(&mut self, state: BreakerState) {
+        self.breaker = state;
+    }
+
+    /// Resets the breaker (a human did it).
+    pub fn reset_breaker(&mut self) {
+        self.breaker = BreakerState::default();
+        self.hits.clear();
+    }
+
+    /// Actions in effect.
+    pub fn in_effect(&self) -> impl Iterator<Item = &Effect> {
+        self.in_effect.values()
+    }
+
+    /// Where `action` lands in the topology.
+    pub fn impact(&self, action: &Action) -> Impact {
+        let mut labels = action.target.clone();
+        if let Some(t) = &self.topology {
+            t.enrich(&mut labels);
+            // A rail named without its plane: take the plane of the rail's leaf.
+            if labels.get("plane").is_none() {
+                if let Some(rail) = labels.get("rail").and_then(|r| r.parse::<u32>().ok()) {
+                    if let Some(plane) = t.inventory().switch.iter().find(|s| s.rail == Some(rail)).and_then(|s| s.plane) {
+                        labels.insert("plane", plane.to_string());
+                    }
+                }
+            }
+        }
+        let get = |k: &str| labels.get(k).map(str::to_string);
+        Impact { node: get("node"), rail: get("rail"), plane: get("plane"), switch: get("switch") }
+    }
+
+    fn prune(&mut self, now: Nanos) {
+        let keep = self.settings.limits_window.max(self.settings.target_window).max(self.settings.target_cooldown);
+        while self.history.front().is_some_and(|a| now - a.at > keep) {
+            self.history.pop_front();
+        }
+        while self.hits.front().is_some_and(|t| now - *t > self.settings.breaker_window) {
+            self.hits.pop_front();
+        }
+    }
+
+    /// Decides about `p` at `now`. `destructive` is false for actions routed
+    /// to an actuator the playbook marks as not destructive (notifications):
+    /// those skip the breaker and the blast-radius limits.
+    pub fn check(&mut self, p: &Proposal, destructive: bool, now: Nanos) -> Check {
+        self.check_inner(p, destructive, now, true)
+    }
+
+    /// As [`Policy::check`], for a proposal a human approved: every check
+    /// but the approval itself runs again, since the fleet may have changed.
+    pub fn check_approved(&mut self, p: &Proposal, destructive: bool, now: Nanos) -> Check {
+        self.check_inner(p, destructive, now, false)
+    }
+
+    fn check_inner(&mut self, p: &Proposal, destructive: bool, now: Nanos, ask_approval: bool) -> Check {
+        self.prune(now);
+        let action = &p.action;
+        if let Some(e) = self.in_effect.get(&action.dedup_key()) {
+            return Check::Duplicate { of: e.id.clone(), resolved: e.resolved };
+        }
+        let target = action.target.to_string();
+        let on_target: Vec<&Acted> = self.history.iter().filter(|a| a.target == target).collect();
+        if let Some(last) = on_target.iter().rev().find(|a| now - a.at < self.settings.target_cooldown) {
+            return Check::Suppress(format!(
+                "target cooldown: {} on {target} at {}, nothing more on it for {}",
+                last.kind,
+                last.at,
+                Span(self.settings.target_cooldown)
+            ));
+        }
+        let recent = on_target.iter().filter(|a| now - a.at < self.settings.target_window).count();
+        if recent as u32 >= self.settings.target_max {
+            return Check::Suppress(format!(
+                "rate limit: {recent} actions on {target} within {} (at most {})",
+                Span(self.settings.target_window),
+                self.settings.target_max
+            ));
+        }
+        if destructive {
+            if let Some(at) = self.breaker.tripped_at {
+                return Check::Hold(format!(
+                    "circuit breaker tripped at {at} ({}); no destructive action until `rocemend breaker reset`",
+                    self.breaker.reason
+                ));
+            }
+            if let Some(reason) = self.over_limit(action, now) {
+                self.hits.push_back(now);
+                let trip = self.settings.trip_after;
+                if trip > 0 && self.hits.len() as u32 >= trip {
+                    self.breaker = BreakerState {
+                        tripped_at: Some(now),
+                        reason: format!(
+                            "{} limit hits within {}; last: {reason}",
+                            self.hits.len(),
+                            Span(self.settings.breaker_window)
+                        ),
+                    };
+                    tracing::error!(message = "Circuit breaker tripped.", reason = %self.breaker.reason);
+                }
+                return Check::Hold(reason);
+            }
+        }
+        if ask_approval {
+            if let Some(timeout) = self.settings.approval_timeout(&action.kind) {
+                return Check::NeedsApproval { expires_at: now + timeout };
+            }
+        }
+        Check::Allow
+    }
+
+    fn over_limit(&self, action: &Action, now: Nanos) -> Option<String> {
+        let limits = &self.settings.limits;
+        let window = self.settings.limits_window;
+        let kind = action.kind.as_str();
+        let in_window = |k: &str| self.history.iter().filter(|a| a.kind == k && now - a.at < window).count() as u32;
+        if let Some(max) = limits.per_kind.iter().find(|(p, _)| kind_matches(p, kind)).map(|(_, m)| *m) {
+            let n = in_window(kind);
+            if n >= max {
+                return Some(format!("limit: at most {max} {kind} per {}; {n} already", Span(window)));
+            }
+        }
+        let impact = self.impact(action);
+        if CORDON_KINDS.contains(&kind) {
+            if let Some(max) = limits.max_cordons {
+                let n = in_window(kind);
+                if n >= max {
+                    return Some(format!("limit: at most {max} nodes cordoned per {}; {n} already", Span(window)));
+                }
+            }
+            if let Some(pct) = limits.max_cordon_percent {
+                let fleet = self.topology.as_ref().map(|t| t.node_count()).unwrap_or(0);
+                if fleet == 0 {
+                    return Some("limit: max_cordon_percent is set but the fleet size is unknown (no inventory)".into());
+                }
+                let cordoned = self.in_effect.values().filter(|e| CORDON_KINDS.contains(&e.action.kind.as_str())).count();
+                let after = (cordoned + 1) as f64 * 100.0 / fleet as f64;
+                if after > pct {
+                    return Some(format!(
+                        "limit: at most {pct}% of the fleet cordoned; {cordoned} of {fleet} nodes already, one more is {after:.1}%"
+                    ));
+                }
+            }
+        }
+        if RAIL_DRAIN_KINDS.contains(&kind) {
+            if let (Some(max), Some(plane)) = (limits.max_rails_per_plane, &impact.plane) {
+                let mut rails: Vec<&str> = self
+                    .in_effect
+                    .values()
+                    .filter(|e| RAIL_DRAIN_KINDS.contains(&e.action.kind.as_str()) && e.impact.plane.as_ref() == Some(plane))
+                    .filter_map(|e| e.impact.rail.as_deref())
+                    .filter(|r| Some(*r) != impact.rail.as_deref())
+                    .collect();
+                rails.sort_unstable();
+                rails.dedup();
+                if rails.len() as u32 >= max {
+                    return Some(format!(
+                        "limit: at most {max} rail(s) of plane {plane} drained at once; rail {} already drained",
+                        rails.join(", ")
+                    ));
+                }
+            }
+        }
+        if PORT_ISOLATION_KINDS.contains(&kind) {
+            if let (Some(max), Some(switch)) = (limits.max_isolated_ports_per_switch, &impact.switch) {
+                let n = self
+                    .in_effect
+                    .values()
+                    .filter(|e| PORT_ISOLATION_KINDS.contains(&e.action.kind.as_str()) && e.impact.switch.as_ref() == Some(switch))
+                    .count() as u32;
+                if n >= max {
+                    return Some(format!("limit: at most {max} ports of switch {switch} isolated at once; {n} already"));
+                }
+            }
+        }
+        None
+    }
+
+    /// Records that the decision `id` acted (executed, or planned in dry-run)
+    /// on `p`'s action at `now`: it counts towards the limits and is in effect.
+    pub fn commit(&mut self, id: &str, p: &Proposal, now: Nanos) {
+        let action = &p.action;
+        self.history.push_back(Acted { at: now, kind: action.kind.clone(), target: action.target.to_string() });
+        let impact = self.impact(action);
+        self.in_effect.insert(
+            action.dedup_key(),
+            Effect {
+                id: id.to_string(),
+                rule: p.rule.clone(),
+                subject: p.subject.clone(),
+                action: action.clone(),
+                impact,
+                since: now,
+                resolved: false,
+            },
+        );
+    }
+
+    /// Puts back an effect found at start (from the ledger).
+    pub fn restore_effect(&mut self, effect: Effect) {
+        self.history.push_back(Acted { at: effect.since, kind: effect.action.kind.clone(), target: effect.action.target.to_string() });
+        self.in_effect.insert(effect.action.dedup_key(), effect);
+    }
+
+    /// The instance of `rule` for `subject` resolved: its effects are marked
+    /// resolved and returned (for undo).
+    pub fn resolved(&mut self, rule: &str, subject: &Labels) -> Vec<Effect> {
+        let mut out = Vec::new();
+        for e in self.in_effect.values_mut() {
+            if e.rule == rule && &e.subject == subject && !e.resolved {
+                e.resolved = true;
+                out.push(e.clone());
+            }
+        }
+        out
+    }
+
+    /// The action `key` is no longer in effect (undone, or verified gone).
+    pub fn remove_effect(&mut self, action: &Action) -> Option<Effect> {
+        self.in_effect.remove(&action.dedup_key())
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,142 @@
+use super::*;
+use crate::rule::{RuleMode, Severity};
+use crate::time::{MS, SECOND};
+use std::collections::BTreeMap;
+
+fn topology() -> Arc<Topology> {
+    Arc::new(Topology::parse(crate::topology::EXAMPLE_INVENTORY, "inventory").unwrap())
+}
+
+fn proposal(kind: &str, target: &[(&str, &str)]) -> Proposal {
+    Proposal {
+        id: format!("{kind}{target:?}"),
+        rule: "r".into(),
+        rule_hash: String::new(),
+        rule_mode: RuleMode::Enforce,
+        severity: Severity::Critical,
+        subject: Labels::from_pairs(target.iter().copied()),
+        action: Action { kind: kind.into(), target: Labels::from_pairs(target.iter().copied()), params: BTreeMap::new() },
+        values: vec![],
+        active_at: 0,
+        sample_at: 0,
+        decided_at: 0,
+    }
+}
+
+fn settings(edit: impl FnOnce(&mut Limits, &mut BreakerConfig, &mut Vec<ApprovalRule>)) -> PolicySettings {
+    let (mut l, mut b, mut a) = (Limits::default(), BreakerConfig::default(), Vec::new());
+    edit(&mut l, &mut b, &mut a);
+    PolicySettings::new(&l, &b, &TargetLimits::default(), &a, &UndoConfig::default(), &RetryConfig::default()).unwrap()
+}
+
+#[test]
+fn fifty_node_faults_with_a_limit_of_three_cordons_hold_forty_seven() {
+    let s = settings(|l, b, _| {
+        l.max_cordons = Some(3);
+        b.trip_after = 10;
+    });
+    let mut policy = Policy::new(s, None);
+    let mut allowed = 0;
+    let mut held = Vec::new();
+    for i in 0..50 {
+        let node = format!("node-{i:03}");
+        let p = proposal("node.cordon", &[("node", &node)]);
+        match policy.check(&p, true, SECOND + i * MS) {
+            Check::Allow => {
+                allowed += 1;
+                policy.commit(&p.id, &p, SECOND + i * MS);
+            }
+            Check::Hold(reason) => held.push(reason),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(allowed, 3);
+    assert_eq!(held.len(), 47);
+    // The first ten holds are the limit; they trip the breaker, which holds the rest.
+    assert!(held[0].contains("at most 3 nodes cordoned per 600s; 3 already"), "{}", held[0]);
+    assert!(held[9].starts_with("limit:"), "{}", held[9]);
+    assert!(held[10].starts_with("circuit breaker tripped"), "{}", held[10]);
+    assert!(held[46].starts_with("circuit breaker tripped"));
+    assert!(policy.breaker().tripped_at.is_some());
+}
+
+#[test]
+fn a_tripped_breaker_stays_tripped_until_reset_and_spares_non_destructive_actions() {
+    let s = settings(|l, b, _| {
+        l.max_cordons = Some(0);
+        b.trip_after = 1;
+    });
+    let mut policy = Policy::new(s, None);
+    assert!(matches!(policy.check(&proposal("node.cordon", &[("node", "a")]), true, 0), Check::Hold(_)));
+    assert!(policy.breaker().tripped_at.is_some());
+    // An hour later it is still tripped.
+    let later = 3600 * SECOND;
+    let ecn = proposal("ecn.lower", &[("switch", "leaf-rail0"), ("port", "Ethernet0")]);
+    assert!(matches!(policy.check(&ecn, true, later), Check::Hold(r) if r.contains("breaker")));
+    let notify = proposal("notify.page", &[("team", "fabric")]);
+    assert_eq!(policy.check(&notify, false, later), Check::Allow);
+    policy.reset_breaker();
+    assert_eq!(policy.check(&ecn, true, later), Check::Allow);
+}
+
+#[test]
+fn two_rails_of_one_plane_are_never_drained_together() {
+    let mut policy = Policy::new(settings(|_, _, _| {}), Some(topology()));
+    // Rails 1 and 2 are both in plane 0 in the example inventory; rail 5 is in plane 1.
+    let rail1 = proposal("rail.drain", &[("node", "node-01"), ("netdev", "eth1"), ("rail", "1")]);
+    let rail2 = proposal("rail.drain", &[("node", "node-03"), ("netdev", "eth2"), ("rail", "2")]);
+    let rail5 = proposal("rail.drain", &[("rail", "5")]);
+    assert_eq!(policy.check(&rail1, true, 0), Check::Allow);
+    policy.commit("a", &rail1, 0);
+    match policy.check(&rail2, true, SECOND) {
+        Check::Hold(r) => assert!(r.contains("plane 0") && r.contains("rail 1 already drained"), "{r}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(policy.check(&rail5, true, SECOND), Check::Allow, "the other plane is free");
+    // The same rail on another node is the same rail: allowed.
+    let rail1_again = proposal("rail.drain", &[("node", "node-02"), ("netdev", "eth1"), ("rail", "1")]);
+    assert_eq!(policy.check(&rail1_again, true, SECOND), Check::Allow);
+}
+
+#[test]
+fn ports_of_one_switch_are_limited() {
+    let mut policy = Policy::new(settings(|l, _, _| l.max_isolated_ports_per_switch = Some(1)), Some(topology()));
+    let a = proposal("link.isolate", &[("node", "node-01"), ("netdev", "eth4")]);
+    let b = proposal("link.isolate", &[("node", "node-02"), ("netdev", "eth4")]);
+    let c = proposal("link.isolate", &[("node", "node-02"), ("netdev", "eth5")]);
+    assert_eq!(policy.check(&a, true, 0), Check::Allow);
+    policy.commit("a", &a, 0);
+    assert!(matches!(policy.check(&b, true, 0), Check::Hold(r) if r.contains("switch leaf-rail4")));
+    assert_eq!(policy.check(&c, true, 0), Check::Allow, "another switch");
+}
+
+#[test]
+fn the_share_of_the_fleet_cordoned_is_limited() {
+    // 4 nodes: 25% allows one node, not two.
+    let mut policy = Policy::new(settings(|l, _, _| l.max_cordon_percent = Some(25.0)), Some(topology()));
+    let a = proposal("node.cordon", &[("node", "node-01")]);
+    assert_eq!(policy.check(&a, true, 0), Check::Allow);
+    policy.commit("a", &a, 0);
+    let b = proposal("node.cordon", &[("node", "node-02")]);
+    assert!(matches!(policy.check(&b, true, 0), Check::Hold(r) if r.contains("1 of 4 nodes already")));
+}
+
+#[test]
+fn an_action_in_effect_is_not_sent_again_and_a_target_cools_down() {
+    let mut policy = Policy::new(settings(|_, _, _| {}), None);
+    let p = proposal("ecn.lower", &[("switch", "s"), ("port", "Ethernet0")]);
+    policy.commit("first", &p, 0);
+    assert_eq!(policy.check(&p, true, SECOND), Check::Duplicate { of: "first".into(), resolved: false });
+    policy.remove_effect(&p.action);
+    assert!(matches!(policy.check(&p, true, SECOND), Check::Suppress(r) if r.contains("target cooldown")));
+    assert_eq!(policy.check(&p, true, 301 * SECOND), Check::Allow, "after the 5 min cooldown");
+}
+
+#[test]
+fn approval_is_asked_for_with_an_expiry() {
+    let s = settings(|_, _, a| a.push(ApprovalRule { actions: vec!["node.*".into()], timeout: "15m".into() }));
+    let mut policy = Policy::new(s, None);
+    let p = proposal("node.cordon", &[("node", "n")]);
+    assert_eq!(policy.check(&p, true, 0), Check::NeedsApproval { expires_at: 900 * SECOND });
+    assert_eq!(policy.check_approved(&p, true, 10 * SECOND), Check::Allow);
+}
