@@ -9,8 +9,7 @@ const SHOWN: &[&str] = &["node", "netdev", "rdma_dev", "prio", "gpu", "rail", "s
 
 /// A subject in a few labels.
 pub fn short(labels: &Labels) -> String {
-    let parts: Vec<String> =
-        SHOWN.iter().filter_map(|k| labels.get(k).map(|v| format!("{k}={v}"))).collect();
+    let parts: Vec<String> = SHOWN.iter().filter_map(|k| labels.get(k).map(|v| format!("{k}={v}"))).collect();
     format!("{{{}}}", parts.join(" "))
 }
 
@@ -35,7 +34,9 @@ pub fn verdict(d: &Decision) -> String {
         Verdict::Failed { error } => format!("failed: {error}"),
         Verdict::Suppressed { reason } => format!("suppressed: {reason}"),
         Verdict::Held { reason } => format!("held: {reason}"),
-        Verdict::AwaitingApproval { expires_at } => format!("awaiting approval (`rocemend approve {}`) until {expires_at}", d.id),
+        Verdict::AwaitingApproval { expires_at } => {
+            format!("awaiting approval (`rocemend approve {}`) until {expires_at}", d.id)
+        }
         Verdict::Rejected { by } => format!("rejected by {by}"),
         Verdict::Expired { reason } => format!("expired: {reason}"),
         Verdict::Skipped { reason } => format!("skipped: {reason}"),
@@ -67,7 +68,9 @@ pub fn log_event(event: &DaemonEvent) {
             tracing::info!(message = "Decision.", id = %d.proposal.id, rule = %d.proposal.rule, action = %d.proposal.action, mode = d.mode.as_str(), verdict = %verdict(d));
         }
         DaemonEvent::Note(n) => tracing::info!(message = "Note.", kind = %n.kind, text = %n.text),
-        DaemonEvent::Reloaded(r) => tracing::info!(message = "Rules reloaded.", unchanged = ?r.unchanged, changed = ?r.changed, added = ?r.added, removed = ?r.removed),
+        DaemonEvent::Reloaded(r) => {
+            tracing::info!(message = "Rules reloaded.", unchanged = ?r.unchanged, changed = ?r.changed, added = ?r.added, removed = ?r.removed)
+        }
         DaemonEvent::ReloadFailed(errors) => {
             for error in errors {
                 tracing::error!(message = "Reload refused; the running rules stay.", %error);

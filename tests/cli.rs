@@ -53,7 +53,8 @@ fn check_names_file_line_and_column_and_exits_2() {
 
 #[test]
 fn check_accepts_the_shipped_playbook_rules_and_inventory() {
-    let out = rocemend(&["check", "--playbook", "playbooks/default.toml", "--inventory", "docs/examples/inventory.toml"]);
+    let out =
+        rocemend(&["check", "--playbook", "playbooks/default.toml", "--inventory", "docs/examples/inventory.toml"]);
     let t = text(&out);
     assert_eq!(out.status.code(), Some(0), "{t}");
     assert!(t.contains("6 rules"), "{t}");
@@ -69,7 +70,10 @@ fn rule_tests_pass_and_a_wrong_expectation_exits_1() {
     std::fs::copy(repo("rules/link_flap.rhai"), dir.path().join("link_flap.rhai")).unwrap();
     let cases = std::fs::read_to_string(repo("rules/link_flap.test.toml")).unwrap();
     assert!(cases.contains("state = \"firing\""), "the link-flap tests expect a firing state");
-    let wrong = cases.replacen("state = \"firing\"", "state = \"inactive\"", 1);
+    let inventory = repo("docs/examples/inventory.toml");
+    let wrong = cases
+        .replacen("state = \"firing\"", "state = \"inactive\"", 1)
+        .replace("\"../docs/examples/inventory.toml\"", &format!("{:?}", inventory.display().to_string()));
     std::fs::write(dir.path().join("link_flap.test.toml"), wrong).unwrap();
     let out = rocemend(&["test", dir.path().to_str().unwrap()]);
     let t = text(&out);

@@ -325,7 +325,7 @@ impl Fleet {
         }
         let route_time = started.elapsed();
         let heap_routed = live();
-        fleet.ev.evaluate(fleet.batch_time(BATCH - 1), &mut fleet.events);
+        fleet.ev.evaluate(fleet.batch_time(fleet.batches.len() - 1), &mut fleet.events);
         fleet.events.clear();
         let heap_evaluated = live();
 

@@ -182,6 +182,11 @@ struct Subject {
     /// Whether any series of the subject is a counter or gauge; a subject fed
     /// by events only is never stale.
     polled: bool,
+    /// First sample of the subject in this rule runtime. Until the longest
+    /// window has been filled since then, a firing instance is not cleared:
+    /// an empty window after a restart or an edit of the rule reads like a
+    /// healthy one, and resolving (and undoing) on it would act on no data.
+    first_seen: Nanos,
     dirty: bool,
     cache: EvalCache,
 }
@@ -202,6 +207,8 @@ struct RuleRuntime {
     restored: HashMap<String, Instance>,
     dirty: Vec<u32>,
     health: RuleHealth,
+    /// The longest window range: how long a subject's windows take to fill.
+    warm_up: Nanos,
 }
 
 impl RuleRuntime {
@@ -223,6 +230,7 @@ impl RuleRuntime {
             }
         }
         let group_by = rule.group_by.iter().map(|g| series.intern(g)).collect();
+        let warm_up = rule.windows.iter().map(|(_, s)| s.range).max().unwrap_or(0);
         RuleRuntime {
             timing: Timing { for_: rule.for_, keep_firing_for: rule.keep_firing_for, cooldown: rule.cooldown },
             columns: rule.windows.iter().map(|(_, s)| Column::new(s)).collect(),
@@ -235,6 +243,7 @@ impl RuleRuntime {
             restored: HashMap::new(),
             dirty: Vec::new(),
             health: RuleHealth::Ok,
+            warm_up,
         }
     }
 
@@ -448,6 +457,7 @@ impl Evaluator {
                             labels: info.labels.clone(),
                             last_seen: Nanos::MIN,
                             polled: false,
+                            first_seen: Nanos::MIN,
                             dirty: false,
                             cache: EvalCache::default(),
                         });
@@ -547,6 +557,9 @@ impl Evaluator {
                 rt.columns[w as usize].observe(subject, &obs);
             }
             let subj = &mut rt.subjects[subject];
+            if subj.first_seen == Nanos::MIN {
+                subj.first_seen = s.ts;
+            }
             if polled && s.ts > subj.last_seen {
                 subj.last_seen = s.ts;
             }
@@ -640,11 +653,18 @@ impl Evaluator {
             }
             let rt = &mut self.rules[ri];
             values = rt.values(s, now);
-            let cond = inst.needs(now);
+            let warming = now.saturating_sub(rt.subjects[s as usize].first_seen) < rt.warm_up;
+            let cond = match inst.needs(now) {
+                Some(Condition::Clear) if warming => None,
+                other => other,
+            };
             let result = match cond {
                 None => None,
                 Some(cond) => {
-                    let hash = hash_values(&values);
+                    // Rules that ask about other rules' instances must be
+                    // evaluated again when those change, not only their windows.
+                    let epoch = if rt.rule.cross_series { self.scripts.helpers().epoch() } else { 0 };
+                    let hash = hash_values(&values) ^ epoch.wrapping_mul(0x9e37_79b9_7f4a_7c15);
                     let clear = cond == Condition::Clear;
                     let cache = rt.subjects[s as usize].cache;
                     if cache.valid && cache.clear == clear && cache.hash == hash {

@@ -166,11 +166,7 @@ impl Playbook {
 
     /// Rules the playbook switches off.
     pub fn disabled_rules(&self) -> Vec<&str> {
-        self.rule
-            .iter()
-            .filter(|(_, p)| p.mode == Some(PlaybookRuleMode::Off))
-            .map(|(n, _)| n.as_str())
-            .collect()
+        self.rule.iter().filter(|(_, p)| p.mode == Some(PlaybookRuleMode::Off)).map(|(n, _)| n.as_str()).collect()
     }
 
     /// Per-rule dispatch modes.
@@ -230,7 +226,10 @@ argv = ["/bin/true"]
         assert_eq!(p.disabled_rules(), vec!["a"]);
         assert_eq!(p.rule_modes().get("b"), Some(&Mode::DryRun));
         assert_eq!(p.actuator[0].settings.get("argv").and_then(|v| v.as_array()).map(|a| a.len()), Some(1));
-        assert_eq!(p.rules_dir(Path::new("/etc/rocemend/playbooks/p.toml")), Some(PathBuf::from("/etc/rocemend/playbooks/../rules")));
+        assert_eq!(
+            p.rules_dir(Path::new("/etc/rocemend/playbooks/p.toml")),
+            Some(PathBuf::from("/etc/rocemend/playbooks/../rules"))
+        );
     }
 
     #[test]

@@ -16,10 +16,10 @@ use tokio::task::JoinSet;
 
 use crate::contracts::{Batch, Note, Sensor, SensorContext};
 use crate::dispatch::{Decision, Dispatcher, Mode};
-use crate::policy::BreakerState;
 use crate::evaluator::{EngineEvent, EngineStats, Evaluator, ReloadReport};
 use crate::instance::State;
 use crate::labels::Labels;
+use crate::policy::BreakerState;
 use crate::recording::Writer;
 use crate::rule::{Helpers, RuleError, RuleSet};
 use crate::time::{wall_clock_now, Nanos};
@@ -179,7 +179,8 @@ pub async fn run(
     let mut tasks = JoinSet::new();
     for slot in sensors {
         let name = slot.sensor.name().to_string();
-        let ctx = SensorContext::new(evaluator.series().clone(), &name, slot.max_series, batch_tx.clone(), shutdown.clone());
+        let ctx =
+            SensorContext::new(evaluator.series().clone(), &name, slot.max_series, batch_tx.clone(), shutdown.clone());
         tasks.spawn(async move { (name, slot.sensor.run(ctx).await) });
     }
     drop(batch_tx);

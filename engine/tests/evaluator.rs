@@ -625,7 +625,7 @@ fn a_firing_instance_survives_a_restart_without_a_second_proposal() {
 }
 
 #[test]
-#[ignore = "engine bug: an empty rate/increase window reads 0, so clear(w) holds on the first sample after a restart"]
+
 fn a_restored_firing_instance_is_not_resolved_by_the_empty_window_of_its_first_sample() {
     let (_, events) = fire_then_restart(&storm(""));
     assert!(events[0].is_empty(), "resolved before any data was seen: {:?}", events[0]);
@@ -810,7 +810,7 @@ fn a_sensor_over_its_series_cap_gets_a_cardinality_error_and_known_series_keep_w
 // states the behaviour the engine should have.
 
 #[test]
-#[ignore = "engine bug: a changed rule restarts its windows and decides clear(w) on them at once"]
+
 fn editing_a_rule_does_not_resolve_its_firing_instances_on_restarted_windows() {
     let flap = r#"
 fn fire(w) { w.flaps >= 3.0 }
@@ -841,7 +841,7 @@ fn fire(w) { w.flaps >= 3.0 }
 }
 
 #[test]
-#[ignore = "engine bug: the evaluation cache keys on window values only, not on what firing_on() returns"]
+
 fn firing_on_is_reevaluated_when_only_the_other_rules_firing_set_changed() {
     let (series, helpers) = fabric();
     let rule = storm("");
@@ -863,7 +863,7 @@ fn firing_on_is_reevaluated_when_only_the_other_rules_firing_set_changed() {
 }
 
 #[test]
-#[ignore = "engine bug: Rhai compares a number with a string as false, so the trial run cannot catch it"]
+
 fn comparing_a_window_with_a_string_is_rejected_at_load_time() {
     let source = "fn fire(w) {
     w.paused > \"500k\"
@@ -884,7 +884,7 @@ fn comparing_a_window_with_a_string_is_rejected_at_load_time() {
 }
 
 #[test]
-#[ignore = "engine bug: rule/decl.rs field_position finds the first `name:` anywhere, comments included"]
+
 fn a_window_error_points_at_the_window_not_at_a_comment_naming_it() {
     let source = "// paused: µs per second the NIC paused its switch port
 fn fire(w) { w.paused > 500000.0 }
@@ -901,7 +901,7 @@ fn fire(w) { w.paused > 500000.0 }
 }
 
 #[test]
-#[ignore = "engine bug: a fire(w) that returns a number is rejected without a line or column"]
+
 fn a_fire_that_returns_a_number_is_rejected_with_its_position() {
     let source = "// The rate, where a condition was meant.
 fn fire(w) { w.paused }

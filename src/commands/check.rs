@@ -36,13 +36,19 @@ pub fn check(
                 if let Err(e) = wiring::sensors(&cfg) {
                     errors.extend(e.into_iter().map(|e| format!("{}: {e}", path.display())));
                 }
-                for (what, value) in [("engine.tick", &cfg.engine.tick), ("engine.reload_poll", &cfg.engine.reload_poll)] {
+                for (what, value) in
+                    [("engine.tick", &cfg.engine.tick), ("engine.reload_poll", &cfg.engine.reload_poll)]
+                {
                     if let Err(e) = engine::time::parse_duration(value) {
                         errors.push(format!("{}: {what}: {e}", path.display()));
                     }
                 }
                 if !["wall", "samples"].contains(&cfg.engine.clock.as_str()) {
-                    errors.push(format!("{}: engine.clock {:?}: expected wall or samples", path.display(), cfg.engine.clock));
+                    errors.push(format!(
+                        "{}: engine.clock {:?}: expected wall or samples",
+                        path.display(),
+                        cfg.engine.clock
+                    ));
                 }
             }
             Err(e) => errors.push(e.to_string()),

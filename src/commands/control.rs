@@ -21,9 +21,8 @@ fn status_error(e: tonic::Status) -> anyhow::Error {
 
 /// `rocemend status`.
 pub fn status(socket: &Path, json: bool) -> anyhow::Result<Outcome> {
-    let reply = super::runtime()?.block_on(async {
-        connect(socket).await?.status(pb::StatusRequest {}).await.map_err(status_error)
-    })?;
+    let reply = super::runtime()?
+        .block_on(async { connect(socket).await?.status(pb::StatusRequest {}).await.map_err(status_error) })?;
     let s = reply.into_inner();
     if json {
         println!(
@@ -137,9 +136,19 @@ fn print_decision(d: &Decision) {
     println!("action    {}", p.action);
     let values: Vec<String> = p.values.iter().map(|(k, v)| format!("{k}={v}")).collect();
     println!("evidence  {}", values.join("  "));
-    println!("times     fault seen {}  last sample {}  decided {}", rfc3339(p.active_at), rfc3339(p.sample_at), rfc3339(p.decided_at));
+    println!(
+        "times     fault seen {}  last sample {}  decided {}",
+        rfc3339(p.active_at),
+        rfc3339(p.sample_at),
+        rfc3339(p.decided_at)
+    );
     println!("          dispatched {}  finished {}", rfc3339(d.dispatched_at), rfc3339(d.finished_at));
-    println!("mode      {}   actuator {}   destructive {}", d.mode.as_str(), d.actuator.as_deref().unwrap_or("-"), d.destructive);
+    println!(
+        "mode      {}   actuator {}   destructive {}",
+        d.mode.as_str(),
+        d.actuator.as_deref().unwrap_or("-"),
+        d.destructive
+    );
     println!("verdict   {}", verdict_line(d));
     if let Some(by) = &d.undone_by {
         println!("undone by {by}");
@@ -190,9 +199,8 @@ pub fn set_mode(socket: &Path, mode: &str) -> anyhow::Result<Outcome> {
 
 /// `rocemend reload`.
 pub fn reload(socket: &Path) -> anyhow::Result<Outcome> {
-    super::runtime()?.block_on(async {
-        connect(socket).await?.reload(pb::ReloadRequest {}).await.map_err(status_error)
-    })?;
+    super::runtime()?
+        .block_on(async { connect(socket).await?.reload(pb::ReloadRequest {}).await.map_err(status_error) })?;
     println!("reload requested");
     Ok(Outcome::Ok)
 }

@@ -12,7 +12,7 @@ use engine::ledger::{Ledger, Retention};
 use engine::playbook::Playbook;
 use engine::recording::{Event, Reader};
 use engine::rule::{self, Helpers};
-use engine::runtime::{self, ClockMode, DaemonEvent, Daemon, SensorSlot};
+use engine::runtime::{self, ClockMode, Daemon, DaemonEvent, SensorSlot};
 use engine::{EngineEvent, Evaluator, Labels, Nanos, Note, SeriesTable, Store, Topology};
 use tokio::sync::{mpsc, watch};
 
@@ -27,11 +27,9 @@ pub fn demo(speed: f64) -> anyhow::Result<Outcome> {
     let series = SeriesTable::new(Some(topology.clone()), Labels::default());
     let helpers = Helpers::new(Some(series.clone()), Some(topology.clone()));
     let playbook = Playbook::parse(embedded::PLAYBOOK, "playbooks/default.toml")?;
-    let sources: Vec<(String, String)> =
-        embedded::RULES.iter().map(|(p, s)| (p.to_string(), s.to_string())).collect();
-    let rules = rule::load_sources(&sources, helpers).map_err(|errors| {
-        anyhow::anyhow!(errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))
-    })?;
+    let sources: Vec<(String, String)> = embedded::RULES.iter().map(|(p, s)| (p.to_string(), s.to_string())).collect();
+    let rules = rule::load_sources(&sources, helpers)
+        .map_err(|errors| anyhow::anyhow!(errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")))?;
     let rules = wiring::without_disabled(rules, &playbook);
     let rule_count = rules.rules.len();
     let store = Store::open(&state.path().join("state.sled"))?;
@@ -53,9 +51,13 @@ pub fn demo(speed: f64) -> anyhow::Result<Outcome> {
         inv.cluster.as_deref().unwrap_or("unnamed")
     );
     println!("  rules      {rule_count} standard rules from rules/");
-    println!("  playbook   {} (mode {}): actions are planned and recorded, not sent", playbook.name, playbook.mode.as_str());
+    println!(
+        "  playbook   {} (mode {}): actions are planned and recorded, not sent",
+        playbook.name,
+        playbook.mode.as_str()
+    );
     println!("  state      {} (sled)", state.path().display());
-    println!("  replay     {} at {}x recorded speed", "chaos/data/demo.jsonl", speed);
+    println!("  replay     chaos/data/demo.jsonl at {speed}x recorded speed");
     println!();
 
     let daemon = Daemon {
@@ -135,7 +137,13 @@ impl Printer {
                 if crate::report::is_notable(*to) =>
             {
                 let values: Vec<String> = values.iter().map(|(k, v)| format!("{k}={}", compact(*v))).collect();
-                println!("{}  {:<9} {rule} {}  {}", offset(*at, self.t0), to.as_str(), short(subject), values.join(" "));
+                println!(
+                    "{}  {:<9} {rule} {}  {}",
+                    offset(*at, self.t0),
+                    to.as_str(),
+                    short(subject),
+                    values.join(" ")
+                );
             }
             DaemonEvent::Engine(EngineEvent::SensorStale { rule, subject, at, .. }) => {
                 println!("{}  stale     {rule} {}: no action on missing data", offset(*at, self.t0), short(subject));
@@ -152,7 +160,12 @@ impl Printer {
     fn decision(&mut self, d: &Decision) {
         let p = &d.proposal;
         println!("{}  decide    {} [{}] {}", offset(p.decided_at, self.t0), p.action, d.mode.as_str(), verdict(d));
-        let fault = self.faults.iter().enumerate().rev().find(|(_, f)| p.subject.contains_all(&f.labels) && f.ts <= p.decided_at);
+        let fault = self
+            .faults
+            .iter()
+            .enumerate()
+            .rev()
+            .find(|(_, f)| p.subject.contains_all(&f.labels) && f.ts <= p.decided_at);
         if let Some((i, f)) = fault {
             self.first_decision.entry(i).or_insert_with(|| {
                 println!("           detected {} after the fault's first sample", ms(p.decided_at - f.ts));

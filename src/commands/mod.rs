@@ -33,7 +33,9 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Explain { id, socket, json } => control::explain(&socket.path, &id, json),
         Command::Approve { id, socket, by } => control::approve(&socket.path, &id, &by.name, true),
         Command::Reject { id, socket, by } => control::approve(&socket.path, &id, &by.name, false),
-        Command::Breaker { command: BreakerCommand::Reset { socket, by } } => control::breaker_reset(&socket.path, &by.name),
+        Command::Breaker { command: BreakerCommand::Reset { socket, by } } => {
+            control::breaker_reset(&socket.path, &by.name)
+        }
         Command::Mode { mode, socket } => control::set_mode(&socket.path, &mode),
         Command::Reload { socket } => control::reload(&socket.path),
     }

@@ -14,9 +14,8 @@ use crate::report::{offset, short};
 use crate::Outcome;
 
 fn backtest_one(recording: &Path, rules_dir: &Path, topology: Option<Arc<Topology>>) -> anyhow::Result<Backtest> {
-    let rules = rule::load_dir(rules_dir, Helpers::new(None, topology.clone())).map_err(|errs| {
-        anyhow::anyhow!(errs.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))
-    })?;
+    let rules = rule::load_dir(rules_dir, Helpers::new(None, topology.clone()))
+        .map_err(|errs| anyhow::anyhow!(errs.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")))?;
     let file = File::open(recording).with_context(|| format!("opening {}", recording.display()))?;
     Ok(backtest::run(BufReader::new(file), &recording.display().to_string(), rules, topology)?)
 }
@@ -55,7 +54,12 @@ pub fn replay(
                 match line {
                     DiffLine::Both { key, a, b } if a == b => println!("  both  {}  {key}", offset(a, t0)),
                     DiffLine::Both { key, a, b } => {
-                        println!("  both  A {} B {} (B {:+.3}s)  {key}", offset(a, t0), offset(b, t0), (b - a) as f64 / 1e9)
+                        println!(
+                            "  both  A {} B {} (B {:+.3}s)  {key}",
+                            offset(a, t0),
+                            offset(b, t0),
+                            (b - a) as f64 / 1e9
+                        )
                     }
                     DiffLine::OnlyA { key, at } => println!("  A     {}  {key}", offset(at, t0)),
                     DiffLine::OnlyB { key, at } => println!("  B     {}  {key}", offset(at, t0)),
@@ -94,7 +98,10 @@ fn print_event(event: &EngineEvent, t0: i64, json: bool) {
         }
         EngineEvent::SensorStale { rule, subject, at, .. } => {
             if json {
-                println!("{}", serde_json::json!({"event": "sensor-stale", "rule": rule, "subject": subject, "at": at}));
+                println!(
+                    "{}",
+                    serde_json::json!({"event": "sensor-stale", "rule": rule, "subject": subject, "at": at})
+                );
             } else {
                 println!("{}  stale     {rule} {}", offset(*at, t0), short(subject));
             }

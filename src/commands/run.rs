@@ -28,9 +28,8 @@ pub fn run(config_path: &Path) -> anyhow::Result<Outcome> {
     };
     let series = SeriesTable::new(topology.clone(), default_labels);
     let helpers = Helpers::new(Some(series.clone()), topology.clone());
-    let rules = wiring::load_rules(&rules_dir, helpers, &playbook).map_err(|errors| {
-        anyhow::anyhow!(errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))
-    })?;
+    let rules = wiring::load_rules(&rules_dir, helpers, &playbook)
+        .map_err(|errors| anyhow::anyhow!(errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")))?;
     std::fs::create_dir_all(&config.state_dir)
         .with_context(|| format!("creating state directory {}", config.state_dir.display()))?;
     let store = Store::open(&config.state_dir.join("state.sled"))?;

@@ -55,7 +55,10 @@ impl Control for ControlService {
         }))
     }
 
-    async fn list_decisions(&self, request: Request<ListDecisionsRequest>) -> Result<Response<ListDecisionsReply>, Status> {
+    async fn list_decisions(
+        &self,
+        request: Request<ListDecisionsRequest>,
+    ) -> Result<Response<ListDecisionsReply>, Status> {
         let r = request.into_inner();
         let filter = Filter {
             since: (r.since_ns > 0).then_some(r.since_ns),
@@ -68,7 +71,8 @@ impl Control for ControlService {
 
     async fn explain(&self, request: Request<ExplainRequest>) -> Result<Response<ExplainReply>, Status> {
         let id = request.into_inner().id;
-        let d = self.ledger.get(&id).map_err(internal)?.ok_or_else(|| Status::not_found(format!("no decision {id}")))?;
+        let d =
+            self.ledger.get(&id).map_err(internal)?.ok_or_else(|| Status::not_found(format!("no decision {id}")))?;
         let mut chain = vec![json(&d)];
         for linked in [&d.undo_of, &d.undone_by].into_iter().flatten() {
             if let Some(other) = self.ledger.get(linked).map_err(internal)? {
@@ -92,7 +96,10 @@ impl Control for ControlService {
         Ok(Response::new(DecisionReply { decision_json: json(&d) }))
     }
 
-    async fn reset_breaker(&self, request: Request<ResetBreakerRequest>) -> Result<Response<ResetBreakerReply>, Status> {
+    async fn reset_breaker(
+        &self,
+        request: Request<ResetBreakerRequest>,
+    ) -> Result<Response<ResetBreakerReply>, Status> {
         let by = request.into_inner().by;
         let previous = self.ask(|reply| Command::ResetBreaker { by, reply }).await?;
         Ok(Response::new(ResetBreakerReply { previous_json: json(&previous) }))

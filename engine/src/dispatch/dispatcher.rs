@@ -165,7 +165,10 @@ impl Dispatcher {
         }
     }
 
-    async fn call<T>(&self, fut: impl std::future::Future<Output = Result<T, ActuatorError>>) -> Result<T, ActuatorError> {
+    async fn call<T>(
+        &self,
+        fut: impl std::future::Future<Output = Result<T, ActuatorError>>,
+    ) -> Result<T, ActuatorError> {
         match tokio::time::timeout(self.config.timeout, fut).await {
             Ok(result) => result,
             Err(_) => Err(ActuatorError::Timeout(self.config.timeout.as_millis() as u64)),
@@ -189,7 +192,12 @@ impl Dispatcher {
             attempts: 0,
             steps: vec![Step {
                 at: now,
-                what: format!("proposed by {} ({}) for {}", proposal.rule, &proposal.rule_hash[..12.min(proposal.rule_hash.len())], proposal.subject),
+                what: format!(
+                    "proposed by {} ({}) for {}",
+                    proposal.rule,
+                    &proposal.rule_hash[..12.min(proposal.rule_hash.len())],
+                    proposal.subject
+                ),
             }],
             dispatched_at: wall_clock_now(),
             finished_at: 0,
@@ -215,7 +223,9 @@ impl Dispatcher {
             // if the target says so.
             let of = of.clone();
             let found = match self.route(&d.proposal.action.kind) {
-                Some(r) => self.call(r.actuator.verify(&d.proposal.action, None)).await.unwrap_or(Verification::Unknown),
+                Some(r) => {
+                    self.call(r.actuator.verify(&d.proposal.action, None)).await.unwrap_or(Verification::Unknown)
+                }
                 None => Verification::Unknown,
             };
             if found == Verification::InEffect {
@@ -240,7 +250,10 @@ impl Dispatcher {
             Check::Hold(reason) => {
                 d.steps.push(Step { at: now, what: format!("held: {reason}") });
                 if tripped_before.is_none() && self.policy.breaker().tripped_at.is_some() {
-                    d.steps.push(Step { at: now, what: format!("circuit breaker tripped: {}", self.policy.breaker().reason) });
+                    d.steps.push(Step {
+                        at: now,
+                        what: format!("circuit breaker tripped: {}", self.policy.breaker().reason),
+                    });
                     self.save_breaker();
                 }
                 d.verdict = Verdict::Held { reason };
@@ -267,7 +280,10 @@ impl Dispatcher {
         if d.mode == Mode::DryRun {
             match self.call(actuator.dry_run(&d.proposal.action)).await {
                 Ok(plan) => {
-                    d.steps.push(Step { at: now, what: format!("dry-run: {} would send {}", plan.actuator, plan.requests.join(" ; ")) });
+                    d.steps.push(Step {
+                        at: now,
+                        what: format!("dry-run: {} would send {}", plan.actuator, plan.requests.join(" ; ")),
+                    });
                     self.policy.commit(&d.id, &d.proposal, now);
                     d.verdict = Verdict::DryRun { plan };
                 }
@@ -302,9 +318,16 @@ impl Dispatcher {
                     // A timed-out call may still have taken effect: look before
                     // sending it again.
                     if let Ok(Verification::InEffect) = self.call(actuator.verify(&action, None)).await {
-                        d.steps.push(Step { at: now, what: "verified in effect despite the error; not sent again".into() });
+                        d.steps.push(Step {
+                            at: now,
+                            what: "verified in effect despite the error; not sent again".into(),
+                        });
                         d.verdict = Verdict::Executed {
-                            outcome: Outcome { summary: format!("in effect after: {e}"), requests: vec![], prior: None },
+                            outcome: Outcome {
+                                summary: format!("in effect after: {e}"),
+                                requests: vec![],
+                                prior: None,
+                            },
                         };
                         break;
                     }
@@ -433,7 +456,10 @@ impl Dispatcher {
             verdict: Verdict::Shadowed,
             phase: Phase::Decided,
             attempts: 0,
-            steps: vec![Step { at: now, what: format!("{} resolved: undo {} of {}", effect.rule, effect.action, effect.id) }],
+            steps: vec![Step {
+                at: now,
+                what: format!("{} resolved: undo {} of {}", effect.rule, effect.action, effect.id),
+            }],
             dispatched_at: wall_clock_now(),
             finished_at: 0,
             proposal,
@@ -465,9 +491,13 @@ impl Dispatcher {
         let found = self.call(route.actuator.verify(&effect.action, Some(&applied))).await;
         let reason = match found {
             Ok(Verification::InEffect) => None,
-            Ok(Verification::Changed(detail)) => Some(format!("the target changed since we acted ({detail}); it is not ours to undo")),
+            Ok(Verification::Changed(detail)) => {
+                Some(format!("the target changed since we acted ({detail}); it is not ours to undo"))
+            }
             Ok(Verification::NotInEffect) => Some("the action is no longer in effect; nothing to undo".into()),
-            Ok(Verification::Unknown) => Some(format!("{} cannot read the target back, so it is left alone", route.actuator.name())),
+            Ok(Verification::Unknown) => {
+                Some(format!("{} cannot read the target back, so it is left alone", route.actuator.name()))
+            }
             Err(e) => Some(format!("verification failed: {e}; left alone")),
         };
         if let Some(reason) = reason {
@@ -532,16 +562,21 @@ impl Dispatcher {
                         },
                     }
                 }
-                Ok(Verification::NotInEffect) => {
-                    Verdict::Interrupted { found: "not in effect: the action did not take, and it is not repeated".into() }
+                Ok(Verification::NotInEffect) => Verdict::Interrupted {
+                    found: "not in effect: the action did not take, and it is not repeated".into(),
+                },
+                Ok(Verification::Changed(detail)) => {
+                    Verdict::Interrupted { found: format!("changed by someone else: {detail}") }
                 }
-                Ok(Verification::Changed(detail)) => Verdict::Interrupted { found: format!("changed by someone else: {detail}") },
                 Ok(Verification::Unknown) => Verdict::Interrupted {
                     found: "the actuator cannot read the target back; check it by hand (not repeated)".into(),
                 },
                 Err(e) => Verdict::Interrupted { found: format!("verification failed: {e} (not repeated)") },
             };
-            d.steps.push(Step { at: now, what: format!("reconciled after a restart: {}", d.verdict.reason().unwrap_or("found in effect")) });
+            d.steps.push(Step {
+                at: now,
+                what: format!("reconciled after a restart: {}", d.verdict.reason().unwrap_or("found in effect")),
+            });
             d.phase = Phase::Done;
             tracing::warn!(message = "Interrupted action reconciled.", id = %d.id, verdict = d.verdict.name());
             out.push(self.finish(d, true));

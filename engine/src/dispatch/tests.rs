@@ -130,10 +130,13 @@ async fn fifty_faults_three_cordons_forty_seven_held_and_the_breaker_trips() {
         verdicts.push(d.dispatch(proposal("gpu-xid", &format!("node-{i:02}"), SECOND + i)).await.verdict);
     }
     assert_eq!(verdicts.iter().filter(|v| matches!(v, Verdict::Executed { .. })).count(), 3);
-    let held: Vec<&str> = verdicts.iter().filter_map(|v| match v {
-        Verdict::Held { reason } => Some(reason.as_str()),
-        _ => None,
-    }).collect();
+    let held: Vec<&str> = verdicts
+        .iter()
+        .filter_map(|v| match v {
+            Verdict::Held { reason } => Some(reason.as_str()),
+            _ => None,
+        })
+        .collect();
     assert_eq!(held.len(), 47);
     assert_eq!(knobs.executes.load(Ordering::SeqCst), 3);
     assert!(held[..5].iter().all(|r| r.contains("at most 3 nodes cordoned")), "{held:?}");
@@ -143,7 +146,10 @@ async fn fifty_faults_three_cordons_forty_seven_held_and_the_breaker_trips() {
     let mut again = dispatcher(Setup::default(), knobs.clone(), Some(l.clone()));
     assert!(matches!(again.dispatch(proposal("gpu-xid", "node-99", 10 * SECOND)).await.verdict, Verdict::Held { .. }));
     again.reset_breaker("sre@example");
-    assert!(matches!(again.dispatch(proposal("gpu-xid", "node-98", 11 * SECOND)).await.verdict, Verdict::Executed { .. }));
+    assert!(matches!(
+        again.dispatch(proposal("gpu-xid", "node-98", 11 * SECOND)).await.verdict,
+        Verdict::Executed { .. }
+    ));
     // Every proposal has a record.
     assert_eq!(l.len(), 52);
 }
@@ -168,7 +174,11 @@ async fn approval_executes_rejection_and_expiry_do_not() {
     assert_eq!(expired.len(), 1);
     assert_eq!(expired[0].id, c.id);
     assert_eq!(knobs.executes.load(Ordering::SeqCst), 1, "only the approved one ran");
-    assert!(d.approve(&b.id, "alice", 61 * SECOND).await.unwrap_err().contains("is not waiting for approval (it is rejected)"));
+    assert!(d
+        .approve(&b.id, "alice", 61 * SECOND)
+        .await
+        .unwrap_err()
+        .contains("is not waiting for approval (it is rejected)"));
 }
 
 #[tokio::test]
@@ -189,8 +199,14 @@ async fn undo_restores_our_change_and_skips_a_target_changed_by_hand() {
     assert_eq!(l.get(&ours.id).unwrap().unwrap().undone_by.as_deref(), Some(undone[0].id.as_str()));
 
     let skipped = d.instance_resolved("r", &Labels::from_pairs([("node", "b")]), SECOND).await;
-    assert!(matches!(&skipped[0].verdict, Verdict::Skipped { reason } if reason.contains("value is set-by-hand")), "{skipped:?}");
-    assert_eq!(knobs.values.lock().unwrap().get(&Labels::from_pairs([("node", "b")]).to_string()).unwrap(), "set-by-hand");
+    assert!(
+        matches!(&skipped[0].verdict, Verdict::Skipped { reason } if reason.contains("value is set-by-hand")),
+        "{skipped:?}"
+    );
+    assert_eq!(
+        knobs.values.lock().unwrap().get(&Labels::from_pairs([("node", "b")]).to_string()).unwrap(),
+        "set-by-hand"
+    );
     assert_eq!(skipped[0].undo_of.as_deref(), Some(theirs.id.as_str()));
 }
 
@@ -238,7 +254,9 @@ async fn dry_run_plans_and_shadow_only_records() {
     let knobs = Arc::new(Knobs::default());
     let mut d = dispatcher(Setup { mode: Mode::DryRun, ..Setup::default() }, knobs.clone(), None);
     let planned = d.dispatch(proposal("r", "a", 0)).await;
-    assert!(matches!(planned.verdict, Verdict::DryRun { ref plan } if plan.requests == vec!["set {node=\"a\"} ours".to_string()]));
+    assert!(
+        matches!(planned.verdict, Verdict::DryRun { ref plan } if plan.requests == vec!["set {node=\"a\"} ours".to_string()])
+    );
     let mut shadow = proposal("r", "b", 0);
     shadow.rule_mode = RuleMode::Shadow;
     assert_eq!(d.dispatch(shadow).await.verdict, Verdict::Shadowed);

@@ -171,7 +171,9 @@ impl Policy {
             // A rail named without its plane: take the plane of the rail's leaf.
             if labels.get("plane").is_none() {
                 if let Some(rail) = labels.get("rail").and_then(|r| r.parse::<u32>().ok()) {
-                    if let Some(plane) = t.inventory().switch.iter().find(|s| s.rail == Some(rail)).and_then(|s| s.plane) {
+                    if let Some(plane) =
+                        t.inventory().switch.iter().find(|s| s.rail == Some(rail)).and_then(|s| s.plane)
+                    {
                         labels.insert("plane", plane.to_string());
                     }
                 }
@@ -282,9 +284,12 @@ impl Policy {
             if let Some(pct) = limits.max_cordon_percent {
                 let fleet = self.topology.as_ref().map(|t| t.node_count()).unwrap_or(0);
                 if fleet == 0 {
-                    return Some("limit: max_cordon_percent is set but the fleet size is unknown (no inventory)".into());
+                    return Some(
+                        "limit: max_cordon_percent is set but the fleet size is unknown (no inventory)".into(),
+                    );
                 }
-                let cordoned = self.in_effect.values().filter(|e| CORDON_KINDS.contains(&e.action.kind.as_str())).count();
+                let cordoned =
+                    self.in_effect.values().filter(|e| CORDON_KINDS.contains(&e.action.kind.as_str())).count();
                 let after = (cordoned + 1) as f64 * 100.0 / fleet as f64;
                 if after > pct {
                     return Some(format!(
@@ -298,7 +303,9 @@ impl Policy {
                 let mut rails: Vec<&str> = self
                     .in_effect
                     .values()
-                    .filter(|e| RAIL_DRAIN_KINDS.contains(&e.action.kind.as_str()) && e.impact.plane.as_ref() == Some(plane))
+                    .filter(|e| {
+                        RAIL_DRAIN_KINDS.contains(&e.action.kind.as_str()) && e.impact.plane.as_ref() == Some(plane)
+                    })
                     .filter_map(|e| e.impact.rail.as_deref())
                     .filter(|r| Some(*r) != impact.rail.as_deref())
                     .collect();
@@ -317,10 +324,15 @@ impl Policy {
                 let n = self
                     .in_effect
                     .values()
-                    .filter(|e| PORT_ISOLATION_KINDS.contains(&e.action.kind.as_str()) && e.impact.switch.as_ref() == Some(switch))
+                    .filter(|e| {
+                        PORT_ISOLATION_KINDS.contains(&e.action.kind.as_str())
+                            && e.impact.switch.as_ref() == Some(switch)
+                    })
                     .count() as u32;
                 if n >= max {
-                    return Some(format!("limit: at most {max} ports of switch {switch} isolated at once; {n} already"));
+                    return Some(format!(
+                        "limit: at most {max} ports of switch {switch} isolated at once; {n} already"
+                    ));
                 }
             }
         }
@@ -349,7 +361,11 @@ impl Policy {
 
     /// Puts back an effect found at start (from the ledger).
     pub fn restore_effect(&mut self, effect: Effect) {
-        self.history.push_back(Acted { at: effect.since, kind: effect.action.kind.clone(), target: effect.action.target.to_string() });
+        self.history.push_back(Acted {
+            at: effect.since,
+            kind: effect.action.kind.clone(),
+            target: effect.action.target.to_string(),
+        });
         self.in_effect.insert(effect.action.dedup_key(), effect);
     }
 

@@ -15,7 +15,11 @@ fn proposal(kind: &str, target: &[(&str, &str)]) -> Proposal {
         rule_mode: RuleMode::Enforce,
         severity: Severity::Critical,
         subject: Labels::from_pairs(target.iter().copied()),
-        action: Action { kind: kind.into(), target: Labels::from_pairs(target.iter().copied()), params: BTreeMap::new() },
+        action: Action {
+            kind: kind.into(),
+            target: Labels::from_pairs(target.iter().copied()),
+            params: BTreeMap::new(),
+        },
         values: vec![],
         active_at: 0,
         sample_at: 0,

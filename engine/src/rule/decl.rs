@@ -73,6 +73,9 @@ pub struct Rule {
     pub actions: Vec<ActionTemplate>,
     /// Whether the file defines `clear(w)`.
     pub has_clear: bool,
+    /// Whether its conditions ask about other rules or jobs (`firing*`,
+    /// `job_nodes`): their answers are part of its evaluation cache key.
+    pub cross_series: bool,
     /// The file it came from.
     pub path: String,
     /// SHA-256 of the file's content, hex: the rule's version in records.
@@ -102,10 +105,13 @@ fn err(path: &str, (line, column): (usize, usize), message: impl Into<String>) -
 /// Where `field:` first appears in the source, else where the declaration
 /// starts; good enough to put the cursor on the offending line.
 fn field_position(source: &str, field: &str, fallback: (usize, usize)) -> (usize, usize) {
-    // Keys may be bare (`select:`) or quoted (`"for":`, needed for Rhai keywords).
+    // Keys may be bare (`select:`) or quoted (`"for":`, needed for Rhai
+    // keywords). Comments are blanked first so prose naming a field does not
+    // catch the cursor; blanking keeps every offset.
     let f = regex::escape(field);
     let pattern = regex::Regex::new(&format!(r#"(?:\b{f}|"{f}")\s*:"#)).expect("static pattern");
-    match pattern.find(source) {
+    let code = without_comments(source);
+    match pattern.find(&code) {
         Some(m) => crate::config::line_col(source, m.start()),
         None => fallback,
     }
@@ -263,28 +269,36 @@ pub(super) fn compile(scripts: &RuleScripts, path: &str, source: &str) -> Result
         windows,
         actions,
         has_clear,
+        cross_series: ["firing(", "firing_on(", "firing_where(", "job_nodes("].iter().any(|f| source.contains(f)),
         path: path.to_string(),
         hash: hex(&Sha256::digest(source.as_bytes())),
         ast: Arc::new(ast),
         window_names,
         window_booleans,
     };
-    trial_run(scripts, &rule)?;
+    trial_run(scripts, &rule, source)?;
     Ok(rule)
 }
 
 /// Runs `fire` and `clear` once with every window at zero, so a type error
 /// (comparing a string with a number, a misspelt window) is reported at
 /// load time with its position instead of quarantining the rule later.
-fn trial_run(scripts: &RuleScripts, rule: &Rule) -> Result<(), RuleError> {
+fn trial_run(scripts: &RuleScripts, rule: &Rule, source: &str) -> Result<(), RuleError> {
     for cond in [Condition::Fire, Condition::Clear] {
         let values = rule.window_values(vec![0.0; rule.windows.len()]);
         scripts.eval(rule, cond, &LabelSet::default(), values).map_err(|e| {
             let func = if cond == Condition::Clear && rule.has_clear { "clear" } else { "fire" };
+            // Errors without a position (a non-bool result) point at the function.
+            let (line, column) = if e.line > 0 {
+                (e.line, e.column)
+            } else {
+                let code = without_comments(source);
+                code.find(&format!("fn {func}")).map(|i| crate::config::line_col(source, i)).unwrap_or((0, 0))
+            };
             RuleError {
                 path: rule.path.clone(),
-                line: e.line,
-                column: e.column,
+                line,
+                column,
                 message: format!("{func}(w) fails with every window at 0: {}", e.message),
             }
         })?;
@@ -339,6 +353,48 @@ fn check_template(text: &str) -> Result<(), String> {
         return Err(format!("unclosed '{{' in template {text:?}"));
     }
     Ok(())
+}
+
+/// `source` with every `//` and `/* */` comment replaced by spaces (newlines
+/// kept), so byte offsets stay the same.
+fn without_comments(source: &str) -> String {
+    let bytes = source.as_bytes();
+    let mut out = bytes.to_vec();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' | b'`' => {
+                let quote = bytes[i];
+                i += 1;
+                while i < bytes.len() && bytes[i] != quote {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+            }
+            b'/' if bytes.get(i + 1) == Some(&b'/') => {
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    out[i] = b' ';
+                    i += 1;
+                }
+            }
+            b'/' if bytes.get(i + 1) == Some(&b'*') => {
+                while i < bytes.len() && !(bytes[i] == b'*' && bytes.get(i + 1) == Some(&b'/')) {
+                    if bytes[i] != b'\n' {
+                        out[i] = b' ';
+                    }
+                    i += 1;
+                }
+                if i < bytes.len() {
+                    out[i] = b' ';
+                    out[i + 1] = b' ';
+                    i += 1;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    // Only ASCII bytes were replaced, by ASCII spaces: still UTF-8.
+    String::from_utf8(out).unwrap_or_else(|_| source.to_string())
 }
 
 /// The byte offset of the last `#{` outside any braces: the declaration

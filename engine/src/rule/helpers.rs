@@ -33,6 +33,9 @@ pub struct HelperState {
     firing: HashMap<String, Vec<Labels>>,
     /// job → nodes.
     jobs: BTreeMap<String, BTreeSet<String>>,
+    /// Bumped whenever the firing index or the job table changes, so cached
+    /// evaluations of rules that read them are not reused.
+    epoch: u64,
 }
 
 /// Shared handle to the helper state.
@@ -60,21 +63,33 @@ impl Helpers {
 
     /// Records that a subject of `rule` started firing.
     pub fn firing_started(&self, rule: &str, labels: Labels) {
-        self.lock().firing.entry(rule.to_string()).or_default().push(labels);
+        let mut state = self.lock();
+        state.firing.entry(rule.to_string()).or_default().push(labels);
+        state.epoch += 1;
+    }
+
+    /// A counter that changes whenever what the cross-series helpers answer may have.
+    pub fn epoch(&self) -> u64 {
+        self.lock().epoch
     }
 
     /// Records that a subject of `rule` stopped firing.
     pub fn firing_stopped(&self, rule: &str, labels: &Labels) {
-        if let Some(list) = self.lock().firing.get_mut(rule) {
+        let mut state = self.lock();
+        if let Some(list) = state.firing.get_mut(rule) {
             if let Some(i) = list.iter().position(|l| l == labels) {
                 list.swap_remove(i);
+                state.epoch += 1;
             }
         }
     }
 
     /// Records that `node` runs (part of) `job`.
     pub fn add_job_node(&self, job: &str, node: &str) {
-        self.lock().jobs.entry(job.to_string()).or_default().insert(node.to_string());
+        let mut state = self.lock();
+        if state.jobs.entry(job.to_string()).or_default().insert(node.to_string()) {
+            state.epoch += 1;
+        }
     }
 
     fn subject_labels(&self) -> Labels {

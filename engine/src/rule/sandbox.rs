@@ -56,16 +56,48 @@ pub fn engine(helpers: Helpers) -> rhai::Engine {
         // An undefined variable is a compile error with a position, not a
         // surprise at 3 a.m.
         .set_strict_variables(true)
-        .set_fail_on_invalid_map_property(true);
+        .set_fail_on_invalid_map_property(true)
+        // Let the strict comparisons below take precedence over the built-ins.
+        .set_fast_operators(false);
     engine.disable_symbol("eval");
     engine.on_print(|text| tracing::info!(message = "Rule printed.", %text));
     engine.on_debug(
         |text, source, pos| tracing::debug!(message = "Rule debug.", %text, source = source.unwrap_or(""), %pos),
     );
     register_window_declarations(&mut engine);
+    register_strict_comparisons(&mut engine);
     engine.register_type_with_name::<WindowValues>("Windows").register_indexer_get(WindowValues::get);
     helpers::register(&mut engine, helpers);
     engine
+}
+
+/// Rhai answers `false` when it compares a number with a string, so
+/// `w.paused > "500k"` would load and never fire. Here it is an error, which
+/// the load-time trial run reports with its position.
+fn register_strict_comparisons(engine: &mut rhai::Engine) {
+    fn refuse(op: &str, left: &str, right: &str) -> Box<EvalAltResult> {
+        format!("cannot compare a {left} with a {right} using {op}: write the threshold as a number").into()
+    }
+    for op in ["==", "!=", "<", "<=", ">", ">="] {
+        engine.register_fn(op, move |_: f64, _: ImmutableString| -> Result<bool, Box<EvalAltResult>> {
+            Err(refuse(op, "number", "string"))
+        });
+        engine.register_fn(op, move |_: ImmutableString, _: f64| -> Result<bool, Box<EvalAltResult>> {
+            Err(refuse(op, "string", "number"))
+        });
+        engine.register_fn(op, move |_: i64, _: ImmutableString| -> Result<bool, Box<EvalAltResult>> {
+            Err(refuse(op, "number", "string"))
+        });
+        engine.register_fn(op, move |_: ImmutableString, _: i64| -> Result<bool, Box<EvalAltResult>> {
+            Err(refuse(op, "string", "number"))
+        });
+        engine.register_fn(op, move |_: bool, _: f64| -> Result<bool, Box<EvalAltResult>> {
+            Err(refuse(op, "bool", "number"))
+        });
+        engine.register_fn(op, move |_: f64, _: bool| -> Result<bool, Box<EvalAltResult>> {
+            Err(refuse(op, "number", "bool"))
+        });
+    }
 }
 
 fn register_window_declarations(engine: &mut rhai::Engine) {
