@@ -10,6 +10,11 @@ use std::path::Path;
 
 use crate::instance::Instance;
 
+/// How often sled writes buffered records to disk by itself. Writes that
+/// must be durable before anything else happens (an action's intent, the
+/// breaker) are flushed explicitly; the rest may lose at most this much.
+pub const FLUSH_EVERY_MS: u64 = 500;
+
 /// The state database could not be used.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -37,7 +42,11 @@ pub struct Store {
 impl Store {
     /// Opens (or creates) the database in `dir`.
     pub fn open(dir: &Path) -> Result<Store, StoreError> {
-        let db = sled::Config::new().path(dir).mode(sled::Mode::HighThroughput).open()?;
+        let db = sled::Config::new()
+            .path(dir)
+            .mode(sled::Mode::HighThroughput)
+            .flush_every_ms(Some(FLUSH_EVERY_MS))
+            .open()?;
         Store::from_db(db)
     }
 

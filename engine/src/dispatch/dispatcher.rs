@@ -345,7 +345,10 @@ impl Dispatcher {
             self.policy.commit(&d.id, &d.proposal, now);
         }
         d.phase = Phase::Done;
-        self.finish(d, true)
+        // Buffered: sled flushes within `store::FLUSH_EVERY_MS`. A crash before that
+        // leaves the record in the intent phase, and the restart verifies the
+        // target instead of trusting or repeating anything.
+        self.finish(d, false)
     }
 
     fn finish(&mut self, mut d: Decision, durable: bool) -> Decision {

@@ -103,14 +103,58 @@ pub struct Effect {
 struct Acted {
     at: Nanos,
     kind: String,
-    target: String,
+}
+
+/// What was acted on recently, indexed so a check costs a few lookups
+/// whatever the size of the fleet: by target (cooldown, rate limit) and by
+/// kind (limits per window). Entries older than every window are pruned.
+#[derive(Debug, Default)]
+struct History {
+    by_target: HashMap<String, VecDeque<Acted>>,
+    by_kind: HashMap<String, VecDeque<Nanos>>,
+    /// (time, target, kind) in time order, for pruning.
+    order: VecDeque<(Nanos, String, String)>,
+}
+
+impl History {
+    fn push(&mut self, at: Nanos, kind: &str, target: String) {
+        self.by_target.entry(target.clone()).or_default().push_back(Acted { at, kind: kind.to_string() });
+        self.by_kind.entry(kind.to_string()).or_default().push_back(at);
+        self.order.push_back((at, target, kind.to_string()));
+    }
+
+    fn prune(&mut self, now: Nanos, keep: Nanos) {
+        while self.order.front().is_some_and(|(at, _, _)| now - *at > keep) {
+            let Some((_, target, kind)) = self.order.pop_front() else { break };
+            if let Some(q) = self.by_target.get_mut(&target) {
+                q.pop_front();
+                if q.is_empty() {
+                    self.by_target.remove(&target);
+                }
+            }
+            if let Some(q) = self.by_kind.get_mut(&kind) {
+                q.pop_front();
+                if q.is_empty() {
+                    self.by_kind.remove(&kind);
+                }
+            }
+        }
+    }
+
+    fn on_target(&self, target: &str) -> impl Iterator<Item = &Acted> {
+        self.by_target.get(target).into_iter().flatten()
+    }
+
+    fn of_kind_since(&self, kind: &str, since: Nanos) -> u32 {
+        self.by_kind.get(kind).map(|q| q.iter().rev().take_while(|at| **at > since).count() as u32).unwrap_or(0)
+    }
 }
 
 /// The policy state.
 pub struct Policy {
     settings: PolicySettings,
     topology: Option<Arc<Topology>>,
-    history: VecDeque<Acted>,
+    history: History,
     in_effect: HashMap<String, Effect>,
     hits: VecDeque<Nanos>,
     breaker: BreakerState,
@@ -130,7 +174,7 @@ impl Policy {
         Policy {
             settings,
             topology,
-            history: VecDeque::new(),
+            history: History::default(),
             in_effect: HashMap::new(),
             hits: VecDeque::new(),
             breaker: BreakerState::default(),
@@ -185,9 +229,7 @@ impl Policy {
 
     fn prune(&mut self, now: Nanos) {
         let keep = self.settings.limits_window.max(self.settings.target_window).max(self.settings.target_cooldown);
-        while self.history.front().is_some_and(|a| now - a.at > keep) {
-            self.history.pop_front();
-        }
+        self.history.prune(now, keep);
         while self.hits.front().is_some_and(|t| now - *t > self.settings.breaker_window) {
             self.hits.pop_front();
         }
@@ -213,7 +255,7 @@ impl Policy {
             return Check::Duplicate { of: e.id.clone(), resolved: e.resolved };
         }
         let target = action.target.to_string();
-        let on_target: Vec<&Acted> = self.history.iter().filter(|a| a.target == target).collect();
+        let on_target: Vec<&Acted> = self.history.on_target(&target).collect();
         if let Some(last) = on_target.iter().rev().find(|a| now - a.at < self.settings.target_cooldown) {
             return Check::Suppress(format!(
                 "target cooldown: {} on {target} at {}, nothing more on it for {}",
@@ -266,7 +308,7 @@ impl Policy {
         let limits = &self.settings.limits;
         let window = self.settings.limits_window;
         let kind = action.kind.as_str();
-        let in_window = |k: &str| self.history.iter().filter(|a| a.kind == k && now - a.at < window).count() as u32;
+        let in_window = |k: &str| self.history.of_kind_since(k, now - window);
         if let Some(max) = limits.per_kind.iter().find(|(p, _)| kind_matches(p, kind)).map(|(_, m)| *m) {
             let n = in_window(kind);
             if n >= max {
@@ -343,7 +385,7 @@ impl Policy {
     /// on `p`'s action at `now`: it counts towards the limits and is in effect.
     pub fn commit(&mut self, id: &str, p: &Proposal, now: Nanos) {
         let action = &p.action;
-        self.history.push_back(Acted { at: now, kind: action.kind.clone(), target: action.target.to_string() });
+        self.history.push(now, &action.kind, action.target.to_string());
         let impact = self.impact(action);
         self.in_effect.insert(
             action.dedup_key(),
@@ -361,11 +403,7 @@ impl Policy {
 
     /// Puts back an effect found at start (from the ledger).
     pub fn restore_effect(&mut self, effect: Effect) {
-        self.history.push_back(Acted {
-            at: effect.since,
-            kind: effect.action.kind.clone(),
-            target: effect.action.target.to_string(),
-        });
+        self.history.push(effect.since, &effect.action.kind, effect.action.target.to_string());
         self.in_effect.insert(effect.action.dedup_key(), effect);
     }
 
