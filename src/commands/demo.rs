@@ -159,7 +159,11 @@ impl Printer {
 
     fn decision(&mut self, d: &Decision) {
         let p = &d.proposal;
-        println!("{}  decide    {} [{}] {}", offset(p.decided_at, self.t0), p.action, d.mode.as_str(), verdict(d));
+        let what = if d.undo_of.is_some() { "undo    " } else { "decide  " };
+        println!("{}  {what}  {} [{}] {}", offset(p.decided_at, self.t0), p.action, d.mode.as_str(), verdict(d));
+        if d.undo_of.is_some() {
+            return;
+        }
         let fault = self
             .faults
             .iter()
