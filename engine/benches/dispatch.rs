@@ -52,7 +52,11 @@ fn proposal(i: u64) -> Proposal {
 fn dispatcher(dir: &std::path::Path) -> Dispatcher {
     let store = Store::open(dir).expect("store");
     let ledger = Ledger::open(&store, Retention::default()).expect("ledger");
-    let limits = Limits { max_cordons: Some(3), per_kind: BTreeMap::from([("ecn.lower".into(), u32::MAX)]), ..Limits::default() };
+    let limits = Limits {
+        max_cordons: Some(3),
+        per_kind: BTreeMap::from([("ecn.lower".into(), u32::MAX)]),
+        ..Limits::default()
+    };
     let policy = PolicySettings::new(
         &limits,
         &BreakerConfig::default(),

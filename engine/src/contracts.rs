@@ -65,8 +65,79 @@ pub enum SensorError {
     Closed,
 }
 
+/// A sensor's state, as it reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HealthState {
+    /// Not read yet.
+    Starting,
+    /// Reading normally.
+    Up,
+    /// Reading, with errors (some devices, targets or files fail).
+    Degraded,
+    /// What it reads does not exist here (no GPU, no RDMA device, no library).
+    Unavailable,
+    /// Ended (a replay finished) or failed.
+    Stopped,
+}
+
+/// What the daemon knows about one sensor's health.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SensorHealth {
+    /// The sensor.
+    pub name: String,
+    /// Its state.
+    pub state: HealthState,
+    /// Why, in a few words (the device that fails, the missing library).
+    pub detail: String,
+    /// Wall-clock time of the last successful read.
+    pub last_ok: Option<Nanos>,
+    /// Successful reads.
+    pub reads: u64,
+    /// Errors by kind (`io`, `parse`, `timeout`, `connect`, …).
+    pub errors: std::collections::BTreeMap<String, u64>,
+    /// The last error.
+    pub last_error: Option<String>,
+    /// Time spent reading, in nanoseconds: the sensor's own cost.
+    pub busy_ns: u64,
+}
+
+/// Every sensor's health, shared between the sensors and whoever reports it.
+#[derive(Debug, Clone, Default)]
+pub struct HealthBoard(std::sync::Arc<std::sync::Mutex<std::collections::BTreeMap<String, SensorHealth>>>);
+
+impl HealthBoard {
+    fn update(&self, name: &str, f: impl FnOnce(&mut SensorHealth)) {
+        let mut board = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let entry = board.entry(name.to_string()).or_insert_with(|| SensorHealth {
+            name: name.to_string(),
+            state: HealthState::Starting,
+            detail: String::new(),
+            last_ok: None,
+            reads: 0,
+            errors: Default::default(),
+            last_error: None,
+            busy_ns: 0,
+        });
+        f(entry);
+    }
+
+    /// Sets the state of sensor `name` with a reason.
+    pub fn set_state(&self, name: &str, state: HealthState, detail: &str) {
+        self.update(name, |h| {
+            h.state = state;
+            h.detail = detail.to_string();
+        });
+    }
+
+    /// Every sensor's health, by name.
+    pub fn snapshot(&self) -> Vec<SensorHealth> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).values().cloned().collect()
+    }
+}
+
 /// What a running sensor is given: where to register series, where to send
-/// batches, and when to stop.
+/// batches, where to report its health, and when to stop.
 #[derive(Debug, Clone)]
 pub struct SensorContext {
     series: SeriesTable,
@@ -74,6 +145,7 @@ pub struct SensorContext {
     name: String,
     out: mpsc::Sender<Batch>,
     shutdown: watch::Receiver<bool>,
+    health: HealthBoard,
 }
 
 impl SensorContext {
@@ -86,7 +158,51 @@ impl SensorContext {
         shutdown: watch::Receiver<bool>,
     ) -> SensorContext {
         let id = series.add_sensor(name, max_series);
-        SensorContext { series, id, name: name.to_string(), out, shutdown }
+        let health = HealthBoard::default();
+        health.update(name, |_| {});
+        SensorContext { series, id, name: name.to_string(), out, shutdown, health }
+    }
+
+    /// Reports health to `board` instead of a private one.
+    pub fn with_health(mut self, board: HealthBoard) -> SensorContext {
+        board.update(&self.name, |_| {});
+        self.health = board;
+        self
+    }
+
+    /// The board this sensor reports to.
+    pub fn health(&self) -> &HealthBoard {
+        &self.health
+    }
+
+    /// A read succeeded, taking `cost` of CPU/wall time. A degraded sensor
+    /// stays degraded until [`SensorContext::set_state`] says otherwise.
+    pub fn read_ok(&self, cost: std::time::Duration) {
+        let now = crate::time::wall_clock_now();
+        self.health.update(&self.name, |h| {
+            h.reads += 1;
+            h.last_ok = Some(now);
+            h.busy_ns += cost.as_nanos() as u64;
+            if h.state == HealthState::Starting {
+                h.state = HealthState::Up;
+            }
+        });
+    }
+
+    /// A read failed; `kind` groups errors (`io`, `parse`, `timeout`, …).
+    pub fn read_failed(&self, kind: &str, error: &str) {
+        self.health.update(&self.name, |h| {
+            *h.errors.entry(kind.to_string()).or_default() += 1;
+            h.last_error = Some(error.to_string());
+            if matches!(h.state, HealthState::Up | HealthState::Starting) {
+                h.state = HealthState::Degraded;
+            }
+        });
+    }
+
+    /// Sets the sensor's state with a reason.
+    pub fn set_state(&self, state: HealthState, detail: &str) {
+        self.health.set_state(&self.name, state, detail);
     }
 
     /// The sensor's name.

@@ -91,7 +91,8 @@ pub mod window;
 
 pub use action::{Action, Proposal};
 pub use contracts::{
-    Actuator, ActuatorError, Batch, Note, Outcome, Plan, Sensor, SensorContext, SensorError, Verification,
+    Actuator, ActuatorError, Batch, HealthBoard, HealthState, Note, Outcome, Plan, Sensor, SensorContext, SensorError,
+    SensorHealth, Verification,
 };
 pub use counter::{CounterSpec, Overflow};
 pub use evaluator::{EngineEvent, EngineStats, Evaluator, InstanceView, ReloadReport, RuleHealth};

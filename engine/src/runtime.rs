@@ -71,6 +71,8 @@ pub struct Daemon {
     /// Stop when every sensor has ended (replays, tests). A daemon keeps
     /// running instead, so approvals, expiry and the control API go on.
     pub stop_when_sensors_end: bool,
+    /// Where sensors report their health.
+    pub health: crate::contracts::HealthBoard,
 }
 
 /// Requests to a running daemon.
@@ -170,7 +172,8 @@ pub async fn run(
     mut commands: mpsc::Receiver<Command>,
     mut observe: impl FnMut(&DaemonEvent) + Send,
 ) -> Result<RunSummary, std::io::Error> {
-    let Daemon { mut evaluator, mut dispatcher, sensors, loader, clock, tick, record, stop_when_sensors_end } = daemon;
+    let Daemon { mut evaluator, mut dispatcher, sensors, loader, clock, tick, record, stop_when_sensors_end, health } =
+        daemon;
     let mut recorder = match &record {
         Some(path) => Some(Writer::new(BufWriter::new(File::create(path)?))),
         None => None,
@@ -280,6 +283,7 @@ pub async fn run(
                     Some(error) => tracing::warn!(message = "Sensor stopped.", %sensor, %error),
                     None => tracing::info!(message = "Sensor finished.", %sensor),
                 }
+                health.set_state(&sensor, crate::contracts::HealthState::Stopped, error.as_deref().unwrap_or("finished"));
                 observe(&DaemonEvent::SensorExited { sensor, error });
             },
             _ = ticker.tick(), if clock == ClockMode::Wall => {

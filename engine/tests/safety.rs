@@ -302,7 +302,7 @@ async fn a_flapping_rule_produces_at_most_one_action_per_cooldown() {
         (
             TargetLimits { cooldown: "30s".into(), max_per_window: 2, window: "1h".into() },
             2,
-            "rate limit: 2 actions on {node=\"n1\"} within 1h (at most 2)",
+            "rate limit: 2 actions on {node=\"n1\"} within 3600s (at most 2)",
         ),
     ];
     for (target, executed, reason) in cases {

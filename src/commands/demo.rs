@@ -69,6 +69,7 @@ pub fn demo(speed: f64) -> anyhow::Result<Outcome> {
         tick: Duration::from_millis(50),
         record: None,
         stop_when_sensors_end: true,
+        health: engine::HealthBoard::default(),
     };
     let printer = Arc::new(Mutex::new(Printer { t0, faults: Vec::new(), first_decision: BTreeMap::new() }));
     let observer = printer.clone();

@@ -57,6 +57,7 @@ pub fn run(config_path: &Path) -> anyhow::Result<Outcome> {
         tick,
         record: config.record.clone(),
         stop_when_sensors_end: config.engine.exit_when_sensors_end,
+        health: engine::HealthBoard::default(),
     };
     tracing::info!(
         message = "Starting.",

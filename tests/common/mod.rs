@@ -1,0 +1,254 @@
+//! What the tests of the binary share: a daemon started as a child process
+//! on a temp dir, the CLI pointed at its control socket, and bounded waits
+//! that fail with the daemon's log in the message.
+
+// Each helper is used by some tests only.
+#![allow(dead_code)]
+
+use std::fs::OpenOptions;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use engine::dispatch::Decision;
+
+/// The longest any single wait may take. A debug build replays the whole
+/// demo recording in well under a second; twenty leave room for a loaded CI
+/// machine without letting a hung daemon hang the suite.
+pub const WAIT: Duration = Duration::from_secs(20);
+
+/// How often a wait looks again.
+const POLL: Duration = Duration::from_millis(50);
+
+/// A path in the repository.
+pub fn repo(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
+}
+
+/// The binary under test.
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_rocemend")
+}
+
+/// Stdout then stderr of a finished command.
+pub fn text(out: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+/// `path` as a TOML basic string (JSON string escapes are valid TOML ones).
+pub fn toml_path(path: &Path) -> String {
+    serde_json::to_string(&path.display().to_string()).expect("a string serializes")
+}
+
+/// Writes an executable `/bin/sh` script.
+pub fn script(path: &Path, body: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, format!("#!/bin/sh\n{body}")).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// `path` quoted for `/bin/sh`.
+pub fn sh_quote(path: &Path) -> String {
+    format!("'{}'", path.display().to_string().replace('\'', "'\\''"))
+}
+
+/// Whether `/bin/sh` exists; if not, says why the calling test is skipped.
+pub fn have_sh(test: &str) -> bool {
+    let there = Path::new("/bin/sh").exists();
+    if !there {
+        eprintln!("skipping {test}: /bin/sh is missing, and the test's actuator is a shell script");
+    }
+    there
+}
+
+/// A `rocemend run` child process. Dropping it kills the process, so a
+/// failed test leaves no daemon behind.
+pub struct Daemon {
+    child: Child,
+    /// Where its stdout and stderr go.
+    log: PathBuf,
+    /// Its control socket.
+    pub socket: PathBuf,
+}
+
+impl Daemon {
+    /// Starts `rocemend run --config CONFIG`, whose control socket is
+    /// `socket`, logging to `log` (appended, so restarts can share one).
+    pub fn start(config: &Path, socket: &Path, log: &Path) -> Daemon {
+        // sun_path holds 108 bytes; a longer path fails at bind with a less
+        // obvious error.
+        assert!(socket.as_os_str().len() < 100, "socket path too long for a unix socket: {}", socket.display());
+        let out = OpenOptions::new().create(true).append(true).open(log).expect("the log file opens");
+        let err = out.try_clone().expect("the log file handle clones");
+        let child = Command::new(bin())
+            .arg("run")
+            .arg("--config")
+            .arg(config)
+            .current_dir(config.parent().expect("the config is in a directory"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(out))
+            .stderr(Stdio::from(err))
+            .spawn()
+            .expect("the rocemend binary starts");
+        Daemon { child, log: log.to_path_buf(), socket: socket.to_path_buf() }
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// What the daemon has logged so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_else(|e| format!("<cannot read {}: {e}>", self.log.display()))
+    }
+
+    /// Runs `rocemend ARGS… --socket SOCKET`.
+    pub fn cli(&self, args: &[&str]) -> Output {
+        Command::new(bin())
+            .args(args)
+            .arg("--socket")
+            .arg(&self.socket)
+            .stdin(Stdio::null())
+            .output()
+            .expect("the rocemend binary runs")
+    }
+
+    /// Runs the CLI and returns its stdout; fails the test, with the
+    /// daemon's log, if it does not exit 0.
+    pub fn cli_ok(&self, args: &[&str]) -> String {
+        let out = self.cli(args);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "`rocemend {}` failed:\n{}\n--- daemon log ---\n{}",
+            args.join(" "),
+            text(&out),
+            self.log()
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Calls `probe` until it returns a value, at most [`WAIT`]; fails the
+    /// test, with the daemon's log, on timeout or if the daemon exits.
+    pub fn wait_for<T>(&mut self, what: &str, mut probe: impl FnMut(&Daemon) -> Option<T>) -> T {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            if let Some(value) = probe(self) {
+                return value;
+            }
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!(
+                    "the daemon exited ({status}) while the test waited for {what}\n--- daemon log ---\n{}",
+                    self.log()
+                );
+            }
+            if Instant::now() >= deadline {
+                panic!("gave up after {WAIT:?} waiting for {what}\n--- daemon log ---\n{}", self.log());
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+
+    /// Waits until the control API answers `status`.
+    pub fn wait_ready(&mut self) {
+        self.wait_for("the control API to answer `status`", |d| {
+            d.cli(&["status", "--json"]).status.success().then_some(())
+        });
+    }
+
+    /// Waits until the log contains `needle`.
+    pub fn wait_logged(&mut self, needle: &str) {
+        self.wait_for(&format!("{needle:?} in the daemon's log"), |d| d.log().contains(needle).then_some(()));
+    }
+
+    /// `rocemend status --json`, parsed.
+    pub fn status(&self) -> serde_json::Value {
+        let out = self.cli_ok(&["status", "--json"]);
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("`status --json` is not JSON ({e}):\n{out}"))
+    }
+
+    /// The requests awaiting approval, from `rocemend status --json`.
+    pub fn pending(&self) -> Vec<Decision> {
+        let status = self.status();
+        let pending = status["pending"].as_array().unwrap_or_else(|| panic!("no pending list in {status}"));
+        pending.iter().map(|p| serde_json::from_value(p.clone()).expect("a pending request is a decision")).collect()
+    }
+
+    /// The ledger, from `rocemend decisions --json`, oldest first.
+    pub fn decisions(&self) -> Vec<Decision> {
+        decode_lines(&self.cli_ok(&["decisions", "--json"]))
+    }
+
+    /// Sends SIGKILL (as a crash or the OOM killer would) and reaps the process.
+    pub fn kill(&mut self) {
+        self.child.kill().expect("the daemon can be killed");
+        self.child.wait().expect("the killed daemon is reaped");
+    }
+
+    /// Sends SIGTERM and waits, at most [`WAIT`], for the daemon to exit.
+    pub fn stop(&mut self) -> ExitStatus {
+        let pid = libc::pid_t::try_from(self.child.id()).expect("a pid fits pid_t");
+        // SAFETY: kill(2) has no memory-safety preconditions; the pid is our
+        // own child, not yet reaped, so it cannot name another process.
+        let sent = unsafe { libc::kill(pid, libc::SIGTERM) };
+        assert_eq!(sent, 0, "SIGTERM to the daemon: {}", std::io::Error::last_os_error());
+        let deadline = Instant::now() + WAIT;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("the daemon's status can be read") {
+                return status;
+            }
+            if Instant::now() >= deadline {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                panic!("the daemon did not exit within {WAIT:?} of SIGTERM\n--- daemon log ---\n{}", self.log());
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Ledger records, one JSON object a line (`decisions --json`, `explain --json`).
+pub fn decode_lines(out: &str) -> Vec<Decision> {
+    out.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a ledger record ({e}): {l}")))
+        .collect()
+}
+
+/// The daemon configuration the tests use: state, control socket and log
+/// level in `dir`, the example inventory, `playbook`, the sample clock (the
+/// recording's own time), no hot reload, and, if given, a replay of
+/// `recording` as fast as the engine takes it.
+pub fn daemon_config(dir: &Path, playbook: &Path, recording: Option<&Path>) -> PathBuf {
+    let mut text = format!(
+        "state_dir = \"state\"\n\
+         inventory = {inventory}\n\
+         playbook = {playbook}\n\
+         [engine]\n\
+         clock = \"samples\"\n\
+         reload_poll = \"0\"\n\
+         [log]\n\
+         level = \"info\"\n\
+         [control]\n\
+         socket = {socket}\n",
+        inventory = toml_path(&repo("docs/examples/inventory.toml")),
+        playbook = toml_path(playbook),
+        socket = toml_path(&dir.join("control.sock")),
+    );
+    if let Some(recording) = recording {
+        text.push_str(&format!("[[sensor]]\ntype = \"replay\"\npath = {}\nspeed = 0.0\n", toml_path(recording)));
+    }
+    let path = dir.join("rocemend.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}

@@ -1,0 +1,240 @@
+//! The safety of the real daemon, driven as operators drive it: a crash
+//! between an action's intent and its outcome, approvals and the breaker
+//! through the CLI, and who may talk to the control socket.
+
+mod common;
+
+use std::path::Path;
+
+use common::{daemon_config, decode_lines, have_sh, repo, script, sh_quote, text, toml_path, Daemon};
+use engine::dispatch::{Decision, Phase, Verdict};
+use engine::ledger::{Ledger, Retention};
+use engine::Store;
+
+fn of_kind<'a>(decisions: &'a [Decision], kind: &str) -> Vec<&'a Decision> {
+    decisions.iter().filter(|d| d.proposal.action.kind == kind && d.undo_of.is_none()).collect()
+}
+
+fn lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path).map(|t| t.lines().map(str::to_string).collect()).unwrap_or_default()
+}
+
+#[test]
+fn a_daemon_killed_between_intent_and_outcome_verifies_and_does_not_repeat() {
+    if !have_sh("a_daemon_killed_between_intent_and_outcome_verifies_and_does_not_repeat") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let invocations = dir.join("invocations.log");
+    let applied = dir.join("applied");
+    let pid_file = dir.join("isolate.pid");
+    // The action takes effect at once, then the tool hangs (a switch that
+    // stops answering): the daemon is killed while it waits.
+    script(
+        &dir.join("isolate.sh"),
+        &format!(
+            "echo $$ > {pid}\ntouch {applied}\necho \"$*\" >> {log}\nexec sleep 30\n",
+            pid = sh_quote(&pid_file),
+            applied = sh_quote(&applied),
+            log = sh_quote(&invocations),
+        ),
+    );
+    script(&dir.join("verify.sh"), &format!("[ -e {} ] && exit 0\nexit 1\n", sh_quote(&applied)));
+    let playbook = dir.join("playbook.toml");
+    // Timeouts of a minute, so the hanging command is still in flight when
+    // the daemon is killed (at 10 s it would time out, verify, and record an
+    // outcome before the crash).
+    std::fs::write(
+        &playbook,
+        format!(
+            r#"name = "crash-safety"
+mode = "enforce"
+rules = {rules}
+action_timeout = "60s"
+
+[[actuator]]
+name = "isolate"
+type = "exec"
+handles = ["link.*"]
+argv = [{isolate}, "{{kind}}", "{{target.node}}", "{{target.netdev}}"]
+verify_argv = [{verify}, "{{target.node}}", "{{target.netdev}}"]
+timeout = "60s"
+
+[[actuator]]
+name = "journal"
+type = "log"
+handles = ["*"]
+"#,
+            rules = toml_path(&repo("rules")),
+            isolate = toml_path(&dir.join("isolate.sh")),
+            verify = toml_path(&dir.join("verify.sh")),
+        ),
+    )
+    .unwrap();
+    let config = daemon_config(dir, &playbook, Some(&repo("chaos/data/demo.jsonl")));
+    let socket = dir.join("control.sock");
+
+    let mut first = Daemon::start(&config, &socket, &dir.join("first.log"));
+    let call = first.wait_for("the link.isolate command to run", |_| lines(&invocations).into_iter().next());
+    assert_eq!(call, "link.isolate node-03 eth6", "the link flap of the recording is isolated");
+    first.kill();
+    // The hanging command outlived the daemon; it is ours to end.
+    if let Some(pid) = std::fs::read_to_string(&pid_file).ok().and_then(|p| p.trim().parse::<libc::pid_t>().ok()) {
+        // SAFETY: kill(2) has no memory-safety preconditions; the pid is the
+        // script our daemon started, which has not exited (it sleeps 30 s).
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+
+    // What the crash left on disk: the intent, flushed before the command ran.
+    {
+        let store = Store::open(&dir.join("state/state.sled")).expect("the state survives a SIGKILL");
+        let intents = Ledger::open(&store, Retention::default()).unwrap().open_intents().unwrap();
+        assert_eq!(intents.len(), 1, "{intents:#?}\n--- daemon log ---\n{}", first.log());
+        assert_eq!(intents[0].proposal.action.kind, "link.isolate");
+    }
+
+    // The same daemon again: it reconciles, and the replay plays again from the start.
+    let mut second = Daemon::start(&config, &socket, &dir.join("second.log"));
+    second.wait_ready();
+    second.wait_logged("Sensor finished.");
+    // A round trip through the run loop and the dispatcher: what the replay
+    // proposed has been decided by the time it answers.
+    second.status();
+    let decisions = second.decisions();
+    let log = second.log();
+
+    let isolations = of_kind(&decisions, "link.isolate");
+    assert_eq!(isolations.len(), 1, "one decision, reconciled, not a second one: {decisions:#?}\n{log}");
+    let d = isolations[0];
+    assert_eq!(d.phase, Phase::Done, "{d:#?}");
+    assert_eq!(d.verdict.name(), "executed", "the verify command found it in effect: {d:#?}");
+    assert!(d.steps.iter().any(|s| s.what.contains("reconciled after a restart")), "{:#?}", d.steps);
+    assert_eq!(lines(&invocations).len(), 1, "the command never ran again:\n{log}");
+    // The PFC storm's escalation went out once, before the crash; its
+    // restored instance (resolved, in cooldown) does not propose it again.
+    let escalations = of_kind(&decisions, "pfcwd.escalate");
+    assert_eq!(escalations.len(), 1, "{decisions:#?}");
+    assert_eq!(escalations[0].verdict.name(), "executed");
+
+    let status = second.stop();
+    assert!(status.success(), "SIGTERM is a clean stop: {status}\n{}", second.log());
+}
+
+#[test]
+fn approve_reject_and_breaker_reset_through_the_cli() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    // The standard rules, except that the PFC storm stays firing: in the
+    // recording it resolves at 10.3 s, before the link flap is proposed at
+    // 11 s, and a request whose fault resolved expires. With 10 minutes of
+    // `keep_firing_for` all three requests wait together.
+    let rules = dir.join("rules");
+    std::fs::create_dir(&rules).unwrap();
+    for entry in std::fs::read_dir(repo("rules")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "rhai") {
+            let mut source = std::fs::read_to_string(&path).unwrap();
+            if path.file_name().is_some_and(|n| n == "pfc_storm.rhai") {
+                let short = "keep_firing_for: \"1s\"";
+                assert_eq!(source.matches(short).count(), 1, "pfc_storm.rhai changed; adapt this test");
+                source = source.replace(short, "keep_firing_for: \"10m\"");
+            }
+            std::fs::write(rules.join(path.file_name().unwrap()), source).unwrap();
+        }
+    }
+    let playbook = dir.join("playbook.toml");
+    std::fs::write(
+        &playbook,
+        format!(
+            r#"name = "approvals"
+mode = "enforce"
+rules = {rules}
+
+[[actuator]]
+name = "journal"
+type = "log"
+handles = ["*"]
+
+[[approval]]
+actions = ["*"]
+timeout = "10m"
+"#,
+            rules = toml_path(&rules),
+        ),
+    )
+    .unwrap();
+    let config = daemon_config(dir, &playbook, Some(&repo("chaos/data/demo.jsonl")));
+    let mut daemon = Daemon::start(&config, &dir.join("control.sock"), &dir.join("daemon.log"));
+    daemon.wait_ready();
+    let pending = daemon.wait_for("three requests awaiting approval", |d| {
+        let pending = d.pending();
+        (pending.len() >= 3).then_some(pending)
+    });
+    assert_eq!(pending.len(), 3, "{pending:#?}");
+    let id_of = |kind: &str| {
+        let found = of_kind(&pending, kind);
+        assert_eq!(found.len(), 1, "one {kind} request: {pending:#?}");
+        assert_eq!(found[0].verdict.name(), "awaiting-approval");
+        found[0].id.clone()
+    };
+    let (escalate, isolate, drain) = (id_of("pfcwd.escalate"), id_of("link.isolate"), id_of("rail.drain"));
+
+    let out = daemon.cli_ok(&["approve", &escalate, "--by", "alice"]);
+    assert!(out.contains(&escalate) && out.contains("executed"), "{out}");
+    let chain = decode_lines(&daemon.cli_ok(&["explain", &escalate, "--json"]));
+    assert_eq!(chain.len(), 1, "no undo links: {chain:#?}");
+    assert_eq!(chain[0].verdict.name(), "executed", "{:#?}", chain[0]);
+    assert_eq!(chain[0].actuator.as_deref(), Some("journal"));
+    assert!(chain[0].steps.iter().any(|s| s.what == "approved by alice"), "{:#?}", chain[0].steps);
+
+    let out = daemon.cli_ok(&["reject", &isolate, "--by", "bob"]);
+    assert!(out.contains(&isolate) && out.contains("rejected"), "{out}");
+    let again = daemon.cli(&["approve", &isolate, "--by", "alice"]);
+    assert_eq!(again.status.code(), Some(2), "{}", text(&again));
+    assert!(text(&again).contains("not waiting for approval"), "{}", text(&again));
+
+    let out = daemon.cli_ok(&["breaker", "reset", "--by", "carol"]);
+    assert!(out.contains("breaker reset"), "{out}");
+
+    let decisions = daemon.decisions();
+    assert_eq!(decisions.len(), 3, "{decisions:#?}");
+    let verdict_of = |id: &str| &decisions.iter().find(|d| d.id == id).unwrap_or_else(|| panic!("no {id}")).verdict;
+    assert!(matches!(verdict_of(&escalate), Verdict::Executed { .. }), "{decisions:#?}");
+    assert_eq!(verdict_of(&isolate), &Verdict::Rejected { by: "bob".into() });
+    assert!(matches!(verdict_of(&drain), Verdict::AwaitingApproval { .. }), "{decisions:#?}");
+    let still: Vec<String> = daemon.pending().into_iter().map(|d| d.id).collect();
+    assert_eq!(still, [drain], "only the untouched request still waits");
+
+    let status = daemon.stop();
+    assert!(status.success(), "SIGTERM is a clean stop: {status}\n{}", daemon.log());
+}
+
+#[test]
+fn the_control_socket_is_private() {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let playbook = dir.join("playbook.toml");
+    std::fs::write(
+        &playbook,
+        format!(
+            "name = \"quiet\"\nrules = {}\n[[actuator]]\nname = \"journal\"\ntype = \"log\"\nhandles = [\"*\"]\n",
+            toml_path(&repo("rules"))
+        ),
+    )
+    .unwrap();
+    let config = daemon_config(dir, &playbook, None);
+    let socket = dir.join("control.sock");
+    let mut daemon = Daemon::start(&config, &socket, &dir.join("daemon.log"));
+    // Once it answers, the socket is bound and its mode set.
+    daemon.wait_ready();
+    let meta = std::fs::metadata(&socket).unwrap();
+    assert!(meta.file_type().is_socket(), "{}", socket.display());
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600, "only the daemon's user may connect");
+
+    let status = daemon.stop();
+    assert!(status.success(), "SIGTERM is a clean stop: {status}\n{}", daemon.log());
+    assert!(!socket.exists(), "a stopped daemon removes its socket");
+}
