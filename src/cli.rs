@@ -60,6 +60,17 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// What the configured sensors discover on this node, and the state of each.
+    Sensors {
+        /// The daemon's configuration file (its `[[sensor]]` sections).
+        #[arg(long, short)]
+        config: PathBuf,
+        /// How long to let the sensors read before reporting.
+        #[arg(long, default_value_t = 2.0)]
+        seconds: f64,
+        #[command(subcommand)]
+        command: Option<SensorsCommand>,
+    },
     /// A running daemon's mode, circuit breaker, requests awaiting approval and actions in effect.
     Status {
         #[command(flatten)]
@@ -165,4 +176,15 @@ pub struct By {
     /// Who approves, rejects or resets (recorded in the ledger).
     #[arg(long = "by", env = "USER", default_value = "unknown")]
     pub name: String,
+}
+
+/// `rocemend sensors …`.
+#[derive(Debug, Subcommand)]
+pub enum SensorsCommand {
+    /// Live samples: a table of the newest value of every series, redrawn each second.
+    Watch {
+        /// Only metrics whose name contains this text.
+        #[arg(long)]
+        filter: Option<String>,
+    },
 }

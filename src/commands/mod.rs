@@ -5,9 +5,10 @@ mod control;
 mod demo;
 mod replay;
 mod run;
+mod sensors;
 mod test;
 
-use crate::cli::{BreakerCommand, Cli, Command};
+use crate::cli::{BreakerCommand, Cli, Command, SensorsCommand};
 use crate::Outcome;
 
 /// Runs the verb.
@@ -22,6 +23,8 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
             replay::replay(&recording, &rules, diff.as_deref(), inventory.as_deref(), json)
         }
         Command::Demo { speed } => demo::demo(speed),
+        Command::Sensors { config, seconds, command: None } => sensors::list(&config, seconds),
+        Command::Sensors { config, command: Some(SensorsCommand::Watch { filter }), .. } => sensors::watch(&config, filter),
         Command::Status { socket, json } => control::status(&socket.path, json),
         Command::Decisions { socket, since, rule, target, json } => {
             let since = match since {

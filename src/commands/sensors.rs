@@ -1,0 +1,164 @@
+//! `rocemend sensors`: what the configured sensors find on this node, and
+//! `rocemend sensors watch`: their samples, live.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use engine::{Batch, HealthBoard, Labels, SampleKind, SensorContext, SeriesId, SeriesTable, Value};
+use tokio::sync::{mpsc, watch};
+
+use crate::config::DaemonConfig;
+use crate::report::rfc3339;
+use crate::{wiring, Outcome};
+
+/// Runs the configured sensors for `duration` (or until Ctrl-C when
+/// `watch`), handing every batch to `on_batch`.
+async fn run_sensors(
+    config: &DaemonConfig,
+    series: SeriesTable,
+    health: HealthBoard,
+    duration: Option<Duration>,
+    mut on_batch: impl FnMut(&Batch),
+) -> anyhow::Result<()> {
+    let slots = wiring::sensors(config).map_err(|e| anyhow::anyhow!(e.join("\n")))?;
+    let (tx, mut rx) = mpsc::channel::<Batch>(engine::runtime::BATCH_CHANNEL);
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut tasks = tokio::task::JoinSet::new();
+    for slot in slots {
+        let name = slot.sensor.name().to_string();
+        let ctx = SensorContext::new(series.clone(), &name, slot.max_series, tx.clone(), stop_rx.clone())
+            .with_health(health.clone());
+        let board = health.clone();
+        tasks.spawn(async move {
+            let result = slot.sensor.run(ctx).await;
+            let detail = match &result {
+                Ok(()) => "finished".to_string(),
+                Err(e) => e.to_string(),
+            };
+            if result.is_err() || !matches!(board.snapshot().iter().find(|h| h.name == name).map(|h| h.state), Some(engine::HealthState::Unavailable)) {
+                board.set_state(&name, engine::HealthState::Stopped, &detail);
+            }
+        });
+    }
+    drop(tx);
+    let deadline = duration.map(|d| tokio::time::Instant::now() + d);
+    loop {
+        tokio::select! {
+            batch = rx.recv() => match batch {
+                Some(b) => on_batch(&b),
+                None => break,
+            },
+            _ = async { match deadline { Some(d) => tokio::time::sleep_until(d).await, None => std::future::pending().await } } => break,
+            _ = tokio::signal::ctrl_c() => break,
+        }
+    }
+    let _ = stop_tx.send(true);
+    while tasks.join_next().await.is_some() {}
+    Ok(())
+}
+
+/// `rocemend sensors --config FILE`.
+pub fn list(config_path: &Path, seconds: f64) -> anyhow::Result<Outcome> {
+    let config = DaemonConfig::load(config_path)?;
+    let topology = wiring::topology(config.inventory.as_deref())?;
+    let defaults = config.node.as_deref().map(|n| Labels::from_pairs([("node", n)])).unwrap_or_default();
+    let series = SeriesTable::new(topology, defaults);
+    let health = HealthBoard::default();
+    let mut samples: BTreeMap<u16, u64> = BTreeMap::new();
+    let s2 = series.clone();
+    super::runtime()?.block_on(run_sensors(&config, series.clone(), health.clone(), Some(Duration::from_secs_f64(seconds)), |b| {
+        let reg = s2.read();
+        for s in &b.samples {
+            *samples.entry(reg.info(s.series).sensor.0).or_default() += 1;
+        }
+    }))?;
+    let reg = series.read();
+    let usage = reg.sensor_usage();
+    println!("{:<16} {:<12} {:>8} {:>9} {:>8} {:>10}  detail / last error", "SENSOR", "STATE", "SERIES", "SAMPLES", "ERRORS", "CPU ms");
+    let mut unhealthy = false;
+    for h in health.snapshot() {
+        let idx = usage.iter().position(|(n, _, _)| *n == h.name);
+        let (n_series, n_samples) = match idx {
+            Some(i) => (usage[i].1, samples.get(&(i as u16)).copied().unwrap_or(0)),
+            None => (0, 0),
+        };
+        let errors: u64 = h.errors.values().sum();
+        let state = format!("{:?}", h.state).to_lowercase();
+        unhealthy |= matches!(h.state, engine::HealthState::Degraded);
+        let detail = match (&h.last_error, h.detail.is_empty()) {
+            (Some(e), _) => format!("{} (last error: {e})", h.detail),
+            (None, false) => h.detail.clone(),
+            (None, true) => h.last_ok.map(|t| format!("last read {}", rfc3339(t))).unwrap_or_default(),
+        };
+        println!(
+            "{:<16} {:<12} {:>8} {:>9} {:>8} {:>10.1}  {detail}",
+            h.name,
+            state,
+            n_series,
+            n_samples,
+            errors,
+            h.busy_ns as f64 / 1e6
+        );
+    }
+    println!();
+    let mut metrics: BTreeMap<String, usize> = BTreeMap::new();
+    for i in 0..reg.len() {
+        *metrics.entry(reg.metric_name(SeriesId(i as u32)).to_string()).or_default() += 1;
+    }
+    println!("{} series of {} metrics discovered:", reg.len(), metrics.len());
+    for (m, n) in &metrics {
+        println!("  {m:<48} {n:>6}");
+    }
+    Ok(if unhealthy { Outcome::Findings } else { Outcome::Ok })
+}
+
+/// `rocemend sensors watch --config FILE [--filter M]`: a table of the
+/// newest value (counters: per-second rate) of every matching series,
+/// redrawn every second.
+pub fn watch(config_path: &Path, filter: Option<String>) -> anyhow::Result<Outcome> {
+    let config = DaemonConfig::load(config_path)?;
+    let topology = wiring::topology(config.inventory.as_deref())?;
+    let defaults = config.node.as_deref().map(|n| Labels::from_pairs([("node", n)])).unwrap_or_default();
+    let series = SeriesTable::new(topology, defaults);
+    let health = HealthBoard::default();
+    // series → (previous raw, its time, shown value)
+    let mut latest: BTreeMap<SeriesId, (Option<(u64, i64)>, String)> = BTreeMap::new();
+    let mut last_draw = Instant::now();
+    let s2 = series.clone();
+    super::runtime()?.block_on(run_sensors(&config, series.clone(), health, None, |b| {
+        let reg = s2.read();
+        for s in &b.samples {
+            let name = reg.metric_name(s.series);
+            if filter.as_ref().is_some_and(|f| !name.contains(f.as_str())) {
+                continue;
+            }
+            let entry = latest.entry(s.series).or_insert((None, String::new()));
+            entry.1 = match (reg.info(s.series).kind, s.value) {
+                (SampleKind::Counter(_), Value::Count(n)) => {
+                    let shown = match entry.0 {
+                        Some((prev, t)) if s.ts > t && n >= prev => {
+                            format!("{:.1}/s", (n - prev) as f64 / ((s.ts - t) as f64 / 1e9))
+                        }
+                        _ => format!("{n} (total)"),
+                    };
+                    entry.0 = Some((n, s.ts));
+                    shown
+                }
+                (_, v) => format!("{}", v.as_f64()),
+            };
+        }
+        if last_draw.elapsed() >= Duration::from_secs(1) {
+            last_draw = Instant::now();
+            let mut out = String::from("\x1b[2J\x1b[H");
+            out.push_str(&format!("rocemend sensors watch — {} series (Ctrl-C to stop)\n\n", latest.len()));
+            for (id, (_, shown)) in latest.iter().take(200) {
+                out.push_str(&format!("{:<44} {:>18}  {}\n", reg.metric_name(*id), shown, reg.labels(*id)));
+            }
+            print!("{out}");
+            let _ = std::io::stdout().flush();
+        }
+    }))?;
+    Ok(Outcome::Ok)
+}
