@@ -145,6 +145,9 @@ pub struct InstanceView {
 
 const UNROUTED: u16 = u16::MAX;
 
+/// A subject's group-by label values, inline: no allocation per subject.
+type SubjectKey = [u32; crate::rule::MAX_GROUP_BY];
+
 #[derive(Debug, Clone, Copy)]
 struct SeriesState {
     /// Counters: raw reading. Gauges: `f64` bits of the value.
@@ -197,7 +200,7 @@ struct RuleRuntime {
     /// Metric → indices of the windows reading it.
     metric_windows: Vec<(Sym, Vec<u16>)>,
     group_by: Vec<Sym>,
-    subject_ids: HashMap<Box<[Sym]>, u32>,
+    subject_ids: HashMap<SubjectKey, u32>,
     subjects: Vec<Subject>,
     columns: Vec<Column>,
     /// Instances that are not idle, by subject.
@@ -209,6 +212,7 @@ struct RuleRuntime {
     health: RuleHealth,
     /// The longest window range: how long a subject's windows take to fill.
     warm_up: Nanos,
+    last_stale_scan: Nanos,
 }
 
 impl RuleRuntime {
@@ -244,6 +248,7 @@ impl RuleRuntime {
             dirty: Vec::new(),
             health: RuleHealth::Ok,
             warm_up,
+            last_stale_scan: Nanos::MIN,
         }
     }
 
@@ -432,8 +437,10 @@ impl Evaluator {
                 if !sels.iter().any(|s| rt.rule.selectors[*s as usize].matches(&labels)) {
                     continue;
                 }
-                let key: Box<[Sym]> =
-                    rt.group_by.iter().map(|g| info.labels.get(*g).unwrap_or(Sym(u32::MAX))).collect();
+                let mut key: SubjectKey = [u32::MAX; crate::rule::MAX_GROUP_BY];
+                for (slot, g) in key.iter_mut().zip(&rt.group_by) {
+                    *slot = info.labels.get(*g).map_or(u32::MAX, |v| v.0);
+                }
                 let subject = match rt.subject_ids.get(&key) {
                     Some(s) => {
                         let subj = &mut rt.subjects[*s as usize];
@@ -583,10 +590,19 @@ impl Evaluator {
         }
     }
 
-    fn evaluate_rule(&mut self, ri: usize, now: Nanos, scan_stale: bool, out: &mut Vec<EngineEvent>) {
+    fn evaluate_rule(&mut self, ri: usize, now: Nanos, scan_due: bool, out: &mut Vec<EngineEvent>) {
         let rt = &mut self.rules[ri];
         if rt.health != RuleHealth::Ok || rt.rule.mode == RuleMode::Off {
             rt.dirty.clear();
+            return;
+        }
+        // Staleness is measured in seconds: scanning every subject four times
+        // per `stale_after` is precise enough and keeps the scan off most calls.
+        let scan_stale = scan_due && now.saturating_sub(rt.last_stale_scan) >= rt.rule.stale_after / 4;
+        if scan_stale {
+            rt.last_stale_scan = now;
+        }
+        if rt.dirty.is_empty() && rt.instances.is_empty() && !scan_stale {
             return;
         }
         let mut candidates = std::mem::take(&mut rt.dirty);
@@ -684,7 +700,8 @@ impl Evaluator {
             transitions.extend(instance::step(&mut inst, &timing, now, result));
         }
         let rt = &mut self.rules[ri];
-        let changed = !transitions.is_empty() || rt.instances.get(&s).map(|x| x.stale) != Some(inst.stale);
+        let was_stale = rt.instances.get(&s).is_some_and(|x| x.stale);
+        let changed = !transitions.is_empty() || was_stale != inst.stale;
         if inst.is_idle() {
             rt.instances.remove(&s);
         } else {

@@ -29,6 +29,11 @@ const FIELDS: &[&str] = &[
     "actions",
 ];
 
+/// Most labels a `group_by` may name. Subjects are keyed by their label
+/// values inline, without an allocation each; six covers every real subject
+/// (node, netdev, prio, switch, port, queue).
+pub const MAX_GROUP_BY: usize = 6;
+
 /// How long a subject may go without samples before it is stale, unless a
 /// rule says otherwise: ten 500 ms polls, or fifty of the 100 ms kind.
 pub const DEFAULT_STALE_AFTER: Nanos = 5 * SECOND;
@@ -197,6 +202,12 @@ pub(super) fn compile(scripts: &RuleScripts, path: &str, source: &str) -> Result
         return Err(field_err("select", "`select` must name at least one series selector".into()));
     }
     let group_by = strings("group_by")?;
+    if group_by.len() > MAX_GROUP_BY {
+        return Err(field_err(
+            "group_by",
+            format!("`group_by` names {} labels; at most {MAX_GROUP_BY} identify a subject", group_by.len()),
+        ));
+    }
 
     let mut windows = Vec::new();
     if let Some(w) = map.get("windows") {

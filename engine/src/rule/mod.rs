@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-pub use decl::{ActionTemplate, Rule};
+pub use decl::{ActionTemplate, Rule, MAX_GROUP_BY};
 pub use helpers::{HelperState, Helpers};
 pub use script::{Condition, RuleScripts, ScriptError};
 pub use selector::Selector;
