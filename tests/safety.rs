@@ -4,12 +4,14 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
-use common::{daemon_config, decode_lines, have_sh, repo, script, sh_quote, text, toml_path, Daemon};
+use common::{daemon_config, decode_lines, have_sh, last_note, repo, script, sh_quote, text, toml_path, Daemon};
 use engine::dispatch::{Decision, Phase, Verdict};
-use engine::ledger::{Ledger, Retention};
-use engine::Store;
+use engine::ledger::{Filter, Ledger, Retention};
+use engine::store::FLUSH_EVERY_MS;
+use engine::{State, Store};
 
 fn of_kind<'a>(decisions: &'a [Decision], kind: &str) -> Vec<&'a Decision> {
     decisions.iter().filter(|d| d.proposal.action.kind == kind && d.undo_of.is_none()).collect()
@@ -19,36 +21,41 @@ fn lines(path: &Path) -> Vec<String> {
     std::fs::read_to_string(path).map(|t| t.lines().map(str::to_string).collect()).unwrap_or_default()
 }
 
-#[test]
-fn a_daemon_killed_between_intent_and_outcome_verifies_and_does_not_repeat() {
-    if !have_sh("a_daemon_killed_between_intent_and_outcome_verifies_and_does_not_repeat") {
-        return;
-    }
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path();
-    let invocations = dir.join("invocations.log");
-    let applied = dir.join("applied");
-    let pid_file = dir.join("isolate.pid");
-    // The action takes effect at once, then the tool hangs (a switch that
-    // stops answering): the daemon is killed while it waits.
-    script(
-        &dir.join("isolate.sh"),
-        &format!(
-            "echo $$ > {pid}\ntouch {applied}\necho \"$*\" >> {log}\nexec sleep 30\n",
-            pid = sh_quote(&pid_file),
-            applied = sh_quote(&applied),
-            log = sh_quote(&invocations),
-        ),
-    );
-    script(&dir.join("verify.sh"), &format!("[ -e {} ] && exit 0\nexit 1\n", sh_quote(&applied)));
-    let playbook = dir.join("playbook.toml");
-    // Timeouts of a minute, so the hanging command is still in flight when
-    // the daemon is killed (at 10 s it would time out, verify, and record an
-    // outcome before the crash).
-    std::fs::write(
-        &playbook,
-        format!(
-            r#"name = "crash-safety"
+/// A daemon whose `link.*` actuator takes effect at once and then hangs
+/// (a tool waiting on a switch that stopped answering), replaying the demo
+/// recording; its link flap is isolated at 11 s.
+struct HungIsolation {
+    config: PathBuf,
+    socket: PathBuf,
+    /// One line per run of the isolate command.
+    invocations: PathBuf,
+    /// The pid of the hanging command.
+    pid_file: PathBuf,
+}
+
+impl HungIsolation {
+    fn new(dir: &Path) -> HungIsolation {
+        let invocations = dir.join("invocations.log");
+        let applied = dir.join("applied");
+        let pid_file = dir.join("isolate.pid");
+        script(
+            &dir.join("isolate.sh"),
+            &format!(
+                "echo $$ > {pid}\ntouch {applied}\necho \"$*\" >> {log}\nexec sleep 30\n",
+                pid = sh_quote(&pid_file),
+                applied = sh_quote(&applied),
+                log = sh_quote(&invocations),
+            ),
+        );
+        script(&dir.join("verify.sh"), &format!("[ -e {} ] && exit 0\nexit 1\n", sh_quote(&applied)));
+        let playbook = dir.join("playbook.toml");
+        // Timeouts of a minute, so the hanging command is still in flight when
+        // the daemon is killed (at 10 s it would time out, verify, and record an
+        // outcome before the crash).
+        std::fs::write(
+            &playbook,
+            format!(
+                r#"name = "crash-safety"
 mode = "enforce"
 rules = {rules}
 action_timeout = "60s"
@@ -66,25 +73,64 @@ name = "journal"
 type = "log"
 handles = ["*"]
 "#,
-            rules = toml_path(&repo("rules")),
-            isolate = toml_path(&dir.join("isolate.sh")),
-            verify = toml_path(&dir.join("verify.sh")),
-        ),
-    )
-    .unwrap();
-    let config = daemon_config(dir, &playbook, Some(&repo("chaos/data/demo.jsonl")));
-    let socket = dir.join("control.sock");
-
-    let mut first = Daemon::start(&config, &socket, &dir.join("first.log"));
-    let call = first.wait_for("the link.isolate command to run", |_| lines(&invocations).into_iter().next());
-    assert_eq!(call, "link.isolate node-03 eth6", "the link flap of the recording is isolated");
-    first.kill();
-    // The hanging command outlived the daemon; it is ours to end.
-    if let Some(pid) = std::fs::read_to_string(&pid_file).ok().and_then(|p| p.trim().parse::<libc::pid_t>().ok()) {
-        // SAFETY: kill(2) has no memory-safety preconditions; the pid is the
-        // script our daemon started, which has not exited (it sleeps 30 s).
-        unsafe { libc::kill(pid, libc::SIGKILL) };
+                rules = toml_path(&repo("rules")),
+                isolate = toml_path(&dir.join("isolate.sh")),
+                verify = toml_path(&dir.join("verify.sh")),
+            ),
+        )
+        .unwrap();
+        HungIsolation {
+            config: daemon_config(dir, &playbook, Some(&repo("chaos/data/demo.jsonl"))),
+            socket: dir.join("control.sock"),
+            invocations,
+            pid_file,
+        }
     }
+
+    /// Starts the daemon and waits until the isolate command runs.
+    fn start_until_isolating(&self, log: &Path) -> Daemon {
+        let mut daemon = Daemon::start(&self.config, &self.socket, log);
+        let invocations = &self.invocations;
+        let call = daemon.wait_for("the link.isolate command to run", |_| lines(invocations).into_iter().next());
+        assert_eq!(call, "link.isolate node-03 eth6", "the link flap of the recording is isolated");
+        daemon
+    }
+
+    /// SIGKILLs the daemon, then ends the command it left hanging.
+    fn crash(&self, daemon: &mut Daemon) {
+        daemon.kill();
+        let pid = std::fs::read_to_string(&self.pid_file).ok().and_then(|p| p.trim().parse::<libc::pid_t>().ok());
+        if let Some(pid) = pid {
+            // SAFETY: kill(2) has no memory-safety preconditions; the pid is
+            // the script our daemon started, still sleeping its 30 s.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+
+    /// Starts the daemon again and waits until its replay has been decided.
+    fn restart(&self, log: &Path) -> Daemon {
+        let mut daemon = Daemon::start(&self.config, &self.socket, log);
+        daemon.wait_ready();
+        // The recording's last note (22 s) comes after every fault it holds.
+        daemon.wait_logged(&last_note(&repo("chaos/data/demo.jsonl")));
+        // A round trip through the run loop and the dispatcher: what the
+        // replay proposed before that note has been decided by the time it
+        // answers.
+        daemon.status();
+        daemon
+    }
+}
+
+#[test]
+fn a_daemon_killed_between_intent_and_outcome_verifies_and_does_not_repeat() {
+    if !have_sh("a_daemon_killed_between_intent_and_outcome_verifies_and_does_not_repeat") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let rig = HungIsolation::new(dir);
+    let mut first = rig.start_until_isolating(&dir.join("first.log"));
+    rig.crash(&mut first);
 
     // What the crash left on disk: the intent, flushed before the command ran.
     {
@@ -95,14 +141,10 @@ handles = ["*"]
     }
 
     // The same daemon again: it reconciles, and the replay plays again from the start.
-    let mut second = Daemon::start(&config, &socket, &dir.join("second.log"));
-    second.wait_ready();
-    second.wait_logged("Sensor finished.");
-    // A round trip through the run loop and the dispatcher: what the replay
-    // proposed has been decided by the time it answers.
-    second.status();
+    let mut second = rig.restart(&dir.join("second.log"));
     let decisions = second.decisions();
     let log = second.log();
+    let invocations = &rig.invocations;
 
     let isolations = of_kind(&decisions, "link.isolate");
     assert_eq!(isolations.len(), 1, "one decision, reconciled, not a second one: {decisions:#?}\n{log}");
@@ -110,7 +152,7 @@ handles = ["*"]
     assert_eq!(d.phase, Phase::Done, "{d:#?}");
     assert_eq!(d.verdict.name(), "executed", "the verify command found it in effect: {d:#?}");
     assert!(d.steps.iter().any(|s| s.what.contains("reconciled after a restart")), "{:#?}", d.steps);
-    assert_eq!(lines(&invocations).len(), 1, "the command never ran again:\n{log}");
+    assert_eq!(lines(invocations).len(), 1, "the command never ran again:\n{log}");
     // The PFC storm's escalation went out once, before the crash; its
     // restored instance (resolved, in cooldown) does not propose it again.
     let escalations = of_kind(&decisions, "pfcwd.escalate");
@@ -119,6 +161,43 @@ handles = ["*"]
 
     let status = second.stop();
     assert!(status.success(), "SIGTERM is a clean stop: {status}\n{}", second.log());
+}
+
+/// Pins a crash-safety gap: while the dispatcher waits on a hung action,
+/// the evaluator goes on, fires the symbol-error rule (15 s) and persists
+/// its instance as firing; the proposal waits in the dispatcher's queue, in
+/// memory. A crash loses it, and the restored firing instance never
+/// proposes again, so the burst never gets a decision.
+#[test]
+fn a_proposal_queued_behind_a_hung_action_is_decided_after_a_crash() {
+    if !have_sh("a_proposal_queued_behind_a_hung_action_is_decided_after_a_crash") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let rig = HungIsolation::new(dir);
+    let mut first = rig.start_until_isolating(&dir.join("first.log"));
+    // Long enough for sled's own flush to write the instance states.
+    std::thread::sleep(Duration::from_millis(3 * FLUSH_EVERY_MS));
+    rig.crash(&mut first);
+    {
+        let store = Store::open(&dir.join("state/state.sled")).unwrap();
+        let instances = store.instances_of("symbol-errors").unwrap();
+        assert!(instances.values().any(|i| i.state == State::Firing), "persisted as firing: {instances:?}");
+        let ledger = Ledger::open(&store, Retention::default()).unwrap();
+        let drains = ledger.list(&Filter::default()).unwrap();
+        assert!(of_kind(&drains, "rail.drain").is_empty(), "and not yet decided: {drains:#?}");
+    }
+
+    let mut second = rig.restart(&dir.join("second.log"));
+    let decisions = second.decisions();
+    assert_eq!(
+        of_kind(&decisions, "rail.drain").len(),
+        1,
+        "the symbol-error burst on node-04 eth1 gets a decision: {decisions:#?}\n{}",
+        second.log()
+    );
+    second.stop();
 }
 
 #[test]

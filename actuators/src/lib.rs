@@ -48,22 +48,36 @@
 //! - [`exec`]: [`ExecActuator`] runs a configured command (argv, never a
 //!   shell), with placeholders validated before they reach argv, and
 //!   optional commands to verify and to undo;
+//! - [`cordon`]: [`CordonActuator`] drains a node in Slurm or cordons it in
+//!   Kubernetes, and resumes it only while the cordon is still its own;
+//! - [`link`]: [`LinkActuator`] takes a host link down through rtnetlink
+//!   and back up only if it was up before;
+//! - [`webhook`]: [`WebhookActuator`] raises an Alertmanager alert (resolved
+//!   by undo) or posts the action as JSON;
+//! - [`http`]: the minimal HTTP/1.1 client they share;
 //! - [`build`]: the one place that knows every actuator kind ([`KINDS`]).
 
 #![deny(missing_docs)]
 
+pub mod cordon;
 pub mod exec;
+pub mod http;
+pub mod link;
 pub mod log;
+pub mod webhook;
 
+pub use cordon::{CordonActuator, CordonConfig};
 pub use exec::{ExecActuator, ExecConfig};
+pub use link::{LinkActuator, LinkConfig};
 pub use log::{LogActuator, LogConfig};
+pub use webhook::{WebhookActuator, WebhookConfig};
 
 use std::sync::Arc;
 
 use engine::Actuator;
 
 /// The actuator kinds [`build`] knows.
-pub const KINDS: &[&str] = &["log", "exec"];
+pub const KINDS: &[&str] = &["log", "exec", "cordon", "link", "webhook"];
 
 /// Builds the actuator `name` of `kind` from its config `settings` (its
 /// table in the playbook, without the kind and name).
@@ -80,6 +94,18 @@ pub fn build(kind: &str, name: &str, settings: toml::Table) -> Result<Arc<dyn Ac
         }
         "exec" => {
             let config: ExecConfig = settings.try_into().map_err(toml_error)?;
+            Ok(Arc::new(config.build(name).map_err(context)?))
+        }
+        "cordon" => {
+            let config: CordonConfig = settings.try_into().map_err(toml_error)?;
+            Ok(Arc::new(config.build(name).map_err(context)?))
+        }
+        "link" => {
+            let config: LinkConfig = settings.try_into().map_err(toml_error)?;
+            Ok(Arc::new(config.build(name).map_err(context)?))
+        }
+        "webhook" => {
+            let config: WebhookConfig = settings.try_into().map_err(toml_error)?;
             Ok(Arc::new(config.build(name).map_err(context)?))
         }
         other => Err(format!("actuator {name:?}: unknown kind {other:?} (known kinds: {})", KINDS.join(", "))),
@@ -103,7 +129,8 @@ mod tests {
     #[test]
     fn an_unknown_kind_lists_the_known_ones() {
         let err = build("teleport", "t", toml::Table::new()).err().unwrap();
-        assert_eq!(err, "actuator \"t\": unknown kind \"teleport\" (known kinds: log, exec)");
+        assert_eq!(err, format!("actuator \"t\": unknown kind \"teleport\" (known kinds: {})", KINDS.join(", ")));
+        assert!(KINDS.starts_with(&["log", "exec"]));
     }
 
     #[test]

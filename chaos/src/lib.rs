@@ -29,9 +29,13 @@
 //!
 //! - [`demo`]: the deterministic generator of the demo recording, its fault
 //!   schedule ([`demo::FAULTS`]) and the checked-in output.
+//! - [`switch`]: a simulated SONiC switch serving gNMI (Capabilities, Get,
+//!   Set, Subscribe) over a [`switch::Model`] that tests and the fabric
+//!   simulator drive: [`switch::serve`], [`switch::spawn_many`].
 
 #![deny(missing_docs)]
 
 pub mod demo;
+pub mod switch;
 
 pub use demo::{demo_recording, DEMO_RECORDING};

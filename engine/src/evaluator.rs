@@ -731,12 +731,10 @@ impl Evaluator {
         let labels = self.labels_of(ri, s);
         let rt = &self.rules[ri];
         let named = rt.named_values(values);
-        if let Some(store) = &self.store {
-            let key = rt.subject_key(&labels);
-            if let Err(error) = store.put_instance(&rt.rule.name, &key, inst) {
-                tracing::error!(message = "Could not persist instance state.", rule = %rt.rule.name, %error);
-            }
-        }
+        let instance_key = rt.subject_key(&labels);
+        // The instance's new state is written after the events are built, so
+        // its proposals can be queued durably first (see below).
+        let mut queued: Vec<Proposal> = Vec::new();
         for t in transitions {
             out.push(EngineEvent::Transition {
                 rule: rt.rule.name.clone(),
@@ -755,7 +753,7 @@ impl Evaluator {
                     match action::resolve(template, &labels) {
                         Ok(action) => {
                             self.proposal_seq += 1;
-                            out.push(EngineEvent::Proposal(Proposal {
+                            queued.push(Proposal {
                                 id: format!("{:012x}-{:06x}", now / MS, self.proposal_seq & 0xff_ffff),
                                 rule: rt.rule.name.clone(),
                                 rule_hash: rt.rule.hash.clone(),
@@ -767,7 +765,7 @@ impl Evaluator {
                                 active_at: inst.active_at,
                                 sample_at: self.newest_sample,
                                 decided_at: now,
-                            }));
+                            });
                         }
                         Err(message) => out.push(EngineEvent::ActionError {
                             rule: rt.rule.name.clone(),
@@ -778,6 +776,21 @@ impl Evaluator {
                 }
             }
         }
+        // A proposal is queued in the store before the instance is written as
+        // firing: sled persists writes in order, so after a crash a restored
+        // firing instance always finds its proposals still queued, and the
+        // dispatcher decides them at start instead of losing them.
+        if let Some(store) = &self.store {
+            for p in &queued {
+                if let Err(error) = store.queue_proposal(p) {
+                    tracing::error!(message = "Could not queue a proposal.", rule = %p.rule, %error);
+                }
+            }
+            if let Err(error) = store.put_instance(&rt.rule.name, &instance_key, inst) {
+                tracing::error!(message = "Could not persist instance state.", rule = %rt.rule.name, %error);
+            }
+        }
+        out.extend(queued.into_iter().map(EngineEvent::Proposal));
     }
 
     /// Swaps in a new rule set. Rules whose content is unchanged keep their

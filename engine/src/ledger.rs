@@ -84,6 +84,11 @@ impl Ledger {
         })
     }
 
+    /// The store the ledger lives in.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
     /// A new decision id: monotonic across restarts (sled keeps the counter),
     /// so ids sort in the order decisions were made.
     pub fn next_id(&self) -> Result<String, StoreError> {

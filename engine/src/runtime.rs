@@ -279,10 +279,6 @@ pub async fn run(
                     Ok((name, Err(e))) => (name, Some(e.to_string())),
                     Err(e) => ("<task>".to_string(), Some(format!("sensor task panicked: {e}"))),
                 };
-                match &error {
-                    Some(error) => tracing::warn!(message = "Sensor stopped.", %sensor, %error),
-                    None => tracing::info!(message = "Sensor finished.", %sensor),
-                }
                 health.set_state(&sensor, crate::contracts::HealthState::Stopped, error.as_deref().unwrap_or("finished"));
                 observe(&DaemonEvent::SensorExited { sensor, error });
             },

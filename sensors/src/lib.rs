@@ -45,18 +45,64 @@
 //!
 //! - [`replay`]: plays a recording (JSON lines) at recorded or accelerated
 //!   speed: [`ReplaySensor`], configured by [`ReplayConfig`];
+//! - [`rdma_sysfs`]: RDMA port counters from sysfs: [`RdmaSysfsSensor`],
+//!   configured by [`RdmaSysfsConfig`];
+//! - [`netlink_link`]: carrier counters and state of network links, pushed
+//!   by rtnetlink: [`NetlinkLinkSensor`], configured by [`NetlinkLinkConfig`];
+//! - [`nccl_tests`]: follows nccl-tests output into bandwidth gauges:
+//!   [`NcclTestsSensor`], configured by [`NcclTestsConfig`];
+//! - [`nvml`]: GPU XIDs, NVLink and PCIe errors, temperature and utilization
+//!   from NVML (loaded at run time): [`NvmlSensor`], configured by [`NvmlConfig`];
+//! - [`gnmi`]: switch telemetry over gNMI Subscribe (SONiC PFC, queues,
+//!   PFC watchdog; OpenConfig interfaces): [`GnmiSensor`], configured by
+//!   [`GnmiConfig`];
+//! - [`ethtool`]: NIC driver statistics through the ethtool ioctls:
+//!   [`EthtoolSensor`], configured by [`EthtoolConfig`];
+//! - `verbs` (feature `verbs`): RDMA port state from libibverbs: `VerbsSensor`,
+//!   configured by `VerbsConfig`;
+//! - [`prometheus`]: scrapes Prometheus exporters over HTTP:
+//!   [`PrometheusSensor`], configured by [`PrometheusConfig`];
 //! - [`build`]: the one place that knows every sensor kind ([`KINDS`]).
 
 #![deny(missing_docs)]
 
+pub mod ethtool;
+pub mod gnmi;
+pub mod nccl_tests;
+pub mod netlink_link;
+pub mod nvml;
+pub mod prometheus;
+pub mod rdma_sysfs;
 pub mod replay;
+#[cfg(feature = "verbs")]
+pub mod verbs;
 
+pub use ethtool::{EthtoolConfig, EthtoolSensor};
+pub use gnmi::{GnmiConfig, GnmiSensor};
+pub use nccl_tests::{NcclTestsConfig, NcclTestsSensor};
+pub use netlink_link::{NetlinkLinkConfig, NetlinkLinkSensor};
+pub use nvml::{NvmlConfig, NvmlSensor};
+pub use prometheus::{PrometheusConfig, PrometheusSensor};
+pub use rdma_sysfs::{RdmaSysfsConfig, RdmaSysfsSensor};
 pub use replay::{ReplayConfig, ReplaySensor};
+#[cfg(feature = "verbs")]
+pub use verbs::{VerbsConfig, VerbsSensor};
 
 use engine::Sensor;
 
 /// The sensor kinds [`build`] knows.
-pub const KINDS: &[&str] = &["replay"];
+pub const KINDS: &[&str] = &[
+    "netlink_link",
+    "nvml",
+    "rdma_sysfs",
+    "replay",
+    "nccl_tests",
+    "gnmi",
+    "ethtool",
+    "prometheus",
+    #[cfg(feature = "verbs")]
+    "verbs",
+];
 
 /// Builds the sensor `name` of `kind` from its config `settings` (the
 /// sensor's table in the daemon config, without the kind and name).
@@ -66,11 +112,49 @@ pub const KINDS: &[&str] = &["replay"];
 pub fn build(kind: &str, name: &str, settings: toml::Table) -> Result<Box<dyn Sensor>, String> {
     let context = |e: String| format!("sensor {name:?} (kind {kind:?}): {e}");
     match kind {
+        "netlink_link" => {
+            let config: NetlinkLinkConfig = settings.try_into().map_err(|e| context(e.message().trim().to_string()))?;
+            Ok(Box::new(config.build(name).map_err(|e| context(e.to_string()))?))
+        }
+        "nvml" => {
+            let config: NvmlConfig = settings.try_into().map_err(|e| context(e.message().trim().to_string()))?;
+            Ok(Box::new(config.build(name).map_err(|e| context(e.to_string()))?))
+        }
+        "rdma_sysfs" => {
+            let config: RdmaSysfsConfig = settings.try_into().map_err(|e| context(e.message().trim().to_string()))?;
+            Ok(Box::new(config.build(name).map_err(|e| context(e.to_string()))?))
+        }
+        "nccl_tests" => {
+            let config: NcclTestsConfig = settings.try_into().map_err(|e| context(e.message().trim().to_string()))?;
+            Ok(Box::new(config.build(name).map_err(|e| context(e.to_string()))?))
+        }
+        "gnmi" => {
+            let config: GnmiConfig = settings.try_into().map_err(|e| context(e.message().trim().to_string()))?;
+            Ok(Box::new(config.build(name).map_err(|e| context(e.to_string()))?))
+        }
+        "ethtool" => {
+            let config: EthtoolConfig = settings.try_into().map_err(|e| context(e.message().trim().to_string()))?;
+            Ok(Box::new(config.build(name).map_err(|e| context(e.to_string()))?))
+        }
+        "prometheus" => {
+            let config: PrometheusConfig = settings.try_into().map_err(|e| context(e.message().trim().to_string()))?;
+            Ok(Box::new(config.build(name).map_err(|e| context(e.to_string()))?))
+        }
         "replay" => {
             let config: ReplayConfig = settings.try_into().map_err(|e| context(e.message().trim().to_string()))?;
             let sensor = config.build(name).map_err(|e| context(e.to_string()))?;
             Ok(Box::new(sensor))
         }
+        #[cfg(feature = "verbs")]
+        "verbs" => {
+            let config: VerbsConfig = settings.try_into().map_err(|e| context(e.message().trim().to_string()))?;
+            Ok(Box::new(config.build(name).map_err(|e| context(e.to_string()))?))
+        }
+        #[cfg(not(feature = "verbs"))]
+        "verbs" => Err(format!(
+            "sensor {name:?}: kind \"verbs\" is not in this build: rocemend was built without the `verbs` feature \
+             (rebuild with `--features verbs`, which needs libibverbs-dev, librdmacm-dev and libclang-dev)"
+        )),
         other => Err(format!("sensor {name:?}: unknown kind {other:?} (known kinds: {})", KINDS.join(", "))),
     }
 }
@@ -92,7 +176,8 @@ mod tests {
     #[test]
     fn an_unknown_kind_lists_the_known_ones() {
         let err = build("sonar", "s1", toml::Table::new()).err().unwrap();
-        assert_eq!(err, "sensor \"s1\": unknown kind \"sonar\" (known kinds: replay)");
+        assert_eq!(err, format!("sensor \"s1\": unknown kind \"sonar\" (known kinds: {})", KINDS.join(", ")));
+        assert!(err.contains("replay"), "{err}");
     }
 
     #[test]

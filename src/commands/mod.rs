@@ -24,7 +24,9 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         }
         Command::Demo { speed } => demo::demo(speed),
         Command::Sensors { config, seconds, command: None } => sensors::list(&config, seconds),
-        Command::Sensors { config, command: Some(SensorsCommand::Watch { filter }), .. } => sensors::watch(&config, filter),
+        Command::Sensors { config, command: Some(SensorsCommand::Watch { filter }), .. } => {
+            sensors::watch(&config, filter)
+        }
         Command::Status { socket, json } => control::status(&socket.path, json),
         Command::Decisions { socket, since, rule, target, json } => {
             let since = match since {

@@ -99,7 +99,11 @@ pub fn run(config_path: &Path) -> anyhow::Result<Outcome> {
 
 fn init_logging(format: &str, level: &str) -> anyhow::Result<()> {
     let filter = tracing_subscriber::EnvFilter::try_new(level).context("log.level")?;
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    use std::io::IsTerminal;
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal());
     match format {
         "human" => builder.init(),
         "json" => builder.json().init(),

@@ -37,7 +37,12 @@ async fn run_sensors(
                 Ok(()) => "finished".to_string(),
                 Err(e) => e.to_string(),
             };
-            if result.is_err() || !matches!(board.snapshot().iter().find(|h| h.name == name).map(|h| h.state), Some(engine::HealthState::Unavailable)) {
+            if result.is_err()
+                || !matches!(
+                    board.snapshot().iter().find(|h| h.name == name).map(|h| h.state),
+                    Some(engine::HealthState::Unavailable)
+                )
+            {
                 board.set_state(&name, engine::HealthState::Stopped, &detail);
             }
         });
@@ -68,15 +73,24 @@ pub fn list(config_path: &Path, seconds: f64) -> anyhow::Result<Outcome> {
     let health = HealthBoard::default();
     let mut samples: BTreeMap<u16, u64> = BTreeMap::new();
     let s2 = series.clone();
-    super::runtime()?.block_on(run_sensors(&config, series.clone(), health.clone(), Some(Duration::from_secs_f64(seconds)), |b| {
-        let reg = s2.read();
-        for s in &b.samples {
-            *samples.entry(reg.info(s.series).sensor.0).or_default() += 1;
-        }
-    }))?;
+    super::runtime()?.block_on(run_sensors(
+        &config,
+        series.clone(),
+        health.clone(),
+        Some(Duration::from_secs_f64(seconds)),
+        |b| {
+            let reg = s2.read();
+            for s in &b.samples {
+                *samples.entry(reg.info(s.series).sensor.0).or_default() += 1;
+            }
+        },
+    ))?;
     let reg = series.read();
     let usage = reg.sensor_usage();
-    println!("{:<16} {:<12} {:>8} {:>9} {:>8} {:>10}  detail / last error", "SENSOR", "STATE", "SERIES", "SAMPLES", "ERRORS", "CPU ms");
+    println!(
+        "{:<16} {:<12} {:>8} {:>9} {:>8} {:>10}  detail / last error",
+        "SENSOR", "STATE", "SERIES", "SAMPLES", "ERRORS", "CPU ms"
+    );
     let mut unhealthy = false;
     for h in health.snapshot() {
         let idx = usage.iter().position(|(n, _, _)| *n == h.name);

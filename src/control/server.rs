@@ -159,7 +159,14 @@ fn bind(path: &Path) -> std::io::Result<UnixListener> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(e),
     }
-    let listener = UnixListener::bind(path)?;
+    // The socket is created with the umask's permissions: tighten the umask
+    // around the bind so it is never open to others, not even for a moment.
+    // SAFETY: umask only swaps the process's file-creation mask.
+    let old = unsafe { libc::umask(0o177) };
+    let bound = UnixListener::bind(path);
+    // SAFETY: as above; restores the previous mask.
+    unsafe { libc::umask(old) };
+    let listener = bound?;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
     Ok(listener)
 }

@@ -225,6 +225,20 @@ pub fn decode_lines(out: &str) -> Vec<Decision> {
         .collect()
 }
 
+/// The text of the last note (fault marker) of a recording. The run loop
+/// logs a note when it takes the note's batch, after every earlier batch
+/// was evaluated, so it marks how far a replay has got; "Sensor finished."
+/// does not: the sensor may end while its batches still wait in the channel.
+pub fn last_note(recording: &Path) -> String {
+    let text = std::fs::read_to_string(recording).expect("the recording is readable");
+    text.lines()
+        .rev()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v.get("note").is_some())
+        .find_map(|v| v["text"].as_str().map(str::to_string))
+        .unwrap_or_else(|| panic!("{} has no note", recording.display()))
+}
+
 /// The daemon configuration the tests use: state, control socket and log
 /// level in `dir`, the example inventory, `playbook`, the sample clock (the
 /// recording's own time), no hot reload, and, if given, a replay of

@@ -175,8 +175,20 @@ impl Dispatcher {
         }
     }
 
-    /// Decides about one proposal, at the proposal's own time.
+    /// Decides about one proposal, at the proposal's own time, and takes it
+    /// off the store's queue of undecided proposals.
     pub async fn dispatch(&mut self, proposal: Proposal) -> Decision {
+        let queued = proposal.clone();
+        let decision = self.dispatch_inner(proposal).await;
+        if let Some(ledger) = &self.ledger {
+            if let Err(error) = ledger.store().dequeue_proposal(&queued) {
+                tracing::error!(message = "Could not dequeue a decided proposal.", %error);
+            }
+        }
+        decision
+    }
+
+    async fn dispatch_inner(&mut self, proposal: Proposal) -> Decision {
         let now = proposal.decided_at;
         let route = self.route(&proposal.action.kind);
         let mode = self.effective_mode(&proposal.rule, proposal.rule_mode);
@@ -233,7 +245,11 @@ impl Dispatcher {
             } else {
                 d.steps.push(Step { at: now, what: format!("{of} is no longer known to be in effect ({found:?})") });
                 self.policy.remove_effect(&d.proposal.action);
-                check = self.policy.check(&d.proposal, destructive, now);
+                check = if ask_approval {
+                    self.policy.check(&d.proposal, destructive, now)
+                } else {
+                    self.policy.check_approved(&d.proposal, destructive, now)
+                };
             }
         }
         match check {
@@ -536,9 +552,45 @@ impl Dispatcher {
         self.finish(d, true)
     }
 
-    /// Settles actions a crash interrupted: each is verified with its
-    /// actuator and recorded as found. None is sent again.
+    /// Settles what a crash interrupted: actions whose call was under way are
+    /// verified with their actuator and recorded as found (none is sent
+    /// again); proposals queued but never decided are decided now.
     pub async fn reconcile(&mut self, now: Nanos) -> Vec<Decision> {
+        let mut out = self.reconcile_intents(now).await;
+        let queued = match &self.ledger {
+            Some(l) => l.store().queued_proposals().unwrap_or_else(|error| {
+                tracing::error!(message = "Could not read queued proposals.", %error);
+                Vec::new()
+            }),
+            None => Vec::new(),
+        };
+        let decided: std::collections::HashSet<(String, Nanos)> = match (&self.ledger, queued.is_empty()) {
+            (Some(l), false) => l
+                .list(&Default::default())
+                .unwrap_or_default()
+                .into_iter()
+                .map(|d| (d.proposal.id, d.proposal.decided_at))
+                .collect(),
+            _ => Default::default(),
+        };
+        for p in queued {
+            if decided.contains(&(p.id.clone(), p.decided_at)) {
+                // Decided just before the crash; only the dequeue was lost.
+                if let Some(l) = &self.ledger {
+                    let _ = l.store().dequeue_proposal(&p);
+                }
+                continue;
+            }
+            tracing::warn!(message = "Deciding a proposal a crash left undecided.", rule = %p.rule, action = %p.action);
+            let mut d = self.dispatch(p).await;
+            d.steps.insert(0, Step { at: now, what: "queued before a crash; decided after the restart".into() });
+            self.save(&d, false);
+            out.push(d);
+        }
+        out
+    }
+
+    async fn reconcile_intents(&mut self, now: Nanos) -> Vec<Decision> {
         let intents = match &self.ledger {
             Some(l) => l.open_intents().unwrap_or_else(|error| {
                 tracing::error!(message = "Could not read interrupted intents.", %error);

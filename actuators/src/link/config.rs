@@ -1,0 +1,103 @@
+//! The settings of a `link` actuator.
+
+use std::time::Duration;
+
+use engine::time::{parse_duration, Span};
+use engine::SECOND;
+use serde::{Deserialize, Serialize};
+
+use super::{check_netdev, LinkActuator};
+
+/// The longest timeout accepted: a netlink request is answered by the local
+/// kernel in microseconds; one that takes a minute means a wedged kernel.
+const MAX_TIMEOUT: i64 = 60 * SECOND;
+
+/// A `link` actuator's settings.
+///
+/// ```toml
+/// node = "gpu-07"
+/// netdevs = ["eth2", "eth3", "eth4", "eth5"]
+/// timeout = "5s"
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkConfig {
+    /// The node this daemon runs on, as the actions' `node` label names it.
+    /// The actuator only changes links of this host, so an action for any
+    /// other node is refused. Default: this host's name
+    /// (`/proc/sys/kernel/hostname`, up to the first dot).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// The netdevs it may take down, e.g. the RoCE ports. Empty (the default)
+    /// allows any; listing them keeps a mislabelled action off the
+    /// management interface.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub netdevs: Vec<String>,
+    /// How long one netlink request may take, e.g. `"5s"`; at most a minute.
+    #[serde(default = "default_timeout")]
+    pub timeout: String,
+}
+
+impl Default for LinkConfig {
+    fn default() -> Self {
+        LinkConfig { node: None, netdevs: Vec::new(), timeout: default_timeout() }
+    }
+}
+
+fn default_timeout() -> String {
+    "5s".into()
+}
+
+impl LinkConfig {
+    /// Validates the settings and builds the actuator `name`.
+    pub fn build(&self, name: &str) -> Result<LinkActuator, String> {
+        let timeout = parse_duration(&self.timeout).map_err(|e| format!("timeout: {e}"))?;
+        if timeout <= 0 || timeout > MAX_TIMEOUT {
+            return Err(format!("timeout {:?} must be above 0 and at most {}", self.timeout, Span(MAX_TIMEOUT)));
+        }
+        for netdev in &self.netdevs {
+            check_netdev(netdev).map_err(|e| format!("netdevs: {netdev:?}: {e}"))?;
+        }
+        let node = match &self.node {
+            Some(node) if node.is_empty() => return Err("node is empty".into()),
+            Some(node) => node.clone(),
+            None => local_node().map_err(|e| format!("node is not set and this host's name is unknown: {e}"))?,
+        };
+        Ok(LinkActuator::new(name, node, self.netdevs.clone(), Duration::from_nanos(timeout as u64)))
+    }
+}
+
+fn local_node() -> Result<String, String> {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname").map_err(|e| e.to_string())?;
+    let short = name.trim().split('.').next().unwrap_or_default().to_string();
+    if short.is_empty() {
+        return Err("the hostname is empty".into());
+    }
+    Ok(short)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_example_round_trips_and_bad_settings_are_refused() {
+        let text = "node = \"gpu-07\"\nnetdevs = [\"eth2\", \"eth3\"]\ntimeout = \"2s\"\n";
+        let config: LinkConfig = toml::from_str(text).unwrap();
+        assert_eq!(toml::from_str::<LinkConfig>(&toml::to_string(&config).unwrap()).unwrap(), config);
+        assert_eq!(config.build("x").unwrap().timeout(), Duration::from_secs(2));
+        for (text, expected) in [
+            ("netdevs = [\"a/b\"]", "netdevs: \"a/b\": it contains '/'"),
+            ("netdevs = [\"averyveryverylongname\"]", "it is 21 bytes long"),
+            ("timeout = \"2m\"", "must be above 0 and at most 60s"),
+            ("node = \"\"", "node is empty"),
+            ("device = \"eth2\"", "unknown field `device`"),
+        ] {
+            let err = toml::from_str::<LinkConfig>(text)
+                .map_err(|e| e.to_string())
+                .and_then(|c| c.build("x").map(|_| ()))
+                .unwrap_err();
+            assert!(err.contains(expected), "{text}: {err}");
+        }
+    }
+}

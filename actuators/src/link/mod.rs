@@ -1,0 +1,282 @@
+//! The `link` actuator: takes a host link down (`link.isolate`) through
+//! rtnetlink, and back up as its undo.
+//!
+//! The action's target names the link: `node` (which must be the node this
+//! daemon runs on) and `netdev`. The actuator looks the netdev's index up by
+//! name, then clears `IFF_UP` on it (`RTM_SETLINK`); it records whether the
+//! link was administratively up before, and the undo raises it again only if
+//! it was. Verify reads the flags and `IFLA_OPERSTATE` back: admin-down is
+//! the action in effect, admin-up is not.
+//!
+//! Each call opens its own netlink socket on the calling task's runtime, so
+//! it acts in the network namespace of the thread that calls it — the
+//! daemon's own, or a test's namespace.
+//!
+//! - [`config`]: [`LinkConfig`], the user's settings;
+//! - [`LinkActuator`]: the actuator.
+
+pub mod config;
+
+pub use config::LinkConfig;
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use engine::{Action, Actuator, ActuatorError, Outcome, Plan, Verification};
+use futures_util::TryStreamExt;
+use rtnetlink::packet_route::link::{LinkAttribute, LinkFlags, LinkMessage, State};
+use rtnetlink::{Handle, LinkUnspec};
+use serde_json::json;
+
+/// Takes host links down and up, built from a [`LinkConfig`].
+#[derive(Debug)]
+pub struct LinkActuator {
+    name: String,
+    node: String,
+    netdevs: Vec<String>,
+    timeout: Duration,
+}
+
+/// A link as netlink shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LinkState {
+    /// Its index.
+    pub index: u32,
+    /// Whether `IFF_UP` is set (administratively up).
+    pub admin_up: bool,
+    /// Whether `IFLA_OPERSTATE` is `UP`.
+    pub oper_up: bool,
+}
+
+/// Checks a netdev name: 1 to 15 bytes (`IFNAMSIZ` − 1), no `/`, `:`, white
+/// space or control characters, not `.` or `..`.
+pub fn check_netdev(name: &str) -> Result<(), String> {
+    if name.is_empty() || name.len() > 15 {
+        return Err(format!("it is {} bytes long; a netdev name has 1 to 15", name.len()));
+    }
+    if let Some(c) = name.chars().find(|c| matches!(c, '/' | ':') || c.is_whitespace() || c.is_control()) {
+        return Err(format!("it contains {c:?}"));
+    }
+    if name == "." || name == ".." {
+        return Err("it is not a name".into());
+    }
+    Ok(())
+}
+
+impl LinkActuator {
+    fn new(name: &str, node: String, netdevs: Vec<String>, timeout: Duration) -> LinkActuator {
+        LinkActuator { name: name.to_string(), node, netdevs, timeout }
+    }
+
+    /// How long one netlink request may take.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// The netdev `action` is about, checked against the node and the allow list.
+    fn netdev<'a>(&self, action: &'a Action) -> Result<&'a str, ActuatorError> {
+        if action.verb() != "isolate" {
+            return Err(ActuatorError::NotSupported(format!(
+                "the link actuator only carries out link.isolate, not {}",
+                action.kind
+            )));
+        }
+        let label = |name: &str| {
+            action
+                .target
+                .get(name)
+                .ok_or_else(|| ActuatorError::Invalid(format!("the target {} has no label {name:?}", action.target)))
+        };
+        let node = label("node")?;
+        if node != self.node {
+            return Err(ActuatorError::NotSupported(format!(
+                "{} is for node {node:?}, but {} runs on {:?} and changes only its own links",
+                action.kind, self.name, self.node
+            )));
+        }
+        let netdev = label("netdev")?;
+        check_netdev(netdev).map_err(|e| ActuatorError::Invalid(format!("netdev {netdev:?} is refused: {e}")))?;
+        if !self.netdevs.is_empty() && !self.netdevs.iter().any(|n| n == netdev) {
+            return Err(ActuatorError::Invalid(format!(
+                "netdev {netdev:?} is not one {} may change ({})",
+                self.name,
+                self.netdevs.join(", ")
+            )));
+        }
+        Ok(netdev)
+    }
+
+    fn request(netdev: &str, up: bool) -> String {
+        format!("rtnetlink RTM_SETLINK {netdev} {}", if up { "up" } else { "down" })
+    }
+
+    fn ms(&self) -> u64 {
+        u64::try_from(self.timeout.as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// Runs `f` with a fresh netlink handle, within the timeout.
+    async fn with_handle<T, F>(&self, f: impl FnOnce(Handle) -> F) -> Result<T, ActuatorError>
+    where
+        F: std::future::Future<Output = Result<T, ActuatorError>>,
+    {
+        let (connection, handle, _) = rtnetlink::new_connection()
+            .map_err(|e| ActuatorError::Failed(format!("opening the netlink socket: {e}")))?;
+        let task = tokio::spawn(connection);
+        let result = tokio::time::timeout(self.timeout, f(handle)).await;
+        task.abort();
+        result.map_err(|_| ActuatorError::Timeout(self.ms()))?
+    }
+
+    /// Reads the link `netdev`; `None` if there is no such link.
+    pub async fn read(&self, netdev: &str) -> Result<Option<LinkState>, ActuatorError> {
+        self.with_handle(|handle| read(handle, netdev.to_string())).await
+    }
+
+    async fn set(&self, netdev: &str, up: bool) -> Result<LinkState, ActuatorError> {
+        let netdev = netdev.to_string();
+        self.with_handle(|handle| async move {
+            let before = read(handle.clone(), netdev.clone())
+                .await?
+                .ok_or_else(|| ActuatorError::Failed(format!("there is no link {netdev:?}")))?;
+            let message = LinkUnspec::new_with_index(before.index);
+            let message = if up { message.up() } else { message.down() }.build();
+            handle.link().set(message).execute().await.map_err(|e| {
+                ActuatorError::Failed(format!("setting {netdev} {}: {e}", if up { "up" } else { "down" }))
+            })?;
+            Ok(before)
+        })
+        .await
+    }
+}
+
+async fn read(handle: Handle, netdev: String) -> Result<Option<LinkState>, ActuatorError> {
+    let mut links = handle.link().get().match_name(netdev.clone()).execute();
+    match links.try_next().await {
+        Ok(Some(message)) => Ok(Some(state(&message))),
+        Ok(None) => Ok(None),
+        // The kernel answers ENODEV for a name it does not know.
+        Err(rtnetlink::Error::NetlinkError(e)) if e.raw_code() == -libc::ENODEV => Ok(None),
+        Err(e) => Err(ActuatorError::Failed(format!("reading link {netdev}: {e}"))),
+    }
+}
+
+fn state(message: &LinkMessage) -> LinkState {
+    let oper_up = message.attributes.iter().any(|a| matches!(a, LinkAttribute::OperState(State::Up)));
+    LinkState { index: message.header.index, admin_up: message.header.flags.contains(LinkFlags::Up), oper_up }
+}
+
+fn prior(state: &LinkState) -> serde_json::Value {
+    json!({ "admin": if state.admin_up { "up" } else { "down" }, "oper": if state.oper_up { "up" } else { "down" } })
+}
+
+/// Whether the outcome of an isolate says the link was administratively up before.
+fn was_up(applied: &Outcome) -> bool {
+    applied.prior.as_ref().and_then(|p| p.get("admin")).and_then(|a| a.as_str()) == Some("up")
+}
+
+#[async_trait]
+impl Actuator for LinkActuator {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn dry_run(&self, action: &Action) -> Result<Plan, ActuatorError> {
+        let netdev = self.netdev(action)?;
+        Ok(Plan { actuator: self.name.clone(), requests: vec![Self::request(netdev, false)] })
+    }
+
+    async fn execute(&self, action: &Action) -> Result<Outcome, ActuatorError> {
+        let netdev = self.netdev(action)?;
+        tracing::info!(message = "Taking link down.", actuator = %self.name, netdev, action = %action);
+        let before = self.set(netdev, false).await?;
+        Ok(Outcome {
+            summary: format!("took {netdev} down (was admin {})", if before.admin_up { "up" } else { "down" }),
+            requests: vec![Self::request(netdev, false)],
+            prior: Some(prior(&before)),
+        })
+    }
+
+    async fn verify(&self, action: &Action, _applied: Option<&Outcome>) -> Result<Verification, ActuatorError> {
+        let netdev = self.netdev(action)?;
+        Ok(match self.read(netdev).await? {
+            None => Verification::Changed(format!("link {netdev} no longer exists")),
+            Some(link) if !link.admin_up => Verification::InEffect,
+            Some(_) => Verification::NotInEffect,
+        })
+    }
+
+    async fn dry_run_undo(&self, action: &Action, applied: &Outcome) -> Result<Plan, ActuatorError> {
+        let netdev = self.netdev(action)?;
+        let requests = if was_up(applied) { vec![Self::request(netdev, true)] } else { Vec::new() };
+        Ok(Plan { actuator: self.name.clone(), requests })
+    }
+
+    async fn undo(&self, action: &Action, applied: &Outcome) -> Result<Outcome, ActuatorError> {
+        let netdev = self.netdev(action)?;
+        if !was_up(applied) {
+            // It was down before we took it down: down is its previous state.
+            return Ok(Outcome {
+                summary: format!("{netdev} was down before the isolate; left down"),
+                requests: Vec::new(),
+                prior: None,
+            });
+        }
+        tracing::info!(message = "Bringing link up.", actuator = %self.name, netdev, action = %action);
+        let before = self.set(netdev, true).await?;
+        Ok(Outcome {
+            summary: format!("brought {netdev} up"),
+            requests: vec![Self::request(netdev, true)],
+            prior: Some(prior(&before)),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use engine::Labels;
+
+    use super::*;
+
+    fn actuator() -> LinkActuator {
+        LinkConfig { node: Some("gpu-07".into()), netdevs: vec!["eth2".into()], ..Default::default() }
+            .build("link")
+            .unwrap()
+    }
+
+    fn isolate(node: &str, netdev: &str) -> Action {
+        Action {
+            kind: "link.isolate".into(),
+            target: Labels::from_pairs([("node", node), ("netdev", netdev)]),
+            params: BTreeMap::new(),
+        }
+    }
+
+    #[tokio::test]
+    async fn only_allowed_links_of_this_node_are_planned() {
+        let link = actuator();
+        let plan = link.dry_run(&isolate("gpu-07", "eth2")).await.unwrap();
+        assert_eq!(plan.requests, ["rtnetlink RTM_SETLINK eth2 down"]);
+        let err = link.dry_run(&isolate("gpu-08", "eth2")).await.unwrap_err();
+        assert!(matches!(err, ActuatorError::NotSupported(_)), "{err:?}");
+        let err = link.execute(&isolate("gpu-07", "eth0")).await.unwrap_err();
+        assert_eq!(err, ActuatorError::Invalid("netdev \"eth0\" is not one link may change (eth2)".into()));
+        let err = link.dry_run(&isolate("gpu-07", "../x")).await.unwrap_err();
+        assert!(matches!(err, ActuatorError::Invalid(_)), "{err:?}");
+    }
+
+    #[tokio::test]
+    async fn the_undo_raises_only_a_link_that_was_up() {
+        let link = actuator();
+        let action = isolate("gpu-07", "eth2");
+        let was = |admin: &str| Outcome {
+            summary: String::new(),
+            requests: Vec::new(),
+            prior: Some(json!({ "admin": admin })),
+        };
+        assert_eq!(link.dry_run_undo(&action, &was("up")).await.unwrap().requests, ["rtnetlink RTM_SETLINK eth2 up"]);
+        assert!(link.dry_run_undo(&action, &was("down")).await.unwrap().requests.is_empty());
+        assert!(link.undo(&action, &was("down")).await.unwrap().requests.is_empty());
+    }
+}

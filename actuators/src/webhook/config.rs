@@ -1,0 +1,145 @@
+//! The settings of a `webhook` actuator.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use engine::time::{parse_duration, Span};
+use engine::SECOND;
+use serde::{Deserialize, Serialize};
+
+use super::WebhookActuator;
+use crate::http::Url;
+
+/// The longest timeout accepted: a notification that takes more than a
+/// minute to deliver holds a dispatch slot for nothing.
+const MAX_TIMEOUT: i64 = 60 * SECOND;
+
+/// A `webhook` actuator's settings.
+///
+/// ```toml
+/// format = "alertmanager"
+/// url = "http://alertmanager.monitoring:9093"
+/// timeout = "5s"
+/// alert_lifetime = "24h"
+/// generator_url = "https://rocemend.example/decisions"
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebhookConfig {
+    /// What to send: `"alertmanager"` (Alertmanager's v2 API) or `"json"`
+    /// (the action as JSON, to any endpoint).
+    pub format: Format,
+    /// For `alertmanager`, the Alertmanager's base URL (`/api/v2/alerts` is
+    /// appended); for `json`, the URL that receives the POST.
+    pub url: String,
+    /// How long one request may take, e.g. `"5s"`; at most a minute.
+    #[serde(default = "default_timeout")]
+    pub timeout: String,
+    /// For `alertmanager`: how long an alert stays firing if it is never
+    /// resolved (its `endsAt`). Alertmanager expects alerts to be re-sent;
+    /// rocemend sends one per action, so it sets an end far enough out that
+    /// the alert outlives the incident, and resolves it by undo.
+    #[serde(default = "default_lifetime")]
+    pub alert_lifetime: String,
+    /// For `alertmanager`: the alerts' `generatorURL`, a link back to where
+    /// they came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator_url: Option<String>,
+    /// Extra request headers, e.g. `{ Authorization = "Bearer …" }`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
+}
+
+/// The payloads a webhook can send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    /// `POST /api/v2/alerts` with one alert; undo resolves it.
+    Alertmanager,
+    /// `POST <url>` with `{"event", "actuator", "action", "at"}`.
+    Json,
+}
+
+fn default_timeout() -> String {
+    "5s".into()
+}
+
+fn default_lifetime() -> String {
+    "24h".into()
+}
+
+impl WebhookConfig {
+    /// A config of `format` posting to `url`, with the defaults.
+    pub fn new(format: Format, url: &str) -> WebhookConfig {
+        WebhookConfig {
+            format,
+            url: url.to_string(),
+            timeout: default_timeout(),
+            alert_lifetime: default_lifetime(),
+            generator_url: None,
+            headers: BTreeMap::new(),
+        }
+    }
+
+    /// Validates the settings and builds the actuator `name`.
+    pub fn build(&self, name: &str) -> Result<WebhookActuator, String> {
+        let url = Url::parse(&self.url).map_err(|e| format!("url: {e}"))?;
+        if url.https {
+            return Err(format!(
+                "url {:?}: https is not supported by this actuator yet; use http or a local proxy",
+                self.url
+            ));
+        }
+        let timeout = parse_duration(&self.timeout).map_err(|e| format!("timeout: {e}"))?;
+        if timeout <= 0 || timeout > MAX_TIMEOUT {
+            return Err(format!("timeout {:?} must be above 0 and at most {}", self.timeout, Span(MAX_TIMEOUT)));
+        }
+        let lifetime = parse_duration(&self.alert_lifetime).map_err(|e| format!("alert_lifetime: {e}"))?;
+        if lifetime <= 0 {
+            return Err(format!("alert_lifetime {:?} must be above 0", self.alert_lifetime));
+        }
+        for (key, value) in &self.headers {
+            let bad_name = key.is_empty() || !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
+            if bad_name || value.chars().any(|c| c.is_control()) {
+                return Err(format!("headers: {key:?} is not a header name, or its value holds a control character"));
+            }
+        }
+        Ok(WebhookActuator::new(
+            name,
+            self.format,
+            url,
+            Duration::from_nanos(timeout as u64),
+            lifetime,
+            self.generator_url.clone(),
+            self.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_example_round_trips_and_bad_settings_are_refused() {
+        let text = "format = \"alertmanager\"\nurl = \"http://am:9093\"\ngenerator_url = \"https://r.example/d\"\n";
+        let config: WebhookConfig = toml::from_str(text).unwrap();
+        assert_eq!(config.timeout, "5s");
+        assert_eq!(toml::from_str::<WebhookConfig>(&toml::to_string(&config).unwrap()).unwrap(), config);
+        assert!(config.build("x").is_ok());
+        for (text, expected) in [
+            ("format = \"slack\"\nurl = \"http://x\"", "unknown variant `slack`"),
+            ("format = \"json\"\nurl = \"x\"", "url: URL \"x\" does not start with http://"),
+            ("format = \"json\"\nurl = \"https://x\"", "https is not supported"),
+            ("format = \"json\"\nurl = \"http://x\"\ntimeout = \"5m\"", "at most 60s"),
+            ("format = \"json\"\nurl = \"http://x\"\nheaders = { \"a b\" = \"1\" }", "headers: \"a b\""),
+            ("format = \"json\"\nurl = \"http://x\"\nretries = 3", "unknown field `retries`"),
+        ] {
+            let err = toml::from_str::<WebhookConfig>(text)
+                .map_err(|e| e.to_string())
+                .and_then(|c| c.build("x").map(|_| ()))
+                .unwrap_err();
+            assert!(err.contains(expected), "{text}: {err}");
+        }
+    }
+}

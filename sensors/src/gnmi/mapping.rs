@@ -1,0 +1,303 @@
+//! gNMI updates → metric readings: which path and field is which metric,
+//! with which labels.
+//!
+//! | path (and JSON field) | metric | kind | labels |
+//! |---|---|---|---|
+//! | `COUNTERS/<port>` `SAI_PORT_STAT_PFC_<p>_RX_PKTS` | `switch_pfc_rx_pkts` | counter 64 | `port`, `prio` |
+//! | … `_TX_PKTS` | `switch_pfc_tx_pkts` | counter 64 | `port`, `prio` |
+//! | … `_RX_PAUSE_DURATION_US` | `switch_pfc_rx_pause_duration_us` | counter 64 | `port`, `prio` |
+//! | … `_TX_PAUSE_DURATION_US` | `switch_pfc_tx_pause_duration_us` | counter 64 | `port`, `prio` |
+//! | `COUNTERS/<port>/Queues` `<port>:<q>` `SAI_QUEUE_STAT_PACKETS`, `_BYTES`, `_DROPPED_PACKETS`, `_DROPPED_BYTES` | `switch_queue_packets`, `…_bytes`, `…_dropped_packets`, `…_dropped_bytes` | counter 64 | `port`, `queue`, `prio` |
+//! | … `SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES`, `_CURR_OCCUPANCY_BYTES` | `switch_queue_watermark_bytes`, `switch_queue_occupancy_bytes` | gauge | `port`, `queue`, `prio` |
+//! | `COUNTERS/<port>/Pfcwd` `<port>:<q>` `PFC_WD_STATUS` | `switch_pfcwd_stormed` (1 stormed, 0 operational) | gauge | `port`, `queue`, `prio` |
+//! | … `PFC_WD_QUEUE_STATS_DEADLOCK_DETECTED`, `_RESTORED`, `_TX_DROPPED_PACKETS`, `_RX_DROPPED_PACKETS` | `switch_pfcwd_deadlock_detected`, `…_restored`, `…_tx_dropped_packets`, `…_rx_dropped_packets` | counter 64 | `port`, `queue`, `prio` |
+//! | `/interfaces/interface[name=X]/state/oper-status` | `switch_oper_up` (1 when `UP`) | gauge | `port` |
+//! | `…/state/counters/in-errors`, `in-fcs-errors`, `carrier-transitions` | `switch_in_errors`, `switch_in_fcs_errors`, `switch_carrier_transitions` | counter 64 | `port` |
+//!
+//! The sensor adds `switch`, the target's name. Fields of a known table that
+//! are not in the table (SONiC has hundreds of `SAI_PORT_STAT_*`) are
+//! skipped; a path of no known shape, or a value that does not parse, is an
+//! error the sensor reports.
+
+use gnmi_proto::gnmi::{Path, TypedValue};
+use gnmi_proto::value;
+use serde_json::Value as Json;
+
+/// Counter or gauge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A 64-bit counter.
+    Counter,
+    /// A gauge.
+    Gauge,
+}
+
+/// One reading out of an update.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reading {
+    /// Metric name.
+    pub metric: &'static str,
+    /// Counter or gauge.
+    pub kind: Kind,
+    /// The port.
+    pub port: String,
+    /// The queue (also the priority), for queue and PFC metrics.
+    pub queue: Option<u8>,
+    /// The priority without a queue (port PFC counters).
+    pub prio: Option<u8>,
+    /// A counter's reading.
+    pub count: u64,
+    /// A gauge's level.
+    pub level: f64,
+}
+
+/// An update could not be mapped.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MapError {
+    /// No mapping knows the path.
+    #[error("unknown path {0}")]
+    UnknownPath(String),
+    /// The value does not parse.
+    #[error("{path}: {problem}")]
+    BadValue {
+        /// The path (and field).
+        path: String,
+        /// What is wrong.
+        problem: String,
+    },
+}
+
+const PFC_SUFFIXES: [(&str, &str); 4] = [
+    ("RX_PKTS", "switch_pfc_rx_pkts"),
+    ("TX_PKTS", "switch_pfc_tx_pkts"),
+    ("RX_PAUSE_DURATION_US", "switch_pfc_rx_pause_duration_us"),
+    ("TX_PAUSE_DURATION_US", "switch_pfc_tx_pause_duration_us"),
+];
+
+const QUEUE_FIELDS: [(&str, &str, Kind); 6] = [
+    ("SAI_QUEUE_STAT_PACKETS", "switch_queue_packets", Kind::Counter),
+    ("SAI_QUEUE_STAT_BYTES", "switch_queue_bytes", Kind::Counter),
+    ("SAI_QUEUE_STAT_DROPPED_PACKETS", "switch_queue_dropped_packets", Kind::Counter),
+    ("SAI_QUEUE_STAT_DROPPED_BYTES", "switch_queue_dropped_bytes", Kind::Counter),
+    ("SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES", "switch_queue_watermark_bytes", Kind::Gauge),
+    ("SAI_QUEUE_STAT_CURR_OCCUPANCY_BYTES", "switch_queue_occupancy_bytes", Kind::Gauge),
+];
+
+const PFCWD_FIELDS: [(&str, &str); 4] = [
+    ("PFC_WD_QUEUE_STATS_DEADLOCK_DETECTED", "switch_pfcwd_deadlock_detected"),
+    ("PFC_WD_QUEUE_STATS_DEADLOCK_RESTORED", "switch_pfcwd_deadlock_restored"),
+    ("PFC_WD_QUEUE_STATS_TX_DROPPED_PACKETS", "switch_pfcwd_tx_dropped_packets"),
+    ("PFC_WD_QUEUE_STATS_RX_DROPPED_PACKETS", "switch_pfcwd_rx_dropped_packets"),
+];
+
+const OC_COUNTERS: [(&str, &str); 3] = [
+    ("in-errors", "switch_in_errors"),
+    ("in-fcs-errors", "switch_in_fcs_errors"),
+    ("carrier-transitions", "switch_carrier_transitions"),
+];
+
+fn counter(metric: &'static str, port: &str, queue: Option<u8>, prio: Option<u8>, count: u64) -> Reading {
+    Reading { metric, kind: Kind::Counter, port: port.to_string(), queue, prio, count, level: 0.0 }
+}
+
+fn gauge(metric: &'static str, port: &str, queue: Option<u8>, level: f64) -> Reading {
+    Reading { metric, kind: Kind::Gauge, port: port.to_string(), queue, prio: None, count: 0, level }
+}
+
+/// A JSON scalar as a counter (SONiC sends numbers as strings).
+fn json_u64(path: &str, field: &str, v: &Json) -> Result<u64, MapError> {
+    let n = match v {
+        Json::String(s) => s.trim().parse().ok(),
+        Json::Number(n) => n.as_u64(),
+        _ => None,
+    };
+    n.ok_or_else(|| MapError::BadValue { path: format!("{path} {field}"), problem: format!("{v} is not a counter") })
+}
+
+/// A port's `SAI_PORT_STAT_*` field, if it is one we map.
+fn port_field(path: &str, port: &str, field: &str, v: &Json, out: &mut Vec<Reading>) -> Result<(), MapError> {
+    let Some(rest) = field.strip_prefix("SAI_PORT_STAT_PFC_") else { return Ok(()) };
+    let Some((p, suffix)) = rest.split_once('_') else { return Ok(()) };
+    let Some(prio) = p.parse::<u8>().ok().filter(|p| *p < 8) else { return Ok(()) };
+    if let Some((_, metric)) = PFC_SUFFIXES.iter().find(|(s, _)| *s == suffix) {
+        out.push(counter(metric, port, None, Some(prio), json_u64(path, field, v)?));
+    }
+    Ok(())
+}
+
+/// `Ethernet0:3` → (`Ethernet0`, 3).
+fn port_queue(key: &str) -> Option<(&str, u8)> {
+    let (port, q) = key.rsplit_once(':')?;
+    Some((port, q.parse().ok()?))
+}
+
+fn object<'a>(path: &str, json: &'a Json) -> Result<&'a serde_json::Map<String, Json>, MapError> {
+    json.as_object().ok_or_else(|| MapError::BadValue {
+        path: path.to_string(),
+        problem: format!("expected a JSON object, got {json}"),
+    })
+}
+
+fn queue_table(path: &str, json: &Json, pfcwd: bool, out: &mut Vec<Reading>) -> Result<(), MapError> {
+    for (key, fields) in object(path, json)? {
+        let Some((port, q)) = port_queue(key) else {
+            return Err(MapError::BadValue {
+                path: path.to_string(),
+                problem: format!("key {key:?} is not <port>:<queue>"),
+            });
+        };
+        let fields = object(path, fields)?;
+        for (field, v) in fields {
+            if pfcwd {
+                if field == "PFC_WD_STATUS" {
+                    let level = match v.as_str() {
+                        Some("stormed") => 1.0,
+                        Some("operational") => 0.0,
+                        _ => {
+                            return Err(MapError::BadValue {
+                                path: format!("{path} {key} {field}"),
+                                problem: format!("{v} is neither stormed nor operational"),
+                            })
+                        }
+                    };
+                    out.push(gauge("switch_pfcwd_stormed", port, Some(q), level));
+                } else if let Some((_, metric)) = PFCWD_FIELDS.iter().find(|(f, _)| f == field) {
+                    out.push(counter(metric, port, Some(q), None, json_u64(path, field, v)?));
+                }
+            } else if let Some((_, metric, kind)) = QUEUE_FIELDS.iter().find(|(f, _, _)| f == field) {
+                let n = json_u64(path, field, v)?;
+                out.push(match kind {
+                    Kind::Counter => counter(metric, port, Some(q), None, n),
+                    Kind::Gauge => gauge(metric, port, Some(q), n as f64),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+fn bad(path: &str, e: value::ValueError) -> MapError {
+    MapError::BadValue { path: path.to_string(), problem: e.to_string() }
+}
+
+/// Maps one update at `path` (joined with its notification's prefix).
+pub fn map_update(path: &Path, val: &TypedValue, out: &mut Vec<Reading>) -> Result<(), MapError> {
+    let names: Vec<&str> = path.elem.iter().map(|e| e.name.as_str()).collect();
+    let text = || gnmi_proto::path_to_string(path);
+    if let Some(i) = names.iter().position(|n| *n == "COUNTERS") {
+        let rest = &names[i + 1..];
+        let json = || match value::to_json(val) {
+            Some(r) => r.map_err(|e| bad(&text(), e)),
+            None => Err(MapError::BadValue {
+                path: text(),
+                problem: format!("expected JSON, got {}", value::describe(val)),
+            }),
+        };
+        match rest {
+            [port] if port.contains('*') => {
+                // sonic-gnmi's wildcard answer: one object keyed by port.
+                let path = text();
+                for (port, fields) in object(&path, &json()?)? {
+                    for (field, v) in object(&path, fields)? {
+                        port_field(&path, port, field, v, out)?;
+                    }
+                }
+                return Ok(());
+            }
+            [port] => {
+                let path = text();
+                for (field, v) in object(&path, &json()?)? {
+                    port_field(&path, port, field, v, out)?;
+                }
+                return Ok(());
+            }
+            [_, "Queues"] => return queue_table(&text(), &json()?, false, out),
+            [_, "Pfcwd"] => return queue_table(&text(), &json()?, true, out),
+            [port, field] if field.starts_with("SAI_PORT_STAT_PFC_") => {
+                let n = value::to_u64(val).map_err(|e| bad(&text(), e))?;
+                let before = out.len();
+                port_field(&text(), port, field, &Json::from(n), out)?;
+                if out.len() > before {
+                    return Ok(());
+                }
+            }
+            _ => {}
+        }
+        return Err(MapError::UnknownPath(text()));
+    }
+    if let ["interfaces", "interface", "state", leaf @ ..] = &names[..] {
+        let Some(port) = path.elem[1].key.get("name") else { return Err(MapError::UnknownPath(text())) };
+        match leaf {
+            ["oper-status"] => {
+                let status = value::to_text(val).map_err(|e| bad(&text(), e))?;
+                out.push(gauge("switch_oper_up", port, None, if status == "UP" { 1.0 } else { 0.0 }));
+                return Ok(());
+            }
+            ["counters", name] => {
+                if let Some((_, metric)) = OC_COUNTERS.iter().find(|(n, _)| n == name) {
+                    out.push(counter(metric, port, None, None, value::to_u64(val).map_err(|e| bad(&text(), e))?));
+                }
+                // Other OpenConfig counters (octets, discards) are not ours.
+                return Ok(());
+            }
+            ["name"] => return Ok(()),
+            _ => {}
+        }
+    }
+    Err(MapError::UnknownPath(text()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gnmi_proto::parse_path;
+
+    fn map(path: &str, val: TypedValue) -> Result<Vec<Reading>, MapError> {
+        let mut out = Vec::new();
+        map_update(&parse_path(path).unwrap(), &val, &mut out).map(|_| out)
+    }
+
+    #[test]
+    fn a_pfc_counter_on_ethernet8_maps_to_switch_pfc_rx_pkts_prio_3() {
+        let json = serde_json::json!({"SAI_PORT_STAT_PFC_3_RX_PKTS": "42", "SAI_PORT_STAT_IF_IN_OCTETS": "9"});
+        let out = map("COUNTERS_DB@/COUNTERS/Ethernet8", value::json_ietf(&json)).unwrap();
+        assert_eq!(out, [counter("switch_pfc_rx_pkts", "Ethernet8", None, Some(3), 42)]);
+        let out = map("COUNTERS_DB@/COUNTERS/Ethernet8/SAI_PORT_STAT_PFC_3_RX_PAUSE_DURATION_US", value::string("7"))
+            .unwrap();
+        assert_eq!(out, [counter("switch_pfc_rx_pause_duration_us", "Ethernet8", None, Some(3), 7)]);
+    }
+
+    #[test]
+    fn queues_and_the_watchdog_carry_port_and_queue() {
+        let json = serde_json::json!({"Ethernet4:3": {"SAI_QUEUE_STAT_PACKETS": "5", "SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES": "1024"}});
+        let out = map("COUNTERS_DB@/COUNTERS/Ethernet4/Queues", value::json_ietf(&json)).unwrap();
+        assert_eq!(out.len(), 2);
+        assert_eq!(out[0], counter("switch_queue_packets", "Ethernet4", Some(3), None, 5));
+        assert_eq!(out[1], gauge("switch_queue_watermark_bytes", "Ethernet4", Some(3), 1024.0));
+        let json = serde_json::json!({"Ethernet4:3": {"PFC_WD_STATUS": "stormed", "PFC_WD_QUEUE_STATS_DEADLOCK_DETECTED": "2"}});
+        let out = map("COUNTERS_DB@/COUNTERS/Ethernet4/Pfcwd", value::json_ietf(&json)).unwrap();
+        assert_eq!(out[0], counter("switch_pfcwd_deadlock_detected", "Ethernet4", Some(3), None, 2));
+        assert_eq!(out[1], gauge("switch_pfcwd_stormed", "Ethernet4", Some(3), 1.0));
+    }
+
+    #[test]
+    fn openconfig_leaves_map_to_oper_up_and_counters() {
+        let out = map("/interfaces/interface[name=Ethernet0]/state/oper-status", value::string("DOWN")).unwrap();
+        assert_eq!(out, [gauge("switch_oper_up", "Ethernet0", None, 0.0)]);
+        let out =
+            map("/interfaces/interface[name=Ethernet0]/state/counters/carrier-transitions", value::uint(3)).unwrap();
+        assert_eq!(out, [counter("switch_carrier_transitions", "Ethernet0", None, None, 3)]);
+    }
+
+    #[test]
+    fn garbage_and_unknown_paths_are_errors() {
+        let json = serde_json::json!({"SAI_PORT_STAT_PFC_3_RX_PKTS": "lots"});
+        let err = map("COUNTERS_DB@/COUNTERS/Ethernet8", value::json_ietf(&json)).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "COUNTERS_DB@/COUNTERS/Ethernet8 SAI_PORT_STAT_PFC_3_RX_PKTS: \"lots\" is not a counter"
+        );
+        assert!(matches!(map("/system/state/hostname", value::string("x")), Err(MapError::UnknownPath(_))));
+        assert!(matches!(map("COUNTERS_DB@/COUNTERS/Ethernet8", value::string("x")), Err(MapError::BadValue { .. })));
+    }
+}

@@ -1,0 +1,239 @@
+//! The settings of a `netlink_link` sensor.
+
+use std::time::Duration;
+
+use engine::SensorError;
+use serde::{Deserialize, Serialize};
+
+use super::sensor::NetlinkLinkSensor;
+
+/// A `netlink_link` sensor's settings.
+///
+/// ```toml
+/// include = ["eth*", "ens*"]
+/// exclude = ["lo", "docker*", "veth*"]
+/// retry_min_ms = 100
+/// retry_max_ms = 30000
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetlinkLinkConfig {
+    /// Interface names to watch, as glob patterns (`*` any run of
+    /// characters, `?` one character). A link is watched when it matches at
+    /// least one of these and none of `exclude`. Default: every link.
+    #[serde(default = "default_include")]
+    pub include: Vec<String>,
+    /// Interface names never watched, as glob patterns. Default: `lo`, which
+    /// has no carrier to lose.
+    #[serde(default = "default_exclude")]
+    pub exclude: Vec<String>,
+    /// The first wait, in milliseconds, before re-subscribing after a socket
+    /// error; it doubles on each failure in a row up to `retry_max_ms`.
+    #[serde(default = "default_retry_min_ms")]
+    pub retry_min_ms: u64,
+    /// The longest wait, in milliseconds, between two subscription attempts.
+    #[serde(default = "default_retry_max_ms")]
+    pub retry_max_ms: u64,
+    /// The netlink socket's receive buffer in bytes. The kernel drops
+    /// notifications when it is full (the sensor then re-reads every link, so
+    /// no carrier change is lost, but the push latency is). The kernel caps it
+    /// at `net.core.rmem_max` unless the daemon has CAP_NET_ADMIN.
+    #[serde(default = "default_receive_buffer_bytes")]
+    pub receive_buffer_bytes: usize,
+}
+
+fn default_include() -> Vec<String> {
+    vec!["*".into()]
+}
+
+fn default_exclude() -> Vec<String> {
+    vec!["lo".into()]
+}
+
+/// A first retry soon enough that a transient error costs little.
+fn default_retry_min_ms() -> u64 {
+    100
+}
+
+/// Thirty seconds: a broken netlink socket is a host problem; retrying more
+/// often only fills the log.
+fn default_retry_max_ms() -> u64 {
+    30_000
+}
+
+/// 1 MiB holds about 1,000 link notifications: a burst of flaps on every
+/// port of a large host while the daemon is briefly descheduled.
+fn default_receive_buffer_bytes() -> usize {
+    1 << 20
+}
+
+impl Default for NetlinkLinkConfig {
+    fn default() -> Self {
+        NetlinkLinkConfig {
+            include: default_include(),
+            exclude: default_exclude(),
+            retry_min_ms: default_retry_min_ms(),
+            retry_max_ms: default_retry_max_ms(),
+            receive_buffer_bytes: default_receive_buffer_bytes(),
+        }
+    }
+}
+
+/// Longest accepted pattern; interface names are at most 15 bytes, so a
+/// longer pattern is a mistake (and bounds the matcher's work).
+const MAX_PATTERN_LEN: usize = 64;
+
+impl NetlinkLinkConfig {
+    /// Validates the settings and builds the sensor `name`.
+    pub fn build(&self, name: &str) -> Result<NetlinkLinkSensor, SensorError> {
+        let filter = NameFilter::new(self.include.clone(), self.exclude.clone())?;
+        if self.retry_min_ms == 0 {
+            return Err(SensorError::Config("retry_min_ms must be at least 1".into()));
+        }
+        if self.retry_max_ms < self.retry_min_ms {
+            return Err(SensorError::Config(format!(
+                "retry_max_ms {} is below retry_min_ms {}",
+                self.retry_max_ms, self.retry_min_ms
+            )));
+        }
+        if self.receive_buffer_bytes < 4096 {
+            return Err(SensorError::Config(format!(
+                "receive_buffer_bytes {} is below one page (4096)",
+                self.receive_buffer_bytes
+            )));
+        }
+        Ok(NetlinkLinkSensor::new(
+            name,
+            filter,
+            Duration::from_millis(self.retry_min_ms),
+            Duration::from_millis(self.retry_max_ms),
+            self.receive_buffer_bytes,
+        ))
+    }
+}
+
+/// Which interface names are watched: include and exclude glob patterns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NameFilter {
+    include: Vec<String>,
+    exclude: Vec<String>,
+}
+
+impl NameFilter {
+    /// A filter; refuses empty or over-long patterns and an empty include
+    /// list (which would watch nothing).
+    pub fn new(include: Vec<String>, exclude: Vec<String>) -> Result<NameFilter, SensorError> {
+        if include.is_empty() {
+            return Err(SensorError::Config("include is empty: no link would be watched".into()));
+        }
+        for (field, patterns) in [("include", &include), ("exclude", &exclude)] {
+            for p in patterns {
+                if p.is_empty() || p.len() > MAX_PATTERN_LEN {
+                    return Err(SensorError::Config(format!(
+                        "{field} pattern {p:?} must be 1 to {MAX_PATTERN_LEN} characters"
+                    )));
+                }
+            }
+        }
+        Ok(NameFilter { include, exclude })
+    }
+
+    /// Whether the link `name` is watched.
+    pub fn matches(&self, name: &str) -> bool {
+        self.include.iter().any(|p| glob(p, name)) && !self.exclude.iter().any(|p| glob(p, name))
+    }
+}
+
+impl Default for NameFilter {
+    fn default() -> Self {
+        NameFilter { include: default_include(), exclude: default_exclude() }
+    }
+}
+
+/// Glob match with `*` and `?`, by the usual backtracking over the last star
+/// (linear in practice, quadratic at worst on 15-byte names).
+fn glob(pattern: &str, name: &str) -> bool {
+    let (p, n): (Vec<char>, Vec<char>) = (pattern.chars().collect(), name.chars().collect());
+    let (mut i, mut j) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while j < n.len() {
+        if i < p.len() && (p[i] == '?' || p[i] == n[j]) {
+            i += 1;
+            j += 1;
+        } else if i < p.len() && p[i] == '*' {
+            star = Some((i, j));
+            i += 1;
+        } else if let Some((si, sj)) = star {
+            i = si + 1;
+            j = sj + 1;
+            star = Some((si, sj + 1));
+        } else {
+            return false;
+        }
+    }
+    p[i..].iter().all(|&c| c == '*')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_watch_everything_but_lo() {
+        let config: NetlinkLinkConfig = toml::from_str("").unwrap();
+        assert_eq!(config, NetlinkLinkConfig::default());
+        let filter = NameFilter::new(config.include, config.exclude).unwrap();
+        assert!(filter.matches("eth0"));
+        assert!(filter.matches("ens1f0np0"));
+        assert!(!filter.matches("lo"));
+    }
+
+    #[test]
+    fn the_config_round_trips_through_toml() {
+        let config = NetlinkLinkConfig {
+            include: vec!["eth*".into(), "ens?f*".into()],
+            exclude: vec!["eth9".into()],
+            retry_min_ms: 50,
+            retry_max_ms: 5000,
+            receive_buffer_bytes: 1 << 16,
+        };
+        let text = toml::to_string(&config).unwrap();
+        assert_eq!(toml::from_str::<NetlinkLinkConfig>(&text).unwrap(), config);
+    }
+
+    #[test]
+    fn globs_match_stars_and_question_marks() {
+        assert!(glob("eth*", "eth0"));
+        assert!(glob("eth*", "eth"));
+        assert!(!glob("eth*", "ens1"));
+        assert!(glob("ens?f*np*", "ens1f0np0"));
+        assert!(!glob("ens?f*np*", "ens12f0np0"));
+        assert!(glob("*0", "veth0"));
+        assert!(!glob("*0", "veth1"));
+        assert!(glob("a*b*c", "aXXbYYc"));
+        assert!(!glob("a*b*c", "aXXbYY"));
+        assert!(glob("lo", "lo"));
+        assert!(!glob("lo", "lo0"));
+    }
+
+    #[test]
+    fn exclude_wins_over_include() {
+        let filter = NameFilter::new(vec!["veth*".into()], vec!["veth1".into()]).unwrap();
+        assert!(filter.matches("veth0"));
+        assert!(!filter.matches("veth1"));
+        assert!(!filter.matches("eth0"));
+    }
+
+    #[test]
+    fn bad_settings_are_named() {
+        let err = |text: &str| NetlinkLinkConfig::build(&toml::from_str(text).unwrap(), "n").err().unwrap().to_string();
+        assert_eq!(err("include = []"), "configuration: include is empty: no link would be watched");
+        assert_eq!(err("exclude = [\"\"]"), "configuration: exclude pattern \"\" must be 1 to 64 characters");
+        assert_eq!(err("retry_min_ms = 0"), "configuration: retry_min_ms must be at least 1");
+        assert_eq!(
+            err("retry_min_ms = 500\nretry_max_ms = 100"),
+            "configuration: retry_max_ms 100 is below retry_min_ms 500"
+        );
+        assert_eq!(err("receive_buffer_bytes = 10"), "configuration: receive_buffer_bytes 10 is below one page (4096)");
+    }
+}

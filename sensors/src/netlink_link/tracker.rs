@@ -1,0 +1,407 @@
+//! Link messages in, samples out: the part of the sensor without I/O.
+//!
+//! The tracker keeps, per link index, the last carrier counters seen. A
+//! message's counters minus the previous ones is the number of carrier
+//! changes since, which become that many `link_transition` events: the
+//! kernel counts every carrier change, so this catches flaps between two
+//! messages (coalesced by linkwatch, or dropped on a receive-buffer overrun).
+
+use std::collections::{HashMap, HashSet};
+
+use engine::{CounterSpec, Labels, Nanos, Sample, SampleKind, SensorContext, SensorError, SeriesId, SeriesSpec, Value};
+use rtnetlink::packet_route::link::{LinkAttribute, LinkMessage, State};
+
+use super::config::NameFilter;
+
+/// At most this many transition events per direction from one message. A
+/// link does not flap thousands of times between two messages; a bigger
+/// jump means the counters were read across a long gap (or a driver bug),
+/// and the counter series still carries the exact count for rules.
+pub const MAX_EVENTS_PER_MESSAGE: u32 = 1024;
+
+/// What one `RTM_NEWLINK` says about a link.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LinkReading {
+    /// The interface index (stable for the life of the link).
+    pub index: u32,
+    /// `IFLA_IFNAME`.
+    pub name: Option<String>,
+    /// `IFLA_OPERSTATE` is UP.
+    pub oper_up: Option<bool>,
+    /// `IFLA_CARRIER` is on.
+    pub carrier: Option<bool>,
+    /// `IFLA_CARRIER_UP_COUNT`.
+    pub up_count: Option<u32>,
+    /// `IFLA_CARRIER_DOWN_COUNT`.
+    pub down_count: Option<u32>,
+}
+
+impl LinkReading {
+    /// The attributes the sensor reads from `message`.
+    pub fn from_message(message: &LinkMessage) -> LinkReading {
+        let mut reading = LinkReading { index: message.header.index, ..LinkReading::default() };
+        for attribute in &message.attributes {
+            match attribute {
+                LinkAttribute::IfName(name) => reading.name = Some(name.clone()),
+                LinkAttribute::OperState(state) => reading.oper_up = Some(*state == State::Up),
+                LinkAttribute::Carrier(on) => reading.carrier = Some(*on != 0),
+                LinkAttribute::CarrierUpCount(n) => reading.up_count = Some(*n),
+                LinkAttribute::CarrierDownCount(n) => reading.down_count = Some(*n),
+                _ => {}
+            }
+        }
+        reading
+    }
+}
+
+/// The series of one link.
+#[derive(Debug, Clone, Copy)]
+struct Ids {
+    down_count: SeriesId,
+    up_count: SeriesId,
+    oper_up: SeriesId,
+    to_up: SeriesId,
+    to_down: SeriesId,
+}
+
+impl Ids {
+    fn register(ctx: &SensorContext, netdev: &str) -> Result<Ids, SensorError> {
+        let counter = SampleKind::Counter(CounterSpec::U32_WRAP);
+        let spec = |metric: &str, kind: SampleKind, to: Option<&str>| {
+            let mut labels = Labels::from_pairs([("netdev", netdev)]);
+            if let Some(to) = to {
+                labels.insert("to", to);
+            }
+            SeriesSpec { metric: metric.into(), labels, kind }
+        };
+        Ok(Ids {
+            down_count: ctx.register(&spec("link_carrier_down_count", counter, None))?,
+            up_count: ctx.register(&spec("link_carrier_up_count", counter, None))?,
+            oper_up: ctx.register(&spec("link_oper_up", SampleKind::Gauge, None))?,
+            to_up: ctx.register(&spec("link_transition", SampleKind::Event, Some("up")))?,
+            to_down: ctx.register(&spec("link_transition", SampleKind::Event, Some("down")))?,
+        })
+    }
+}
+
+/// What the tracker keeps about one watched link.
+#[derive(Debug, Clone)]
+struct Link {
+    name: String,
+    ids: Ids,
+    up_count: Option<u32>,
+    down_count: Option<u32>,
+    /// The carrier after the last message: orders the events of the next.
+    carrier: Option<bool>,
+}
+
+/// Per-link counter state and series; see the module doc.
+#[derive(Debug, Default)]
+pub struct LinkTracker {
+    filter: NameFilter,
+    links: HashMap<u32, Link>,
+}
+
+/// The increase of a 32-bit counter from `prev` to `now`, or `None` when
+/// `now` is older than `prev` (a dump reply overtaken by a notification):
+/// counters that move backwards by less than half the range did not wrap.
+fn increase(prev: u32, now: u32) -> Option<u32> {
+    let d = now.wrapping_sub(prev);
+    (d <= u32::MAX / 2).then_some(d)
+}
+
+impl LinkTracker {
+    /// A tracker of the links `filter` lets through.
+    pub fn new(filter: NameFilter) -> LinkTracker {
+        LinkTracker { filter, links: HashMap::new() }
+    }
+
+    /// How many links are watched.
+    pub fn len(&self) -> usize {
+        self.links.len()
+    }
+
+    /// Whether no link is watched.
+    pub fn is_empty(&self) -> bool {
+        self.links.is_empty()
+    }
+
+    /// The names of the watched links, sorted.
+    pub fn names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.links.values().map(|l| l.name.clone()).collect();
+        names.sort();
+        names
+    }
+
+    /// A link was deleted (`RTM_DELLINK`): forget it, so a new link that
+    /// reuses its name starts from its own counters.
+    pub fn remove(&mut self, index: u32) {
+        self.links.remove(&index);
+    }
+
+    /// A full dump: every reading, then forgetting the links it lacks
+    /// (deleted while the sensor was not listening).
+    pub fn resync(
+        &mut self,
+        ctx: &SensorContext,
+        readings: &[LinkReading],
+        ts: Nanos,
+        out: &mut Vec<Sample>,
+    ) -> Result<(), SensorError> {
+        let present: HashSet<u32> = readings.iter().map(|r| r.index).collect();
+        self.links.retain(|index, _| present.contains(index));
+        let mut first_error = None;
+        for reading in readings {
+            if let Err(e) = self.observe(ctx, reading, ts, out) {
+                first_error.get_or_insert(e);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    /// One `RTM_NEWLINK` received at `ts`: appends its samples to `out`.
+    ///
+    /// The first reading of a link is its baseline: counters and state, no
+    /// events (its past carrier changes were not seen). Later readings add
+    /// one `link_transition` event per counted change.
+    pub fn observe(
+        &mut self,
+        ctx: &SensorContext,
+        reading: &LinkReading,
+        ts: Nanos,
+        out: &mut Vec<Sample>,
+    ) -> Result<(), SensorError> {
+        let known_name = self.links.get(&reading.index).map(|l| l.name.clone());
+        let Some(name) = reading.name.clone().or(known_name) else {
+            return Ok(());
+        };
+        if !self.filter.matches(&name) {
+            self.links.remove(&reading.index);
+            return Ok(());
+        }
+        let link = match self.links.get_mut(&reading.index) {
+            Some(link) if link.name == name => link,
+            Some(link) => {
+                // Renamed: the same link under new series; keep its counters.
+                link.ids = Ids::register(ctx, &name)?;
+                link.name = name;
+                link
+            }
+            None => {
+                let ids = Ids::register(ctx, &name)?;
+                self.links.entry(reading.index).or_insert(Link {
+                    name,
+                    ids,
+                    up_count: None,
+                    down_count: None,
+                    carrier: None,
+                })
+            }
+        };
+        let ids = link.ids;
+        let sample = |series: SeriesId, value: Value| Sample { series, ts, value };
+
+        let ups = match (link.up_count, reading.up_count) {
+            (Some(prev), Some(now)) => increase(prev, now),
+            _ => Some(0),
+        };
+        let downs = match (link.down_count, reading.down_count) {
+            (Some(prev), Some(now)) => increase(prev, now),
+            _ => Some(0),
+        };
+        let (Some(ups), Some(downs)) = (ups, downs) else {
+            // Older than what was already seen: nothing in it is news.
+            return Ok(());
+        };
+
+        if let Some(n) = reading.down_count {
+            out.push(sample(ids.down_count, Value::Count(n as u64)));
+            link.down_count = Some(n);
+        }
+        if let Some(n) = reading.up_count {
+            out.push(sample(ids.up_count, Value::Count(n as u64)));
+            link.up_count = Some(n);
+        }
+        if let Some(up) = reading.oper_up {
+            out.push(sample(ids.oper_up, Value::Real(if up { 1.0 } else { 0.0 })));
+        }
+
+        // Carrier changes alternate, so the order follows from the state
+        // before them: a carrier that was up went down first. The value of
+        // each event is the carrier after it (1 up, 0 down).
+        let (mut ups, mut downs) = (ups.min(MAX_EVENTS_PER_MESSAGE), downs.min(MAX_EVENTS_PER_MESSAGE));
+        let mut next_down = link.carrier.unwrap_or(downs >= ups);
+        while ups + downs > 0 {
+            if (next_down && downs > 0) || ups == 0 {
+                out.push(sample(ids.to_down, Value::Real(0.0)));
+                downs -= 1;
+                next_down = false;
+            } else {
+                out.push(sample(ids.to_up, Value::Real(1.0)));
+                ups -= 1;
+                next_down = true;
+            }
+        }
+        if let Some(carrier) = reading.carrier {
+            link.carrier = Some(carrier);
+        } else if let (Some(up), Some(down)) = (link.up_count, link.down_count) {
+            link.carrier = Some(up > down);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use engine::SeriesTable;
+    use tokio::sync::{mpsc, watch};
+
+    fn ctx(table: &SeriesTable) -> SensorContext {
+        let (tx, _rx) = mpsc::channel(1);
+        let (_stop, shutdown) = watch::channel(false);
+        SensorContext::new(table.clone(), "netlink_link", 100, tx, shutdown)
+    }
+
+    fn reading(index: u32, name: &str, carrier: bool, up: u32, down: u32) -> LinkReading {
+        LinkReading {
+            index,
+            name: Some(name.into()),
+            oper_up: Some(carrier),
+            carrier: Some(carrier),
+            up_count: Some(up),
+            down_count: Some(down),
+        }
+    }
+
+    /// The samples as `(metric, to label, value)`.
+    fn shape(table: &SeriesTable, samples: &[Sample]) -> Vec<(String, String, f64)> {
+        let reg = table.read();
+        samples
+            .iter()
+            .map(|s| {
+                let to = reg.labels(s.series).get("to").unwrap_or("").to_string();
+                (reg.metric_name(s.series).to_string(), to, s.value.as_f64())
+            })
+            .collect()
+    }
+
+    fn transitions(table: &SeriesTable, samples: &[Sample]) -> Vec<String> {
+        shape(table, samples).into_iter().filter(|(m, ..)| m == "link_transition").map(|(_, to, _)| to).collect()
+    }
+
+    #[test]
+    fn the_first_reading_is_a_baseline_without_events() {
+        let table = SeriesTable::default();
+        let ctx = ctx(&table);
+        let mut tracker = LinkTracker::default();
+        let mut out = Vec::new();
+        tracker.observe(&ctx, &reading(2, "eth0", true, 7, 6), 10, &mut out).unwrap();
+        assert_eq!(
+            shape(&table, &out),
+            vec![
+                ("link_carrier_down_count".into(), "".into(), 6.0),
+                ("link_carrier_up_count".into(), "".into(), 7.0),
+                ("link_oper_up".into(), "".into(), 1.0),
+            ]
+        );
+        assert!(out.iter().all(|s| s.ts == 10));
+        assert_eq!(table.read().labels(out[0].series), Labels::from_pairs([("netdev", "eth0")]));
+    }
+
+    #[test]
+    fn three_downs_between_two_messages_are_three_down_events() {
+        let table = SeriesTable::default();
+        let ctx = ctx(&table);
+        let mut tracker = LinkTracker::default();
+        let mut out = Vec::new();
+        tracker.observe(&ctx, &reading(2, "eth0", true, 1, 0), 0, &mut out).unwrap();
+        out.clear();
+        // Up, then three flaps, ending down: 3 downs and 2 ups, down first.
+        tracker.observe(&ctx, &reading(2, "eth0", false, 3, 3), 1, &mut out).unwrap();
+        assert_eq!(transitions(&table, &out), ["down", "up", "down", "up", "down"]);
+        let oper: Vec<f64> =
+            shape(&table, &out).into_iter().filter(|(m, ..)| m == "link_oper_up").map(|t| t.2).collect();
+        assert_eq!(oper, [0.0]);
+    }
+
+    #[test]
+    fn a_counter_wrap_is_one_change_not_four_billion() {
+        let table = SeriesTable::default();
+        let ctx = ctx(&table);
+        let mut tracker = LinkTracker::default();
+        let mut out = Vec::new();
+        tracker.observe(&ctx, &reading(2, "eth0", true, u32::MAX, u32::MAX), 0, &mut out).unwrap();
+        out.clear();
+        tracker.observe(&ctx, &reading(2, "eth0", false, u32::MAX, 0), 1, &mut out).unwrap();
+        assert_eq!(transitions(&table, &out), ["down"]);
+    }
+
+    #[test]
+    fn a_stale_reading_is_ignored() {
+        let table = SeriesTable::default();
+        let ctx = ctx(&table);
+        let mut tracker = LinkTracker::default();
+        let mut out = Vec::new();
+        tracker.observe(&ctx, &reading(2, "eth0", true, 5, 4), 0, &mut out).unwrap();
+        out.clear();
+        tracker.observe(&ctx, &reading(2, "eth0", true, 4, 3), 1, &mut out).unwrap();
+        assert!(out.is_empty(), "{:?}", shape(&table, &out));
+        // And the next fresh one counts from 5/4, not from the stale 4/3.
+        tracker.observe(&ctx, &reading(2, "eth0", false, 5, 5), 2, &mut out).unwrap();
+        assert_eq!(transitions(&table, &out), ["down"]);
+    }
+
+    #[test]
+    fn a_huge_jump_is_bounded() {
+        let table = SeriesTable::default();
+        let ctx = ctx(&table);
+        let mut tracker = LinkTracker::default();
+        let mut out = Vec::new();
+        tracker.observe(&ctx, &reading(2, "eth0", false, 0, 0), 0, &mut out).unwrap();
+        out.clear();
+        tracker.observe(&ctx, &reading(2, "eth0", false, 100_000, 100_000), 1, &mut out).unwrap();
+        let t = transitions(&table, &out);
+        assert_eq!(t.len(), 2 * MAX_EVENTS_PER_MESSAGE as usize);
+        assert_eq!(t[0], "up", "a link that was down came up first");
+    }
+
+    #[test]
+    fn excluded_and_nameless_links_are_not_watched() {
+        let table = SeriesTable::default();
+        let ctx = ctx(&table);
+        let mut tracker = LinkTracker::new(NameFilter::default());
+        let mut out = Vec::new();
+        tracker.observe(&ctx, &reading(1, "lo", true, 0, 0), 0, &mut out).unwrap();
+        tracker.observe(&ctx, &LinkReading { index: 3, ..LinkReading::default() }, 0, &mut out).unwrap();
+        assert!(out.is_empty());
+        assert!(tracker.is_empty());
+    }
+
+    #[test]
+    fn a_resync_forgets_deleted_links_and_counts_the_gap() {
+        let table = SeriesTable::default();
+        let ctx = ctx(&table);
+        let mut tracker = LinkTracker::default();
+        let mut out = Vec::new();
+        tracker.resync(&ctx, &[reading(2, "eth0", true, 1, 0), reading(3, "eth1", true, 1, 0)], 0, &mut out).unwrap();
+        assert_eq!(tracker.names(), ["eth0", "eth1"]);
+        out.clear();
+        tracker.resync(&ctx, &[reading(2, "eth0", true, 3, 2)], 1, &mut out).unwrap();
+        assert_eq!(tracker.names(), ["eth0"]);
+        assert_eq!(transitions(&table, &out), ["down", "up", "down", "up"]);
+    }
+
+    #[test]
+    fn a_renamed_link_moves_to_new_series() {
+        let table = SeriesTable::default();
+        let ctx = ctx(&table);
+        let mut tracker = LinkTracker::default();
+        let mut out = Vec::new();
+        tracker.observe(&ctx, &reading(2, "eth0", true, 1, 0), 0, &mut out).unwrap();
+        out.clear();
+        tracker.observe(&ctx, &reading(2, "rail0", false, 1, 1), 1, &mut out).unwrap();
+        assert_eq!(transitions(&table, &out), ["down"]);
+        assert_eq!(table.read().labels(out[0].series).get("netdev"), Some("rail0"));
+    }
+}
