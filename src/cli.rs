@@ -141,6 +141,11 @@ pub enum Command {
         #[command(flatten)]
         socket: Socket,
     },
+    /// Simulators for tests and game days.
+    Sim {
+        #[command(subcommand)]
+        command: SimCommand,
+    },
     /// Replay the built-in recording of a PFC storm, a link flap and a symbol-error burst
     /// through the standard rules and the default playbook (dry-run).
     Demo {
@@ -186,5 +191,22 @@ pub enum SensorsCommand {
         /// Only metrics whose name contains this text.
         #[arg(long)]
         filter: Option<String>,
+    },
+}
+
+/// `rocemend sim …`.
+#[derive(Debug, Subcommand)]
+pub enum SimCommand {
+    /// A simulated SONiC switch serving gNMI (Capabilities, Get, Set, Subscribe).
+    Switch {
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:57400")]
+        listen: String,
+        /// Number of ports (Ethernet0, Ethernet4, …).
+        #[arg(long, default_value_t = 32)]
+        ports: usize,
+        /// How often the model's counters advance, in milliseconds.
+        #[arg(long, default_value_t = 100)]
+        tick_ms: u64,
     },
 }

@@ -6,9 +6,10 @@ mod demo;
 mod replay;
 mod run;
 mod sensors;
+mod sim;
 mod test;
 
-use crate::cli::{BreakerCommand, Cli, Command, SensorsCommand};
+use crate::cli::{BreakerCommand, Cli, Command, SensorsCommand, SimCommand};
 use crate::Outcome;
 
 /// Runs the verb.
@@ -27,6 +28,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Sensors { config, command: Some(SensorsCommand::Watch { filter }), .. } => {
             sensors::watch(&config, filter)
         }
+        Command::Sim { command: SimCommand::Switch { listen, ports, tick_ms } } => sim::switch(&listen, ports, tick_ms),
         Command::Status { socket, json } => control::status(&socket.path, json),
         Command::Decisions { socket, since, rule, target, json } => {
             let since = match since {
