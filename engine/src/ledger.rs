@@ -182,3 +182,61 @@ impl Ledger {
         Ok(removed)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::action::{Action, Proposal};
+    use crate::contracts::Outcome;
+    use crate::dispatch::Mode;
+    use crate::labels::Labels;
+    use crate::rule::{RuleMode, Severity};
+
+    fn decision(ledger: &Ledger, decided_at: Nanos, verdict: Verdict) -> Decision {
+        Decision {
+            id: ledger.next_id().unwrap(),
+            undo_of: None,
+            undone_by: None,
+            proposal: Proposal {
+                id: "p".into(),
+                rule: "r".into(),
+                rule_hash: String::new(),
+                rule_mode: RuleMode::Enforce,
+                severity: Severity::Info,
+                subject: Labels::default(),
+                action: Action { kind: "a.b".into(), target: Labels::default(), params: Default::default() },
+                values: vec![],
+                active_at: decided_at,
+                sample_at: decided_at,
+                decided_at,
+            },
+            mode: Mode::Enforce,
+            actuator: None,
+            destructive: true,
+            verdict,
+            phase: Phase::Done,
+            attempts: 0,
+            steps: vec![],
+            dispatched_at: decided_at,
+            finished_at: decided_at,
+        }
+    }
+
+    #[test]
+    fn compaction_keeps_the_bounds_and_what_is_still_in_effect() {
+        let store = Store::temporary().unwrap();
+        let ledger = Ledger::open(&store, Retention { max_records: 3, max_age: 100 * SECOND }).unwrap();
+        let executed = Verdict::Executed { outcome: Outcome { summary: String::new(), requests: vec![], prior: None } };
+        let live = decision(&ledger, 0, executed);
+        ledger.put(&live).unwrap();
+        for t in 1..=5 {
+            ledger.put(&decision(&ledger, t * SECOND, Verdict::Shadowed)).unwrap();
+        }
+        assert_eq!(ledger.len(), 6);
+        assert_eq!(ledger.compact(10 * SECOND).unwrap(), 3, "down to 3 records");
+        assert!(ledger.get(&live.id).unwrap().is_some(), "an action in effect is kept");
+        // Much later, everything old goes except what is still in effect.
+        assert_eq!(ledger.compact(1000 * SECOND).unwrap(), 2);
+        assert_eq!(ledger.len(), 1);
+    }
+}

@@ -54,7 +54,12 @@ pub struct Dispatcher {
     /// Decisions awaiting approval, by id.
     pending: BTreeMap<String, Decision>,
     seq: u64,
+    /// When the ledger was last compacted.
+    last_compaction: Nanos,
 }
+
+/// How often the ledger is compacted to its retention bounds.
+pub const COMPACTION_INTERVAL: Nanos = 3600 * crate::time::SECOND;
 
 impl Dispatcher {
     /// A dispatcher. With a ledger, it restores the breaker, the actions in
@@ -94,7 +99,7 @@ impl Dispatcher {
                 Err(error) => tracing::error!(message = "Could not read the ledger.", %error),
             }
         }
-        Dispatcher { config, policy, ledger, pending, seq: 0 }
+        Dispatcher { config, policy, ledger, pending, seq: 0, last_compaction: Nanos::MIN }
     }
 
     /// Switches the global mode at run time.
@@ -397,8 +402,19 @@ impl Dispatcher {
         }
     }
 
-    /// Expires requests whose time is up.
+    /// Expires requests whose time is up, and compacts the ledger to its
+    /// retention bounds once per [`COMPACTION_INTERVAL`].
     pub fn expire(&mut self, now: Nanos) -> Vec<Decision> {
+        if now.saturating_sub(self.last_compaction) >= COMPACTION_INTERVAL {
+            self.last_compaction = now;
+            if let Some(ledger) = &self.ledger {
+                match ledger.compact(wall_clock_now()) {
+                    Ok(0) => {}
+                    Ok(removed) => tracing::info!(message = "Ledger compacted.", removed, kept = ledger.len()),
+                    Err(error) => tracing::error!(message = "Could not compact the ledger.", %error),
+                }
+            }
+        }
         let due: Vec<String> = self
             .pending
             .iter()
