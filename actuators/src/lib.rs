@@ -124,6 +124,10 @@ mod tests {
     fn builds_each_known_kind_under_its_name() {
         assert_eq!(build("log", "audit", toml::Table::new()).unwrap().name(), "audit");
         assert_eq!(build("exec", "drain", table("argv = [\"/bin/true\"]")).unwrap().name(), "drain");
+        assert_eq!(build("cordon", "slurm", table("scheduler = \"slurm\"")).unwrap().name(), "slurm");
+        assert_eq!(build("link", "isolate", table("node = \"gpu-07\"")).unwrap().name(), "isolate");
+        let webhook = table("format = \"alertmanager\"\nurl = \"http://127.0.0.1:9093\"");
+        assert_eq!(build("webhook", "page", webhook).unwrap().name(), "page");
     }
 
     #[test]

@@ -253,7 +253,7 @@ async fn a_real_slurm_node_is_drained_with_our_reason_and_resumed_only_while_it_
 }
 
 #[tokio::test]
-async fn an_unknown_slurm_node_fails_with_scontrols_message() {
+async fn an_unreachable_slurm_controller_fails_with_scontrols_message() {
     if let Some(reason) = slurm_missing() {
         println!("skipped: {reason}");
         return;

@@ -25,7 +25,9 @@ pub fn switch(listen: &str, ports: usize, tick_ms: u64) -> anyhow::Result<Outcom
             }
         };
         tokio::spawn(switch::drive(model.clone(), Duration::from_millis(tick_ms.max(10)), stopped(stop_rx.clone())));
-        eprintln!("simulated SONiC switch: {ports} ports (Ethernet0, Ethernet4, …) serving gNMI on {addr}; Ctrl-C stops it");
+        eprintln!(
+            "simulated SONiC switch: {ports} ports (Ethernet0, Ethernet4, …) serving gNMI on {addr}; Ctrl-C stops it"
+        );
         let serve = tokio::spawn(switch::serve(listener, model, stopped(stop_rx)));
         tokio::signal::ctrl_c().await?;
         let _ = stop_tx.send(true);
