@@ -141,12 +141,7 @@ pub struct SensorEntry {
 impl DaemonConfig {
     /// Reads a config file; relative paths in it are resolved against its directory.
     pub fn load(path: &Path) -> Result<DaemonConfig, TomlError> {
-        let text = std::fs::read_to_string(path).map_err(|e| TomlError {
-            path: path.display().to_string(),
-            line: 0,
-            column: 0,
-            message: format!("cannot read: {e}"),
-        })?;
+        let text = engine::config::read_text(path)?;
         let mut config: DaemonConfig = parse_toml(&text, &path.display().to_string())?;
         let base = path.parent().unwrap_or(Path::new("."));
         let resolve = |p: &mut PathBuf| {

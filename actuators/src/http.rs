@@ -289,29 +289,7 @@ fn dechunk(mut rest: &[u8]) -> Result<Vec<u8>, HttpError> {
     }
 }
 
-/// `ts` (nanoseconds since the epoch, UTC) as RFC 3339 with milliseconds,
-/// e.g. `2026-12-02T16:48:25.123Z`.
-pub fn rfc3339(ts: i64) -> String {
-    let secs = ts.div_euclid(1_000_000_000);
-    let millis = ts.rem_euclid(1_000_000_000) / 1_000_000;
-    let (days, day_secs) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
-        day_secs / 3600,
-        day_secs % 3600 / 60,
-        day_secs % 60
-    )
-}
+pub use engine::time::rfc3339;
 
 #[cfg(test)]
 mod tests {
@@ -357,12 +335,5 @@ mod tests {
             String::from_utf8(request.encode()).unwrap(),
             "POST /api/v2/alerts HTTP/1.1\r\nHost: am:9093\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n[]"
         );
-    }
-
-    #[test]
-    fn timestamps_are_rfc3339_utc() {
-        assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(rfc3339(1_796_230_105_123_000_000), "2026-12-02T16:48:25.123Z");
-        assert_eq!(rfc3339(951_782_400_000_000_000), "2000-02-29T00:00:00.000Z");
     }
 }

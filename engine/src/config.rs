@@ -32,15 +32,19 @@ pub fn parse_toml<T: serde::de::DeserializeOwned>(text: &str, origin: &str) -> R
     })
 }
 
-/// Reads and parses a TOML file.
-pub fn read_toml<T: serde::de::DeserializeOwned>(path: &std::path::Path) -> Result<T, TomlError> {
-    let text = std::fs::read_to_string(path).map_err(|e| TomlError {
+/// Reads a configuration file, naming it in the error.
+pub fn read_text(path: &std::path::Path) -> Result<String, TomlError> {
+    std::fs::read_to_string(path).map_err(|e| TomlError {
         path: path.display().to_string(),
         line: 0,
         column: 0,
         message: format!("cannot read: {e}"),
-    })?;
-    parse_toml(&text, &path.display().to_string())
+    })
+}
+
+/// Reads and parses a TOML file.
+pub fn read_toml<T: serde::de::DeserializeOwned>(path: &std::path::Path) -> Result<T, TomlError> {
+    parse_toml(&read_text(path)?, &path.display().to_string())
 }
 
 #[cfg(test)]

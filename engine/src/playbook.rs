@@ -146,13 +146,7 @@ impl Playbook {
 
     /// Reads and checks a playbook file.
     pub fn load(path: &Path) -> Result<Playbook, TomlError> {
-        let text = std::fs::read_to_string(path).map_err(|e| TomlError {
-            path: path.display().to_string(),
-            line: 0,
-            column: 0,
-            message: format!("cannot read: {e}"),
-        })?;
-        Playbook::parse(&text, &path.display().to_string())
+        Playbook::parse(&crate::config::read_text(path)?, &path.display().to_string())
     }
 
     /// The rule directory, resolved against the playbook's own directory.

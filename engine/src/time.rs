@@ -71,6 +71,31 @@ pub fn parse_duration(input: &str) -> Result<Nanos, DurationError> {
     Ok(total.round() as Nanos)
 }
 
+/// `ts` (nanoseconds since the epoch) as RFC 3339 UTC with milliseconds,
+/// e.g. `2026-12-02T16:48:25.123Z`: for people and for APIs that want it
+/// (Alertmanager's `startsAt`).
+pub fn rfc3339(ts: Nanos) -> String {
+    let secs = ts.div_euclid(SECOND);
+    let millis = ts.rem_euclid(SECOND) / MS;
+    let (days, day_secs) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil date from days since 1970-01-01 (Howard Hinnant's civil_from_days).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
+        day_secs / 3600,
+        day_secs % 3600 / 60,
+        day_secs % 60
+    )
+}
+
 /// A duration in nanoseconds, displayed the way it is written in rules.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
 pub struct Span(pub Nanos);
@@ -112,6 +137,14 @@ mod tests {
         assert!(parse_duration("10").is_err());
         assert!(parse_duration("ms").is_err());
         assert!(parse_duration("5 parsecs").is_err());
+    }
+
+    #[test]
+    fn rfc3339_matches_known_instants() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339(1_700_000_000_123_000_000), "2023-11-14T22:13:20.123Z");
+        assert_eq!(rfc3339(951_782_400_000_000_000), "2000-02-29T00:00:00.000Z");
+        assert_eq!(rfc3339(-1), "1969-12-31T23:59:59.999Z");
     }
 
     #[test]

@@ -408,7 +408,9 @@ impl Dispatcher {
         if now.saturating_sub(self.last_compaction) >= COMPACTION_INTERVAL {
             self.last_compaction = now;
             if let Some(ledger) = &self.ledger {
-                match ledger.compact(wall_clock_now()) {
+                // Ages are measured on the clock decisions are stamped with (a
+                // replay's recorded time), not the wall clock.
+                match ledger.compact(now) {
                     Ok(0) => {}
                     Ok(removed) => tracing::info!(message = "Ledger compacted.", removed, kept = ledger.len()),
                     Err(error) => tracing::error!(message = "Could not compact the ledger.", %error),

@@ -86,7 +86,14 @@ impl Sensor for GnmiSensor {
         let total = self.targets.len();
         let mut tasks = tokio::task::JoinSet::new();
         for (i, plan) in self.targets.into_iter().enumerate() {
+            // Spread the targets' first subscriptions evenly over one sample
+            // interval: switches subscribed at the same instant sample in
+            // phase, and N of them would then deliver every second's updates
+            // in one burst that queues up behind itself.
+            let spread = sample_period(&plan).unwrap_or_default();
+            let start_after = spread.mul_f64(i as f64 / total.max(1) as f64);
             let target = Target {
+                start_after,
                 ctx: ctx.clone(),
                 backoff: self.backoff,
                 stall: self.stall,
@@ -106,6 +113,11 @@ impl Sensor for GnmiSensor {
         }
         Ok(())
     }
+}
+
+/// The shortest SAMPLE interval of a target's subscriptions, if any.
+fn sample_period(plan: &TargetPlan) -> Option<Duration> {
+    plan.list.subscription.iter().map(|s| s.sample_interval).filter(|ns| *ns > 0).min().map(Duration::from_nanos)
 }
 
 fn seed(name: &str, i: usize) -> u64 {
@@ -140,6 +152,8 @@ type Known = (SeriesId, i64);
 type PortSeries = HashMap<(&'static str, Option<u8>, Option<u8>), Known>;
 
 struct Target {
+    /// Delay before the first subscription (phase spreading).
+    start_after: Duration,
     plan: TargetPlan,
     ctx: SensorContext,
     backoff: Backoff,
@@ -182,6 +196,14 @@ impl Target {
     async fn run(mut self) {
         let mut delay = self.backoff.initial;
         let mut lost_at: Option<i64> = None;
+        if !self.start_after.is_zero() {
+            let ctx = self.ctx.clone();
+            tokio::select! {
+                biased;
+                _ = ctx.shutdown() => return,
+                _ = tokio::time::sleep(self.start_after) => {}
+            }
+        }
         loop {
             let mut synced = false;
             let ctx = self.ctx.clone();
