@@ -1,0 +1,124 @@
+//! What the evaluator reports and counts.
+
+use crate::action::Proposal;
+use crate::instance::{Instance, State};
+use crate::labels::Labels;
+use crate::rule::ScriptError;
+use crate::time::Nanos;
+
+/// What the evaluator reports.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EngineEvent {
+    /// An instance changed state.
+    Transition {
+        /// Rule name.
+        rule: String,
+        /// Subject labels.
+        subject: Labels,
+        /// Old state.
+        from: State,
+        /// New state.
+        to: State,
+        /// When.
+        at: Nanos,
+        /// Window values that decided it.
+        values: Vec<(String, f64)>,
+    },
+    /// A firing instance proposes an action.
+    Proposal(Proposal),
+    /// A proposal could not be made (a template needs a label the subject lacks).
+    ActionError {
+        /// Rule name.
+        rule: String,
+        /// Subject labels.
+        subject: Labels,
+        /// What is wrong.
+        message: String,
+    },
+    /// A subject's inputs went stale: the rule cannot protect it.
+    SensorStale {
+        /// Rule name.
+        rule: String,
+        /// Subject labels.
+        subject: Labels,
+        /// The last sample seen.
+        last_seen: Nanos,
+        /// When it was noticed.
+        at: Nanos,
+    },
+    /// A stale subject receives samples again.
+    SensorFresh {
+        /// Rule name.
+        rule: String,
+        /// Subject labels.
+        subject: Labels,
+        /// When.
+        at: Nanos,
+    },
+    /// A rule failed at run time and is no longer evaluated until reloaded.
+    Quarantined {
+        /// Rule name.
+        rule: String,
+        /// The failure.
+        error: ScriptError,
+        /// When.
+        at: Nanos,
+    },
+}
+
+/// Whether a rule is being evaluated.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RuleHealth {
+    /// Evaluated normally.
+    Ok,
+    /// Failed at run time; skipped until a reload brings a new version.
+    Quarantined {
+        /// The failure.
+        error: ScriptError,
+        /// When.
+        at: Nanos,
+    },
+}
+
+/// Counters about the evaluator's own work.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EngineStats {
+    /// Samples ingested.
+    pub samples: u64,
+    /// Samples dropped because they were older than the series' last one.
+    pub out_of_order: u64,
+    /// Counter readings that wrapped.
+    pub counter_wraps: u64,
+    /// Counter readings that went backwards (resets).
+    pub counter_resets: u64,
+    /// Counter readings stuck at all-ones.
+    pub counter_saturated: u64,
+    /// Script calls made.
+    pub script_calls: u64,
+    /// Evaluations answered from the cache (window values unchanged).
+    pub cache_hits: u64,
+}
+
+/// What changed in a reload.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReloadReport {
+    /// Rules whose content is unchanged: state and windows kept.
+    pub unchanged: Vec<String>,
+    /// Rules whose content changed: instance state kept by subject, windows restarted.
+    pub changed: Vec<String>,
+    /// New rules.
+    pub added: Vec<String>,
+    /// Rules no longer in the set.
+    pub removed: Vec<String>,
+}
+
+/// A read-only view of one instance.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InstanceView {
+    /// Rule name.
+    pub rule: String,
+    /// Subject labels.
+    pub subject: Labels,
+    /// The instance.
+    pub instance: Instance,
+}

@@ -1,0 +1,135 @@
+//! The per-rule state the evaluator keeps: subjects, window columns,
+//! instances, and the per-series routes into them.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::events::RuleHealth;
+use crate::instance::{Instance, Timing};
+use crate::labels::{LabelSet, Labels, Sym};
+use crate::rule::Rule;
+use crate::series::{SampleKind, SeriesTable};
+use crate::time::Nanos;
+use crate::window::Column;
+
+pub(super) const UNROUTED: u16 = u16::MAX;
+
+/// A subject's group-by label values, inline: no allocation per subject.
+pub(super) type SubjectKey = [u32; crate::rule::MAX_GROUP_BY];
+
+#[derive(Debug, Clone, Copy)]
+pub(super) struct SeriesState {
+    /// Counters: raw reading. Gauges: `f64` bits of the value.
+    pub(super) last: u64,
+    pub(super) last_ts: Nanos,
+    pub(super) kind: SampleKind,
+    pub(super) has_last: bool,
+    pub(super) route_start: u32,
+    pub(super) route_len: u16,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Route {
+    pub(super) rule: u16,
+    /// Index into the rule's `metric_windows`.
+    pub(super) slot: u16,
+    pub(super) subject: u32,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct EvalCache {
+    pub(super) valid: bool,
+    pub(super) clear: bool,
+    pub(super) result: bool,
+    pub(super) hash: u64,
+}
+
+#[derive(Debug, Clone)]
+pub(super) struct Subject {
+    /// Labels shared by every series of the subject (what templates see).
+    pub(super) labels: LabelSet,
+    /// Newest sample of a counter or gauge series. Events do not count: they
+    /// come when something happens, so their silence is not staleness.
+    pub(super) last_seen: Nanos,
+    /// Whether any series of the subject is a counter or gauge; a subject fed
+    /// by events only is never stale.
+    pub(super) polled: bool,
+    /// First sample of the subject in this rule runtime. Until the longest
+    /// window has been filled since then, a firing instance is not cleared:
+    /// an empty window after a restart or an edit of the rule reads like a
+    /// healthy one, and resolving (and undoing) on it would act on no data.
+    pub(super) first_seen: Nanos,
+    pub(super) dirty: bool,
+    pub(super) cache: EvalCache,
+}
+
+pub(super) struct RuleRuntime {
+    pub(super) rule: Arc<Rule>,
+    pub(super) timing: Timing,
+    /// Metric → indices of the windows reading it.
+    pub(super) metric_windows: Vec<(Sym, Vec<u16>)>,
+    pub(super) group_by: Vec<Sym>,
+    pub(super) subject_ids: HashMap<SubjectKey, u32>,
+    pub(super) subjects: Vec<Subject>,
+    pub(super) columns: Vec<Column>,
+    /// Instances that are not idle, by subject.
+    pub(super) instances: HashMap<u32, Instance>,
+    /// Instances restored from the store or a reload, waiting for their
+    /// subject to reappear, by subject key.
+    pub(super) restored: HashMap<String, Instance>,
+    pub(super) dirty: Vec<u32>,
+    pub(super) health: RuleHealth,
+    /// The longest window range: how long a subject's windows take to fill.
+    pub(super) warm_up: Nanos,
+    pub(super) last_stale_scan: Nanos,
+}
+
+impl RuleRuntime {
+    pub(super) fn new(rule: Arc<Rule>, series: &SeriesTable) -> RuleRuntime {
+        let mut metric_windows: Vec<(Sym, Vec<u16>)> = Vec::new();
+        for (i, (_, spec)) in rule.windows.iter().enumerate() {
+            let sym = series.intern(&spec.metric);
+            match metric_windows.iter_mut().find(|(m, _)| *m == sym) {
+                Some((_, list)) => list.push(i as u16),
+                None => metric_windows.push((sym, vec![i as u16])),
+            }
+        }
+        // Metrics a selector names but no window reads still count for
+        // staleness and subject labels.
+        for sel in &rule.selectors {
+            let sym = series.intern(&sel.metric);
+            if !metric_windows.iter().any(|(m, _)| *m == sym) {
+                metric_windows.push((sym, Vec::new()));
+            }
+        }
+        let group_by = rule.group_by.iter().map(|g| series.intern(g)).collect();
+        let warm_up = rule.windows.iter().map(|(_, s)| s.range).max().unwrap_or(0);
+        RuleRuntime {
+            timing: Timing { for_: rule.for_, keep_firing_for: rule.keep_firing_for, cooldown: rule.cooldown },
+            columns: rule.windows.iter().map(|(_, s)| Column::new(s)).collect(),
+            rule,
+            metric_windows,
+            group_by,
+            subject_ids: HashMap::new(),
+            subjects: Vec::new(),
+            instances: HashMap::new(),
+            restored: HashMap::new(),
+            dirty: Vec::new(),
+            health: RuleHealth::Ok,
+            warm_up,
+            last_stale_scan: Nanos::MIN,
+        }
+    }
+
+    pub(super) fn subject_key(&self, labels: &Labels) -> String {
+        self.rule.group_by.iter().map(|g| format!("{g}={}", labels.get(g).unwrap_or(""))).collect::<Vec<_>>().join(",")
+    }
+
+    pub(super) fn values(&self, subject: u32, now: Nanos) -> Vec<f64> {
+        self.columns.iter().map(|c| c.value(subject as usize, now)).collect()
+    }
+
+    pub(super) fn named_values(&self, values: &[f64]) -> Vec<(String, f64)> {
+        self.rule.windows.iter().map(|(n, _)| n.clone()).zip(values.iter().copied()).collect()
+    }
+}
