@@ -138,3 +138,31 @@ pub fn transitions(events: &[EngineEvent]) -> Vec<(State, State)> {
 pub fn window(p: &Proposal, name: &str) -> f64 {
     p.values.iter().find(|(n, _)| n == name).map(|(_, v)| *v).unwrap_or_else(|| panic!("no window {name}"))
 }
+
+/// A PFC storm source: the NIC pauses its switch port most of the time
+/// (`tx_prio3_pause_duration` grows by ~10^6 µs per second). Fires above
+/// 50 % paused, clears below 10 %: between the two the instance keeps its
+/// state. `WINDOW` is the window function over the pause counter and
+/// `TIMING` the timing fields.
+pub const STORM: &str = r#"
+fn fire(w) { w.paused > 500000.0 }
+fn clear(w) { w.paused < 100000.0 }
+#{
+    name: "pfc-storm",
+    select: ["ethtool_tx_prio_pause_duration_us{prio=\"3\"}"],
+    group_by: ["node", "netdev"],
+    windows: #{ paused: WINDOW("ethtool_tx_prio_pause_duration_us", "RANGE") },
+    TIMING
+    actions: [ #{ action: "pfcwd.escalate", target: #{ node: "{node}", netdev: "{netdev}", prio: "3" } } ],
+}
+"#;
+
+/// The storm rule with `rate(…, "1s")`: with one poll a second the window
+/// holds exactly the last poll's increase.
+pub fn storm(timing: &str) -> String {
+    storm_with("rate", "1s", timing)
+}
+
+pub fn storm_with(func: &str, range: &str, timing: &str) -> String {
+    STORM.replace("WINDOW", func).replace("RANGE", range).replace("TIMING", timing)
+}
