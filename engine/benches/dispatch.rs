@@ -46,6 +46,7 @@ fn proposal(i: u64) -> Proposal {
         active_at: i as i64,
         sample_at: i as i64,
         decided_at: i as i64 * 1_000_000,
+        restored: false,
     }
 }
 

@@ -69,6 +69,10 @@ pub struct Proposal {
     pub sample_at: Nanos,
     /// When the instance fired and this proposal was made.
     pub decided_at: Nanos,
+    /// Made again after a restart for an instance found firing: it may have
+    /// been decided before the crash, and then it is not decided twice.
+    #[serde(default)]
+    pub restored: bool,
 }
 
 /// Fills `{label}` placeholders from `labels`; a missing label is an error,

@@ -84,11 +84,6 @@ impl Ledger {
         })
     }
 
-    /// The store the ledger lives in.
-    pub fn store(&self) -> &Store {
-        &self.store
-    }
-
     /// A new decision id: monotonic across restarts (sled keeps the counter),
     /// so ids sort in the order decisions were made.
     pub fn next_id(&self) -> Result<String, StoreError> {
@@ -209,6 +204,7 @@ mod tests {
                 active_at: decided_at,
                 sample_at: decided_at,
                 decided_at,
+                restored: false,
             },
             mode: Mode::Enforce,
             actuator: None,

@@ -37,8 +37,6 @@ pub enum StoreError {
 pub struct Store {
     db: sled::Db,
     instances: sled::Tree,
-    /// Proposals made but not yet decided by the dispatcher.
-    proposals: sled::Tree,
 }
 
 impl Store {
@@ -59,8 +57,7 @@ impl Store {
 
     fn from_db(db: sled::Db) -> Result<Store, StoreError> {
         let instances = db.open_tree("instances")?;
-        let proposals = db.open_tree("proposals")?;
-        Ok(Store { db, instances, proposals })
+        Ok(Store { db, instances })
     }
 
     /// The underlying database, for other trees (the ledger).
@@ -101,35 +98,6 @@ impl Store {
                 message: e.to_string(),
             })?;
             out.insert(subject, inst);
-        }
-        Ok(out)
-    }
-
-    fn proposal_key(p: &crate::action::Proposal) -> Vec<u8> {
-        format!("{:020}/{}", p.decided_at, p.id).into_bytes()
-    }
-
-    /// Queues a proposal until the dispatcher has decided it.
-    pub fn queue_proposal(&self, p: &crate::action::Proposal) -> Result<(), StoreError> {
-        self.proposals.insert(Store::proposal_key(p), serde_json::to_vec(p).expect("proposals serialize"))?;
-        Ok(())
-    }
-
-    /// The dispatcher decided `p`.
-    pub fn dequeue_proposal(&self, p: &crate::action::Proposal) -> Result<(), StoreError> {
-        self.proposals.remove(Store::proposal_key(p))?;
-        Ok(())
-    }
-
-    /// Proposals still queued, oldest first (after a crash: undecided ones).
-    pub fn queued_proposals(&self) -> Result<Vec<crate::action::Proposal>, StoreError> {
-        let mut out = Vec::new();
-        for item in self.proposals.iter() {
-            let (k, v) = item?;
-            out.push(serde_json::from_slice(&v).map_err(|e| StoreError::Corrupt {
-                key: String::from_utf8_lossy(&k).into_owned(),
-                message: e.to_string(),
-            })?);
         }
         Ok(out)
     }

@@ -180,17 +180,33 @@ impl Dispatcher {
         }
     }
 
-    /// Decides about one proposal, at the proposal's own time, and takes it
-    /// off the store's queue of undecided proposals.
+    /// Decides about one proposal, at the proposal's own time.
+    ///
+    /// A proposal made again after a restart (`restored`) that the ledger
+    /// shows decided before the crash is not decided twice: the earlier
+    /// decision is returned, marked as such, and nothing is written.
     pub async fn dispatch(&mut self, proposal: Proposal) -> Decision {
-        let queued = proposal.clone();
-        let decision = self.dispatch_inner(proposal).await;
-        if let Some(ledger) = &self.ledger {
-            if let Err(error) = ledger.store().dequeue_proposal(&queued) {
-                tracing::error!(message = "Could not dequeue a decided proposal.", %error);
+        if proposal.restored {
+            if let Some(mut earlier) = self.decided_before(&proposal) {
+                earlier.steps.push(Step {
+                    at: proposal.decided_at,
+                    what: "proposed again after a restart; already decided, not decided twice".into(),
+                });
+                return earlier;
             }
         }
-        decision
+        self.dispatch_inner(proposal).await
+    }
+
+    fn decided_before(&self, p: &Proposal) -> Option<Decision> {
+        let ledger = self.ledger.as_ref()?;
+        let filter = crate::ledger::Filter { since: Some(p.active_at), rule: Some(p.rule.clone()), target: None };
+        let key = p.action.dedup_key();
+        ledger
+            .list(&filter)
+            .ok()?
+            .into_iter()
+            .find(|d| d.undo_of.is_none() && d.proposal.subject == p.subject && d.proposal.action.dedup_key() == key)
     }
 
     async fn dispatch_inner(&mut self, proposal: Proposal) -> Decision {
@@ -480,6 +496,7 @@ impl Dispatcher {
             active_at: effect.since,
             sample_at: now,
             decided_at: now,
+            restored: false,
         });
         proposal.decided_at = now;
         let mode = self.effective_mode(&proposal.rule, proposal.rule_mode);
@@ -571,41 +588,11 @@ impl Dispatcher {
     }
 
     /// Settles what a crash interrupted: actions whose call was under way are
-    /// verified with their actuator and recorded as found (none is sent
-    /// again); proposals queued but never decided are decided now.
+    /// verified with their actuator and recorded as found; none is sent
+    /// again. (Proposals a crash lost come back from the evaluator, which
+    /// proposes again for instances it finds firing at start.)
     pub async fn reconcile(&mut self, now: Nanos) -> Vec<Decision> {
-        let mut out = self.reconcile_intents(now).await;
-        let queued = match &self.ledger {
-            Some(l) => l.store().queued_proposals().unwrap_or_else(|error| {
-                tracing::error!(message = "Could not read queued proposals.", %error);
-                Vec::new()
-            }),
-            None => Vec::new(),
-        };
-        let decided: std::collections::HashSet<(String, Nanos)> = match (&self.ledger, queued.is_empty()) {
-            (Some(l), false) => l
-                .list(&Default::default())
-                .unwrap_or_default()
-                .into_iter()
-                .map(|d| (d.proposal.id, d.proposal.decided_at))
-                .collect(),
-            _ => Default::default(),
-        };
-        for p in queued {
-            if decided.contains(&(p.id.clone(), p.decided_at)) {
-                // Decided just before the crash; only the dequeue was lost.
-                if let Some(l) = &self.ledger {
-                    let _ = l.store().dequeue_proposal(&p);
-                }
-                continue;
-            }
-            tracing::warn!(message = "Deciding a proposal a crash left undecided.", rule = %p.rule, action = %p.action);
-            let mut d = self.dispatch(p).await;
-            d.steps.insert(0, Step { at: now, what: "queued before a crash; decided after the restart".into() });
-            self.save(&d, false);
-            out.push(d);
-        }
-        out
+        self.reconcile_intents(now).await
     }
 
     async fn reconcile_intents(&mut self, now: Nanos) -> Vec<Decision> {

@@ -75,6 +75,7 @@ fn proposal(rule: &str, node: &str, at: i64) -> Proposal {
         active_at: at,
         sample_at: at,
         decided_at: at,
+        restored: false,
     }
 }
 

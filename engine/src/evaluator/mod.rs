@@ -73,6 +73,8 @@ impl Evaluator {
             let mut rt = RuleRuntime::new(rule.clone(), &ev.series);
             if let Some(store) = &ev.store {
                 rt.restored = store.instances_of(&rule.name)?;
+                rt.from_store =
+                    rt.restored.iter().filter(|(_, i)| i.state == State::Firing).map(|(k, _)| k.clone()).collect();
             }
             ev.rules.push(rt);
         }
@@ -243,6 +245,9 @@ impl Evaluator {
                             if let Some(inst) = rt.restored.remove(&subject_key) {
                                 if inst.state == State::Firing {
                                     self.scripts.helpers().firing_started(&rt.rule.name, labels.clone());
+                                    if rt.from_store.remove(&subject_key) {
+                                        rt.repropose.push(s);
+                                    }
                                 }
                                 rt.instances.insert(s, inst);
                             }
@@ -369,6 +374,20 @@ impl Evaluator {
         if scan_stale {
             rt.last_stale_scan = now;
         }
+        // Instances found firing in the store at start propose again once:
+        // a crash may have lost their proposals between the instance being
+        // written and the decision (the dispatcher drops what it had decided).
+        for s in std::mem::take(&mut rt.repropose) {
+            let Some(inst) = self.rules[ri].instances.get(&s).copied() else { continue };
+            if inst.state != State::Firing {
+                continue;
+            }
+            let labels = self.labels_of(ri, s);
+            let values = self.rules[ri].values(s, now);
+            let named = self.rules[ri].named_values(&values);
+            self.propose(ri, &labels, &named, inst.active_at, now, true, out);
+        }
+        let rt = &mut self.rules[ri];
         if rt.dirty.is_empty() && rt.instances.is_empty() && !scan_stale {
             return;
         }
@@ -496,15 +515,17 @@ impl Evaluator {
         out: &mut Vec<EngineEvent>,
     ) {
         let labels = self.labels_of(ri, s);
-        let rt = &self.rules[ri];
-        let named = rt.named_values(values);
-        let instance_key = rt.subject_key(&labels);
-        // The instance's new state is written after the events are built, so
-        // its proposals can be queued durably first (see below).
-        let mut queued: Vec<Proposal> = Vec::new();
+        let rule = self.rules[ri].rule.clone();
+        let named = self.rules[ri].named_values(values);
+        if let Some(store) = &self.store {
+            let key = self.rules[ri].subject_key(&labels);
+            if let Err(error) = store.put_instance(&rule.name, &key, inst) {
+                tracing::error!(message = "Could not persist instance state.", rule = %rule.name, %error);
+            }
+        }
         for t in transitions {
             out.push(EngineEvent::Transition {
-                rule: rt.rule.name.clone(),
+                rule: rule.name.clone(),
                 subject: labels.clone(),
                 from: t.from,
                 to: t.to,
@@ -512,52 +533,54 @@ impl Evaluator {
                 values: named.clone(),
             });
             if t.from == State::Firing {
-                self.scripts.helpers().firing_stopped(&rt.rule.name, &labels);
+                self.scripts.helpers().firing_stopped(&rule.name, &labels);
             }
             if t.to == State::Firing {
-                self.scripts.helpers().firing_started(&rt.rule.name, labels.clone());
-                for template in &rt.rule.actions {
-                    match action::resolve(template, &labels) {
-                        Ok(action) => {
-                            self.proposal_seq += 1;
-                            queued.push(Proposal {
-                                id: format!("{:012x}-{:06x}", now / MS, self.proposal_seq & 0xff_ffff),
-                                rule: rt.rule.name.clone(),
-                                rule_hash: rt.rule.hash.clone(),
-                                rule_mode: rt.rule.mode,
-                                severity: rt.rule.severity,
-                                subject: labels.clone(),
-                                action,
-                                values: named.clone(),
-                                active_at: inst.active_at,
-                                sample_at: self.newest_sample,
-                                decided_at: now,
-                            });
-                        }
-                        Err(message) => out.push(EngineEvent::ActionError {
-                            rule: rt.rule.name.clone(),
-                            subject: labels.clone(),
-                            message,
-                        }),
-                    }
+                self.scripts.helpers().firing_started(&rule.name, labels.clone());
+                self.propose(ri, &labels, &named, inst.active_at, now, false, out);
+            }
+        }
+    }
+
+    /// Emits the proposals of rule `ri` for `labels`. `restored`: the
+    /// instance was found firing in the store at start, so these may already
+    /// have been decided before a crash; the dispatcher looks in the ledger.
+    #[allow(clippy::too_many_arguments)]
+    fn propose(
+        &mut self,
+        ri: usize,
+        labels: &Labels,
+        named: &[(String, f64)],
+        active_at: Nanos,
+        now: Nanos,
+        restored: bool,
+        out: &mut Vec<EngineEvent>,
+    ) {
+        let rt = &self.rules[ri];
+        for template in &rt.rule.actions {
+            match action::resolve(template, labels) {
+                Ok(action) => {
+                    self.proposal_seq += 1;
+                    out.push(EngineEvent::Proposal(Proposal {
+                        id: format!("{:012x}-{:06x}", now / MS, self.proposal_seq & 0xff_ffff),
+                        rule: rt.rule.name.clone(),
+                        rule_hash: rt.rule.hash.clone(),
+                        rule_mode: rt.rule.mode,
+                        severity: rt.rule.severity,
+                        subject: labels.clone(),
+                        action,
+                        values: named.to_vec(),
+                        active_at,
+                        sample_at: self.newest_sample,
+                        decided_at: now,
+                        restored,
+                    }));
+                }
+                Err(message) => {
+                    out.push(EngineEvent::ActionError { rule: rt.rule.name.clone(), subject: labels.clone(), message })
                 }
             }
         }
-        // A proposal is queued in the store before the instance is written as
-        // firing: sled persists writes in order, so after a crash a restored
-        // firing instance always finds its proposals still queued, and the
-        // dispatcher decides them at start instead of losing them.
-        if let Some(store) = &self.store {
-            for p in &queued {
-                if let Err(error) = store.queue_proposal(p) {
-                    tracing::error!(message = "Could not queue a proposal.", rule = %p.rule, %error);
-                }
-            }
-            if let Err(error) = store.put_instance(&rt.rule.name, &instance_key, inst) {
-                tracing::error!(message = "Could not persist instance state.", rule = %rt.rule.name, %error);
-            }
-        }
-        out.extend(queued.into_iter().map(EngineEvent::Proposal));
     }
 
     /// Swaps in a new rule set. Rules whose content is unchanged keep their

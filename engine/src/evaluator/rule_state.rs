@@ -81,6 +81,10 @@ pub(super) struct RuleRuntime {
     pub(super) health: RuleHealth,
     /// The longest window range: how long a subject's windows take to fill.
     pub(super) warm_up: Nanos,
+    /// Subject keys restored as firing from the store at start.
+    pub(super) from_store: std::collections::HashSet<String>,
+    /// Subjects whose restored firing instance proposes again once.
+    pub(super) repropose: Vec<u32>,
     pub(super) last_stale_scan: Nanos,
 }
 
@@ -117,6 +121,8 @@ impl RuleRuntime {
             dirty: Vec::new(),
             health: RuleHealth::Ok,
             warm_up,
+            from_store: Default::default(),
+            repropose: Vec::new(),
             last_stale_scan: Nanos::MIN,
         }
     }

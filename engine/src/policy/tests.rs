@@ -24,6 +24,7 @@ fn proposal(kind: &str, target: &[(&str, &str)]) -> Proposal {
         active_at: 0,
         sample_at: 0,
         decided_at: 0,
+        restored: false,
     }
 }
 
