@@ -141,6 +141,87 @@ pub enum Command {
         #[command(flatten)]
         socket: Socket,
     },
+    /// Incidents: one per firing episode of a rule on a subject, with its decisions and state.
+    Incidents {
+        #[command(flatten)]
+        socket: Socket,
+        /// Only incidents this recent: a duration ("1h", "30m").
+        #[arg(long)]
+        since: Option<String>,
+        /// Print JSON lines.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The rules a running daemon has loaded, with their health and last error.
+    Rules {
+        #[command(flatten)]
+        socket: Socket,
+        /// Print JSON lines.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Rule instances that are not idle (pending, firing, resolved in cooldown).
+    Instances {
+        #[command(flatten)]
+        socket: Socket,
+        /// Only instances of this rule.
+        #[arg(long)]
+        rule: Option<String>,
+        /// Print JSON lines.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Silence a rule, a target, or a rule on a target for a while: its proposals are
+    /// recorded as suppressed and nothing is sent.
+    Silence {
+        #[command(flatten)]
+        socket: Socket,
+        /// Only this rule.
+        #[arg(long)]
+        rule: Option<String>,
+        /// Only actions whose target contains this text (a node, a switch, a port).
+        #[arg(long)]
+        target: Option<String>,
+        /// How long: "30m", "2h".
+        #[arg(long = "for", value_name = "DURATION")]
+        duration: String,
+        /// Why, for the record.
+        #[arg(long, default_value = "")]
+        reason: String,
+        #[command(flatten)]
+        by: By,
+        /// Print the silence as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Lift a silence before it ends.
+    Unsilence {
+        /// The silence id (`rocemend status` lists them).
+        id: String,
+        #[command(flatten)]
+        socket: Socket,
+    },
+    /// Live events of a running daemon: transitions, decisions, notes, reloads; until Ctrl-C.
+    Watch {
+        #[command(flatten)]
+        socket: Socket,
+        /// Only these kinds: transition, decision, note, reload, sensor, stale, error.
+        #[arg(long = "kind", value_name = "KIND")]
+        kinds: Vec<String>,
+        /// Print JSON lines.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Job signals, for job launchers and training scripts.
+    Job {
+        #[command(subcommand)]
+        command: JobCommand,
+    },
+    /// Print a shell completion script: `rocemend completions bash > /etc/bash_completion.d/rocemend`.
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
     /// Simulators for tests and game days.
     Sim {
         #[command(subcommand)]
@@ -167,12 +248,61 @@ pub enum BreakerCommand {
     },
 }
 
-/// Where the daemon's control socket is.
+/// `rocemend job …`.
+#[derive(Debug, Subcommand)]
+pub enum JobCommand {
+    /// Report a job's step time, NCCL bandwidth and nodes; they become samples the rules see.
+    Push {
+        #[command(flatten)]
+        socket: Socket,
+        /// The job id (the scheduler's, or a run name).
+        #[arg(long)]
+        job: String,
+        /// A node the job runs on (repeat, or separate with commas).
+        #[arg(long = "node", value_delimiter = ',')]
+        nodes: Vec<String>,
+        /// Wall time of the last training step, in seconds.
+        #[arg(long)]
+        step_time: Option<f64>,
+        /// NCCL bus bandwidth, GB/s.
+        #[arg(long)]
+        busbw: Option<f64>,
+        /// NCCL algorithm bandwidth, GB/s.
+        #[arg(long)]
+        algbw: Option<f64>,
+    },
+}
+
+/// Where the daemon's control API is: its unix socket, or its TCP listener
+/// (TLS and a bearer token).
 #[derive(Debug, Args)]
 pub struct Socket {
     /// The daemon's control socket.
     #[arg(long = "socket", env = "ROCEMEND_SOCKET", default_value = crate::control::client::DEFAULT_SOCKET)]
     pub path: PathBuf,
+    /// The daemon's TCP control address (host:port) instead of the socket.
+    #[arg(long, env = "ROCEMEND_ADDR")]
+    pub addr: Option<String>,
+    /// CA certificate (PEM) that signed the daemon's TLS certificate; with --addr.
+    #[arg(long, env = "ROCEMEND_CA", requires = "addr")]
+    pub ca: Option<PathBuf>,
+    /// File holding the bearer token; with --addr.
+    #[arg(long, env = "ROCEMEND_TOKEN_FILE", requires = "addr")]
+    pub token_file: Option<PathBuf>,
+}
+
+impl Socket {
+    /// The client's target.
+    pub fn target(&self) -> anyhow::Result<crate::control::client::Target> {
+        use crate::control::client::Target;
+        let Some(addr) = &self.addr else { return Ok(Target::Unix(self.path.clone())) };
+        let ca = self.ca.clone().ok_or_else(|| anyhow::anyhow!("--addr needs --ca: the daemon's TCP listener is TLS"))?;
+        let token = match &self.token_file {
+            Some(p) => Some(crate::control::auth::read_token(p)?),
+            None => None,
+        };
+        Ok(Target::Tcp { addr: addr.clone(), ca, token })
+    }
 }
 
 /// Who is acting, for the record.

@@ -35,6 +35,9 @@ pub struct DaemonConfig {
     /// The control API.
     #[serde(default)]
     pub control: ControlSection,
+    /// The Prometheus endpoint.
+    #[serde(default)]
+    pub metrics: MetricsSection,
     /// Sensors. Fields other than `type`, `name` and `max_series` belong to the sensor type.
     #[serde(default)]
     pub sensor: Vec<SensorEntry>,
@@ -91,9 +94,33 @@ fn default_reload_poll() -> String {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ControlSection {
-    /// The unix socket of the control API (mode 0600); default `<state_dir>/control.sock`.
+    /// The unix socket of the control API (mode 0600, the daemon's user only); default `<state_dir>/control.sock`.
     #[serde(default)]
     pub socket: Option<PathBuf>,
+    /// Also serve the control API on this TCP address (`host:port`), with TLS and a bearer token. Off by default.
+    #[serde(default)]
+    pub listen: Option<String>,
+    /// PEM certificate chain for the TCP listener. Required with `listen`.
+    #[serde(default)]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key of that certificate. Required with `listen`.
+    #[serde(default)]
+    pub tls_key: Option<PathBuf>,
+    /// File holding the bearer token that allows every call on TCP (mode 0600, at least 22 characters). Required with `listen`.
+    #[serde(default)]
+    pub token_file: Option<PathBuf>,
+    /// File holding a second token that allows only the calls that change nothing. Optional.
+    #[serde(default)]
+    pub read_token_file: Option<PathBuf>,
+}
+
+/// `[metrics]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsSection {
+    /// Serve `/metrics`, `/healthz` and `/readyz` over HTTP on this address (e.g. `127.0.0.1:9464`). Off by default.
+    #[serde(default)]
+    pub listen: Option<String>,
 }
 
 /// `[log]`.
@@ -154,7 +181,15 @@ impl DaemonConfig {
         config.inventory.as_mut().map(resolve);
         config.rules.as_mut().map(resolve);
         config.record.as_mut().map(resolve);
-        config.control.socket.as_mut().map(resolve);
+        for p in [
+            &mut config.control.socket,
+            &mut config.control.tls_cert,
+            &mut config.control.tls_key,
+            &mut config.control.token_file,
+            &mut config.control.read_token_file,
+        ] {
+            p.as_mut().map(resolve);
+        }
         for s in &mut config.sensor {
             if let Some(toml::Value::String(p)) = s.settings.get_mut("path") {
                 let mut pb = PathBuf::from(&*p);

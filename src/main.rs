@@ -8,6 +8,7 @@ mod config;
 mod control;
 mod embedded;
 mod report;
+mod metrics;
 mod wiring;
 
 use std::process::ExitCode;

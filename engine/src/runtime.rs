@@ -9,19 +9,20 @@
 use std::fs::File;
 use std::io::BufWriter;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinSet;
 
 use crate::contracts::{Batch, Note, Sensor, SensorContext};
-use crate::dispatch::{Decision, Dispatcher, Mode};
-use crate::evaluator::{EngineEvent, EngineStats, Evaluator, ReloadReport};
+use crate::dispatch::{Decision, Dispatcher, Mode, Silence};
+use crate::evaluator::{EngineEvent, EngineStats, Evaluator, InstanceView, ReloadReport, RuleHealth};
 use crate::instance::State;
 use crate::labels::Labels;
 use crate::policy::BreakerState;
 use crate::recording::Writer;
-use crate::rule::{Helpers, RuleError, RuleSet};
+use crate::rule::{Helpers, Rule, RuleError, RuleSet};
 use crate::time::{wall_clock_now, Nanos};
 
 /// Batches in flight between sensors and the engine. At 100 ms polls and a
@@ -112,6 +113,42 @@ pub enum Command {
         /// The answer.
         reply: oneshot::Sender<DispatchStatus>,
     },
+    /// Silence a rule or a target for a while (see [`crate::dispatch::silence`]).
+    Silence {
+        /// The silence; its id is assigned by the dispatcher.
+        silence: Silence,
+        /// The silence as set, or why it was refused.
+        reply: oneshot::Sender<Result<Silence, String>>,
+    },
+    /// Lift a silence early.
+    Unsilence {
+        /// The silence's id.
+        id: String,
+        /// Whether there was such a silence.
+        reply: oneshot::Sender<bool>,
+    },
+    /// The evaluator's state: rules with their health, instances, counters.
+    Engine {
+        /// The answer.
+        reply: oneshot::Sender<EngineView>,
+    },
+}
+
+/// What the evaluator can say about itself, for the control API and metrics.
+#[derive(Debug, Clone)]
+pub struct EngineView {
+    /// The evaluator's counters.
+    pub stats: EngineStats,
+    /// Each rule loaded: name, severity, mode, health.
+    pub rules: Vec<(Arc<Rule>, RuleHealth)>,
+    /// Every instance that is not idle.
+    pub instances: Vec<InstanceView>,
+    /// Series registered.
+    pub series: usize,
+    /// Evaluation passes run (one per batch or tick).
+    pub evaluations: u64,
+    /// Wall time spent in those passes, in nanoseconds: the rules' cost.
+    pub evaluation_ns: u64,
 }
 
 /// What the dispatcher can say about itself.
@@ -125,6 +162,8 @@ pub struct DispatchStatus {
     pub pending: Vec<Decision>,
     /// Actions in effect.
     pub in_effect: Vec<crate::policy::Effect>,
+    /// Silences in force.
+    pub silences: Vec<Silence>,
 }
 
 /// What the observer sees.
@@ -183,7 +222,8 @@ pub async fn run(
     for slot in sensors {
         let name = slot.sensor.name().to_string();
         let ctx =
-            SensorContext::new(evaluator.series().clone(), &name, slot.max_series, batch_tx.clone(), shutdown.clone());
+            SensorContext::new(evaluator.series().clone(), &name, slot.max_series, batch_tx.clone(), shutdown.clone())
+                .with_health(health.clone());
         tasks.spawn(async move { (name, slot.sensor.run(ctx).await) });
     }
     drop(batch_tx);
@@ -228,10 +268,19 @@ pub async fn run(
                             breaker: dispatcher.breaker().clone(),
                             pending: dispatcher.pending().cloned().collect(),
                             in_effect: dispatcher.policy().in_effect().cloned().collect(),
+                            silences: dispatcher.silences(now),
                         });
                         vec![]
                     }
-                    Command::Reload => vec![],
+                    Command::Silence { silence, reply } => {
+                        let _ = reply.send(dispatcher.silence(silence));
+                        vec![]
+                    }
+                    Command::Unsilence { id, reply } => {
+                        let _ = reply.send(dispatcher.unsilence(&id));
+                        vec![]
+                    }
+                    Command::Reload | Command::Engine { .. } => vec![],
                 },
             };
             for decision in decisions {
@@ -249,6 +298,7 @@ pub async fn run(
     let mut sensors_done = false;
     let mut last_now = wall_clock_now();
     let mut commands_open = true;
+    let (mut evaluations, mut evaluation_ns) = (0u64, 0u64);
     loop {
         tokio::select! {
             batch = batch_rx.recv(), if !sensors_done => match batch {
@@ -265,7 +315,10 @@ pub async fn run(
                         ClockMode::Samples => evaluator.newest_sample().max(batch.notes.iter().map(|n| n.ts).max().unwrap_or(Nanos::MIN)),
                     };
                     last_now = now;
+                    let started = std::time::Instant::now();
                     evaluator.evaluate(now, &mut events);
+                    evaluations += 1;
+                    evaluation_ns += started.elapsed().as_nanos() as u64;
                     forward(&mut events, &to_dispatcher, &mut observe).await;
                     if clock == ClockMode::Samples {
                         let _ = to_dispatcher.send(ToDispatcher::Tick(now)).await;
@@ -285,7 +338,10 @@ pub async fn run(
             _ = ticker.tick(), if clock == ClockMode::Wall => {
                 let now = wall_clock_now();
                 last_now = now;
+                let started = std::time::Instant::now();
                 evaluator.evaluate(now, &mut events);
+                evaluations += 1;
+                evaluation_ns += started.elapsed().as_nanos() as u64;
                 forward(&mut events, &to_dispatcher, &mut observe).await;
                 let _ = to_dispatcher.send(ToDispatcher::Tick(now)).await;
             },
@@ -307,6 +363,16 @@ pub async fn run(
                     },
                     None => observe(&DaemonEvent::ReloadFailed(vec!["this daemon has no rule directory to reload".into()])),
                 },
+                Some(Command::Engine { reply }) => {
+                    let _ = reply.send(EngineView {
+                        stats: evaluator.stats().clone(),
+                        rules: evaluator.rules().map(|(r, h)| (r.clone(), h.clone())).collect(),
+                        instances: evaluator.instances(),
+                        series: evaluator.series().read().len(),
+                        evaluations,
+                        evaluation_ns,
+                    });
+                }
                 Some(other) => {
                     let _ = to_dispatcher.send(ToDispatcher::Command(other, last_now)).await;
                 }

@@ -1,36 +1,35 @@
 //! The verbs that talk to a running daemon over its control API.
 
-use std::path::Path;
-
 use anyhow::Context;
 use engine::dispatch::Decision;
 use engine::policy::{BreakerState, Effect};
 
-use crate::control::client::connect;
+use crate::control::client::{connect, Target};
 use crate::control::pb;
 use crate::report::{rfc3339, short};
 use crate::Outcome;
 
-fn decode<T: serde::de::DeserializeOwned>(text: &str) -> anyhow::Result<T> {
+pub(super) fn decode<T: serde::de::DeserializeOwned>(text: &str) -> anyhow::Result<T> {
     serde_json::from_str(text).context("the daemon sent a record this version cannot read")
 }
 
-fn status_error(e: tonic::Status) -> anyhow::Error {
+pub(super) fn status_error(e: tonic::Status) -> anyhow::Error {
     anyhow::anyhow!("{}", e.message())
 }
 
 /// `rocemend status`.
-pub fn status(socket: &Path, json: bool) -> anyhow::Result<Outcome> {
+pub fn status(target: &Target, json: bool) -> anyhow::Result<Outcome> {
     let reply = super::runtime()?
-        .block_on(async { connect(socket).await?.status(pb::StatusRequest {}).await.map_err(status_error) })?;
+        .block_on(async { connect(target).await?.status(pb::StatusRequest {}).await.map_err(status_error) })?;
     let s = reply.into_inner();
     if json {
         println!(
-            "{{\"mode\":{:?},\"breaker\":{},\"pending\":[{}],\"in_effect\":[{}],\"ledger_records\":{}}}",
+            "{{\"mode\":{:?},\"breaker\":{},\"pending\":[{}],\"in_effect\":[{}],\"silences\":[{}],\"ledger_records\":{}}}",
             s.mode,
             s.breaker_json,
             s.pending_json.join(","),
             s.in_effect_json.join(","),
+            s.silences_json.join(","),
             s.ledger_records
         );
         return Ok(Outcome::Ok);
@@ -52,10 +51,23 @@ pub fn status(socket: &Path, json: bool) -> anyhow::Result<Outcome> {
         let e: Effect = decode(e)?;
         println!("  {}  {}  {}  since {}", e.id, e.rule, e.action, rfc3339(e.since));
     }
+    println!("silences  {}", s.silences_json.len());
+    for text in &s.silences_json {
+        let x: engine::dispatch::Silence = decode(text)?;
+        println!(
+            "  {}  rule {}  target {}  until {}  by {}  {}",
+            x.id,
+            x.rule.as_deref().unwrap_or("*"),
+            x.target.as_deref().unwrap_or("*"),
+            rfc3339(x.until),
+            x.by,
+            x.reason
+        );
+    }
     Ok(Outcome::Ok)
 }
 
-fn verdict_line(d: &Decision) -> String {
+pub(super) fn verdict_line(d: &Decision) -> String {
     match d.verdict.reason() {
         Some(reason) => format!("{}: {reason}", d.verdict.name()),
         None => d.verdict.name().to_string(),
@@ -64,7 +76,7 @@ fn verdict_line(d: &Decision) -> String {
 
 /// `rocemend decisions`.
 pub fn decisions(
-    socket: &Path,
+    target: &Target,
     since: Option<i64>,
     rule: Option<String>,
     target: Option<String>,
@@ -76,7 +88,7 @@ pub fn decisions(
             rule: rule.unwrap_or_default(),
             target: target.unwrap_or_default(),
         };
-        connect(socket).await?.list_decisions(request).await.map_err(status_error)
+        connect(target).await?.list_decisions(request).await.map_err(status_error)
     })?;
     let list = reply.into_inner().decisions_json;
     if json {
@@ -107,9 +119,9 @@ pub fn decisions(
 }
 
 /// `rocemend explain ID`.
-pub fn explain(socket: &Path, id: &str, json: bool) -> anyhow::Result<Outcome> {
+pub fn explain(target: &Target, id: &str, json: bool) -> anyhow::Result<Outcome> {
     let reply = super::runtime()?.block_on(async {
-        connect(socket).await?.explain(pb::ExplainRequest { id: id.to_string() }).await.map_err(status_error)
+        connect(target).await?.explain(pb::ExplainRequest { id: id.to_string() }).await.map_err(status_error)
     })?;
     let chain = reply.into_inner().decisions_json;
     if json {
@@ -160,9 +172,9 @@ fn print_decision(d: &Decision) {
 }
 
 /// `rocemend approve ID` / `reject ID`.
-pub fn approve(socket: &Path, id: &str, by: &str, approve: bool) -> anyhow::Result<Outcome> {
+pub fn approve(target: &Target, id: &str, by: &str, approve: bool) -> anyhow::Result<Outcome> {
     let reply = super::runtime()?.block_on(async {
-        let mut client = connect(socket).await?;
+        let mut client = connect(target).await?;
         let request = pb::DecisionRequest { id: id.to_string(), by: by.to_string() };
         if approve {
             client.approve(request).await.map_err(status_error)
@@ -176,9 +188,9 @@ pub fn approve(socket: &Path, id: &str, by: &str, approve: bool) -> anyhow::Resu
 }
 
 /// `rocemend breaker reset`.
-pub fn breaker_reset(socket: &Path, by: &str) -> anyhow::Result<Outcome> {
+pub fn breaker_reset(target: &Target, by: &str) -> anyhow::Result<Outcome> {
     let reply = super::runtime()?.block_on(async {
-        connect(socket).await?.reset_breaker(pb::ResetBreakerRequest { by: by.to_string() }).await.map_err(status_error)
+        connect(target).await?.reset_breaker(pb::ResetBreakerRequest { by: by.to_string() }).await.map_err(status_error)
     })?;
     let previous: BreakerState = decode(&reply.into_inner().previous_json)?;
     match previous.tripped_at {
@@ -189,18 +201,18 @@ pub fn breaker_reset(socket: &Path, by: &str) -> anyhow::Result<Outcome> {
 }
 
 /// `rocemend mode MODE`.
-pub fn set_mode(socket: &Path, mode: &str) -> anyhow::Result<Outcome> {
+pub fn set_mode(target: &Target, mode: &str) -> anyhow::Result<Outcome> {
     super::runtime()?.block_on(async {
-        connect(socket).await?.set_mode(pb::SetModeRequest { mode: mode.to_string() }).await.map_err(status_error)
+        connect(target).await?.set_mode(pb::SetModeRequest { mode: mode.to_string() }).await.map_err(status_error)
     })?;
     println!("mode {mode}");
     Ok(Outcome::Ok)
 }
 
 /// `rocemend reload`.
-pub fn reload(socket: &Path) -> anyhow::Result<Outcome> {
+pub fn reload(target: &Target) -> anyhow::Result<Outcome> {
     super::runtime()?
-        .block_on(async { connect(socket).await?.reload(pb::ReloadRequest {}).await.map_err(status_error) })?;
+        .block_on(async { connect(target).await?.reload(pb::ReloadRequest {}).await.map_err(status_error) })?;
     println!("reload requested");
     Ok(Outcome::Ok)
 }

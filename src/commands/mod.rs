@@ -3,13 +3,14 @@
 mod check;
 mod control;
 mod demo;
+mod ops;
 mod replay;
 mod run;
 mod sensors;
 mod sim;
 mod test;
 
-use crate::cli::{BreakerCommand, Cli, Command, SensorsCommand, SimCommand};
+use crate::cli::{BreakerCommand, Cli, Command, JobCommand, SensorsCommand, SimCommand};
 use crate::Outcome;
 
 /// Runs the verb.
@@ -29,22 +30,62 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
             sensors::watch(&config, filter)
         }
         Command::Sim { command: SimCommand::Switch { listen, ports, tick_ms } } => sim::switch(&listen, ports, tick_ms),
-        Command::Status { socket, json } => control::status(&socket.path, json),
-        Command::Decisions { socket, since, rule, target, json } => {
-            let since = match since {
-                Some(text) => Some(engine::time::wall_clock_now() - engine::time::parse_duration(&text)?),
-                None => None,
-            };
-            control::decisions(&socket.path, since, rule, target, json)
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut cmd, "rocemend", &mut std::io::stdout());
+            Ok(Outcome::Ok)
         }
-        Command::Explain { id, socket, json } => control::explain(&socket.path, &id, json),
-        Command::Approve { id, socket, by } => control::approve(&socket.path, &id, &by.name, true),
-        Command::Reject { id, socket, by } => control::approve(&socket.path, &id, &by.name, false),
+        verb => talk(verb),
+    }
+}
+
+/// The verbs that talk to a running daemon. Their failures (no daemon, an
+/// unknown id, a refused call) are failures of the request, not of its
+/// spelling: exit 1, leaving 2 to usage and configuration errors.
+fn talk(verb: Command) -> anyhow::Result<Outcome> {
+    match talk_inner(verb) {
+        Ok(outcome) => Ok(outcome),
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            Ok(Outcome::Findings)
+        }
+    }
+}
+
+fn since(text: Option<String>) -> anyhow::Result<Option<i64>> {
+    Ok(match text {
+        Some(text) => Some(engine::time::wall_clock_now() - engine::time::parse_duration(&text)?),
+        None => None,
+    })
+}
+
+fn talk_inner(verb: Command) -> anyhow::Result<Outcome> {
+    match verb {
+        Command::Status { socket, json } => control::status(&socket.target()?, json),
+        Command::Decisions { socket, since: s, rule, target, json } => {
+            control::decisions(&socket.target()?, since(s)?, rule, target, json)
+        }
+        Command::Explain { id, socket, json } => control::explain(&socket.target()?, &id, json),
+        Command::Approve { id, socket, by } => control::approve(&socket.target()?, &id, &by.name, true),
+        Command::Reject { id, socket, by } => control::approve(&socket.target()?, &id, &by.name, false),
         Command::Breaker { command: BreakerCommand::Reset { socket, by } } => {
-            control::breaker_reset(&socket.path, &by.name)
+            control::breaker_reset(&socket.target()?, &by.name)
         }
-        Command::Mode { mode, socket } => control::set_mode(&socket.path, &mode),
-        Command::Reload { socket } => control::reload(&socket.path),
+        Command::Mode { mode, socket } => control::set_mode(&socket.target()?, &mode),
+        Command::Reload { socket } => control::reload(&socket.target()?),
+        Command::Incidents { socket, since: s, json } => ops::incidents(&socket.target()?, since(s)?, json),
+        Command::Rules { socket, json } => ops::rules(&socket.target()?, json),
+        Command::Instances { socket, rule, json } => ops::instances(&socket.target()?, rule, json),
+        Command::Silence { socket, rule, target, duration, reason, by, json } => {
+            let args = ops::SilenceArgs { rule, target, duration, reason, by: by.name };
+            ops::silence(&socket.target()?, args, json)
+        }
+        Command::Unsilence { id, socket } => ops::unsilence(&socket.target()?, &id),
+        Command::Watch { socket, kinds, json } => ops::watch(&socket.target()?, kinds, json),
+        Command::Job { command: JobCommand::Push { socket, job, nodes, step_time, busbw, algbw } } => {
+            ops::job_push(&socket.target()?, ops::JobArgs { job, nodes, step_time, busbw, algbw })
+        }
+        other => anyhow::bail!("internal: {other:?} is not a control verb"),
     }
 }
 

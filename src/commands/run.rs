@@ -37,7 +37,15 @@ pub fn run(config_path: &Path) -> anyhow::Result<Outcome> {
     let evaluator = Evaluator::new(series, rules, Some(store))?;
     let dispatcher = wiring::dispatcher(&playbook, topology.clone(), Some(ledger.clone()))
         .map_err(|e| anyhow::anyhow!(e.join("\n")))?;
-    let sensors = wiring::sensors(&config).map_err(|e| anyhow::anyhow!(e.join("\n")))?;
+    let mut sensors = wiring::sensors(&config).map_err(|e| anyhow::anyhow!(e.join("\n")))?;
+    // Job signals pushed over the control API enter as one more sensor.
+    let (job_tx, job_sensor) = control::jobs::channel();
+    sensors.push(engine::runtime::SensorSlot {
+        sensor: Box::new(job_sensor),
+        max_series: config.engine.max_series_per_sensor,
+    });
+    let health = engine::HealthBoard::default();
+    let tcp = control::serve::tcp_side(&config.control)?;
     let clock = match config.engine.clock.as_str() {
         "wall" => ClockMode::Wall,
         "samples" => ClockMode::Samples,
@@ -57,7 +65,7 @@ pub fn run(config_path: &Path) -> anyhow::Result<Outcome> {
         tick,
         record: config.record.clone(),
         stop_when_sensors_end: config.engine.exit_when_sensors_end,
-        health: engine::HealthBoard::default(),
+        health: health.clone(),
     };
     tracing::info!(
         message = "Starting.",
@@ -70,25 +78,33 @@ pub fn run(config_path: &Path) -> anyhow::Result<Outcome> {
     rt.block_on(async move {
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
         let (command_tx, command_rx) = mpsc::channel(16);
-        let control_shutdown = {
-            let mut rx = shutdown_rx.clone();
-            async move {
-                while !*rx.borrow() {
-                    if rx.changed().await.is_err() {
-                        break;
-                    }
-                }
-            }
-        };
-        let service = ControlService::new(command_tx.clone(), ledger);
-        let control = tokio::spawn(control::server::serve(socket, service, control_shutdown));
+        let hub = control::events::EventHub::default();
+        let metrics = std::sync::Arc::new(crate::metrics::Metrics::new());
+        let service = ControlService::new(command_tx.clone(), ledger.clone(), hub.clone(), job_tx);
+        let control = control::serve::start(socket, tcp, service, shutdown_rx.clone())?;
+        if let Some(addr) = &config.metrics.listen {
+            let endpoint = crate::metrics::http::Endpoint {
+                metrics: metrics.clone(),
+                commands: command_tx.clone(),
+                ledger: Some(ledger),
+                health,
+            };
+            let (_, serve) = crate::metrics::http::bind(addr, endpoint, shutdown_rx.clone())?;
+            tokio::spawn(serve);
+        }
         spawn_signal_handlers(shutdown_tx.clone(), command_tx.clone())?;
         if reload_poll > 0 {
             tokio::spawn(watch_rules(rules_dir, Duration::from_nanos(reload_poll as u64), command_tx));
         }
-        let summary = runtime::run(daemon, shutdown_rx, command_rx, report::log_event).await?;
+        let observe = move |event: &runtime::DaemonEvent| {
+            report::log_event(event);
+            metrics.observe(event);
+            hub.publish(event);
+        };
+        let summary = runtime::run(daemon, shutdown_rx, command_rx, observe).await?;
         let _ = shutdown_tx.send(true);
         if let Ok(Err(error)) = control.await {
+            let error = format!("{error:#}");
             tracing::error!(message = "Control API failed.", %error);
         }
         tracing::info!(message = "Stopped.", samples = summary.stats.samples, decisions = summary.decisions);

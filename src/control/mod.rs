@@ -1,8 +1,14 @@
-//! The control API: a gRPC service on a unix socket, and its client for the
-//! CLI verbs (`status`, `decisions`, `explain`, `approve`, `reject`,
-//! `breaker reset`, `mode`, `reload`).
+//! The control API: a gRPC service (`control.proto`) on a unix socket, and
+//! on TCP with TLS and bearer tokens when configured; its client for the
+//! CLI verbs; the event hub behind `Watch`; the sensor behind `PushJob`.
 
+pub mod auth;
 pub mod client;
+pub mod events;
+pub mod incidents;
+pub mod jobs;
+pub mod listen;
+pub mod serve;
 pub mod server;
 
 /// Code generated from `control.proto`.

@@ -1,50 +1,101 @@
 //! The control service, served by `rocemend run`.
+//!
+//! Reads go to the ledger directly; everything about the engine or the
+//! dispatcher goes to the run loop as a [`Command`] and waits for its
+//! answer, so the loop stays the only owner of its state.
 
-use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::Arc;
 
 use engine::ledger::{Filter, Ledger};
-use engine::runtime::Command;
-use tokio::net::UnixListener;
-use tokio::sync::{mpsc, oneshot};
-use tokio_stream::wrappers::UnixListenerStream;
-use tokio_stream::StreamExt;
+use engine::runtime::{Command, EngineView};
+use engine::time::{parse_duration, wall_clock_now};
+use engine::RuleHealth;
+use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
 
-use super::pb::control_server::{Control, ControlServer};
+use super::auth::{Access, Tokens};
+use super::events::EventHub;
+use super::incidents;
+use super::jobs::{check_name, JobPush};
+use super::pb::control_server::Control;
 use super::pb::*;
 
-/// The service: reads go to the ledger directly; everything that changes the
-/// daemon goes to its run loop as a [`Command`].
+/// The service. One per listener: the unix socket's has no tokens (the
+/// kernel vouches for the caller), the TCP listener's has.
+#[derive(Clone)]
 pub struct ControlService {
     commands: mpsc::Sender<Command>,
     ledger: Ledger,
+    hub: EventHub,
+    jobs: mpsc::Sender<JobPush>,
+    tokens: Option<Arc<Tokens>>,
 }
 
-impl ControlService {
-    /// A service sending commands to `commands` and reading `ledger`.
-    pub fn new(commands: mpsc::Sender<Command>, ledger: Ledger) -> ControlService {
-        ControlService { commands, ledger }
-    }
-
-    async fn ask<T>(&self, make: impl FnOnce(oneshot::Sender<T>) -> Command) -> Result<T, Status> {
-        let (tx, rx) = oneshot::channel();
-        self.commands.send(make(tx)).await.map_err(|_| Status::unavailable("the daemon is shutting down"))?;
-        rx.await.map_err(|_| Status::unavailable("the daemon is shutting down"))
-    }
+fn gone() -> Status {
+    Status::unavailable("the daemon is shutting down")
 }
 
 fn json<T: serde::Serialize>(value: &T) -> String {
     serde_json::to_string(value).unwrap_or_else(|e| format!("{{\"error\":{:?}}}", e.to_string()))
 }
 
+/// The serde name of an enum value (`critical`, `dry-run`).
+fn name<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_value(value).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+}
+
 fn internal(e: impl std::fmt::Display) -> Status {
     Status::internal(e.to_string())
 }
 
+fn labels_map(l: &engine::Labels) -> std::collections::HashMap<String, String> {
+    l.0.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+}
+
+impl ControlService {
+    /// A service sending commands to `commands`, reading `ledger`, streaming
+    /// `hub`'s events and handing job pushes to `jobs`.
+    pub fn new(
+        commands: mpsc::Sender<Command>,
+        ledger: Ledger,
+        hub: EventHub,
+        jobs: mpsc::Sender<JobPush>,
+    ) -> ControlService {
+        ControlService { commands, ledger, hub, jobs, tokens: None }
+    }
+
+    /// The same service, requiring bearer tokens (for TCP).
+    pub fn with_tokens(mut self, tokens: Tokens) -> ControlService {
+        self.tokens = Some(Arc::new(tokens));
+        self
+    }
+
+    fn allow<T>(&self, request: &Request<T>, need: Access, call: &str) -> Result<(), Status> {
+        match &self.tokens {
+            None => Ok(()),
+            Some(tokens) => tokens.check(request.metadata(), need, call),
+        }
+    }
+
+    async fn ask<T>(&self, make: impl FnOnce(oneshot::Sender<T>) -> Command) -> Result<T, Status> {
+        let (tx, rx) = oneshot::channel();
+        self.commands.send(make(tx)).await.map_err(|_| gone())?;
+        rx.await.map_err(|_| gone())
+    }
+
+    async fn engine(&self) -> Result<EngineView, Status> {
+        self.ask(|reply| Command::Engine { reply }).await
+    }
+}
+
+type EventStream = Pin<Box<dyn Stream<Item = Result<Event, Status>> + Send>>;
+
 #[tonic::async_trait]
 impl Control for ControlService {
-    async fn status(&self, _: Request<StatusRequest>) -> Result<Response<StatusReply>, Status> {
+    async fn status(&self, request: Request<StatusRequest>) -> Result<Response<StatusReply>, Status> {
+        self.allow(&request, Access::Read, "Status")?;
         let status = self.ask(|reply| Command::Status { reply }).await?;
         Ok(Response::new(StatusReply {
             mode: status.mode.as_str().to_string(),
@@ -52,6 +103,7 @@ impl Control for ControlService {
             pending_json: status.pending.iter().map(json).collect(),
             in_effect_json: status.in_effect.iter().map(json).collect(),
             ledger_records: self.ledger.len() as u64,
+            silences_json: status.silences.iter().map(json).collect(),
         }))
     }
 
@@ -59,6 +111,7 @@ impl Control for ControlService {
         &self,
         request: Request<ListDecisionsRequest>,
     ) -> Result<Response<ListDecisionsReply>, Status> {
+        self.allow(&request, Access::Read, "ListDecisions")?;
         let r = request.into_inner();
         let filter = Filter {
             since: (r.since_ns > 0).then_some(r.since_ns),
@@ -70,6 +123,7 @@ impl Control for ControlService {
     }
 
     async fn explain(&self, request: Request<ExplainRequest>) -> Result<Response<ExplainReply>, Status> {
+        self.allow(&request, Access::Read, "Explain")?;
         let id = request.into_inner().id;
         let d =
             self.ledger.get(&id).map_err(internal)?.ok_or_else(|| Status::not_found(format!("no decision {id}")))?;
@@ -82,7 +136,107 @@ impl Control for ControlService {
         Ok(Response::new(ExplainReply { decisions_json: chain }))
     }
 
+    async fn list_rules(&self, request: Request<ListRulesRequest>) -> Result<Response<ListRulesReply>, Status> {
+        self.allow(&request, Access::Read, "ListRules")?;
+        let view = self.engine().await?;
+        let rules = view
+            .rules
+            .iter()
+            .map(|(rule, health)| {
+                let count = |s: engine::State| {
+                    view.instances.iter().filter(|i| i.rule == rule.name && i.instance.state == s).count() as u32
+                };
+                let (health, last_error, last_error_ns) = match health {
+                    RuleHealth::Ok => {
+                        let (e, at) = self.hub.last_error(&rule.name).unwrap_or_default();
+                        ("ok", e, at)
+                    }
+                    RuleHealth::Quarantined { error, at } => ("quarantined", error.to_string(), *at),
+                };
+                Rule {
+                    name: rule.name.clone(),
+                    description: rule.description.clone(),
+                    severity: name(&rule.severity),
+                    mode: name(&rule.mode),
+                    health: health.to_string(),
+                    last_error,
+                    last_error_ns,
+                    firing: count(engine::State::Firing),
+                    pending: count(engine::State::Pending),
+                }
+            })
+            .collect();
+        Ok(Response::new(ListRulesReply { rules }))
+    }
+
+    async fn list_instances(
+        &self,
+        request: Request<ListInstancesRequest>,
+    ) -> Result<Response<ListInstancesReply>, Status> {
+        self.allow(&request, Access::Read, "ListInstances")?;
+        let rule = request.into_inner().rule;
+        let view = self.engine().await?;
+        let instances = view
+            .instances
+            .iter()
+            .filter(|i| rule.is_empty() || i.rule == rule)
+            .filter(|i| i.instance.state != engine::State::Inactive)
+            .map(|i| Instance {
+                rule: i.rule.clone(),
+                subject: labels_map(&i.subject),
+                state: i.instance.state.as_str().to_string(),
+                since_ns: i.instance.since,
+                active_at_ns: i.instance.active_at,
+                stale: i.instance.stale,
+            })
+            .collect();
+        Ok(Response::new(ListInstancesReply { instances }))
+    }
+
+    async fn list_incidents(
+        &self,
+        request: Request<ListIncidentsRequest>,
+    ) -> Result<Response<ListIncidentsReply>, Status> {
+        self.allow(&request, Access::Read, "ListIncidents")?;
+        let since = request.into_inner().since_ns;
+        let view = self.engine().await?;
+        let filter = Filter { since: (since > 0).then_some(since), rule: None, target: None };
+        let decisions = self.ledger.list(&filter).map_err(internal)?;
+        Ok(Response::new(ListIncidentsReply { incidents: incidents::incidents(&decisions, &view.instances, since) }))
+    }
+
+    type WatchStream = EventStream;
+
+    async fn watch(&self, request: Request<WatchRequest>) -> Result<Response<Self::WatchStream>, Status> {
+        self.allow(&request, Access::Read, "Watch")?;
+        let kinds = request.into_inner().kinds;
+        let mut rx = self.hub.subscribe();
+        let (tx, out) = mpsc::channel(64);
+        tokio::spawn(async move {
+            loop {
+                let event = match rx.recv().await {
+                    Ok(e) => e,
+                    Err(broadcast::error::RecvError::Lagged(n)) => Event {
+                        at_ns: wall_clock_now(),
+                        kind: "lagged".into(),
+                        text: format!("{n} events were missed: this client reads too slowly"),
+                        json: format!("{{\"missed\":{n}}}"),
+                    },
+                    Err(broadcast::error::RecvError::Closed) => return,
+                };
+                if !kinds.is_empty() && event.kind != "lagged" && !kinds.contains(&event.kind) {
+                    continue;
+                }
+                if tx.send(Ok(event)).await.is_err() {
+                    return; // the client went away
+                }
+            }
+        });
+        Ok(Response::new(Box::pin(tokio_stream::wrappers::ReceiverStream::new(out))))
+    }
+
     async fn approve(&self, request: Request<DecisionRequest>) -> Result<Response<DecisionReply>, Status> {
+        self.allow(&request, Access::Write, "Approve")?;
         let r = request.into_inner();
         let result = self.ask(|reply| Command::Approve { id: r.id, by: r.by, reply }).await?;
         let d = result.map_err(Status::failed_precondition)?;
@@ -90,6 +244,7 @@ impl Control for ControlService {
     }
 
     async fn reject(&self, request: Request<DecisionRequest>) -> Result<Response<DecisionReply>, Status> {
+        self.allow(&request, Access::Write, "Reject")?;
         let r = request.into_inner();
         let result = self.ask(|reply| Command::Reject { id: r.id, by: r.by, reply }).await?;
         let d = result.map_err(Status::failed_precondition)?;
@@ -100,73 +255,84 @@ impl Control for ControlService {
         &self,
         request: Request<ResetBreakerRequest>,
     ) -> Result<Response<ResetBreakerReply>, Status> {
+        self.allow(&request, Access::Write, "ResetBreaker")?;
         let by = request.into_inner().by;
         let previous = self.ask(|reply| Command::ResetBreaker { by, reply }).await?;
         Ok(Response::new(ResetBreakerReply { previous_json: json(&previous) }))
     }
 
     async fn set_mode(&self, request: Request<SetModeRequest>) -> Result<Response<SetModeReply>, Status> {
+        self.allow(&request, Access::Write, "SetMode")?;
         let mode = request.into_inner().mode.parse().map_err(Status::invalid_argument)?;
-        self.commands.send(Command::SetMode(mode)).await.map_err(|_| Status::unavailable("shutting down"))?;
+        self.commands.send(Command::SetMode(mode)).await.map_err(|_| gone())?;
         Ok(Response::new(SetModeReply {}))
     }
 
-    async fn reload(&self, _: Request<ReloadRequest>) -> Result<Response<ReloadReply>, Status> {
-        self.commands.send(Command::Reload).await.map_err(|_| Status::unavailable("shutting down"))?;
+    async fn reload(&self, request: Request<ReloadRequest>) -> Result<Response<ReloadReply>, Status> {
+        self.allow(&request, Access::Write, "Reload")?;
+        self.commands.send(Command::Reload).await.map_err(|_| gone())?;
         Ok(Response::new(ReloadReply {}))
     }
-}
 
-/// Binds the socket (mode 0600; a stale socket file is replaced) and serves
-/// until `shutdown` resolves. Connections from other users are refused.
-pub async fn serve(
-    path: PathBuf,
-    service: ControlService,
-    shutdown: impl std::future::Future<Output = ()> + Send,
-) -> std::io::Result<()> {
-    let listener = bind(&path)?;
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let owner = unsafe { libc::geteuid() };
-    let incoming = UnixListenerStream::new(listener).filter(move |conn| match conn {
-        Ok(stream) => match stream.peer_cred() {
-            Ok(cred) if cred.uid() == owner => true,
-            Ok(cred) => {
-                tracing::warn!(message = "Control connection refused: not the daemon's user.", uid = cred.uid());
-                false
-            }
-            Err(error) => {
-                tracing::warn!(message = "Control connection refused: no peer credentials.", %error);
-                false
-            }
-        },
-        Err(_) => true,
-    });
-    tracing::info!(message = "Control API listening.", socket = %path.display());
-    let result = tonic::transport::Server::builder()
-        .add_service(ControlServer::new(service))
-        .serve_with_incoming_shutdown(incoming, shutdown)
-        .await;
-    let _ = std::fs::remove_file(&path);
-    result.map_err(std::io::Error::other)
-}
+    async fn silence(&self, request: Request<SilenceRequest>) -> Result<Response<SilenceReply>, Status> {
+        self.allow(&request, Access::Write, "Silence")?;
+        let r = request.into_inner();
+        let duration = parse_duration(&r.duration)
+            .map_err(|e| Status::invalid_argument(format!("silence duration: {e}")))?;
+        if duration <= 0 {
+            return Err(Status::invalid_argument("silence duration must be positive"));
+        }
+        let silence = engine::dispatch::Silence {
+            id: String::new(),
+            rule: (!r.rule.is_empty()).then_some(r.rule),
+            target: (!r.target.is_empty()).then_some(r.target),
+            until: wall_clock_now().saturating_add(duration),
+            by: r.by,
+            reason: r.reason,
+        };
+        let set = self.ask(|reply| Command::Silence { silence, reply }).await?;
+        let set = set.map_err(Status::invalid_argument)?;
+        tracing::info!(message = "Silence set.", id = %set.id, rule = ?set.rule, target = ?set.target, until = set.until, by = %set.by);
+        Ok(Response::new(SilenceReply { silence_json: json(&set) }))
+    }
 
-fn bind(path: &Path) -> std::io::Result<UnixListener> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
+    async fn unsilence(&self, request: Request<UnsilenceRequest>) -> Result<Response<UnsilenceReply>, Status> {
+        self.allow(&request, Access::Write, "Unsilence")?;
+        let id = request.into_inner().id;
+        let lifted = self.ask(|reply| Command::Unsilence { id: id.clone(), reply }).await?;
+        if !lifted {
+            return Err(Status::not_found(format!("no silence {id} (it may have ended)")));
+        }
+        Ok(Response::new(UnsilenceReply {}))
     }
-    match std::fs::remove_file(path) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(e),
+
+    async fn push_job(&self, request: Request<PushJobRequest>) -> Result<Response<PushJobReply>, Status> {
+        self.allow(&request, Access::Write, "PushJob")?;
+        let r = request.into_inner();
+        check_name("job", &r.job).map_err(Status::invalid_argument)?;
+        for n in &r.nodes {
+            check_name("node", n).map_err(Status::invalid_argument)?;
+        }
+        let mut values = Vec::new();
+        for (metric, value) in [
+            ("job_step_time_seconds", r.step_time_seconds),
+            ("nccl_busbw_gbps", r.busbw_gbps),
+            ("nccl_algbw_gbps", r.algbw_gbps),
+        ] {
+            if let Some(v) = value {
+                if !v.is_finite() || v < 0.0 {
+                    return Err(Status::invalid_argument(format!("{metric} = {v}: must be a finite number >= 0")));
+                }
+                values.push((metric, v));
+            }
+        }
+        if values.is_empty() && r.nodes.is_empty() {
+            return Err(Status::invalid_argument("nothing to push: give a signal or the job's nodes"));
+        }
+        let at = if r.at_ns > 0 { r.at_ns } else { wall_clock_now() };
+        let (reply, answer) = oneshot::channel();
+        self.jobs.send(JobPush { job: r.job, nodes: r.nodes, at, values, reply }).await.map_err(|_| gone())?;
+        let samples = answer.await.map_err(|_| gone())?.map_err(Status::resource_exhausted)?;
+        Ok(Response::new(PushJobReply { samples }))
     }
-    // The socket is created with the umask's permissions: tighten the umask
-    // around the bind so it is never open to others, not even for a moment.
-    // SAFETY: umask only swaps the process's file-creation mask.
-    let old = unsafe { libc::umask(0o177) };
-    let bound = UnixListener::bind(path);
-    // SAFETY: as above; restores the previous mask.
-    unsafe { libc::umask(old) };
-    let listener = bound?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
-    Ok(listener)
 }

@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::silence::{Silence, Silences};
 use super::types::{Decision, Mode, Phase, Step, Verdict};
 use crate::action::Proposal;
 use crate::contracts::{Actuator, ActuatorError, Outcome, Verification};
@@ -56,6 +57,8 @@ pub struct Dispatcher {
     seq: u64,
     /// When the ledger was last compacted.
     last_compaction: Nanos,
+    /// Operators' silences (see [`super::silence`]).
+    silences: Silences,
 }
 
 /// How often the ledger is compacted to its retention bounds.
@@ -99,7 +102,23 @@ impl Dispatcher {
                 Err(error) => tracing::error!(message = "Could not read the ledger.", %error),
             }
         }
-        Dispatcher { config, policy, ledger, pending, seq: 0, last_compaction: Nanos::MIN }
+        Dispatcher { config, policy, ledger, pending, seq: 0, last_compaction: Nanos::MIN, silences: Silences::default() }
+    }
+
+    /// Adds a silence (see [`super::silence`]); returns it with its id.
+    pub fn silence(&mut self, silence: Silence) -> Result<Silence, String> {
+        self.silences.add(silence)
+    }
+
+    /// Lifts a silence early; false if there is no such silence.
+    pub fn unsilence(&mut self, id: &str) -> bool {
+        self.silences.remove(id)
+    }
+
+    /// The silences in force at `now` (ended ones are dropped).
+    pub fn silences(&mut self, now: Nanos) -> Vec<Silence> {
+        self.silences.expire(now);
+        self.silences.active(now)
     }
 
     /// Switches the global mode at run time.
@@ -236,6 +255,12 @@ impl Dispatcher {
             finished_at: 0,
             proposal,
         };
+        if let Some(silence) = self.silences.matching(&d.proposal, now) {
+            let reason = silence.describe();
+            d.steps.push(Step { at: now, what: reason.clone() });
+            d.verdict = Verdict::Suppressed { reason };
+            return self.finish(d, false);
+        }
         if mode == Mode::Shadow {
             d.steps.push(Step { at: now, what: "shadow mode: recorded, not acted on".into() });
             return self.finish(d, false);

@@ -7,9 +7,11 @@
 //! reason, approvals, the actuator's outcome, retries, and undo.
 
 mod dispatcher;
+pub mod silence;
 mod types;
 
 pub use dispatcher::{ActuatorRoute, DispatchConfig, Dispatcher};
+pub use silence::Silence;
 pub use types::{Decision, Mode, Phase, Step, Verdict};
 
 #[cfg(test)]

@@ -263,3 +263,69 @@ async fn dry_run_plans_and_shadow_only_records() {
     assert_eq!(d.dispatch(shadow).await.verdict, Verdict::Shadowed);
     assert_eq!(knobs.executes.load(Ordering::SeqCst), 0);
 }
+
+fn silence(rule: Option<&str>, target: Option<&str>, until: i64) -> Silence {
+    Silence {
+        id: String::new(),
+        rule: rule.map(Into::into),
+        target: target.map(Into::into),
+        until,
+        by: "oncall".into(),
+        reason: "maintenance".into(),
+    }
+}
+
+#[tokio::test]
+async fn a_silenced_target_is_recorded_as_suppressed_and_nothing_is_sent_until_the_silence_ends() {
+    let knobs = Arc::new(Knobs::default());
+    let l = ledger();
+    let mut d = dispatcher(Setup::default(), knobs.clone(), Some(l.clone()));
+    let s = d.silence(silence(None, Some("node-07"), 10 * SECOND)).unwrap();
+    assert_eq!(s.id, "s1");
+
+    let silenced = d.dispatch(proposal("gpu-xid", "node-07", SECOND)).await;
+    match &silenced.verdict {
+        Verdict::Suppressed { reason } => {
+            assert!(reason.starts_with("silenced (s1, target node-07, by oncall"), "{reason}");
+            assert!(reason.ends_with(": maintenance"), "{reason}");
+        }
+        other => panic!("expected suppressed, got {other:?}"),
+    }
+    assert_eq!(knobs.executes.load(Ordering::SeqCst), 0, "a silenced proposal must not reach the actuator");
+    assert!(l.get(&silenced.id).unwrap().is_some(), "a silenced proposal is still in the ledger");
+
+    // Another target is not covered.
+    let other = d.dispatch(proposal("gpu-xid", "node-08", 2 * SECOND)).await;
+    assert!(matches!(other.verdict, Verdict::Executed { .. }), "{:?}", other.verdict);
+
+    // After the silence ends, the same target is acted on again.
+    let later = d.dispatch(proposal("gpu-xid", "node-07", 11 * SECOND)).await;
+    assert!(matches!(later.verdict, Verdict::Executed { .. }), "{:?}", later.verdict);
+    assert_eq!(knobs.executes.load(Ordering::SeqCst), 2);
+    assert!(d.silences(11 * SECOND).is_empty());
+}
+
+#[tokio::test]
+async fn a_rule_silence_covers_only_that_rule_and_can_be_lifted_early() {
+    let knobs = Arc::new(Knobs::default());
+    let mut d = dispatcher(Setup::default(), knobs.clone(), None);
+    let s = d.silence(silence(Some("gpu-xid"), None, 100 * SECOND)).unwrap();
+    assert_eq!(d.silences(SECOND).len(), 1);
+
+    let v = d.dispatch(proposal("gpu-xid", "node-01", SECOND)).await.verdict;
+    assert!(matches!(v, Verdict::Suppressed { .. }), "{v:?}");
+    let v = d.dispatch(proposal("pfc-storm", "node-02", 2 * SECOND)).await.verdict;
+    assert!(matches!(v, Verdict::Executed { .. }), "{v:?}");
+
+    assert!(d.unsilence(&s.id));
+    assert!(!d.unsilence(&s.id), "lifting twice reports that nothing was lifted");
+    let v = d.dispatch(proposal("gpu-xid", "node-03", 3 * SECOND)).await.verdict;
+    assert!(matches!(v, Verdict::Executed { .. }), "{v:?}");
+}
+
+#[test]
+fn a_silence_with_neither_rule_nor_target_is_refused() {
+    let mut s = silence::Silences::default();
+    let err = s.add(silence(None, None, SECOND)).unwrap_err();
+    assert!(err.contains("needs a rule or a target"), "{err}");
+}

@@ -1,0 +1,96 @@
+//! Silences: an operator's "not now" for a rule or a target.
+//!
+//! A silence is set through the control API (`rocemend silence`) for a
+//! duration. While it lasts, proposals it matches are still decided and
+//! recorded in the ledger, but with the verdict `suppressed` and the reason
+//! naming the silence, so nothing is sent and nothing is hidden. Silences
+//! live in memory only: a restart lifts them, which errs on the side of the
+//! daemon doing its job.
+
+use serde::{Deserialize, Serialize};
+
+use crate::action::Proposal;
+use crate::time::Nanos;
+
+/// One silence.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Silence {
+    /// Its id (`s1`, `s2`, …), to lift it early.
+    pub id: String,
+    /// Only proposals of this rule; `None` for any rule.
+    pub rule: Option<String>,
+    /// Only proposals whose action target contains this text (`node-03`,
+    /// `leaf-rail2`); `None` for any target.
+    pub target: Option<String>,
+    /// When it ends (ns since the epoch, the dispatcher's clock).
+    pub until: Nanos,
+    /// Who set it.
+    pub by: String,
+    /// Why, for the record.
+    pub reason: String,
+}
+
+impl Silence {
+    /// Whether this silence covers `p` at `now`.
+    pub fn matches(&self, p: &Proposal, now: Nanos) -> bool {
+        now < self.until
+            && self.rule.as_ref().is_none_or(|r| *r == p.rule)
+            && self.target.as_ref().is_none_or(|t| p.action.target.to_string().contains(t.as_str()))
+    }
+
+    /// The reason recorded in a decision it suppressed.
+    pub fn describe(&self) -> String {
+        let what = match (&self.rule, &self.target) {
+            (Some(r), Some(t)) => format!("rule {r} on {t}"),
+            (Some(r), None) => format!("rule {r}"),
+            (None, Some(t)) => format!("target {t}"),
+            (None, None) => "everything".to_string(),
+        };
+        let why = if self.reason.is_empty() { String::new() } else { format!(": {}", self.reason) };
+        format!("silenced ({}, {what}, by {} until {}){why}", self.id, self.by, self.until)
+    }
+}
+
+/// The silences in force.
+#[derive(Debug, Clone, Default)]
+pub struct Silences {
+    list: Vec<Silence>,
+    seq: u64,
+}
+
+impl Silences {
+    /// Adds a silence; its `id` is assigned here and returned in the copy.
+    /// A silence with neither rule nor target is refused: silencing
+    /// everything is what shadow mode is for.
+    pub fn add(&mut self, mut silence: Silence) -> Result<Silence, String> {
+        if silence.rule.is_none() && silence.target.is_none() {
+            return Err("a silence needs a rule or a target (to silence everything, switch to shadow mode)".into());
+        }
+        self.seq += 1;
+        silence.id = format!("s{}", self.seq);
+        self.list.push(silence.clone());
+        Ok(silence)
+    }
+
+    /// Lifts the silence `id`; false if there is none.
+    pub fn remove(&mut self, id: &str) -> bool {
+        let before = self.list.len();
+        self.list.retain(|s| s.id != id);
+        self.list.len() != before
+    }
+
+    /// The first silence covering `p` at `now`.
+    pub fn matching(&self, p: &Proposal, now: Nanos) -> Option<&Silence> {
+        self.list.iter().find(|s| s.matches(p, now))
+    }
+
+    /// Drops the silences that ended before `now`.
+    pub fn expire(&mut self, now: Nanos) {
+        self.list.retain(|s| now < s.until);
+    }
+
+    /// The silences not yet ended at `now`.
+    pub fn active(&self, now: Nanos) -> Vec<Silence> {
+        self.list.iter().filter(|s| now < s.until).cloned().collect()
+    }
+}

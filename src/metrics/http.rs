@@ -1,0 +1,153 @@
+//! The HTTP endpoint: `/metrics`, `/healthz`, `/readyz` (HTTP/1.1, hyper).
+//!
+//! - `/metrics`: takes a snapshot from the run loop, then encodes.
+//! - `/healthz` (liveness): 200 while the run loop answers within
+//!   [`LOOP_TIMEOUT`]; a loop stuck that long is worth a restart.
+//! - `/readyz` (readiness): live, and every sensor has finished its first
+//!   read (none is still `starting`), so a rollout waits until the daemon
+//!   actually sees the fabric.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use bytes::Bytes;
+use engine::contracts::{HealthBoard, HealthState};
+use engine::ledger::Ledger;
+use engine::runtime::{Command, EngineView};
+use http_body_util::Full;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use tokio::sync::{mpsc, oneshot, watch};
+
+use super::Metrics;
+
+/// How long the run loop may take to answer before it is called stuck.
+pub const LOOP_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What the endpoint reads.
+#[derive(Clone)]
+pub struct Endpoint {
+    /// The metrics.
+    pub metrics: Arc<Metrics>,
+    /// The run loop.
+    pub commands: mpsc::Sender<Command>,
+    /// The ledger, for its size.
+    pub ledger: Option<Ledger>,
+    /// The sensors' health.
+    pub health: HealthBoard,
+}
+
+impl Endpoint {
+    async fn view(&self) -> Result<EngineView, String> {
+        let (tx, rx) = oneshot::channel();
+        let ask = async {
+            self.commands.send(Command::Engine { reply: tx }).await.map_err(|_| "the run loop has stopped")?;
+            rx.await.map_err(|_| "the run loop has stopped")
+        };
+        match tokio::time::timeout(LOOP_TIMEOUT, ask).await {
+            Ok(r) => r.map_err(str::to_string),
+            Err(_) => Err(format!("the run loop did not answer within {LOOP_TIMEOUT:?}")),
+        }
+    }
+
+    async fn handle(&self, req: Request<hyper::body::Incoming>) -> Response<Full<Bytes>> {
+        if req.method() != Method::GET && req.method() != Method::HEAD {
+            return reply(StatusCode::METHOD_NOT_ALLOWED, "text/plain", "only GET\n".into());
+        }
+        match req.uri().path() {
+            "/metrics" => match self.view().await {
+                Ok(view) => {
+                    self.metrics.refresh(&view, self.ledger.as_ref(), &self.health);
+                    reply(
+                        StatusCode::OK,
+                        "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                        self.metrics.encode(),
+                    )
+                }
+                Err(e) => reply(StatusCode::SERVICE_UNAVAILABLE, "text/plain", format!("{e}\n")),
+            },
+            "/healthz" => match self.view().await {
+                Ok(_) => reply(StatusCode::OK, "text/plain", "ok\n".into()),
+                Err(e) => reply(StatusCode::SERVICE_UNAVAILABLE, "text/plain", format!("{e}\n")),
+            },
+            "/readyz" => {
+                if let Err(e) = self.view().await {
+                    return reply(StatusCode::SERVICE_UNAVAILABLE, "text/plain", format!("{e}\n"));
+                }
+                let starting: Vec<String> =
+                    self.health.snapshot().into_iter().filter(|h| h.state == HealthState::Starting).map(|h| h.name).collect();
+                if starting.is_empty() {
+                    reply(StatusCode::OK, "text/plain", "ready\n".into())
+                } else {
+                    reply(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "text/plain",
+                        format!("sensors not read yet: {}\n", starting.join(", ")),
+                    )
+                }
+            }
+            _ => reply(StatusCode::NOT_FOUND, "text/plain", "try /metrics, /healthz or /readyz\n".into()),
+        }
+    }
+}
+
+fn reply(status: StatusCode, content_type: &str, body: String) -> Response<Full<Bytes>> {
+    let mut r = Response::new(Full::new(Bytes::from(body)));
+    *r.status_mut() = status;
+    if let Ok(v) = content_type.parse() {
+        r.headers_mut().insert(hyper::header::CONTENT_TYPE, v);
+    }
+    r
+}
+
+/// Binds `addr` now (so a taken port fails the start) and returns the bound
+/// address and the future that serves until `shutdown` turns true.
+pub fn bind(
+    addr: &str,
+    endpoint: Endpoint,
+    mut shutdown: watch::Receiver<bool>,
+) -> anyhow::Result<(std::net::SocketAddr, impl std::future::Future<Output = ()>)> {
+    let std_listener = std::net::TcpListener::bind(addr).with_context(|| format!("metrics.listen {addr}"))?;
+    std_listener.set_nonblocking(true)?;
+    let local = std_listener.local_addr()?;
+    let serve = async move {
+        let listener = match tokio::net::TcpListener::from_std(std_listener) {
+            Ok(l) => l,
+            Err(error) => {
+                tracing::error!(message = "Metrics endpoint failed.", %error);
+                return;
+            }
+        };
+        tracing::info!(message = "Metrics endpoint listening.", addr = %local);
+        loop {
+            let (tcp, _) = tokio::select! {
+                conn = listener.accept() => match conn {
+                    Ok(c) => c,
+                    Err(error) => {
+                        tracing::warn!(message = "Metrics endpoint: accept failed.", %error);
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        continue;
+                    }
+                },
+                _ = shutdown.changed() => return,
+            };
+            let endpoint = endpoint.clone();
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(move |req| {
+                    let endpoint = endpoint.clone();
+                    async move { Ok::<_, Infallible>(endpoint.handle(req).await) }
+                });
+                let conn = hyper::server::conn::http1::Builder::new()
+                    .timer(hyper_util::rt::TokioTimer::new())
+                    .header_read_timeout(Duration::from_secs(10))
+                    .serve_connection(TokioIo::new(tcp), service);
+                if let Err(error) = conn.await {
+                    tracing::debug!(message = "Metrics connection ended with an error.", %error);
+                }
+            });
+        }
+    };
+    Ok((local, serve))
+}

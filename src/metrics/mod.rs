@@ -1,0 +1,259 @@
+//! The daemon's own metrics, in the Prometheus / OpenMetrics text format
+//! (prometheus-client), served with `/healthz` and `/readyz` by [`http`].
+//!
+//! Two sources: events, counted as they happen on the run loop (decisions,
+//! actuator outcomes, the three latency histograms), and a snapshot taken
+//! at each scrape (samples, series, rule evaluations and their cost,
+//! instances by state, ledger size, sensor health), so a scrape costs one
+//! round trip to the loop and nothing between scrapes.
+//!
+//! The latency histograms are the ones an SRE asks about first: how long
+//! from the sample that showed the fault to the decision
+//! (`rocemend_fault_to_decision_seconds`), from the decision to the
+//! finished action (`rocemend_decision_to_action_seconds`), and from the
+//! finished action to the fault clearing (`rocemend_action_to_recovery_seconds`).
+
+pub mod http;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use engine::contracts::{HealthBoard, HealthState};
+use engine::dispatch::Verdict;
+use engine::ledger::Ledger;
+use engine::runtime::{DaemonEvent, EngineView};
+use engine::{EngineEvent, Nanos, RuleHealth, State};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+
+type Labels = Vec<(String, String)>;
+
+fn labels(pairs: &[(&str, &str)]) -> Labels {
+    pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+}
+
+/// Latencies longer than this are not observed: they come from a replay on
+/// its own clock, or a clock step, not from the daemon.
+const MAX_LATENCY: Nanos = 86_400 * engine::SECOND;
+
+/// Decision ids remembered so an approval (the same decision, decided
+/// again) is not counted as a second fault→decision latency.
+const SEEN_IDS: usize = 100_000;
+
+/// Every metric the daemon exports.
+pub struct Metrics {
+    registry: Registry,
+    samples: Counter,
+    out_of_order: Counter,
+    series: Gauge,
+    evaluations: Counter,
+    evaluation_seconds: Counter<f64, AtomicU64>,
+    script_calls: Counter,
+    cache_hits: Counter,
+    rules: Family<Labels, Gauge>,
+    instances: Family<Labels, Gauge>,
+    decisions: Family<Labels, Counter>,
+    actuator: Family<Labels, Counter>,
+    ledger_records: Gauge,
+    sensor_state: Family<Labels, Gauge>,
+    sensor_reads: Family<Labels, Counter>,
+    sensor_errors: Family<Labels, Counter>,
+    fault_to_decision: Histogram,
+    decision_to_action: Histogram,
+    action_to_recovery: Histogram,
+    state: Mutex<Tracking>,
+}
+
+#[derive(Default)]
+struct Tracking {
+    seen: HashSet<String>,
+    /// (rule, subject) → when its action finished, waiting for recovery.
+    acted: HashMap<(String, String), Nanos>,
+    last_evaluation_ns: u64,
+}
+
+fn latency(from: Nanos, to: Nanos) -> Option<f64> {
+    let d = to.checked_sub(from)?;
+    (0..=MAX_LATENCY).contains(&d).then(|| d as f64 / 1e9)
+}
+
+impl Default for Metrics {
+    fn default() -> Metrics {
+        Metrics::new()
+    }
+}
+
+impl Metrics {
+    /// The metrics, registered.
+    pub fn new() -> Metrics {
+        let mut r = Registry::with_prefix("rocemend");
+        let m = Metrics {
+            samples: Counter::default(),
+            out_of_order: Counter::default(),
+            series: Gauge::default(),
+            evaluations: Counter::default(),
+            evaluation_seconds: Counter::default(),
+            script_calls: Counter::default(),
+            cache_hits: Counter::default(),
+            rules: Family::default(),
+            instances: Family::default(),
+            decisions: Family::default(),
+            actuator: Family::default(),
+            ledger_records: Gauge::default(),
+            sensor_state: Family::default(),
+            sensor_reads: Family::default(),
+            sensor_errors: Family::default(),
+            fault_to_decision: Histogram::new(exponential_buckets(0.001, 2.0, 18)),
+            decision_to_action: Histogram::new(exponential_buckets(0.001, 2.0, 18)),
+            action_to_recovery: Histogram::new(exponential_buckets(0.1, 2.0, 16)),
+            state: Mutex::default(),
+            registry: Registry::default(),
+        };
+        r.register("samples_ingested", "Samples the engine ingested", m.samples.clone());
+        r.register("samples_out_of_order", "Samples dropped as older than their series' last", m.out_of_order.clone());
+        r.register("series", "Series registered", m.series.clone());
+        r.register("rule_evaluations", "Evaluation passes over the rules", m.evaluations.clone());
+        r.register(
+            "rule_evaluation_seconds",
+            "Wall time spent evaluating rules: their cost",
+            m.evaluation_seconds.clone(),
+        );
+        r.register("rule_script_calls", "Rule script calls", m.script_calls.clone());
+        r.register("rule_cache_hits", "Evaluations answered from the cache", m.cache_hits.clone());
+        r.register("rules", "Rules loaded, by health (ok, quarantined)", m.rules.clone());
+        r.register("instances", "Rule instances by state", m.instances.clone());
+        r.register("decisions", "Decisions by verdict and mode", m.decisions.clone());
+        r.register("actuator_outcomes", "Actuator calls by actuator and outcome", m.actuator.clone());
+        r.register("ledger_records", "Records in the decision ledger", m.ledger_records.clone());
+        r.register("sensor_state", "1 for each sensor's current state, 0 for the others", m.sensor_state.clone());
+        r.register("sensor_reads", "Successful sensor reads", m.sensor_reads.clone());
+        r.register("sensor_errors", "Failed sensor reads, by kind", m.sensor_errors.clone());
+        r.register(
+            "fault_to_decision_seconds",
+            "From the sample that showed the fault to the decision",
+            m.fault_to_decision.clone(),
+        );
+        r.register(
+            "decision_to_action_seconds",
+            "From the decision to the finished actuator call",
+            m.decision_to_action.clone(),
+        );
+        r.register(
+            "action_to_recovery_seconds",
+            "From the finished action to the fault clearing",
+            m.action_to_recovery.clone(),
+        );
+        Metrics { registry: r, ..m }
+    }
+
+    /// Counts one event of the run loop. Called on the loop task: only
+    /// atomic increments and a short lock.
+    pub fn observe(&self, event: &DaemonEvent) {
+        match event {
+            DaemonEvent::Decision(d) => {
+                let verdict = d.verdict.name();
+                self.decisions.get_or_create(&labels(&[("verdict", verdict), ("mode", d.mode.as_str())])).inc();
+                let outcome = match &d.verdict {
+                    Verdict::Executed { .. } => Some("success"),
+                    Verdict::Failed { .. } => Some("failure"),
+                    Verdict::Interrupted { .. } => Some("interrupted"),
+                    Verdict::Skipped { .. } => Some("skipped"),
+                    _ => None,
+                };
+                if let (Some(outcome), Some(actuator)) = (outcome, &d.actuator) {
+                    self.actuator.get_or_create(&labels(&[("actuator", actuator), ("outcome", outcome)])).inc();
+                }
+                let mut t = self.state.lock().unwrap_or_else(|p| p.into_inner());
+                if t.seen.len() >= SEEN_IDS {
+                    t.seen.clear();
+                }
+                let first = t.seen.insert(d.id.clone());
+                if first && d.undo_of.is_none() {
+                    if let Some(s) = latency(d.proposal.sample_at, d.dispatched_at) {
+                        self.fault_to_decision.observe(s);
+                    }
+                }
+                if matches!(d.verdict, Verdict::Executed { .. }) && d.undo_of.is_none() {
+                    if let Some(s) = latency(d.dispatched_at, d.finished_at) {
+                        self.decision_to_action.observe(s);
+                    }
+                    t.acted.insert((d.proposal.rule.clone(), d.proposal.subject.to_string()), d.finished_at);
+                }
+            }
+            DaemonEvent::Engine(EngineEvent::Transition { rule, subject, from: State::Firing, at, .. }) => {
+                let mut t = self.state.lock().unwrap_or_else(|p| p.into_inner());
+                if let Some(acted) = t.acted.remove(&(rule.clone(), subject.to_string())) {
+                    if let Some(s) = latency(acted, *at) {
+                        self.action_to_recovery.observe(s);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Updates the snapshot metrics from the loop's view, the ledger and the
+    /// sensors' health board.
+    pub fn refresh(&self, view: &EngineView, ledger: Option<&Ledger>, health: &HealthBoard) {
+        self.samples.inner().store(view.stats.samples, Ordering::Relaxed);
+        self.out_of_order.inner().store(view.stats.out_of_order, Ordering::Relaxed);
+        self.series.set(view.series as i64);
+        self.evaluations.inner().store(view.evaluations, Ordering::Relaxed);
+        self.script_calls.inner().store(view.stats.script_calls, Ordering::Relaxed);
+        self.cache_hits.inner().store(view.stats.cache_hits, Ordering::Relaxed);
+        {
+            let mut t = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            let delta = view.evaluation_ns.saturating_sub(t.last_evaluation_ns);
+            t.last_evaluation_ns = view.evaluation_ns;
+            self.evaluation_seconds.inc_by(delta as f64 / 1e9);
+        }
+        let quarantined = view.rules.iter().filter(|(_, h)| matches!(h, RuleHealth::Quarantined { .. })).count();
+        self.rules.get_or_create(&labels(&[("health", "ok")])).set((view.rules.len() - quarantined) as i64);
+        self.rules.get_or_create(&labels(&[("health", "quarantined")])).set(quarantined as i64);
+        for state in [State::Pending, State::Firing, State::Resolved] {
+            let n = view.instances.iter().filter(|i| i.instance.state == state).count();
+            self.instances.get_or_create(&labels(&[("state", state.as_str())])).set(n as i64);
+        }
+        if let Some(ledger) = ledger {
+            self.ledger_records.set(ledger.len() as i64);
+        }
+        const STATES: [(HealthState, &str); 5] = [
+            (HealthState::Starting, "starting"),
+            (HealthState::Up, "up"),
+            (HealthState::Degraded, "degraded"),
+            (HealthState::Unavailable, "unavailable"),
+            (HealthState::Stopped, "stopped"),
+        ];
+        for h in health.snapshot() {
+            for (state, name) in STATES {
+                let g = self.sensor_state.get_or_create(&labels(&[("sensor", &h.name), ("state", name)]));
+                g.set(i64::from(h.state == state));
+            }
+            self.sensor_reads.get_or_create(&labels(&[("sensor", &h.name)])).inner().store(h.reads, Ordering::Relaxed);
+            for (kind, n) in &h.errors {
+                self.sensor_errors
+                    .get_or_create(&labels(&[("sensor", &h.name), ("kind", kind)]))
+                    .inner()
+                    .store(*n, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// The exposition text.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        // Writing to a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+}
+
+/// Shared by the observer and the HTTP server.
+pub type SharedMetrics = Arc<Metrics>;
+
+#[cfg(test)]
+mod tests;
