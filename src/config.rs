@@ -2,12 +2,12 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use engine::config::{parse_toml, TomlError};
 
 /// `rocemend run --config FILE`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct DaemonConfig {
     /// This daemon's node name, added as the `node` label to every local sample that lacks one.
@@ -44,7 +44,7 @@ pub struct DaemonConfig {
 }
 
 /// `[engine]`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct EngineSection {
     /// `wall` (live) or `samples` (evaluate on the samples' own time: replays).
@@ -91,7 +91,7 @@ fn default_reload_poll() -> String {
 }
 
 /// `[control]`.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ControlSection {
     /// The unix socket of the control API (mode 0600, the daemon's user only); default `<state_dir>/control.sock`.
@@ -115,7 +115,7 @@ pub struct ControlSection {
 }
 
 /// `[metrics]`.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct MetricsSection {
     /// Serve `/metrics`, `/healthz` and `/readyz` over HTTP on this address (e.g. `127.0.0.1:9464`). Off by default.
@@ -124,7 +124,7 @@ pub struct MetricsSection {
 }
 
 /// `[log]`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct LogSection {
     /// `human` or `json`.
@@ -149,7 +149,7 @@ fn default_log_level() -> String {
 }
 
 /// One `[[sensor]]`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 pub struct SensorEntry {
     /// Sensor type (`replay`, …).
     #[serde(rename = "type")]
@@ -200,3 +200,8 @@ impl DaemonConfig {
         Ok(config)
     }
 }
+
+// docs/config.md is generated from the structs above and checked by this test.
+#[cfg(test)]
+#[path = "config_docs.rs"]
+mod docs;

@@ -270,7 +270,8 @@ timeout = "10m"
     let out = daemon.cli_ok(&["reject", &isolate, "--by", "bob"]);
     assert!(out.contains(&isolate) && out.contains("rejected"), "{out}");
     let again = daemon.cli(&["approve", &isolate, "--by", "alice"]);
-    assert_eq!(again.status.code(), Some(2), "{}", text(&again));
+    // A refused request is a failure (1), not a usage error (2).
+    assert_eq!(again.status.code(), Some(1), "{}", text(&again));
     assert!(text(&again).contains("not waiting for approval"), "{}", text(&again));
 
     let out = daemon.cli_ok(&["breaker", "reset", "--by", "carol"]);

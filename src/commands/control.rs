@@ -76,7 +76,7 @@ pub(super) fn verdict_line(d: &Decision) -> String {
 
 /// `rocemend decisions`.
 pub fn decisions(
-    target: &Target,
+    daemon: &Target,
     since: Option<i64>,
     rule: Option<String>,
     target: Option<String>,
@@ -88,7 +88,7 @@ pub fn decisions(
             rule: rule.unwrap_or_default(),
             target: target.unwrap_or_default(),
         };
-        connect(target).await?.list_decisions(request).await.map_err(status_error)
+        connect(daemon).await?.list_decisions(request).await.map_err(status_error)
     })?;
     let list = reply.into_inner().decisions_json;
     if json {

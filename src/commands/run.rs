@@ -96,12 +96,14 @@ pub fn run(config_path: &Path) -> anyhow::Result<Outcome> {
         if reload_poll > 0 {
             tokio::spawn(watch_rules(rules_dir, Duration::from_nanos(reload_poll as u64), command_tx));
         }
+        let hub_at_stop = hub.clone();
         let observe = move |event: &runtime::DaemonEvent| {
             report::log_event(event);
             metrics.observe(event);
             hub.publish(event);
         };
         let summary = runtime::run(daemon, shutdown_rx, command_rx, observe).await?;
+        hub_at_stop.close();
         let _ = shutdown_tx.send(true);
         if let Ok(Err(error)) = control.await {
             let error = format!("{error:#}");

@@ -65,6 +65,7 @@ pub fn read_token(path: &Path) -> anyhow::Result<String> {
 
 impl Tokens {
     /// Tokens from their values.
+    #[cfg(test)]
     pub fn new(full: String, read: Option<String>) -> Tokens {
         Tokens { full, read }
     }

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use engine::runtime::DaemonEvent;
 use engine::{EngineEvent, Nanos};
 use serde_json::json;
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, watch};
 
 use super::pb;
 use crate::report::{short, verdict};
@@ -26,11 +26,18 @@ pub const WATCH_BUFFER: usize = 4096;
 pub struct EventHub {
     tx: broadcast::Sender<pb::Event>,
     errors: Arc<Mutex<HashMap<String, (String, Nanos)>>>,
+    /// Turns true when the daemon stops: `Watch` streams end then, so the
+    /// server's graceful shutdown does not wait on them forever.
+    closed: Arc<watch::Sender<bool>>,
 }
 
 impl Default for EventHub {
     fn default() -> EventHub {
-        EventHub { tx: broadcast::channel(WATCH_BUFFER).0, errors: Arc::default() }
+        EventHub {
+            tx: broadcast::channel(WATCH_BUFFER).0,
+            errors: Arc::default(),
+            closed: Arc::new(watch::channel(false).0),
+        }
     }
 }
 
@@ -57,6 +64,19 @@ impl EventHub {
     /// The last error of `rule` since the daemon started, and when.
     pub fn last_error(&self, rule: &str) -> Option<(String, Nanos)> {
         self.errors.lock().unwrap_or_else(|p| p.into_inner()).get(rule).cloned()
+    }
+
+    /// Ends every `Watch` stream: the daemon is stopping.
+    pub fn close(&self) {
+        self.closed.send_replace(true);
+    }
+
+    /// Resolves once [`EventHub::close`] was called.
+    pub fn closed(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let mut rx = self.closed.subscribe();
+        async move {
+            let _ = rx.wait_for(|c| *c).await;
+        }
     }
 
     /// A new subscription, receiving events from now on.

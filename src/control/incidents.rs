@@ -31,23 +31,26 @@ fn map(labels: &Labels) -> std::collections::HashMap<String, String> {
     labels.0.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
 }
 
+type Key = (Nanos, String, String);
+
+fn entry<'a>(by_key: &'a mut BTreeMap<Key, pb::Incident>, rule: &str, subject: &Labels, at: Nanos) -> &'a mut pb::Incident {
+    by_key.entry((at, rule.to_string(), subject.to_string())).or_insert_with(|| pb::Incident {
+        id: incident_id(rule, subject, at),
+        rule: rule.to_string(),
+        subject: map(subject),
+        started_ns: at,
+        state: "over".into(),
+        decision_ids: vec![],
+        last_verdict: String::new(),
+        actions: vec![],
+    })
+}
+
 /// Groups `decisions` (oldest first) and the live `instances` into
 /// incidents, oldest first. Undo decisions belong to the incident of what
 /// they undo (they carry its proposal).
 pub fn incidents(decisions: &[Decision], instances: &[InstanceView], since: Nanos) -> Vec<pb::Incident> {
-    let mut by_key: BTreeMap<(Nanos, String, String), pb::Incident> = BTreeMap::new();
-    let entry = |by_key: &mut BTreeMap<(Nanos, String, String), pb::Incident>, rule: &str, subject: &Labels, at| {
-        by_key.entry((at, rule.to_string(), subject.to_string())).or_insert_with(|| pb::Incident {
-            id: incident_id(rule, subject, at),
-            rule: rule.to_string(),
-            subject: map(subject),
-            started_ns: at,
-            state: "over".into(),
-            decision_ids: vec![],
-            last_verdict: String::new(),
-            actions: vec![],
-        })
-    };
+    let mut by_key: BTreeMap<Key, pb::Incident> = BTreeMap::new();
     for d in decisions.iter().filter(|d| d.proposal.active_at >= since) {
         let p = &d.proposal;
         let inc = entry(&mut by_key, &p.rule, &p.subject, p.active_at);

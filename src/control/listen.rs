@@ -139,6 +139,9 @@ pub fn tls_incoming(
                     continue;
                 }
             };
+            if tx.is_closed() {
+                return;
+            }
             let acceptor = acceptor.clone();
             let tx = tx.clone();
             tokio::spawn(async move {
@@ -150,9 +153,6 @@ pub fn tls_incoming(
                     Err(_) => tracing::warn!(message = "Control API: TLS handshake timed out.", %peer),
                 }
             });
-            if tx.is_closed() {
-                return;
-            }
         }
     });
     ReceiverStream::new(rx)

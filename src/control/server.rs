@@ -211,10 +211,16 @@ impl Control for ControlService {
         self.allow(&request, Access::Read, "Watch")?;
         let kinds = request.into_inner().kinds;
         let mut rx = self.hub.subscribe();
+        let closed = self.hub.closed();
         let (tx, out) = mpsc::channel(64);
         tokio::spawn(async move {
+            tokio::pin!(closed);
             loop {
-                let event = match rx.recv().await {
+                let received = tokio::select! {
+                    r = rx.recv() => r,
+                    _ = &mut closed => return,
+                };
+                let event = match received {
                     Ok(e) => e,
                     Err(broadcast::error::RecvError::Lagged(n)) => Event {
                         at_ns: wall_clock_now(),

@@ -17,7 +17,7 @@ pub mod http;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use engine::contracts::{HealthBoard, HealthState};
 use engine::dispatch::Verdict;
@@ -177,7 +177,8 @@ impl Metrics {
                         self.fault_to_decision.observe(s);
                     }
                 }
-                if matches!(d.verdict, Verdict::Executed { .. }) && d.undo_of.is_none() {
+                let first_execution = matches!(d.verdict, Verdict::Executed { .. }) && t.seen.insert(format!("{}/executed", d.id));
+                if first_execution && d.undo_of.is_none() {
                     if let Some(s) = latency(d.dispatched_at, d.finished_at) {
                         self.decision_to_action.observe(s);
                     }
@@ -251,9 +252,6 @@ impl Metrics {
         out
     }
 }
-
-/// Shared by the observer and the HTTP server.
-pub type SharedMetrics = Arc<Metrics>;
 
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,161 @@
+//! Keeps docs/config.md true: the reference table between its markers is
+//! generated from the config structs of `config.rs` (each field's doc
+//! comment, and its default as a minimal config deserializes it), and this
+//! test fails when the file differs. `ROCEMEND_BLESS_DOCS=1 cargo test -p
+//! rocemend config::docs` rewrites the table.
+
+use std::path::Path;
+
+const SOURCE: &str = include_str!("config.rs");
+const BEGIN: &str = "<!-- BEGIN GENERATED: config reference (src/config_docs.rs) -->";
+const END: &str = "<!-- END GENERATED -->";
+
+/// Each struct of the config file, the table key prefix its fields get.
+const SECTIONS: &[(&str, &str)] = &[
+    ("DaemonConfig", ""),
+    ("EngineSection", "engine."),
+    ("LogSection", "log."),
+    ("ControlSection", "control."),
+    ("MetricsSection", "metrics."),
+    ("SensorEntry", "sensor[]."),
+];
+
+/// One field as the source declares it.
+#[derive(Debug)]
+struct Field {
+    strukt: String,
+    key: String,
+    doc: String,
+    flatten: bool,
+}
+
+/// Reads the structs' fields, their doc comments and serde renames from
+/// the source text. The file follows rustfmt, so line-based parsing holds.
+fn fields() -> Vec<Field> {
+    let mut out = Vec::new();
+    let (mut current, mut doc, mut rename, mut flatten) = (None::<String>, Vec::<String>::new(), None, false);
+    for line in SOURCE.lines().map(str::trim) {
+        if let Some(rest) = line.strip_prefix("pub struct ") {
+            current = Some(rest.trim_end_matches(" {").to_string());
+            doc.clear();
+        } else if line == "}" {
+            current = None;
+        } else if let Some(d) = line.strip_prefix("///") {
+            doc.push(d.trim().to_string());
+        } else if line.starts_with("#[serde(") {
+            if let Some(r) = line.split("rename = \"").nth(1) {
+                rename = r.split('"').next().map(str::to_string);
+            }
+            flatten |= line.contains("flatten");
+        } else if let (Some(s), Some(decl)) = (&current, line.strip_prefix("pub ")) {
+            if let Some((name, _)) = decl.split_once(':') {
+                out.push(Field {
+                    strukt: s.clone(),
+                    key: rename.take().unwrap_or_else(|| name.to_string()),
+                    doc: doc.join(" "),
+                    flatten,
+                });
+            }
+            doc.clear();
+            flatten = false;
+        } else if !line.starts_with("#[") {
+            doc.clear();
+        }
+    }
+    out
+}
+
+/// The defaults: a config with only its required fields, deserialized and
+/// serialized back.
+fn defaults() -> serde_json::Value {
+    let text = "state_dir = \"/var/lib/rocemend\"\nplaybook = \"/etc/rocemend/playbook.toml\"\n[[sensor]]\ntype = \"replay\"\n";
+    let config: super::DaemonConfig = toml::from_str(text).expect("the minimal config parses");
+    serde_json::to_value(&config).expect("the config serializes")
+}
+
+fn default_of(defaults: &serde_json::Value, prefix: &str, key: &str) -> String {
+    let section = match prefix {
+        "" => defaults.clone(),
+        "sensor[]." => defaults["sensor"][0].clone(),
+        p => defaults[p.trim_end_matches('.')].clone(),
+    };
+    match &section[key] {
+        serde_json::Value::Null => "unset".into(),
+        serde_json::Value::String(s) if s.is_empty() => "unset".into(),
+        serde_json::Value::Array(a) if a.is_empty() => "none".into(),
+        serde_json::Value::Object(_) => "see below".into(),
+        serde_json::Value::String(s) => format!("`{s:?}`"),
+        v => format!("`{v}`"),
+    }
+}
+
+fn table() -> String {
+    let fields = fields();
+    let defaults = defaults();
+    let mut out = String::new();
+    for (strukt, prefix) in SECTIONS {
+        let mine: Vec<&Field> = fields.iter().filter(|f| f.strukt == *strukt).collect();
+        assert!(!mine.is_empty(), "no fields found for {strukt} in config.rs");
+        let title = match *prefix {
+            "" => "Top level".to_string(),
+            "sensor[]." => "`[[sensor]]` (one per sensor)".to_string(),
+            p => format!("`[{}]`", p.trim_end_matches('.')),
+        };
+        out.push_str(&format!("\n### {title}\n\n| key | default | meaning |\n|---|---|---|\n"));
+        for f in mine {
+            if f.flatten {
+                out.push_str(&format!(
+                    "| *other keys* | | {} See [sensors.md](sensors.md) for each type's keys. |\n",
+                    f.doc
+                ));
+                continue;
+            }
+            let required = matches!((*prefix, f.key.as_str()), ("", "state_dir" | "playbook") | ("sensor[].", "type"));
+            let default = if required { "required".to_string() } else { default_of(&defaults, prefix, &f.key) };
+            let default = if matches!(*prefix, "" | "sensor[].") && f.key == "sensor" { "none".into() } else { default };
+            out.push_str(&format!("| `{prefix}{}` | {default} | {} |\n", f.key, f.doc.replace('|', "\\|")));
+        }
+    }
+    out
+}
+
+#[test]
+fn docs_config_md_documents_every_field_with_its_default() {
+    for f in fields() {
+        assert!(!f.doc.is_empty(), "{}.{} has no doc comment: docs/config.md needs one", f.strukt, f.key);
+    }
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/config.md");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let (head, rest) = text.split_once(BEGIN).expect("docs/config.md has the BEGIN marker");
+    let (_, tail) = rest.split_once(END).expect("docs/config.md has the END marker");
+    let want = format!("{head}{BEGIN}\n{}\n{END}{tail}", table());
+    if std::env::var_os("ROCEMEND_BLESS_DOCS").is_some() {
+        std::fs::write(&path, &want).unwrap();
+        return;
+    }
+    assert!(
+        text == want,
+        "docs/config.md is out of date with src/config.rs; regenerate it with\n  ROCEMEND_BLESS_DOCS=1 cargo test -p rocemend config::docs\n--- expected table ---\n{}",
+        table()
+    );
+}
+
+#[test]
+fn the_packaged_example_configs_load() {
+    // The aggregator's gNMI sensor reads its CA file when it is built: give it one.
+    let dir = tempfile::tempdir().unwrap();
+    let ca = rcgen::generate_simple_self_signed(vec!["leaf-rail0".to_string()]).unwrap();
+    let ca_path = dir.path().join("switch-ca.crt");
+    std::fs::write(&ca_path, ca.cert.pem()).unwrap();
+    for example in ["packaging/examples/node.toml", "packaging/examples/switch-aggregator.toml"] {
+        let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(example)).unwrap();
+        let path = dir.path().join("example.toml");
+        std::fs::write(&path, text.replace("/etc/rocemend/tls/switch-ca.crt", &ca_path.display().to_string())).unwrap();
+        let config = super::DaemonConfig::load(&path).unwrap_or_else(|e| panic!("{example}: {e}"));
+        assert!(config.metrics.listen.is_some(), "{example} shows the metrics endpoint");
+        for s in &config.sensor {
+            let name = s.name.clone().unwrap_or_else(|| s.kind.clone());
+            sensors::build(&s.kind, &name, s.settings.clone()).unwrap_or_else(|e| panic!("{example}: sensor {name}: {e}"));
+        }
+    }
+}
