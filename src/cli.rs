@@ -296,7 +296,8 @@ impl Socket {
     pub fn target(&self) -> anyhow::Result<crate::control::client::Target> {
         use crate::control::client::Target;
         let Some(addr) = &self.addr else { return Ok(Target::Unix(self.path.clone())) };
-        let ca = self.ca.clone().ok_or_else(|| anyhow::anyhow!("--addr needs --ca: the daemon's TCP listener is TLS"))?;
+        let ca =
+            self.ca.clone().ok_or_else(|| anyhow::anyhow!("--addr needs --ca: the daemon's TCP listener is TLS"))?;
         let token = match &self.token_file {
             Some(p) => Some(crate::control::auth::read_token(p)?),
             None => None,

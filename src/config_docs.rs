@@ -112,7 +112,8 @@ fn table() -> String {
             }
             let required = matches!((*prefix, f.key.as_str()), ("", "state_dir" | "playbook") | ("sensor[].", "type"));
             let default = if required { "required".to_string() } else { default_of(&defaults, prefix, &f.key) };
-            let default = if matches!(*prefix, "" | "sensor[].") && f.key == "sensor" { "none".into() } else { default };
+            let default =
+                if matches!(*prefix, "" | "sensor[].") && f.key == "sensor" { "none".into() } else { default };
             out.push_str(&format!("| `{prefix}{}` | {default} | {} |\n", f.key, f.doc.replace('|', "\\|")));
         }
     }
@@ -155,7 +156,8 @@ fn the_packaged_example_configs_load() {
         assert!(config.metrics.listen.is_some(), "{example} shows the metrics endpoint");
         for s in &config.sensor {
             let name = s.name.clone().unwrap_or_else(|| s.kind.clone());
-            sensors::build(&s.kind, &name, s.settings.clone()).unwrap_or_else(|e| panic!("{example}: sensor {name}: {e}"));
+            sensors::build(&s.kind, &name, s.settings.clone())
+                .unwrap_or_else(|e| panic!("{example}: sensor {name}: {e}"));
         }
     }
 }

@@ -7,8 +7,8 @@ mod commands;
 mod config;
 mod control;
 mod embedded;
-mod report;
 mod metrics;
+mod report;
 mod wiring;
 
 use std::process::ExitCode;

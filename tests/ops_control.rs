@@ -179,7 +179,8 @@ fn the_unix_socket_refuses_other_users_even_when_its_mode_is_opened() {
     daemon.wait_ready();
     // Mode 0666: only SO_PEERCRED is left between nobody and the daemon.
     std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666)).unwrap();
-    let out = Command::new(bin()).args(["mode", "shadow", "--socket"]).arg(&socket).uid(65534).gid(65534).output().unwrap();
+    let out =
+        Command::new(bin()).args(["mode", "shadow", "--socket"]).arg(&socket).uid(65534).gid(65534).output().unwrap();
     assert_eq!(out.status.code(), Some(1), "nobody must be refused: {}", text(&out));
     daemon.wait_logged("Control connection refused: not the daemon's user.");
     assert_eq!(daemon.status()["mode"], "enforce");
@@ -247,7 +248,18 @@ fn silence_job_push_watch_and_the_lists_through_the_cli() {
     assert_eq!(rules.len(), 1, "{rules:#?}");
     assert_eq!((rules[0]["name"].as_str(), rules[0]["health"].as_str()), (Some("slow-step"), Some("ok")));
 
-    let silence = daemon.cli_ok(&["silence", "--target", "gpu-02", "--for", "1h", "--reason", "maintenance", "--by", "oncall", "--json"]);
+    let silence = daemon.cli_ok(&[
+        "silence",
+        "--target",
+        "gpu-02",
+        "--for",
+        "1h",
+        "--reason",
+        "maintenance",
+        "--by",
+        "oncall",
+        "--json",
+    ]);
     let silence: serde_json::Value = serde_json::from_str(&silence).unwrap();
     assert_eq!(silence["id"], "s1");
     let usage = daemon.cli(&["silence", "--for", "1h"]);
@@ -257,7 +269,18 @@ fn silence_job_push_watch_and_the_lists_through_the_cli() {
     // The watch stream is open once the daemon answers the next call; give the
     // subscription a moment to be registered before the push.
     std::thread::sleep(Duration::from_millis(300));
-    let out = daemon.cli_ok(&["job", "push", "--job", "llm-7", "--node", "gpu-01,gpu-02", "--step-time", "5.5", "--busbw", "120"]);
+    let out = daemon.cli_ok(&[
+        "job",
+        "push",
+        "--job",
+        "llm-7",
+        "--node",
+        "gpu-01,gpu-02",
+        "--step-time",
+        "5.5",
+        "--busbw",
+        "120",
+    ]);
     assert_eq!(out.trim(), "6 samples", "2 nodes x (step time, busbw, job_node_info)");
 
     let events = watch.until_decisions(2);

@@ -40,7 +40,10 @@ pub fn incidents(target: &Target, since: Option<i64>, as_json: bool) -> anyhow::
         }
         return Ok(Outcome::Ok);
     }
-    println!("{:<16}  {:<24}  {:<20}  {:<9}  {:<18}  subject / decisions", "INCIDENT", "STARTED", "RULE", "STATE", "LAST VERDICT");
+    println!(
+        "{:<16}  {:<24}  {:<20}  {:<9}  {:<18}  subject / decisions",
+        "INCIDENT", "STARTED", "RULE", "STATE", "LAST VERDICT"
+    );
     for i in &list {
         println!(
             "{:<16}  {:<24}  {:<20}  {:<9}  {:<18}  {}  {}",
@@ -71,7 +74,10 @@ pub fn rules(target: &Target, as_json: bool) -> anyhow::Result<Outcome> {
         }
         return Ok(Outcome::Ok);
     }
-    println!("{:<24}  {:<8}  {:<8}  {:<11}  {:>6}  {:>7}  last error", "RULE", "SEVERITY", "MODE", "HEALTH", "FIRING", "PENDING");
+    println!(
+        "{:<24}  {:<8}  {:<8}  {:<11}  {:>6}  {:>7}  last error",
+        "RULE", "SEVERITY", "MODE", "HEALTH", "FIRING", "PENDING"
+    );
     for r in &list {
         let error = if r.last_error.is_empty() {
             "-".to_string()
@@ -135,7 +141,9 @@ pub struct SilenceArgs {
 /// `rocemend silence`.
 pub fn silence(target: &Target, args: SilenceArgs, as_json: bool) -> anyhow::Result<Outcome> {
     if args.rule.is_none() && args.target.is_none() {
-        anyhow::bail!("silence what? give --rule, --target or both (to silence everything, use `rocemend mode shadow`)");
+        anyhow::bail!(
+            "silence what? give --rule, --target or both (to silence everything, use `rocemend mode shadow`)"
+        );
     }
     let reply = super::runtime()?.block_on(async {
         let request = pb::SilenceRequest {

@@ -89,7 +89,9 @@ impl Tokens {
             .to_str()
             .ok()
             .and_then(|v| v.strip_prefix("Bearer "))
-            .ok_or_else(|| Status::unauthenticated(format!("{call}: the authorization header is not `Bearer <token>`")))?
+            .ok_or_else(|| {
+                Status::unauthenticated(format!("{call}: the authorization header is not `Bearer <token>`"))
+            })?
             .trim();
         if same(presented, &self.full) {
             return Ok(());

@@ -45,7 +45,9 @@ impl EventHub {
     /// Records and broadcasts one event of the run loop.
     pub fn publish(&self, event: &DaemonEvent) {
         match event {
-            DaemonEvent::Engine(EngineEvent::Quarantined { rule, error, at }) => self.set_error(rule, error.to_string(), *at),
+            DaemonEvent::Engine(EngineEvent::Quarantined { rule, error, at }) => {
+                self.set_error(rule, error.to_string(), *at)
+            }
             DaemonEvent::Engine(EngineEvent::ActionError { rule, message, .. }) => {
                 self.set_error(rule, message.clone(), engine::time::wall_clock_now())
             }
@@ -132,12 +134,9 @@ pub fn to_event(e: &DaemonEvent) -> Option<pb::Event> {
             format!("{} {} {} [{}] {}", d.id, d.proposal.rule, d.proposal.action, d.mode.as_str(), verdict(d)),
             serde_json::to_value(d.as_ref()).unwrap_or_default(),
         ),
-        DaemonEvent::Note(n) => event(
-            n.ts,
-            "note",
-            format!("{}: {}", n.kind, n.text),
-            serde_json::to_value(n).unwrap_or_default(),
-        ),
+        DaemonEvent::Note(n) => {
+            event(n.ts, "note", format!("{}: {}", n.kind, n.text), serde_json::to_value(n).unwrap_or_default())
+        }
         DaemonEvent::Reloaded(r) => event(
             now,
             "reload",

@@ -33,7 +33,12 @@ fn map(labels: &Labels) -> std::collections::HashMap<String, String> {
 
 type Key = (Nanos, String, String);
 
-fn entry<'a>(by_key: &'a mut BTreeMap<Key, pb::Incident>, rule: &str, subject: &Labels, at: Nanos) -> &'a mut pb::Incident {
+fn entry<'a>(
+    by_key: &'a mut BTreeMap<Key, pb::Incident>,
+    rule: &str,
+    subject: &Labels,
+    at: Nanos,
+) -> &'a mut pb::Incident {
     by_key.entry((at, rule.to_string(), subject.to_string())).or_insert_with(|| pb::Incident {
         id: incident_id(rule, subject, at),
         rule: rule.to_string(),

@@ -63,11 +63,8 @@ pub fn channel() -> (mpsc::Sender<JobPush>, JobSensor) {
 }
 
 fn samples(ctx: &SensorContext, push: &JobPush) -> Result<Vec<Sample>, SensorError> {
-    let mut subjects: Vec<Labels> = push
-        .nodes
-        .iter()
-        .map(|n| Labels::from_pairs([("job", push.job.as_str()), ("node", n.as_str())]))
-        .collect();
+    let mut subjects: Vec<Labels> =
+        push.nodes.iter().map(|n| Labels::from_pairs([("job", push.job.as_str()), ("node", n.as_str())])).collect();
     if subjects.is_empty() {
         subjects.push(Labels::from_pairs([("job", push.job.as_str())]));
     }
@@ -150,16 +147,23 @@ mod tests {
         assert_eq!(answer.await.unwrap(), Ok(6));
         let batch = batch_rx.recv().await.unwrap();
         assert_eq!(batch.samples.len(), 6);
-        let reg = series.read();
-        let mut seen: Vec<String> = batch
-            .samples
-            .iter()
-            .map(|s| {
-                let info = reg.info(s.series);
-                let labels = info.labels.to_labels(reg.interner());
-                format!("{}{{{}}}={}", reg.interner().resolve(info.metric), labels.get("node").unwrap(), s.value.as_f64())
-            })
-            .collect();
+        let mut seen: Vec<String> = {
+            let reg = series.read();
+            batch
+                .samples
+                .iter()
+                .map(|s| {
+                    let info = reg.info(s.series);
+                    let labels = info.labels.to_labels(reg.interner());
+                    format!(
+                        "{}{{{}}}={}",
+                        reg.interner().resolve(info.metric),
+                        labels.get("node").unwrap(),
+                        s.value.as_f64()
+                    )
+                })
+                .collect()
+        };
         seen.sort();
         assert_eq!(
             seen,
@@ -172,7 +176,6 @@ mod tests {
                 "nccl_busbw_gbps{gpu-02}=180",
             ]
         );
-        drop(reg);
         drop(tx);
         task.await.unwrap().unwrap();
     }

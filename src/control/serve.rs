@@ -29,7 +29,9 @@ pub struct TcpSide {
 pub fn tcp_side(control: &ControlSection) -> anyhow::Result<Option<TcpSide>> {
     let Some(addr) = &control.listen else { return Ok(None) };
     let need = |what: &str, p: &Option<PathBuf>| -> anyhow::Result<PathBuf> {
-        p.clone().with_context(|| format!("control.listen = {addr:?} needs control.{what}: TCP is served only with TLS and a bearer token"))
+        p.clone().with_context(|| {
+            format!("control.listen = {addr:?} needs control.{what}: TCP is served only with TLS and a bearer token")
+        })
     };
     let cert = need("tls_cert", &control.tls_cert)?;
     let key = need("tls_key", &control.tls_key)?;

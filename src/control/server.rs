@@ -283,8 +283,8 @@ impl Control for ControlService {
     async fn silence(&self, request: Request<SilenceRequest>) -> Result<Response<SilenceReply>, Status> {
         self.allow(&request, Access::Write, "Silence")?;
         let r = request.into_inner();
-        let duration = parse_duration(&r.duration)
-            .map_err(|e| Status::invalid_argument(format!("silence duration: {e}")))?;
+        let duration =
+            parse_duration(&r.duration).map_err(|e| Status::invalid_argument(format!("silence duration: {e}")))?;
         if duration <= 0 {
             return Err(Status::invalid_argument("silence duration must be positive"));
         }

@@ -76,8 +76,13 @@ impl Endpoint {
                 if let Err(e) = self.view().await {
                     return reply(StatusCode::SERVICE_UNAVAILABLE, "text/plain", format!("{e}\n"));
                 }
-                let starting: Vec<String> =
-                    self.health.snapshot().into_iter().filter(|h| h.state == HealthState::Starting).map(|h| h.name).collect();
+                let starting: Vec<String> = self
+                    .health
+                    .snapshot()
+                    .into_iter()
+                    .filter(|h| h.state == HealthState::Starting)
+                    .map(|h| h.name)
+                    .collect();
                 if starting.is_empty() {
                     reply(StatusCode::OK, "text/plain", "ready\n".into())
                 } else {

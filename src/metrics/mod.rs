@@ -177,7 +177,8 @@ impl Metrics {
                         self.fault_to_decision.observe(s);
                     }
                 }
-                let first_execution = matches!(d.verdict, Verdict::Executed { .. }) && t.seen.insert(format!("{}/executed", d.id));
+                let first_execution =
+                    matches!(d.verdict, Verdict::Executed { .. }) && t.seen.insert(format!("{}/executed", d.id));
                 if first_execution && d.undo_of.is_none() {
                     if let Some(s) = latency(d.dispatched_at, d.finished_at) {
                         self.decision_to_action.observe(s);

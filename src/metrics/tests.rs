@@ -68,7 +68,10 @@ fn decisions_outcomes_and_the_three_latencies_are_exported() {
         values: vec![],
     }));
     let text = m.encode();
-    assert_eq!(line(&text, "rocemend_decisions_total{verdict=\"executed\",mode=\"enforce\"}"), "rocemend_decisions_total{verdict=\"executed\",mode=\"enforce\"} 2");
+    assert_eq!(
+        line(&text, "rocemend_decisions_total{verdict=\"executed\",mode=\"enforce\"}"),
+        "rocemend_decisions_total{verdict=\"executed\",mode=\"enforce\"} 2"
+    );
     assert!(text.contains("rocemend_actuator_outcomes_total{actuator=\"gnmi\",outcome=\"failure\"} 1"), "{text}");
     assert!(text.contains("rocemend_fault_to_decision_seconds_count 2"), "{text}");
     assert!(text.contains("rocemend_fault_to_decision_seconds_sum 0.25"), "{text}");

@@ -102,7 +102,15 @@ impl Dispatcher {
                 Err(error) => tracing::error!(message = "Could not read the ledger.", %error),
             }
         }
-        Dispatcher { config, policy, ledger, pending, seq: 0, last_compaction: Nanos::MIN, silences: Silences::default() }
+        Dispatcher {
+            config,
+            policy,
+            ledger,
+            pending,
+            seq: 0,
+            last_compaction: Nanos::MIN,
+            silences: Silences::default(),
+        }
     }
 
     /// Adds a silence (see [`super::silence`]); returns it with its id.
