@@ -38,12 +38,18 @@ pub fn run(config_path: &Path) -> anyhow::Result<Outcome> {
     let dispatcher = wiring::dispatcher(&playbook, topology.clone(), Some(ledger.clone()))
         .map_err(|e| anyhow::anyhow!(e.join("\n")))?;
     let mut sensors = wiring::sensors(&config).map_err(|e| anyhow::anyhow!(e.join("\n")))?;
-    // Job signals pushed over the control API enter as one more sensor.
-    let (job_tx, job_sensor) = control::jobs::channel();
-    sensors.push(engine::runtime::SensorSlot {
-        sensor: Box::new(job_sensor),
-        max_series: config.engine.max_series_per_sensor,
-    });
+    // Job signals pushed over the control API enter as one more sensor; not
+    // in a replay that exits when its sensors end, since this one never does.
+    let job_tx = if config.engine.exit_when_sensors_end {
+        None
+    } else {
+        let (tx, job_sensor) = control::jobs::channel();
+        sensors.push(engine::runtime::SensorSlot {
+            sensor: Box::new(job_sensor),
+            max_series: config.engine.max_series_per_sensor,
+        });
+        Some(tx)
+    };
     let health = engine::HealthBoard::default();
     let tcp = control::serve::tcp_side(&config.control)?;
     let clock = match config.engine.clock.as_str() {

@@ -29,7 +29,7 @@ pub struct ControlService {
     commands: mpsc::Sender<Command>,
     ledger: Ledger,
     hub: EventHub,
-    jobs: mpsc::Sender<JobPush>,
+    jobs: Option<mpsc::Sender<JobPush>>,
     tokens: Option<Arc<Tokens>>,
 }
 
@@ -56,12 +56,13 @@ fn labels_map(l: &engine::Labels) -> std::collections::HashMap<String, String> {
 
 impl ControlService {
     /// A service sending commands to `commands`, reading `ledger`, streaming
-    /// `hub`'s events and handing job pushes to `jobs`.
+    /// `hub`'s events and handing job pushes to `jobs` (`None`: this daemon
+    /// takes none).
     pub fn new(
         commands: mpsc::Sender<Command>,
         ledger: Ledger,
         hub: EventHub,
-        jobs: mpsc::Sender<JobPush>,
+        jobs: Option<mpsc::Sender<JobPush>>,
     ) -> ControlService {
         ControlService { commands, ledger, hub, jobs, tokens: None }
     }
@@ -337,7 +338,12 @@ impl Control for ControlService {
         }
         let at = if r.at_ns > 0 { r.at_ns } else { wall_clock_now() };
         let (reply, answer) = oneshot::channel();
-        self.jobs.send(JobPush { job: r.job, nodes: r.nodes, at, values, reply }).await.map_err(|_| gone())?;
+        let jobs = self.jobs.as_ref().ok_or_else(|| {
+            Status::failed_precondition(
+                "this daemon takes no job signals: engine.exit_when_sensors_end is set (a replay)",
+            )
+        })?;
+        jobs.send(JobPush { job: r.job, nodes: r.nodes, at, values, reply }).await.map_err(|_| gone())?;
         let samples = answer.await.map_err(|_| gone())?.map_err(Status::resource_exhausted)?;
         Ok(Response::new(PushJobReply { samples }))
     }
