@@ -14,7 +14,8 @@
 //! `cargo bench -p rocemend-engine` prints the figures `docs/performance.md`
 //! reports. Heap figures come from a counting global allocator; it costs
 //! one relaxed atomic add per allocation, and the ingest path allocates
-//! nothing.
+//! nothing. With `ROCEMEND_BENCH_MEMORY_ONLY=1` the bench stops after the
+//! memory figures (about 20 s instead of minutes), for work on the layout.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, Ordering};
@@ -360,6 +361,12 @@ impl Fleet {
         fleet.ev.evaluate(fleet.batch_time(fleet.batches.len() - 1), &mut fleet.events);
         fleet.events.clear();
         let heap_evaluated = live();
+        // Two quiet seconds: routing has settled and the evaluator has
+        // trimmed its vectors; this is the steady state.
+        fleet.second(Traffic::Quiet);
+        fleet.second(Traffic::Quiet);
+        fleet.events.clear();
+        let heap_settled = live();
 
         let (routes, subjects) = count_subjects(&fleet.series, &names);
         let reg = fleet.series.read();
@@ -370,6 +377,7 @@ impl Fleet {
         drop(reg);
         let per = |bytes: isize| bytes as f64 / SERIES as f64;
         let state = fleet.ev.state_bytes();
+        let settled_per_series = per(heap_settled - heap_scaffold);
         // Registry estimate from the types: the SeriesInfo, its label pairs
         // (shared with the by_key entry), the by_key entry, at hashbrown's
         // 7/8 load factor.
@@ -397,8 +405,20 @@ impl Fleet {
         );
         eprintln!("== memory per series (target: engine state <= 256 B per active series)");
         eprintln!("   Evaluator::state_bytes() / series:             {:>7.1} B", state as f64 / SERIES as f64);
+        let parts = fleet.ev.state_breakdown();
         eprintln!(
-            "   evaluator heap after routing / series:         {:>7.1} B (after the first evaluate: {:.1} B)",
+            "     of which per series: series {:.1}, routes {:.1}, subjects {:.1}, windows {:.1}, subject index {:.1}, instances {:.1}, dirty lists {:.1}",
+            parts.series as f64 / SERIES as f64,
+            parts.routes as f64 / SERIES as f64,
+            parts.subjects as f64 / SERIES as f64,
+            parts.windows as f64 / SERIES as f64,
+            parts.subject_index as f64 / SERIES as f64,
+            parts.instances as f64 / SERIES as f64,
+            parts.dirty as f64 / SERIES as f64,
+        );
+        eprintln!(
+            "   evaluator heap once routing settled / series:  {:>7.1} B (right after routing: {:.1} B; after the first evaluate: {:.1} B)",
+            settled_per_series,
             per(heap_routed - heap_scaffold),
             per(heap_evaluated - heap_scaffold),
         );
@@ -602,7 +622,10 @@ fn fire_once<P: Probe>(p: &mut P, clock: &mut Clock, events: &mut Vec<EngineEven
     p.ev().evaluate(clock.0, events);
     let elapsed = started.elapsed();
     let proposals = events.iter().filter(|e| matches!(e, EngineEvent::Proposal(_))).count();
-    assert_eq!(proposals, 1, "the probe must go inactive → firing every time: {events:?}");
+    if proposals != 1 {
+        let probe: Vec<_> = p.ev().instances().into_iter().filter(|i| i.rule == "latency-probe").collect();
+        panic!("the probe must go inactive → firing every time: events {events:?}, its instance {probe:?}");
+    }
     clock.0 += PROBE_STEP;
     events.clear();
     p.ev().ingest(&[Sample { series: probe, ts: clock.0, value: Value::Real(0.0) }]);
@@ -658,6 +681,9 @@ fn bench_latency<P: Probe>(c: &mut Criterion, name: &str, p: &mut P, clock: &mut
 
 fn benches(c: &mut Criterion) {
     let mut fleet = Fleet::build();
+    if std::env::var_os("ROCEMEND_BENCH_MEMORY_ONLY").is_some() {
+        return;
+    }
 
     {
         let mut group = c.benchmark_group("ingest");

@@ -464,6 +464,22 @@ fn fire(w) { if w.paused > 0.0 { loop {} } false }
 // ---------------------------------------------------------------------------
 // Restarts.
 
+/// Opens the store again after the first "process" dropped it. sled
+/// releases its file lock from its flusher thread, a moment after the drop,
+/// so a reopen in the same process may have to wait for it.
+fn reopen(path: &std::path::Path) -> Store {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        match Store::open(path) {
+            Ok(store) => return store,
+            Err(e) if std::time::Instant::now() < deadline && format!("{e:?}").contains("WouldBlock") => {
+                std::thread::sleep(std::time::Duration::from_millis(20))
+            }
+            Err(e) => panic!("reopen the store: {e:?}"),
+        }
+    }
+}
+
 /// Fires `rule` for n1/eth0 in one process with a store in a temporary
 /// directory, then starts a second process (new series table, same rules,
 /// same directory) and steps it: the first sample after the restart has no
@@ -481,7 +497,7 @@ fn fire_then_restart(rule: &str) -> (Rig, Vec<Vec<EngineEvent>>) {
         assert_eq!(proposals(&rig.step(secs(1), &[eth0.add(STORMING)])).len(), 1);
         // Dropped here, as on shutdown, without an explicit flush.
     }
-    let store = Store::open(dir.path()).expect("reopen the store");
+    let store = reopen(dir.path());
     let rules = load(&[("pfc-storm.rhai", rule)], Helpers::default());
     let mut rig = Rig::with(SeriesTable::default(), rules, Some(store)).expect("restore");
     let mut eth0 = pause_counter(&rig, "n1", "eth0");

@@ -122,3 +122,29 @@ pub struct InstanceView {
     /// The instance.
     pub instance: Instance,
 }
+
+/// Bytes of evaluator state by part (see [`super::Evaluator::state_breakdown`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StateBytes {
+    /// Per-series decode state (last reading, time, routes into rules).
+    pub series: usize,
+    /// Routes: one per (series, matching rule).
+    pub routes: usize,
+    /// Rule subjects, with the label sets of multi-series subjects.
+    pub subjects: usize,
+    /// Window accumulators.
+    pub windows: usize,
+    /// The lookup of subjects by group-by values.
+    pub subject_index: usize,
+    /// Instances that are not idle.
+    pub instances: usize,
+    /// Lists of subjects waiting for evaluation.
+    pub dirty: usize,
+}
+
+impl StateBytes {
+    /// The sum of the parts.
+    pub fn total(&self) -> usize {
+        self.series + self.routes + self.subjects + self.windows + self.subject_index + self.instances + self.dirty
+    }
+}

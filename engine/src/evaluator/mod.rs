@@ -14,7 +14,7 @@ use std::sync::Arc;
 use crate::action::{self, Proposal};
 use crate::counter::{self, Increase};
 use crate::instance::{self, Instance, State};
-use crate::labels::{LabelSet, Labels, Sym};
+use crate::labels::{Labels, Sym};
 use crate::rule::{Condition, Helpers, Rule, RuleMode, RuleScripts, RuleSet, ScriptError};
 use crate::series::{Sample, SampleKind, SeriesId, SeriesTable, Value};
 use crate::store::{Store, StoreError};
@@ -26,11 +26,19 @@ use crate::window::{Column, Observation};
 /// keeps the scan (one comparison per subject) off every evaluation.
 pub const STALE_SCAN_INTERVAL: Nanos = 250 * MS;
 
+/// How long after the last new series the evaluator trims the slack from
+/// its per-series and per-subject vectors. New series come in bursts (a
+/// sensor's first poll, a node joining); trimming once the burst is over
+/// keeps memory at what the series need without copying on every arrival.
+pub const ROUTING_SETTLES_AFTER: Nanos = 1_000 * MS;
+
 mod events;
 mod rule_state;
+mod subject;
 
-pub use events::{EngineEvent, EngineStats, InstanceView, ReloadReport, RuleHealth};
-use rule_state::{EvalCache, Route, RuleRuntime, SeriesState, Subject, SubjectKey, UNROUTED};
+pub use events::{EngineEvent, EngineStats, InstanceView, ReloadReport, RuleHealth, StateBytes};
+use rule_state::{Route, RuleRuntime, SeriesState, UNROUTED};
+use subject::{key_of, reserve_for_push, CachedResult, Epoch, Subject, NEVER};
 
 /// The evaluator. One per daemon; not shared between threads.
 pub struct Evaluator {
@@ -46,6 +54,16 @@ pub struct Evaluator {
     proposal_seq: u64,
     newest_sample: Nanos,
     job_syms: Option<(Sym, Sym)>,
+    /// Origin of subject times: the first sample's time.
+    epoch: Option<Epoch>,
+    /// Rules with dirty subjects since the last `evaluate` (each once).
+    pending_rules: Vec<u16>,
+    /// Rules that had instances after the last `evaluate`: their state is
+    /// time-driven, so they are evaluated even without new samples.
+    live_rules: Vec<u16>,
+    /// Time of the newest sample that routed a new series since the
+    /// vectors were last trimmed.
+    routed_at: Option<Nanos>,
     stats: EngineStats,
 }
 
@@ -67,6 +85,10 @@ impl Evaluator {
             proposal_seq: 0,
             newest_sample: 0,
             job_syms,
+            epoch: None,
+            pending_rules: Vec::new(),
+            live_rules: Vec::new(),
+            routed_at: None,
             stats: EngineStats::default(),
         };
         for rule in &rules.rules {
@@ -116,7 +138,7 @@ impl Evaluator {
             for (s, inst) in &rt.instances {
                 out.push(InstanceView {
                     rule: rt.rule.name.clone(),
-                    subject: rt.subjects[*s as usize].labels.to_labels(reg.interner()),
+                    subject: rt.labels_of(*s, &reg).to_labels(reg.interner()),
                     instance: *inst,
                 });
             }
@@ -129,28 +151,32 @@ impl Evaluator {
     pub fn state_of(&self, rule: &str, subject: &Labels) -> Option<State> {
         let rt = self.rules.iter().find(|r| r.rule.name == rule)?;
         let reg = self.series.read();
-        rt.subjects.iter().enumerate().find_map(|(i, s)| {
-            let labels = s.labels.to_labels(reg.interner());
-            labels
-                .contains_all(subject)
-                .then(|| rt.instances.get(&(i as u32)).map(|x| x.state).unwrap_or(State::Inactive))
+        (0..rt.subjects.len() as u32).find_map(|i| {
+            let labels = rt.labels_of(i, &reg).to_labels(reg.interner());
+            labels.contains_all(subject).then(|| rt.instances.get(&i).map(|x| x.state).unwrap_or(State::Inactive))
         })
     }
 
-    /// Approximate bytes of evaluator state (series state, routes, subjects,
-    /// windows, instances), for the per-series memory budget.
+    /// Bytes of evaluator state (series state, routes, subjects, windows,
+    /// subject index, instances), for the per-series memory budget.
     pub fn state_bytes(&self) -> usize {
-        let mut bytes = self.states.capacity() * std::mem::size_of::<SeriesState>()
-            + self.routes.capacity() * std::mem::size_of::<Route>();
+        self.state_breakdown().total()
+    }
+
+    /// [`Evaluator::state_bytes`] by part, counted at capacity.
+    pub fn state_breakdown(&self) -> StateBytes {
+        let mut bytes = StateBytes {
+            series: self.states.capacity() * std::mem::size_of::<SeriesState>(),
+            routes: self.routes.capacity() * std::mem::size_of::<Route>(),
+            ..StateBytes::default()
+        };
         for rt in &self.rules {
-            let per_subject: usize = std::mem::size_of::<Subject>()
-                + rt.columns.iter().map(Column::bytes_per_subject).sum::<usize>()
-                // hash map entry: boxed key, id, control byte
-                + std::mem::size_of::<(Box<[Sym]>, u32)>() + rt.group_by.len() * 4 + 1
-                // the subject's label set
-                + 16 + 8 * 4;
-            bytes +=
-                rt.subjects.len() * per_subject + rt.instances.len() * (std::mem::size_of::<(u32, Instance)>() + 1);
+            bytes.subjects += rt.subjects.capacity() * std::mem::size_of::<Subject>()
+                + rt.narrowed.iter().map(|l| 16 + l.pairs().len() * 8).sum::<usize>();
+            bytes.windows += rt.columns.iter().map(|c| c.capacity() * c.bytes_per_subject()).sum::<usize>();
+            bytes.subject_index += rt.subject_index.bytes();
+            bytes.instances += rt.instances.capacity() * (std::mem::size_of::<(u32, Instance)>() + 1);
+            bytes.dirty += rt.dirty.capacity() * 4;
         }
         bytes
     }
@@ -167,6 +193,10 @@ impl Evaluator {
                 self.by_metric.entry(sym).or_default().push((ri as u16, sels));
             }
         }
+        // Visit every rule on the next evaluation: instances and restored
+        // proposals may have come with the new set.
+        self.pending_rules.clear();
+        self.live_rules = (0..self.rules.len() as u16).collect();
         // Every known series is routed again on its next sample.
         self.routes.clear();
         for st in &mut self.states {
@@ -180,13 +210,15 @@ impl Evaluator {
     fn route(&mut self, idx: usize) {
         let reg = self.series.read();
         if idx >= self.states.len() {
+            if idx >= self.states.capacity() {
+                self.states.reserve_exact((idx + 1 - self.states.len()).max(self.states.capacity() / 4 + 16));
+            }
             self.states.resize(
                 idx + 1,
                 SeriesState {
                     last: 0,
                     last_ts: Nanos::MIN,
                     kind: SampleKind::Gauge,
-                    has_last: false,
                     route_start: 0,
                     route_len: UNROUTED,
                 },
@@ -200,43 +232,26 @@ impl Evaluator {
             }
         }
         let start = self.routes.len() as u32;
+        let id = SeriesId(idx as u32);
         if let Some(candidates) = self.by_metric.get(&info.metric) {
             for (ri, sels) in candidates {
                 let rt = &mut self.rules[*ri as usize];
                 if !sels.iter().any(|s| rt.rule.selectors[*s as usize].matches(&labels)) {
                     continue;
                 }
-                let mut key: SubjectKey = [u32::MAX; crate::rule::MAX_GROUP_BY];
-                for (slot, g) in key.iter_mut().zip(&rt.group_by) {
-                    *slot = info.labels.get(*g).map_or(u32::MAX, |v| v.0);
-                }
-                let subject = match rt.subject_ids.get(&key) {
+                let key = key_of(&info.labels, &rt.group_by);
+                let found = rt.subject_index.find(&key, &rt.subjects, &rt.group_by, &reg, &rt.narrowed);
+                let subject = match found {
                     Some(s) => {
-                        let subj = &mut rt.subjects[*s as usize];
                         // Keep only the labels every series of the subject shares.
-                        let shared: Vec<(Sym, Sym)> = subj
-                            .labels
-                            .pairs()
-                            .iter()
-                            .copied()
-                            .filter(|(n, v)| info.labels.get(*n) == Some(*v))
-                            .collect();
-                        if shared.len() != subj.labels.pairs().len() {
-                            subj.labels = LabelSet::new(shared);
-                        }
-                        *s
+                        rt.subjects[s as usize].narrow(&info.labels, &reg, &mut rt.narrowed);
+                        s
                     }
                     None => {
                         let s = rt.subjects.len() as u32;
-                        rt.subject_ids.insert(key, s);
-                        rt.subjects.push(Subject {
-                            labels: info.labels.clone(),
-                            last_seen: Nanos::MIN,
-                            polled: false,
-                            first_seen: Nanos::MIN,
-                            dirty: false,
-                            cache: EvalCache::default(),
-                        });
+                        reserve_for_push(&mut rt.subjects);
+                        rt.subjects.push(Subject::new(id));
+                        rt.subject_index.insert(&key, s, &rt.subjects, &rt.group_by, &reg, &rt.narrowed);
                         for c in &mut rt.columns {
                             c.grow(rt.subjects.len());
                         }
@@ -256,9 +271,10 @@ impl Evaluator {
                     }
                 };
                 if info.kind != SampleKind::Event {
-                    rt.subjects[subject as usize].polled = true;
+                    rt.subjects[subject as usize].set_polled();
                 }
                 let slot = rt.metric_windows.iter().position(|(m, _)| *m == info.metric).unwrap_or(0) as u16;
+                reserve_for_push(&mut self.routes);
                 self.routes.push(Route { rule: *ri, slot, subject });
             }
         }
@@ -279,11 +295,13 @@ impl Evaluator {
     #[inline]
     fn ingest_one(&mut self, s: &Sample) {
         let idx = s.series.0 as usize;
+        let epoch = *self.epoch.get_or_insert(Epoch(s.ts));
         if idx >= self.states.len() || self.states[idx].route_len == UNROUTED {
             self.route(idx);
+            self.routed_at = Some(s.ts);
         }
         let st = &mut self.states[idx];
-        if st.has_last && s.ts < st.last_ts {
+        if st.has_last() && s.ts < st.last_ts {
             self.stats.out_of_order += 1;
             return;
         }
@@ -294,7 +312,7 @@ impl Evaluator {
                     Value::Count(n) => n,
                     Value::Real(x) => x.max(0.0) as u64,
                 };
-                let (step, level) = if st.has_last {
+                let (step, level) = if st.has_last() {
                     let inc = counter::increase(spec, st.last, raw);
                     match inc {
                         Increase::Wrapped(_) => self.stats.counter_wraps += 1,
@@ -313,7 +331,7 @@ impl Evaluator {
             }
             SampleKind::Gauge => {
                 let x = s.value.as_f64();
-                let step = if st.has_last { x - f64::from_bits(st.last) } else { f64::NAN };
+                let step = if st.has_last() { x - f64::from_bits(st.last) } else { f64::NAN };
                 st.last = x.to_bits();
                 Observation { ts: s.ts, step, level: x, value: x }
             }
@@ -322,12 +340,12 @@ impl Evaluator {
                 Observation { ts: s.ts, step: 1.0, level: x, value: x }
             }
         };
-        st.has_last = true;
         st.last_ts = s.ts;
         if s.ts > self.newest_sample {
             self.newest_sample = s.ts;
         }
         let polled = !matches!(st.kind, SampleKind::Event);
+        let tick = epoch.tick(s.ts);
         let (start, len) = (st.route_start as usize, st.route_len as usize);
         for r in &self.routes[start..start + len] {
             let rt = &mut self.rules[r.rule as usize];
@@ -336,14 +354,17 @@ impl Evaluator {
                 rt.columns[w as usize].observe(subject, &obs);
             }
             let subj = &mut rt.subjects[subject];
-            if subj.first_seen == Nanos::MIN {
-                subj.first_seen = s.ts;
+            if subj.first_seen == NEVER {
+                subj.first_seen = tick;
             }
-            if polled && s.ts > subj.last_seen {
-                subj.last_seen = s.ts;
+            if polled && tick > subj.last_seen {
+                subj.last_seen = tick;
             }
-            if !subj.dirty {
-                subj.dirty = true;
+            if !subj.dirty() {
+                subj.set_dirty(true);
+                if rt.dirty.is_empty() {
+                    self.pending_rules.push(r.rule);
+                }
                 rt.dirty.push(r.subject);
             }
         }
@@ -354,11 +375,43 @@ impl Evaluator {
     /// Events are appended to `out`.
     pub fn evaluate(&mut self, now: Nanos, out: &mut Vec<EngineEvent>) {
         let scan_stale = now.saturating_sub(self.last_stale_scan) >= STALE_SCAN_INTERVAL;
+        // Only rules with work: new samples or time-driven instances, so an
+        // evaluation costs what changed, not the size of the rule set. The
+        // stale scan, a few times a second, visits every rule.
+        let mut todo = std::mem::take(&mut self.pending_rules);
         if scan_stale {
             self.last_stale_scan = now;
+            todo.clear();
+            todo.extend(0..self.rules.len() as u16);
+            self.live_rules.clear();
+        } else {
+            todo.append(&mut self.live_rules);
+            todo.sort_unstable();
+            todo.dedup();
         }
-        for ri in 0..self.rules.len() {
-            self.evaluate_rule(ri, now, scan_stale, out);
+        for &ri in &todo {
+            self.evaluate_rule(ri as usize, now, scan_stale, out);
+            if !self.rules[ri as usize].instances.is_empty() {
+                self.live_rules.push(ri);
+            }
+        }
+        todo.clear();
+        self.pending_rules = todo;
+        if self.routed_at.is_some_and(|t| now.saturating_sub(t) >= ROUTING_SETTLES_AFTER) {
+            self.routed_at = None;
+            self.trim();
+        }
+    }
+
+    /// Gives back the vectors' spare capacity.
+    #[cold]
+    fn trim(&mut self) {
+        self.states.shrink_to_fit();
+        self.routes.shrink_to_fit();
+        for rt in &mut self.rules {
+            rt.subjects.shrink_to_fit();
+            rt.narrowed.shrink_to_fit();
+            rt.columns.iter_mut().for_each(Column::shrink_to_fit);
         }
     }
 
@@ -392,19 +445,20 @@ impl Evaluator {
             return;
         }
         let mut candidates = std::mem::take(&mut rt.dirty);
-        candidates.extend(rt.instances.keys().copied().filter(|s| !rt.subjects[*s as usize].dirty));
+        candidates.extend(rt.instances.keys().copied().filter(|s| !rt.subjects[*s as usize].dirty()));
         if scan_stale {
-            let stale_after = rt.rule.stale_after;
+            // Stale: the newest sample is older than `stale_after`, i.e. its
+            // tick is below the newest tick that is still stale.
+            let stale_below = self.epoch.map_or(NEVER, |e| e.tick(now.saturating_sub(rt.rule.stale_after)));
             for (i, s) in rt.subjects.iter().enumerate() {
-                let is_stale = s.polled && now.saturating_sub(s.last_seen) > stale_after;
-                let known_stale = rt.instances.get(&(i as u32)).is_some_and(|x| x.stale);
-                if is_stale && !known_stale && !s.dirty {
+                let is_stale = s.polled() && s.last_seen < stale_below;
+                if is_stale && !s.dirty() && !rt.instances.get(&(i as u32)).is_some_and(|x| x.stale) {
                     candidates.push(i as u32);
                 }
             }
         }
         for &s in &candidates {
-            self.rules[ri].subjects[s as usize].dirty = false;
+            self.rules[ri].subjects[s as usize].set_dirty(false);
         }
         candidates.sort_unstable();
         candidates.dedup();
@@ -427,19 +481,20 @@ impl Evaluator {
         now: Nanos,
         out: &mut Vec<EngineEvent>,
     ) -> Result<(), ScriptError> {
+        let epoch = self.epoch.unwrap_or(Epoch(now));
         let rt = &mut self.rules[ri];
-        let subj = &rt.subjects[s as usize];
+        let subj = rt.subjects[s as usize];
         let mut inst = rt.instances.get(&s).copied().unwrap_or_else(|| Instance::new(now));
         let mut transitions = Vec::new();
         let values;
-        if subj.polled && now.saturating_sub(subj.last_seen) > rt.rule.stale_after {
+        if subj.polled() && subj.last_seen < epoch.tick(now.saturating_sub(rt.rule.stale_after)) {
             values = rt.values(s, now);
             let (newly, t) = instance::mark_stale(&mut inst, now);
             if newly {
                 out.push(EngineEvent::SensorStale {
                     rule: rt.rule.name.clone(),
                     subject: self.labels_of(ri, s),
-                    last_seen: self.rules[ri].subjects[s as usize].last_seen,
+                    last_seen: epoch.time(subj.last_seen),
                     at: now,
                 });
             }
@@ -455,7 +510,9 @@ impl Evaluator {
             }
             let rt = &mut self.rules[ri];
             values = rt.values(s, now);
-            let warming = now.saturating_sub(rt.subjects[s as usize].first_seen) < rt.warm_up;
+            // `first_seen` is rounded up to a tick: a rule without ranged
+            // windows has nothing to warm up and must not wait for the tick.
+            let warming = rt.warm_up > 0 && now.saturating_sub(epoch.time(subj.first_seen)) < rt.warm_up;
             let cond = match inst.needs(now) {
                 Some(Condition::Clear) if warming => None,
                 other => other,
@@ -468,17 +525,19 @@ impl Evaluator {
                     let epoch = if rt.rule.cross_series { self.scripts.helpers().epoch() } else { 0 };
                     let hash = hash_values(&values) ^ epoch.wrapping_mul(0x9e37_79b9_7f4a_7c15);
                     let clear = cond == Condition::Clear;
-                    let cache = rt.subjects[s as usize].cache;
-                    if cache.valid && cache.clear == clear && cache.hash == hash {
-                        self.stats.cache_hits += 1;
-                        Some(cache.result)
-                    } else {
-                        self.stats.script_calls += 1;
-                        let labels = rt.subjects[s as usize].labels.clone();
-                        let w = rt.rule.window_values(values.clone());
-                        let result = self.scripts.eval(&rt.rule, cond, &labels, w)?;
-                        rt.subjects[s as usize].cache = EvalCache { valid: true, clear, result, hash };
-                        Some(result)
+                    match subj.cached(hash) {
+                        Some(cached) if cached.clear == clear => {
+                            self.stats.cache_hits += 1;
+                            Some(cached.result)
+                        }
+                        _ => {
+                            self.stats.script_calls += 1;
+                            let labels = rt.labels_of(s, &self.series.read()).clone();
+                            let w = rt.rule.window_values(values.clone());
+                            let result = self.scripts.eval(&rt.rule, cond, &labels, w)?;
+                            rt.subjects[s as usize].set_cached(hash, CachedResult { clear, result });
+                            Some(result)
+                        }
                     }
                 }
             };
@@ -500,7 +559,8 @@ impl Evaluator {
     }
 
     fn labels_of(&self, ri: usize, s: u32) -> Labels {
-        self.rules[ri].subjects[s as usize].labels.to_labels(self.series.read().interner())
+        let reg = self.series.read();
+        self.rules[ri].labels_of(s, &reg).to_labels(reg.interner())
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -591,7 +651,8 @@ impl Evaluator {
         let mut report = ReloadReport::default();
         let mut old: HashMap<String, RuleRuntime> = self.rules.drain(..).map(|r| (r.rule.name.clone(), r)).collect();
         let reg_labels = |rt: &RuleRuntime, s: u32, series: &SeriesTable| {
-            rt.subjects[s as usize].labels.to_labels(series.read().interner())
+            let reg = series.read();
+            rt.labels_of(s, &reg).to_labels(reg.interner())
         };
         for rule in &rules.rules {
             match old.remove(&rule.name) {

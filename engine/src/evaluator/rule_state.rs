@@ -5,17 +5,16 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::events::RuleHealth;
+use super::subject::{Subject, SubjectIndex};
 use crate::instance::{Instance, Timing};
 use crate::labels::{LabelSet, Labels, Sym};
 use crate::rule::Rule;
+use crate::series::Registry;
 use crate::series::{SampleKind, SeriesTable};
 use crate::time::Nanos;
 use crate::window::Column;
 
 pub(super) const UNROUTED: u16 = u16::MAX;
-
-/// A subject's group-by label values, inline: no allocation per subject.
-pub(super) type SubjectKey = [u32; crate::rule::MAX_GROUP_BY];
 
 #[derive(Debug, Clone, Copy)]
 pub(super) struct SeriesState {
@@ -23,9 +22,19 @@ pub(super) struct SeriesState {
     pub(super) last: u64,
     pub(super) last_ts: Nanos,
     pub(super) kind: SampleKind,
-    pub(super) has_last: bool,
     pub(super) route_start: u32,
     pub(super) route_len: u16,
+}
+
+// 24 bytes: one of these per series is a tenth of the memory budget.
+const _: () = assert!(std::mem::size_of::<SeriesState>() == 24);
+
+impl SeriesState {
+    /// Whether a reading came before (the first one has no increase).
+    #[inline]
+    pub(super) fn has_last(&self) -> bool {
+        self.last_ts != Nanos::MIN
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -36,41 +45,16 @@ pub(super) struct Route {
     pub(super) subject: u32,
 }
 
-#[derive(Debug, Clone, Copy, Default)]
-pub(super) struct EvalCache {
-    pub(super) valid: bool,
-    pub(super) clear: bool,
-    pub(super) result: bool,
-    pub(super) hash: u64,
-}
-
-#[derive(Debug, Clone)]
-pub(super) struct Subject {
-    /// Labels shared by every series of the subject (what templates see).
-    pub(super) labels: LabelSet,
-    /// Newest sample of a counter or gauge series. Events do not count: they
-    /// come when something happens, so their silence is not staleness.
-    pub(super) last_seen: Nanos,
-    /// Whether any series of the subject is a counter or gauge; a subject fed
-    /// by events only is never stale.
-    pub(super) polled: bool,
-    /// First sample of the subject in this rule runtime. Until the longest
-    /// window has been filled since then, a firing instance is not cleared:
-    /// an empty window after a restart or an edit of the rule reads like a
-    /// healthy one, and resolving (and undoing) on it would act on no data.
-    pub(super) first_seen: Nanos,
-    pub(super) dirty: bool,
-    pub(super) cache: EvalCache,
-}
-
 pub(super) struct RuleRuntime {
     pub(super) rule: Arc<Rule>,
     pub(super) timing: Timing,
     /// Metric → indices of the windows reading it.
     pub(super) metric_windows: Vec<(Sym, Vec<u16>)>,
     pub(super) group_by: Vec<Sym>,
-    pub(super) subject_ids: HashMap<SubjectKey, u32>,
+    pub(super) subject_index: SubjectIndex,
     pub(super) subjects: Vec<Subject>,
+    /// Label sets of subjects whose series do not all carry the same labels.
+    pub(super) narrowed: Vec<LabelSet>,
     pub(super) columns: Vec<Column>,
     /// Instances that are not idle, by subject.
     pub(super) instances: HashMap<u32, Instance>,
@@ -114,8 +98,9 @@ impl RuleRuntime {
             rule,
             metric_windows,
             group_by,
-            subject_ids: HashMap::new(),
+            subject_index: SubjectIndex::default(),
             subjects: Vec::new(),
+            narrowed: Vec::new(),
             instances: HashMap::new(),
             restored: HashMap::new(),
             dirty: Vec::new(),
@@ -129,6 +114,11 @@ impl RuleRuntime {
 
     pub(super) fn subject_key(&self, labels: &Labels) -> String {
         self.rule.group_by.iter().map(|g| format!("{g}={}", labels.get(g).unwrap_or(""))).collect::<Vec<_>>().join(",")
+    }
+
+    /// The labels of subject `s`.
+    pub(super) fn labels_of<'a>(&'a self, s: u32, reg: &'a Registry) -> &'a LabelSet {
+        self.subjects[s as usize].labels(reg, &self.narrowed)
     }
 
     pub(super) fn values(&self, subject: u32, now: Nanos) -> Vec<f64> {

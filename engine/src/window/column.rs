@@ -45,8 +45,15 @@ pub struct Column {
     func: WindowFn,
     range: Nanos,
     width: Nanos,
+    /// Bucket number (time / width) that the rings' `i32` buckets count
+    /// from: the first sample's, moved up when samples run 2^30 buckets
+    /// past it (years for windows of seconds). `i64::MIN` until then.
+    base: i64,
     data: Data,
 }
+
+/// How far past the base a bucket may run before the rings are rebased.
+const REBASE_AT: i64 = 1 << 30;
 
 impl Column {
     /// An empty column for `spec`.
@@ -60,20 +67,52 @@ impl Column {
             WindowFn::Ewma => Data::Ewma(Vec::new()),
             WindowFn::Absent => Data::Seen(Vec::new()),
         };
-        Column { func: spec.func, range: spec.range, width: (spec.range / BUCKETS as i64).max(1), data }
+        Column { func: spec.func, range: spec.range, width: (spec.range / BUCKETS as i64).max(1), base: i64::MIN, data }
     }
 
-    /// Makes room for subjects `0..n`.
+    /// Makes room for subjects `0..n`, growing by a quarter rather than
+    /// doubling: columns are most of the engine's memory.
     pub fn grow(&mut self, n: usize) {
-        match &mut self.data {
-            Data::Sum(v) | Data::Min(v) | Data::Max(v) => v.resize(n, Ring::default()),
-            Data::Avg { sums, counts } => {
-                sums.resize(n, Ring::default());
-                counts.resize(n, Ring::default());
+        fn resize<T: Clone>(v: &mut Vec<T>, n: usize, fill: T) {
+            if n > v.capacity() {
+                v.reserve_exact((n - v.len()).max(v.capacity() / 4 + 16));
             }
-            Data::Last(v) => v.resize(n, f64::NAN),
-            Data::Ewma(v) => v.resize(n, (f64::NAN, 0)),
-            Data::Seen(v) => v.resize(n, Nanos::MIN),
+            v.resize(n, fill);
+        }
+        match &mut self.data {
+            Data::Sum(v) | Data::Min(v) | Data::Max(v) => resize(v, n, Ring::default()),
+            Data::Avg { sums, counts } => {
+                resize(sums, n, Ring::default());
+                resize(counts, n, Ring::default());
+            }
+            Data::Last(v) => resize(v, n, f64::NAN),
+            Data::Ewma(v) => resize(v, n, (f64::NAN, 0)),
+            Data::Seen(v) => resize(v, n, Nanos::MIN),
+        }
+    }
+
+    /// Gives back spare capacity.
+    pub fn shrink_to_fit(&mut self) {
+        match &mut self.data {
+            Data::Sum(v) | Data::Min(v) | Data::Max(v) => v.shrink_to_fit(),
+            Data::Avg { sums, counts } => {
+                sums.shrink_to_fit();
+                counts.shrink_to_fit();
+            }
+            Data::Last(v) => v.shrink_to_fit(),
+            Data::Ewma(v) => v.shrink_to_fit(),
+            Data::Seen(v) => v.shrink_to_fit(),
+        }
+    }
+
+    /// Subjects the column has room for without growing.
+    pub fn capacity(&self) -> usize {
+        match &self.data {
+            Data::Sum(v) | Data::Min(v) | Data::Max(v) => v.capacity(),
+            Data::Avg { sums, .. } => sums.capacity(),
+            Data::Last(v) => v.capacity(),
+            Data::Ewma(v) => v.capacity(),
+            Data::Seen(v) => v.capacity(),
         }
     }
 
@@ -88,10 +127,60 @@ impl Column {
         }
     }
 
+    /// The ring bucket of a sample at `ts`, rebasing the rings when it runs
+    /// too far past the base; `None` for a sample so far before the base
+    /// that it cannot be inside any window.
+    #[inline]
+    fn bucket_for_write(&mut self, ts: Nanos) -> Option<i32> {
+        let b = ts.div_euclid(self.width);
+        if self.base == i64::MIN {
+            self.base = b;
+        }
+        let mut rel = b - self.base;
+        if rel >= REBASE_AT {
+            // A multiple of BUCKETS, so each value stays in its slot.
+            let delta = rel - rel.rem_euclid(BUCKETS as i64);
+            self.rebase(delta);
+            rel -= delta;
+        }
+        (rel > -REBASE_AT).then_some(rel as i32)
+    }
+
+    #[cold]
+    fn rebase(&mut self, delta: i64) {
+        self.base += delta;
+        // Deltas beyond i32 empty every ring, as they should: all of it is
+        // older than any window.
+        let delta = delta.min(i32::MAX as i64 - (i32::MAX as i64).rem_euclid(BUCKETS as i64)) as i32;
+        let rings: &mut [Vec<Ring>] = match &mut self.data {
+            Data::Sum(v) | Data::Min(v) | Data::Max(v) => std::slice::from_mut(v),
+            Data::Avg { sums, counts } => {
+                sums.iter_mut().chain(counts.iter_mut()).for_each(|r| r.rebase(delta));
+                return;
+            }
+            _ => return,
+        };
+        rings.iter_mut().flatten().for_each(|r| r.rebase(delta));
+    }
+
+    /// The ring bucket of `now` for reading.
+    #[inline]
+    fn bucket_for_read(&self, now: Nanos) -> i32 {
+        (now.div_euclid(self.width).saturating_sub(self.base)).clamp(i32::MIN as i64 + 1, i32::MAX as i64) as i32
+    }
+
     /// Feeds one sample of `subject` into the window.
     #[inline]
     pub fn observe(&mut self, subject: usize, o: &Observation) {
-        let width = self.width;
+        let uses_rings = matches!(self.data, Data::Sum(_) | Data::Min(_) | Data::Max(_) | Data::Avg { .. });
+        let b = if uses_rings {
+            match self.bucket_for_write(o.ts) {
+                Some(b) => b,
+                None => return,
+            }
+        } else {
+            0
+        };
         match &mut self.data {
             Data::Sum(rings) => {
                 let x = match self.func {
@@ -100,13 +189,13 @@ impl Column {
                     _ if o.step.is_finite() => o.step as f32,
                     _ => return,
                 };
-                rings[subject].add(Fold::Sum, width, o.ts, x);
+                rings[subject].add(Fold::Sum, b, x);
             }
-            Data::Min(rings) if o.level.is_finite() => rings[subject].add(Fold::Min, width, o.ts, o.level as f32),
-            Data::Max(rings) if o.level.is_finite() => rings[subject].add(Fold::Max, width, o.ts, o.level as f32),
+            Data::Min(rings) if o.level.is_finite() => rings[subject].add(Fold::Min, b, o.level as f32),
+            Data::Max(rings) if o.level.is_finite() => rings[subject].add(Fold::Max, b, o.level as f32),
             Data::Avg { sums, counts } if o.level.is_finite() => {
-                sums[subject].add(Fold::Sum, width, o.ts, o.level as f32);
-                counts[subject].add(Fold::Sum, width, o.ts, 1.0);
+                sums[subject].add(Fold::Sum, b, o.level as f32);
+                counts[subject].add(Fold::Sum, b, 1.0);
             }
             Data::Last(v) => v[subject] = o.value,
             Data::Ewma(v) if o.level.is_finite() => {
@@ -129,24 +218,24 @@ impl Column {
     /// windows are `NaN`, so every comparison with them is false.
     #[inline]
     pub fn value(&self, subject: usize, now: Nanos) -> f64 {
-        let width = self.width;
+        let b = self.bucket_for_read(now);
         match &self.data {
             Data::Sum(rings) => {
-                let sum = rings[subject].fold(Fold::Sum, width, now) as f64;
+                let sum = rings[subject].fold(Fold::Sum, b) as f64;
                 if self.func == WindowFn::Rate {
                     sum * SECOND as f64 / self.range as f64
                 } else {
                     sum
                 }
             }
-            Data::Min(rings) => finite_or_nan(rings[subject].fold(Fold::Min, width, now)),
-            Data::Max(rings) => finite_or_nan(rings[subject].fold(Fold::Max, width, now)),
+            Data::Min(rings) => finite_or_nan(rings[subject].fold(Fold::Min, b)),
+            Data::Max(rings) => finite_or_nan(rings[subject].fold(Fold::Max, b)),
             Data::Avg { sums, counts } => {
-                let n = counts[subject].fold(Fold::Sum, width, now);
+                let n = counts[subject].fold(Fold::Sum, b);
                 if n == 0.0 {
                     f64::NAN
                 } else {
-                    sums[subject].fold(Fold::Sum, width, now) as f64 / n as f64
+                    sums[subject].fold(Fold::Sum, b) as f64 / n as f64
                 }
             }
             Data::Last(v) => v[subject],
@@ -198,6 +287,25 @@ mod tests {
         let rate = c.value(0, 1000 * MS);
         assert!((437.5..=500.0).contains(&rate), "{rate}");
         assert_eq!(rate, 450.0);
+    }
+
+    #[test]
+    fn samples_far_past_the_base_rebase_the_rings_and_keep_summing() {
+        // Range 8 ns: buckets of 1 ns, so the rebase point is 2^30 ns away.
+        let mut c = Column::new(&spec(WindowFn::Increase, 8));
+        c.grow(2);
+        c.observe(0, &counter_obs(0, 5.0));
+        c.observe(1, &counter_obs(3, 7.0));
+        let far = (1 << 30) + 5;
+        c.observe(0, &counter_obs(far, 1.0));
+        c.observe(0, &counter_obs(far + 1, 2.0));
+        assert_eq!(c.value(0, far + 1), 3.0, "the old sample is outside the window; the new ones sum");
+        assert_eq!(c.value(1, far + 1), 0.0, "a ring left behind by the rebase reads empty");
+        c.observe(1, &counter_obs(far + 2, 4.0));
+        assert_eq!(c.value(1, far + 2), 4.0);
+        // A sample far before the base cannot be inside any window.
+        c.observe(1, &counter_obs(-(1 << 31), 100.0));
+        assert_eq!(c.value(1, far + 2), 4.0);
     }
 
     #[test]

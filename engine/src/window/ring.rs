@@ -1,12 +1,10 @@
 //! A fixed ring of time buckets.
 
-use crate::time::Nanos;
-
-/// Buckets per ranged window. Eight keeps a window's state at 40 bytes and
+/// Buckets per ranged window. Eight keeps a window's state at 36 bytes and
 /// its edge within 1/8 of its range.
 pub const BUCKETS: usize = 8;
 
-const EMPTY: i64 = i64::MIN;
+const EMPTY: i32 = i32::MIN;
 
 /// How a ring combines values into a bucket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,9 +38,12 @@ impl Fold {
 /// Eight buckets of `width = range / 8`; bucket `i` holds what arrived in
 /// `[i·width, (i+1)·width)`. `f32` is enough: windows feed thresholds, and
 /// counters are reduced to per-sample increases before they get here.
+///
+/// Bucket numbers are `i32`s relative to a base the owning column keeps
+/// (see `Column`), which keeps a ring at 36 bytes.
 #[derive(Debug, Clone, Copy)]
 pub struct Ring {
-    head: i64,
+    head: i32,
     vals: [f32; BUCKETS],
 }
 
@@ -53,43 +54,61 @@ impl Default for Ring {
 }
 
 impl Ring {
-    /// Folds `x` into the bucket of `ts`. Samples older than the ring are
-    /// dropped: they can no longer be inside any window.
+    /// Folds `x` into bucket `b`. Samples older than the ring are dropped:
+    /// they can no longer be inside any window.
     #[inline]
-    pub fn add(&mut self, fold: Fold, width: Nanos, ts: Nanos, x: f32) {
-        let b = ts.div_euclid(width);
+    pub fn add(&mut self, fold: Fold, b: i32, x: f32) {
         if self.head == EMPTY {
             self.vals = [fold.identity(); BUCKETS];
             self.head = b;
         } else if b > self.head {
-            let steps = (b - self.head).min(BUCKETS as i64);
+            let steps = (b as i64 - self.head as i64).min(BUCKETS as i64) as i32;
             for k in 1..=steps {
-                self.vals[(self.head + k).rem_euclid(BUCKETS as i64) as usize] = fold.identity();
+                self.vals[slot(self.head.wrapping_add(k))] = fold.identity();
             }
             self.head = b;
-        } else if b <= self.head - BUCKETS as i64 {
+        } else if b as i64 <= self.head as i64 - BUCKETS as i64 {
             return;
         }
-        let slot = &mut self.vals[b.rem_euclid(BUCKETS as i64) as usize];
-        *slot = fold.apply(*slot, x);
+        let v = &mut self.vals[slot(b)];
+        *v = fold.apply(*v, x);
     }
 
-    /// Folds the buckets still inside the window ending at `now`.
+    /// Folds the buckets still inside the window ending in bucket `now`.
     #[inline]
-    pub fn fold(&self, fold: Fold, width: Nanos, now: Nanos) -> f32 {
+    pub fn fold(&self, fold: Fold, now: i32) -> f32 {
         if self.head == EMPTY {
             return fold.identity();
         }
-        let newest = now.div_euclid(width).max(self.head);
-        let oldest = (newest - BUCKETS as i64 + 1).max(self.head - BUCKETS as i64 + 1);
+        let newest = (now as i64).max(self.head as i64);
+        let oldest = (newest - BUCKETS as i64 + 1).max(self.head as i64 - BUCKETS as i64 + 1);
         let mut acc = fold.identity();
         let mut i = oldest;
-        while i <= self.head {
-            acc = fold.apply(acc, self.vals[i.rem_euclid(BUCKETS as i64) as usize]);
+        while i <= self.head as i64 {
+            acc = fold.apply(acc, self.vals[slot(i as i32)]);
             i += 1;
         }
         acc
     }
+
+    /// Moves the ring's buckets `delta` (a multiple of [`BUCKETS`]) down,
+    /// when the column's base moves up by as much. A ring whose newest
+    /// bucket would fall off the bottom is emptied: it is far older than
+    /// any window.
+    pub fn rebase(&mut self, delta: i32) {
+        debug_assert_eq!(delta % BUCKETS as i32, 0);
+        if self.head != EMPTY {
+            match self.head.checked_sub(delta) {
+                Some(h) if h > EMPTY => self.head = h,
+                _ => *self = Ring::default(),
+            }
+        }
+    }
+}
+
+#[inline]
+fn slot(b: i32) -> usize {
+    b.rem_euclid(BUCKETS as i32) as usize
 }
 
 #[cfg(test)]
@@ -99,38 +118,55 @@ mod tests {
     #[test]
     fn sums_what_is_inside_the_window_and_forgets_the_rest() {
         let mut r = Ring::default();
-        // Range 800 ns: 8 buckets of 100 ns.
+        // Buckets 0..8 hold one each.
         for t in (0..800).step_by(100) {
-            r.add(Fold::Sum, 100, t, 1.0);
+            r.add(Fold::Sum, t / 100, 1.0);
         }
-        assert_eq!(r.fold(Fold::Sum, 100, 799), 8.0);
+        assert_eq!(r.fold(Fold::Sum, 7), 8.0);
         // 300 ns later the three oldest buckets fell out.
-        assert_eq!(r.fold(Fold::Sum, 100, 1099), 5.0);
+        assert_eq!(r.fold(Fold::Sum, 10), 5.0);
         // Long after, nothing is left.
-        assert_eq!(r.fold(Fold::Sum, 100, 10_000), 0.0);
+        assert_eq!(r.fold(Fold::Sum, 100), 0.0);
     }
 
     #[test]
     fn a_jump_forward_clears_the_skipped_buckets() {
         let mut r = Ring::default();
-        r.add(Fold::Max, 100, 0, 9.0);
-        r.add(Fold::Max, 100, 1_000, 2.0);
-        assert_eq!(r.fold(Fold::Max, 100, 1_000), 2.0);
+        r.add(Fold::Max, 0, 9.0);
+        r.add(Fold::Max, 10, 2.0);
+        assert_eq!(r.fold(Fold::Max, 10), 2.0);
     }
 
     #[test]
     fn late_samples_older_than_the_ring_are_dropped() {
         let mut r = Ring::default();
-        r.add(Fold::Sum, 100, 1_000, 1.0);
-        r.add(Fold::Sum, 100, 0, 50.0);
-        assert_eq!(r.fold(Fold::Sum, 100, 1_000), 1.0);
-        r.add(Fold::Sum, 100, 950, 2.0);
-        assert_eq!(r.fold(Fold::Sum, 100, 1_000), 3.0);
+        r.add(Fold::Sum, 10, 1.0);
+        r.add(Fold::Sum, 0, 50.0);
+        assert_eq!(r.fold(Fold::Sum, 10), 1.0);
+        r.add(Fold::Sum, 9, 2.0);
+        assert_eq!(r.fold(Fold::Sum, 10), 3.0);
+    }
+
+    #[test]
+    fn rebasing_keeps_the_values_in_their_buckets() {
+        let mut r = Ring::default();
+        for b in 100..108 {
+            r.add(Fold::Sum, b, b as f32);
+        }
+        let before = r.fold(Fold::Sum, 107);
+        r.rebase(96);
+        assert_eq!(r.fold(Fold::Sum, 11), before);
+        r.add(Fold::Sum, 12, 1000.0);
+        assert_eq!(r.fold(Fold::Sum, 12), before - 100.0 + 1000.0, "bucket 4 (was 100) expired");
+        let mut old = Ring::default();
+        old.add(Fold::Sum, i32::MIN + 5, 1.0);
+        old.rebase(8);
+        assert_eq!(old.fold(Fold::Sum, 0), 0.0, "fell off the bottom: emptied");
     }
 
     #[test]
     fn min_of_an_empty_ring_is_infinite() {
         let r = Ring::default();
-        assert_eq!(r.fold(Fold::Min, 100, 0), f32::INFINITY);
+        assert_eq!(r.fold(Fold::Min, 0), f32::INFINITY);
     }
 }
