@@ -60,16 +60,22 @@
 #![deny(missing_docs)]
 
 pub mod cordon;
+pub mod ecn;
 pub mod exec;
 pub mod http;
 pub mod link;
 pub mod log;
+pub mod pfcwd;
+pub mod sonic;
+mod target;
 pub mod webhook;
 
 pub use cordon::{CordonActuator, CordonConfig};
+pub use ecn::{EcnActuator, EcnConfig};
 pub use exec::{ExecActuator, ExecConfig};
 pub use link::{LinkActuator, LinkConfig};
 pub use log::{LogActuator, LogConfig};
+pub use pfcwd::{PfcwdActuator, PfcwdConfig};
 pub use webhook::{WebhookActuator, WebhookConfig};
 
 use std::sync::Arc;
@@ -77,7 +83,7 @@ use std::sync::Arc;
 use engine::Actuator;
 
 /// The actuator kinds [`build`] knows.
-pub const KINDS: &[&str] = &["log", "exec", "cordon", "link", "webhook"];
+pub const KINDS: &[&str] = &["log", "exec", "cordon", "link", "webhook", "pfcwd", "ecn"];
 
 /// Builds the actuator `name` of `kind` from its config `settings` (its
 /// table in the playbook, without the kind and name).
@@ -106,6 +112,14 @@ pub fn build(kind: &str, name: &str, settings: toml::Table) -> Result<Arc<dyn Ac
         }
         "webhook" => {
             let config: WebhookConfig = settings.try_into().map_err(toml_error)?;
+            Ok(Arc::new(config.build(name).map_err(context)?))
+        }
+        "pfcwd" => {
+            let config: PfcwdConfig = settings.try_into().map_err(toml_error)?;
+            Ok(Arc::new(config.build(name).map_err(context)?))
+        }
+        "ecn" => {
+            let config: EcnConfig = settings.try_into().map_err(toml_error)?;
             Ok(Arc::new(config.build(name).map_err(context)?))
         }
         other => Err(format!("actuator {name:?}: unknown kind {other:?} (known kinds: {})", KINDS.join(", "))),
