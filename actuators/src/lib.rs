@@ -54,6 +54,13 @@
 //!   and back up only if it was up before;
 //! - [`webhook`]: [`WebhookActuator`] raises an Alertmanager alert (resolved
 //!   by undo) or posts the action as JSON;
+//! - [`pfcwd`]: [`PfcwdActuator`] escalates a switch port's PFC watchdog
+//!   (gNMI) and sets a NIC's PFC storm prevention (ethtool tunable);
+//! - [`ecn`]: [`EcnActuator`] lowers a WRED profile's ECN thresholds (gNMI)
+//!   and sets a NIC's DCQCN knobs (sysfs);
+//! - [`rail`]: [`RailActuator`] drains a rail: switch port admin-down, the
+//!   NCCL environment file, Slurm features, a Kubernetes label and taint;
+//! - [`sonic`]: the CONFIG_DB client over gNMI the switch actuators share;
 //! - [`http`]: the minimal HTTP/1.1 client they share;
 //! - [`build`]: the one place that knows every actuator kind ([`KINDS`]).
 
@@ -66,6 +73,7 @@ pub mod http;
 pub mod link;
 pub mod log;
 pub mod pfcwd;
+pub mod rail;
 pub mod sonic;
 mod target;
 pub mod webhook;
@@ -76,6 +84,7 @@ pub use exec::{ExecActuator, ExecConfig};
 pub use link::{LinkActuator, LinkConfig};
 pub use log::{LogActuator, LogConfig};
 pub use pfcwd::{PfcwdActuator, PfcwdConfig};
+pub use rail::{RailActuator, RailConfig};
 pub use webhook::{WebhookActuator, WebhookConfig};
 
 use std::sync::Arc;
@@ -83,7 +92,7 @@ use std::sync::Arc;
 use engine::Actuator;
 
 /// The actuator kinds [`build`] knows.
-pub const KINDS: &[&str] = &["log", "exec", "cordon", "link", "webhook", "pfcwd", "ecn"];
+pub const KINDS: &[&str] = &["log", "exec", "cordon", "link", "webhook", "pfcwd", "ecn", "rail"];
 
 /// Builds the actuator `name` of `kind` from its config `settings` (its
 /// table in the playbook, without the kind and name).
@@ -120,6 +129,10 @@ pub fn build(kind: &str, name: &str, settings: toml::Table) -> Result<Arc<dyn Ac
         }
         "ecn" => {
             let config: EcnConfig = settings.try_into().map_err(toml_error)?;
+            Ok(Arc::new(config.build(name).map_err(context)?))
+        }
+        "rail" => {
+            let config: RailConfig = settings.try_into().map_err(toml_error)?;
             Ok(Arc::new(config.build(name).map_err(context)?))
         }
         other => Err(format!("actuator {name:?}: unknown kind {other:?} (known kinds: {})", KINDS.join(", "))),
