@@ -5,10 +5,9 @@ use engine::{Action, ActuatorError};
 
 /// The target label `name`; invalid when the target lacks it.
 pub fn label<'a>(action: &'a Action, name: &str) -> Result<&'a str, ActuatorError> {
-    action
-        .target
-        .get(name)
-        .ok_or_else(|| ActuatorError::Invalid(format!("{}: the target {} has no label {name:?}", action.kind, action.target)))
+    action.target.get(name).ok_or_else(|| {
+        ActuatorError::Invalid(format!("{}: the target {} has no label {name:?}", action.kind, action.target))
+    })
 }
 
 /// Refuses an action whose verb is not one of `verbs`.

@@ -110,7 +110,6 @@ async fn an_unreachable_slurm_controller_fails_with_scontrols_message() {
     );
 }
 
-
 #[tokio::test]
 async fn kubernetes_cordon_patches_evicts_verifies_and_undoes_only_its_own() {
     use serde_json::json;

@@ -138,7 +138,10 @@ fn pfc_storm_prevention_on_a_veth_is_not_supported() {
     for result in [executed.map(|_| ()), verified.map(|_| ())] {
         match result {
             Err(ActuatorError::NotSupported(m)) => {
-                assert!(m.contains(&format!("{} does not support the ethtool tunable pfc-prevention-tout", ns.veth)), "{m}")
+                assert!(
+                    m.contains(&format!("{} does not support the ethtool tunable pfc-prevention-tout", ns.veth)),
+                    "{m}"
+                )
             }
             other => panic!("expected not supported, got {other:?}"),
         }

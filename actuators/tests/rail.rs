@@ -92,7 +92,9 @@ async fn slurm_features_of_a_real_node_mark_the_rail_drained_and_undo_gives_them
     let plan = rail.dry_run(&action).await.unwrap();
     assert_eq!(
         plan.requests,
-        [format!("/usr/bin/scontrol update {node} AvailableFeatures=gpu,rail2_drained ActiveFeatures=gpu,rail2_drained")]
+        [format!(
+            "/usr/bin/scontrol update {node} AvailableFeatures=gpu,rail2_drained ActiveFeatures=gpu,rail2_drained"
+        )]
     );
     let applied = rail.execute(&action).await.unwrap();
     assert_eq!(applied.requests, plan.requests, "dry_run and execute differ");
@@ -101,7 +103,10 @@ async fn slurm_features_of_a_real_node_mark_the_rail_drained_and_undo_gives_them
     assert_eq!(rail.verify(&action, Some(&applied)).await.unwrap(), Verification::InEffect);
 
     let undo_plan = rail.dry_run_undo(&action, &applied).await.unwrap();
-    assert_eq!(undo_plan.requests, [format!("/usr/bin/scontrol update {node} AvailableFeatures=gpu,rail2 ActiveFeatures=gpu,rail2")]);
+    assert_eq!(
+        undo_plan.requests,
+        [format!("/usr/bin/scontrol update {node} AvailableFeatures=gpu,rail2 ActiveFeatures=gpu,rail2")]
+    );
     let undone = rail.undo(&action, &applied).await.unwrap();
     assert_eq!(undone.requests, undo_plan.requests, "dry_run_undo and undo differ");
     let shown = cluster.show().unwrap();

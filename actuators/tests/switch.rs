@@ -71,11 +71,8 @@ async fn pfcwd_escalates_alert_to_drop_reads_it_back_and_restores_the_exact_valu
         gnmi("leaf-rail3", &sw.addr.to_string())
     );
     let pfcwd = toml::from_str::<PfcwdConfig>(&config).unwrap().build("pfcwd").unwrap();
-    let escalate = action(
-        "pfcwd.escalate",
-        &[("switch", "leaf-rail3"), ("port", "Ethernet4"), ("queue", "3")],
-        &[("level", "2")],
-    );
+    let escalate =
+        action("pfcwd.escalate", &[("switch", "leaf-rail3"), ("port", "Ethernet4"), ("queue", "3")], &[("level", "2")]);
 
     let plan = pfcwd.dry_run(&escalate).await.unwrap();
     let path = "sonic-db:/CONFIG_DB/PFC_WD/Ethernet4";
@@ -193,7 +190,8 @@ async fn rail_switch_side_takes_the_port_admin_down_and_back_up() {
 
     // Without its plane, a drain is refused: the per-plane limit must apply.
     let mut no_plane = drain.clone();
-    no_plane.target = Labels::from_pairs([("node", "node-04"), ("rail", "1"), ("switch", "leaf-rail1"), ("port", "Ethernet12")]);
+    no_plane.target =
+        Labels::from_pairs([("node", "node-04"), ("rail", "1"), ("switch", "leaf-rail1"), ("port", "Ethernet12")]);
     assert!(matches!(rail.execute(&no_plane).await.unwrap_err(), ActuatorError::Invalid(m) if m.contains("plane")));
     sw.stop().await.unwrap();
 }

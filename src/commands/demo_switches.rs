@@ -26,13 +26,8 @@ pub struct DemoFabric {
 impl DemoFabric {
     /// Starts one switch per leaf of `topology` on loopback ports the OS picks.
     pub async fn start(topology: &Topology) -> anyhow::Result<DemoFabric> {
-        let leaves: Vec<String> = topology
-            .inventory()
-            .switch
-            .iter()
-            .filter(|s| s.role == SwitchRole::Leaf)
-            .map(|s| s.name.clone())
-            .collect();
+        let leaves: Vec<String> =
+            topology.inventory().switch.iter().filter(|s| s.role == SwitchRole::Leaf).map(|s| s.name.clone()).collect();
         let switches = spawn_many(leaves.len(), PORTS).await?;
         let addresses = leaves.into_iter().zip(&switches).map(|(name, s)| (name, s.addr.to_string())).collect();
         Ok(DemoFabric { switches, addresses })

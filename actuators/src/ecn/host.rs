@@ -33,7 +33,9 @@ pub fn request(knob: &Knob) -> String {
 }
 
 fn check_param(name: &str) -> Result<(), ActuatorError> {
-    if !name.is_empty() && name.len() <= 64 && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+    if !name.is_empty()
+        && name.len() <= 64
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
     {
         Ok(())
     } else {

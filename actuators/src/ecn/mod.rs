@@ -123,13 +123,7 @@ impl Actuator for EcnActuator {
         let (before, after) = switch::plan(sonic, &l).await?;
         let request = sonic.set(l.switch, switch::TABLE, &l.profile, &after).await?;
         Ok(Outcome {
-            summary: format!(
-                "lowered {}|{} on {} to {}",
-                switch::TABLE,
-                l.profile,
-                l.switch,
-                sonic::show(&after)
-            ),
+            summary: format!("lowered {}|{} on {} to {}", switch::TABLE, l.profile, l.switch, sonic::show(&after)),
             requests: vec![request],
             prior: Some(json!({ "before": sonic::to_json(&before), "after": sonic::to_json(&after) })),
         })
@@ -193,13 +187,7 @@ impl Actuator for EcnActuator {
         let (before, after) = sonic::before_after(applied)?;
         let request = self.sonic()?.set(l.switch, switch::TABLE, &l.profile, &before).await?;
         Ok(Outcome {
-            summary: format!(
-                "restored {}|{} on {} to {}",
-                switch::TABLE,
-                l.profile,
-                l.switch,
-                sonic::show(&before)
-            ),
+            summary: format!("restored {}|{} on {} to {}", switch::TABLE, l.profile, l.switch, sonic::show(&before)),
             requests: vec![request],
             prior: Some(json!({ "before": sonic::to_json(&after), "after": sonic::to_json(&before) })),
         })

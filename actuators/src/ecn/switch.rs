@@ -95,9 +95,10 @@ pub fn fields(l: &Lowering<'_>) -> Vec<&'static str> {
 /// The new values from the current ones, validated.
 pub fn lowered(l: &Lowering<'_>, now: &Fields) -> Result<Fields, ActuatorError> {
     let read = |field: &str| -> Result<u64, ActuatorError> {
-        let text = now.get(field).cloned().flatten().ok_or_else(|| {
-            ActuatorError::Invalid(format!("{TABLE}|{} on {} has no {field}", l.profile, l.switch))
-        })?;
+        let text =
+            now.get(field).cloned().flatten().ok_or_else(|| {
+                ActuatorError::Invalid(format!("{TABLE}|{} on {} has no {field}", l.profile, l.switch))
+            })?;
         text.parse().map_err(|_| ActuatorError::Failed(format!("{field} on {} is {text:?}, not bytes", l.switch)))
     };
     let (min, max) = (read(MIN)?, read(MAX)?);

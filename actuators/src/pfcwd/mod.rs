@@ -71,7 +71,8 @@ impl PfcwdActuator {
 
 fn prior_prevention(applied: &Outcome) -> Result<Prevention, ActuatorError> {
     let text = applied.prior.as_ref().and_then(|p| p.get("before")).and_then(|v| v.as_str());
-    let text = text.ok_or_else(|| ActuatorError::Invalid("the applied outcome has no prior pfc-prevention-tout".into()))?;
+    let text =
+        text.ok_or_else(|| ActuatorError::Invalid("the applied outcome has no prior pfc-prevention-tout".into()))?;
     Prevention::parse(text).map_err(ActuatorError::Invalid)
 }
 
@@ -201,7 +202,8 @@ mod tests {
             let err = pfcwd.execute(&escalate(&params)).await.unwrap_err();
             assert!(matches!(&err, ActuatorError::Invalid(m) if m.contains(expected)), "{params:?}: {err:?}");
         }
-        let other = Action { target: Labels::from_pairs([("switch", "spine-0"), ("port", "Ethernet0")]), ..escalate(&[]) };
+        let other =
+            Action { target: Labels::from_pairs([("switch", "spine-0"), ("port", "Ethernet0")]), ..escalate(&[]) };
         assert!(matches!(pfcwd.execute(&other).await.unwrap_err(), ActuatorError::Invalid(m) if m.contains("spine-0")));
     }
 

@@ -66,7 +66,9 @@ impl Level {
             }
         }
         if fields.is_empty() {
-            return Err(ActuatorError::Invalid("the escalation sets none of action, detection_time, restoration_time".into()));
+            return Err(ActuatorError::Invalid(
+                "the escalation sets none of action, detection_time, restoration_time".into(),
+            ));
         }
         Ok(fields)
     }
@@ -95,7 +97,9 @@ pub fn escalation<'a>(action: &'a Action, levels: &BTreeMap<String, Level>) -> R
             ))
         })?,
         // Without a level, the lowest one, with the parameters on top.
-        None => levels.values().next().ok_or_else(|| ActuatorError::Invalid("no escalation level is defined".into()))?,
+        None => {
+            levels.values().next().ok_or_else(|| ActuatorError::Invalid("no escalation level is defined".into()))?
+        }
     };
     Ok(Escalation { switch, port, fields: level.fields(&action.params)? })
 }
@@ -111,4 +115,3 @@ pub async fn escalate(sonic: &Sonic, e: &Escalation<'_>) -> Result<Outcome, Actu
         prior: Some(json!({ "before": sonic::to_json(&before), "after": sonic::to_json(&e.fields) })),
     })
 }
-

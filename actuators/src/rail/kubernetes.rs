@@ -106,7 +106,9 @@ impl Kube {
         let bytes = body.map(|b| b.to_string().into_bytes()).unwrap_or_default();
         let request = http::Request { method, url, headers, body: &bytes };
         let response = http::send_with(&request, self.timeout, self.tls.as_ref()).await.map_err(|e| match e {
-            HttpError::Timeout(_) => ActuatorError::Failed(format!("{method} {url} timed out after {:?}", self.timeout)),
+            HttpError::Timeout(_) => {
+                ActuatorError::Failed(format!("{method} {url} timed out after {:?}", self.timeout))
+            }
             e => ActuatorError::Failed(format!("{method} {url}: {e}")),
         })?;
         if !response.ok() {
@@ -141,7 +143,8 @@ impl Kube {
     /// The merge patch that drains (`incident` given) or un-drains (`None`) rail `rail`.
     pub fn patch(view: &NodeView, rail: &str, incident: Option<&str>) -> Value {
         let key = taint_key(rail);
-        let mut taints: Vec<Value> = view.taints.iter().filter(|t| t.get("key") != Some(&json!(key))).cloned().collect();
+        let mut taints: Vec<Value> =
+            view.taints.iter().filter(|t| t.get("key") != Some(&json!(key))).cloned().collect();
         if let Some(incident) = incident {
             taints.push(json!({ "key": key, "value": incident, "effect": "NoSchedule" }));
         }
@@ -170,6 +173,10 @@ pub fn verify(view: &NodeView, rail: &str) -> Verification {
     match (view.label.as_deref() == Some("drained"), taint) {
         (true, true) => Verification::InEffect,
         (false, false) => Verification::NotInEffect,
-        _ => Verification::Changed(format!("only one of {} and the taint {} is on the node", label_key(rail), taint_key(rail))),
+        _ => Verification::Changed(format!(
+            "only one of {} and the taint {} is on the node",
+            label_key(rail),
+            taint_key(rail)
+        )),
     }
 }

@@ -127,7 +127,8 @@ impl RailActuator {
             ))
         })?;
         let incident = action.params.get("incident").cloned().unwrap_or_else(|| "true".into());
-        check_node(&incident).map_err(|e| ActuatorError::Invalid(format!("incident id {incident:?} is refused: {e}")))?;
+        check_node(&incident)
+            .map_err(|e| ActuatorError::Invalid(format!("incident id {incident:?} is refused: {e}")))?;
         Ok(Drain { node, rail, incident, action })
     }
 
@@ -230,9 +231,12 @@ impl RailActuator {
 
     fn describe(&self, d: &Drain<'_>, change: &Change) -> Result<String, ActuatorError> {
         Ok(match change {
-            Change::Switch { switch, port, fields } => {
-                self.sonic.as_ref().map(|s| s.describe(switch, PORT_TABLE, port, fields)).transpose()?.unwrap_or_default()
-            }
+            Change::Switch { switch, port, fields } => self
+                .sonic
+                .as_ref()
+                .map(|s| s.describe(switch, PORT_TABLE, port, fields))
+                .transpose()?
+                .unwrap_or_default(),
             Change::Nccl(file) => nccl::request(self.nccl_file(d)?, file),
             Change::Slurm(features) => match &self.slurm {
                 Some(slurm) => crate::exec::template::display(&slurm::update_argv(slurm, d.node, features)),

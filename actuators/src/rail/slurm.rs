@@ -113,7 +113,9 @@ pub fn verify(now: &Features, rail: &str) -> Verification {
     match (has(&drained_feature(rail)), has(&rail_feature(rail))) {
         (true, false) => Verification::InEffect,
         (false, _) => Verification::NotInEffect,
-        (true, true) => Verification::Changed(format!("the node has both {} and {}", rail_feature(rail), drained_feature(rail))),
+        (true, true) => {
+            Verification::Changed(format!("the node has both {} and {}", rail_feature(rail), drained_feature(rail)))
+        }
     }
 }
 

@@ -217,9 +217,9 @@ pub fn to_json(fields: &Fields) -> serde_json::Value {
 
 /// Fields from an outcome's JSON (see [`to_json`]).
 pub fn from_json(value: Option<&serde_json::Value>) -> Result<Fields, ActuatorError> {
-    let object = value.and_then(|v| v.as_object()).ok_or_else(|| {
-        ActuatorError::Invalid("the applied outcome carries no prior values to restore".to_string())
-    })?;
+    let object = value
+        .and_then(|v| v.as_object())
+        .ok_or_else(|| ActuatorError::Invalid("the applied outcome carries no prior values to restore".to_string()))?;
     object
         .iter()
         .map(|(k, v)| match v {

@@ -34,7 +34,10 @@ impl Namespace {
     }
 
     /// Runs `f` on a thread inside the namespace, on a runtime of its own.
-    pub fn run<T: Send + 'static, F: std::future::Future<Output = T>>(&self, f: impl FnOnce() -> F + Send + 'static) -> T {
+    pub fn run<T: Send + 'static, F: std::future::Future<Output = T>>(
+        &self,
+        f: impl FnOnce() -> F + Send + 'static,
+    ) -> T {
         let path = format!("/run/netns/{}", self.name);
         std::thread::spawn(move || {
             let file = std::fs::File::open(&path).unwrap();

@@ -174,5 +174,4 @@ impl Cluster {
     pub fn show(&self) -> Result<String, String> {
         self.scontrol(&["show", "node", &self.node])
     }
-
 }

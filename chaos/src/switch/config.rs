@@ -176,7 +176,10 @@ mod tests {
         assert!(validate_field("WRED_PROFILE", "ecn", "ecn_purple").is_err());
         assert!(!known_field("WRED_PROFILE", "blue_min_threshold"));
         assert!(validate_field("PORT", "admin_status", "down").is_ok());
-        assert_eq!(validate_field("PORT", "admin_status", "off").unwrap_err(), "admin_status \"off\" is not up or down");
+        assert_eq!(
+            validate_field("PORT", "admin_status", "off").unwrap_err(),
+            "admin_status \"off\" is not up or down"
+        );
         assert!(!known_field("PORT", "speed"));
         assert!(known_field("WRED_PROFILE", "red_max_threshold"));
     }
