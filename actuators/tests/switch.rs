@@ -280,3 +280,30 @@ async fn an_unreachable_switch_fails_with_the_reason_is_retried_and_nothing_is_a
     }
     assert_eq!(dispatcher.policy().in_effect().count(), 0, "nothing is recorded as applied");
 }
+
+#[tokio::test]
+async fn credentials_from_their_file_are_sent_and_a_refused_login_fails() {
+    let addr: SocketAddr = ([127, 0, 0, 1], 0).into();
+    let options = Options { credentials: Some(("admin".into(), "pw".into())), ..Options::default() };
+    let sw = spawn("leaf-rail3", addr, Model::new(4), options).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let escalate = action("pfcwd.escalate", &[("switch", "leaf-rail3"), ("port", "Ethernet4")], &[("level", "1")]);
+    for (password, works) in [("pw", true), ("wrong", false)] {
+        let file = dir.path().join(format!("{password}.toml"));
+        std::fs::write(&file, format!("username = \"admin\"\npassword = \"{password}\"\n")).unwrap();
+        let config = format!(
+            "{}credentials_file = {:?}\n",
+            gnmi("leaf-rail3", &sw.addr.to_string()),
+            file.display().to_string()
+        );
+        let pfcwd = toml::from_str::<PfcwdConfig>(&config).unwrap().build("pfcwd").unwrap();
+        match pfcwd.execute(&escalate).await {
+            Ok(applied) if works => {
+                pfcwd.undo(&escalate, &applied).await.unwrap();
+            }
+            Err(ActuatorError::Failed(m)) if !works => assert!(m.contains("username/password"), "{m}"),
+            other => panic!("password {password:?}: {other:?}"),
+        }
+    }
+    sw.stop().await.unwrap();
+}
