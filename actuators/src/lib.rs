@@ -155,6 +155,12 @@ mod tests {
         assert_eq!(build("link", "isolate", table("node = \"gpu-07\"")).unwrap().name(), "isolate");
         let webhook = table("format = \"alertmanager\"\nurl = \"http://127.0.0.1:9093\"");
         assert_eq!(build("webhook", "page", webhook).unwrap().name(), "page");
+        let gnmi = "[gnmi]\nswitches = { leaf-rail0 = \"127.0.0.1:57400\" }";
+        assert_eq!(build("pfcwd", "wd", table(gnmi)).unwrap().name(), "wd");
+        assert_eq!(build("ecn", "ecn", table(gnmi)).unwrap().name(), "ecn");
+        assert_eq!(build("rail", "rail", table(gnmi)).unwrap().name(), "rail");
+        let err = build("rail", "rail", toml::Table::new()).err().unwrap();
+        assert!(err.contains("no step is configured"), "{err}");
     }
 
     #[test]

@@ -102,6 +102,9 @@ impl Sonic {
         self.timeout
     }
 
+    /// A fresh connection per call: actions are rare (a few per incident),
+    /// and a cached channel would outlive a restart of the switch's
+    /// telemetry container and fail the next action for nothing.
     async fn connect(&self, switch: &str) -> Result<GnmiClient, ActuatorError> {
         let address = self.address(switch)?;
         let config = ClientConfig {
