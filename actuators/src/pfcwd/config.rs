@@ -94,3 +94,27 @@ impl PfcwdConfig {
         Ok(PfcwdActuator { name: name.to_string(), sonic, levels, host })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_example_round_trips_and_bad_host_settings_are_refused() {
+        let text = "[gnmi]\nswitches = { leaf-rail3 = \"10.0.0.13:8080\" }\n[levels.1]\naction = \"drop\"\n\
+                    [levels.2]\naction = \"drop\"\ndetection_time = 100\nrestoration_time = 2000\n\
+                    [host]\nnode = \"gpu-07\"\nnetdevs = [\"eth0\", \"eth1\"]\nprevention = \"auto\"\n";
+        let config: PfcwdConfig = toml::from_str(text).unwrap();
+        assert_eq!(toml::from_str::<PfcwdConfig>(&toml::to_string(&config).unwrap()).unwrap(), config);
+        assert!(config.build("p").is_ok());
+        for (text, expected) in [
+            ("[host]\nnode = \"n\"\nprevention = \"50\"", "host.prevention: pfc-prevention-tout \"50\""),
+            ("[host]\nnode = \"\"", "host.node is empty"),
+            ("[host]\nnode = \"n\"\nnetdevs = [\"a b\"]", "host.netdevs"),
+            ("[levels.1]\naction = \"shout\"", "levels.1"),
+        ] {
+            let err = toml::from_str::<PfcwdConfig>(text).unwrap().build("p").unwrap_err();
+            assert!(err.contains(expected), "{text}: {err}");
+        }
+    }
+}
