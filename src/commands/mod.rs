@@ -3,6 +3,7 @@
 mod check;
 mod control;
 mod demo;
+mod demo_switches;
 mod replay;
 mod run;
 mod sensors;
