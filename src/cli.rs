@@ -228,7 +228,8 @@ pub enum Command {
         command: SimCommand,
     },
     /// Replay the built-in recording of a PFC storm, a link flap and a symbol-error burst
-    /// through the standard rules and the default playbook (dry-run).
+    /// through the standard rules and playbooks/demo.toml, against one simulated SONiC
+    /// switch per leaf: switch actions are sent over gNMI and read back, the rest is dry-run.
     Demo {
         /// Replay speed relative to recorded time (0: as fast as possible).
         #[arg(long, default_value_t = 10.0)]

@@ -12,8 +12,8 @@ pub const RULES: &[(&str, &str)] = &[
     ("rules/gpu_xid.rhai", include_str!("../rules/gpu_xid.rhai")),
 ];
 
-/// The default playbook.
-pub const PLAYBOOK: &str = include_str!("../playbooks/default.toml");
+/// The demo playbook: switch actuators enforcing against simulated switches.
+pub const DEMO_PLAYBOOK: &str = include_str!("../playbooks/demo.toml");
 
 /// The example inventory: 4 nodes × 8 GPUs × 8 NICs on 8 rail switches.
 pub const INVENTORY: &str = engine::topology::EXAMPLE_INVENTORY;

@@ -35,13 +35,11 @@ pub fn load_rules(dir: &Path, helpers: Helpers, playbook: &Playbook) -> Result<R
     Ok(without_disabled(rules, playbook))
 }
 
-/// Builds the playbook's actuators and the dispatcher that routes to them,
-/// with its safety policy and, if given, the ledger it records to.
-pub fn dispatcher(
-    playbook: &Playbook,
-    topology: Option<Arc<Topology>>,
-    ledger: Option<Ledger>,
-) -> Result<Dispatcher, Vec<String>> {
+/// The actuator registry: each playbook actuator built by its kind
+/// (`type`: log, exec, cordon, link, webhook, pfcwd, ecn, rail), as routes
+/// from the action kinds it handles, in the playbook's order (first match
+/// wins). Every actuator that fails to build is reported, not only the first.
+pub fn routes(playbook: &Playbook) -> Result<Vec<ActuatorRoute>, Vec<String>> {
     let mut routes = Vec::new();
     let mut errors = Vec::new();
     for entry in &playbook.actuator {
@@ -58,10 +56,22 @@ pub fn dispatcher(
             Err(e) => errors.push(format!("playbook {:?}: {e}", playbook.name)),
         }
     }
-    let policy = playbook.policy().map_err(|e| vec![format!("playbook {:?}: {e}", playbook.name)]);
-    if !errors.is_empty() {
-        return Err(errors);
+    if errors.is_empty() {
+        Ok(routes)
+    } else {
+        Err(errors)
     }
+}
+
+/// Builds the playbook's actuators and the dispatcher that routes to them,
+/// with its safety policy and, if given, the ledger it records to.
+pub fn dispatcher(
+    playbook: &Playbook,
+    topology: Option<Arc<Topology>>,
+    ledger: Option<Ledger>,
+) -> Result<Dispatcher, Vec<String>> {
+    let policy = playbook.policy().map_err(|e| vec![format!("playbook {:?}: {e}", playbook.name)]);
+    let routes = routes(playbook)?;
     Ok(Dispatcher::new(
         DispatchConfig {
             mode: playbook.mode,

@@ -54,22 +54,37 @@
 //!   and back up only if it was up before;
 //! - [`webhook`]: [`WebhookActuator`] raises an Alertmanager alert (resolved
 //!   by undo) or posts the action as JSON;
+//! - [`pfcwd`]: [`PfcwdActuator`] escalates a switch port's PFC watchdog
+//!   (gNMI) and sets a NIC's PFC storm prevention (ethtool tunable);
+//! - [`ecn`]: [`EcnActuator`] lowers a WRED profile's ECN thresholds (gNMI)
+//!   and sets a NIC's DCQCN knobs (sysfs);
+//! - [`rail`]: [`RailActuator`] drains a rail: switch port admin-down, the
+//!   NCCL environment file, Slurm features, a Kubernetes label and taint;
+//! - [`sonic`]: the CONFIG_DB client over gNMI the switch actuators share;
 //! - [`http`]: the minimal HTTP/1.1 client they share;
 //! - [`build`]: the one place that knows every actuator kind ([`KINDS`]).
 
 #![deny(missing_docs)]
 
 pub mod cordon;
+pub mod ecn;
 pub mod exec;
 pub mod http;
 pub mod link;
 pub mod log;
+pub mod pfcwd;
+pub mod rail;
+pub mod sonic;
+mod target;
 pub mod webhook;
 
 pub use cordon::{CordonActuator, CordonConfig};
+pub use ecn::{EcnActuator, EcnConfig};
 pub use exec::{ExecActuator, ExecConfig};
 pub use link::{LinkActuator, LinkConfig};
 pub use log::{LogActuator, LogConfig};
+pub use pfcwd::{PfcwdActuator, PfcwdConfig};
+pub use rail::{RailActuator, RailConfig};
 pub use webhook::{WebhookActuator, WebhookConfig};
 
 use std::sync::Arc;
@@ -77,7 +92,7 @@ use std::sync::Arc;
 use engine::Actuator;
 
 /// The actuator kinds [`build`] knows.
-pub const KINDS: &[&str] = &["log", "exec", "cordon", "link", "webhook"];
+pub const KINDS: &[&str] = &["log", "exec", "cordon", "link", "webhook", "pfcwd", "ecn", "rail"];
 
 /// Builds the actuator `name` of `kind` from its config `settings` (its
 /// table in the playbook, without the kind and name).
@@ -108,6 +123,18 @@ pub fn build(kind: &str, name: &str, settings: toml::Table) -> Result<Arc<dyn Ac
             let config: WebhookConfig = settings.try_into().map_err(toml_error)?;
             Ok(Arc::new(config.build(name).map_err(context)?))
         }
+        "pfcwd" => {
+            let config: PfcwdConfig = settings.try_into().map_err(toml_error)?;
+            Ok(Arc::new(config.build(name).map_err(context)?))
+        }
+        "ecn" => {
+            let config: EcnConfig = settings.try_into().map_err(toml_error)?;
+            Ok(Arc::new(config.build(name).map_err(context)?))
+        }
+        "rail" => {
+            let config: RailConfig = settings.try_into().map_err(toml_error)?;
+            Ok(Arc::new(config.build(name).map_err(context)?))
+        }
         other => Err(format!("actuator {name:?}: unknown kind {other:?} (known kinds: {})", KINDS.join(", "))),
     }
 }
@@ -128,6 +155,12 @@ mod tests {
         assert_eq!(build("link", "isolate", table("node = \"gpu-07\"")).unwrap().name(), "isolate");
         let webhook = table("format = \"alertmanager\"\nurl = \"http://127.0.0.1:9093\"");
         assert_eq!(build("webhook", "page", webhook).unwrap().name(), "page");
+        let gnmi = "[gnmi]\nswitches = { leaf-rail0 = \"127.0.0.1:57400\" }";
+        assert_eq!(build("pfcwd", "wd", table(gnmi)).unwrap().name(), "wd");
+        assert_eq!(build("ecn", "ecn", table(gnmi)).unwrap().name(), "ecn");
+        assert_eq!(build("rail", "rail", table(gnmi)).unwrap().name(), "rail");
+        let err = build("rail", "rail", toml::Table::new()).err().unwrap();
+        assert!(err.contains("no step is configured"), "{err}");
     }
 
     #[test]

@@ -1,13 +1,19 @@
-//! `rocemend demo`: the daemon on its embedded default, replaying a built-in
-//! recording of three faults, printing what it detects, what it would do,
-//! and how long after each fault's first sample it decided.
+//! `rocemend demo`: the daemon replaying a built-in recording of three
+//! faults against simulated switches, printing what it detects, what it
+//! does, and how long after each fault's first sample it decided.
+//!
+//! It starts one simulated SONiC switch per leaf of the example inventory
+//! ([`super::demo_switches`]) and runs `playbooks/demo.toml`: the switch
+//! actuators (pfcwd, ecn, rail's switch side) send real gNMI Sets to those
+//! switches, and each is read back over gNMI; host and scheduler actions
+//! stay dry-run.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use engine::dispatch::Decision;
+use engine::dispatch::{Decision, Verdict};
 use engine::ledger::{Ledger, Retention};
 use engine::playbook::Playbook;
 use engine::recording::{Event, Reader};
@@ -16,7 +22,9 @@ use engine::runtime::{self, ClockMode, Daemon, DaemonEvent, SensorSlot};
 use engine::{EngineEvent, Evaluator, Labels, Nanos, Note, SeriesTable, Store, Topology};
 use tokio::sync::{mpsc, watch};
 
+use super::demo_switches::{DemoFabric, ReadBack};
 use crate::embedded;
+
 use crate::report::{ms, offset, short, verdict};
 use crate::{wiring, Outcome};
 
@@ -26,7 +34,10 @@ pub fn demo(speed: f64) -> anyhow::Result<Outcome> {
     let topology = Arc::new(Topology::parse(embedded::INVENTORY, "docs/examples/inventory.toml")?);
     let series = SeriesTable::new(Some(topology.clone()), Labels::default());
     let helpers = Helpers::new(Some(series.clone()), Some(topology.clone()));
-    let playbook = Playbook::parse(embedded::PLAYBOOK, "playbooks/default.toml")?;
+    let mut playbook = Playbook::parse(embedded::DEMO_PLAYBOOK, "playbooks/demo.toml")?;
+    let rt = super::runtime()?;
+    let fabric = rt.block_on(DemoFabric::start(&topology))?;
+    fabric.point(&mut playbook);
     let sources: Vec<(String, String)> = embedded::RULES.iter().map(|(p, s)| (p.to_string(), s.to_string())).collect();
     let rules = rule::load_sources(&sources, helpers)
         .map_err(|errors| anyhow::anyhow!(errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")))?;
@@ -37,11 +48,13 @@ pub fn demo(speed: f64) -> anyhow::Result<Outcome> {
     let evaluator = Evaluator::new(series, rules, Some(store))?;
     let dispatcher = wiring::dispatcher(&playbook, Some(topology.clone()), Some(ledger))
         .map_err(|e| anyhow::anyhow!(e.join("\n")))?;
+    let routes = wiring::routes(&playbook).map_err(|e| anyhow::anyhow!(e.join("\n")))?;
+    let readback = ReadBack::new(routes, fabric.client()?);
     let sensor = sensors::replay::ReplaySensor::from_bytes("replay", embedded::RECORDING.to_vec(), speed)
         .context("the embedded recording")?;
     let t0 = first_timestamp(embedded::RECORDING)?;
     let inv = topology.inventory();
-    println!("rocemend demo: the daemon on its embedded default, replaying a built-in recording");
+    println!("rocemend demo: the daemon replaying a built-in recording against simulated switches");
     println!(
         "  inventory  {} nodes x {} GPUs x {} NICs, {} switches ({})",
         inv.node.len(),
@@ -52,9 +65,14 @@ pub fn demo(speed: f64) -> anyhow::Result<Outcome> {
     );
     println!("  rules      {rule_count} standard rules from rules/");
     println!(
-        "  playbook   {} (mode {}): actions are planned and recorded, not sent",
+        "  playbook   {} (mode {}): pfcwd, ecn and rail (switch side) send gNMI Sets; link and cordon are dry-run",
         playbook.name,
         playbook.mode.as_str()
+    );
+    println!(
+        "  switches   {} simulated SONiC switches over gNMI on loopback ({})",
+        fabric.addresses.len(),
+        fabric.addresses.iter().map(|(n, a)| format!("{n}={a}")).collect::<Vec<_>>().join(" ")
     );
     println!("  state      {} (sled)", state.path().display());
     println!("  replay     chaos/data/demo.jsonl at {speed}x recorded speed");
@@ -71,9 +89,15 @@ pub fn demo(speed: f64) -> anyhow::Result<Outcome> {
         stop_when_sensors_end: true,
         health: engine::HealthBoard::default(),
     };
-    let printer = Arc::new(Mutex::new(Printer { t0, faults: Vec::new(), first_decision: BTreeMap::new() }));
+    let printer = Arc::new(Mutex::new(Printer {
+        t0,
+        faults: Vec::new(),
+        first_decision: BTreeMap::new(),
+        readback,
+        handle: rt.handle().clone(),
+        executed: 0,
+    }));
     let observer = printer.clone();
-    let rt = super::runtime()?;
     let summary = rt.block_on(async move {
         let (_shutdown_tx, shutdown_rx) = watch::channel(false);
         let (_command_tx, command_rx) = mpsc::channel(1);
@@ -82,6 +106,7 @@ pub fn demo(speed: f64) -> anyhow::Result<Outcome> {
         })
         .await
     })?;
+    rt.block_on(fabric.stop());
     let printer = printer.lock().unwrap_or_else(|p| p.into_inner());
     println!();
     println!("{:<82} {:<14} {:>24}", "fault", "decided by", "first sample -> decision");
@@ -97,9 +122,10 @@ pub fn demo(speed: f64) -> anyhow::Result<Outcome> {
     }
     println!();
     println!(
-        "{} samples, {} decisions, {} rule evaluations ({} answered from cache), {:.1}s wall time",
+        "{} samples, {} decisions ({} sent to the switches), {} rule evaluations ({} answered from cache), {:.1}s wall time",
         summary.stats.samples,
         summary.decisions,
+        printer.executed,
         summary.stats.script_calls,
         summary.stats.cache_hits,
         started.elapsed().as_secs_f64()
@@ -124,6 +150,12 @@ struct Printer {
     faults: Vec<Note>,
     /// Fault index → (rule, decision time) of the first decision about it.
     first_decision: BTreeMap<usize, (String, Nanos)>,
+    /// Reads switch actions back.
+    readback: Arc<ReadBack>,
+    /// The runtime, to read back from inside the synchronous observer.
+    handle: tokio::runtime::Handle,
+    /// Actions (and undos) executed.
+    executed: usize,
 }
 
 impl Printer {
@@ -162,6 +194,22 @@ impl Printer {
         let p = &d.proposal;
         let what = if d.undo_of.is_some() { "undo    " } else { "decide  " };
         println!("{}  {what}  {} [{}] {}", offset(p.decided_at, self.t0), p.action, d.mode.as_str(), verdict(d));
+        if let Verdict::Executed { outcome } = &d.verdict {
+            self.executed += 1;
+            for request in &outcome.requests {
+                println!("           sent {request}");
+            }
+            // The observer is synchronous; the read-back is a gNMI Get on
+            // this runtime, so it waits here, off the runtime's workers.
+            let (readback, handle) = (self.readback.clone(), self.handle.clone());
+            // An action is verified against its outcome; after an undo the
+            // values are shown as they are.
+            let applied = if d.undo_of.is_some() { None } else { Some(outcome) };
+            let line = tokio::task::block_in_place(|| handle.block_on(readback.line(&p.action, applied)));
+            if let Some(line) = line {
+                println!("           {line}");
+            }
+        }
         if d.undo_of.is_some() {
             return;
         }

@@ -3,6 +3,7 @@
 mod check;
 mod control;
 mod demo;
+mod demo_switches;
 mod ops;
 mod replay;
 mod run;
@@ -35,7 +36,22 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
             clap_complete::generate(shell, &mut cmd, "rocemend", &mut std::io::stdout());
             Ok(Outcome::Ok)
         }
-        verb => talk(verb),
+        // Listed, not `_`: a new verb must be routed here, or the build says so.
+        verb @ (Command::Status { .. }
+        | Command::Decisions { .. }
+        | Command::Explain { .. }
+        | Command::Approve { .. }
+        | Command::Reject { .. }
+        | Command::Breaker { .. }
+        | Command::Mode { .. }
+        | Command::Reload { .. }
+        | Command::Incidents { .. }
+        | Command::Rules { .. }
+        | Command::Instances { .. }
+        | Command::Silence { .. }
+        | Command::Unsilence { .. }
+        | Command::Watch { .. }
+        | Command::Job { .. }) => talk(verb),
     }
 }
 

@@ -86,11 +86,11 @@ fn cut(text: &str) -> &str {
 }
 
 impl Slurm {
-    pub(super) fn new(config: &SlurmConfig, timeout: Duration) -> Slurm {
+    pub(crate) fn new(config: &SlurmConfig, timeout: Duration) -> Slurm {
         Slurm { scontrol: config.scontrol.clone(), slurm_conf: config.slurm_conf.clone(), timeout }
     }
 
-    fn argv(&self, args: &[String]) -> Vec<String> {
+    pub(crate) fn argv(&self, args: &[String]) -> Vec<String> {
         std::iter::once(self.scontrol.display().to_string()).chain(args.iter().cloned()).collect()
     }
 
@@ -179,7 +179,7 @@ impl Slurm {
     }
 
     /// Runs `argv` to its end within the timeout; its stdout on exit 0.
-    async fn run(&self, argv: &[String]) -> Result<String, ActuatorError> {
+    pub(crate) async fn run(&self, argv: &[String]) -> Result<String, ActuatorError> {
         let request = display(argv);
         tracing::info!(message = "Running scontrol.", argv = %request);
         let mut command = Command::new(&argv[0]);

@@ -67,7 +67,8 @@ impl LinkConfig {
     }
 }
 
-fn local_node() -> Result<String, String> {
+/// This host's short name (`/proc/sys/kernel/hostname` up to the first dot).
+pub(crate) fn local_node() -> Result<String, String> {
     let name = std::fs::read_to_string("/proc/sys/kernel/hostname").map_err(|e| e.to_string())?;
     let short = name.trim().split('.').next().unwrap_or_default().to_string();
     if short.is_empty() {

@@ -1,8 +1,9 @@
-//! CONFIG_DB of the simulated switch: the `PFC_WD` and `WRED_PROFILE`
-//! tables, their defaults and the validation SONiC applies to them.
+//! CONFIG_DB of the simulated switch: the `PFC_WD`, `WRED_PROFILE` and
+//! `PORT` tables, their defaults and the validation SONiC applies to them.
 //!
-//! Ranges are those of `sonic-utilities` (`pfcwd start`) and
-//! `sonic-wred-profile.yang` (see `shared/REFERENCE.md` §1).
+//! Ranges are those of `sonic-utilities` (`pfcwd start`),
+//! `sonic-wred-profile.yang` and `sonic-port.yang` (`admin_status` up or
+//! down; see `shared/REFERENCE.md` §1).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -11,7 +12,7 @@ use std::time::Duration;
 pub type ConfigDb = BTreeMap<String, BTreeMap<String, BTreeMap<String, String>>>;
 
 /// The tables this switch knows.
-pub const TABLES: [&str; 2] = ["PFC_WD", "WRED_PROFILE"];
+pub const TABLES: [&str; 3] = ["PFC_WD", "WRED_PROFILE", "PORT"];
 
 /// The `ecn` values `sonic-wred-profile.yang` allows.
 pub const ECN_MODES: [&str; 8] = [
@@ -28,16 +29,16 @@ pub const ECN_MODES: [&str; 8] = [
 const COLORS: [&str; 3] = ["green", "yellow", "red"];
 
 /// The factory config: the watchdog on every port with SONiC's defaults
-/// (drop, 200 ms, 200 ms) and the AZURE_LOSSLESS profile.
+/// (drop, 200 ms, 200 ms), every port admin-up, and the AZURE_LOSSLESS profile.
 pub fn defaults<'a>(ports: impl Iterator<Item = &'a str>) -> ConfigDb {
     let entry = |pairs: &[(&str, &str)]| pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
     let mut db = ConfigDb::new();
-    let pfc_wd = db.entry("PFC_WD".into()).or_default();
     for port in ports {
-        pfc_wd.insert(
+        db.entry("PFC_WD".into()).or_default().insert(
             port.to_string(),
             entry(&[("action", "drop"), ("detection_time", "200"), ("restoration_time", "200")]),
         );
+        db.entry("PORT".into()).or_default().insert(port.to_string(), entry(&[("admin_status", "up")]));
     }
     db.entry("WRED_PROFILE".into()).or_default().insert(
         "AZURE_LOSSLESS".into(),
@@ -96,6 +97,10 @@ pub fn validate_field(table: &str, field: &str, value: &str) -> Result<(), Strin
         ("PFC_WD", "pfc_stat_history") => match value {
             "enable" | "disable" => Ok(()),
             _ => Err(format!("pfc_stat_history {value:?} is not enable or disable")),
+        },
+        ("PORT", "admin_status") => match value {
+            "up" | "down" => Ok(()),
+            _ => Err(format!("admin_status {value:?} is not up or down")),
         },
         ("WRED_PROFILE", "ecn") => {
             if ECN_MODES.contains(&value) {
@@ -170,6 +175,12 @@ mod tests {
         assert!(validate_field("WRED_PROFILE", "ecn", "ecn_green_red").is_ok());
         assert!(validate_field("WRED_PROFILE", "ecn", "ecn_purple").is_err());
         assert!(!known_field("WRED_PROFILE", "blue_min_threshold"));
+        assert!(validate_field("PORT", "admin_status", "down").is_ok());
+        assert_eq!(
+            validate_field("PORT", "admin_status", "off").unwrap_err(),
+            "admin_status \"off\" is not up or down"
+        );
+        assert!(!known_field("PORT", "speed"));
         assert!(known_field("WRED_PROFILE", "red_max_threshold"));
     }
 

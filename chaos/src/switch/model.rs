@@ -1,6 +1,10 @@
 //! The model of one simulated SONiC switch: ports, queues, PFC counters,
 //! the PFC watchdog, oper-status, and the CONFIG_DB tables the daemon may
-//! change (`PFC_WD`, `WRED_PROFILE`).
+//! change (`PFC_WD`, `WRED_PROFILE`, `PORT`).
+//!
+//! A port is operationally up when it is administratively up (CONFIG_DB
+//! `PORT|<port>` `admin_status`) and its link is up ([`Model::set_oper_up`]
+//! plays the link); admin-down forces it down whatever the link does.
 //!
 //! Every mutation bumps a generation number on a `watch` channel, so
 //! ON_CHANGE subscriptions re-read their paths and send what differs.
@@ -95,8 +99,12 @@ pub struct Queue {
 pub struct Port {
     /// `EthernetN`.
     pub name: String,
-    /// Oper-status.
+    /// Oper-status: admin-up and the link up.
     pub oper_up: bool,
+    /// Administratively up (CONFIG_DB `admin_status`).
+    pub admin_up: bool,
+    /// The physical link (carrier), as a fault or a peer leaves it.
+    pub link_up: bool,
     /// OpenConfig `carrier-transitions`.
     pub carrier_transitions: u64,
     /// [`PORT_STATS`] in order.
@@ -134,6 +142,16 @@ impl Port {
         Some(self.pfc[p][i])
     }
 
+    /// Recomputes oper-status from admin-status and the link; a change
+    /// counts a carrier transition.
+    pub fn update_oper(&mut self) {
+        let up = self.admin_up && self.link_up;
+        if self.oper_up != up {
+            self.oper_up = up;
+            self.carrier_transitions += 1;
+        }
+    }
+
     fn counter_mut(&mut self, field: &str) -> Option<&mut u64> {
         if let Some(i) = PORT_STATS.iter().position(|n| *n == field) {
             return Some(&mut self.stats[i]);
@@ -165,6 +183,17 @@ impl State {
         self.ports.get(i / 4).filter(|p| p.name == name)
     }
 
+    /// Applies CONFIG_DB `PORT|<port>` `admin_status` to every port (after a Set).
+    pub fn apply_admin_status(&mut self) {
+        for port in &mut self.ports {
+            let admin = self.config.get("PORT").and_then(|t| t.get(&port.name)).and_then(|e| e.get("admin_status"));
+            // SONiC's default for a port without the field is down; this
+            // switch's ports all start with it set to up.
+            port.admin_up = admin.map(String::as_str) == Some("up");
+            port.update_oper();
+        }
+    }
+
     fn port_mut(&mut self, name: &str) -> Result<&mut Port, ModelError> {
         let i = name.strip_prefix("Ethernet").and_then(|n| n.parse::<usize>().ok());
         i.and_then(|i| self.ports.get_mut(i / 4))
@@ -188,6 +217,8 @@ impl Model {
             .map(|i| Port {
                 name: format!("Ethernet{}", i * 4),
                 oper_up: true,
+                admin_up: true,
+                link_up: true,
                 carrier_transitions: 0,
                 stats: [0; 4],
                 pfc: [[0; 4]; QUEUES],
@@ -242,14 +273,13 @@ impl Model {
         })
     }
 
-    /// Sets oper-status; a change counts a carrier transition.
+    /// Sets the port's link up or down; oper-status follows unless the port
+    /// is admin-down. A change of oper-status counts a carrier transition.
     pub fn set_oper_up(&self, port: &str, up: bool) -> Result<(), ModelError> {
         self.try_write(|s| {
             let p = s.port_mut(port)?;
-            if p.oper_up != up {
-                p.oper_up = up;
-                p.carrier_transitions += 1;
-            }
+            p.link_up = up;
+            p.update_oper();
             Ok(())
         })
     }

@@ -9,7 +9,7 @@
 //! | `COUNTERS/<port>/<SAI_PORT_STAT_…>` | one counter, `string_val` |
 //! | `COUNTERS/<port>/Queues` | `{"Ethernet0:3": {"SAI_QUEUE_STAT_PACKETS": "…", …}, …}` |
 //! | `COUNTERS/<port>/Pfcwd` | `{"Ethernet0:3": {"PFC_WD_STATUS": "operational", …}, …}` |
-//! | origin `sonic-db`: `CONFIG_DB/<table>[/<key>[/<field>]]` | JSON of the table or entry, or the field's `string_val` |
+//! | origin `sonic-db`: `CONFIG_DB/<table>[/<key>[/<field>]]` | JSON of the table or entry, or the field's `string_val` (tables `PFC_WD`, `WRED_PROFILE`, `PORT`) |
 //! | origin `openconfig` (or none): `/interfaces/interface[name=X]/state/…` | `oper-status`, `counters/{in-errors,in-fcs-errors,carrier-transitions,…}` |
 //!
 //! `<port>` may be a glob (`Ethernet*`, `*`); a wildcard is expanded into
@@ -332,7 +332,8 @@ pub fn set(state: &mut State, request: &SetRequest) -> Result<Vec<UpdateResult>,
         if names.len() == 3 && !config::known_field(&names[0], &names[2]) {
             return Err(not_found(&full, &format!("{} has no field {:?}", names[0], names[2])));
         }
-        if names[0] == "PFC_WD" && names[1] != "GLOBAL" && state.port(&names[1]).is_none() {
+        let per_port = (names[0] == "PFC_WD" && names[1] != "GLOBAL") || names[0] == "PORT";
+        if per_port && state.port(&names[1]).is_none() {
             return Err(not_found(&full, &format!("no port {:?}", names[1])));
         }
         touched.push((names[0].clone(), names[1].clone(), full.clone()));
@@ -382,6 +383,7 @@ pub fn set(state: &mut State, request: &SetRequest) -> Result<Vec<UpdateResult>,
         }
     }
     state.config = db;
+    state.apply_admin_status();
     Ok(results)
 }
 
@@ -455,5 +457,35 @@ mod tests {
         assert_eq!(err.code(), tonic::Code::InvalidArgument);
         assert!(err.message().contains("detection_time 50 is out of range 100..5000 ms"), "{}", err.message());
         assert_eq!(model.config_entry("PFC_WD", "Ethernet0").unwrap()["action"], "drop");
+    }
+
+    fn admin_status(model: &Model, port: &str, value: &str) -> Result<Vec<UpdateResult>, Status> {
+        let update = gnmi_proto::gnmi::Update {
+            path: Some(parse_path(&format!("/sonic-db:CONFIG_DB/PORT/{port}/admin_status")).unwrap()),
+            val: Some(gnmi_proto::value::string(value)),
+            ..Default::default()
+        };
+        model.write(|s| set(s, &SetRequest { update: vec![update], ..Default::default() }))
+    }
+
+    #[test]
+    fn admin_down_forces_oper_down_and_admin_up_restores_only_a_live_link() {
+        let model = Model::new(2);
+        let oper = |m: &Model| m.read().port("Ethernet4").unwrap().oper_up;
+        admin_status(&model, "Ethernet4", "down").unwrap();
+        assert!(!oper(&model));
+        assert_eq!(model.config_entry("PORT", "Ethernet4").unwrap()["admin_status"], "down");
+        // The link coming back does not raise an admin-down port.
+        model.set_oper_up("Ethernet4", true).unwrap();
+        assert!(!oper(&model));
+        model.set_oper_up("Ethernet4", false).unwrap();
+        admin_status(&model, "Ethernet4", "up").unwrap();
+        assert!(!oper(&model), "admin-up over a dead link stays down");
+        model.set_oper_up("Ethernet4", true).unwrap();
+        assert!(oper(&model));
+        assert!(model.read().port("Ethernet0").unwrap().oper_up, "other ports are untouched");
+        let err = admin_status(&model, "Ethernet4", "sideways").unwrap_err();
+        assert_eq!(err.code(), tonic::Code::InvalidArgument);
+        assert_eq!(admin_status(&model, "Ethernet8", "down").unwrap_err().code(), tonic::Code::NotFound);
     }
 }

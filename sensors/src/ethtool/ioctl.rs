@@ -53,12 +53,14 @@ impl EthtoolSocket {
         Ok(EthtoolSocket { fd: unsafe { OwnedFd::from_raw_fd(fd) } })
     }
 
-    /// `SIOCETHTOOL` on `name` with the command buffer at `data`.
+    /// `SIOCETHTOOL` on `name` with the command buffer at `data`. Public so
+    /// other ethtool commands (the actuators' tunables) share this socket
+    /// and its checks instead of a second ioctl layer.
     ///
     /// # Safety
     /// `data` must point to a buffer laid out as the command in it expects,
     /// large enough for what the kernel writes back.
-    unsafe fn ethtool(&self, name: &str, data: *mut libc::c_char) -> io::Result<()> {
+    pub unsafe fn ethtool(&self, name: &str, data: *mut libc::c_char) -> io::Result<()> {
         let mut ifr = ifreq(name, data)?;
         // SAFETY: ifr is a valid ifreq; the caller vouches for `data`.
         let rc = unsafe { libc::ioctl(self.fd.as_raw_fd(), libc::SIOCETHTOOL as _, &mut ifr) };

@@ -1,0 +1,195 @@
+//! The `ecn` actuator: lowers the ECN marking thresholds of a switch's WRED
+//! profile (`ecn.lower`) and sets a NIC's DCQCN knobs (`ecn.dcqcn`), and
+//! restores the exact previous values as its undo.
+//!
+//! - `ecn.lower`, target `switch` (and `port`, informative: thresholds live
+//!   in the profile the port's queues use): parameters `factor`, `profile`,
+//!   `drop_probability`, `ecn`. See [`switch`].
+//! - `ecn.dcqcn`, target `node`, `netdev`: parameters `prio`, `np`, `rp`
+//!   (`0`/`1`, default `1`) and `np.<param>`, `rp.<param>`. See [`host`].
+//!
+//! - [`config`]: [`EcnConfig`], the user's settings.
+
+pub mod config;
+pub mod host;
+pub mod switch;
+
+pub use config::EcnConfig;
+
+use std::path::PathBuf;
+
+use async_trait::async_trait;
+use engine::{Action, Actuator, ActuatorError, Outcome, Plan, Verification};
+use serde_json::json;
+
+use crate::link::check_netdev;
+use crate::sonic::{self, Sonic};
+use crate::target::{label, this_node, verb};
+
+/// Lowers ECN thresholds and sets DCQCN knobs, built from an [`EcnConfig`].
+#[derive(Debug)]
+pub struct EcnActuator {
+    name: String,
+    sonic: Option<Sonic>,
+    profile: String,
+    factor: f64,
+    floor: u64,
+    host: Option<HostSide>,
+}
+
+#[derive(Debug)]
+struct HostSide {
+    node: String,
+    root: PathBuf,
+    netdevs: Vec<String>,
+}
+
+const VERBS: &[&str] = &["lower", "dcqcn"];
+
+impl EcnActuator {
+    fn sonic(&self) -> Result<&Sonic, ActuatorError> {
+        self.sonic.as_ref().ok_or_else(|| {
+            ActuatorError::NotSupported(format!("{} has no [gnmi] settings, so it cannot change switches", self.name))
+        })
+    }
+
+    fn lowering<'a>(&self, action: &'a Action) -> Result<switch::Lowering<'a>, ActuatorError> {
+        switch::lowering(action, &self.profile, self.factor, self.floor)
+    }
+
+    fn knobs(&self, action: &Action) -> Result<(String, Vec<host::Knob>), ActuatorError> {
+        let host = self.host.as_ref().ok_or_else(|| {
+            ActuatorError::NotSupported(format!("{} has no [host] settings, so it cannot change NICs", self.name))
+        })?;
+        this_node(action, &self.name, &host.node)?;
+        let netdev = label(action, "netdev")?;
+        check_netdev(netdev).map_err(|e| ActuatorError::Invalid(format!("netdev {netdev:?} is refused: {e}")))?;
+        if !host.netdevs.is_empty() && !host.netdevs.iter().any(|n| n == netdev) {
+            return Err(ActuatorError::Invalid(format!("netdev {netdev:?} is not one {} may change", self.name)));
+        }
+        Ok((netdev.to_string(), host::knobs(&host.root, netdev, action)?))
+    }
+
+    fn plan(&self, requests: Vec<String>) -> Plan {
+        Plan { actuator: self.name.clone(), requests }
+    }
+}
+
+/// The knob values before and after, from an applied `ecn.dcqcn`.
+fn knob_values(applied: &Outcome, which: &str, n: usize) -> Result<Vec<String>, ActuatorError> {
+    let values: Option<Vec<String>> = applied
+        .prior
+        .as_ref()
+        .and_then(|p| p.get(which))
+        .and_then(|v| v.as_array())
+        .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect());
+    match values {
+        Some(v) if v.len() == n => Ok(v),
+        _ => Err(ActuatorError::Invalid(format!("the applied outcome has no {which} values of the {n} knob(s)"))),
+    }
+}
+
+#[async_trait]
+impl Actuator for EcnActuator {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn dry_run(&self, action: &Action) -> Result<Plan, ActuatorError> {
+        if verb(action, "ecn", VERBS)? == "dcqcn" {
+            let (_, knobs) = self.knobs(action)?;
+            return Ok(self.plan(knobs.iter().map(host::request).collect()));
+        }
+        let l = self.lowering(action)?;
+        let sonic = self.sonic()?;
+        let (_, after) = switch::plan(sonic, &l).await?;
+        Ok(self.plan(vec![sonic.describe(l.switch, switch::TABLE, &l.profile, &after)?]))
+    }
+
+    async fn execute(&self, action: &Action) -> Result<Outcome, ActuatorError> {
+        if verb(action, "ecn", VERBS)? == "dcqcn" {
+            let (netdev, knobs) = self.knobs(action)?;
+            let before = host::read(&netdev, &knobs)?;
+            let after: Vec<String> = knobs.iter().map(|k| k.value.clone()).collect();
+            host::write(&knobs, &after, &before)?;
+            return Ok(Outcome {
+                summary: format!("set {} DCQCN knob(s) of {netdev}", knobs.len()),
+                requests: knobs.iter().map(host::request).collect(),
+                prior: Some(json!({ "before": before, "after": after })),
+            });
+        }
+        let l = self.lowering(action)?;
+        let sonic = self.sonic()?;
+        let (before, after) = switch::plan(sonic, &l).await?;
+        let request = sonic.set(l.switch, switch::TABLE, &l.profile, &after).await?;
+        Ok(Outcome {
+            summary: format!("lowered {}|{} on {} to {}", switch::TABLE, l.profile, l.switch, sonic::show(&after)),
+            requests: vec![request],
+            prior: Some(json!({ "before": sonic::to_json(&before), "after": sonic::to_json(&after) })),
+        })
+    }
+
+    async fn verify(&self, action: &Action, applied: Option<&Outcome>) -> Result<Verification, ActuatorError> {
+        if verb(action, "ecn", VERBS)? == "dcqcn" {
+            let (netdev, knobs) = self.knobs(action)?;
+            let now = host::read(&netdev, &knobs)?;
+            let after: Vec<String> = knobs.iter().map(|k| k.value.clone()).collect();
+            let before = applied.map(|a| knob_values(a, "before", knobs.len())).transpose()?;
+            return Ok(if now == after {
+                Verification::InEffect
+            } else if before.is_none_or(|b| b == now) {
+                Verification::NotInEffect
+            } else {
+                Verification::Changed(format!("the DCQCN knobs of {netdev} now hold {}", now.join(", ")))
+            });
+        }
+        let l = self.lowering(action)?;
+        // Without the applied outcome there is no knowing what "lowered" was.
+        let Some(applied) = applied else { return Ok(Verification::Unknown) };
+        let (before, after) = sonic::before_after(applied)?;
+        sonic::verify(self.sonic()?, switch::TABLE, l.switch, &l.profile, &after, Some(&before)).await
+    }
+
+    async fn dry_run_undo(&self, action: &Action, applied: &Outcome) -> Result<Plan, ActuatorError> {
+        if verb(action, "ecn", VERBS)? == "dcqcn" {
+            let (_, mut knobs) = self.knobs(action)?;
+            let before = knob_values(applied, "before", knobs.len())?;
+            for (k, v) in knobs.iter_mut().zip(before) {
+                k.value = v;
+            }
+            return Ok(self.plan(knobs.iter().rev().map(host::request).collect()));
+        }
+        let l = self.lowering(action)?;
+        let (before, _) = sonic::before_after(applied)?;
+        Ok(self.plan(vec![self.sonic()?.describe(l.switch, switch::TABLE, &l.profile, &before)?]))
+    }
+
+    async fn undo(&self, action: &Action, applied: &Outcome) -> Result<Outcome, ActuatorError> {
+        if verb(action, "ecn", VERBS)? == "dcqcn" {
+            let (netdev, knobs) = self.knobs(action)?;
+            let before = knob_values(applied, "before", knobs.len())?;
+            let now = host::read(&netdev, &knobs)?;
+            // Restored newest first, the reverse of the order they were set in.
+            let mut reversed: Vec<host::Knob> = knobs.iter().rev().cloned().collect();
+            for (k, v) in reversed.iter_mut().zip(before.iter().rev()) {
+                k.value = v.clone();
+            }
+            let values: Vec<String> = reversed.iter().map(|k| k.value.clone()).collect();
+            let now_reversed: Vec<String> = now.iter().rev().cloned().collect();
+            host::write(&reversed, &values, &now_reversed)?;
+            return Ok(Outcome {
+                summary: format!("restored {} DCQCN knob(s) of {netdev}", knobs.len()),
+                requests: reversed.iter().map(host::request).collect(),
+                prior: Some(json!({ "before": now, "after": before })),
+            });
+        }
+        let l = self.lowering(action)?;
+        let (before, after) = sonic::before_after(applied)?;
+        let request = self.sonic()?.set(l.switch, switch::TABLE, &l.profile, &before).await?;
+        Ok(Outcome {
+            summary: format!("restored {}|{} on {} to {}", switch::TABLE, l.profile, l.switch, sonic::show(&before)),
+            requests: vec![request],
+            prior: Some(json!({ "before": sonic::to_json(&after), "after": sonic::to_json(&before) })),
+        })
+    }
+}

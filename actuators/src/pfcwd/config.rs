@@ -1,0 +1,120 @@
+//! The settings of a `pfcwd` actuator: the switches it may reach, its
+//! escalation levels, and the host side.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::host::Prevention;
+use super::switch::Level;
+use super::PfcwdActuator;
+use crate::link::check_netdev;
+use crate::sonic::GnmiConfig;
+
+/// A `pfcwd` actuator's settings.
+///
+/// ```toml
+/// [actuator.gnmi]
+/// switches = { leaf-rail3 = "10.0.0.13:8080" }
+/// [actuator.levels.1]
+/// action = "drop"
+/// [actuator.levels.2]
+/// action = "drop"
+/// detection_time = 100
+/// restoration_time = 2000
+/// [actuator.host]
+/// netdevs = ["eth0", "eth1"]
+/// prevention = "auto"
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PfcwdConfig {
+    /// The switches `pfcwd.escalate` may change; without it, escalations are
+    /// refused as not supported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gnmi: Option<GnmiConfig>,
+    /// Escalation levels by name, chosen by the action's `level` parameter.
+    /// Default: level `1`, `action = "drop"`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub levels: BTreeMap<String, Level>,
+    /// The host side (`pfcwd.prevent`): NIC PFC storm prevention; without
+    /// it, prevention actions are refused as not supported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<HostConfig>,
+}
+
+/// The host side of the `pfcwd` actuator.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostConfig {
+    /// The node this daemon runs on, as the actions' `node` label names it.
+    /// Default: this host's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// The netdevs it may change; empty allows any.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub netdevs: Vec<String>,
+    /// The `pfc-prevention-tout` set when the action has no `timeout`
+    /// parameter: `"auto"` (the driver's 100 ms) or milliseconds, 80 to 8000.
+    #[serde(default = "default_prevention")]
+    pub prevention: String,
+}
+
+fn default_prevention() -> String {
+    "auto".into()
+}
+
+impl PfcwdConfig {
+    /// Validates the settings and builds the actuator `name`.
+    pub fn build(&self, name: &str) -> Result<PfcwdActuator, String> {
+        let sonic = self.gnmi.as_ref().map(GnmiConfig::build).transpose()?;
+        let mut levels = self.levels.clone();
+        if levels.is_empty() {
+            levels.insert("1".into(), Level { action: Some("drop".into()), ..Level::default() });
+        }
+        for (level_name, level) in &levels {
+            level.fields(&BTreeMap::new()).map_err(|e| format!("levels.{level_name}: {e}"))?;
+        }
+        let host = match &self.host {
+            None => None,
+            Some(h) => {
+                for netdev in &h.netdevs {
+                    check_netdev(netdev).map_err(|e| format!("host.netdevs: {netdev:?}: {e}"))?;
+                }
+                let prevention = Prevention::parse(&h.prevention).map_err(|e| format!("host.prevention: {e}"))?;
+                let node = match &h.node {
+                    Some(node) if node.is_empty() => return Err("host.node is empty".into()),
+                    Some(node) => node.clone(),
+                    None => crate::link::config::local_node()
+                        .map_err(|e| format!("host.node is not set and this host's name is unknown: {e}"))?,
+                };
+                Some(super::host::Host { node, netdevs: h.netdevs.clone(), prevention })
+            }
+        };
+        Ok(PfcwdActuator { name: name.to_string(), sonic, levels, host })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_example_round_trips_and_bad_host_settings_are_refused() {
+        let text = "[gnmi]\nswitches = { leaf-rail3 = \"10.0.0.13:8080\" }\n[levels.1]\naction = \"drop\"\n\
+                    [levels.2]\naction = \"drop\"\ndetection_time = 100\nrestoration_time = 2000\n\
+                    [host]\nnode = \"gpu-07\"\nnetdevs = [\"eth0\", \"eth1\"]\nprevention = \"auto\"\n";
+        let config: PfcwdConfig = toml::from_str(text).unwrap();
+        assert_eq!(toml::from_str::<PfcwdConfig>(&toml::to_string(&config).unwrap()).unwrap(), config);
+        assert!(config.build("p").is_ok());
+        for (text, expected) in [
+            ("[host]\nnode = \"n\"\nprevention = \"50\"", "host.prevention: pfc-prevention-tout \"50\""),
+            ("[host]\nnode = \"\"", "host.node is empty"),
+            ("[host]\nnode = \"n\"\nnetdevs = [\"a b\"]", "host.netdevs"),
+            ("[levels.1]\naction = \"shout\"", "levels.1"),
+        ] {
+            let err = toml::from_str::<PfcwdConfig>(text).unwrap().build("p").unwrap_err();
+            assert!(err.contains(expected), "{text}: {err}");
+        }
+    }
+}

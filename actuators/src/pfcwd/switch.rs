@@ -1,0 +1,117 @@
+//! The switch side of `pfcwd`: escalating the SONiC PFC watchdog of one port
+//! through a gNMI Set on CONFIG_DB `PFC_WD|<port>`.
+//!
+//! An escalation level (from the playbook) sets some of `action`,
+//! `detection_time` and `restoration_time`; the action's parameters may
+//! override each. Every value is checked against SONiC's ranges
+//! (`pfcwd start`: action drop|forward|alert, detection 100–5000 ms,
+//! restoration 100–60000 ms) before anything is sent. The fields' values
+//! before the Set are the outcome's prior; undo sets them back, deleting a
+//! field that did not exist.
+
+use std::collections::BTreeMap;
+
+use engine::{Action, ActuatorError, Outcome};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::sonic::{self, Fields, Sonic};
+use crate::target::{integer, label};
+
+/// The CONFIG_DB table of the PFC watchdog.
+pub const TABLE: &str = "PFC_WD";
+
+/// The fields an escalation may set.
+pub const FIELDS: [&str; 3] = ["action", "detection_time", "restoration_time"];
+
+/// One escalation level.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Level {
+    /// `drop`, `forward` or `alert`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
+    /// Milliseconds, 100 to 5000.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detection_time: Option<u64>,
+    /// Milliseconds, 100 to 60000.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restoration_time: Option<u64>,
+}
+
+/// Checks one PFC_WD field's value against SONiC's ranges.
+pub fn check(field: &str, value: &str) -> Result<(), ActuatorError> {
+    match field {
+        "action" if matches!(value, "drop" | "forward" | "alert") => Ok(()),
+        "action" => Err(ActuatorError::Invalid(format!("action {value:?} is not one of drop, forward, alert"))),
+        "detection_time" => integer(field, value, 100, 5000, " ms").map(|_| ()),
+        "restoration_time" => integer(field, value, 100, 60000, " ms").map(|_| ()),
+        other => Err(ActuatorError::Invalid(format!("PFC_WD has no field {other:?} an escalation may set"))),
+    }
+}
+
+impl Level {
+    /// The fields this level sets, with `params` overriding them, checked.
+    pub fn fields(&self, params: &BTreeMap<String, String>) -> Result<Fields, ActuatorError> {
+        let mut fields = Fields::new();
+        let mine = [
+            ("action", self.action.clone()),
+            ("detection_time", self.detection_time.map(|n| n.to_string())),
+            ("restoration_time", self.restoration_time.map(|n| n.to_string())),
+        ];
+        for (field, value) in mine {
+            if let Some(value) = params.get(field).cloned().or(value) {
+                check(field, &value)?;
+                fields.insert(field.to_string(), Some(value));
+            }
+        }
+        if fields.is_empty() {
+            return Err(ActuatorError::Invalid(
+                "the escalation sets none of action, detection_time, restoration_time".into(),
+            ));
+        }
+        Ok(fields)
+    }
+}
+
+/// Where an escalation goes and what it sets.
+pub struct Escalation<'a> {
+    /// The switch.
+    pub switch: &'a str,
+    /// The port (`EthernetN`).
+    pub port: &'a str,
+    /// The fields to set.
+    pub fields: Fields,
+}
+
+/// Reads a `pfcwd.escalate` action: its switch, port and the level's fields.
+pub fn escalation<'a>(action: &'a Action, levels: &BTreeMap<String, Level>) -> Result<Escalation<'a>, ActuatorError> {
+    let switch = label(action, "switch")?;
+    let port = label(action, "port")?;
+    sonic::check_name("port", port)?;
+    let level = match action.params.get("level") {
+        Some(name) => levels.get(name).ok_or_else(|| {
+            ActuatorError::Invalid(format!(
+                "escalation level {name:?} is not defined (levels: {})",
+                levels.keys().cloned().collect::<Vec<_>>().join(", ")
+            ))
+        })?,
+        // Without a level, the lowest one, with the parameters on top.
+        None => {
+            levels.values().next().ok_or_else(|| ActuatorError::Invalid("no escalation level is defined".into()))?
+        }
+    };
+    Ok(Escalation { switch, port, fields: level.fields(&action.params)? })
+}
+
+/// Carries out an escalation; the outcome's prior holds the values before and after.
+pub async fn escalate(sonic: &Sonic, e: &Escalation<'_>) -> Result<Outcome, ActuatorError> {
+    let fields: Vec<&str> = e.fields.keys().map(String::as_str).collect();
+    let before = sonic.get(e.switch, TABLE, e.port, &fields).await?;
+    let request = sonic.set(e.switch, TABLE, e.port, &e.fields).await?;
+    Ok(Outcome {
+        summary: format!("escalated the PFC watchdog of {} {} to {}", e.switch, e.port, sonic::show(&e.fields)),
+        requests: vec![request],
+        prior: Some(json!({ "before": sonic::to_json(&before), "after": sonic::to_json(&e.fields) })),
+    })
+}

@@ -1,0 +1,291 @@
+//! A small SONiC CONFIG_DB client over gNMI, shared by the switch actuators
+//! (`pfcwd`, `ecn`, `rail`): read some fields of one table entry, set some
+//! fields in one SetRequest, and restore what was there before.
+//!
+//! Paths are sonic-gnmi's: `sonic-db:/CONFIG_DB/<table>/<key>/<field>`, each
+//! field a `string_val` (CONFIG_DB holds every value as a string). A Set is
+//! atomic on SONiC (one transaction of the telemetry container's
+//! translation), so an action changes all of its fields or none.
+//!
+//! Outcomes, as the engine needs them:
+//! - a switch not in the `[gnmi]` allow-list, or a key or value refused
+//!   before sending: [`ActuatorError::Invalid`], never sent;
+//! - the switch refused the value (`INVALID_ARGUMENT`) or the path
+//!   (`NOT_FOUND`): `Invalid`, not retried, since the same value is refused again;
+//! - unreachable, timed out, or any other status: [`ActuatorError::Failed`]
+//!   with the reason, which the dispatcher retries; nothing is applied.
+//!
+//! - [`config`]: [`GnmiConfig`], the `[gnmi]` settings.
+
+pub mod config;
+
+pub use config::{GnmiConfig, GnmiTls};
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use engine::{ActuatorError, Outcome, Verification};
+use gnmi_proto::gnmi::{Encoding, Update};
+use gnmi_proto::{parse_path, ClientConfig, ClientError, GnmiClient, SetOps, TlsConfig};
+
+/// Field → value of one CONFIG_DB entry; `None` for a field the entry does
+/// not have (so a restore deletes it rather than inventing a value).
+pub type Fields = BTreeMap<String, Option<String>>;
+
+/// The switches one actuator may change, and how to reach them.
+#[derive(Clone)]
+pub struct Sonic {
+    switches: BTreeMap<String, String>,
+    credentials: Option<(String, String)>,
+    tls: Option<TlsConfig>,
+    timeout: Duration,
+}
+
+impl std::fmt::Debug for Sonic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the password.
+        f.debug_struct("Sonic")
+            .field("switches", &self.switches)
+            .field("credentials", &self.credentials.as_ref().map(|(user, _)| user))
+            .field("tls", &self.tls.is_some())
+            .field("timeout", &self.timeout)
+            .finish()
+    }
+}
+
+/// Checks a CONFIG_DB key or field name before it becomes a path element:
+/// 1 to 64 bytes of `A-Z a-z 0-9 _ - . :`, so no `/`, `[`, `]` or `|` can
+/// reach another table or entry.
+pub fn check_name(what: &str, name: &str) -> Result<(), ActuatorError> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ':'));
+    if ok {
+        Ok(())
+    } else {
+        Err(ActuatorError::Invalid(format!(
+            "{what} {name:?} is refused: 1 to 64 characters of A-Z a-z 0-9 _ - . : are allowed"
+        )))
+    }
+}
+
+/// The gNMI path of a CONFIG_DB entry or field.
+pub fn path(table: &str, key: &str, field: Option<&str>) -> String {
+    match field {
+        Some(field) => format!("sonic-db:/CONFIG_DB/{table}/{key}/{field}"),
+        None => format!("sonic-db:/CONFIG_DB/{table}/{key}"),
+    }
+}
+
+impl Sonic {
+    pub(crate) fn new(
+        switches: BTreeMap<String, String>,
+        credentials: Option<(String, String)>,
+        tls: Option<TlsConfig>,
+        timeout: Duration,
+    ) -> Sonic {
+        Sonic { switches, credentials, tls, timeout }
+    }
+
+    /// The address of `switch`; invalid when it is not in the allow-list.
+    pub fn address(&self, switch: &str) -> Result<&str, ActuatorError> {
+        self.switches.get(switch).map(String::as_str).ok_or_else(|| {
+            ActuatorError::Invalid(format!(
+                "switch {switch:?} is not one this actuator may change (gnmi.switches: {})",
+                self.switches.keys().cloned().collect::<Vec<_>>().join(", ")
+            ))
+        })
+    }
+
+    /// How long connecting and each call may take.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// A fresh connection per call: actions are rare (a few per incident),
+    /// and a cached channel would outlive a restart of the switch's
+    /// telemetry container and fail the next action for nothing.
+    async fn connect(&self, switch: &str) -> Result<GnmiClient, ActuatorError> {
+        let address = self.address(switch)?;
+        let config = ClientConfig {
+            address: address.to_string(),
+            tls: self.tls.clone(),
+            credentials: self.credentials.clone(),
+            connect_timeout: self.timeout,
+            timeout: self.timeout,
+        };
+        GnmiClient::connect(&config).await.map_err(|e| outcome(switch, e))
+    }
+
+    /// Reads `fields` of `table|key` on `switch`. A missing entry reads as
+    /// every field absent.
+    pub async fn get(&self, switch: &str, table: &str, key: &str, fields: &[&str]) -> Result<Fields, ActuatorError> {
+        check_name("key", key)?;
+        let mut client = self.connect(switch).await?;
+        let entry = parse_path(&path(table, key, None))
+            .map_err(|e| ActuatorError::Invalid(format!("path of {table}|{key}: {e}")))?;
+        let json = match client.get(None, vec![entry], Encoding::JsonIetf).await {
+            Ok(response) => {
+                let value = response.notification.first().and_then(|n| n.update.first()).and_then(|u| u.val.clone());
+                let value = value.ok_or_else(|| {
+                    ActuatorError::Failed(format!("switch {switch}: the Get of {table}|{key} came back empty"))
+                })?;
+                gnmi_proto::value::to_json(&value)
+                    .and_then(Result::ok)
+                    .ok_or_else(|| ActuatorError::Failed(format!("switch {switch}: {table}|{key} is not JSON")))?
+            }
+            Err(e) if e.code() == Some(tonic::Code::NotFound) => serde_json::Value::Null,
+            Err(e) => return Err(outcome(switch, e)),
+        };
+        Ok(fields
+            .iter()
+            .map(|f| {
+                let value = json.get(*f).map(|v| v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string()));
+                (f.to_string(), value)
+            })
+            .collect())
+    }
+
+    /// The text of the Set that makes `table|key` hold `changes` (fields
+    /// set to `None` are deleted): what [`Sonic::set`] sends, for plans.
+    pub fn describe(&self, switch: &str, table: &str, key: &str, changes: &Fields) -> Result<String, ActuatorError> {
+        let address = self.address(switch)?;
+        check_name("key", key)?;
+        let mut ops = Vec::with_capacity(changes.len());
+        for (field, value) in changes {
+            check_name("field", field)?;
+            let path = path(table, key, Some(field));
+            ops.push(match value {
+                Some(v) => format!("update {path} = {v:?}"),
+                None => format!("delete {path}"),
+            });
+        }
+        Ok(format!("gNMI Set to {switch} ({address}): {}", ops.join(", ")))
+    }
+
+    /// Sets `changes` on `table|key` in one SetRequest; the request's text
+    /// (as [`Sonic::describe`] gives it).
+    pub async fn set(&self, switch: &str, table: &str, key: &str, changes: &Fields) -> Result<String, ActuatorError> {
+        let text = self.describe(switch, table, key, changes)?;
+        let mut ops = SetOps::default();
+        for (field, value) in changes {
+            let p = parse_path(&path(table, key, Some(field)))
+                .map_err(|e| ActuatorError::Invalid(format!("path of {table}|{key}/{field}: {e}")))?;
+            match value {
+                Some(v) => ops.update.push(Update {
+                    path: Some(p),
+                    val: Some(gnmi_proto::value::string(v.clone())),
+                    ..Default::default()
+                }),
+                None => ops.delete.push(p),
+            }
+        }
+        let mut client = self.connect(switch).await?;
+        tracing::info!(message = "Sending gNMI Set.", request = %text);
+        client.set(ops).await.map_err(|e| outcome(switch, e))?;
+        Ok(text)
+    }
+}
+
+/// A gNMI error as the engine should treat it: refused values are invalid
+/// (not retried); anything else fails with its reason, to be retried.
+fn outcome(switch: &str, error: ClientError) -> ActuatorError {
+    match error.code() {
+        Some(tonic::Code::InvalidArgument) | Some(tonic::Code::NotFound) => {
+            ActuatorError::Invalid(format!("switch {switch} refused it: {error}"))
+        }
+        _ => match error {
+            ClientError::Connect { .. } | ClientError::Timeout { .. } => {
+                ActuatorError::Failed(format!("switch {switch} is unreachable: {error}; nothing was changed"))
+            }
+            e => ActuatorError::Failed(format!("switch {switch}: {e}")),
+        },
+    }
+}
+
+/// Whether `now` (read back) holds every value `wanted` names.
+pub fn holds(now: &Fields, wanted: &Fields) -> bool {
+    wanted.iter().all(|(k, v)| now.get(k).cloned().flatten() == *v)
+}
+
+/// Fields as JSON, for an outcome's `prior` (absent fields as `null`).
+pub fn to_json(fields: &Fields) -> serde_json::Value {
+    serde_json::Value::Object(
+        fields
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone().map(serde_json::Value::String).unwrap_or(serde_json::Value::Null)))
+            .collect(),
+    )
+}
+
+/// Fields from an outcome's JSON (see [`to_json`]).
+pub fn from_json(value: Option<&serde_json::Value>) -> Result<Fields, ActuatorError> {
+    let object = value
+        .and_then(|v| v.as_object())
+        .ok_or_else(|| ActuatorError::Invalid("the applied outcome carries no prior values to restore".to_string()))?;
+    object
+        .iter()
+        .map(|(k, v)| match v {
+            serde_json::Value::String(s) => Ok((k.clone(), Some(s.clone()))),
+            serde_json::Value::Null => Ok((k.clone(), None)),
+            other => Err(ActuatorError::Invalid(format!("prior value of {k} is {other}, not a string"))),
+        })
+        .collect()
+}
+
+/// `action=drop, detection_time=200`.
+pub fn show(fields: &Fields) -> String {
+    let parts: Vec<String> =
+        fields.iter().map(|(k, v)| format!("{k}={}", v.as_deref().unwrap_or("(absent)"))).collect();
+    parts.join(", ")
+}
+
+/// The values before and after, from an applied outcome.
+pub fn before_after(applied: &Outcome) -> Result<(Fields, Fields), ActuatorError> {
+    let prior = applied.prior.as_ref();
+    Ok((from_json(prior.and_then(|p| p.get("before")))?, from_json(prior.and_then(|p| p.get("after")))?))
+}
+
+/// Reads the fields back: in effect when they hold what was set, not in
+/// effect when they hold what was there before, someone else's otherwise.
+pub async fn verify(
+    sonic: &Sonic,
+    table: &str,
+    switch: &str,
+    key: &str,
+    wanted: &Fields,
+    before: Option<&Fields>,
+) -> Result<Verification, ActuatorError> {
+    let fields: Vec<&str> = wanted.keys().map(String::as_str).collect();
+    let now = sonic.get(switch, table, key, &fields).await?;
+    Ok(if holds(&now, wanted) {
+        Verification::InEffect
+    } else if before.is_none_or(|b| holds(&now, b)) {
+        Verification::NotInEffect
+    } else {
+        Verification::Changed(format!("{table}|{key} on {switch} now holds {}", show(&now)))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_that_could_reach_another_entry_are_refused() {
+        for bad in ["", "a/b", "a|b", "a[b]", "a b", &"x".repeat(65)] {
+            assert!(check_name("key", bad).is_err(), "{bad:?}");
+        }
+        assert!(check_name("key", "Ethernet8").is_ok());
+        assert!(check_name("key", "AZURE_LOSSLESS").is_ok());
+    }
+
+    #[test]
+    fn fields_round_trip_through_json_and_compare() {
+        let fields: Fields = [("action".to_string(), Some("drop".to_string())), ("x".to_string(), None)].into();
+        assert_eq!(from_json(Some(&to_json(&fields))).unwrap(), fields);
+        assert!(holds(&fields, &[("action".to_string(), Some("drop".to_string()))].into()));
+        assert!(!holds(&fields, &[("action".to_string(), Some("alert".to_string()))].into()));
+        assert!(from_json(None).is_err());
+    }
+}

@@ -1,0 +1,49 @@
+//! Reading an action's target labels and parameters, with errors that name
+//! the action and what is missing, shared by the actuators.
+
+use engine::{Action, ActuatorError};
+
+/// The target label `name`; invalid when the target lacks it.
+pub fn label<'a>(action: &'a Action, name: &str) -> Result<&'a str, ActuatorError> {
+    action.target.get(name).ok_or_else(|| {
+        ActuatorError::Invalid(format!("{}: the target {} has no label {name:?}", action.kind, action.target))
+    })
+}
+
+/// Refuses an action whose verb is not one of `verbs`.
+pub fn verb<'a>(action: &'a Action, actuator: &str, verbs: &[&str]) -> Result<&'a str, ActuatorError> {
+    let verb = action.verb();
+    if verbs.contains(&verb) {
+        Ok(verb)
+    } else {
+        let kinds: Vec<String> = verbs.iter().map(|v| format!("{actuator}.{v}")).collect();
+        Err(ActuatorError::NotSupported(format!(
+            "the {actuator} actuator carries out {}, not {}",
+            kinds.join(" and "),
+            action.kind
+        )))
+    }
+}
+
+/// Checks that `node` is the node a host-side actuator runs on: it changes
+/// only its own host.
+pub fn this_node(action: &Action, actuator: &str, own: &str) -> Result<(), ActuatorError> {
+    let node = label(action, "node")?;
+    if node == own {
+        Ok(())
+    } else {
+        Err(ActuatorError::NotSupported(format!(
+            "{} is for node {node:?}, but {actuator} runs on {own:?} and changes only its own host",
+            action.kind
+        )))
+    }
+}
+
+/// Parses an integer parameter or setting, naming it in the error.
+pub fn integer(what: &str, value: &str, lo: u64, hi: u64, unit: &str) -> Result<u64, ActuatorError> {
+    match value.trim().parse::<u64>() {
+        Ok(n) if (lo..=hi).contains(&n) => Ok(n),
+        Ok(n) => Err(ActuatorError::Invalid(format!("{what} {n} is out of range {lo}..{hi}{unit}"))),
+        Err(_) => Err(ActuatorError::Invalid(format!("{what} {value:?} is not an integer"))),
+    }
+}

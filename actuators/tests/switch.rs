@@ -1,0 +1,309 @@
+//! The switch actuators (`pfcwd`, `ecn`, `rail` switch side) against the
+//! simulated SONiC switch over gNMI: execute, verify by reading back, undo
+//! restores the exact previous values; an unreachable switch fails with the
+//! reason and is retried, with nothing recorded as applied; invalid values
+//! are refused before anything is sent; every dry run is exactly what
+//! execute sends.
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actuators::{EcnConfig, PfcwdConfig, RailConfig};
+use chaos::switch::{spawn, Model, Options, RunningSwitch};
+use engine::dispatch::{ActuatorRoute, DispatchConfig, Dispatcher, Mode, Verdict};
+use engine::policy::{BreakerConfig, Limits, PolicySettings, RetryConfig, TargetLimits, UndoConfig};
+use engine::{Action, Actuator, ActuatorError, Labels, Proposal, RuleMode, Severity, Verification};
+
+async fn switch(name: &str) -> RunningSwitch {
+    let addr: SocketAddr = ([127, 0, 0, 1], 0).into();
+    spawn(name, addr, Model::new(4), Options::default()).await.unwrap()
+}
+
+fn gnmi(name: &str, addr: &str) -> String {
+    format!("[gnmi]\nswitches = {{ {name} = \"{addr}\" }}\ntimeout = \"2s\"\n")
+}
+
+fn action(kind: &str, target: &[(&str, &str)], params: &[(&str, &str)]) -> Action {
+    Action {
+        kind: kind.into(),
+        target: Labels::from_pairs(target.iter().copied()),
+        params: params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<BTreeMap<_, _>>(),
+    }
+}
+
+/// A loopback address nothing listens on.
+fn closed_address() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    addr.to_string()
+}
+
+/// Runs `actuator` through dry run, execute, verify, undo, verify; checks each
+/// plan against what was sent, and returns the applied outcome.
+async fn round_trip(actuator: &dyn Actuator, action: &Action) -> engine::Outcome {
+    assert_ne!(actuator.verify(action, None).await.unwrap(), Verification::InEffect, "in effect before execute");
+    let plan = actuator.dry_run(action).await.unwrap();
+    let applied = actuator.execute(action).await.unwrap();
+    assert_eq!(applied.requests, plan.requests, "dry_run and execute differ");
+    assert_eq!(actuator.verify(action, Some(&applied)).await.unwrap(), Verification::InEffect);
+    let undo_plan = actuator.dry_run_undo(action, &applied).await.unwrap();
+    let undone = actuator.undo(action, &applied).await.unwrap();
+    assert_eq!(undone.requests, undo_plan.requests, "dry_run_undo and undo differ");
+    assert_eq!(actuator.verify(action, Some(&applied)).await.unwrap(), Verification::NotInEffect);
+    applied
+}
+
+#[tokio::test]
+async fn pfcwd_escalates_alert_to_drop_reads_it_back_and_restores_the_exact_values() {
+    let sw = switch("leaf-rail3").await;
+    // This port's watchdog only alerts, and has no restoration_time field.
+    sw.model.write(|s| {
+        let entry = s.config.get_mut("PFC_WD").unwrap().get_mut("Ethernet4").unwrap();
+        entry.insert("action".into(), "alert".into());
+        entry.remove("restoration_time");
+    });
+    let before = sw.model.config_entry("PFC_WD", "Ethernet4").unwrap();
+    let config = format!(
+        "{}[levels.1]\naction = \"drop\"\n[levels.2]\naction = \"drop\"\ndetection_time = 100\nrestoration_time = 2000\n",
+        gnmi("leaf-rail3", &sw.addr.to_string())
+    );
+    let pfcwd = toml::from_str::<PfcwdConfig>(&config).unwrap().build("pfcwd").unwrap();
+    let escalate =
+        action("pfcwd.escalate", &[("switch", "leaf-rail3"), ("port", "Ethernet4"), ("queue", "3")], &[("level", "2")]);
+
+    let plan = pfcwd.dry_run(&escalate).await.unwrap();
+    let path = "sonic-db:/CONFIG_DB/PFC_WD/Ethernet4";
+    assert_eq!(
+        plan.requests,
+        [format!(
+            "gNMI Set to leaf-rail3 ({}): update {path}/action = \"drop\", update {path}/detection_time = \"100\", \
+             update {path}/restoration_time = \"2000\"",
+            sw.addr
+        )]
+    );
+    assert_eq!(sw.model.config_entry("PFC_WD", "Ethernet4").unwrap(), before, "a dry run changes nothing");
+
+    let applied = pfcwd.execute(&escalate).await.unwrap();
+    assert_eq!(applied.requests, plan.requests, "dry_run and execute differ");
+    let now = sw.model.config_entry("PFC_WD", "Ethernet4").unwrap();
+    assert_eq!(now["action"], "drop");
+    assert_eq!(now["detection_time"], "100");
+    assert_eq!(now["restoration_time"], "2000");
+    assert_eq!(pfcwd.verify(&escalate, Some(&applied)).await.unwrap(), Verification::InEffect);
+    assert_eq!(pfcwd.verify(&escalate, None).await.unwrap(), Verification::InEffect);
+
+    let undo_plan = pfcwd.dry_run_undo(&escalate, &applied).await.unwrap();
+    assert_eq!(
+        undo_plan.requests,
+        [format!(
+            "gNMI Set to leaf-rail3 ({}): update {path}/action = \"alert\", update {path}/detection_time = \"200\", \
+             delete {path}/restoration_time",
+            sw.addr
+        )]
+    );
+    let undone = pfcwd.undo(&escalate, &applied).await.unwrap();
+    assert_eq!(undone.requests, undo_plan.requests);
+    assert_eq!(sw.model.config_entry("PFC_WD", "Ethernet4").unwrap(), before, "undo restores the exact values");
+    assert_eq!(pfcwd.verify(&escalate, Some(&applied)).await.unwrap(), Verification::NotInEffect);
+
+    // Someone else retunes it: theirs.
+    let applied = pfcwd.execute(&escalate).await.unwrap();
+    sw.model.write(|s| {
+        s.config.get_mut("PFC_WD").unwrap().get_mut("Ethernet4").unwrap().insert("detection_time".into(), "400".into())
+    });
+    assert!(matches!(pfcwd.verify(&escalate, Some(&applied)).await.unwrap(), Verification::Changed(_)));
+    sw.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn ecn_lowers_the_profile_by_the_factor_and_undo_restores_it() {
+    let sw = switch("leaf-rail1").await;
+    let before = sw.model.config_entry("WRED_PROFILE", "AZURE_LOSSLESS").unwrap();
+    let config = format!("floor = 262144\n{}", gnmi("leaf-rail1", &sw.addr.to_string()));
+    let ecn = toml::from_str::<EcnConfig>(&config).unwrap().build("ecn").unwrap();
+    let lower = action(
+        "ecn.lower",
+        &[("switch", "leaf-rail1"), ("port", "Ethernet4")],
+        &[("factor", "0.25"), ("drop_probability", "10")],
+    );
+    let applied = round_trip(&ecn, &lower).await;
+    let path = "sonic-db:/CONFIG_DB/WRED_PROFILE/AZURE_LOSSLESS";
+    assert_eq!(
+        applied.requests,
+        [format!(
+            "gNMI Set to leaf-rail1 ({}): update {path}/green_drop_probability = \"10\", \
+             update {path}/green_max_threshold = \"524288\", update {path}/green_min_threshold = \"262144\"",
+            sw.addr
+        )]
+    );
+    assert_eq!(sw.model.config_entry("WRED_PROFILE", "AZURE_LOSSLESS").unwrap(), before, "restored exactly");
+
+    // Applied again and read on the switch: the floor held min, max went to a quarter.
+    let applied = ecn.execute(&lower).await.unwrap();
+    let now = sw.model.config_entry("WRED_PROFILE", "AZURE_LOSSLESS").unwrap();
+    assert_eq!((now["green_min_threshold"].as_str(), now["green_max_threshold"].as_str()), ("262144", "524288"));
+    assert_eq!(now["ecn"], "ecn_all");
+    ecn.undo(&lower, &applied).await.unwrap();
+    sw.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn rail_switch_side_takes_the_port_admin_down_and_back_up() {
+    let sw = switch("leaf-rail1").await;
+    let rail = toml::from_str::<RailConfig>(&gnmi("leaf-rail1", &sw.addr.to_string())).unwrap().build("rail").unwrap();
+    let drain = action(
+        "rail.drain",
+        &[
+            ("node", "node-04"),
+            ("rail", "1"),
+            ("plane", "0"),
+            ("netdev", "eth1"),
+            ("rdma_dev", "mlx5_1"),
+            ("switch", "leaf-rail1"),
+            ("port", "Ethernet12"),
+        ],
+        &[],
+    );
+    let oper = |m: &Model| m.read().port("Ethernet12").unwrap().oper_up;
+    assert!(oper(&sw.model));
+    let plan = rail.dry_run(&drain).await.unwrap();
+    assert_eq!(
+        plan.requests,
+        [format!(
+            "gNMI Set to leaf-rail1 ({}): update sonic-db:/CONFIG_DB/PORT/Ethernet12/admin_status = \"down\"",
+            sw.addr
+        )]
+    );
+    let applied = rail.execute(&drain).await.unwrap();
+    assert_eq!(applied.requests, plan.requests, "dry_run and execute differ");
+    assert_eq!(sw.model.config_entry("PORT", "Ethernet12").unwrap()["admin_status"], "down");
+    assert!(!oper(&sw.model), "admin-down takes the port down");
+    assert_eq!(rail.verify(&drain, Some(&applied)).await.unwrap(), Verification::InEffect);
+    let undone = rail.undo(&drain, &applied).await.unwrap();
+    assert_eq!(undone.requests, rail.dry_run_undo(&drain, &applied).await.unwrap().requests);
+    assert_eq!(sw.model.config_entry("PORT", "Ethernet12").unwrap()["admin_status"], "up");
+    assert!(oper(&sw.model), "admin-up brings a live link back");
+    assert_eq!(rail.verify(&drain, Some(&applied)).await.unwrap(), Verification::NotInEffect);
+
+    // Without its plane, a drain is refused: the per-plane limit must apply.
+    let mut no_plane = drain.clone();
+    no_plane.target =
+        Labels::from_pairs([("node", "node-04"), ("rail", "1"), ("switch", "leaf-rail1"), ("port", "Ethernet12")]);
+    assert!(matches!(rail.execute(&no_plane).await.unwrap_err(), ActuatorError::Invalid(m) if m.contains("plane")));
+    sw.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn invalid_values_are_refused_before_sending_and_by_the_switch() {
+    // Nothing listens here: a value that reached the network would fail, not be invalid.
+    let closed = closed_address();
+    let ecn = toml::from_str::<EcnConfig>(&gnmi("leaf-rail1", &closed)).unwrap().build("ecn").unwrap();
+    let target = [("switch", "leaf-rail1"), ("port", "Ethernet4")];
+    for params in [[("factor", "1.5")], [("drop_probability", "101")], [("ecn", "ecn_purple")]] {
+        let err = ecn.execute(&action("ecn.lower", &target, &params)).await.unwrap_err();
+        assert!(matches!(err, ActuatorError::Invalid(_)), "{params:?}: {err:?}");
+    }
+    let pfcwd = toml::from_str::<PfcwdConfig>(&gnmi("leaf-rail1", &closed)).unwrap().build("pfcwd").unwrap();
+    let err = pfcwd.execute(&action("pfcwd.escalate", &target, &[("detection_time", "99")])).await.unwrap_err();
+    assert_eq!(err, ActuatorError::Invalid("detection_time 99 is out of range 100..5000 ms".into()));
+    let unknown = [("switch", "spine-0"), ("port", "Ethernet4")];
+    let err = pfcwd.execute(&action("pfcwd.escalate", &unknown, &[])).await.unwrap_err();
+    assert!(matches!(&err, ActuatorError::Invalid(m) if m.contains("\"spine-0\" is not one")), "{err:?}");
+
+    // A port the switch does not have: the switch refuses, and it is not retried.
+    let sw = switch("leaf-rail1").await;
+    let pfcwd = toml::from_str::<PfcwdConfig>(&gnmi("leaf-rail1", &sw.addr.to_string())).unwrap().build("p").unwrap();
+    let missing = [("switch", "leaf-rail1"), ("port", "Ethernet400")];
+    let err = pfcwd.execute(&action("pfcwd.escalate", &missing, &[])).await.unwrap_err();
+    assert!(matches!(&err, ActuatorError::Invalid(m) if m.contains("refused")), "{err:?}");
+    sw.stop().await.unwrap();
+}
+
+fn proposal(action: Action) -> Proposal {
+    Proposal {
+        id: "p-1".into(),
+        rule: "pfc-storm".into(),
+        rule_hash: "ab".repeat(32),
+        rule_mode: RuleMode::Enforce,
+        severity: Severity::Critical,
+        subject: action.target.clone(),
+        action,
+        values: vec![],
+        active_at: 1,
+        sample_at: 1,
+        decided_at: 1,
+        restored: false,
+    }
+}
+
+#[tokio::test]
+async fn an_unreachable_switch_fails_with_the_reason_is_retried_and_nothing_is_applied() {
+    let closed = closed_address();
+    let pfcwd = toml::from_str::<PfcwdConfig>(&gnmi("leaf-rail3", &closed)).unwrap().build("pfcwd").unwrap();
+    let escalate = action("pfcwd.escalate", &[("switch", "leaf-rail3"), ("port", "Ethernet4")], &[("level", "1")]);
+    let err = pfcwd.execute(&escalate).await.unwrap_err();
+    assert!(
+        matches!(&err, ActuatorError::Failed(m) if m.contains("switch leaf-rail3 is unreachable") && m.contains(&closed)),
+        "{err:?}"
+    );
+
+    let policy = PolicySettings::new(
+        &Limits::default(),
+        &BreakerConfig { trip_after: 5, window: "10m".into() },
+        &TargetLimits::default(),
+        &[],
+        &UndoConfig::default(),
+        &RetryConfig { attempts: 3, backoff: "10ms".into() },
+    )
+    .unwrap();
+    let mut dispatcher = Dispatcher::new(
+        DispatchConfig {
+            mode: Mode::Enforce,
+            rule_modes: HashMap::new(),
+            routes: vec![ActuatorRoute { pattern: "pfcwd.*".into(), actuator: Arc::new(pfcwd), destructive: true }],
+            timeout: Duration::from_secs(5),
+            policy,
+            topology: None,
+        },
+        None,
+    );
+    let decision = dispatcher.dispatch(proposal(escalate)).await;
+    assert_eq!(decision.attempts, 3, "{decision:?}");
+    match &decision.verdict {
+        Verdict::Failed { error } => {
+            assert!(error.contains("unreachable") && error.ends_with("(after 3 attempts)"), "{error}")
+        }
+        other => panic!("expected a failure, got {other:?}"),
+    }
+    assert_eq!(dispatcher.policy().in_effect().count(), 0, "nothing is recorded as applied");
+}
+
+#[tokio::test]
+async fn credentials_from_their_file_are_sent_and_a_refused_login_fails() {
+    let addr: SocketAddr = ([127, 0, 0, 1], 0).into();
+    let options = Options { credentials: Some(("admin".into(), "pw".into())), ..Options::default() };
+    let sw = spawn("leaf-rail3", addr, Model::new(4), options).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let escalate = action("pfcwd.escalate", &[("switch", "leaf-rail3"), ("port", "Ethernet4")], &[("level", "1")]);
+    for (password, works) in [("pw", true), ("wrong", false)] {
+        let file = dir.path().join(format!("{password}.toml"));
+        std::fs::write(&file, format!("username = \"admin\"\npassword = \"{password}\"\n")).unwrap();
+        let config = format!(
+            "{}credentials_file = {:?}\n",
+            gnmi("leaf-rail3", &sw.addr.to_string()),
+            file.display().to_string()
+        );
+        let pfcwd = toml::from_str::<PfcwdConfig>(&config).unwrap().build("pfcwd").unwrap();
+        match pfcwd.execute(&escalate).await {
+            Ok(applied) if works => {
+                pfcwd.undo(&escalate, &applied).await.unwrap();
+            }
+            Err(ActuatorError::Failed(m)) if !works => assert!(m.contains("username/password"), "{m}"),
+            other => panic!("password {password:?}: {other:?}"),
+        }
+    }
+    sw.stop().await.unwrap();
+}

@@ -1,0 +1,110 @@
+//! The simulated fabric of `rocemend demo`: one simulated SONiC switch per
+//! leaf of the inventory, the demo playbook's `[gnmi]` tables pointed at
+//! them, and the read-back printed after each switch action.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use actuators::sonic::{GnmiConfig, Sonic};
+use chaos::switch::{spawn_many, RunningSwitch};
+use engine::dispatch::ActuatorRoute;
+use engine::playbook::Playbook;
+use engine::policy::kind_matches;
+use engine::topology::SwitchRole;
+use engine::{Action, Outcome, Topology};
+
+/// Ports per simulated switch: a 32-port leaf, as in the inventory's fabric.
+const PORTS: usize = 32;
+
+/// The running switches, by leaf name.
+pub struct DemoFabric {
+    switches: Vec<RunningSwitch>,
+    /// Leaf name → gNMI address.
+    pub addresses: BTreeMap<String, String>,
+}
+
+impl DemoFabric {
+    /// Starts one switch per leaf of `topology` on loopback ports the OS picks.
+    pub async fn start(topology: &Topology) -> anyhow::Result<DemoFabric> {
+        let leaves: Vec<String> =
+            topology.inventory().switch.iter().filter(|s| s.role == SwitchRole::Leaf).map(|s| s.name.clone()).collect();
+        let switches = spawn_many(leaves.len(), PORTS).await?;
+        let addresses = leaves.into_iter().zip(&switches).map(|(name, s)| (name, s.addr.to_string())).collect();
+        Ok(DemoFabric { switches, addresses })
+    }
+
+    /// Points every `[gnmi]` table of `playbook` at these switches.
+    pub fn point(&self, playbook: &mut Playbook) {
+        let switches: toml::Table =
+            self.addresses.iter().map(|(k, v)| (k.clone(), toml::Value::String(v.clone()))).collect();
+        for entry in &mut playbook.actuator {
+            if let Some(toml::Value::Table(gnmi)) = entry.settings.get_mut("gnmi") {
+                gnmi.insert("switches".into(), toml::Value::Table(switches.clone()));
+            }
+        }
+    }
+
+    /// A client of these switches, for read-backs.
+    pub fn client(&self) -> anyhow::Result<Sonic> {
+        let config = GnmiConfig { switches: self.addresses.clone(), timeout: "2s".into(), ..GnmiConfig::default() };
+        config.build().map_err(|e| anyhow::anyhow!(e))
+    }
+
+    /// Stops the switches.
+    pub async fn stop(self) {
+        for switch in self.switches {
+            if let Err(e) = switch.stop().await {
+                eprintln!("stopping a simulated switch: {e}");
+            }
+        }
+    }
+}
+
+/// What is read back after a switch action: the actuator's own verify, and
+/// the CONFIG_DB fields it changed, read over gNMI.
+pub struct ReadBack {
+    routes: Vec<ActuatorRoute>,
+    sonic: Sonic,
+}
+
+impl ReadBack {
+    /// Read-backs through `routes` (the playbook's actuators) and `sonic`.
+    pub fn new(routes: Vec<ActuatorRoute>, sonic: Sonic) -> Arc<ReadBack> {
+        Arc::new(ReadBack { routes, sonic })
+    }
+
+    /// The table, key and fields a switch action changes; `None` for other actions.
+    fn entry(action: &Action) -> Option<(&'static str, String, Vec<&'static str>)> {
+        let port = || action.target.get("port").map(str::to_string);
+        match action.kind.as_str() {
+            "pfcwd.escalate" => Some(("PFC_WD", port()?, vec!["action", "detection_time", "restoration_time"])),
+            "rail.drain" => Some(("PORT", port()?, vec!["admin_status"])),
+            "ecn.lower" => Some((
+                "WRED_PROFILE",
+                action.params.get("profile").cloned().unwrap_or_else(|| "AZURE_LOSSLESS".into()),
+                vec!["green_min_threshold", "green_max_threshold", "green_drop_probability", "ecn"],
+            )),
+            _ => None,
+        }
+    }
+
+    /// One line: the actuator's verification against `applied` (when given)
+    /// and the values now on the switch; `None` for actions off the switches.
+    pub async fn line(&self, action: &Action, applied: Option<&Outcome>) -> Option<String> {
+        let (table, key, fields) = Self::entry(action)?;
+        let switch = action.target.get("switch")?;
+        let values = match self.sonic.get(switch, table, &key, &fields).await {
+            Ok(values) => actuators::sonic::show(&values),
+            Err(e) => format!("read failed: {e}"),
+        };
+        let Some(applied) = applied else {
+            return Some(format!("read back after undo: {table}|{key} on {switch}: {values}"));
+        };
+        let route = self.routes.iter().find(|r| kind_matches(&r.pattern, &action.kind))?;
+        let verified = match route.actuator.verify(action, Some(applied)).await {
+            Ok(v) => format!("{v:?}"),
+            Err(e) => format!("verify failed: {e}"),
+        };
+        Some(format!("read back: {verified}; {table}|{key} on {switch}: {values}"))
+    }
+}
