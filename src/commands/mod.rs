@@ -3,13 +3,14 @@
 mod check;
 mod control;
 mod demo;
+mod fleet;
 mod replay;
 mod run;
 mod sensors;
 mod sim;
 mod test;
 
-use crate::cli::{BreakerCommand, Cli, Command, SensorsCommand, SimCommand};
+use crate::cli::{BreakerCommand, Cli, Command, FleetCommand, SensorsCommand, SimCommand};
 use crate::Outcome;
 
 /// Runs the verb.
@@ -45,6 +46,10 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         }
         Command::Mode { mode, socket } => control::set_mode(&socket.path, &mode),
         Command::Reload { socket } => control::reload(&socket.path),
+        Command::Fleet { command: FleetCommand::Status { source, elections, json } } => {
+            fleet::status(&source, &elections, json)
+        }
+        Command::Fleet { command: FleetCommand::ResetBreaker { source, by } } => fleet::reset_breaker(&source, &by.name),
     }
 }
 

@@ -4,9 +4,12 @@
 //! gets a [`Decision`] in the ledger, whether or not anything was sent: the
 //! mode (`enforce`, `dry-run`, `shadow`; the most conservative of global,
 //! playbook and rule wins), the [`policy`](crate::policy) verdict with its
-//! reason, approvals, the actuator's outcome, retries, and undo.
+//! reason, approvals, the fleet token for fleet-scoped actions (see
+//! [`coordination`](crate::coordination)), the actuator's outcome, retries,
+//! and undo.
 
 mod dispatcher;
+mod fleet;
 mod types;
 
 pub use dispatcher::{ActuatorRoute, DispatchConfig, Dispatcher};
@@ -14,3 +17,5 @@ pub use types::{Decision, Mode, Phase, Step, Verdict};
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod fleet_tests;
