@@ -84,12 +84,19 @@ impl Candidate {
             }
         });
         let mut election = self.client.election_client();
-        let won = election.campaign(self.name.clone(), self.identity.clone(), lease).await;
-        let key = match won {
-            Ok(mut r) => r.take_leader().ok_or_else(|| etcd("campaign", "no leader key in the answer"))?,
-            Err(e) => {
-                keepalive.abort();
-                return Err(etcd("campaign", e));
+        // A standby's campaign blocks until the leader goes; the client's
+        // per-request timeout cuts it off, so campaign again (same lease,
+        // same key: etcd keeps our place in line) while the lease lives.
+        let key = loop {
+            match election.campaign(self.name.clone(), self.identity.clone(), lease).await {
+                Ok(mut r) => break r.take_leader().ok_or_else(|| etcd("campaign", "no leader key in the answer"))?,
+                Err(etcd_client::Error::GRpcStatus(s))
+                    if matches!(s.code(), tonic::Code::Cancelled | tonic::Code::DeadlineExceeded)
+                        && alive.load(Ordering::SeqCst) => {}
+                Err(e) => {
+                    keepalive.abort();
+                    return Err(etcd("campaign", e));
+                }
             }
         };
         tracing::info!(message = "Elected leader.", election = %self.name, identity = %self.identity);

@@ -180,9 +180,23 @@ impl Budget {
             Per::Switch => " per switch",
         };
         match self.window {
-            Some(w) => format!("{} per {}{per}", self.limit, engine::time::Span(w.as_nanos() as i64)),
+            Some(w) => format!("{} per {}{per}", self.limit, words(w)),
             None => format!("{} at once{per}", self.limit),
         }
+    }
+}
+
+/// A window as an operator writes it: `10m`, `1h`, `90s`.
+fn words(d: Duration) -> String {
+    let s = d.as_secs();
+    if d.subsec_nanos() != 0 || s == 0 {
+        engine::time::Span(d.as_nanos() as i64).to_string()
+    } else if s % 3600 == 0 {
+        format!("{}h", s / 3600)
+    } else if s % 60 == 0 {
+        format!("{}m", s / 60)
+    } else {
+        format!("{s}s")
     }
 }
 
