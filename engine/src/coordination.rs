@@ -243,7 +243,8 @@ mod tests {
     #[tokio::test]
     async fn standalone_grants_with_no_budget_and_never_trips() {
         let s = Standalone;
-        let request = TokenRequest { decision: "d1".into(), kind: "node.cordon".into(), impact: Impact::default(), at: 0 };
+        let request =
+            TokenRequest { decision: "d1".into(), kind: "node.cordon".into(), impact: Impact::default(), at: 0 };
         match s.acquire(&request).await {
             Admission::Granted(token) => {
                 assert_eq!(token.decision, "d1");

@@ -276,7 +276,11 @@ handles = ["rail.*"]
             vec![("node.cordon".to_string(), Scope::Local), ("node.drain".to_string(), Scope::Local)]
         );
         assert!(!p.actuator[0].settings.contains_key("scope"), "scope is not an actuator setting");
-        let err = Playbook::parse("name = \"t\"\n[[actuator]]\nname = \"a\"\ntype = \"log\"\nhandles = [\"*\"]\nscope = \"planet\"\n", "p.toml").unwrap_err();
+        let err = Playbook::parse(
+            "name = \"t\"\n[[actuator]]\nname = \"a\"\ntype = \"log\"\nhandles = [\"*\"]\nscope = \"planet\"\n",
+            "p.toml",
+        )
+        .unwrap_err();
         assert!(err.message.contains("planet"), "{err}");
     }
 

@@ -150,7 +150,10 @@ impl EtcdCoordinator {
                 let cell = b.cell(&request.impact);
                 let guard = s.keys.guard(&b.name, &cell);
                 let read = s
-                    .bounded("reading a budget", kv.get(s.keys.cell(&b.name, &cell), Some(GetOptions::new().with_prefix())))
+                    .bounded(
+                        "reading a budget",
+                        kv.get(s.keys.cell(&b.name, &cell), Some(GetOptions::new().with_prefix())),
+                    )
                     .await?;
                 let mut guard_revision = 0;
                 let mut holders = Vec::new();
@@ -290,7 +293,9 @@ impl Coordinator for EtcdCoordinator {
         }
         let ops: Vec<TxnOp> = keys.iter().map(|k| TxnOp::delete(k.as_str(), None)).collect();
         let mut kv = s.client.kv_client();
-        s.bounded("giving a token back", kv.txn(Txn::new().and_then(ops))).await.map_err(CoordinationError::Unavailable)?;
+        s.bounded("giving a token back", kv.txn(Txn::new().and_then(ops)))
+            .await
+            .map_err(CoordinationError::Unavailable)?;
         for k in keys {
             s.forget(k);
         }
@@ -347,7 +352,11 @@ pub async fn reset_breaker(
     if !old.tripped {
         return Ok(old);
     }
-    let record = BreakerValue { by: by.to_string(), reason: format!("reset; tripped by {}: {}", old.by, old.reason), at_ms: now_ms() };
+    let record = BreakerValue {
+        by: by.to_string(),
+        reason: format!("reset; tripped by {}: {}", old.by, old.reason),
+        at_ms: now_ms(),
+    };
     let txn = Txn::new().and_then(vec![
         TxnOp::delete(keys.breaker(), None),
         TxnOp::put(keys.breaker_reset(), serde_json::to_string(&record).unwrap_or_default(), None),

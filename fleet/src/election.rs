@@ -53,12 +53,7 @@ impl Candidate {
     /// A candidate named `identity` in the election `election` (e.g.
     /// `switch-aggregator/pod-a`) under `prefix`, with a lease of `ttl`.
     pub fn new(client: Client, prefix: &str, election: &str, identity: &str, ttl: Duration) -> Candidate {
-        Candidate {
-            client,
-            name: Keys::new(prefix).election(election),
-            identity: identity.to_string(),
-            ttl,
-        }
+        Candidate { client, name: Keys::new(prefix).election(election), identity: identity.to_string(), ttl }
     }
 
     /// Campaigns until this candidate leads. Returns when it does.
@@ -75,8 +70,8 @@ impl Candidate {
         let keepalive = tokio::spawn(async move {
             loop {
                 tokio::time::sleep(period).await;
-                let ok = keeper.keep_alive().await.is_ok()
-                    && matches!(stream.message().await, Ok(Some(r)) if r.ttl() > 0);
+                let ok =
+                    keeper.keep_alive().await.is_ok() && matches!(stream.message().await, Ok(Some(r)) if r.ttl() > 0);
                 if !ok {
                     flag.store(false, Ordering::SeqCst);
                     return;

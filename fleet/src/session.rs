@@ -13,9 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use engine::coordination::{FleetBreaker, Health};
-use etcd_client::{
-    Client, EventType, LeaseKeepAliveStream, LeaseKeeper, PutOptions, Txn, TxnOp, WatchOptions,
-};
+use etcd_client::{Client, EventType, LeaseKeepAliveStream, LeaseKeeper, PutOptions, Txn, TxnOp, WatchOptions};
 
 use crate::keys::{now_ms, BreakerValue, Keys, MemberValue, TokenValue};
 use crate::settings::FleetSettings;
@@ -66,8 +64,13 @@ impl Shared {
         *lock(&self.breaker) = state;
     }
 
+    /// Remembers a token taken; windowed tokens whose window has ended are
+    /// dropped from memory here, so the map stays as small as the budget.
     pub fn hold(&self, key: String, value: String) {
-        lock(&self.held).insert(key, value);
+        let now = now_ms();
+        let mut held = lock(&self.held);
+        held.retain(|_, v| serde_json::from_str::<TokenValue>(v).map(|t| t.live(now)).unwrap_or(true));
+        held.insert(key, value);
     }
 
     pub fn forget(&self, key: &str) {
@@ -136,7 +139,8 @@ async fn open(shared: &Shared) -> Result<(i64, LeaseKeeper, LeaseKeepAliveStream
     let ttl = shared.settings.lease_ttl.as_secs() as i64;
     let mut leases = shared.client.lease_client();
     let lease = shared.bounded("granting a lease", leases.grant(ttl, None)).await?.id();
-    let member = MemberValue { identity: shared.settings.identity.clone(), since_ms: now_ms(), pid: std::process::id() };
+    let member =
+        MemberValue { identity: shared.settings.identity.clone(), since_ms: now_ms(), pid: std::process::id() };
     let with_lease = || Some(PutOptions::new().with_lease(lease));
     let mut ops = vec![TxnOp::put(
         shared.keys.member(&shared.settings.identity),
@@ -172,9 +176,7 @@ async fn keep(shared: &Shared, mut keeper: LeaseKeeper, mut stream: LeaseKeepAli
             Ok(Ok(Some(_))) => return "the session lease expired".into(),
             Ok(Ok(None)) => return "the lease keep-alive stream closed".into(),
             Ok(Err(e)) => return format!("lease keep-alive: {e}"),
-            Err(_) => {
-                return format!("no lease keep-alive answer within {:?}", shared.settings.request_timeout)
-            }
+            Err(_) => return format!("no lease keep-alive answer within {:?}", shared.settings.request_timeout),
         }
     }
 }

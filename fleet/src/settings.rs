@@ -127,7 +127,14 @@ pub fn default_budgets() -> Vec<BudgetConfig> {
             max_percent: Some(5.0),
             per: Per::Fleet,
         },
-        BudgetConfig { name: "rail".into(), kinds: vec!["rail.*".into()], max: 1, window: None, max_percent: None, per: Per::Plane },
+        BudgetConfig {
+            name: "rail".into(),
+            kinds: vec!["rail.*".into()],
+            max: 1,
+            window: None,
+            max_percent: None,
+            per: Per::Plane,
+        },
         BudgetConfig {
             name: "switch".into(),
             kinds: vec!["pfcwd.*".into(), "ecn.*".into(), "switch.*".into(), "port.*".into()],
@@ -240,7 +247,10 @@ impl FleetSettings {
         }
         let lease_ttl = duration("lease_ttl", &config.lease_ttl)?;
         if lease_ttl < Duration::from_secs(2) {
-            return Err(format!("fleet.lease_ttl = {:?}: etcd leases are whole seconds, at least 2s", config.lease_ttl));
+            return Err(format!(
+                "fleet.lease_ttl = {:?}: etcd leases are whole seconds, at least 2s",
+                config.lease_ttl
+            ));
         }
         let request_timeout = duration("request_timeout", &config.request_timeout)?;
         let identity = match &config.identity {

@@ -67,7 +67,9 @@ async fn get(
     let options = prefix.then(|| GetOptions::new().with_prefix());
     let read = tokio::time::timeout(settings.request_timeout, kv.get(key.clone(), options))
         .await
-        .map_err(|_| err(settings, &format!("reading {key}"), format!("no answer within {:?}", settings.request_timeout)))?
+        .map_err(|_| {
+            err(settings, &format!("reading {key}"), format!("no answer within {:?}", settings.request_timeout))
+        })?
         .map_err(|e| err(settings, &format!("reading {key}"), e))?;
     Ok(read.kvs().iter().map(|kv| (String::from_utf8_lossy(kv.key()).into_owned(), kv.value().to_vec())).collect())
 }
@@ -91,7 +93,12 @@ pub async fn read(client: &Client, settings: &FleetSettings, elections: &[String
             Some(i) => i,
             None => {
                 // Kept by a daemon configured with a budget this one lacks.
-                budgets.push(BudgetUse { name: budget.into(), budget: "not in this config".into(), limit: 0, cells: vec![] });
+                budgets.push(BudgetUse {
+                    name: budget.into(),
+                    budget: "not in this config".into(),
+                    limit: 0,
+                    cells: vec![],
+                });
                 budgets.len() - 1
             }
         };

@@ -58,7 +58,10 @@ impl Aggregator {
             val: Some(value::string(v)),
             ..Default::default()
         };
-        let ops = SetOps { update: vec![update("action", "drop"), update("detection_time", self.detection_ms)], ..Default::default() };
+        let ops = SetOps {
+            update: vec![update("action", "drop"), update("detection_time", self.detection_ms)],
+            ..Default::default()
+        };
         self.switch.set(ops).await.expect("gNMI Set");
         true
     }
@@ -219,5 +222,8 @@ async fn an_aggregator_daemon_holds_switch_changes_while_standby_and_takes_them_
     p.action.target = engine::Labels::from_pairs([("switch", "leaf-1"), ("port", "Ethernet12"), ("queue", "3")]);
     let taken = d2.dispatch(p).await;
     assert!(matches!(taken.verdict, Verdict::Executed { .. }), "{:?}", taken.verdict);
-    assert_eq!((a1.executed.load(std::sync::atomic::Ordering::SeqCst), a2.executed.load(std::sync::atomic::Ordering::SeqCst)), (1, 2));
+    assert_eq!(
+        (a1.executed.load(std::sync::atomic::Ordering::SeqCst), a2.executed.load(std::sync::atomic::Ordering::SeqCst)),
+        (1, 2)
+    );
 }

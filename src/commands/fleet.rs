@@ -9,9 +9,9 @@ use crate::Outcome;
 /// endpoints replaced by `--etcd` when given.
 fn settings(source: &FleetSource) -> anyhow::Result<fleet::FleetSettings> {
     let mut table = match &source.config {
-        Some(path) => DaemonConfig::load(path)?
-            .fleet
-            .ok_or_else(|| anyhow::anyhow!("{}: no [fleet] table", path.display()))?,
+        Some(path) => {
+            DaemonConfig::load(path)?.fleet.ok_or_else(|| anyhow::anyhow!("{}: no [fleet] table", path.display()))?
+        }
         None => fleet::FleetConfig {
             etcd: vec![],
             identity: None,

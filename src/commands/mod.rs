@@ -49,7 +49,9 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Fleet { command: FleetCommand::Status { source, elections, json } } => {
             fleet::status(&source, &elections, json)
         }
-        Command::Fleet { command: FleetCommand::ResetBreaker { source, by } } => fleet::reset_breaker(&source, &by.name),
+        Command::Fleet { command: FleetCommand::ResetBreaker { source, by } } => {
+            fleet::reset_breaker(&source, &by.name)
+        }
     }
 }
 

@@ -64,8 +64,7 @@ impl Fleet {
         if scope == Scope::Local {
             return Ok(None);
         }
-        let request =
-            TokenRequest { decision: d.id.clone(), kind: d.proposal.action.kind.clone(), impact, at: now };
+        let request = TokenRequest { decision: d.id.clone(), kind: d.proposal.action.kind.clone(), impact, at: now };
         match self.coordinator.acquire(&request).await {
             Admission::Granted(token) => {
                 if !token.budgets.is_empty() {
@@ -100,7 +99,7 @@ impl Fleet {
         if token.keys.is_empty() {
             return;
         }
-        if matches!(d.verdict, Verdict::Executed { .. } | Verdict::DryRun { .. }) {
+        if matches!(d.verdict, Verdict::Executed { .. }) {
             self.held.insert(d.id.clone(), token);
         } else if let Err(error) = self.coordinator.release(&token, Release::NotDone).await {
             // The lease returns it when it lapses.

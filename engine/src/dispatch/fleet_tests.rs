@@ -157,7 +157,7 @@ async fn fleet_actions_take_a_token_and_are_held_when_the_budget_is_spent() {
     let actuator = Arc::new(Recorder::default());
     let mut d = dispatcher(actuator.clone(), Mode::Enforce, vec![]).with_coordinator(budget.clone(), vec![]);
     let verdicts: Vec<Decision> =
-        futures_join(&mut d, (0..4).map(|i| proposal("node.cordon", &format!("n{i}"), i * SECOND)).collect()).await;
+        dispatch_all(&mut d, (0..4).map(|i| proposal("node.cordon", &format!("n{i}"), i * SECOND)).collect()).await;
     assert_eq!(verdicts.iter().filter(|d| matches!(d.verdict, Verdict::Executed { .. })).count(), 2);
     let held: Vec<&str> = verdicts.iter().filter_map(|d| d.verdict.reason()).collect();
     assert_eq!(held.len(), 2);
@@ -241,10 +241,53 @@ async fn dry_run_takes_no_token() {
     assert_eq!(budget.asked.load(Ordering::SeqCst), 0);
 }
 
-async fn futures_join(d: &mut Dispatcher, proposals: Vec<Proposal>) -> Vec<Decision> {
+async fn dispatch_all(d: &mut Dispatcher, proposals: Vec<Proposal>) -> Vec<Decision> {
     let mut out = Vec::new();
     for p in proposals {
         out.push(d.dispatch(p).await);
     }
     out
+}
+
+#[tokio::test]
+async fn the_local_breaker_tripping_trips_the_fleet_breaker() {
+    let budget = Budget::new(10);
+    let policy = PolicySettings::new(
+        &Limits::default(),
+        &BreakerConfig { trip_after: 1, window: "10m".into() },
+        &TargetLimits::default(),
+        &[],
+        &UndoConfig::default(),
+        &RetryConfig { attempts: 1, backoff: "1ms".into() },
+    )
+    .unwrap();
+    let mut d = Dispatcher::new(
+        DispatchConfig {
+            mode: Mode::Enforce,
+            rule_modes: HashMap::new(),
+            routes: vec![ActuatorRoute {
+                pattern: "*".into(),
+                actuator: Arc::new(Recorder::default()),
+                destructive: true,
+            }],
+            timeout: Duration::from_secs(1),
+            policy,
+            topology: None,
+        },
+        None,
+    )
+    .with_coordinator(budget.clone(), vec![]);
+    let drain = |rail: &str, at: i64| {
+        let mut p = proposal("rail.drain", &format!("n{rail}"), at);
+        p.action.target = Labels::from_pairs([("plane", "1"), ("rail", rail)]);
+        p
+    };
+    assert!(matches!(d.dispatch(drain("1", SECOND)).await.verdict, Verdict::Executed { .. }));
+    // A second rail of plane 1: over the local limit, one hit, the breaker trips.
+    let held = d.dispatch(drain("2", 2 * SECOND)).await;
+    assert!(matches!(held.verdict, Verdict::Held { .. }), "{:?}", held.verdict);
+    assert!(d.breaker().tripped_at.is_some());
+    let fleet = budget.breaker();
+    assert!(fleet.tripped, "the fleet breaker was not tripped");
+    assert!(fleet.reason.contains("limit"), "{}", fleet.reason);
 }

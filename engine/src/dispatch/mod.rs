@@ -16,6 +16,6 @@ pub use dispatcher::{ActuatorRoute, DispatchConfig, Dispatcher};
 pub use types::{Decision, Mode, Phase, Step, Verdict};
 
 #[cfg(test)]
-mod tests;
-#[cfg(test)]
 mod fleet_tests;
+#[cfg(test)]
+mod tests;

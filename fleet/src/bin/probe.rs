@@ -52,7 +52,8 @@ struct Args {
 }
 
 fn args() -> Result<Args, String> {
-    let mut a = Args { etcd: vec![], identity: String::new(), node: String::new(), max: 3, window: None, ttl: 10, hold: 0 };
+    let mut a =
+        Args { etcd: vec![], identity: String::new(), node: String::new(), max: 3, window: None, ttl: 10, hold: 0 };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let mut value = || it.next().ok_or_else(|| format!("{flag} needs a value"));

@@ -145,10 +145,8 @@ impl Cluster {
     pub async fn tokens(&self, budget: &str) -> Vec<String> {
         let mut c = fleet::etcd_client::Client::connect(self.live_endpoints(), None).await.expect("etcd client");
         let prefix = format!("/rocemend/fleet/budget/{budget}/");
-        let r = c
-            .get(prefix, Some(fleet::etcd_client::GetOptions::new().with_prefix()))
-            .await
-            .expect("reading the budget");
+        let r =
+            c.get(prefix, Some(fleet::etcd_client::GetOptions::new().with_prefix())).await.expect("reading the budget");
         r.kvs()
             .iter()
             .map(|kv| String::from_utf8_lossy(kv.key()).into_owned())
@@ -157,11 +155,7 @@ impl Cluster {
     }
 
     fn live_endpoints(&self) -> Vec<String> {
-        self.members
-            .iter()
-            .filter(|m| m.child.is_some())
-            .map(|m| format!("http://127.0.0.1:{}", m.client))
-            .collect()
+        self.members.iter().filter(|m| m.child.is_some()).map(|m| format!("http://127.0.0.1:{}", m.client)).collect()
     }
 }
 
