@@ -80,17 +80,23 @@ impl Candidate {
         });
         let mut election = self.client.election_client();
         // A standby's campaign blocks until the leader goes; the client's
-        // per-request timeout cuts it off, so campaign again (same lease,
-        // same key: etcd keeps our place in line) while the lease lives.
+        // per-request timeout cuts it off (and a member may fail under it),
+        // so campaign again (same lease, same key: etcd keeps our place in
+        // line) for as long as the lease lives.
         let key = loop {
             match election.campaign(self.name.clone(), self.identity.clone(), lease).await {
                 Ok(mut r) => break r.take_leader().ok_or_else(|| etcd("campaign", "no leader key in the answer"))?,
-                Err(etcd_client::Error::GRpcStatus(s))
-                    if matches!(s.code(), tonic::Code::Cancelled | tonic::Code::DeadlineExceeded)
-                        && alive.load(Ordering::SeqCst) => {}
+                Err(e) if alive.load(Ordering::SeqCst) => {
+                    let timed_out = matches!(&e, etcd_client::Error::GRpcStatus(s)
+                        if matches!(s.code(), tonic::Code::Cancelled | tonic::Code::DeadlineExceeded));
+                    if !timed_out {
+                        tracing::debug!(message = "Campaign interrupted; campaigning again.", error = %e);
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                }
                 Err(e) => {
                     keepalive.abort();
-                    return Err(etcd("campaign", e));
+                    return Err(etcd("campaign (the lease lapsed)", e));
                 }
             }
         };
