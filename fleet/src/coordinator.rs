@@ -31,6 +31,21 @@ pub async fn connect_client(settings: &FleetSettings) -> Result<Client, FleetErr
         .map_err(|e| FleetError::Etcd { endpoints: settings.endpoints.join(","), error: e.to_string() })
 }
 
+/// A client for elections: as [`connect_client`] but with no per-request
+/// timeout, since a standby's campaign blocks until the leader goes. (A
+/// campaign the client cuts off is cleaned up by etcd, and that clean-up can
+/// delete the key of the next campaign of the same lease.)
+pub async fn connect_election_client(settings: &FleetSettings) -> Result<Client, FleetError> {
+    let options = ConnectOptions::new()
+        .with_connect_timeout(settings.request_timeout)
+        .with_keep_alive(Duration::from_secs(1), settings.request_timeout)
+        .with_keep_alive_while_idle(true)
+        .with_require_leader(true);
+    Client::connect(&settings.endpoints, Some(options))
+        .await
+        .map_err(|e| FleetError::Etcd { endpoints: settings.endpoints.join(","), error: e.to_string() })
+}
+
 /// The etcd coordinator. Its background tasks (session, breaker watch) stop
 /// when it is dropped.
 pub struct EtcdCoordinator {
@@ -56,8 +71,9 @@ impl EtcdCoordinator {
         let mut tasks = vec![tokio::spawn(run_session(shared.clone())), tokio::spawn(watch_breaker(shared.clone()))];
         let leadership = Arc::new(tokio::sync::Mutex::new(None));
         if let Some(election) = shared.settings.aggregator.clone() {
+            let client = connect_election_client(&shared.settings).await?;
             tasks.push(tokio::spawn(crate::election::keep_campaigning(
-                shared.client.clone(),
+                client,
                 shared.settings.clone(),
                 election,
                 leadership.clone(),

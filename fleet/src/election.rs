@@ -84,7 +84,19 @@ impl Candidate {
         // so campaign again (same lease, same key: etcd keeps our place in
         // line) for as long as the lease lives.
         let key = loop {
-            match election.campaign(self.name.clone(), self.identity.clone(), lease).await {
+            let lapsed = async {
+                while alive.load(Ordering::SeqCst) {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            };
+            let result = tokio::select! {
+                r = election.campaign(self.name.clone(), self.identity.clone(), lease) => r,
+                () = lapsed => {
+                    keepalive.abort();
+                    return Err(etcd("campaign", "the lease lapsed while waiting"));
+                }
+            };
+            match result {
                 Ok(mut r) => break r.take_leader().ok_or_else(|| etcd("campaign", "no leader key in the answer"))?,
                 Err(e) if alive.load(Ordering::SeqCst) => {
                     let timed_out = matches!(&e, etcd_client::Error::GRpcStatus(s)

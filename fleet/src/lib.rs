@@ -37,7 +37,7 @@ mod session;
 pub mod status;
 
 #[cfg(feature = "etcd")]
-pub use coordinator::{connect_client, reset_breaker, EtcdCoordinator};
+pub use coordinator::{connect_client, connect_election_client, reset_breaker, EtcdCoordinator};
 #[cfg(feature = "etcd")]
 pub use etcd_client;
 pub use settings::{FleetConfig, FleetSettings};

@@ -33,7 +33,7 @@ struct Aggregator {
 impl Aggregator {
     async fn start(endpoints: &[String], identity: &str, detection_ms: &'static str, switch: GnmiClient) -> Aggregator {
         let s = settings(endpoints, identity, 1, 2);
-        let client = fleet::connect_client(&s).await.unwrap();
+        let client = fleet::connect_election_client(&s).await.unwrap();
         let leadership = Arc::new(Mutex::new(None));
         let slot = leadership.clone();
         let candidate = Candidate::new(client, PREFIX, ELECTION, identity, Duration::from_secs(2));

@@ -174,7 +174,8 @@ pub fn settings(endpoints: &[String], identity: &str, max: u32, ttl_secs: u64) -
         etcd: endpoints.to_vec(),
         identity: Some(identity.into()),
         lease_ttl: format!("{ttl_secs}s"),
-        request_timeout: "1s".into(),
+        // Generous: the test machine's cores are shared with other builds.
+        request_timeout: "2s".into(),
         prefix: "/rocemend/fleet/".into(),
         fleet_size: None,
         aggregator: None,
