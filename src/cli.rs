@@ -222,6 +222,11 @@ pub enum Command {
         /// bash, zsh, fish, elvish or powershell.
         shell: clap_complete::Shell,
     },
+    /// Fleet coordination in etcd: shared budgets, the fleet breaker, aggregator leaders.
+    Fleet {
+        #[command(subcommand)]
+        command: FleetCommand,
+    },
     /// Simulators for tests and game days.
     Sim {
         #[command(subcommand)]
@@ -313,6 +318,40 @@ pub struct By {
     /// Who approves, rejects or resets (recorded in the ledger).
     #[arg(long = "by", env = "USER", default_value = "unknown")]
     pub name: String,
+}
+
+/// Where `rocemend fleet` finds etcd.
+#[derive(Debug, Args)]
+pub struct FleetSource {
+    /// etcd client URL (repeat for a cluster); overrides the config's `[fleet] etcd`.
+    #[arg(long = "etcd")]
+    pub etcd: Vec<String>,
+    /// A daemon configuration file with a `[fleet]` table (its budgets and prefix).
+    #[arg(long, short)]
+    pub config: Option<PathBuf>,
+}
+
+/// `rocemend fleet …`.
+#[derive(Debug, Subcommand)]
+pub enum FleetCommand {
+    /// Budget in use, who holds tokens, the fleet breaker, live daemons and aggregator leaders.
+    Status {
+        #[command(flatten)]
+        source: FleetSource,
+        /// Elections to show the leader of.
+        #[arg(long = "election", default_value = "switch-aggregator")]
+        elections: Vec<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Reset the fleet breaker for every daemon at once.
+    ResetBreaker {
+        #[command(flatten)]
+        source: FleetSource,
+        #[command(flatten)]
+        by: By,
+    },
 }
 
 /// `rocemend sensors …`.

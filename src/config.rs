@@ -41,6 +41,9 @@ pub struct DaemonConfig {
     /// Sensors. Fields other than `type`, `name` and `max_series` belong to the sensor type.
     #[serde(default)]
     pub sensor: Vec<SensorEntry>,
+    /// Fleet coordination through etcd (docs/safety.md); without it the daemon is standalone.
+    #[serde(default)]
+    pub fleet: Option<fleet::FleetConfig>,
 }
 
 /// `[engine]`.

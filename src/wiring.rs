@@ -85,6 +85,37 @@ pub fn dispatcher(
     ))
 }
 
+/// Attaches fleet coordination when the configuration has a `[fleet]`
+/// table. Without one the dispatcher stays standalone: its local policy
+/// alone decides, exactly as before. Connecting is lazy, so the daemon
+/// starts while etcd is down and holds fleet-scoped actions until it is up.
+pub async fn fleet(
+    dispatcher: Dispatcher,
+    config: Option<&fleet::FleetConfig>,
+    playbook: &Playbook,
+) -> anyhow::Result<Dispatcher> {
+    let Some(config) = config else { return Ok(dispatcher) };
+    let settings = fleet::FleetSettings::new(config).map_err(|e| anyhow::anyhow!("[fleet]: {e}"))?;
+    #[cfg(feature = "etcd")]
+    {
+        tracing::info!(
+            message = "Fleet coordination through etcd.",
+            etcd = %settings.endpoints.join(","),
+            identity = %settings.identity
+        );
+        let coordinator = fleet::EtcdCoordinator::start(settings).await?;
+        Ok(dispatcher.with_coordinator(Arc::new(coordinator), playbook.scopes()))
+    }
+    #[cfg(not(feature = "etcd"))]
+    {
+        let _ = (settings, playbook, dispatcher);
+        anyhow::bail!(
+            "[fleet] is configured, but this rocemend was built without etcd support; \
+             build it with `cargo build --features etcd`, or remove [fleet] to run standalone"
+        )
+    }
+}
+
 /// Builds the configured sensors.
 pub fn sensors(config: &DaemonConfig) -> Result<Vec<SensorSlot>, Vec<String>> {
     let mut slots = Vec::new();

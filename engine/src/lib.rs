@@ -56,6 +56,7 @@
 //! - [`action`]: proposals and target templates;
 //! - [`dispatch`]: the dispatch point: modes and de-duplication;
 //! - [`policy`]: the safety policy: limits, breaker, cooldowns, approval;
+//! - [`coordination`]: the fleet-wide budget the dispatcher consults for fleet-scoped actions;
 //! - [`playbook`]: which rules run in which mode, and which actuators act;
 //! - [`backtest`]: what a rule set would have done on a recording;
 //! - [`runtime`]: the async run loop wiring sensors, evaluator and dispatcher;
@@ -71,6 +72,7 @@ pub mod action;
 pub mod backtest;
 pub mod config;
 pub mod contracts;
+pub mod coordination;
 pub mod counter;
 pub mod dispatch;
 pub mod evaluator;

@@ -14,7 +14,15 @@
 //! name = "journal"
 //! type = "log"
 //! handles = ["*"]             # action kinds: "node.cordon", "pfcwd.*", "*"
+//! scope = "local"             # local | fleet; default by kind (see below)
 //! ```
+//!
+//! An actuator's `scope` says whether its actions need a token from the
+//! fleet's shared budget ([`Scope::Fleet`]) or only this daemon's policy
+//! ([`Scope::Local`]). Without it, each action kind takes
+//! [`Scope::default_for`]: cordons, rail drains and switch configuration
+//! changes are fleet-scoped; host links and the NIC's PFC storm prevention
+//! are local.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -22,6 +30,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::config::{parse_toml, TomlError};
+use crate::coordination::Scope;
 use crate::dispatch::Mode;
 use crate::policy::{ApprovalRule, BreakerConfig, Limits, PolicySettings, RetryConfig, TargetLimits, UndoConfig};
 use crate::time::parse_duration;
@@ -120,6 +129,9 @@ pub struct ActuatorEntry {
     /// breaker apply). Set false for notifications.
     #[serde(default = "destructive_default")]
     pub destructive: bool,
+    /// Whether its actions take a fleet token; `None`: by action kind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<Scope>,
     /// Type-specific settings.
     #[serde(flatten)]
     pub settings: toml::Table,
@@ -189,6 +201,17 @@ impl Playbook {
         PolicySettings::new(&self.limits, &self.breaker, &self.target, &self.approval, &self.undo, &self.retry)
     }
 
+    /// The scopes the playbook sets, as (action-kind pattern, scope), in
+    /// actuator order: the dispatcher takes the first match, else
+    /// [`Scope::default_for`].
+    pub fn scopes(&self) -> Vec<(String, Scope)> {
+        self.actuator
+            .iter()
+            .filter_map(|a| a.scope.map(|s| (a, s)))
+            .flat_map(|(a, s)| a.handles.iter().map(move |h| (h.clone(), s)))
+            .collect()
+    }
+
     /// Names in `rule` tables that are not rules of `known`.
     pub fn unknown_rules<'a>(&'a self, known: &[&str]) -> Vec<&'a str> {
         self.rule.keys().map(String::as_str).filter(|n| !known.contains(n)).collect()
@@ -231,6 +254,34 @@ argv = ["/bin/true"]
         let err = Playbook::parse("name = \"t\"\nmdoe = \"enforce\"\n", "p.toml").unwrap_err();
         assert_eq!((err.line, err.column), (2, 1));
         assert!(err.message.contains("mdoe"), "{err}");
+    }
+
+    #[test]
+    fn an_actuator_may_set_its_scope() {
+        let text = r#"
+name = "t"
+[[actuator]]
+name = "sched"
+type = "log"
+handles = ["node.cordon", "node.drain"]
+scope = "local"
+[[actuator]]
+name = "rail"
+type = "log"
+handles = ["rail.*"]
+"#;
+        let p = Playbook::parse(text, "p.toml").unwrap();
+        assert_eq!(
+            p.scopes(),
+            vec![("node.cordon".to_string(), Scope::Local), ("node.drain".to_string(), Scope::Local)]
+        );
+        assert!(!p.actuator[0].settings.contains_key("scope"), "scope is not an actuator setting");
+        let err = Playbook::parse(
+            "name = \"t\"\n[[actuator]]\nname = \"a\"\ntype = \"log\"\nhandles = [\"*\"]\nscope = \"planet\"\n",
+            "p.toml",
+        )
+        .unwrap_err();
+        assert!(err.message.contains("planet"), "{err}");
     }
 
     #[test]

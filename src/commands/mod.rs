@@ -5,13 +5,14 @@ mod control;
 mod demo;
 mod demo_switches;
 mod ops;
+mod fleet;
 mod replay;
 mod run;
 mod sensors;
 mod sim;
 mod test;
 
-use crate::cli::{BreakerCommand, Cli, Command, JobCommand, SensorsCommand, SimCommand};
+use crate::cli::{BreakerCommand, Cli, Command, FleetCommand, JobCommand, SensorsCommand, SimCommand};
 use crate::Outcome;
 
 /// Runs the verb.
@@ -31,6 +32,12 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
             sensors::watch(&config, filter)
         }
         Command::Sim { command: SimCommand::Switch { listen, ports, tick_ms } } => sim::switch(&listen, ports, tick_ms),
+        Command::Fleet { command: FleetCommand::Status { source, elections, json } } => {
+            fleet::status(&source, &elections, json)
+        }
+        Command::Fleet { command: FleetCommand::ResetBreaker { source, by } } => {
+            fleet::reset_breaker(&source, &by.name)
+        }
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(shell, &mut cmd, "rocemend", &mut std::io::stdout());

@@ -82,6 +82,8 @@ pub fn run(config_path: &Path) -> anyhow::Result<Outcome> {
     );
     let rt = super::runtime()?;
     rt.block_on(async move {
+        let mut daemon = daemon;
+        daemon.dispatcher = wiring::fleet(daemon.dispatcher, config.fleet.as_ref(), &playbook).await?;
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
         let (command_tx, command_rx) = mpsc::channel(16);
         let hub = control::events::EventHub::default();

@@ -9,6 +9,7 @@ use super::silence::{Silence, Silences};
 use super::types::{Decision, Mode, Phase, Step, Verdict};
 use crate::action::Proposal;
 use crate::contracts::{Actuator, ActuatorError, Outcome, Verification};
+use crate::coordination::{Coordinator, Scope, Standalone, Token};
 use crate::labels::Labels;
 use crate::ledger::Ledger;
 use crate::policy::{kind_matches, BreakerState, Check, Effect, Policy, PolicySettings};
@@ -59,6 +60,8 @@ pub struct Dispatcher {
     last_compaction: Nanos,
     /// Operators' silences (see [`super::silence`]).
     silences: Silences,
+    /// Fleet coordination ([`Standalone`] unless configured).
+    fleet: super::fleet::Fleet,
 }
 
 /// How often the ledger is compacted to its retention bounds.
@@ -110,6 +113,7 @@ impl Dispatcher {
             seq: 0,
             last_compaction: Nanos::MIN,
             silences: Silences::default(),
+            fleet: super::fleet::Fleet::new(Arc::new(Standalone), Vec::new()),
         }
     }
 
@@ -127,6 +131,24 @@ impl Dispatcher {
     pub fn silences(&mut self, now: Nanos) -> Vec<Silence> {
         self.silences.expire(now);
         self.silences.active(now)
+    }
+
+    /// Consults `coordinator` for fleet-scoped actions: those whose kind
+    /// matches a pattern of `scopes` set to [`Scope::Fleet`] (first match
+    /// wins), else whose kind [`Scope::default_for`] makes fleet-scoped.
+    pub fn with_coordinator(mut self, coordinator: Arc<dyn Coordinator>, scopes: Vec<(String, Scope)>) -> Dispatcher {
+        self.fleet = super::fleet::Fleet::new(coordinator, scopes);
+        self
+    }
+
+    /// The fleet coordinator.
+    pub fn coordinator(&self) -> &Arc<dyn Coordinator> {
+        self.fleet.coordinator()
+    }
+
+    /// Fleet tokens this daemon holds for actions in effect, by decision.
+    pub fn fleet_tokens(&self) -> impl Iterator<Item = &Token> {
+        self.fleet.tokens()
     }
 
     /// Switches the global mode at run time.
@@ -325,6 +347,7 @@ impl Dispatcher {
                         what: format!("circuit breaker tripped: {}", self.policy.breaker().reason),
                     });
                     self.save_breaker();
+                    self.fleet.trip(&self.policy.breaker().reason).await;
                 }
                 d.verdict = Verdict::Held { reason };
                 self.finish(d, false)
@@ -336,7 +359,26 @@ impl Dispatcher {
                 self.pending.insert(d.id.clone(), d.clone());
                 d
             }
-            Check::Allow => self.act(d, now).await,
+            Check::Allow => {
+                let token = if destructive && d.mode == Mode::Enforce {
+                    let scope = self.fleet.scope(&d.proposal.action.kind);
+                    let impact = self.policy.impact(&d.proposal.action);
+                    match self.fleet.admit(&mut d, scope, impact, now).await {
+                        Ok(token) => token,
+                        Err(reason) => {
+                            d.verdict = Verdict::Held { reason };
+                            return self.finish(d, false);
+                        }
+                    }
+                } else {
+                    None
+                };
+                let d = self.act(d, now).await;
+                if let Some(token) = token {
+                    self.fleet.settle(&d, token).await;
+                }
+                d
+            }
         }
     }
 
@@ -515,6 +557,16 @@ impl Dispatcher {
     }
 
     async fn undo(&mut self, effect: Effect, now: Nanos) -> Decision {
+        let d = self.undo_inner(effect.clone(), now).await;
+        // Whatever became of the undo, the effect is no longer counted here;
+        // its fleet token goes back with it.
+        if !self.policy.in_effect().any(|e| e.id == effect.id) {
+            self.fleet.undone(&effect.id).await;
+        }
+        d
+    }
+
+    async fn undo_inner(&mut self, effect: Effect, now: Nanos) -> Decision {
         let original = self.ledger.as_ref().and_then(|l| l.get(&effect.id).ok().flatten());
         let route = self.route(&effect.action.kind);
         let mut proposal = original.as_ref().map(|o| o.proposal.clone()).unwrap_or_else(|| Proposal {

@@ -4,15 +4,20 @@
 //! gets a [`Decision`] in the ledger, whether or not anything was sent: the
 //! mode (`enforce`, `dry-run`, `shadow`; the most conservative of global,
 //! playbook and rule wins), the [`policy`](crate::policy) verdict with its
-//! reason, approvals, the actuator's outcome, retries, and undo.
+//! reason, approvals, the fleet token for fleet-scoped actions (see
+//! [`coordination`](crate::coordination)), the actuator's outcome, retries,
+//! and undo.
 
 mod dispatcher;
 pub mod silence;
+mod fleet;
 mod types;
 
 pub use dispatcher::{ActuatorRoute, DispatchConfig, Dispatcher};
 pub use silence::Silence;
 pub use types::{Decision, Mode, Phase, Step, Verdict};
 
+#[cfg(test)]
+mod fleet_tests;
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,259 @@
+//! Fleet coordination: the contract between the dispatcher and whatever
+//! keeps a safety budget shared by every daemon of the fleet.
+//!
+//! One daemon runs per node, so the local [`policy`](crate::policy) sees
+//! only what this daemon did. Limits such as "at most 3 nodes cordoned per
+//! 10 minutes" are fleet-wide: when a spine fails, every daemon in its blast
+//! radius sees the fault at once, and without a shared budget all of them
+//! act. A [`Coordinator`] keeps that budget.
+//!
+//! The dispatcher consults it only for actions whose playbook [`Scope`] is
+//! [`Scope::Fleet`], and only after the local policy admitted them, so the
+//! path of local actions makes no network call. [`Standalone`] is the
+//! default: it grants everything the local policy admitted, which is
+//! exactly the behaviour of a daemon without coordination.
+//!
+//! Fail safe: a coordinator that cannot be reached answers
+//! [`Admission::Unavailable`], and the dispatcher holds the action with
+//! "coordination unavailable: …" as the reason. Nothing is queued: the rule
+//! proposes again while its fault persists, and the daemon recovers by
+//! itself when the store returns.
+
+use serde::{Deserialize, Serialize};
+
+use crate::policy::{kind_matches, Impact};
+use crate::time::Nanos;
+
+/// Where an action's limits are kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Scope {
+    /// This daemon's policy alone decides (a host link, the NIC's PFC storm
+    /// prevention): what it changes is local to the node.
+    Local,
+    /// A token from the fleet's shared budget is needed as well (a cordon,
+    /// a rail drain, a switch configuration change): what it changes is
+    /// shared by many nodes.
+    Fleet,
+}
+
+/// Action kinds that change something shared by many nodes, and so take a
+/// fleet token unless the playbook says otherwise.
+pub const FLEET_KINDS: &[&str] = &["node.cordon", "node.drain", "rail.*", "pfcwd.*", "ecn.*", "switch.*", "port.*"];
+
+impl Scope {
+    /// The scope of `kind` when the playbook does not set one: the kinds of
+    /// [`FLEET_KINDS`] are fleet-scoped, everything else (`link.*` on a
+    /// host, `nic.*`, notifications) is local.
+    pub fn default_for(kind: &str) -> Scope {
+        if FLEET_KINDS.iter().any(|p| kind_matches(p, kind)) {
+            Scope::Fleet
+        } else {
+            Scope::Local
+        }
+    }
+
+    /// Lower-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::Local => "local",
+            Scope::Fleet => "fleet",
+        }
+    }
+}
+
+/// What a daemon asks the coordinator for before a fleet-scoped action.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenRequest {
+    /// The decision the token is for (`rocemend explain ID`).
+    pub decision: String,
+    /// The action kind, e.g. `node.cordon`.
+    pub kind: String,
+    /// Where it lands: budgets are kept per plane or per switch as well.
+    pub impact: Impact,
+    /// The decision's time (the dispatcher's clock).
+    pub at: Nanos,
+}
+
+/// A token taken from the fleet's budget.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Token {
+    /// The decision it was taken for.
+    pub decision: String,
+    /// Who holds it (the daemon's identity).
+    pub holder: String,
+    /// The budgets it counts against, e.g. `cordon (fleet)`. Empty when no
+    /// fleet budget applies (and always with [`Standalone`]).
+    pub budgets: Vec<String>,
+    /// The store's keys, for release.
+    pub keys: Vec<String>,
+}
+
+/// The coordinator's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Admission {
+    /// Go ahead.
+    Granted(Token),
+    /// A budget is exhausted, or the fleet breaker is tripped: the reason
+    /// names the budget, its use and who holds its tokens.
+    Refused(String),
+    /// The store cannot be reached or did not answer in time.
+    Unavailable(String),
+}
+
+/// Why a token goes back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Release {
+    /// The action was not carried out: every key goes back at once.
+    NotDone,
+    /// The action was undone: tokens of concurrency budgets ("one rail per
+    /// plane at once") go back; tokens of windowed budgets ("3 per 10
+    /// minutes") keep counting until their window ends.
+    Undone,
+}
+
+/// The fleet-wide circuit breaker.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FleetBreaker {
+    /// Whether it is tripped.
+    pub tripped: bool,
+    /// Who tripped it (a daemon's identity).
+    #[serde(default)]
+    pub by: String,
+    /// Why.
+    #[serde(default)]
+    pub reason: String,
+    /// When, in wall-clock nanoseconds.
+    #[serde(default)]
+    pub at: Option<Nanos>,
+}
+
+/// Whether the coordinator's store can be reached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Health {
+    /// Reachable, with a live session.
+    Reachable,
+    /// Not reachable: why.
+    Unreachable(String),
+}
+
+/// The coordination backend could not do what was asked.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CoordinationError {
+    /// The store cannot be reached.
+    #[error("coordination unavailable: {0}")]
+    Unavailable(String),
+    /// The store refused the request.
+    #[error("coordination store refused the request: {0}")]
+    Refused(String),
+}
+
+/// Keeps the fleet's shared safety budget, the fleet breaker and health.
+///
+/// [`Coordinator::breaker`] and [`Coordinator::health`] read state the
+/// backend keeps current in the background (a watch), so asking costs no
+/// network call.
+#[async_trait::async_trait]
+pub trait Coordinator: Send + Sync {
+    /// Name, in decisions and status.
+    fn name(&self) -> &str;
+
+    /// This daemon's identity in the fleet.
+    fn identity(&self) -> &str;
+
+    /// Takes a token for a fleet-scoped action, in one step: either every
+    /// budget that applies has room and all are taken, or none is.
+    async fn acquire(&self, request: &TokenRequest) -> Admission;
+
+    /// Gives a token back.
+    async fn release(&self, token: &Token, why: Release) -> Result<(), CoordinationError>;
+
+    /// The fleet breaker, as last seen.
+    fn breaker(&self) -> FleetBreaker;
+
+    /// Trips the fleet breaker for every daemon.
+    async fn trip(&self, reason: &str) -> Result<(), CoordinationError>;
+
+    /// Resets the fleet breaker for every daemon (a human did it); returns
+    /// the state it had.
+    async fn reset(&self, by: &str) -> Result<FleetBreaker, CoordinationError>;
+
+    /// Whether the store can be reached, as last seen.
+    fn health(&self) -> Health;
+}
+
+/// No coordination: the local policy alone decides, as without a fleet.
+#[derive(Debug, Clone, Default)]
+pub struct Standalone;
+
+#[async_trait::async_trait]
+impl Coordinator for Standalone {
+    fn name(&self) -> &str {
+        "standalone"
+    }
+
+    fn identity(&self) -> &str {
+        "local"
+    }
+
+    async fn acquire(&self, request: &TokenRequest) -> Admission {
+        Admission::Granted(Token {
+            decision: request.decision.clone(),
+            holder: "local".into(),
+            budgets: Vec::new(),
+            keys: Vec::new(),
+        })
+    }
+
+    async fn release(&self, _token: &Token, _why: Release) -> Result<(), CoordinationError> {
+        Ok(())
+    }
+
+    fn breaker(&self) -> FleetBreaker {
+        FleetBreaker::default()
+    }
+
+    async fn trip(&self, _reason: &str) -> Result<(), CoordinationError> {
+        Ok(())
+    }
+
+    async fn reset(&self, _by: &str) -> Result<FleetBreaker, CoordinationError> {
+        Ok(FleetBreaker::default())
+    }
+
+    fn health(&self) -> Health {
+        Health::Reachable
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shared_fabric_kinds_default_to_fleet_and_host_kinds_to_local() {
+        for kind in ["node.cordon", "rail.drain", "pfcwd.escalate", "ecn.lower", "switch.set"] {
+            assert_eq!(Scope::default_for(kind), Scope::Fleet, "{kind}");
+        }
+        for kind in ["link.isolate", "nic.pfc_prevent", "notify.slack", "node.label"] {
+            assert_eq!(Scope::default_for(kind), Scope::Local, "{kind}");
+        }
+    }
+
+    #[tokio::test]
+    async fn standalone_grants_with_no_budget_and_never_trips() {
+        let s = Standalone;
+        let request =
+            TokenRequest { decision: "d1".into(), kind: "node.cordon".into(), impact: Impact::default(), at: 0 };
+        match s.acquire(&request).await {
+            Admission::Granted(token) => {
+                assert_eq!(token.decision, "d1");
+                assert!(token.budgets.is_empty() && token.keys.is_empty());
+            }
+            other => panic!("standalone refused: {other:?}"),
+        }
+        s.trip("x").await.unwrap();
+        assert!(!s.breaker().tripped);
+        assert_eq!(s.health(), Health::Reachable);
+    }
+}

@@ -1,0 +1,170 @@
+//! `rocemend-fleet-probe`: one daemon's dispatcher with the etcd
+//! coordinator, in a process of its own, for the fleet tests.
+//!
+//! It sees one fault (a cordon of its node, as every daemon under a failed
+//! spine does), dispatches it in enforce mode through the real dispatcher
+//! and policy, prints the decision as one JSON line, then keeps its session
+//! (and any token it took) for `--hold` seconds, or until killed.
+//!
+//! ```text
+//! rocemend-fleet-probe --etcd http://127.0.0.1:2379 --identity n07 --node n07 \
+//!     --max 3 --window 10m --ttl 2 --hold 30
+//! ```
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+use std::sync::Arc;
+use std::time::Duration;
+
+use engine::coordination::Coordinator;
+use engine::dispatch::{ActuatorRoute, DispatchConfig, Dispatcher, Mode};
+use engine::policy::{BreakerConfig, Limits, PolicySettings, RetryConfig, TargetLimits, UndoConfig};
+use engine::rule::{RuleMode, Severity};
+use engine::{Action, ActuatorError, Labels, Outcome, Plan, Proposal};
+use fleet::settings::{BudgetConfig, FleetConfig, FleetSettings, Per};
+use fleet::EtcdCoordinator;
+
+/// Cordons nothing: says what it would cordon. The decision is what the
+/// tests look at.
+struct Stub;
+
+#[async_trait::async_trait]
+impl engine::Actuator for Stub {
+    fn name(&self) -> &str {
+        "probe-cordon"
+    }
+    async fn dry_run(&self, action: &Action) -> Result<Plan, ActuatorError> {
+        Ok(Plan { actuator: "probe-cordon".into(), requests: vec![action.to_string()] })
+    }
+    async fn execute(&self, action: &Action) -> Result<Outcome, ActuatorError> {
+        Ok(Outcome { summary: format!("cordoned {}", action.target), requests: vec![], prior: None })
+    }
+}
+
+struct Args {
+    etcd: Vec<String>,
+    identity: String,
+    node: String,
+    max: u32,
+    window: Option<String>,
+    ttl: u64,
+    hold: u64,
+}
+
+fn args() -> Result<Args, String> {
+    let mut a =
+        Args { etcd: vec![], identity: String::new(), node: String::new(), max: 3, window: None, ttl: 10, hold: 0 };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().ok_or_else(|| format!("{flag} needs a value"));
+        match flag.as_str() {
+            "--etcd" => a.etcd = value()?.split(',').map(str::to_string).collect(),
+            "--identity" => a.identity = value()?,
+            "--node" => a.node = value()?,
+            "--max" => a.max = value()?.parse().map_err(|e| format!("--max: {e}"))?,
+            "--window" => a.window = Some(value()?),
+            "--ttl" => a.ttl = value()?.parse().map_err(|e| format!("--ttl: {e}"))?,
+            "--hold" => a.hold = value()?.parse().map_err(|e| format!("--hold: {e}"))?,
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    if a.etcd.is_empty() || a.identity.is_empty() || a.node.is_empty() {
+        return Err("usage: rocemend-fleet-probe --etcd URL[,URL] --identity ID --node NODE [--max N] [--window D] [--ttl S] [--hold S]".into());
+    }
+    Ok(a)
+}
+
+fn dispatcher() -> Dispatcher {
+    let policy = PolicySettings::new(
+        &Limits::default(),
+        &BreakerConfig::default(),
+        &TargetLimits::default(),
+        &[],
+        &UndoConfig::default(),
+        &RetryConfig::default(),
+    )
+    .expect("default policy settings are valid");
+    Dispatcher::new(
+        DispatchConfig {
+            mode: Mode::Enforce,
+            rule_modes: HashMap::new(),
+            routes: vec![ActuatorRoute { pattern: "node.*".into(), actuator: Arc::new(Stub), destructive: true }],
+            timeout: Duration::from_secs(5),
+            policy,
+            topology: None,
+        },
+        None,
+    )
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    let a = match args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("rocemend-fleet-probe: {e}");
+            std::process::exit(2);
+        }
+    };
+    let config = FleetConfig {
+        etcd: a.etcd.clone(),
+        identity: Some(a.identity.clone()),
+        lease_ttl: format!("{}s", a.ttl),
+        request_timeout: "2s".into(),
+        prefix: "/rocemend/fleet/".into(),
+        fleet_size: None,
+        aggregator: None,
+        budget: vec![BudgetConfig {
+            name: "cordon".into(),
+            kinds: vec!["node.cordon".into()],
+            max: a.max,
+            window: a.window.clone(),
+            max_percent: None,
+            per: Per::Fleet,
+        }],
+    };
+    let settings = FleetSettings::new(&config).unwrap_or_else(|e| {
+        eprintln!("rocemend-fleet-probe: {e}");
+        std::process::exit(2)
+    });
+    let coordinator = Arc::new(EtcdCoordinator::start(settings).await.unwrap_or_else(|e| {
+        eprintln!("rocemend-fleet-probe: {e}");
+        std::process::exit(1)
+    }));
+    if let Err(e) = coordinator.ready(Duration::from_secs(10)).await {
+        eprintln!("rocemend-fleet-probe: {e}");
+        std::process::exit(1);
+    }
+    let mut d = dispatcher().with_coordinator(coordinator.clone() as Arc<dyn Coordinator>, vec![]);
+    let now = engine::time::wall_clock_now();
+    let proposal = Proposal {
+        id: format!("p-{}", a.identity),
+        rule: "spine-fault".into(),
+        rule_hash: "00".repeat(32),
+        rule_mode: RuleMode::Enforce,
+        severity: Severity::Critical,
+        subject: Labels::from_pairs([("node", a.node.as_str())]),
+        action: Action {
+            kind: "node.cordon".into(),
+            target: Labels::from_pairs([("node", a.node.as_str())]),
+            params: BTreeMap::new(),
+        },
+        values: vec![],
+        active_at: now,
+        sample_at: now,
+        decided_at: now,
+        restored: false,
+    };
+    let decision = d.dispatch(proposal).await;
+    let line = serde_json::json!({
+        "identity": a.identity,
+        "verdict": decision.verdict.name(),
+        "reason": decision.verdict.reason(),
+        "held_keys": coordinator.held(),
+    });
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+    drop(out);
+    tokio::time::sleep(Duration::from_secs(a.hold)).await;
+}

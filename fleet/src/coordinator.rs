@@ -1,0 +1,386 @@
+//! The etcd v3 [`Coordinator`]: tokens from shared budgets in one
+//! transaction each, under the daemon's lease; the fleet breaker.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use engine::coordination::{
+    Admission, CoordinationError, Coordinator, FleetBreaker, Health, Release, Token, TokenRequest,
+};
+use etcd_client::{Client, Compare, CompareOp, ConnectOptions, GetOptions, PutOptions, Txn, TxnOp};
+use tokio::task::JoinHandle;
+
+use crate::keys::{now_ms, BreakerValue, TokenValue};
+use crate::session::{breaker_of, run_session, watch_breaker, Shared};
+use crate::settings::{Budget, FleetSettings};
+use crate::FleetError;
+
+/// Connects a client to the configured endpoints. Connecting is lazy: a
+/// daemon starts while etcd is down and holds fleet actions until it is up.
+pub async fn connect_client(settings: &FleetSettings) -> Result<Client, FleetError> {
+    let options = ConnectOptions::new()
+        .with_connect_timeout(settings.request_timeout)
+        .with_timeout(settings.request_timeout)
+        .with_keep_alive(Duration::from_secs(1), settings.request_timeout)
+        .with_keep_alive_while_idle(true)
+        // A member cut off from its quorum refuses at once instead of answering
+        // from a stale state.
+        .with_require_leader(true);
+    Client::connect(&settings.endpoints, Some(options))
+        .await
+        .map_err(|e| FleetError::Etcd { endpoints: settings.endpoints.join(","), error: e.to_string() })
+}
+
+/// A client for elections: as [`connect_client`] but with no per-request
+/// timeout, since a standby's campaign blocks until the leader goes. (A
+/// campaign the client cuts off is cleaned up by etcd, and that clean-up can
+/// delete the key of the next campaign of the same lease.)
+pub async fn connect_election_client(settings: &FleetSettings) -> Result<Client, FleetError> {
+    let options = ConnectOptions::new()
+        .with_connect_timeout(settings.request_timeout)
+        .with_keep_alive(Duration::from_secs(1), settings.request_timeout)
+        .with_keep_alive_while_idle(true)
+        .with_require_leader(true);
+    Client::connect(&settings.endpoints, Some(options))
+        .await
+        .map_err(|e| FleetError::Etcd { endpoints: settings.endpoints.join(","), error: e.to_string() })
+}
+
+/// The etcd coordinator. Its background tasks (session, breaker watch) stop
+/// when it is dropped.
+pub struct EtcdCoordinator {
+    shared: Arc<Shared>,
+    tasks: Vec<JoinHandle<()>>,
+    /// Won aggregator leadership, when `aggregator` is configured.
+    leadership: Arc<tokio::sync::Mutex<Option<crate::election::Leadership>>>,
+}
+
+impl Drop for EtcdCoordinator {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+impl EtcdCoordinator {
+    /// Starts the session and the breaker watch in the background.
+    pub async fn start(settings: FleetSettings) -> Result<EtcdCoordinator, FleetError> {
+        let client = connect_client(&settings).await?;
+        let shared = Arc::new(Shared::new(client, settings));
+        let mut tasks = vec![tokio::spawn(run_session(shared.clone())), tokio::spawn(watch_breaker(shared.clone()))];
+        let leadership = Arc::new(tokio::sync::Mutex::new(None));
+        if let Some(election) = shared.settings.aggregator.clone() {
+            let client = connect_election_client(&shared.settings).await?;
+            tasks.push(tokio::spawn(crate::election::keep_campaigning(
+                client,
+                shared.settings.clone(),
+                election,
+                leadership.clone(),
+            )));
+        }
+        Ok(EtcdCoordinator { shared, tasks, leadership })
+    }
+
+    /// Waits until the session is up, at most `timeout`.
+    pub async fn ready(&self, timeout: Duration) -> Result<(), FleetError> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            match self.shared.health() {
+                Health::Reachable => return Ok(()),
+                Health::Unreachable(why) if tokio::time::Instant::now() >= deadline => {
+                    return Err(FleetError::Etcd { endpoints: self.shared.settings.endpoints.join(","), error: why })
+                }
+                Health::Unreachable(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+            }
+        }
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> &FleetSettings {
+        &self.shared.settings
+    }
+
+    /// The client, for status and elections.
+    pub fn client(&self) -> &Client {
+        &self.shared.client
+    }
+
+    /// Keys of the tokens this daemon holds.
+    pub fn held(&self) -> Vec<String> {
+        self.shared.held_keys()
+    }
+
+    /// The session lease (for tests and status), if there is a session.
+    pub fn lease(&self) -> Option<i64> {
+        self.shared.lease()
+    }
+
+    /// On an aggregator, a switch change (a kind a `per = "switch"` budget
+    /// counts) needs leadership, confirmed with etcd right before.
+    async fn standby(&self, budgets: &[&Budget]) -> Option<Admission> {
+        let election = self.shared.settings.aggregator.as_ref()?;
+        if !budgets.iter().any(|b| b.per == crate::settings::Per::Switch) {
+            return None;
+        }
+        let leads = match &*self.leadership.lock().await {
+            Some(l) => l.confirm().await,
+            None => false,
+        };
+        if leads {
+            return None;
+        }
+        let leader = crate::election::leader(&self.shared.client, &self.shared.settings.prefix, election)
+            .await
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| "nobody".into());
+        Some(Admission::Refused(format!(
+            "standby aggregator of {election}: {leader} leads, and only the leader changes switch configuration"
+        )))
+    }
+
+    /// Whether this daemon leads its aggregator election (no network call).
+    pub async fn leads(&self) -> bool {
+        self.leadership.lock().await.as_ref().is_some_and(|l| l.is_leader())
+    }
+
+    fn refused_by_breaker(b: &FleetBreaker) -> Admission {
+        Admission::Refused(format!("fleet circuit breaker tripped by {}: {}", b.by, b.reason))
+    }
+
+    /// One attempt after another until a transaction goes through or a
+    /// budget is found full. Bounded by the caller's timeout.
+    async fn take(&self, request: &TokenRequest, budgets: &[&Budget], lease: i64) -> Result<Admission, String> {
+        let s = &self.shared;
+        let mut kv = s.client.kv_client();
+        let mut attempt = 0u32;
+        loop {
+            attempt += 1;
+            let now = now_ms();
+            let mut compares = vec![Compare::version(s.keys.breaker(), CompareOp::Equal, 0)];
+            let mut ops = Vec::new();
+            let mut taken = Vec::new();
+            let mut names = Vec::new();
+            for b in budgets {
+                let cell = b.cell(&request.impact);
+                let guard = s.keys.guard(&b.name, &cell);
+                let read = s
+                    .bounded(
+                        "reading a budget",
+                        kv.get(s.keys.cell(&b.name, &cell), Some(GetOptions::new().with_prefix())),
+                    )
+                    .await?;
+                let mut guard_revision = 0;
+                let mut holders = Vec::new();
+                for item in read.kvs() {
+                    let key = String::from_utf8_lossy(item.key());
+                    if key == guard {
+                        guard_revision = item.mod_revision();
+                    } else if let Some((_, _, holder, _)) = s.keys.parse_token(&key) {
+                        match serde_json::from_slice::<TokenValue>(item.value()) {
+                            Ok(t) if !t.live(now) => ops.push(TxnOp::delete(item.key().to_vec(), None)),
+                            // Unreadable tokens count: fail safe.
+                            _ => holders.push(holder.to_string()),
+                        }
+                    }
+                }
+                let in_use = holders.len();
+                if in_use as u32 >= b.limit {
+                    holders.sort();
+                    holders.dedup();
+                    return Ok(Admission::Refused(format!(
+                        "fleet budget {} ({}) exhausted in {cell}: {} of {} in use, held by {}",
+                        b.name,
+                        b.describe(),
+                        in_use,
+                        b.limit,
+                        if holders.is_empty() { "nobody".into() } else { holders.join(", ") }
+                    )));
+                }
+                compares.push(Compare::mod_revision(guard.clone(), CompareOp::Equal, guard_revision));
+                ops.push(TxnOp::put(guard, request.decision.clone(), None));
+                let key = s.keys.token(&b.name, &cell, &s.settings.identity, &request.decision);
+                let value = TokenValue {
+                    holder: s.settings.identity.clone(),
+                    decision: request.decision.clone(),
+                    kind: request.kind.clone(),
+                    taken_at_ms: now,
+                    expires_at_ms: b.window.map(|w| now + w.as_millis() as u64),
+                };
+                let value = serde_json::to_string(&value).unwrap_or_default();
+                ops.push(TxnOp::put(key.clone(), value.clone(), Some(PutOptions::new().with_lease(lease))));
+                taken.push((key, value));
+                names.push(format!("{} ({cell})", b.name));
+            }
+            let txn = Txn::new().when(compares).and_then(ops);
+            let response = s.bounded("taking a budget token", kv.txn(txn)).await?;
+            if response.succeeded() {
+                for (k, v) in &taken {
+                    s.hold(k.clone(), v.clone());
+                }
+                if attempt > 1 {
+                    tracing::debug!(message = "Fleet token taken after contention.", attempt);
+                }
+                return Ok(Admission::Granted(Token {
+                    decision: request.decision.clone(),
+                    holder: s.settings.identity.clone(),
+                    budgets: names,
+                    keys: taken.into_iter().map(|(k, _)| k).collect(),
+                }));
+            }
+            // Another daemon took a token between our read and our write, or
+            // the breaker tripped: look again.
+            let breaker = s.bounded("reading the fleet breaker", kv.get(s.keys.breaker(), None)).await?;
+            let state = breaker_of(breaker.kvs().first().map(|kv| kv.value()));
+            if state.tripped {
+                s.set_breaker(state.clone());
+                return Ok(Self::refused_by_breaker(&state));
+            }
+            tokio::time::sleep(Duration::from_micros(200 * u64::from(attempt.min(10)))).await;
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Coordinator for EtcdCoordinator {
+    fn name(&self) -> &str {
+        "etcd"
+    }
+
+    fn identity(&self) -> &str {
+        &self.shared.settings.identity
+    }
+
+    async fn acquire(&self, request: &TokenRequest) -> Admission {
+        let s = &self.shared;
+        let breaker = s.breaker();
+        if breaker.tripped {
+            return Self::refused_by_breaker(&breaker);
+        }
+        let budgets: Vec<&Budget> = s.settings.budgets_for(&request.kind).collect();
+        if budgets.is_empty() {
+            // Fleet-scoped, but no budget counts this kind.
+            return Admission::Granted(Token {
+                decision: request.decision.clone(),
+                holder: s.settings.identity.clone(),
+                budgets: vec![],
+                keys: vec![],
+            });
+        }
+        if let Health::Unreachable(why) = s.health() {
+            return Admission::Unavailable(why);
+        }
+        if let Some(refused) = self.standby(&budgets).await {
+            return refused;
+        }
+        let Some(lease) = s.lease() else {
+            return Admission::Unavailable("no session with etcd".into());
+        };
+        // Contention retries included, the whole take is bounded.
+        match tokio::time::timeout(s.settings.request_timeout * 2, self.take(request, &budgets, lease)).await {
+            Ok(Ok(admission)) => admission,
+            Ok(Err(why)) => Admission::Unavailable(why),
+            Err(_) => Admission::Unavailable(format!(
+                "taking a budget token at {}: no answer within {:?}",
+                s.settings.endpoints.join(","),
+                s.settings.request_timeout * 2
+            )),
+        }
+    }
+
+    async fn release(&self, token: &Token, why: Release) -> Result<(), CoordinationError> {
+        let s = &self.shared;
+        let keys: Vec<&String> = token
+            .keys
+            .iter()
+            .filter(|k| match why {
+                Release::NotDone => true,
+                // Windowed tokens keep counting until their window ends.
+                Release::Undone => s
+                    .keys
+                    .parse_token(k)
+                    .and_then(|(budget, ..)| s.settings.budgets.iter().find(|b| b.name == budget))
+                    .is_none_or(|b| b.window.is_none()),
+            })
+            .collect();
+        if keys.is_empty() {
+            return Ok(());
+        }
+        let ops: Vec<TxnOp> = keys.iter().map(|k| TxnOp::delete(k.as_str(), None)).collect();
+        let mut kv = s.client.kv_client();
+        s.bounded("giving a token back", kv.txn(Txn::new().and_then(ops)))
+            .await
+            .map_err(CoordinationError::Unavailable)?;
+        for k in keys {
+            s.forget(k);
+        }
+        Ok(())
+    }
+
+    fn breaker(&self) -> FleetBreaker {
+        self.shared.breaker()
+    }
+
+    async fn trip(&self, reason: &str) -> Result<(), CoordinationError> {
+        let s = &self.shared;
+        let value = BreakerValue { by: s.settings.identity.clone(), reason: reason.to_string(), at_ms: now_ms() };
+        let json = serde_json::to_string(&value).unwrap_or_default();
+        // The first trip stands: a second daemon tripping does not rewrite who and why.
+        let txn = Txn::new()
+            .when(vec![Compare::version(s.keys.breaker(), CompareOp::Equal, 0)])
+            .and_then(vec![TxnOp::put(s.keys.breaker(), json.clone(), None)]);
+        let mut kv = s.client.kv_client();
+        let r = s.bounded("tripping the fleet breaker", kv.txn(txn)).await.map_err(CoordinationError::Unavailable)?;
+        if r.succeeded() {
+            s.set_breaker(breaker_of(Some(json.as_bytes())));
+            tracing::warn!(message = "Fleet breaker tripped by this daemon.", %reason);
+        }
+        Ok(())
+    }
+
+    async fn reset(&self, by: &str) -> Result<FleetBreaker, CoordinationError> {
+        reset_breaker(&self.shared.client, &self.shared.keys, by, self.shared.settings.request_timeout)
+            .await
+            .map_err(|e| CoordinationError::Unavailable(e.to_string()))
+    }
+
+    fn health(&self) -> Health {
+        self.shared.health()
+    }
+}
+
+/// Resets the fleet breaker for every daemon, recording who did it; returns
+/// the state it had. Used by `rocemend fleet reset-breaker`.
+pub async fn reset_breaker(
+    client: &Client,
+    keys: &crate::keys::Keys,
+    by: &str,
+    timeout: Duration,
+) -> Result<FleetBreaker, FleetError> {
+    let mut kv = client.kv_client();
+    let bounded = |e: String| FleetError::Etcd { endpoints: "etcd".into(), error: e };
+    let got = tokio::time::timeout(timeout, kv.get(keys.breaker(), None))
+        .await
+        .map_err(|_| bounded(format!("reading the breaker: no answer within {timeout:?}")))?
+        .map_err(|e| bounded(format!("reading the breaker: {e}")))?;
+    let old = breaker_of(got.kvs().first().map(|kv| kv.value()));
+    if !old.tripped {
+        return Ok(old);
+    }
+    let record = BreakerValue {
+        by: by.to_string(),
+        reason: format!("reset; tripped by {}: {}", old.by, old.reason),
+        at_ms: now_ms(),
+    };
+    let txn = Txn::new().and_then(vec![
+        TxnOp::delete(keys.breaker(), None),
+        TxnOp::put(keys.breaker_reset(), serde_json::to_string(&record).unwrap_or_default(), None),
+    ]);
+    tokio::time::timeout(timeout, kv.txn(txn))
+        .await
+        .map_err(|_| bounded(format!("resetting the breaker: no answer within {timeout:?}")))?
+        .map_err(|e| bounded(format!("resetting the breaker: {e}")))?;
+    tracing::warn!(message = "Fleet breaker reset.", %by, was_tripped_by = %old.by);
+    Ok(old)
+}

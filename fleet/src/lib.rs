@@ -1,0 +1,60 @@
+//! Fleet coordination for rocemend: one safety budget across every daemon,
+//! kept in etcd v3.
+//!
+//! One daemon runs per node, more next to the switches. Limits such as "at
+//! most 3 nodes cordoned per 10 minutes", "at most 5 % of the fleet" or
+//! "never two rails of one plane drained" are fleet-wide, yet each daemon
+//! sees only itself; when a spine fails, every daemon in its blast radius
+//! sees the fault at once. This crate keeps the budget in etcd, an existing
+//! distributed store, rather than in a protocol of our own:
+//!
+//! - [`settings`]: the `[fleet]` table and its budgets (always compiled);
+//! - [`keys`]: the key layout in etcd and the values stored (always);
+//! - `coordinator` (feature `etcd`): [`EtcdCoordinator`], the
+//!   [`engine::coordination::Coordinator`] the dispatcher consults for
+//!   fleet-scoped actions: a token per action, taken in one transaction,
+//!   under the daemon's lease; the fleet breaker, watched;
+//! - `session` (feature `etcd`): the lease, its keep-alive, health and the
+//!   breaker watch, in the background;
+//! - `election` (feature `etcd`): leader election for switch aggregators;
+//! - `status` (feature `etcd`): what `rocemend fleet status` shows.
+//!
+//! The `etcd` feature is off by default because `etcd-client` compiles its
+//! protos with `protoc`; without it, the daemon runs standalone.
+
+#![deny(missing_docs)]
+
+pub mod keys;
+pub mod settings;
+
+#[cfg(feature = "etcd")]
+mod coordinator;
+#[cfg(feature = "etcd")]
+pub mod election;
+#[cfg(feature = "etcd")]
+mod session;
+#[cfg(feature = "etcd")]
+pub mod status;
+
+#[cfg(feature = "etcd")]
+pub use coordinator::{connect_client, connect_election_client, reset_breaker, EtcdCoordinator};
+#[cfg(feature = "etcd")]
+pub use etcd_client;
+pub use settings::{FleetConfig, FleetSettings};
+
+/// Fleet coordination failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FleetError {
+    /// etcd could not be reached or refused a request.
+    #[error("etcd at {endpoints}: {error}")]
+    Etcd {
+        /// The endpoints.
+        endpoints: String,
+        /// What failed.
+        error: String,
+    },
+    /// The configuration is wrong.
+    #[error("{0}")]
+    Config(String),
+}

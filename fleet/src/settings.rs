@@ -1,0 +1,376 @@
+//! The `[fleet]` table of the daemon's configuration, and the budgets it
+//! declares. Compiled without the `etcd` feature too, so every build can
+//! read and check a configuration that names a fleet.
+//!
+//! ```toml
+//! [fleet]
+//! etcd = ["http://127.0.0.1:2379"]
+//! identity = "gpu-node-17"        # default: the host name
+//! lease_ttl = "10s"               # a dead daemon's tokens free after this
+//! request_timeout = "2s"          # an etcd call slower than this: unavailable
+//! fleet_size = 512                # nodes, for `max_percent`
+//! aggregator = "pod-a"            # a switch aggregator: only the elected
+//!                                 # leader of "pod-a" changes switches
+//!
+//! [[fleet.budget]]
+//! name = "cordon"
+//! kinds = ["node.cordon", "node.drain"]
+//! max = 3
+//! window = "10m"                  # a token counts for 10 minutes
+//! max_percent = 5.0               # and never more than 5 % of the fleet
+//!
+//! [[fleet.budget]]
+//! name = "rail"
+//! kinds = ["rail.*"]
+//! max = 1
+//! per = "plane"                   # one rail drained per plane at once
+//! ```
+//!
+//! Without `[[fleet.budget]]` tables the defaults of [`default_budgets`]
+//! apply.
+
+use std::time::Duration;
+
+use engine::policy::{kind_matches, Impact};
+use engine::time::parse_duration;
+use serde::{Deserialize, Serialize};
+
+/// The `[fleet]` table as written.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FleetConfig {
+    /// etcd client URLs.
+    pub etcd: Vec<String>,
+    /// This daemon's identity; the host name when unset.
+    #[serde(default)]
+    pub identity: Option<String>,
+    /// The session lease's time to live.
+    #[serde(default = "default_ttl")]
+    pub lease_ttl: String,
+    /// How long one etcd call may take.
+    #[serde(default = "default_request_timeout")]
+    pub request_timeout: String,
+    /// Key prefix of everything rocemend keeps in etcd.
+    #[serde(default = "default_prefix")]
+    pub prefix: String,
+    /// Nodes in the fleet, for budgets with `max_percent`.
+    #[serde(default)]
+    pub fleet_size: Option<u32>,
+    /// The budgets; [`default_budgets`] when empty.
+    #[serde(default)]
+    pub budget: Vec<BudgetConfig>,
+    /// Set on a switch aggregator: the election (one per switch set) whose
+    /// leader alone takes switch configuration changes (kinds counted by a
+    /// `per = "switch"` budget); a standby holds them.
+    #[serde(default)]
+    pub aggregator: Option<String>,
+}
+
+fn default_ttl() -> String {
+    "10s".into()
+}
+
+fn default_request_timeout() -> String {
+    "2s".into()
+}
+
+fn default_prefix() -> String {
+    "/rocemend/fleet/".into()
+}
+
+/// What a budget is counted over.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Per {
+    /// One count for the whole fleet.
+    #[default]
+    Fleet,
+    /// One count per plane (of the action's target).
+    Plane,
+    /// One count per switch.
+    Switch,
+}
+
+/// One `[[fleet.budget]]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetConfig {
+    /// Name, in reasons and status.
+    pub name: String,
+    /// The action kinds it counts (`node.cordon`, `rail.*`).
+    pub kinds: Vec<String>,
+    /// At most this many tokens.
+    pub max: u32,
+    /// A token counts for this long after it is taken (a rate: "3 per 10
+    /// minutes"); without it, while the action is in effect (a concurrency
+    /// limit: "one rail per plane at once").
+    #[serde(default)]
+    pub window: Option<String>,
+    /// And at most this share of `fleet_size`, in percent.
+    #[serde(default)]
+    pub max_percent: Option<f64>,
+    /// What it is counted over.
+    #[serde(default)]
+    pub per: Per,
+}
+
+/// The budgets when the configuration declares none: cordons 3 per 10
+/// minutes and at most 5 % of the fleet; one rail drained per plane at
+/// once; at most 4 switch configuration changes in effect per switch.
+pub fn default_budgets() -> Vec<BudgetConfig> {
+    vec![
+        BudgetConfig {
+            name: "cordon".into(),
+            kinds: vec!["node.cordon".into(), "node.drain".into()],
+            max: 3,
+            window: Some("10m".into()),
+            max_percent: Some(5.0),
+            per: Per::Fleet,
+        },
+        BudgetConfig {
+            name: "rail".into(),
+            kinds: vec!["rail.*".into()],
+            max: 1,
+            window: None,
+            max_percent: None,
+            per: Per::Plane,
+        },
+        BudgetConfig {
+            name: "switch".into(),
+            kinds: vec!["pfcwd.*".into(), "ecn.*".into(), "switch.*".into(), "port.*".into()],
+            max: 4,
+            window: None,
+            max_percent: None,
+            per: Per::Switch,
+        },
+    ]
+}
+
+/// A budget, checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Budget {
+    /// Name.
+    pub name: String,
+    /// Kinds it counts.
+    pub kinds: Vec<String>,
+    /// Tokens at most: `max`, lowered by `max_percent` of the fleet.
+    pub limit: u32,
+    /// How long a token counts; `None`: while in effect.
+    pub window: Option<Duration>,
+    /// What it is counted over.
+    pub per: Per,
+}
+
+impl Budget {
+    /// Whether it counts `kind`.
+    pub fn counts(&self, kind: &str) -> bool {
+        self.kinds.iter().any(|p| kind_matches(p, kind))
+    }
+
+    /// The part of the budget an action lands in: `all`, `plane=2`,
+    /// `switch=leaf-3`. A target whose plane or switch is not known counts
+    /// in `plane=unknown` / `switch=unknown`, shared by every such target:
+    /// not knowing where an action lands never loosens a limit.
+    pub fn cell(&self, impact: &Impact) -> String {
+        match self.per {
+            Per::Fleet => "all".into(),
+            Per::Plane => format!("plane={}", impact.plane.as_deref().unwrap_or("unknown")),
+            Per::Switch => format!("switch={}", impact.switch.as_deref().unwrap_or("unknown")),
+        }
+    }
+
+    /// The budget in words: `3 per 10m`, `1 at once per plane`.
+    pub fn describe(&self) -> String {
+        let per = match self.per {
+            Per::Fleet => "",
+            Per::Plane => " per plane",
+            Per::Switch => " per switch",
+        };
+        match self.window {
+            Some(w) => format!("{} per {}{per}", self.limit, words(w)),
+            None => format!("{} at once{per}", self.limit),
+        }
+    }
+}
+
+/// A window as an operator writes it: `10m`, `1h`, `90s`.
+fn words(d: Duration) -> String {
+    let s = d.as_secs();
+    if d.subsec_nanos() != 0 || s == 0 {
+        engine::time::Span(d.as_nanos() as i64).to_string()
+    } else if s % 3600 == 0 {
+        format!("{}h", s / 3600)
+    } else if s % 60 == 0 {
+        format!("{}m", s / 60)
+    } else {
+        format!("{s}s")
+    }
+}
+
+/// The `[fleet]` table, checked and with durations parsed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FleetSettings {
+    /// etcd client URLs.
+    pub endpoints: Vec<String>,
+    /// This daemon's identity.
+    pub identity: String,
+    /// Session lease TTL.
+    pub lease_ttl: Duration,
+    /// Per-call timeout.
+    pub request_timeout: Duration,
+    /// Key prefix, ending in `/`.
+    pub prefix: String,
+    /// The budgets.
+    pub budgets: Vec<Budget>,
+    /// The aggregator election this daemon campaigns in, if any.
+    pub aggregator: Option<String>,
+}
+
+fn duration(field: &str, text: &str) -> Result<Duration, String> {
+    let ns = parse_duration(text).map_err(|e| format!("fleet.{field}: {e}"))?;
+    if ns <= 0 {
+        return Err(format!("fleet.{field} = {text:?}: must be more than zero"));
+    }
+    Ok(Duration::from_nanos(ns as u64))
+}
+
+impl FleetSettings {
+    /// Checks a `[fleet]` table. Errors name the field.
+    pub fn new(config: &FleetConfig) -> Result<FleetSettings, String> {
+        if config.etcd.is_empty() {
+            return Err("fleet.etcd: no endpoint; give at least one URL like \"http://127.0.0.1:2379\"".into());
+        }
+        for url in &config.etcd {
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err(format!("fleet.etcd: {url:?} is not an http:// or https:// URL"));
+            }
+        }
+        let lease_ttl = duration("lease_ttl", &config.lease_ttl)?;
+        if lease_ttl < Duration::from_secs(2) {
+            return Err(format!(
+                "fleet.lease_ttl = {:?}: etcd leases are whole seconds, at least 2s",
+                config.lease_ttl
+            ));
+        }
+        let request_timeout = duration("request_timeout", &config.request_timeout)?;
+        let identity = match &config.identity {
+            Some(id) => id.clone(),
+            None => host_name().ok_or("fleet.identity: not set, and the host name could not be read")?,
+        };
+        if identity.is_empty() || identity.contains('/') {
+            return Err(format!("fleet.identity = {identity:?}: must be non-empty and without '/'"));
+        }
+        let mut prefix = config.prefix.clone();
+        if !prefix.ends_with('/') {
+            prefix.push('/');
+        }
+        let declared = if config.budget.is_empty() { default_budgets() } else { config.budget.clone() };
+        let mut budgets = Vec::new();
+        for b in &declared {
+            budgets.push(check_budget(b, config.fleet_size)?);
+        }
+        let mut names = std::collections::BTreeSet::new();
+        for b in &budgets {
+            if !names.insert(b.name.as_str()) {
+                return Err(format!("fleet.budget {:?} is declared twice", b.name));
+            }
+        }
+        if let Some(a) = &config.aggregator {
+            if a.is_empty() {
+                return Err("fleet.aggregator: empty election name".into());
+            }
+        }
+        Ok(FleetSettings {
+            endpoints: config.etcd.clone(),
+            identity,
+            lease_ttl,
+            request_timeout,
+            prefix,
+            budgets,
+            aggregator: config.aggregator.clone(),
+        })
+    }
+
+    /// The budgets that count `kind`.
+    pub fn budgets_for<'a>(&'a self, kind: &'a str) -> impl Iterator<Item = &'a Budget> + 'a {
+        self.budgets.iter().filter(move |b| b.counts(kind))
+    }
+}
+
+fn check_budget(b: &BudgetConfig, fleet_size: Option<u32>) -> Result<Budget, String> {
+    let at = |m: String| format!("fleet.budget {:?}: {m}", b.name);
+    if b.name.is_empty() || b.name.contains('/') {
+        return Err(at("the name must be non-empty and without '/'".into()));
+    }
+    if b.kinds.is_empty() {
+        return Err(at("counts no action kind".into()));
+    }
+    let window = match &b.window {
+        Some(w) => Some(duration(&format!("budget {:?}.window", b.name), w)?),
+        None => None,
+    };
+    let mut limit = b.max;
+    if let Some(p) = b.max_percent {
+        if !(0.0..=100.0).contains(&p) {
+            return Err(at(format!("max_percent = {p}: expected 0..=100")));
+        }
+        // Without a fleet size the share cannot be computed; `max` alone
+        // applies, and `fleet status` says so.
+        if let Some(size) = fleet_size {
+            limit = limit.min((f64::from(size) * p / 100.0).floor() as u32);
+        }
+    }
+    Ok(Budget { name: b.name.clone(), kinds: b.kinds.clone(), limit, window, per: b.per })
+}
+
+fn host_name() -> Option<String> {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname").ok()?;
+    let name = name.trim();
+    (!name.is_empty()).then(|| name.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<FleetSettings, String> {
+        #[derive(Deserialize)]
+        struct Wrapper {
+            fleet: FleetConfig,
+        }
+        let w: Wrapper = toml::from_str(text).map_err(|e| e.to_string())?;
+        FleetSettings::new(&w.fleet)
+    }
+
+    #[test]
+    fn defaults_are_the_documented_budgets() {
+        let s = parse("[fleet]\netcd = [\"http://127.0.0.1:2379\"]\nidentity = \"n1\"\nfleet_size = 40\n").unwrap();
+        assert_eq!(s.lease_ttl, Duration::from_secs(10));
+        assert_eq!(s.prefix, "/rocemend/fleet/");
+        let cordon = s.budgets_for("node.cordon").next().unwrap();
+        // 5 % of 40 is 2, lower than max = 3.
+        assert_eq!((cordon.limit, cordon.window), (2, Some(Duration::from_secs(600))));
+        assert_eq!(cordon.describe(), "2 per 10m");
+        let rail = s.budgets_for("rail.drain").next().unwrap();
+        assert_eq!(rail.describe(), "1 at once per plane");
+        let impact = Impact { plane: Some("2".into()), ..Default::default() };
+        assert_eq!(rail.cell(&impact), "plane=2");
+        assert_eq!(rail.cell(&Impact::default()), "plane=unknown");
+        assert_eq!(s.budgets_for("link.isolate").count(), 0);
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let e = parse("[fleet]\netcd = []\n").unwrap_err();
+        assert!(e.contains("fleet.etcd"), "{e}");
+        let e = parse("[fleet]\netcd = [\"127.0.0.1:2379\"]\n").unwrap_err();
+        assert!(e.contains("not an http"), "{e}");
+        let e = parse("[fleet]\netcd = [\"http://a:1\"]\nidentity = \"n\"\nlease_ttl = \"500ms\"\n").unwrap_err();
+        assert!(e.contains("lease_ttl"), "{e}");
+        let text = "[fleet]\netcd = [\"http://a:1\"]\nidentity = \"n\"\n[[fleet.budget]]\nname = \"c\"\nkinds = [\"node.cordon\"]\nmax = 3\nwindow = \"soon\"\n";
+        let e = parse(text).unwrap_err();
+        assert!(e.contains("budget \"c\".window"), "{e}");
+        let e = parse("[fleet]\netcd = [\"http://a:1\"]\nidenity = \"n\"\n").unwrap_err();
+        assert!(e.contains("idenity"), "{e}");
+    }
+}

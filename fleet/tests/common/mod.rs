@@ -1,0 +1,269 @@
+//! A real etcd (Debian's `etcd-server`) on loopback ports with a temporary
+//! data directory, one member or several; and a daemon's dispatcher wired
+//! to the etcd coordinator.
+
+#![allow(dead_code)]
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use engine::coordination::Coordinator;
+use engine::dispatch::{ActuatorRoute, DispatchConfig, Dispatcher, Mode};
+use engine::policy::{BreakerConfig, Limits, PolicySettings, RetryConfig, TargetLimits, UndoConfig};
+use engine::rule::{RuleMode, Severity};
+use engine::{Action, ActuatorError, Labels, Outcome, Plan, Proposal};
+use fleet::settings::{BudgetConfig, FleetConfig, FleetSettings, Per};
+use fleet::EtcdCoordinator;
+
+/// Whether the `etcd` binary is here; prints why the test is skipped if not.
+pub fn etcd_available(test: &str) -> bool {
+    match Command::new("etcd").arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status() {
+        Ok(s) if s.success() => true,
+        _ => {
+            eprintln!("SKIPPED {test}: no `etcd` binary (Debian package etcd-server); .ci/run installs it");
+            false
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free loopback port")
+}
+
+struct Member {
+    name: String,
+    client: u16,
+    peer: u16,
+    child: Option<Child>,
+}
+
+/// An etcd cluster of one or more members, killed when dropped.
+pub struct Cluster {
+    dir: tempfile::TempDir,
+    members: Vec<Member>,
+    initial: String,
+}
+
+impl Cluster {
+    /// Starts `n` members and waits until the cluster answers.
+    pub async fn start(n: usize) -> Cluster {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let members: Vec<Member> = (0..n)
+            .map(|i| Member { name: format!("m{i}"), client: free_port(), peer: free_port(), child: None })
+            .collect();
+        let initial =
+            members.iter().map(|m| format!("{}=http://127.0.0.1:{}", m.name, m.peer)).collect::<Vec<_>>().join(",");
+        let mut c = Cluster { dir, members, initial };
+        for i in 0..n {
+            c.spawn(i);
+        }
+        c.wait_ready().await;
+        c
+    }
+
+    fn spawn(&mut self, i: usize) {
+        let m = &self.members[i];
+        let data: PathBuf = self.dir.path().join(&m.name);
+        let log = std::fs::File::create(self.dir.path().join(format!("{}.log", m.name))).expect("etcd log file");
+        let client_url = format!("http://127.0.0.1:{}", m.client);
+        let peer_url = format!("http://127.0.0.1:{}", m.peer);
+        let child = Command::new("etcd")
+            .args(["--name", &m.name])
+            .arg("--data-dir")
+            .arg(&data)
+            .args(["--listen-client-urls", &client_url, "--advertise-client-urls", &client_url])
+            .args(["--listen-peer-urls", &peer_url, "--initial-advertise-peer-urls", &peer_url])
+            .args(["--initial-cluster", &self.initial, "--initial-cluster-state", "new"])
+            .args(["--initial-cluster-token", "rocemend-test"])
+            // Fast elections: a killed leader is replaced within about a second.
+            .args(["--heartbeat-interval", "50", "--election-timeout", "500"])
+            .args(["--logger", "zap", "--log-level", "warn"])
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("starting etcd");
+        self.members[i].child = Some(child);
+    }
+
+    /// Client URLs of every member.
+    pub fn endpoints(&self) -> Vec<String> {
+        self.members.iter().map(|m| format!("http://127.0.0.1:{}", m.client)).collect()
+    }
+
+    /// Kills member `i` (SIGKILL).
+    pub fn kill(&mut self, i: usize) {
+        if let Some(mut c) = self.members[i].child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Starts member `i` again on its data directory and ports.
+    pub async fn restart(&mut self, i: usize) {
+        self.spawn(i);
+    }
+
+    /// The index of the member that leads the raft group.
+    pub async fn leader(&self) -> usize {
+        for (i, url) in self.endpoints().iter().enumerate() {
+            if self.members[i].child.is_none() {
+                continue;
+            }
+            if let Ok(mut c) = fleet::etcd_client::Client::connect([url.as_str()], None).await {
+                if let Ok(s) = c.status().await {
+                    if s.leader() == s.header().map(|h| h.member_id()).unwrap_or(0) {
+                        return i;
+                    }
+                }
+            }
+        }
+        panic!("no etcd member says it leads");
+    }
+
+    async fn wait_ready(&self) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Ok(mut c) = fleet::etcd_client::Client::connect(self.endpoints(), None).await {
+                if c.put("/ready", "1", None).await.is_ok() {
+                    return;
+                }
+            }
+            if tokio::time::Instant::now() > deadline {
+                let log = std::fs::read_to_string(self.dir.path().join("m0.log")).unwrap_or_default();
+                panic!("etcd did not come up within 20s; its log:\n{log}");
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Live token keys of `budget` (under the default prefix).
+    pub async fn tokens(&self, budget: &str) -> Vec<String> {
+        let mut c = fleet::etcd_client::Client::connect(self.live_endpoints(), None).await.expect("etcd client");
+        let prefix = format!("/rocemend/fleet/budget/{budget}/");
+        let r =
+            c.get(prefix, Some(fleet::etcd_client::GetOptions::new().with_prefix())).await.expect("reading the budget");
+        r.kvs()
+            .iter()
+            .map(|kv| String::from_utf8_lossy(kv.key()).into_owned())
+            .filter(|k| k.contains("/token/"))
+            .collect()
+    }
+
+    fn live_endpoints(&self) -> Vec<String> {
+        self.members.iter().filter(|m| m.child.is_some()).map(|m| format!("http://127.0.0.1:{}", m.client)).collect()
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for i in 0..self.members.len() {
+            self.kill(i);
+        }
+    }
+}
+
+/// Settings for daemon `identity` with one cordon budget of `max` per 10
+/// minutes.
+pub fn settings(endpoints: &[String], identity: &str, max: u32, ttl_secs: u64) -> FleetSettings {
+    FleetSettings::new(&FleetConfig {
+        etcd: endpoints.to_vec(),
+        identity: Some(identity.into()),
+        lease_ttl: format!("{ttl_secs}s"),
+        // Generous: the test machine's cores are shared with other builds.
+        request_timeout: "2s".into(),
+        prefix: "/rocemend/fleet/".into(),
+        fleet_size: None,
+        aggregator: None,
+        budget: vec![BudgetConfig {
+            name: "cordon".into(),
+            kinds: vec!["node.cordon".into()],
+            max,
+            window: Some("10m".into()),
+            max_percent: None,
+            per: Per::Fleet,
+        }],
+    })
+    .expect("valid fleet settings")
+}
+
+/// A coordinator with a live session.
+pub async fn coordinator(settings: FleetSettings) -> Arc<EtcdCoordinator> {
+    let c = EtcdCoordinator::start(settings).await.expect("starting the coordinator");
+    c.ready(Duration::from_secs(10)).await.expect("an etcd session");
+    Arc::new(c)
+}
+
+/// Counts what it is asked to do; changes nothing.
+#[derive(Default)]
+pub struct Counting {
+    pub executed: AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl engine::Actuator for Counting {
+    fn name(&self) -> &str {
+        "counting"
+    }
+    async fn dry_run(&self, action: &Action) -> Result<Plan, ActuatorError> {
+        Ok(Plan { actuator: "counting".into(), requests: vec![action.to_string()] })
+    }
+    async fn execute(&self, action: &Action) -> Result<Outcome, ActuatorError> {
+        self.executed.fetch_add(1, Ordering::SeqCst);
+        Ok(Outcome { summary: action.to_string(), requests: vec![], prior: None })
+    }
+}
+
+/// A daemon's dispatcher in enforce mode, every action kind routed to
+/// `actuator`, consulting `coordinator`.
+pub fn dispatcher(actuator: Arc<Counting>, coordinator: Arc<dyn Coordinator>) -> Dispatcher {
+    let policy = PolicySettings::new(
+        &Limits::default(),
+        &BreakerConfig::default(),
+        &TargetLimits::default(),
+        &[],
+        &UndoConfig::default(),
+        &RetryConfig { attempts: 1, backoff: "1ms".into() },
+    )
+    .expect("valid policy settings");
+    Dispatcher::new(
+        DispatchConfig {
+            mode: Mode::Enforce,
+            rule_modes: HashMap::new(),
+            routes: vec![ActuatorRoute { pattern: "*".into(), actuator, destructive: true }],
+            timeout: Duration::from_secs(5),
+            policy,
+            topology: None,
+        },
+        None,
+    )
+    .with_coordinator(coordinator, vec![])
+}
+
+/// The proposal every daemon under the failed spine makes: `kind` on its
+/// `node`.
+pub fn proposal(kind: &str, node: &str) -> Proposal {
+    let now = engine::time::wall_clock_now();
+    Proposal {
+        id: format!("p-{kind}-{node}-{now}"),
+        rule: "spine-fault".into(),
+        rule_hash: "00".repeat(32),
+        rule_mode: RuleMode::Enforce,
+        severity: Severity::Critical,
+        subject: Labels::from_pairs([("node", node)]),
+        action: Action {
+            kind: kind.into(),
+            target: Labels::from_pairs([("node", node), ("netdev", "eth0")]),
+            params: BTreeMap::new(),
+        },
+        values: vec![],
+        active_at: now,
+        sample_at: now,
+        decided_at: now,
+        restored: false,
+    }
+}
