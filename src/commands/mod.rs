@@ -9,7 +9,7 @@ mod sensors;
 mod sim;
 mod test;
 
-use crate::cli::{BreakerCommand, Cli, Command, SensorsCommand, SimCommand};
+use crate::cli::{BreakerCommand, ChaosCommand, Cli, Command, SensorsCommand, SimCommand};
 use crate::Outcome;
 
 /// Runs the verb.
@@ -45,11 +45,16 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         }
         Command::Mode { mode, socket } => control::set_mode(&socket.path, &mode),
         Command::Reload { socket } => control::reload(&socket.path),
+        Command::Chaos { command: ChaosCommand::Run { scenarios, runs, seed, playbook, rule_modes, daemon, out, quiet } } => {
+            let options = crate::chaos::Options { runs, seed, playbook, rule_modes, daemon, progress: !quiet };
+            crate::chaos::run_command(&scenarios, &options, &out)
+        }
+        Command::Chaos { command: ChaosCommand::Report { json, out } } => crate::chaos::report_command(&json, out.as_deref()),
     }
 }
 
 /// A tokio runtime for the verbs that need one. Two workers: the machine
 /// this daemon targets spends its cores on training, not on us.
-fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?)
 }
