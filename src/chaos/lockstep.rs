@@ -18,7 +18,8 @@ use chaos::scenario::{check, Plan};
 use engine::dispatch::{ActuatorRoute, DispatchConfig, Decision, Dispatcher, Mode};
 use engine::playbook::Playbook;
 use engine::rule::{self, Helpers};
-use engine::{EngineEvent, Evaluator, Labels, Nanos, SeriesTable, State};
+use engine::ledger::{Ledger, Retention};
+use engine::{EngineEvent, Evaluator, Labels, Nanos, SeriesTable, State, Store};
 
 use super::actuator::{lock, FabricActuator, SharedFabric};
 use super::readers::{NodeReader, PromReader, SwitchReader};
@@ -40,7 +41,15 @@ pub struct Setup<'a> {
 }
 
 /// The dispatcher of `playbook`, its actuators replaced by the fabric's.
-fn dispatcher(playbook: &Playbook, overrides: &[(String, Mode)], plan: &Plan, fabric: &SharedFabric) -> anyhow::Result<Dispatcher> {
+/// The undo of an action needs the ledger's record of what it changed, so
+/// each run keeps one, in its scratch directory.
+fn dispatcher(
+    playbook: &Playbook,
+    overrides: &[(String, Mode)],
+    plan: &Plan,
+    fabric: &SharedFabric,
+    ledger: Ledger,
+) -> anyhow::Result<Dispatcher> {
     let mut routes = Vec::new();
     for entry in &playbook.actuator {
         let actuator: Arc<dyn engine::Actuator> = Arc::new(FabricActuator::new(&entry.name, fabric.clone()));
@@ -62,7 +71,7 @@ fn dispatcher(playbook: &Playbook, overrides: &[(String, Mode)], plan: &Plan, fa
             policy,
             topology: Some(plan.topology.clone()),
         },
-        None,
+        Some(ledger),
     ))
 }
 
@@ -100,7 +109,9 @@ pub async fn run(plan: &Plan, setup: &Setup<'_>, index: u32, seed: u64) -> anyho
         .map_err(|errors| anyhow::anyhow!(errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")))?;
     let rules = crate::wiring::without_disabled(rules, setup.playbook);
     let mut evaluator = Evaluator::new(series.clone(), rules, None)?;
-    let mut dispatcher = dispatcher(setup.playbook, setup.rule_modes, plan, &shared)?;
+    let store = Store::open(&root.join("state.sled"))?;
+    let ledger = Ledger::open(&store, Retention::default())?;
+    let mut dispatcher = dispatcher(setup.playbook, setup.rule_modes, plan, &shared, ledger)?;
 
     let mut node_readers: Vec<NodeReader> =
         nodes.iter().map(|n| NodeReader::new(n, &sysfs::Tree::node_root(&root, n), &series)).collect();
@@ -220,6 +231,8 @@ pub async fn run(plan: &Plan, setup: &Setup<'_>, index: u32, seed: u64) -> anyho
         }
     }
     drop(node_readers);
+    drop(dispatcher);
+    drop(store);
     let _ = std::fs::remove_dir_all(&root);
     let mut record = RunRecord {
         run: index,

@@ -108,7 +108,13 @@ pub async fn run_scenario(loaded: &Loaded, sources: &Sources, options: &Options)
     let seed = options.seed.unwrap_or(plan.seed);
     let started = Instant::now();
     let mut records: Vec<RunRecord> = Vec::with_capacity(runs as usize);
-    let scratch = tempfile::Builder::new().prefix("rocemend-chaos-").tempdir()?;
+    // The sysfs trees are rewritten every step: on tmpfs when there is one.
+    let shm = Path::new("/dev/shm");
+    let scratch = if shm.is_dir() {
+        tempfile::Builder::new().prefix("rocemend-chaos-").tempdir_in(shm)?
+    } else {
+        tempfile::Builder::new().prefix("rocemend-chaos-").tempdir()?
+    };
     let mut failed = 0;
     for i in 0..runs {
         let record = match plan.clock {

@@ -85,6 +85,10 @@ pub struct Outcome {
     /// The first fault's start.
     #[serde(default)]
     pub fault_at: Option<Nanos>,
+    /// The start of the last fault occurrence before detection (the flap
+    /// that made the count, the storm itself).
+    #[serde(default)]
+    pub trigger_at: Option<Nanos>,
     /// When the detecting rule first fired.
     #[serde(default)]
     pub detected_at: Option<Nanos>,
@@ -104,6 +108,14 @@ impl Outcome {
     /// Time to mitigate, ns.
     pub fn ttm(&self) -> Option<Nanos> {
         Some(self.mitigated_at? - self.fault_at?)
+    }
+    /// Time from the trigger to detection, ns.
+    pub fn trigger_ttd(&self) -> Option<Nanos> {
+        Some(self.detected_at? - self.trigger_at?)
+    }
+    /// Time from the trigger to mitigation, ns.
+    pub fn trigger_ttm(&self) -> Option<Nanos> {
+        Some(self.mitigated_at? - self.trigger_at?)
     }
     /// Time to recover, ns.
     pub fn ttr(&self) -> Option<Nanos> {
@@ -174,6 +186,12 @@ pub struct Summary {
     pub mitigate: Stats,
     /// Time to recover.
     pub recover: Stats,
+    /// Time from the trigger to detection.
+    #[serde(default)]
+    pub detect_from_trigger: Stats,
+    /// Time from the trigger to mitigation.
+    #[serde(default)]
+    pub mitigate_from_trigger: Stats,
 }
 
 /// A report: a scenario's runs.
@@ -213,6 +231,8 @@ impl Report {
             detect: Stats::of(&collect(Outcome::ttd)),
             mitigate: Stats::of(&collect(Outcome::ttm)),
             recover: Stats::of(&collect(Outcome::ttr)),
+            detect_from_trigger: Stats::of(&collect(Outcome::trigger_ttd)),
+            mitigate_from_trigger: Stats::of(&collect(Outcome::trigger_ttm)),
         }
     }
 }

@@ -63,6 +63,8 @@ pub fn check(plan: &Plan, record: &RunRecord) -> Outcome {
             .find(|d| d.at >= after && d.verdict == "executed" && d.undo_of.is_none() && kind_matches(action, &d.action))
             .map(|d| d.at)
     });
+    let trigger_at =
+        detected_at.and_then(|d| record.faults.iter().map(|f| f.start).filter(|s| *s <= d).max()).or(fault_at);
     // Recovered: from the first point after the last one out of bounds,
     // provided the bounds then hold for `hold` until the end.
     let mut last_bad: Option<Nanos> = None;
@@ -86,18 +88,20 @@ pub fn check(plan: &Plan, record: &RunRecord) -> Outcome {
             .filter(|t| record.end - t >= plan.hold),
     };
 
-    if let (Some((rule, within)), Some(f)) = (&e.detect, fault_at) {
+    let origin_of_deadlines = if e.from_trigger { trigger_at } else { fault_at };
+    let what = if e.from_trigger { "the trigger" } else { "the fault" };
+    if let (Some((rule, within)), Some(f)) = (&e.detect, origin_of_deadlines) {
         match detected_at {
             Some(t) if t - f <= *within => {}
-            Some(t) => failures.push(format!("{rule} fired {} after the fault; expected within {}", ms(t - f), ms(*within))),
+            Some(t) => failures.push(format!("{rule} fired {} after {what}; expected within {}", ms(t - f), ms(*within))),
             None => failures.push(format!("{rule} never fired")),
         }
     }
-    if let (Some((action, within)), Some(f)) = (&e.mitigate, fault_at) {
+    if let (Some((action, within)), Some(f)) = (&e.mitigate, origin_of_deadlines) {
         match mitigated_at {
             Some(t) if t - f <= *within => {}
             Some(t) => {
-                failures.push(format!("{action} executed {} after the fault; expected within {}", ms(t - f), ms(*within)))
+                failures.push(format!("{action} executed {} after {what}; expected within {}", ms(t - f), ms(*within)))
             }
             None => failures.push(format!("{action} was never executed")),
         }
@@ -161,5 +165,14 @@ pub fn check(plan: &Plan, record: &RunRecord) -> Outcome {
             failures.push(format!("{held} proposal(s) held by the safety policy, at least {min} expected"));
         }
     }
-    Outcome { passed: failures.is_empty(), aborted: None, failures, fault_at, detected_at, mitigated_at, recovered_at }
+    Outcome {
+        passed: failures.is_empty(),
+        aborted: None,
+        failures,
+        fault_at,
+        trigger_at,
+        detected_at,
+        mitigated_at,
+        recovered_at,
+    }
 }

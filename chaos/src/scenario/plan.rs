@@ -79,6 +79,9 @@ pub struct ExpectPlan {
     pub detect: Option<(String, Nanos)>,
     /// Action kind and deadline.
     pub mitigate: Option<(String, Nanos)>,
+    /// Deadlines count from the trigger (the last fault occurrence before
+    /// detection) instead of the first fault.
+    pub from_trigger: bool,
     /// Deadline for the steady state.
     pub recover_within: Option<Nanos>,
     /// Must happen.
@@ -276,12 +279,24 @@ impl Scenario {
         }
         let e = &self.expect;
         let expect = ExpectPlan {
-            detect: e.detect.as_ref().map(|d| Ok((d.rule.clone(), ctx.dur(&d.within, "detect.within")?))).transpose()?,
+            detect: e
+                .detect
+                .as_ref()
+                .map(|d| Ok::<_, ScenarioError>((d.rule.clone(), ctx.dur(&d.within, "detect.within")?)))
+                .transpose()?,
             mitigate: e
                 .mitigate
                 .as_ref()
-                .map(|m| Ok((m.action.clone(), ctx.dur(&m.within, "mitigate.within")?)))
+                .map(|m| Ok::<_, ScenarioError>((m.action.clone(), ctx.dur(&m.within, "mitigate.within")?)))
                 .transpose()?,
+            from_trigger: match e.from.as_ref().map(|f| f.get_ref().as_str()) {
+                None | Some("fault") => false,
+                Some("trigger") => true,
+                Some(other) => {
+                    let span = e.from.as_ref().map(|f| f.span()).unwrap_or(0..0);
+                    return Err(ctx.err(span, format!("from {other:?}: expected \"fault\" or \"trigger\"")));
+                }
+            },
             recover_within: e.recover_within.as_ref().map(|d| ctx.dur(d, "recover_within")).transpose()?,
             must: e.must.clone(),
             must_not: e.must_not.clone(),
@@ -325,6 +340,32 @@ impl Scenario {
 }
 
 impl Plan {
+    /// The faults of one run on real links (no fabric), in start order;
+    /// `seed` draws the jitter.
+    pub fn schedule_real(&self, seed: u64) -> Vec<Scheduled> {
+        let mut rng = fastrand::Rng::with_seed(seed ^ 0x5eed_f417);
+        let mut out = Vec::new();
+        for (fi, f) in self.faults.iter().enumerate() {
+            let jitter = if f.jitter > 0 { rng.i64(0..=f.jitter) } else { 0 };
+            for r in 0..f.repeats {
+                let start = f.at + jitter + r as i64 * f.every;
+                let kind = serde_json::to_value(f.kind).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+                let label = format!("{kind} {}", f.link.as_deref().unwrap_or("?"));
+                out.push(Scheduled {
+                    fault: fi,
+                    kind: f.kind,
+                    label,
+                    start,
+                    end: f.duration.map(|d| start + d),
+                    effects: Vec::new(),
+                    nodes: Vec::new(),
+                });
+            }
+        }
+        out.sort_by_key(|s| s.start);
+        out
+    }
+
     /// The faults of one run, in start order, each with its fabric effects;
     /// `seed` draws the jitter.
     pub fn schedule(&self, fabric: &Fabric, seed: u64) -> Vec<Scheduled> {

@@ -253,6 +253,11 @@ pub struct Expect {
     /// The steady state holds again within this long of the first fault.
     #[serde(default)]
     pub recover_within: Option<Dur>,
+    /// Where `detect` and `mitigate` deadlines count from: `"fault"` (the
+    /// first fault's start, the default) or `"trigger"` (the last fault
+    /// occurrence before detection: the flap that made the count).
+    #[serde(default)]
+    pub from: Option<Spanned<String>>,
     /// Actions that must happen.
     #[serde(default)]
     pub must: Vec<ActionMatch>,
