@@ -8,8 +8,9 @@
 //! links of the host's own namespace and the decisions are read afterwards
 //! from the running daemon's control socket (a game day).
 //!
-//! Fault times are taken when `ip`/`tc` has returned, so the kernel has made
-//! the change: detection and isolation latencies are measured from there.
+//! A flap's time is taken just before `ip link set down` runs, so the
+//! detection and isolation latencies measured include starting `ip`: an
+//! upper bound.
 
 use std::collections::BTreeSet;
 use std::os::fd::AsRawFd;
@@ -126,8 +127,11 @@ fn drive_faults(plan: &Plan, target: &Target, start: Nanos, seed: u64) -> anyhow
                 // does when the switch port or the cable goes.
                 let peer = format!("{link}p");
                 while wall_clock_now() + f.down < stop {
-                    target.tool("ip", &["link", "set", &peer, "down"])?;
+                    // Stamped before `ip` runs: the kernel's event (and the
+                    // daemon's reaction) can come before `ip` has exited, and
+                    // the latency measured includes the process start.
                     let down_at = wall_clock_now();
+                    target.tool("ip", &["link", "set", &peer, "down"])?;
                     std::thread::sleep(Duration::from_nanos(f.down.max(0) as u64));
                     target.tool("ip", &["link", "set", &peer, "up"])?;
                     let up_at = wall_clock_now();
