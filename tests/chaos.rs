@@ -79,7 +79,11 @@ fn pfc_storm_is_contained_within_300_ms_and_not_without_the_watchdog_escalation(
     assert_eq!(escalations[0]["target"]["switch"], "leaf-rail3");
     assert_eq!(escalations[0]["target"]["port"], "Ethernet12");
     // The storm ends at 4 s: the escalation is undone once the rule resolves.
-    let undone = report["runs"][0]["decisions"].as_array().unwrap().iter().any(|d| !d["undo_of"].is_null() && d["verdict"] == "executed");
+    let undone = report["runs"][0]["decisions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|d| !d["undo_of"].is_null() && d["verdict"] == "executed");
     assert!(undone, "the escalation is undone after the storm");
     let p99 = report["summary"]["detect"]["p99"].as_f64().unwrap();
     assert!(p99 <= 300.0, "detection p99 {p99} ms");
@@ -114,7 +118,8 @@ fn a_rail_failure_drains_the_rail_on_every_node_and_not_without_it() {
 #[test]
 fn many_faults_hit_the_blast_radius_limit_and_fail_without_it() {
     let report = passes("many_faults", 2);
-    let held: Vec<&Value> = report["runs"][0]["decisions"].as_array().unwrap().iter().filter(|d| d["verdict"] == "held").collect();
+    let held: Vec<&Value> =
+        report["runs"][0]["decisions"].as_array().unwrap().iter().filter(|d| d["verdict"] == "held").collect();
     assert!(!held.is_empty());
     assert!(held[0]["reason"].as_str().unwrap().contains("rail"), "{}", held[0]["reason"]);
     // The same scenario with a playbook that allows two rails of a plane: the
@@ -122,7 +127,8 @@ fn many_faults_hit_the_blast_radius_limit_and_fail_without_it() {
     let text = std::fs::read_to_string(root().join("chaos/scenarios/playbooks/chaos.toml")).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let loose = dir.path().join("loose.toml");
-    let text = text.replace("max_rails_per_plane = 1", "max_rails_per_plane = 4").replace("rules = \"../../rules\"", "");
+    let text =
+        text.replace("max_rails_per_plane = 1", "max_rails_per_plane = 4").replace("rules = \"../../rules\"", "");
     std::fs::write(&loose, text).unwrap();
     let (code, report) = run(&scenario("many_faults"), 1, &["--playbook", loose.to_str().unwrap()]);
     assert_eq!(code, 1);
@@ -138,7 +144,8 @@ fn a_sensor_outage_causes_no_action_and_a_real_fault_would_be_seen() {
     let text = std::fs::read_to_string(scenario("sensor_outage")).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("sensor_outage.toml");
-    let text = text.replace("inventory = \"example\"", "inventory = \"example\"\nrules = \"RULES\"\nplaybook = \"PLAYBOOK\"")
+    let text = text
+        .replace("inventory = \"example\"", "inventory = \"example\"\nrules = \"RULES\"\nplaybook = \"PLAYBOOK\"")
         .replace("RULES", root().join("chaos/rules").to_str().unwrap())
         .replace("PLAYBOOK", root().join("chaos/scenarios/playbooks/chaos.toml").to_str().unwrap())
         + "\n[[fault]]\nkind = \"pfc_storm\"\nselect = { node = \"node-04\", netdev = \"eth0\" }\nat = \"2s\"\n";
@@ -172,7 +179,11 @@ fn a_seed_replays_a_run_exactly() {
 fn scenario_errors_name_file_line_and_column() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bad.toml");
-    std::fs::write(&path, "name = \"bad\"\nduration = \"5s\"\n\n[[steady_state.probe]]\nname = \"step_time\"\nmax = 1\n").unwrap();
+    std::fs::write(
+        &path,
+        "name = \"bad\"\nduration = \"5s\"\n\n[[steady_state.probe]]\nname = \"step_time\"\nmax = 1\n",
+    )
+    .unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_rocemend")).args(["chaos", "run"]).arg(&path).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);

@@ -54,7 +54,12 @@ fn the_report_timeline_is_drawn_in_chromium() {
     let shot = out.path().join("shot.png");
     let mut screenshot = Command::new(&browser);
     common(&mut screenshot);
-    let result = screenshot.arg(format!("--screenshot={}", shot.display())).arg("--window-size=1200,1600").arg(&url).output().unwrap();
+    let result = screenshot
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg("--window-size=1200,1600")
+        .arg(&url)
+        .output()
+        .unwrap();
     assert!(result.status.success(), "{}", String::from_utf8_lossy(&result.stderr));
     let png = std::fs::read(&shot).unwrap();
     assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");

@@ -109,7 +109,8 @@ impl FabricActuator {
             "pfcwd.escalate" => {
                 let switch = target(action, "switch")?;
                 let port = target(action, "port")?;
-                let leaf = fabric.leaf(switch).ok_or_else(|| ActuatorError::Invalid(format!("no switch {switch:?}")))?;
+                let leaf =
+                    fabric.leaf(switch).ok_or_else(|| ActuatorError::Invalid(format!("no switch {switch:?}")))?;
                 let mode = action.params.get("action").map(String::as_str).unwrap_or("drop");
                 let prior = leaf.model.config_entry("PFC_WD", port).and_then(|e| e.get("action").cloned());
                 Ok((
@@ -119,7 +120,8 @@ impl FabricActuator {
             }
             "ecn.lower" => {
                 let switch = target(action, "switch")?;
-                let leaf = fabric.leaf(switch).ok_or_else(|| ActuatorError::Invalid(format!("no switch {switch:?}")))?;
+                let leaf =
+                    fabric.leaf(switch).ok_or_else(|| ActuatorError::Invalid(format!("no switch {switch:?}")))?;
                 let entry = leaf.model.config_entry("WRED_PROFILE", LOSSLESS_PROFILE).unwrap_or_default();
                 let factor: f64 = action.params.get("factor").and_then(|f| f.parse().ok()).unwrap_or(0.5);
                 if !(0.05..1.0).contains(&factor) {
@@ -141,13 +143,16 @@ impl FabricActuator {
                     .nic_index(node, netdev)
                     .ok_or_else(|| ActuatorError::Invalid(format!("no link {netdev} on {node}")))?;
                 let prior = fabric.nics[i].admin_up;
-                Ok((Change::Admin { node: node.into(), netdev: netdev.into(), up: false }, json!({ "admin_up": prior })))
+                Ok((
+                    Change::Admin { node: node.into(), netdev: netdev.into(), up: false },
+                    json!({ "admin_up": prior }),
+                ))
             }
             "rail.drain" => {
                 let node = target(action, "node")?;
-                let rail: u32 = target(action, "rail")?
-                    .parse()
-                    .map_err(|_| ActuatorError::Invalid(format!("rail {:?} is not a number", action.target.get("rail"))))?;
+                let rail: u32 = target(action, "rail")?.parse().map_err(|_| {
+                    ActuatorError::Invalid(format!("rail {:?} is not a number", action.target.get("rail")))
+                })?;
                 Ok((Change::Drain { node: node.into(), rail, drained: true }, json!({ "drained": false })))
             }
             "node.cordon" => {
@@ -190,7 +195,8 @@ impl FabricActuator {
         let mut fabric = lock(&self.fabric);
         match change {
             Change::Switch { switch, fields } => {
-                let leaf = fabric.leaf(switch).ok_or_else(|| ActuatorError::Invalid(format!("no switch {switch:?}")))?;
+                let leaf =
+                    fabric.leaf(switch).ok_or_else(|| ActuatorError::Invalid(format!("no switch {switch:?}")))?;
                 let request = config_set(fields);
                 leaf.model
                     .write(|s| tree::set(s, &request))
@@ -280,6 +286,10 @@ impl Actuator for FabricActuator {
         let prior = applied.prior.clone().unwrap_or_default();
         let change = self.restore(action, &prior)?;
         self.apply(&change)?;
-        Ok(Outcome { summary: format!("undid {action} on the simulated fabric"), requests: change.requests(), prior: None })
+        Ok(Outcome {
+            summary: format!("undid {action} on the simulated fabric"),
+            requests: change.requests(),
+            prior: None,
+        })
     }
 }

@@ -15,10 +15,10 @@ use std::sync::{Arc, Mutex};
 use chaos::fabric::{sysfs, Fabric};
 use chaos::report::{DecisionRecord, FaultRecord, ProbeSeries, RunRecord, TransitionRecord};
 use chaos::scenario::{check, Plan};
-use engine::dispatch::{ActuatorRoute, DispatchConfig, Decision, Dispatcher, Mode};
+use engine::dispatch::{ActuatorRoute, Decision, DispatchConfig, Dispatcher, Mode};
+use engine::ledger::{Ledger, Retention};
 use engine::playbook::Playbook;
 use engine::rule::{self, Helpers};
-use engine::ledger::{Ledger, Retention};
 use engine::{EngineEvent, Evaluator, Labels, Nanos, SeriesTable, State, Store};
 
 use super::actuator::{lock, FabricActuator, SharedFabric};
@@ -54,7 +54,11 @@ fn dispatcher(
     for entry in &playbook.actuator {
         let actuator: Arc<dyn engine::Actuator> = Arc::new(FabricActuator::new(&entry.name, fabric.clone()));
         for pattern in &entry.handles {
-            routes.push(ActuatorRoute { pattern: pattern.clone(), actuator: actuator.clone(), destructive: entry.destructive });
+            routes.push(ActuatorRoute {
+                pattern: pattern.clone(),
+                actuator: actuator.clone(),
+                destructive: entry.destructive,
+            });
         }
     }
     let mut rule_modes = playbook.rule_modes();
@@ -131,7 +135,12 @@ pub async fn run(plan: &Plan, setup: &Setup<'_>, index: u32, seed: u64) -> anyho
     let mut next_edge = 0;
     let faults: Vec<FaultRecord> = schedule
         .iter()
-        .map(|s| FaultRecord { label: s.label.clone(), nodes: s.nodes.clone(), start: start + s.start, end: s.end.map(|e| start + e) })
+        .map(|s| FaultRecord {
+            label: s.label.clone(),
+            nodes: s.nodes.clone(),
+            start: start + s.start,
+            end: s.end.map(|e| start + e),
+        })
         .collect();
 
     let mut probes: Vec<ProbeSeries> =

@@ -236,7 +236,8 @@ pub fn run_command(scenarios: &[PathBuf], options: &Options, out_dir: &Path) -> 
 /// `rocemend chaos report`: renders a JSON report as HTML again.
 pub fn report_command(json: &Path, out: Option<&Path>) -> anyhow::Result<Outcome> {
     let text = std::fs::read(json).with_context(|| format!("reading {}", json.display()))?;
-    let report: Report = serde_json::from_slice(&text).with_context(|| format!("{} is not a chaos report", json.display()))?;
+    let report: Report =
+        serde_json::from_slice(&text).with_context(|| format!("{} is not a chaos report", json.display()))?;
     let page = out.map(Path::to_path_buf).unwrap_or_else(|| json.with_extension("html"));
     std::fs::write(&page, html::render(&report)).with_context(|| format!("writing {}", page.display()))?;
     println!("{}", page.display());

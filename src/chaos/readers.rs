@@ -52,7 +52,8 @@ impl NodeReader {
     /// A reader of `node`'s tree, mounted at `root`, registering into `table`.
     pub fn new(node: &str, root: &Path, table: &SeriesTable) -> NodeReader {
         let private = SeriesTable::new(None, Labels::from_pairs([("node", node)]));
-        let config = RdmaSysfsConfig { root: root.to_path_buf(), interval_ms: 100, rescan_every: 1_000, devices: Vec::new() };
+        let config =
+            RdmaSysfsConfig { root: root.to_path_buf(), interval_ms: 100, rescan_every: 1_000, devices: Vec::new() };
         let name = format!("rdma_sysfs@{node}");
         let poller = Poller::new(&config, context(&private, &name));
         NodeReader { node: node.to_string(), poller, engine: context(table, &name), private, ids: HashMap::new() }
@@ -100,13 +101,16 @@ const PATHS: &[&str] = &[
     "openconfig:/interfaces/interface[name=*]/state/oper-status",
 ];
 
+/// A reading's series key: port, metric, queue, priority.
+type ReadingKey = (String, &'static str, Option<u8>, Option<u8>);
+
 /// One leaf's telemetry through its gNMI data tree.
 pub struct SwitchReader {
     /// The switch.
     pub name: String,
     paths: Vec<gnmi_proto::gnmi::Path>,
     ctx: SensorContext,
-    series: HashMap<(String, &'static str, Option<u8>, Option<u8>), SeriesId>,
+    series: HashMap<ReadingKey, SeriesId>,
     readings: Vec<Reading>,
 }
 

@@ -135,7 +135,12 @@ fn drive_faults(plan: &Plan, target: &Target, start: Nanos, seed: u64) -> anyhow
                     std::thread::sleep(Duration::from_nanos(f.down.max(0) as u64));
                     target.tool("ip", &["link", "set", &peer, "up"])?;
                     let up_at = wall_clock_now();
-                    out.push(FaultRecord { label: format!("veth_flap {link}"), nodes: vec![NODE.into()], start: down_at, end: Some(up_at) });
+                    out.push(FaultRecord {
+                        label: format!("veth_flap {link}"),
+                        nodes: vec![NODE.into()],
+                        start: down_at,
+                        end: Some(up_at),
+                    });
                     sleep_until(down_at + f.period);
                 }
             }
@@ -153,7 +158,13 @@ fn drive_faults(plan: &Plan, target: &Target, start: Nanos, seed: u64) -> anyhow
                     ["qdisc", "add", "dev", &link, "root", "tbf", "rate"]
                         .map(String::from)
                         .into_iter()
-                        .chain([format!("{}mbit", f.rate_mbit), "burst".into(), "32kbit".into(), "latency".into(), "50ms".into()])
+                        .chain([
+                            format!("{}mbit", f.rate_mbit),
+                            "burst".into(),
+                            "32kbit".into(),
+                            "latency".into(),
+                            "50ms".into(),
+                        ])
                         .collect()
                 };
                 let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -161,7 +172,12 @@ fn drive_faults(plan: &Plan, target: &Target, start: Nanos, seed: u64) -> anyhow
                 let at = wall_clock_now();
                 sleep_until(stop);
                 target.tool("tc", &["qdisc", "del", "dev", &link, "root"])?;
-                out.push(FaultRecord { label: s.label.clone(), nodes: vec![NODE.into()], start: at, end: Some(wall_clock_now()) });
+                out.push(FaultRecord {
+                    label: s.label.clone(),
+                    nodes: vec![NODE.into()],
+                    start: at,
+                    end: Some(wall_clock_now()),
+                });
             }
             other => anyhow::bail!("fault {other:?} is a simulator fault; it cannot run on the wall clock"),
         }
@@ -185,13 +201,15 @@ type Seen = Arc<Mutex<(Vec<TransitionRecord>, Vec<DecisionRecord>)>>;
 fn observe(seen: &Seen, event: &DaemonEvent) {
     let mut s = seen.lock().unwrap_or_else(|p| p.into_inner());
     match event {
-        DaemonEvent::Engine(EngineEvent::Transition { rule, subject, from, to, at, .. }) => s.0.push(TransitionRecord {
-            at: *at,
-            rule: rule.clone(),
-            subject: subject.0.clone(),
-            from: from.as_str().into(),
-            to: to.as_str().into(),
-        }),
+        DaemonEvent::Engine(EngineEvent::Transition { rule, subject, from, to, at, .. }) => {
+            s.0.push(TransitionRecord {
+                at: *at,
+                rule: rule.clone(),
+                subject: subject.0.clone(),
+                from: from.as_str().into(),
+                to: to.as_str().into(),
+            })
+        }
         DaemonEvent::Decision(d) => s.1.push(DecisionRecord {
             at: wall_clock_now(),
             id: d.id.clone(),
@@ -207,7 +225,15 @@ fn observe(seen: &Seen, event: &DaemonEvent) {
 }
 
 /// The daemon under test, in the namespace `ns`, until `stop`.
-fn daemon_in(ns: &str, plan: &Plan, sources: &Sources, options: &Options, links: Vec<String>, seen: Seen, stop: watch::Receiver<bool>) -> anyhow::Result<std::thread::JoinHandle<anyhow::Result<()>>> {
+fn daemon_in(
+    ns: &str,
+    plan: &Plan,
+    sources: &Sources,
+    options: &Options,
+    links: Vec<String>,
+    seen: Seen,
+    stop: watch::Receiver<bool>,
+) -> anyhow::Result<std::thread::JoinHandle<anyhow::Result<()>>> {
     let path = format!("/run/netns/{ns}");
     let file = std::fs::File::open(&path).map_err(|e| anyhow::anyhow!("opening {path}: {e}"))?;
     let topology = plan.topology.clone();
@@ -227,7 +253,8 @@ fn daemon_in(ns: &str, plan: &Plan, sources: &Sources, options: &Options, links:
                 .map_err(|e| anyhow::anyhow!(e.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")))?;
             let rules = crate::wiring::without_disabled(rules, &playbook);
             let evaluator = Evaluator::new(series, rules, None)?;
-            let dispatcher = crate::wiring::dispatcher(&playbook, Some(topology), None).map_err(|e| anyhow::anyhow!(e.join("\n")))?;
+            let dispatcher = crate::wiring::dispatcher(&playbook, Some(topology), None)
+                .map_err(|e| anyhow::anyhow!(e.join("\n")))?;
             let sensor = NetlinkLinkConfig { include: links, ..NetlinkLinkConfig::default() }.build("netlink_link")?;
             let daemon = Daemon {
                 evaluator,
@@ -248,7 +275,13 @@ fn daemon_in(ns: &str, plan: &Plan, sources: &Sources, options: &Options, links:
 }
 
 /// Runs `plan` once on the wall clock.
-pub async fn run(plan: &Plan, sources: &Sources, options: &Options, index: u32, seed: u64) -> anyhow::Result<RunRecord> {
+pub async fn run(
+    plan: &Plan,
+    sources: &Sources,
+    options: &Options,
+    index: u32,
+    seed: u64,
+) -> anyhow::Result<RunRecord> {
     if let Some(reason) = missing_part() {
         anyhow::bail!("scenario {}: {reason}; wall-clock scenarios need real links", plan.name);
     }
@@ -275,7 +308,17 @@ pub async fn run(plan: &Plan, sources: &Sources, options: &Options, index: u32, 
         .map_err(|_| anyhow::anyhow!("the daemon thread panicked"))??;
     drop(ns);
     let (transitions, decisions) = std::mem::take(&mut *seen.lock().unwrap_or_else(|p| p.into_inner()));
-    let mut record = RunRecord { run: index, seed, start, end: wall_clock_now(), faults, transitions, decisions, probes: Vec::new(), outcome: Default::default() };
+    let mut record = RunRecord {
+        run: index,
+        seed,
+        start,
+        end: wall_clock_now(),
+        faults,
+        transitions,
+        decisions,
+        probes: Vec::new(),
+        outcome: Default::default(),
+    };
     record.outcome = check(plan, &record);
     Ok(record)
 }
@@ -288,8 +331,13 @@ async fn attached(plan: &Plan, socket: &Path, index: u32, seed: u64) -> anyhow::
     let plan_c = plan.clone();
     let faults = tokio::task::spawn_blocking(move || drive_faults(&plan_c, &target, start, seed)).await??;
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let request = crate::control::pb::ListDecisionsRequest { since_ns: start, rule: String::new(), target: String::new() };
-    let reply = crate::control::client::connect(socket).await?.list_decisions(request).await.map_err(|s| anyhow::anyhow!("the daemon at {}: {}", socket.display(), s.message()))?;
+    let request =
+        crate::control::pb::ListDecisionsRequest { since_ns: start, rule: String::new(), target: String::new() };
+    let reply = crate::control::client::connect(socket)
+        .await?
+        .list_decisions(request)
+        .await
+        .map_err(|s| anyhow::anyhow!("the daemon at {}: {}", socket.display(), s.message()))?;
     let mut decisions = Vec::new();
     let mut transitions = Vec::new();
     for text in reply.into_inner().decisions_json {
@@ -313,7 +361,17 @@ async fn attached(plan: &Plan, socket: &Path, index: u32, seed: u64) -> anyhow::
             undo_of: d.undo_of.clone(),
         });
     }
-    let mut record = RunRecord { run: index, seed, start, end: wall_clock_now(), faults, transitions, decisions, probes: Vec::new(), outcome: Default::default() };
+    let mut record = RunRecord {
+        run: index,
+        seed,
+        start,
+        end: wall_clock_now(),
+        faults,
+        transitions,
+        decisions,
+        probes: Vec::new(),
+        outcome: Default::default(),
+    };
     record.outcome = check(plan, &record);
     Ok(record)
 }

@@ -45,11 +45,15 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         }
         Command::Mode { mode, socket } => control::set_mode(&socket.path, &mode),
         Command::Reload { socket } => control::reload(&socket.path),
-        Command::Chaos { command: ChaosCommand::Run { scenarios, runs, seed, playbook, rule_modes, daemon, out, quiet } } => {
+        Command::Chaos {
+            command: ChaosCommand::Run { scenarios, runs, seed, playbook, rule_modes, daemon, out, quiet },
+        } => {
             let options = crate::chaos::Options { runs, seed, playbook, rule_modes, daemon, progress: !quiet };
             crate::chaos::run_command(&scenarios, &options, &out)
         }
-        Command::Chaos { command: ChaosCommand::Report { json, out } } => crate::chaos::report_command(&json, out.as_deref()),
+        Command::Chaos { command: ChaosCommand::Report { json, out } } => {
+            crate::chaos::report_command(&json, out.as_deref())
+        }
     }
 }
 

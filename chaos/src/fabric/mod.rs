@@ -329,13 +329,17 @@ impl Fabric {
                     let model = Model::new(ports);
                     alert_mode(&model);
                     let uplink = Some(format!("Ethernet{}", (ports - 1) * 4));
-                    leaves.insert(sw.name.clone(), Switch { name: sw.name.clone(), rail: sw.rail, plane, model, uplink });
+                    leaves
+                        .insert(sw.name.clone(), Switch { name: sw.name.clone(), rail: sw.rail, plane, model, uplink });
                 }
             }
         }
         for nic in &nics {
             let leaf = leaves.get(&nic.switch).ok_or_else(|| {
-                FabricError::Inventory(format!("NIC {}/{} is cabled to {:?}, not a leaf", nic.node, nic.rdma_dev, nic.switch))
+                FabricError::Inventory(format!(
+                    "NIC {}/{} is cabled to {:?}, not a leaf",
+                    nic.node, nic.rdma_dev, nic.switch
+                ))
             })?;
             if leaf.model.read().port(&nic.switch_port).is_none() {
                 return Err(FabricError::Inventory(format!(
@@ -349,7 +353,10 @@ impl Fabric {
             let mut idx = Vec::new();
             for n in &spec.nodes {
                 let i = nodes.iter().position(|x| x == n).ok_or_else(|| {
-                    FabricError::Inventory(format!("job {:?} runs on node {n:?}, which the inventory does not list", spec.name))
+                    FabricError::Inventory(format!(
+                        "job {:?} runs on node {n:?}, which the inventory does not list",
+                        spec.name
+                    ))
                 })?;
                 idx.push(i);
             }

@@ -114,13 +114,10 @@ pub fn step(fabric: &mut Fabric, dt: Nanos) {
     for i in 0..fabric.nics.len() {
         let nic = &fabric.nics[i];
         let ni = fabric.nodes.iter().position(|n| *n == nic.node).unwrap_or(0);
-        let share = if usable_per_node[ni] > 0 {
-            total_per_node[ni] as f64 / usable_per_node[ni] as f64
-        } else {
-            0.0
-        };
+        let share = if usable_per_node[ni] > 0 { total_per_node[ni] as f64 / usable_per_node[ni] as f64 } else { 0.0 };
         let offered = if nic.usable() { in_job[ni] * share } else { 0.0 };
-        let extra = if nic.carrier && nic.admin_up { fabric.congestion.get(&nic.rail).copied().unwrap_or(0.0) } else { 0.0 };
+        let extra =
+            if nic.carrier && nic.admin_up { fabric.congestion.get(&nic.rail).copied().unwrap_or(0.0) } else { 0.0 };
         let capacity = nic.rate.max(0.01);
         let u = (offered + extra) / capacity;
         let k = kmin.get(&nic.switch).copied().unwrap_or(DEFAULT_KMIN);
@@ -270,7 +267,8 @@ fn switches(fabric: &mut Fabric, dt: Nanos, occupancy: &[(String, String, f64)])
         }
         let victims = fabric.nics.iter().any(|n| n.switch == leaf.name && n.paused >= FIRST_HOP_PAUSE);
         if let (true, Some(spine), Some(rail)) = (victims, fabric.spines.get(&leaf.plane), leaf.rail) {
-            let rails: Vec<u32> = fabric.leaves.values().filter(|l| l.plane == leaf.plane).filter_map(|l| l.rail).collect();
+            let rails: Vec<u32> =
+                fabric.leaves.values().filter(|l| l.plane == leaf.plane).filter_map(|l| l.rail).collect();
             let idx = rails.iter().position(|r| *r == rail).unwrap_or(0);
             spine.model.write(|s| {
                 if let Some(p) = s.ports.get_mut(idx) {

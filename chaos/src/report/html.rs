@@ -30,8 +30,7 @@ fn stats_row(name: &str, s: &Stats) -> String {
 
 fn subject(labels: &BTreeMap<String, String>) -> String {
     const SHOWN: &[&str] = &["node", "netdev", "switch", "port", "prio", "rail"];
-    let parts: Vec<String> =
-        SHOWN.iter().filter_map(|k| labels.get(*k).map(|v| format!("{k}={v}"))).collect();
+    let parts: Vec<String> = SHOWN.iter().filter_map(|k| labels.get(*k).map(|v| format!("{k}={v}"))).collect();
     parts.join(" ")
 }
 
@@ -73,7 +72,13 @@ pub fn run_timeline(report: &Report, run: &RunRecord) -> Timeline {
             .iter()
             .map(|d| Mark {
                 at: d.at,
-                label: format!("{} {} {}{}", d.action, subject(&d.target), d.verdict, if d.undo_of.is_some() { " (undo)" } else { "" }),
+                label: format!(
+                    "{} {} {}{}",
+                    d.action,
+                    subject(&d.target),
+                    d.verdict,
+                    if d.undo_of.is_some() { " (undo)" } else { "" }
+                ),
                 class: d.verdict.clone(),
             })
             .collect(),
@@ -87,7 +92,12 @@ pub fn run_timeline(report: &Report, run: &RunRecord) -> Timeline {
     }
     tracks.push(Track::Marks { label: "milestones".into(), marks: milestones });
     let verdict = if o.passed { "passed" } else { "FAILED" };
-    Timeline { title: format!("run {} (seed {}): {verdict}", run.run, run.seed), start: run.start, end: run.end, tracks }
+    Timeline {
+        title: format!("run {} (seed {}): {verdict}", run.run, run.seed),
+        start: run.start,
+        end: run.end,
+        tracks,
+    }
 }
 
 fn ms(v: Option<i64>) -> String {

@@ -5,4 +5,6 @@ pub mod html;
 pub mod record;
 pub mod timeline;
 
-pub use record::{DecisionRecord, FaultRecord, Outcome, ProbeSeries, Report, RunRecord, Stats, Summary, TransitionRecord};
+pub use record::{
+    DecisionRecord, FaultRecord, Outcome, ProbeSeries, Report, RunRecord, Stats, Summary, TransitionRecord,
+};

@@ -226,7 +226,8 @@ pub struct Report {
 impl Report {
     /// The summary of `runs`.
     pub fn summarize(runs: &[RunRecord]) -> Summary {
-        let collect = |f: fn(&Outcome) -> Option<Nanos>| -> Vec<Nanos> { runs.iter().filter_map(|r| f(&r.outcome)).collect() };
+        let collect =
+            |f: fn(&Outcome) -> Option<Nanos>| -> Vec<Nanos> { runs.iter().filter_map(|r| f(&r.outcome)).collect() };
         Summary {
             detect: Stats::of(&collect(Outcome::ttd)),
             mitigate: Stats::of(&collect(Outcome::ttm)),

@@ -152,7 +152,12 @@ impl Timeline {
         while t <= span {
             let px = LABEL_W + t / span * plot_w;
             let _ = write!(out, r#"<line class="grid" x1="{px:.1}" y1="{TOP}" x2="{px:.1}" y2="{axis_y}"/>"#);
-            let _ = write!(out, r#"<text x="{px:.1}" y="{:.1}" text-anchor="middle">{:.1}s</text>"#, axis_y + 14.0, t / 1e9);
+            let _ = write!(
+                out,
+                r#"<text x="{px:.1}" y="{:.1}" text-anchor="middle">{:.1}s</text>"#,
+                axis_y + 14.0,
+                t / 1e9
+            );
             t += step;
         }
         let mut y = TOP;

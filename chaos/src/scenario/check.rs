@@ -46,7 +46,11 @@ pub fn check(plan: &Plan, record: &RunRecord) -> Outcome {
                 break;
             }
             if !bound.holds(v) {
-                failures.push(format!("steady state did not hold before the fault: {} = {v:.3} at +{}", series.name, rel(t)));
+                failures.push(format!(
+                    "steady state did not hold before the fault: {} = {v:.3} at +{}",
+                    series.name,
+                    rel(t)
+                ));
                 break 'probes;
             }
         }
@@ -60,7 +64,9 @@ pub fn check(plan: &Plan, record: &RunRecord) -> Outcome {
         record
             .decisions
             .iter()
-            .find(|d| d.at >= after && d.verdict == "executed" && d.undo_of.is_none() && kind_matches(action, &d.action))
+            .find(|d| {
+                d.at >= after && d.verdict == "executed" && d.undo_of.is_none() && kind_matches(action, &d.action)
+            })
             .map(|d| d.at)
     });
     let trigger_at =
@@ -93,7 +99,9 @@ pub fn check(plan: &Plan, record: &RunRecord) -> Outcome {
     if let (Some((rule, within)), Some(f)) = (&e.detect, origin_of_deadlines) {
         match detected_at {
             Some(t) if t - f <= *within => {}
-            Some(t) => failures.push(format!("{rule} fired {} after {what}; expected within {}", ms(t - f), ms(*within))),
+            Some(t) => {
+                failures.push(format!("{rule} fired {} after {what}; expected within {}", ms(t - f), ms(*within)))
+            }
             None => failures.push(format!("{rule} never fired")),
         }
     }
@@ -109,7 +117,11 @@ pub fn check(plan: &Plan, record: &RunRecord) -> Outcome {
     if let (Some(within), Some(f)) = (e.recover_within, fault_at) {
         match recovered_at {
             Some(t) if t - f <= within => {}
-            Some(t) => failures.push(format!("steady state back {} after the fault; expected within {}", ms(t - f), ms(within))),
+            Some(t) => failures.push(format!(
+                "steady state back {} after the fault; expected within {}",
+                ms(t - f),
+                ms(within)
+            )),
             None => failures.push("the steady state never held again".to_string()),
         }
     }
@@ -130,7 +142,11 @@ pub fn check(plan: &Plan, record: &RunRecord) -> Outcome {
     if let Some(max) = e.max_actions {
         if executed.len() > max {
             let kinds: Vec<&str> = executed.iter().map(|d| d.action.as_str()).collect();
-            failures.push(format!("{} action(s) executed, at most {max} expected: {}", executed.len(), kinds.join(", ")));
+            failures.push(format!(
+                "{} action(s) executed, at most {max} expected: {}",
+                executed.len(),
+                kinds.join(", ")
+            ));
         }
     }
     if let Some(max) = e.max_rails_drained_per_plane {

@@ -233,15 +233,17 @@ impl Scenario {
             let select = f.select.as_ref().map(|s| s.get_ref().clone()).unwrap_or_default();
             if f.kind.needs_real_links() {
                 if self.clock != Clock::Wall {
-                    return Err(ctx.err(f.at.span(), format!("fault {:?} needs real links: set clock = \"wall\"", f.kind)));
+                    return Err(
+                        ctx.err(f.at.span(), format!("fault {:?} needs real links: set clock = \"wall\"", f.kind))
+                    );
                 }
                 if f.link.is_none() {
                     return Err(ctx.err(f.at.span(), format!("fault {:?} needs `link`, the veth to impair", f.kind)));
                 }
             } else if !matches!(f.kind, FaultKind::GnmiSilent) {
-                fabric.select(&select).map_err(|e| {
-                    ctx.err(f.select.as_ref().map(|s| s.span()).unwrap_or(f.at.span()), e.to_string())
-                })?;
+                fabric
+                    .select(&select)
+                    .map_err(|e| ctx.err(f.select.as_ref().map(|s| s.span()).unwrap_or(f.at.span()), e.to_string()))?;
             } else if select.switch.as_ref().is_none_or(|s| fabric.leaf(s).is_none()) {
                 return Err(ctx.err(
                     f.select.as_ref().map(|s| s.span()).unwrap_or(f.at.span()),
@@ -349,7 +351,8 @@ impl Plan {
             let jitter = if f.jitter > 0 { rng.i64(0..=f.jitter) } else { 0 };
             for r in 0..f.repeats {
                 let start = f.at + jitter + r as i64 * f.every;
-                let kind = serde_json::to_value(f.kind).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+                let kind =
+                    serde_json::to_value(f.kind).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
                 let label = format!("{kind} {}", f.link.as_deref().unwrap_or("?"));
                 out.push(Scheduled {
                     fault: fi,
@@ -403,7 +406,8 @@ impl Plan {
                 let mut nodes: Vec<String> = nics.iter().map(|&i| fabric.nics[i].node.clone()).collect();
                 nodes.sort();
                 nodes.dedup();
-                let kind = serde_json::to_value(f.kind).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+                let kind =
+                    serde_json::to_value(f.kind).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
                 let label = match &f.link {
                     Some(link) if f.kind.needs_real_links() => format!("{kind} {link}"),
                     _ => format!("{kind} {}", f.select),
