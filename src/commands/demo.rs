@@ -105,7 +105,7 @@ pub fn demo(speed: f64) -> anyhow::Result<Outcome> {
         started.elapsed().as_secs_f64()
     );
     // The closed loop: the same daemon healing the simulated fabric.
-    let healed = crate::chaos::embedded::demo(5)?;
+    let healed = crate::chaos::embedded::demo(3)?;
     Ok(if missed == 0 && !printer.faults.is_empty() && healed { Outcome::Ok } else { Outcome::Findings })
 }
 
