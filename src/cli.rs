@@ -240,6 +240,11 @@ pub enum Command {
         #[arg(long, default_value_t = 10.0)]
         speed: f64,
     },
+    /// Chaos scenarios: inject faults, watch the daemon heal them, report recovery times.
+    Chaos {
+        #[command(subcommand)]
+        command: ChaosCommand,
+    },
 }
 
 /// `rocemend breaker …`.
@@ -379,5 +384,46 @@ pub enum SimCommand {
         /// How often the model's counters advance, in milliseconds.
         #[arg(long, default_value_t = 100)]
         tick_ms: u64,
+    },
+}
+
+/// `rocemend chaos …`.
+#[derive(Debug, Subcommand)]
+pub enum ChaosCommand {
+    /// Run scenarios (chaos/scenarios/*.toml); exit 1 if an expectation fails in any run.
+    Run {
+        /// The scenario files.
+        #[arg(required = true)]
+        scenarios: Vec<PathBuf>,
+        /// Runs per scenario, instead of the scenario's `runs`.
+        #[arg(long)]
+        runs: Option<u32>,
+        /// Seed of the first run, instead of the scenario's `seed` (run i uses seed + i).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// A playbook instead of the scenario's.
+        #[arg(long)]
+        playbook: Option<PathBuf>,
+        /// Force a rule's mode, RULE=MODE (enforce, dry-run, shadow); repeatable. `RULE=dry-run`
+        /// switches the rule's mitigation off.
+        #[arg(long = "rule-mode", value_parser = crate::chaos::parse_rule_mode)]
+        rule_modes: Vec<(String, engine::dispatch::Mode)>,
+        /// Attach to a running daemon's control socket (wall-clock scenarios: a game day).
+        #[arg(long)]
+        daemon: Option<PathBuf>,
+        /// Where to write <scenario>.json and <scenario>.html.
+        #[arg(long, default_value = "chaos-reports")]
+        out: PathBuf,
+        /// No progress bar.
+        #[arg(long)]
+        quiet: bool,
+    },
+    /// Render a JSON report (from `chaos run`) as HTML again.
+    Report {
+        /// The JSON report.
+        json: PathBuf,
+        /// The HTML file (default: beside the JSON).
+        #[arg(long)]
+        out: Option<PathBuf>,
     },
 }

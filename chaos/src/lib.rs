@@ -32,10 +32,25 @@
 //! - [`switch`]: a simulated SONiC switch serving gNMI (Capabilities, Get,
 //!   Set, Subscribe) over a [`switch::Model`] that tests and the fabric
 //!   simulator drive: [`switch::serve`], [`switch::spawn_many`].
+//! - [`fabric`]: a rail-optimized fabric built from the inventory, whose
+//!   counters (sysfs per node, the leaves' gNMI trees, Prometheus text per
+//!   job) respond to faults and to actuators; `docs/simulator.md`.
+//! - [`scenario`]: chaos scenarios as TOML files (faults, steady-state
+//!   hypothesis, expectations), and the check of a run against them;
+//!   `docs/chaos.md`.
+//! - [`report`]: run records (JSON), recovery percentiles, the generic SVG
+//!   timeline and the HTML report.
+//!
+//! The runner that wires the fabric to the daemon's sensors, engine and
+//! dispatcher is `rocemend chaos run` in the binary crate: this crate cannot
+//! depend on the sensors (their tests depend on it).
 
 #![deny(missing_docs)]
 
 pub mod demo;
+pub mod fabric;
+pub mod report;
+pub mod scenario;
 pub mod switch;
 
 pub use demo::{demo_recording, DEMO_RECORDING};

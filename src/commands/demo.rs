@@ -130,7 +130,9 @@ pub fn demo(speed: f64) -> anyhow::Result<Outcome> {
         summary.stats.cache_hits,
         started.elapsed().as_secs_f64()
     );
-    Ok(if missed == 0 && !printer.faults.is_empty() { Outcome::Ok } else { Outcome::Findings })
+    // The closed loop: the same daemon healing the simulated fabric.
+    let healed = crate::chaos::embedded::demo(3)?;
+    Ok(if missed == 0 && !printer.faults.is_empty() && healed { Outcome::Ok } else { Outcome::Findings })
 }
 
 fn first_timestamp(recording: &[u8]) -> anyhow::Result<Nanos> {

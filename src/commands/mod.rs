@@ -12,7 +12,7 @@ mod sensors;
 mod sim;
 mod test;
 
-use crate::cli::{BreakerCommand, Cli, Command, FleetCommand, JobCommand, SensorsCommand, SimCommand};
+use crate::cli::{BreakerCommand, ChaosCommand, Cli, Command, FleetCommand, JobCommand, SensorsCommand, SimCommand};
 use crate::Outcome;
 
 /// Runs the verb.
@@ -37,6 +37,15 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         }
         Command::Fleet { command: FleetCommand::ResetBreaker { source, by } } => {
             fleet::reset_breaker(&source, &by.name)
+        }
+        Command::Chaos {
+            command: ChaosCommand::Run { scenarios, runs, seed, playbook, rule_modes, daemon, out, quiet },
+        } => {
+            let options = crate::chaos::Options { runs, seed, playbook, rule_modes, daemon, progress: !quiet };
+            crate::chaos::run_command(&scenarios, &options, &out)
+        }
+        Command::Chaos { command: ChaosCommand::Report { json, out } } => {
+            crate::chaos::report_command(&json, out.as_deref())
         }
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
@@ -114,6 +123,6 @@ fn talk_inner(verb: Command) -> anyhow::Result<Outcome> {
 
 /// A tokio runtime for the verbs that need one. Two workers: the machine
 /// this daemon targets spends its cores on training, not on us.
-fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?)
 }

@@ -1,0 +1,532 @@
+//! A rail-optimized fabric simulator: nodes × NICs, one leaf per rail,
+//! spines per plane, jobs on the nodes, and faults; its counters respond to
+//! the faults *and* to what actuators change.
+//!
+//! The fabric is built from the daemon's own inventory ([`Topology`]): each
+//! NIC is cabled to the leaf and port the inventory names; each leaf is a
+//! [`switch::Model`](crate::switch::Model) with one port per node plus an
+//! uplink, and each plane has a spine model. What the daemon reads is what
+//! it reads on a real cluster:
+//!
+//! - per node, a sysfs tree ([`sysfs`]) for the `rdma_sysfs` sensor;
+//! - per leaf, the simulated SONiC switch's data tree (COUNTERS_DB,
+//!   CONFIG_DB, OpenConfig), served over gNMI by [`crate::switch`] or read
+//!   in process with [`crate::switch::tree::read`];
+//! - per job, Prometheus text ([`prom`]) with its step time.
+//!
+//! What actuators change lands here too: the PFC watchdog action and the
+//! WRED thresholds in each leaf's CONFIG_DB (written through gNMI Set or
+//! [`crate::switch::tree::set`]) are read back at every step;
+//! [`Fabric::set_admin`], [`Fabric::drain`] and [`Fabric::cordon`] are the
+//! host and scheduler side.
+//!
+//! The rules of thumb behind [`Fabric::step`] are in [`physics`] and
+//! `docs/simulator.md`. Randomness (symbol errors, packet loss) comes from
+//! one seeded generator, so a seed replays a run exactly.
+
+pub mod nic;
+pub mod physics;
+pub mod prom;
+pub mod sysfs;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::Arc;
+
+use engine::time::Nanos;
+use engine::Topology;
+use serde::{Deserialize, Serialize};
+
+use crate::switch::Model;
+pub use nic::{Counters, Flap, Nic};
+
+/// Nominal line rate of a NIC port, bytes per second (400 Gb/s).
+pub const LINE_BYTES_PER_S: f64 = 50e9;
+/// The symbol-error rate per bit of a healthy link: 1e-15, a symbol error
+/// every few hours at 400G.
+pub const HEALTHY_BER: f64 = 1e-15;
+/// The WRED profile the leaves use for the lossless class.
+pub const LOSSLESS_PROFILE: &str = "AZURE_LOSSLESS";
+
+/// A fabric could not be built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FabricError {
+    /// The inventory does not describe a fabric the simulator can build.
+    #[error("inventory: {0}")]
+    Inventory(String),
+    /// A selector matched nothing.
+    #[error("selector {0} matches no NIC of the inventory")]
+    NoMatch(String),
+    /// The sysfs trees could not be written.
+    #[error(transparent)]
+    Sysfs(#[from] sysfs::SysfsError),
+}
+
+/// A job running on some nodes, over all their NICs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobSpec {
+    /// Its name (the `job` label of its step-time gauge).
+    pub name: String,
+    /// The nodes it runs on.
+    pub nodes: Vec<String>,
+    /// Fraction of each NIC's line rate the job offers when all rails are
+    /// up (0.6 by default).
+    #[serde(default = "default_load")]
+    pub load: f64,
+    /// Fraction of a training step spent in collectives (0.3 by default):
+    /// the part of the step the network slows down.
+    #[serde(default = "default_comm")]
+    pub comm_fraction: f64,
+    /// The healthy step time, seconds.
+    #[serde(default = "default_step")]
+    pub step_seconds: f64,
+}
+
+fn default_load() -> f64 {
+    0.6
+}
+fn default_comm() -> f64 {
+    0.3
+}
+fn default_step() -> f64 {
+    0.5
+}
+
+/// Which NICs a fault or an expectation is about. Every field given must
+/// match; an empty selector matches every NIC.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Selector {
+    /// Node name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// Netdev (`eth3`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub netdev: Option<String>,
+    /// RDMA device (`mlx5_3`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rdma_dev: Option<String>,
+    /// Rail.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rail: Option<u32>,
+    /// Plane.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plane: Option<u32>,
+    /// Leaf switch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub switch: Option<String>,
+}
+
+impl Selector {
+    /// Whether `nic` matches.
+    pub fn matches(&self, nic: &Nic) -> bool {
+        let eq = |want: &Option<String>, have: &str| want.as_deref().is_none_or(|w| w == have);
+        eq(&self.node, &nic.node)
+            && eq(&self.netdev, &nic.netdev)
+            && eq(&self.rdma_dev, &nic.rdma_dev)
+            && eq(&self.switch, &nic.switch)
+            && self.rail.is_none_or(|r| r == nic.rail)
+            && self.plane.is_none_or(|p| p == nic.plane)
+    }
+}
+
+impl std::fmt::Display for Selector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut parts = Vec::new();
+        let mut add = |k: &str, v: Option<String>| {
+            if let Some(v) = v {
+                parts.push(format!("{k}={v}"));
+            }
+        };
+        add("node", self.node.clone());
+        add("netdev", self.netdev.clone());
+        add("rdma_dev", self.rdma_dev.clone());
+        add("rail", self.rail.map(|r| r.to_string()));
+        add("plane", self.plane.map(|p| p.to_string()));
+        add("switch", self.switch.clone());
+        write!(f, "{{{}}}", parts.join(", "))
+    }
+}
+
+/// One impairment in effect, on what.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    /// The NIC sends PAUSE frames on `prio` without end (a hung host).
+    PfcStorm {
+        /// NIC index.
+        nic: usize,
+        /// Priority.
+        prio: u8,
+    },
+    /// The link's pre-FEC BER.
+    Ber {
+        /// NIC index.
+        nic: usize,
+        /// Bit error rate.
+        ber: f64,
+    },
+    /// The carrier goes down every `period` for `down`.
+    Flap {
+        /// NIC index.
+        nic: usize,
+        /// Nanoseconds between losses.
+        period: Nanos,
+        /// Nanoseconds down each time.
+        down: Nanos,
+    },
+    /// The link runs at `rate` of its nominal speed.
+    Degraded {
+        /// NIC index.
+        nic: usize,
+        /// Fraction of the line rate.
+        rate: f64,
+    },
+    /// A fraction of packets is lost.
+    Loss {
+        /// NIC index.
+        nic: usize,
+        /// Fraction lost.
+        loss: f64,
+    },
+    /// Another job offers `load` (fraction of line rate) on every port of a
+    /// rail, congesting it.
+    Congestion {
+        /// The rail.
+        rail: u32,
+        /// Extra load per port.
+        load: f64,
+    },
+    /// The node's sensors see nothing new: its data goes stale.
+    SensorOutage {
+        /// The node.
+        node: String,
+    },
+    /// The switch stops answering gNMI.
+    GnmiSilent {
+        /// The switch.
+        switch: String,
+    },
+}
+
+/// A leaf or spine switch of the fabric.
+#[derive(Debug, Clone)]
+pub struct Switch {
+    /// Its name.
+    pub name: String,
+    /// Its rail (leaves) .
+    pub rail: Option<u32>,
+    /// Its plane.
+    pub plane: u32,
+    /// The model.
+    pub model: Model,
+    /// The port facing the spine (leaves) .
+    pub uplink: Option<String>,
+}
+
+/// A job's state.
+#[derive(Debug, Clone)]
+pub struct Job {
+    /// What it is.
+    pub spec: JobSpec,
+    /// Node indices.
+    pub nodes: Vec<usize>,
+    /// The last step time over the healthy one.
+    pub step_ratio: f64,
+}
+
+/// The simulated fabric.
+#[derive(Debug)]
+pub struct Fabric {
+    topology: Arc<Topology>,
+    /// The nodes, in inventory order.
+    pub nodes: Vec<String>,
+    /// Every NIC port, node by node in inventory order.
+    pub nics: Vec<Nic>,
+    /// The leaves, by name.
+    pub leaves: BTreeMap<String, Switch>,
+    /// The spines, one per plane.
+    pub spines: BTreeMap<u32, Switch>,
+    /// The jobs.
+    pub jobs: Vec<Job>,
+    /// Extra load per rail from competing jobs.
+    pub congestion: BTreeMap<u32, f64>,
+    /// Nodes whose sensors see nothing new.
+    pub blind_nodes: BTreeSet<String>,
+    /// Switches that do not answer gNMI.
+    pub silent_switches: BTreeSet<String>,
+    /// Cordoned nodes.
+    pub cordoned: BTreeSet<String>,
+    /// Fabric time.
+    pub now: Nanos,
+    rng: fastrand::Rng,
+    tree: Option<sysfs::Tree>,
+}
+
+impl Fabric {
+    /// The fabric of `topology` at time `start`, with `jobs` running and
+    /// the random generator seeded with `seed`. The leaves start with the
+    /// PFC watchdog in `alert` mode on every port (it reports storms but
+    /// lets them spread) — the daemon's `pfcwd.escalate` is what turns
+    /// `drop` on.
+    pub fn new(topology: Arc<Topology>, jobs: &[JobSpec], seed: u64, start: Nanos) -> Result<Fabric, FabricError> {
+        let inv = topology.inventory();
+        let mut nodes = Vec::new();
+        let mut nics = Vec::new();
+        for node in &inv.node {
+            nodes.push(node.name.clone());
+            for nic in &node.nic {
+                let (Some(switch), Some(port)) = (&nic.switch, &nic.switch_port) else {
+                    return Err(FabricError::Inventory(format!(
+                        "node {:?} NIC {} names no switch and switch_port; the simulator needs the cabling",
+                        node.name, nic.rdma_dev
+                    )));
+                };
+                nics.push(Nic {
+                    node: node.name.clone(),
+                    rdma_dev: nic.rdma_dev.clone(),
+                    netdev: nic.netdev.clone(),
+                    rail: nic.rail,
+                    plane: nic.plane,
+                    switch: switch.clone(),
+                    switch_port: port.clone(),
+                    carrier: true,
+                    admin_up: true,
+                    drained: false,
+                    ber: HEALTHY_BER,
+                    loss: 0.0,
+                    rate: 1.0,
+                    storm: None,
+                    flap: None,
+                    last_down: None,
+                    offered: 0.0,
+                    paused: 0.0,
+                    delivered: 1.0,
+                    counters: Counters::default(),
+                });
+            }
+        }
+        let mut leaves = BTreeMap::new();
+        let mut spines = BTreeMap::new();
+        for sw in &inv.switch {
+            let plane = sw.plane.unwrap_or(0);
+            match sw.role.as_str() {
+                "spine" => {
+                    let fan = inv.switch.iter().filter(|s| s.role.as_str() == "leaf" && s.plane == sw.plane).count();
+                    let model = Model::new(fan.max(1));
+                    alert_mode(&model);
+                    spines.insert(plane, Switch { name: sw.name.clone(), rail: None, plane, model, uplink: None });
+                }
+                _ => {
+                    // One port per cabled NIC (Ethernet0, 4, …) plus the uplink after the last.
+                    let highest = nics
+                        .iter()
+                        .filter(|n| n.switch == sw.name)
+                        .filter_map(|n| n.switch_port.strip_prefix("Ethernet")?.parse::<usize>().ok())
+                        .max();
+                    let ports = highest.map(|h| h / 4 + 2).unwrap_or(1);
+                    let model = Model::new(ports);
+                    alert_mode(&model);
+                    let uplink = Some(format!("Ethernet{}", (ports - 1) * 4));
+                    leaves
+                        .insert(sw.name.clone(), Switch { name: sw.name.clone(), rail: sw.rail, plane, model, uplink });
+                }
+            }
+        }
+        for nic in &nics {
+            let leaf = leaves.get(&nic.switch).ok_or_else(|| {
+                FabricError::Inventory(format!(
+                    "NIC {}/{} is cabled to {:?}, not a leaf",
+                    nic.node, nic.rdma_dev, nic.switch
+                ))
+            })?;
+            if leaf.model.read().port(&nic.switch_port).is_none() {
+                return Err(FabricError::Inventory(format!(
+                    "NIC {}/{}: switch port {:?} is not an EthernetN name",
+                    nic.node, nic.rdma_dev, nic.switch_port
+                )));
+            }
+        }
+        let mut out_jobs = Vec::new();
+        for spec in jobs {
+            let mut idx = Vec::new();
+            for n in &spec.nodes {
+                let i = nodes.iter().position(|x| x == n).ok_or_else(|| {
+                    FabricError::Inventory(format!(
+                        "job {:?} runs on node {n:?}, which the inventory does not list",
+                        spec.name
+                    ))
+                })?;
+                idx.push(i);
+            }
+            out_jobs.push(Job { spec: spec.clone(), nodes: idx, step_ratio: 1.0 });
+        }
+        Ok(Fabric {
+            topology,
+            nodes,
+            nics,
+            leaves,
+            spines,
+            jobs: out_jobs,
+            congestion: BTreeMap::new(),
+            blind_nodes: BTreeSet::new(),
+            silent_switches: BTreeSet::new(),
+            cordoned: BTreeSet::new(),
+            now: start,
+            rng: fastrand::Rng::with_seed(seed),
+            tree: None,
+        })
+    }
+
+    /// The inventory the fabric was built from.
+    pub fn topology(&self) -> &Arc<Topology> {
+        &self.topology
+    }
+
+    /// Writes the nodes' sysfs trees under `root` (`<root>/<node>/class/…`)
+    /// and keeps them current at every step.
+    pub fn export_sysfs(&mut self, root: &Path) -> Result<(), FabricError> {
+        self.tree = Some(sysfs::Tree::create(root, &self.nics)?);
+        Ok(())
+    }
+
+    /// The NICs `selector` matches, by index; an error when none does.
+    pub fn select(&self, selector: &Selector) -> Result<Vec<usize>, FabricError> {
+        let found: Vec<usize> = (0..self.nics.len()).filter(|&i| selector.matches(&self.nics[i])).collect();
+        if found.is_empty() {
+            return Err(FabricError::NoMatch(selector.to_string()));
+        }
+        Ok(found)
+    }
+
+    /// Puts `effect` in force.
+    pub fn start(&mut self, effect: &Effect) {
+        self.apply(effect, true);
+    }
+
+    /// Ends `effect`: the link or switch is healthy again.
+    pub fn stop(&mut self, effect: &Effect) {
+        self.apply(effect, false);
+    }
+
+    fn apply(&mut self, effect: &Effect, on: bool) {
+        let now = self.now;
+        match effect {
+            Effect::PfcStorm { nic, prio } => {
+                let n = &mut self.nics[*nic];
+                n.storm = on.then_some(*prio);
+                if let Some(leaf) = self.leaves.get(&n.switch) {
+                    let q = *prio as usize;
+                    let result = if on {
+                        leaf.model.inject_pfc_storm(&n.switch_port, q)
+                    } else {
+                        leaf.model.clear_pfc_storm(&n.switch_port, q)
+                    };
+                    if let Err(error) = result {
+                        tracing::warn!(message = "Storm on a port the leaf lacks.", %error);
+                    }
+                }
+            }
+            Effect::Ber { nic, ber } => self.nics[*nic].ber = if on { *ber } else { HEALTHY_BER },
+            Effect::Flap { nic, period, down } => {
+                let n = &mut self.nics[*nic];
+                n.flap = on.then_some(Flap { period: *period, down: *down, since: now });
+                if !on && !n.carrier {
+                    n.carrier = true;
+                }
+            }
+            Effect::Degraded { nic, rate } => self.nics[*nic].rate = if on { *rate } else { 1.0 },
+            Effect::Loss { nic, loss } => self.nics[*nic].loss = if on { *loss } else { 0.0 },
+            Effect::Congestion { rail, load } => {
+                if on {
+                    *self.congestion.entry(*rail).or_default() += load;
+                } else {
+                    self.congestion.remove(rail);
+                }
+            }
+            Effect::SensorOutage { node } => {
+                if on {
+                    self.blind_nodes.insert(node.clone());
+                } else {
+                    self.blind_nodes.remove(node);
+                }
+            }
+            Effect::GnmiSilent { switch } => {
+                if on {
+                    self.silent_switches.insert(switch.clone());
+                } else {
+                    self.silent_switches.remove(switch);
+                }
+            }
+        }
+    }
+
+    /// The NIC of `node` named `dev` (a netdev or an RDMA device).
+    pub fn nic_index(&self, node: &str, dev: &str) -> Option<usize> {
+        self.nics.iter().position(|n| n.node == node && (n.netdev == dev || n.rdma_dev == dev))
+    }
+
+    /// Sets a host link administratively up or down (what `ip link set`
+    /// does). Returns the previous state, or `None` for an unknown link.
+    pub fn set_admin(&mut self, node: &str, dev: &str, up: bool) -> Option<bool> {
+        let i = self.nic_index(node, dev)?;
+        Some(std::mem::replace(&mut self.nics[i].admin_up, up))
+    }
+
+    /// Drains (or restores) `rail` on `node`: the scheduler stops placing
+    /// collective traffic on it. Returns how many NICs changed.
+    pub fn drain(&mut self, node: &str, rail: u32, drained: bool) -> usize {
+        let mut changed = 0;
+        for n in self.nics.iter_mut().filter(|n| n.node == node && n.rail == rail) {
+            if n.drained != drained {
+                n.drained = drained;
+                changed += 1;
+            }
+        }
+        changed
+    }
+
+    /// Cordons (or uncordons) a node. Returns whether it changed; `None`
+    /// for an unknown node.
+    pub fn cordon(&mut self, node: &str, cordoned: bool) -> Option<bool> {
+        if !self.nodes.iter().any(|n| n == node) {
+            return None;
+        }
+        Some(if cordoned { self.cordoned.insert(node.to_string()) } else { self.cordoned.remove(node) })
+    }
+
+    /// The leaf called `name`.
+    pub fn leaf(&self, name: &str) -> Option<&Switch> {
+        self.leaves.get(name)
+    }
+
+    /// Moves the fabric by `dt` nanoseconds and writes the sysfs trees.
+    pub fn step(&mut self, dt: Nanos) -> Result<(), FabricError> {
+        physics::step(self, dt);
+        if let Some(tree) = &mut self.tree {
+            tree.write(&self.nics)?;
+        }
+        Ok(())
+    }
+
+    /// A steady-state probe: see [`physics::PROBES`].
+    pub fn probe(&self, name: &str) -> Option<f64> {
+        physics::probe(self, name)
+    }
+
+    pub(crate) fn rng(&mut self) -> &mut fastrand::Rng {
+        &mut self.rng
+    }
+}
+
+/// Every port's watchdog to `alert`: storms are reported, not contained.
+fn alert_mode(model: &Model) {
+    model.write(|s| {
+        if let Some(table) = s.config.get_mut("PFC_WD") {
+            for entry in table.values_mut() {
+                entry.insert("action".into(), "alert".into());
+            }
+        }
+    });
+}

@@ -1,0 +1,338 @@
+//! The rules of thumb that move the fabric's counters, one step at a time.
+//! `docs/simulator.md` gives the reasoning behind each; in short:
+//!
+//! 1. **Traffic.** A job offers `load` of line rate on every NIC of its
+//!    nodes. When some rails of a node are unusable (carrier down, isolated,
+//!    drained) the node's traffic moves to the others: each carries
+//!    `load × total / usable`.
+//! 2. **PFC storm.** A storming NIC pauses its leaf port all the time. The
+//!    leaf's buffer for that priority fills and it pauses every port that
+//!    feeds it (first hop: the other NICs of the rail, 90 % paused, so
+//!    `xmit_wait` rises and the leaf counts TX pause on those ports); after
+//!    [`SPREAD_HOP`] the spine of the plane is full too and the other rails
+//!    of the plane are paused half the time. Once the leaf's watchdog has
+//!    declared the queue stormed *and* its `PFC_WD` action is `drop`, the
+//!    queue drops instead of honouring the pause and the spread stops.
+//! 3. **Congestion.** Offered load above the (possibly degraded) link rate
+//!    makes senders wait. DCQCN reacts to ECN marks before PFC kicks in, so
+//!    the fraction of time paused scales with the WRED `green_min_threshold`
+//!    over its default: lower thresholds, less queue, less `xmit_wait`.
+//! 4. **Errors.** Symbol errors are drawn from the BER over the bits on the
+//!    wire (the PHY is lit even when idle); a BER above ~1e-8 costs
+//!    retransmissions; packet loss costs go-back-N retransmissions (about
+//!    20× the loss) and counts `port_rcv_errors`.
+//! 5. **Step time** follows the worst NIC a job uses: the collective part
+//!    of a step is slowed by the traffic share each remaining rail carries
+//!    and by the worst delivered fraction; a link that lost carrier within
+//!    [`FLAP_PENALTY`] stalls collectives on RDMA retry timeouts.
+
+use engine::time::{Nanos, MS, SECOND};
+
+use super::{Fabric, LINE_BYTES_PER_S, LOSSLESS_PROFILE};
+use crate::switch::config;
+
+/// How long an uncontained storm takes to fill the spine and pause the
+/// other rails of its plane.
+pub const SPREAD_HOP: Nanos = 500 * MS;
+/// Pause fraction of the first-hop victims (same leaf).
+pub const FIRST_HOP_PAUSE: f64 = 0.9;
+/// Pause fraction of the second-hop victims (same plane, through the spine).
+pub const SECOND_HOP_PAUSE: f64 = 0.5;
+/// How long a carrier loss keeps stalling collectives over the link.
+pub const FLAP_PENALTY: Nanos = SECOND;
+/// Slowdown of the collective part while a link flaps.
+pub const FLAP_STALL: f64 = 4.0;
+/// The largest step-time ratio reported (a stalled job).
+pub const STALLED: f64 = 20.0;
+/// Default WRED `green_min_threshold` (bytes), against which lowered
+/// thresholds are measured.
+pub const DEFAULT_KMIN: f64 = 1_048_576.0;
+/// Bytes per packet (RoCE at 4096 MTU).
+pub const PACKET_BYTES: f64 = 4096.0;
+
+/// The probes a scenario's steady-state hypothesis can bound.
+pub const PROBES: &[(&str, &str)] = &[
+    ("step_time_ratio", "the worst job's step time over its healthy step time"),
+    ("paused_fraction", "the largest fraction of time a NIC that is not storming was paused"),
+    ("queue_occupancy_bytes", "the largest lossless-queue occupancy on any leaf port"),
+    ("unusable_links", "NIC ports that carry no traffic (carrier down, isolated or drained)"),
+    ("errored_traffic", "the fraction of the jobs' links that carry traffic with a BER above 1e-12"),
+];
+
+/// The BER above which a link counts as errored: a thousand times a
+/// healthy link's.
+pub const ERRORED_BER: f64 = 1e-12;
+
+/// Moves `fabric` by `dt`.
+pub fn step(fabric: &mut Fabric, dt: Nanos) {
+    let now = fabric.now + dt;
+    let secs = dt as f64 / SECOND as f64;
+    flaps(fabric, now);
+    // The storms: which leaves are blocked, contained or not, since when.
+    let mut blocked: Vec<(String, u32, u8, bool, Nanos)> = Vec::new();
+    for nic in &fabric.nics {
+        let Some(prio) = nic.storm else { continue };
+        let Some(leaf) = fabric.leaves.get(&nic.switch) else { continue };
+        let state = leaf.model.read();
+        let wd = config::watchdog(&state.config, &nic.switch_port);
+        let port = state.port(&nic.switch_port);
+        let queue = port.map(|p| &p.queues[prio as usize]);
+        let contained = queue.is_some_and(|q| q.stormed) && wd.action == "drop";
+        let since = queue.and_then(|q| q.storm_since).map(|d| d.as_nanos() as Nanos).unwrap_or(0);
+        let age = state.now.as_nanos() as Nanos - since;
+        blocked.push((nic.switch.clone(), nic.plane, prio, contained, age));
+    }
+    // Traffic share per node: usable NICs carry the node's load.
+    let mut usable_per_node = vec![0usize; fabric.nodes.len()];
+    let mut total_per_node = vec![0usize; fabric.nodes.len()];
+    for nic in &fabric.nics {
+        let ni = fabric.nodes.iter().position(|n| *n == nic.node).unwrap_or(0);
+        total_per_node[ni] += 1;
+        if nic.usable() {
+            usable_per_node[ni] += 1;
+        }
+    }
+    let mut in_job = vec![0.0f64; fabric.nodes.len()];
+    for job in &fabric.jobs {
+        for &ni in &job.nodes {
+            in_job[ni] = in_job[ni].max(job.spec.load);
+        }
+    }
+    let kmin: std::collections::BTreeMap<String, f64> = fabric
+        .leaves
+        .iter()
+        .map(|(name, leaf)| {
+            let k = leaf
+                .model
+                .config_entry("WRED_PROFILE", LOSSLESS_PROFILE)
+                .and_then(|e| e.get("green_min_threshold").and_then(|v| v.parse::<f64>().ok()))
+                .unwrap_or(DEFAULT_KMIN);
+            (name.clone(), k)
+        })
+        .collect();
+    let mut occupancy: Vec<(String, String, f64)> = Vec::new();
+    for i in 0..fabric.nics.len() {
+        let nic = &fabric.nics[i];
+        let ni = fabric.nodes.iter().position(|n| *n == nic.node).unwrap_or(0);
+        let share = if usable_per_node[ni] > 0 { total_per_node[ni] as f64 / usable_per_node[ni] as f64 } else { 0.0 };
+        let offered = if nic.usable() { in_job[ni] * share } else { 0.0 };
+        let extra =
+            if nic.carrier && nic.admin_up { fabric.congestion.get(&nic.rail).copied().unwrap_or(0.0) } else { 0.0 };
+        let capacity = nic.rate.max(0.01);
+        let u = (offered + extra) / capacity;
+        let k = kmin.get(&nic.switch).copied().unwrap_or(DEFAULT_KMIN);
+        let mut paused: f64 = 0.0;
+        if u > 1.0 {
+            paused = ((u - 1.0) / u) * (k / DEFAULT_KMIN).clamp(0.05, 1.0);
+            occupancy.push((nic.switch.clone(), nic.switch_port.clone(), k * u.min(2.0)));
+        }
+        if nic.storm.is_none() && (nic.carrier && nic.admin_up) {
+            for (leaf, plane, _, contained, age) in &blocked {
+                if *contained {
+                    continue;
+                }
+                if *leaf == nic.switch {
+                    paused = paused.max(FIRST_HOP_PAUSE);
+                } else if *plane == nic.plane && *age >= SPREAD_HOP {
+                    paused = paused.max(SECOND_HOP_PAUSE);
+                }
+            }
+        }
+        // A frame (32 kbit) hit by an error is lost, and RoCE's go-back-N
+        // resends the ~100 frames in flight behind it.
+        let ber_cost = (nic.ber * 3.3e6).min(0.95);
+        let loss_cost = (nic.loss * 20.0).min(0.95);
+        let mut delivered = (1.0 - paused) * (1.0 - ber_cost) * (1.0 - loss_cost) * if u > 1.0 { 1.0 / u } else { 1.0 };
+        if nic.storm.is_some() {
+            delivered = 0.0;
+        }
+        let bytes = offered * delivered * capacity.min(1.0) * LINE_BYTES_PER_S * secs;
+        let packets = bytes / PACKET_BYTES;
+        let lit = nic.carrier && nic.admin_up;
+        let symbol_mean = if lit { nic.ber * LINE_BYTES_PER_S * 8.0 * nic.rate * secs } else { 0.0 };
+        let loss_mean = packets * nic.loss;
+        let symbols = poisson(fabric.rng(), symbol_mean);
+        let lost = poisson(fabric.rng(), loss_mean);
+        let nic = &mut fabric.nics[i];
+        nic.offered = offered;
+        nic.paused = if offered > 0.0 { paused } else { 0.0 };
+        nic.delivered = if offered > 0.0 { delivered } else { 1.0 };
+        let c = &mut nic.counters;
+        c.xmit_data += (bytes / 4.0) as u64;
+        c.rcv_data += (bytes / 4.0) as u64;
+        c.xmit_packets += packets as u64;
+        c.rcv_packets += packets as u64;
+        c.xmit_wait += (nic.paused * secs * 1e6) as u64;
+        c.symbol_error += symbols;
+        c.port_rcv_errors += lost;
+    }
+    // The step time of each job: its worst node.
+    for j in 0..fabric.jobs.len() {
+        let job = &fabric.jobs[j];
+        let mut worst: f64 = 1.0;
+        for &ni in &job.nodes {
+            let node = &fabric.nodes[ni];
+            if usable_per_node[ni] == 0 {
+                worst = STALLED;
+                continue;
+            }
+            let share = total_per_node[ni] as f64 / usable_per_node[ni] as f64;
+            let mut slowest: f64 = 1.0;
+            for nic in fabric.nics.iter().filter(|n| &n.node == node) {
+                if nic.usable() {
+                    slowest = slowest.max(1.0 / nic.delivered.max(1.0 / STALLED));
+                }
+                let flapping = nic.admin_up && nic.last_down.is_some_and(|t| now - t < FLAP_PENALTY);
+                if flapping {
+                    slowest = slowest.max(FLAP_STALL);
+                }
+            }
+            let comm = job.spec.comm_fraction;
+            let ratio = (1.0 - comm) + comm * share.max(1.0) * slowest;
+            worst = worst.max(ratio);
+        }
+        fabric.jobs[j].step_ratio = worst.min(STALLED);
+    }
+    switches(fabric, dt, &occupancy);
+    fabric.now = now;
+}
+
+/// Carrier transitions of flapping links.
+fn flaps(fabric: &mut Fabric, now: Nanos) {
+    for nic in &mut fabric.nics {
+        let Some(flap) = nic.flap else { continue };
+        if !nic.admin_up {
+            // An isolated port has no carrier to lose.
+            nic.carrier = false;
+            continue;
+        }
+        let phase = (now - flap.since).rem_euclid(flap.period.max(1));
+        // Down during the first `down` of each period.
+        let carrier = phase >= flap.down;
+        if nic.carrier && !carrier {
+            nic.counters.link_downed += 1;
+            nic.last_down = Some(now);
+        }
+        nic.carrier = carrier;
+    }
+}
+
+/// The leaves and spines: their own clock (storms, watchdog), then what
+/// the NICs did to their ports.
+fn switches(fabric: &mut Fabric, dt: Nanos, occupancy: &[(String, String, f64)]) {
+    let d = std::time::Duration::from_nanos(dt.max(0) as u64);
+    let us = (dt / 1_000).max(0) as u64;
+    for leaf in fabric.leaves.values() {
+        leaf.model.advance(d);
+    }
+    for spine in fabric.spines.values() {
+        spine.model.advance(d);
+    }
+    for nic in &fabric.nics {
+        let Some(leaf) = fabric.leaves.get(&nic.switch) else { continue };
+        let up = nic.carrier && nic.admin_up;
+        let paused_us = (nic.paused * us as f64) as u64;
+        let bytes = (nic.delivered * LINE_BYTES_PER_S * dt as f64 / SECOND as f64) as u64;
+        let port = nic.switch_port.clone();
+        let errors = nic.counters.port_rcv_errors;
+        let symbols = nic.counters.symbol_error;
+        let occ = occupancy.iter().find(|(s, p, _)| *s == nic.switch && *p == port).map(|o| o.2 as u64);
+        leaf.model.write(|s| {
+            let Some(i) = s.ports.iter().position(|p| p.name == port) else { return };
+            let p = &mut s.ports[i];
+            if p.oper_up != up {
+                p.oper_up = up;
+                p.carrier_transitions += 1;
+            }
+            if !up {
+                return;
+            }
+            // The leaf pauses this port (TX pause) as long as the NIC waits.
+            p.pfc[3][1] += (paused_us as f64 / 50.0) as u64;
+            p.pfc[3][3] += paused_us;
+            p.stats[0] += bytes / 1000;
+            p.stats[2] = errors;
+            p.stats[3] = symbols;
+            if let Some(o) = occ {
+                p.queues[3].stats[5] = o;
+                p.queues[3].stats[4] = p.queues[3].stats[4].max(o);
+            }
+        });
+    }
+    // A blocked leaf pauses its spine: RX pause on the spine's port to it.
+    for leaf in fabric.leaves.values() {
+        let stormed = fabric.nics.iter().any(|n| n.switch == leaf.name && n.storm.is_some());
+        if !stormed {
+            continue;
+        }
+        let victims = fabric.nics.iter().any(|n| n.switch == leaf.name && n.paused >= FIRST_HOP_PAUSE);
+        if let (true, Some(spine), Some(rail)) = (victims, fabric.spines.get(&leaf.plane), leaf.rail) {
+            let rails: Vec<u32> =
+                fabric.leaves.values().filter(|l| l.plane == leaf.plane).filter_map(|l| l.rail).collect();
+            let idx = rails.iter().position(|r| *r == rail).unwrap_or(0);
+            spine.model.write(|s| {
+                if let Some(p) = s.ports.get_mut(idx) {
+                    p.pfc[3][2] += us;
+                    p.pfc[3][0] += us / 50;
+                }
+            });
+            if let Some(uplink) = &leaf.uplink {
+                let up = uplink.clone();
+                leaf.model.write(|s| {
+                    if let Some(p) = s.ports.iter_mut().find(|p| p.name == up) {
+                        p.pfc[3][3] += us;
+                        p.pfc[3][1] += us / 50;
+                    }
+                });
+            }
+        }
+    }
+}
+
+/// A Poisson draw with mean `mean` (Knuth's method below 30, a rounded
+/// normal approximation above): symbol errors and lost packets are rare
+/// independent events.
+fn poisson(rng: &mut fastrand::Rng, mean: f64) -> u64 {
+    if mean <= 0.0 {
+        return 0;
+    }
+    if mean < 30.0 {
+        let limit = (-mean).exp();
+        let mut k = 0u64;
+        let mut p = rng.f64();
+        while p > limit {
+            k += 1;
+            p *= rng.f64();
+        }
+        return k;
+    }
+    // Box-Muller.
+    let (u1, u2) = (rng.f64().max(f64::MIN_POSITIVE), rng.f64());
+    let z = (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos();
+    (mean + z * mean.sqrt()).round().max(0.0) as u64
+}
+
+/// The value of probe `name` (one of [`PROBES`]).
+pub fn probe(fabric: &Fabric, name: &str) -> Option<f64> {
+    match name {
+        "step_time_ratio" => Some(fabric.jobs.iter().map(|j| j.step_ratio).fold(1.0, f64::max)),
+        "paused_fraction" => {
+            Some(fabric.nics.iter().filter(|n| n.storm.is_none()).map(|n| n.paused).fold(0.0, f64::max))
+        }
+        "queue_occupancy_bytes" => Some(
+            fabric
+                .leaves
+                .values()
+                .flat_map(|l| l.model.read().ports.iter().map(|p| p.queues[3].stats[5]).collect::<Vec<_>>())
+                .max()
+                .unwrap_or(0) as f64,
+        ),
+        "unusable_links" => Some(fabric.nics.iter().filter(|n| !n.usable()).count() as f64),
+        "errored_traffic" => {
+            let carrying: Vec<&super::Nic> = fabric.nics.iter().filter(|n| n.usable() && n.offered > 0.0).collect();
+            let errored = carrying.iter().filter(|n| n.ber > ERRORED_BER).count();
+            Some(if carrying.is_empty() { 0.0 } else { errored as f64 / carrying.len() as f64 })
+        }
+        _ => None,
+    }
+}

@@ -1,0 +1,10 @@
+//! Reports of chaos runs: the JSON record ([`record`]), the generic SVG
+//! timeline ([`timeline`]) and the HTML page ([`html`]) built from them.
+
+pub mod html;
+pub mod record;
+pub mod timeline;
+
+pub use record::{
+    DecisionRecord, FaultRecord, Outcome, ProbeSeries, Report, RunRecord, Stats, Summary, TransitionRecord,
+};

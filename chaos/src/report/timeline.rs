@@ -1,0 +1,282 @@
+//! A generic SVG timeline: tracks of series, spans and marks on one shared
+//! time axis. The chaos report draws a run with it (probes as series, rule
+//! instance states and faults as spans, decisions and the recovery point as
+//! marks); anything else with timestamps can use it the same way.
+//!
+//! The output is plain SVG 1.1 with inline styles by class, so it renders
+//! in any browser without scripts. Every drawn element carries a class
+//! (`series`, `span`, `mark`, plus the item's own `class`) and marks a
+//! `data-label`, so tests and scripts can find what was drawn.
+//!
+//! ```
+//! use chaos::report::timeline::{Mark, Span, Timeline, Track};
+//!
+//! let svg = Timeline {
+//!     title: "storm".into(),
+//!     start: 0,
+//!     end: 1_000_000_000,
+//!     tracks: vec![
+//!         Track::Series { label: "paused".into(), points: vec![(0, 0.0), (500_000_000, 0.9)], bounds: (None, Some(0.05)) },
+//!         Track::Spans { label: "fault".into(), spans: vec![Span { start: 100_000_000, end: Some(600_000_000), label: "pfc_storm".into(), class: "fault".into() }] },
+//!         Track::Marks { label: "actions".into(), marks: vec![Mark { at: 300_000_000, label: "pfcwd.escalate".into(), class: "executed".into() }] },
+//!     ],
+//! }
+//! .svg(800);
+//! assert!(svg.starts_with("<svg") && svg.contains(r#"data-label="pfcwd.escalate""#));
+//! ```
+
+use std::fmt::Write;
+
+use engine::time::Nanos;
+
+/// A time range on a track.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Span {
+    /// Start.
+    pub start: Nanos,
+    /// End; open spans run to the timeline's end.
+    pub end: Option<Nanos>,
+    /// Text shown in it (and as its tooltip).
+    pub label: String,
+    /// CSS class (its colour): `fault`, `pending`, `firing`, `resolved`, ….
+    pub class: String,
+}
+
+/// An instant on a track.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mark {
+    /// When.
+    pub at: Nanos,
+    /// Text (tooltip and `data-label`).
+    pub label: String,
+    /// CSS class: `executed`, `held`, `dry-run`, `recovered`, ….
+    pub class: String,
+}
+
+/// One row of the timeline.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Track {
+    /// A line of values, scaled to the track's height; `bounds` (min, max)
+    /// are drawn as dashed lines.
+    Series {
+        /// Row label.
+        label: String,
+        /// `(time, value)`, in time order.
+        points: Vec<(Nanos, f64)>,
+        /// Allowed range, if any.
+        bounds: (Option<f64>, Option<f64>),
+    },
+    /// Time ranges.
+    Spans {
+        /// Row label.
+        label: String,
+        /// The spans; overlapping spans share the row.
+        spans: Vec<Span>,
+    },
+    /// Instants.
+    Marks {
+        /// Row label.
+        label: String,
+        /// The marks.
+        marks: Vec<Mark>,
+    },
+}
+
+/// A timeline.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Timeline {
+    /// Title, drawn on top.
+    pub title: String,
+    /// Left edge.
+    pub start: Nanos,
+    /// Right edge.
+    pub end: Nanos,
+    /// Rows, top to bottom.
+    pub tracks: Vec<Track>,
+}
+
+const LABEL_W: f64 = 170.0;
+const ROW_H: f64 = 34.0;
+const SERIES_H: f64 = 60.0;
+const TOP: f64 = 24.0;
+const AXIS_H: f64 = 26.0;
+
+/// Escapes text for SVG/HTML.
+pub fn escape(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+/// The styles the classes refer to, for pages that embed several timelines.
+pub const STYLE: &str = "\
+.timeline text{font:11px sans-serif;fill:#333}\
+.timeline .title{font-weight:bold;font-size:12px}\
+.timeline .grid{stroke:#e5e5e5}\
+.timeline .series polyline{fill:none;stroke:#1f77b4;stroke-width:1.5}\
+.timeline .bound{stroke:#d62728;stroke-dasharray:4 3}\
+.timeline .span rect{fill:#bbb;opacity:.85}\
+.timeline .span.fault rect{fill:#d62728}\
+.timeline .span.pending rect{fill:#ffbf00}\
+.timeline .span.firing rect{fill:#ff7f0e}\
+.timeline .span.resolved rect{fill:#2ca02c}\
+.timeline .mark line{stroke:#555;stroke-width:2}\
+.timeline .mark.executed line{stroke:#2ca02c}\
+.timeline .mark.held line,.timeline .mark.failed line{stroke:#d62728}\
+.timeline .mark.dry-run line{stroke:#9467bd}\
+.timeline .mark.recovered line{stroke:#17becf;stroke-width:3}\
+.timeline .mark circle{fill:currentColor}";
+
+impl Timeline {
+    fn height(&self) -> f64 {
+        TOP + self.tracks.iter().map(|t| if matches!(t, Track::Series { .. }) { SERIES_H } else { ROW_H }).sum::<f64>()
+            + AXIS_H
+    }
+
+    /// The SVG, `width` pixels wide.
+    pub fn svg(&self, width: u32) -> String {
+        let w = width.max(300) as f64;
+        let h = self.height();
+        let plot_w = w - LABEL_W - 10.0;
+        let span = (self.end - self.start).max(1) as f64;
+        let x = |t: Nanos| LABEL_W + ((t - self.start) as f64 / span).clamp(0.0, 1.0) * plot_w;
+        let mut out = String::new();
+        let _ = write!(
+            out,
+            r#"<svg xmlns="http://www.w3.org/2000/svg" class="timeline" width="{w}" height="{h}" viewBox="0 0 {w} {h}">"#
+        );
+        let _ = write!(out, "<style>{STYLE}</style>");
+        let _ = write!(out, r#"<text class="title" x="4" y="15">{}</text>"#, escape(&self.title));
+        // Grid and axis: ticks at a round step, labelled in seconds from the start.
+        let step = nice_step(span / 8.0);
+        let axis_y = h - AXIS_H + 4.0;
+        let mut t = 0.0;
+        while t <= span {
+            let px = LABEL_W + t / span * plot_w;
+            let _ = write!(out, r#"<line class="grid" x1="{px:.1}" y1="{TOP}" x2="{px:.1}" y2="{axis_y}"/>"#);
+            let _ = write!(
+                out,
+                r#"<text x="{px:.1}" y="{:.1}" text-anchor="middle">{:.1}s</text>"#,
+                axis_y + 14.0,
+                t / 1e9
+            );
+            t += step;
+        }
+        let mut y = TOP;
+        for track in &self.tracks {
+            match track {
+                Track::Series { label, points, bounds } => {
+                    let (lo, hi) = range(points, *bounds);
+                    let sy = |v: f64| y + SERIES_H - 6.0 - (v - lo) / (hi - lo) * (SERIES_H - 12.0);
+                    let _ = write!(out, r#"<g class="series" data-label="{}">"#, escape(label));
+                    let _ = write!(out, r#"<text x="4" y="{:.1}">{}</text>"#, y + SERIES_H / 2.0, escape(label));
+                    for b in [bounds.0, bounds.1].into_iter().flatten() {
+                        let by = sy(b);
+                        let _ = write!(
+                            out,
+                            r#"<line class="bound" x1="{LABEL_W}" y1="{by:.1}" x2="{:.1}" y2="{by:.1}"/>"#,
+                            LABEL_W + plot_w
+                        );
+                    }
+                    let pts: Vec<String> = points.iter().map(|&(t, v)| format!("{:.1},{:.1}", x(t), sy(v))).collect();
+                    let _ = write!(out, r#"<polyline points="{}"/>"#, pts.join(" "));
+                    let _ = write!(out, "</g>");
+                    y += SERIES_H;
+                }
+                Track::Spans { label, spans } => {
+                    let _ = write!(out, r#"<text x="4" y="{:.1}">{}</text>"#, y + ROW_H / 2.0 + 4.0, escape(label));
+                    for s in spans {
+                        let (x0, x1) = (x(s.start), x(s.end.unwrap_or(self.end)));
+                        let _ = write!(
+                            out,
+                            r#"<g class="span {}" data-label="{}"><title>{}</title><rect x="{x0:.1}" y="{:.1}" width="{:.1}" height="{:.1}"/></g>"#,
+                            escape(&s.class),
+                            escape(&s.label),
+                            escape(&s.label),
+                            y + 6.0,
+                            (x1 - x0).max(1.5),
+                            ROW_H - 12.0
+                        );
+                    }
+                    y += ROW_H;
+                }
+                Track::Marks { label, marks } => {
+                    let _ = write!(out, r#"<text x="4" y="{:.1}">{}</text>"#, y + ROW_H / 2.0 + 4.0, escape(label));
+                    for m in marks {
+                        let px = x(m.at);
+                        let _ = write!(
+                            out,
+                            r#"<g class="mark {}" data-label="{}"><title>{}</title><line x1="{px:.1}" y1="{:.1}" x2="{px:.1}" y2="{:.1}"/></g>"#,
+                            escape(&m.class),
+                            escape(&m.label),
+                            escape(&m.label),
+                            y + 4.0,
+                            y + ROW_H - 4.0
+                        );
+                    }
+                    y += ROW_H;
+                }
+            }
+        }
+        out.push_str("</svg>");
+        out
+    }
+}
+
+/// The value range of a series, bounds included, never empty.
+fn range(points: &[(Nanos, f64)], bounds: (Option<f64>, Option<f64>)) -> (f64, f64) {
+    let mut lo = f64::INFINITY;
+    let mut hi = f64::NEG_INFINITY;
+    for v in points.iter().map(|p| p.1).chain(bounds.0).chain(bounds.1) {
+        lo = lo.min(v);
+        hi = hi.max(v);
+    }
+    if !lo.is_finite() || !hi.is_finite() {
+        return (0.0, 1.0);
+    }
+    if hi - lo < 1e-12 {
+        return (lo - 0.5, hi + 0.5);
+    }
+    (lo, hi)
+}
+
+/// 1, 2 or 5 × 10^k nanoseconds, at least `raw`.
+fn nice_step(raw: f64) -> f64 {
+    let raw = raw.max(1.0);
+    let mag = 10f64.powf(raw.log10().floor());
+    [1.0, 2.0, 5.0, 10.0].iter().map(|m| m * mag).find(|s| *s >= raw).unwrap_or(10.0 * mag)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_item_is_drawn_with_its_class_inside_the_plot() {
+        let t = Timeline {
+            title: "a <b>".into(),
+            start: 1_000,
+            end: 2_000,
+            tracks: vec![
+                Track::Marks {
+                    label: "m".into(),
+                    marks: vec![Mark { at: 1_500, label: "x".into(), class: "executed".into() }],
+                },
+                Track::Spans {
+                    label: "s".into(),
+                    spans: vec![Span { start: 900, end: None, label: "open".into(), class: "firing".into() }],
+                },
+            ],
+        };
+        let svg = t.svg(470);
+        assert!(svg.contains("a &lt;b&gt;"));
+        assert!(svg.contains(r#"<g class="mark executed" data-label="x"><title>x</title><line x1="315.0""#), "{svg}");
+        // The open span is clipped to the start and runs to the end.
+        assert!(svg.contains(r#"<rect x="170.0" y="64.0" width="290.0""#), "{svg}");
+    }
+
+    #[test]
+    fn steps_are_round() {
+        assert_eq!(nice_step(1.3e8), 2e8);
+        assert_eq!(nice_step(4e8), 5e8);
+        assert_eq!(nice_step(1e9), 1e9);
+    }
+}

@@ -1,0 +1,421 @@
+//! A scenario resolved: durations in nanoseconds, paths resolved, the
+//! inventory loaded, selectors checked against it; and the schedule of one
+//! run.
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use engine::time::{parse_duration, Nanos, MS};
+use engine::Topology;
+use serde::{Deserialize, Serialize};
+use toml::Spanned;
+
+use super::spec::{ActionMatch, Clock, Dur, FaultKind, Scenario};
+use super::ScenarioError;
+use crate::fabric::{Effect, Fabric, JobSpec, Selector};
+
+/// A probe's bounds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Bound {
+    /// The probe.
+    pub probe: String,
+    /// Lowest allowed.
+    pub min: Option<f64>,
+    /// Highest allowed.
+    pub max: Option<f64>,
+}
+
+impl Bound {
+    /// Whether `v` is within.
+    pub fn holds(&self, v: f64) -> bool {
+        self.min.is_none_or(|m| v >= m) && self.max.is_none_or(|m| v <= m)
+    }
+}
+
+/// One fault, resolved.
+#[derive(Debug, Clone)]
+pub struct FaultPlan {
+    /// What.
+    pub kind: FaultKind,
+    /// Where.
+    pub select: Selector,
+    /// Offset from the run's start.
+    pub at: Nanos,
+    /// Random extra delay, at most.
+    pub jitter: Nanos,
+    /// How long, if not to the end.
+    pub duration: Option<Nanos>,
+    /// Times.
+    pub repeats: u32,
+    /// Between repeats.
+    pub every: Nanos,
+    /// PFC priority.
+    pub prio: u8,
+    /// BER.
+    pub ber: f64,
+    /// Flap period.
+    pub period: Nanos,
+    /// Time down per flap.
+    pub down: Nanos,
+    /// Link rate fraction.
+    pub rate: f64,
+    /// Loss fraction.
+    pub loss: f64,
+    /// Competing load.
+    pub load: f64,
+    /// netem delay.
+    pub delay: Nanos,
+    /// tbf rate.
+    pub rate_mbit: u64,
+    /// veth link.
+    pub link: Option<String>,
+}
+
+/// The expectations, resolved.
+#[derive(Debug, Clone, Default)]
+pub struct ExpectPlan {
+    /// Rule and deadline.
+    pub detect: Option<(String, Nanos)>,
+    /// Action kind and deadline.
+    pub mitigate: Option<(String, Nanos)>,
+    /// Deadlines count from the trigger (the last fault occurrence before
+    /// detection) instead of the first fault.
+    pub from_trigger: bool,
+    /// Deadline for the steady state.
+    pub recover_within: Option<Nanos>,
+    /// Must happen.
+    pub must: Vec<ActionMatch>,
+    /// Must not happen.
+    pub must_not: Vec<ActionMatch>,
+    /// Most actions.
+    pub max_actions: Option<usize>,
+    /// Most rails per plane.
+    pub max_rails_drained_per_plane: Option<usize>,
+    /// No healthy node cordoned.
+    pub no_healthy_node_cordoned: bool,
+    /// Fewest held proposals.
+    pub min_held: Option<usize>,
+}
+
+/// An abort condition, resolved.
+#[derive(Debug, Clone)]
+pub struct AbortPlan {
+    /// The probe's bound: the run aborts while it does not hold.
+    pub bound: Bound,
+    /// For how long.
+    pub for_: Nanos,
+}
+
+/// A scenario resolved.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// Name.
+    pub name: String,
+    /// Description.
+    pub description: String,
+    /// The inventory.
+    pub topology: Arc<Topology>,
+    /// Rule directory.
+    pub rules_dir: PathBuf,
+    /// Playbook.
+    pub playbook: PathBuf,
+    /// Clock.
+    pub clock: Clock,
+    /// Step (sensor interval).
+    pub step: Nanos,
+    /// Run length.
+    pub duration: Nanos,
+    /// Runs.
+    pub runs: u32,
+    /// Seed of run 0.
+    pub seed: u64,
+    /// Jobs.
+    pub jobs: Vec<JobSpec>,
+    /// Steady-state bounds.
+    pub probes: Vec<Bound>,
+    /// How long bounds must hold to count as recovered.
+    pub hold: Nanos,
+    /// Faults.
+    pub faults: Vec<FaultPlan>,
+    /// Expectations.
+    pub expect: ExpectPlan,
+    /// Aborts.
+    pub aborts: Vec<AbortPlan>,
+}
+
+/// One occurrence of a fault in one run.
+#[derive(Debug, Clone)]
+pub struct Scheduled {
+    /// Index of the fault in the scenario.
+    pub fault: usize,
+    /// What.
+    pub kind: FaultKind,
+    /// What and where, for people.
+    pub label: String,
+    /// Start, offset from the run's start.
+    pub start: Nanos,
+    /// End, if it ends within the run.
+    pub end: Option<Nanos>,
+    /// What it does to the fabric (empty for real-link faults).
+    pub effects: Vec<Effect>,
+    /// The nodes it touches (for "no healthy node cordoned").
+    pub nodes: Vec<String>,
+}
+
+struct Ctx<'a> {
+    text: &'a str,
+    origin: &'a str,
+}
+
+impl Ctx<'_> {
+    fn err(&self, span: Range<usize>, message: impl Into<String>) -> ScenarioError {
+        let (line, column) =
+            if span.is_empty() && span.start == 0 { (0, 0) } else { engine::config::line_col(self.text, span.start) };
+        ScenarioError { path: self.origin.to_string(), line, column, message: message.into() }
+    }
+
+    fn dur(&self, d: &Dur, field: &str) -> Result<Nanos, ScenarioError> {
+        parse_duration(d.get_ref()).map_err(|e| self.err(d.span(), format!("{field}: {e}")))
+    }
+
+    fn opt(&self, d: &Option<Dur>, field: &str, default: Nanos) -> Result<Nanos, ScenarioError> {
+        d.as_ref().map(|d| self.dur(d, field)).transpose().map(|v| v.unwrap_or(default))
+    }
+
+    fn path(&self, base: &Path, p: &Spanned<String>) -> PathBuf {
+        base.join(p.get_ref())
+    }
+}
+
+fn probe_known(name: &Spanned<String>, ctx: &Ctx) -> Result<String, ScenarioError> {
+    if crate::fabric::physics::PROBES.iter().any(|(p, _)| p == name.get_ref()) {
+        Ok(name.get_ref().clone())
+    } else {
+        let known: Vec<&str> = crate::fabric::physics::PROBES.iter().map(|(p, _)| *p).collect();
+        Err(ctx.err(name.span(), format!("unknown probe {:?}; known: {}", name.get_ref(), known.join(", "))))
+    }
+}
+
+impl Scenario {
+    /// Checks the scenario and resolves it; `text` and `origin` are the
+    /// file's, for error locations; `base` is its directory.
+    pub fn resolve(&self, text: &str, origin: &str, base: &Path) -> Result<Plan, ScenarioError> {
+        let ctx = Ctx { text, origin };
+        let topology = if self.inventory.get_ref() == "example" {
+            Topology::parse(engine::topology::EXAMPLE_INVENTORY, "docs/examples/inventory.toml")
+                .map_err(|e| ctx.err(self.inventory.span(), e.to_string()))?
+        } else {
+            Topology::load(&ctx.path(base, &self.inventory))
+                .map_err(|e| ctx.err(self.inventory.span(), format!("inventory: {e}")))?
+        };
+        let topology = Arc::new(topology);
+        let step = ctx.opt(&self.step, "step", 100 * MS)?;
+        if step < MS {
+            return Err(ctx.err(self.step.as_ref().map(|s| s.span()).unwrap_or(0..0), "step must be at least 1ms"));
+        }
+        let duration = ctx.dur(&self.duration, "duration")?;
+        if duration < step {
+            return Err(ctx.err(self.duration.span(), "duration is shorter than one step"));
+        }
+        let probes = self
+            .steady_state
+            .probe
+            .iter()
+            .map(|p| Ok(Bound { probe: probe_known(&p.name, &ctx)?, min: p.min, max: p.max }))
+            .collect::<Result<Vec<_>, ScenarioError>>()?;
+        let hold = ctx.opt(&self.steady_state.hold, "steady_state.hold", 500 * MS)?;
+        // A fabric without jobs, to check the selectors and the jobs' nodes.
+        let fabric = Fabric::new(topology.clone(), &self.job, 0, 0)
+            .map_err(|e| ctx.err(self.inventory.span(), e.to_string()))?;
+        let mut faults = Vec::new();
+        for f in &self.fault {
+            let select = f.select.as_ref().map(|s| s.get_ref().clone()).unwrap_or_default();
+            if f.kind.needs_real_links() {
+                if self.clock != Clock::Wall {
+                    return Err(
+                        ctx.err(f.at.span(), format!("fault {:?} needs real links: set clock = \"wall\"", f.kind))
+                    );
+                }
+                if f.link.is_none() {
+                    return Err(ctx.err(f.at.span(), format!("fault {:?} needs `link`, the veth to impair", f.kind)));
+                }
+            } else if !matches!(f.kind, FaultKind::GnmiSilent) {
+                fabric
+                    .select(&select)
+                    .map_err(|e| ctx.err(f.select.as_ref().map(|s| s.span()).unwrap_or(f.at.span()), e.to_string()))?;
+            } else if select.switch.as_ref().is_none_or(|s| fabric.leaf(s).is_none()) {
+                return Err(ctx.err(
+                    f.select.as_ref().map(|s| s.span()).unwrap_or(f.at.span()),
+                    "gnmi_silent needs `select.switch`, a leaf of the inventory",
+                ));
+            }
+            let repeats = f.repeats.max(1);
+            let every = ctx.opt(&f.every, "every", 0)?;
+            if repeats > 1 && every == 0 {
+                return Err(ctx.err(f.at.span(), "repeats > 1 needs `every`"));
+            }
+            let ber = f.ber.unwrap_or(1e-9);
+            if !(0.0..1.0).contains(&ber) {
+                return Err(ctx.err(f.at.span(), format!("ber {ber} is not a rate in [0, 1)")));
+            }
+            faults.push(FaultPlan {
+                kind: f.kind,
+                select,
+                at: ctx.dur(&f.at, "at")?,
+                jitter: ctx.opt(&f.jitter, "jitter", 0)?,
+                duration: f.duration.as_ref().map(|d| ctx.dur(d, "duration")).transpose()?,
+                repeats,
+                every,
+                prio: f.prio.unwrap_or(3).min(7),
+                ber,
+                period: ctx.opt(&f.period, "period", 2_000 * MS)?,
+                down: ctx.opt(&f.down, "down", 200 * MS)?,
+                rate: f.rate.unwrap_or(0.5).clamp(0.01, 1.0),
+                loss: f.loss.unwrap_or(0.01).clamp(0.0, 1.0),
+                load: f.load.unwrap_or(0.8).max(0.0),
+                delay: ctx.opt(&f.delay, "delay", 0)?,
+                rate_mbit: f.rate_mbit.unwrap_or(100),
+                link: f.link.clone(),
+            });
+        }
+        let e = &self.expect;
+        let expect = ExpectPlan {
+            detect: e
+                .detect
+                .as_ref()
+                .map(|d| Ok::<_, ScenarioError>((d.rule.clone(), ctx.dur(&d.within, "detect.within")?)))
+                .transpose()?,
+            mitigate: e
+                .mitigate
+                .as_ref()
+                .map(|m| Ok::<_, ScenarioError>((m.action.clone(), ctx.dur(&m.within, "mitigate.within")?)))
+                .transpose()?,
+            from_trigger: match e.from.as_ref().map(|f| f.get_ref().as_str()) {
+                None | Some("fault") => false,
+                Some("trigger") => true,
+                Some(other) => {
+                    let span = e.from.as_ref().map(|f| f.span()).unwrap_or(0..0);
+                    return Err(ctx.err(span, format!("from {other:?}: expected \"fault\" or \"trigger\"")));
+                }
+            },
+            recover_within: e.recover_within.as_ref().map(|d| ctx.dur(d, "recover_within")).transpose()?,
+            must: e.must.clone(),
+            must_not: e.must_not.clone(),
+            max_actions: e.max_actions,
+            max_rails_drained_per_plane: e.max_rails_drained_per_plane,
+            no_healthy_node_cordoned: e.no_healthy_node_cordoned,
+            min_held: e.min_held,
+        };
+        let aborts = self
+            .abort
+            .iter()
+            .map(|a| {
+                Ok(AbortPlan {
+                    bound: Bound { probe: probe_known(&a.probe, &ctx)?, min: a.below, max: a.above },
+                    for_: ctx.opt(&a.for_, "for", 0)?,
+                })
+            })
+            .collect::<Result<Vec<_>, ScenarioError>>()?;
+        let rules_dir = self.rules.as_ref().map(|r| ctx.path(base, r)).unwrap_or_else(|| base.join("../rules"));
+        let playbook =
+            self.playbook.as_ref().map(|p| ctx.path(base, p)).unwrap_or_else(|| base.join("playbooks/chaos.toml"));
+        Ok(Plan {
+            name: self.name.clone(),
+            description: self.description.clone(),
+            topology,
+            rules_dir,
+            playbook,
+            clock: self.clock,
+            step,
+            duration,
+            runs: self.runs.max(1),
+            seed: self.seed,
+            jobs: self.job.clone(),
+            probes,
+            hold,
+            faults,
+            expect,
+            aborts,
+        })
+    }
+}
+
+impl Plan {
+    /// The faults of one run on real links (no fabric), in start order;
+    /// `seed` draws the jitter.
+    pub fn schedule_real(&self, seed: u64) -> Vec<Scheduled> {
+        let mut rng = fastrand::Rng::with_seed(seed ^ 0x5eed_f417);
+        let mut out = Vec::new();
+        for (fi, f) in self.faults.iter().enumerate() {
+            let jitter = if f.jitter > 0 { rng.i64(0..=f.jitter) } else { 0 };
+            for r in 0..f.repeats {
+                let start = f.at + jitter + r as i64 * f.every;
+                let kind =
+                    serde_json::to_value(f.kind).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+                let label = format!("{kind} {}", f.link.as_deref().unwrap_or("?"));
+                out.push(Scheduled {
+                    fault: fi,
+                    kind: f.kind,
+                    label,
+                    start,
+                    end: f.duration.map(|d| start + d),
+                    effects: Vec::new(),
+                    nodes: Vec::new(),
+                });
+            }
+        }
+        out.sort_by_key(|s| s.start);
+        out
+    }
+
+    /// The faults of one run, in start order, each with its fabric effects;
+    /// `seed` draws the jitter.
+    pub fn schedule(&self, fabric: &Fabric, seed: u64) -> Vec<Scheduled> {
+        let mut rng = fastrand::Rng::with_seed(seed ^ 0x5eed_f417);
+        let mut out = Vec::new();
+        for (fi, f) in self.faults.iter().enumerate() {
+            let nics = fabric.select(&f.select).unwrap_or_default();
+            let jitter = if f.jitter > 0 { rng.i64(0..=f.jitter) } else { 0 };
+            for r in 0..f.repeats {
+                let start = f.at + jitter + r as i64 * f.every;
+                let end = f.duration.map(|d| start + d);
+                let effects: Vec<Effect> = match f.kind {
+                    FaultKind::PfcStorm => nics.iter().map(|&nic| Effect::PfcStorm { nic, prio: f.prio }).collect(),
+                    FaultKind::SymbolErrors => nics.iter().map(|&nic| Effect::Ber { nic, ber: f.ber }).collect(),
+                    FaultKind::LinkFlap => {
+                        nics.iter().map(|&nic| Effect::Flap { nic, period: f.period, down: f.down }).collect()
+                    }
+                    FaultKind::DegradedLink => nics.iter().map(|&nic| Effect::Degraded { nic, rate: f.rate }).collect(),
+                    FaultKind::PacketLoss => nics.iter().map(|&nic| Effect::Loss { nic, loss: f.loss }).collect(),
+                    FaultKind::Congestion => {
+                        let mut rails: Vec<u32> = nics.iter().map(|&i| fabric.nics[i].rail).collect();
+                        rails.dedup();
+                        rails.into_iter().map(|rail| Effect::Congestion { rail, load: f.load }).collect()
+                    }
+                    FaultKind::SensorOutage => {
+                        let mut nodes: Vec<String> = nics.iter().map(|&i| fabric.nics[i].node.clone()).collect();
+                        nodes.dedup();
+                        nodes.into_iter().map(|node| Effect::SensorOutage { node }).collect()
+                    }
+                    FaultKind::GnmiSilent => {
+                        f.select.switch.iter().map(|s| Effect::GnmiSilent { switch: s.clone() }).collect()
+                    }
+                    FaultKind::VethFlap | FaultKind::Netem | FaultKind::Tbf => Vec::new(),
+                };
+                let mut nodes: Vec<String> = nics.iter().map(|&i| fabric.nics[i].node.clone()).collect();
+                nodes.sort();
+                nodes.dedup();
+                let kind =
+                    serde_json::to_value(f.kind).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+                let label = match &f.link {
+                    Some(link) if f.kind.needs_real_links() => format!("{kind} {link}"),
+                    _ => format!("{kind} {}", f.select),
+                };
+                out.push(Scheduled { fault: fi, kind: f.kind, label, start, end, effects, nodes });
+            }
+        }
+        out.sort_by_key(|s| s.start);
+        out
+    }
+}

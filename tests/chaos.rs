@@ -1,0 +1,219 @@
+//! `rocemend chaos run` on the scenario library, on the virtual clock: each
+//! scenario passes, and fails when its mitigation is switched off — the
+//! harness tells healed from not healed.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn scenario(name: &str) -> PathBuf {
+    root().join("chaos/scenarios").join(format!("{name}.toml"))
+}
+
+/// Runs `chaos run` with `args`; returns the exit code and the report.
+fn run(path: &Path, runs: u32, extra: &[&str]) -> (i32, Value) {
+    let out = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_rocemend"))
+        .args(["chaos", "run", "--quiet", "--runs", &runs.to_string(), "--out"])
+        .arg(out.path())
+        .arg(path)
+        .args(extra)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr).to_string();
+    let code = output.status.code().unwrap_or(-1);
+    let name = path.file_stem().unwrap().to_str().unwrap();
+    let json = out.path().join(format!("{name}.json"));
+    let report = match std::fs::read(&json) {
+        Ok(bytes) => serde_json::from_slice(&bytes).unwrap(),
+        Err(e) => panic!("no report {} (exit {code}): {e}\n{stderr}", json.display()),
+    };
+    (code, report)
+}
+
+fn failures(report: &Value) -> String {
+    report["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| r["outcome"]["failures"].as_array().unwrap().iter().map(|f| f.as_str().unwrap().to_string()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn executed(report: &Value, action: &str) -> Vec<Value> {
+    report["runs"][0]["decisions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["action"] == action && d["verdict"] == "executed" && d["undo_of"].is_null())
+        .cloned()
+        .collect()
+}
+
+fn passes(name: &str, runs: u32) -> Value {
+    let (code, report) = run(&scenario(name), runs, &[]);
+    assert_eq!(code, 0, "{name} failed:\n{}", failures(&report));
+    assert_eq!(report["failed"], 0);
+    assert_eq!(report["passed"], runs);
+    report
+}
+
+fn fails_without(name: &str, rule: &str, expected: &str) {
+    let (code, report) = run(&scenario(name), 1, &["--rule-mode", &format!("{rule}=dry-run")]);
+    assert_eq!(code, 1, "{name} with {rule} in dry-run must fail");
+    let why = failures(&report);
+    assert!(why.contains(expected), "{name} without {rule}: expected {expected:?} among:\n{why}");
+}
+
+#[test]
+fn pfc_storm_is_contained_within_300_ms_and_not_without_the_watchdog_escalation() {
+    let report = passes("pfc_storm", 3);
+    let escalations = executed(&report, "pfcwd.escalate");
+    assert_eq!(escalations.len(), 1);
+    assert_eq!(escalations[0]["target"]["switch"], "leaf-rail3");
+    assert_eq!(escalations[0]["target"]["port"], "Ethernet12");
+    // The storm ends at 4 s: the escalation is undone once the rule resolves.
+    let undone = report["runs"][0]["decisions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|d| !d["undo_of"].is_null() && d["verdict"] == "executed");
+    assert!(undone, "the escalation is undone after the storm");
+    let p99 = report["summary"]["detect"]["p99"].as_f64().unwrap();
+    assert!(p99 <= 300.0, "detection p99 {p99} ms");
+    fails_without("pfc_storm", "switch-pfc-storm", "pfcwd.escalate was never executed");
+}
+
+#[test]
+fn symbol_errors_drain_the_rail_and_not_without_it() {
+    let report = passes("symbol_errors", 2);
+    let drains = executed(&report, "rail.drain");
+    assert_eq!(drains.len(), 1);
+    assert_eq!(drains[0]["target"]["node"], "node-02");
+    fails_without("symbol_errors", "rdma-symbol-errors", "the steady state never held again");
+}
+
+#[test]
+fn a_link_flap_storm_isolates_the_link_and_not_without_it() {
+    let report = passes("link_flap_storm", 2);
+    assert_eq!(executed(&report, "link.isolate").len(), 1);
+    fails_without("link_flap_storm", "rdma-link-flap", "link.isolate was never executed");
+}
+
+#[test]
+fn a_rail_failure_drains_the_rail_on_every_node_and_not_without_it() {
+    let report = passes("rail_failure", 2);
+    let drains = executed(&report, "rail.drain");
+    assert_eq!(drains.len(), 4, "rail 2 on each of the four nodes");
+    assert!(drains.iter().all(|d| d["target"]["rail"] == "2"));
+    fails_without("rail_failure", "rdma-symbol-errors", "rail.drain was never executed");
+}
+
+#[test]
+fn many_faults_hit_the_blast_radius_limit_and_fail_without_it() {
+    let report = passes("many_faults", 2);
+    let held: Vec<&Value> =
+        report["runs"][0]["decisions"].as_array().unwrap().iter().filter(|d| d["verdict"] == "held").collect();
+    assert!(!held.is_empty());
+    assert!(held[0]["reason"].as_str().unwrap().contains("rail"), "{}", held[0]["reason"]);
+    // The same scenario with a playbook that allows two rails of a plane: the
+    // second rail is drained, which the scenario forbids.
+    let text = std::fs::read_to_string(root().join("chaos/scenarios/playbooks/chaos.toml")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let loose = dir.path().join("loose.toml");
+    let text =
+        text.replace("max_rails_per_plane = 1", "max_rails_per_plane = 4").replace("rules = \"../../rules\"", "");
+    std::fs::write(&loose, text).unwrap();
+    let (code, report) = run(&scenario("many_faults"), 1, &["--playbook", loose.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    let why = failures(&report);
+    assert!(why.contains("plane 0: rails 0, 1 drained"), "{why}");
+}
+
+#[test]
+fn a_sensor_outage_causes_no_action_and_a_real_fault_would_be_seen() {
+    let report = passes("sensor_outage", 2);
+    assert!(executed(&report, "rail.drain").is_empty());
+    // The harness would see an action: the same outage with a storm in it.
+    let text = std::fs::read_to_string(scenario("sensor_outage")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sensor_outage.toml");
+    let text = text
+        .replace("inventory = \"example\"", "inventory = \"example\"\nrules = \"RULES\"\nplaybook = \"PLAYBOOK\"")
+        .replace("RULES", root().join("chaos/rules").to_str().unwrap())
+        .replace("PLAYBOOK", root().join("chaos/scenarios/playbooks/chaos.toml").to_str().unwrap())
+        + "\n[[fault]]\nkind = \"pfc_storm\"\nselect = { node = \"node-04\", netdev = \"eth0\" }\nat = \"2s\"\n";
+    // `[[fault]]` after `[expect]` is still a fault array entry.
+    std::fs::write(&path, text).unwrap();
+    let (code, report) = run(&path, 1, &[]);
+    assert_eq!(code, 1);
+    assert!(failures(&report).contains("action(s) executed, at most 0 expected"), "{}", failures(&report));
+}
+
+#[test]
+fn a_seed_replays_a_run_exactly() {
+    let (_, a) = run(&scenario("pfc_storm"), 2, &["--seed", "42"]);
+    let (_, b) = run(&scenario("pfc_storm"), 2, &["--seed", "42"]);
+    let strip = |v: &Value| {
+        let mut runs = v["runs"].clone();
+        for r in runs.as_array_mut().unwrap() {
+            // Decision ids come from the ledger's clock; everything else is virtual.
+            for d in r["decisions"].as_array_mut().unwrap() {
+                d.as_object_mut().unwrap().remove("id");
+            }
+        }
+        runs
+    };
+    assert_eq!(strip(&a), strip(&b));
+    let (_, c) = run(&scenario("pfc_storm"), 1, &["--seed", "43"]);
+    assert_ne!(a["runs"][0]["faults"], c["runs"][0]["faults"], "another seed, another jitter");
+}
+
+#[test]
+fn scenario_errors_name_file_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.toml");
+    std::fs::write(
+        &path,
+        "name = \"bad\"\nduration = \"5s\"\n\n[[steady_state.probe]]\nname = \"step_time\"\nmax = 1\n",
+    )
+    .unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_rocemend")).args(["chaos", "run"]).arg(&path).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains(&format!("{}:5:8: unknown probe \"step_time\"", path.display())), "{stderr}");
+    std::fs::write(&path, "name = \"bad\"\nduration = \"5 parsecs\"\n").unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_rocemend")).args(["chaos", "run"]).arg(&path).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains(&format!("{}:2:12: duration", path.display())), "{stderr}");
+}
+
+#[test]
+fn a_report_renders_again_from_its_json() {
+    let out = tempfile::tempdir().unwrap();
+    let status = Command::new(env!("CARGO_BIN_EXE_rocemend"))
+        .args(["chaos", "run", "--quiet", "--runs", "1", "--out"])
+        .arg(out.path())
+        .arg(scenario("link_flap_storm"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let page = out.path().join("again.html");
+    let output = Command::new(env!("CARGO_BIN_EXE_rocemend"))
+        .args(["chaos", "report"])
+        .arg(out.path().join("link_flap_storm.json"))
+        .arg("--out")
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert_eq!(html, std::fs::read_to_string(out.path().join("link_flap_storm.html")).unwrap());
+    assert!(html.contains("<svg") && html.contains(r#"class="mark executed""#));
+}
