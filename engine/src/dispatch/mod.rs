@@ -9,8 +9,8 @@
 //! and undo.
 
 mod dispatcher;
-pub mod silence;
 mod fleet;
+pub mod silence;
 mod types;
 
 pub use dispatcher::{ActuatorRoute, DispatchConfig, Dispatcher};
