@@ -17,8 +17,6 @@
 //! nothing. With `ROCEMEND_BENCH_MEMORY_ONLY=1` the bench stops after the
 //! memory figures (about 20 s instead of minutes), for work on the layout.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicIsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -32,41 +30,10 @@ use engine::{
     SeriesSpec, SeriesTable, Store, Topology, Value, MS, SECOND,
 };
 
-// ---------------------------------------------------------------------------
-// Heap accounting.
-
-/// Bytes currently allocated by the process.
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-struct Counting;
-
-// SAFETY: forwards every call to the system allocator unchanged and only
-// keeps a running total of the sizes.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        System.alloc(layout)
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        System.alloc_zeroed(layout)
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-        System.dealloc(ptr, layout)
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE.fetch_add(new_size as isize - layout.size() as isize, Ordering::Relaxed);
-        System.realloc(ptr, layout, new_size)
-    }
-}
-
-#[global_allocator]
-static ALLOCATOR: Counting = Counting;
-
-fn live() -> isize {
-    LIVE.load(Ordering::Relaxed)
-}
+// Heap accounting: the counting global allocator.
+#[path = "support/alloc.rs"]
+mod alloc;
+use alloc::live;
 
 // ---------------------------------------------------------------------------
 // The fleet: 1,250 nodes × 8 NICs × 10 counters = 100,000 series.
