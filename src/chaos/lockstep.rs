@@ -80,7 +80,12 @@ fn dispatcher(
 }
 
 fn record(at: Nanos, d: &Decision, out: &mut Vec<DecisionRecord>) {
-    out.push(DecisionRecord {
+    out.push(decision_record(at, d));
+}
+
+/// What a run's report keeps of a decision, stamped `at`.
+pub(super) fn decision_record(at: Nanos, d: &Decision) -> DecisionRecord {
+    DecisionRecord {
         at,
         id: d.id.clone(),
         rule: d.proposal.rule.clone(),
@@ -89,7 +94,7 @@ fn record(at: Nanos, d: &Decision, out: &mut Vec<DecisionRecord>) {
         verdict: d.verdict.name().to_string(),
         reason: d.verdict.reason().map(String::from),
         undo_of: d.undo_of.clone(),
-    });
+    }
 }
 
 /// Runs `plan` once with `seed`.

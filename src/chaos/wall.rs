@@ -30,6 +30,7 @@ use engine::{EngineEvent, Evaluator, HealthBoard, Labels, Nanos, SeriesTable};
 use sensors::NetlinkLinkConfig;
 use tokio::sync::{mpsc, watch};
 
+use super::lockstep::decision_record;
 use super::{Options, Sources};
 
 /// The `node` label of the daemon under test in its namespace; the
@@ -210,16 +211,7 @@ fn observe(seen: &Seen, event: &DaemonEvent) {
                 to: to.as_str().into(),
             })
         }
-        DaemonEvent::Decision(d) => s.1.push(DecisionRecord {
-            at: wall_clock_now(),
-            id: d.id.clone(),
-            rule: d.proposal.rule.clone(),
-            action: d.proposal.action.kind.clone(),
-            target: d.proposal.action.target.0.clone(),
-            verdict: d.verdict.name().into(),
-            reason: d.verdict.reason().map(String::from),
-            undo_of: d.undo_of.clone(),
-        }),
+        DaemonEvent::Decision(d) => s.1.push(decision_record(wall_clock_now(), d)),
         _ => {}
     }
 }
@@ -350,16 +342,7 @@ async fn attached(plan: &Plan, socket: &Path, index: u32, seed: u64) -> anyhow::
             from: "pending".into(),
             to: "firing".into(),
         });
-        decisions.push(DecisionRecord {
-            at: d.steps.last().map(|s| s.at).unwrap_or(d.proposal.decided_at),
-            id: d.id.clone(),
-            rule: d.proposal.rule.clone(),
-            action: d.proposal.action.kind.clone(),
-            target: d.proposal.action.target.0.clone(),
-            verdict: d.verdict.name().into(),
-            reason: d.verdict.reason().map(String::from),
-            undo_of: d.undo_of.clone(),
-        });
+        decisions.push(decision_record(d.steps.last().map(|s| s.at).unwrap_or(d.proposal.decided_at), &d));
     }
     let mut record = RunRecord {
         run: index,
