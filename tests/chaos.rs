@@ -87,7 +87,39 @@ fn pfc_storm_is_contained_within_300_ms_and_not_without_the_watchdog_escalation(
     assert!(undone, "the escalation is undone after the storm");
     let p99 = report["summary"]["detect"]["p99"].as_f64().unwrap();
     assert!(p99 <= 300.0, "detection p99 {p99} ms");
+    // The real pfcwd actuator sent it, over gNMI, to the simulated leaf.
+    let sent = requests(&escalations[0]);
+    assert!(
+        sent.contains("gNMI Set to leaf-rail3 (simulated leaf on loopback)")
+            && sent.contains("update sonic-db:/CONFIG_DB/PFC_WD/Ethernet12/action = \"drop\""),
+        "{sent}"
+    );
     fails_without("pfc_storm", "switch-pfc-storm", "pfcwd.escalate was never executed");
+}
+
+/// What an executed decision sent, one request per line.
+fn requests(decision: &Value) -> String {
+    let list = decision["requests"].as_array().unwrap_or_else(|| panic!("no requests in {decision}"));
+    list.iter().map(|r| r.as_str().unwrap()).collect::<Vec<_>>().join("\n")
+}
+
+#[test]
+fn congestion_lowers_the_ecn_thresholds_once_and_not_without_it() {
+    let report = passes("congestion", 2);
+    let lowered = executed(&report, "ecn.lower");
+    assert_eq!(lowered.len(), 1, "one change of the switch's profile, the other ports' proposals duplicates");
+    assert_eq!(lowered[0]["target"]["switch"], "leaf-rail5");
+    let sent = requests(&lowered[0]);
+    assert!(
+        sent.contains("gNMI Set to leaf-rail5 (simulated leaf on loopback)")
+            && sent.contains("WRED_PROFILE/AZURE_LOSSLESS/green_min_threshold = \"524288\""),
+        "{sent}"
+    );
+    let decisions = report["runs"][0]["decisions"].as_array().unwrap();
+    assert!(decisions.iter().any(|d| d["verdict"] == "duplicate"), "the other congested ports are duplicates");
+    // The competing job ends at 7 s: the thresholds are put back once the rule resolves.
+    assert!(decisions.iter().any(|d| !d["undo_of"].is_null() && d["verdict"] == "executed"));
+    fails_without("congestion", "rdma-xmit-wait", "ecn.lower was never executed");
 }
 
 #[test]
@@ -112,6 +144,12 @@ fn a_rail_failure_drains_the_rail_on_every_node_and_not_without_it() {
     let drains = executed(&report, "rail.drain");
     assert_eq!(drains.len(), 4, "rail 2 on each of the four nodes");
     assert!(drains.iter().all(|d| d["target"]["rail"] == "2"));
+    // The real rail actuator's switch side: the leaf port facing each NIC admin-down.
+    let sent: Vec<String> = drains.iter().map(requests).collect();
+    assert!(
+        sent.iter().all(|s| s.contains("gNMI Set to leaf-rail2") && s.contains("admin_status = \"down\"")),
+        "{sent:?}"
+    );
     fails_without("rail_failure", "rdma-symbol-errors", "rail.drain was never executed");
 }
 

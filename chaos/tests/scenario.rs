@@ -73,6 +73,7 @@ fn decision(at: i64, action: &str, node: &str, verdict: &str) -> DecisionRecord 
         verdict: verdict.into(),
         reason: None,
         undo_of: None,
+        requests: Vec::new(),
     }
 }
 

@@ -27,6 +27,7 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     ("chaos/scenarios/rail_failure.toml", include_str!("../../chaos/scenarios/rail_failure.toml")),
     ("chaos/scenarios/many_faults.toml", include_str!("../../chaos/scenarios/many_faults.toml")),
     ("chaos/scenarios/sensor_outage.toml", include_str!("../../chaos/scenarios/sensor_outage.toml")),
+    ("chaos/scenarios/congestion.toml", include_str!("../../chaos/scenarios/congestion.toml")),
 ];
 
 /// The built-in rules and playbook.

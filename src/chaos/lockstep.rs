@@ -9,13 +9,14 @@
 //! with the channel hops taken out: the same evaluator, the same
 //! dispatcher with its policy and undo, the same order of calls.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use chaos::fabric::{sysfs, Fabric};
 use chaos::report::{DecisionRecord, FaultRecord, ProbeSeries, RunRecord, TransitionRecord};
 use chaos::scenario::{check, Plan};
-use engine::dispatch::{ActuatorRoute, Decision, DispatchConfig, Dispatcher, Mode};
+use engine::dispatch::{ActuatorRoute, Decision, DispatchConfig, Dispatcher, Mode, Verdict};
 use engine::ledger::{Ledger, Retention};
 use engine::playbook::Playbook;
 use engine::rule::{self, Helpers};
@@ -23,10 +24,14 @@ use engine::{EngineEvent, Evaluator, Labels, Nanos, SeriesTable, State, Store};
 
 use super::actuator::{lock, FabricActuator, SharedFabric};
 use super::readers::{NodeReader, PromReader, SwitchReader};
+use super::switches::{point_gnmi, speaks_gnmi, LeafServers};
 
 /// Where virtual time starts: 2026-01-01T00:00:00Z. Fixed, so a seed always
 /// gives the same record.
 pub const VIRTUAL_EPOCH: Nanos = 1_767_225_600 * engine::SECOND;
+
+/// How a simulated leaf's gNMI address appears in a run's record.
+pub const LEAF_ADDRESS: &str = "simulated leaf on loopback";
 
 /// What a run needs besides the plan.
 pub struct Setup<'a> {
@@ -40,19 +45,30 @@ pub struct Setup<'a> {
     pub scratch: &'a Path,
 }
 
-/// The dispatcher of `playbook`, its actuators replaced by the fabric's.
-/// The undo of an action needs the ledger's record of what it changed, so
-/// each run keeps one, in its scratch directory.
+/// The dispatcher of `playbook` on the simulated fabric: actuators with a
+/// `[gnmi]` table (`pfcwd`, `ecn`, the switch side of `rail`) are the real
+/// ones, pointed at the leaves' gNMI servers (`leaves`: name → address);
+/// host and scheduler actuators are replaced by the fabric's. The undo of
+/// an action needs the ledger's record of what it changed, so each run
+/// keeps one, in its scratch directory.
 fn dispatcher(
     playbook: &Playbook,
     overrides: &[(String, Mode)],
     plan: &Plan,
     fabric: &SharedFabric,
+    leaves: &BTreeMap<String, String>,
     ledger: Ledger,
 ) -> anyhow::Result<Dispatcher> {
+    let mut pointed = playbook.clone();
+    point_gnmi(&mut pointed, leaves);
     let mut routes = Vec::new();
-    for entry in &playbook.actuator {
-        let actuator: Arc<dyn engine::Actuator> = Arc::new(FabricActuator::new(&entry.name, fabric.clone()));
+    for entry in &pointed.actuator {
+        let actuator: Arc<dyn engine::Actuator> = if speaks_gnmi(entry) {
+            actuators::build(&entry.kind, &entry.name, entry.settings.clone())
+                .map_err(|e| anyhow::anyhow!("playbook {:?}: {e}", playbook.name))?
+        } else {
+            Arc::new(FabricActuator::new(&entry.name, fabric.clone()))
+        };
         for pattern in &entry.handles {
             routes.push(ActuatorRoute {
                 pattern: pattern.clone(),
@@ -94,6 +110,11 @@ pub(super) fn decision_record(at: Nanos, d: &Decision) -> DecisionRecord {
         verdict: d.verdict.name().to_string(),
         reason: d.verdict.reason().map(String::from),
         undo_of: d.undo_of.clone(),
+        requests: match &d.verdict {
+            Verdict::Executed { outcome } => outcome.requests.clone(),
+            Verdict::DryRun { plan } => plan.requests.clone(),
+            _ => Vec::new(),
+        },
     }
 }
 
@@ -110,6 +131,7 @@ pub async fn run(plan: &Plan, setup: &Setup<'_>, index: u32, seed: u64) -> anyho
     let schedule = plan.schedule(&fabric, seed);
     let nodes = fabric.nodes.clone();
     let leaves: Vec<String> = fabric.leaves.keys().cloned().collect();
+    let servers = LeafServers::start(&fabric).await?;
     let shared: SharedFabric = Arc::new(Mutex::new(fabric));
 
     let series = SeriesTable::new(Some(plan.topology.clone()), Labels::default());
@@ -120,7 +142,7 @@ pub async fn run(plan: &Plan, setup: &Setup<'_>, index: u32, seed: u64) -> anyho
     let mut evaluator = Evaluator::new(series.clone(), rules, None)?;
     let store = Store::open(&root.join("state.sled"))?;
     let ledger = Ledger::open(&store, Retention::default())?;
-    let mut dispatcher = dispatcher(setup.playbook, setup.rule_modes, plan, &shared, ledger)?;
+    let mut dispatcher = dispatcher(setup.playbook, setup.rule_modes, plan, &shared, &servers.addresses, ledger)?;
 
     let mut node_readers: Vec<NodeReader> =
         nodes.iter().map(|n| NodeReader::new(n, &sysfs::Tree::node_root(&root, n), &series)).collect();
@@ -246,6 +268,16 @@ pub async fn run(plan: &Plan, setup: &Setup<'_>, index: u32, seed: u64) -> anyho
     }
     drop(node_readers);
     drop(dispatcher);
+    // The leaves listen on ports the OS picked: named instead, so a seed
+    // gives the same record byte for byte.
+    for d in &mut decisions {
+        for r in &mut d.requests {
+            for address in servers.addresses.values() {
+                *r = r.replace(address.as_str(), LEAF_ADDRESS);
+            }
+        }
+    }
+    servers.stop().await;
     drop(store);
     let _ = std::fs::remove_dir_all(&root);
     let mut record = RunRecord {

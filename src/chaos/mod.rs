@@ -5,8 +5,10 @@
 //! - [`lockstep`]: one run on the virtual clock;
 //! - [`readers`]: the daemon's sysfs, gNMI and Prometheus readers on the
 //!   simulated fabric;
-//! - [`actuator`]: the simulated fabric's actuator (gNMI Set to the
-//!   simulated switches, host and scheduler changes);
+//! - [`switches`]: the fabric's leaves served over gNMI, for the
+//!   playbook's real switch actuators;
+//! - [`actuator`]: the simulated fabric's host and scheduler side (`ip
+//!   link`, the scheduler's drain and cordon);
 //! - [`wall`]: scenarios on real links (veth pairs in network namespaces)
 //!   on the wall clock;
 //! - [`embedded`]: the scenario library, its rules and playbook, built in
@@ -19,6 +21,7 @@ pub mod actuator;
 pub mod embedded;
 pub mod lockstep;
 pub mod readers;
+pub mod switches;
 pub mod wall;
 
 use std::io::Write;

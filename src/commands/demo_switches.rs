@@ -35,13 +35,7 @@ impl DemoFabric {
 
     /// Points every `[gnmi]` table of `playbook` at these switches.
     pub fn point(&self, playbook: &mut Playbook) {
-        let switches: toml::Table =
-            self.addresses.iter().map(|(k, v)| (k.clone(), toml::Value::String(v.clone()))).collect();
-        for entry in &mut playbook.actuator {
-            if let Some(toml::Value::Table(gnmi)) = entry.settings.get_mut("gnmi") {
-                gnmi.insert("switches".into(), toml::Value::Table(switches.clone()));
-            }
-        }
+        crate::chaos::switches::point_gnmi(playbook, &self.addresses);
     }
 
     /// A client of these switches, for read-backs.

@@ -293,6 +293,7 @@ impl Fabric {
                     switch_port: port.clone(),
                     carrier: true,
                     admin_up: true,
+                    switch_port_up: true,
                     drained: false,
                     ber: HEALTHY_BER,
                     loss: 0.0,

@@ -77,6 +77,10 @@ pub struct Nic {
     pub carrier: bool,
     /// Administratively up; `link.isolate` takes it down.
     pub admin_up: bool,
+    /// The leaf port facing it is administratively up (CONFIG_DB
+    /// `PORT|<port>` `admin_status`); the switch side of `rail.drain` takes
+    /// it down, and the NIC then has no link.
+    pub switch_port_up: bool,
     /// The scheduler drained this rail on this node (`rail.drain`).
     pub drained: bool,
     /// Pre-FEC bit error rate of the link.
@@ -103,8 +107,13 @@ pub struct Nic {
 }
 
 impl Nic {
-    /// Whether the port can carry traffic: carrier up, admin up, not drained.
+    /// Whether the link is lit: carrier, and both ends administratively up.
+    pub fn lit(&self) -> bool {
+        self.carrier && self.admin_up && self.switch_port_up
+    }
+
+    /// Whether the port can carry traffic: lit and not drained.
     pub fn usable(&self) -> bool {
-        self.carrier && self.admin_up && !self.drained
+        self.lit() && !self.drained
     }
 }

@@ -67,6 +67,7 @@ pub const ERRORED_BER: f64 = 1e-12;
 pub fn step(fabric: &mut Fabric, dt: Nanos) {
     let now = fabric.now + dt;
     let secs = dt as f64 / SECOND as f64;
+    switch_ports(fabric);
     flaps(fabric, now);
     // The storms: which leaves are blocked, contained or not, since when.
     let mut blocked: Vec<(String, u32, u8, bool, Nanos)> = Vec::new();
@@ -116,8 +117,7 @@ pub fn step(fabric: &mut Fabric, dt: Nanos) {
         let ni = fabric.nodes.iter().position(|n| *n == nic.node).unwrap_or(0);
         let share = if usable_per_node[ni] > 0 { total_per_node[ni] as f64 / usable_per_node[ni] as f64 } else { 0.0 };
         let offered = if nic.usable() { in_job[ni] * share } else { 0.0 };
-        let extra =
-            if nic.carrier && nic.admin_up { fabric.congestion.get(&nic.rail).copied().unwrap_or(0.0) } else { 0.0 };
+        let extra = if nic.lit() { fabric.congestion.get(&nic.rail).copied().unwrap_or(0.0) } else { 0.0 };
         let capacity = nic.rate.max(0.01);
         let u = (offered + extra) / capacity;
         let k = kmin.get(&nic.switch).copied().unwrap_or(DEFAULT_KMIN);
@@ -126,7 +126,7 @@ pub fn step(fabric: &mut Fabric, dt: Nanos) {
             paused = ((u - 1.0) / u) * (k / DEFAULT_KMIN).clamp(0.05, 1.0);
             occupancy.push((nic.switch.clone(), nic.switch_port.clone(), k * u.min(2.0)));
         }
-        if nic.storm.is_none() && (nic.carrier && nic.admin_up) {
+        if nic.storm.is_none() && nic.lit() {
             for (leaf, plane, _, contained, age) in &blocked {
                 if *contained {
                     continue;
@@ -148,7 +148,7 @@ pub fn step(fabric: &mut Fabric, dt: Nanos) {
         }
         let bytes = offered * delivered * capacity.min(1.0) * LINE_BYTES_PER_S * secs;
         let packets = bytes / PACKET_BYTES;
-        let lit = nic.carrier && nic.admin_up;
+        let lit = nic.lit();
         let symbol_mean = if lit { nic.ber * LINE_BYTES_PER_S * 8.0 * nic.rate * secs } else { 0.0 };
         let loss_mean = packets * nic.loss;
         let symbols = poisson(fabric.rng(), symbol_mean);
@@ -197,6 +197,21 @@ pub fn step(fabric: &mut Fabric, dt: Nanos) {
     fabric.now = now;
 }
 
+/// The leaf ports' administrative state, as CONFIG_DB `PORT` holds it
+/// (written by gNMI Set, e.g. the switch side of `rail.drain`). A port
+/// taken down drops the NIC's link: the host counts one carrier loss, and
+/// no collective stalls on it, since a drain moves the traffic off first.
+fn switch_ports(fabric: &mut Fabric) {
+    for nic in &mut fabric.nics {
+        let Some(leaf) = fabric.leaves.get(&nic.switch) else { continue };
+        let up = leaf.model.read().port(&nic.switch_port).is_none_or(|p| p.admin_up);
+        if nic.switch_port_up && !up && nic.carrier && nic.admin_up {
+            nic.counters.link_downed += 1;
+        }
+        nic.switch_port_up = up;
+    }
+}
+
 /// Carrier transitions of flapping links.
 fn flaps(fabric: &mut Fabric, now: Nanos) {
     for nic in &mut fabric.nics {
@@ -230,7 +245,7 @@ fn switches(fabric: &mut Fabric, dt: Nanos, occupancy: &[(String, String, f64)])
     }
     for nic in &fabric.nics {
         let Some(leaf) = fabric.leaves.get(&nic.switch) else { continue };
-        let up = nic.carrier && nic.admin_up;
+        let up = nic.lit();
         let paused_us = (nic.paused * us as f64) as u64;
         let bytes = (nic.delivered * LINE_BYTES_PER_S * dt as f64 / SECOND as f64) as u64;
         let port = nic.switch_port.clone();

@@ -73,11 +73,12 @@ pub fn run_timeline(report: &Report, run: &RunRecord) -> Timeline {
             .map(|d| Mark {
                 at: d.at,
                 label: format!(
-                    "{} {} {}{}",
+                    "{} {} {}{}{}",
                     d.action,
                     subject(&d.target),
                     d.verdict,
-                    if d.undo_of.is_some() { " (undo)" } else { "" }
+                    if d.undo_of.is_some() { " (undo)" } else { "" },
+                    d.requests.iter().map(|r| format!("\n{r}")).collect::<String>()
                 ),
                 class: d.verdict.clone(),
             })

@@ -60,6 +60,10 @@ pub struct DecisionRecord {
     /// For an undo: the decision it undoes.
     #[serde(default)]
     pub undo_of: Option<String>,
+    /// What the actuator sent (executed) or would send (dry-run), e.g.
+    /// the text of a gNMI SetRequest and the switch's address.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub requests: Vec<String>,
 }
 
 /// A probe's values, one per step.
