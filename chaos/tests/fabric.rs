@@ -98,6 +98,49 @@ fn a_drained_rail_carries_nothing_and_the_others_carry_more() {
 }
 
 #[test]
+fn a_leaf_port_set_admin_down_in_config_db_takes_the_nic_off_the_fabric() {
+    let mut f = fabric(&["node-01", "node-02"]);
+    steps(&mut f, 1);
+    let i = nic(&f, "node-02", "eth2");
+    let port = f.nics[i].switch_port.clone();
+    // What the switch side of `rail.drain` writes.
+    set(&f, "leaf-rail2", &format!("/sonic-db:CONFIG_DB/PORT/{port}/admin_status"), "down");
+    steps(&mut f, 1);
+    let stopped = f.nics[i].counters.xmit_data;
+    assert_eq!(f.nics[i].counters.link_downed, 1, "the host sees the link go");
+    steps(&mut f, 2);
+    assert_eq!(f.nics[i].counters.xmit_data, stopped, "no traffic over an admin-down leaf port");
+    assert!(!f.leaf("leaf-rail2").unwrap().model.read().port(&port).unwrap().oper_up);
+    assert_eq!(f.probe("unusable_links"), Some(1.0));
+    // The traffic moved to the node's other rails, as with a scheduler drain.
+    let ratio = f.probe("step_time_ratio").unwrap();
+    assert!((ratio - (0.7 + 0.3 * 8.0 / 7.0)).abs() < 1e-6, "{ratio}");
+    set(&f, "leaf-rail2", &format!("/sonic-db:CONFIG_DB/PORT/{port}/admin_status"), "up");
+    steps(&mut f, 1);
+    assert!(f.nics[i].usable());
+    assert_eq!(f.probe("unusable_links"), Some(0.0));
+}
+
+#[tokio::test]
+async fn a_silent_leaf_answers_no_gnmi_call_until_it_speaks_again() {
+    let mut f = fabric(&["node-01"]);
+    let leaf = f.leaf("leaf-rail1").unwrap().model.clone();
+    let server =
+        chaos::switch::spawn("leaf-rail1", ([127, 0, 0, 1], 0).into(), leaf, chaos::switch::Options::default())
+            .await
+            .unwrap();
+    let mut client =
+        gnmi_proto::GnmiClient::connect(&gnmi_proto::ClientConfig::plain(server.addr.to_string())).await.unwrap();
+    assert!(client.capabilities().await.is_ok());
+    f.start(&Effect::GnmiSilent { switch: "leaf-rail1".into() });
+    let err = client.capabilities().await.unwrap_err();
+    assert_eq!(err.code(), Some(tonic::Code::Unavailable), "{err}");
+    f.stop(&Effect::GnmiSilent { switch: "leaf-rail1".into() });
+    assert!(client.capabilities().await.is_ok());
+    server.stop().await.unwrap();
+}
+
+#[test]
 fn lower_ecn_thresholds_reduce_waiting_under_congestion() {
     let mut f = fabric(&["node-01", "node-02"]);
     f.start(&Effect::Congestion { rail: 4, load: 0.8 });

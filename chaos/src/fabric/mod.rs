@@ -454,6 +454,9 @@ impl Fabric {
                 }
             }
             Effect::GnmiSilent { switch } => {
+                if let Some(leaf) = self.leaves.get(switch) {
+                    leaf.model.write(|s| s.silent = on);
+                }
                 if on {
                     self.silent_switches.insert(switch.clone());
                 } else {

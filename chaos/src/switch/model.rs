@@ -173,6 +173,9 @@ pub struct State {
     pub config: ConfigDb,
     /// The model's clock: how far [`Model::advance`] has moved it.
     pub now: Duration,
+    /// The telemetry server has stopped answering (a hung container):
+    /// every gNMI call fails with `UNAVAILABLE`.
+    pub silent: bool,
 }
 
 impl State {
@@ -226,7 +229,7 @@ impl Model {
             })
             .collect();
         let config = config::defaults(ports.iter().map(|p| p.name.as_str()));
-        let state = State { ports, config, now: Duration::ZERO };
+        let state = State { ports, config, now: Duration::ZERO, silent: false };
         Model { state: Arc::new(Mutex::new(state)), generation: Arc::new(watch::channel(0).0) }
     }
 

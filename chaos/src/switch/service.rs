@@ -54,6 +54,9 @@ impl Service {
     }
 
     fn authorize(&self, metadata: &MetadataMap) -> Result<(), Status> {
+        if self.model.read().silent {
+            return Err(Status::unavailable("the switch's telemetry server is not answering"));
+        }
         let Some((user, password)) = &self.credentials else { return Ok(()) };
         let get = |k: &str| metadata.get(k).and_then(|v| v.to_str().ok());
         if get("username") == Some(user.as_str()) && get("password") == Some(password.as_str()) {
