@@ -240,11 +240,52 @@ pub enum Command {
         #[arg(long, default_value_t = 10.0)]
         speed: f64,
     },
+    /// One HTML page with GPU, NCCL, NIC, switch and job signals, rule states, decisions and
+    /// actions on one time axis, from what the daemon recorded.
+    Timeline(TimelineArgs),
     /// Chaos scenarios: inject faults, watch the daemon heal them, report recovery times.
     Chaos {
         #[command(subcommand)]
         command: ChaosCommand,
     },
+}
+
+/// `rocemend timeline`.
+#[derive(Debug, Args)]
+pub struct TimelineArgs {
+    /// The daemon's configuration file: its recording (`record`), state directory, inventory and rules.
+    #[arg(long, short)]
+    pub config: Option<PathBuf>,
+    /// Start: RFC 3339 (2026-12-03T03:00:00Z), "now", or ago ("-30m"). Optional with --incident.
+    #[arg(long, allow_hyphen_values = true)]
+    pub from: Option<String>,
+    /// End, in the same forms (default: now, or the incident's end).
+    #[arg(long, allow_hyphen_values = true)]
+    pub to: Option<String>,
+    /// Only this job's signals and nodes (as its `job push` named them).
+    #[arg(long, conflicts_with_all = ["node", "incident"])]
+    pub job: Option<String>,
+    /// Only this node's series and the switch ports facing its NICs.
+    #[arg(long, conflicts_with = "incident")]
+    pub node: Option<String>,
+    /// One incident (`rocemend incidents`): its time span, padded, and its subject.
+    #[arg(long)]
+    pub incident: Option<String>,
+    /// The recording, instead of the config's `record`.
+    #[arg(long)]
+    pub recording: Option<PathBuf>,
+    /// The state directory (a copy of it, while the daemon runs), instead of the config's `state_dir`.
+    #[arg(long)]
+    pub state: Option<PathBuf>,
+    /// The rule directory to replay for rule states, instead of the config's.
+    #[arg(long)]
+    pub rules: Option<PathBuf>,
+    /// The inventory, instead of the config's (switch port → node).
+    #[arg(long)]
+    pub inventory: Option<PathBuf>,
+    /// The HTML file to write.
+    #[arg(long, default_value = "timeline.html")]
+    pub out: PathBuf,
 }
 
 /// `rocemend breaker …`.

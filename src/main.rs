@@ -10,6 +10,7 @@ mod control;
 mod embedded;
 mod metrics;
 mod report;
+mod timeline;
 mod wiring;
 
 use std::process::ExitCode;

@@ -47,6 +47,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Chaos { command: ChaosCommand::Report { json, out } } => {
             crate::chaos::report_command(&json, out.as_deref())
         }
+        Command::Timeline(args) => crate::timeline::run(&args),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(shell, &mut cmd, "rocemend", &mut std::io::stdout());

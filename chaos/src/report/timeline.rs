@@ -82,6 +82,16 @@ pub enum Track {
     },
 }
 
+/// How the time axis is labelled.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Axis {
+    /// Seconds from the start (`12.5s`): a run's own time.
+    #[default]
+    Offset,
+    /// UTC wall-clock time (`03:12:30`): for "what happened at 03:12".
+    Clock,
+}
+
 /// A timeline.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Timeline {
@@ -131,8 +141,13 @@ impl Timeline {
             + AXIS_H
     }
 
-    /// The SVG, `width` pixels wide.
+    /// The SVG, `width` pixels wide, its axis in seconds from the start.
     pub fn svg(&self, width: u32) -> String {
+        self.svg_with_axis(width, Axis::Offset)
+    }
+
+    /// The SVG, `width` pixels wide, its axis labelled as `axis` says.
+    pub fn svg_with_axis(&self, width: u32, axis: Axis) -> String {
         let w = width.max(300) as f64;
         let h = self.height();
         let plot_w = w - LABEL_W - 10.0;
@@ -152,12 +167,11 @@ impl Timeline {
         while t <= span {
             let px = LABEL_W + t / span * plot_w;
             let _ = write!(out, r#"<line class="grid" x1="{px:.1}" y1="{TOP}" x2="{px:.1}" y2="{axis_y}"/>"#);
-            let _ = write!(
-                out,
-                r#"<text x="{px:.1}" y="{:.1}" text-anchor="middle">{:.1}s</text>"#,
-                axis_y + 14.0,
-                t / 1e9
-            );
+            let tick = match axis {
+                Axis::Offset => format!("{:.1}s", t / 1e9),
+                Axis::Clock => clock_label(self.start + t as Nanos, step),
+            };
+            let _ = write!(out, r#"<text x="{px:.1}" y="{:.1}" text-anchor="middle">{tick}</text>"#, axis_y + 14.0);
             t += step;
         }
         let mut y = TOP;
@@ -238,6 +252,14 @@ fn range(points: &[(Nanos, f64)], bounds: (Option<f64>, Option<f64>)) -> (f64, f
     (lo, hi)
 }
 
+/// `HH:MM:SS` UTC, with milliseconds when ticks are closer than a second.
+fn clock_label(at: Nanos, step: f64) -> String {
+    let text = engine::time::rfc3339(at);
+    // rfc3339 is `YYYY-MM-DDTHH:MM:SS.mmmZ`: the time of day is bytes 11..23.
+    let end = if step < 1e9 { 23 } else { 19 };
+    text.get(11..end).unwrap_or(&text).to_string()
+}
+
 /// 1, 2 or 5 × 10^k nanoseconds, at least `raw`.
 fn nice_step(raw: f64) -> f64 {
     let raw = raw.max(1.0);
@@ -271,6 +293,16 @@ mod tests {
         assert!(svg.contains(r#"<g class="mark executed" data-label="x"><title>x</title><line x1="315.0""#), "{svg}");
         // The open span is clipped to the start and runs to the end.
         assert!(svg.contains(r#"<rect x="170.0" y="64.0" width="290.0""#), "{svg}");
+    }
+
+    #[test]
+    fn a_clock_axis_is_labelled_in_utc() {
+        // 2023-11-14T22:13:20Z, over 40 s: ticks every 5 s.
+        let start = 1_700_000_000_000_000_000;
+        let t = Timeline { title: "t".into(), start, end: start + 40_000_000_000, tracks: vec![] };
+        let svg = t.svg_with_axis(600, Axis::Clock);
+        assert!(svg.contains(">22:13:20</text>") && svg.contains(">22:13:25</text>"), "{svg}");
+        assert!(t.svg(600).contains(">5.0s</text>"), "the default stays seconds from the start");
     }
 
     #[test]

@@ -1,0 +1,362 @@
+//! The signals of a timeline, read from the daemon's recording (`record =`
+//! in its config; the file `rocemend replay` reads).
+//!
+//! The file is streamed once, never held: only the series the scope keeps
+//! are accumulated, and each into at most [`BUCKETS`] time buckets keeping
+//! the lowest and the highest point, so a dip in NCCL bandwidth and a spike
+//! in pause time both survive however long the window. Counters are drawn
+//! as rates (increase per second, wraps and resets handled as the engine
+//! handles them): a raw counter is a ramp that hides everything.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+
+use anyhow::Context;
+use engine::recording::Line;
+use engine::{Labels, Nanos, Note, SampleKind, SeriesSpec, Topology, SECOND};
+
+use super::scope::Scope;
+use super::window::Window;
+
+/// Time buckets per series: about one per pixel of a page 1100 pixels wide.
+pub const BUCKETS: usize = 1000;
+
+/// Series drawn at most. Past a few hundred rows a page is no longer read
+/// by a person, and each kept series costs up to [`BUCKETS`] × 2 points;
+/// `--node` or `--job` narrow a fleet-wide recording below it.
+pub const MAX_SERIES: usize = 400;
+
+/// The metric that carries the job → nodes mapping (`src/control/jobs.rs`).
+pub const JOB_NODE_INFO: &str = "job_node_info";
+
+/// The groups of signal tracks, in page order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Kind {
+    /// NVML / DCGM: `gpu_*`.
+    Gpu,
+    /// NCCL bus and algorithm bandwidth: `nccl_*`.
+    Nccl,
+    /// NIC counters: ethtool, RDMA, netlink.
+    Nic,
+    /// Switch counters (gNMI): series with `switch` and `port`.
+    Switch,
+    /// Job step time.
+    Job,
+    /// Anything else that was recorded.
+    Other,
+}
+
+impl Kind {
+    /// Section title.
+    pub fn title(self) -> &'static str {
+        match self {
+            Kind::Gpu => "GPU",
+            Kind::Nccl => "NCCL busbw / algbw",
+            Kind::Nic => "NIC counters",
+            Kind::Switch => "Switch counters",
+            Kind::Job => "Job step time",
+            Kind::Other => "Other signals",
+        }
+    }
+
+    /// Class and `data-kind` in the page.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Gpu => "gpu",
+            Kind::Nccl => "nccl",
+            Kind::Nic => "nic",
+            Kind::Switch => "switch",
+            Kind::Job => "job",
+            Kind::Other => "other",
+        }
+    }
+
+    /// The group of a series; `None` for the job mapping, which is not a signal.
+    pub fn of(metric: &str, labels: &Labels) -> Option<Kind> {
+        if metric == JOB_NODE_INFO {
+            return None;
+        }
+        Some(if metric.starts_with("gpu_") || metric.starts_with("dcgm_") {
+            Kind::Gpu
+        } else if metric.starts_with("nccl_") {
+            Kind::Nccl
+        } else if metric.starts_with("job_") {
+            Kind::Job
+        } else if metric.starts_with("switch_") || (labels.get("switch").is_some() && labels.get("port").is_some()) {
+            Kind::Switch
+        } else if ["ethtool_", "rdma_", "link_"].iter().any(|p| metric.starts_with(p))
+            || labels.get("netdev").is_some()
+            || labels.get("rdma_dev").is_some()
+        {
+            Kind::Nic
+        } else {
+            Kind::Other
+        })
+    }
+}
+
+/// One series as drawn.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SeriesTrack {
+    /// Its group.
+    pub kind: Kind,
+    /// Metric name.
+    pub metric: String,
+    /// Labels as recorded.
+    pub labels: Labels,
+    /// Drawn as a rate per second.
+    pub rate: bool,
+    /// Points, in time order, inside the window.
+    pub points: Vec<(Nanos, f64)>,
+}
+
+/// What the recording holds for the window and scope.
+#[derive(Debug, Default)]
+pub struct Signals {
+    /// Series with points in the window, by group, then metric, then labels.
+    pub tracks: Vec<SeriesTrack>,
+    /// Series the scope kept beyond [`MAX_SERIES`].
+    pub left_out: usize,
+    /// Notes (fault markers) in the window and scope.
+    pub notes: Vec<Note>,
+    /// Bytes of the file up to the last line at or before the window's end:
+    /// what replaying the rules needs.
+    pub until_end: u64,
+    /// First and last timestamp of the whole recording.
+    pub span: Option<(Nanos, Nanos)>,
+}
+
+/// A point: time and value.
+type Point = (Nanos, f64);
+
+struct Acc {
+    kind: Kind,
+    spec: SeriesSpec,
+    /// The previous counter reading, inside the window or not.
+    prev: Option<(Nanos, u64)>,
+    /// Lowest and highest point per bucket.
+    buckets: Vec<Option<(Point, Point)>>,
+}
+
+impl Acc {
+    fn add(&mut self, window: &Window, t: Nanos, v: f64) {
+        if !window.contains(t) {
+            return;
+        }
+        if self.buckets.is_empty() {
+            self.buckets = vec![None; BUCKETS];
+        }
+        let span = (window.to - window.from) as i128;
+        let i = (((t - window.from) as i128 * BUCKETS as i128) / span).clamp(0, BUCKETS as i128 - 1) as usize;
+        let b = &mut self.buckets[i];
+        *b = Some(match *b {
+            None => ((t, v), (t, v)),
+            Some((lo, hi)) => (if v < lo.1 { (t, v) } else { lo }, if v > hi.1 { (t, v) } else { hi }),
+        });
+    }
+
+    fn points(&self) -> Vec<(Nanos, f64)> {
+        let mut out = Vec::new();
+        for (lo, hi) in self.buckets.iter().flatten() {
+            let (a, b) = if lo.0 <= hi.0 { (lo, hi) } else { (hi, lo) };
+            out.push(*a);
+            if b != a {
+                out.push(*b);
+            }
+        }
+        out
+    }
+}
+
+fn open(path: &Path) -> anyhow::Result<BufReader<File>> {
+    let file = File::open(path).with_context(|| format!("cannot read the recording {}", path.display()))?;
+    Ok(BufReader::new(file))
+}
+
+/// Reads the lines of `path`, calling `each` with the line, its number and
+/// the bytes read so far.
+fn lines(path: &Path, mut each: impl FnMut(&str, usize, u64) -> anyhow::Result<()>) -> anyhow::Result<()> {
+    let mut input = open(path)?;
+    let (mut buf, mut n, mut offset) = (String::new(), 0usize, 0u64);
+    loop {
+        buf.clear();
+        n += 1;
+        let read = input.read_line(&mut buf).with_context(|| format!("{}:{n}: cannot read", path.display()))?;
+        if read == 0 {
+            return Ok(());
+        }
+        offset += read as u64;
+        let text = buf.trim();
+        if !text.is_empty() && !text.starts_with('#') {
+            each(text, n, offset)?;
+        }
+    }
+}
+
+fn parse(path: &Path, n: usize, text: &str) -> anyhow::Result<Line> {
+    serde_json::from_str(text).map_err(|e| anyhow::anyhow!("{}:{n}: not a recording line: {e}", path.display()))
+}
+
+/// The nodes of each job, from its `job_node_info` series.
+pub fn job_nodes(path: &Path) -> anyhow::Result<BTreeMap<String, BTreeSet<String>>> {
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    lines(path, |text, n, _| {
+        // Sample lines are most of a recording and never declare anything.
+        if text.starts_with("{\"s\":") {
+            return Ok(());
+        }
+        if let Line::Series { metric, labels, .. } = parse(path, n, text)? {
+            if let (true, Some(job), Some(node)) = (metric == JOB_NODE_INFO, labels.get("job"), labels.get("node")) {
+                out.entry(job.to_string()).or_default().insert(node.to_string());
+            }
+        }
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// Reads the signals of `window` that `scope` keeps.
+pub fn read(path: &Path, window: &Window, scope: &Scope, topology: Option<&Topology>) -> anyhow::Result<Signals> {
+    let mut kept: HashMap<u32, Acc> = HashMap::new();
+    // Every declared id, kept or not, so an undeclared one is an error.
+    let mut declared: BTreeSet<u32> = BTreeSet::new();
+    let mut out = Signals::default();
+    lines(path, |text, n, offset| {
+        let at = match parse(path, n, text)? {
+            Line::Series { series, metric, labels, kind } => {
+                declared.insert(series);
+                let keep = scope.keeps(&labels, topology);
+                match Kind::of(&metric, &labels) {
+                    Some(k) if keep && kept.len() < MAX_SERIES => {
+                        let spec = SeriesSpec { metric, labels, kind };
+                        kept.insert(series, Acc { kind: k, spec, prev: None, buckets: Vec::new() });
+                    }
+                    Some(_) if keep && !kept.contains_key(&series) => out.left_out += 1,
+                    _ => {}
+                }
+                None
+            }
+            Line::Sample { s, t, v } => {
+                if !declared.contains(&s) {
+                    anyhow::bail!("{}:{n}: series {s} used before it is declared", path.display());
+                }
+                if let Some(acc) = kept.get_mut(&s) {
+                    match acc.spec.kind {
+                        SampleKind::Counter(spec) => {
+                            let now = v.as_u64().ok_or_else(|| {
+                                anyhow::anyhow!(
+                                    "{}:{n}: counter value {v} is not a non-negative integer",
+                                    path.display()
+                                )
+                            })?;
+                            if let Some((pt, pv)) = acc.prev.filter(|(pt, _)| *pt < t) {
+                                let rate = engine::counter::increase(spec, pv, now).amount() as f64
+                                    / ((t - pt) as f64 / SECOND as f64);
+                                acc.add(window, t, rate);
+                            }
+                            acc.prev = Some((t, now));
+                        }
+                        _ => {
+                            let v = v
+                                .as_f64()
+                                .ok_or_else(|| anyhow::anyhow!("{}:{n}: value {v} is not a number", path.display()))?;
+                            acc.add(window, t, v);
+                        }
+                    }
+                }
+                Some(t)
+            }
+            Line::Note { note, t, text, labels } => {
+                if window.contains(t) && (labels.0.is_empty() || scope.keeps(&labels, topology)) {
+                    out.notes.push(Note { ts: t, kind: note, text, labels });
+                }
+                Some(t)
+            }
+        };
+        if let Some(t) = at {
+            out.span = Some(out.span.map_or((t, t), |(a, b)| (a.min(t), b.max(t))));
+        }
+        if at.is_none_or(|t| t <= window.to) {
+            out.until_end = offset;
+        }
+        Ok(())
+    })?;
+    let mut tracks: Vec<SeriesTrack> = kept
+        .into_values()
+        .filter(|a| a.buckets.iter().any(Option::is_some))
+        .map(|a| SeriesTrack {
+            kind: a.kind,
+            rate: matches!(a.spec.kind, SampleKind::Counter(_)),
+            points: a.points(),
+            metric: a.spec.metric,
+            labels: a.spec.labels,
+        })
+        .collect();
+    tracks.sort_by(|a, b| (a.kind, &a.metric, a.labels.to_string()).cmp(&(b.kind, &b.metric, b.labels.to_string())));
+    out.tracks = tracks;
+    out.notes.sort_by_key(|n| n.ts);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const REC: &str = r#"{"series":0,"metric":"ethtool_tx_prio_pause_duration_us","labels":{"node":"n1","netdev":"eth0"},"kind":"counter","bits":32,"overflow":"wrap"}
+{"series":1,"metric":"gpu_utilization_percent","labels":{"node":"n2","gpu":"0"},"kind":"gauge"}
+{"series":2,"metric":"job_node_info","labels":{"job":"j","node":"n2"},"kind":"gauge"}
+{"s":0,"t":0,"v":4294967000}
+{"s":1,"t":0,"v":90}
+{"s":0,"t":1000000000,"v":200}
+{"s":1,"t":1000000000,"v":10}
+{"note":"fault","t":1000000000,"text":"storm","labels":{"node":"n1"}}
+{"s":0,"t":2000000000,"v":700}
+{"s":2,"t":2000000000,"v":1}
+{"s":0,"t":9000000000,"v":800}
+"#;
+
+    fn file(text: &str) -> tempfile::NamedTempFile {
+        let f = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(f.path(), text).unwrap();
+        f
+    }
+
+    #[test]
+    fn counters_become_rates_across_a_wrap_and_gauges_stay_values() {
+        let f = file(REC);
+        let w = Window::new(0, 3 * SECOND).unwrap();
+        let s = read(f.path(), &w, &Scope::All, None).unwrap();
+        let kinds: Vec<(Kind, &str)> = s.tracks.iter().map(|t| (t.kind, t.metric.as_str())).collect();
+        assert_eq!(kinds, [(Kind::Gpu, "gpu_utilization_percent"), (Kind::Nic, "ethtool_tx_prio_pause_duration_us")]);
+        // 4294967000 → 200 wraps a 32-bit counter: 296 + 200 = 496 per second.
+        assert_eq!(s.tracks[1].points, [(SECOND, 496.0), (2 * SECOND, 500.0)]);
+        assert!(s.tracks[1].rate && !s.tracks[0].rate);
+        assert_eq!(s.tracks[0].points, [(0, 90.0), (SECOND, 10.0)]);
+        assert_eq!(s.notes.len(), 1);
+        // The sample at 9 s is after the window: replaying the rules stops before it.
+        assert_eq!(s.until_end as usize, REC.len() - REC.lines().last().unwrap().len() - 1);
+    }
+
+    #[test]
+    fn the_scope_filters_series_and_notes() {
+        let f = file(REC);
+        let w = Window::new(0, 3 * SECOND).unwrap();
+        let s = read(f.path(), &w, &Scope::Node("n2".into()), None).unwrap();
+        assert_eq!(s.tracks.len(), 1);
+        assert_eq!(s.tracks[0].labels.get("node"), Some("n2"));
+        assert!(s.notes.is_empty(), "the note is about n1");
+        assert_eq!(job_nodes(f.path()).unwrap()["j"], ["n2".to_string()].into());
+    }
+
+    #[test]
+    fn a_bad_line_names_the_file_and_line() {
+        let f = file("{\"series\":0,\"metric\":\"m\",\"kind\":\"gauge\"}\n{\"s\":3,\"t\":0,\"v\":1}\n");
+        let err = read(f.path(), &Window::new(0, 1).unwrap(), &Scope::All, None).unwrap_err().to_string();
+        assert!(err.ends_with(":2: series 3 used before it is declared"), "{err}");
+        let f = file("not json\n");
+        let err = read(f.path(), &Window::new(0, 1).unwrap(), &Scope::All, None).unwrap_err().to_string();
+        assert!(err.contains(":1: not a recording line"), "{err}");
+    }
+}
