@@ -8,9 +8,10 @@
 //! links of the host's own namespace and the decisions are read afterwards
 //! from the running daemon's control socket (a game day).
 //!
-//! A flap's time is taken just before `ip link set down` runs, so the
-//! detection and isolation latencies measured include starting `ip`: an
-//! upper bound.
+//! Flaps are RTM_SETLINK requests on one netlink socket opened in the
+//! namespace (what `ip link set` sends, without starting a process), and a
+//! flap's time is taken just before the request: the latencies measured
+//! are the kernel's, the sensor's, the engine's and the actuator's.
 
 use std::collections::BTreeSet;
 use std::os::fd::AsRawFd;
@@ -105,8 +106,75 @@ impl Target {
     }
 }
 
+/// Takes links up and down with RTM_SETLINK on one netlink socket, in the
+/// network namespace of the thread that opened it.
+struct LinkSetter {
+    runtime: tokio::runtime::Runtime,
+    handle: rtnetlink::Handle,
+}
+
+impl LinkSetter {
+    fn open() -> anyhow::Result<LinkSetter> {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        let handle = runtime.block_on(async {
+            let (connection, handle, _) = rtnetlink::new_connection()?;
+            // Driven whenever a request below is awaited.
+            tokio::spawn(connection);
+            anyhow::Ok(handle)
+        })?;
+        Ok(LinkSetter { runtime, handle })
+    }
+
+    /// The index of the link `name`.
+    fn index(&self, name: &str) -> anyhow::Result<u32> {
+        use futures_util::TryStreamExt;
+        self.runtime.block_on(async {
+            let mut links = self.handle.link().get().match_name(name.to_string()).execute();
+            match links.try_next().await {
+                Ok(Some(link)) => Ok(link.header.index),
+                Ok(None) => anyhow::bail!("there is no link {name:?}"),
+                Err(e) => anyhow::bail!("reading link {name:?}: {e}"),
+            }
+        })
+    }
+
+    fn set(&self, index: u32, up: bool) -> anyhow::Result<()> {
+        let message = rtnetlink::LinkUnspec::new_with_index(index);
+        let message = if up { message.up() } else { message.down() }.build();
+        self.runtime
+            .block_on(self.handle.link().set(message).execute())
+            .map_err(|e| anyhow::anyhow!("RTM_SETLINK {index} {}: {e}", if up { "up" } else { "down" }))
+    }
+}
+
+/// Enters the namespace `ns` on this thread (sockets opened afterwards are in it).
+fn enter(ns: &str) -> anyhow::Result<()> {
+    let path = format!("/run/netns/{ns}");
+    let file = std::fs::File::open(&path).map_err(|e| anyhow::anyhow!("opening {path}: {e}"))?;
+    // SAFETY: a valid namespace fd; setns changes only the calling thread.
+    if unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+        anyhow::bail!("setns {path}: {}", std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Applies the faults of `plan` from `start` on, from a thread of its own
+/// (in `target`'s namespace); returns what was done and when.
+async fn apply_faults(plan: &Plan, target: Target, start: Nanos, seed: u64) -> anyhow::Result<Vec<FaultRecord>> {
+    let plan = plan.clone();
+    let thread = std::thread::spawn(move || {
+        if let Some(ns) = &target.netns {
+            enter(ns)?;
+        }
+        drive_faults(&plan, &target, start, seed)
+    });
+    tokio::task::spawn_blocking(move || thread.join())
+        .await?
+        .map_err(|_| anyhow::anyhow!("the fault thread panicked"))?
+}
+
 /// Applies the faults of `plan` from `start` on; returns what was done and
-/// when. Blocks (its own thread): `ip` and `tc` are processes.
+/// when. Blocks: `tc` is a process, and flaps are timed on this thread.
 fn drive_faults(plan: &Plan, target: &Target, start: Nanos, seed: u64) -> anyhow::Result<Vec<FaultRecord>> {
     let schedule = plan.schedule_real(seed);
     let end = start + plan.duration;
@@ -126,15 +194,15 @@ fn drive_faults(plan: &Plan, target: &Target, start: Nanos, seed: u64) -> anyhow
             FaultKind::VethFlap => {
                 // Flap the peer: the watched end loses carrier, as a NIC
                 // does when the switch port or the cable goes.
-                let peer = format!("{link}p");
+                let links = LinkSetter::open()?;
+                let peer = links.index(&format!("{link}p"))?;
                 while wall_clock_now() + f.down < stop {
-                    // Stamped before `ip` runs: the kernel's event (and the
-                    // daemon's reaction) can come before `ip` has exited, and
-                    // the latency measured includes the process start.
+                    // Stamped before the request: the kernel's event (and
+                    // the daemon's reaction) can come before it returns.
                     let down_at = wall_clock_now();
-                    target.tool("ip", &["link", "set", &peer, "down"])?;
+                    links.set(peer, false)?;
                     std::thread::sleep(Duration::from_nanos(f.down.max(0) as u64));
-                    target.tool("ip", &["link", "set", &peer, "up"])?;
+                    links.set(peer, true)?;
                     let up_at = wall_clock_now();
                     out.push(FaultRecord {
                         label: format!("veth_flap {link}"),
@@ -226,17 +294,13 @@ fn daemon_in(
     seen: Seen,
     stop: watch::Receiver<bool>,
 ) -> anyhow::Result<std::thread::JoinHandle<anyhow::Result<()>>> {
-    let path = format!("/run/netns/{ns}");
-    let file = std::fs::File::open(&path).map_err(|e| anyhow::anyhow!("opening {path}: {e}"))?;
+    let ns = ns.to_string();
     let topology = plan.topology.clone();
     let rules_src = sources.rules.clone();
     let playbook = with_modes(&sources.playbook, &options.rule_modes)?;
     Ok(std::thread::spawn(move || {
-        // SAFETY: a valid namespace fd; setns changes only this thread, and
-        // every socket the daemon opens from it is in the namespace.
-        if unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-            anyhow::bail!("setns {path}: {}", std::io::Error::last_os_error());
-        }
+        // Every socket the daemon opens from this thread is in the namespace.
+        enter(&ns)?;
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
         rt.block_on(async move {
             let series = SeriesTable::new(Some(topology.clone()), Labels::from_pairs([("node", NODE)]));
@@ -289,9 +353,7 @@ pub async fn run(
     // Let the sensor subscribe and read every link once before the faults.
     tokio::time::sleep(Duration::from_millis(200)).await;
     let start = wall_clock_now();
-    let target = Target { netns: Some(ns.name.clone()) };
-    let plan_c = plan.clone();
-    let faults = tokio::task::spawn_blocking(move || drive_faults(&plan_c, &target, start, seed)).await??;
+    let faults = apply_faults(plan, Target { netns: Some(ns.name.clone()) }, start, seed).await?;
     // The last decisions of a fault at the end of the run.
     tokio::time::sleep(Duration::from_millis(100)).await;
     let _ = stop_tx.send(true);
@@ -319,9 +381,7 @@ pub async fn run(
 /// `socket`.
 async fn attached(plan: &Plan, socket: &Path, index: u32, seed: u64) -> anyhow::Result<RunRecord> {
     let start = wall_clock_now();
-    let target = Target { netns: None };
-    let plan_c = plan.clone();
-    let faults = tokio::task::spawn_blocking(move || drive_faults(&plan_c, &target, start, seed)).await??;
+    let faults = apply_faults(plan, Target { netns: None }, start, seed).await?;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let request =
         crate::control::pb::ListDecisionsRequest { since_ns: start, rule: String::new(), target: String::new() };
