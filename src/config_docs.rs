@@ -1,12 +1,14 @@
 //! Keeps docs/config.md true: the reference table between its markers is
-//! generated from the config structs of `config.rs` (each field's doc
-//! comment, and its default as a minimal config deserializes it), and this
+//! generated from the config structs of `config.rs` and of the fleet
+//! crate's `settings.rs` (each field's doc comment, and its default as a
+//! minimal config deserializes it), and this
 //! test fails when the file differs. `ROCEMEND_BLESS_DOCS=1 cargo test -p
 //! rocemend config::docs` rewrites the table.
 
 use std::path::Path;
 
 const SOURCE: &str = include_str!("config.rs");
+const FLEET_SOURCE: &str = include_str!("../fleet/src/settings.rs");
 const BEGIN: &str = "<!-- BEGIN GENERATED: config reference (src/config_docs.rs) -->";
 const END: &str = "<!-- END GENERATED -->";
 
@@ -18,6 +20,19 @@ const SECTIONS: &[(&str, &str)] = &[
     ("ControlSection", "control."),
     ("MetricsSection", "metrics."),
     ("SensorEntry", "sensor[]."),
+    ("FleetConfig", "fleet."),
+    ("BudgetConfig", "fleet.budget[]."),
+];
+
+/// Fields with no default: the minimal configs below give them.
+const REQUIRED: &[&str] = &[
+    "state_dir",
+    "playbook",
+    "sensor[].type",
+    "fleet.etcd",
+    "fleet.budget[].name",
+    "fleet.budget[].kinds",
+    "fleet.budget[].max",
 ];
 
 /// One field as the source declares it.
@@ -30,11 +45,11 @@ struct Field {
 }
 
 /// Reads the structs' fields, their doc comments and serde renames from
-/// the source text. The file follows rustfmt, so line-based parsing holds.
+/// the source texts. The files follow rustfmt, so line-based parsing holds.
 fn fields() -> Vec<Field> {
     let mut out = Vec::new();
     let (mut current, mut doc, mut rename, mut flatten) = (None::<String>, Vec::<String>::new(), None, false);
-    for line in SOURCE.lines().map(str::trim) {
+    for line in SOURCE.lines().chain(FLEET_SOURCE.lines()).map(str::trim) {
         if let Some(rest) = line.strip_prefix("pub struct ") {
             current = Some(rest.trim_end_matches(" {").to_string());
             doc.clear();
@@ -66,18 +81,27 @@ fn fields() -> Vec<Field> {
 }
 
 /// The defaults: a config with only its required fields, deserialized and
-/// serialized back.
-fn defaults() -> serde_json::Value {
+/// serialized back; and the same with a minimal `[fleet]` and one budget.
+fn defaults() -> (serde_json::Value, serde_json::Value) {
     let text = "state_dir = \"/var/lib/rocemend\"\nplaybook = \"/etc/rocemend/playbook.toml\"\n[[sensor]]\ntype = \"replay\"\n";
-    let config: super::DaemonConfig = toml::from_str(text).expect("the minimal config parses");
-    serde_json::to_value(&config).expect("the config serializes")
+    let parse = |text: &str| {
+        let config: super::DaemonConfig = toml::from_str(text).expect("the minimal config parses");
+        serde_json::to_value(&config).expect("the config serializes")
+    };
+    let fleet = format!(
+        "{text}[fleet]\netcd = [\"http://127.0.0.1:2379\"]\n[[fleet.budget]]\nname = \"b\"\nkinds = [\"node.cordon\"]\nmax = 1\n"
+    );
+    (parse(text), parse(&fleet))
 }
 
-fn default_of(defaults: &serde_json::Value, prefix: &str, key: &str) -> String {
+fn default_of(defaults: &(serde_json::Value, serde_json::Value), prefix: &str, key: &str) -> String {
+    let (plain, fleet) = defaults;
     let section = match prefix {
-        "" => defaults.clone(),
-        "sensor[]." => defaults["sensor"][0].clone(),
-        p => defaults[p.trim_end_matches('.')].clone(),
+        "" => plain.clone(),
+        "sensor[]." => plain["sensor"][0].clone(),
+        "fleet." => fleet["fleet"].clone(),
+        "fleet.budget[]." => fleet["fleet"]["budget"][0].clone(),
+        p => plain[p.trim_end_matches('.')].clone(),
     };
     match &section[key] {
         serde_json::Value::Null => "unset".into(),
@@ -99,6 +123,7 @@ fn table() -> String {
         let title = match *prefix {
             "" => "Top level".to_string(),
             "sensor[]." => "`[[sensor]]` (one per sensor)".to_string(),
+            "fleet.budget[]." => "`[[fleet.budget]]` (one per budget)".to_string(),
             p => format!("`[{}]`", p.trim_end_matches('.')),
         };
         out.push_str(&format!("\n### {title}\n\n| key | default | meaning |\n|---|---|---|\n"));
@@ -110,10 +135,13 @@ fn table() -> String {
                 ));
                 continue;
             }
-            let required = matches!((*prefix, f.key.as_str()), ("", "state_dir" | "playbook") | ("sensor[].", "type"));
+            let required = REQUIRED.contains(&format!("{prefix}{}", f.key).as_str());
             let default = if required { "required".to_string() } else { default_of(&defaults, prefix, &f.key) };
-            let default =
-                if matches!(*prefix, "" | "sensor[].") && f.key == "sensor" { "none".into() } else { default };
+            let default = match (*prefix, f.key.as_str()) {
+                ("", "sensor") => "none".into(),
+                ("fleet.", "budget") => "built-in (see meaning)".into(),
+                _ => default,
+            };
             out.push_str(&format!("| `{prefix}{}` | {default} | {} |\n", f.key, f.doc.replace('|', "\\|")));
         }
     }

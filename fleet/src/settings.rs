@@ -56,7 +56,9 @@ pub struct FleetConfig {
     /// Nodes in the fleet, for budgets with `max_percent`.
     #[serde(default)]
     pub fleet_size: Option<u32>,
-    /// The budgets; [`default_budgets`] when empty.
+    /// The budgets (`[[fleet.budget]]`); when none is given: cordons 3 per
+    /// 10 minutes and at most 5 % of the fleet, one rail drained per plane
+    /// at once, at most 4 switch configuration changes in effect per switch.
     #[serde(default)]
     pub budget: Vec<BudgetConfig>,
     /// Set on a switch aggregator: the election (one per switch set) whose
@@ -109,7 +111,8 @@ pub struct BudgetConfig {
     /// And at most this share of `fleet_size`, in percent.
     #[serde(default)]
     pub max_percent: Option<f64>,
-    /// What it is counted over.
+    /// What it is counted over: `fleet`, `plane` (of the action's target)
+    /// or `switch`.
     #[serde(default)]
     pub per: Per,
 }
