@@ -5,12 +5,9 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-fn chromium() -> Option<String> {
-    ["chromium", "chromium-browser", "google-chrome"]
-        .into_iter()
-        .find(|c| Command::new(c).arg("--version").output().is_ok_and(|o| o.status.success()))
-        .map(String::from)
-}
+mod common;
+
+use common::chromium;
 
 #[test]
 fn the_report_timeline_is_drawn_in_chromium() {

@@ -10,23 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{bin, daemon_config, decode_lines, text, toml_path, Daemon, WAIT};
-
-/// A rule on the job signal: a step slower than 2 s cordons the node.
-const SLOW_STEP: &str = r#"
-fn fire(w) { w.step > 2.0 }
-fn clear(w) { w.step <= 2.0 }
-#{
-    name: "slow-step",
-    description: "A training step took more than 2 s",
-    severity: "warning",
-    mode: "enforce",
-    select: ["job_step_time_seconds"],
-    group_by: ["job", "node"],
-    windows: #{ step: last("job_step_time_seconds") },
-    actions: [ #{ action: "node.cordon", target: #{ node: "{node}" } } ],
-}
-"#;
+use common::{bin, daemon_config, decode_lines, text, toml_path, Daemon, SLOW_STEP, WAIT};
 
 /// A playbook with the slow-step rule and a log actuator for everything,
 /// in enforce mode; `extra` is appended to the daemon config.

@@ -12,23 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Instant;
 
-use common::{bin, daemon_config, text, toml_path, WAIT};
-
-/// The same rule as tests/ops_control.rs: a step slower than 2 s cordons the node.
-const SLOW_STEP: &str = r#"
-fn fire(w) { w.step > 2.0 }
-fn clear(w) { w.step <= 2.0 }
-#{
-    name: "slow-step",
-    description: "A training step took more than 2 s",
-    severity: "warning",
-    mode: "enforce",
-    select: ["job_step_time_seconds"],
-    group_by: ["job", "node"],
-    windows: #{ step: last("job_step_time_seconds") },
-    actions: [ #{ action: "node.cordon", target: #{ node: "{node}" } } ],
-}
-"#;
+use common::{bin, chromium, daemon_config, text, toml_path, SLOW_STEP, WAIT};
 
 /// 2023-11-14T22:13:20Z, in ns.
 const START: i64 = 1_700_000_000_000_000_000;
@@ -290,13 +274,6 @@ fn bad_input_is_refused_with_exit_2_and_says_what_is_wrong() {
         assert!(text(&result).contains(want), "{args:?}: {}", text(&result));
     }
     assert!(!out.exists(), "no page is written on an error");
-}
-
-fn chromium() -> Option<String> {
-    ["chromium", "chromium-browser", "google-chrome"]
-        .into_iter()
-        .find(|c| Command::new(c).arg("--version").output().is_ok_and(|o| o.status.success()))
-        .map(String::from)
 }
 
 #[test]

@@ -266,3 +266,27 @@ pub fn daemon_config(dir: &Path, playbook: &Path, recording: Option<&Path>) -> P
     std::fs::write(&path, text).unwrap();
     path
 }
+
+/// A rule on the job signal (tests/ops_control.rs, tests/ops_timeline.rs): a step slower than 2 s cordons the node.
+pub const SLOW_STEP: &str = r#"
+fn fire(w) { w.step > 2.0 }
+fn clear(w) { w.step <= 2.0 }
+#{
+    name: "slow-step",
+    description: "A training step took more than 2 s",
+    severity: "warning",
+    mode: "enforce",
+    select: ["job_step_time_seconds"],
+    group_by: ["job", "node"],
+    windows: #{ step: last("job_step_time_seconds") },
+    actions: [ #{ action: "node.cordon", target: #{ node: "{node}" } } ],
+}
+"#;
+
+/// The headless browser on this machine, if any (Debian's `chromium`).
+pub fn chromium() -> Option<String> {
+    ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|c| Command::new(c).arg("--version").output().is_ok_and(|o| o.status.success()))
+        .map(String::from)
+}
