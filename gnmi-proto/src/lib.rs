@@ -11,7 +11,9 @@
 //! - [`value`]: [`gnmi::TypedValue`] → `u64`, `f64`, text;
 //! - [`client`]: [`GnmiClient`], a tonic client with TLS, username/password
 //!   metadata and per-call timeouts; Get, Set (each result checked against
-//!   the request) and Subscribe.
+//!   the request) and Subscribe;
+//! - [`sonic`]: the SONiC CONFIG_DB tables rocemend writes and the values
+//!   SONiC accepts in them, shared by the actuators and the simulated switch.
 //!
 //! ```
 //! use gnmi_proto::path::{parse_path, path_to_string};
@@ -44,6 +46,7 @@ pub mod gnmi_ext {
 
 pub mod client;
 pub mod path;
+pub mod sonic;
 pub mod value;
 
 pub use client::{ClientConfig, ClientError, GnmiClient, SetOps, TlsConfig};

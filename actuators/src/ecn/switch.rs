@@ -10,24 +10,13 @@
 //! values read before the Set are the outcome's prior, which undo restores.
 
 use engine::{Action, ActuatorError};
+use gnmi_proto::sonic as sonic_schema;
 
 use crate::sonic::{self, Fields, Sonic};
 use crate::target::{integer, label};
 
 /// The CONFIG_DB table of WRED/ECN profiles.
-pub const TABLE: &str = "WRED_PROFILE";
-
-/// The `ecn` values `sonic-wred-profile.yang` allows.
-pub const ECN_MODES: [&str; 8] = [
-    "ecn_none",
-    "ecn_green",
-    "ecn_yellow",
-    "ecn_red",
-    "ecn_green_yellow",
-    "ecn_green_red",
-    "ecn_yellow_red",
-    "ecn_all",
-];
+pub const TABLE: &str = sonic_schema::WRED_PROFILE;
 
 const MIN: &str = "green_min_threshold";
 const MAX: &str = "green_max_threshold";
@@ -73,9 +62,7 @@ pub fn lowering<'a>(action: &'a Action, profile: &str, factor: f64, floor: u64) 
         action.params.get("drop_probability").map(|p| integer(PROBABILITY, p, 0, 100, " percent")).transpose()?;
     let ecn = action.params.get("ecn").cloned();
     if let Some(mode) = &ecn {
-        if !ECN_MODES.contains(&mode.as_str()) {
-            return Err(ActuatorError::Invalid(format!("ecn {mode:?} is not one of {}", ECN_MODES.join(", "))));
-        }
+        sonic_schema::check_field(TABLE, "ecn", mode).map_err(|e| ActuatorError::Invalid(e.to_string()))?;
     }
     Ok(Lowering { switch, profile, factor, floor, probability, ecn })
 }

@@ -12,14 +12,15 @@
 use std::collections::BTreeMap;
 
 use engine::{Action, ActuatorError, Outcome};
+use gnmi_proto::sonic as sonic_schema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::sonic::{self, Fields, Sonic};
-use crate::target::{integer, label};
+use crate::target::label;
 
 /// The CONFIG_DB table of the PFC watchdog.
-pub const TABLE: &str = "PFC_WD";
+pub const TABLE: &str = sonic_schema::PFC_WD;
 
 /// The fields an escalation may set.
 pub const FIELDS: [&str; 3] = ["action", "detection_time", "restoration_time"];
@@ -39,15 +40,13 @@ pub struct Level {
     pub restoration_time: Option<u64>,
 }
 
-/// Checks one PFC_WD field's value against SONiC's ranges.
+/// Checks one PFC_WD field's value against SONiC's ranges (the schema the
+/// simulated switch enforces too).
 pub fn check(field: &str, value: &str) -> Result<(), ActuatorError> {
-    match field {
-        "action" if matches!(value, "drop" | "forward" | "alert") => Ok(()),
-        "action" => Err(ActuatorError::Invalid(format!("action {value:?} is not one of drop, forward, alert"))),
-        "detection_time" => integer(field, value, 100, 5000, " ms").map(|_| ()),
-        "restoration_time" => integer(field, value, 100, 60000, " ms").map(|_| ()),
-        other => Err(ActuatorError::Invalid(format!("PFC_WD has no field {other:?} an escalation may set"))),
+    if !FIELDS.contains(&field) {
+        return Err(ActuatorError::Invalid(format!("PFC_WD has no field {field:?} an escalation may set")));
     }
+    sonic_schema::check_field(TABLE, field, value).map_err(|e| ActuatorError::Invalid(e.to_string()))
 }
 
 impl Level {

@@ -26,6 +26,7 @@ use gnmi_proto::gnmi::typed_value::Value as TV;
 use gnmi_proto::gnmi::update_result::Operation;
 use gnmi_proto::gnmi::{Encoding, Path, PathElem, SetRequest, TypedValue, UpdateResult};
 use gnmi_proto::path::{join, path_to_string};
+use gnmi_proto::sonic;
 use serde_json::{json, Map, Value as Json};
 use tonic::Status;
 
@@ -329,7 +330,7 @@ pub fn set(state: &mut State, request: &SetRequest) -> Result<Vec<UpdateResult>,
         if names.len() > 3 {
             return Err(not_found(&full, "CONFIG_DB paths are CONFIG_DB/<table>/<key>/<field>"));
         }
-        if names.len() == 3 && !config::known_field(&names[0], &names[2]) {
+        if names.len() == 3 && !sonic::known_field(&names[0], &names[2]) {
             return Err(not_found(&full, &format!("{} has no field {:?}", names[0], names[2])));
         }
         let per_port = (names[0] == "PFC_WD" && names[1] != "GLOBAL") || names[0] == "PORT";
@@ -370,7 +371,7 @@ pub fn set(state: &mut State, request: &SetRequest) -> Result<Vec<UpdateResult>,
                 }
                 Some(field) => {
                     let value = field_value(&full, update.val.as_ref())?;
-                    config::validate_field(&names[0], field, &value).map_err(|e| invalid(&full, &e))?;
+                    sonic::check_field(&names[0], field, &value).map_err(|e| invalid(&full, &e.to_string()))?;
                     table.entry(names[1].clone()).or_default().insert(field.clone(), value);
                 }
             }
@@ -379,7 +380,7 @@ pub fn set(state: &mut State, request: &SetRequest) -> Result<Vec<UpdateResult>,
     }
     for (table, key, full) in touched {
         if let Some(entry) = db.get(&table).and_then(|t| t.get(&key)) {
-            config::validate_entry(&table, &key, entry).map_err(|e| invalid(&full, &e))?;
+            sonic::check_entry(&table, entry).map_err(|e| invalid(&full, &format!("{table}|{key}: {e}")))?;
         }
     }
     state.config = db;

@@ -1,0 +1,222 @@
+//! SONiC CONFIG_DB facts that both sides of a gNMI Set must agree on: the
+//! tables rocemend writes (`PFC_WD`, `WRED_PROFILE`, `PORT`), their fields,
+//! and the values SONiC accepts for each.
+//!
+//! The actuators check what they are about to send against these; the
+//! simulated switch refuses what breaks them, as SONiC does. One copy, so the
+//! two can never drift apart. Ranges are those of `sonic-utilities`
+//! (`pfcwd start`), `sonic-wred-profile.yang` and `sonic-port.yang`
+//! (`shared/REFERENCE.md` §1).
+//!
+//! ```
+//! use gnmi_proto::sonic::{self, SchemaError};
+//!
+//! assert!(sonic::check_field("PFC_WD", "detection_time", "200").is_ok());
+//! assert_eq!(
+//!     sonic::check_field("PFC_WD", "detection_time", "99").unwrap_err().to_string(),
+//!     "detection_time 99 is out of range 100..5000 ms"
+//! );
+//! assert!(matches!(sonic::check_field("PORT", "speed", "1"), Err(SchemaError::UnknownField { .. })));
+//! ```
+
+use std::collections::BTreeMap;
+
+/// The CONFIG_DB table of the PFC watchdog, keyed by port.
+pub const PFC_WD: &str = "PFC_WD";
+/// The CONFIG_DB table of WRED/ECN profiles, keyed by profile name.
+pub const WRED_PROFILE: &str = "WRED_PROFILE";
+/// The CONFIG_DB table of ports, keyed by port.
+pub const PORT: &str = "PORT";
+
+/// The tables rocemend reads and writes.
+pub const TABLES: [&str; 3] = [PFC_WD, WRED_PROFILE, PORT];
+
+/// The `PFC_WD` `action` values `pfcwd start` allows.
+pub const PFCWD_ACTIONS: [&str; 3] = ["drop", "forward", "alert"];
+/// `PFC_WD` `detection_time`, in milliseconds.
+pub const PFCWD_DETECTION_MS: (u64, u64) = (100, 5000);
+/// `PFC_WD` `restoration_time`, in milliseconds.
+pub const PFCWD_RESTORATION_MS: (u64, u64) = (100, 60000);
+
+/// The `ecn` values `sonic-wred-profile.yang` allows.
+pub const ECN_MODES: [&str; 8] = [
+    "ecn_none",
+    "ecn_green",
+    "ecn_yellow",
+    "ecn_red",
+    "ecn_green_yellow",
+    "ecn_green_red",
+    "ecn_yellow_red",
+    "ecn_all",
+];
+
+/// The packet colours a WRED profile has thresholds for.
+pub const COLORS: [&str; 3] = ["green", "yellow", "red"];
+
+/// A value SONiC would refuse, or a field it does not have.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SchemaError {
+    /// The table has no such field.
+    #[error("{table} has no field {field:?}")]
+    UnknownField {
+        /// The table.
+        table: String,
+        /// The field asked for.
+        field: String,
+    },
+    /// The value is not one of the allowed words.
+    #[error("{field} {value:?} is not one of {}", allowed.join(", "))]
+    NotOneOf {
+        /// The field.
+        field: String,
+        /// The value given.
+        value: String,
+        /// What the field allows.
+        allowed: Vec<&'static str>,
+    },
+    /// The value is not a whole number.
+    #[error("{field} {value:?} is not an integer")]
+    NotAnInteger {
+        /// The field.
+        field: String,
+        /// The value given.
+        value: String,
+    },
+    /// A whole number outside the field's range.
+    #[error("{field} {value} is out of range {lo}..{hi}{unit}")]
+    OutOfRange {
+        /// The field.
+        field: String,
+        /// The value given.
+        value: u64,
+        /// The lowest allowed.
+        lo: u64,
+        /// The highest allowed.
+        hi: u64,
+        /// The unit, with a leading space (` ms`), or empty.
+        unit: &'static str,
+    },
+    /// A WRED profile whose maximum threshold is below its minimum.
+    #[error("{color}_max_threshold {max} is below {color}_min_threshold {min}")]
+    MaxBelowMin {
+        /// The colour.
+        color: &'static str,
+        /// The minimum threshold, in bytes.
+        min: u64,
+        /// The maximum threshold, in bytes.
+        max: u64,
+    },
+}
+
+/// Parses `value` as a whole number in `lo..=hi`.
+pub fn integer(field: &str, value: &str, lo: u64, hi: u64, unit: &'static str) -> Result<u64, SchemaError> {
+    match value.trim().parse::<u64>() {
+        Ok(n) if (lo..=hi).contains(&n) => Ok(n),
+        Ok(n) => Err(SchemaError::OutOfRange { field: field.to_string(), value: n, lo, hi, unit }),
+        Err(_) => Err(SchemaError::NotAnInteger { field: field.to_string(), value: value.to_string() }),
+    }
+}
+
+fn one_of(field: &str, value: &str, allowed: &[&'static str]) -> Result<(), SchemaError> {
+    if allowed.contains(&value) {
+        Ok(())
+    } else {
+        Err(SchemaError::NotOneOf { field: field.to_string(), value: value.to_string(), allowed: allowed.to_vec() })
+    }
+}
+
+fn per_color(field: &str, suffix: &str) -> bool {
+    COLORS.iter().any(|c| field.strip_prefix(c).and_then(|rest| rest.strip_prefix('_')) == Some(suffix))
+}
+
+/// Checks one field's value as SONiC would.
+pub fn check_field(table: &str, field: &str, value: &str) -> Result<(), SchemaError> {
+    let (detect_lo, detect_hi) = PFCWD_DETECTION_MS;
+    let (restore_lo, restore_hi) = PFCWD_RESTORATION_MS;
+    match (table, field) {
+        (PFC_WD, "action") => one_of(field, value, &PFCWD_ACTIONS),
+        (PFC_WD, "detection_time") => integer(field, value, detect_lo, detect_hi, " ms").map(drop),
+        (PFC_WD, "restoration_time") => integer(field, value, restore_lo, restore_hi, " ms").map(drop),
+        (PFC_WD, "pfc_stat_history") => one_of(field, value, &["enable", "disable"]),
+        (PORT, "admin_status") => one_of(field, value, &["up", "down"]),
+        (WRED_PROFILE, "ecn") => one_of(field, value, &ECN_MODES),
+        (WRED_PROFILE, f) if per_color(f, "min_threshold") || per_color(f, "max_threshold") => {
+            integer(field, value, 0, u64::MAX, " bytes").map(drop)
+        }
+        (WRED_PROFILE, f) if per_color(f, "drop_probability") => integer(field, value, 0, 100, " percent").map(drop),
+        (WRED_PROFILE, f) if COLORS.iter().any(|c| f == format!("wred_{c}_enable")) => {
+            one_of(field, value, &["true", "false"])
+        }
+        _ => Err(SchemaError::UnknownField { table: table.to_string(), field: field.to_string() }),
+    }
+}
+
+/// Whether `table` has `field` (an unknown field is a path that does not
+/// exist; a bad value for a known one is an invalid argument).
+pub fn known_field(table: &str, field: &str) -> bool {
+    !matches!(check_field(table, field, ""), Err(SchemaError::UnknownField { .. }))
+}
+
+/// Checks a whole entry: every field, and each colour's maximum threshold
+/// against its minimum.
+pub fn check_entry(table: &str, entry: &BTreeMap<String, String>) -> Result<(), SchemaError> {
+    for (field, value) in entry {
+        check_field(table, field, value)?;
+    }
+    if table == WRED_PROFILE {
+        for color in COLORS {
+            let get = |f: String| entry.get(&f).and_then(|v| v.parse::<u64>().ok());
+            if let (Some(min), Some(max)) =
+                (get(format!("{color}_min_threshold")), get(format!("{color}_max_threshold")))
+            {
+                if max < min {
+                    return Err(SchemaError::MaxBelowMin { color, min, max });
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error(table: &str, field: &str, value: &str) -> String {
+        check_field(table, field, value).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn sonic_ranges_are_enforced() {
+        assert!(check_field(PFC_WD, "detection_time", "100").is_ok());
+        assert_eq!(error(PFC_WD, "detection_time", "99"), "detection_time 99 is out of range 100..5000 ms");
+        assert!(check_field(PFC_WD, "restoration_time", "60000").is_ok());
+        assert!(check_field(PFC_WD, "restoration_time", "60001").is_err());
+        assert_eq!(error(PFC_WD, "action", "shout"), "action \"shout\" is not one of drop, forward, alert");
+        assert!(check_field(WRED_PROFILE, "green_drop_probability", "101").is_err());
+        assert!(check_field(WRED_PROFILE, "ecn", "ecn_green_red").is_ok());
+        assert!(check_field(WRED_PROFILE, "ecn", "ecn_purple").is_err());
+        assert!(!known_field(WRED_PROFILE, "blue_min_threshold"));
+        assert!(check_field(PORT, "admin_status", "down").is_ok());
+        assert_eq!(error(PORT, "admin_status", "off"), "admin_status \"off\" is not one of up, down");
+        assert!(!known_field(PORT, "speed"));
+        assert!(known_field(WRED_PROFILE, "red_max_threshold"));
+        assert_eq!(error(PFC_WD, "detection_time", "soon"), "detection_time \"soon\" is not an integer");
+    }
+
+    #[test]
+    fn max_below_min_is_refused() {
+        let mut entry: BTreeMap<String, String> =
+            [("green_min_threshold", "1048576"), ("green_max_threshold", "2097152")]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+        assert!(check_entry(WRED_PROFILE, &entry).is_ok());
+        entry.insert("green_max_threshold".into(), "1000".into());
+        assert_eq!(
+            check_entry(WRED_PROFILE, &entry).unwrap_err().to_string(),
+            "green_max_threshold 1000 is below green_min_threshold 1048576"
+        );
+    }
+}
