@@ -447,7 +447,7 @@ pub enum ChaosCommand {
         playbook: Option<PathBuf>,
         /// Force a rule's mode, RULE=MODE (enforce, dry-run, shadow); repeatable. `RULE=dry-run`
         /// switches the rule's mitigation off.
-        #[arg(long = "rule-mode", value_parser = crate::chaos::parse_rule_mode)]
+        #[arg(long = "rule-mode", value_parser = chaos::run::parse_rule_mode)]
         rule_modes: Vec<(String, engine::dispatch::Mode)>,
         /// Attach to a running daemon's control socket (wall-clock scenarios: a game day).
         #[arg(long)]

@@ -2,7 +2,6 @@
 //! every result to an exit code in one place: 0 ok, 1 findings (a failed
 //! rule test, a fault the demo did not catch), 2 usage or configuration error.
 
-mod chaos;
 mod cli;
 mod commands;
 mod config;

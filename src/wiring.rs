@@ -1,16 +1,16 @@
-//! Wiring: turning configuration into a running daemon's parts. The only
-//! place that knows every concrete sensor and actuator crate.
+//! Wiring: turning configuration into a running daemon's parts: the
+//! inventory, the rules, the configured sensors and fleet coordination.
+//! The playbook's actuators and dispatcher are `actuators::registry`.
 
 use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::Context;
-use engine::dispatch::{ActuatorRoute, DispatchConfig, Dispatcher};
-use engine::ledger::Ledger;
+use engine::dispatch::Dispatcher;
 use engine::playbook::Playbook;
-use engine::rule::{self, Helpers, RuleError, RuleSet};
+use engine::rule::{self, Helpers, RuleSet};
 use engine::runtime::SensorSlot;
-use engine::Topology;
+use engine::{BuildError, Errors, RuleErrors, Topology};
 
 use crate::config::DaemonConfig;
 
@@ -22,67 +22,9 @@ pub fn topology(path: Option<&Path>) -> anyhow::Result<Option<Arc<Topology>>> {
     }
 }
 
-/// Drops the rules a playbook switches off.
-pub fn without_disabled(mut rules: RuleSet, playbook: &Playbook) -> RuleSet {
-    let off = playbook.disabled_rules();
-    rules.rules.retain(|r| !off.contains(&r.name.as_str()));
-    rules
-}
-
 /// Loads the rule directory and applies the playbook.
-pub fn load_rules(dir: &Path, helpers: Helpers, playbook: &Playbook) -> Result<RuleSet, Vec<RuleError>> {
-    let rules = rule::load_dir(dir, helpers)?;
-    Ok(without_disabled(rules, playbook))
-}
-
-/// The actuator registry: each playbook actuator built by its kind
-/// (`type`: log, exec, cordon, link, webhook, pfcwd, ecn, rail), as routes
-/// from the action kinds it handles, in the playbook's order (first match
-/// wins). Every actuator that fails to build is reported, not only the first.
-pub fn routes(playbook: &Playbook) -> Result<Vec<ActuatorRoute>, Vec<String>> {
-    let mut routes = Vec::new();
-    let mut errors = Vec::new();
-    for entry in &playbook.actuator {
-        match actuators::build(&entry.kind, &entry.name, entry.settings.clone()) {
-            Ok(actuator) => {
-                for pattern in &entry.handles {
-                    routes.push(ActuatorRoute {
-                        pattern: pattern.clone(),
-                        actuator: actuator.clone(),
-                        destructive: entry.destructive,
-                    });
-                }
-            }
-            Err(e) => errors.push(format!("playbook {:?}: {e}", playbook.name)),
-        }
-    }
-    if errors.is_empty() {
-        Ok(routes)
-    } else {
-        Err(errors)
-    }
-}
-
-/// Builds the playbook's actuators and the dispatcher that routes to them,
-/// with its safety policy and, if given, the ledger it records to.
-pub fn dispatcher(
-    playbook: &Playbook,
-    topology: Option<Arc<Topology>>,
-    ledger: Option<Ledger>,
-) -> Result<Dispatcher, Vec<String>> {
-    let policy = playbook.policy().map_err(|e| vec![format!("playbook {:?}: {e}", playbook.name)]);
-    let routes = routes(playbook)?;
-    Ok(Dispatcher::new(
-        DispatchConfig {
-            mode: playbook.mode,
-            rule_modes: playbook.rule_modes(),
-            routes,
-            timeout: playbook.timeout(),
-            policy: policy?,
-            topology,
-        },
-        ledger,
-    ))
+pub fn load_rules(dir: &Path, helpers: Helpers, playbook: &Playbook) -> Result<RuleSet, RuleErrors> {
+    Ok(rule::load_dir(dir, helpers)?.without_disabled(playbook))
 }
 
 /// Attaches fleet coordination when the configuration has a `[fleet]`
@@ -117,7 +59,7 @@ pub async fn fleet(
 }
 
 /// Builds the configured sensors.
-pub fn sensors(config: &DaemonConfig) -> Result<Vec<SensorSlot>, Vec<String>> {
+pub fn sensors(config: &DaemonConfig) -> Result<Vec<SensorSlot>, Errors<BuildError>> {
     let mut slots = Vec::new();
     let mut errors = Vec::new();
     for entry in &config.sensor {
@@ -130,11 +72,7 @@ pub fn sensors(config: &DaemonConfig) -> Result<Vec<SensorSlot>, Vec<String>> {
             Err(e) => errors.push(e),
         }
     }
-    if errors.is_empty() {
-        Ok(slots)
-    } else {
-        Err(errors)
-    }
+    Errors::or_ok(errors, slots)
 }
 
 /// The rule directory a daemon uses: the config's, else the playbook's.

@@ -60,7 +60,7 @@ fn daemon(dir: &Path) -> (Daemon, String) {
         ),
     )
     .unwrap();
-    let config = daemon_config(dir, &playbook, Some(&repo("chaos/data/demo.jsonl")));
+    let config = daemon_config(dir, &playbook, Some(&repo("chaos/sim/data/demo.jsonl")));
     let addr = format!("127.0.0.1:{}", free_port());
     let mut text = std::fs::read_to_string(&config).unwrap();
     text.push_str(&format!("[metrics]\nlisten = \"{addr}\"\n"));

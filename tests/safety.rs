@@ -80,7 +80,7 @@ handles = ["*"]
         )
         .unwrap();
         HungIsolation {
-            config: daemon_config(dir, &playbook, Some(&repo("chaos/data/demo.jsonl"))),
+            config: daemon_config(dir, &playbook, Some(&repo("chaos/sim/data/demo.jsonl"))),
             socket: dir.join("control.sock"),
             invocations,
             pid_file,
@@ -112,7 +112,7 @@ handles = ["*"]
         let mut daemon = Daemon::start(&self.config, &self.socket, log);
         daemon.wait_ready();
         // The recording's last note (22 s) comes after every fault it holds.
-        daemon.wait_logged(&last_note(&repo("chaos/data/demo.jsonl")));
+        daemon.wait_logged(&last_note(&repo("chaos/sim/data/demo.jsonl")));
         // A round trip through the run loop and the dispatcher: what the
         // replay proposed before that note has been decided by the time it
         // answers.
@@ -243,7 +243,7 @@ timeout = "10m"
         ),
     )
     .unwrap();
-    let config = daemon_config(dir, &playbook, Some(&repo("chaos/data/demo.jsonl")));
+    let config = daemon_config(dir, &playbook, Some(&repo("chaos/sim/data/demo.jsonl")));
     let mut daemon = Daemon::start(&config, &dir.join("control.sock"), &dir.join("daemon.log"));
     daemon.wait_ready();
     let pending = daemon.wait_for("three requests awaiting approval", |d| {

@@ -74,6 +74,7 @@ pub mod link;
 pub mod log;
 pub mod pfcwd;
 pub mod rail;
+pub mod registry;
 pub mod sonic;
 mod target;
 pub mod webhook;
@@ -89,7 +90,7 @@ pub use webhook::{WebhookActuator, WebhookConfig};
 
 use std::sync::Arc;
 
-use engine::Actuator;
+use engine::{Actuator, BuildError};
 
 /// The actuator kinds [`build`] knows.
 pub const KINDS: &[&str] = &["log", "exec", "cordon", "link", "webhook", "pfcwd", "ecn", "rail"];
@@ -99,43 +100,37 @@ pub const KINDS: &[&str] = &["log", "exec", "cordon", "link", "webhook", "pfcwd"
 ///
 /// The error names the actuator, its kind and what was wrong: an unknown
 /// kind, an unknown or mistyped setting, an unusable value.
-pub fn build(kind: &str, name: &str, settings: toml::Table) -> Result<Arc<dyn Actuator>, String> {
-    let context = |e: String| format!("actuator {name:?} (kind {kind:?}): {e}");
-    let toml_error = |e: toml::de::Error| context(e.message().trim().to_string());
+pub fn build(kind: &str, name: &str, settings: toml::Table) -> Result<Arc<dyn Actuator>, BuildError> {
+    let invalid = |reason: String| BuildError::Invalid {
+        component: "actuator",
+        name: name.to_string(),
+        kind: kind.to_string(),
+        reason,
+    };
+    /// Deserializes the settings as `C` and builds the actuator from them.
+    fn built<C: serde::de::DeserializeOwned, A: Actuator + 'static, E: std::fmt::Display>(
+        settings: toml::Table,
+        invalid: impl Fn(String) -> BuildError,
+        build: impl FnOnce(C) -> Result<A, E>,
+    ) -> Result<Arc<dyn Actuator>, BuildError> {
+        let config: C = settings.try_into().map_err(|e: toml::de::Error| invalid(e.message().trim().to_string()))?;
+        Ok(Arc::new(build(config).map_err(|e| invalid(e.to_string()))?))
+    }
     match kind {
-        "log" => {
-            let config: LogConfig = settings.try_into().map_err(toml_error)?;
-            Ok(Arc::new(config.build(name)))
-        }
-        "exec" => {
-            let config: ExecConfig = settings.try_into().map_err(toml_error)?;
-            Ok(Arc::new(config.build(name).map_err(context)?))
-        }
-        "cordon" => {
-            let config: CordonConfig = settings.try_into().map_err(toml_error)?;
-            Ok(Arc::new(config.build(name).map_err(context)?))
-        }
-        "link" => {
-            let config: LinkConfig = settings.try_into().map_err(toml_error)?;
-            Ok(Arc::new(config.build(name).map_err(context)?))
-        }
-        "webhook" => {
-            let config: WebhookConfig = settings.try_into().map_err(toml_error)?;
-            Ok(Arc::new(config.build(name).map_err(context)?))
-        }
-        "pfcwd" => {
-            let config: PfcwdConfig = settings.try_into().map_err(toml_error)?;
-            Ok(Arc::new(config.build(name).map_err(context)?))
-        }
-        "ecn" => {
-            let config: EcnConfig = settings.try_into().map_err(toml_error)?;
-            Ok(Arc::new(config.build(name).map_err(context)?))
-        }
-        "rail" => {
-            let config: RailConfig = settings.try_into().map_err(toml_error)?;
-            Ok(Arc::new(config.build(name).map_err(context)?))
-        }
-        other => Err(format!("actuator {name:?}: unknown kind {other:?} (known kinds: {})", KINDS.join(", "))),
+        "log" => built(settings, invalid, |c: LogConfig| Ok::<_, std::convert::Infallible>(c.build(name))),
+        "exec" => built(settings, invalid, |c: ExecConfig| c.build(name)),
+        "cordon" => built(settings, invalid, |c: CordonConfig| c.build(name)),
+        "link" => built(settings, invalid, |c: LinkConfig| c.build(name)),
+        "webhook" => built(settings, invalid, |c: WebhookConfig| c.build(name)),
+        "pfcwd" => built(settings, invalid, |c: PfcwdConfig| c.build(name)),
+        "ecn" => built(settings, invalid, |c: EcnConfig| c.build(name)),
+        "rail" => built(settings, invalid, |c: RailConfig| c.build(name)),
+        other => Err(BuildError::UnknownKind {
+            component: "actuator",
+            name: name.to_string(),
+            kind: other.to_string(),
+            known: KINDS.join(", "),
+        }),
     }
 }
 
@@ -159,24 +154,24 @@ mod tests {
         assert_eq!(build("pfcwd", "wd", table(gnmi)).unwrap().name(), "wd");
         assert_eq!(build("ecn", "ecn", table(gnmi)).unwrap().name(), "ecn");
         assert_eq!(build("rail", "rail", table(gnmi)).unwrap().name(), "rail");
-        let err = build("rail", "rail", toml::Table::new()).err().unwrap();
+        let err = build("rail", "rail", toml::Table::new()).err().unwrap().to_string();
         assert!(err.contains("no step is configured"), "{err}");
     }
 
     #[test]
     fn an_unknown_kind_lists_the_known_ones() {
-        let err = build("teleport", "t", toml::Table::new()).err().unwrap();
+        let err = build("teleport", "t", toml::Table::new()).err().unwrap().to_string();
         assert_eq!(err, format!("actuator \"t\": unknown kind \"teleport\" (known kinds: {})", KINDS.join(", ")));
         assert!(KINDS.starts_with(&["log", "exec"]));
     }
 
     #[test]
     fn bad_settings_name_the_actuator_and_the_setting() {
-        let err = build("log", "audit", table("level = \"debug\"")).err().unwrap();
+        let err = build("log", "audit", table("level = \"debug\"")).err().unwrap().to_string();
         assert!(err.starts_with("actuator \"audit\" (kind \"log\"): unknown field `level`"), "{err}");
-        let err = build("exec", "drain", table("argv = [\"/bin/true\"]\ntimeout = 5")).err().unwrap();
+        let err = build("exec", "drain", table("argv = [\"/bin/true\"]\ntimeout = 5")).err().unwrap().to_string();
         assert!(err.starts_with("actuator \"drain\" (kind \"exec\"): invalid type: integer `5`"), "{err}");
-        let err = build("exec", "drain", table("argv = [\"true\"]")).err().unwrap();
+        let err = build("exec", "drain", table("argv = [\"true\"]")).err().unwrap().to_string();
         assert!(
             err.starts_with("actuator \"drain\" (kind \"exec\"): argv[0] \"true\" is not an absolute path"),
             "{err}"

@@ -11,10 +11,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actuators::{EcnConfig, PfcwdConfig, RailConfig};
-use chaos::switch::{spawn, Model, Options, RunningSwitch};
 use engine::dispatch::{ActuatorRoute, DispatchConfig, Dispatcher, Mode, Verdict};
 use engine::policy::{BreakerConfig, Limits, PolicySettings, RetryConfig, TargetLimits, UndoConfig};
 use engine::{Action, Actuator, ActuatorError, Labels, Proposal, RuleMode, Severity, Verification};
+use sim::switch::{spawn, Model, Options, RunningSwitch};
 
 async fn switch(name: &str) -> RunningSwitch {
     let addr: SocketAddr = ([127, 0, 0, 1], 0).into();

@@ -64,7 +64,8 @@
 //! - [`ledger`]: every decision, durably, with crash reconciliation;
 //! - [`contracts`]: the [`Sensor`](contracts::Sensor) and [`Actuator`](contracts::Actuator) traits;
 //! - [`recording`]: JSON-lines recordings for replay;
-//! - [`config`]: TOML helpers with line/column errors.
+//! - [`config`]: TOML helpers with line/column errors;
+//! - [`errors`]: error lists ([`Errors`]) and the build error of components.
 
 #![deny(missing_docs)]
 
@@ -75,6 +76,7 @@ pub mod contracts;
 pub mod coordination;
 pub mod counter;
 pub mod dispatch;
+pub mod errors;
 pub mod evaluator;
 pub mod instance;
 pub mod labels;
@@ -97,10 +99,11 @@ pub use contracts::{
     SensorHealth, Verification,
 };
 pub use counter::{CounterSpec, Overflow};
+pub use errors::{BuildError, Errors};
 pub use evaluator::{EngineEvent, EngineStats, Evaluator, InstanceView, ReloadReport, RuleHealth};
 pub use instance::{Instance, State};
 pub use labels::Labels;
-pub use rule::{Helpers, Rule, RuleError, RuleMode, RuleSet, Severity};
+pub use rule::{Helpers, Rule, RuleError, RuleErrors, RuleMode, RuleSet, Severity};
 pub use series::{Sample, SampleKind, SeriesId, SeriesSpec, SeriesTable, Value};
 pub use store::Store;
 pub use time::{Nanos, MS, SECOND};

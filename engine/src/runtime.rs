@@ -22,7 +22,7 @@ use crate::instance::State;
 use crate::labels::Labels;
 use crate::policy::BreakerState;
 use crate::recording::Writer;
-use crate::rule::{Helpers, Rule, RuleError, RuleSet};
+use crate::rule::{Helpers, Rule, RuleSet};
 use crate::time::{wall_clock_now, Nanos};
 
 /// Batches in flight between sensors and the engine. At 100 ms polls and a
@@ -51,7 +51,7 @@ pub struct SensorSlot {
 
 /// Builds a new rule set for a reload; given the evaluator's helpers so the
 /// firing index carries over.
-pub type RuleLoader = Box<dyn Fn(Helpers) -> Result<RuleSet, Vec<RuleError>> + Send>;
+pub type RuleLoader = Box<dyn Fn(Helpers) -> Result<RuleSet, crate::rule::RuleErrors> + Send>;
 
 /// Everything the run loop needs.
 pub struct Daemon {

@@ -7,13 +7,13 @@ mod common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use chaos::switch::{spawn, Model, Options};
 use common::{coordinator, dispatcher, etcd_available, proposal, settings, Cluster, Counting};
 use engine::coordination::Coordinator;
 use engine::dispatch::Verdict;
 use fleet::election::{leader, Candidate, Leadership};
 use gnmi_proto::gnmi::Update;
 use gnmi_proto::{parse_path, value, ClientConfig, GnmiClient, SetOps};
+use sim::switch::{spawn, Model, Options};
 use tokio::sync::Mutex;
 
 const ELECTION: &str = "switch-aggregator/pod-a";

@@ -42,14 +42,14 @@ fn percentile(hist: &[u64], p: f64) -> usize {
 fn aggregator(c: &mut Criterion) {
     let switches = env("ROCEMEND_BENCH_SWITCHES", 64);
     let ports = env("ROCEMEND_BENCH_PORTS", 64);
-    let per_second = (switches * ports * chaos::switch::QUEUES * 6) as u64;
+    let per_second = (switches * ports * sim::switch::QUEUES * 6) as u64;
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let count = Arc::new(AtomicU64::new(0));
     let hist = Arc::new(Mutex::new(vec![0u64; BUCKETS + 1]));
     let health = HealthBoard::default();
     let (stop, shutdown) = tokio::sync::watch::channel(false);
     let running = runtime.block_on(async {
-        let running = chaos::switch::spawn_many(switches, ports).await.unwrap();
+        let running = sim::switch::spawn_many(switches, ports).await.unwrap();
         let mut config = String::from("presets = [\"sonic_queues\"]\nsample_interval = \"1s\"\n");
         for sw in &running {
             config.push_str(&format!("[[targets]]\nname = \"{}\"\naddress = \"{}\"\n", sw.name, sw.addr));

@@ -88,7 +88,7 @@ pub use replay::{ReplayConfig, ReplaySensor};
 #[cfg(feature = "verbs")]
 pub use verbs::{VerbsConfig, VerbsSensor};
 
-use engine::Sensor;
+use engine::{BuildError, Sensor};
 
 /// The sensor kinds [`build`] knows.
 pub const KINDS: &[&str] = &[
@@ -109,53 +109,48 @@ pub const KINDS: &[&str] = &[
 ///
 /// The error names the sensor, its kind and what was wrong: an unknown kind,
 /// an unknown or mistyped setting, a value out of range.
-pub fn build(kind: &str, name: &str, settings: toml::Table) -> Result<Box<dyn Sensor>, String> {
-    let context = |e: String| format!("sensor {name:?} (kind {kind:?}): {e}");
+pub fn build(kind: &str, name: &str, settings: toml::Table) -> Result<Box<dyn Sensor>, BuildError> {
+    let invalid = |reason: String| BuildError::Invalid {
+        component: "sensor",
+        name: name.to_string(),
+        kind: kind.to_string(),
+        reason,
+    };
+    /// Deserializes the settings as `C` and builds the sensor from them.
+    fn built<C: serde::de::DeserializeOwned, S: Sensor + 'static, E: std::fmt::Display>(
+        settings: toml::Table,
+        invalid: impl Fn(String) -> BuildError,
+        build: impl FnOnce(C) -> Result<S, E>,
+    ) -> Result<Box<dyn Sensor>, BuildError> {
+        let config: C = settings.try_into().map_err(|e: toml::de::Error| invalid(e.message().trim().to_string()))?;
+        Ok(Box::new(build(config).map_err(|e| invalid(e.to_string()))?))
+    }
     match kind {
-        "netlink_link" => {
-            let config: NetlinkLinkConfig = settings.try_into().map_err(|e| context(e.message().trim().to_string()))?;
-            Ok(Box::new(config.build(name).map_err(|e| context(e.to_string()))?))
-        }
-        "nvml" => {
-            let config: NvmlConfig = settings.try_into().map_err(|e| context(e.message().trim().to_string()))?;
-            Ok(Box::new(config.build(name).map_err(|e| context(e.to_string()))?))
-        }
-        "rdma_sysfs" => {
-            let config: RdmaSysfsConfig = settings.try_into().map_err(|e| context(e.message().trim().to_string()))?;
-            Ok(Box::new(config.build(name).map_err(|e| context(e.to_string()))?))
-        }
-        "nccl_tests" => {
-            let config: NcclTestsConfig = settings.try_into().map_err(|e| context(e.message().trim().to_string()))?;
-            Ok(Box::new(config.build(name).map_err(|e| context(e.to_string()))?))
-        }
-        "gnmi" => {
-            let config: GnmiConfig = settings.try_into().map_err(|e| context(e.message().trim().to_string()))?;
-            Ok(Box::new(config.build(name).map_err(|e| context(e.to_string()))?))
-        }
-        "ethtool" => {
-            let config: EthtoolConfig = settings.try_into().map_err(|e| context(e.message().trim().to_string()))?;
-            Ok(Box::new(config.build(name).map_err(|e| context(e.to_string()))?))
-        }
-        "prometheus" => {
-            let config: PrometheusConfig = settings.try_into().map_err(|e| context(e.message().trim().to_string()))?;
-            Ok(Box::new(config.build(name).map_err(|e| context(e.to_string()))?))
-        }
-        "replay" => {
-            let config: ReplayConfig = settings.try_into().map_err(|e| context(e.message().trim().to_string()))?;
-            let sensor = config.build(name).map_err(|e| context(e.to_string()))?;
-            Ok(Box::new(sensor))
-        }
+        "netlink_link" => built(settings, invalid, |c: NetlinkLinkConfig| c.build(name)),
+        "nvml" => built(settings, invalid, |c: NvmlConfig| c.build(name)),
+        "rdma_sysfs" => built(settings, invalid, |c: RdmaSysfsConfig| c.build(name)),
+        "nccl_tests" => built(settings, invalid, |c: NcclTestsConfig| c.build(name)),
+        "gnmi" => built(settings, invalid, |c: GnmiConfig| c.build(name)),
+        "ethtool" => built(settings, invalid, |c: EthtoolConfig| c.build(name)),
+        "prometheus" => built(settings, invalid, |c: PrometheusConfig| c.build(name)),
+        "replay" => built(settings, invalid, |c: ReplayConfig| c.build(name)),
         #[cfg(feature = "verbs")]
-        "verbs" => {
-            let config: VerbsConfig = settings.try_into().map_err(|e| context(e.message().trim().to_string()))?;
-            Ok(Box::new(config.build(name).map_err(|e| context(e.to_string()))?))
-        }
+        "verbs" => built(settings, invalid, |c: VerbsConfig| c.build(name)),
         #[cfg(not(feature = "verbs"))]
-        "verbs" => Err(format!(
-            "sensor {name:?}: kind \"verbs\" is not in this build: rocemend was built without the `verbs` feature \
-             (rebuild with `--features verbs`, which needs libibverbs-dev, librdmacm-dev and libclang-dev)"
-        )),
-        other => Err(format!("sensor {name:?}: unknown kind {other:?} (known kinds: {})", KINDS.join(", "))),
+        "verbs" => Err(BuildError::NotInBuild {
+            component: "sensor",
+            name: name.to_string(),
+            kind: kind.to_string(),
+            hint: "rocemend was built without the `verbs` feature (rebuild with `--features verbs`, which needs \
+                   libibverbs-dev, librdmacm-dev and libclang-dev)"
+                .into(),
+        }),
+        other => Err(BuildError::UnknownKind {
+            component: "sensor",
+            name: name.to_string(),
+            kind: other.to_string(),
+            known: KINDS.join(", "),
+        }),
     }
 }
 
@@ -175,26 +170,26 @@ mod tests {
 
     #[test]
     fn an_unknown_kind_lists_the_known_ones() {
-        let err = build("sonar", "s1", toml::Table::new()).err().unwrap();
+        let err = build("sonar", "s1", toml::Table::new()).err().unwrap().to_string();
         assert_eq!(err, format!("sensor \"s1\": unknown kind \"sonar\" (known kinds: {})", KINDS.join(", ")));
         assert!(err.contains("replay"), "{err}");
     }
 
     #[test]
     fn an_unknown_setting_is_named() {
-        let err = build("replay", "r", table("path = \"rec.jsonl\"\nsped = 2.0")).err().unwrap();
+        let err = build("replay", "r", table("path = \"rec.jsonl\"\nsped = 2.0")).err().unwrap().to_string();
         assert!(err.starts_with("sensor \"r\" (kind \"replay\"): unknown field `sped`"), "{err}");
     }
 
     #[test]
     fn a_missing_path_is_named() {
-        let err = build("replay", "r", table("speed = 2.0")).err().unwrap();
+        let err = build("replay", "r", table("speed = 2.0")).err().unwrap().to_string();
         assert!(err.contains("missing field `path`"), "{err}");
     }
 
     #[test]
     fn a_negative_speed_is_refused() {
-        let err = build("replay", "r", table("path = \"rec.jsonl\"\nspeed = -1.0")).err().unwrap();
+        let err = build("replay", "r", table("path = \"rec.jsonl\"\nspeed = -1.0")).err().unwrap().to_string();
         assert!(err.contains("speed -1 "), "{err}");
     }
 }

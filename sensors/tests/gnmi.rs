@@ -5,9 +5,9 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
-use chaos::switch::{spawn, Model, Options, RunningSwitch, ServerTls};
 use engine::{Batch, HealthBoard, Labels, SensorContext, SeriesTable, Value};
 use sensors::GnmiConfig;
+use sim::switch::{spawn, Model, Options, RunningSwitch, ServerTls};
 use tokio::sync::{mpsc, watch};
 
 struct Harness {

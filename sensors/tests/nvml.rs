@@ -63,5 +63,8 @@ async fn a_missing_library_is_named_in_the_reason() {
 #[test]
 fn a_bad_setting_is_refused_at_build() {
     let err = sensors::build("nvml", "gpu", toml::from_str("xid_wait_ms = 5").unwrap()).err().unwrap();
-    assert_eq!(err, "sensor \"gpu\" (kind \"nvml\"): configuration: xid_wait_ms 5 is not within 10..=60000");
+    assert_eq!(
+        err.to_string(),
+        "sensor \"gpu\" (kind \"nvml\"): configuration: xid_wait_ms 5 is not within 10..=60000"
+    );
 }

@@ -248,6 +248,6 @@ async fn the_sensor_built_from_config_polls_at_its_interval_until_shutdown() {
 #[test]
 fn an_interval_below_the_minimum_is_refused_by_build() {
     let settings: toml::Table = toml::from_str("interval_ms = 1").unwrap();
-    let err = sensors::build("rdma_sysfs", "r", settings).err().unwrap();
+    let err = sensors::build("rdma_sysfs", "r", settings).err().unwrap().to_string();
     assert!(err.contains("interval_ms 1 is below the minimum of 10 ms"), "{err}");
 }

@@ -42,14 +42,14 @@ async fn without_a_device_the_sensor_reports_unavailable_and_runs_on() {
 fn verbs_is_a_known_kind() {
     assert!(sensors::KINDS.contains(&"verbs"));
     let err = sensors::build("verbs", "ports", toml::from_str("poll_interval_ms = 1").unwrap()).err().unwrap();
-    assert_eq!(err, "sensor \"ports\" (kind \"verbs\"): configuration: poll_interval_ms 1 is below 100");
+    assert_eq!(err.to_string(), "sensor \"ports\" (kind \"verbs\"): configuration: poll_interval_ms 1 is below 100");
 }
 
 #[cfg(not(feature = "verbs"))]
 #[test]
 fn without_the_feature_verbs_is_refused_with_the_reason() {
     assert!(!sensors::KINDS.contains(&"verbs"));
-    let err = sensors::build("verbs", "ports", toml::Table::new()).err().unwrap();
+    let err = sensors::build("verbs", "ports", toml::Table::new()).err().unwrap().to_string();
     assert!(err.starts_with("sensor \"ports\": kind \"verbs\" is not in this build"), "{err}");
     assert!(err.contains("--features verbs"), "{err}");
 }

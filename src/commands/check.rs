@@ -68,8 +68,8 @@ pub fn check(
                 if rules_dir.is_none() {
                     rules_dir = p.rules_dir(path);
                 }
-                if let Err(e) = wiring::dispatcher(&p, None, None) {
-                    errors.extend(e);
+                if let Err(e) = actuators::registry::dispatcher(&p, None, None) {
+                    errors.extend(e.into_iter().map(|e| e.to_string()));
                 }
                 loaded_playbook = Some((path.clone(), p));
             }

@@ -1,9 +1,9 @@
 //! One module per verb.
 
+mod chaos;
 mod check;
 mod control;
 mod demo;
-mod demo_switches;
 mod fleet;
 mod ops;
 mod replay;
@@ -40,13 +40,8 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         }
         Command::Chaos {
             command: ChaosCommand::Run { scenarios, runs, seed, playbook, rule_modes, daemon, out, quiet },
-        } => {
-            let options = crate::chaos::Options { runs, seed, playbook, rule_modes, daemon, progress: !quiet };
-            crate::chaos::run_command(&scenarios, &options, &out)
-        }
-        Command::Chaos { command: ChaosCommand::Report { json, out } } => {
-            crate::chaos::report_command(&json, out.as_deref())
-        }
+        } => chaos::run(&scenarios, chaos::RunArgs { runs, seed, playbook, rule_modes, daemon, quiet }, &out),
+        Command::Chaos { command: ChaosCommand::Report { json, out } } => chaos::report(&json, out.as_deref()),
         Command::Timeline(args) => crate::timeline::run(&args),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();

@@ -14,8 +14,7 @@ use crate::report::{offset, short};
 use crate::Outcome;
 
 fn backtest_one(recording: &Path, rules_dir: &Path, topology: Option<Arc<Topology>>) -> anyhow::Result<Backtest> {
-    let rules = rule::load_dir(rules_dir, Helpers::new(None, topology.clone()))
-        .map_err(|errs| anyhow::anyhow!(errs.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")))?;
+    let rules = rule::load_dir(rules_dir, Helpers::new(None, topology.clone()))?;
     let file = File::open(recording).with_context(|| format!("opening {}", recording.display()))?;
     Ok(backtest::run(BufReader::new(file), &recording.display().to_string(), rules, topology)?)
 }

@@ -28,16 +28,14 @@ pub fn run(config_path: &Path) -> anyhow::Result<Outcome> {
     };
     let series = SeriesTable::new(topology.clone(), default_labels);
     let helpers = Helpers::new(Some(series.clone()), topology.clone());
-    let rules = wiring::load_rules(&rules_dir, helpers, &playbook)
-        .map_err(|errors| anyhow::anyhow!(errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")))?;
+    let rules = wiring::load_rules(&rules_dir, helpers, &playbook)?;
     std::fs::create_dir_all(&config.state_dir)
         .with_context(|| format!("creating state directory {}", config.state_dir.display()))?;
     let store = Store::open(&config.state_dir.join("state.sled"))?;
     let ledger = Ledger::open(&store, Retention::default())?;
     let evaluator = Evaluator::new(series, rules, Some(store))?;
-    let dispatcher = wiring::dispatcher(&playbook, topology.clone(), Some(ledger.clone()))
-        .map_err(|e| anyhow::anyhow!(e.join("\n")))?;
-    let mut sensors = wiring::sensors(&config).map_err(|e| anyhow::anyhow!(e.join("\n")))?;
+    let dispatcher = actuators::registry::dispatcher(&playbook, topology.clone(), Some(ledger.clone()))?;
+    let mut sensors = wiring::sensors(&config)?;
     // Job signals pushed over the control API enter as one more sensor; not
     // in a replay that exits when its sensors end, since this one never does.
     let job_tx = if config.engine.exit_when_sensors_end {

@@ -22,7 +22,7 @@ async fn run_sensors(
     duration: Option<Duration>,
     mut on_batch: impl FnMut(&Batch),
 ) -> anyhow::Result<()> {
-    let slots = wiring::sensors(config).map_err(|e| anyhow::anyhow!(e.join("\n")))?;
+    let slots = wiring::sensors(config)?;
     let (tx, mut rx) = mpsc::channel::<Batch>(engine::runtime::BATCH_CHANNEL);
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut tasks = tokio::task::JoinSet::new();

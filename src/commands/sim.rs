@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use anyhow::Context;
-use chaos::switch::{self, Model};
+use sim::switch::{self, Model};
 
 use crate::Outcome;
 

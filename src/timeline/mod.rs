@@ -74,10 +74,9 @@ fn sources(args: &TimelineArgs) -> anyhow::Result<Sources> {
     let rules = match dir {
         None => None,
         Some(dir) => {
-            let set = rule::load_dir(&dir, helpers)
-                .map_err(|errs| anyhow::anyhow!(errs.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")))?;
+            let set = rule::load_dir(&dir, helpers)?;
             let set = match &playbook {
-                Some(p) => wiring::without_disabled(set, p),
+                Some(p) => set.without_disabled(p),
                 None => set,
             };
             Some((dir, set))

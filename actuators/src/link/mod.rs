@@ -23,9 +23,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use engine::{Action, Actuator, ActuatorError, Outcome, Plan, Verification};
-use futures_util::TryStreamExt;
-use rtnetlink::packet_route::link::{LinkAttribute, LinkFlags, LinkMessage, State};
-use rtnetlink::{Handle, LinkUnspec};
+use net::link::Handle;
+pub use net::link::LinkState;
+use net::NetError;
 use serde_json::json;
 
 /// Takes host links down and up, built from a [`LinkConfig`].
@@ -35,17 +35,6 @@ pub struct LinkActuator {
     node: String,
     netdevs: Vec<String>,
     timeout: Duration,
-}
-
-/// A link as netlink shows it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LinkState {
-    /// Its index.
-    pub index: u32,
-    /// Whether `IFF_UP` is set (administratively up).
-    pub admin_up: bool,
-    /// Whether `IFLA_OPERSTATE` is `UP`.
-    pub oper_up: bool,
 }
 
 /// Checks a netdev name: 1 to 15 bytes (`IFNAMSIZ` − 1), no `/`, `:`, white
@@ -117,52 +106,23 @@ impl LinkActuator {
     /// Runs `f` with a fresh netlink handle, within the timeout.
     async fn with_handle<T, F>(&self, f: impl FnOnce(Handle) -> F) -> Result<T, ActuatorError>
     where
-        F: std::future::Future<Output = Result<T, ActuatorError>>,
+        F: std::future::Future<Output = Result<T, NetError>>,
     {
-        let (connection, handle, _) = rtnetlink::new_connection()
-            .map_err(|e| ActuatorError::Failed(format!("opening the netlink socket: {e}")))?;
-        let task = tokio::spawn(connection);
-        let result = tokio::time::timeout(self.timeout, f(handle)).await;
-        task.abort();
-        result.map_err(|_| ActuatorError::Timeout(self.ms()))?
+        let handle = net::link::connect().map_err(|e| ActuatorError::Failed(e.to_string()))?;
+        match tokio::time::timeout(self.timeout, f(handle)).await {
+            Err(_) => Err(ActuatorError::Timeout(self.ms())),
+            Ok(result) => result.map_err(|e| ActuatorError::Failed(e.to_string())),
+        }
     }
 
     /// Reads the link `netdev`; `None` if there is no such link.
     pub async fn read(&self, netdev: &str) -> Result<Option<LinkState>, ActuatorError> {
-        self.with_handle(|handle| read(handle, netdev.to_string())).await
+        self.with_handle(|handle| async move { net::link::read(&handle, netdev).await }).await
     }
 
     async fn set(&self, netdev: &str, up: bool) -> Result<LinkState, ActuatorError> {
-        let netdev = netdev.to_string();
-        self.with_handle(|handle| async move {
-            let before = read(handle.clone(), netdev.clone())
-                .await?
-                .ok_or_else(|| ActuatorError::Failed(format!("there is no link {netdev:?}")))?;
-            let message = LinkUnspec::new_with_index(before.index);
-            let message = if up { message.up() } else { message.down() }.build();
-            handle.link().set(message).execute().await.map_err(|e| {
-                ActuatorError::Failed(format!("setting {netdev} {}: {e}", if up { "up" } else { "down" }))
-            })?;
-            Ok(before)
-        })
-        .await
+        self.with_handle(|handle| async move { net::link::set(&handle, netdev, up).await }).await
     }
-}
-
-async fn read(handle: Handle, netdev: String) -> Result<Option<LinkState>, ActuatorError> {
-    let mut links = handle.link().get().match_name(netdev.clone()).execute();
-    match links.try_next().await {
-        Ok(Some(message)) => Ok(Some(state(&message))),
-        Ok(None) => Ok(None),
-        // The kernel answers ENODEV for a name it does not know.
-        Err(rtnetlink::Error::NetlinkError(e)) if e.raw_code() == -libc::ENODEV => Ok(None),
-        Err(e) => Err(ActuatorError::Failed(format!("reading link {netdev}: {e}"))),
-    }
-}
-
-fn state(message: &LinkMessage) -> LinkState {
-    let oper_up = message.attributes.iter().any(|a| matches!(a, LinkAttribute::OperState(State::Up)));
-    LinkState { index: message.header.index, admin_up: message.header.flags.contains(LinkFlags::Up), oper_up }
 }
 
 fn prior(state: &LinkState) -> serde_json::Value {

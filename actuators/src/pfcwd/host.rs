@@ -12,7 +12,7 @@
 use std::io;
 
 use engine::ActuatorError;
-use sensors::ethtool::ioctl::EthtoolSocket;
+use net::ethtool::EthtoolSocket;
 
 const ETHTOOL_GTUNABLE: u32 = 0x48;
 const ETHTOOL_STUNABLE: u32 = 0x49;

@@ -3,8 +3,9 @@
 
 pub mod html;
 pub mod record;
+pub mod table;
 pub mod timeline;
 
 pub use record::{
-    DecisionRecord, FaultRecord, Outcome, ProbeSeries, Report, RunRecord, Stats, Summary, TransitionRecord,
+    DecisionRecord, FaultRecord, ProbeSeries, Report, RunOutcome, RunRecord, Stats, Summary, TransitionRecord,
 };

@@ -77,7 +77,7 @@ pub struct ProbeSeries {
 
 /// How a run ended against its expectations.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Outcome {
+pub struct RunOutcome {
     /// Every expectation held.
     pub passed: bool,
     /// Why the run was aborted early, if it was.
@@ -104,7 +104,7 @@ pub struct Outcome {
     pub recovered_at: Option<Nanos>,
 }
 
-impl Outcome {
+impl RunOutcome {
     /// Time to detect, ns.
     pub fn ttd(&self) -> Option<Nanos> {
         Some(self.detected_at? - self.fault_at?)
@@ -147,7 +147,7 @@ pub struct RunRecord {
     /// Probes.
     pub probes: Vec<ProbeSeries>,
     /// Against the expectations.
-    pub outcome: Outcome,
+    pub outcome: RunOutcome,
 }
 
 /// Percentiles of one duration across runs, milliseconds.
@@ -231,13 +231,13 @@ impl Report {
     /// The summary of `runs`.
     pub fn summarize(runs: &[RunRecord]) -> Summary {
         let collect =
-            |f: fn(&Outcome) -> Option<Nanos>| -> Vec<Nanos> { runs.iter().filter_map(|r| f(&r.outcome)).collect() };
+            |f: fn(&RunOutcome) -> Option<Nanos>| -> Vec<Nanos> { runs.iter().filter_map(|r| f(&r.outcome)).collect() };
         Summary {
-            detect: Stats::of(&collect(Outcome::ttd)),
-            mitigate: Stats::of(&collect(Outcome::ttm)),
-            recover: Stats::of(&collect(Outcome::ttr)),
-            detect_from_trigger: Stats::of(&collect(Outcome::trigger_ttd)),
-            mitigate_from_trigger: Stats::of(&collect(Outcome::trigger_ttm)),
+            detect: Stats::of(&collect(RunOutcome::ttd)),
+            mitigate: Stats::of(&collect(RunOutcome::ttm)),
+            recover: Stats::of(&collect(RunOutcome::ttr)),
+            detect_from_trigger: Stats::of(&collect(RunOutcome::trigger_ttd)),
+            mitigate_from_trigger: Stats::of(&collect(RunOutcome::trigger_ttm)),
         }
     }
 }

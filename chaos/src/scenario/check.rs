@@ -9,7 +9,7 @@ use engine::time::Nanos;
 
 use super::plan::Plan;
 use super::spec::ActionMatch;
-use crate::report::record::{DecisionRecord, Outcome, RunRecord};
+use crate::report::record::{DecisionRecord, RunOutcome, RunRecord};
 
 fn ms(ns: Nanos) -> String {
     format!("{:.0} ms", ns as f64 / 1e6)
@@ -30,7 +30,7 @@ fn describe(m: &ActionMatch) -> String {
 
 /// The outcome of `record` against `plan`'s expectations (`aborted` is the
 /// runner's to set).
-pub fn check(plan: &Plan, record: &RunRecord) -> Outcome {
+pub fn check(plan: &Plan, record: &RunRecord) -> RunOutcome {
     let mut failures = Vec::new();
     let fault_at = record.faults.iter().map(|f| f.start).min();
     let origin = record.start;
@@ -181,7 +181,7 @@ pub fn check(plan: &Plan, record: &RunRecord) -> Outcome {
             failures.push(format!("{held} proposal(s) held by the safety policy, at least {min} expected"));
         }
     }
-    Outcome {
+    RunOutcome {
         passed: failures.is_empty(),
         aborted: None,
         failures,

@@ -6,7 +6,7 @@
 //!
 //! - [`spec`]: the file's schema;
 //! - [`plan`]: the resolved scenario: durations in nanoseconds, faults
-//!   turned into fabric [`Effect`](crate::fabric::Effect)s with their times
+//!   turned into fabric [`Effect`](sim::fabric::Effect)s with their times
 //!   for one run ([`Plan::schedule`]);
 //! - [`check`]: a run's record against the expectations.
 
@@ -17,7 +17,7 @@ pub mod spec;
 use std::path::{Path, PathBuf};
 
 pub use check::check;
-pub use plan::{Plan, Scheduled};
+pub use plan::{FaultPlan, Plan, Scheduled};
 pub use spec::{ActionMatch, Clock, Expect, FaultKind, FaultSpec, Probe, Scenario};
 
 /// A scenario file is wrong; the message says where.

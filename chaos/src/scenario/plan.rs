@@ -13,7 +13,7 @@ use toml::Spanned;
 
 use super::spec::{ActionMatch, Clock, Dur, FaultKind, Scenario};
 use super::ScenarioError;
-use crate::fabric::{Effect, Fabric, JobSpec, Selector};
+use sim::fabric::{Effect, Fabric, JobSpec, Selector};
 
 /// A probe's bounds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -189,10 +189,10 @@ impl Ctx<'_> {
 }
 
 fn probe_known(name: &Spanned<String>, ctx: &Ctx) -> Result<String, ScenarioError> {
-    if crate::fabric::physics::PROBES.iter().any(|(p, _)| p == name.get_ref()) {
+    if sim::fabric::physics::PROBES.iter().any(|(p, _)| p == name.get_ref()) {
         Ok(name.get_ref().clone())
     } else {
-        let known: Vec<&str> = crate::fabric::physics::PROBES.iter().map(|(p, _)| *p).collect();
+        let known: Vec<&str> = sim::fabric::physics::PROBES.iter().map(|(p, _)| *p).collect();
         Err(ctx.err(name.span(), format!("unknown probe {:?}; known: {}", name.get_ref(), known.join(", "))))
     }
 }

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
-use crate::fabric::{JobSpec, Selector};
+use sim::fabric::{JobSpec, Selector};
 
 /// A duration as written (`"300ms"`), with where it was written.
 pub type Dur = Spanned<String>;

@@ -16,6 +16,7 @@ pub mod sandbox;
 pub mod script;
 pub mod selector;
 
+use crate::errors::Errors;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -100,7 +101,17 @@ impl RuleSet {
     pub fn get(&self, name: &str) -> Option<&Arc<Rule>> {
         self.rules.iter().find(|r| r.name == name)
     }
+
+    /// The set without the rules `playbook` switches off (`mode = "off"`).
+    pub fn without_disabled(mut self, playbook: &crate::playbook::Playbook) -> RuleSet {
+        let off = playbook.disabled_rules();
+        self.rules.retain(|r| !off.contains(&r.name.as_str()));
+        self
+    }
 }
+
+/// Every error of a rule set, one per line.
+pub type RuleErrors = Errors<RuleError>;
 
 /// Compiles one rule from source text; `path` names it in errors.
 pub fn compile(scripts: &RuleScripts, path: &str, source: &str) -> Result<Rule, RuleError> {
@@ -109,8 +120,8 @@ pub fn compile(scripts: &RuleScripts, path: &str, source: &str) -> Result<Rule, 
 
 /// Loads every `*.rhai` file of `dir` (sorted by name). All errors are
 /// returned together, so `rocemend check` can show every one.
-pub fn load_dir(dir: &Path, helpers: Helpers) -> Result<RuleSet, Vec<RuleError>> {
-    let files = rule_files(dir).map_err(|e| vec![e])?;
+pub fn load_dir(dir: &Path, helpers: Helpers) -> Result<RuleSet, RuleErrors> {
+    let files = rule_files(dir)?;
     let sources: Vec<(String, String)> = files
         .iter()
         .map(|p| {
@@ -121,13 +132,12 @@ pub fn load_dir(dir: &Path, helpers: Helpers) -> Result<RuleSet, Vec<RuleError>>
                 message: format!("cannot read: {e}"),
             })
         })
-        .collect::<Result<_, _>>()
-        .map_err(|e| vec![e])?;
+        .collect::<Result<_, _>>()?;
     load_sources(&sources, helpers)
 }
 
 /// Compiles rules from `(path, source)` pairs; used for embedded rule sets.
-pub fn load_sources(sources: &[(String, String)], helpers: Helpers) -> Result<RuleSet, Vec<RuleError>> {
+pub fn load_sources(sources: &[(String, String)], helpers: Helpers) -> Result<RuleSet, RuleErrors> {
     let scripts = RuleScripts::new(helpers);
     let mut rules: Vec<Arc<Rule>> = Vec::new();
     let mut errors = Vec::new();
@@ -148,11 +158,7 @@ pub fn load_sources(sources: &[(String, String)], helpers: Helpers) -> Result<Ru
             Err(e) => errors.push(e),
         }
     }
-    if errors.is_empty() {
-        Ok(RuleSet { rules, scripts })
-    } else {
-        Err(errors)
-    }
+    Errors::or_ok(errors, RuleSet { rules, scripts })
 }
 
 /// The rule files of a directory, sorted.

@@ -68,7 +68,7 @@ pub use case::MAX_SERIES_PER_CASE;
 pub use report::{CaseReport, DirReport, Failure, FileOutcome, FileReport, FileResult};
 
 use crate::config::TomlError;
-use crate::rule::{self, Helpers, RuleError};
+use crate::rule::{self, Helpers, RuleErrors};
 use crate::time::{Nanos, SECOND};
 use crate::topology::{Topology, TopologyError};
 
@@ -99,8 +99,8 @@ pub enum TestFileError {
     #[error("{0}")]
     Invalid(#[from] TomlError),
     /// The rule under test does not load.
-    #[error("{}", join_rule_errors(.0))]
-    Rule(Vec<RuleError>),
+    #[error(transparent)]
+    Rule(RuleErrors),
     /// The inventory the test file names does not load.
     #[error("{test}: inventory: {error}")]
     Inventory {
@@ -109,10 +109,6 @@ pub enum TestFileError {
         /// Why it does not load.
         error: TopologyError,
     },
-}
-
-fn join_rule_errors(errors: &[RuleError]) -> String {
-    errors.iter().map(RuleError::to_string).collect::<Vec<_>>().join("\n")
 }
 
 /// Runs the test file `test_path` against the rule `rule_path`.
@@ -158,7 +154,7 @@ pub fn run_sources(
 /// Runs every `*.rhai` of `dir` against its `<stem>.test.toml`, reporting
 /// rules without a test file and test files without a rule too.
 pub fn run_dir(dir: &Path) -> Result<DirReport, TestFileError> {
-    let rules = rule::rule_files(dir).map_err(|e| TestFileError::Rule(vec![e]))?;
+    let rules = rule::rule_files(dir).map_err(|e| TestFileError::Rule(e.into()))?;
     let test_of = |rule: &Path| -> PathBuf {
         let stem = rule.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
         rule.with_file_name(format!("{stem}{TEST_SUFFIX}"))

@@ -56,12 +56,15 @@ pub(super) fn run_case(
         .map_err(TestFileError::Rule)?;
     let rule = rules.rules[0].clone();
     let mut ev = Evaluator::new(table.clone(), rules, None).map_err(|e| {
-        TestFileError::Rule(vec![RuleError {
-            path: rule_path.to_string(),
-            line: 0,
-            column: 0,
-            message: format!("the engine could not start: {e}"),
-        }])
+        TestFileError::Rule(
+            RuleError {
+                path: rule_path.to_string(),
+                line: 0,
+                column: 0,
+                message: format!("the engine could not start: {e}"),
+            }
+            .into(),
+        )
     })?;
 
     let sensor = table.add_sensor("rule-test", super::case::MAX_SERIES_PER_CASE);

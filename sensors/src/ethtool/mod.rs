@@ -10,12 +10,11 @@
 //!
 //! - [`config`]: [`EthtoolConfig`], the user's settings;
 //! - [`names`]: statistic name → metric and `prio`;
-//! - [`ioctl`]: the ioctls, wrapped safely;
+//! - the ioctls themselves are [`net::ethtool`];
 //! - [`sensor`]: [`EthtoolPoller`] (one synchronous poll) and
 //!   [`EthtoolSensor`] (the loop).
 
 pub mod config;
-pub mod ioctl;
 pub mod names;
 pub mod sensor;
 

@@ -12,8 +12,8 @@ use engine::{
 use tokio::time::MissedTickBehavior;
 
 use super::config::{EthtoolConfig, Filter};
-use super::ioctl::{interfaces, EthtoolSocket};
 use super::names::map;
+use net::ethtool::{interfaces, EthtoolSocket};
 
 /// One interface's statistics layout.
 #[derive(Debug, Default)]

@@ -12,9 +12,9 @@
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use chaos::fabric::Fabric;
 use engine::{Action, Actuator, ActuatorError, Outcome, Plan, Verification};
 use serde_json::json;
+use sim::fabric::Fabric;
 
 /// The fabric, shared by the lockstep loop and the actuator.
 pub type SharedFabric = Arc<Mutex<Fabric>>;

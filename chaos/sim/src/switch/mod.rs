@@ -11,8 +11,8 @@
 //! `INVALID_ARGUMENT` for bad values, `NOT_FOUND` for unknown paths.
 //!
 //! ```no_run
-//! # async fn example() -> Result<(), chaos::switch::SwitchError> {
-//! use chaos::switch::spawn_many;
+//! # async fn example() -> Result<(), sim::switch::SwitchError> {
+//! use sim::switch::spawn_many;
 //!
 //! // Eight switches of 32 ports on loopback ports the OS picks.
 //! let switches = spawn_many(8, 32).await?;

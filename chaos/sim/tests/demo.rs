@@ -3,10 +3,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use chaos::demo::{DemoFault, FAULTS, FLAPS, LINK_FLAP, PFC_STORM, START, SYMBOL_BURST};
-use chaos::DEMO_RECORDING;
 use engine::recording::{Event, Reader};
 use engine::{CounterSpec, Labels, Nanos, Note, SampleKind, SeriesSpec, Value, SECOND};
+use sim::demo::{DemoFault, FAULTS, FLAPS, LINK_FLAP, PFC_STORM, START, SYMBOL_BURST};
+use sim::DEMO_RECORDING;
 
 struct Demo {
     series: BTreeMap<u32, SeriesSpec>,

@@ -1,58 +1,14 @@
-//! The simulated fabric of `rocemend demo`: one simulated SONiC switch per
-//! leaf of the inventory, the demo playbook's `[gnmi]` tables pointed at
-//! them, and the read-back printed after each switch action.
+//! The read-back printed after each switch action of `rocemend demo`: the
+//! actuator's own verify, and the CONFIG_DB fields it changed, read over
+//! gNMI from the simulated leaves.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use actuators::sonic::{GnmiConfig, Sonic};
-use chaos::switch::{spawn_many, RunningSwitch};
 use engine::dispatch::ActuatorRoute;
-use engine::playbook::Playbook;
 use engine::policy::kind_matches;
-use engine::topology::SwitchRole;
-use engine::{Action, Outcome, Topology};
-
-/// Ports per simulated switch: a 32-port leaf, as in the inventory's fabric.
-const PORTS: usize = 32;
-
-/// The running switches, by leaf name.
-pub struct DemoFabric {
-    switches: Vec<RunningSwitch>,
-    /// Leaf name → gNMI address.
-    pub addresses: BTreeMap<String, String>,
-}
-
-impl DemoFabric {
-    /// Starts one switch per leaf of `topology` on loopback ports the OS picks.
-    pub async fn start(topology: &Topology) -> anyhow::Result<DemoFabric> {
-        let leaves: Vec<String> =
-            topology.inventory().switch.iter().filter(|s| s.role == SwitchRole::Leaf).map(|s| s.name.clone()).collect();
-        let switches = spawn_many(leaves.len(), PORTS).await?;
-        let addresses = leaves.into_iter().zip(&switches).map(|(name, s)| (name, s.addr.to_string())).collect();
-        Ok(DemoFabric { switches, addresses })
-    }
-
-    /// Points every `[gnmi]` table of `playbook` at these switches.
-    pub fn point(&self, playbook: &mut Playbook) {
-        crate::chaos::switches::point_gnmi(playbook, &self.addresses);
-    }
-
-    /// A client of these switches, for read-backs.
-    pub fn client(&self) -> anyhow::Result<Sonic> {
-        let config = GnmiConfig { switches: self.addresses.clone(), timeout: "2s".into(), ..GnmiConfig::default() };
-        config.build().map_err(|e| anyhow::anyhow!(e))
-    }
-
-    /// Stops the switches.
-    pub async fn stop(self) {
-        for switch in self.switches {
-            if let Err(e) = switch.stop().await {
-                eprintln!("stopping a simulated switch: {e}");
-            }
-        }
-    }
-}
+use engine::{Action, Outcome};
+use sim::leaves::LeafServers;
 
 /// What is read back after a switch action: the actuator's own verify, and
 /// the CONFIG_DB fields it changed, read over gNMI.
@@ -65,6 +21,12 @@ impl ReadBack {
     /// Read-backs through `routes` (the playbook's actuators) and `sonic`.
     pub fn new(routes: Vec<ActuatorRoute>, sonic: Sonic) -> Arc<ReadBack> {
         Arc::new(ReadBack { routes, sonic })
+    }
+
+    /// A gNMI client of `leaves`, for the read-backs.
+    pub fn client(leaves: &LeafServers) -> anyhow::Result<Sonic> {
+        let config = GnmiConfig { switches: leaves.addresses.clone(), timeout: "2s".into(), ..GnmiConfig::default() };
+        config.build().map_err(|e| anyhow::anyhow!(e))
     }
 
     /// The table, key and fields a switch action changes; `None` for other actions.

@@ -16,15 +16,17 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use chaos::fabric::Fabric;
-use chaos::switch::{tree, Model};
 use engine::{
     Batch, CounterSpec, Labels, Nanos, Sample, SampleKind, SensorContext, SeriesId, SeriesSpec, SeriesTable, Value,
 };
 use gnmi_proto::gnmi::Encoding;
 use sensors::gnmi::mapping::{map_update, Kind, Reading};
 use sensors::rdma_sysfs::{Poller, RdmaSysfsConfig};
+use sim::fabric::Fabric;
+use sim::switch::{tree, Model};
 use tokio::sync::{mpsc, watch};
+
+use crate::ChaosError;
 
 /// Series a reader may register: a node has 8 NICs × 8 counters; a leaf a
 /// few ports × (32 PFC + 48 queue + 32 watchdog + 4 interface) series.
@@ -116,11 +118,11 @@ pub struct SwitchReader {
 
 impl SwitchReader {
     /// A reader of switch `name`, registering into `table`.
-    pub fn new(name: &str, table: &SeriesTable) -> anyhow::Result<SwitchReader> {
+    pub fn new(name: &str, table: &SeriesTable) -> Result<SwitchReader, ChaosError> {
         let paths = PATHS
             .iter()
-            .map(|p| gnmi_proto::path::parse_path(p).map_err(|e| anyhow::anyhow!("gNMI path {p}: {e}")))
-            .collect::<anyhow::Result<Vec<_>>>()?;
+            .map(|p| gnmi_proto::path::parse_path(p).map_err(|e| ChaosError::Daemon(format!("gNMI path {p}: {e}"))))
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(SwitchReader {
             name: name.to_string(),
             paths,
@@ -202,7 +204,7 @@ impl PromReader {
 
     /// Parses the fabric's exposition text, stamped `ts`, into `out`.
     pub fn poll(&mut self, fabric: &Fabric, ts: Nanos, out: &mut Vec<Sample>) {
-        let text = chaos::fabric::prom::render(fabric);
+        let text = sim::fabric::prom::render(fabric);
         let parsed = match sensors::prometheus::parse::parse(&text) {
             Ok(p) => p,
             Err(error) => {

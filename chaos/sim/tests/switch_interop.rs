@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use chaos::switch::{spawn, Model, Options};
+use sim::switch::{spawn, Model, Options};
 
 fn python() -> String {
     std::env::var("ROCEMEND_PYTHON").unwrap_or_else(|_| "python3".into())
@@ -27,7 +27,7 @@ async fn pygnmi_talks_to_the_simulated_switch() {
     }
     let options = Options { tls: None, credentials: Some(("admin".into(), "interop".into())) };
     let sw = spawn("interop", ([127, 0, 0, 1], 0).into(), Model::new(8), Options { ..options }).await.unwrap();
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/interop/gnmi_interop.py");
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/interop/gnmi_interop.py");
     let run = tokio::process::Command::new(&python)
         .arg(&script)
         .args(["--address", &sw.addr.to_string(), "--username", "admin", "--password", "interop"])

@@ -3,11 +3,11 @@
 
 use std::sync::Arc;
 
-use chaos::fabric::{Effect, Fabric, JobSpec, Selector};
-use chaos::switch::tree;
 use engine::time::MS;
 use engine::Topology;
 use gnmi_proto::gnmi::{SetRequest, Update};
+use sim::fabric::{Effect, Fabric, JobSpec, Selector};
+use sim::switch::tree;
 
 const STEP: i64 = 100 * MS;
 
@@ -125,10 +125,9 @@ fn a_leaf_port_set_admin_down_in_config_db_takes_the_nic_off_the_fabric() {
 async fn a_silent_leaf_answers_no_gnmi_call_until_it_speaks_again() {
     let mut f = fabric(&["node-01"]);
     let leaf = f.leaf("leaf-rail1").unwrap().model.clone();
-    let server =
-        chaos::switch::spawn("leaf-rail1", ([127, 0, 0, 1], 0).into(), leaf, chaos::switch::Options::default())
-            .await
-            .unwrap();
+    let server = sim::switch::spawn("leaf-rail1", ([127, 0, 0, 1], 0).into(), leaf, sim::switch::Options::default())
+        .await
+        .unwrap();
     let mut client =
         gnmi_proto::GnmiClient::connect(&gnmi_proto::ClientConfig::plain(server.addr.to_string())).await.unwrap();
     assert!(client.capabilities().await.is_ok());
@@ -209,6 +208,6 @@ fn selectors_match_and_say_what_matched_nothing() {
 fn the_jobs_step_time_reads_as_prometheus_text() {
     let mut f = fabric(&["node-01"]);
     steps(&mut f, 1);
-    let text = chaos::fabric::prom::render(&f);
+    let text = sim::fabric::prom::render(&f);
     assert!(text.contains("# TYPE chaos_job_step_seconds gauge\nchaos_job_step_seconds{job=\"train\"} 0.5"), "{text}");
 }

@@ -3,11 +3,11 @@
 
 use std::time::Duration;
 
-use chaos::switch::{spawn, Model, Options, RunningSwitch};
 use gnmi_proto::gnmi::subscribe_response::Response;
 use gnmi_proto::gnmi::subscription_list::Mode as ListMode;
 use gnmi_proto::gnmi::{Encoding, Subscription, SubscriptionList, SubscriptionMode, Update};
 use gnmi_proto::{parse_path, path_to_string, value, ClientConfig, GnmiClient, SetOps};
+use sim::switch::{spawn, Model, Options, RunningSwitch};
 
 async fn switch(ports: usize) -> (RunningSwitch, GnmiClient) {
     let sw = spawn("sw", ([127, 0, 0, 1], 0).into(), Model::new(ports), Options::default()).await.unwrap();

@@ -1,0 +1,143 @@
+//! A playbook's actuators, built and routed: the dispatcher a daemon, a
+//! replay or a chaos run acts through.
+//!
+//! Each `[[actuator]]` entry is built by its kind ([`crate::build`]) and
+//! becomes one route per pattern it `handles`, in the playbook's order
+//! (first match wins). Every entry that fails to build is reported, with
+//! the playbook's safety policy if that is refused too: `rocemend check`
+//! shows them all at once.
+
+use std::sync::Arc;
+
+use engine::dispatch::{ActuatorRoute, DispatchConfig, Dispatcher};
+use engine::ledger::Ledger;
+use engine::playbook::{ActuatorEntry, Playbook};
+use engine::{Actuator, BuildError, Errors, Topology};
+
+/// Why a playbook's dispatcher could not be built.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PlaybookError {
+    /// An actuator could not be built.
+    #[error("playbook {playbook:?}: {error}")]
+    Actuator {
+        /// The playbook's name.
+        playbook: String,
+        /// What was wrong with the actuator.
+        error: BuildError,
+    },
+    /// The safety policy (limits, breaker, approvals, undo, retry) was refused.
+    #[error("playbook {playbook:?}: {reason}")]
+    Policy {
+        /// The playbook's name.
+        playbook: String,
+        /// What was wrong.
+        reason: String,
+    },
+}
+
+/// Builds an actuator of a playbook entry.
+pub type Builder<'a> = dyn FnMut(&ActuatorEntry) -> Result<Arc<dyn Actuator>, BuildError> + 'a;
+
+/// The actuator an entry asks for, by its kind ([`crate::build`]).
+pub fn build_entry(entry: &ActuatorEntry) -> Result<Arc<dyn Actuator>, BuildError> {
+    crate::build(&entry.kind, &entry.name, entry.settings.clone())
+}
+
+/// The routes of `playbook`'s actuators, in its order.
+pub fn routes(playbook: &Playbook) -> Result<Vec<ActuatorRoute>, Errors<PlaybookError>> {
+    routes_with(playbook, &mut build_entry)
+}
+
+/// The routes of `playbook`'s actuators, each built by `build` (the chaos
+/// runner substitutes the simulated fabric's for host actuators).
+pub fn routes_with(playbook: &Playbook, build: &mut Builder<'_>) -> Result<Vec<ActuatorRoute>, Errors<PlaybookError>> {
+    let mut routes = Vec::new();
+    let mut errors = Vec::new();
+    for entry in &playbook.actuator {
+        match build(entry) {
+            Ok(actuator) => routes.extend(entry.handles.iter().map(|pattern| ActuatorRoute {
+                pattern: pattern.clone(),
+                actuator: actuator.clone(),
+                destructive: entry.destructive,
+            })),
+            Err(error) => errors.push(PlaybookError::Actuator { playbook: playbook.name.clone(), error }),
+        }
+    }
+    Errors::or_ok(errors, routes)
+}
+
+/// Builds `playbook`'s actuators and the dispatcher that routes to them,
+/// with its safety policy and, if given, the ledger it records to.
+pub fn dispatcher(
+    playbook: &Playbook,
+    topology: Option<Arc<Topology>>,
+    ledger: Option<Ledger>,
+) -> Result<Dispatcher, Errors<PlaybookError>> {
+    dispatcher_with(playbook, topology, ledger, &mut build_entry)
+}
+
+/// [`dispatcher`], with each actuator built by `build`.
+pub fn dispatcher_with(
+    playbook: &Playbook,
+    topology: Option<Arc<Topology>>,
+    ledger: Option<Ledger>,
+    build: &mut Builder<'_>,
+) -> Result<Dispatcher, Errors<PlaybookError>> {
+    let policy = playbook.policy();
+    let (routes, policy) = match (routes_with(playbook, build), policy) {
+        (Ok(routes), Ok(policy)) => (routes, policy),
+        (routes, policy) => {
+            let mut errors = routes.err().map(|e| e.0).unwrap_or_default();
+            if let Err(reason) = policy {
+                errors.push(PlaybookError::Policy { playbook: playbook.name.clone(), reason });
+            }
+            return Err(Errors(errors));
+        }
+    };
+    Ok(Dispatcher::new(
+        DispatchConfig {
+            mode: playbook.mode,
+            rule_modes: playbook.rule_modes(),
+            routes,
+            timeout: playbook.timeout(),
+            policy,
+            topology,
+        },
+        ledger,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn playbook(text: &str) -> Playbook {
+        Playbook::parse(text, "p.toml").unwrap()
+    }
+
+    #[test]
+    fn every_broken_actuator_and_the_policy_are_reported_together() {
+        let mut p = playbook(
+            "name = \"p\"\n\
+             [[actuator]]\nname = \"a\"\ntype = \"teleport\"\nhandles = [\"x.*\"]\n\
+             [[actuator]]\nname = \"b\"\ntype = \"log\"\nhandles = [\"y.*\"]\nlevel = 3\n",
+        );
+        // Parsing refuses a bad policy too; one made in code reaches here.
+        p.retry.attempts = 0;
+        let errors = dispatcher(&p, None, None).err().expect("refused");
+        let text = errors.to_string();
+        assert_eq!(errors.len(), 3, "{text}");
+        assert!(text.contains("actuator \"a\": unknown kind \"teleport\""), "{text}");
+        assert!(text.contains("actuator \"b\" (kind \"log\")"), "{text}");
+        assert!(matches!(errors[2], PlaybookError::Policy { .. }), "{text}");
+    }
+
+    #[test]
+    fn one_route_per_pattern_in_order() {
+        let p =
+            playbook("name = \"p\"\n[[actuator]]\nname = \"a\"\ntype = \"log\"\nhandles = [\"link.*\", \"node.*\"]\n");
+        let routes = routes(&p).unwrap();
+        assert_eq!(routes.iter().map(|r| r.pattern.as_str()).collect::<Vec<_>>(), ["link.*", "node.*"]);
+    }
+}

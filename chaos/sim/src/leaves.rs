@@ -1,0 +1,86 @@
+//! Simulated leaves on the network: one gNMI server per leaf, so a
+//! playbook's real switch actuators (`pfcwd`, `ecn`, `rail`) reach them the
+//! way they reach SONiC — a gNMI Get of what is there, one SetRequest, a
+//! read-back.
+//!
+//! Two users start them: the chaos runner serves the leaves of a
+//! [`Fabric`], whose virtual clock drives the models (what an actuator
+//! writes is what the fabric's physics reads at the next step); `rocemend
+//! demo` serves a fresh switch per leaf of the inventory. Both then point
+//! the playbook's `[gnmi]` tables at the servers with [`LeafServers::point`].
+//! The servers only answer, on loopback ports the OS picks.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+
+use engine::playbook::{ActuatorEntry, Playbook};
+use engine::topology::SwitchRole;
+use engine::Topology;
+
+use crate::fabric::Fabric;
+use crate::switch::{self, Model, RunningSwitch, SwitchError};
+
+/// Ports per fresh simulated leaf: a 32-port leaf, as in the example
+/// inventory's fabric.
+pub const FRESH_LEAF_PORTS: usize = 32;
+
+/// Leaves serving gNMI, by name.
+pub struct LeafServers {
+    servers: Vec<RunningSwitch>,
+    /// Leaf name → gNMI address (`host:port`).
+    pub addresses: BTreeMap<String, String>,
+}
+
+impl LeafServers {
+    /// Serves every leaf of `fabric`, each over the leaf's own model.
+    pub async fn serve(fabric: &Fabric) -> Result<LeafServers, SwitchError> {
+        Self::spawn(fabric.leaves.iter().map(|(name, leaf)| (name.clone(), leaf.model.clone()))).await
+    }
+
+    /// Serves a fresh switch of [`FRESH_LEAF_PORTS`] ports for every leaf of
+    /// `topology`'s inventory.
+    pub async fn fresh(topology: &Topology) -> Result<LeafServers, SwitchError> {
+        let leaves = topology.inventory().switch.iter().filter(|s| s.role == SwitchRole::Leaf);
+        Self::spawn(leaves.map(|s| (s.name.clone(), Model::new(FRESH_LEAF_PORTS)))).await
+    }
+
+    async fn spawn(leaves: impl Iterator<Item = (String, Model)>) -> Result<LeafServers, SwitchError> {
+        let mut servers = Vec::new();
+        let mut addresses = BTreeMap::new();
+        for (name, model) in leaves {
+            let addr: SocketAddr = ([127, 0, 0, 1], 0).into();
+            let server = switch::spawn(&name, addr, model, switch::Options::default()).await?;
+            addresses.insert(name, server.addr.to_string());
+            servers.push(server);
+        }
+        Ok(LeafServers { servers, addresses })
+    }
+
+    /// Points every `[gnmi]` table of `playbook`'s actuators at these
+    /// leaves, replacing the switches it names.
+    pub fn point(&self, playbook: &mut Playbook) {
+        let switches: toml::Table =
+            self.addresses.iter().map(|(k, v)| (k.clone(), toml::Value::String(v.clone()))).collect();
+        for entry in &mut playbook.actuator {
+            if let Some(toml::Value::Table(gnmi)) = entry.settings.get_mut("gnmi") {
+                gnmi.insert("switches".into(), toml::Value::Table(switches.clone()));
+            }
+        }
+    }
+
+    /// Stops the servers and waits until they have.
+    pub async fn stop(self) {
+        for server in self.servers {
+            let name = server.name.clone();
+            if let Err(e) = server.stop().await {
+                tracing::warn!(message = "Stopping a simulated leaf failed.", leaf = %name, error = %e);
+            }
+        }
+    }
+}
+
+/// Whether the actuator `entry` acts on switches over gNMI (it has a
+/// `[gnmi]` table): those run for real against served leaves.
+pub fn speaks_gnmi(entry: &ActuatorEntry) -> bool {
+    entry.settings.get("gnmi").is_some_and(toml::Value::is_table)
+}

@@ -1,0 +1,208 @@
+//! `rocemend chaos`: runs chaos scenarios against the daemon's own sensors,
+//! engine, dispatcher and safety policy, on the simulated fabric, and
+//! reports time to detect, to mitigate and to recover.
+//!
+//! - [`lockstep`]: one run on the virtual clock;
+//! - [`readers`]: the daemon's sysfs, gNMI and Prometheus readers on the
+//!   simulated fabric;
+//! - [`switches`]: the fabric's leaves served over gNMI, for the
+//!   playbook's real switch actuators;
+//! - [`actuator`]: the simulated fabric's host and scheduler side (`ip
+//!   link`, the scheduler's drain and cordon);
+//! - [`wall`]: scenarios on real links (veth pairs in network namespaces)
+//!   on the wall clock;
+//! - [`embedded`]: the scenario library, its rules and playbook, built in
+//!   for `rocemend demo`.
+//!
+//! The scenario format, the fabric model and the report live in the
+//! `chaos` crate; this module is the wiring that needs the sensors.
+
+//! The runner: chaos scenarios against the daemon's own sensors, engine,
+//! dispatcher and safety policy, on the simulated fabric or on real links,
+//! reporting time to detect, to mitigate and to recover.
+//!
+//! - [`lockstep`]: one run on the virtual clock;
+//! - [`readers`]: the daemon's sysfs, gNMI and Prometheus readers on the
+//!   simulated fabric;
+//! - [`fabric_actuator`]: the simulated fabric's host and scheduler side
+//!   (`ip link`, the scheduler's drain and cordon);
+//! - [`wall`]: scenarios on real links (veth pairs in network namespaces)
+//!   on the wall clock, or attached to a running daemon (a game day);
+//! - [`faults`]: the wall-clock faults, applied with rtnetlink and `tc`.
+
+pub mod fabric_actuator;
+pub mod faults;
+pub mod lockstep;
+pub mod readers;
+pub mod wall;
+
+use std::fmt;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use engine::dispatch::{Decision, Mode};
+use engine::playbook::{Playbook, RulePolicy};
+use engine::Nanos;
+
+use crate::report::{Report, RunRecord};
+use crate::scenario::{Clock, Loaded};
+use crate::ChaosError;
+
+/// A running daemon that a game day asks for its decisions: the faults are
+/// applied to the host's own links and the daemon's decisions are read
+/// afterwards. The binary implements it over the control socket.
+#[async_trait::async_trait]
+pub trait AttachedDaemon: Send + Sync {
+    /// Where it is (its control socket), for messages.
+    fn address(&self) -> String;
+    /// Every decision since `since` (ns since the epoch), oldest first.
+    async fn decisions_since(&self, since: Nanos) -> Result<Vec<Decision>, String>;
+}
+
+/// How to run a scenario.
+#[derive(Clone, Default)]
+pub struct Options {
+    /// Runs, instead of the scenario's.
+    pub runs: Option<u32>,
+    /// Seed of run 0, instead of the scenario's.
+    pub seed: Option<u64>,
+    /// A playbook instead of the scenario's.
+    pub playbook: Option<PathBuf>,
+    /// Rule modes forced over the playbook's (`RULE=dry-run` switches a
+    /// rule's mitigation off).
+    pub rule_modes: Vec<(String, Mode)>,
+    /// A running daemon to attach to (wall clock).
+    pub daemon: Option<Arc<dyn AttachedDaemon>>,
+    /// Progress on stderr.
+    pub progress: bool,
+}
+
+impl fmt::Debug for Options {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Options")
+            .field("runs", &self.runs)
+            .field("seed", &self.seed)
+            .field("playbook", &self.playbook)
+            .field("rule_modes", &self.rule_modes)
+            .field("daemon", &self.daemon.as_ref().map(|d| d.address()))
+            .field("progress", &self.progress)
+            .finish()
+    }
+}
+
+/// Parses `RULE=MODE`.
+pub fn parse_rule_mode(text: &str) -> Result<(String, Mode), String> {
+    let (rule, mode) = text.split_once('=').ok_or_else(|| format!("{text:?}: expected RULE=MODE"))?;
+    Ok((rule.to_string(), mode.parse()?))
+}
+
+/// `playbook` with the rule modes `overrides` forced over its own.
+pub fn with_modes(playbook: &Playbook, overrides: &[(String, Mode)]) -> Result<Playbook, ChaosError> {
+    let mut out = playbook.clone();
+    for (rule, mode) in overrides {
+        let policy: RulePolicy = toml::from_str(&format!("mode = {:?}", mode.as_str()))
+            .map_err(|e| ChaosError::Daemon(format!("rule mode {rule}={}: {e}", mode.as_str())))?;
+        out.rule.insert(rule.clone(), policy);
+    }
+    Ok(out)
+}
+
+/// The rules of a rule directory, `(path, text)`, in name order.
+fn read_rules(dir: &Path) -> Result<Vec<(String, String)>, ChaosError> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| ChaosError::io(format!("rule directory {}", dir.display()), e))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "rhai"))
+        .collect();
+    files.sort();
+    files
+        .into_iter()
+        .map(|p| {
+            let text =
+                std::fs::read_to_string(&p).map_err(|e| ChaosError::io(format!("reading {}", p.display()), e))?;
+            Ok((p.display().to_string(), text))
+        })
+        .collect()
+}
+
+/// What a scenario runs with: its rules and playbook, read from disk or
+/// built in.
+pub struct Sources {
+    /// Rule sources.
+    pub rules: Vec<(String, String)>,
+    /// The playbook.
+    pub playbook: Playbook,
+}
+
+impl Sources {
+    /// The rules and playbook `loaded` names, `playbook` overriding.
+    pub fn read(loaded: &Loaded, playbook: Option<&Path>) -> Result<Sources, ChaosError> {
+        let path = playbook.unwrap_or(&loaded.plan.playbook);
+        Ok(Sources { rules: read_rules(&loaded.plan.rules_dir)?, playbook: Playbook::load(path)? })
+    }
+}
+
+fn progress(done: usize, total: usize, failed: usize) {
+    let width = 30;
+    let filled = done * width / total.max(1);
+    eprint!("\r  [{}{}] {done}/{total} runs, {failed} failed", "#".repeat(filled), ".".repeat(width - filled));
+    let _ = std::io::stderr().flush();
+    if done == total {
+        eprintln!();
+    }
+}
+
+/// Runs `loaded` with `sources` and `options`: every run, then the report.
+pub async fn run_scenario(loaded: &Loaded, sources: &Sources, options: &Options) -> Result<Report, ChaosError> {
+    let plan = &loaded.plan;
+    let runs = options.runs.unwrap_or(plan.runs).max(1);
+    let seed = options.seed.unwrap_or(plan.seed);
+    let started = Instant::now();
+    let mut records: Vec<RunRecord> = Vec::with_capacity(runs as usize);
+    // The sysfs trees are rewritten every step: on tmpfs when there is one.
+    let shm = Path::new("/dev/shm");
+    let builder = tempfile::Builder::new().prefix("rocemend-chaos-").clone();
+    let scratch = if shm.is_dir() { builder.tempdir_in(shm) } else { builder.tempdir() }
+        .map_err(|e| ChaosError::io("creating the run's scratch directory", e))?;
+    let mut failed = 0;
+    for i in 0..runs {
+        let record = match plan.clock {
+            Clock::Virtual => {
+                let setup = lockstep::Setup {
+                    rules: &sources.rules,
+                    playbook: &sources.playbook,
+                    rule_modes: &options.rule_modes,
+                    scratch: scratch.path(),
+                };
+                lockstep::run(plan, &setup, i, seed.wrapping_add(i as u64)).await?
+            }
+            Clock::Wall => wall::run(plan, sources, options, i, seed.wrapping_add(i as u64)).await?,
+        };
+        if !record.outcome.passed {
+            failed += 1;
+        }
+        records.push(record);
+        if options.progress {
+            progress(i as usize + 1, runs as usize, failed);
+        }
+    }
+    let summary = Report::summarize(&records);
+    Ok(Report {
+        scenario: plan.name.clone(),
+        description: plan.description.clone(),
+        file: loaded.path.display().to_string(),
+        clock: match plan.clock {
+            Clock::Virtual => "virtual".into(),
+            Clock::Wall => "wall".into(),
+        },
+        step: plan.step,
+        passed: records.len() - failed,
+        failed,
+        elapsed_ms: started.elapsed().as_secs_f64() * 1e3,
+        summary,
+        bounds: plan.probes.clone(),
+        runs: records,
+    })
+}

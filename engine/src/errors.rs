@@ -1,0 +1,134 @@
+//! Error lists and the build error of components.
+//!
+//! Loading a rule directory, building a playbook's actuators or a config's
+//! sensors reports every problem at once, not only the first: those return
+//! an [`Errors`] list, which is itself an [`std::error::Error`] (one problem
+//! per line), so callers propagate it with `?` instead of joining strings.
+
+use std::fmt;
+
+/// Every problem found, in the order found; never empty when returned as
+/// an error.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Errors<E>(pub Vec<E>);
+
+impl<E> Errors<E> {
+    /// `Ok(value)` when `errors` is empty, else the list.
+    pub fn or_ok<T>(errors: Vec<E>, value: T) -> Result<T, Errors<E>> {
+        if errors.is_empty() {
+            Ok(value)
+        } else {
+            Err(Errors(errors))
+        }
+    }
+}
+
+impl<E: fmt::Display> fmt::Display for Errors<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, e) in self.0.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{e}")?;
+        }
+        Ok(())
+    }
+}
+
+impl<E: fmt::Debug + fmt::Display> std::error::Error for Errors<E> {}
+
+impl<E> std::ops::Deref for Errors<E> {
+    type Target = [E];
+    fn deref(&self) -> &[E] {
+        &self.0
+    }
+}
+
+impl<E> From<E> for Errors<E> {
+    fn from(e: E) -> Errors<E> {
+        Errors(vec![e])
+    }
+}
+
+impl<E> IntoIterator for Errors<E> {
+    type Item = E;
+    type IntoIter = std::vec::IntoIter<E>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.into_iter()
+    }
+}
+
+impl<'a, E> IntoIterator for &'a Errors<E> {
+    type Item = &'a E;
+    type IntoIter = std::slice::Iter<'a, E>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+/// A sensor or actuator of the configuration could not be built; names the
+/// component, so a list of them reads as a report of the config.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// The `type` is not one this build knows.
+    #[error("{component} {name:?}: unknown kind {kind:?} (known kinds: {known})")]
+    UnknownKind {
+        /// `sensor` or `actuator`.
+        component: &'static str,
+        /// Its name in the config.
+        name: String,
+        /// The kind asked for.
+        kind: String,
+        /// The kinds known, comma-separated.
+        known: String,
+    },
+    /// The kind exists but this binary was built without it.
+    #[error("{component} {name:?}: kind {kind:?} is not in this build: {hint}")]
+    NotInBuild {
+        /// `sensor` or `actuator`.
+        component: &'static str,
+        /// Its name in the config.
+        name: String,
+        /// Its kind.
+        kind: String,
+        /// How to get a build with it.
+        hint: String,
+    },
+    /// Its settings were refused.
+    #[error("{component} {name:?} (kind {kind:?}): {reason}")]
+    Invalid {
+        /// `sensor` or `actuator`.
+        component: &'static str,
+        /// Its name in the config.
+        name: String,
+        /// Its kind.
+        kind: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_list_shows_one_problem_per_line_and_is_an_error() {
+        let errors: Result<(), Errors<String>> = Errors::or_ok(vec!["a: bad".into(), "b: worse".into()], ());
+        let error: Box<dyn std::error::Error> = Box::new(errors.unwrap_err());
+        assert_eq!(error.to_string(), "a: bad\nb: worse");
+        assert_eq!(Errors::<String>::or_ok(Vec::new(), 7), Ok(7));
+    }
+
+    #[test]
+    fn a_build_error_names_the_component() {
+        let e = BuildError::Invalid {
+            component: "actuator",
+            name: "wd".into(),
+            kind: "pfcwd".into(),
+            reason: "no [gnmi]".into(),
+        };
+        assert_eq!(e.to_string(), "actuator \"wd\" (kind \"pfcwd\"): no [gnmi]");
+    }
+}

@@ -1,0 +1,120 @@
+//! `rocemend chaos run` and `rocemend chaos report`: the chaos crate's
+//! runner on scenario files, the reports written, the table printed; and
+//! the control-socket side of a game day attached to a running daemon.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Context;
+use chaos::report::table::{first_failures, table};
+use chaos::report::{html, Report};
+use chaos::run::{run_scenario, AttachedDaemon, Options, Sources};
+use chaos::scenario::{self, Clock};
+use engine::dispatch::{Decision, Mode};
+use engine::Nanos;
+
+use crate::control::client::{self, Target};
+use crate::control::pb::ListDecisionsRequest;
+use crate::Outcome;
+
+/// What `rocemend chaos run` was asked.
+pub struct RunArgs {
+    /// Runs, instead of each scenario's.
+    pub runs: Option<u32>,
+    /// Seed of run 0, instead of each scenario's.
+    pub seed: Option<u64>,
+    /// A playbook instead of each scenario's.
+    pub playbook: Option<PathBuf>,
+    /// `--rule-mode RULE=MODE`.
+    pub rule_modes: Vec<(String, Mode)>,
+    /// `--daemon SOCKET`: attach to a running daemon.
+    pub daemon: Option<PathBuf>,
+    /// `--quiet`: no progress bar.
+    pub quiet: bool,
+}
+
+/// A running daemon asked over its control socket.
+struct ControlSocket(PathBuf);
+
+#[async_trait::async_trait]
+impl AttachedDaemon for ControlSocket {
+    fn address(&self) -> String {
+        self.0.display().to_string()
+    }
+
+    async fn decisions_since(&self, since: Nanos) -> Result<Vec<Decision>, String> {
+        let request = ListDecisionsRequest { since_ns: since, rule: String::new(), target: String::new() };
+        let mut client = client::connect(&Target::Unix(self.0.clone())).await.map_err(|e| format!("{e:#}"))?;
+        let reply = client.list_decisions(request).await.map_err(|s| s.message().to_string())?;
+        reply
+            .into_inner()
+            .decisions_json
+            .iter()
+            .map(|text| serde_json::from_str(text).map_err(|e| format!("a decision it sent: {e}")))
+            .collect()
+    }
+}
+
+/// `rocemend chaos run`.
+pub fn run(scenarios: &[PathBuf], args: RunArgs, out_dir: &Path) -> anyhow::Result<Outcome> {
+    let daemon = args.daemon.map(|socket| Arc::new(ControlSocket(socket)) as Arc<dyn AttachedDaemon>);
+    let options = Options {
+        runs: args.runs,
+        seed: args.seed,
+        playbook: args.playbook,
+        rule_modes: args.rule_modes,
+        daemon,
+        progress: !args.quiet,
+    };
+    let runtime = super::runtime()?;
+    let mut reports = Vec::new();
+    std::fs::create_dir_all(out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
+    for path in scenarios {
+        let loaded = scenario::load(path)?;
+        let sources = Sources::read(&loaded, options.playbook.as_deref())?;
+        eprintln!(
+            "chaos: {} ({}, {} run(s), {} clock)",
+            loaded.plan.name,
+            path.display(),
+            options.runs.unwrap_or(loaded.plan.runs),
+            if loaded.plan.clock == Clock::Virtual { "virtual" } else { "wall" }
+        );
+        let report = runtime.block_on(run_scenario(&loaded, &sources, &options))?;
+        write(&report, out_dir)?;
+        reports.push(report);
+    }
+    print!("{}", table(&reports));
+    Ok(if reports.iter().all(|r| r.failed == 0) { Outcome::Ok } else { Outcome::Findings })
+}
+
+/// Writes `report` as JSON and HTML into `out_dir`, and says so.
+fn write(report: &Report, out_dir: &Path) -> anyhow::Result<()> {
+    let json = out_dir.join(format!("{}.json", report.scenario));
+    let page = out_dir.join(format!("{}.html", report.scenario));
+    std::fs::write(&json, serde_json::to_vec(report)?).with_context(|| format!("writing {}", json.display()))?;
+    std::fs::write(&page, html::render(report)).with_context(|| format!("writing {}", page.display()))?;
+    eprintln!(
+        "  {} passed, {} failed in {:.1} s; report {} and {}",
+        report.passed,
+        report.failed,
+        report.elapsed_ms / 1e3,
+        json.display(),
+        page.display()
+    );
+    for line in first_failures(report) {
+        eprintln!("{line}");
+    }
+    Ok(())
+}
+
+/// `rocemend chaos report`: renders a JSON report as HTML again.
+pub fn report(json: &Path, out: Option<&Path>) -> anyhow::Result<Outcome> {
+    let text = std::fs::read(json).with_context(|| format!("reading {}", json.display()))?;
+    let report: Report =
+        serde_json::from_slice(&text).with_context(|| format!("{} is not a chaos report", json.display()))?;
+    let page = out.map(Path::to_path_buf).unwrap_or_else(|| json.with_extension("html"));
+    std::fs::write(&page, html::render(&report)).with_context(|| format!("writing {}", page.display()))?;
+    println!("{}", page.display());
+    print!("{}", table(std::slice::from_ref(&report)));
+    Ok(Outcome::Ok)
+}

@@ -1,0 +1,184 @@
+//! `rocemend demo`: the daemon replaying a built-in recording of three
+//! faults against simulated switches, printing what it detects, what it
+//! does, and how long after each fault's first sample it decided.
+//!
+//! It starts one simulated SONiC switch per leaf of the example inventory
+//! ([`sim::leaves`]) and runs `playbooks/demo.toml`: the switch
+//! actuators (pfcwd, ecn, rail's switch side) send real gNMI Sets to those
+//! switches, and each is read back over gNMI; host and scheduler actions
+//! stay dry-run.
+
+mod printer;
+mod readback;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use chaos::report::table::table;
+use engine::ledger::{Ledger, Retention};
+use engine::playbook::Playbook;
+use engine::recording::{Event, Reader};
+use engine::rule::{self, Helpers};
+use engine::runtime::{self, ClockMode, Daemon, SensorSlot};
+use engine::{Evaluator, Labels, Nanos, SeriesTable, Store, Topology};
+use sim::leaves::LeafServers;
+use tokio::sync::{mpsc, watch};
+
+use self::printer::Printer;
+use self::readback::ReadBack;
+use crate::embedded;
+use crate::report::ms;
+use crate::Outcome;
+
+/// `rocemend demo`.
+pub fn demo(speed: f64) -> anyhow::Result<Outcome> {
+    let started = Instant::now();
+    let state = tempfile::Builder::new().prefix("rocemend-demo-").tempdir()?;
+    let topology = Arc::new(Topology::parse(embedded::INVENTORY, "docs/examples/inventory.toml")?);
+    let series = SeriesTable::new(Some(topology.clone()), Labels::default());
+    let helpers = Helpers::new(Some(series.clone()), Some(topology.clone()));
+    let mut playbook = Playbook::parse(embedded::DEMO_PLAYBOOK, "playbooks/demo.toml")?;
+    let rt = super::runtime()?;
+    let leaves = rt.block_on(LeafServers::fresh(&topology))?;
+    leaves.point(&mut playbook);
+    let sources: Vec<(String, String)> = embedded::RULES.iter().map(|(p, s)| (p.to_string(), s.to_string())).collect();
+    let rules = rule::load_sources(&sources, helpers)?.without_disabled(&playbook);
+    let rule_count = rules.rules.len();
+    let store = Store::open(&state.path().join("state.sled"))?;
+    let ledger = Ledger::open(&store, Retention::default())?;
+    let evaluator = Evaluator::new(series, rules, Some(store))?;
+    let dispatcher = actuators::registry::dispatcher(&playbook, Some(topology.clone()), Some(ledger))?;
+    let readback = ReadBack::new(actuators::registry::routes(&playbook)?, ReadBack::client(&leaves)?);
+    let sensor = sensors::replay::ReplaySensor::from_bytes("replay", embedded::RECORDING.to_vec(), speed)
+        .context("the embedded recording")?;
+    let t0 = first_timestamp(embedded::RECORDING)?;
+    header(&topology, rule_count, &playbook, &leaves, state.path(), speed);
+
+    let daemon = Daemon {
+        evaluator,
+        dispatcher,
+        sensors: vec![SensorSlot { sensor: Box::new(sensor), max_series: 100_000 }],
+        loader: None,
+        clock: ClockMode::Samples,
+        tick: Duration::from_millis(50),
+        record: None,
+        stop_when_sensors_end: true,
+        health: engine::HealthBoard::default(),
+    };
+    let printer = Arc::new(Mutex::new(Printer {
+        t0,
+        faults: Vec::new(),
+        first_decision: BTreeMap::new(),
+        readback,
+        handle: rt.handle().clone(),
+        executed: 0,
+    }));
+    let observer = printer.clone();
+    let summary = rt.block_on(async move {
+        let (_shutdown_tx, shutdown_rx) = watch::channel(false);
+        let (_command_tx, command_rx) = mpsc::channel(1);
+        runtime::run(daemon, shutdown_rx, command_rx, move |event| {
+            observer.lock().unwrap_or_else(|p| p.into_inner()).print(event)
+        })
+        .await
+    })?;
+    rt.block_on(leaves.stop());
+    let printer = printer.lock().unwrap_or_else(|p| p.into_inner());
+    let missed = detections(&printer);
+    println!(
+        "{} samples, {} decisions ({} sent to the switches), {} rule evaluations ({} answered from cache), {:.1}s wall time",
+        summary.stats.samples,
+        summary.decisions,
+        printer.executed,
+        summary.stats.script_calls,
+        summary.stats.cache_hits,
+        started.elapsed().as_secs_f64()
+    );
+    let healed = closed_loop(&rt, 3)?;
+    Ok(if missed == 0 && !printer.faults.is_empty() && healed { Outcome::Ok } else { Outcome::Findings })
+}
+
+/// What the demo runs on, before it starts.
+fn header(
+    topology: &Topology,
+    rules: usize,
+    playbook: &Playbook,
+    leaves: &LeafServers,
+    state: &std::path::Path,
+    speed: f64,
+) {
+    let inv = topology.inventory();
+    println!("rocemend demo: the daemon replaying a built-in recording against simulated switches");
+    println!(
+        "  inventory  {} nodes x {} GPUs x {} NICs, {} switches ({})",
+        inv.node.len(),
+        inv.node.first().map_or(0, |n| n.gpu.len()),
+        inv.node.first().map_or(0, |n| n.nic.len()),
+        inv.switch.len(),
+        inv.cluster.as_deref().unwrap_or("unnamed")
+    );
+    println!("  rules      {rules} standard rules from rules/");
+    println!(
+        "  playbook   {} (mode {}): pfcwd, ecn and rail (switch side) send gNMI Sets; link and cordon are dry-run",
+        playbook.name,
+        playbook.mode.as_str()
+    );
+    println!(
+        "  switches   {} simulated SONiC switches over gNMI on loopback ({})",
+        leaves.addresses.len(),
+        leaves.addresses.iter().map(|(n, a)| format!("{n}={a}")).collect::<Vec<_>>().join(" ")
+    );
+    println!("  state      {} (sled)", state.display());
+    println!("  replay     chaos/sim/data/demo.jsonl at {speed}x recorded speed");
+    println!();
+}
+
+/// Prints which decision answered each fault, and when; returns how many
+/// faults no decision answered.
+fn detections(printer: &Printer) -> usize {
+    println!();
+    println!("{:<82} {:<14} {:>24}", "fault", "decided by", "first sample -> decision");
+    let mut missed = 0;
+    for (i, fault) in printer.faults.iter().enumerate() {
+        match printer.first_decision.get(&i) {
+            Some((rule, at)) => println!("{:<82} {:<14} {:>24}", fault.text, rule, ms(at - fault.ts)),
+            None => {
+                missed += 1;
+                println!("{:<82} {:<14} {:>24}", fault.text, "-", "NOT DETECTED")
+            }
+        }
+    }
+    println!();
+    missed
+}
+
+/// The closed loop: the same daemon on the simulated fabric, healing the
+/// library's PFC-storm and link-flap scenarios. Returns whether every run
+/// healed.
+fn closed_loop(rt: &tokio::runtime::Runtime, runs: u32) -> anyhow::Result<bool> {
+    let reports = rt.block_on(async {
+        let mut out = Vec::new();
+        for name in chaos::library::DEMO {
+            out.push(chaos::library::run(name, runs).await?);
+        }
+        Ok::<_, chaos::ChaosError>(out)
+    })?;
+    println!();
+    println!("closed loop: the same daemon on the simulated fabric, healing what it finds ({runs} runs each)");
+    print!("{}", table(&reports));
+    Ok(reports.iter().all(|r| r.failed == 0))
+}
+
+fn first_timestamp(recording: &[u8]) -> anyhow::Result<Nanos> {
+    let mut reader = Reader::new(recording, "demo recording");
+    while let Some(event) = reader.next_event()? {
+        match event {
+            Event::Sample { t, .. } => return Ok(t),
+            Event::Note(n) => return Ok(n.ts),
+            Event::Series(..) => {}
+        }
+    }
+    anyhow::bail!("the demo recording has no samples")
+}
