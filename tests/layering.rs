@@ -45,7 +45,8 @@ fn short(name: &str) -> String {
 /// Every edge the layout forbids, with the rule it breaks.
 fn violations(edges: &[Edge]) -> Vec<String> {
     let mut out = Vec::new();
-    let mut forbid = |e: &Edge, rule: &str| out.push(format!("{} -> {}{}: {rule}", e.from, e.to, if e.dev { " (dev)" } else { "" }));
+    let mut forbid =
+        |e: &Edge, rule: &str| out.push(format!("{} -> {}{}: {rule}", e.from, e.to, if e.dev { " (dev)" } else { "" }));
     for e in edges {
         let (from, to) = (e.from.as_str(), e.to.as_str());
         if matches!(from, "engine" | "net" | "gnmi-proto") && !e.dev {
@@ -103,7 +104,11 @@ fn the_checker_catches_each_forbidden_arrow() {
         let found = violations(std::slice::from_ref(&e));
         assert!(found.iter().any(|v| v.contains(rule)), "{e:?} should break {rule:?}: {found:?}");
     }
-    let allowed =
-        [edge("sensors", "sim", true), edge("chaos", "sim", false), edge("fleet", "sim", true), edge("rocemend", "chaos", false)];
+    let allowed = [
+        edge("sensors", "sim", true),
+        edge("chaos", "sim", false),
+        edge("fleet", "sim", true),
+        edge("rocemend", "chaos", false),
+    ];
     assert_eq!(violations(&allowed), Vec::<String>::new());
 }

@@ -70,6 +70,7 @@ pub mod cordon;
 pub mod ecn;
 pub mod exec;
 pub mod http;
+pub mod kube;
 pub mod link;
 pub mod log;
 pub mod pfcwd;

@@ -43,7 +43,7 @@ fn action() -> Action {
 
 async fn get(url: &Url) -> http::Response {
     let request = Request { method: "GET", url, headers: Vec::new(), body: b"" };
-    http::send(&request, Duration::from_secs(5)).await.unwrap()
+    http::Client::plain(http::MAX_RESPONSE).send(&request, Duration::from_secs(5)).await.unwrap()
 }
 
 /// Our alert in Alertmanager's list, if it is there.
@@ -81,7 +81,8 @@ async fn a_real_alertmanager_shows_the_alert_and_undo_resolves_it() {
     let start = Instant::now();
     loop {
         let ready = Request { method: "GET", url: &base.join("/-/ready"), headers: Vec::new(), body: b"" };
-        if matches!(http::send(&ready, Duration::from_secs(1)).await, Ok(r) if r.ok()) {
+        if matches!(http::Client::plain(http::MAX_RESPONSE).send(&ready, Duration::from_secs(1)).await, Ok(r) if r.ok())
+        {
             break;
         }
         if start.elapsed() > Duration::from_secs(20) {

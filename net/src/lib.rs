@@ -1,5 +1,6 @@
-//! The Linux interfaces rocemend talks to, wrapped once: what the sensors,
-//! the actuators and the chaos harness share of the kernel.
+//! The Linux and network interfaces rocemend talks to, wrapped once: what
+//! the sensors, the actuators and the chaos harness share of the kernel and
+//! of HTTP.
 //!
 //! - [`ethtool`]: the `SIOCETHTOOL` statistics ioctls (`ethtool -S`) and the
 //!   interface list; read by the `ethtool` sensor and the host side of the
@@ -9,6 +10,8 @@
 //!   chaos harness's flaps.
 //! - [`netns`]: network namespaces with veth pairs, entered per thread;
 //!   the wall-clock chaos scenarios and the tests that need real links.
+//! - [`http`]: the one HTTP client (hyper over TCP or rustls): Prometheus
+//!   scrapes, webhooks and Alertmanager, the Kubernetes API server.
 //!
 //! Nothing here knows rules, samples or actions: this crate depends on no
 //! other crate of the workspace.
@@ -16,6 +19,7 @@
 #![deny(missing_docs)]
 
 pub mod ethtool;
+pub mod http;
 pub mod link;
 pub mod netns;
 

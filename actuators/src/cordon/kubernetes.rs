@@ -1,9 +1,5 @@
 //! Cordoning through Kubernetes, with the API server's REST API directly
-//! (a small HTTP/1.1 client, [`crate::http`], over rustls for `https`).
-//!
-//! Why not kube-rs: a cordon is four requests (GET and PATCH a Node, list
-//! and evict pods); kube-rs with its client stack, k8s-openapi and their
-//! generated types adds minutes to a cold build for no behaviour we need.
+//! ([`crate::kube`], which also keeps a rotating token fresh).
 //!
 //! - cordon: `PATCH /api/v1/nodes/<node>` (`application/strategic-merge-patch+json`)
 //!   setting `spec.unschedulable: true`, the taint
@@ -18,7 +14,6 @@
 //! - undo: removes our taint and annotation, and `spec.unschedulable` only if
 //!   the node was schedulable before the cordon.
 
-use std::path::Path;
 use std::time::Duration;
 
 use engine::{ActuatorError, Outcome, Verification};
@@ -26,7 +21,8 @@ use serde_json::{json, Value};
 
 use super::config::KubernetesConfig;
 use super::Request;
-use crate::http::{self, HttpError, Response, Url};
+use crate::http::{HttpError, Response, Url};
+use crate::kube::{KubeApi, KubeSettings};
 
 /// The taint rocemend sets; its value is the incident.
 pub const TAINT_KEY: &str = "rocemend.io/cordoned";
@@ -39,52 +35,29 @@ pub const STRATEGIC_MERGE: &str = "application/strategic-merge-patch+json";
 const MAX_EVICTIONS: usize = 256;
 
 /// Talks to one API server.
+#[derive(Debug)]
 pub struct Kubernetes {
-    base: Url,
-    token: Option<String>,
-    tls: Option<tokio_rustls::TlsConnector>,
-    timeout: Duration,
+    api: KubeApi,
     drain: bool,
-}
-
-impl std::fmt::Debug for Kubernetes {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Never the token itself.
-        f.debug_struct("Kubernetes")
-            .field("base", &self.base.to_string())
-            .field("token", &self.token.as_ref().map(|_| "<set>"))
-            .field("tls", &self.tls.is_some())
-            .field("drain", &self.drain)
-            .finish_non_exhaustive()
-    }
 }
 
 impl Kubernetes {
     pub(super) fn new(config: &KubernetesConfig, timeout: Duration) -> Result<Kubernetes, String> {
-        let base = Url::parse(&config.api_server).map_err(|e| format!("kubernetes.api_server: {e}"))?;
-        let token = match (&config.token, &config.token_file) {
-            (Some(_), Some(_)) => return Err("kubernetes: give token or token_file, not both".into()),
-            (Some(token), None) => Some(token.trim().to_string()),
-            (None, Some(file)) => Some(read_token(file)?),
-            (None, None) => None,
+        let settings = KubeSettings {
+            api_server: &config.api_server,
+            token: config.token.as_deref(),
+            token_file: config.token_file.as_deref(),
+            ca_file: config.ca_file.as_deref(),
         };
-        if token.as_deref().is_some_and(|t| t.is_empty() || t.chars().any(|c| c.is_control() || c == ' ')) {
-            return Err("kubernetes: the token is empty or holds spaces or control characters".into());
-        }
-        let tls = match (&config.ca_file, base.https) {
-            (Some(ca), true) => Some(http::tls_connector(ca).map_err(|e| format!("kubernetes.ca_file: {e}"))?),
-            (None, true) => return Err("kubernetes: an https api_server needs ca_file".into()),
-            (_, false) => None,
-        };
-        Ok(Kubernetes { base, token, tls, timeout, drain: config.drain })
+        Ok(Kubernetes { api: KubeApi::new(settings, timeout)?, drain: config.drain })
     }
 
     fn node_url(&self, node: &str) -> Url {
-        self.base.join(&format!("/api/v1/nodes/{node}"))
+        self.api.node_url(node)
     }
 
     fn pods_url(&self, node: &str) -> Url {
-        self.base.join(&format!("/api/v1/pods?fieldSelector=spec.nodeName%3D{node}"))
+        self.api.base().join(&format!("/api/v1/pods?fieldSelector=spec.nodeName%3D{node}"))
     }
 
     fn taint_value(request: &Request) -> String {
@@ -126,7 +99,7 @@ impl Kubernetes {
             plan.push(Self::describe("GET", &self.pods_url(&request.node), None));
             plan.push(format!(
                 "POST {} for each pod listed, except DaemonSet and mirror pods",
-                self.base.join("/api/v1/namespaces/<namespace>/pods/<pod>/eviction")
+                self.api.base().join("/api/v1/namespaces/<namespace>/pods/<pod>/eviction")
             ));
         }
         plan
@@ -138,19 +111,8 @@ impl Kubernetes {
     }
 
     async fn call(&self, method: &str, url: &Url, body: Option<(&str, &Value)>) -> Result<Response, ActuatorError> {
-        let mut headers: Vec<(&str, String)> = vec![("Accept", "application/json".into())];
-        if let Some(token) = &self.token {
-            headers.push(("Authorization", format!("Bearer {token}")));
-        }
-        let bytes = body.map(|(_, b)| b.to_string().into_bytes()).unwrap_or_default();
-        if let Some((content_type, _)) = body {
-            headers.push(("Content-Type", content_type.to_string()));
-        }
-        let request = http::Request { method, url, headers, body: &bytes };
-        http::send_with(&request, self.timeout, self.tls.as_ref()).await.map_err(|e| match e {
-            HttpError::Timeout(_) => {
-                ActuatorError::Timeout(u64::try_from(self.timeout.as_millis()).unwrap_or(u64::MAX))
-            }
+        self.api.call(method, url, body).await.map_err(|e| match e {
+            HttpError::Timeout(t) => ActuatorError::Timeout(u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
             e => ActuatorError::Failed(format!("{method} {url}: {e}")),
         })
     }
@@ -211,7 +173,7 @@ impl Kubernetes {
                 skipped += 1;
                 continue;
             }
-            let url = self.base.join(&format!("/api/v1/namespaces/{namespace}/pods/{name}/eviction"));
+            let url = self.api.base().join(&format!("/api/v1/namespaces/{namespace}/pods/{name}/eviction"));
             let body = json!({
                 "apiVersion": "policy/v1",
                 "kind": "Eviction",
@@ -292,10 +254,4 @@ impl From<&Value> for NodeView {
             .map(|t| t.get("value").and_then(Value::as_str).unwrap_or_default().to_string());
         NodeView { unschedulable, taint }
     }
-}
-
-fn read_token(file: &Path) -> Result<String, String> {
-    std::fs::read_to_string(file)
-        .map(|t| t.trim().to_string())
-        .map_err(|e| format!("kubernetes.token_file {}: {e}", file.display()))
 }

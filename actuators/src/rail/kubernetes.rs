@@ -17,7 +17,8 @@ use engine::{ActuatorError, Verification};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::http::{self, HttpError, Url};
+use crate::http::{HttpError, Url};
+use crate::kube::{KubeApi, KubeSettings};
 
 /// The content type of a JSON merge patch (RFC 7386).
 pub const MERGE_PATCH: &str = "application/merge-patch+json";
@@ -37,17 +38,9 @@ pub struct RailKubernetesConfig {
 }
 
 /// Talks to one API server.
+#[derive(Debug)]
 pub struct Kube {
-    base: Url,
-    token: Option<String>,
-    tls: Option<tokio_rustls::TlsConnector>,
-    timeout: Duration,
-}
-
-impl std::fmt::Debug for Kube {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Kube").field("base", &self.base.to_string()).field("token", &self.token.is_some()).finish()
-    }
+    api: KubeApi,
 }
 
 /// The label of rail `rail`.
@@ -74,41 +67,22 @@ pub struct NodeView {
 impl Kube {
     /// Checks the settings.
     pub fn new(config: &RailKubernetesConfig, timeout: Duration) -> Result<Kube, String> {
-        let base = Url::parse(&config.api_server).map_err(|e| format!("kubernetes.api_server: {e}"))?;
-        let token = match &config.token_file {
-            Some(file) => Some(
-                std::fs::read_to_string(file)
-                    .map(|t| t.trim().to_string())
-                    .map_err(|e| format!("kubernetes.token_file {}: {e}", file.display()))?,
-            ),
-            None => None,
+        let settings = KubeSettings {
+            api_server: &config.api_server,
+            token: None,
+            token_file: config.token_file.as_deref(),
+            ca_file: config.ca_file.as_deref(),
         };
-        let tls = match (&config.ca_file, base.https) {
-            (Some(ca), true) => Some(http::tls_connector(ca).map_err(|e| format!("kubernetes.ca_file: {e}"))?),
-            (None, true) => return Err("kubernetes: an https api_server needs ca_file".into()),
-            (_, false) => None,
-        };
-        Ok(Kube { base, token, tls, timeout })
+        Ok(Kube { api: KubeApi::new(settings, timeout)? })
     }
 
     fn node_url(&self, node: &str) -> Url {
-        self.base.join(&format!("/api/v1/nodes/{node}"))
+        self.api.node_url(node)
     }
 
     async fn call(&self, method: &str, url: &Url, body: Option<&Value>) -> Result<Value, ActuatorError> {
-        let mut headers: Vec<(&str, String)> = vec![("Accept", "application/json".into())];
-        if let Some(token) = &self.token {
-            headers.push(("Authorization", format!("Bearer {token}")));
-        }
-        if body.is_some() {
-            headers.push(("Content-Type", MERGE_PATCH.into()));
-        }
-        let bytes = body.map(|b| b.to_string().into_bytes()).unwrap_or_default();
-        let request = http::Request { method, url, headers, body: &bytes };
-        let response = http::send_with(&request, self.timeout, self.tls.as_ref()).await.map_err(|e| match e {
-            HttpError::Timeout(_) => {
-                ActuatorError::Failed(format!("{method} {url} timed out after {:?}", self.timeout))
-            }
+        let response = self.api.call(method, url, body.map(|b| (MERGE_PATCH, b))).await.map_err(|e| match e {
+            HttpError::Timeout(t) => ActuatorError::Failed(format!("{method} {url} timed out after {t:?}")),
             e => ActuatorError::Failed(format!("{method} {url}: {e}")),
         })?;
         if !response.ok() {

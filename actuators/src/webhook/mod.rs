@@ -32,7 +32,7 @@ use engine::time::Nanos;
 use engine::{Action, Actuator, ActuatorError, Outcome, Plan, Verification};
 use serde_json::{json, Map, Value};
 
-use crate::http::{self, rfc3339, HttpError, Request, Response, Url};
+use crate::http::{rfc3339, Client, HttpError, Request, Response, Url, MAX_RESPONSE};
 
 /// A clock: nanoseconds since the epoch.
 pub type Clock = Arc<dyn Fn() -> Nanos + Send + Sync>;
@@ -159,7 +159,7 @@ impl WebhookActuator {
         }
         headers.extend(self.headers.iter().map(|(k, v)| (k.as_str(), v.clone())));
         let request = Request { method, url, headers, body };
-        match http::send(&request, self.timeout).await {
+        match Client::plain(MAX_RESPONSE).send(&request, self.timeout).await {
             Ok(response) if response.ok() => Ok(response),
             Ok(response) => Err(ActuatorError::Failed(format!(
                 "{method} {url} answered {}: {}",

@@ -6,7 +6,6 @@ use engine::SensorError;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
-use super::http::Url;
 use super::sensor::{PrometheusSensor, Target};
 
 /// The shortest scrape interval accepted: exporters render their whole
@@ -90,7 +89,7 @@ impl TargetConfig {
 
     fn compile(&self) -> Result<Target, SensorError> {
         let at = |e: String| SensorError::Config(format!("target {}: {e}", self.url));
-        let url = Url::parse(&self.url).map_err(at)?;
+        let url = super::http::parse_url(&self.url).map_err(at)?;
         if self.interval_ms < MIN_INTERVAL_MS {
             return Err(at(format!("interval_ms {} is below the minimum of {MIN_INTERVAL_MS} ms", self.interval_ms)));
         }

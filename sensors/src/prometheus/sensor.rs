@@ -13,7 +13,9 @@ use regex::Regex;
 use tokio::time::MissedTickBehavior;
 
 use super::config::TargetConfig;
-use super::http::{self, Url};
+use net::http::{Client, HttpError};
+
+use super::http::{self, ScrapeError};
 use super::parse::{parse, ParsedSample};
 
 /// The most series ids a target remembers between scrapes (to skip
@@ -25,7 +27,7 @@ const MAX_MEMO: usize = 100_000;
 #[derive(Debug, Clone)]
 pub struct Target {
     pub(super) config: TargetConfig,
-    pub(super) url: Url,
+    pub(super) url: net::http::Url,
     pub(super) allow: Vec<Regex>,
 }
 
@@ -70,6 +72,7 @@ impl Board {
 /// One target's scrape state.
 struct Scraper {
     target: Target,
+    client: Client,
     ctx: SensorContext,
     memo: HashMap<(String, Labels, bool), SeriesId>,
 }
@@ -145,10 +148,12 @@ impl Scraper {
         // time the sensor read the value, like every other sensor's.
         let ts = engine::time::wall_clock_now();
         let timeout = Duration::from_millis(self.target.config.timeout_ms);
-        let body = match tokio::time::timeout(timeout, http::get(&self.target.url)).await {
-            Err(_) => return Err(("timeout", format!("no answer within {} ms", timeout.as_millis()))),
-            Ok(Err(error)) => return Err((error.kind(), error.to_string())),
-            Ok(Ok(body)) => body,
+        let body = match http::get(&self.client, &self.target.url, timeout).await {
+            Err(ScrapeError::Http(HttpError::Timeout(_))) => {
+                return Err(("timeout", format!("no answer within {} ms", timeout.as_millis())))
+            }
+            Err(error) => return Err((error.kind(), error.to_string())),
+            Ok(body) => body,
         };
         let text = std::str::from_utf8(&body).map_err(|e| ("parse", format!("not UTF-8: {e}")))?;
         // Parsing runs on the async worker: the body is bounded by
@@ -167,7 +172,7 @@ async fn scrape_loop(
     let url = target.url.to_string();
     let mut tick = tokio::time::interval(Duration::from_millis(target.config.interval_ms));
     tick.set_missed_tick_behavior(MissedTickBehavior::Skip);
-    let mut scraper = Scraper { target, ctx: ctx.clone(), memo: HashMap::new() };
+    let mut scraper = Scraper { target, client: http::client(), ctx: ctx.clone(), memo: HashMap::new() };
     loop {
         tokio::select! {
             biased;

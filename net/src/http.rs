@@ -1,0 +1,405 @@
+//! The one HTTP client of rocemend: hyper's HTTP/1.1 client connection
+//! over a tokio `TcpStream`, or over rustls for `https`, behind a small API
+//! that says what the callers need — one request, one bounded answer, all
+//! under one timeout.
+//!
+//! Who uses it: the Prometheus sensor's scrapes, and the actuators that
+//! talk to an HTTP API (Alertmanager and webhooks, the Kubernetes API
+//! server). Each sends a few small requests per interval or per incident,
+//! one connection each (`Connection: close`), so pooling and HTTP/2 buy
+//! nothing; hyper does the wire format (chunked bodies, keep-alive
+//! refusal, header limits), this module the limits and the errors.
+//! Header names go out in title case (`Content-Type`), as curl and most
+//! clients write them.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::header::{HeaderMap, HeaderName, HeaderValue};
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpStream;
+use tokio_rustls::rustls;
+use tokio_rustls::TlsConnector;
+
+/// A parsed `http://` or `https://` URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Url {
+    /// Whether it is `https`.
+    pub https: bool,
+    /// The host (a name or an address; IPv6 without brackets).
+    pub host: String,
+    /// The port (80 or 443 when not given).
+    pub port: u16,
+    /// The path and query, starting with `/`, without a trailing `/` unless it is `/`.
+    pub path: String,
+}
+
+impl Url {
+    /// Parses `text`; only `http` and `https`, no user info, no fragment.
+    pub fn parse(text: &str) -> Result<Url, String> {
+        let (https, rest) = if let Some(rest) = text.strip_prefix("http://") {
+            (false, rest)
+        } else if let Some(rest) = text.strip_prefix("https://") {
+            (true, rest)
+        } else {
+            return Err(format!("URL {text:?} does not start with http:// or https://"));
+        };
+        let (authority, path) = match rest.find('/') {
+            Some(i) => (&rest[..i], &rest[i..]),
+            None => (rest, "/"),
+        };
+        if authority.contains('@') || path.contains('#') || text.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(format!("URL {text:?} has user info, a fragment or white space"));
+        }
+        let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
+            let (host, after) = v6.split_once(']').ok_or_else(|| format!("URL {text:?}: unclosed '['"))?;
+            (host, after.strip_prefix(':'))
+        } else {
+            match authority.rsplit_once(':') {
+                Some((host, port)) => (host, Some(port)),
+                None => (authority, None),
+            }
+        };
+        if host.is_empty() {
+            return Err(format!("URL {text:?} has no host"));
+        }
+        let port = match port {
+            Some(p) => p.parse().map_err(|_| format!("URL {text:?}: port {p:?} is not a number from 0 to 65535"))?,
+            None if https => 443,
+            None => 80,
+        };
+        let path = if path.len() > 1 { path.trim_end_matches('/') } else { path };
+        Ok(Url { https, host: host.to_string(), port, path: path.to_string() })
+    }
+
+    /// This URL with `suffix` (starting with `/`) appended to its path.
+    pub fn join(&self, suffix: &str) -> Url {
+        let base = if self.path == "/" { "" } else { &self.path };
+        Url { path: format!("{base}{suffix}"), ..self.clone() }
+    }
+
+    /// `host[:port]` as the `Host` header carries it: the port only when it
+    /// is not the scheme's default, IPv6 in brackets.
+    pub fn authority(&self) -> String {
+        let host = if self.host.contains(':') { format!("[{}]", self.host) } else { self.host.clone() };
+        match (self.https, self.port) {
+            (false, 80) | (true, 443) => host,
+            _ => format!("{host}:{}", self.port),
+        }
+    }
+}
+
+impl std::fmt::Display for Url {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}://{}{}", if self.https { "https" } else { "http" }, self.authority(), self.path)
+    }
+}
+
+/// One request: method, URL, extra headers, body.
+#[derive(Debug, Clone)]
+pub struct Request<'a> {
+    /// `GET`, `POST`, `PATCH`, …
+    pub method: &'a str,
+    /// Where.
+    pub url: &'a Url,
+    /// Headers besides `Host`, `Content-Length` and `Connection`, in order.
+    pub headers: Vec<(&'a str, String)>,
+    /// The body; empty for none.
+    pub body: &'a [u8],
+}
+
+/// An answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Response {
+    /// The status code.
+    pub status: u16,
+    /// The headers.
+    pub headers: HeaderMap,
+    /// The body, decoded from `chunked` if it was.
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    /// Whether the status is 2xx.
+    pub fn ok(&self) -> bool {
+        (200..300).contains(&self.status)
+    }
+
+    /// The value of header `name`, if it is there and is text.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// The start of the body as text, for error messages.
+    pub fn snippet(&self) -> String {
+        let text = String::from_utf8_lossy(&self.body);
+        let text = text.trim();
+        let mut end = text.len().min(300);
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text[..end].to_string()
+    }
+}
+
+/// Why a request got no usable answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum HttpError {
+    /// The TCP connection or the TLS handshake could not be made.
+    #[error("{0}")]
+    Connect(String),
+    /// The exchange failed mid-way, or the answer is not HTTP/1.x.
+    #[error("{0}")]
+    Io(String),
+    /// No complete answer within the timeout.
+    #[error("no answer within {0:?}")]
+    Timeout(Duration),
+    /// The answer's body is larger than the client accepts.
+    #[error("the response is above {0} bytes")]
+    TooLarge(usize),
+    /// The request itself cannot be sent (a bad header, say).
+    #[error("invalid request: {0}")]
+    Invalid(String),
+}
+
+impl HttpError {
+    /// A short name of the kind, for health reports and metrics labels.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            HttpError::Connect(_) => "connect",
+            HttpError::Io(_) => "io",
+            HttpError::Timeout(_) => "timeout",
+            HttpError::TooLarge(_) | HttpError::Invalid(_) => "http",
+        }
+    }
+}
+
+/// A client: how `https` is checked, and how large an answer may be.
+#[derive(Clone)]
+pub struct Client {
+    tls: Option<TlsConnector>,
+    max_response: usize,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client").field("tls", &self.tls.is_some()).field("max_response", &self.max_response).finish()
+    }
+}
+
+impl Client {
+    /// A client of plain `http://` URLs, reading answers of at most
+    /// `max_response` bytes of body.
+    pub fn plain(max_response: usize) -> Client {
+        Client { tls: None, max_response }
+    }
+
+    /// A client that also speaks `https`, trusting only the CA certificates
+    /// in the PEM file `ca`.
+    pub fn with_ca(ca: &Path, max_response: usize) -> Result<Client, String> {
+        Ok(Client { tls: Some(tls_connector(ca)?), max_response })
+    }
+
+    /// Sends `request` and reads the answer, all within `timeout`.
+    pub async fn send(&self, request: &Request<'_>, timeout: Duration) -> Result<Response, HttpError> {
+        tokio::time::timeout(timeout, self.exchange(request)).await.map_err(|_| HttpError::Timeout(timeout))?
+    }
+
+    async fn exchange(&self, request: &Request<'_>) -> Result<Response, HttpError> {
+        let url = request.url;
+        let stream = TcpStream::connect((url.host.as_str(), url.port))
+            .await
+            .map_err(|e| HttpError::Connect(format!("connecting to {}:{}: {e}", url.host, url.port)))?;
+        if !url.https {
+            return self.over(TokioIo::new(stream), request).await;
+        }
+        let tls = self
+            .tls
+            .as_ref()
+            .ok_or_else(|| HttpError::Connect(format!("{url}: https needs a CA to check the server against")))?;
+        let name = rustls::pki_types::ServerName::try_from(url.host.clone())
+            .map_err(|e| HttpError::Connect(format!("{url}: {e}")))?;
+        let stream = tls
+            .connect(name, stream)
+            .await
+            .map_err(|e| HttpError::Connect(format!("TLS handshake with {url}: {e}")))?;
+        self.over(TokioIo::new(stream), request).await
+    }
+
+    async fn over<S>(&self, io: S, request: &Request<'_>) -> Result<Response, HttpError>
+    where
+        S: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+    {
+        let what = || format!("{} {}", request.method, request.url);
+        let (mut sender, connection) = hyper::client::conn::http1::Builder::new()
+            .title_case_headers(true)
+            .handshake(io)
+            .await
+            .map_err(|e| HttpError::Io(format!("{}: {e}", what())))?;
+        // The connection is driven beside the request; with `Connection:
+        // close` it ends after the answer.
+        let driver = tokio::spawn(connection);
+        let result = async {
+            let response = sender
+                .send_request(hyper_request(request)?)
+                .await
+                .map_err(|e| HttpError::Io(format!("{}: {e}", what())))?;
+            let status = response.status().as_u16();
+            let headers = response.headers().clone();
+            let body = Limited::new(response.into_body(), self.max_response).collect().await.map_err(|e| {
+                if e.is::<http_body_util::LengthLimitError>() {
+                    HttpError::TooLarge(self.max_response)
+                } else {
+                    HttpError::Io(format!("{}: reading the body: {e}", what()))
+                }
+            })?;
+            Ok(Response { status, headers, body: body.to_bytes().to_vec() })
+        }
+        .await;
+        driver.abort();
+        result
+    }
+}
+
+/// `request` as hyper sends it: `Host` first, then the caller's headers,
+/// `Content-Length` for a body (or a method that takes one), `Connection:
+/// close`.
+fn hyper_request(request: &Request<'_>) -> Result<hyper::Request<Full<Bytes>>, HttpError> {
+    let invalid = |e: String| HttpError::Invalid(e);
+    let mut headers = HeaderMap::new();
+    let mut put = |name: &str, value: &str| -> Result<(), HttpError> {
+        let name = HeaderName::try_from(name).map_err(|e| invalid(format!("header {name:?}: {e}")))?;
+        let value = HeaderValue::try_from(value).map_err(|e| invalid(format!("header {name}: {e}")))?;
+        headers.append(name, value);
+        Ok(())
+    };
+    put("host", &request.url.authority())?;
+    for (name, value) in &request.headers {
+        put(name, value)?;
+    }
+    if !request.body.is_empty() || matches!(request.method, "POST" | "PUT" | "PATCH") {
+        put("content-length", &request.body.len().to_string())?;
+    }
+    put("connection", "close")?;
+    let mut out = hyper::Request::builder()
+        .method(request.method)
+        .uri(request.url.path.as_str())
+        .body(Full::new(Bytes::copy_from_slice(request.body)))
+        .map_err(|e| invalid(e.to_string()))?;
+    *out.headers_mut() = headers;
+    Ok(out)
+}
+
+/// A TLS connector that trusts only the CA certificates in the PEM file `ca`.
+pub fn tls_connector(ca: &Path) -> Result<TlsConnector, String> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::CertificateDer;
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_file_iter(ca).map_err(|e| format!("{}: {e}", ca.display()))? {
+        let cert = cert.map_err(|e| format!("{}: {e}", ca.display()))?;
+        roots.add(cert).map_err(|e| format!("{}: {e}", ca.display()))?;
+    }
+    if roots.is_empty() {
+        return Err(format!("{} holds no certificate", ca.display()));
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(TlsConnector::from(Arc::new(config)))
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::*;
+
+    #[test]
+    fn urls_parse_with_default_ports_and_join_paths() {
+        let url = Url::parse("http://127.0.0.1:9093/").unwrap();
+        assert_eq!(url, Url { https: false, host: "127.0.0.1".into(), port: 9093, path: "/".into() });
+        assert_eq!(url.join("/api/v2/alerts").to_string(), "http://127.0.0.1:9093/api/v2/alerts");
+        let url = Url::parse("https://k8s.example/prefix/").unwrap();
+        assert_eq!((url.port, url.path.as_str()), (443, "/prefix"));
+        assert_eq!(url.join("/api/v1/nodes/n1").to_string(), "https://k8s.example/prefix/api/v1/nodes/n1");
+        assert_eq!(Url::parse("http://[::1]:80/x").unwrap().to_string(), "http://[::1]/x");
+        for bad in ["ftp://x", "http://", "http://u@h/", "http://h:99999/", "http://h/a b"] {
+            assert!(Url::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    /// Serves one connection with `answer` and hands back the raw request.
+    async fn serve_once(answer: &'static [u8]) -> (Url, tokio::task::JoinHandle<Vec<u8>>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = Url::parse(&format!("http://{}/api/v2/alerts", listener.local_addr().unwrap())).unwrap();
+        let task = tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut raw = Vec::new();
+            let mut buf = [0u8; 4096];
+            while !raw.windows(4).any(|w| w == b"\r\n\r\n") || !raw.ends_with(b"[]") {
+                let n = socket.read(&mut buf).await.unwrap();
+                if n == 0 {
+                    break;
+                }
+                raw.extend_from_slice(&buf[..n]);
+            }
+            socket.write_all(answer).await.unwrap();
+            raw
+        });
+        (url, task)
+    }
+
+    #[tokio::test]
+    async fn the_request_on_the_wire_carries_host_length_and_close() {
+        let (url, server) = serve_once(b"HTTP/1.1 202 Accepted\r\nContent-Length: 2\r\n\r\nok").await;
+        let request = Request {
+            method: "POST",
+            url: &url,
+            headers: vec![("Content-Type", "application/json".into())],
+            body: b"[]",
+        };
+        let response = Client::plain(1024).send(&request, Duration::from_secs(5)).await.unwrap();
+        assert_eq!((response.status, response.body.as_slice()), (202, b"ok".as_slice()));
+        let raw = String::from_utf8(server.await.unwrap()).unwrap();
+        assert_eq!(
+            raw,
+            format!(
+                "POST /api/v2/alerts HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n[]",
+                url.authority()
+            )
+        );
+    }
+
+    #[tokio::test]
+    async fn chunked_bodies_decode_and_large_ones_are_refused() {
+        let chunked =
+            b"HTTP/1.1 429 Too Many\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2;x=y\r\nde\r\n0\r\n\r\n";
+        let (url, _server) = serve_once(chunked).await;
+        let request = Request { method: "POST", url: &url, headers: Vec::new(), body: b"[]" };
+        let response = Client::plain(1024).send(&request, Duration::from_secs(5)).await.unwrap();
+        assert_eq!((response.status, response.body.as_slice()), (429, b"abcde".as_slice()));
+        let (url, _server) = serve_once(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n0123456789").await;
+        let request = Request { method: "POST", url: &url, headers: Vec::new(), body: b"[]" };
+        assert_eq!(Client::plain(4).send(&request, Duration::from_secs(5)).await, Err(HttpError::TooLarge(4)));
+    }
+
+    #[tokio::test]
+    async fn not_http_and_no_answer_are_errors_not_hangs() {
+        let (url, _server) = serve_once(b"SSH-2.0-OpenSSH\r\n\r\n").await;
+        let request = Request { method: "POST", url: &url, headers: Vec::new(), body: b"[]" };
+        let error = Client::plain(1024).send(&request, Duration::from_secs(5)).await.unwrap_err();
+        assert_eq!(error.kind(), "io", "{error}");
+        let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = Url::parse(&format!("http://{}/", silent.local_addr().unwrap())).unwrap();
+        let request = Request { method: "GET", url: &url, headers: Vec::new(), body: b"" };
+        let timeout = Duration::from_millis(100);
+        assert_eq!(Client::plain(1024).send(&request, timeout).await, Err(HttpError::Timeout(timeout)));
+    }
+}
