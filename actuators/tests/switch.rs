@@ -13,7 +13,7 @@ use std::time::Duration;
 use actuators::{EcnConfig, PfcwdConfig, RailConfig};
 use engine::dispatch::{ActuatorRoute, DispatchConfig, Dispatcher, Mode, Verdict};
 use engine::policy::{BreakerConfig, Limits, PolicySettings, RetryConfig, TargetLimits, UndoConfig};
-use engine::{Action, Actuator, ActuatorError, Labels, Proposal, RuleMode, Severity, Verification};
+use engine::{Action, Actuator, ActuatorError, Labels, Proposal, Severity, Verification};
 use sim::switch::{spawn, Model, Options, RunningSwitch};
 
 async fn switch(name: &str) -> RunningSwitch {
@@ -227,7 +227,7 @@ fn proposal(action: Action) -> Proposal {
         id: "p-1".into(),
         rule: "pfc-storm".into(),
         rule_hash: "ab".repeat(32),
-        rule_mode: RuleMode::Enforce,
+        rule_mode: Mode::Enforce,
         severity: Severity::Critical,
         subject: action.target.clone(),
         action,

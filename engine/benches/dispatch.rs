@@ -11,7 +11,7 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use engine::dispatch::{ActuatorRoute, DispatchConfig, Dispatcher, Mode};
 use engine::ledger::{Ledger, Retention};
 use engine::policy::{BreakerConfig, Limits, PolicySettings, RetryConfig, TargetLimits, UndoConfig};
-use engine::{Action, Actuator, ActuatorError, Labels, Outcome, Plan, Proposal, RuleMode, Severity, Store};
+use engine::{Action, Actuator, ActuatorError, Labels, Outcome, Plan, Proposal, Severity, Store};
 
 struct Noop;
 
@@ -34,7 +34,7 @@ fn proposal(i: u64) -> Proposal {
         id: format!("p{i}"),
         rule: "gpu-xid".into(),
         rule_hash: "ab".repeat(32),
-        rule_mode: RuleMode::Enforce,
+        rule_mode: Mode::Enforce,
         severity: Severity::Critical,
         subject: Labels::from_pairs([("node", node.as_str())]),
         action: Action {

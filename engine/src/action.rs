@@ -6,7 +6,8 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::labels::Labels;
-use crate::rule::{ActionTemplate, RuleMode, Severity};
+use crate::mode::Mode;
+use crate::rule::{ActionTemplate, Severity};
 use crate::time::Nanos;
 
 /// An action with its target resolved: what an actuator receives.
@@ -54,7 +55,7 @@ pub struct Proposal {
     /// SHA-256 of the rule file: which version of the rule decided.
     pub rule_hash: String,
     /// The rule's declared mode.
-    pub rule_mode: RuleMode,
+    pub rule_mode: Mode,
     /// The rule's severity.
     pub severity: Severity,
     /// The subject's labels.

@@ -185,7 +185,7 @@ mod tests {
     use crate::contracts::Outcome;
     use crate::dispatch::Mode;
     use crate::labels::Labels;
-    use crate::rule::{RuleMode, Severity};
+    use crate::rule::Severity;
 
     fn decision(ledger: &Ledger, decided_at: Nanos, verdict: Verdict) -> Decision {
         Decision {
@@ -196,7 +196,7 @@ mod tests {
                 id: "p".into(),
                 rule: "r".into(),
                 rule_hash: String::new(),
-                rule_mode: RuleMode::Enforce,
+                rule_mode: Mode::Enforce,
                 severity: Severity::Info,
                 subject: Labels::default(),
                 action: Action { kind: "a.b".into(), target: Labels::default(), params: Default::default() },

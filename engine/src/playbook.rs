@@ -97,21 +97,7 @@ fn default_timeout() -> String {
 pub struct RulePolicy {
     /// The rule's mode in this playbook.
     #[serde(default)]
-    pub mode: Option<PlaybookRuleMode>,
-}
-
-/// A rule's mode as a playbook sets it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum PlaybookRuleMode {
-    /// Act.
-    Enforce,
-    /// Ask actuators for their plan only.
-    DryRun,
-    /// Record only.
-    Shadow,
-    /// Do not evaluate the rule.
-    Off,
+    pub mode: Option<Mode>,
 }
 
 /// One actuator of the playbook. Settings other than `name`, `type` and
@@ -172,22 +158,12 @@ impl Playbook {
 
     /// Rules the playbook switches off.
     pub fn disabled_rules(&self) -> Vec<&str> {
-        self.rule.iter().filter(|(_, p)| p.mode == Some(PlaybookRuleMode::Off)).map(|(n, _)| n.as_str()).collect()
+        self.rule.iter().filter(|(_, p)| p.mode == Some(Mode::Off)).map(|(n, _)| n.as_str()).collect()
     }
 
     /// Per-rule dispatch modes.
     pub fn rule_modes(&self) -> std::collections::HashMap<String, Mode> {
-        self.rule
-            .iter()
-            .filter_map(|(name, p)| {
-                let mode = match p.mode? {
-                    PlaybookRuleMode::Enforce => Mode::Enforce,
-                    PlaybookRuleMode::DryRun => Mode::DryRun,
-                    PlaybookRuleMode::Shadow | PlaybookRuleMode::Off => Mode::Shadow,
-                };
-                Some((name.clone(), mode))
-            })
-            .collect()
+        self.rule.iter().filter_map(|(name, p)| Some((name.clone(), p.mode?))).collect()
     }
 
     /// The action timeout.

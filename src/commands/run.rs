@@ -7,7 +7,7 @@ use anyhow::Context;
 use engine::ledger::{Ledger, Retention};
 use engine::playbook::Playbook;
 use engine::rule::Helpers;
-use engine::runtime::{self, ClockMode, Command, Daemon};
+use engine::runtime::{self, ClockMode, Command, Daemon, EngineCommand};
 use engine::time::parse_duration;
 use engine::{Evaluator, Labels, SeriesTable, Store};
 use tokio::sync::{mpsc, watch};
@@ -146,7 +146,7 @@ fn spawn_signal_handlers(shutdown: watch::Sender<bool>, commands: mpsc::Sender<C
             tokio::select! {
                 _ = hup.recv() => {
                     tracing::info!(message = "SIGHUP: reloading rules.");
-                    let _ = commands.send(Command::Reload).await;
+                    let _ = commands.send(EngineCommand::Reload.into()).await;
                 }
                 _ = term.recv() => break,
                 _ = int.recv() => break,
@@ -184,7 +184,7 @@ async fn watch_rules(dir: PathBuf, every: Duration, commands: mpsc::Sender<Comma
         if now != last {
             last = now;
             tracing::info!(message = "Rule files changed: reloading.", dir = %dir.display());
-            if commands.send(Command::Reload).await.is_err() {
+            if commands.send(EngineCommand::Reload.into()).await.is_err() {
                 return;
             }
         }

@@ -7,8 +7,9 @@
 use std::pin::Pin;
 use std::sync::Arc;
 
+use engine::dispatch::DispatchError;
 use engine::ledger::{Filter, Ledger};
-use engine::runtime::{Command, EngineView};
+use engine::runtime::{Command, DispatchCommand, EngineCommand, EngineView};
 use engine::time::{parse_duration, wall_clock_now};
 use engine::RuleHealth;
 use tokio::sync::{broadcast, mpsc, oneshot};
@@ -87,7 +88,7 @@ impl ControlService {
     }
 
     async fn engine(&self) -> Result<EngineView, Status> {
-        self.ask(|reply| Command::Engine { reply }).await
+        self.ask(|reply| EngineCommand::View { reply }.into()).await
     }
 }
 
@@ -97,7 +98,7 @@ type EventStream = Pin<Box<dyn Stream<Item = Result<Event, Status>> + Send>>;
 impl Control for ControlService {
     async fn status(&self, request: Request<StatusRequest>) -> Result<Response<StatusReply>, Status> {
         self.allow(&request, Access::Read, "Status")?;
-        let status = self.ask(|reply| Command::Status { reply }).await?;
+        let status = self.ask(|reply| DispatchCommand::Status { reply }.into()).await?;
         Ok(Response::new(StatusReply {
             mode: status.mode.as_str().to_string(),
             breaker_json: json(&status.breaker),
@@ -245,16 +246,16 @@ impl Control for ControlService {
     async fn approve(&self, request: Request<DecisionRequest>) -> Result<Response<DecisionReply>, Status> {
         self.allow(&request, Access::Write, "Approve")?;
         let r = request.into_inner();
-        let result = self.ask(|reply| Command::Approve { id: r.id, by: r.by, reply }).await?;
-        let d = result.map_err(Status::failed_precondition)?;
+        let result = self.ask(|reply| DispatchCommand::Approve { id: r.id, by: r.by, reply }.into()).await?;
+        let d = result.map_err(refused)?;
         Ok(Response::new(DecisionReply { decision_json: json(&d) }))
     }
 
     async fn reject(&self, request: Request<DecisionRequest>) -> Result<Response<DecisionReply>, Status> {
         self.allow(&request, Access::Write, "Reject")?;
         let r = request.into_inner();
-        let result = self.ask(|reply| Command::Reject { id: r.id, by: r.by, reply }).await?;
-        let d = result.map_err(Status::failed_precondition)?;
+        let result = self.ask(|reply| DispatchCommand::Reject { id: r.id, by: r.by, reply }.into()).await?;
+        let d = result.map_err(refused)?;
         Ok(Response::new(DecisionReply { decision_json: json(&d) }))
     }
 
@@ -264,20 +265,20 @@ impl Control for ControlService {
     ) -> Result<Response<ResetBreakerReply>, Status> {
         self.allow(&request, Access::Write, "ResetBreaker")?;
         let by = request.into_inner().by;
-        let previous = self.ask(|reply| Command::ResetBreaker { by, reply }).await?;
+        let previous = self.ask(|reply| DispatchCommand::ResetBreaker { by, reply }.into()).await?;
         Ok(Response::new(ResetBreakerReply { previous_json: json(&previous) }))
     }
 
     async fn set_mode(&self, request: Request<SetModeRequest>) -> Result<Response<SetModeReply>, Status> {
         self.allow(&request, Access::Write, "SetMode")?;
         let mode = request.into_inner().mode.parse().map_err(Status::invalid_argument)?;
-        self.commands.send(Command::SetMode(mode)).await.map_err(|_| gone())?;
+        self.commands.send(DispatchCommand::SetMode(mode).into()).await.map_err(|_| gone())?;
         Ok(Response::new(SetModeReply {}))
     }
 
     async fn reload(&self, request: Request<ReloadRequest>) -> Result<Response<ReloadReply>, Status> {
         self.allow(&request, Access::Write, "Reload")?;
-        self.commands.send(Command::Reload).await.map_err(|_| gone())?;
+        self.commands.send(EngineCommand::Reload.into()).await.map_err(|_| gone())?;
         Ok(Response::new(ReloadReply {}))
     }
 
@@ -297,8 +298,8 @@ impl Control for ControlService {
             by: r.by,
             reason: r.reason,
         };
-        let set = self.ask(|reply| Command::Silence { silence, reply }).await?;
-        let set = set.map_err(Status::invalid_argument)?;
+        let set = self.ask(|reply| DispatchCommand::Silence { silence, reply }.into()).await?;
+        let set = set.map_err(|e| Status::invalid_argument(e.to_string()))?;
         tracing::info!(message = "Silence set.", id = %set.id, rule = ?set.rule, target = ?set.target, until = set.until, by = %set.by);
         Ok(Response::new(SilenceReply { silence_json: json(&set) }))
     }
@@ -306,7 +307,7 @@ impl Control for ControlService {
     async fn unsilence(&self, request: Request<UnsilenceRequest>) -> Result<Response<UnsilenceReply>, Status> {
         self.allow(&request, Access::Write, "Unsilence")?;
         let id = request.into_inner().id;
-        let lifted = self.ask(|reply| Command::Unsilence { id: id.clone(), reply }).await?;
+        let lifted = self.ask(|reply| DispatchCommand::Unsilence { id: id.clone(), reply }.into()).await?;
         if !lifted {
             return Err(Status::not_found(format!("no silence {id} (it may have ended)")));
         }
@@ -346,5 +347,14 @@ impl Control for ControlService {
         jobs.send(JobPush { job: r.job, nodes: r.nodes, at, values, reply }).await.map_err(|_| gone())?;
         let samples = answer.await.map_err(|_| gone())?.map_err(Status::resource_exhausted)?;
         Ok(Response::new(PushJobReply { samples }))
+    }
+}
+
+/// A refused approval or rejection as gRPC says it: an unknown id is
+/// NOT_FOUND, a decision that is not waiting is FAILED_PRECONDITION.
+fn refused(error: DispatchError) -> Status {
+    match error {
+        DispatchError::Unknown(_) => Status::not_found(error.to_string()),
+        _ => Status::failed_precondition(error.to_string()),
     }
 }

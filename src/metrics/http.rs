@@ -15,7 +15,7 @@ use anyhow::Context;
 use bytes::Bytes;
 use engine::contracts::{HealthBoard, HealthState};
 use engine::ledger::Ledger;
-use engine::runtime::{Command, EngineView};
+use engine::runtime::{Command, EngineCommand, EngineView};
 use http_body_util::Full;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
@@ -43,7 +43,10 @@ impl Endpoint {
     async fn view(&self) -> Result<EngineView, String> {
         let (tx, rx) = oneshot::channel();
         let ask = async {
-            self.commands.send(Command::Engine { reply: tx }).await.map_err(|_| "the run loop has stopped")?;
+            self.commands
+                .send(EngineCommand::View { reply: tx }.into())
+                .await
+                .map_err(|_| "the run loop has stopped")?;
             rx.await.map_err(|_| "the run loop has stopped")
         };
         match tokio::time::timeout(LOOP_TIMEOUT, ask).await {

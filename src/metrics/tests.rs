@@ -1,7 +1,7 @@
 use super::*;
 use engine::action::{Action, Proposal};
 use engine::dispatch::{Decision, Mode, Phase};
-use engine::{Labels, RuleMode, Severity, SECOND};
+use engine::{Labels, Severity, SECOND};
 
 fn decision(id: &str, verdict: Verdict, sample_at: Nanos, dispatched_at: Nanos, finished_at: Nanos) -> Decision {
     Decision {
@@ -12,7 +12,7 @@ fn decision(id: &str, verdict: Verdict, sample_at: Nanos, dispatched_at: Nanos, 
             id: format!("p-{id}"),
             rule: "pfc-storm".into(),
             rule_hash: "ab".repeat(32),
-            rule_mode: RuleMode::Enforce,
+            rule_mode: Mode::Enforce,
             severity: Severity::Critical,
             subject: Labels::from_pairs([("node", "gpu-01")]),
             action: Action {

@@ -233,7 +233,7 @@ impl<'a> Run<'a> {
                 _ => {}
             }
         }
-        for d in self.dispatcher.expire(now) {
+        for d in self.dispatcher.maintain(now) {
             self.decisions.push(decision_record(now, &d));
         }
     }

@@ -8,8 +8,9 @@ use crate::coordination::{
     Admission, CoordinationError, Coordinator, FleetBreaker, Health, Release, Scope, Token, TokenRequest,
 };
 use crate::labels::Labels;
+use crate::mode::Mode;
 use crate::policy::{BreakerConfig, Limits, PolicySettings, RetryConfig, TargetLimits, UndoConfig};
-use crate::rule::{RuleMode, Severity};
+use crate::rule::Severity;
 use crate::time::SECOND;
 use async_trait::async_trait;
 use std::collections::{BTreeMap, HashMap};
@@ -112,7 +113,7 @@ fn proposal(kind: &str, node: &str, at: i64) -> Proposal {
         id: format!("p-{kind}-{node}-{at}"),
         rule: "spine-fault".into(),
         rule_hash: "cd".repeat(32),
-        rule_mode: RuleMode::Enforce,
+        rule_mode: Mode::Enforce,
         severity: Severity::Critical,
         subject: Labels::from_pairs([("node", node)]),
         action: Action {

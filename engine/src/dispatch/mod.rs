@@ -13,7 +13,7 @@ mod fleet;
 pub mod silence;
 mod types;
 
-pub use dispatcher::{ActuatorRoute, DispatchConfig, Dispatcher};
+pub use dispatcher::{ActuatorRoute, Clock, DispatchConfig, DispatchError, Dispatcher, COMPACTION_INTERVAL};
 pub use silence::Silence;
 pub use types::{Decision, Mode, Phase, Step, Verdict};
 

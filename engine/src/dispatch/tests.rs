@@ -3,8 +3,9 @@ use crate::action::{Action, Proposal};
 use crate::contracts::{Actuator, ActuatorError, Outcome, Plan, Verification};
 use crate::labels::Labels;
 use crate::ledger::{Ledger, Retention};
+use crate::mode::Mode;
 use crate::policy::{ApprovalRule, BreakerConfig, Limits, PolicySettings, RetryConfig, TargetLimits, UndoConfig};
-use crate::rule::{RuleMode, Severity};
+use crate::rule::Severity;
 use crate::store::Store;
 use crate::time::SECOND;
 use async_trait::async_trait;
@@ -63,7 +64,7 @@ fn proposal(rule: &str, node: &str, at: i64) -> Proposal {
         id: format!("p-{node}-{at}"),
         rule: rule.into(),
         rule_hash: "ab".repeat(32),
-        rule_mode: RuleMode::Enforce,
+        rule_mode: Mode::Enforce,
         severity: Severity::Critical,
         subject: Labels::from_pairs([("node", node)]),
         action: Action {
@@ -175,11 +176,11 @@ async fn approval_executes_rejection_and_expiry_do_not() {
     assert_eq!(expired.len(), 1);
     assert_eq!(expired[0].id, c.id);
     assert_eq!(knobs.executes.load(Ordering::SeqCst), 1, "only the approved one ran");
-    assert!(d
-        .approve(&b.id, "alice", 61 * SECOND)
-        .await
-        .unwrap_err()
-        .contains("is not waiting for approval (it is rejected)"));
+    assert_eq!(
+        d.approve(&b.id, "alice", 61 * SECOND).await.unwrap_err(),
+        DispatchError::NotPending { id: b.id.clone(), verdict: "rejected" }
+    );
+    assert_eq!(d.reject("no-such-id", "bob", 61 * SECOND).unwrap_err(), DispatchError::Unknown("no-such-id".into()));
 }
 
 #[tokio::test]
@@ -259,7 +260,7 @@ async fn dry_run_plans_and_shadow_only_records() {
         matches!(planned.verdict, Verdict::DryRun { ref plan } if plan.requests == vec!["set {node=\"a\"} ours".to_string()])
     );
     let mut shadow = proposal("r", "b", 0);
-    shadow.rule_mode = RuleMode::Shadow;
+    shadow.rule_mode = Mode::Shadow;
     assert_eq!(d.dispatch(shadow).await.verdict, Verdict::Shadowed);
     assert_eq!(knobs.executes.load(Ordering::SeqCst), 0);
 }

@@ -4,56 +4,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::action::Proposal;
 use crate::contracts::{Outcome, Plan};
-use crate::rule::RuleMode;
+pub use crate::mode::Mode;
 use crate::time::Nanos;
-
-/// How far decisions may go.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Mode {
-    /// Carry actions out.
-    Enforce,
-    /// Ask the actuator exactly what it would send, and record that.
-    DryRun,
-    /// Decide and record; never touch an actuator.
-    Shadow,
-}
-
-impl Mode {
-    /// The more conservative of two modes.
-    pub fn at_most(self, other: Mode) -> Mode {
-        self.max(other)
-    }
-
-    /// The mode a rule's own declaration allows.
-    pub fn of_rule(mode: RuleMode) -> Mode {
-        match mode {
-            RuleMode::Enforce => Mode::Enforce,
-            RuleMode::Shadow | RuleMode::Off => Mode::Shadow,
-        }
-    }
-
-    /// Lower-case name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Mode::Enforce => "enforce",
-            Mode::DryRun => "dry-run",
-            Mode::Shadow => "shadow",
-        }
-    }
-}
-
-impl std::str::FromStr for Mode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Mode, String> {
-        match s {
-            "enforce" => Ok(Mode::Enforce),
-            "dry-run" => Ok(Mode::DryRun),
-            "shadow" => Ok(Mode::Shadow),
-            other => Err(format!("unknown mode {other:?}: expected enforce, dry-run or shadow")),
-        }
-    }
-}
 
 /// What became of a proposal.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -206,4 +158,27 @@ pub struct Decision {
     pub dispatched_at: Nanos,
     /// When its verdict was final.
     pub finished_at: Nanos,
+}
+
+impl Decision {
+    /// A decision about `proposal` as it reaches the dispatcher: in `mode`,
+    /// with its first step, not yet decided (`Shadowed` until the dispatcher
+    /// says otherwise), going to no actuator yet (so counted destructive).
+    pub fn new(id: String, proposal: Proposal, mode: Mode, first: Step, dispatched_at: Nanos) -> Decision {
+        Decision {
+            id,
+            undo_of: None,
+            undone_by: None,
+            proposal,
+            mode,
+            actuator: None,
+            destructive: true,
+            verdict: Verdict::Shadowed,
+            phase: Phase::Decided,
+            attempts: 0,
+            steps: vec![first],
+            dispatched_at,
+            finished_at: 0,
+        }
+    }
 }

@@ -15,7 +15,8 @@ use crate::action::{self, Proposal};
 use crate::counter::{self, Increase};
 use crate::instance::{self, Instance, State};
 use crate::labels::{Labels, Sym};
-use crate::rule::{Condition, Helpers, Rule, RuleMode, RuleScripts, RuleSet, ScriptError};
+use crate::mode::Mode;
+use crate::rule::{Condition, Helpers, Rule, RuleScripts, RuleSet, ScriptError};
 use crate::series::{Sample, SampleKind, SeriesId, SeriesTable, Value};
 use crate::store::{Store, StoreError};
 use crate::time::{Nanos, MS};
@@ -417,7 +418,7 @@ impl Evaluator {
 
     fn evaluate_rule(&mut self, ri: usize, now: Nanos, scan_due: bool, out: &mut Vec<EngineEvent>) {
         let rt = &mut self.rules[ri];
-        if rt.health != RuleHealth::Ok || rt.rule.mode == RuleMode::Off {
+        if rt.health != RuleHealth::Ok || rt.rule.mode == Mode::Off {
             rt.dirty.clear();
             return;
         }

@@ -1,5 +1,6 @@
 use super::*;
-use crate::rule::{RuleMode, Severity};
+use crate::mode::Mode;
+use crate::rule::Severity;
 use crate::time::{MS, SECOND};
 use std::collections::BTreeMap;
 
@@ -12,7 +13,7 @@ fn proposal(kind: &str, target: &[(&str, &str)]) -> Proposal {
         id: format!("{kind}{target:?}"),
         rule: "r".into(),
         rule_hash: String::new(),
-        rule_mode: RuleMode::Enforce,
+        rule_mode: Mode::Enforce,
         severity: Severity::Critical,
         subject: Labels::from_pairs(target.iter().copied()),
         action: Action {

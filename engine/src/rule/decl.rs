@@ -8,8 +8,9 @@ use sha2::{Digest, Sha256};
 
 use super::script::{Condition, RuleScripts, ScriptError, WindowValues};
 use super::selector::Selector;
-use super::{RuleError, RuleMode, Severity};
+use super::{RuleError, Severity};
 use crate::labels::LabelSet;
+use crate::mode::Mode;
 use crate::time::{parse_duration, Nanos, SECOND};
 use crate::window::{WindowFn, WindowSpec};
 
@@ -59,7 +60,7 @@ pub struct Rule {
     /// How bad it is.
     pub severity: Severity,
     /// What it does with its findings.
-    pub mode: RuleMode,
+    pub mode: Mode,
     /// The series it reads.
     pub selectors: Vec<Selector>,
     /// Labels that identify one subject (one instance of the rule).
@@ -189,10 +190,13 @@ pub(super) fn compile(scripts: &RuleScripts, path: &str, source: &str) -> Result
         }
     };
     let mode = match string("mode", false)?.as_deref() {
-        None | Some("enforce") => RuleMode::Enforce,
-        Some("shadow") => RuleMode::Shadow,
-        Some("off") => RuleMode::Off,
-        Some(other) => return Err(field_err("mode", format!("mode {other:?}: expected enforce, shadow or off"))),
+        None | Some("enforce") => Mode::Enforce,
+        Some("dry-run") => Mode::DryRun,
+        Some("shadow") => Mode::Shadow,
+        Some("off") => Mode::Off,
+        Some(other) => {
+            return Err(field_err("mode", format!("mode {other:?}: expected enforce, dry-run, shadow or off")))
+        }
     };
     let selectors = strings("select")?
         .iter()

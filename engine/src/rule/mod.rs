@@ -40,19 +40,6 @@ pub enum Severity {
     Critical,
 }
 
-/// What a rule does with what it finds, as the rule declares it. The
-/// playbook and the global mode can only make this more conservative.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum RuleMode {
-    /// Proposes actions for the dispatcher to carry out.
-    Enforce,
-    /// Evaluates and records, never acts.
-    Shadow,
-    /// Not evaluated at all.
-    Off,
-}
-
 /// A rule file could not be loaded. Every variant names the file and, where
 /// it is known, the line and column.
 #[derive(Debug, Clone, PartialEq, Eq)]

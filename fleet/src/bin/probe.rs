@@ -19,7 +19,7 @@ use std::time::Duration;
 use engine::coordination::Coordinator;
 use engine::dispatch::{ActuatorRoute, DispatchConfig, Dispatcher, Mode};
 use engine::policy::{BreakerConfig, Limits, PolicySettings, RetryConfig, TargetLimits, UndoConfig};
-use engine::rule::{RuleMode, Severity};
+use engine::rule::{Mode, Severity};
 use engine::{Action, ActuatorError, Labels, Outcome, Plan, Proposal};
 use fleet::settings::{BudgetConfig, FleetConfig, FleetSettings, Per};
 use fleet::EtcdCoordinator;
@@ -141,7 +141,7 @@ async fn main() {
         id: format!("p-{}", a.identity),
         rule: "spine-fault".into(),
         rule_hash: "00".repeat(32),
-        rule_mode: RuleMode::Enforce,
+        rule_mode: Mode::Enforce,
         severity: Severity::Critical,
         subject: Labels::from_pairs([("node", a.node.as_str())]),
         action: Action {

@@ -1,0 +1,149 @@
+//! Deciding: a proposal's mode, de-duplication, silences, the safety
+//! policy's verdict, approvals and the fleet token, up to the call.
+
+use super::*;
+
+impl Dispatcher {
+    /// Decides about one proposal, at the proposal's own time.
+    ///
+    /// A proposal made again after a restart (`restored`) that the ledger
+    /// shows decided before the crash is not decided twice: the earlier
+    /// decision is returned, marked as such, and nothing is written.
+    pub async fn dispatch(&mut self, proposal: Proposal) -> Decision {
+        if proposal.restored {
+            if let Some(mut earlier) = self.decided_before(&proposal) {
+                earlier.steps.push(Step {
+                    at: proposal.decided_at,
+                    what: "proposed again after a restart; already decided, not decided twice".into(),
+                });
+                return earlier;
+            }
+        }
+        self.dispatch_inner(proposal).await
+    }
+
+    fn decided_before(&self, p: &Proposal) -> Option<Decision> {
+        let ledger = self.ledger.as_ref()?;
+        let filter = crate::ledger::Filter { since: Some(p.active_at), rule: Some(p.rule.clone()), target: None };
+        let key = p.action.dedup_key();
+        ledger
+            .list(&filter)
+            .ok()?
+            .into_iter()
+            .find(|d| d.undo_of.is_none() && d.proposal.subject == p.subject && d.proposal.action.dedup_key() == key)
+    }
+
+    async fn dispatch_inner(&mut self, proposal: Proposal) -> Decision {
+        let now = proposal.decided_at;
+        let route = self.route(&proposal.action.kind);
+        let mode = self.effective_mode(&proposal.rule, proposal.rule_mode);
+        let first = Step {
+            at: now,
+            what: format!(
+                "proposed by {} ({}) for {}",
+                proposal.rule,
+                &proposal.rule_hash[..12.min(proposal.rule_hash.len())],
+                proposal.subject
+            ),
+        };
+        let id = self.next_id();
+        let mut d = Decision::new(id, proposal, mode, first, self.now());
+        d.actuator = route.as_ref().map(|r| r.actuator.name().to_string());
+        d.destructive = route.as_ref().is_none_or(|r| r.destructive);
+        if let Some(silence) = self.silences.matching(&d.proposal, now) {
+            let reason = silence.describe();
+            d.steps.push(Step { at: now, what: reason.clone() });
+            d.verdict = Verdict::Suppressed { reason };
+            return self.finish(d, false);
+        }
+        if mode == Mode::Shadow {
+            d.steps.push(Step { at: now, what: "shadow mode: recorded, not acted on".into() });
+            return self.finish(d, false);
+        }
+        self.decide(d, now, true).await
+    }
+
+    pub(super) async fn decide(&mut self, mut d: Decision, now: Nanos, ask_approval: bool) -> Decision {
+        let destructive = d.destructive;
+        let tripped_before = self.policy.breaker().tripped_at;
+        let mut check = if ask_approval {
+            self.policy.check(&d.proposal, destructive, now)
+        } else {
+            self.policy.check_approved(&d.proposal, destructive, now)
+        };
+        if let Check::Duplicate { of, resolved: true } = &check {
+            // The instance that asked for it is gone: believe "in effect" only
+            // if the target says so.
+            let of = of.clone();
+            let found = match self.route(&d.proposal.action.kind) {
+                Some(r) => {
+                    self.call(r.actuator.verify(&d.proposal.action, None)).await.unwrap_or(Verification::Unknown)
+                }
+                None => Verification::Unknown,
+            };
+            if found == Verification::InEffect {
+                check = Check::Duplicate { of, resolved: true };
+            } else {
+                d.steps.push(Step { at: now, what: format!("{of} is no longer known to be in effect ({found:?})") });
+                self.policy.remove_effect(&d.proposal.action);
+                check = if ask_approval {
+                    self.policy.check(&d.proposal, destructive, now)
+                } else {
+                    self.policy.check_approved(&d.proposal, destructive, now)
+                };
+            }
+        }
+        match check {
+            Check::Duplicate { of, .. } => {
+                d.steps.push(Step { at: now, what: format!("already in effect through {of}") });
+                d.verdict = Verdict::Duplicate { of };
+                self.finish(d, false)
+            }
+            Check::Suppress(reason) => {
+                d.steps.push(Step { at: now, what: format!("suppressed: {reason}") });
+                d.verdict = Verdict::Suppressed { reason };
+                self.finish(d, false)
+            }
+            Check::Hold(reason) => {
+                d.steps.push(Step { at: now, what: format!("held: {reason}") });
+                if tripped_before.is_none() && self.policy.breaker().tripped_at.is_some() {
+                    d.steps.push(Step {
+                        at: now,
+                        what: format!("circuit breaker tripped: {}", self.policy.breaker().reason),
+                    });
+                    self.save_breaker();
+                    self.fleet.trip(&self.policy.breaker().reason).await;
+                }
+                d.verdict = Verdict::Held { reason };
+                self.finish(d, false)
+            }
+            Check::NeedsApproval { expires_at } => {
+                d.steps.push(Step { at: now, what: format!("waiting for approval until {expires_at}") });
+                d.verdict = Verdict::AwaitingApproval { expires_at };
+                self.save(&d, true);
+                self.pending.insert(d.id.clone(), d.clone());
+                d
+            }
+            Check::Allow => {
+                let token = if destructive && d.mode == Mode::Enforce {
+                    let scope = self.fleet.scope(&d.proposal.action.kind);
+                    let impact = self.policy.impact(&d.proposal.action);
+                    match self.fleet.admit(&mut d, scope, impact, now).await {
+                        Ok(token) => token,
+                        Err(reason) => {
+                            d.verdict = Verdict::Held { reason };
+                            return self.finish(d, false);
+                        }
+                    }
+                } else {
+                    None
+                };
+                let d = self.act(d, now).await;
+                if let Some(token) = token {
+                    self.fleet.settle(&d, token).await;
+                }
+                d
+            }
+        }
+    }
+}

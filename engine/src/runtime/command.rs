@@ -1,0 +1,94 @@
+//! What a running daemon is asked (the control API, reload on change,
+//! metrics), split by who answers: the loop task owns the evaluator, the
+//! dispatcher's task the dispatcher.
+
+use tokio::sync::oneshot;
+
+use super::{DispatchStatus, EngineView};
+use crate::dispatch::{Decision, DispatchError, Mode, Silence};
+use crate::policy::BreakerState;
+
+/// A request to a running daemon: for the loop's evaluator, or for the
+/// dispatcher's task.
+#[derive(Debug)]
+pub enum Command {
+    /// Handled by the loop task.
+    Engine(EngineCommand),
+    /// Handed to the dispatcher's task.
+    Dispatch(DispatchCommand),
+}
+
+impl From<EngineCommand> for Command {
+    fn from(c: EngineCommand) -> Command {
+        Command::Engine(c)
+    }
+}
+
+impl From<DispatchCommand> for Command {
+    fn from(c: DispatchCommand) -> Command {
+        Command::Dispatch(c)
+    }
+}
+
+/// What the evaluator is asked.
+#[derive(Debug)]
+pub enum EngineCommand {
+    /// Load the rules again.
+    Reload,
+    /// The evaluator's state: rules with their health, instances, counters.
+    View {
+        /// The answer.
+        reply: oneshot::Sender<EngineView>,
+    },
+}
+
+/// What the dispatcher is asked.
+#[derive(Debug)]
+pub enum DispatchCommand {
+    /// Switch the global mode.
+    SetMode(Mode),
+    /// Approve a held request.
+    Approve {
+        /// The decision id.
+        id: String,
+        /// Who approves.
+        by: String,
+        /// The decision after approval.
+        reply: oneshot::Sender<Result<Decision, DispatchError>>,
+    },
+    /// Reject a held request.
+    Reject {
+        /// The decision id.
+        id: String,
+        /// Who rejects.
+        by: String,
+        /// The decision after rejection.
+        reply: oneshot::Sender<Result<Decision, DispatchError>>,
+    },
+    /// Reset the circuit breaker.
+    ResetBreaker {
+        /// Who resets it.
+        by: String,
+        /// The state before the reset.
+        reply: oneshot::Sender<BreakerState>,
+    },
+    /// The dispatcher's state.
+    Status {
+        /// The answer.
+        reply: oneshot::Sender<DispatchStatus>,
+    },
+    /// Silence a rule or a target for a while (see [`crate::dispatch::silence`]).
+    Silence {
+        /// The silence; its id is assigned by the dispatcher.
+        silence: Silence,
+        /// The silence as set, or why it was refused.
+        reply: oneshot::Sender<Result<Silence, DispatchError>>,
+    },
+    /// Lift a silence early.
+    Unsilence {
+        /// The silence's id.
+        id: String,
+        /// Whether there was such a silence.
+        reply: oneshot::Sender<bool>,
+    },
+}

@@ -1,0 +1,107 @@
+//! The dispatcher's own task: proposals, resolutions, ticks and dispatch
+//! commands arrive in order on one inbox; decisions leave on another
+//! channel. A slow actuator holds up this task only, never detection.
+
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use super::command::DispatchCommand;
+use super::{DispatchStatus, DISPATCH_CHANNEL};
+use crate::action::Proposal;
+use crate::dispatch::{Decision, Dispatcher};
+use crate::labels::Labels;
+use crate::time::{wall_clock_now, Nanos};
+
+/// What the dispatcher's task is given.
+pub(super) enum ToDispatcher {
+    /// A proposal to decide on.
+    Proposal(Proposal),
+    /// An instance stopped firing: undo and expire what it left.
+    Resolved { rule: String, subject: Labels, at: Nanos },
+    /// Time passed: expiry and ledger housekeeping.
+    Tick(Nanos),
+    /// A request, with the loop's time.
+    Command(DispatchCommand, Nanos),
+}
+
+/// The running task: its inbox and what it decides.
+pub(super) struct DispatcherTask {
+    /// Where the loop sends it work; dropped to let it finish.
+    pub inbox: mpsc::Sender<ToDispatcher>,
+    /// Its decisions, in order.
+    pub decisions: mpsc::Receiver<Decision>,
+    /// The task.
+    pub task: JoinHandle<()>,
+}
+
+impl DispatcherTask {
+    /// Spawns the task: it first settles what a crash interrupted, then
+    /// serves its inbox until the inbox closes.
+    pub fn spawn(mut dispatcher: Dispatcher) -> DispatcherTask {
+        let (inbox, mut work) = mpsc::channel::<ToDispatcher>(DISPATCH_CHANNEL);
+        let (decision_tx, decisions) = mpsc::channel::<Decision>(DISPATCH_CHANNEL);
+        let task = tokio::spawn(async move {
+            for decision in dispatcher.reconcile(wall_clock_now()).await {
+                if decision_tx.send(decision).await.is_err() {
+                    return;
+                }
+            }
+            while let Some(msg) = work.recv().await {
+                for decision in serve(&mut dispatcher, msg).await {
+                    if decision_tx.send(decision).await.is_err() {
+                        return;
+                    }
+                }
+            }
+        });
+        DispatcherTask { inbox, decisions, task }
+    }
+}
+
+/// Handles one message; returns the decisions it made.
+async fn serve(dispatcher: &mut Dispatcher, msg: ToDispatcher) -> Vec<Decision> {
+    match msg {
+        ToDispatcher::Proposal(p) => vec![dispatcher.dispatch(p).await],
+        ToDispatcher::Resolved { rule, subject, at } => dispatcher.instance_resolved(&rule, &subject, at).await,
+        ToDispatcher::Tick(now) => dispatcher.maintain(now),
+        ToDispatcher::Command(command, now) => command_decisions(dispatcher, command, now).await,
+    }
+}
+
+/// Answers a dispatch command; an approval or a rejection is a decision.
+async fn command_decisions(dispatcher: &mut Dispatcher, command: DispatchCommand, now: Nanos) -> Vec<Decision> {
+    match command {
+        DispatchCommand::SetMode(mode) => dispatcher.set_mode(mode),
+        DispatchCommand::Approve { id, by, reply } => {
+            let result = dispatcher.approve(&id, &by, now).await;
+            let decided = result.as_ref().ok().cloned();
+            let _ = reply.send(result);
+            return decided.into_iter().collect();
+        }
+        DispatchCommand::Reject { id, by, reply } => {
+            let result = dispatcher.reject(&id, &by, now);
+            let decided = result.as_ref().ok().cloned();
+            let _ = reply.send(result);
+            return decided.into_iter().collect();
+        }
+        DispatchCommand::ResetBreaker { by, reply } => {
+            let _ = reply.send(dispatcher.reset_breaker(&by));
+        }
+        DispatchCommand::Status { reply } => {
+            let _ = reply.send(DispatchStatus {
+                mode: dispatcher.mode(),
+                breaker: dispatcher.breaker().clone(),
+                pending: dispatcher.pending().cloned().collect(),
+                in_effect: dispatcher.policy().in_effect().cloned().collect(),
+                silences: dispatcher.silences(now),
+            });
+        }
+        DispatchCommand::Silence { silence, reply } => {
+            let _ = reply.send(dispatcher.silence(silence));
+        }
+        DispatchCommand::Unsilence { id, reply } => {
+            let _ = reply.send(dispatcher.unsilence(&id));
+        }
+    }
+    Vec::new()
+}

@@ -1,0 +1,167 @@
+//! The run loop: sensors → evaluator → dispatcher, with reload and shutdown.
+//!
+//! Sensors run as tasks and send batches over one bounded channel (a sensor
+//! that outruns the engine waits instead of growing memory). The evaluator
+//! lives in the loop task; the dispatcher in its own task, so a slow
+//! actuator never delays detection. Every event goes to one observer
+//! callback, called on the loop task in order.
+//!
+//! - [`command`]: what a running daemon is asked, for the evaluator
+//!   ([`EngineCommand`]) or for the dispatcher ([`DispatchCommand`]);
+//! - `event_loop`: the loop task — batches, ticks, engine commands;
+//! - `dispatcher_task`: the dispatcher's task and its inbox.
+
+pub mod command;
+mod dispatcher_task;
+mod event_loop;
+
+pub use command::{Command, DispatchCommand, EngineCommand};
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, watch};
+
+use crate::contracts::{Note, Sensor};
+use crate::dispatch::{Decision, Dispatcher, Mode, Silence};
+use crate::evaluator::{EngineEvent, EngineStats, Evaluator, InstanceView, ReloadReport, RuleHealth};
+use crate::policy::BreakerState;
+use crate::recording::Writer;
+use crate::rule::{Helpers, Rule, RuleSet};
+
+/// Batches in flight between sensors and the engine. At 100 ms polls and a
+/// few dozen sensors this is seconds of slack; beyond it sensors wait.
+pub const BATCH_CHANNEL: usize = 1024;
+/// Proposals in flight to the dispatcher.
+pub const DISPATCH_CHANNEL: usize = 1024;
+
+/// What time the evaluator runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClockMode {
+    /// The wall clock, with a periodic tick for time-driven transitions.
+    Wall,
+    /// The newest sample's time: for replays, so a recording is evaluated on
+    /// its own time however fast it is played.
+    Samples,
+}
+
+/// A sensor with its series cap.
+pub struct SensorSlot {
+    /// The sensor.
+    pub sensor: Box<dyn Sensor>,
+    /// How many series it may register.
+    pub max_series: usize,
+}
+
+/// Builds a new rule set for a reload; given the evaluator's helpers so the
+/// firing index carries over.
+pub type RuleLoader = Box<dyn Fn(Helpers) -> Result<RuleSet, crate::rule::RuleErrors> + Send>;
+
+/// Everything the run loop needs.
+pub struct Daemon {
+    /// The evaluator, with its rules loaded.
+    pub evaluator: Evaluator,
+    /// The dispatcher.
+    pub dispatcher: Dispatcher,
+    /// The sensors.
+    pub sensors: Vec<SensorSlot>,
+    /// How to load the rules again on reload, if reloading is possible.
+    pub loader: Option<RuleLoader>,
+    /// Which clock to run on.
+    pub clock: ClockMode,
+    /// Evaluation tick on the wall clock.
+    pub tick: Duration,
+    /// Write everything seen to this recording.
+    pub record: Option<PathBuf>,
+    /// Stop when every sensor has ended (replays, tests). A daemon keeps
+    /// running instead, so approvals, expiry and the control API go on.
+    pub stop_when_sensors_end: bool,
+    /// Where sensors report their health.
+    pub health: crate::contracts::HealthBoard,
+}
+
+/// What the evaluator can say about itself, for the control API and metrics.
+#[derive(Debug, Clone)]
+pub struct EngineView {
+    /// The evaluator's counters.
+    pub stats: EngineStats,
+    /// Each rule loaded: name, severity, mode, health.
+    pub rules: Vec<(Arc<Rule>, RuleHealth)>,
+    /// Every instance that is not idle.
+    pub instances: Vec<InstanceView>,
+    /// Series registered.
+    pub series: usize,
+    /// Evaluation passes run (one per batch or tick).
+    pub evaluations: u64,
+    /// Wall time spent in those passes, in nanoseconds: the rules' cost.
+    pub evaluation_ns: u64,
+}
+
+/// What the dispatcher can say about itself.
+#[derive(Debug, Clone)]
+pub struct DispatchStatus {
+    /// Global mode.
+    pub mode: Mode,
+    /// The breaker.
+    pub breaker: BreakerState,
+    /// Requests awaiting approval.
+    pub pending: Vec<Decision>,
+    /// Actions in effect.
+    pub in_effect: Vec<crate::policy::Effect>,
+    /// Silences in force.
+    pub silences: Vec<Silence>,
+}
+
+/// What the observer sees.
+#[derive(Debug, Clone)]
+pub enum DaemonEvent {
+    /// From the evaluator.
+    Engine(EngineEvent),
+    /// From the dispatcher.
+    Decision(Box<Decision>),
+    /// A note carried by a sensor (fault markers in recordings).
+    Note(Note),
+    /// A reload succeeded.
+    Reloaded(ReloadReport),
+    /// A reload was refused; the old rules keep running.
+    ReloadFailed(Vec<String>),
+    /// A sensor stopped.
+    SensorExited {
+        /// Which.
+        sensor: String,
+        /// Why, if it failed.
+        error: Option<String>,
+    },
+}
+
+/// What a run did.
+#[derive(Debug, Clone)]
+pub struct RunSummary {
+    /// The evaluator's counters.
+    pub stats: EngineStats,
+    /// Decisions made.
+    pub decisions: usize,
+}
+
+/// Runs until every sensor has stopped (with
+/// [`Daemon::stop_when_sensors_end`]) or `shutdown` turns true.
+pub async fn run(
+    daemon: Daemon,
+    shutdown: watch::Receiver<bool>,
+    commands: mpsc::Receiver<Command>,
+    mut observe: impl FnMut(&DaemonEvent) + Send,
+) -> Result<RunSummary, std::io::Error> {
+    let Daemon { evaluator, dispatcher, sensors, loader, clock, tick, record, stop_when_sensors_end, health } = daemon;
+    let recorder = match &record {
+        Some(path) => Some(Writer::new(BufWriter::new(File::create(path)?))),
+        None => None,
+    };
+    let sensors = event_loop::Sensors::start(sensors, evaluator.series(), &shutdown, &health);
+    let dispatcher = dispatcher_task::DispatcherTask::spawn(dispatcher);
+    let mut event_loop = event_loop::EventLoop::new(evaluator, loader, clock, recorder, dispatcher, health);
+    event_loop.run(sensors, shutdown, commands, tick, stop_when_sensors_end, &mut observe).await;
+    event_loop.finish(&mut observe).await
+}
