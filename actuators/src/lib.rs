@@ -91,7 +91,7 @@ pub use webhook::{WebhookActuator, WebhookConfig};
 
 use std::sync::Arc;
 
-use engine::{Actuator, BuildError};
+use engine::{Actuator, BuildError, Component};
 
 /// The actuator kinds [`build`] knows.
 pub const KINDS: &[&str] = &["log", "exec", "cordon", "link", "webhook", "pfcwd", "ecn", "rail"];
@@ -102,36 +102,20 @@ pub const KINDS: &[&str] = &["log", "exec", "cordon", "link", "webhook", "pfcwd"
 /// The error names the actuator, its kind and what was wrong: an unknown
 /// kind, an unknown or mistyped setting, an unusable value.
 pub fn build(kind: &str, name: &str, settings: toml::Table) -> Result<Arc<dyn Actuator>, BuildError> {
-    let invalid = |reason: String| BuildError::Invalid {
-        component: "actuator",
-        name: name.to_string(),
-        kind: kind.to_string(),
-        reason,
-    };
-    /// Deserializes the settings as `C` and builds the actuator from them.
-    fn built<C: serde::de::DeserializeOwned, A: Actuator + 'static, E: std::fmt::Display>(
-        settings: toml::Table,
-        invalid: impl Fn(String) -> BuildError,
-        build: impl FnOnce(C) -> Result<A, E>,
-    ) -> Result<Arc<dyn Actuator>, BuildError> {
-        let config: C = settings.try_into().map_err(|e: toml::de::Error| invalid(e.message().trim().to_string()))?;
-        Ok(Arc::new(build(config).map_err(|e| invalid(e.to_string()))?))
+    fn shared<A: Actuator + 'static>(actuator: A) -> Arc<dyn Actuator> {
+        Arc::new(actuator)
     }
+    let it = Component { component: "actuator", name, kind };
     match kind {
-        "log" => built(settings, invalid, |c: LogConfig| Ok::<_, std::convert::Infallible>(c.build(name))),
-        "exec" => built(settings, invalid, |c: ExecConfig| c.build(name)),
-        "cordon" => built(settings, invalid, |c: CordonConfig| c.build(name)),
-        "link" => built(settings, invalid, |c: LinkConfig| c.build(name)),
-        "webhook" => built(settings, invalid, |c: WebhookConfig| c.build(name)),
-        "pfcwd" => built(settings, invalid, |c: PfcwdConfig| c.build(name)),
-        "ecn" => built(settings, invalid, |c: EcnConfig| c.build(name)),
-        "rail" => built(settings, invalid, |c: RailConfig| c.build(name)),
-        other => Err(BuildError::UnknownKind {
-            component: "actuator",
-            name: name.to_string(),
-            kind: other.to_string(),
-            known: KINDS.join(", "),
-        }),
+        "log" => it.build(settings, |c: LogConfig| Ok::<_, std::convert::Infallible>(c.build(name))).map(shared),
+        "exec" => it.build(settings, |c: ExecConfig| c.build(name)).map(shared),
+        "cordon" => it.build(settings, |c: CordonConfig| c.build(name)).map(shared),
+        "link" => it.build(settings, |c: LinkConfig| c.build(name)).map(shared),
+        "webhook" => it.build(settings, |c: WebhookConfig| c.build(name)).map(shared),
+        "pfcwd" => it.build(settings, |c: PfcwdConfig| c.build(name)).map(shared),
+        "ecn" => it.build(settings, |c: EcnConfig| c.build(name)).map(shared),
+        "rail" => it.build(settings, |c: RailConfig| c.build(name)).map(shared),
+        _ => Err(it.unknown(KINDS)),
     }
 }
 

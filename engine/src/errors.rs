@@ -109,6 +109,61 @@ pub enum BuildError {
     },
 }
 
+/// A component of the configuration being built: a sensor or an actuator
+/// of some kind, by its name. Makes its settings, and names it in errors.
+#[derive(Debug, Clone, Copy)]
+pub struct Component<'a> {
+    /// `sensor` or `actuator`.
+    pub component: &'static str,
+    /// Its name in the config.
+    pub name: &'a str,
+    /// Its kind (`type`).
+    pub kind: &'a str,
+}
+
+impl Component<'_> {
+    /// Deserializes `settings` as `C` and builds the component with `build`;
+    /// either failure becomes [`BuildError::Invalid`].
+    pub fn build<C, T, E>(&self, settings: toml::Table, build: impl FnOnce(C) -> Result<T, E>) -> Result<T, BuildError>
+    where
+        C: serde::de::DeserializeOwned,
+        E: fmt::Display,
+    {
+        let config: C = settings.try_into().map_err(|e: toml::de::Error| self.invalid(e.message().trim()))?;
+        build(config).map_err(|e| self.invalid(e))
+    }
+
+    /// Its settings were refused for `reason`.
+    pub fn invalid(&self, reason: impl fmt::Display) -> BuildError {
+        BuildError::Invalid {
+            component: self.component,
+            name: self.name.to_string(),
+            kind: self.kind.to_string(),
+            reason: reason.to_string(),
+        }
+    }
+
+    /// Its kind is none of `known`.
+    pub fn unknown(&self, known: &[&str]) -> BuildError {
+        BuildError::UnknownKind {
+            component: self.component,
+            name: self.name.to_string(),
+            kind: self.kind.to_string(),
+            known: known.join(", "),
+        }
+    }
+
+    /// Its kind is not in this build; `hint` says how to get one with it.
+    pub fn not_in_build(&self, hint: &str) -> BuildError {
+        BuildError::NotInBuild {
+            component: self.component,
+            name: self.name.to_string(),
+            kind: self.kind.to_string(),
+            hint: hint.to_string(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -101,7 +101,7 @@ pub use contracts::{
     SensorHealth, Verification,
 };
 pub use counter::{CounterSpec, Overflow};
-pub use errors::{BuildError, Errors};
+pub use errors::{BuildError, Component, Errors};
 pub use evaluator::{EngineEvent, EngineStats, Evaluator, InstanceView, ReloadReport, RuleHealth};
 pub use instance::{Instance, State};
 pub use labels::Labels;

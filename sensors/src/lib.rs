@@ -88,7 +88,7 @@ pub use replay::{ReplayConfig, ReplaySensor};
 #[cfg(feature = "verbs")]
 pub use verbs::{VerbsConfig, VerbsSensor};
 
-use engine::{BuildError, Sensor};
+use engine::{BuildError, Component, Sensor};
 
 /// The sensor kinds [`build`] knows.
 pub const KINDS: &[&str] = &[
@@ -110,47 +110,27 @@ pub const KINDS: &[&str] = &[
 /// The error names the sensor, its kind and what was wrong: an unknown kind,
 /// an unknown or mistyped setting, a value out of range.
 pub fn build(kind: &str, name: &str, settings: toml::Table) -> Result<Box<dyn Sensor>, BuildError> {
-    let invalid = |reason: String| BuildError::Invalid {
-        component: "sensor",
-        name: name.to_string(),
-        kind: kind.to_string(),
-        reason,
-    };
-    /// Deserializes the settings as `C` and builds the sensor from them.
-    fn built<C: serde::de::DeserializeOwned, S: Sensor + 'static, E: std::fmt::Display>(
-        settings: toml::Table,
-        invalid: impl Fn(String) -> BuildError,
-        build: impl FnOnce(C) -> Result<S, E>,
-    ) -> Result<Box<dyn Sensor>, BuildError> {
-        let config: C = settings.try_into().map_err(|e: toml::de::Error| invalid(e.message().trim().to_string()))?;
-        Ok(Box::new(build(config).map_err(|e| invalid(e.to_string()))?))
+    fn boxed<S: Sensor + 'static>(sensor: S) -> Box<dyn Sensor> {
+        Box::new(sensor)
     }
+    let it = Component { component: "sensor", name, kind };
     match kind {
-        "netlink_link" => built(settings, invalid, |c: NetlinkLinkConfig| c.build(name)),
-        "nvml" => built(settings, invalid, |c: NvmlConfig| c.build(name)),
-        "rdma_sysfs" => built(settings, invalid, |c: RdmaSysfsConfig| c.build(name)),
-        "nccl_tests" => built(settings, invalid, |c: NcclTestsConfig| c.build(name)),
-        "gnmi" => built(settings, invalid, |c: GnmiConfig| c.build(name)),
-        "ethtool" => built(settings, invalid, |c: EthtoolConfig| c.build(name)),
-        "prometheus" => built(settings, invalid, |c: PrometheusConfig| c.build(name)),
-        "replay" => built(settings, invalid, |c: ReplayConfig| c.build(name)),
+        "netlink_link" => it.build(settings, |c: NetlinkLinkConfig| c.build(name)).map(boxed),
+        "nvml" => it.build(settings, |c: NvmlConfig| c.build(name)).map(boxed),
+        "rdma_sysfs" => it.build(settings, |c: RdmaSysfsConfig| c.build(name)).map(boxed),
+        "nccl_tests" => it.build(settings, |c: NcclTestsConfig| c.build(name)).map(boxed),
+        "gnmi" => it.build(settings, |c: GnmiConfig| c.build(name)).map(boxed),
+        "ethtool" => it.build(settings, |c: EthtoolConfig| c.build(name)).map(boxed),
+        "prometheus" => it.build(settings, |c: PrometheusConfig| c.build(name)).map(boxed),
+        "replay" => it.build(settings, |c: ReplayConfig| c.build(name)).map(boxed),
         #[cfg(feature = "verbs")]
-        "verbs" => built(settings, invalid, |c: VerbsConfig| c.build(name)),
+        "verbs" => it.build(settings, |c: VerbsConfig| c.build(name)).map(boxed),
         #[cfg(not(feature = "verbs"))]
-        "verbs" => Err(BuildError::NotInBuild {
-            component: "sensor",
-            name: name.to_string(),
-            kind: kind.to_string(),
-            hint: "rocemend was built without the `verbs` feature (rebuild with `--features verbs`, which needs \
-                   libibverbs-dev, librdmacm-dev and libclang-dev)"
-                .into(),
-        }),
-        other => Err(BuildError::UnknownKind {
-            component: "sensor",
-            name: name.to_string(),
-            kind: other.to_string(),
-            known: KINDS.join(", "),
-        }),
+        "verbs" => Err(it.not_in_build(
+            "rocemend was built without the `verbs` feature (rebuild with `--features verbs`, which needs \
+             libibverbs-dev, librdmacm-dev and libclang-dev)",
+        )),
+        _ => Err(it.unknown(KINDS)),
     }
 }
 

@@ -290,118 +290,110 @@ mod tests {
         shape(table, samples).into_iter().filter(|(m, ..)| m == "link_transition").map(|(_, to, _)| to).collect()
     }
 
+    /// A tracker with its series table and the samples of the last step.
+    struct Fixture {
+        table: SeriesTable,
+        ctx: SensorContext,
+        tracker: LinkTracker,
+        out: Vec<Sample>,
+    }
+
+    impl Fixture {
+        fn new(tracker: LinkTracker) -> Fixture {
+            let table = SeriesTable::default();
+            Fixture { ctx: ctx(&table), table, tracker, out: Vec::new() }
+        }
+
+        /// A default tracker that has seen `first` as its baseline.
+        fn after(first: LinkReading) -> Fixture {
+            let mut f = Fixture::new(LinkTracker::default());
+            f.observe(&first, 0);
+            f
+        }
+
+        /// Observes `r` at `t`; returns the transitions it produced.
+        fn observe(&mut self, r: &LinkReading, t: Nanos) -> Vec<String> {
+            self.out.clear();
+            self.tracker.observe(&self.ctx, r, t, &mut self.out).unwrap();
+            transitions(&self.table, &self.out)
+        }
+    }
+
     #[test]
     fn the_first_reading_is_a_baseline_without_events() {
-        let table = SeriesTable::default();
-        let ctx = ctx(&table);
-        let mut tracker = LinkTracker::default();
-        let mut out = Vec::new();
-        tracker.observe(&ctx, &reading(2, "eth0", true, 7, 6), 10, &mut out).unwrap();
+        let mut f = Fixture::new(LinkTracker::default());
+        f.observe(&reading(2, "eth0", true, 7, 6), 10);
         assert_eq!(
-            shape(&table, &out),
+            shape(&f.table, &f.out),
             vec![
                 ("link_carrier_down_count".into(), "".into(), 6.0),
                 ("link_carrier_up_count".into(), "".into(), 7.0),
                 ("link_oper_up".into(), "".into(), 1.0),
             ]
         );
-        assert!(out.iter().all(|s| s.ts == 10));
-        assert_eq!(table.read().labels(out[0].series), Labels::from_pairs([("netdev", "eth0")]));
+        assert!(f.out.iter().all(|s| s.ts == 10));
+        assert_eq!(f.table.read().labels(f.out[0].series), Labels::from_pairs([("netdev", "eth0")]));
     }
 
     #[test]
     fn three_downs_between_two_messages_are_three_down_events() {
-        let table = SeriesTable::default();
-        let ctx = ctx(&table);
-        let mut tracker = LinkTracker::default();
-        let mut out = Vec::new();
-        tracker.observe(&ctx, &reading(2, "eth0", true, 1, 0), 0, &mut out).unwrap();
-        out.clear();
+        let mut f = Fixture::after(reading(2, "eth0", true, 1, 0));
         // Up, then three flaps, ending down: 3 downs and 2 ups, down first.
-        tracker.observe(&ctx, &reading(2, "eth0", false, 3, 3), 1, &mut out).unwrap();
-        assert_eq!(transitions(&table, &out), ["down", "up", "down", "up", "down"]);
+        assert_eq!(f.observe(&reading(2, "eth0", false, 3, 3), 1), ["down", "up", "down", "up", "down"]);
         let oper: Vec<f64> =
-            shape(&table, &out).into_iter().filter(|(m, ..)| m == "link_oper_up").map(|t| t.2).collect();
+            shape(&f.table, &f.out).into_iter().filter(|(m, ..)| m == "link_oper_up").map(|t| t.2).collect();
         assert_eq!(oper, [0.0]);
     }
 
     #[test]
     fn a_counter_wrap_is_one_change_not_four_billion() {
-        let table = SeriesTable::default();
-        let ctx = ctx(&table);
-        let mut tracker = LinkTracker::default();
-        let mut out = Vec::new();
-        tracker.observe(&ctx, &reading(2, "eth0", true, u32::MAX, u32::MAX), 0, &mut out).unwrap();
-        out.clear();
-        tracker.observe(&ctx, &reading(2, "eth0", false, u32::MAX, 0), 1, &mut out).unwrap();
-        assert_eq!(transitions(&table, &out), ["down"]);
+        let mut f = Fixture::after(reading(2, "eth0", true, u32::MAX, u32::MAX));
+        assert_eq!(f.observe(&reading(2, "eth0", false, u32::MAX, 0), 1), ["down"]);
     }
 
     #[test]
     fn a_stale_reading_is_ignored() {
-        let table = SeriesTable::default();
-        let ctx = ctx(&table);
-        let mut tracker = LinkTracker::default();
-        let mut out = Vec::new();
-        tracker.observe(&ctx, &reading(2, "eth0", true, 5, 4), 0, &mut out).unwrap();
-        out.clear();
-        tracker.observe(&ctx, &reading(2, "eth0", true, 4, 3), 1, &mut out).unwrap();
-        assert!(out.is_empty(), "{:?}", shape(&table, &out));
+        let mut f = Fixture::after(reading(2, "eth0", true, 5, 4));
+        f.observe(&reading(2, "eth0", true, 4, 3), 1);
+        assert!(f.out.is_empty(), "{:?}", shape(&f.table, &f.out));
         // And the next fresh one counts from 5/4, not from the stale 4/3.
-        tracker.observe(&ctx, &reading(2, "eth0", false, 5, 5), 2, &mut out).unwrap();
-        assert_eq!(transitions(&table, &out), ["down"]);
+        assert_eq!(f.observe(&reading(2, "eth0", false, 5, 5), 2), ["down"]);
     }
 
     #[test]
     fn a_huge_jump_is_bounded() {
-        let table = SeriesTable::default();
-        let ctx = ctx(&table);
-        let mut tracker = LinkTracker::default();
-        let mut out = Vec::new();
-        tracker.observe(&ctx, &reading(2, "eth0", false, 0, 0), 0, &mut out).unwrap();
-        out.clear();
-        tracker.observe(&ctx, &reading(2, "eth0", false, 100_000, 100_000), 1, &mut out).unwrap();
-        let t = transitions(&table, &out);
+        let mut f = Fixture::after(reading(2, "eth0", false, 0, 0));
+        let t = f.observe(&reading(2, "eth0", false, 100_000, 100_000), 1);
         assert_eq!(t.len(), 2 * MAX_EVENTS_PER_MESSAGE as usize);
         assert_eq!(t[0], "up", "a link that was down came up first");
     }
 
     #[test]
     fn excluded_and_nameless_links_are_not_watched() {
-        let table = SeriesTable::default();
-        let ctx = ctx(&table);
-        let mut tracker = LinkTracker::new(NameFilter::default());
-        let mut out = Vec::new();
-        tracker.observe(&ctx, &reading(1, "lo", true, 0, 0), 0, &mut out).unwrap();
-        tracker.observe(&ctx, &LinkReading { index: 3, ..LinkReading::default() }, 0, &mut out).unwrap();
-        assert!(out.is_empty());
-        assert!(tracker.is_empty());
+        let mut f = Fixture::new(LinkTracker::new(NameFilter::default()));
+        f.observe(&reading(1, "lo", true, 0, 0), 0);
+        assert!(f.out.is_empty());
+        f.observe(&LinkReading { index: 3, ..LinkReading::default() }, 0);
+        assert!(f.out.is_empty());
+        assert!(f.tracker.is_empty());
     }
 
     #[test]
     fn a_resync_forgets_deleted_links_and_counts_the_gap() {
-        let table = SeriesTable::default();
-        let ctx = ctx(&table);
-        let mut tracker = LinkTracker::default();
-        let mut out = Vec::new();
-        tracker.resync(&ctx, &[reading(2, "eth0", true, 1, 0), reading(3, "eth1", true, 1, 0)], 0, &mut out).unwrap();
-        assert_eq!(tracker.names(), ["eth0", "eth1"]);
-        out.clear();
-        tracker.resync(&ctx, &[reading(2, "eth0", true, 3, 2)], 1, &mut out).unwrap();
-        assert_eq!(tracker.names(), ["eth0"]);
-        assert_eq!(transitions(&table, &out), ["down", "up", "down", "up"]);
+        let mut f = Fixture::new(LinkTracker::default());
+        let both = [reading(2, "eth0", true, 1, 0), reading(3, "eth1", true, 1, 0)];
+        f.tracker.resync(&f.ctx, &both, 0, &mut f.out).unwrap();
+        assert_eq!(f.tracker.names(), ["eth0", "eth1"]);
+        f.out.clear();
+        f.tracker.resync(&f.ctx, &[reading(2, "eth0", true, 3, 2)], 1, &mut f.out).unwrap();
+        assert_eq!(f.tracker.names(), ["eth0"]);
+        assert_eq!(transitions(&f.table, &f.out), ["down", "up", "down", "up"]);
     }
 
     #[test]
     fn a_renamed_link_moves_to_new_series() {
-        let table = SeriesTable::default();
-        let ctx = ctx(&table);
-        let mut tracker = LinkTracker::default();
-        let mut out = Vec::new();
-        tracker.observe(&ctx, &reading(2, "eth0", true, 1, 0), 0, &mut out).unwrap();
-        out.clear();
-        tracker.observe(&ctx, &reading(2, "rail0", false, 1, 1), 1, &mut out).unwrap();
-        assert_eq!(transitions(&table, &out), ["down"]);
-        assert_eq!(table.read().labels(out[0].series).get("netdev"), Some("rail0"));
+        let mut f = Fixture::after(reading(2, "eth0", true, 1, 0));
+        assert_eq!(f.observe(&reading(2, "rail0", false, 1, 1), 1), ["down"]);
+        assert_eq!(f.table.read().labels(f.out[0].series).get("netdev"), Some("rail0"));
     }
 }
