@@ -66,6 +66,7 @@
 //! - [`contracts`]: the [`Sensor`](contracts::Sensor) and [`Actuator`](contracts::Actuator) traits;
 //! - [`recording`]: JSON-lines recordings for replay;
 //! - [`config`]: TOML helpers with line/column errors;
+//! - `testing` (feature `test-util`): fakes shared by the workspace's tests;
 //! - [`errors`]: error lists ([`Errors`]) and the build error of components.
 
 #![deny(missing_docs)]
@@ -91,6 +92,8 @@ pub mod rule_test;
 pub mod runtime;
 pub mod series;
 pub mod store;
+#[cfg(any(test, feature = "test-util"))]
+pub mod testing;
 pub mod time;
 pub mod topology;
 pub mod window;

@@ -1,87 +1,24 @@
 //! The safety policy end to end through the engine's public API: rules
 //! evaluated on samples, every proposal handed to the [`Dispatcher`] and
 //! every resolution to [`Dispatcher::instance_resolved`], the way the run
-//! loop forwards them, with a small actuator whose targets the tests can
-//! read and change by hand.
+//! loop forwards them, with [`Knobs`], an actuator whose targets the tests
+//! can read and change by hand.
 
 mod common;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
 use common::{load, secs, Rig};
 use engine::dispatch::{ActuatorRoute, Decision, DispatchConfig, Dispatcher, Mode, Verdict};
 use engine::ledger::{Ledger, Retention};
 use engine::policy::{BreakerConfig, Limits, PolicySettings, RetryConfig, TargetLimits, UndoConfig};
+use engine::testing::Knobs;
 use engine::topology::EXAMPLE_INVENTORY;
 use engine::{
-    Action, Actuator, ActuatorError, CounterSpec, EngineEvent, Helpers, Labels, Nanos, Outcome, Plan, SampleKind,
-    SeriesId, SeriesTable, State, Store, Topology, Verification,
+    CounterSpec, EngineEvent, Helpers, Labels, Nanos, SampleKind, SeriesId, SeriesTable, State, Store, Topology,
 };
-
-/// One knob per target: `execute` sets it to "ours" and records what it
-/// replaced, `undo` puts that back, `verify` reads it. A test changes a
-/// knob "by hand" through [`Knobs::set_by_hand`].
-#[derive(Default)]
-struct Knobs {
-    values: Mutex<HashMap<String, String>>,
-    executes: AtomicUsize,
-    undos: AtomicUsize,
-}
-
-impl Knobs {
-    fn value(&self, target: &Labels) -> Option<String> {
-        self.values.lock().unwrap().get(&target.to_string()).cloned()
-    }
-
-    fn set_by_hand(&self, target: &Labels, value: &str) {
-        self.values.lock().unwrap().insert(target.to_string(), value.to_string());
-    }
-}
-
-#[async_trait]
-impl Actuator for Knobs {
-    fn name(&self) -> &str {
-        "knobs"
-    }
-
-    async fn dry_run(&self, action: &Action) -> Result<Plan, ActuatorError> {
-        Ok(Plan { actuator: "knobs".into(), requests: vec![format!("set {} ours", action.target)] })
-    }
-
-    async fn execute(&self, action: &Action) -> Result<Outcome, ActuatorError> {
-        self.executes.fetch_add(1, Ordering::SeqCst);
-        let key = action.target.to_string();
-        let prior = self.values.lock().unwrap().insert(key.clone(), "ours".into()).unwrap_or_else(|| "default".into());
-        Ok(Outcome {
-            summary: format!("set {key} ours"),
-            requests: vec![format!("set {key} ours")],
-            prior: Some(serde_json::json!(prior)),
-        })
-    }
-
-    async fn verify(&self, action: &Action, _: Option<&Outcome>) -> Result<Verification, ActuatorError> {
-        Ok(match self.value(&action.target).as_deref() {
-            Some("ours") => Verification::InEffect,
-            Some(other) => Verification::Changed(format!("value is {other}")),
-            None => Verification::NotInEffect,
-        })
-    }
-
-    async fn dry_run_undo(&self, action: &Action, applied: &Outcome) -> Result<Plan, ActuatorError> {
-        Ok(Plan { actuator: "knobs".into(), requests: vec![format!("set {} {:?}", action.target, applied.prior)] })
-    }
-
-    async fn undo(&self, action: &Action, applied: &Outcome) -> Result<Outcome, ActuatorError> {
-        self.undos.fetch_add(1, Ordering::SeqCst);
-        let prior = applied.prior.as_ref().and_then(|p| p.as_str()).unwrap_or("default").to_string();
-        self.values.lock().unwrap().insert(action.target.to_string(), prior.clone());
-        Ok(Outcome { summary: format!("restored {prior}"), requests: vec![], prior: None })
-    }
-}
 
 /// The policy knobs a test sets; everything else is the playbook default.
 struct Policy {
@@ -204,7 +141,7 @@ async fn fifty_simultaneous_node_faults_with_a_limit_of_three_cordons() {
     assert!(run.proposals.iter().all(|p| p.action.kind == "node.cordon" && p.decided_at == secs(1)));
     assert_eq!(decisions.len(), 50);
     assert_eq!(decisions.iter().filter(|d| is_executed(d)).count(), 3, "{decisions:#?}");
-    assert_eq!(knobs.executes.load(Ordering::SeqCst), 3, "only three cordons reached the actuator");
+    assert_eq!(knobs.executes(), 3, "only three cordons reached the actuator");
     let held: Vec<&str> = decisions.iter().filter_map(held_reason).collect();
     assert_eq!(held.len(), 47, "every other proposal is held: {decisions:#?}");
     assert!(held.iter().all(|r| !r.is_empty()), "{held:?}");
@@ -274,7 +211,7 @@ async fn two_rails_of_one_plane_failing_together_drain_only_one() {
     assert!(reason.contains(&format!("rail {drained_rail} already drained")), "and the rail drained: {reason}");
     // The limit is per plane: a rail of plane 1 drains at the same time.
     assert!(is_executed(by_rail("5")), "{decisions:#?}");
-    assert_eq!(knobs.executes.load(Ordering::SeqCst), 2);
+    assert_eq!(knobs.executes(), 2);
 }
 
 /// Fires while `flap_flag` is 1, clears while it is 0; 30 s cooldown.
@@ -325,7 +262,7 @@ async fn a_flapping_rule_produces_at_most_one_action_per_cooldown() {
         let done = actions.iter().filter(|d| is_executed(d)).count();
         assert!((1..=4).contains(&done), "{what}: {done} actions in 120 s");
         assert_eq!(done, executed, "{what}: {actions:#?}");
-        assert_eq!(knobs.executes.load(Ordering::SeqCst), executed, "{what}");
+        assert_eq!(knobs.executes(), executed, "{what}");
         for d in actions.iter().filter(|d| !is_executed(d)) {
             assert!(
                 matches!(&d.verdict, Verdict::Suppressed { reason: r } if r.starts_with(reason)),
@@ -380,5 +317,5 @@ async fn undo_skips_a_target_changed_by_hand() {
         undo_of(&a)
     );
     assert_eq!(knobs.value(&a).as_deref(), Some("default"), "the target left alone is restored");
-    assert_eq!(knobs.undos.load(Ordering::SeqCst), 1, "only one undo reached the actuator");
+    assert_eq!(knobs.undos(), 1, "only one undo reached the actuator");
 }

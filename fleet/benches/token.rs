@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, Criterion};
 use engine::coordination::{Admission, Coordinator, Release, TokenRequest};
 use engine::policy::Impact;
-use fleet::settings::{BudgetConfig, FleetConfig, FleetSettings, Per};
+use fleet::settings::FleetSettings;
 use fleet::EtcdCoordinator;
 
 struct Etcd {
@@ -57,24 +57,7 @@ fn etcd() -> Option<Etcd> {
 }
 
 fn settings(url: &str) -> FleetSettings {
-    FleetSettings::new(&FleetConfig {
-        etcd: vec![url.to_string()],
-        identity: Some("bench".into()),
-        lease_ttl: "10s".into(),
-        request_timeout: "2s".into(),
-        prefix: "/rocemend/fleet/".into(),
-        fleet_size: None,
-        aggregator: None,
-        budget: vec![BudgetConfig {
-            name: "cordon".into(),
-            kinds: vec!["node.cordon".into()],
-            max: 3,
-            window: Some("10m".into()),
-            max_percent: None,
-            per: Per::Fleet,
-        }],
-    })
-    .unwrap()
+    FleetSettings::new(&fleet::probe::cordon_budget(&[url.to_string()], "bench", 3, Some("10m"), 10)).unwrap()
 }
 
 async fn take_and_give_back(c: &EtcdCoordinator, i: u64) -> Duration {

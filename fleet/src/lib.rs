@@ -17,7 +17,9 @@
 //! - `session` (feature `etcd`): the lease, its keep-alive, health and the
 //!   breaker watch, in the background;
 //! - `election` (feature `etcd`): leader election for switch aggregators;
-//! - `status` (feature `etcd`): what `rocemend fleet status` shows.
+//! - `status` (feature `etcd`): what `rocemend fleet status` shows;
+//! - `probe` (feature `etcd`): one daemon's fleet-scoped dispatch, reduced
+//!   to what `rocemend-fleet-probe`, the fleet tests and the bench share.
 //!
 //! The `etcd` feature is off by default because `etcd-client` compiles its
 //! protos with `protoc`; without it, the daemon runs standalone.
@@ -31,6 +33,8 @@ pub mod settings;
 mod coordinator;
 #[cfg(feature = "etcd")]
 pub mod election;
+#[cfg(feature = "etcd")]
+pub mod probe;
 #[cfg(feature = "etcd")]
 mod session;
 #[cfg(feature = "etcd")]

@@ -10,10 +10,9 @@ use crate::coordination::{
 use crate::labels::Labels;
 use crate::mode::Mode;
 use crate::policy::{BreakerConfig, Limits, PolicySettings, RetryConfig, TargetLimits, UndoConfig};
-use crate::rule::Severity;
 use crate::time::SECOND;
 use async_trait::async_trait;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -109,24 +108,8 @@ impl Actuator for Recorder {
 }
 
 fn proposal(kind: &str, node: &str, at: i64) -> Proposal {
-    Proposal {
-        id: format!("p-{kind}-{node}-{at}"),
-        rule: "spine-fault".into(),
-        rule_hash: "cd".repeat(32),
-        rule_mode: Mode::Enforce,
-        severity: Severity::Critical,
-        subject: Labels::from_pairs([("node", node)]),
-        action: Action {
-            kind: kind.into(),
-            target: Labels::from_pairs([("node", node), ("netdev", "eth0")]),
-            params: BTreeMap::new(),
-        },
-        values: vec![],
-        active_at: at,
-        sample_at: at,
-        decided_at: at,
-        restored: false,
-    }
+    let target = Labels::from_pairs([("node", node), ("netdev", "eth0")]);
+    crate::testing::proposal("spine-fault", kind, node, target, at)
 }
 
 fn dispatcher(actuator: Arc<Recorder>, mode: Mode, undo: Vec<String>) -> Dispatcher {

@@ -1,83 +1,21 @@
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
 use super::*;
-use crate::action::{Action, Proposal};
-use crate::contracts::{Actuator, ActuatorError, Outcome, Plan, Verification};
+use crate::action::Proposal;
 use crate::labels::Labels;
 use crate::ledger::{Ledger, Retention};
 use crate::mode::Mode;
 use crate::policy::{ApprovalRule, BreakerConfig, Limits, PolicySettings, RetryConfig, TargetLimits, UndoConfig};
-use crate::rule::Severity;
 use crate::store::Store;
+use crate::testing::Knobs;
 use crate::time::SECOND;
-use async_trait::async_trait;
-use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
-
-/// A knob per target: execute sets it to "ours" and remembers the old value;
-/// a test can change it "by hand".
-#[derive(Default)]
-struct Knobs {
-    values: Mutex<HashMap<String, String>>,
-    executes: AtomicUsize,
-    failures_left: AtomicUsize,
-}
-
-#[async_trait]
-impl Actuator for Knobs {
-    fn name(&self) -> &str {
-        "knobs"
-    }
-    async fn dry_run(&self, action: &Action) -> Result<Plan, ActuatorError> {
-        Ok(Plan { actuator: "knobs".into(), requests: vec![format!("set {} ours", action.target)] })
-    }
-    async fn execute(&self, action: &Action) -> Result<Outcome, ActuatorError> {
-        self.executes.fetch_add(1, Ordering::SeqCst);
-        if self.failures_left.load(Ordering::SeqCst) > 0 {
-            self.failures_left.fetch_sub(1, Ordering::SeqCst);
-            return Err(ActuatorError::Failed("switch busy".into()));
-        }
-        let key = action.target.to_string();
-        let prior = self.values.lock().unwrap().insert(key.clone(), "ours".into()).unwrap_or_else(|| "default".into());
-        Ok(Outcome {
-            summary: format!("set {key} ours"),
-            requests: vec![format!("set {key} ours")],
-            prior: Some(serde_json::json!(prior)),
-        })
-    }
-    async fn verify(&self, action: &Action, _: Option<&Outcome>) -> Result<Verification, ActuatorError> {
-        Ok(match self.values.lock().unwrap().get(&action.target.to_string()).map(String::as_str) {
-            Some("ours") => Verification::InEffect,
-            Some(other) => Verification::Changed(format!("value is {other}")),
-            None => Verification::NotInEffect,
-        })
-    }
-    async fn undo(&self, action: &Action, applied: &Outcome) -> Result<Outcome, ActuatorError> {
-        let prior = applied.prior.as_ref().and_then(|p| p.as_str()).unwrap_or("default").to_string();
-        self.values.lock().unwrap().insert(action.target.to_string(), prior.clone());
-        Ok(Outcome { summary: format!("restored {prior}"), requests: vec![], prior: None })
-    }
-}
 
 fn proposal(rule: &str, node: &str, at: i64) -> Proposal {
-    Proposal {
-        id: format!("p-{node}-{at}"),
-        rule: rule.into(),
-        rule_hash: "ab".repeat(32),
-        rule_mode: Mode::Enforce,
-        severity: Severity::Critical,
-        subject: Labels::from_pairs([("node", node)]),
-        action: Action {
-            kind: "node.cordon".into(),
-            target: Labels::from_pairs([("node", node)]),
-            params: BTreeMap::new(),
-        },
-        values: vec![("xids".into(), 1.0)],
-        active_at: at,
-        sample_at: at,
-        decided_at: at,
-        restored: false,
-    }
+    let mut p = crate::testing::proposal(rule, "node.cordon", node, Labels::from_pairs([("node", node)]), at);
+    p.values = vec![("xids".into(), 1.0)];
+    p
 }
 
 struct Setup {
@@ -140,7 +78,7 @@ async fn fifty_faults_three_cordons_forty_seven_held_and_the_breaker_trips() {
         })
         .collect();
     assert_eq!(held.len(), 47);
-    assert_eq!(knobs.executes.load(Ordering::SeqCst), 3);
+    assert_eq!(knobs.executes(), 3);
     assert!(held[..5].iter().all(|r| r.contains("at most 3 nodes cordoned")), "{held:?}");
     assert!(held[5..].iter().all(|r| r.starts_with("circuit breaker tripped")), "{held:?}");
     // The breaker is persisted and survives a restart of the dispatcher.
@@ -165,7 +103,7 @@ async fn approval_executes_rejection_and_expiry_do_not() {
     let b = d.dispatch(proposal("gpu-xid", "b", 0)).await;
     let c = d.dispatch(proposal("gpu-xid", "c", 0)).await;
     assert!(matches!(a.verdict, Verdict::AwaitingApproval { expires_at } if expires_at == 900 * SECOND));
-    assert_eq!(knobs.executes.load(Ordering::SeqCst), 0);
+    assert_eq!(knobs.executes(), 0);
 
     let approved = d.approve(&a.id, "alice", 60 * SECOND).await.unwrap();
     assert!(matches!(approved.verdict, Verdict::Executed { .. }), "{approved:?}");
@@ -175,7 +113,7 @@ async fn approval_executes_rejection_and_expiry_do_not() {
     let expired = d.expire(900 * SECOND);
     assert_eq!(expired.len(), 1);
     assert_eq!(expired[0].id, c.id);
-    assert_eq!(knobs.executes.load(Ordering::SeqCst), 1, "only the approved one ran");
+    assert_eq!(knobs.executes(), 1, "only the approved one ran");
     assert_eq!(
         d.approve(&b.id, "alice", 61 * SECOND).await.unwrap_err(),
         DispatchError::NotPending { id: b.id.clone(), verdict: "rejected" }
@@ -193,7 +131,7 @@ async fn undo_restores_our_change_and_skips_a_target_changed_by_hand() {
     let theirs = d.dispatch(proposal("r", "b", 0)).await;
     assert!(matches!(ours.verdict, Verdict::Executed { .. }));
     // Someone changes b by hand while the rule is still firing.
-    knobs.values.lock().unwrap().insert(Labels::from_pairs([("node", "b")]).to_string(), "set-by-hand".into());
+    knobs.set_by_hand(&Labels::from_pairs([("node", "b")]), "set-by-hand");
 
     let undone = d.instance_resolved("r", &Labels::from_pairs([("node", "a")]), SECOND).await;
     assert_eq!(undone.len(), 1);
@@ -205,17 +143,14 @@ async fn undo_restores_our_change_and_skips_a_target_changed_by_hand() {
         matches!(&skipped[0].verdict, Verdict::Skipped { reason } if reason.contains("value is set-by-hand")),
         "{skipped:?}"
     );
-    assert_eq!(
-        knobs.values.lock().unwrap().get(&Labels::from_pairs([("node", "b")]).to_string()).unwrap(),
-        "set-by-hand"
-    );
+    assert_eq!(knobs.value(&Labels::from_pairs([("node", "b")])).unwrap(), "set-by-hand");
     assert_eq!(skipped[0].undo_of.as_deref(), Some(theirs.id.as_str()));
 }
 
 #[tokio::test]
 async fn a_failed_call_is_retried_with_backoff_and_recorded() {
     let knobs = Arc::new(Knobs::default());
-    knobs.failures_left.store(2, Ordering::SeqCst);
+    knobs.fail_next(2);
     let mut d = dispatcher(Setup::default(), knobs.clone(), None);
     let decision = d.dispatch(proposal("r", "a", 0)).await;
     assert!(matches!(decision.verdict, Verdict::Executed { .. }), "{decision:?}");
@@ -238,12 +173,12 @@ async fn an_interrupted_intent_is_verified_not_repeated() {
     lost.id = "ffffffffff".into();
     lost.proposal.action.target = Labels::from_pairs([("node", "z")]);
     l.put_durable(&lost).unwrap();
-    let before = knobs.executes.load(Ordering::SeqCst);
+    let before = knobs.executes();
 
     let mut restarted = dispatcher(Setup::default(), knobs.clone(), Some(l.clone()));
     let settled = restarted.reconcile(SECOND).await;
     assert_eq!(settled.len(), 2);
-    assert_eq!(knobs.executes.load(Ordering::SeqCst), before, "nothing was sent again");
+    assert_eq!(knobs.executes(), before, "nothing was sent again");
     let a = l.get(&rec.id).unwrap().unwrap();
     assert!(matches!(a.verdict, Verdict::Executed { .. }) && a.phase == Phase::Done, "{a:?}");
     let z = l.get("ffffffffff").unwrap().unwrap();
@@ -262,7 +197,7 @@ async fn dry_run_plans_and_shadow_only_records() {
     let mut shadow = proposal("r", "b", 0);
     shadow.rule_mode = Mode::Shadow;
     assert_eq!(d.dispatch(shadow).await.verdict, Verdict::Shadowed);
-    assert_eq!(knobs.executes.load(Ordering::SeqCst), 0);
+    assert_eq!(knobs.executes(), 0);
 }
 
 fn silence(rule: Option<&str>, target: Option<&str>, until: i64) -> Silence {
@@ -292,7 +227,7 @@ async fn a_silenced_target_is_recorded_as_suppressed_and_nothing_is_sent_until_t
         }
         other => panic!("expected suppressed, got {other:?}"),
     }
-    assert_eq!(knobs.executes.load(Ordering::SeqCst), 0, "a silenced proposal must not reach the actuator");
+    assert_eq!(knobs.executes(), 0, "a silenced proposal must not reach the actuator");
     assert!(l.get(&silenced.id).unwrap().is_some(), "a silenced proposal is still in the ledger");
 
     // Another target is not covered.
@@ -302,7 +237,7 @@ async fn a_silenced_target_is_recorded_as_suppressed_and_nothing_is_sent_until_t
     // After the silence ends, the same target is acted on again.
     let later = d.dispatch(proposal("gpu-xid", "node-07", 11 * SECOND)).await;
     assert!(matches!(later.verdict, Verdict::Executed { .. }), "{:?}", later.verdict);
-    assert_eq!(knobs.executes.load(Ordering::SeqCst), 2);
+    assert_eq!(knobs.executes(), 2);
     assert!(d.silences(11 * SECOND).is_empty());
 }
 

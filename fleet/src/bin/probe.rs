@@ -11,35 +11,13 @@
 //!     --max 3 --window 10m --ttl 2 --hold 30
 //! ```
 
-use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::sync::Arc;
 use std::time::Duration;
 
 use engine::coordination::Coordinator;
-use engine::dispatch::{ActuatorRoute, DispatchConfig, Dispatcher, Mode};
-use engine::policy::{BreakerConfig, Limits, PolicySettings, RetryConfig, TargetLimits, UndoConfig};
-use engine::rule::{Mode, Severity};
-use engine::{Action, ActuatorError, Labels, Outcome, Plan, Proposal};
-use fleet::settings::{BudgetConfig, FleetConfig, FleetSettings, Per};
-use fleet::EtcdCoordinator;
-
-/// Cordons nothing: says what it would cordon. The decision is what the
-/// tests look at.
-struct Stub;
-
-#[async_trait::async_trait]
-impl engine::Actuator for Stub {
-    fn name(&self) -> &str {
-        "probe-cordon"
-    }
-    async fn dry_run(&self, action: &Action) -> Result<Plan, ActuatorError> {
-        Ok(Plan { actuator: "probe-cordon".into(), requests: vec![action.to_string()] })
-    }
-    async fn execute(&self, action: &Action) -> Result<Outcome, ActuatorError> {
-        Ok(Outcome { summary: format!("cordoned {}", action.target), requests: vec![], prior: None })
-    }
-}
+use fleet::settings::FleetSettings;
+use fleet::{probe, EtcdCoordinator};
 
 struct Args {
     etcd: Vec<String>,
@@ -74,29 +52,6 @@ fn args() -> Result<Args, String> {
     Ok(a)
 }
 
-fn dispatcher() -> Dispatcher {
-    let policy = PolicySettings::new(
-        &Limits::default(),
-        &BreakerConfig::default(),
-        &TargetLimits::default(),
-        &[],
-        &UndoConfig::default(),
-        &RetryConfig::default(),
-    )
-    .expect("default policy settings are valid");
-    Dispatcher::new(
-        DispatchConfig {
-            mode: Mode::Enforce,
-            rule_modes: HashMap::new(),
-            routes: vec![ActuatorRoute { pattern: "node.*".into(), actuator: Arc::new(Stub), destructive: true }],
-            timeout: Duration::from_secs(5),
-            policy,
-            topology: None,
-        },
-        None,
-    )
-}
-
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     let a = match args() {
@@ -106,23 +61,7 @@ async fn main() {
             std::process::exit(2);
         }
     };
-    let config = FleetConfig {
-        etcd: a.etcd.clone(),
-        identity: Some(a.identity.clone()),
-        lease_ttl: format!("{}s", a.ttl),
-        request_timeout: "2s".into(),
-        prefix: "/rocemend/fleet/".into(),
-        fleet_size: None,
-        aggregator: None,
-        budget: vec![BudgetConfig {
-            name: "cordon".into(),
-            kinds: vec!["node.cordon".into()],
-            max: a.max,
-            window: a.window.clone(),
-            max_percent: None,
-            per: Per::Fleet,
-        }],
-    };
+    let config = probe::cordon_budget(&a.etcd, &a.identity, a.max, a.window.as_deref(), a.ttl);
     let settings = FleetSettings::new(&config).unwrap_or_else(|e| {
         eprintln!("rocemend-fleet-probe: {e}");
         std::process::exit(2)
@@ -135,26 +74,9 @@ async fn main() {
         eprintln!("rocemend-fleet-probe: {e}");
         std::process::exit(1);
     }
-    let mut d = dispatcher().with_coordinator(coordinator.clone() as Arc<dyn Coordinator>, vec![]);
-    let now = engine::time::wall_clock_now();
-    let proposal = Proposal {
-        id: format!("p-{}", a.identity),
-        rule: "spine-fault".into(),
-        rule_hash: "00".repeat(32),
-        rule_mode: Mode::Enforce,
-        severity: Severity::Critical,
-        subject: Labels::from_pairs([("node", a.node.as_str())]),
-        action: Action {
-            kind: "node.cordon".into(),
-            target: Labels::from_pairs([("node", a.node.as_str())]),
-            params: BTreeMap::new(),
-        },
-        values: vec![],
-        active_at: now,
-        sample_at: now,
-        decided_at: now,
-        restored: false,
-    };
+    let mut d = probe::dispatcher(Arc::new(probe::Counting::default()), coordinator.clone() as Arc<dyn Coordinator>);
+    let mut proposal = probe::proposal("node.cordon", &a.node, engine::time::wall_clock_now());
+    proposal.id = format!("p-{}", a.identity);
     let decision = d.dispatch(proposal).await;
     let line = serde_json::json!({
         "identity": a.identity,

@@ -4,21 +4,15 @@
 
 #![allow(dead_code)]
 
-use std::collections::{BTreeMap, HashMap};
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use engine::coordination::Coordinator;
-use engine::dispatch::{ActuatorRoute, DispatchConfig, Dispatcher, Mode};
-use engine::policy::{BreakerConfig, Limits, PolicySettings, RetryConfig, TargetLimits, UndoConfig};
-use engine::rule::{Mode, Severity};
-use engine::{Action, ActuatorError, Labels, Outcome, Plan, Proposal};
-use fleet::settings::{BudgetConfig, FleetConfig, FleetSettings, Per};
-use fleet::EtcdCoordinator;
+use engine::Proposal;
+use fleet::settings::FleetSettings;
+use fleet::{probe, EtcdCoordinator};
 
 /// Whether the `etcd` binary is here; prints why the test is skipped if not.
 pub fn etcd_available(test: &str) -> bool {
@@ -170,25 +164,8 @@ impl Drop for Cluster {
 /// Settings for daemon `identity` with one cordon budget of `max` per 10
 /// minutes.
 pub fn settings(endpoints: &[String], identity: &str, max: u32, ttl_secs: u64) -> FleetSettings {
-    FleetSettings::new(&FleetConfig {
-        etcd: endpoints.to_vec(),
-        identity: Some(identity.into()),
-        lease_ttl: format!("{ttl_secs}s"),
-        // Generous: the test machine's cores are shared with other builds.
-        request_timeout: "2s".into(),
-        prefix: "/rocemend/fleet/".into(),
-        fleet_size: None,
-        aggregator: None,
-        budget: vec![BudgetConfig {
-            name: "cordon".into(),
-            kinds: vec!["node.cordon".into()],
-            max,
-            window: Some("10m".into()),
-            max_percent: None,
-            per: Per::Fleet,
-        }],
-    })
-    .expect("valid fleet settings")
+    FleetSettings::new(&probe::cordon_budget(endpoints, identity, max, Some("10m"), ttl_secs))
+        .expect("valid fleet settings")
 }
 
 /// A coordinator with a live session.
@@ -198,72 +175,10 @@ pub async fn coordinator(settings: FleetSettings) -> Arc<EtcdCoordinator> {
     Arc::new(c)
 }
 
-/// Counts what it is asked to do; changes nothing.
-#[derive(Default)]
-pub struct Counting {
-    pub executed: AtomicUsize,
-}
-
-#[async_trait::async_trait]
-impl engine::Actuator for Counting {
-    fn name(&self) -> &str {
-        "counting"
-    }
-    async fn dry_run(&self, action: &Action) -> Result<Plan, ActuatorError> {
-        Ok(Plan { actuator: "counting".into(), requests: vec![action.to_string()] })
-    }
-    async fn execute(&self, action: &Action) -> Result<Outcome, ActuatorError> {
-        self.executed.fetch_add(1, Ordering::SeqCst);
-        Ok(Outcome { summary: action.to_string(), requests: vec![], prior: None })
-    }
-}
-
-/// A daemon's dispatcher in enforce mode, every action kind routed to
-/// `actuator`, consulting `coordinator`.
-pub fn dispatcher(actuator: Arc<Counting>, coordinator: Arc<dyn Coordinator>) -> Dispatcher {
-    let policy = PolicySettings::new(
-        &Limits::default(),
-        &BreakerConfig::default(),
-        &TargetLimits::default(),
-        &[],
-        &UndoConfig::default(),
-        &RetryConfig { attempts: 1, backoff: "1ms".into() },
-    )
-    .expect("valid policy settings");
-    Dispatcher::new(
-        DispatchConfig {
-            mode: Mode::Enforce,
-            rule_modes: HashMap::new(),
-            routes: vec![ActuatorRoute { pattern: "*".into(), actuator, destructive: true }],
-            timeout: Duration::from_secs(5),
-            policy,
-            topology: None,
-        },
-        None,
-    )
-    .with_coordinator(coordinator, vec![])
-}
+pub use fleet::probe::{dispatcher, Counting};
 
 /// The proposal every daemon under the failed spine makes: `kind` on its
-/// `node`.
+/// `node`, now.
 pub fn proposal(kind: &str, node: &str) -> Proposal {
-    let now = engine::time::wall_clock_now();
-    Proposal {
-        id: format!("p-{kind}-{node}-{now}"),
-        rule: "spine-fault".into(),
-        rule_hash: "00".repeat(32),
-        rule_mode: Mode::Enforce,
-        severity: Severity::Critical,
-        subject: Labels::from_pairs([("node", node)]),
-        action: Action {
-            kind: kind.into(),
-            target: Labels::from_pairs([("node", node), ("netdev", "eth0")]),
-            params: BTreeMap::new(),
-        },
-        values: vec![],
-        active_at: now,
-        sample_at: now,
-        decided_at: now,
-        restored: false,
-    }
+    probe::proposal(kind, node, engine::time::wall_clock_now())
 }

@@ -1,0 +1,119 @@
+//! One daemon's fleet-scoped dispatch, reduced to what the fleet's own
+//! checks need: a cordon budget, an enforcing dispatcher whose actuator
+//! changes nothing, and the proposal every daemon under a failed spine
+//! makes. `rocemend-fleet-probe` (a daemon in a process of its own), the
+//! fleet tests and the token bench are built from these, so they test the
+//! same thing.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use engine::coordination::Coordinator;
+use engine::dispatch::{ActuatorRoute, DispatchConfig, Dispatcher, Mode};
+use engine::policy::{BreakerConfig, Limits, PolicySettings, RetryConfig, TargetLimits, UndoConfig};
+use engine::{Action, ActuatorError, Labels, Nanos, Outcome, Plan, Proposal, Severity};
+
+use crate::settings::{BudgetConfig, FleetConfig, Per};
+
+/// The `[fleet]` table of daemon `identity` on `endpoints`: one fleet-wide
+/// cordon budget of `max` per `window` (none: held until released), a
+/// lease of `ttl_secs`.
+pub fn cordon_budget(
+    endpoints: &[String],
+    identity: &str,
+    max: u32,
+    window: Option<&str>,
+    ttl_secs: u64,
+) -> FleetConfig {
+    FleetConfig {
+        etcd: endpoints.to_vec(),
+        identity: Some(identity.into()),
+        lease_ttl: format!("{ttl_secs}s"),
+        // Generous: a test machine's cores are shared with other builds.
+        request_timeout: "2s".into(),
+        prefix: "/rocemend/fleet/".into(),
+        fleet_size: None,
+        aggregator: None,
+        budget: vec![BudgetConfig {
+            name: "cordon".into(),
+            kinds: vec!["node.cordon".into()],
+            max,
+            window: window.map(str::to_string),
+            max_percent: None,
+            per: Per::Fleet,
+        }],
+    }
+}
+
+/// Counts what it is asked to do; changes nothing. The decisions are what
+/// the checks look at.
+#[derive(Debug, Default)]
+pub struct Counting {
+    /// Executes so far.
+    pub executed: AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl engine::Actuator for Counting {
+    fn name(&self) -> &str {
+        "counting"
+    }
+    async fn dry_run(&self, action: &Action) -> Result<Plan, ActuatorError> {
+        Ok(Plan { actuator: "counting".into(), requests: vec![action.to_string()] })
+    }
+    async fn execute(&self, action: &Action) -> Result<Outcome, ActuatorError> {
+        self.executed.fetch_add(1, Ordering::SeqCst);
+        Ok(Outcome { summary: action.to_string(), requests: vec![], prior: None })
+    }
+}
+
+/// A daemon's dispatcher in enforce mode, every action kind routed to
+/// `actuator` (one attempt), consulting `coordinator`.
+pub fn dispatcher(actuator: Arc<Counting>, coordinator: Arc<dyn Coordinator>) -> Dispatcher {
+    let policy = PolicySettings::new(
+        &Limits::default(),
+        &BreakerConfig::default(),
+        &TargetLimits::default(),
+        &[],
+        &UndoConfig::default(),
+        &RetryConfig { attempts: 1, backoff: "1ms".into() },
+    )
+    .expect("the default policy settings are valid");
+    Dispatcher::new(
+        DispatchConfig {
+            mode: Mode::Enforce,
+            rule_modes: HashMap::new(),
+            routes: vec![ActuatorRoute { pattern: "*".into(), actuator, destructive: true }],
+            timeout: Duration::from_secs(5),
+            policy,
+            topology: None,
+        },
+        None,
+    )
+    .with_coordinator(coordinator, vec![])
+}
+
+/// The proposal every daemon under the failed spine makes: `kind` on its
+/// `node` (netdev `eth0`), decided at `at`.
+pub fn proposal(kind: &str, node: &str, at: Nanos) -> Proposal {
+    Proposal {
+        id: format!("p-{kind}-{node}-{at}"),
+        rule: "spine-fault".into(),
+        rule_hash: "00".repeat(32),
+        rule_mode: Mode::Enforce,
+        severity: Severity::Critical,
+        subject: Labels::from_pairs([("node", node)]),
+        action: Action {
+            kind: kind.into(),
+            target: Labels::from_pairs([("node", node), ("netdev", "eth0")]),
+            params: Default::default(),
+        },
+        values: vec![],
+        active_at: at,
+        sample_at: at,
+        decided_at: at,
+        restored: false,
+    }
+}
