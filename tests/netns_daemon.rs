@@ -8,56 +8,21 @@ mod common;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{bin, decode_lines, repo, toml_path};
-
-fn skip_reason() -> Option<String> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return Some("not root: network namespaces need root".into());
-    }
-    if Command::new("ip").arg("-V").output().is_err() {
-        return Some("`ip` (iproute2) is not installed".into());
-    }
-    None
-}
-
-fn ip(args: &[&str]) {
-    let out = Command::new("ip").args(args).output().expect("ip runs");
-    assert!(out.status.success(), "ip {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-}
-
-/// Deletes the namespace even when the test fails.
-struct Namespace(String);
-
-impl Drop for Namespace {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.0]).output();
-    }
-}
+use common::{bin, decode_lines, log_playbook, repo, toml_path};
+use net::netns::{self, Netns};
 
 #[test]
 fn the_daemon_in_a_namespace_isolates_a_flapping_veth() {
-    if let Some(reason) = skip_reason() {
+    if let Some(reason) = netns::missing_part(&["ip"]) {
         println!("skipped: {reason}");
         return;
     }
-    let ns = Namespace(format!("rmd-e2e-{}", std::process::id()));
-    ip(&["netns", "add", &ns.0]);
-    ip(&["-n", &ns.0, "link", "add", "veth0", "type", "veth", "peer", "name", "veth1"]);
-    ip(&["-n", &ns.0, "link", "set", "veth1", "up"]);
-    ip(&["-n", &ns.0, "link", "set", "veth0", "up"]);
+    let ns = Netns::create(&format!("rmd-e2e-{}", std::process::id())).unwrap();
+    ns.add_veth("veth0", "veth1").unwrap();
 
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    let playbook = dir.join("playbook.toml");
-    std::fs::write(
-        &playbook,
-        format!(
-            "name = \"e2e\"\nmode = \"dry-run\"\nrules = {}\n[[actuator]]\nname = \"journal\"\ntype = \"log\"\nhandles = [\"*\"]\n",
-            toml_path(&repo("rules"))
-        ),
-    )
-    .unwrap();
+    let playbook = log_playbook(dir, "e2e", Some("dry-run"), &repo("rules"));
     let socket = dir.join("control.sock");
     let config = dir.join("rocemend.toml");
     std::fs::write(
@@ -72,7 +37,7 @@ fn the_daemon_in_a_namespace_isolates_a_flapping_veth() {
     .unwrap();
     let log = std::fs::File::create(dir.join("daemon.log")).unwrap();
     let mut daemon = Command::new("ip")
-        .args(["netns", "exec", &ns.0, bin(), "run", "--config"])
+        .args(["netns", "exec", &ns.name, bin(), "run", "--config"])
         .arg(&config)
         .stdin(Stdio::null())
         .stdout(Stdio::from(log.try_clone().unwrap()))
@@ -88,8 +53,8 @@ fn the_daemon_in_a_namespace_isolates_a_flapping_veth() {
     // Give the sensor its first dump of the link before flapping it.
     std::thread::sleep(Duration::from_millis(500));
     for _ in 0..3 {
-        ip(&["-n", &ns.0, "link", "set", "veth0", "down"]);
-        ip(&["-n", &ns.0, "link", "set", "veth0", "up"]);
+        ns.ip(&["link", "set", "veth0", "down"]).unwrap();
+        ns.ip(&["link", "set", "veth0", "up"]).unwrap();
     }
     let started = Instant::now();
     let decision = loop {

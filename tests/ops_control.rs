@@ -10,23 +10,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{bin, daemon_config, decode_lines, text, toml_path, Daemon, SLOW_STEP, WAIT};
+use common::{bin, daemon_config, decode_lines, slow_step_playbook, text, Daemon, WAIT};
 
 /// A playbook with the slow-step rule and a log actuator for everything,
 /// in enforce mode; `extra` is appended to the daemon config.
 fn setup(dir: &Path, extra: &str) -> PathBuf {
-    let rules = dir.join("rules");
-    std::fs::create_dir_all(&rules).unwrap();
-    std::fs::write(rules.join("slow_step.rhai"), SLOW_STEP).unwrap();
-    let playbook = dir.join("playbook.toml");
-    std::fs::write(
-        &playbook,
-        format!(
-            "name = \"ops\"\nmode = \"enforce\"\nrules = {}\n[[actuator]]\nname = \"journal\"\ntype = \"log\"\nhandles = [\"*\"]\n",
-            toml_path(&rules)
-        ),
-    )
-    .unwrap();
+    let playbook = slow_step_playbook(dir);
     let config = daemon_config(dir, &playbook, None);
     let mut text = std::fs::read_to_string(&config).unwrap();
     text.push_str(extra);

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Instant;
 
-use common::{bin, chromium, daemon_config, text, toml_path, SLOW_STEP, WAIT};
+use common::{bin, daemon_config, slow_step_playbook, text, Browser, WAIT};
 
 /// 2023-11-14T22:13:20Z, in ns.
 const START: i64 = 1_700_000_000_000_000_000;
@@ -77,18 +77,7 @@ fn input() -> String {
 
 /// Runs the daemon over the input until its sensor ends; returns its config.
 fn record(dir: &Path) -> PathBuf {
-    let rules = dir.join("rules");
-    std::fs::create_dir_all(&rules).unwrap();
-    std::fs::write(rules.join("slow_step.rhai"), SLOW_STEP).unwrap();
-    let playbook = dir.join("playbook.toml");
-    std::fs::write(
-        &playbook,
-        format!(
-            "name = \"ops\"\nmode = \"enforce\"\nrules = {}\n[[actuator]]\nname = \"journal\"\ntype = \"log\"\nhandles = [\"*\"]\n",
-            toml_path(&rules)
-        ),
-    )
-    .unwrap();
+    let playbook = slow_step_playbook(dir);
     let input_path = dir.join("input.jsonl");
     std::fs::write(&input_path, input()).unwrap();
     let config = daemon_config(dir, &playbook, Some(&input_path));
@@ -278,26 +267,14 @@ fn bad_input_is_refused_with_exit_2_and_says_what_is_wrong() {
 
 #[test]
 fn the_timeline_is_drawn_in_chromium() {
-    let Some(browser) = chromium() else {
-        eprintln!("skipped: chromium is not installed");
-        return;
-    };
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
+    let Some(browser) = Browser::find(dir) else { return };
     let config = record(dir);
     let html = dir.join("timeline.html");
     page(&config, &html, &["--from", FROM, "--to", TO]);
     let url = format!("file://{}", html.display());
-    let profile = dir.join("profile");
-    let common = |cmd: &mut Command| {
-        cmd.args(["--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000"])
-            .arg(format!("--user-data-dir={}", profile.display()));
-    };
-    let mut dump = Command::new(&browser);
-    common(&mut dump);
-    let dom = dump.arg("--dump-dom").arg(&url).output().unwrap();
-    assert!(dom.status.success(), "{}", String::from_utf8_lossy(&dom.stderr));
-    let dom = String::from_utf8_lossy(&dom.stdout);
+    let dom = browser.dom(&url);
     let attr = |name: &str| -> usize {
         dom.split(&format!("{name}=\""))
             .nth(1)
@@ -310,17 +287,5 @@ fn the_timeline_is_drawn_in_chromium() {
     assert_eq!(attr("data-timelines"), 9, "every section laid out");
     assert_eq!(attr("data-series"), 10, "every series drawn");
     assert!(attr("data-marks") >= 3, "the decision, its steps and the note");
-    let shot = dir.join("shot.png");
-    let mut screenshot = Command::new(&browser);
-    common(&mut screenshot);
-    let result = screenshot
-        .arg(format!("--screenshot={}", shot.display()))
-        .arg("--window-size=1200,2000")
-        .arg(&url)
-        .output()
-        .unwrap();
-    assert!(result.status.success(), "{}", String::from_utf8_lossy(&result.stderr));
-    let png = std::fs::read(&shot).unwrap();
-    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
-    assert!(png.len() > 10_000, "a page with timelines is not a blank {}-byte image", png.len());
+    browser.screenshot(&url, "1200,2000", &dir.join("shot.png"));
 }

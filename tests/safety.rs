@@ -7,7 +7,9 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::{daemon_config, decode_lines, have_sh, last_note, repo, script, sh_quote, text, toml_path, Daemon};
+use common::{
+    daemon_config, decode_lines, have_sh, last_note, log_playbook, repo, script, sh_quote, text, toml_path, Daemon,
+};
 use engine::dispatch::{Decision, Phase, Verdict};
 use engine::ledger::{Filter, Ledger, Retention};
 use engine::store::FLUSH_EVERY_MS;
@@ -296,15 +298,7 @@ fn the_control_socket_is_private() {
 
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    let playbook = dir.join("playbook.toml");
-    std::fs::write(
-        &playbook,
-        format!(
-            "name = \"quiet\"\nrules = {}\n[[actuator]]\nname = \"journal\"\ntype = \"log\"\nhandles = [\"*\"]\n",
-            toml_path(&repo("rules"))
-        ),
-    )
-    .unwrap();
+    let playbook = log_playbook(dir, "quiet", None, &repo("rules"));
     let config = daemon_config(dir, &playbook, None);
     let socket = dir.join("control.sock");
     let mut daemon = Daemon::start(&config, &socket, &dir.join("daemon.log"));

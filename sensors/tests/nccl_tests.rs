@@ -1,11 +1,11 @@
 //! The `nccl_tests` sensor following a realistic `all_reduce_perf` output
 //! as it is written, then truncated for a second run.
 
+use engine::testing::SensorHarness as Harness;
 use std::io::Write;
 use std::time::Duration;
 
-use engine::{Batch, HealthState, Labels, SampleKind, SensorContext, SeriesTable, Value};
-use tokio::sync::{mpsc, watch};
+use engine::{Batch, HealthState, Labels, SampleKind, Value};
 
 const HEADER: &str = "\
 # Collective test starting: all_reduce_perf
@@ -45,19 +45,8 @@ fn row(size: u64, o: [f64; 3], i: [f64; 3]) -> String {
     )
 }
 
-struct Harness {
-    table: SeriesTable,
-    ctx: SensorContext,
-    rx: mpsc::Receiver<Batch>,
-    stop: watch::Sender<bool>,
-}
-
 fn harness() -> Harness {
-    let table = SeriesTable::default();
-    let (tx, rx) = mpsc::channel(64);
-    let (stop, shutdown) = watch::channel(false);
-    let ctx = SensorContext::new(table.clone(), "nccl", 1000, tx, shutdown);
-    Harness { table, ctx, rx, stop }
+    Harness::new("nccl", 1000)
 }
 
 /// (metric, labels, value) of every sample in `batch`.

@@ -2,26 +2,15 @@
 //! valid text; a target that never answers; a closed port) and against a
 //! real `prometheus-node-exporter` when it is installed.
 
+use engine::testing::SensorHarness as Harness;
 use std::time::Duration;
 
-use engine::{Batch, CounterSpec, HealthState, SampleKind, SensorContext, SeriesTable, Value};
+use engine::{CounterSpec, HealthState, SampleKind, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
-use tokio::sync::{mpsc, watch};
-
-struct Harness {
-    table: SeriesTable,
-    ctx: SensorContext,
-    rx: mpsc::Receiver<Batch>,
-    stop: watch::Sender<bool>,
-}
 
 fn harness() -> Harness {
-    let table = SeriesTable::default();
-    let (tx, rx) = mpsc::channel(64);
-    let (stop, shutdown) = watch::channel(false);
-    let ctx = SensorContext::new(table.clone(), "prom", 100_000, tx, shutdown);
-    Harness { table, ctx, rx, stop }
+    Harness::new("prom", 100_000)
 }
 
 const VALID: &str = "# HELP gpu_temp GPU temperature.\n# TYPE gpu_temp gauge\ngpu_temp{gpu=\"0\",Hostname=\"node01\",UUID=\"GPU-1\"} 61\n# TYPE xid_total counter\nxid_total{gpu=\"0\",Hostname=\"node01\"} 2.6\nother 1\n";

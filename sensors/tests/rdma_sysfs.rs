@@ -4,27 +4,16 @@
 #[path = "rdma_sysfs/tree.rs"]
 mod tree;
 
+use engine::testing::SensorHarness as Harness;
 use std::time::Duration;
 
 use engine::counter::{increase, Increase};
-use engine::{Batch, CounterSpec, HealthState, Sample, SampleKind, SensorContext, SeriesTable, Value};
+use engine::{CounterSpec, HealthState, Sample, SampleKind, Value};
 use sensors::rdma_sysfs::{Poller, RdmaSysfsConfig};
-use tokio::sync::{mpsc, watch};
 use tree::{Tree, HW, PMA};
 
-struct Harness {
-    table: SeriesTable,
-    ctx: SensorContext,
-    rx: mpsc::Receiver<Batch>,
-    stop: watch::Sender<bool>,
-}
-
 fn harness() -> Harness {
-    let table = SeriesTable::default();
-    let (tx, rx) = mpsc::channel(64);
-    let (stop, shutdown) = watch::channel(false);
-    let ctx = SensorContext::new(table.clone(), "rdma", 10_000, tx, shutdown);
-    Harness { table, ctx, rx, stop }
+    Harness::new("rdma", 10_000)
 }
 
 fn config(tree: &Tree, rescan_every: u32) -> RdmaSysfsConfig {

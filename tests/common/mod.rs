@@ -290,3 +290,77 @@ pub fn chromium() -> Option<String> {
         .find(|c| Command::new(c).arg("--version").output().is_ok_and(|o| o.status.success()))
         .map(String::from)
 }
+
+/// Headless Chromium with a fresh profile, for pages that lay themselves
+/// out in a script.
+pub struct Browser {
+    path: String,
+    profile: PathBuf,
+}
+
+impl Browser {
+    /// The browser, its profile in `dir`; `None` (and a printed reason)
+    /// when none is installed.
+    pub fn find(dir: &Path) -> Option<Browser> {
+        let Some(path) = chromium() else {
+            eprintln!("skipped: chromium is not installed");
+            return None;
+        };
+        Some(Browser { path, profile: dir.join("profile") })
+    }
+
+    fn command(&self) -> Command {
+        let mut cmd = Command::new(&self.path);
+        cmd.args(["--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000"])
+            .arg(format!("--user-data-dir={}", self.profile.display()));
+        cmd
+    }
+
+    /// The DOM of the page at `url` after its scripts ran.
+    pub fn dom(&self, url: &str) -> String {
+        let out = self.command().arg("--dump-dom").arg(url).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// A screenshot of `url` at `size` (`W,H`) into `shot`; checks it is a
+    /// PNG and not a blank image.
+    pub fn screenshot(&self, url: &str, size: &str, shot: &Path) {
+        let out = self
+            .command()
+            .arg(format!("--screenshot={}", shot.display()))
+            .arg(format!("--window-size={size}"))
+            .arg(url)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let png = std::fs::read(shot).unwrap();
+        assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+        assert!(png.len() > 10_000, "a page with timelines is not a blank {}-byte image", png.len());
+    }
+}
+
+/// A playbook `dir/playbook.toml` named `name` over the rule directory
+/// `rules`, with `mode` if given and a log actuator for everything.
+pub fn log_playbook(dir: &Path, name: &str, mode: Option<&str>, rules: &Path) -> PathBuf {
+    let playbook = dir.join("playbook.toml");
+    let mode = mode.map(|m| format!("mode = \"{m}\"\n")).unwrap_or_default();
+    std::fs::write(
+        &playbook,
+        format!(
+            "name = \"{name}\"\n{mode}rules = {}\n[[actuator]]\nname = \"journal\"\ntype = \"log\"\nhandles = [\"*\"]\n",
+            toml_path(rules)
+        ),
+    )
+    .unwrap();
+    playbook
+}
+
+/// The slow-step rule in `dir/rules` and a playbook of it in enforce mode
+/// with a log actuator for everything; returns the playbook's path.
+pub fn slow_step_playbook(dir: &Path) -> PathBuf {
+    let rules = dir.join("rules");
+    std::fs::create_dir_all(&rules).unwrap();
+    std::fs::write(rules.join("slow_step.rhai"), SLOW_STEP).unwrap();
+    log_playbook(dir, "ops", Some("enforce"), &rules)
+}

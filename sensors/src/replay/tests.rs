@@ -1,10 +1,11 @@
 //! Tests of the replay sensor against small recordings, on a paused clock.
 
+use engine::testing::SensorHarness as Harness;
 use std::io::Write;
 use std::time::Duration;
 
-use engine::{Batch, CounterSpec, Labels, SampleKind, Sensor, SensorContext, SensorError, SeriesTable, Value};
-use tokio::sync::{mpsc, watch};
+use engine::{Batch, CounterSpec, Labels, SampleKind, Sensor, SensorError, Value};
+use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::ReplaySensor;
@@ -35,19 +36,8 @@ fn write_temp(text: &str) -> tempfile::NamedTempFile {
     file
 }
 
-struct Harness {
-    table: SeriesTable,
-    ctx: SensorContext,
-    rx: mpsc::Receiver<Batch>,
-    stop: watch::Sender<bool>,
-}
-
 fn harness() -> Harness {
-    let table = SeriesTable::default();
-    let (tx, rx) = mpsc::channel(64);
-    let (stop, shutdown) = watch::channel(false);
-    let ctx = SensorContext::new(table.clone(), "replay", 100, tx, shutdown);
-    Harness { table, ctx, rx, stop }
+    Harness::new("replay", 100)
 }
 
 fn drain(rx: &mut mpsc::Receiver<Batch>) -> Vec<Batch> {

@@ -3,8 +3,6 @@
 
 #![allow(dead_code)]
 
-use std::os::fd::AsRawFd;
-use std::process::Command;
 use std::time::Duration;
 
 use engine::{Batch, Sensor, SensorContext, SeriesTable};
@@ -13,19 +11,13 @@ use tokio::sync::{mpsc, watch};
 /// A namespace `rm-<tag>-<pid>` holding `veth0` and `veth1`, both up;
 /// deleted on drop.
 pub struct Netns {
+    inner: net::netns::Netns,
     pub name: String,
 }
 
 /// Why a test that needs a namespace cannot run here, if it cannot.
 pub fn missing_part() -> Option<String> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return Some("not root (network namespaces need CAP_SYS_ADMIN)".into());
-    }
-    match Command::new("ip").arg("-V").output() {
-        Ok(out) if out.status.success() => None,
-        _ => Some("`ip` (iproute2) is not installed".into()),
-    }
+    net::netns::missing_part(&["ip"])
 }
 
 impl Netns {
@@ -34,32 +26,23 @@ impl Netns {
         if let Some(reason) = missing_part() {
             return Err(reason);
         }
-        let name = format!("rm-{tag}-{}", std::process::id());
-        let _ = Command::new("ip").args(["netns", "del", &name]).output();
-        run(&["netns", "add", &name]).map_err(|e| format!("cannot create a network namespace: {e}"))?;
-        let ns = Netns { name };
-        ns.ip(&["link", "add", "veth0", "type", "veth", "peer", "name", "veth1"])?;
-        ns.ip(&["link", "set", "veth1", "up"])?;
-        ns.ip(&["link", "set", "veth0", "up"])?;
-        Ok(ns)
+        let inner = net::netns::Netns::create(&format!("rm-{tag}-{}", std::process::id()))
+            .map_err(|e| format!("cannot create a network namespace: {e}"))?;
+        inner.add_veth("veth0", "veth1").map_err(|e| e.to_string())?;
+        Ok(Netns { name: inner.name.clone(), inner })
     }
 
     /// Runs `ip -n <ns> <args>`.
     pub fn ip(&self, args: &[&str]) -> Result<(), String> {
-        let mut all = vec!["-n", &self.name];
-        all.extend_from_slice(args);
-        run(&all)
+        self.inner.ip(args).map_err(|e| e.to_string())
     }
 
     /// Runs `f` on a new thread that has entered the namespace, so every
     /// socket it opens is in it.
     pub fn spawn_in<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> std::thread::JoinHandle<T> {
-        let path = format!("/run/netns/{}", self.name);
+        let name = self.name.clone();
         std::thread::spawn(move || {
-            let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("opening {path}: {e}"));
-            // SAFETY: a valid namespace fd; setns only changes this thread.
-            let rc = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
-            assert_eq!(rc, 0, "setns {path}: {}", std::io::Error::last_os_error());
+            net::netns::enter(&name).unwrap_or_else(|e| panic!("{e}"));
             f()
         })
     }
@@ -77,12 +60,6 @@ impl Netns {
             runtime.block_on(sensor.run(ctx)).map_err(|e| e.to_string())
         });
         Running { rx, series, stop, health, thread: Some(thread) }
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.name]).output();
     }
 }
 
@@ -111,14 +88,5 @@ impl Running {
 impl Drop for Running {
     fn drop(&mut self) {
         let _ = self.stop.send(true);
-    }
-}
-
-fn run(args: &[&str]) -> Result<(), String> {
-    let out = Command::new("ip").args(args).output().map_err(|e| format!("ip {}: {e}", args.join(" ")))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!("ip {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim()))
     }
 }
