@@ -39,6 +39,30 @@ pub fn this_node(action: &Action, actuator: &str, own: &str) -> Result<(), Actua
     }
 }
 
+/// The netdev a host-side action of `actuator` may change: the action is
+/// for this node (`own`), its `netdev` label is a valid name, and it is one
+/// of `allowed` (empty allows any).
+pub fn host_netdev<'a>(
+    action: &'a Action,
+    actuator: &str,
+    own: &str,
+    allowed: &[String],
+) -> Result<&'a str, ActuatorError> {
+    this_node(action, actuator, own)?;
+    let netdev = label(action, "netdev")?;
+    crate::link::check_netdev(netdev)
+        .map_err(|e| ActuatorError::Invalid(format!("netdev {netdev:?} is refused: {e}")))?;
+    if !allowed.is_empty() && !allowed.iter().any(|n| n == netdev) {
+        return Err(ActuatorError::Invalid(format!("netdev {netdev:?} is not one {actuator} may change")));
+    }
+    Ok(netdev)
+}
+
+/// The refusal of a host-side action by an actuator without `[host]`.
+pub fn no_host(actuator: &str) -> ActuatorError {
+    ActuatorError::NotSupported(format!("{actuator} has no [host] settings, so it cannot change NICs"))
+}
+
 /// Parses an integer parameter or setting, naming it in the error.
 pub fn integer(what: &str, value: &str, lo: u64, hi: u64, unit: &str) -> Result<u64, ActuatorError> {
     match value.trim().parse::<u64>() {

@@ -235,6 +235,29 @@ impl SensorContext {
             }
         }
     }
+
+    /// Waits for the next tick of a polling sensor's `interval`; `false`
+    /// when shutdown came first (the sensor returns).
+    pub async fn next_tick(&self, interval: &mut tokio::time::Interval) -> bool {
+        tokio::select! {
+            biased;
+            _ = self.shutdown() => false,
+            _ = interval.tick() => true,
+        }
+    }
+
+    /// Sends `samples` as one batch, nothing when there are none; `false`
+    /// when shutdown came first (the engine may not be reading any more).
+    pub async fn send_samples(&self, samples: Vec<Sample>) -> Result<bool, SensorError> {
+        if samples.is_empty() {
+            return Ok(true);
+        }
+        tokio::select! {
+            biased;
+            _ = self.shutdown() => Ok(false),
+            sent = self.send(Batch { samples, notes: Vec::new() }) => sent.map(|()| true),
+        }
+    }
 }
 
 /// A source of samples.

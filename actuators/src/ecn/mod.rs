@@ -22,9 +22,8 @@ use async_trait::async_trait;
 use engine::{Action, Actuator, ActuatorError, Outcome, Plan, Verification};
 use serde_json::json;
 
-use crate::link::check_netdev;
 use crate::sonic::{self, Sonic};
-use crate::target::{label, this_node, verb};
+use crate::target::{host_netdev, no_host, verb};
 
 /// Lowers ECN thresholds and sets DCQCN knobs, built from an [`EcnConfig`].
 #[derive(Debug)]
@@ -58,15 +57,8 @@ impl EcnActuator {
     }
 
     fn knobs(&self, action: &Action) -> Result<(String, Vec<host::Knob>), ActuatorError> {
-        let host = self.host.as_ref().ok_or_else(|| {
-            ActuatorError::NotSupported(format!("{} has no [host] settings, so it cannot change NICs", self.name))
-        })?;
-        this_node(action, &self.name, &host.node)?;
-        let netdev = label(action, "netdev")?;
-        check_netdev(netdev).map_err(|e| ActuatorError::Invalid(format!("netdev {netdev:?} is refused: {e}")))?;
-        if !host.netdevs.is_empty() && !host.netdevs.iter().any(|n| n == netdev) {
-            return Err(ActuatorError::Invalid(format!("netdev {netdev:?} is not one {} may change", self.name)));
-        }
+        let host = self.host.as_ref().ok_or_else(|| no_host(&self.name))?;
+        let netdev = host_netdev(action, &self.name, &host.node, &host.netdevs)?;
         Ok((netdev.to_string(), host::knobs(&host.root, netdev, action)?))
     }
 

@@ -16,9 +16,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use engine::{
-    Batch, CounterSpec, Labels, Nanos, Sample, SampleKind, SensorContext, SeriesId, SeriesSpec, SeriesTable, Value,
-};
+use engine::{Batch, Labels, Nanos, Sample, SampleKind, SensorContext, SeriesId, SeriesSpec, SeriesTable, Value};
 use gnmi_proto::gnmi::Encoding;
 use sensors::gnmi::mapping::{map_update, Kind, Reading};
 use sensors::rdma_sysfs::{Poller, RdmaSysfsConfig};
@@ -158,18 +156,7 @@ impl SwitchReader {
                 Some(id) => *id,
                 None => {
                     // As the gNMI sensor labels them.
-                    let mut labels = Labels::from_pairs([("switch", self.name.as_str()), ("port", r.port.as_str())]);
-                    if let Some(q) = r.queue {
-                        labels.insert("queue", q.to_string());
-                        labels.insert("prio", q.to_string());
-                    } else if let Some(p) = r.prio {
-                        labels.insert("prio", p.to_string());
-                    }
-                    let kind = match r.kind {
-                        Kind::Counter => SampleKind::Counter(CounterSpec::U64),
-                        Kind::Gauge => SampleKind::Gauge,
-                    };
-                    match self.ctx.register(&SeriesSpec { metric: r.metric.to_string(), labels, kind }) {
+                    match self.ctx.register(&r.spec(&self.name)) {
                         Ok(id) => {
                             self.series.insert(key, id);
                             id

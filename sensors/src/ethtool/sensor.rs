@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use engine::{
-    Batch, CounterSpec, HealthState, Labels, Nanos, Sample, SampleKind, Sensor, SensorContext, SensorError, SeriesId,
+    CounterSpec, HealthState, Labels, Nanos, Sample, SampleKind, Sensor, SensorContext, SensorError, SeriesId,
     SeriesSpec, Value,
 };
 use tokio::time::MissedTickBehavior;
@@ -291,22 +291,15 @@ impl Sensor for EthtoolSensor {
         let mut tick = tokio::time::interval(Duration::from_millis(self.config.interval_ms));
         tick.set_missed_tick_behavior(MissedTickBehavior::Skip);
         loop {
-            tokio::select! {
-                biased;
-                _ = ctx.shutdown() => return Ok(()),
-                _ = tick.tick() => {}
+            if !ctx.next_tick(&mut tick).await {
+                return Ok(());
             }
             // The ioctls run here, not on the blocking pool: they are short
             // copies out of the driver, and the socket and interface list
             // belong to this thread's network namespace.
             let samples = poller.poll(engine::time::wall_clock_now());
-            if samples.is_empty() {
-                continue;
-            }
-            tokio::select! {
-                biased;
-                _ = ctx.shutdown() => return Ok(()),
-                sent = ctx.send(Batch { samples, notes: Vec::new() }) => sent?,
+            if !ctx.send_samples(samples).await? {
+                return Ok(());
             }
         }
     }

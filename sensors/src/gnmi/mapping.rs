@@ -19,6 +19,7 @@
 //! skipped; a path of no known shape, or a value that does not parse, is an
 //! error the sensor reports.
 
+use engine::{CounterSpec, Labels, SampleKind, SeriesSpec};
 use gnmi_proto::gnmi::{Path, TypedValue};
 use gnmi_proto::value;
 use serde_json::Value as Json;
@@ -49,6 +50,26 @@ pub struct Reading {
     pub count: u64,
     /// A gauge's level.
     pub level: f64,
+}
+
+impl Reading {
+    /// The series of this reading on switch `switch`: labelled `switch` and
+    /// `port`, with `queue` and `prio` (a queue's priority is its index) or
+    /// `prio` alone; counters are 64-bit.
+    pub fn spec(&self, switch: &str) -> SeriesSpec {
+        let mut labels = Labels::from_pairs([("switch", switch), ("port", self.port.as_str())]);
+        if let Some(q) = self.queue {
+            labels.insert("queue", q.to_string());
+            labels.insert("prio", q.to_string());
+        } else if let Some(p) = self.prio {
+            labels.insert("prio", p.to_string());
+        }
+        let kind = match self.kind {
+            Kind::Counter => SampleKind::Counter(CounterSpec::U64),
+            Kind::Gauge => SampleKind::Gauge,
+        };
+        SeriesSpec { metric: self.metric.to_string(), labels, kind }
+    }
 }
 
 /// An update could not be mapped.

@@ -6,10 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use engine::{
-    Batch, CounterSpec, HealthState, Labels, Note, Sample, SampleKind, Sensor, SensorContext, SensorError, SeriesId,
-    SeriesSpec, Value,
-};
+use engine::{Batch, HealthState, Labels, Note, Sample, Sensor, SensorContext, SensorError, SeriesId, Value};
 use gnmi_proto::gnmi::subscribe_response::Response as SubResponse;
 use gnmi_proto::gnmi::{Notification, SubscriptionList};
 use gnmi_proto::path::join;
@@ -288,18 +285,7 @@ impl Target {
         let key = (r.metric, r.queue, r.prio);
         let exists = self.series.get(r.port.as_str()).is_some_and(|m| m.contains_key(&key));
         if !exists {
-            let mut labels = Labels::from_pairs([("switch", self.plan.name.as_str()), ("port", r.port.as_str())]);
-            if let Some(q) = r.queue {
-                labels.insert("queue", q.to_string());
-                labels.insert("prio", q.to_string());
-            } else if let Some(p) = r.prio {
-                labels.insert("prio", p.to_string());
-            }
-            let kind = match r.kind {
-                Kind::Counter => SampleKind::Counter(CounterSpec::U64),
-                Kind::Gauge => SampleKind::Gauge,
-            };
-            let id = self.ctx.register(&SeriesSpec { metric: r.metric.to_string(), labels, kind })?;
+            let id = self.ctx.register(&r.spec(&self.plan.name))?;
             self.series.entry(r.port.clone()).or_default().insert(key, (id, i64::MIN));
         }
         Ok(self.series.get_mut(r.port.as_str()).and_then(|m| m.get_mut(&key)).expect("inserted above"))

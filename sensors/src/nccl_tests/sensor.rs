@@ -3,9 +3,7 @@
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use engine::{
-    Batch, HealthState, Labels, Nanos, Sample, SampleKind, Sensor, SensorContext, SensorError, SeriesSpec, Value,
-};
+use engine::{HealthState, Labels, Nanos, Sample, SampleKind, Sensor, SensorContext, SensorError, SeriesSpec, Value};
 use tokio::time::MissedTickBehavior;
 
 use super::config::NcclTestsConfig;
@@ -87,10 +85,8 @@ impl Sensor for NcclTestsSensor {
         let path = self.config.path.display().to_string();
         let mut waiting_reported = false;
         loop {
-            tokio::select! {
-                biased;
-                _ = ctx.shutdown() => return Ok(()),
-                _ = tick.tick() => {}
+            if !ctx.next_tick(&mut tick).await {
+                return Ok(());
             }
             let start = Instant::now();
             // A local file and at most MAX_READ bytes: a short blocking read,
@@ -129,13 +125,8 @@ impl Sensor for NcclTestsSensor {
             }
             let samples = emitter.samples;
             ctx.read_ok(start.elapsed());
-            if samples.is_empty() {
-                continue;
-            }
-            tokio::select! {
-                biased;
-                _ = ctx.shutdown() => return Ok(()),
-                sent = ctx.send(Batch { samples, notes: Vec::new() }) => sent?,
+            if !ctx.send_samples(samples).await? {
+                return Ok(());
             }
         }
     }

@@ -174,10 +174,8 @@ async fn scrape_loop(
     tick.set_missed_tick_behavior(MissedTickBehavior::Skip);
     let mut scraper = Scraper { target, client: http::client(), ctx: ctx.clone(), memo: HashMap::new() };
     loop {
-        tokio::select! {
-            biased;
-            _ = ctx.shutdown() => return Ok(()),
-            _ = tick.tick() => {}
+        if !ctx.next_tick(&mut tick).await {
+            return Ok(());
         }
         let start = Instant::now();
         let result = tokio::select! {

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use engine::{Batch, Sensor, SensorContext, SensorError};
+use engine::{Sensor, SensorContext, SensorError};
 use tokio::time::MissedTickBehavior;
 
 use super::config::RdmaSysfsConfig;
@@ -40,10 +40,8 @@ impl Sensor for RdmaSysfsSensor {
         tick.set_missed_tick_behavior(MissedTickBehavior::Skip);
         tracing::info!(message = "RDMA sysfs sensor started.", sensor = %self.name, root = %self.config.root.display());
         loop {
-            tokio::select! {
-                biased;
-                _ = ctx.shutdown() => return Ok(()),
-                _ = tick.tick() => {}
+            if !ctx.next_tick(&mut tick).await {
+                return Ok(());
             }
             let ts = engine::time::wall_clock_now();
             let Some(mut p) = poller.take() else { return Ok(()) };
@@ -59,13 +57,8 @@ impl Sensor for RdmaSysfsSensor {
                 source: std::io::Error::other(e.to_string()),
             })?;
             poller = Some(back);
-            if samples.is_empty() {
-                continue;
-            }
-            tokio::select! {
-                biased;
-                _ = ctx.shutdown() => return Ok(()),
-                sent = ctx.send(Batch { samples, notes: Vec::new() }) => sent?,
+            if !ctx.send_samples(samples).await? {
+                return Ok(());
             }
         }
     }

@@ -159,10 +159,8 @@ impl Sensor for VerbsSensor {
         let mut ticker = tokio::time::interval(self.poll_interval);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
-            tokio::select! {
-                biased;
-                _ = ctx.shutdown() => return Ok(()),
-                _ = ticker.tick() => {}
+            if !ctx.next_tick(&mut ticker).await {
+                return Ok(());
             }
             let started = Instant::now();
             let read = tokio::task::spawn_blocking(read_ports).await.map_err(|e| SensorError::Io {
@@ -192,12 +190,8 @@ impl Sensor for VerbsSensor {
             if read.errors.is_empty() {
                 ctx.read_ok(started.elapsed());
             }
-            if !samples.is_empty() {
-                tokio::select! {
-                    biased;
-                    _ = ctx.shutdown() => return Ok(()),
-                    sent = ctx.send(Batch { samples, notes: Vec::new() }) => sent?,
-                }
+            if !ctx.send_samples(samples).await? {
+                return Ok(());
             }
         }
     }
