@@ -53,6 +53,18 @@ struct Applied {
 }
 
 impl LogActuator {
+    /// One journal line: `what` happened to `action`.
+    fn journal(&self, what: &str, action: &Action) {
+        tracing::info!(
+            message = what,
+            actuator = %self.name,
+            kind = %action.kind,
+            verb = action.verb(),
+            target = %action.target,
+            params = ?action.params,
+        );
+    }
+
     /// A log actuator called `name`.
     pub fn new(name: &str) -> LogActuator {
         LogActuator { name: name.to_string(), applied: Mutex::default() }
@@ -84,14 +96,7 @@ impl Actuator for LogActuator {
     }
 
     async fn execute(&self, action: &Action) -> Result<Outcome, ActuatorError> {
-        tracing::info!(
-            message = "Action.",
-            actuator = %self.name,
-            kind = %action.kind,
-            verb = action.verb(),
-            target = %action.target,
-            params = ?action.params,
-        );
+        self.journal("Action.", action);
         let remembered = {
             let mut applied = self.applied();
             let key = action.dedup_key();
@@ -131,14 +136,7 @@ impl Actuator for LogActuator {
 
     async fn undo(&self, action: &Action, _applied: &Outcome) -> Result<Outcome, ActuatorError> {
         self.applied().keys.remove(&action.dedup_key());
-        tracing::info!(
-            message = "Undo.",
-            actuator = %self.name,
-            kind = %action.kind,
-            verb = action.verb(),
-            target = %action.target,
-            params = ?action.params,
-        );
+        self.journal("Undo.", action);
         Ok(Outcome {
             summary: format!("logged undo of {action}"),
             requests: vec![Self::undo_request(action)],

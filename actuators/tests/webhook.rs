@@ -6,6 +6,8 @@
 //! Without the Alertmanager binary the first test prints `skipped: <reason>`
 //! and passes.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -15,7 +17,7 @@ use std::time::{Duration, Instant};
 use actuators::http::{self, Request, Url};
 use actuators::webhook::{Format, WebhookConfig};
 use engine::{Action, Actuator, Labels, Verification};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 
 const ALERTMANAGER: &str = "/usr/bin/prometheus-alertmanager";
 
@@ -134,28 +136,11 @@ async fn the_json_format_posts_the_action_and_a_refusal_names_the_status() {
         let mut seen = Vec::new();
         for status in ["204 No Content", "500 Internal Server Error"] {
             let (mut socket, _) = listener.accept().await.unwrap();
-            let mut raw = Vec::new();
-            let mut buf = [0u8; 4096];
-            loop {
-                let n = socket.read(&mut buf).await.unwrap();
-                raw.extend_from_slice(&buf[..n]);
-                let text = String::from_utf8_lossy(&raw);
-                if let Some(end) = text.find("\r\n\r\n") {
-                    let length = text[..end]
-                        .lines()
-                        .find_map(|l| l.strip_prefix("Content-Length: "))
-                        .map(|v| v.trim().parse::<usize>().unwrap())
-                        .unwrap_or(0);
-                    if raw.len() >= end + 4 + length {
-                        break;
-                    }
-                }
-                assert!(n > 0, "the client closed early");
-            }
+            let (head, request_body) = common::read_request(&mut socket, status).await;
             let body = if status.starts_with("500") { "disk full" } else { "" };
             let answer = format!("HTTP/1.1 {status}\r\nContent-Length: {}\r\n\r\n{body}", body.len());
             socket.write_all(answer.as_bytes()).await.unwrap();
-            seen.push(String::from_utf8(raw).unwrap());
+            seen.push(format!("{head}\r\n\r\n{request_body}"));
         }
         seen
     });

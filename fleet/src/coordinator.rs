@@ -18,14 +18,21 @@ use crate::FleetError;
 /// Connects a client to the configured endpoints. Connecting is lazy: a
 /// daemon starts while etcd is down and holds fleet actions until it is up.
 pub async fn connect_client(settings: &FleetSettings) -> Result<Client, FleetError> {
-    let options = ConnectOptions::new()
+    connect(settings, connect_options(settings).with_timeout(settings.request_timeout)).await
+}
+
+/// What every client of ours asks of its connection: keep-alives, and a
+/// leader — a member cut off from its quorum refuses at once instead of
+/// answering from a stale state.
+fn connect_options(settings: &FleetSettings) -> ConnectOptions {
+    ConnectOptions::new()
         .with_connect_timeout(settings.request_timeout)
-        .with_timeout(settings.request_timeout)
         .with_keep_alive(Duration::from_secs(1), settings.request_timeout)
         .with_keep_alive_while_idle(true)
-        // A member cut off from its quorum refuses at once instead of answering
-        // from a stale state.
-        .with_require_leader(true);
+        .with_require_leader(true)
+}
+
+async fn connect(settings: &FleetSettings, options: ConnectOptions) -> Result<Client, FleetError> {
     Client::connect(&settings.endpoints, Some(options))
         .await
         .map_err(|e| FleetError::Etcd { endpoints: settings.endpoints.join(","), error: e.to_string() })
@@ -36,14 +43,7 @@ pub async fn connect_client(settings: &FleetSettings) -> Result<Client, FleetErr
 /// campaign the client cuts off is cleaned up by etcd, and that clean-up can
 /// delete the key of the next campaign of the same lease.)
 pub async fn connect_election_client(settings: &FleetSettings) -> Result<Client, FleetError> {
-    let options = ConnectOptions::new()
-        .with_connect_timeout(settings.request_timeout)
-        .with_keep_alive(Duration::from_secs(1), settings.request_timeout)
-        .with_keep_alive_while_idle(true)
-        .with_require_leader(true);
-    Client::connect(&settings.endpoints, Some(options))
-        .await
-        .map_err(|e| FleetError::Etcd { endpoints: settings.endpoints.join(","), error: e.to_string() })
+    connect(settings, connect_options(settings)).await
 }
 
 /// The etcd coordinator. Its background tasks (session, breaker watch) stop

@@ -25,28 +25,11 @@ pub fn with_body(mut e: Exchange, content_type: &'static str, body: serde_json::
 /// Serves `script` in order, one connection per request, and returns every
 /// way the requests differed from it.
 pub async fn fake_api_server(listener: tokio::net::TcpListener, script: Vec<Exchange>) -> Vec<String> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::io::AsyncWriteExt;
     let mut problems = Vec::new();
     for (i, expected) in script.into_iter().enumerate() {
         let (mut socket, _) = listener.accept().await.unwrap();
-        let mut raw = Vec::new();
-        let mut buf = [0u8; 8192];
-        let (head, body) = loop {
-            let n = socket.read(&mut buf).await.unwrap();
-            raw.extend_from_slice(&buf[..n]);
-            let text = String::from_utf8_lossy(&raw).into_owned();
-            if let Some(end) = text.find("\r\n\r\n") {
-                let length = text[..end]
-                    .lines()
-                    .find_map(|l| l.strip_prefix("Content-Length: "))
-                    .map(|v| v.trim().parse::<usize>().unwrap())
-                    .unwrap_or(0);
-                if raw.len() >= end + 4 + length {
-                    break (text[..end].to_string(), text[end + 4..end + 4 + length].to_string());
-                }
-            }
-            assert!(n > 0, "request {i}: the client closed early");
-        };
+        let (head, body) = super::read_request(&mut socket, &format!("request {i}")).await;
         let mut lines = head.lines();
         let request_line = lines.next().unwrap_or_default().to_string();
         let headers: Vec<(String, String)> =
