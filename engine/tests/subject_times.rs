@@ -1,6 +1,9 @@
 //! Subject times are kept in 100 ms ticks since the evaluator's first
 //! sample, rounded up. These tests pin the consequences a rule can see.
 
+mod common;
+
+use common::transitions;
 use engine::instance::State;
 use engine::labels::Labels;
 use engine::rule::{self, Helpers, RuleSet};
@@ -38,16 +41,6 @@ fn step(ev: &mut Evaluator, series: SeriesId, ts: i64, value: f64) -> Vec<Engine
     ev.ingest(&[Sample { series, ts, value: Value::Real(value) }]);
     ev.evaluate(ts, &mut events);
     events
-}
-
-fn transitions(events: &[EngineEvent]) -> Vec<(State, State)> {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            EngineEvent::Transition { from, to, .. } => Some((*from, *to)),
-            _ => None,
-        })
-        .collect()
 }
 
 /// Regression: with `first_seen` rounded up to the next tick, a rule
