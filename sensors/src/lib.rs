@@ -62,12 +62,15 @@
 //!   configured by `VerbsConfig`;
 //! - [`prometheus`]: scrapes Prometheus exporters over HTTP:
 //!   [`PrometheusSensor`], configured by [`PrometheusConfig`];
+//! - [`job`]: job signals pushed over the daemon's control API
+//!   (`rocemend job push`): [`job::JobSensor`], fed by [`job::channel`];
 //! - [`build`]: the one place that knows every sensor kind ([`KINDS`]).
 
 #![deny(missing_docs)]
 
 pub mod ethtool;
 pub mod gnmi;
+pub mod job;
 pub mod nccl_tests;
 pub mod netlink_link;
 pub mod nvml;

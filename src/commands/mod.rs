@@ -4,12 +4,16 @@ mod chaos;
 mod check;
 mod control;
 mod demo;
+mod explain;
 mod fleet;
+mod job;
 mod ops;
 mod replay;
 mod run;
 mod sensors;
+mod silence;
 mod sim;
+mod status;
 mod test;
 
 use crate::cli::{BreakerCommand, ChaosCommand, Cli, Command, FleetCommand, JobCommand, SensorsCommand, SimCommand};
@@ -89,11 +93,11 @@ fn since(text: Option<String>) -> anyhow::Result<Option<i64>> {
 
 fn talk_inner(verb: Command) -> anyhow::Result<Outcome> {
     match verb {
-        Command::Status { socket, json } => control::status(&socket.target()?, json),
+        Command::Status { socket, json } => status::status(&socket.target()?, json),
         Command::Decisions { socket, since: s, rule, target, json } => {
             control::decisions(&socket.target()?, since(s)?, rule, target, json)
         }
-        Command::Explain { id, socket, json } => control::explain(&socket.target()?, &id, json),
+        Command::Explain { id, socket, json } => explain::explain(&socket.target()?, &id, json),
         Command::Approve { id, socket, by } => control::approve(&socket.target()?, &id, &by.name, true),
         Command::Reject { id, socket, by } => control::approve(&socket.target()?, &id, &by.name, false),
         Command::Breaker { command: BreakerCommand::Reset { socket, by } } => {
@@ -105,13 +109,13 @@ fn talk_inner(verb: Command) -> anyhow::Result<Outcome> {
         Command::Rules { socket, json } => ops::rules(&socket.target()?, json),
         Command::Instances { socket, rule, json } => ops::instances(&socket.target()?, rule, json),
         Command::Silence { socket, rule, target, duration, reason, by, json } => {
-            let args = ops::SilenceArgs { rule, target, duration, reason, by: by.name };
-            ops::silence(&socket.target()?, args, json)
+            let args = silence::SilenceArgs { rule, target, duration, reason, by: by.name };
+            silence::silence(&socket.target()?, args, json)
         }
-        Command::Unsilence { id, socket } => ops::unsilence(&socket.target()?, &id),
+        Command::Unsilence { id, socket } => silence::unsilence(&socket.target()?, &id),
         Command::Watch { socket, kinds, json } => ops::watch(&socket.target()?, kinds, json),
         Command::Job { command: JobCommand::Push { socket, job, nodes, step_time, busbw, algbw } } => {
-            ops::job_push(&socket.target()?, ops::JobArgs { job, nodes, step_time, busbw, algbw })
+            job::job_push(&socket.target()?, job::JobArgs { job, nodes, step_time, busbw, algbw })
         }
         other => anyhow::bail!("internal: {other:?} is not a control verb"),
     }

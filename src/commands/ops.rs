@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use serde_json::json;
 
-use super::control::{decode, status_error};
+use super::control::status_error;
 use crate::control::client::{connect, Target};
 use crate::control::pb;
 use crate::report::rfc3339;
@@ -124,63 +124,6 @@ pub fn instances(target: &Target, rule: Option<String>, as_json: bool) -> anyhow
     Ok(Outcome::Ok)
 }
 
-/// What `rocemend silence` asks for.
-pub struct SilenceArgs {
-    /// Only this rule.
-    pub rule: Option<String>,
-    /// Only targets containing this text.
-    pub target: Option<String>,
-    /// How long.
-    pub duration: String,
-    /// Why.
-    pub reason: String,
-    /// Who.
-    pub by: String,
-}
-
-/// `rocemend silence`.
-pub fn silence(target: &Target, args: SilenceArgs, as_json: bool) -> anyhow::Result<Outcome> {
-    if args.rule.is_none() && args.target.is_none() {
-        anyhow::bail!(
-            "silence what? give --rule, --target or both (to silence everything, use `rocemend mode shadow`)"
-        );
-    }
-    let reply = super::runtime()?.block_on(async {
-        let request = pb::SilenceRequest {
-            rule: args.rule.unwrap_or_default(),
-            target: args.target.unwrap_or_default(),
-            duration: args.duration,
-            by: args.by,
-            reason: args.reason,
-        };
-        connect(target).await?.silence(request).await.map_err(status_error)
-    })?;
-    let text = reply.into_inner().silence_json;
-    if as_json {
-        println!("{text}");
-        return Ok(Outcome::Ok);
-    }
-    let s: engine::dispatch::Silence = decode(&text)?;
-    println!(
-        "{}  silenced rule {} target {} until {} (lift early: rocemend unsilence {})",
-        s.id,
-        s.rule.as_deref().unwrap_or("*"),
-        s.target.as_deref().unwrap_or("*"),
-        rfc3339(s.until),
-        s.id
-    );
-    Ok(Outcome::Ok)
-}
-
-/// `rocemend unsilence ID`.
-pub fn unsilence(target: &Target, id: &str) -> anyhow::Result<Outcome> {
-    super::runtime()?.block_on(async {
-        connect(target).await?.unsilence(pb::UnsilenceRequest { id: id.to_string() }).await.map_err(status_error)
-    })?;
-    println!("{id} lifted");
-    Ok(Outcome::Ok)
-}
-
 /// `rocemend watch`: prints events until the daemon stops or Ctrl-C.
 pub fn watch(target: &Target, kinds: Vec<String>, as_json: bool) -> anyhow::Result<Outcome> {
     super::runtime()?.block_on(async {
@@ -202,36 +145,5 @@ pub fn watch(target: &Target, kinds: Vec<String>, as_json: bool) -> anyhow::Resu
             }
         }
     })?;
-    Ok(Outcome::Ok)
-}
-
-/// What `rocemend job push` sends.
-pub struct JobArgs {
-    /// Job id.
-    pub job: String,
-    /// Its nodes.
-    pub nodes: Vec<String>,
-    /// Step time, seconds.
-    pub step_time: Option<f64>,
-    /// NCCL bus bandwidth, GB/s.
-    pub busbw: Option<f64>,
-    /// NCCL algorithm bandwidth, GB/s.
-    pub algbw: Option<f64>,
-}
-
-/// `rocemend job push`.
-pub fn job_push(target: &Target, args: JobArgs) -> anyhow::Result<Outcome> {
-    let reply = super::runtime()?.block_on(async {
-        let request = pb::PushJobRequest {
-            job: args.job,
-            nodes: args.nodes,
-            at_ns: 0,
-            step_time_seconds: args.step_time,
-            busbw_gbps: args.busbw,
-            algbw_gbps: args.algbw,
-        };
-        connect(target).await?.push_job(request).await.map_err(status_error)
-    })?;
-    println!("{} samples", reply.into_inner().samples);
     Ok(Outcome::Ok)
 }

@@ -1,12 +1,12 @@
 //! The control API: a gRPC service (`control.proto`) on a unix socket, and
 //! on TCP with TLS and bearer tokens when configured; its client for the
-//! CLI verbs; the event hub behind `Watch`; the sensor behind `PushJob`.
+//! CLI verbs; the event hub behind `Watch`. The sensor behind `PushJob` is
+//! `sensors::job`.
 
 pub mod auth;
 pub mod client;
 pub mod events;
 pub mod incidents;
-pub mod jobs;
 pub mod listen;
 pub mod serve;
 pub mod server;

@@ -19,9 +19,9 @@ use tonic::{Request, Response, Status};
 use super::auth::{Access, Tokens};
 use super::events::EventHub;
 use super::incidents;
-use super::jobs::{check_name, JobPush};
 use super::pb::control_server::Control;
 use super::pb::*;
+use sensors::job::{check_name, JobPush};
 
 /// The service. One per listener: the unix socket's has no tokens (the
 /// kernel vouches for the caller), the TCP listener's has.

@@ -10,13 +10,13 @@
 
 mod printer;
 mod readback;
+mod summary;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use chaos::report::table::table;
 use engine::ledger::{Ledger, Retention};
 use engine::playbook::Playbook;
 use engine::recording::{Event, Reader};
@@ -28,8 +28,8 @@ use tokio::sync::{mpsc, watch};
 
 use self::printer::Printer;
 use self::readback::ReadBack;
+use self::summary::{closed_loop, detections, header};
 use crate::embedded;
-use crate::report::ms;
 use crate::Outcome;
 
 /// `rocemend demo`.
@@ -98,77 +98,6 @@ pub fn demo(speed: f64) -> anyhow::Result<Outcome> {
     );
     let healed = closed_loop(&rt, 3)?;
     Ok(if missed == 0 && !printer.faults.is_empty() && healed { Outcome::Ok } else { Outcome::Findings })
-}
-
-/// What the demo runs on, before it starts.
-fn header(
-    topology: &Topology,
-    rules: usize,
-    playbook: &Playbook,
-    leaves: &LeafServers,
-    state: &std::path::Path,
-    speed: f64,
-) {
-    let inv = topology.inventory();
-    println!("rocemend demo: the daemon replaying a built-in recording against simulated switches");
-    println!(
-        "  inventory  {} nodes x {} GPUs x {} NICs, {} switches ({})",
-        inv.node.len(),
-        inv.node.first().map_or(0, |n| n.gpu.len()),
-        inv.node.first().map_or(0, |n| n.nic.len()),
-        inv.switch.len(),
-        inv.cluster.as_deref().unwrap_or("unnamed")
-    );
-    println!("  rules      {rules} standard rules from rules/");
-    println!(
-        "  playbook   {} (mode {}): pfcwd, ecn and rail (switch side) send gNMI Sets; link and cordon are dry-run",
-        playbook.name,
-        playbook.mode.as_str()
-    );
-    println!(
-        "  switches   {} simulated SONiC switches over gNMI on loopback ({})",
-        leaves.addresses.len(),
-        leaves.addresses.iter().map(|(n, a)| format!("{n}={a}")).collect::<Vec<_>>().join(" ")
-    );
-    println!("  state      {} (sled)", state.display());
-    println!("  replay     chaos/sim/data/demo.jsonl at {speed}x recorded speed");
-    println!();
-}
-
-/// Prints which decision answered each fault, and when; returns how many
-/// faults no decision answered.
-fn detections(printer: &Printer) -> usize {
-    println!();
-    println!("{:<82} {:<14} {:>24}", "fault", "decided by", "first sample -> decision");
-    let mut missed = 0;
-    for (i, fault) in printer.faults.iter().enumerate() {
-        match printer.first_decision.get(&i) {
-            Some((rule, at)) => println!("{:<82} {:<14} {:>24}", fault.text, rule, ms(at - fault.ts)),
-            None => {
-                missed += 1;
-                println!("{:<82} {:<14} {:>24}", fault.text, "-", "NOT DETECTED")
-            }
-        }
-    }
-    println!();
-    missed
-}
-
-/// The closed loop: the same daemon on the simulated fabric, healing the
-/// library's PFC-storm and link-flap scenarios. Returns whether every run
-/// healed.
-fn closed_loop(rt: &tokio::runtime::Runtime, runs: u32) -> anyhow::Result<bool> {
-    let reports = rt.block_on(async {
-        let mut out = Vec::new();
-        for name in chaos::library::DEMO {
-            out.push(chaos::library::run(name, runs).await?);
-        }
-        Ok::<_, chaos::ChaosError>(out)
-    })?;
-    println!();
-    println!("closed loop: the same daemon on the simulated fabric, healing what it finds ({runs} runs each)");
-    print!("{}", table(&reports));
-    Ok(reports.iter().all(|r| r.failed == 0))
 }
 
 fn first_timestamp(recording: &[u8]) -> anyhow::Result<Nanos> {

@@ -1,12 +1,15 @@
 //! `rocemend sensors`: what the configured sensors find on this node, and
-//! `rocemend sensors watch`: their samples, live.
+//! `rocemend sensors watch`: their samples, live ([`live`]).
+
+mod live;
+
+pub use live::watch;
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use engine::{Batch, HealthBoard, Labels, SampleKind, SensorContext, SeriesId, SeriesTable, Value};
+use engine::{Batch, HealthBoard, Labels, SensorContext, SeriesId, SeriesTable};
 use tokio::sync::{mpsc, watch};
 
 use crate::config::DaemonConfig;
@@ -15,7 +18,7 @@ use crate::{wiring, Outcome};
 
 /// Runs the configured sensors for `duration` (or until Ctrl-C when
 /// `watch`), handing every batch to `on_batch`.
-async fn run_sensors(
+pub(super) async fn run_sensors(
     config: &DaemonConfig,
     series: SeriesTable,
     health: HealthBoard,
@@ -73,7 +76,7 @@ pub fn list(config_path: &Path, seconds: f64) -> anyhow::Result<Outcome> {
     let health = HealthBoard::default();
     let mut samples: BTreeMap<u16, u64> = BTreeMap::new();
     let s2 = series.clone();
-    super::runtime()?.block_on(run_sensors(
+    crate::commands::runtime()?.block_on(run_sensors(
         &config,
         series.clone(),
         health.clone(),
@@ -126,53 +129,4 @@ pub fn list(config_path: &Path, seconds: f64) -> anyhow::Result<Outcome> {
         println!("  {m:<48} {n:>6}");
     }
     Ok(if unhealthy { Outcome::Findings } else { Outcome::Ok })
-}
-
-/// `rocemend sensors watch --config FILE [--filter M]`: a table of the
-/// newest value (counters: per-second rate) of every matching series,
-/// redrawn every second.
-pub fn watch(config_path: &Path, filter: Option<String>) -> anyhow::Result<Outcome> {
-    let config = DaemonConfig::load(config_path)?;
-    let topology = wiring::topology(config.inventory.as_deref())?;
-    let defaults = config.node.as_deref().map(|n| Labels::from_pairs([("node", n)])).unwrap_or_default();
-    let series = SeriesTable::new(topology, defaults);
-    let health = HealthBoard::default();
-    // series → (previous raw, its time, shown value)
-    let mut latest: BTreeMap<SeriesId, (Option<(u64, i64)>, String)> = BTreeMap::new();
-    let mut last_draw = Instant::now();
-    let s2 = series.clone();
-    super::runtime()?.block_on(run_sensors(&config, series.clone(), health, None, |b| {
-        let reg = s2.read();
-        for s in &b.samples {
-            let name = reg.metric_name(s.series);
-            if filter.as_ref().is_some_and(|f| !name.contains(f.as_str())) {
-                continue;
-            }
-            let entry = latest.entry(s.series).or_insert((None, String::new()));
-            entry.1 = match (reg.info(s.series).kind, s.value) {
-                (SampleKind::Counter(_), Value::Count(n)) => {
-                    let shown = match entry.0 {
-                        Some((prev, t)) if s.ts > t && n >= prev => {
-                            format!("{:.1}/s", (n - prev) as f64 / ((s.ts - t) as f64 / 1e9))
-                        }
-                        _ => format!("{n} (total)"),
-                    };
-                    entry.0 = Some((n, s.ts));
-                    shown
-                }
-                (_, v) => format!("{}", v.as_f64()),
-            };
-        }
-        if last_draw.elapsed() >= Duration::from_secs(1) {
-            last_draw = Instant::now();
-            let mut out = String::from("\x1b[2J\x1b[H");
-            out.push_str(&format!("rocemend sensors watch — {} series (Ctrl-C to stop)\n\n", latest.len()));
-            for (id, (_, shown)) in latest.iter().take(200) {
-                out.push_str(&format!("{:<44} {:>18}  {}\n", reg.metric_name(*id), shown, reg.labels(*id)));
-            }
-            print!("{out}");
-            let _ = std::io::stdout().flush();
-        }
-    }))?;
-    Ok(Outcome::Ok)
 }

@@ -1,0 +1,77 @@
+//! `rocemend run`: the daemon.
+//!
+//! - [`parts`]: the daemon's parts built from its configuration;
+//! - [`signals`]: logging, signals and the rule directory watched.
+
+mod parts;
+mod signals;
+
+use std::path::Path;
+use std::time::Duration;
+
+use engine::runtime;
+use tokio::sync::{mpsc, watch};
+
+use self::parts::Parts;
+use self::signals::{init_logging, spawn_signal_handlers, watch_rules};
+use crate::config::DaemonConfig;
+use crate::control::{self, server::ControlService};
+use crate::{report, wiring, Outcome};
+
+/// `rocemend run --config PATH`.
+pub fn run(config_path: &Path) -> anyhow::Result<Outcome> {
+    let config = DaemonConfig::load(config_path)?;
+    init_logging(&config.log.format, &config.log.level)?;
+    let parts = Parts::build(&config, config_path)?;
+    tracing::info!(
+        message = "Starting.",
+        config = %config_path.display(),
+        rules = %parts.rules_dir.display(),
+        playbook = %parts.playbook.name,
+        mode = parts.playbook.mode.as_str()
+    );
+    super::runtime()?.block_on(serve(parts, config))?;
+    Ok(Outcome::Ok)
+}
+
+/// Runs the daemon with its control API, metrics, signal handlers and rule
+/// watch until it is stopped.
+async fn serve(parts: Parts, config: DaemonConfig) -> anyhow::Result<()> {
+    let Parts { mut daemon, ledger, job_tx, health, rules_dir, playbook, socket, tcp, reload_poll } = parts;
+    daemon.dispatcher = wiring::fleet(daemon.dispatcher, config.fleet.as_ref(), &playbook).await?;
+    let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    let (command_tx, command_rx) = mpsc::channel(16);
+    let hub = control::events::EventHub::default();
+    let metrics = std::sync::Arc::new(crate::metrics::Metrics::new());
+    let service = ControlService::new(command_tx.clone(), ledger.clone(), hub.clone(), job_tx);
+    let control = control::serve::start(socket, tcp, service, shutdown_rx.clone())?;
+    if let Some(addr) = &config.metrics.listen {
+        let endpoint = crate::metrics::http::Endpoint {
+            metrics: metrics.clone(),
+            commands: command_tx.clone(),
+            ledger: Some(ledger),
+            health,
+        };
+        let (_, serve) = crate::metrics::http::bind(addr, endpoint, shutdown_rx.clone())?;
+        tokio::spawn(serve);
+    }
+    spawn_signal_handlers(shutdown_tx.clone(), command_tx.clone())?;
+    if reload_poll > 0 {
+        tokio::spawn(watch_rules(rules_dir, Duration::from_nanos(reload_poll as u64), command_tx));
+    }
+    let hub_at_stop = hub.clone();
+    let observe = move |event: &runtime::DaemonEvent| {
+        report::log_event(event);
+        metrics.observe(event);
+        hub.publish(event);
+    };
+    let summary = runtime::run(daemon, shutdown_rx, command_rx, observe).await?;
+    hub_at_stop.close();
+    let _ = shutdown_tx.send(true);
+    if let Ok(Err(error)) = control.await {
+        let error = format!("{error:#}");
+        tracing::error!(message = "Control API failed.", %error);
+    }
+    tracing::info!(message = "Stopped.", samples = summary.stats.samples, decisions = summary.decisions);
+    Ok(())
+}

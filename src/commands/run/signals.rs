@@ -1,0 +1,83 @@
+//! What the daemon does besides its run loop: logging set up once, signals
+//! (SIGTERM and SIGINT stop it, SIGHUP reloads the rules), and the rule
+//! directory watched for changes.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context;
+use engine::runtime::{Command, EngineCommand};
+use tokio::sync::{mpsc, watch};
+
+pub(super) fn init_logging(format: &str, level: &str) -> anyhow::Result<()> {
+    let filter = tracing_subscriber::EnvFilter::try_new(level).context("log.level")?;
+    use std::io::IsTerminal;
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal());
+    match format {
+        "human" => builder.init(),
+        "json" => builder.json().init(),
+        other => anyhow::bail!("log.format {other:?}: expected human or json"),
+    }
+    Ok(())
+}
+
+pub(super) fn spawn_signal_handlers(
+    shutdown: watch::Sender<bool>,
+    commands: mpsc::Sender<Command>,
+) -> anyhow::Result<()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut hup = signal(SignalKind::hangup())?;
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = hup.recv() => {
+                    tracing::info!(message = "SIGHUP: reloading rules.");
+                    let _ = commands.send(EngineCommand::Reload.into()).await;
+                }
+                _ = term.recv() => break,
+                _ = int.recv() => break,
+            }
+        }
+        tracing::info!(message = "Shutting down.");
+        let _ = shutdown.send(true);
+    });
+    Ok(())
+}
+
+/// A fingerprint of the rule directory: names, sizes and modification
+/// times of its rule files. Polling it costs a `readdir` and a few `stat`s.
+fn fingerprint(dir: &Path) -> Vec<(PathBuf, u64, Option<std::time::SystemTime>)> {
+    let mut out: Vec<_> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().extension().is_some_and(|x| x == "rhai"))
+        .filter_map(|e| {
+            let meta = e.metadata().ok()?;
+            Some((e.path(), meta.len(), meta.modified().ok()))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+pub(super) async fn watch_rules(dir: PathBuf, every: Duration, commands: mpsc::Sender<Command>) {
+    let mut last = fingerprint(&dir);
+    let mut ticker = tokio::time::interval(every);
+    loop {
+        ticker.tick().await;
+        let now = fingerprint(&dir);
+        if now != last {
+            last = now;
+            tracing::info!(message = "Rule files changed: reloading.", dir = %dir.display());
+            if commands.send(EngineCommand::Reload.into()).await.is_err() {
+                return;
+            }
+        }
+    }
+}

@@ -1,0 +1,65 @@
+//! `rocemend silence` and `rocemend unsilence`: no action for a rule or a
+//! target for a while, set and lifted over the control API.
+
+use super::control::{decode, status_error};
+use crate::control::client::{connect, Target};
+use crate::control::pb;
+use crate::report::rfc3339;
+use crate::Outcome;
+
+/// What `rocemend silence` asks for.
+pub struct SilenceArgs {
+    /// Only this rule.
+    pub rule: Option<String>,
+    /// Only targets containing this text.
+    pub target: Option<String>,
+    /// How long.
+    pub duration: String,
+    /// Why.
+    pub reason: String,
+    /// Who.
+    pub by: String,
+}
+
+/// `rocemend silence`.
+pub fn silence(target: &Target, args: SilenceArgs, as_json: bool) -> anyhow::Result<Outcome> {
+    if args.rule.is_none() && args.target.is_none() {
+        anyhow::bail!(
+            "silence what? give --rule, --target or both (to silence everything, use `rocemend mode shadow`)"
+        );
+    }
+    let reply = super::runtime()?.block_on(async {
+        let request = pb::SilenceRequest {
+            rule: args.rule.unwrap_or_default(),
+            target: args.target.unwrap_or_default(),
+            duration: args.duration,
+            by: args.by,
+            reason: args.reason,
+        };
+        connect(target).await?.silence(request).await.map_err(status_error)
+    })?;
+    let text = reply.into_inner().silence_json;
+    if as_json {
+        println!("{text}");
+        return Ok(Outcome::Ok);
+    }
+    let s: engine::dispatch::Silence = decode(&text)?;
+    println!(
+        "{}  silenced rule {} target {} until {} (lift early: rocemend unsilence {})",
+        s.id,
+        s.rule.as_deref().unwrap_or("*"),
+        s.target.as_deref().unwrap_or("*"),
+        rfc3339(s.until),
+        s.id
+    );
+    Ok(Outcome::Ok)
+}
+
+/// `rocemend unsilence ID`.
+pub fn unsilence(target: &Target, id: &str) -> anyhow::Result<Outcome> {
+    super::runtime()?.block_on(async {
+        connect(target).await?.unsilence(pb::UnsilenceRequest { id: id.to_string() }).await.map_err(status_error)
+    })?;
+    println!("{id} lifted");
+    Ok(Outcome::Ok)
+}

@@ -1,0 +1,60 @@
+//! `rocemend status`: the daemon's mode, breaker, rules, actions in effect
+//! and requests waiting, over its control API.
+
+use super::control::{decode, status_error, verdict_line};
+use crate::control::client::{connect, Target};
+use crate::control::pb;
+use crate::report::rfc3339;
+use crate::Outcome;
+use engine::dispatch::Decision;
+use engine::policy::{BreakerState, Effect};
+
+/// `rocemend status`.
+pub fn status(target: &Target, json: bool) -> anyhow::Result<Outcome> {
+    let reply = super::runtime()?
+        .block_on(async { connect(target).await?.status(pb::StatusRequest {}).await.map_err(status_error) })?;
+    let s = reply.into_inner();
+    if json {
+        println!(
+            "{{\"mode\":{:?},\"breaker\":{},\"pending\":[{}],\"in_effect\":[{}],\"silences\":[{}],\"ledger_records\":{}}}",
+            s.mode,
+            s.breaker_json,
+            s.pending_json.join(","),
+            s.in_effect_json.join(","),
+            s.silences_json.join(","),
+            s.ledger_records
+        );
+        return Ok(Outcome::Ok);
+    }
+    let breaker: BreakerState = decode(&s.breaker_json)?;
+    println!("mode      {}", s.mode);
+    match breaker.tripped_at {
+        Some(at) => println!("breaker   TRIPPED at {}: {}", rfc3339(at), breaker.reason),
+        None => println!("breaker   closed"),
+    }
+    println!("ledger    {} records", s.ledger_records);
+    println!("pending   {}", s.pending_json.len());
+    for p in &s.pending_json {
+        let d: Decision = decode(p)?;
+        println!("  {}  {}  {}  ({})", d.id, d.proposal.rule, d.proposal.action, verdict_line(&d));
+    }
+    println!("in effect {}", s.in_effect_json.len());
+    for e in &s.in_effect_json {
+        let e: Effect = decode(e)?;
+        println!("  {}  {}  {}  since {}", e.id, e.rule, e.action, rfc3339(e.since));
+    }
+    println!("silences  {}", s.silences_json.len());
+    for text in &s.silences_json {
+        let x: engine::dispatch::Silence = decode(text)?;
+        println!(
+            "  {}  rule {}  target {}  until {}  by {}  {}",
+            x.id,
+            x.rule.as_deref().unwrap_or("*"),
+            x.target.as_deref().unwrap_or("*"),
+            rfc3339(x.until),
+            x.by,
+            x.reason
+        );
+    }
+    Ok(Outcome::Ok)
+}
