@@ -18,7 +18,7 @@ use clap::Parser;
 
 /// What a command found, beyond "it ran".
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
+pub enum Exit {
     /// Everything as expected.
     Ok,
     /// The command ran and found something wrong (exit 1).
@@ -28,8 +28,8 @@ pub enum Outcome {
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     match commands::run(cli) {
-        Ok(Outcome::Ok) => ExitCode::SUCCESS,
-        Ok(Outcome::Findings) => ExitCode::from(1),
+        Ok(Exit::Ok) => ExitCode::SUCCESS,
+        Ok(Exit::Findings) => ExitCode::from(1),
         Err(error) => {
             eprintln!("error: {error:#}");
             ExitCode::from(2)

@@ -15,7 +15,7 @@ use engine::Nanos;
 
 use crate::control::client::{self, Target};
 use crate::control::pb::ListDecisionsRequest;
-use crate::Outcome;
+use crate::Exit;
 
 /// What `rocemend chaos run` was asked.
 pub struct RunArgs {
@@ -56,7 +56,7 @@ impl AttachedDaemon for ControlSocket {
 }
 
 /// `rocemend chaos run`.
-pub fn run(scenarios: &[PathBuf], args: RunArgs, out_dir: &Path) -> anyhow::Result<Outcome> {
+pub fn run(scenarios: &[PathBuf], args: RunArgs, out_dir: &Path) -> anyhow::Result<Exit> {
     let daemon = args.daemon.map(|socket| Arc::new(ControlSocket(socket)) as Arc<dyn AttachedDaemon>);
     let options = Options {
         runs: args.runs,
@@ -84,7 +84,7 @@ pub fn run(scenarios: &[PathBuf], args: RunArgs, out_dir: &Path) -> anyhow::Resu
         reports.push(report);
     }
     print!("{}", table(&reports));
-    Ok(if reports.iter().all(|r| r.failed == 0) { Outcome::Ok } else { Outcome::Findings })
+    Ok(if reports.iter().all(|r| r.failed == 0) { Exit::Ok } else { Exit::Findings })
 }
 
 /// Writes `report` as JSON and HTML into `out_dir`, and says so.
@@ -108,7 +108,7 @@ fn write(report: &Report, out_dir: &Path) -> anyhow::Result<()> {
 }
 
 /// `rocemend chaos report`: renders a JSON report as HTML again.
-pub fn report(json: &Path, out: Option<&Path>) -> anyhow::Result<Outcome> {
+pub fn report(json: &Path, out: Option<&Path>) -> anyhow::Result<Exit> {
     let text = std::fs::read(json).with_context(|| format!("reading {}", json.display()))?;
     let report: Report =
         serde_json::from_slice(&text).with_context(|| format!("{} is not a chaos report", json.display()))?;
@@ -116,5 +116,5 @@ pub fn report(json: &Path, out: Option<&Path>) -> anyhow::Result<Outcome> {
     std::fs::write(&page, html::render(&report)).with_context(|| format!("writing {}", page.display()))?;
     println!("{}", page.display());
     print!("{}", table(std::slice::from_ref(&report)));
-    Ok(Outcome::Ok)
+    Ok(Exit::Ok)
 }

@@ -8,14 +8,14 @@ use engine::Topology;
 
 use crate::config::DaemonConfig;
 use crate::wiring;
-use crate::Outcome;
+use crate::Exit;
 
 pub fn check(
     config: Option<&Path>,
     rules: Option<&Path>,
     playbook: Option<&Path>,
     inventory: Option<&Path>,
-) -> anyhow::Result<Outcome> {
+) -> anyhow::Result<Exit> {
     let mut errors: Vec<String> = Vec::new();
     let mut checked: Vec<String> = Vec::new();
     let mut rules_dir = rules.map(Path::to_path_buf);
@@ -100,7 +100,7 @@ pub fn check(
         eprintln!("error  {e}");
     }
     if errors.is_empty() {
-        Ok(Outcome::Ok)
+        Ok(Exit::Ok)
     } else {
         anyhow::bail!("{} error(s) found", errors.len())
     }

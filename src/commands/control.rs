@@ -7,7 +7,7 @@ use engine::policy::BreakerState;
 use crate::control::client::{connect, Target};
 use crate::control::pb;
 use crate::report::rfc3339;
-use crate::Outcome;
+use crate::Exit;
 
 pub(super) fn decode<T: serde::de::DeserializeOwned>(text: &str) -> anyhow::Result<T> {
     serde_json::from_str(text).context("the daemon sent a record this version cannot read")
@@ -31,7 +31,7 @@ pub fn decisions(
     rule: Option<String>,
     target: Option<String>,
     json: bool,
-) -> anyhow::Result<Outcome> {
+) -> anyhow::Result<Exit> {
     let reply = super::runtime()?.block_on(async {
         let request = pb::ListDecisionsRequest {
             since_ns: since.unwrap_or(0),
@@ -45,7 +45,7 @@ pub fn decisions(
         for line in &list {
             println!("{line}");
         }
-        return Ok(Outcome::Ok);
+        return Ok(Exit::Ok);
     }
     println!("{:<10}  {:<24}  {:<22}  {:<8}  {:<18}  action / reason", "ID", "DECIDED", "RULE", "MODE", "VERDICT");
     for text in &list {
@@ -65,11 +65,11 @@ pub fn decisions(
         );
     }
     println!("{} decisions", list.len());
-    Ok(Outcome::Ok)
+    Ok(Exit::Ok)
 }
 
 /// `rocemend approve ID` / `reject ID`.
-pub fn approve(target: &Target, id: &str, by: &str, approve: bool) -> anyhow::Result<Outcome> {
+pub fn approve(target: &Target, id: &str, by: &str, approve: bool) -> anyhow::Result<Exit> {
     let reply = super::runtime()?.block_on(async {
         let mut client = connect(target).await?;
         let request = pb::DecisionRequest { id: id.to_string(), by: by.to_string() };
@@ -81,11 +81,11 @@ pub fn approve(target: &Target, id: &str, by: &str, approve: bool) -> anyhow::Re
     })?;
     let d: Decision = decode(&reply.into_inner().decision_json)?;
     println!("{}  {}  {}", d.id, d.proposal.action, verdict_line(&d));
-    Ok(Outcome::Ok)
+    Ok(Exit::Ok)
 }
 
 /// `rocemend breaker reset`.
-pub fn breaker_reset(target: &Target, by: &str) -> anyhow::Result<Outcome> {
+pub fn breaker_reset(target: &Target, by: &str) -> anyhow::Result<Exit> {
     let reply = super::runtime()?.block_on(async {
         connect(target).await?.reset_breaker(pb::ResetBreakerRequest { by: by.to_string() }).await.map_err(status_error)
     })?;
@@ -94,22 +94,22 @@ pub fn breaker_reset(target: &Target, by: &str) -> anyhow::Result<Outcome> {
         Some(at) => println!("breaker reset (it had tripped at {}: {})", rfc3339(at), previous.reason),
         None => println!("breaker reset (it was not tripped)"),
     }
-    Ok(Outcome::Ok)
+    Ok(Exit::Ok)
 }
 
 /// `rocemend mode MODE`.
-pub fn set_mode(target: &Target, mode: &str) -> anyhow::Result<Outcome> {
+pub fn set_mode(target: &Target, mode: &str) -> anyhow::Result<Exit> {
     super::runtime()?.block_on(async {
         connect(target).await?.set_mode(pb::SetModeRequest { mode: mode.to_string() }).await.map_err(status_error)
     })?;
     println!("mode {mode}");
-    Ok(Outcome::Ok)
+    Ok(Exit::Ok)
 }
 
 /// `rocemend reload`.
-pub fn reload(target: &Target) -> anyhow::Result<Outcome> {
+pub fn reload(target: &Target) -> anyhow::Result<Exit> {
     super::runtime()?
         .block_on(async { connect(target).await?.reload(pb::ReloadRequest {}).await.map_err(status_error) })?;
     println!("reload requested");
-    Ok(Outcome::Ok)
+    Ok(Exit::Ok)
 }

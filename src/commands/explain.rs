@@ -4,11 +4,11 @@ use super::control::{decode, status_error, verdict_line};
 use crate::control::client::{connect, Target};
 use crate::control::pb;
 use crate::report::{rfc3339, short};
-use crate::Outcome;
+use crate::Exit;
 use engine::dispatch::Decision;
 
 /// `rocemend explain ID`.
-pub fn explain(target: &Target, id: &str, json: bool) -> anyhow::Result<Outcome> {
+pub fn explain(target: &Target, id: &str, json: bool) -> anyhow::Result<Exit> {
     let reply = super::runtime()?.block_on(async {
         connect(target).await?.explain(pb::ExplainRequest { id: id.to_string() }).await.map_err(status_error)
     })?;
@@ -17,7 +17,7 @@ pub fn explain(target: &Target, id: &str, json: bool) -> anyhow::Result<Outcome>
         for line in &chain {
             println!("{line}");
         }
-        return Ok(Outcome::Ok);
+        return Ok(Exit::Ok);
     }
     for (i, text) in chain.iter().enumerate() {
         let d: Decision = decode(text)?;
@@ -26,7 +26,7 @@ pub fn explain(target: &Target, id: &str, json: bool) -> anyhow::Result<Outcome>
         }
         print_decision(&d);
     }
-    Ok(Outcome::Ok)
+    Ok(Exit::Ok)
 }
 
 fn print_decision(d: &Decision) {

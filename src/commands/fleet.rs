@@ -3,7 +3,7 @@
 
 use crate::cli::FleetSource;
 use crate::config::DaemonConfig;
-use crate::Outcome;
+use crate::Exit;
 
 /// The settings to reach etcd with: the config's `[fleet]` table, its
 /// endpoints replaced by `--etcd` when given.
@@ -35,7 +35,7 @@ fn settings(source: &FleetSource) -> anyhow::Result<fleet::FleetSettings> {
 }
 
 #[cfg(feature = "etcd")]
-pub fn status(source: &FleetSource, elections: &[String], json: bool) -> anyhow::Result<Outcome> {
+pub fn status(source: &FleetSource, elections: &[String], json: bool) -> anyhow::Result<Exit> {
     let settings = settings(source)?;
     super::runtime()?.block_on(async {
         let client = fleet::connect_client(&settings).await?;
@@ -45,12 +45,12 @@ pub fn status(source: &FleetSource, elections: &[String], json: bool) -> anyhow:
         } else {
             print!("{}", status.render());
         }
-        Ok(Outcome::Ok)
+        Ok(Exit::Ok)
     })
 }
 
 #[cfg(feature = "etcd")]
-pub fn reset_breaker(source: &FleetSource, by: &str) -> anyhow::Result<Outcome> {
+pub fn reset_breaker(source: &FleetSource, by: &str) -> anyhow::Result<Exit> {
     let settings = settings(source)?;
     super::runtime()?.block_on(async {
         let client = fleet::connect_client(&settings).await?;
@@ -61,7 +61,7 @@ pub fn reset_breaker(source: &FleetSource, by: &str) -> anyhow::Result<Outcome> 
         } else {
             println!("the fleet breaker was not tripped; nothing to reset");
         }
-        Ok(Outcome::Ok)
+        Ok(Exit::Ok)
     })
 }
 
@@ -71,13 +71,13 @@ fn without_etcd() -> anyhow::Error {
 }
 
 #[cfg(not(feature = "etcd"))]
-pub fn status(source: &FleetSource, _elections: &[String], _json: bool) -> anyhow::Result<Outcome> {
+pub fn status(source: &FleetSource, _elections: &[String], _json: bool) -> anyhow::Result<Exit> {
     settings(source)?;
     Err(without_etcd())
 }
 
 #[cfg(not(feature = "etcd"))]
-pub fn reset_breaker(source: &FleetSource, _by: &str) -> anyhow::Result<Outcome> {
+pub fn reset_breaker(source: &FleetSource, _by: &str) -> anyhow::Result<Exit> {
     settings(source)?;
     Err(without_etcd())
 }

@@ -4,7 +4,7 @@
 use super::control::status_error;
 use crate::control::client::{connect, Target};
 use crate::control::pb;
-use crate::Outcome;
+use crate::Exit;
 
 /// What `rocemend job push` sends.
 pub struct JobArgs {
@@ -21,7 +21,7 @@ pub struct JobArgs {
 }
 
 /// `rocemend job push`.
-pub fn job_push(target: &Target, args: JobArgs) -> anyhow::Result<Outcome> {
+pub fn job_push(target: &Target, args: JobArgs) -> anyhow::Result<Exit> {
     let reply = super::runtime()?.block_on(async {
         let request = pb::PushJobRequest {
             job: args.job,
@@ -34,5 +34,5 @@ pub fn job_push(target: &Target, args: JobArgs) -> anyhow::Result<Outcome> {
         connect(target).await?.push_job(request).await.map_err(status_error)
     })?;
     println!("{} samples", reply.into_inner().samples);
-    Ok(Outcome::Ok)
+    Ok(Exit::Ok)
 }

@@ -17,10 +17,10 @@ mod status;
 mod test;
 
 use crate::cli::{BreakerCommand, ChaosCommand, Cli, Command, FleetCommand, JobCommand, SensorsCommand, SimCommand};
-use crate::Outcome;
+use crate::Exit;
 
 /// Runs the verb.
-pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
+pub fn run(cli: Cli) -> anyhow::Result<Exit> {
     match cli.command {
         Command::Run { config } => run::run(&config),
         Command::Check { config, rules, playbook, inventory } => {
@@ -50,7 +50,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(shell, &mut cmd, "rocemend", &mut std::io::stdout());
-            Ok(Outcome::Ok)
+            Ok(Exit::Ok)
         }
         // Listed, not `_`: a new verb must be routed here, or the build says so.
         verb @ (Command::Status { .. }
@@ -74,12 +74,12 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
 /// The verbs that talk to a running daemon. Their failures (no daemon, an
 /// unknown id, a refused call) are failures of the request, not of its
 /// spelling: exit 1, leaving 2 to usage and configuration errors.
-fn talk(verb: Command) -> anyhow::Result<Outcome> {
+fn talk(verb: Command) -> anyhow::Result<Exit> {
     match talk_inner(verb) {
         Ok(outcome) => Ok(outcome),
         Err(error) => {
             eprintln!("error: {error:#}");
-            Ok(Outcome::Findings)
+            Ok(Exit::Findings)
         }
     }
 }
@@ -91,7 +91,7 @@ fn since(text: Option<String>) -> anyhow::Result<Option<i64>> {
     })
 }
 
-fn talk_inner(verb: Command) -> anyhow::Result<Outcome> {
+fn talk_inner(verb: Command) -> anyhow::Result<Exit> {
     match verb {
         Command::Status { socket, json } => status::status(&socket.target()?, json),
         Command::Decisions { socket, since: s, rule, target, json } => {

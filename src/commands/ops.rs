@@ -10,7 +10,7 @@ use super::control::status_error;
 use crate::control::client::{connect, Target};
 use crate::control::pb;
 use crate::report::rfc3339;
-use crate::Outcome;
+use crate::Exit;
 
 /// Labels in a stable order: `{node=gpu-01 netdev=eth0}`.
 fn subject(map: &HashMap<String, String>) -> String {
@@ -25,7 +25,7 @@ fn sorted(map: &HashMap<String, String>) -> std::collections::BTreeMap<&String, 
 }
 
 /// `rocemend incidents`.
-pub fn incidents(target: &Target, since: Option<i64>, as_json: bool) -> anyhow::Result<Outcome> {
+pub fn incidents(target: &Target, since: Option<i64>, as_json: bool) -> anyhow::Result<Exit> {
     let reply = super::runtime()?.block_on(async {
         let request = pb::ListIncidentsRequest { since_ns: since.unwrap_or(0) };
         connect(target).await?.list_incidents(request).await.map_err(status_error)
@@ -38,7 +38,7 @@ pub fn incidents(target: &Target, since: Option<i64>, as_json: bool) -> anyhow::
                            "actions": i.actions});
             println!("{v}");
         }
-        return Ok(Outcome::Ok);
+        return Ok(Exit::Ok);
     }
     println!(
         "{:<16}  {:<24}  {:<20}  {:<9}  {:<18}  subject / decisions",
@@ -57,11 +57,11 @@ pub fn incidents(target: &Target, since: Option<i64>, as_json: bool) -> anyhow::
         );
     }
     println!("{} incidents", list.len());
-    Ok(Outcome::Ok)
+    Ok(Exit::Ok)
 }
 
 /// `rocemend rules`.
-pub fn rules(target: &Target, as_json: bool) -> anyhow::Result<Outcome> {
+pub fn rules(target: &Target, as_json: bool) -> anyhow::Result<Exit> {
     let reply = super::runtime()?
         .block_on(async { connect(target).await?.list_rules(pb::ListRulesRequest {}).await.map_err(status_error) })?;
     let list = reply.into_inner().rules;
@@ -72,7 +72,7 @@ pub fn rules(target: &Target, as_json: bool) -> anyhow::Result<Outcome> {
                            "firing": r.firing, "pending": r.pending});
             println!("{v}");
         }
-        return Ok(Outcome::Ok);
+        return Ok(Exit::Ok);
     }
     println!(
         "{:<24}  {:<8}  {:<8}  {:<11}  {:>6}  {:>7}  last error",
@@ -91,11 +91,11 @@ pub fn rules(target: &Target, as_json: bool) -> anyhow::Result<Outcome> {
     }
     let quarantined = list.iter().filter(|r| r.health != "ok").count();
     println!("{} rules, {quarantined} quarantined", list.len());
-    Ok(Outcome::Ok)
+    Ok(Exit::Ok)
 }
 
 /// `rocemend instances`.
-pub fn instances(target: &Target, rule: Option<String>, as_json: bool) -> anyhow::Result<Outcome> {
+pub fn instances(target: &Target, rule: Option<String>, as_json: bool) -> anyhow::Result<Exit> {
     let reply = super::runtime()?.block_on(async {
         let request = pb::ListInstancesRequest { rule: rule.unwrap_or_default() };
         connect(target).await?.list_instances(request).await.map_err(status_error)
@@ -107,7 +107,7 @@ pub fn instances(target: &Target, rule: Option<String>, as_json: bool) -> anyhow
                            "active_at": i.active_at_ns, "stale": i.stale});
             println!("{v}");
         }
-        return Ok(Outcome::Ok);
+        return Ok(Exit::Ok);
     }
     println!("{:<24}  {:<9}  {:<24}  {:<5}  subject", "RULE", "STATE", "SINCE", "STALE");
     for i in &list {
@@ -121,11 +121,11 @@ pub fn instances(target: &Target, rule: Option<String>, as_json: bool) -> anyhow
         );
     }
     println!("{} instances", list.len());
-    Ok(Outcome::Ok)
+    Ok(Exit::Ok)
 }
 
 /// `rocemend watch`: prints events until the daemon stops or Ctrl-C.
-pub fn watch(target: &Target, kinds: Vec<String>, as_json: bool) -> anyhow::Result<Outcome> {
+pub fn watch(target: &Target, kinds: Vec<String>, as_json: bool) -> anyhow::Result<Exit> {
     super::runtime()?.block_on(async {
         let mut stream =
             connect(target).await?.watch(pb::WatchRequest { kinds }).await.map_err(status_error)?.into_inner();
@@ -145,5 +145,5 @@ pub fn watch(target: &Target, kinds: Vec<String>, as_json: bool) -> anyhow::Resu
             }
         }
     })?;
-    Ok(Outcome::Ok)
+    Ok(Exit::Ok)
 }

@@ -11,7 +11,7 @@ use engine::rule::{self, Helpers};
 use engine::{EngineEvent, Topology};
 
 use crate::report::{offset, short};
-use crate::Outcome;
+use crate::Exit;
 
 fn backtest_one(recording: &Path, rules_dir: &Path, topology: Option<Arc<Topology>>) -> anyhow::Result<Backtest> {
     let rules = rule::load_dir(rules_dir, Helpers::new(None, topology.clone()))?;
@@ -25,7 +25,7 @@ pub fn replay(
     diff: Option<&Path>,
     inventory: Option<&Path>,
     json: bool,
-) -> anyhow::Result<Outcome> {
+) -> anyhow::Result<Exit> {
     let topology = match inventory {
         Some(p) => Arc::new(Topology::load(p)?),
         None => Arc::new(Topology::parse(engine::topology::EXAMPLE_INVENTORY, "example inventory")?),
@@ -66,7 +66,7 @@ pub fn replay(
             }
         }
     }
-    Ok(Outcome::Ok)
+    Ok(Exit::Ok)
 }
 
 fn print_event(event: &EngineEvent, t0: i64, json: bool) {

@@ -5,7 +5,7 @@ use super::control::{decode, status_error};
 use crate::control::client::{connect, Target};
 use crate::control::pb;
 use crate::report::rfc3339;
-use crate::Outcome;
+use crate::Exit;
 
 /// What `rocemend silence` asks for.
 pub struct SilenceArgs {
@@ -22,7 +22,7 @@ pub struct SilenceArgs {
 }
 
 /// `rocemend silence`.
-pub fn silence(target: &Target, args: SilenceArgs, as_json: bool) -> anyhow::Result<Outcome> {
+pub fn silence(target: &Target, args: SilenceArgs, as_json: bool) -> anyhow::Result<Exit> {
     if args.rule.is_none() && args.target.is_none() {
         anyhow::bail!(
             "silence what? give --rule, --target or both (to silence everything, use `rocemend mode shadow`)"
@@ -41,7 +41,7 @@ pub fn silence(target: &Target, args: SilenceArgs, as_json: bool) -> anyhow::Res
     let text = reply.into_inner().silence_json;
     if as_json {
         println!("{text}");
-        return Ok(Outcome::Ok);
+        return Ok(Exit::Ok);
     }
     let s: engine::dispatch::Silence = decode(&text)?;
     println!(
@@ -52,14 +52,14 @@ pub fn silence(target: &Target, args: SilenceArgs, as_json: bool) -> anyhow::Res
         rfc3339(s.until),
         s.id
     );
-    Ok(Outcome::Ok)
+    Ok(Exit::Ok)
 }
 
 /// `rocemend unsilence ID`.
-pub fn unsilence(target: &Target, id: &str) -> anyhow::Result<Outcome> {
+pub fn unsilence(target: &Target, id: &str) -> anyhow::Result<Exit> {
     super::runtime()?.block_on(async {
         connect(target).await?.unsilence(pb::UnsilenceRequest { id: id.to_string() }).await.map_err(status_error)
     })?;
     println!("{id} lifted");
-    Ok(Outcome::Ok)
+    Ok(Exit::Ok)
 }

@@ -6,9 +6,9 @@ use std::time::Duration;
 use anyhow::Context;
 use sim::switch::{self, Model};
 
-use crate::Outcome;
+use crate::Exit;
 
-pub fn switch(listen: &str, ports: usize, tick_ms: u64) -> anyhow::Result<Outcome> {
+pub fn switch(listen: &str, ports: usize, tick_ms: u64) -> anyhow::Result<Exit> {
     if ports == 0 || ports > 512 {
         anyhow::bail!("--ports {ports}: expected 1..=512");
     }
@@ -34,5 +34,5 @@ pub fn switch(listen: &str, ports: usize, tick_ms: u64) -> anyhow::Result<Outcom
         serve.await??;
         Ok::<_, anyhow::Error>(())
     })?;
-    Ok(Outcome::Ok)
+    Ok(Exit::Ok)
 }

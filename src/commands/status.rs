@@ -5,12 +5,12 @@ use super::control::{decode, status_error, verdict_line};
 use crate::control::client::{connect, Target};
 use crate::control::pb;
 use crate::report::rfc3339;
-use crate::Outcome;
+use crate::Exit;
 use engine::dispatch::Decision;
 use engine::policy::{BreakerState, Effect};
 
 /// `rocemend status`.
-pub fn status(target: &Target, json: bool) -> anyhow::Result<Outcome> {
+pub fn status(target: &Target, json: bool) -> anyhow::Result<Exit> {
     let reply = super::runtime()?
         .block_on(async { connect(target).await?.status(pb::StatusRequest {}).await.map_err(status_error) })?;
     let s = reply.into_inner();
@@ -24,7 +24,7 @@ pub fn status(target: &Target, json: bool) -> anyhow::Result<Outcome> {
             s.silences_json.join(","),
             s.ledger_records
         );
-        return Ok(Outcome::Ok);
+        return Ok(Exit::Ok);
     }
     let breaker: BreakerState = decode(&s.breaker_json)?;
     println!("mode      {}", s.mode);
@@ -56,5 +56,5 @@ pub fn status(target: &Target, json: bool) -> anyhow::Result<Outcome> {
             x.reason
         );
     }
-    Ok(Outcome::Ok)
+    Ok(Exit::Ok)
 }

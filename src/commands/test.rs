@@ -2,10 +2,10 @@
 
 use std::path::Path;
 
-use crate::Outcome;
+use crate::Exit;
 
-pub fn test(dir: &Path) -> anyhow::Result<Outcome> {
+pub fn test(dir: &Path) -> anyhow::Result<Exit> {
     let report = engine::rule_test::run_dir(dir)?;
     println!("{report}");
-    Ok(if report.passed() { Outcome::Ok } else { Outcome::Findings })
+    Ok(if report.passed() { Exit::Ok } else { Exit::Findings })
 }

@@ -33,7 +33,7 @@ use engine::{RuleSet, Topology};
 
 use crate::cli::TimelineArgs;
 use crate::config::DaemonConfig;
-use crate::{wiring, Outcome};
+use crate::{wiring, Exit};
 
 use scope::Scope;
 use window::{parse_time, Window};
@@ -98,7 +98,7 @@ fn incident<'a>(decisions: &'a [Decision], id: &str) -> Vec<&'a Decision> {
 }
 
 /// Runs the verb.
-pub fn run(args: &TimelineArgs) -> anyhow::Result<Outcome> {
+pub fn run(args: &TimelineArgs) -> anyhow::Result<Exit> {
     let src = sources(args)?;
     let decisions = history::decisions(&src.state)?;
     let now = wall_clock_now();
@@ -202,5 +202,5 @@ pub fn run(args: &TimelineArgs) -> anyhow::Result<Outcome> {
         transitions.iter().filter(|t| window.contains(t.at)).count(),
         decisions.iter().filter(|d| window.contains(d.proposal.decided_at)).count()
     );
-    Ok(Outcome::Ok)
+    Ok(Exit::Ok)
 }

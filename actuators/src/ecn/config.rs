@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{switch, EcnActuator, HostSide};
 use crate::link::check_netdev;
-use crate::sonic::GnmiConfig;
+use crate::sonic::SonicConfig;
 
 /// An `ecn` actuator's settings.
 ///
@@ -26,7 +26,7 @@ pub struct EcnConfig {
     /// The switches `ecn.lower` may change; without it, lowerings are
     /// refused as not supported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gnmi: Option<GnmiConfig>,
+    pub gnmi: Option<SonicConfig>,
     /// The WRED profile lowered when the action names none (its `profile`
     /// parameter). Default `AZURE_LOSSLESS`, SONiC's lossless profile.
     #[serde(default = "default_profile")]
@@ -76,7 +76,7 @@ fn default_root() -> PathBuf {
 impl EcnConfig {
     /// Validates the settings and builds the actuator `name`.
     pub fn build(&self, name: &str) -> Result<EcnActuator, String> {
-        let sonic = self.gnmi.as_ref().map(GnmiConfig::build).transpose()?;
+        let sonic = self.gnmi.as_ref().map(SonicConfig::build).transpose()?;
         crate::sonic::check_name("profile", &self.profile).map_err(|e| e.to_string())?;
         switch::check_factor(&self.factor.to_string()).map_err(|e| e.to_string())?;
         let host = match &self.host {

@@ -9,7 +9,7 @@ use super::host::Prevention;
 use super::switch::Level;
 use super::PfcwdActuator;
 use crate::link::check_netdev;
-use crate::sonic::GnmiConfig;
+use crate::sonic::SonicConfig;
 
 /// A `pfcwd` actuator's settings.
 ///
@@ -32,7 +32,7 @@ pub struct PfcwdConfig {
     /// The switches `pfcwd.escalate` may change; without it, escalations are
     /// refused as not supported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gnmi: Option<GnmiConfig>,
+    pub gnmi: Option<SonicConfig>,
     /// Escalation levels by name, chosen by the action's `level` parameter.
     /// Default: level `1`, `action = "drop"`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -67,7 +67,7 @@ fn default_prevention() -> String {
 impl PfcwdConfig {
     /// Validates the settings and builds the actuator `name`.
     pub fn build(&self, name: &str) -> Result<PfcwdActuator, String> {
-        let sonic = self.gnmi.as_ref().map(GnmiConfig::build).transpose()?;
+        let sonic = self.gnmi.as_ref().map(SonicConfig::build).transpose()?;
         let mut levels = self.levels.clone();
         if levels.is_empty() {
             levels.insert("1".into(), Level { action: Some("drop".into()), ..Level::default() });

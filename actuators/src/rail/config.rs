@@ -12,7 +12,7 @@ use super::kubernetes::{Kube, RailKubernetesConfig};
 use super::RailActuator;
 use crate::cordon::slurm::Slurm;
 use crate::cordon::SlurmConfig;
-use crate::sonic::GnmiConfig;
+use crate::sonic::SonicConfig;
 
 /// The longest timeout of one scheduler call (as for `cordon`).
 const MAX_TIMEOUT: i64 = 300 * SECOND;
@@ -40,7 +40,7 @@ pub struct RailConfig {
     pub timeout: String,
     /// Switch side.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gnmi: Option<GnmiConfig>,
+    pub gnmi: Option<SonicConfig>,
     /// The NCCL environment file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nccl: Option<NcclConfig>,
@@ -78,7 +78,7 @@ impl RailConfig {
         if self.gnmi.is_none() && self.nccl.is_none() && self.slurm.is_none() && self.kubernetes.is_none() {
             return Err("no step is configured: give at least one of [gnmi], [nccl], [slurm], [kubernetes]".into());
         }
-        let sonic = self.gnmi.as_ref().map(GnmiConfig::build).transpose()?;
+        let sonic = self.gnmi.as_ref().map(SonicConfig::build).transpose()?;
         let nccl = match &self.nccl {
             None => None,
             Some(n) => {

@@ -29,7 +29,7 @@ const MAX_TIMEOUT: i64 = 60 * SECOND;
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct GnmiConfig {
+pub struct SonicConfig {
     /// Switch name (as the actions' `switch` label names it) → gNMI address
     /// (`host:port`). Only these switches are ever changed: an action naming
     /// any other is refused as invalid.
@@ -80,7 +80,7 @@ fn read(path: &Path, what: &str) -> Result<Vec<u8>, String> {
     std::fs::read(path).map_err(|e| format!("gnmi.{what} {}: {e}", path.display()))
 }
 
-impl GnmiConfig {
+impl SonicConfig {
     /// Validates the settings, reads the files they name, and builds the client.
     pub fn build(&self) -> Result<Sonic, String> {
         let timeout = parse_duration(&self.timeout).map_err(|e| format!("gnmi.timeout: {e}"))?;
@@ -130,7 +130,7 @@ mod tests {
         let cred = dir.path().join("cred.toml");
         std::fs::write(&cred, "username = \"admin\"\npassword = \"pw\"\n").unwrap();
         let text = format!("switches = {{ leaf-rail0 = \"127.0.0.1:1\" }}\ncredentials_file = {:?}\n", cred);
-        let config: GnmiConfig = toml::from_str(&text).unwrap();
+        let config: SonicConfig = toml::from_str(&text).unwrap();
         let sonic = config.build().unwrap();
         assert_eq!(sonic.address("leaf-rail0").unwrap(), "127.0.0.1:1");
         assert!(sonic.address("leaf-rail9").is_err());
@@ -141,7 +141,7 @@ mod tests {
             ("switches = { a = \"x:1\" }\ncredentials_file = \"/nonexistent\"", "gnmi.credentials_file /nonexistent"),
             ("switches = { a = \"x:1\" }\n[tls]\nca_file = \"/ca.pem\"\ncert_file = \"/c\"", "together"),
         ] {
-            let config: GnmiConfig = toml::from_str(text).unwrap();
+            let config: SonicConfig = toml::from_str(text).unwrap();
             let err = config.build().err().unwrap();
             assert!(err.contains(expected), "{text}: {err}");
         }

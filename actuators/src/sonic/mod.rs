@@ -15,11 +15,11 @@
 //! - unreachable, timed out, or any other status: [`ActuatorError::Failed`]
 //!   with the reason, which the dispatcher retries; nothing is applied.
 //!
-//! - [`config`]: [`GnmiConfig`], the `[gnmi]` settings.
+//! - [`config`]: [`SonicConfig`], the `[gnmi]` settings.
 
 pub mod config;
 
-pub use config::{GnmiConfig, GnmiTls};
+pub use config::{GnmiTls, SonicConfig};
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -14,7 +14,7 @@ use net::netns::{enter, run_tool};
 use net::NetError;
 
 use crate::report::FaultRecord;
-use crate::scenario::{FaultKind, FaultPlan, Plan};
+use crate::scenario::{FaultKind, FaultPlan, ScenarioPlan};
 use crate::ChaosError;
 
 /// The `node` label of the daemon under test in its namespace; the
@@ -45,7 +45,12 @@ impl Target {
 
 /// Applies the faults of `plan` from `start` on, from a thread of its own
 /// (in `target`'s namespace); returns what was done and when.
-pub async fn apply(plan: &Plan, target: Target, start: Nanos, seed: u64) -> Result<Vec<FaultRecord>, ChaosError> {
+pub async fn apply(
+    plan: &ScenarioPlan,
+    target: Target,
+    start: Nanos,
+    seed: u64,
+) -> Result<Vec<FaultRecord>, ChaosError> {
     let plan = plan.clone();
     let thread = std::thread::spawn(move || {
         if let Some(ns) = &target.netns {
@@ -68,7 +73,7 @@ fn sleep_until(t: Nanos) {
 
 /// Applies the faults of `plan` from `start` on; returns what was done and
 /// when. Blocks: `tc` is a process, and flaps are timed on this thread.
-fn drive(plan: &Plan, target: &Target, start: Nanos, seed: u64) -> Result<Vec<FaultRecord>, ChaosError> {
+fn drive(plan: &ScenarioPlan, target: &Target, start: Nanos, seed: u64) -> Result<Vec<FaultRecord>, ChaosError> {
     let end = start + plan.duration;
     let mut out = Vec::new();
     for s in plan.schedule_real(seed) {

@@ -23,7 +23,7 @@ use sim::leaves::{speaks_gnmi, LeafServers};
 use super::fabric_actuator::{lock, FabricActuator, SharedFabric};
 use super::readers::{NodeReader, PromReader, SwitchReader};
 use crate::report::{DecisionRecord, FaultRecord, ProbeSeries, RunRecord, TransitionRecord};
-use crate::scenario::{check, Plan, Scheduled};
+use crate::scenario::{check, ScenarioPlan, Scheduled};
 use crate::ChaosError;
 
 /// Where virtual time starts: 2026-01-01T00:00:00Z. Fixed, so a seed always
@@ -54,7 +54,7 @@ pub struct Setup<'a> {
 fn dispatcher(
     playbook: &Playbook,
     overrides: &[(String, Mode)],
-    plan: &Plan,
+    plan: &ScenarioPlan,
     fabric: &SharedFabric,
     leaves: &LeafServers,
     ledger: Ledger,
@@ -93,7 +93,7 @@ pub(crate) fn decision_record(at: Nanos, d: &Decision) -> DecisionRecord {
 /// One run in progress: the fabric, the daemon's parts reading and acting
 /// on it, and what the run's record keeps.
 struct Run<'a> {
-    plan: &'a Plan,
+    plan: &'a ScenarioPlan,
     start: Nanos,
     root: PathBuf,
     schedule: Vec<Scheduled>,
@@ -116,7 +116,7 @@ struct Run<'a> {
 }
 
 impl<'a> Run<'a> {
-    async fn new(plan: &'a Plan, setup: &Setup<'_>, index: u32, seed: u64) -> Result<Run<'a>, ChaosError> {
+    async fn new(plan: &'a ScenarioPlan, setup: &Setup<'_>, index: u32, seed: u64) -> Result<Run<'a>, ChaosError> {
         let start = VIRTUAL_EPOCH;
         let mut fabric = Fabric::new(plan.topology.clone(), &plan.jobs, seed, start)?;
         let root = setup.scratch.join(format!("run-{index}"));
@@ -339,7 +339,7 @@ fn edges(schedule: &[Scheduled], start: Nanos) -> Vec<(Nanos, bool, usize)> {
 }
 
 /// Runs `plan` once with `seed`.
-pub async fn run(plan: &Plan, setup: &Setup<'_>, index: u32, seed: u64) -> Result<RunRecord, ChaosError> {
+pub async fn run(plan: &ScenarioPlan, setup: &Setup<'_>, index: u32, seed: u64) -> Result<RunRecord, ChaosError> {
     let mut run = Run::new(plan, setup, index, seed).await?;
     let end = run.start + plan.duration;
     let mut now = run.start;

@@ -25,7 +25,7 @@ use super::faults::{self, peer_of, Target, NODE};
 use super::lockstep::decision_record;
 use super::{AttachedDaemon, Options, Sources};
 use crate::report::{DecisionRecord, RunRecord, TransitionRecord};
-use crate::scenario::{check, Plan};
+use crate::scenario::{check, ScenarioPlan};
 use crate::ChaosError;
 
 /// Why wall-clock scenarios cannot run here, if they cannot.
@@ -65,7 +65,7 @@ fn observe(seen: &Seen, event: &DaemonEvent) {
 /// ordinary run loop on its own thread, every socket it opens in `ns`.
 fn daemon_in(
     ns: &Netns,
-    plan: &Plan,
+    plan: &ScenarioPlan,
     sources: &Sources,
     options: &Options,
     links: Vec<String>,
@@ -111,7 +111,7 @@ fn daemon_in(
 
 /// Runs `plan` once on the wall clock.
 pub async fn run(
-    plan: &Plan,
+    plan: &ScenarioPlan,
     sources: &Sources,
     options: &Options,
     index: u32,
@@ -152,7 +152,7 @@ pub async fn run(
 
 /// The record of a run, checked against the plan.
 fn record(
-    plan: &Plan,
+    plan: &ScenarioPlan,
     index: u32,
     seed: u64,
     start: engine::Nanos,
@@ -176,7 +176,12 @@ fn record(
 }
 
 /// A game day: faults on the host's links, decisions from `daemon`.
-async fn attached(plan: &Plan, daemon: &dyn AttachedDaemon, index: u32, seed: u64) -> Result<RunRecord, ChaosError> {
+async fn attached(
+    plan: &ScenarioPlan,
+    daemon: &dyn AttachedDaemon,
+    index: u32,
+    seed: u64,
+) -> Result<RunRecord, ChaosError> {
     let start = wall_clock_now();
     let faults = faults::apply(plan, Target { netns: None }, start, seed).await?;
     tokio::time::sleep(Duration::from_millis(500)).await;

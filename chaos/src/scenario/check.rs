@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use engine::policy::kind_matches;
 use engine::time::Nanos;
 
-use super::plan::Plan;
+use super::plan::ScenarioPlan;
 use super::spec::ActionMatch;
 use crate::report::record::{DecisionRecord, RunOutcome, RunRecord};
 
@@ -30,7 +30,7 @@ fn describe(m: &ActionMatch) -> String {
 
 /// The outcome of `record` against `plan`'s expectations (`aborted` is the
 /// runner's to set).
-pub fn check(plan: &Plan, record: &RunRecord) -> RunOutcome {
+pub fn check(plan: &ScenarioPlan, record: &RunRecord) -> RunOutcome {
     let mut failures = Vec::new();
     let fault_at = record.faults.iter().map(|f| f.start).min();
     let origin = record.start;

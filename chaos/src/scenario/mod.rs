@@ -7,7 +7,7 @@
 //! - [`spec`]: the file's schema;
 //! - [`plan`]: the resolved scenario: durations in nanoseconds, faults
 //!   turned into fabric [`Effect`](sim::fabric::Effect)s with their times
-//!   for one run ([`Plan::schedule`]);
+//!   for one run ([`ScenarioPlan::schedule`]);
 //! - [`check`]: a run's record against the expectations.
 
 pub mod check;
@@ -17,7 +17,7 @@ pub mod spec;
 use std::path::{Path, PathBuf};
 
 pub use check::check;
-pub use plan::{FaultPlan, Plan, Scheduled};
+pub use plan::{FaultPlan, ScenarioPlan, Scheduled};
 pub use spec::{ActionMatch, Clock, Expect, FaultKind, FaultSpec, Probe, Scenario};
 
 /// A scenario file is wrong; the message says where.
@@ -50,7 +50,7 @@ pub struct Loaded {
     /// As written.
     pub scenario: Scenario,
     /// Resolved.
-    pub plan: Plan,
+    pub plan: ScenarioPlan,
 }
 
 /// Reads and resolves the scenario at `path`. Relative paths in it

@@ -109,7 +109,7 @@ pub struct AbortPlan {
 
 /// A scenario resolved.
 #[derive(Debug, Clone)]
-pub struct Plan {
+pub struct ScenarioPlan {
     /// Name.
     pub name: String,
     /// Description.
@@ -200,7 +200,7 @@ fn probe_known(name: &Spanned<String>, ctx: &Ctx) -> Result<String, ScenarioErro
 impl Scenario {
     /// Checks the scenario and resolves it; `text` and `origin` are the
     /// file's, for error locations; `base` is its directory.
-    pub fn resolve(&self, text: &str, origin: &str, base: &Path) -> Result<Plan, ScenarioError> {
+    pub fn resolve(&self, text: &str, origin: &str, base: &Path) -> Result<ScenarioPlan, ScenarioError> {
         let ctx = Ctx { text, origin };
         let topology = if self.inventory.get_ref() == "example" {
             Topology::parse(engine::topology::EXAMPLE_INVENTORY, "docs/examples/inventory.toml")
@@ -320,7 +320,7 @@ impl Scenario {
         let rules_dir = self.rules.as_ref().map(|r| ctx.path(base, r)).unwrap_or_else(|| base.join("../rules"));
         let playbook =
             self.playbook.as_ref().map(|p| ctx.path(base, p)).unwrap_or_else(|| base.join("playbooks/chaos.toml"));
-        Ok(Plan {
+        Ok(ScenarioPlan {
             name: self.name.clone(),
             description: self.description.clone(),
             topology,
@@ -341,7 +341,7 @@ impl Scenario {
     }
 }
 
-impl Plan {
+impl ScenarioPlan {
     /// The faults of one run on real links (no fabric), in start order;
     /// `seed` draws the jitter.
     pub fn schedule_real(&self, seed: u64) -> Vec<Scheduled> {

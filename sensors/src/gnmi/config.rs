@@ -107,7 +107,7 @@ pub struct SubscriptionConfig {
     pub path: String,
     /// `sample` or `on_change`.
     #[serde(default = "default_mode")]
-    pub mode: Mode,
+    pub mode: StreamMode,
     /// For `sample`: how often; the sensor's `sample_interval` if unset.
     #[serde(default)]
     pub sample_interval: Option<String>,
@@ -116,7 +116,7 @@ pub struct SubscriptionConfig {
 /// How a subscription is triggered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Mode {
+pub enum StreamMode {
     /// Every sample interval.
     Sample,
     /// When the value changes.
@@ -139,21 +139,21 @@ pub enum Preset {
 
 impl Preset {
     /// The subscriptions of the preset.
-    pub fn subscriptions(self) -> Vec<(&'static str, Mode)> {
+    pub fn subscriptions(self) -> Vec<(&'static str, StreamMode)> {
         match self {
-            Preset::SonicPfc => vec![("COUNTERS_DB@/COUNTERS/Ethernet*", Mode::Sample)],
-            Preset::SonicQueues => vec![("COUNTERS_DB@/COUNTERS/Ethernet*/Queues", Mode::Sample)],
-            Preset::SonicPfcwd => vec![("COUNTERS_DB@/COUNTERS/Ethernet*/Pfcwd", Mode::Sample)],
+            Preset::SonicPfc => vec![("COUNTERS_DB@/COUNTERS/Ethernet*", StreamMode::Sample)],
+            Preset::SonicQueues => vec![("COUNTERS_DB@/COUNTERS/Ethernet*/Queues", StreamMode::Sample)],
+            Preset::SonicPfcwd => vec![("COUNTERS_DB@/COUNTERS/Ethernet*/Pfcwd", StreamMode::Sample)],
             Preset::OpenconfigInterfaces => vec![
-                ("openconfig:/interfaces/interface[name=*]/state/oper-status", Mode::OnChange),
-                ("openconfig:/interfaces/interface[name=*]/state/counters", Mode::Sample),
+                ("openconfig:/interfaces/interface[name=*]/state/oper-status", StreamMode::OnChange),
+                ("openconfig:/interfaces/interface[name=*]/state/counters", StreamMode::Sample),
             ],
         }
     }
 }
 
-fn default_mode() -> Mode {
-    Mode::Sample
+fn default_mode() -> StreamMode {
+    StreamMode::Sample
 }
 /// SONiC's counter poll is 1 s for port counters; sampling faster reads
 /// the same values twice.
@@ -213,11 +213,11 @@ impl GnmiConfig {
         // database target, the user's come with the sensor's prefix.
         let mut subs = Vec::new();
         let interval_ns = |d: Duration| d.as_nanos().min(u64::MAX as u128) as u64;
-        let subscription = |path: &str, mode: Mode, interval: Duration| -> Result<Subscription, SensorError> {
+        let subscription = |path: &str, mode: StreamMode, interval: Duration| -> Result<Subscription, SensorError> {
             let path = parse_path(path).map_err(|e| SensorError::Config(e.to_string()))?;
             let (mode, sample_interval) = match mode {
-                Mode::Sample => (SubscriptionMode::Sample, interval_ns(interval)),
-                Mode::OnChange => (SubscriptionMode::OnChange, 0),
+                StreamMode::Sample => (SubscriptionMode::Sample, interval_ns(interval)),
+                StreamMode::OnChange => (SubscriptionMode::OnChange, 0),
             };
             Ok(Subscription { path: Some(path), mode: mode as i32, sample_interval, ..Default::default() })
         };
@@ -235,7 +235,7 @@ impl GnmiConfig {
                 Some(text) => duration("sample_interval", text)?,
                 None => default_interval,
             };
-            if s.mode == Mode::Sample && interval.is_zero() {
+            if s.mode == StreamMode::Sample && interval.is_zero() {
                 return Err(SensorError::Config(format!("subscription {:?}: sample_interval is 0", s.path)));
             }
             let mut sub = subscription(&s.path, s.mode, interval)?;

@@ -30,10 +30,10 @@ use self::printer::Printer;
 use self::readback::ReadBack;
 use self::summary::{closed_loop, detections, header};
 use crate::embedded;
-use crate::Outcome;
+use crate::Exit;
 
 /// `rocemend demo`.
-pub fn demo(speed: f64) -> anyhow::Result<Outcome> {
+pub fn demo(speed: f64) -> anyhow::Result<Exit> {
     let started = Instant::now();
     let state = tempfile::Builder::new().prefix("rocemend-demo-").tempdir()?;
     let topology = Arc::new(Topology::parse(embedded::INVENTORY, "docs/examples/inventory.toml")?);
@@ -97,7 +97,7 @@ pub fn demo(speed: f64) -> anyhow::Result<Outcome> {
         started.elapsed().as_secs_f64()
     );
     let healed = closed_loop(&rt, 3)?;
-    Ok(if missed == 0 && !printer.faults.is_empty() && healed { Outcome::Ok } else { Outcome::Findings })
+    Ok(if missed == 0 && !printer.faults.is_empty() && healed { Exit::Ok } else { Exit::Findings })
 }
 
 fn first_timestamp(recording: &[u8]) -> anyhow::Result<Nanos> {

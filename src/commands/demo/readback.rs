@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use actuators::sonic::{GnmiConfig, Sonic};
+use actuators::sonic::{Sonic, SonicConfig};
 use engine::dispatch::ActuatorRoute;
 use engine::policy::kind_matches;
 use engine::{Action, Outcome};
@@ -25,7 +25,7 @@ impl ReadBack {
 
     /// A gNMI client of `leaves`, for the read-backs.
     pub fn client(leaves: &LeafServers) -> anyhow::Result<Sonic> {
-        let config = GnmiConfig { switches: leaves.addresses.clone(), timeout: "2s".into(), ..GnmiConfig::default() };
+        let config = SonicConfig { switches: leaves.addresses.clone(), timeout: "2s".into(), ..SonicConfig::default() };
         config.build().map_err(|e| anyhow::anyhow!(e))
     }
 

@@ -16,10 +16,10 @@ use self::parts::Parts;
 use self::signals::{init_logging, spawn_signal_handlers, watch_rules};
 use crate::config::DaemonConfig;
 use crate::control::{self, server::ControlService};
-use crate::{report, wiring, Outcome};
+use crate::{report, wiring, Exit};
 
 /// `rocemend run --config PATH`.
-pub fn run(config_path: &Path) -> anyhow::Result<Outcome> {
+pub fn run(config_path: &Path) -> anyhow::Result<Exit> {
     let config = DaemonConfig::load(config_path)?;
     init_logging(&config.log.format, &config.log.level)?;
     let parts = Parts::build(&config, config_path)?;
@@ -31,7 +31,7 @@ pub fn run(config_path: &Path) -> anyhow::Result<Outcome> {
         mode = parts.playbook.mode.as_str()
     );
     super::runtime()?.block_on(serve(parts, config))?;
-    Ok(Outcome::Ok)
+    Ok(Exit::Ok)
 }
 
 /// Runs the daemon with its control API, metrics, signal handlers and rule

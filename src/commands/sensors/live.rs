@@ -2,7 +2,7 @@
 //! it comes, filtered by metric.
 
 use crate::config::DaemonConfig;
-use crate::{wiring, Outcome};
+use crate::{wiring, Exit};
 use engine::{HealthBoard, Labels, SampleKind, SeriesId, SeriesTable, Value};
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -14,7 +14,7 @@ use super::run_sensors;
 /// `rocemend sensors watch --config FILE [--filter M]`: a table of the
 /// newest value (counters: per-second rate) of every matching series,
 /// redrawn every second.
-pub fn watch(config_path: &Path, filter: Option<String>) -> anyhow::Result<Outcome> {
+pub fn watch(config_path: &Path, filter: Option<String>) -> anyhow::Result<Exit> {
     let config = DaemonConfig::load(config_path)?;
     let topology = wiring::topology(config.inventory.as_deref())?;
     let defaults = config.node.as_deref().map(|n| Labels::from_pairs([("node", n)])).unwrap_or_default();
@@ -57,5 +57,5 @@ pub fn watch(config_path: &Path, filter: Option<String>) -> anyhow::Result<Outco
             let _ = std::io::stdout().flush();
         }
     }))?;
-    Ok(Outcome::Ok)
+    Ok(Exit::Ok)
 }

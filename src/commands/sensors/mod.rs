@@ -14,7 +14,7 @@ use tokio::sync::{mpsc, watch};
 
 use crate::config::DaemonConfig;
 use crate::report::rfc3339;
-use crate::{wiring, Outcome};
+use crate::{wiring, Exit};
 
 /// Runs the configured sensors for `duration` (or until Ctrl-C when
 /// `watch`), handing every batch to `on_batch`.
@@ -68,7 +68,7 @@ pub(super) async fn run_sensors(
 }
 
 /// `rocemend sensors --config FILE`.
-pub fn list(config_path: &Path, seconds: f64) -> anyhow::Result<Outcome> {
+pub fn list(config_path: &Path, seconds: f64) -> anyhow::Result<Exit> {
     let config = DaemonConfig::load(config_path)?;
     let topology = wiring::topology(config.inventory.as_deref())?;
     let defaults = config.node.as_deref().map(|n| Labels::from_pairs([("node", n)])).unwrap_or_default();
@@ -128,5 +128,5 @@ pub fn list(config_path: &Path, seconds: f64) -> anyhow::Result<Outcome> {
     for (m, n) in &metrics {
         println!("  {m:<48} {n:>6}");
     }
-    Ok(if unhealthy { Outcome::Findings } else { Outcome::Ok })
+    Ok(if unhealthy { Exit::Findings } else { Exit::Ok })
 }
