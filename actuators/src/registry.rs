@@ -12,6 +12,7 @@ use std::sync::Arc;
 use engine::dispatch::{ActuatorRoute, DispatchConfig, Dispatcher};
 use engine::ledger::Ledger;
 use engine::playbook::{ActuatorEntry, Playbook};
+use engine::policy::PolicyError;
 use engine::{Actuator, BuildError, Errors, Topology};
 
 /// Why a playbook's dispatcher could not be built.
@@ -27,12 +28,12 @@ pub enum PlaybookError {
         error: BuildError,
     },
     /// The safety policy (limits, breaker, approvals, undo, retry) was refused.
-    #[error("playbook {playbook:?}: {reason}")]
+    #[error("playbook {playbook:?}: {error}")]
     Policy {
         /// The playbook's name.
         playbook: String,
         /// What was wrong.
-        reason: String,
+        error: PolicyError,
     },
 }
 
@@ -89,8 +90,8 @@ pub fn dispatcher_with(
         (Ok(routes), Ok(policy)) => (routes, policy),
         (routes, policy) => {
             let mut errors = routes.err().map(|e| e.0).unwrap_or_default();
-            if let Err(reason) = policy {
-                errors.push(PlaybookError::Policy { playbook: playbook.name.clone(), reason });
+            if let Err(error) = policy {
+                errors.push(PlaybookError::Policy { playbook: playbook.name.clone(), error });
             }
             return Err(Errors(errors));
         }

@@ -129,7 +129,7 @@ impl Playbook {
         let playbook: Playbook = parse_toml(text, origin)?;
         let invalid = |message: String| TomlError { path: origin.to_string(), line: 0, column: 0, message };
         parse_duration(&playbook.action_timeout).map_err(|e| invalid(format!("action_timeout: {e}")))?;
-        playbook.policy().map_err(invalid)?;
+        playbook.policy().map_err(|e| invalid(e.to_string()))?;
         let mut names = std::collections::BTreeSet::new();
         for a in &playbook.actuator {
             if !names.insert(a.name.as_str()) {
@@ -173,7 +173,7 @@ impl Playbook {
     }
 
     /// The safety policy settings, durations parsed.
-    pub fn policy(&self) -> Result<PolicySettings, String> {
+    pub fn policy(&self) -> Result<PolicySettings, crate::policy::PolicyError> {
         PolicySettings::new(&self.limits, &self.breaker, &self.target, &self.approval, &self.undo, &self.retry)
     }
 

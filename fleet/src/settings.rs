@@ -35,6 +35,8 @@ use engine::policy::{kind_matches, Impact};
 use engine::time::parse_duration;
 use serde::{Deserialize, Serialize};
 
+use crate::FleetError;
+
 /// The `[fleet]` table as written.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -239,7 +241,11 @@ fn duration(field: &str, text: &str) -> Result<Duration, String> {
 
 impl FleetSettings {
     /// Checks a `[fleet]` table. Errors name the field.
-    pub fn new(config: &FleetConfig) -> Result<FleetSettings, String> {
+    pub fn new(config: &FleetConfig) -> Result<FleetSettings, FleetError> {
+        Self::check(config).map_err(FleetError::Config)
+    }
+
+    fn check(config: &FleetConfig) -> Result<FleetSettings, String> {
         if config.etcd.is_empty() {
             return Err("fleet.etcd: no endpoint; give at least one URL like \"http://127.0.0.1:2379\"".into());
         }
@@ -342,7 +348,7 @@ mod tests {
             fleet: FleetConfig,
         }
         let w: Wrapper = toml::from_str(text).map_err(|e| e.to_string())?;
-        FleetSettings::new(&w.fleet)
+        FleetSettings::new(&w.fleet).map_err(|e| e.to_string())
     }
 
     #[test]

@@ -39,7 +39,11 @@ pub struct Url {
 
 impl Url {
     /// Parses `text`; only `http` and `https`, no user info, no fragment.
-    pub fn parse(text: &str) -> Result<Url, String> {
+    pub fn parse(text: &str) -> Result<Url, UrlError> {
+        Self::parse_text(text).map_err(UrlError)
+    }
+
+    fn parse_text(text: &str) -> Result<Url, String> {
         let (https, rest) = if let Some(rest) = text.strip_prefix("http://") {
             (false, rest)
         } else if let Some(rest) = text.strip_prefix("https://") {
@@ -97,6 +101,16 @@ impl std::fmt::Display for Url {
         write!(f, "{}://{}{}", if self.https { "https" } else { "http" }, self.authority(), self.path)
     }
 }
+
+/// A URL this client cannot use.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct UrlError(String);
+
+/// A CA file that cannot be trusted (unreadable, no certificate).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct TlsError(String);
 
 /// One request: method, URL, extra headers, body.
 #[derive(Debug, Clone)]
@@ -200,7 +214,7 @@ impl Client {
 
     /// A client that also speaks `https`, trusting only the CA certificates
     /// in the PEM file `ca`.
-    pub fn with_ca(ca: &Path, max_response: usize) -> Result<Client, String> {
+    pub fn with_ca(ca: &Path, max_response: usize) -> Result<Client, TlsError> {
         Ok(Client { tls: Some(tls_connector(ca)?), max_response })
     }
 
@@ -295,7 +309,11 @@ fn hyper_request(request: &Request<'_>) -> Result<hyper::Request<Full<Bytes>>, H
 }
 
 /// A TLS connector that trusts only the CA certificates in the PEM file `ca`.
-pub fn tls_connector(ca: &Path) -> Result<TlsConnector, String> {
+pub fn tls_connector(ca: &Path) -> Result<TlsConnector, TlsError> {
+    trust(ca).map_err(TlsError)
+}
+
+fn trust(ca: &Path) -> Result<TlsConnector, String> {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::CertificateDer;
     let mut roots = rustls::RootCertStore::empty();

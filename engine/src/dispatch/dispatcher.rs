@@ -102,8 +102,8 @@ pub enum DispatchError {
         verdict: &'static str,
     },
     /// The silence was refused.
-    #[error("{0}")]
-    Silence(String),
+    #[error(transparent)]
+    Silence(#[from] super::silence::SilenceError),
 }
 
 /// How often the ledger is compacted to its retention bounds.

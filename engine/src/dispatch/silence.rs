@@ -58,13 +58,22 @@ pub struct Silences {
     seq: u64,
 }
 
+/// A silence was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SilenceError {
+    /// It names neither a rule nor a target.
+    #[error("a silence needs a rule or a target (to silence everything, switch to shadow mode)")]
+    Unscoped,
+}
+
 impl Silences {
     /// Adds a silence; its `id` is assigned here and returned in the copy.
     /// A silence with neither rule nor target is refused: silencing
     /// everything is what shadow mode is for.
-    pub fn add(&mut self, mut silence: Silence) -> Result<Silence, String> {
+    pub fn add(&mut self, mut silence: Silence) -> Result<Silence, SilenceError> {
         if silence.rule.is_none() && silence.target.is_none() {
-            return Err("a silence needs a rule or a target (to silence everything, switch to shadow mode)".into());
+            return Err(SilenceError::Unscoped);
         }
         self.seq += 1;
         silence.id = format!("s{}", self.seq);

@@ -637,9 +637,11 @@ impl Evaluator {
                         restored,
                     }));
                 }
-                Err(message) => {
-                    out.push(EngineEvent::ActionError { rule: rt.rule.name.clone(), subject: labels.clone(), message })
-                }
+                Err(message) => out.push(EngineEvent::ActionError {
+                    rule: rt.rule.name.clone(),
+                    subject: labels.clone(),
+                    message: message.to_string(),
+                }),
             }
         }
     }

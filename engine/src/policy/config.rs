@@ -210,6 +210,11 @@ pub struct PolicySettings {
     pub backoff: Nanos,
 }
 
+/// A safety policy setting was refused; the message names the field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct PolicyError(String);
+
 impl PolicySettings {
     /// Parses the durations of the raw settings; errors name the field.
     pub fn new(
@@ -219,15 +224,15 @@ impl PolicySettings {
         approval: &[ApprovalRule],
         undo: &UndoConfig,
         retry: &RetryConfig,
-    ) -> Result<PolicySettings, String> {
-        let d = |what: &str, text: &str| parse_duration(text).map_err(|e| format!("{what}: {e}"));
+    ) -> Result<PolicySettings, PolicyError> {
+        let d = |what: &str, text: &str| parse_duration(text).map_err(|e| PolicyError(format!("{what}: {e}")));
         if let Some(p) = limits.max_cordon_percent {
             if !(0.0..=100.0).contains(&p) {
-                return Err(format!("limits.max_cordon_percent = {p}: expected 0..=100"));
+                return Err(PolicyError(format!("limits.max_cordon_percent = {p}: expected 0..=100")));
             }
         }
         if retry.attempts == 0 {
-            return Err("retry.attempts = 0: at least one attempt is needed".into());
+            return Err(PolicyError("retry.attempts = 0: at least one attempt is needed".into()));
         }
         Ok(PolicySettings {
             limits: limits.clone(),
@@ -240,7 +245,7 @@ impl PolicySettings {
             approvals: approval
                 .iter()
                 .map(|a| Ok((a.actions.clone(), d("approval.timeout", &a.timeout)?)))
-                .collect::<Result<_, String>>()?,
+                .collect::<Result<_, PolicyError>>()?,
             undo_on_resolve: undo.on_resolve.clone(),
             attempts: retry.attempts,
             backoff: d("retry.backoff", &retry.backoff)?,

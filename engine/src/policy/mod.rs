@@ -20,7 +20,8 @@
 mod config;
 
 pub use config::{
-    kind_matches, ApprovalRule, BreakerConfig, Limits, PolicySettings, RetryConfig, TargetLimits, UndoConfig,
+    kind_matches, ApprovalRule, BreakerConfig, Limits, PolicyError, PolicySettings, RetryConfig, TargetLimits,
+    UndoConfig,
 };
 
 use std::collections::{HashMap, VecDeque};

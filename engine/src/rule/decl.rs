@@ -200,7 +200,7 @@ pub(super) fn compile(scripts: &RuleScripts, path: &str, source: &str) -> Result
     };
     let selectors = strings("select")?
         .iter()
-        .map(|s| Selector::parse(s).map_err(|e| field_err("select", e)))
+        .map(|s| Selector::parse(s).map_err(|e| field_err("select", e.to_string())))
         .collect::<Result<Vec<_>, _>>()?;
     if selectors.is_empty() {
         return Err(field_err("select", "`select` must name at least one series selector".into()));

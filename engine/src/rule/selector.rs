@@ -53,6 +53,11 @@ pub struct Selector {
     text: String,
 }
 
+/// A series selector is malformed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SelectorError(String);
+
 impl Selector {
     /// Whether a series with these labels is selected (the metric name is
     /// compared by the caller, which indexes selectors by metric).
@@ -61,7 +66,11 @@ impl Selector {
     }
 
     /// Parses `metric` or `metric{matcher, …}`.
-    pub fn parse(text: &str) -> Result<Selector, String> {
+    pub fn parse(text: &str) -> Result<Selector, SelectorError> {
+        Self::parse_text(text).map_err(SelectorError)
+    }
+
+    fn parse_text(text: &str) -> Result<Selector, String> {
         let mut p = Parser { s: text.as_bytes(), i: 0 };
         p.ws();
         let metric = p.ident().ok_or_else(|| format!("selector {text:?}: expected a metric name"))?;
@@ -214,9 +223,9 @@ mod tests {
 
     #[test]
     fn errors_say_what_was_expected() {
-        assert!(Selector::parse(r#"m{a=}"#).unwrap_err().contains("expected a quoted value"));
-        assert!(Selector::parse(r#"m{a="1" b="2"}"#).unwrap_err().contains("expected ',' or '}'"));
-        assert!(Selector::parse(r#"m{a=~"("}"#).unwrap_err().contains("bad regex"));
-        assert!(Selector::parse("{a=\"1\"}").unwrap_err().contains("expected a metric name"));
+        assert!(Selector::parse(r#"m{a=}"#).unwrap_err().to_string().contains("expected a quoted value"));
+        assert!(Selector::parse(r#"m{a="1" b="2"}"#).unwrap_err().to_string().contains("expected ',' or '}'"));
+        assert!(Selector::parse(r#"m{a=~"("}"#).unwrap_err().to_string().contains("bad regex"));
+        assert!(Selector::parse("{a=\"1\"}").unwrap_err().to_string().contains("expected a metric name"));
     }
 }

@@ -205,7 +205,7 @@ fn build_case(loc: &Locator<'_>, case: &CaseSpec, pos: (usize, usize)) -> Result
 
 fn build_series(loc: &Locator<'_>, input: &SeriesInput) -> Result<CaseSeries, TomlError> {
     let text = input.series.get_ref();
-    let selector = Selector::parse(text).map_err(|e| loc.err(&input.series, e))?;
+    let selector = Selector::parse(text).map_err(|e| loc.err(&input.series, e.to_string()))?;
     let mut labels = Labels::default();
     for m in &selector.matchers {
         match &m.op {

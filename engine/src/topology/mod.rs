@@ -78,12 +78,16 @@ impl Topology {
             let (line, column) = crate::config::line_col(text, e.span().map(|s| s.start).unwrap_or(0));
             TopologyError::Parse { path: origin.to_string(), line, column, message: e.message().to_string() }
         })?;
-        Topology::from_inventory(inventory)
-            .map_err(|message| TopologyError::Invalid { path: origin.to_string(), message })
+        Topology::index(inventory).map_err(|message| TopologyError::Invalid { path: origin.to_string(), message })
     }
 
-    /// Builds the indexes, checking that every reference resolves.
-    pub fn from_inventory(inventory: Inventory) -> Result<Topology, String> {
+    /// Builds the indexes of an inventory made in code, checking that every
+    /// reference resolves.
+    pub fn from_inventory(inventory: Inventory) -> Result<Topology, TopologyError> {
+        Topology::index(inventory).map_err(|message| TopologyError::Invalid { path: "<inventory>".into(), message })
+    }
+
+    fn index(inventory: Inventory) -> Result<Topology, String> {
         let mut t = Topology { inventory, ..Topology::default() };
         for (si, s) in t.inventory.switch.iter().enumerate() {
             if t.switch_by_name.insert(s.name.clone(), si).is_some() {

@@ -19,7 +19,7 @@ pub fn parse_url(text: &str) -> Result<Url, String> {
     if !text.starts_with("http://") {
         return Err(format!("{text:?}: only http:// URLs are supported"));
     }
-    let mut url = Url::parse(text)?;
+    let mut url = Url::parse(text).map_err(|e| e.to_string())?;
     let has_path = text["http://".len()..].contains('/');
     if !has_path {
         url.path = "/metrics".into();
