@@ -61,6 +61,10 @@ fn observe(seen: &Seen, event: &DaemonEvent) {
     }
 }
 
+/// The thread of the daemon under test: it may fail to enter the
+/// namespace, or the daemon may fail.
+type DaemonThread = std::thread::JoinHandle<Result<Result<(), ChaosError>, net::NetError>>;
+
 /// The daemon under test, in the namespace `ns`, until `stop`: the
 /// ordinary run loop on its own thread, every socket it opens in `ns`.
 fn daemon_in(
@@ -71,7 +75,7 @@ fn daemon_in(
     links: Vec<String>,
     seen: Seen,
     stop: watch::Receiver<bool>,
-) -> Result<std::thread::JoinHandle<Result<Result<(), ChaosError>, net::NetError>>, ChaosError> {
+) -> Result<DaemonThread, ChaosError> {
     let topology = plan.topology.clone();
     let rules_src = sources.rules.clone();
     let playbook = super::with_modes(&sources.playbook, &options.rule_modes)?;

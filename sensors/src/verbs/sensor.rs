@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use engine::{
-    Batch, HealthState, Labels, Sample, SampleKind, Sensor, SensorContext, SensorError, SeriesId, SeriesSpec, Value,
+    HealthState, Labels, Sample, SampleKind, Sensor, SensorContext, SensorError, SeriesId, SeriesSpec, Value,
 };
 
 /// One port as `ibv_query_port` describes it.
