@@ -50,133 +50,165 @@ pub(super) fn run_case(
     case: &Case,
     loc: &Locator<'_>,
 ) -> Result<CaseReport, TestFileError> {
-    let table = SeriesTable::new(topology.clone(), Labels::default());
-    let helpers = Helpers::new(Some(table.clone()), topology);
-    let rules = rule::load_sources(&[(rule_path.to_string(), rule_source.to_string())], helpers)
-        .map_err(TestFileError::Rule)?;
-    let rule = rules.rules[0].clone();
-    let mut ev = Evaluator::new(table.clone(), rules, None).map_err(|e| {
-        TestFileError::Rule(
-            RuleError {
-                path: rule_path.to_string(),
-                line: 0,
-                column: 0,
-                message: format!("the engine could not start: {e}"),
-            }
-            .into(),
-        )
-    })?;
-
-    let sensor = table.add_sensor("rule-test", super::case::MAX_SERIES_PER_CASE);
-    let mut ids = Vec::new();
-    let mut subjects: Vec<Subject> = Vec::new();
-    let mut routes = Vec::new();
-    for s in &case.series {
-        let id = table.register(sensor, &s.spec).map_err(|e| loc.at(s.pos, e.to_string()))?;
-        ids.push(id);
-        let labels = table.read().labels(id);
-        let selected = rule.selectors.iter().any(|sel| sel.metric == s.spec.metric && sel.matches(&labels));
-        let subject = selected.then(|| {
-            let key = key_of(&rule, &labels);
-            match subjects.iter().position(|x| x.key == key) {
-                Some(i) => {
-                    let shared = &mut subjects[i].labels;
-                    shared.0.retain(|k, v| labels.get(k) == Some(v.as_str()));
-                    i
-                }
-                None => {
-                    subjects.push(Subject { key, labels });
-                    subjects.len() - 1
-                }
-            }
-        });
-        routes.push((subject, s.spec.metric.clone(), s.spec.kind));
-    }
-    let mut shadow = Shadow::new(&rule, &routes, subjects.len());
-
-    // Which subjects each expectation is about, checked before anything runs.
-    let mut expected: Vec<Vec<usize>> = Vec::new();
-    for e in &case.expects {
-        let wanted = e.subject.clone().unwrap_or_default();
-        let matching: Vec<usize> = (0..subjects.len()).filter(|&i| subjects[i].labels.contains_all(&wanted)).collect();
-        let list = || subjects.iter().map(|s| short(&rule, &s.labels).to_string()).collect::<Vec<_>>().join(", ");
-        if subjects.is_empty() {
-            return Err(loc.at(e.pos, format!("rule {} selects none of this case's series", rule.name)).into());
-        }
-        if e.subject.is_none() && subjects.len() > 1 {
-            return Err(loc
-                .at(
-                    e.pos,
-                    format!(
-                        "`subject` is needed: this case has {} subjects of {}: {}",
-                        subjects.len(),
-                        rule.name,
-                        list()
-                    ),
-                )
-                .into());
-        }
-        if matching.is_empty() {
-            return Err(loc
-                .at(e.pos, format!("subject {wanted} matches none of the subjects of {}: {}", rule.name, list()))
-                .into());
-        }
-        expected.push(matching);
-    }
-
-    let mut failures = Vec::new();
-    let mut proposals: Vec<Proposal> = Vec::new();
-    let mut history: HashMap<Key, Vec<(Nanos, State, State)>> = HashMap::new();
-    let mut events = Vec::new();
+    let mut run = CaseRun::start(rule_path, rule_source, topology, case, loc)?;
+    let expected = run.expectations(loc)?;
     let mut samples = Vec::new();
     for step in 0..case.steps {
-        let t = step as Nanos * case.interval;
-        let now = CASE_EPOCH + t;
+        let now = CASE_EPOCH + step as Nanos * case.interval;
         samples.clear();
         for (i, s) in case.series.iter().enumerate() {
             if let Some(Some(value)) = s.values.get(step) {
-                let sample = Sample { series: ids[i], ts: now, value: *value };
-                shadow.observe(i, &sample);
+                let sample = Sample { series: run.ids[i], ts: now, value: *value };
+                run.shadow.observe(i, &sample);
                 samples.push(sample);
             }
         }
-        ev.ingest(&samples);
-        events.clear();
-        ev.evaluate(now, &mut events);
-        for event in events.drain(..) {
+        run.step(now, &samples);
+        run.check_states(step, now, &expected);
+    }
+    let CaseRun { rule, proposals, mut failures, .. } = run;
+    failures.extend(compare_actions(&rule, case, proposals));
+    Ok(CaseReport { name: case.name.clone(), steps: case.steps, failures })
+}
+
+/// One case in progress: the evaluator with the rule alone, the case's
+/// series and the rule's subjects among them, and what was seen so far.
+struct CaseRun<'a> {
+    case: &'a Case,
+    rule: Arc<Rule>,
+    ev: Evaluator,
+    ids: Vec<crate::series::SeriesId>,
+    subjects: Vec<Subject>,
+    /// The windows as the rule sees them, for failure reports.
+    shadow: Shadow,
+    proposals: Vec<Proposal>,
+    history: HashMap<Key, Vec<(Nanos, State, State)>>,
+    failures: Vec<Failure>,
+    events: Vec<EngineEvent>,
+}
+
+impl<'a> CaseRun<'a> {
+    /// Loads the rule alone and registers the case's series.
+    fn start(
+        rule_path: &str,
+        rule_source: &str,
+        topology: Option<Arc<Topology>>,
+        case: &'a Case,
+        loc: &Locator<'_>,
+    ) -> Result<CaseRun<'a>, TestFileError> {
+        let table = SeriesTable::new(topology.clone(), Labels::default());
+        let helpers = Helpers::new(Some(table.clone()), topology);
+        let rules = rule::load_sources(&[(rule_path.to_string(), rule_source.to_string())], helpers)
+            .map_err(TestFileError::Rule)?;
+        let rule = rules.rules[0].clone();
+        let ev = Evaluator::new(table.clone(), rules, None).map_err(|e| {
+            let message = format!("the engine could not start: {e}");
+            TestFileError::Rule(RuleError { path: rule_path.to_string(), line: 0, column: 0, message }.into())
+        })?;
+        let sensor = table.add_sensor("rule-test", super::case::MAX_SERIES_PER_CASE);
+        let mut ids = Vec::new();
+        let mut subjects: Vec<Subject> = Vec::new();
+        let mut routes = Vec::new();
+        for s in &case.series {
+            let id = table.register(sensor, &s.spec).map_err(|e| loc.at(s.pos, e.to_string()))?;
+            ids.push(id);
+            let labels = table.read().labels(id);
+            let selected = rule.selectors.iter().any(|sel| sel.metric == s.spec.metric && sel.matches(&labels));
+            let subject = selected.then(|| subject_of(&rule, &mut subjects, labels));
+            routes.push((subject, s.spec.metric.clone(), s.spec.kind));
+        }
+        let shadow = Shadow::new(&rule, &routes, subjects.len());
+        Ok(CaseRun {
+            case,
+            rule,
+            ev,
+            ids,
+            subjects,
+            shadow,
+            proposals: Vec::new(),
+            history: HashMap::new(),
+            failures: Vec::new(),
+            events: Vec::new(),
+        })
+    }
+
+    /// Which subjects each expectation is about, checked before anything
+    /// runs.
+    fn expectations(&self, loc: &Locator<'_>) -> Result<Vec<Vec<usize>>, TestFileError> {
+        let (rule, subjects) = (&self.rule, &self.subjects);
+        let list = || subjects.iter().map(|s| short(rule, &s.labels).to_string()).collect::<Vec<_>>().join(", ");
+        let mut expected = Vec::new();
+        for e in &self.case.expects {
+            let wanted = e.subject.clone().unwrap_or_default();
+            let matching: Vec<usize> =
+                (0..subjects.len()).filter(|&i| subjects[i].labels.contains_all(&wanted)).collect();
+            if subjects.is_empty() {
+                return Err(loc.at(e.pos, format!("rule {} selects none of this case's series", rule.name)).into());
+            }
+            if e.subject.is_none() && subjects.len() > 1 {
+                let why = format!(
+                    "`subject` is needed: this case has {} subjects of {}: {}",
+                    subjects.len(),
+                    rule.name,
+                    list()
+                );
+                return Err(loc.at(e.pos, why).into());
+            }
+            if matching.is_empty() {
+                let why = format!("subject {wanted} matches none of the subjects of {}: {}", rule.name, list());
+                return Err(loc.at(e.pos, why).into());
+            }
+            expected.push(matching);
+        }
+        Ok(expected)
+    }
+
+    /// Ingests one step's samples and evaluates at `now`.
+    fn step(&mut self, now: Nanos, samples: &[Sample]) {
+        self.ev.ingest(samples);
+        self.events.clear();
+        self.ev.evaluate(now, &mut self.events);
+        let t = now - CASE_EPOCH;
+        for event in self.events.drain(..) {
             match event {
                 EngineEvent::Transition { subject, from, to, at, .. } => {
-                    history.entry(key_of(&rule, &subject)).or_default().push((at - CASE_EPOCH, from, to));
+                    self.history.entry(key_of(&self.rule, &subject)).or_default().push((at - CASE_EPOCH, from, to));
                 }
-                EngineEvent::Proposal(p) => proposals.push(p),
+                EngineEvent::Proposal(p) => self.proposals.push(p),
                 EngineEvent::ActionError { subject, message, .. } => {
-                    failures.push(Failure::ActionError { at: t, subject: short(&rule, &subject), message });
+                    self.failures.push(Failure::ActionError { at: t, subject: short(&self.rule, &subject), message });
                 }
                 EngineEvent::Quarantined { error, at, .. } => {
-                    failures.push(Failure::Quarantined { at: at - CASE_EPOCH, error: error.to_string() });
+                    self.failures.push(Failure::Quarantined { at: at - CASE_EPOCH, error: error.to_string() });
                 }
                 EngineEvent::SensorStale { .. } | EngineEvent::SensorFresh { .. } => {}
             }
         }
-        let states: BTreeMap<Key, (State, bool)> = ev
+    }
+
+    /// Compares each subject's state with what the case expects at `step`.
+    fn check_states(&mut self, step: usize, now: Nanos, expected: &[Vec<usize>]) {
+        let rule = &self.rule;
+        let states: BTreeMap<Key, (State, bool)> = self
+            .ev
             .instances()
             .into_iter()
             .filter(|v| v.rule == rule.name)
-            .map(|v| (key_of(&rule, &v.subject), (v.instance.state, v.instance.stale)))
+            .map(|v| (key_of(rule, &v.subject), (v.instance.state, v.instance.stale)))
             .collect();
-        for (e, matching) in case.expects.iter().zip(&expected).filter(|(e, _)| e.step == step) {
+        for (e, matching) in self.case.expects.iter().zip(expected).filter(|(e, _)| e.step == step) {
             for &i in matching {
-                let subject = &subjects[i];
+                let subject = &self.subjects[i];
                 let (got, got_stale) = states.get(&subject.key).copied().unwrap_or((State::Inactive, false));
                 if got == e.state && e.stale.is_none_or(|s| s == got_stale) {
                     continue;
                 }
-                let values = shadow.values(i, now);
-                let shown = history.get(&subject.key).map(|h| &h[h.len().saturating_sub(HISTORY_SHOWN)..]);
-                failures.push(Failure::State {
-                    at: t,
+                let values = self.shadow.values(i, now);
+                let shown = self.history.get(&subject.key).map(|h| &h[h.len().saturating_sub(HISTORY_SHOWN)..]);
+                self.failures.push(Failure::State {
+                    at: now - CASE_EPOCH,
                     rule: rule.name.clone(),
-                    subject: short(&rule, &subject.labels),
+                    subject: short(rule, &subject.labels),
                     expected: e.state,
                     expected_stale: e.stale,
                     got,
@@ -187,8 +219,22 @@ pub(super) fn run_case(
             }
         }
     }
-    failures.extend(compare_actions(&rule, case, proposals));
-    Ok(CaseReport { name: case.name.clone(), steps: case.steps, failures })
+}
+
+/// The index of the subject `labels` belong to, added if new; a subject's
+/// labels are those every one of its series shares.
+fn subject_of(rule: &Rule, subjects: &mut Vec<Subject>, labels: Labels) -> usize {
+    let key = key_of(rule, &labels);
+    match subjects.iter().position(|x| x.key == key) {
+        Some(i) => {
+            subjects[i].labels.0.retain(|k, v| labels.get(k) == Some(v.as_str()));
+            i
+        }
+        None => {
+            subjects.push(Subject { key, labels });
+            subjects.len() - 1
+        }
+    }
 }
 
 /// Pairs every listed action with a proposal of the same time, kind and
