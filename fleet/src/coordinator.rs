@@ -7,7 +7,7 @@ use std::time::Duration;
 use engine::coordination::{
     Admission, CoordinationError, Coordinator, FleetBreaker, Health, Release, Token, TokenRequest,
 };
-use etcd_client::{Client, Compare, CompareOp, ConnectOptions, GetOptions, PutOptions, Txn, TxnOp};
+use etcd_client::{Client, Compare, CompareOp, ConnectOptions, GetOptions, KvClient, PutOptions, Txn, TxnOp};
 use tokio::task::JoinHandle;
 
 use crate::keys::{now_ms, BreakerValue, TokenValue};
@@ -149,6 +149,36 @@ impl EtcdCoordinator {
         Admission::Refused(format!("fleet circuit breaker tripped by {}: {}", b.by, b.reason))
     }
 
+    /// What a budget's cell holds now: its guard's revision, the holders of
+    /// its live tokens, and the deletes of its expired ones.
+    async fn read_cell(
+        &self,
+        kv: &mut KvClient,
+        b: &Budget,
+        cell: &str,
+        guard: &str,
+        now: u64,
+    ) -> Result<Held, String> {
+        let s = &self.shared;
+        let read = s
+            .bounded("reading a budget", kv.get(s.keys.cell(&b.name, cell), Some(GetOptions::new().with_prefix())))
+            .await?;
+        let mut held = Held { guard_revision: 0, holders: Vec::new(), expired: Vec::new() };
+        for item in read.kvs() {
+            let key = String::from_utf8_lossy(item.key());
+            if key == guard {
+                held.guard_revision = item.mod_revision();
+            } else if let Some((_, _, holder, _)) = s.keys.parse_token(&key) {
+                match serde_json::from_slice::<TokenValue>(item.value()) {
+                    Ok(t) if !t.live(now) => held.expired.push(TxnOp::delete(item.key().to_vec(), None)),
+                    // Unreadable tokens count: fail safe.
+                    _ => held.holders.push(holder.to_string()),
+                }
+            }
+        }
+        Ok(held)
+    }
+
     /// One attempt after another until a transaction goes through or a
     /// budget is found full. Bounded by the caller's timeout.
     async fn take(&self, request: &TokenRequest, budgets: &[&Budget], lease: i64) -> Result<Admission, String> {
@@ -165,26 +195,9 @@ impl EtcdCoordinator {
             for b in budgets {
                 let cell = b.cell(&request.impact);
                 let guard = s.keys.guard(&b.name, &cell);
-                let read = s
-                    .bounded(
-                        "reading a budget",
-                        kv.get(s.keys.cell(&b.name, &cell), Some(GetOptions::new().with_prefix())),
-                    )
-                    .await?;
-                let mut guard_revision = 0;
-                let mut holders = Vec::new();
-                for item in read.kvs() {
-                    let key = String::from_utf8_lossy(item.key());
-                    if key == guard {
-                        guard_revision = item.mod_revision();
-                    } else if let Some((_, _, holder, _)) = s.keys.parse_token(&key) {
-                        match serde_json::from_slice::<TokenValue>(item.value()) {
-                            Ok(t) if !t.live(now) => ops.push(TxnOp::delete(item.key().to_vec(), None)),
-                            // Unreadable tokens count: fail safe.
-                            _ => holders.push(holder.to_string()),
-                        }
-                    }
-                }
+                let Held { guard_revision, mut holders, expired } =
+                    self.read_cell(&mut kv, b, &cell, &guard, now).await?;
+                ops.extend(expired);
                 let in_use = holders.len();
                 if in_use as u32 >= b.limit {
                     holders.sort();
@@ -240,6 +253,13 @@ impl EtcdCoordinator {
             tokio::time::sleep(Duration::from_micros(200 * u64::from(attempt.min(10)))).await;
         }
     }
+}
+
+/// A budget cell as read: see `EtcdCoordinator::read_cell`.
+struct Held {
+    guard_revision: i64,
+    holders: Vec<String>,
+    expired: Vec<TxnOp>,
 }
 
 #[async_trait::async_trait]
