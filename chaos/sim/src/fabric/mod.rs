@@ -264,6 +264,93 @@ pub struct Fabric {
     tree: Option<sysfs::Tree>,
 }
 
+/// Every NIC of the inventory, healthy and up; each must name its switch
+/// and port (the simulator needs the cabling).
+fn cabled_nics(inv: &engine::topology::Inventory) -> Result<Vec<Nic>, FabricError> {
+    let mut nics = Vec::new();
+    for node in &inv.node {
+        for nic in &node.nic {
+            let (Some(switch), Some(port)) = (&nic.switch, &nic.switch_port) else {
+                return Err(FabricError::Inventory(format!(
+                    "node {:?} NIC {} names no switch and switch_port; the simulator needs the cabling",
+                    node.name, nic.rdma_dev
+                )));
+            };
+            nics.push(Nic {
+                node: node.name.clone(),
+                rdma_dev: nic.rdma_dev.clone(),
+                netdev: nic.netdev.clone(),
+                rail: nic.rail,
+                plane: nic.plane,
+                switch: switch.clone(),
+                switch_port: port.clone(),
+                carrier: true,
+                admin_up: true,
+                switch_port_up: true,
+                drained: false,
+                ber: HEALTHY_BER,
+                loss: 0.0,
+                rate: 1.0,
+                storm: None,
+                flap: None,
+                last_down: None,
+                offered: 0.0,
+                paused: 0.0,
+                delivered: 1.0,
+                counters: Counters::default(),
+            });
+        }
+    }
+    Ok(nics)
+}
+
+/// The leaves (by name) and spines (by plane) of the inventory, their PFC
+/// watchdogs in `alert` mode. A leaf has one port per cabled NIC
+/// (Ethernet0, 4, …) and its uplink after the last; a spine one port per
+/// leaf of its plane.
+fn switches(inv: &engine::topology::Inventory, nics: &[Nic]) -> (BTreeMap<String, Switch>, BTreeMap<u32, Switch>) {
+    let mut leaves = BTreeMap::new();
+    let mut spines = BTreeMap::new();
+    for sw in &inv.switch {
+        let plane = sw.plane.unwrap_or(0);
+        if sw.role.as_str() == "spine" {
+            let fan = inv.switch.iter().filter(|s| s.role.as_str() == "leaf" && s.plane == sw.plane).count();
+            let model = Model::new(fan.max(1));
+            alert_mode(&model);
+            spines.insert(plane, Switch { name: sw.name.clone(), rail: None, plane, model, uplink: None });
+            continue;
+        }
+        let highest = nics
+            .iter()
+            .filter(|n| n.switch == sw.name)
+            .filter_map(|n| n.switch_port.strip_prefix("Ethernet")?.parse::<usize>().ok())
+            .max();
+        let ports = highest.map(|h| h / 4 + 2).unwrap_or(1);
+        let model = Model::new(ports);
+        alert_mode(&model);
+        let uplink = Some(format!("Ethernet{}", (ports - 1) * 4));
+        leaves.insert(sw.name.clone(), Switch { name: sw.name.clone(), rail: sw.rail, plane, model, uplink });
+    }
+    (leaves, spines)
+}
+
+/// A job on the fabric: its spec, and its nodes by index.
+fn placed_job(spec: &JobSpec, nodes: &[String]) -> Result<Job, FabricError> {
+    let placed = spec
+        .nodes
+        .iter()
+        .map(|n| {
+            nodes.iter().position(|x| x == n).ok_or_else(|| {
+                FabricError::Inventory(format!(
+                    "job {:?} runs on node {n:?}, which the inventory does not list",
+                    spec.name
+                ))
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(Job { spec: spec.clone(), nodes: placed, step_ratio: 1.0 })
+}
+
 impl Fabric {
     /// The fabric of `topology` at time `start`, with `jobs` running and
     /// the random generator seeded with `seed`. The leaves start with the
@@ -272,69 +359,9 @@ impl Fabric {
     /// `drop` on.
     pub fn new(topology: Arc<Topology>, jobs: &[JobSpec], seed: u64, start: Nanos) -> Result<Fabric, FabricError> {
         let inv = topology.inventory();
-        let mut nodes = Vec::new();
-        let mut nics = Vec::new();
-        for node in &inv.node {
-            nodes.push(node.name.clone());
-            for nic in &node.nic {
-                let (Some(switch), Some(port)) = (&nic.switch, &nic.switch_port) else {
-                    return Err(FabricError::Inventory(format!(
-                        "node {:?} NIC {} names no switch and switch_port; the simulator needs the cabling",
-                        node.name, nic.rdma_dev
-                    )));
-                };
-                nics.push(Nic {
-                    node: node.name.clone(),
-                    rdma_dev: nic.rdma_dev.clone(),
-                    netdev: nic.netdev.clone(),
-                    rail: nic.rail,
-                    plane: nic.plane,
-                    switch: switch.clone(),
-                    switch_port: port.clone(),
-                    carrier: true,
-                    admin_up: true,
-                    switch_port_up: true,
-                    drained: false,
-                    ber: HEALTHY_BER,
-                    loss: 0.0,
-                    rate: 1.0,
-                    storm: None,
-                    flap: None,
-                    last_down: None,
-                    offered: 0.0,
-                    paused: 0.0,
-                    delivered: 1.0,
-                    counters: Counters::default(),
-                });
-            }
-        }
-        let mut leaves = BTreeMap::new();
-        let mut spines = BTreeMap::new();
-        for sw in &inv.switch {
-            let plane = sw.plane.unwrap_or(0);
-            match sw.role.as_str() {
-                "spine" => {
-                    let fan = inv.switch.iter().filter(|s| s.role.as_str() == "leaf" && s.plane == sw.plane).count();
-                    let model = Model::new(fan.max(1));
-                    alert_mode(&model);
-                    spines.insert(plane, Switch { name: sw.name.clone(), rail: None, plane, model, uplink: None });
-                }
-                _ => {
-                    // One port per cabled NIC (Ethernet0, 4, …) plus the uplink after the last.
-                    let highest = nics
-                        .iter()
-                        .filter(|n| n.switch == sw.name)
-                        .filter_map(|n| n.switch_port.strip_prefix("Ethernet")?.parse::<usize>().ok())
-                        .max();
-                    let ports = highest.map(|h| h / 4 + 2).unwrap_or(1);
-                    let model = Model::new(ports);
-                    alert_mode(&model);
-                    let uplink = Some(format!("Ethernet{}", (ports - 1) * 4));
-                    leaves
-                        .insert(sw.name.clone(), Switch { name: sw.name.clone(), rail: sw.rail, plane, model, uplink });
-                }
-            }
-        }
+        let nodes: Vec<String> = inv.node.iter().map(|n| n.name.clone()).collect();
+        let nics = cabled_nics(inv)?;
+        let (leaves, spines) = switches(inv, &nics);
         for nic in &nics {
             let leaf = leaves.get(&nic.switch).ok_or_else(|| {
                 FabricError::Inventory(format!(
@@ -349,27 +376,14 @@ impl Fabric {
                 )));
             }
         }
-        let mut out_jobs = Vec::new();
-        for spec in jobs {
-            let mut idx = Vec::new();
-            for n in &spec.nodes {
-                let i = nodes.iter().position(|x| x == n).ok_or_else(|| {
-                    FabricError::Inventory(format!(
-                        "job {:?} runs on node {n:?}, which the inventory does not list",
-                        spec.name
-                    ))
-                })?;
-                idx.push(i);
-            }
-            out_jobs.push(Job { spec: spec.clone(), nodes: idx, step_ratio: 1.0 });
-        }
+        let jobs = jobs.iter().map(|spec| placed_job(spec, &nodes)).collect::<Result<_, _>>()?;
         Ok(Fabric {
             topology,
             nodes,
             nics,
             leaves,
             spines,
-            jobs: out_jobs,
+            jobs,
             congestion: BTreeMap::new(),
             blind_nodes: BTreeSet::new(),
             silent_switches: BTreeSet::new(),
