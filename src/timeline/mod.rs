@@ -97,10 +97,9 @@ fn incident<'a>(decisions: &'a [Decision], id: &str) -> Vec<&'a Decision> {
         .collect()
 }
 
-/// Runs the verb.
-pub fn run(args: &TimelineArgs) -> anyhow::Result<Exit> {
-    let src = sources(args)?;
-    let decisions = history::decisions(&src.state)?;
+/// The page's time window and what it shows: an incident's span (padded)
+/// and subject, or `--from`/`--to` with a job, a node or everything.
+fn window_and_scope(args: &TimelineArgs, src: &Sources, decisions: &[Decision]) -> anyhow::Result<(Window, Scope)> {
     let now = wall_clock_now();
     let time = |flag: &str, t: &Option<String>| {
         t.as_deref().map(|t| parse_time(t, now)).transpose().map_err(|e| anyhow::anyhow!("--{flag}: {e}"))
@@ -110,7 +109,7 @@ pub fn run(args: &TimelineArgs) -> anyhow::Result<Exit> {
         Ok(signals::job_nodes(&src.recording)?.remove(job).unwrap_or_default())
     };
     let (window, scope) = if let Some(id) = &args.incident {
-        let mine = incident(&decisions, id);
+        let mine = incident(decisions, id);
         let first = mine.first().ok_or_else(|| {
             anyhow::anyhow!(
                 "unknown incident {id}: no decision in the ledger {} belongs to it (`rocemend incidents` lists them)",
@@ -145,6 +144,14 @@ pub fn run(args: &TimelineArgs) -> anyhow::Result<Exit> {
         };
         (window, scope)
     };
+    Ok((window, scope))
+}
+
+/// Runs the verb.
+pub fn run(args: &TimelineArgs) -> anyhow::Result<Exit> {
+    let src = sources(args)?;
+    let decisions = history::decisions(&src.state)?;
+    let (window, scope) = window_and_scope(args, &src, &decisions)?;
     let topology = src.topology.as_deref();
     let signals = signals::read(&src.recording, &window, &scope, topology)?;
     let (transitions, rule_states) = match &src.rules {
