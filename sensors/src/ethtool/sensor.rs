@@ -188,19 +188,7 @@ impl EthtoolPoller {
                 }
             },
         };
-        if !self.scanned || self.polls_since_scan >= self.config.rescan_every {
-            match self.targets(&socket) {
-                Ok(targets) => {
-                    self.ifaces.retain(|name, _| targets.contains(name));
-                    for t in targets {
-                        self.ifaces.entry(t).or_default();
-                    }
-                }
-                Err(error) => self.ctx.read_failed("io", &format!("listing interfaces: {error}")),
-            }
-            self.scanned = true;
-            self.polls_since_scan = 0;
-        }
+        self.rescan_if_due(&socket);
         self.polls_since_scan += 1;
         let mut samples = Vec::new();
         let (mut read, mut problems) = (0usize, Vec::new());
@@ -212,9 +200,36 @@ impl EthtoolPoller {
             }
         }
         self.socket = Some(socket);
+        self.judge(read, &problems, start);
+        samples
+    }
+
+    /// Lists the interfaces again at the first poll and every
+    /// `rescan_every` polls: new ones are read from now on, gone ones
+    /// forgotten.
+    fn rescan_if_due(&mut self, socket: &EthtoolSocket) {
+        if !self.scanned || self.polls_since_scan >= self.config.rescan_every {
+            match self.targets(socket) {
+                Ok(targets) => {
+                    self.ifaces.retain(|name, _| targets.contains(name));
+                    for t in targets {
+                        self.ifaces.entry(t).or_default();
+                    }
+                }
+                Err(error) => self.ctx.read_failed("io", &format!("listing interfaces: {error}")),
+            }
+            self.scanned = true;
+            self.polls_since_scan = 0;
+        }
+    }
+
+    /// Reports the poll: `read` interfaces read, `problems` with the others.
+    /// Interfaces listed automatically that have no statistics (a bridge,
+    /// a dummy) are not trouble; listed by name, they are.
+    fn judge(&mut self, read: usize, problems: &[Problem], start: Instant) {
         let explicit = !self.config.interfaces.is_empty();
         let mut trouble = Vec::new();
-        for problem in &problems {
+        for problem in problems {
             match problem {
                 // Listed automatically, an interface without statistics (a
                 // bridge, a dummy) is simply not one to read.
@@ -254,7 +269,6 @@ impl EthtoolPoller {
         } else {
             self.report(HealthState::Up, format!("{read} interfaces"));
         }
-        samples
     }
 
     fn report(&mut self, state: HealthState, detail: String) {
