@@ -211,6 +211,17 @@ fn count_subjects(series: &SeriesTable, names: &[String]) -> (usize, usize) {
 /// The latency probe: a gauge that fires the moment it reads 1 and
 /// resolves the moment it reads 0 (no `for`, no cooldown).
 const PROBE_METRIC: &str = "bench_probe";
+
+/// Registers the probe's one gauge series, from a sensor of its own.
+fn register_probe(series: &SeriesTable) -> SeriesId {
+    let sensor = series.add_sensor("probe", 1);
+    let spec = SeriesSpec {
+        metric: PROBE_METRIC.into(),
+        labels: Labels::from_pairs([("node", "gpu-node-0000")]),
+        kind: SampleKind::Gauge,
+    };
+    series.register(sensor, &spec).expect("one probe series")
+}
 const PROBE_RULE: &str = r#"
 fn fire(w) { w.v > 0.5 }
 #{
@@ -296,17 +307,7 @@ impl Fleet {
         drop(sources);
         let heap_rules = live();
 
-        let probe_sensor = series.add_sensor("probe", 1);
-        let probe = series
-            .register(
-                probe_sensor,
-                &SeriesSpec {
-                    metric: PROBE_METRIC.into(),
-                    labels: Labels::from_pairs([("node", "gpu-node-0000")]),
-                    kind: SampleKind::Gauge,
-                },
-            )
-            .expect("one probe series");
+        let probe = register_probe(&series);
         let batches: Vec<Vec<Sample>> = ids
             .chunks(BATCH)
             .map(|c| c.iter().map(|id| Sample { series: *id, ts: T0, value: Value::Count(0) }).collect())
@@ -524,17 +525,7 @@ struct Alone {
 impl Alone {
     fn new(store: Option<Store>) -> Alone {
         let series = SeriesTable::default();
-        let sensor = series.add_sensor("probe", 1);
-        let probe = series
-            .register(
-                sensor,
-                &SeriesSpec {
-                    metric: PROBE_METRIC.into(),
-                    labels: Labels::from_pairs([("node", "gpu-node-0000")]),
-                    kind: SampleKind::Gauge,
-                },
-            )
-            .expect("one series");
+        let probe = register_probe(&series);
         let rules: RuleSet = rule::load_sources(&[probe_source()], Helpers::default()).expect("probe rule loads");
         Alone { ev: Evaluator::new(series, rules, store).expect("store"), probe }
     }

@@ -203,105 +203,71 @@ mod tests {
     use super::*;
     use crate::time::SECOND as S;
 
-    /// One row: at time `t`, the condition the instance asks for has value
-    /// `cond` (`None`: stale inputs); afterwards the state is `expect`.
-    struct Row {
-        t: Nanos,
-        cond: Option<bool>,
-        expect: State,
-    }
-
-    fn row(t: i64, cond: Option<bool>, expect: State) -> Row {
-        Row { t: t * S, cond, expect }
-    }
-
-    fn run(timing: Timing, rows: &[Row]) {
+    /// Steps an instance once a second through `conds` and checks its
+    /// state after each step against `states`, both read one character a
+    /// second (spaces are for alignment only):
+    ///
+    /// - `conds`: the value of the condition the instance asks for, `T` or
+    ///   `F`; `S` for stale inputs; `.` for no evaluation that second;
+    /// - `states`: `i`nactive, `p`ending, `f`iring, `r`esolved; `.` where
+    ///   `conds` has one.
+    fn run(timing: Timing, conds: &str, states: &str) {
+        let conds: Vec<char> = conds.chars().filter(|c| !c.is_whitespace()).collect();
+        let states: Vec<char> = states.chars().filter(|c| !c.is_whitespace()).collect();
+        assert_eq!(conds.len(), states.len(), "one state per second");
         let mut inst = Instance::new(0);
-        for (i, r) in rows.iter().enumerate() {
-            match r.cond {
-                None => {
-                    mark_stale(&mut inst, r.t);
+        for (second, (&cond, &state)) in conds.iter().zip(&states).enumerate() {
+            let t = second as Nanos * S;
+            match cond {
+                '.' => continue,
+                'S' => {
+                    mark_stale(&mut inst, t);
                 }
-                Some(value) => {
+                'T' | 'F' => {
                     inst.stale = false;
-                    let asked = inst.needs(r.t);
-                    step(&mut inst, &timing, r.t, asked.map(|_| value));
+                    let asked = inst.needs(t);
+                    step(&mut inst, &timing, t, asked.map(|_| cond == 'T'));
                 }
+                other => panic!("condition {other:?}"),
             }
-            assert_eq!(inst.state, r.expect, "row {i} at t={}s", r.t / S);
+            let expect = match state {
+                'i' => Inactive,
+                'p' => Pending,
+                'f' => Firing,
+                'r' => Resolved,
+                other => panic!("state {other:?}"),
+            };
+            assert_eq!(inst.state, expect, "at t={second}s");
         }
     }
 
     use State::*;
-    const T: Option<bool> = Some(true);
-    const F: Option<bool> = Some(false);
-    const STALE: Option<bool> = None;
 
     #[test]
     fn for_delays_firing_and_a_break_resets_it() {
+        // The condition is the fire condition while inactive or pending and
+        // the clear condition while firing.
         let timing = Timing { for_: 2 * S, keep_firing_for: 0, cooldown: 0 };
-        // The value is the fire condition while inactive/pending and the clear
-        // condition while firing.
-        run(
-            timing,
-            &[
-                row(0, F, Inactive),
-                row(1, T, Pending),
-                row(2, T, Pending),
-                row(3, T, Firing),
-                row(4, F, Firing),
-                row(5, T, Resolved),
-                row(6, T, Pending),
-                row(7, F, Inactive),
-                row(8, T, Pending),
-                row(9, T, Pending),
-                row(10, T, Firing),
-            ],
-        );
+        run(timing, "F T T T F T T F T T T", "i p p f f r p i p p f");
     }
 
     #[test]
     fn keep_firing_for_holds_firing_after_clear() {
+        // Clear holds from t=1, breaks at t=3, holds again from t=4 for 3 s.
         let timing = Timing { for_: 0, keep_firing_for: 3 * S, cooldown: 0 };
-        run(
-            timing,
-            &[
-                row(0, T, Firing),
-                row(1, T, Firing), // clear holds since t=1
-                row(2, T, Firing),
-                row(3, F, Firing), // clear broke: start over
-                row(4, T, Firing),
-                row(6, T, Firing),
-                row(7, T, Resolved),
-            ],
-        );
+        run(timing, "T T T F T . T T", "f f f f f . f r");
     }
 
     #[test]
     fn cooldown_ignores_fire_then_lets_it_fire_again() {
         let timing = Timing { for_: 0, keep_firing_for: 0, cooldown: 10 * S };
-        run(
-            timing,
-            &[row(0, T, Firing), row(1, T, Resolved), row(2, T, Resolved), row(10, T, Resolved), row(11, T, Firing)],
-        );
+        run(timing, "T T T . . . . . . . T T", "f r r . . . . . . . r f");
     }
 
     #[test]
     fn stale_inputs_never_fire_and_never_resolve() {
         let timing = Timing { for_: 2 * S, keep_firing_for: 0, cooldown: 0 };
-        run(
-            timing,
-            &[
-                row(0, T, Pending),
-                row(1, STALE, Inactive),
-                row(2, STALE, Inactive),
-                row(3, T, Pending),
-                row(5, T, Firing),
-                row(6, STALE, Firing),
-                row(7, STALE, Firing),
-                row(8, T, Resolved),
-            ],
-        );
+        run(timing, "T S S T . T S S T", "p i i p . f f f r");
     }
 
     #[test]

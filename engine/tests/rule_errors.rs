@@ -142,3 +142,22 @@ fn fire(w) { w.paused }
     assert!(errors[0].starts_with("pfc-storm.rhai:2:"), "{}", errors[0]);
     assert!(errors[0].contains("must return a bool"), "{}", errors[0]);
 }
+
+#[test]
+fn every_error_of_a_declaration_is_reported_at_once_in_file_order() {
+    let source = "fn fire(w) { w.paused > 500000.0 }
+#{
+    name: \"pfc-storm\",
+    selct: [\"ethtool_tx_prio_pause_duration_us\"],
+    severity: \"warn\",
+    windows: #{ paused: rate(\"ethtool_tx_prio_pause_duration_us\", \"1s\") },
+    cooldown: \"10\",
+}
+";
+    let errors = load_errors("pfc-storm.rhai", source);
+    assert_eq!(errors.len(), 4, "{errors:#?}");
+    assert!(errors[0].starts_with("pfc-storm.rhai:2:1: `select` must name at least one"), "{}", errors[0]);
+    assert!(errors[1].starts_with("pfc-storm.rhai:4:5: unknown field `selct`"), "{}", errors[1]);
+    assert!(errors[2].starts_with("pfc-storm.rhai:5:5: severity \"warn\""), "{}", errors[2]);
+    assert!(errors[3].starts_with("pfc-storm.rhai:7:5: `cooldown`"), "{}", errors[3]);
+}

@@ -43,107 +43,147 @@ pub struct PathError {
 pub fn parse_path(text: &str) -> Result<Path, PathError> {
     let err = |at: usize, problem: &'static str| PathError { path: text.to_string(), at, problem };
     let mut path = Path::default();
-    let mut rest = text;
-    let mut offset = 0;
     // A target and an origin come before the first '/'.
-    if let Some(slash) = rest.find('/') {
-        let head = &rest[..slash];
-        let (target, origin) = match head.split_once('@') {
-            Some((t, o)) => (Some(t), o),
-            None => (None, head),
-        };
-        if let Some(t) = target {
-            if t.is_empty() {
-                return Err(err(0, "empty target before '@'"));
-            }
-            path.target = t.to_string();
+    let offset = match text.find('/') {
+        Some(slash) => {
+            parse_head(&text[..slash], &mut path).map_err(|(at, problem)| err(at, problem))?;
+            slash
         }
-        if !origin.is_empty() {
-            let Some(origin) = origin.strip_suffix(':') else {
-                return Err(err(slash, "expected '/' at the start, or an origin ending in ':'"));
-            };
-            if origin.is_empty() {
-                return Err(err(slash, "empty origin"));
-            }
-            path.origin = origin.to_string();
-        }
-        offset = slash;
-        rest = &rest[slash..];
-    } else if !rest.is_empty() {
-        return Err(err(0, "a path starts with '/'"));
+        None if text.is_empty() => 0,
+        None => return Err(err(0, "a path starts with '/'")),
+    };
+    let mut elems = Elems { chars: text[offset..].chars().collect(), i: 0, offset };
+    while let Some(elem) = elems.next_elem().map_err(|(at, problem)| err(at, problem))? {
+        path.elem.push(elem);
     }
-    let bytes: Vec<char> = rest.chars().collect();
-    let mut i = 0;
-    // Byte positions for error messages.
-    let pos = |i: usize| offset + bytes[..i.min(bytes.len())].iter().map(|c| c.len_utf8()).sum::<usize>();
-    while i < bytes.len() {
-        if bytes[i] != '/' {
-            return Err(err(pos(i), "expected '/'"));
+    sonic_origin_from_first_elem(&mut path);
+    Ok(path)
+}
+
+/// Reads `[target@][origin:]`, the part before the first '/', into `path`;
+/// an error is its byte offset and what was wrong.
+fn parse_head(head: &str, path: &mut Path) -> Result<(), (usize, &'static str)> {
+    let (target, origin) = match head.split_once('@') {
+        Some((t, o)) => (Some(t), o),
+        None => (None, head),
+    };
+    if let Some(t) = target {
+        if t.is_empty() {
+            return Err((0, "empty target before '@'"));
         }
-        i += 1;
-        if i == bytes.len() {
-            break; // a trailing '/' (or the root path "/")
+        path.target = t.to_string();
+    }
+    if !origin.is_empty() {
+        let Some(origin) = origin.strip_suffix(':') else {
+            return Err((head.len(), "expected '/' at the start, or an origin ending in ':'"));
+        };
+        if origin.is_empty() {
+            return Err((head.len(), "empty origin"));
+        }
+        path.origin = origin.to_string();
+    }
+    Ok(())
+}
+
+/// SONiC's form writes the origin into the first element
+/// (`/sonic-db:CONFIG_DB/…`): it becomes the path's origin.
+fn sonic_origin_from_first_elem(path: &mut Path) {
+    if !path.origin.is_empty() {
+        return;
+    }
+    if let Some(first) = path.elem.first_mut() {
+        if let Some((origin, name)) = first.name.split_once(':') {
+            if !origin.is_empty() && !name.is_empty() {
+                path.origin = origin.to_string();
+                first.name = name.to_string();
+            }
+        }
+    }
+}
+
+/// A cursor over the `/elem[key=value]…` part of a path string.
+struct Elems {
+    chars: Vec<char>,
+    i: usize,
+    /// The byte offset of `chars[0]` in the whole string, for errors.
+    offset: usize,
+}
+
+type Problem = (usize, &'static str);
+
+impl Elems {
+    /// The byte offset of the cursor in the whole string.
+    fn pos(&self) -> usize {
+        self.offset + self.chars[..self.i.min(self.chars.len())].iter().map(|c| c.len_utf8()).sum::<usize>()
+    }
+
+    fn peek(&self) -> Option<char> {
+        self.chars.get(self.i).copied()
+    }
+
+    /// The next element, or `None` at the end (a trailing '/' included).
+    fn next_elem(&mut self) -> Result<Option<PathElem>, Problem> {
+        match self.peek() {
+            None => return Ok(None),
+            Some('/') => self.i += 1,
+            Some(_) => return Err((self.pos(), "expected '/'")),
+        }
+        if self.peek().is_none() {
+            return Ok(None); // a trailing '/' (or the root path "/")
         }
         let mut name = String::new();
-        let mut keys = HashMap::new();
-        while i < bytes.len() && bytes[i] != '/' && bytes[i] != '[' {
-            if bytes[i] == '\\' && i + 1 < bytes.len() {
-                i += 1;
+        while let Some(c) = self.peek().filter(|c| *c != '/' && *c != '[') {
+            if c == '\\' && self.i + 1 < self.chars.len() {
+                self.i += 1;
             }
-            name.push(bytes[i]);
-            i += 1;
+            name.push(self.chars[self.i]);
+            self.i += 1;
         }
-        while i < bytes.len() && bytes[i] == '[' {
-            i += 1;
-            let mut key = String::new();
-            while i < bytes.len() && bytes[i] != '=' && bytes[i] != ']' {
-                key.push(bytes[i]);
-                i += 1;
-            }
-            if i == bytes.len() || bytes[i] != '=' {
-                return Err(err(pos(i), "expected '=' in a key"));
-            }
-            if key.is_empty() {
-                return Err(err(pos(i), "empty key name"));
-            }
-            i += 1;
-            let mut value = String::new();
-            loop {
-                match bytes.get(i) {
-                    None => return Err(err(pos(i), "unclosed '['")),
-                    Some('\\') if i + 1 < bytes.len() => {
-                        value.push(bytes[i + 1]);
-                        i += 2;
-                    }
-                    Some(']') => {
-                        i += 1;
-                        break;
-                    }
-                    Some(c) => {
-                        value.push(*c);
-                        i += 1;
-                    }
-                }
-            }
-            keys.insert(key, value);
+        let mut key = HashMap::new();
+        while self.peek() == Some('[') {
+            self.i += 1;
+            let (k, v) = self.key_value()?;
+            key.insert(k, v);
         }
         if name.is_empty() {
-            return Err(err(pos(i), "empty element name"));
+            return Err((self.pos(), "empty element name"));
         }
-        path.elem.push(PathElem { name, key: keys });
+        Ok(Some(PathElem { name, key }))
     }
-    // SONiC's form: the origin is written into the first element.
-    if path.origin.is_empty() {
-        if let Some(first) = path.elem.first_mut() {
-            if let Some((origin, name)) = first.name.split_once(':') {
-                if !origin.is_empty() && !name.is_empty() {
-                    path.origin = origin.to_string();
-                    first.name = name.to_string();
+
+    /// `key=value]`, the cursor just past the '['.
+    fn key_value(&mut self) -> Result<(String, String), Problem> {
+        let mut key = String::new();
+        while let Some(c) = self.peek().filter(|c| *c != '=' && *c != ']') {
+            key.push(c);
+            self.i += 1;
+        }
+        if self.peek() != Some('=') {
+            return Err((self.pos(), "expected '=' in a key"));
+        }
+        if key.is_empty() {
+            return Err((self.pos(), "empty key name"));
+        }
+        self.i += 1;
+        let mut value = String::new();
+        loop {
+            match self.peek() {
+                None => return Err((self.pos(), "unclosed '['")),
+                Some('\\') if self.i + 1 < self.chars.len() => {
+                    value.push(self.chars[self.i + 1]);
+                    self.i += 2;
+                }
+                Some(']') => {
+                    self.i += 1;
+                    return Ok((key, value));
+                }
+                Some(c) => {
+                    value.push(c);
+                    self.i += 1;
                 }
             }
         }
     }
-    Ok(path)
 }
 
 /// Prints a path in the canonical string form, `[target@][origin:]/…`,

@@ -1,6 +1,6 @@
 //! `rocemend check`: every error in a configuration, at once.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use engine::playbook::Playbook;
 use engine::rule::{self, Helpers};
@@ -10,98 +10,123 @@ use crate::config::DaemonConfig;
 use crate::wiring;
 use crate::Exit;
 
+/// What `check` found: the files that passed, and every error.
+#[derive(Default)]
+struct Report {
+    checked: Vec<String>,
+    errors: Vec<String>,
+}
+
+/// The files to check: given on the command line, or named by the config.
+struct Files {
+    rules: Option<PathBuf>,
+    playbook: Option<PathBuf>,
+    inventory: Option<PathBuf>,
+}
+
+/// `rocemend check`.
 pub fn check(
     config: Option<&Path>,
     rules: Option<&Path>,
     playbook: Option<&Path>,
     inventory: Option<&Path>,
 ) -> anyhow::Result<Exit> {
-    let mut errors: Vec<String> = Vec::new();
-    let mut checked: Vec<String> = Vec::new();
-    let mut rules_dir = rules.map(Path::to_path_buf);
-    let mut playbook_path = playbook.map(Path::to_path_buf);
-    let mut inventory_path = inventory.map(Path::to_path_buf);
-
+    let mut report = Report::default();
+    let mut files = Files {
+        rules: rules.map(Path::to_path_buf),
+        playbook: playbook.map(Path::to_path_buf),
+        inventory: inventory.map(Path::to_path_buf),
+    };
     if let Some(path) = config {
-        match DaemonConfig::load(path) {
-            Ok(cfg) => {
-                checked.push(format!("config {}", path.display()));
-                playbook_path.get_or_insert(cfg.playbook.clone());
-                if let Some(inv) = &cfg.inventory {
-                    inventory_path.get_or_insert(inv.clone());
-                }
-                if let Some(r) = &cfg.rules {
-                    rules_dir.get_or_insert(r.clone());
-                }
-                if let Err(e) = wiring::sensors(&cfg) {
-                    errors.extend(e.into_iter().map(|e| format!("{}: {e}", path.display())));
-                }
-                for (what, value) in
-                    [("engine.tick", &cfg.engine.tick), ("engine.reload_poll", &cfg.engine.reload_poll)]
-                {
-                    if let Err(e) = engine::time::parse_duration(value) {
-                        errors.push(format!("{}: {what}: {e}", path.display()));
-                    }
-                }
-                if !["wall", "samples"].contains(&cfg.engine.clock.as_str()) {
-                    errors.push(format!(
-                        "{}: engine.clock {:?}: expected wall or samples",
-                        path.display(),
-                        cfg.engine.clock
-                    ));
-                }
-            }
-            Err(e) => errors.push(e.to_string()),
-        }
+        check_config(path, &mut files, &mut report);
     }
-    if let Some(path) = &inventory_path {
+    if let Some(path) = &files.inventory {
         match Topology::load(path) {
-            Ok(t) => checked.push(format!("inventory {} ({} nodes)", path.display(), t.node_count())),
-            Err(e) => errors.push(e.to_string()),
+            Ok(t) => report.checked.push(format!("inventory {} ({} nodes)", path.display(), t.node_count())),
+            Err(e) => report.errors.push(e.to_string()),
         }
     }
-    let mut loaded_playbook = None;
-    if let Some(path) = &playbook_path {
-        match Playbook::load(path) {
-            Ok(p) => {
-                checked.push(format!("playbook {} (mode {})", path.display(), p.mode.as_str()));
-                if rules_dir.is_none() {
-                    rules_dir = p.rules_dir(path);
-                }
-                if let Err(e) = actuators::registry::dispatcher(&p, None, None) {
-                    errors.extend(e.into_iter().map(|e| e.to_string()));
-                }
-                loaded_playbook = Some((path.clone(), p));
-            }
-            Err(e) => errors.push(e.to_string()),
-        }
+    let playbook = files.playbook.as_deref().and_then(|path| check_playbook(path, &mut files.rules, &mut report));
+    if let Some(dir) = &files.rules {
+        check_rules(dir, playbook.as_ref().map(|p| (files.playbook.as_deref().unwrap_or(dir), p)), &mut report);
     }
-    if let Some(dir) = &rules_dir {
-        match rule::load_dir(dir, Helpers::default()) {
-            Ok(set) => {
-                checked.push(format!("rules {} ({} rules)", dir.display(), set.rules.len()));
-                if let Some((path, p)) = &loaded_playbook {
-                    let names: Vec<&str> = set.rules.iter().map(|r| r.name.as_str()).collect();
-                    for unknown in p.unknown_rules(&names) {
-                        errors.push(format!("{}: [rule.{unknown}] names no rule of {}", path.display(), dir.display()));
-                    }
-                }
-            }
-            Err(errs) => errors.extend(errs.iter().map(ToString::to_string)),
-        }
-    }
-    if checked.is_empty() && errors.is_empty() {
+    if report.checked.is_empty() && report.errors.is_empty() {
         anyhow::bail!("nothing to check: give --config, --rules, --playbook or --inventory");
     }
-    for line in &checked {
+    for line in &report.checked {
         println!("ok     {line}");
     }
-    for e in &errors {
+    for e in &report.errors {
         eprintln!("error  {e}");
     }
-    if errors.is_empty() {
+    if report.errors.is_empty() {
         Ok(Exit::Ok)
     } else {
-        anyhow::bail!("{} error(s) found", errors.len())
+        anyhow::bail!("{} error(s) found", report.errors.len())
+    }
+}
+
+/// Checks the daemon config at `path`: its sensors and engine settings;
+/// the files it names are checked next unless the command line named them.
+fn check_config(path: &Path, files: &mut Files, report: &mut Report) {
+    let cfg = match DaemonConfig::load(path) {
+        Ok(cfg) => cfg,
+        Err(e) => return report.errors.push(e.to_string()),
+    };
+    report.checked.push(format!("config {}", path.display()));
+    files.playbook.get_or_insert(cfg.playbook.clone());
+    if let Some(inv) = &cfg.inventory {
+        files.inventory.get_or_insert(inv.clone());
+    }
+    if let Some(r) = &cfg.rules {
+        files.rules.get_or_insert(r.clone());
+    }
+    if let Err(e) = wiring::sensors(&cfg) {
+        report.errors.extend(e.into_iter().map(|e| format!("{}: {e}", path.display())));
+    }
+    for (what, value) in [("engine.tick", &cfg.engine.tick), ("engine.reload_poll", &cfg.engine.reload_poll)] {
+        if let Err(e) = engine::time::parse_duration(value) {
+            report.errors.push(format!("{}: {what}: {e}", path.display()));
+        }
+    }
+    if !["wall", "samples"].contains(&cfg.engine.clock.as_str()) {
+        let clock = &cfg.engine.clock;
+        report.errors.push(format!("{}: engine.clock {clock:?}: expected wall or samples", path.display()));
+    }
+}
+
+/// Checks the playbook at `path` and builds its actuators; returns it
+/// loaded, and takes its rule directory when none was given.
+fn check_playbook(path: &Path, rules: &mut Option<PathBuf>, report: &mut Report) -> Option<Playbook> {
+    let playbook = match Playbook::load(path) {
+        Ok(p) => p,
+        Err(e) => {
+            report.errors.push(e.to_string());
+            return None;
+        }
+    };
+    report.checked.push(format!("playbook {} (mode {})", path.display(), playbook.mode.as_str()));
+    if rules.is_none() {
+        *rules = playbook.rules_dir(path);
+    }
+    if let Err(e) = actuators::registry::dispatcher(&playbook, None, None) {
+        report.errors.extend(e.into_iter().map(|e| e.to_string()));
+    }
+    Some(playbook)
+}
+
+/// Loads the rules of `dir`; with a playbook (and its path), also checks
+/// that every `[rule.NAME]` of the playbook names one of them.
+fn check_rules(dir: &Path, playbook: Option<(&Path, &Playbook)>, report: &mut Report) {
+    let set = match rule::load_dir(dir, Helpers::default()) {
+        Ok(set) => set,
+        Err(errs) => return report.errors.extend(errs.iter().map(ToString::to_string)),
+    };
+    report.checked.push(format!("rules {} ({} rules)", dir.display(), set.rules.len()));
+    if let Some((path, p)) = playbook {
+        let names: Vec<&str> = set.rules.iter().map(|r| r.name.as_str()).collect();
+        for unknown in p.unknown_rules(&names) {
+            report.errors.push(format!("{}: [rule.{unknown}] names no rule of {}", path.display(), dir.display()));
+        }
     }
 }

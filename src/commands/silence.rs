@@ -44,15 +44,14 @@ pub fn silence(target: &Target, args: SilenceArgs, as_json: bool) -> anyhow::Res
         return Ok(Exit::Ok);
     }
     let s: engine::dispatch::Silence = decode(&text)?;
-    println!(
-        "{}  silenced rule {} target {} until {} (lift early: rocemend unsilence {})",
-        s.id,
-        s.rule.as_deref().unwrap_or("*"),
-        s.target.as_deref().unwrap_or("*"),
-        rfc3339(s.until),
-        s.id
-    );
+    println!("{}  silenced {} (lift early: rocemend unsilence {})", s.id, scope(&s), s.id);
     Ok(Exit::Ok)
+}
+
+/// What a silence holds and for how long: `rule R  target T  until U`.
+pub fn scope(s: &engine::dispatch::Silence) -> String {
+    let (rule, target) = (s.rule.as_deref().unwrap_or("*"), s.target.as_deref().unwrap_or("*"));
+    format!("rule {rule}  target {target}  until {}", rfc3339(s.until))
 }
 
 /// `rocemend unsilence ID`.

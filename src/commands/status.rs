@@ -46,15 +46,7 @@ pub fn status(target: &Target, json: bool) -> anyhow::Result<Exit> {
     println!("silences  {}", s.silences_json.len());
     for text in &s.silences_json {
         let x: engine::dispatch::Silence = decode(text)?;
-        println!(
-            "  {}  rule {}  target {}  until {}  by {}  {}",
-            x.id,
-            x.rule.as_deref().unwrap_or("*"),
-            x.target.as_deref().unwrap_or("*"),
-            rfc3339(x.until),
-            x.by,
-            x.reason
-        );
+        println!("  {}  {}  by {}  {}", x.id, super::silence::scope(&x), x.by, x.reason);
     }
     Ok(Exit::Ok)
 }

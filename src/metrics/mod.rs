@@ -117,11 +117,7 @@ impl Metrics {
         r.register("samples_out_of_order", "Samples dropped as older than their series' last", m.out_of_order.clone());
         r.register("series", "Series registered", m.series.clone());
         r.register("rule_evaluations", "Evaluation passes over the rules", m.evaluations.clone());
-        r.register(
-            "rule_evaluation_seconds",
-            "Wall time spent evaluating rules: their cost",
-            m.evaluation_seconds.clone(),
-        );
+        r.register("rule_evaluation_seconds", "Wall time spent evaluating rules", m.evaluation_seconds.clone());
         r.register("rule_script_calls", "Rule script calls", m.script_calls.clone());
         r.register("rule_cache_hits", "Evaluations answered from the cache", m.cache_hits.clone());
         r.register("rules", "Rules loaded, by health (ok, quarantined)", m.rules.clone());
@@ -132,21 +128,18 @@ impl Metrics {
         r.register("sensor_state", "1 for each sensor's current state, 0 for the others", m.sensor_state.clone());
         r.register("sensor_reads", "Successful sensor reads", m.sensor_reads.clone());
         r.register("sensor_errors", "Failed sensor reads, by kind", m.sensor_errors.clone());
-        r.register(
-            "fault_to_decision_seconds",
-            "From the sample that showed the fault to the decision",
-            m.fault_to_decision.clone(),
-        );
-        r.register(
-            "decision_to_action_seconds",
-            "From the decision to the finished actuator call",
-            m.decision_to_action.clone(),
-        );
-        r.register(
-            "action_to_recovery_seconds",
-            "From the finished action to the fault clearing",
-            m.action_to_recovery.clone(),
-        );
+        let latencies = [
+            (
+                "fault_to_decision_seconds",
+                "From the sample that showed the fault to the decision",
+                &m.fault_to_decision,
+            ),
+            ("decision_to_action_seconds", "From the decision to the finished actuator call", &m.decision_to_action),
+            ("action_to_recovery_seconds", "From the finished action to the fault clearing", &m.action_to_recovery),
+        ];
+        for (name, help, histogram) in latencies {
+            r.register(name, help, histogram.clone());
+        }
         Metrics { registry: r, ..m }
     }
 

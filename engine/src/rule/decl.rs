@@ -8,7 +8,8 @@ use sha2::{Digest, Sha256};
 
 use super::script::{Condition, RuleScripts, ScriptError, WindowValues};
 use super::selector::Selector;
-use super::{RuleError, Severity};
+use super::{RuleError, RuleErrors, Severity};
+use crate::errors::Errors;
 use crate::labels::LabelSet;
 use crate::mode::Mode;
 use crate::time::{parse_duration, Nanos, SECOND};
@@ -123,7 +124,7 @@ fn field_position(source: &str, field: &str, fallback: (usize, usize)) -> (usize
     }
 }
 
-pub(super) fn compile(scripts: &RuleScripts, path: &str, source: &str) -> Result<Rule, RuleError> {
+pub(super) fn compile(scripts: &RuleScripts, path: &str, source: &str) -> Result<Rule, RuleErrors> {
     let engine = scripts.engine();
     let ast = engine.compile(source).map_err(|e| {
         let pos = e.position();
@@ -138,149 +139,39 @@ pub(super) fn compile(scripts: &RuleScripts, path: &str, source: &str) -> Result
     let map: Map = value.try_cast::<Map>().ok_or_else(|| {
         err(path, decl_pos, "the file must end with the rule's declaration map `#{ name: …, select: […], … }`")
     })?;
-    let at = |field: &str| field_position(source, field, decl_pos);
-    let field_err = |field: &str, msg: String| err(path, at(field), msg);
 
-    for key in map.keys() {
-        if !FIELDS.contains(&key.as_str()) {
-            return Err(field_err(key, format!("unknown field `{key}`; expected one of {}", FIELDS.join(", "))));
-        }
+    let mut decl = Declaration { map, source, path, decl_pos, errors: Vec::new() };
+    decl.refuse_unknown_fields();
+    let name = decl.name();
+    let description = decl.string("description", false).unwrap_or_default();
+    let severity = decl.severity();
+    let mode = decl.mode();
+    let selectors = decl.selectors();
+    let group_by = decl.group_by();
+    let windows = decl.windows(&selectors);
+    let actions = decl.actions();
+    let has_clear = decl.conditions(&ast);
+    let (for_, keep_firing_for) = (decl.duration("for", 0), decl.duration("keep_firing_for", 0));
+    let (cooldown, stale_after) = (decl.duration("cooldown", 0), decl.duration("stale_after", DEFAULT_STALE_AFTER));
+    let mut errors = decl.errors;
+    if !errors.is_empty() {
+        errors.sort_by_key(|e| (e.line, e.column));
+        return Err(Errors(errors));
     }
-    let string = |field: &str, required: bool| -> Result<Option<String>, RuleError> {
-        match map.get(field) {
-            None if required => Err(err(path, decl_pos, format!("missing field `{field}`"))),
-            None => Ok(None),
-            Some(v) => v
-                .clone()
-                .into_string()
-                .map(Some)
-                .map_err(|ty| field_err(field, format!("`{field}` must be a string, found {ty}"))),
-        }
-    };
-    let duration = |field: &str, default: Nanos| -> Result<Nanos, RuleError> {
-        match string(field, false)? {
-            None => Ok(default),
-            Some(text) => parse_duration(&text).map_err(|e| field_err(field, format!("`{field}`: {e}"))),
-        }
-    };
-    let strings = |field: &str| -> Result<Vec<String>, RuleError> {
-        match map.get(field) {
-            None => Ok(Vec::new()),
-            Some(v) if v.is_string() => Ok(vec![v.to_string()]),
-            Some(v) => {
-                let array = v
-                    .clone()
-                    .into_typed_array::<rhai::ImmutableString>()
-                    .map_err(|_| field_err(field, format!("`{field}` must be an array of strings")))?;
-                Ok(array.into_iter().map(|s| s.to_string()).collect())
-            }
-        }
-    };
-
-    let name = string("name", true)?.unwrap_or_default();
-    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
-        return Err(field_err("name", format!("rule name {name:?} must be non-empty letters, digits, '-' or '_'")));
-    }
-    let severity = match string("severity", false)?.as_deref() {
-        None | Some("warning") => Severity::Warning,
-        Some("info") => Severity::Info,
-        Some("critical") => Severity::Critical,
-        Some(other) => {
-            return Err(field_err("severity", format!("severity {other:?}: expected info, warning or critical")))
-        }
-    };
-    let mode = match string("mode", false)?.as_deref() {
-        None | Some("enforce") => Mode::Enforce,
-        Some("dry-run") => Mode::DryRun,
-        Some("shadow") => Mode::Shadow,
-        Some("off") => Mode::Off,
-        Some(other) => {
-            return Err(field_err("mode", format!("mode {other:?}: expected enforce, dry-run, shadow or off")))
-        }
-    };
-    let selectors = strings("select")?
-        .iter()
-        .map(|s| Selector::parse(s).map_err(|e| field_err("select", e.to_string())))
-        .collect::<Result<Vec<_>, _>>()?;
-    if selectors.is_empty() {
-        return Err(field_err("select", "`select` must name at least one series selector".into()));
-    }
-    let group_by = strings("group_by")?;
-    if group_by.len() > MAX_GROUP_BY {
-        return Err(field_err(
-            "group_by",
-            format!("`group_by` names {} labels; at most {MAX_GROUP_BY} identify a subject", group_by.len()),
-        ));
-    }
-
-    let mut windows = Vec::new();
-    if let Some(w) = map.get("windows") {
-        let wmap = w
-            .clone()
-            .try_cast::<Map>()
-            .ok_or_else(|| field_err("windows", "`windows` must be a map of name: rate(…) / max_over(…) / …".into()))?;
-        for (wname, spec) in wmap {
-            let spec = spec.try_cast::<WindowSpec>().ok_or_else(|| {
-                field_err(
-                    &wname,
-                    format!(
-                        "window `{wname}` must be one of: {}",
-                        WindowFn::ALL.iter().map(|f| f.name()).collect::<Vec<_>>().join(", ")
-                    ),
-                )
-            })?;
-            if !selectors.iter().any(|s| s.metric == spec.metric) {
-                return Err(field_err(
-                    &wname,
-                    format!("window `{wname}` reads {:?}, which no selector in `select` names", spec.metric),
-                ));
-            }
-            windows.push((wname.to_string(), spec));
-        }
-    }
-    if windows.is_empty() {
-        return Err(field_err("windows", "a rule needs at least one window for its conditions to read".into()));
-    }
-
-    let actions = match map.get("actions") {
-        None => Vec::new(),
-        Some(v) => {
-            let array = v
-                .clone()
-                .try_cast::<rhai::Array>()
-                .ok_or_else(|| field_err("actions", "`actions` must be an array of maps".into()))?;
-            array
-                .into_iter()
-                .map(|a| action_template(a).map_err(|m| field_err("actions", m)))
-                .collect::<Result<Vec<_>, _>>()?
-        }
-    };
-
-    let fire = ast.iter_functions().find(|f| f.name == "fire");
-    match fire {
-        Some(f) if f.params.len() == 1 => {}
-        Some(_) => return Err(err(path, decl_pos, "fn fire must take one parameter, the windows: `fn fire(w)`")),
-        None => return Err(err(path, decl_pos, "missing `fn fire(w)`: the condition under which the rule fires")),
-    }
-    let has_clear = match ast.iter_functions().find(|f| f.name == "clear") {
-        Some(f) if f.params.len() == 1 => true,
-        Some(_) => return Err(err(path, decl_pos, "fn clear must take one parameter, the windows: `fn clear(w)`")),
-        None => false,
-    };
 
     let window_names: Arc<[String]> = windows.iter().map(|(n, _)| n.clone()).collect();
     let window_booleans: Arc<[bool]> = windows.iter().map(|(_, s)| s.func == WindowFn::Absent).collect();
     let rule = Rule {
         name,
-        description: string("description", false)?.unwrap_or_default(),
+        description,
         severity,
         mode,
         selectors,
         group_by,
-        for_: duration("for", 0)?,
-        keep_firing_for: duration("keep_firing_for", 0)?,
-        cooldown: duration("cooldown", 0)?,
-        stale_after: duration("stale_after", DEFAULT_STALE_AFTER)?,
+        for_,
+        keep_firing_for,
+        cooldown,
+        stale_after,
         windows,
         actions,
         has_clear,
@@ -293,6 +184,200 @@ pub(super) fn compile(scripts: &RuleScripts, path: &str, source: &str) -> Result
     };
     trial_run(scripts, &rule, source)?;
     Ok(rule)
+}
+
+/// A rule file's declaration map being read field by field. Each reader
+/// records what is wrong with its field and returns a stand-in, so one pass
+/// reports every error of the file, each at its field.
+struct Declaration<'a> {
+    map: Map,
+    source: &'a str,
+    path: &'a str,
+    /// Where the map starts: the place of errors about the map as a whole.
+    decl_pos: (usize, usize),
+    errors: Vec<RuleError>,
+}
+
+impl Declaration<'_> {
+    /// Records `message` at `field`.
+    fn fail(&mut self, field: &str, message: String) {
+        let at = field_position(self.source, field, self.decl_pos);
+        self.errors.push(err(self.path, at, message));
+    }
+
+    /// Records `message` at the declaration map.
+    fn fail_at_map(&mut self, message: &str) {
+        self.errors.push(err(self.path, self.decl_pos, message));
+    }
+
+    fn refuse_unknown_fields(&mut self) {
+        let unknown: Vec<String> =
+            self.map.keys().filter(|k| !FIELDS.contains(&k.as_str())).map(|k| k.to_string()).collect();
+        for key in unknown {
+            self.fail(&key, format!("unknown field `{key}`; expected one of {}", FIELDS.join(", ")));
+        }
+    }
+
+    fn string(&mut self, field: &str, required: bool) -> Option<String> {
+        match self.map.get(field).cloned() {
+            None if required => {
+                self.fail_at_map(&format!("missing field `{field}`"));
+                None
+            }
+            None => None,
+            Some(v) => match v.into_string() {
+                Ok(text) => Some(text),
+                Err(ty) => {
+                    self.fail(field, format!("`{field}` must be a string, found {ty}"));
+                    None
+                }
+            },
+        }
+    }
+
+    fn duration(&mut self, field: &str, default: Nanos) -> Nanos {
+        let Some(text) = self.string(field, false) else { return default };
+        parse_duration(&text).unwrap_or_else(|e| {
+            self.fail(field, format!("`{field}`: {e}"));
+            default
+        })
+    }
+
+    fn strings(&mut self, field: &str) -> Vec<String> {
+        match self.map.get(field).cloned() {
+            None => Vec::new(),
+            Some(v) if v.is_string() => vec![v.to_string()],
+            Some(v) => match v.into_typed_array::<rhai::ImmutableString>() {
+                Ok(array) => array.into_iter().map(|s| s.to_string()).collect(),
+                Err(_) => {
+                    self.fail(field, format!("`{field}` must be an array of strings"));
+                    Vec::new()
+                }
+            },
+        }
+    }
+
+    fn name(&mut self) -> String {
+        let Some(name) = self.string("name", true) else { return String::new() };
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+            self.fail("name", format!("rule name {name:?} must be non-empty letters, digits, '-' or '_'"));
+        }
+        name
+    }
+
+    fn severity(&mut self) -> Severity {
+        match self.string("severity", false).as_deref() {
+            None | Some("warning") => Severity::Warning,
+            Some("info") => Severity::Info,
+            Some("critical") => Severity::Critical,
+            Some(other) => {
+                self.fail("severity", format!("severity {other:?}: expected info, warning or critical"));
+                Severity::Warning
+            }
+        }
+    }
+
+    fn mode(&mut self) -> Mode {
+        match self.string("mode", false).as_deref() {
+            None | Some("enforce") => Mode::Enforce,
+            Some("dry-run") => Mode::DryRun,
+            Some("shadow") => Mode::Shadow,
+            Some("off") => Mode::Off,
+            Some(other) => {
+                self.fail("mode", format!("mode {other:?}: expected enforce, dry-run, shadow or off"));
+                Mode::Enforce
+            }
+        }
+    }
+
+    fn selectors(&mut self) -> Vec<Selector> {
+        let before = self.errors.len();
+        let texts = self.strings("select");
+        if texts.is_empty() && self.errors.len() == before {
+            self.fail("select", "`select` must name at least one series selector".into());
+        }
+        let mut selectors = Vec::new();
+        for text in texts {
+            match Selector::parse(&text) {
+                Ok(selector) => selectors.push(selector),
+                Err(e) => self.fail("select", e.to_string()),
+            }
+        }
+        selectors
+    }
+
+    fn group_by(&mut self) -> Vec<String> {
+        let group_by = self.strings("group_by");
+        if group_by.len() > MAX_GROUP_BY {
+            let n = group_by.len();
+            self.fail("group_by", format!("`group_by` names {n} labels; at most {MAX_GROUP_BY} identify a subject"));
+        }
+        group_by
+    }
+
+    /// The declared windows; each must read a metric some selector names.
+    fn windows(&mut self, selectors: &[Selector]) -> Vec<(String, WindowSpec)> {
+        let mut windows = Vec::new();
+        let Some(w) = self.map.get("windows").cloned() else {
+            self.fail("windows", "a rule needs at least one window for its conditions to read".into());
+            return windows;
+        };
+        let Some(wmap) = w.try_cast::<Map>() else {
+            self.fail("windows", "`windows` must be a map of name: rate(…) / max_over(…) / …".into());
+            return windows;
+        };
+        for (wname, spec) in wmap {
+            let Some(spec) = spec.try_cast::<WindowSpec>() else {
+                let known: Vec<&str> = WindowFn::ALL.iter().map(|f| f.name()).collect();
+                self.fail(&wname, format!("window `{wname}` must be one of: {}", known.join(", ")));
+                continue;
+            };
+            // Without valid selectors there is nothing to check against.
+            if !selectors.is_empty() && !selectors.iter().any(|s| s.metric == spec.metric) {
+                let metric = &spec.metric;
+                self.fail(&wname, format!("window `{wname}` reads {metric:?}, which no selector in `select` names"));
+            }
+            windows.push((wname.to_string(), spec));
+        }
+        if windows.is_empty() {
+            self.fail("windows", "a rule needs at least one window for its conditions to read".into());
+        }
+        windows
+    }
+
+    fn actions(&mut self) -> Vec<ActionTemplate> {
+        let Some(v) = self.map.get("actions").cloned() else { return Vec::new() };
+        let Some(array) = v.try_cast::<rhai::Array>() else {
+            self.fail("actions", "`actions` must be an array of maps".into());
+            return Vec::new();
+        };
+        let mut actions = Vec::new();
+        for action in array {
+            match action_template(action) {
+                Ok(template) => actions.push(template),
+                Err(message) => self.fail("actions", message),
+            }
+        }
+        actions
+    }
+
+    /// Checks `fn fire(w)` and the optional `fn clear(w)`; whether the file
+    /// has `clear`.
+    fn conditions(&mut self, ast: &AST) -> bool {
+        match ast.iter_functions().find(|f| f.name == "fire") {
+            Some(f) if f.params.len() == 1 => {}
+            Some(_) => self.fail_at_map("fn fire must take one parameter, the windows: `fn fire(w)`"),
+            None => self.fail_at_map("missing `fn fire(w)`: the condition under which the rule fires"),
+        }
+        match ast.iter_functions().find(|f| f.name == "clear") {
+            Some(f) if f.params.len() == 1 => true,
+            Some(_) => {
+                self.fail_at_map("fn clear must take one parameter, the windows: `fn clear(w)`");
+                false
+            }
+            None => false,
+        }
+    }
 }
 
 /// Runs `fire` and `clear` once with every window at zero, so a type error

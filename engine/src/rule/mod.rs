@@ -101,7 +101,7 @@ impl RuleSet {
 pub type RuleErrors = Errors<RuleError>;
 
 /// Compiles one rule from source text; `path` names it in errors.
-pub fn compile(scripts: &RuleScripts, path: &str, source: &str) -> Result<Rule, RuleError> {
+pub fn compile(scripts: &RuleScripts, path: &str, source: &str) -> Result<Rule, RuleErrors> {
     decl::compile(scripts, path, source)
 }
 
@@ -142,7 +142,7 @@ pub fn load_sources(sources: &[(String, String)], helpers: Helpers) -> Result<Ru
                     rules.push(Arc::new(rule));
                 }
             }
-            Err(e) => errors.push(e),
+            Err(e) => errors.extend(e),
         }
     }
     Errors::or_ok(errors, RuleSet { rules, scripts })

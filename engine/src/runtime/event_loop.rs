@@ -50,44 +50,28 @@ impl Sensors {
 
 /// The loop's state.
 pub(super) struct EventLoop {
-    evaluator: Evaluator,
-    loader: Option<RuleLoader>,
-    clock: ClockMode,
-    recorder: Option<Writer<BufWriter<File>>>,
-    dispatcher: DispatcherTask,
-    health: HealthBoard,
-    events: Vec<EngineEvent>,
+    pub evaluator: Evaluator,
+    pub loader: Option<RuleLoader>,
+    pub clock: ClockMode,
+    pub recorder: Option<Writer<BufWriter<File>>>,
+    pub dispatcher: DispatcherTask,
+    pub health: HealthBoard,
+    /// The events of one evaluation pass, kept to reuse the allocation.
+    pub events: Vec<EngineEvent>,
     /// The time of the last evaluation: dispatch commands run at it.
-    last_now: Nanos,
+    pub last_now: Nanos,
+    pub tally: Tally,
+}
+
+/// What the loop counts for its summary and views.
+#[derive(Debug, Default)]
+pub(super) struct Tally {
     decisions: usize,
     evaluations: u64,
     evaluation_ns: u64,
 }
 
 impl EventLoop {
-    pub fn new(
-        evaluator: Evaluator,
-        loader: Option<RuleLoader>,
-        clock: ClockMode,
-        recorder: Option<Writer<BufWriter<File>>>,
-        dispatcher: DispatcherTask,
-        health: HealthBoard,
-    ) -> EventLoop {
-        EventLoop {
-            evaluator,
-            loader,
-            clock,
-            recorder,
-            dispatcher,
-            health,
-            events: Vec::new(),
-            last_now: wall_clock_now(),
-            decisions: 0,
-            evaluations: 0,
-            evaluation_ns: 0,
-        }
-    }
-
     /// Serves until the sensors are done (with `stop_when_sensors_end`) or
     /// `shutdown` changes.
     pub async fn run(
@@ -129,7 +113,8 @@ impl EventLoop {
     /// Lets the dispatcher finish what it was given, reports it, and flushes
     /// the recording and the instance state.
     pub async fn finish(self, observe: &mut (impl FnMut(&DaemonEvent) + Send)) -> Result<RunSummary, std::io::Error> {
-        let EventLoop { evaluator, mut recorder, dispatcher, mut decisions, .. } = self;
+        let EventLoop { evaluator, mut recorder, dispatcher, tally, .. } = self;
+        let mut decisions = tally.decisions;
         let DispatcherTask { inbox, decisions: mut decided, task } = dispatcher;
         drop(inbox);
         while let Some(decision) = decided.recv().await {
@@ -177,8 +162,8 @@ impl EventLoop {
         self.last_now = now;
         let started = Instant::now();
         self.evaluator.evaluate(now, &mut self.events);
-        self.evaluations += 1;
-        self.evaluation_ns += started.elapsed().as_nanos() as u64;
+        self.tally.evaluations += 1;
+        self.tally.evaluation_ns += started.elapsed().as_nanos() as u64;
         for event in self.events.drain(..) {
             match &event {
                 EngineEvent::Proposal(p) => {
@@ -217,8 +202,8 @@ impl EventLoop {
                     rules: self.evaluator.rules().map(|(r, h)| (r.clone(), h.clone())).collect(),
                     instances: self.evaluator.instances(),
                     series: self.evaluator.series().read().len(),
-                    evaluations: self.evaluations,
-                    evaluation_ns: self.evaluation_ns,
+                    evaluations: self.tally.evaluations,
+                    evaluation_ns: self.tally.evaluation_ns,
                 });
             }
         }
@@ -253,7 +238,7 @@ impl EventLoop {
     }
 
     fn on_decision(&mut self, decision: crate::dispatch::Decision, observe: &mut (impl FnMut(&DaemonEvent) + Send)) {
-        self.decisions += 1;
+        self.tally.decisions += 1;
         observe(&DaemonEvent::Decision(Box::new(decision)));
     }
 }

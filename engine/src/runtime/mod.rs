@@ -161,7 +161,17 @@ pub async fn run(
     };
     let sensors = event_loop::Sensors::start(sensors, evaluator.series(), &shutdown, &health);
     let dispatcher = dispatcher_task::DispatcherTask::spawn(dispatcher);
-    let mut event_loop = event_loop::EventLoop::new(evaluator, loader, clock, recorder, dispatcher, health);
+    let mut event_loop = event_loop::EventLoop {
+        evaluator,
+        loader,
+        clock,
+        recorder,
+        dispatcher,
+        health,
+        events: Vec::new(),
+        last_now: crate::time::wall_clock_now(),
+        tally: event_loop::Tally::default(),
+    };
     event_loop.run(sensors, shutdown, commands, tick, stop_when_sensors_end, &mut observe).await;
     event_loop.finish(&mut observe).await
 }
