@@ -21,6 +21,7 @@ use std::time::{Duration, SystemTime};
 use serde_json::Value;
 
 use crate::http::{Client, HttpError, Request, Response, Url, MAX_RESPONSE};
+use crate::ConfigError;
 
 /// Where the bearer token comes from.
 enum Token {
@@ -71,9 +72,14 @@ pub struct KubeSettings<'a> {
     pub ca_file: Option<&'a Path>,
 }
 
-fn check_token(token: &str) -> Result<(), String> {
+/// Refuses a token that is empty or could break the `Authorization`
+/// header; the error names `setting`, never the token.
+fn check_token(setting: &str, token: &str) -> Result<(), ConfigError> {
     if token.is_empty() || token.chars().any(|c| c.is_control() || c == ' ') {
-        return Err("kubernetes: the token is empty or holds spaces or control characters".into());
+        return Err(ConfigError::Secret {
+            setting: setting.into(),
+            reason: "the token is empty or holds spaces or control characters",
+        });
     }
     Ok(())
 }
@@ -83,31 +89,43 @@ fn stamp(path: &Path) -> std::io::Result<(Option<SystemTime>, u64)> {
     Ok((meta.modified().ok(), meta.len()))
 }
 
-fn read_token(path: &Path) -> Result<FileToken, String> {
-    let why = |e: std::io::Error| format!("kubernetes.token_file {}: {e}", path.display());
+fn read_token(path: &Path) -> Result<FileToken, ConfigError> {
+    let why = |source| ConfigError::Read { setting: "kubernetes.token_file".into(), path: path.to_path_buf(), source };
     let stamp = stamp(path).map_err(why)?;
     let token = std::fs::read_to_string(path).map_err(why)?.trim().to_string();
-    check_token(&token)?;
+    check_token("kubernetes.token_file", &token)?;
     Ok(FileToken { stamp, token })
 }
 
 impl KubeApi {
     /// Checks the settings; reads the token file once, so a missing or
     /// unreadable file is refused at start.
-    pub fn new(settings: KubeSettings<'_>, timeout: Duration) -> Result<KubeApi, String> {
-        let base = Url::parse(settings.api_server).map_err(|e| format!("kubernetes.api_server: {e}"))?;
+    pub fn new(settings: KubeSettings<'_>, timeout: Duration) -> Result<KubeApi, ConfigError> {
+        let base = Url::parse(settings.api_server)
+            .map_err(|source| ConfigError::Url { setting: "kubernetes.api_server".into(), source })?;
         let token = match (settings.token, settings.token_file) {
-            (Some(_), Some(_)) => return Err("kubernetes: give token or token_file, not both".into()),
+            (Some(_), Some(_)) => {
+                return Err(ConfigError::Conflict {
+                    setting: "kubernetes".into(),
+                    reason: "give token or token_file, not both",
+                })
+            }
             (Some(token), None) => {
-                check_token(token.trim())?;
+                check_token("kubernetes.token", token.trim())?;
                 Token::Literal(token.trim().to_string())
             }
             (None, Some(path)) => Token::File { path: path.to_path_buf(), cached: Mutex::new(read_token(path)?) },
             (None, None) => Token::None,
         };
         let client = match (settings.ca_file, base.https) {
-            (Some(ca), true) => Client::with_ca(ca, MAX_RESPONSE).map_err(|e| format!("kubernetes.ca_file: {e}"))?,
-            (None, true) => return Err("kubernetes: an https api_server needs ca_file".into()),
+            (Some(ca), true) => Client::with_ca(ca, MAX_RESPONSE)
+                .map_err(|source| ConfigError::Tls { setting: "kubernetes.ca_file".into(), source })?,
+            (None, true) => {
+                return Err(ConfigError::Missing {
+                    setting: "kubernetes.ca_file".into(),
+                    reason: "kubernetes: an https api_server needs ca_file",
+                })
+            }
             (_, false) => Client::plain(MAX_RESPONSE),
         };
         Ok(KubeApi { base, token, client, timeout })
@@ -262,13 +280,17 @@ mod tests {
     #[test]
     fn settings_are_checked() {
         let s = |api_server, token, ca_file| KubeSettings { api_server, token, token_file: None, ca_file };
-        assert!(KubeApi::new(s("https://k8s:6443", Some("t"), None), Duration::from_secs(1))
-            .unwrap_err()
-            .contains("ca_file"));
-        assert!(KubeApi::new(s("http://k8s", Some("a b"), None), Duration::from_secs(1))
-            .unwrap_err()
-            .contains("spaces"));
+        let err = |settings| KubeApi::new(settings, Duration::from_secs(1)).unwrap_err();
+        let https = err(s("https://k8s:6443", Some("t"), None));
+        assert!(matches!(&https, ConfigError::Missing { setting, .. } if setting == "kubernetes.ca_file"), "{https:?}");
+        assert!(https.to_string().contains("ca_file"));
+        let spaced = err(s("http://k8s", Some("a b"), None));
+        assert!(matches!(&spaced, ConfigError::Secret { setting, .. } if setting == "kubernetes.token"));
+        assert!(spaced.to_string().contains("spaces"));
+        assert!(!format!("{spaced} {spaced:?}").contains("a b"), "the token never shows in the error");
         let missing = KubeSettings { token_file: Some(Path::new("/nonexistent/token")), ..s("http://k8s", None, None) };
-        assert!(KubeApi::new(missing, Duration::from_secs(1)).unwrap_err().contains("/nonexistent/token"));
+        let missing = err(missing);
+        assert!(matches!(&missing, ConfigError::Read { path, .. } if path == Path::new("/nonexistent/token")));
+        assert!(missing.to_string().contains("/nonexistent/token"));
     }
 }

@@ -62,12 +62,15 @@
 //!   NCCL environment file, Slurm features, a Kubernetes label and taint;
 //! - [`sonic`]: the CONFIG_DB client over gNMI the switch actuators share;
 //! - [`http`]: the minimal HTTP/1.1 client they share;
+//! - [`ConfigError`], [`LabelError`], [`ParseError`]: why settings, a name
+//!   or a tool's output were refused, by setting and value;
 //! - [`build`]: the one place that knows every actuator kind ([`KINDS`]).
 
 #![deny(missing_docs)]
 
 pub mod cordon;
 pub mod ecn;
+mod error;
 pub mod exec;
 pub mod http;
 pub mod kube;
@@ -82,6 +85,7 @@ pub mod webhook;
 
 pub use cordon::{CordonActuator, CordonConfig};
 pub use ecn::{EcnActuator, EcnConfig};
+pub use error::{ConfigError, LabelError, ParseError};
 pub use exec::{ExecActuator, ExecConfig};
 pub use link::{LinkActuator, LinkConfig};
 pub use log::{LogActuator, LogConfig};

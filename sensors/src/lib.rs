@@ -64,10 +64,12 @@
 //!   [`PrometheusSensor`], configured by [`PrometheusConfig`];
 //! - [`job`]: job signals pushed over the daemon's control API
 //!   (`rocemend job push`): [`job::JobSensor`], fed by [`job::channel`];
-//! - [`build`]: the one place that knows every sensor kind ([`KINDS`]).
+//! - [`build`]: the one place that knows every sensor kind ([`KINDS`]);
+//! - [`ConfigError`]: why a sensor's settings were refused, by setting.
 
 #![deny(missing_docs)]
 
+mod error;
 pub mod ethtool;
 pub mod gnmi;
 pub mod job;
@@ -80,6 +82,7 @@ pub mod replay;
 #[cfg(feature = "verbs")]
 pub mod verbs;
 
+pub use error::ConfigError;
 pub use ethtool::{EthtoolConfig, EthtoolSensor};
 pub use gnmi::{GnmiConfig, GnmiSensor};
 pub use nccl_tests::{NcclTestsConfig, NcclTestsSensor};

@@ -8,6 +8,7 @@ use engine::SECOND;
 use serde::{Deserialize, Serialize};
 
 use super::{kubernetes, slurm, CordonActuator};
+use crate::ConfigError;
 
 /// The longest timeout accepted for one scheduler call: a cordon holds a
 /// dispatch slot while it runs, and a scheduler that needs more than five
@@ -123,30 +124,50 @@ impl CordonConfig {
     }
 
     /// Validates the settings and builds the actuator `name`.
-    pub fn build(&self, name: &str) -> Result<CordonActuator, String> {
-        let timeout = parse_duration(&self.timeout).map_err(|e| format!("timeout: {e}"))?;
+    pub fn build(&self, name: &str) -> Result<CordonActuator, ConfigError> {
+        let timeout = parse_duration(&self.timeout)
+            .map_err(|source| ConfigError::Duration { setting: "timeout".into(), source })?;
         if timeout <= 0 || timeout > MAX_TIMEOUT {
-            return Err(format!("timeout {:?} must be above 0 and at most {}", self.timeout, Span(MAX_TIMEOUT)));
+            return Err(ConfigError::OutOfRange {
+                setting: "timeout".into(),
+                value: self.timeout.clone(),
+                expected: format!("above 0 and at most {}", Span(MAX_TIMEOUT)),
+            });
         }
         let timeout = Duration::from_nanos(timeout as u64);
         match self.scheduler {
             Scheduler::Slurm => {
                 if self.kubernetes.is_some() {
-                    return Err("a [kubernetes] table is given but scheduler is \"slurm\"".into());
+                    return Err(ConfigError::Conflict {
+                        setting: "kubernetes".into(),
+                        reason: "a [kubernetes] table is given but scheduler is \"slurm\"",
+                    });
                 }
-                if !Path::new(&self.slurm.scontrol).is_absolute() {
-                    return Err(format!("slurm.scontrol {:?} is not an absolute path", self.slurm.scontrol));
-                }
+                check_scontrol(&self.slurm.scontrol)?;
                 Ok(CordonActuator::slurm(name, slurm::Slurm::new(&self.slurm, timeout)))
             }
             Scheduler::Kubernetes => {
-                let kube = self
-                    .kubernetes
-                    .as_ref()
-                    .ok_or_else(|| "scheduler is \"kubernetes\" but there is no [kubernetes] table".to_string())?;
+                let kube = self.kubernetes.as_ref().ok_or(ConfigError::Missing {
+                    setting: "kubernetes".into(),
+                    reason: "scheduler is \"kubernetes\" but there is no [kubernetes] table",
+                })?;
                 Ok(CordonActuator::kubernetes(name, kubernetes::Kubernetes::new(kube, timeout)?))
             }
         }
+    }
+}
+
+/// Refuses a `slurm.scontrol` that is not an absolute path: a program
+/// looked up in PATH could be anything.
+pub(crate) fn check_scontrol(scontrol: &Path) -> Result<(), ConfigError> {
+    if scontrol.is_absolute() {
+        Ok(())
+    } else {
+        Err(ConfigError::Invalid {
+            setting: "slurm.scontrol".into(),
+            value: scontrol.display().to_string(),
+            reason: "is not an absolute path",
+        })
     }
 }
 
@@ -155,7 +176,7 @@ mod tests {
     use super::*;
 
     fn build(text: &str) -> Result<CordonActuator, String> {
-        toml::from_str::<CordonConfig>(text).map_err(|e| e.to_string())?.build("x")
+        toml::from_str::<CordonConfig>(text).map_err(|e| e.to_string())?.build("x").map_err(|e| e.to_string())
     }
 
     #[test]

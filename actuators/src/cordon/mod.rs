@@ -31,6 +31,8 @@ pub use config::{CordonConfig, KubernetesConfig, Scheduler, SlurmConfig};
 use async_trait::async_trait;
 use engine::{Action, Actuator, ActuatorError, Outcome, Plan, Verification};
 
+use crate::LabelError;
+
 /// What marks a drain reason, a taint or an annotation as rocemend's own.
 pub const REASON_PREFIX: &str = "rocemend:";
 
@@ -38,6 +40,10 @@ pub const REASON_PREFIX: &str = "rocemend:";
 /// text; a long one is a sign of a template gone wrong, and it is shown in
 /// every `sinfo -R`.
 pub const MAX_REASON_LEN: usize = 200;
+
+/// The longest node name (or incident id) accepted, in bytes: a DNS label's
+/// limit, which Kubernetes node names and Slurm host names keep to.
+pub const MAX_NODE_LEN: usize = 63;
 
 /// Takes nodes out of scheduling, built from a [`CordonConfig`].
 #[derive(Debug)]
@@ -124,15 +130,18 @@ impl Request {
 /// Checks a node name (or an incident id) before it reaches a command line
 /// or a URL path: 1 to 63 bytes of `A-Z a-z 0-9 . _ -`, not starting with
 /// `-` or `.` (which would read as an option or a relative path).
-pub fn check_node(name: &str) -> Result<(), String> {
-    if name.is_empty() || name.len() > 63 {
-        return Err(format!("it is {} bytes long; 1 to 63 are allowed", name.len()));
+pub fn check_node(name: &str) -> Result<(), LabelError> {
+    if name.is_empty() {
+        return Err(LabelError::Empty);
     }
-    if let Some(c) = name.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))) {
-        return Err(format!("it contains {c:?}; only A-Z a-z 0-9 . _ - are allowed"));
+    if name.len() > MAX_NODE_LEN {
+        return Err(LabelError::TooLong { len: name.len(), max: MAX_NODE_LEN });
     }
-    if name.starts_with(['-', '.']) {
-        return Err("it starts with '-' or '.'".into());
+    if let Some(found) = name.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))) {
+        return Err(LabelError::Char { found, allowed: "only A-Z a-z 0-9 . _ - are allowed" });
+    }
+    if let Some(found) = name.chars().next().filter(|c| matches!(c, '-' | '.')) {
+        return Err(LabelError::Leading { found });
     }
     Ok(())
 }
@@ -209,6 +218,17 @@ mod tests {
         assert_eq!(r.incident, None);
         let r = Request::from_action(&action("gpu-07", &[])).unwrap();
         assert_eq!(r.reason, "rocemend: cordon");
+    }
+
+    #[test]
+    fn node_names_are_refused_with_what_is_wrong() {
+        assert_eq!(check_node("gpu-07.rack3"), Ok(()));
+        assert_eq!(check_node(""), Err(LabelError::Empty));
+        assert_eq!(check_node(&"n".repeat(64)), Err(LabelError::TooLong { len: 64, max: MAX_NODE_LEN }));
+        assert!(matches!(check_node("$(id)"), Err(LabelError::Char { found: '$', .. })));
+        assert_eq!(check_node("-x"), Err(LabelError::Leading { found: '-' }));
+        assert_eq!(check_node(".x"), Err(LabelError::Leading { found: '.' }));
+        assert_eq!(check_node("a;b").unwrap_err().to_string(), "it contains ';'; only A-Z a-z 0-9 . _ - are allowed");
     }
 
     #[test]

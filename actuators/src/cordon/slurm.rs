@@ -15,7 +15,9 @@ use tokio::process::Command;
 
 use super::config::SlurmConfig;
 use super::{Request, REASON_PREFIX};
+use crate::error::excerpt;
 use crate::exec::template::display;
+use crate::ParseError;
 
 /// How much of `scontrol`'s output is read. `show node` prints about 1 KiB
 /// per node; anything far beyond that is not the output we asked for.
@@ -56,11 +58,11 @@ impl NodeState {
 }
 
 /// Parses the output of `scontrol show node <node>`.
-pub fn parse_show_node(output: &str) -> Result<NodeState, String> {
+pub fn parse_show_node(output: &str) -> Result<NodeState, ParseError> {
     let state = output
         .split_whitespace()
         .find_map(|word| word.strip_prefix("State="))
-        .ok_or_else(|| format!("no State= in scontrol's output {:?}", cut(output)))?;
+        .ok_or_else(|| ParseError::MissingField { command: "scontrol", field: "State=", excerpt: excerpt(output) })?;
     let reason =
         output.lines().find_map(|line| line.trim_start().strip_prefix("Reason=")).map(strip_stamp).unwrap_or_default();
     // Slurm prints `Reason=(null)` on some versions for a node without one.
@@ -75,14 +77,6 @@ fn strip_stamp(reason: &str) -> String {
         Some(i) if reason.ends_with(']') => reason[..i].to_string(),
         _ => reason.to_string(),
     }
-}
-
-fn cut(text: &str) -> &str {
-    let mut end = text.len().min(200);
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
 }
 
 impl Slurm {
@@ -121,7 +115,7 @@ impl Slurm {
     pub async fn show(&self, node: &str) -> Result<NodeState, ActuatorError> {
         let argv = self.argv(&["show".into(), "node".into(), node.into()]);
         let stdout = self.run(&argv).await?;
-        parse_show_node(&stdout).map_err(ActuatorError::Failed)
+        parse_show_node(&stdout).map_err(|e| ActuatorError::Failed(e.to_string()))
     }
 
     pub(super) async fn cordon(&self, request: &Request) -> Result<Outcome, ActuatorError> {
@@ -205,7 +199,7 @@ impl Slurm {
             return Err(ActuatorError::Failed(format!(
                 "{request} exited with {}; stderr: {:?}",
                 output.status,
-                cut(stderr.trim())
+                excerpt(stderr.trim())
             )));
         }
         Ok(stdout)
@@ -231,6 +225,8 @@ mod tests {
         for state in ["DRAINED", "MIXED+DRAINING", "DOWN+DRAIN"] {
             assert!(NodeState { state: state.into(), reason: String::new() }.drained(), "{state}");
         }
-        assert!(parse_show_node("Node vm not found").unwrap_err().starts_with("no State= in"));
+        let err = parse_show_node("Node vm not found").unwrap_err();
+        assert!(matches!(err, ParseError::MissingField { field: "State=", .. }), "{err:?}");
+        assert_eq!(err.to_string(), "no State= in scontrol's output \"Node vm not found\"");
     }
 }

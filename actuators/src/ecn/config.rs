@@ -5,8 +5,9 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::{switch, EcnActuator, HostSide};
-use crate::link::check_netdev;
+use crate::link::config::{check_netdevs, node_or_local};
 use crate::sonic::SonicConfig;
+use crate::ConfigError;
 
 /// An `ecn` actuator's settings.
 ///
@@ -75,28 +76,13 @@ fn default_root() -> PathBuf {
 
 impl EcnConfig {
     /// Validates the settings and builds the actuator `name`.
-    pub fn build(&self, name: &str) -> Result<EcnActuator, String> {
+    pub fn build(&self, name: &str) -> Result<EcnActuator, ConfigError> {
         let sonic = self.gnmi.as_ref().map(SonicConfig::build).transpose()?;
-        crate::sonic::check_name("profile", &self.profile).map_err(|e| e.to_string())?;
-        switch::check_factor(&self.factor.to_string()).map_err(|e| e.to_string())?;
-        let host = match &self.host {
-            None => None,
-            Some(h) => {
-                for netdev in &h.netdevs {
-                    check_netdev(netdev).map_err(|e| format!("host.netdevs: {netdev:?}: {e}"))?;
-                }
-                if !h.sysfs_root.is_absolute() {
-                    return Err(format!("host.sysfs_root {} is not an absolute path", h.sysfs_root.display()));
-                }
-                let node = match &h.node {
-                    Some(node) if node.is_empty() => return Err("host.node is empty".into()),
-                    Some(node) => node.clone(),
-                    None => crate::link::config::local_node()
-                        .map_err(|e| format!("host.node is not set and this host's name is unknown: {e}"))?,
-                };
-                Some(HostSide { node, root: h.sysfs_root.clone(), netdevs: h.netdevs.clone() })
-            }
-        };
+        crate::sonic::check_name("profile", &self.profile)
+            .map_err(|source| ConfigError::Action { setting: "profile".into(), source })?;
+        switch::check_factor(&self.factor.to_string())
+            .map_err(|source| ConfigError::Action { setting: "factor".into(), source })?;
+        let host = self.host.as_ref().map(HostConfig::build).transpose()?;
         Ok(EcnActuator {
             name: name.to_string(),
             sonic,
@@ -105,6 +91,22 @@ impl EcnConfig {
             floor: self.floor,
             host,
         })
+    }
+}
+
+impl HostConfig {
+    /// The host side, checked.
+    fn build(&self) -> Result<HostSide, ConfigError> {
+        check_netdevs("host.netdevs", &self.netdevs)?;
+        if !self.sysfs_root.is_absolute() {
+            return Err(ConfigError::Invalid {
+                setting: "host.sysfs_root".into(),
+                value: self.sysfs_root.display().to_string(),
+                reason: "is not an absolute path",
+            });
+        }
+        let node = node_or_local("host.node", self.node.as_deref())?;
+        Ok(HostSide { node, root: self.sysfs_root.clone(), netdevs: self.netdevs.clone() })
     }
 }
 
@@ -122,7 +124,7 @@ mod tests {
             ("[host]\nsysfs_root = \"sys\"\nnode = \"n\"", "not an absolute path"),
             ("[host]\nnetdevs = [\"a/b\"]", "host.netdevs"),
         ] {
-            let err = toml::from_str::<EcnConfig>(text).unwrap().build("e").unwrap_err();
+            let err = toml::from_str::<EcnConfig>(text).unwrap().build("e").unwrap_err().to_string();
             assert!(err.contains(expected), "{text}: {err}");
         }
     }

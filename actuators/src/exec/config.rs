@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::actuator::Commands;
 use super::actuator::ExecActuator;
 use super::template::{ArgvTemplate, Scope};
+use crate::ConfigError;
 
 /// The longest timeout accepted. An action holds a dispatch slot while its
 /// command runs; a command that needs more than an hour is a job, not an
@@ -87,23 +88,30 @@ impl ExecConfig {
     }
 
     /// Validates the settings and builds the actuator `name`.
-    pub fn build(&self, name: &str) -> Result<ExecActuator, String> {
+    pub fn build(&self, name: &str) -> Result<ExecActuator, ConfigError> {
         let commands = Commands {
             execute: command("argv", &self.argv, Scope::Action)?,
             verify: self.verify_argv.as_deref().map(|argv| command("verify_argv", argv, Scope::Action)).transpose()?,
             undo: self.undo_argv.as_deref().map(|argv| command("undo_argv", argv, Scope::Undo)).transpose()?,
             prior_from_stdout: self.prior_from_stdout,
         };
-        let timeout = parse_duration(&self.timeout).map_err(|e| format!("timeout: {e}"))?;
+        let timeout = parse_duration(&self.timeout)
+            .map_err(|source| ConfigError::Duration { setting: "timeout".into(), source })?;
         if timeout <= 0 || timeout > MAX_TIMEOUT {
-            return Err(format!("timeout {:?} must be above 0 and at most {}", self.timeout, Span(MAX_TIMEOUT)));
+            return Err(ConfigError::OutOfRange {
+                setting: "timeout".into(),
+                value: self.timeout.clone(),
+                expected: format!("above 0 and at most {}", Span(MAX_TIMEOUT)),
+            });
         }
         for (key, value) in &self.env {
+            let entry =
+                |reason: &str| ConfigError::Entry { setting: "env".into(), key: key.clone(), reason: reason.into() };
             if key.is_empty() || key.contains(['=', '\0']) {
-                return Err(format!("env: {key:?} is not a variable name"));
+                return Err(entry("is not a variable name"));
             }
             if value.contains('\0') {
-                return Err(format!("env: the value of {key} contains a NUL byte"));
+                return Err(entry("has a value that contains a NUL byte"));
             }
         }
         Ok(ExecActuator::new(
@@ -117,16 +125,17 @@ impl ExecConfig {
 
 /// Parses the command `field`: a fixed, absolute program and the
 /// placeholders of `scope`.
-fn command(field: &str, argv: &[String], scope: Scope) -> Result<ArgvTemplate, String> {
-    let program = argv.first().ok_or_else(|| format!("{field} is empty; it needs at least the program"))?;
+fn command(field: &str, argv: &[String], scope: Scope) -> Result<ArgvTemplate, ConfigError> {
+    let program = argv
+        .first()
+        .ok_or_else(|| ConfigError::Empty { setting: field.into(), need: "it needs at least the program" })?;
     let template = ArgvTemplate::parse(field, argv, scope)?;
+    let invalid = |reason| ConfigError::Invalid { setting: format!("{field}[0]"), value: program.clone(), reason };
     if template.has_placeholder(0) {
-        return Err(format!("{field}[0] {program:?} holds a placeholder; the program must be fixed"));
+        return Err(invalid("holds a placeholder; the program must be fixed"));
     }
     if !Path::new(program).is_absolute() {
-        return Err(format!(
-            "{field}[0] {program:?} is not an absolute path (a program looked up in PATH could be anything)"
-        ));
+        return Err(invalid("is not an absolute path (a program looked up in PATH could be anything)"));
     }
     Ok(template)
 }
@@ -136,7 +145,7 @@ mod tests {
     use super::*;
 
     fn build(text: &str) -> Result<ExecActuator, String> {
-        toml::from_str::<ExecConfig>(text).map_err(|e| e.to_string())?.build("x")
+        toml::from_str::<ExecConfig>(text).map_err(|e| e.to_string())?.build("x").map_err(|e| e.to_string())
     }
 
     #[test]
@@ -161,6 +170,24 @@ mod tests {
         assert!(config.prior_from_stdout);
         assert_eq!(config.undo_argv.as_ref().unwrap()[1], "--restore={prior}");
         assert_eq!(config.build("x").unwrap().timeout(), Duration::from_secs(120));
+    }
+
+    #[test]
+    fn refusals_name_the_setting_for_callers_that_match() {
+        let config = |argv: &[&str]| ExecConfig { timeout: "2h".into(), ..ExecConfig::new(argv.iter().copied()) };
+        match config(&["/bin/x"]).build("x") {
+            Err(ConfigError::OutOfRange { setting, value, .. }) => {
+                assert_eq!((setting.as_str(), value.as_str()), ("timeout", "2h"))
+            }
+            other => panic!("{other:?}"),
+        }
+        match config(&["x"]).build("x") {
+            Err(ConfigError::Invalid { setting, value, .. }) => {
+                assert_eq!((setting.as_str(), value.as_str()), ("argv[0]", "x"))
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(config(&[]).build("x"), Err(ConfigError::Empty { setting, .. }) if setting == "argv"));
     }
 
     #[test]

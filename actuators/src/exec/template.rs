@@ -7,6 +7,8 @@ use std::fmt;
 use engine::{Action, ActuatorError};
 use serde_json::Value;
 
+use crate::{ConfigError, LabelError};
+
 /// The longest value a placeholder may take, in bytes: above any real label
 /// value (a DNS name is at most 253), far below the kernel's argv limits.
 pub const MAX_VALUE_LEN: usize = 256;
@@ -19,20 +21,69 @@ pub fn is_safe_char(c: char) -> bool {
 }
 
 /// Checks a value before it may go into argv; the error says why not.
-pub fn check_value(value: &str) -> Result<(), String> {
+pub fn check_value(value: &str) -> Result<(), LabelError> {
     if value.is_empty() {
-        return Err("it is empty".into());
+        return Err(LabelError::Empty);
     }
     if value.len() > MAX_VALUE_LEN {
-        return Err(format!("it is {} bytes long, above the limit of {MAX_VALUE_LEN}", value.len()));
+        return Err(LabelError::TooLong { len: value.len(), max: MAX_VALUE_LEN });
     }
-    if let Some(c) = value.chars().find(|c| !is_safe_char(*c)) {
-        return Err(format!("it contains {c:?}; values may only contain A-Z a-z 0-9 . _ : @ / = + , -"));
+    if let Some(found) = value.chars().find(|c| !is_safe_char(*c)) {
+        return Err(LabelError::Char { found, allowed: "values may only contain A-Z a-z 0-9 . _ : @ / = + , -" });
     }
     if value.starts_with('-') {
-        return Err("it starts with '-' and would be read as an option".into());
+        return Err(LabelError::Leading { found: '-' });
     }
     Ok(())
+}
+
+/// Why an element of a command template does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TemplateError {
+    /// A `}` with no `{` before it.
+    #[error("'}}' without '{{' (braces are reserved for placeholders)")]
+    UnopenedBrace,
+    /// A `{` with no `}` after it.
+    #[error("'{{' without '}}'")]
+    UnclosedBrace,
+    /// A `{` between a `{` and its `}`.
+    #[error("'{{' inside a placeholder")]
+    NestedBrace,
+    /// A NUL byte, which no argv element can hold.
+    #[error("contains a NUL byte")]
+    Nul,
+    /// `{target.}` or `{params.a-b}`: the label or parameter name is empty
+    /// or not made of letters, digits and `_`.
+    #[error("placeholder {{{prefix}.{name}}} needs a name of letters, digits and '_'")]
+    BadName {
+        /// `target` or `params`.
+        prefix: &'static str,
+        /// The name as given.
+        name: String,
+    },
+    /// `{prior}` outside `undo_argv`.
+    #[error(
+        "placeholder {{prior}} is only available in undo_argv \
+         (it is the state the action replaced, known once the action ran)"
+    )]
+    PriorOutsideUndo,
+    /// A placeholder that is none of those the scope allows.
+    #[error("unknown placeholder {{{name}}} (expected {})", expected(.scope))]
+    Unknown {
+        /// What was between the braces.
+        name: String,
+        /// The scope of the command, which decides what is allowed.
+        scope: Scope,
+    },
+}
+
+/// The placeholders `scope` allows, for an error.
+fn expected(scope: &Scope) -> &'static str {
+    match scope {
+        Scope::Action => "{kind}, {verb}, {target.<label>} or {params.<name>}",
+        Scope::Undo => "{kind}, {verb}, {target.<label>}, {params.<name>} or {prior}",
+    }
 }
 
 /// What a placeholder stands for.
@@ -63,12 +114,12 @@ pub enum Scope {
 }
 
 impl Placeholder {
-    fn parse(inner: &str, scope: Scope) -> Result<Placeholder, String> {
-        let named = |prefix: &str, name: &str| {
+    fn parse(inner: &str, scope: Scope) -> Result<Placeholder, TemplateError> {
+        let named = |prefix: &'static str, name: &str| {
             if !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
                 Ok(name.to_string())
             } else {
-                Err(format!("placeholder {{{prefix}.{name}}} needs a name of letters, digits and '_'"))
+                Err(TemplateError::BadName { prefix, name: name.to_string() })
             }
         };
         match inner.split_once('.') {
@@ -78,19 +129,9 @@ impl Placeholder {
             Some(("params", name)) => Ok(Placeholder::Param(named("params", name)?)),
             None if inner == "prior" => match scope {
                 Scope::Undo => Ok(Placeholder::Prior),
-                Scope::Action => Err("placeholder {prior} is only available in undo_argv \
-                     (it is the state the action replaced, known once the action ran)"
-                    .into()),
+                Scope::Action => Err(TemplateError::PriorOutsideUndo),
             },
-            _ => Err(match scope {
-                Scope::Action => format!(
-                    "unknown placeholder {{{inner}}} (expected {{kind}}, {{verb}}, {{target.<label>}} or {{params.<name>}})"
-                ),
-                Scope::Undo => format!(
-                    "unknown placeholder {{{inner}}} \
-                     (expected {{kind}}, {{verb}}, {{target.<label>}}, {{params.<name>}} or {{prior}})"
-                ),
-            }),
+            _ => Err(TemplateError::Unknown { name: inner.to_string(), scope }),
         }
     }
 
@@ -147,10 +188,14 @@ impl ArgvTemplate {
     /// Parses each element's placeholders, allowing those of `scope`.
     /// Braces are reserved for placeholders, so a stray `{` or `}` is an
     /// error rather than text. Errors name the element as `field[i]`.
-    pub fn parse(field: &str, argv: &[String], scope: Scope) -> Result<ArgvTemplate, String> {
+    pub fn parse(field: &str, argv: &[String], scope: Scope) -> Result<ArgvTemplate, ConfigError> {
         let mut args = Vec::with_capacity(argv.len());
         for (i, arg) in argv.iter().enumerate() {
-            args.push(parse_arg(arg, scope).map_err(|e| format!("{field}[{i}] {arg:?}: {e}"))?);
+            args.push(parse_arg(arg, scope).map_err(|source| ConfigError::Template {
+                setting: format!("{field}[{i}]"),
+                value: arg.clone(),
+                source,
+            })?);
         }
         Ok(ArgvTemplate { args })
     }
@@ -187,20 +232,20 @@ impl ArgvTemplate {
     }
 }
 
-fn parse_arg(arg: &str, scope: Scope) -> Result<Vec<Piece>, String> {
+fn parse_arg(arg: &str, scope: Scope) -> Result<Vec<Piece>, TemplateError> {
     let mut pieces = Vec::new();
     let mut rest = arg;
     while let Some(open) = rest.find(['{', '}']) {
         if rest[open..].starts_with('}') {
-            return Err("'}' without '{' (braces are reserved for placeholders)".into());
+            return Err(TemplateError::UnopenedBrace);
         }
         if open > 0 {
             pieces.push(Piece::Text(rest[..open].to_string()));
         }
-        let close = rest[open..].find('}').ok_or("'{' without '}'")? + open;
+        let close = rest[open..].find('}').ok_or(TemplateError::UnclosedBrace)? + open;
         let inner = &rest[open + 1..close];
         if inner.contains('{') {
-            return Err("'{' inside a placeholder".into());
+            return Err(TemplateError::NestedBrace);
         }
         pieces.push(Piece::Slot(Placeholder::parse(inner, scope)?));
         rest = &rest[close + 1..];
@@ -209,7 +254,7 @@ fn parse_arg(arg: &str, scope: Scope) -> Result<Vec<Piece>, String> {
         pieces.push(Piece::Text(rest.to_string()));
     }
     if arg.contains('\0') {
-        return Err("contains a NUL byte".into());
+        return Err(TemplateError::Nul);
     }
     Ok(pieces)
 }
@@ -248,16 +293,25 @@ mod tests {
         assert_eq!(check_value("node-01"), Ok(()));
         assert_eq!(check_value("leaf-rail3:Ethernet8/3=a+b,c@d_e.f"), Ok(()));
         assert_eq!(check_value(&"a".repeat(MAX_VALUE_LEN)), Ok(()));
-        assert_eq!(check_value(""), Err("it is empty".into()));
-        assert!(check_value(&"a".repeat(MAX_VALUE_LEN + 1)).unwrap_err().contains("257 bytes long"));
-        assert!(check_value("a b").unwrap_err().contains("contains ' '"));
-        assert!(check_value("-rf").unwrap_err().contains("starts with '-'"));
-        assert!(check_value("é").unwrap_err().contains("contains 'é'"));
+        assert_eq!(check_value(""), Err(LabelError::Empty));
+        let too_long = check_value(&"a".repeat(MAX_VALUE_LEN + 1)).unwrap_err();
+        assert_eq!(too_long, LabelError::TooLong { len: 257, max: MAX_VALUE_LEN });
+        assert_eq!(too_long.to_string(), "it is 257 bytes long, above the limit of 256");
+        assert!(matches!(check_value("a b"), Err(LabelError::Char { found: ' ', .. })));
+        assert_eq!(
+            check_value("a b").unwrap_err().to_string(),
+            "it contains ' '; values may only contain A-Z a-z 0-9 . _ : @ / = + , -"
+        );
+        assert_eq!(check_value("-rf"), Err(LabelError::Leading { found: '-' }));
+        assert!(check_value("-rf").unwrap_err().to_string().contains("starts with '-'"));
+        assert!(matches!(check_value("é"), Err(LabelError::Char { found: 'é', .. })));
     }
 
     #[test]
     fn malformed_templates_are_refused_with_the_element() {
-        let parse = |arg: &str| ArgvTemplate::parse("argv", &["/bin/x".into(), arg.into()], Scope::Action).unwrap_err();
+        let parse = |arg: &str| {
+            ArgvTemplate::parse("argv", &["/bin/x".into(), arg.into()], Scope::Action).unwrap_err().to_string()
+        };
         assert_eq!(parse("{node}"), "argv[1] \"{node}\": unknown placeholder {node} (expected {kind}, {verb}, {target.<label>} or {params.<name>})");
         assert_eq!(parse("--x={target.node"), "argv[1] \"--x={target.node\": '{' without '}'");
         assert!(parse("a}b").contains("'}' without '{'"));
@@ -277,6 +331,13 @@ mod tests {
         let argv = ["/bin/x".to_string(), "--restore={prior}".to_string()];
         assert!(ArgvTemplate::parse("undo_argv", &argv, Scope::Undo).unwrap().has_placeholder(1));
         let err = ArgvTemplate::parse("undo_argv", &["/bin/x".into(), "{node}".into()], Scope::Undo).unwrap_err();
+        match &err {
+            ConfigError::Template { setting, value, source: TemplateError::Unknown { name, scope: Scope::Undo } } => {
+                assert_eq!((setting.as_str(), value.as_str(), name.as_str()), ("undo_argv[1]", "{node}", "node"));
+            }
+            other => panic!("{other:?}"),
+        }
+        let err = err.to_string();
         assert!(err.starts_with("undo_argv[1] \"{node}\": unknown placeholder {node}"), "{err}");
         assert!(err.ends_with("{params.<name>} or {prior})"), "{err}");
     }

@@ -7,6 +7,7 @@ use engine::SECOND;
 use serde::{Deserialize, Serialize};
 
 use super::{check_netdev, LinkActuator};
+use crate::ConfigError;
 
 /// The longest timeout accepted: a netlink request is answered by the local
 /// kernel in microseconds; one that takes a minute means a wedged kernel.
@@ -50,29 +51,53 @@ fn default_timeout() -> String {
 
 impl LinkConfig {
     /// Validates the settings and builds the actuator `name`.
-    pub fn build(&self, name: &str) -> Result<LinkActuator, String> {
-        let timeout = parse_duration(&self.timeout).map_err(|e| format!("timeout: {e}"))?;
+    pub fn build(&self, name: &str) -> Result<LinkActuator, ConfigError> {
+        let timeout = parse_duration(&self.timeout)
+            .map_err(|source| ConfigError::Duration { setting: "timeout".into(), source })?;
         if timeout <= 0 || timeout > MAX_TIMEOUT {
-            return Err(format!("timeout {:?} must be above 0 and at most {}", self.timeout, Span(MAX_TIMEOUT)));
+            return Err(ConfigError::OutOfRange {
+                setting: "timeout".into(),
+                value: self.timeout.clone(),
+                expected: format!("above 0 and at most {}", Span(MAX_TIMEOUT)),
+            });
         }
-        for netdev in &self.netdevs {
-            check_netdev(netdev).map_err(|e| format!("netdevs: {netdev:?}: {e}"))?;
-        }
-        let node = match &self.node {
-            Some(node) if node.is_empty() => return Err("node is empty".into()),
-            Some(node) => node.clone(),
-            None => local_node().map_err(|e| format!("node is not set and this host's name is unknown: {e}"))?,
-        };
+        check_netdevs("netdevs", &self.netdevs)?;
+        let node = node_or_local("node", self.node.as_deref())?;
         Ok(LinkActuator::new(name, node, self.netdevs.clone(), Duration::from_nanos(timeout as u64)))
     }
 }
 
+/// Checks each netdev the list `setting` allows.
+pub(crate) fn check_netdevs(setting: &str, netdevs: &[String]) -> Result<(), ConfigError> {
+    for netdev in netdevs {
+        check_netdev(netdev).map_err(|source| ConfigError::Unsafe {
+            setting: setting.into(),
+            value: netdev.clone(),
+            source,
+        })?;
+    }
+    Ok(())
+}
+
+/// The node a host-side actuator changes: `node` as the setting `setting`
+/// gives it, else this host's name.
+pub(crate) fn node_or_local(setting: &str, node: Option<&str>) -> Result<String, ConfigError> {
+    match node {
+        Some("") => Err(ConfigError::Empty {
+            setting: setting.into(),
+            need: "name the node this daemon runs on, or leave it out for this host's name",
+        }),
+        Some(node) => Ok(node.to_string()),
+        None => local_node().map_err(|source| ConfigError::Hostname { setting: setting.into(), source }),
+    }
+}
+
 /// This host's short name (`/proc/sys/kernel/hostname` up to the first dot).
-pub(crate) fn local_node() -> Result<String, String> {
-    let name = std::fs::read_to_string("/proc/sys/kernel/hostname").map_err(|e| e.to_string())?;
+pub(crate) fn local_node() -> std::io::Result<String> {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname")?;
     let short = name.trim().split('.').next().unwrap_or_default().to_string();
     if short.is_empty() {
-        return Err("the hostname is empty".into());
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "the hostname is empty"));
     }
     Ok(short)
 }
@@ -96,7 +121,7 @@ mod tests {
         ] {
             let err = toml::from_str::<LinkConfig>(text)
                 .map_err(|e| e.to_string())
-                .and_then(|c| c.build("x").map(|_| ()))
+                .and_then(|c| c.build("x").map(|_| ()).map_err(|e| e.to_string()))
                 .unwrap_err();
             assert!(err.contains(expected), "{text}: {err}");
         }

@@ -28,6 +28,8 @@ pub use net::link::LinkState;
 use net::NetError;
 use serde_json::json;
 
+use crate::LabelError;
+
 /// Takes host links down and up, built from a [`LinkConfig`].
 #[derive(Debug)]
 pub struct LinkActuator {
@@ -37,17 +39,26 @@ pub struct LinkActuator {
     timeout: Duration,
 }
 
+/// The longest netdev name, in bytes: `IFNAMSIZ` − 1.
+pub const MAX_NETDEV_LEN: usize = 15;
+
 /// Checks a netdev name: 1 to 15 bytes (`IFNAMSIZ` − 1), no `/`, `:`, white
 /// space or control characters, not `.` or `..`.
-pub fn check_netdev(name: &str) -> Result<(), String> {
-    if name.is_empty() || name.len() > 15 {
-        return Err(format!("it is {} bytes long; a netdev name has 1 to 15", name.len()));
+pub fn check_netdev(name: &str) -> Result<(), LabelError> {
+    if name.is_empty() {
+        return Err(LabelError::Empty);
     }
-    if let Some(c) = name.chars().find(|c| matches!(c, '/' | ':') || c.is_whitespace() || c.is_control()) {
-        return Err(format!("it contains {c:?}"));
+    if name.len() > MAX_NETDEV_LEN {
+        return Err(LabelError::TooLong { len: name.len(), max: MAX_NETDEV_LEN });
+    }
+    if let Some(found) = name.chars().find(|c| matches!(c, '/' | ':') || c.is_whitespace() || c.is_control()) {
+        return Err(LabelError::Char {
+            found,
+            allowed: "a netdev name has no '/', ':', white space or control characters",
+        });
     }
     if name == "." || name == ".." {
-        return Err("it is not a name".into());
+        return Err(LabelError::Dots);
     }
     Ok(())
 }
@@ -211,6 +222,16 @@ mod tests {
             target: Labels::from_pairs([("node", node), ("netdev", netdev)]),
             params: BTreeMap::new(),
         }
+    }
+
+    #[test]
+    fn netdev_names_are_checked_like_the_kernel_does() {
+        assert_eq!(check_netdev("ens1f0np0"), Ok(()));
+        assert_eq!(check_netdev(""), Err(LabelError::Empty));
+        assert_eq!(check_netdev("averyveryverylongname"), Err(LabelError::TooLong { len: 21, max: 15 }));
+        assert!(matches!(check_netdev("a/b"), Err(LabelError::Char { found: '/', .. })));
+        assert!(matches!(check_netdev("a b"), Err(LabelError::Char { found: ' ', .. })));
+        assert_eq!(check_netdev(".."), Err(LabelError::Dots));
     }
 
     #[tokio::test]

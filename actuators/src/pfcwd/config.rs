@@ -5,11 +5,12 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::host::Prevention;
+use super::host::{Host, Prevention};
 use super::switch::Level;
 use super::PfcwdActuator;
-use crate::link::check_netdev;
+use crate::link::config::{check_netdevs, node_or_local};
 use crate::sonic::SonicConfig;
+use crate::ConfigError;
 
 /// A `pfcwd` actuator's settings.
 ///
@@ -66,32 +67,30 @@ fn default_prevention() -> String {
 
 impl PfcwdConfig {
     /// Validates the settings and builds the actuator `name`.
-    pub fn build(&self, name: &str) -> Result<PfcwdActuator, String> {
+    pub fn build(&self, name: &str) -> Result<PfcwdActuator, ConfigError> {
         let sonic = self.gnmi.as_ref().map(SonicConfig::build).transpose()?;
         let mut levels = self.levels.clone();
         if levels.is_empty() {
             levels.insert("1".into(), Level { action: Some("drop".into()), ..Level::default() });
         }
         for (level_name, level) in &levels {
-            level.fields(&BTreeMap::new()).map_err(|e| format!("levels.{level_name}: {e}"))?;
+            level
+                .fields(&BTreeMap::new())
+                .map_err(|source| ConfigError::Action { setting: format!("levels.{level_name}"), source })?;
         }
-        let host = match &self.host {
-            None => None,
-            Some(h) => {
-                for netdev in &h.netdevs {
-                    check_netdev(netdev).map_err(|e| format!("host.netdevs: {netdev:?}: {e}"))?;
-                }
-                let prevention = Prevention::parse(&h.prevention).map_err(|e| format!("host.prevention: {e}"))?;
-                let node = match &h.node {
-                    Some(node) if node.is_empty() => return Err("host.node is empty".into()),
-                    Some(node) => node.clone(),
-                    None => crate::link::config::local_node()
-                        .map_err(|e| format!("host.node is not set and this host's name is unknown: {e}"))?,
-                };
-                Some(super::host::Host { node, netdevs: h.netdevs.clone(), prevention })
-            }
-        };
+        let host = self.host.as_ref().map(HostConfig::build).transpose()?;
         Ok(PfcwdActuator { name: name.to_string(), sonic, levels, host })
+    }
+}
+
+impl HostConfig {
+    /// The host side, checked.
+    fn build(&self) -> Result<Host, ConfigError> {
+        check_netdevs("host.netdevs", &self.netdevs)?;
+        let prevention = Prevention::parse(&self.prevention)
+            .map_err(|source| ConfigError::Parse { setting: "host.prevention".into(), source })?;
+        let node = node_or_local("host.node", self.node.as_deref())?;
+        Ok(Host { node, netdevs: self.netdevs.clone(), prevention })
     }
 }
 
@@ -113,7 +112,7 @@ mod tests {
             ("[host]\nnode = \"n\"\nnetdevs = [\"a b\"]", "host.netdevs"),
             ("[levels.1]\naction = \"shout\"", "levels.1"),
         ] {
-            let err = toml::from_str::<PfcwdConfig>(text).unwrap().build("p").unwrap_err();
+            let err = toml::from_str::<PfcwdConfig>(text).unwrap().build("p").unwrap_err().to_string();
             assert!(err.contains(expected), "{text}: {err}");
         }
     }

@@ -14,6 +14,8 @@ use std::io;
 use engine::ActuatorError;
 use net::ethtool::EthtoolSocket;
 
+use crate::ParseError;
+
 const ETHTOOL_GTUNABLE: u32 = 0x48;
 const ETHTOOL_STUNABLE: u32 = 0x49;
 /// `enum tunable_id`: `ETHTOOL_PFC_PREVENTION_TOUT`.
@@ -36,13 +38,17 @@ pub enum Prevention {
 
 impl Prevention {
     /// `auto`, `off` or milliseconds (80 to 8000).
-    pub fn parse(text: &str) -> Result<Prevention, String> {
+    pub fn parse(text: &str) -> Result<Prevention, ParseError> {
         match text.trim() {
             "auto" => Ok(Prevention::Auto),
             "off" | "0" => Ok(Prevention::Off),
             ms => match ms.parse::<u16>() {
                 Ok(n) if (80..=8000).contains(&n) => Ok(Prevention::Ms(n)),
-                _ => Err(format!("pfc-prevention-tout {text:?} is not auto, off, or 80 to 8000 ms")),
+                _ => Err(ParseError::Value {
+                    what: "pfc-prevention-tout",
+                    value: text.to_string(),
+                    expected: "auto, off, or 80 to 8000 ms",
+                }),
             },
         }
     }
@@ -151,7 +157,10 @@ mod tests {
         assert_eq!(Prevention::parse("off"), Ok(Prevention::Off));
         assert_eq!(Prevention::parse("80"), Ok(Prevention::Ms(80)));
         assert_eq!(Prevention::parse("8000"), Ok(Prevention::Ms(8000)));
-        assert!(Prevention::parse("79").is_err());
+        assert_eq!(
+            Prevention::parse("79").unwrap_err().to_string(),
+            "pfc-prevention-tout \"79\" is not auto, off, or 80 to 8000 ms"
+        );
         assert!(Prevention::parse("8001").is_err());
         assert_eq!(Prevention::from_raw(0xffff), Prevention::Auto);
         assert_eq!(Prevention::Ms(300).raw(), 300);

@@ -50,7 +50,7 @@ impl PfcwdActuator {
         let host = self.host.as_ref().ok_or_else(|| no_host(&self.name))?;
         let netdev = host_netdev(action, &self.name, &host.node, &host.netdevs)?;
         let value = match action.params.get("timeout") {
-            Some(text) => Prevention::parse(text).map_err(ActuatorError::Invalid)?,
+            Some(text) => Prevention::parse(text).map_err(|e| ActuatorError::Invalid(e.to_string()))?,
             None => host.prevention,
         };
         Ok((netdev, value))
@@ -65,7 +65,7 @@ fn prior_prevention(applied: &Outcome) -> Result<Prevention, ActuatorError> {
     let text = applied.prior.as_ref().and_then(|p| p.get("before")).and_then(|v| v.as_str());
     let text =
         text.ok_or_else(|| ActuatorError::Invalid("the applied outcome has no prior pfc-prevention-tout".into()))?;
-    Prevention::parse(text).map_err(ActuatorError::Invalid)
+    Prevention::parse(text).map_err(|e| ActuatorError::Invalid(e.to_string()))
 }
 
 #[async_trait]
@@ -203,6 +203,7 @@ mod tests {
     fn bad_levels_are_refused_when_built() {
         let text = "[levels.1]\ndetection_time = 6000\n";
         let err = toml::from_str::<PfcwdConfig>(text).unwrap().build("p").unwrap_err();
-        assert!(err.contains("levels.1: invalid action: detection_time 6000 is out of range"), "{err}");
+        assert!(matches!(&err, crate::ConfigError::Action { setting, .. } if setting == "levels.1"), "{err:?}");
+        assert!(err.to_string().contains("levels.1: invalid action: detection_time 6000 is out of range"), "{err}");
     }
 }

@@ -10,9 +10,12 @@ use serde::{Deserialize, Serialize};
 
 use super::kubernetes::{Kube, RailKubernetesConfig};
 use super::RailActuator;
+use crate::cordon::config::check_scontrol;
 use crate::cordon::slurm::Slurm;
 use crate::cordon::SlurmConfig;
+use crate::link::config::node_or_local;
 use crate::sonic::SonicConfig;
+use crate::ConfigError;
 
 /// The longest timeout of one scheduler call (as for `cordon`).
 const MAX_TIMEOUT: i64 = 300 * SECOND;
@@ -69,39 +72,45 @@ fn default_timeout() -> String {
 
 impl RailConfig {
     /// Validates the settings and builds the actuator `name`.
-    pub fn build(&self, name: &str) -> Result<RailActuator, String> {
-        let timeout = parse_duration(&self.timeout).map_err(|e| format!("timeout: {e}"))?;
+    pub fn build(&self, name: &str) -> Result<RailActuator, ConfigError> {
+        let timeout = parse_duration(&self.timeout)
+            .map_err(|source| ConfigError::Duration { setting: "timeout".into(), source })?;
         if timeout <= 0 || timeout > MAX_TIMEOUT {
-            return Err(format!("timeout {:?} must be above 0 and at most {}", self.timeout, Span(MAX_TIMEOUT)));
+            return Err(ConfigError::OutOfRange {
+                setting: "timeout".into(),
+                value: self.timeout.clone(),
+                expected: format!("above 0 and at most {}", Span(MAX_TIMEOUT)),
+            });
         }
         let timeout = Duration::from_nanos(timeout as u64);
         if self.gnmi.is_none() && self.nccl.is_none() && self.slurm.is_none() && self.kubernetes.is_none() {
-            return Err("no step is configured: give at least one of [gnmi], [nccl], [slurm], [kubernetes]".into());
+            return Err(ConfigError::Missing {
+                setting: "gnmi, nccl, slurm or kubernetes".into(),
+                reason: "no step is configured: give at least one of [gnmi], [nccl], [slurm], [kubernetes]",
+            });
         }
         let sonic = self.gnmi.as_ref().map(SonicConfig::build).transpose()?;
-        let nccl = match &self.nccl {
-            None => None,
-            Some(n) => {
-                if !n.env_file.is_absolute() || n.env_file.file_name().is_none() {
-                    return Err(format!("nccl.env_file {} is not an absolute file path", n.env_file.display()));
-                }
-                let node = match &n.node {
-                    Some(node) if node.is_empty() => return Err("nccl.node is empty".into()),
-                    Some(node) => node.clone(),
-                    None => crate::link::config::local_node()
-                        .map_err(|e| format!("nccl.node is not set and this host's name is unknown: {e}"))?,
-                };
-                Some((n.env_file.clone(), node))
-            }
-        };
+        let nccl = self.nccl.as_ref().map(NcclConfig::build).transpose()?;
         if let Some(s) = &self.slurm {
-            if !s.scontrol.is_absolute() {
-                return Err(format!("slurm.scontrol {} is not an absolute path", s.scontrol.display()));
-            }
+            check_scontrol(&s.scontrol)?;
         }
         let slurm = self.slurm.as_ref().map(|s| Slurm::new(s, timeout));
         let kube = self.kubernetes.as_ref().map(|k| Kube::new(k, timeout)).transpose()?;
         Ok(RailActuator { name: name.to_string(), sonic, nccl, slurm, kube })
+    }
+}
+
+impl NcclConfig {
+    /// The environment file and the node it is on, checked.
+    fn build(&self) -> Result<(PathBuf, String), ConfigError> {
+        if !self.env_file.is_absolute() || self.env_file.file_name().is_none() {
+            return Err(ConfigError::Invalid {
+                setting: "nccl.env_file".into(),
+                value: self.env_file.display().to_string(),
+                reason: "is not an absolute file path",
+            });
+        }
+        Ok((self.env_file.clone(), node_or_local("nccl.node", self.node.as_deref())?))
     }
 }
 
@@ -118,7 +127,7 @@ mod tests {
             ("timeout = \"1h\"\n[slurm]", "at most 300s"),
             ("[kubernetes]\napi_server = \"https://k:6443\"", "needs ca_file"),
         ] {
-            let err = toml::from_str::<RailConfig>(text).unwrap().build("r").unwrap_err();
+            let err = toml::from_str::<RailConfig>(text).unwrap().build("r").unwrap_err().to_string();
             assert!(err.contains(expected), "{text}: {err}");
         }
         let ok: RailConfig = toml::from_str("[nccl]\nenv_file = \"/etc/nccl.env\"\nnode = \"n1\"").unwrap();

@@ -13,7 +13,9 @@
 use engine::{ActuatorError, Verification};
 
 use crate::cordon::slurm::Slurm;
+use crate::error::excerpt;
 use crate::exec::template::display;
+use crate::ParseError;
 
 /// A node's feature lists.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,9 +35,9 @@ fn list(output: &str, key: &str) -> Vec<String> {
 }
 
 /// Parses the feature lists of `scontrol show node`.
-pub fn parse(output: &str) -> Result<Features, String> {
+pub fn parse(output: &str) -> Result<Features, ParseError> {
     if !output.contains("NodeName=") {
-        return Err(format!("no NodeName= in scontrol's output {:?}", output.chars().take(200).collect::<String>()));
+        return Err(ParseError::MissingField { command: "scontrol", field: "NodeName=", excerpt: excerpt(output) });
     }
     // Older Slurm prints `Features=` for the available list.
     let mut available = list(output, "AvailableFeatures=");
@@ -97,7 +99,7 @@ pub fn update_argv(slurm: &Slurm, node: &str, features: &Features) -> Vec<String
 /// Reads the node's features.
 pub async fn show(slurm: &Slurm, node: &str) -> Result<Features, ActuatorError> {
     let out = slurm.run(&slurm.argv(&["show".into(), "node".into(), node.into()])).await?;
-    parse(&out).map_err(ActuatorError::Failed)
+    parse(&out).map_err(|e| ActuatorError::Failed(e.to_string()))
 }
 
 /// Sets `features` on `node`; the request text.
@@ -137,5 +139,8 @@ mod tests {
         assert_eq!(none.drained("0").active, ["rail0_drained"]);
         assert!(none.drained("0").undrained("0", (false, false)).active.is_empty());
         assert_eq!(verify(&none, "0"), Verification::NotInEffect);
+        let err = parse("Node n not found").unwrap_err();
+        assert!(matches!(err, ParseError::MissingField { command: "scontrol", field: "NodeName=", .. }), "{err:?}");
+        assert_eq!(err.to_string(), "no NodeName= in scontrol's output \"Node n not found\"");
     }
 }

@@ -11,6 +11,7 @@ use gnmi_proto::TlsConfig;
 use serde::{Deserialize, Serialize};
 
 use super::Sonic;
+use crate::ConfigError;
 
 /// The longest timeout accepted for one gNMI call: a switch that needs more
 /// than a minute to answer a Set of a few fields is not healthy, and the
@@ -76,47 +77,66 @@ fn default_timeout() -> String {
     "5s".into()
 }
 
-fn read(path: &Path, what: &str) -> Result<Vec<u8>, String> {
-    std::fs::read(path).map_err(|e| format!("gnmi.{what} {}: {e}", path.display()))
+fn read(path: &Path, setting: &str) -> Result<Vec<u8>, ConfigError> {
+    std::fs::read(path).map_err(|source| ConfigError::Read { setting: setting.into(), path: path.into(), source })
 }
 
 impl SonicConfig {
     /// Validates the settings, reads the files they name, and builds the client.
-    pub fn build(&self) -> Result<Sonic, String> {
-        let timeout = parse_duration(&self.timeout).map_err(|e| format!("gnmi.timeout: {e}"))?;
+    pub fn build(&self) -> Result<Sonic, ConfigError> {
+        let timeout = parse_duration(&self.timeout)
+            .map_err(|source| ConfigError::Duration { setting: "gnmi.timeout".into(), source })?;
         if timeout <= 0 || timeout > MAX_TIMEOUT {
-            return Err(format!("gnmi.timeout {:?} must be above 0 and at most {}", self.timeout, Span(MAX_TIMEOUT)));
+            return Err(ConfigError::OutOfRange {
+                setting: "gnmi.timeout".into(),
+                value: self.timeout.clone(),
+                expected: format!("above 0 and at most {}", Span(MAX_TIMEOUT)),
+            });
         }
         if self.switches.is_empty() {
-            return Err("gnmi.switches is empty: name the switches this actuator may change".into());
+            return Err(ConfigError::Empty {
+                setting: "gnmi.switches".into(),
+                need: "name the switches this actuator may change",
+            });
         }
         for (name, address) in &self.switches {
             if name.is_empty() || address.is_empty() || address.chars().any(|c| c.is_whitespace()) {
-                return Err(format!("gnmi.switches: {name:?} = {address:?} is not a name and a host:port"));
+                return Err(ConfigError::Entry {
+                    setting: "gnmi.switches".into(),
+                    key: name.clone(),
+                    reason: format!("= {address:?} is not a name and a host:port"),
+                });
             }
         }
-        let credentials = match &self.credentials_file {
-            None => None,
-            Some(path) => {
-                let text = String::from_utf8(read(path, "credentials_file")?)
-                    .map_err(|_| format!("gnmi.credentials_file {}: not UTF-8", path.display()))?;
-                let c: Credentials = toml::from_str(&text)
-                    .map_err(|e| format!("gnmi.credentials_file {}: {}", path.display(), e.message().trim()))?;
-                Some((c.username, c.password))
-            }
-        };
-        let tls = match &self.tls {
-            None => None,
-            Some(t) => {
-                let identity = match (&t.cert_file, &t.key_file) {
-                    (Some(cert), Some(key)) => Some((read(cert, "tls.cert_file")?, read(key, "tls.key_file")?)),
-                    (None, None) => None,
-                    _ => return Err("gnmi.tls: give cert_file and key_file together".into()),
-                };
-                Some(TlsConfig { ca_pem: Some(read(&t.ca_file, "tls.ca_file")?), identity, domain: t.domain.clone() })
-            }
-        };
+        let credentials = self.credentials_file.as_deref().map(credentials).transpose()?;
+        let tls = self.tls.as_ref().map(GnmiTls::build).transpose()?;
         Ok(Sonic::new(self.switches.clone(), credentials, tls, Duration::from_nanos(timeout as u64)))
+    }
+}
+
+/// The username and password in the credentials file at `path`.
+fn credentials(path: &Path) -> Result<(String, String), ConfigError> {
+    const SETTING: &str = "gnmi.credentials_file";
+    let malformed = |reason: String| ConfigError::Malformed { setting: SETTING.into(), path: path.into(), reason };
+    let text = String::from_utf8(read(path, SETTING)?).map_err(|_| malformed("not UTF-8".into()))?;
+    let c: Credentials = toml::from_str(&text).map_err(|e| malformed(e.message().trim().to_string()))?;
+    Ok((c.username, c.password))
+}
+
+impl GnmiTls {
+    /// The TLS settings, with the PEM files read.
+    fn build(&self) -> Result<TlsConfig, ConfigError> {
+        let identity = match (&self.cert_file, &self.key_file) {
+            (Some(cert), Some(key)) => Some((read(cert, "gnmi.tls.cert_file")?, read(key, "gnmi.tls.key_file")?)),
+            (None, None) => None,
+            _ => {
+                return Err(ConfigError::Conflict {
+                    setting: "gnmi.tls".into(),
+                    reason: "give cert_file and key_file together",
+                })
+            }
+        };
+        Ok(TlsConfig { ca_pem: Some(read(&self.ca_file, "gnmi.tls.ca_file")?), identity, domain: self.domain.clone() })
     }
 }
 
@@ -142,7 +162,7 @@ mod tests {
             ("switches = { a = \"x:1\" }\n[tls]\nca_file = \"/ca.pem\"\ncert_file = \"/c\"", "together"),
         ] {
             let config: SonicConfig = toml::from_str(text).unwrap();
-            let err = config.build().err().unwrap();
+            let err = config.build().err().unwrap().to_string();
             assert!(err.contains(expected), "{text}: {err}");
         }
     }

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::WebhookActuator;
 use crate::http::Url;
+use crate::ConfigError;
 
 /// The longest timeout accepted: a notification that takes more than a
 /// minute to deliver holds a dispatch slot for nothing.
@@ -68,6 +69,11 @@ fn default_lifetime() -> String {
     "24h".into()
 }
 
+/// Parses the duration `setting`.
+fn duration(setting: &str, text: &str) -> Result<engine::Nanos, ConfigError> {
+    parse_duration(text).map_err(|source| ConfigError::Duration { setting: setting.into(), source })
+}
+
 impl WebhookConfig {
     /// A config of `format` posting to `url`, with the defaults.
     pub fn new(format: Format, url: &str) -> WebhookConfig {
@@ -82,26 +88,39 @@ impl WebhookConfig {
     }
 
     /// Validates the settings and builds the actuator `name`.
-    pub fn build(&self, name: &str) -> Result<WebhookActuator, String> {
-        let url = Url::parse(&self.url).map_err(|e| format!("url: {e}"))?;
+    pub fn build(&self, name: &str) -> Result<WebhookActuator, ConfigError> {
+        let url = Url::parse(&self.url).map_err(|source| ConfigError::Url { setting: "url".into(), source })?;
         if url.https {
-            return Err(format!(
-                "url {:?}: https is not supported by this actuator yet; use http or a local proxy",
-                self.url
-            ));
+            return Err(ConfigError::Invalid {
+                setting: "url".into(),
+                value: self.url.clone(),
+                reason: "is refused: https is not supported by this actuator yet; use http or a local proxy",
+            });
         }
-        let timeout = parse_duration(&self.timeout).map_err(|e| format!("timeout: {e}"))?;
+        let timeout = duration("timeout", &self.timeout)?;
         if timeout <= 0 || timeout > MAX_TIMEOUT {
-            return Err(format!("timeout {:?} must be above 0 and at most {}", self.timeout, Span(MAX_TIMEOUT)));
+            return Err(ConfigError::OutOfRange {
+                setting: "timeout".into(),
+                value: self.timeout.clone(),
+                expected: format!("above 0 and at most {}", Span(MAX_TIMEOUT)),
+            });
         }
-        let lifetime = parse_duration(&self.alert_lifetime).map_err(|e| format!("alert_lifetime: {e}"))?;
+        let lifetime = duration("alert_lifetime", &self.alert_lifetime)?;
         if lifetime <= 0 {
-            return Err(format!("alert_lifetime {:?} must be above 0", self.alert_lifetime));
+            return Err(ConfigError::OutOfRange {
+                setting: "alert_lifetime".into(),
+                value: self.alert_lifetime.clone(),
+                expected: "above 0".into(),
+            });
         }
         for (key, value) in &self.headers {
             let bad_name = key.is_empty() || !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
             if bad_name || value.chars().any(|c| c.is_control()) {
-                return Err(format!("headers: {key:?} is not a header name, or its value holds a control character"));
+                return Err(ConfigError::Entry {
+                    setting: "headers".into(),
+                    key: key.clone(),
+                    reason: "is not a header name, or its value holds a control character".into(),
+                });
             }
         }
         Ok(WebhookActuator::new(
@@ -137,7 +156,7 @@ mod tests {
         ] {
             let err = toml::from_str::<WebhookConfig>(text)
                 .map_err(|e| e.to_string())
-                .and_then(|c| c.build("x").map(|_| ()))
+                .and_then(|c| c.build("x").map(|_| ()).map_err(|e| e.to_string()))
                 .unwrap_err();
             assert!(err.contains(expected), "{text}: {err}");
         }

@@ -92,10 +92,37 @@ impl fmt::Debug for Options {
     }
 }
 
+/// Why a `--rule-mode` is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RuleModeError {
+    /// There is no `=` between the rule and the mode.
+    #[error("{text:?}: expected RULE=MODE")]
+    NoEquals {
+        /// The argument as given.
+        text: String,
+    },
+    /// The mode is none the engine knows.
+    #[error("{reason}")]
+    UnknownMode {
+        /// The rule.
+        rule: String,
+        /// The mode as given.
+        mode: String,
+        /// The engine's refusal, naming the modes it knows.
+        reason: String,
+    },
+}
+
 /// Parses `RULE=MODE`.
-pub fn parse_rule_mode(text: &str) -> Result<(String, Mode), String> {
-    let (rule, mode) = text.split_once('=').ok_or_else(|| format!("{text:?}: expected RULE=MODE"))?;
-    Ok((rule.to_string(), mode.parse()?))
+pub fn parse_rule_mode(text: &str) -> Result<(String, Mode), RuleModeError> {
+    let (rule, mode) = text.split_once('=').ok_or_else(|| RuleModeError::NoEquals { text: text.to_string() })?;
+    let parsed = mode.parse().map_err(|reason| RuleModeError::UnknownMode {
+        rule: rule.to_string(),
+        mode: mode.to_string(),
+        reason,
+    })?;
+    Ok((rule.to_string(), parsed))
 }
 
 /// `playbook` with the rule modes `overrides` forced over its own.
@@ -205,4 +232,22 @@ pub async fn run_scenario(loaded: &Loaded, sources: &Sources, options: &Options)
         bounds: plan.probes.clone(),
         runs: records,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rule_modes_parse_and_refusals_say_which_part_is_wrong() {
+        assert_eq!(parse_rule_mode("link_flap=shadow"), Ok(("link_flap".to_string(), Mode::Shadow)));
+        assert_eq!(parse_rule_mode("link_flap"), Err(RuleModeError::NoEquals { text: "link_flap".into() }));
+        match parse_rule_mode("link_flap=loud") {
+            Err(RuleModeError::UnknownMode { rule, mode, reason }) => {
+                assert_eq!((rule.as_str(), mode.as_str()), ("link_flap", "loud"));
+                assert!(reason.contains("expected enforce"), "{reason}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
 }

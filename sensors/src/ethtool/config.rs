@@ -1,10 +1,10 @@
 //! The settings of an `ethtool` sensor.
 
-use engine::SensorError;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
 use super::sensor::EthtoolSensor;
+use crate::ConfigError;
 
 /// The shortest poll interval accepted. mlx5 answers `ETHTOOL_GSTATS` with
 /// firmware queries; faster than 10 ms would cost real CPU for counters the
@@ -81,32 +81,39 @@ impl Filter {
     }
 }
 
-fn compile(field: &str, patterns: &[String]) -> Result<Vec<Regex>, SensorError> {
+fn compile(field: &str, patterns: &[String]) -> Result<Vec<Regex>, ConfigError> {
     patterns
         .iter()
-        .map(|p| Regex::new(p).map_err(|e| SensorError::Config(format!("{field}: {p:?} is not a regex: {e}"))))
+        .map(|p| {
+            Regex::new(p).map_err(|source| ConfigError::Regex { setting: field.into(), pattern: p.clone(), source })
+        })
         .collect()
 }
 
 impl EthtoolConfig {
     /// The compiled statistic filter.
-    pub fn filter(&self) -> Result<Filter, SensorError> {
+    pub fn filter(&self) -> Result<Filter, ConfigError> {
         Ok(Filter { include: compile("include", &self.include)?, exclude: compile("exclude", &self.exclude)? })
     }
 
     /// Validates the settings and builds the sensor `name`.
-    pub fn build(&self, name: &str) -> Result<EthtoolSensor, SensorError> {
+    pub fn build(&self, name: &str) -> Result<EthtoolSensor, ConfigError> {
         if self.interval_ms < MIN_INTERVAL_MS {
-            return Err(SensorError::Config(format!(
-                "interval_ms {} is below the minimum of {MIN_INTERVAL_MS} ms",
-                self.interval_ms
-            )));
+            return Err(ConfigError::OutOfRange {
+                setting: "interval_ms".into(),
+                value: self.interval_ms.to_string(),
+                reason: format!("is below the minimum of {MIN_INTERVAL_MS} ms"),
+            });
         }
         if self.rescan_every == 0 {
-            return Err(SensorError::Config("rescan_every must be at least 1".into()));
+            return Err(ConfigError::Zero { setting: "rescan_every".into() });
         }
         if let Some(bad) = self.interfaces.iter().find(|i| i.is_empty() || i.len() >= libc::IFNAMSIZ) {
-            return Err(SensorError::Config(format!("{bad:?} is not an interface name")));
+            return Err(ConfigError::Invalid {
+                setting: "interfaces".into(),
+                value: bad.clone(),
+                reason: "is not an interface name (1 to 15 bytes)",
+            });
         }
         let filter = self.filter()?;
         Ok(EthtoolSensor::new(name, self.clone(), filter))
@@ -150,7 +157,7 @@ mod tests {
             .to_string()
             .starts_with("configuration: exclude: \"(\" is not a regex"));
         let long = EthtoolConfig { interfaces: vec!["a-very-long-interface".into()], ..EthtoolConfig::default() };
-        assert!(long.build("e").is_err());
+        assert!(matches!(long.build("e"), Err(ConfigError::Invalid { setting, .. }) if setting == "interfaces"));
         let fast = EthtoolConfig { interval_ms: 1, ..EthtoolConfig::default() };
         assert!(fast.build("e").is_err());
     }

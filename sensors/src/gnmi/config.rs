@@ -3,13 +3,13 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use engine::SensorError;
 use gnmi_proto::gnmi::subscription_list::Mode as ListMode;
 use gnmi_proto::gnmi::{Encoding, Subscription, SubscriptionList, SubscriptionMode};
 use gnmi_proto::{parse_path, ClientConfig, TlsConfig};
 use serde::{Deserialize, Serialize};
 
 use super::sensor::{Backoff, GnmiSensor, TargetPlan};
+use crate::ConfigError;
 
 /// The most targets one sensor runs: one task and one connection each; a
 /// fabric of 64 leaves and spines fits many times over, a typo of a range
@@ -174,127 +174,207 @@ fn default_backoff_max() -> String {
     "30s".into()
 }
 
-fn duration(field: &str, text: &str) -> Result<Duration, SensorError> {
-    let ns = engine::time::parse_duration(text).map_err(|e| SensorError::Config(format!("{field}: {e}")))?;
+fn duration(setting: &str, text: &str) -> Result<Duration, ConfigError> {
+    let ns = engine::time::parse_duration(text)
+        .map_err(|source| ConfigError::Duration { setting: setting.into(), source })?;
     Ok(Duration::from_nanos(ns.max(0) as u64))
 }
 
-fn read_pem(target: &str, what: &str, path: &Path) -> Result<Vec<u8>, SensorError> {
-    std::fs::read(path).map_err(|source| SensorError::Io {
-        context: format!("target {target:?}: reading {what} {}", path.display()),
+fn read_pem(target: &str, what: &str, path: &Path) -> Result<Vec<u8>, ConfigError> {
+    std::fs::read(path).map_err(|source| ConfigError::Read {
+        setting: format!("target {target:?}: {what}"),
+        path: path.to_path_buf(),
         source,
     })
 }
 
+/// The durations of a sensor's settings, parsed and checked.
+struct Timing {
+    /// The sample interval of presets and of subscriptions that give none.
+    sample_interval: Duration,
+    /// Bound on connecting, each call, and the start of a stream.
+    timeout: Duration,
+    /// Reconnection delays.
+    backoff: Backoff,
+}
+
+/// A gNMI sample interval in nanoseconds, saturating.
+fn interval_ns(d: Duration) -> u64 {
+    d.as_nanos().min(u64::MAX as u128) as u64
+}
+
+/// One subscription to `path` (a gNMI path string, from `setting`).
+fn subscription(setting: &str, path: &str, mode: StreamMode, interval: Duration) -> Result<Subscription, ConfigError> {
+    let path = parse_path(path).map_err(|source| ConfigError::Path { setting: setting.into(), source })?;
+    let (mode, sample_interval) = match mode {
+        StreamMode::Sample => (SubscriptionMode::Sample, interval_ns(interval)),
+        StreamMode::OnChange => (SubscriptionMode::OnChange, 0),
+    };
+    Ok(Subscription { path: Some(path), mode: mode as i32, sample_interval, ..Default::default() })
+}
+
 impl GnmiConfig {
     /// Validates the settings, reads the TLS files, and builds the sensor.
-    pub fn build(&self, name: &str) -> Result<GnmiSensor, SensorError> {
+    pub fn build(&self, name: &str) -> Result<GnmiSensor, ConfigError> {
         if self.targets.is_empty() {
-            return Err(SensorError::Config("no targets".into()));
+            return Err(ConfigError::Empty {
+                setting: "targets".into(),
+                consequence: Some("no switch to subscribe to"),
+            });
         }
         if self.targets.len() > MAX_TARGETS {
-            return Err(SensorError::Config(format!("{} targets; at most {MAX_TARGETS}", self.targets.len())));
+            return Err(ConfigError::TooMany { setting: "targets", count: self.targets.len(), max: MAX_TARGETS });
         }
         if self.presets.is_empty() && self.subscriptions.is_empty() {
-            return Err(SensorError::Config("no presets and no subscriptions: nothing to subscribe to".into()));
+            return Err(ConfigError::Empty {
+                setting: "subscriptions".into(),
+                consequence: Some("with no presets either, there is nothing to subscribe to"),
+            });
         }
-        let default_interval = duration("sample_interval", &self.sample_interval)?;
+        let timing = self.timing()?;
+        let subs = self.subscription_list(timing.sample_interval)?;
+        let targets = self.target_plans(&subs, timing.timeout)?;
+        // A stream of samples that goes quiet for three intervals is dead
+        // even if TCP says otherwise.
+        let max_interval = subs.iter().map(|s| s.sample_interval).max().unwrap_or(0);
+        let stall = (max_interval > 0).then(|| (Duration::from_nanos(max_interval) * 3).max(timing.timeout));
+        Ok(GnmiSensor::new(name, targets, timing.backoff, stall))
+    }
+
+    /// The durations, parsed; the timeout and the first backoff above 0,
+    /// the longest backoff at least the first.
+    fn timing(&self) -> Result<Timing, ConfigError> {
+        let sample_interval = duration("sample_interval", &self.sample_interval)?;
         let timeout = duration("timeout", &self.timeout)?;
         let backoff = Backoff {
             initial: duration("backoff_initial", &self.backoff_initial)?,
             max: duration("backoff_max", &self.backoff_max)?,
         };
-        if timeout.is_zero() || backoff.initial.is_zero() || backoff.max < backoff.initial {
-            return Err(SensorError::Config(
-                "timeout and backoff_initial must be above 0, backoff_max at least backoff_initial".into(),
-            ));
-        }
-        // Subscriptions without a target string: presets name their own
-        // database target, the user's come with the sensor's prefix.
-        let mut subs = Vec::new();
-        let interval_ns = |d: Duration| d.as_nanos().min(u64::MAX as u128) as u64;
-        let subscription = |path: &str, mode: StreamMode, interval: Duration| -> Result<Subscription, SensorError> {
-            let path = parse_path(path).map_err(|e| SensorError::Config(e.to_string()))?;
-            let (mode, sample_interval) = match mode {
-                StreamMode::Sample => (SubscriptionMode::Sample, interval_ns(interval)),
-                StreamMode::OnChange => (SubscriptionMode::OnChange, 0),
-            };
-            Ok(Subscription { path: Some(path), mode: mode as i32, sample_interval, ..Default::default() })
+        let out_of_range = |setting: &str, value: &str, reason: String| ConfigError::OutOfRange {
+            setting: setting.into(),
+            value: value.to_string(),
+            reason,
         };
+        if timeout.is_zero() {
+            return Err(out_of_range("timeout", &self.timeout, "must be above 0".into()));
+        }
+        if backoff.initial.is_zero() {
+            return Err(out_of_range("backoff_initial", &self.backoff_initial, "must be above 0".into()));
+        }
+        if backoff.max < backoff.initial {
+            let reason = format!("is below backoff_initial {}", self.backoff_initial);
+            return Err(out_of_range("backoff_max", &self.backoff_max, reason));
+        }
+        Ok(Timing { sample_interval, timeout, backoff })
+    }
+
+    /// The presets' subscriptions, then the user's joined to `prefix`; none
+    /// carries a target string yet (presets name their own database target).
+    fn subscription_list(&self, default_interval: Duration) -> Result<Vec<Subscription>, ConfigError> {
+        let mut subs = Vec::new();
         for preset in &self.presets {
             for (path, mode) in preset.subscriptions() {
-                subs.push(subscription(path, mode, default_interval)?);
+                subs.push(subscription("presets", path, mode, default_interval)?);
             }
         }
         let prefix = match &self.prefix {
-            Some(p) => Some(parse_path(p).map_err(|e| SensorError::Config(format!("prefix: {e}")))?),
+            Some(p) => Some(parse_path(p).map_err(|source| ConfigError::Path { setting: "prefix".into(), source })?),
             None => None,
         };
         for s in &self.subscriptions {
-            let interval = match &s.sample_interval {
-                Some(text) => duration("sample_interval", text)?,
-                None => default_interval,
+            let (interval, text) = match &s.sample_interval {
+                Some(text) => (duration("sample_interval", text)?, text),
+                None => (default_interval, &self.sample_interval),
             };
             if s.mode == StreamMode::Sample && interval.is_zero() {
-                return Err(SensorError::Config(format!("subscription {:?}: sample_interval is 0", s.path)));
+                return Err(ConfigError::OutOfRange {
+                    setting: format!("subscription {:?}: sample_interval", s.path),
+                    value: text.clone(),
+                    reason: "must be above 0".into(),
+                });
             }
-            let mut sub = subscription(&s.path, s.mode, interval)?;
+            let mut sub = subscription("subscriptions", &s.path, s.mode, interval)?;
             if let (Some(prefix), Some(path)) = (&prefix, sub.path.as_mut()) {
                 *path = gnmi_proto::path::join(Some(prefix), path);
             }
             subs.push(sub);
         }
+        Ok(subs)
+    }
+
+    /// One plan per target, each subscribing to `subs`; names are unique.
+    fn target_plans(&self, subs: &[Subscription], timeout: Duration) -> Result<Vec<TargetPlan>, ConfigError> {
         let mut targets = Vec::with_capacity(self.targets.len());
         let mut names = std::collections::BTreeSet::new();
         for t in &self.targets {
-            if t.name.is_empty() || t.address.is_empty() {
-                return Err(SensorError::Config("a target needs a name and an address".into()));
+            if !names.insert(t.name.as_str()) {
+                return Err(ConfigError::Duplicate { setting: "targets".into(), name: t.name.clone() });
             }
-            if !names.insert(t.name.clone()) {
-                return Err(SensorError::Config(format!("target {:?} is listed twice", t.name)));
-            }
-            let tls = if t.ca.is_some() || t.cert.is_some() {
-                let identity = match (&t.cert, &t.key) {
-                    (Some(c), Some(k)) => Some((read_pem(&t.name, "cert", c)?, read_pem(&t.name, "key", k)?)),
-                    (None, None) => None,
-                    _ => return Err(SensorError::Config(format!("target {:?}: cert and key go together", t.name))),
-                };
-                let ca_pem = t.ca.as_ref().map(|p| read_pem(&t.name, "ca", p)).transpose()?;
-                Some(TlsConfig { ca_pem, identity, domain: t.tls_domain.clone() })
-            } else {
-                None
-            };
-            let credentials = match (&t.username, &t.password) {
-                (Some(u), Some(p)) => Some((u.clone(), p.clone())),
-                (None, None) => None,
-                _ => {
-                    return Err(SensorError::Config(format!("target {:?}: username and password go together", t.name)))
-                }
-            };
-            let mut subscriptions = subs.clone();
-            if let Some(target) = &t.target {
-                for s in &mut subscriptions {
-                    if let Some(p) = s.path.as_mut().filter(|p| p.target.is_empty()) {
-                        p.target = target.clone();
-                    }
-                }
-            }
-            let list = SubscriptionList {
-                subscription: subscriptions,
-                mode: ListMode::Stream as i32,
-                encoding: Encoding::JsonIetf as i32,
-                updates_only: self.updates_only,
-                ..Default::default()
-            };
-            let client =
-                ClientConfig { address: t.address.clone(), tls, credentials, connect_timeout: timeout, timeout };
-            targets.push(TargetPlan { name: t.name.clone(), client, list });
+            targets.push(t.plan(subs, self.updates_only, timeout)?);
         }
-        // A stream of samples that goes quiet for three intervals is dead
-        // even if TCP says otherwise.
-        let max_interval = subs.iter().map(|s| s.sample_interval).max().unwrap_or(0);
-        let stall = (max_interval > 0).then(|| (Duration::from_nanos(max_interval) * 3).max(timeout));
-        Ok(GnmiSensor::new(name, targets, backoff, stall))
+        Ok(targets)
+    }
+}
+
+impl TargetConfig {
+    /// The target's connection and subscription list.
+    fn plan(&self, subs: &[Subscription], updates_only: bool, timeout: Duration) -> Result<TargetPlan, ConfigError> {
+        if self.name.is_empty() {
+            return Err(ConfigError::Empty {
+                setting: "target name".into(),
+                consequence: Some("every target needs a name and an address"),
+            });
+        }
+        if self.address.is_empty() {
+            return Err(ConfigError::Empty { setting: format!("target {:?}: address", self.name), consequence: None });
+        }
+        let tls = self.tls()?;
+        let credentials = self.credentials()?;
+        let mut subscriptions = subs.to_vec();
+        if let Some(target) = &self.target {
+            for s in &mut subscriptions {
+                if let Some(p) = s.path.as_mut().filter(|p| p.target.is_empty()) {
+                    p.target = target.clone();
+                }
+            }
+        }
+        let list = SubscriptionList {
+            subscription: subscriptions,
+            mode: ListMode::Stream as i32,
+            encoding: Encoding::JsonIetf as i32,
+            updates_only,
+            ..Default::default()
+        };
+        let client =
+            ClientConfig { address: self.address.clone(), tls, credentials, connect_timeout: timeout, timeout };
+        Ok(TargetPlan { name: self.name.clone(), client, list })
+    }
+
+    /// TLS, with its PEM files read, when `ca` or `cert` is set.
+    fn tls(&self) -> Result<Option<TlsConfig>, ConfigError> {
+        if self.ca.is_none() && self.cert.is_none() {
+            return Ok(None);
+        }
+        let identity = match (&self.cert, &self.key) {
+            (Some(c), Some(k)) => Some((read_pem(&self.name, "cert", c)?, read_pem(&self.name, "key", k)?)),
+            (None, None) => None,
+            _ => return Err(self.conflict("cert and key go together")),
+        };
+        let ca_pem = self.ca.as_ref().map(|p| read_pem(&self.name, "ca", p)).transpose()?;
+        Ok(Some(TlsConfig { ca_pem, identity, domain: self.tls_domain.clone() }))
+    }
+
+    /// The username and password, when both are set.
+    fn credentials(&self) -> Result<Option<(String, String)>, ConfigError> {
+        match (&self.username, &self.password) {
+            (Some(u), Some(p)) => Ok(Some((u.clone(), p.clone()))),
+            (None, None) => Ok(None),
+            _ => Err(self.conflict("username and password go together")),
+        }
+    }
+
+    fn conflict(&self, reason: &'static str) -> ConfigError {
+        ConfigError::Conflict { setting: format!("target {:?}", self.name), reason }
     }
 }
 
@@ -365,9 +445,21 @@ sample_interval = "500ms"
         let mut c = base.clone();
         c.subscriptions[0].path = "/a[b=c".into();
         assert!(c.build("x").unwrap_err().to_string().contains("unclosed '['"));
+        let mut c = base.clone();
+        c.backoff_max = "100ms".into();
+        let err = c.build("x").unwrap_err();
+        assert!(matches!(&err, ConfigError::OutOfRange { setting, .. } if setting == "backoff_max"), "{err:?}");
+        assert_eq!(err.to_string(), "configuration: backoff_max 100ms is below backoff_initial 500ms");
+        let mut c = base.clone();
+        c.targets[0].cert = Some("/nonexistent/cert.pem".into());
+        c.targets[0].key = Some("/nonexistent/key.pem".into());
+        let err = c.build("x").unwrap_err();
+        assert!(matches!(&err, ConfigError::Read { setting, .. } if setting == "target \"leaf01\": cert"), "{err:?}");
         let mut c = base;
         c.targets.push(c.targets[0].clone());
-        assert!(c.build("x").unwrap_err().to_string().contains("listed twice"));
+        let err = c.build("x").unwrap_err();
+        assert!(matches!(&err, ConfigError::Duplicate { name, .. } if name == "leaf01"), "{err:?}");
+        assert!(err.to_string().contains("listed twice"));
         assert!(toml::from_str::<GnmiConfig>("targets = []\nprests = []").is_err());
     }
 }

@@ -12,6 +12,7 @@
 //!   it (the `job_nodes` helper) even from a push that carries no signal.
 
 use async_trait::async_trait;
+use engine::series::SeriesError;
 use engine::{Batch, Labels, Nanos, Sample, SampleKind, Sensor, SensorContext, SensorError, SeriesSpec, Value};
 use tokio::sync::{mpsc, oneshot};
 
@@ -32,21 +33,55 @@ pub struct JobPush {
     pub at: Nanos,
     /// `(metric, value)` pairs.
     pub values: Vec<(&'static str, f64)>,
-    /// How many samples reached the engine, or why none did.
-    pub reply: oneshot::Sender<Result<u32, String>>,
+    /// How many samples reached the engine, or why none did (a series
+    /// could not be registered).
+    pub reply: oneshot::Sender<Result<u32, SeriesError>>,
+}
+
+/// The longest job id or node name, in bytes: a DNS name's limit.
+pub const MAX_NAME_LEN: usize = 253;
+
+/// Why a job id or node name of a push is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum NameError {
+    /// It is empty.
+    #[error("{what} is empty")]
+    Empty {
+        /// `job` or `node`.
+        what: String,
+    },
+    /// It is longer than [`MAX_NAME_LEN`].
+    #[error("{what} {name:?} is longer than {MAX_NAME_LEN} bytes")]
+    TooLong {
+        /// `job` or `node`.
+        what: String,
+        /// The name as given.
+        name: String,
+    },
+    /// It holds white space or a control character.
+    #[error("{what} {name:?} contains {found:?}")]
+    Char {
+        /// `job` or `node`.
+        what: String,
+        /// The name as given.
+        name: String,
+        /// The first such character.
+        found: char,
+    },
 }
 
 /// Checks a job id or node name: printable, no spaces, at most 253 bytes
 /// (a DNS name's limit), so it is safe as a label everywhere it goes.
-pub fn check_name(what: &str, s: &str) -> Result<(), String> {
+pub fn check_name(what: &str, s: &str) -> Result<(), NameError> {
     if s.is_empty() {
-        return Err(format!("{what} is empty"));
+        return Err(NameError::Empty { what: what.to_string() });
     }
-    if s.len() > 253 {
-        return Err(format!("{what} {s:?} is longer than 253 bytes"));
+    if s.len() > MAX_NAME_LEN {
+        return Err(NameError::TooLong { what: what.to_string(), name: s.to_string() });
     }
-    if let Some(c) = s.chars().find(|c| c.is_whitespace() || c.is_control()) {
-        return Err(format!("{what} {s:?} contains {c:?}"));
+    if let Some(found) = s.chars().find(|c| c.is_whitespace() || c.is_control()) {
+        return Err(NameError::Char { what: what.to_string(), name: s.to_string(), found });
     }
     Ok(())
 }
@@ -62,7 +97,7 @@ pub fn channel() -> (mpsc::Sender<JobPush>, JobSensor) {
     (tx, JobSensor { rx })
 }
 
-fn samples(ctx: &SensorContext, push: &JobPush) -> Result<Vec<Sample>, SensorError> {
+fn samples(ctx: &SensorContext, push: &JobPush) -> Result<Vec<Sample>, SeriesError> {
     let mut subjects: Vec<Labels> =
         push.nodes.iter().map(|n| Labels::from_pairs([("job", push.job.as_str()), ("node", n.as_str())])).collect();
     if subjects.is_empty() {
@@ -108,7 +143,7 @@ impl Sensor for JobSensor {
                 }
                 Err(e) => {
                     ctx.read_failed("series", &e.to_string());
-                    let _ = push.reply.send(Err(e.to_string()));
+                    let _ = push.reply.send(Err(e));
                 }
             }
         }
@@ -122,8 +157,12 @@ mod tests {
     #[test]
     fn names_with_spaces_or_nothing_are_refused() {
         assert!(check_name("job", "llm-pretrain-42").is_ok());
-        assert_eq!(check_name("node", "").unwrap_err(), "node is empty");
-        assert!(check_name("node", "gpu 01").unwrap_err().contains("contains ' '"));
+        assert_eq!(check_name("node", "").unwrap_err(), NameError::Empty { what: "node".into() });
+        assert_eq!(check_name("node", "").unwrap_err().to_string(), "node is empty");
+        let spaced = check_name("node", "gpu 01").unwrap_err();
+        assert!(matches!(spaced, NameError::Char { found: ' ', .. }), "{spaced:?}");
+        assert_eq!(spaced.to_string(), "node \"gpu 01\" contains ' '");
+        assert!(matches!(check_name("job", &"j".repeat(254)), Err(NameError::TooLong { .. })));
     }
 
     #[tokio::test]

@@ -2,10 +2,10 @@
 
 use std::path::PathBuf;
 
-use engine::SensorError;
 use serde::{Deserialize, Serialize};
 
 use super::sensor::NcclTestsSensor;
+use crate::ConfigError;
 
 /// The shortest poll interval accepted: the file is checked with a `stat`
 /// and a read per poll; faster than 10 ms buys nothing for a benchmark that
@@ -54,15 +54,16 @@ fn default_from_start() -> bool {
 
 impl NcclTestsConfig {
     /// Validates the settings and builds the sensor `name`.
-    pub fn build(&self, name: &str) -> Result<NcclTestsSensor, SensorError> {
+    pub fn build(&self, name: &str) -> Result<NcclTestsSensor, ConfigError> {
         if self.path.as_os_str().is_empty() {
-            return Err(SensorError::Config("path is empty".into()));
+            return Err(ConfigError::Empty { setting: "path".into(), consequence: None });
         }
         if self.poll_ms < MIN_POLL_MS {
-            return Err(SensorError::Config(format!(
-                "poll_ms {} is below the minimum of {MIN_POLL_MS} ms",
-                self.poll_ms
-            )));
+            return Err(ConfigError::OutOfRange {
+                setting: "poll_ms".into(),
+                value: self.poll_ms.to_string(),
+                reason: format!("is below the minimum of {MIN_POLL_MS} ms"),
+            });
         }
         Ok(NcclTestsSensor::new(name, self.clone()))
     }

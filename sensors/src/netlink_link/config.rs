@@ -2,10 +2,10 @@
 
 use std::time::Duration;
 
-use engine::SensorError;
 use serde::{Deserialize, Serialize};
 
 use super::sensor::NetlinkLinkSensor;
+use crate::ConfigError;
 
 /// A `netlink_link` sensor's settings.
 ///
@@ -83,24 +83,29 @@ impl Default for NetlinkLinkConfig {
 /// longer pattern is a mistake (and bounds the matcher's work).
 const MAX_PATTERN_LEN: usize = 64;
 
+/// The rule a pattern breaks, for its error; spells [`MAX_PATTERN_LEN`].
+const PATTERN_LEN: &str = "must be 1 to 64 characters";
+
 impl NetlinkLinkConfig {
     /// Validates the settings and builds the sensor `name`.
-    pub fn build(&self, name: &str) -> Result<NetlinkLinkSensor, SensorError> {
+    pub fn build(&self, name: &str) -> Result<NetlinkLinkSensor, ConfigError> {
         let filter = NameFilter::new(self.include.clone(), self.exclude.clone())?;
         if self.retry_min_ms == 0 {
-            return Err(SensorError::Config("retry_min_ms must be at least 1".into()));
+            return Err(ConfigError::Zero { setting: "retry_min_ms".into() });
         }
         if self.retry_max_ms < self.retry_min_ms {
-            return Err(SensorError::Config(format!(
-                "retry_max_ms {} is below retry_min_ms {}",
-                self.retry_max_ms, self.retry_min_ms
-            )));
+            return Err(ConfigError::OutOfRange {
+                setting: "retry_max_ms".into(),
+                value: self.retry_max_ms.to_string(),
+                reason: format!("is below retry_min_ms {}", self.retry_min_ms),
+            });
         }
         if self.receive_buffer_bytes < 4096 {
-            return Err(SensorError::Config(format!(
-                "receive_buffer_bytes {} is below one page (4096)",
-                self.receive_buffer_bytes
-            )));
+            return Err(ConfigError::OutOfRange {
+                setting: "receive_buffer_bytes".into(),
+                value: self.receive_buffer_bytes.to_string(),
+                reason: "is below one page (4096)".into(),
+            });
         }
         Ok(NetlinkLinkSensor::new(
             name,
@@ -122,17 +127,20 @@ pub struct NameFilter {
 impl NameFilter {
     /// A filter; refuses empty or over-long patterns and an empty include
     /// list (which would watch nothing).
-    pub fn new(include: Vec<String>, exclude: Vec<String>) -> Result<NameFilter, SensorError> {
+    pub fn new(include: Vec<String>, exclude: Vec<String>) -> Result<NameFilter, ConfigError> {
         if include.is_empty() {
-            return Err(SensorError::Config("include is empty: no link would be watched".into()));
+            return Err(ConfigError::Empty {
+                setting: "include".into(),
+                consequence: Some("no link would be watched"),
+            });
         }
         for (field, patterns) in [("include", &include), ("exclude", &exclude)] {
-            for p in patterns {
-                if p.is_empty() || p.len() > MAX_PATTERN_LEN {
-                    return Err(SensorError::Config(format!(
-                        "{field} pattern {p:?} must be 1 to {MAX_PATTERN_LEN} characters"
-                    )));
-                }
+            if let Some(p) = patterns.iter().find(|p| p.is_empty() || p.len() > MAX_PATTERN_LEN) {
+                return Err(ConfigError::Invalid {
+                    setting: format!("{field} pattern"),
+                    value: p.clone(),
+                    reason: PATTERN_LEN,
+                });
             }
         }
         Ok(NameFilter { include, exclude })

@@ -3,10 +3,10 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use engine::SensorError;
 use serde::{Deserialize, Serialize};
 
 use super::sensor::NvmlSensor;
+use crate::ConfigError;
 
 /// An `nvml` sensor's settings.
 ///
@@ -66,15 +66,23 @@ impl Default for NvmlConfig {
 
 impl NvmlConfig {
     /// Validates the settings and builds the sensor `name`.
-    pub fn build(&self, name: &str) -> Result<NvmlSensor, SensorError> {
+    pub fn build(&self, name: &str) -> Result<NvmlSensor, ConfigError> {
         if self.poll_interval_ms < 100 {
-            return Err(SensorError::Config(format!("poll_interval_ms {} is below 100", self.poll_interval_ms)));
+            return Err(ConfigError::OutOfRange {
+                setting: "poll_interval_ms".into(),
+                value: self.poll_interval_ms.to_string(),
+                reason: "is below 100".into(),
+            });
         }
         if !(10..=60_000).contains(&self.xid_wait_ms) {
-            return Err(SensorError::Config(format!("xid_wait_ms {} is not within 10..=60000", self.xid_wait_ms)));
+            return Err(ConfigError::OutOfRange {
+                setting: "xid_wait_ms".into(),
+                value: self.xid_wait_ms.to_string(),
+                reason: "is not within 10..=60000".into(),
+            });
         }
         if self.library.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {
-            return Err(SensorError::Config("library is empty".into()));
+            return Err(ConfigError::Empty { setting: "library".into(), consequence: None });
         }
         Ok(NvmlSensor::new(
             name,

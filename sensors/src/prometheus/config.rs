@@ -2,11 +2,11 @@
 
 use std::collections::BTreeMap;
 
-use engine::SensorError;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
 use super::sensor::{PrometheusSensor, Target};
+use crate::ConfigError;
 
 /// The shortest scrape interval accepted: exporters render their whole
 /// page per scrape, and none is meant to be scraped faster than this.
@@ -87,25 +87,41 @@ impl TargetConfig {
         }
     }
 
-    fn compile(&self) -> Result<Target, SensorError> {
-        let at = |e: String| SensorError::Config(format!("target {}: {e}", self.url));
-        let url = super::http::parse_url(&self.url).map_err(at)?;
+    fn compile(&self) -> Result<Target, ConfigError> {
+        let setting = |name: &str| format!("target {}: {name}", self.url);
+        let url = super::http::parse_url(&self.url)
+            .map_err(|source| ConfigError::Url { setting: format!("target {}", self.url), source })?;
         if self.interval_ms < MIN_INTERVAL_MS {
-            return Err(at(format!("interval_ms {} is below the minimum of {MIN_INTERVAL_MS} ms", self.interval_ms)));
+            return Err(ConfigError::OutOfRange {
+                setting: setting("interval_ms"),
+                value: self.interval_ms.to_string(),
+                reason: format!("is below the minimum of {MIN_INTERVAL_MS} ms"),
+            });
         }
         if self.timeout_ms == 0 || self.timeout_ms > self.interval_ms {
-            return Err(at(format!(
-                "timeout_ms {} must be between 1 and interval_ms ({})",
-                self.timeout_ms, self.interval_ms
-            )));
+            return Err(ConfigError::OutOfRange {
+                setting: setting("timeout_ms"),
+                value: self.timeout_ms.to_string(),
+                reason: format!("must be between 1 and interval_ms ({})", self.interval_ms),
+            });
         }
         let allow = self
             .allow
             .iter()
-            .map(|p| Regex::new(&format!("^(?:{p})$")).map_err(|e| at(format!("allow: {p:?} is not a regex: {e}"))))
+            .map(|p| {
+                Regex::new(&format!("^(?:{p})$")).map_err(|source| ConfigError::Regex {
+                    setting: setting("allow"),
+                    pattern: p.clone(),
+                    source,
+                })
+            })
             .collect::<Result<Vec<_>, _>>()?;
         if let Some((from, _)) = self.labels.iter().find(|(_, to)| to.is_empty()) {
-            return Err(at(format!("labels: {from:?} maps to an empty name")));
+            return Err(ConfigError::Invalid {
+                setting: setting("labels"),
+                value: from.clone(),
+                reason: "maps to an empty name",
+            });
         }
         Ok(Target { config: self.clone(), url, allow })
     }
@@ -113,12 +129,12 @@ impl TargetConfig {
 
 impl PrometheusConfig {
     /// Validates the settings and builds the sensor `name`.
-    pub fn build(&self, name: &str) -> Result<PrometheusSensor, SensorError> {
+    pub fn build(&self, name: &str) -> Result<PrometheusSensor, ConfigError> {
         if self.targets.is_empty() {
-            return Err(SensorError::Config("no targets".into()));
+            return Err(ConfigError::Empty { setting: "targets".into(), consequence: Some("nothing to scrape") });
         }
         if self.targets.len() > MAX_TARGETS {
-            return Err(SensorError::Config(format!("{} targets; at most {MAX_TARGETS}", self.targets.len())));
+            return Err(ConfigError::TooMany { setting: "targets", count: self.targets.len(), max: MAX_TARGETS });
         }
         let targets = self.targets.iter().map(TargetConfig::compile).collect::<Result<Vec<_>, _>>()?;
         Ok(PrometheusSensor::new(name, targets))
@@ -128,6 +144,7 @@ impl PrometheusConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::prometheus::http::TargetUrlError;
 
     #[test]
     fn defaults_and_round_trip() {
@@ -150,6 +167,9 @@ mod tests {
         assert!(with(slow).contains("timeout_ms 20000 must be between 1 and interval_ms (10000)"));
         let regex = TargetConfig { allow: vec!["(".into()], ..TargetConfig::new("http://127.0.0.1:1/") };
         assert!(with(regex).contains("allow: \"(\" is not a regex"));
-        assert!(PrometheusConfig { targets: vec![] }.build("p").is_err());
+        let none = PrometheusConfig { targets: vec![] }.build("p").err().unwrap();
+        assert!(matches!(&none, ConfigError::Empty { setting, .. } if setting == "targets"), "{none:?}");
+        let https = PrometheusConfig { targets: vec![TargetConfig::new("https://x/")] }.build("p").err().unwrap();
+        assert!(matches!(https, ConfigError::Url { source: TargetUrlError::NotHttp { .. }, .. }), "{https:?}");
     }
 }

@@ -13,13 +13,28 @@ pub const MAX_RESPONSE: usize = 32 << 20;
 /// What the GET asks for: the text format, uncompressed.
 const ACCEPT: &str = "text/plain;version=0.0.4;q=1,*/*;q=0.1";
 
+/// Why a target URL cannot be scraped.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TargetUrlError {
+    /// Not `http://`: a scrape has no TLS settings yet.
+    #[error("{url:?}: only http:// URLs are supported")]
+    NotHttp {
+        /// The URL as given.
+        url: String,
+    },
+    /// Not a URL the HTTP client can use.
+    #[error(transparent)]
+    Malformed(#[from] net::http::UrlError),
+}
+
 /// Parses a target URL: `http://` only (a scrape has no TLS settings yet),
 /// `/metrics` when no path is given.
-pub fn parse_url(text: &str) -> Result<Url, String> {
+pub fn parse_url(text: &str) -> Result<Url, TargetUrlError> {
     if !text.starts_with("http://") {
-        return Err(format!("{text:?}: only http:// URLs are supported"));
+        return Err(TargetUrlError::NotHttp { url: text.to_string() });
     }
-    let mut url = Url::parse(text).map_err(|e| e.to_string())?;
+    let mut url = Url::parse(text)?;
     let has_path = text["http://".len()..].contains('/');
     if !has_path {
         url.path = "/metrics".into();
@@ -84,7 +99,7 @@ mod tests {
         let u = parse_url("http://[::1]:9400").unwrap();
         assert_eq!((u.host.as_str(), u.port, u.path.as_str()), ("::1", 9400, "/metrics"));
         assert_eq!(parse_url("http://node01/x?y=1").unwrap().port, 80);
-        assert!(parse_url("https://a/").is_err());
-        assert!(parse_url("http://a:99999/").is_err());
+        assert_eq!(parse_url("https://a/"), Err(TargetUrlError::NotHttp { url: "https://a/".into() }));
+        assert!(matches!(parse_url("http://a:99999/"), Err(TargetUrlError::Malformed(_))));
     }
 }

@@ -2,10 +2,10 @@
 
 use std::path::PathBuf;
 
-use engine::SensorError;
 use serde::{Deserialize, Serialize};
 
 use super::sensor::ReplaySensor;
+use crate::ConfigError;
 
 /// A `replay` sensor's settings.
 ///
@@ -38,9 +38,9 @@ fn default_speed() -> f64 {
 
 impl ReplayConfig {
     /// Validates the settings and builds the sensor `name`.
-    pub fn build(&self, name: &str) -> Result<ReplaySensor, SensorError> {
+    pub fn build(&self, name: &str) -> Result<ReplaySensor, ConfigError> {
         if self.path.as_os_str().is_empty() {
-            return Err(SensorError::Config("path is empty".into()));
+            return Err(ConfigError::Empty { setting: "path".into(), consequence: None });
         }
         Ok(ReplaySensor::from_path(name, self.path.clone(), self.speed)?.rebased(self.rebase))
     }

@@ -2,10 +2,10 @@
 
 use std::time::Duration;
 
-use engine::SensorError;
 use serde::{Deserialize, Serialize};
 
 use super::sensor::VerbsSensor;
+use crate::ConfigError;
 
 /// A `verbs` sensor's settings.
 ///
@@ -34,9 +34,13 @@ impl Default for VerbsConfig {
 
 impl VerbsConfig {
     /// Validates the settings and builds the sensor `name`.
-    pub fn build(&self, name: &str) -> Result<VerbsSensor, SensorError> {
+    pub fn build(&self, name: &str) -> Result<VerbsSensor, ConfigError> {
         if self.poll_interval_ms < 100 {
-            return Err(SensorError::Config(format!("poll_interval_ms {} is below 100", self.poll_interval_ms)));
+            return Err(ConfigError::OutOfRange {
+                setting: "poll_interval_ms".into(),
+                value: self.poll_interval_ms.to_string(),
+                reason: "is below 100".into(),
+            });
         }
         Ok(VerbsSensor::new(name, Duration::from_millis(self.poll_interval_ms)))
     }

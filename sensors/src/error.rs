@@ -1,0 +1,148 @@
+//! Why a sensor's settings were refused: [`ConfigError`], returned by every
+//! sensor config's `build`.
+//!
+//! Every message starts with `configuration: `, as the engine's
+//! [`SensorError::Config`](engine::SensorError::Config) did before the
+//! sensors had their own error: the daemon's reports and the tests that
+//! read them keep their text.
+
+use std::path::PathBuf;
+
+use engine::time::DurationError;
+use gnmi_proto::PathError;
+
+use crate::prometheus::http::TargetUrlError;
+
+/// A sensor's settings were refused when it was built; each variant names
+/// the setting (as the config spells it, e.g. `interval_ms`,
+/// `target "leaf01": ca`) and what was wrong with it.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// A setting that must name or list something is empty.
+    #[error("configuration: {setting} is empty{}", consequence_of(.consequence))]
+    Empty {
+        /// The setting.
+        setting: String,
+        /// What an empty value would mean, when it is not plain.
+        consequence: Option<&'static str>,
+    },
+    /// A number is outside the range the setting accepts.
+    #[error("configuration: {setting} {value} {reason}")]
+    OutOfRange {
+        /// The setting.
+        setting: String,
+        /// The value as given.
+        value: String,
+        /// The bound it breaks, e.g. `is below the minimum of 10 ms`.
+        reason: String,
+    },
+    /// A count that must be at least 1 is 0.
+    #[error("configuration: {setting} must be at least 1")]
+    Zero {
+        /// The setting.
+        setting: String,
+    },
+    /// More entries than one sensor runs.
+    #[error("configuration: {count} {setting}; at most {max}")]
+    TooMany {
+        /// The list setting.
+        setting: &'static str,
+        /// How many are given.
+        count: usize,
+        /// The most accepted.
+        max: usize,
+    },
+    /// A text value is not one the setting accepts.
+    #[error("configuration: {setting} {value:?} {reason}")]
+    Invalid {
+        /// The setting.
+        setting: String,
+        /// The value as given.
+        value: String,
+        /// Why it is refused.
+        reason: &'static str,
+    },
+    /// A name that must be unique in a list appears twice.
+    #[error("configuration: {setting}: {name:?} is listed twice")]
+    Duplicate {
+        /// The list setting.
+        setting: String,
+        /// The name.
+        name: String,
+    },
+    /// Settings that go together are not given together.
+    #[error("configuration: {setting}: {reason}")]
+    Conflict {
+        /// Where they are (a target).
+        setting: String,
+        /// Which settings go together.
+        reason: &'static str,
+    },
+    /// A duration does not parse.
+    #[error("configuration: {setting}: {source}")]
+    Duration {
+        /// The setting.
+        setting: String,
+        /// Why it does not parse.
+        source: DurationError,
+    },
+    /// A regex does not compile.
+    #[error("configuration: {setting}: {pattern:?} is not a regex: {source}")]
+    Regex {
+        /// The setting.
+        setting: String,
+        /// The pattern as given.
+        pattern: String,
+        /// The compiler's error.
+        source: regex::Error,
+    },
+    /// A gNMI path does not parse.
+    #[error("configuration: {setting}: {source}")]
+    Path {
+        /// The setting.
+        setting: String,
+        /// Why it does not parse.
+        source: PathError,
+    },
+    /// A scrape target's URL is not one a scrape can use.
+    #[error("configuration: {setting}: {source}")]
+    Url {
+        /// The setting.
+        setting: String,
+        /// Why not.
+        source: TargetUrlError,
+    },
+    /// A file a setting names cannot be read.
+    #[error("configuration: {setting} {}: {source}", path.display())]
+    Read {
+        /// The setting.
+        setting: String,
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+}
+
+/// `: <consequence>`, or nothing.
+fn consequence_of(consequence: &Option<&'static str>) -> String {
+    consequence.map(|c| format!(": {c}")).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_keep_the_configuration_prefix() {
+        let e = ConfigError::Empty { setting: "include".into(), consequence: Some("no link would be watched") };
+        assert_eq!(e.to_string(), "configuration: include is empty: no link would be watched");
+        assert_eq!(
+            ConfigError::Empty { setting: "root".into(), consequence: None }.to_string(),
+            "configuration: root is empty"
+        );
+        let e = ConfigError::TooMany { setting: "targets", count: 65, max: 64 };
+        assert_eq!(e.to_string(), "configuration: 65 targets; at most 64");
+    }
+}
