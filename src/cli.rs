@@ -136,8 +136,11 @@ pub enum Command {
         #[command(flatten)]
         socket: Socket,
     },
-    /// Ask a running daemon to reload its rules.
+    /// Ask a running daemon to reload its rules, and say what changed or why it refused.
     Reload {
+        /// Accept a new rule set that is empty or less than half the running one.
+        #[arg(long)]
+        allow_shrink: bool,
         #[command(flatten)]
         socket: Socket,
     },

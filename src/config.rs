@@ -66,6 +66,14 @@ pub struct EngineSection {
     /// stopped, so approvals, expiry and the control API keep working.
     #[serde(default)]
     pub exit_when_sensors_end: bool,
+    /// How far ahead of the clock a sample may be stamped; later ones are refused, counted in
+    /// the sensor's health and logged (a switch or node with a wrong clock, a corrupt recording).
+    #[serde(default = "default_max_ahead")]
+    pub max_ahead: String,
+    /// The share of a core one rule's scripts may spend, measured over 10 s; a rule over it is
+    /// quarantined with the figures in its reason (0.05: 5 % of a core).
+    #[serde(default = "default_rule_cost_budget")]
+    pub rule_cost_budget: f64,
 }
 
 impl Default for EngineSection {
@@ -76,8 +84,18 @@ impl Default for EngineSection {
             max_series_per_sensor: default_max_series(),
             reload_poll: default_reload_poll(),
             exit_when_sensors_end: false,
+            max_ahead: default_max_ahead(),
+            rule_cost_budget: default_rule_cost_budget(),
         }
     }
+}
+
+fn default_rule_cost_budget() -> f64 {
+    engine::evaluator::cost::DEFAULT_COST_BUDGET
+}
+
+fn default_max_ahead() -> String {
+    "5s".into()
 }
 
 fn default_clock() -> String {

@@ -40,7 +40,8 @@ pub fn verdict(d: &Decision) -> String {
         Verdict::Rejected { by } => format!("rejected by {by}"),
         Verdict::Expired { reason } => format!("expired: {reason}"),
         Verdict::Skipped { reason } => format!("skipped: {reason}"),
-        Verdict::Interrupted { found } => format!("interrupted by a crash: {found}"),
+        Verdict::Interrupted { found, .. } => format!("interrupted by a crash: {found}"),
+        Verdict::AlreadyHeld { detail } => format!("already held by the target ({detail}): nothing sent"),
     }
 }
 

@@ -26,6 +26,14 @@ pub struct Note {
     pub labels: Labels,
 }
 
+impl Note {
+    /// The kind of note a sensor sends when it reconnects to a target (its
+    /// labels name it, e.g. `switch`): a target that was away may have
+    /// restarted and lost what was set on it, so the actions in effect there
+    /// are read back at once.
+    pub const RECONNECTED: &'static str = "reconnected";
+}
+
 /// What a sensor sends: samples and notes read at about the same time.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Batch {
@@ -127,6 +135,20 @@ impl HealthBoard {
         self.update(name, |h| {
             h.state = state;
             h.detail = detail.to_string();
+        });
+    }
+
+    /// The engine refused a sample of sensor `name` (`why`): counted as an
+    /// error of kind `refused`, and the sensor is degraded, since what it
+    /// sends cannot all be believed.
+    pub fn refused(&self, name: &str, why: &str) {
+        self.update(name, |h| {
+            *h.errors.entry("refused".to_string()).or_default() += 1;
+            h.last_error = Some(why.to_string());
+            if matches!(h.state, HealthState::Up | HealthState::Starting) {
+                h.state = HealthState::Degraded;
+                h.detail = "some samples are refused".to_string();
+            }
         });
     }
 
@@ -279,6 +301,15 @@ pub struct Plan {
     pub requests: Vec<String>,
 }
 
+/// Whether a prepared `prior` (see [`Actuator::prepare`]) says the target
+/// already holds what the action sets.
+pub fn already_holds(prior: &serde_json::Value) -> bool {
+    match (prior.get("before"), prior.get("after")) {
+        (Some(before), Some(after)) => before == after,
+        _ => false,
+    }
+}
+
 /// What an actuator did.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Outcome {
@@ -339,6 +370,30 @@ pub trait Actuator: Send + Sync {
     /// Carries out `action`. The outcome's `prior` is the target's state
     /// before, so [`Actuator::undo`] can restore it.
     async fn execute(&self, action: &Action) -> Result<Outcome, ActuatorError>;
+
+    /// Reads the target before acting: what it holds now and what `action`
+    /// would make it hold, as the outcome's `prior` carries them
+    /// (`{"before": …, "after": …}`). The dispatcher writes this into the
+    /// intent, durably, before [`Actuator::apply`] changes anything, so a
+    /// crash between the change and its record can always be reconciled
+    /// and undone. When `before` already equals `after`, the target holds
+    /// what the action sets: nothing is sent and nothing is recorded as ours.
+    ///
+    /// `Ok(None)`: this actuator has no state to read (a notification, a
+    /// command); the dispatcher calls [`Actuator::execute`] instead.
+    async fn prepare(&self, action: &Action) -> Result<Option<serde_json::Value>, ActuatorError> {
+        let _ = action;
+        Ok(None)
+    }
+
+    /// Carries out `action` on a target read by [`Actuator::prepare`] as
+    /// `prior`: changes exactly `prior["after"]`, and returns the outcome with
+    /// `prior` as its prior. Actuators that prepare implement it (and their
+    /// [`Actuator::execute`] as prepare then apply).
+    async fn apply(&self, action: &Action, prior: &serde_json::Value) -> Result<Outcome, ActuatorError> {
+        let _ = prior;
+        self.execute(action).await
+    }
 
     /// Reads the target back: is `action` in effect? `applied` is the
     /// outcome of the execution, when known (not after a crash mid-action).

@@ -11,9 +11,18 @@
 //! [`Retention::max_age`], except records still in effect or awaiting
 //! approval. With the defaults (100,000 records, 30 days) and records of
 //! about 2 KiB, the ledger stays under about 200 MiB.
+//!
+//! Two indexes keep a restart from reading the whole history: `live` holds
+//! the ids of the records a restart needs (intents, actions in effect,
+//! requests awaiting approval), and `by_subject` the ids of every record
+//! by rule, subject and action, so a proposal made again after a crash
+//! finds its earlier decision without a scan. Each put updates the record
+//! and both indexes in one transaction.
 
 use serde::{de::DeserializeOwned, Serialize};
+use sled::Transactional;
 
+use crate::action::Proposal;
 use crate::dispatch::{Decision, Phase, Verdict};
 use crate::policy::BreakerState;
 use crate::store::{Store, StoreError};
@@ -59,10 +68,43 @@ pub struct Ledger {
     store: Store,
     decisions: sled::Tree,
     meta: sled::Tree,
+    live: sled::Tree,
+    by_subject: sled::Tree,
     retention: Retention,
 }
 
 const BREAKER_KEY: &[u8] = b"breaker";
+/// The version of the indexes in `meta`; a ledger without it (written by an
+/// older version) has its indexes built once when it is opened.
+const INDEX_KEY: &[u8] = b"index-version";
+const INDEX_VERSION: &[u8] = b"1";
+
+/// Whether a restart needs the record: an intent, an action in effect, or a
+/// request awaiting approval.
+pub fn is_live(d: &Decision) -> bool {
+    d.phase == Phase::Intent
+        || matches!(d.verdict, Verdict::AwaitingApproval { .. })
+        || (matches!(d.verdict, Verdict::Executed { .. })
+            && d.undo_of.is_none()
+            && d.undone_by.is_none()
+            && d.drift.is_none())
+}
+
+/// The `by_subject` prefix of a proposal's decisions: rule, subject, action.
+fn subject_prefix(p: &Proposal) -> Vec<u8> {
+    let mut key = Vec::new();
+    for part in [p.rule.as_str(), &p.subject.to_string(), &p.action.dedup_key()] {
+        key.extend_from_slice(part.as_bytes());
+        key.push(0);
+    }
+    key
+}
+
+fn subject_key(d: &Decision) -> Vec<u8> {
+    let mut key = subject_prefix(&d.proposal);
+    key.extend_from_slice(d.id.as_bytes());
+    key
+}
 
 fn decode<T: DeserializeOwned>(key: &[u8], value: &[u8]) -> Result<T, StoreError> {
     serde_json::from_slice(value)
@@ -76,12 +118,34 @@ fn encode<T: Serialize>(value: &T) -> Vec<u8> {
 impl Ledger {
     /// The ledger inside `store`.
     pub fn open(store: &Store, retention: Retention) -> Result<Ledger, StoreError> {
-        Ok(Ledger {
+        let ledger = Ledger {
             store: store.clone(),
             decisions: store.db().open_tree("decisions")?,
             meta: store.db().open_tree("meta")?,
+            live: store.db().open_tree("decisions-live")?,
+            by_subject: store.db().open_tree("decisions-by-subject")?,
             retention,
-        })
+        };
+        if ledger.meta.get(INDEX_KEY)?.as_deref() != Some(INDEX_VERSION) {
+            ledger.rebuild_indexes()?;
+        }
+        Ok(ledger)
+    }
+
+    /// Builds both indexes from the records (a ledger of an older version).
+    fn rebuild_indexes(&self) -> Result<(), StoreError> {
+        self.live.clear()?;
+        self.by_subject.clear()?;
+        for item in self.decisions.iter() {
+            let (k, v) = item?;
+            let d: Decision = decode(&k, &v)?;
+            if is_live(&d) {
+                self.live.insert(d.id.as_bytes(), &[])?;
+            }
+            self.by_subject.insert(subject_key(&d), &[])?;
+        }
+        self.meta.insert(INDEX_KEY, INDEX_VERSION)?;
+        self.store.flush()
     }
 
     /// A new decision id: monotonic across restarts (sled keeps the counter),
@@ -90,10 +154,26 @@ impl Ledger {
         Ok(format!("{:010x}", self.store.db().generate_id()?))
     }
 
-    /// Writes a record (buffered: sled flushes within half a second).
+    /// Writes a record (buffered: sled flushes within half a second), with
+    /// its index entries, atomically.
     pub fn put(&self, d: &Decision) -> Result<(), StoreError> {
-        self.decisions.insert(d.id.as_bytes(), encode(d))?;
-        Ok(())
+        use sled::transaction::{ConflictableTransactionError, TransactionError};
+        let (id, value, live, by_subject) = (d.id.as_bytes(), encode(d), is_live(d), subject_key(d));
+        let result = (&self.decisions, &self.live, &self.by_subject).transaction(|(decisions, index, subjects)| {
+            decisions.insert(id, value.as_slice())?;
+            if live {
+                index.insert(id, &[])?;
+            } else {
+                index.remove(id)?;
+            }
+            subjects.insert(by_subject.as_slice(), &[])?;
+            Ok::<(), ConflictableTransactionError<()>>(())
+        });
+        match result {
+            Ok(()) => Ok(()),
+            Err(TransactionError::Storage(e)) => Err(e.into()),
+            Err(TransactionError::Abort(())) => unreachable!("the transaction never aborts"),
+        }
     }
 
     /// Writes a record and waits until it is on disk.
@@ -123,9 +203,42 @@ impl Ledger {
         Ok(out)
     }
 
+    /// The records a restart needs: intents, actions in effect and requests
+    /// awaiting approval, oldest first (from the index, not a scan).
+    pub fn live(&self) -> Result<Vec<Decision>, StoreError> {
+        let mut out = Vec::new();
+        for item in self.live.iter() {
+            let (id, _) = item?;
+            if let Some(v) = self.decisions.get(&id)? {
+                let d: Decision = decode(&id, &v)?;
+                if is_live(&d) {
+                    out.push(d);
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// Records whose actuator call was started and never finished.
     pub fn open_intents(&self) -> Result<Vec<Decision>, StoreError> {
-        Ok(self.list(&Filter::default())?.into_iter().filter(|d| d.phase == Phase::Intent).collect())
+        Ok(self.live()?.into_iter().filter(|d| d.phase == Phase::Intent).collect())
+    }
+
+    /// The latest decision about the same rule, subject and action as `p`,
+    /// decided at or after `since`, if any (from the index, not a scan).
+    pub fn latest_for(&self, p: &Proposal, since: Nanos) -> Result<Option<Decision>, StoreError> {
+        let prefix = subject_prefix(p);
+        for item in self.by_subject.scan_prefix(&prefix).rev() {
+            let (key, _) = item?;
+            let id = &key[prefix.len()..];
+            let Some(v) = self.decisions.get(id)? else { continue };
+            let d: Decision = decode(id, &v)?;
+            if d.undo_of.is_some() {
+                continue;
+            }
+            return Ok((d.proposal.decided_at >= since).then_some(d));
+        }
+        Ok(None)
     }
 
     /// Number of records.
@@ -165,12 +278,12 @@ impl Ledger {
             if !(old || excess > 0) {
                 break;
             }
-            let live = matches!(d.verdict, Verdict::AwaitingApproval { .. })
-                || (matches!(d.verdict, Verdict::Executed { .. }) && d.undo_of.is_none() && d.undone_by.is_none());
-            if live {
+            if is_live(&d) {
                 continue;
             }
             self.decisions.remove(&k)?;
+            self.live.remove(&k)?;
+            self.by_subject.remove(subject_key(&d))?;
             removed += 1;
             excess = excess.saturating_sub(1);
         }
@@ -181,7 +294,7 @@ impl Ledger {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::action::{Action, Proposal};
+    use crate::action::Action;
     use crate::contracts::Outcome;
     use crate::dispatch::Mode;
     use crate::labels::Labels;
@@ -192,6 +305,8 @@ mod tests {
             id: ledger.next_id().unwrap(),
             undo_of: None,
             undone_by: None,
+            prior: None,
+            drift: None,
             proposal: Proposal {
                 id: "p".into(),
                 rule: "r".into(),

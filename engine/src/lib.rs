@@ -103,7 +103,7 @@ pub use contracts::{
     Actuator, ActuatorError, Batch, HealthBoard, HealthState, Note, Outcome, Plan, Sensor, SensorContext, SensorError,
     SensorHealth, Verification,
 };
-pub use counter::{CounterSpec, Overflow};
+pub use counter::{CounterSpec, Overflow, RateBound};
 pub use errors::{BuildError, Component, Errors};
 pub use evaluator::{EngineEvent, EngineStats, Evaluator, InstanceView, ReloadReport, RuleHealth};
 pub use instance::{Instance, State};

@@ -32,7 +32,9 @@ use serde::{Deserialize, Serialize};
 use crate::config::{parse_toml, TomlError};
 use crate::coordination::Scope;
 use crate::dispatch::Mode;
-use crate::policy::{ApprovalRule, BreakerConfig, Limits, PolicySettings, RetryConfig, TargetLimits, UndoConfig};
+use crate::policy::{
+    ApprovalRule, BreakerConfig, Limits, PolicySettings, RetryConfig, TargetLimits, UndoConfig, VerifyConfig,
+};
 use crate::time::parse_duration;
 
 /// A playbook file.
@@ -77,6 +79,9 @@ pub struct Playbook {
     /// Retries of failed actuator calls.
     #[serde(default)]
     pub retry: RetryConfig,
+    /// How actions in effect are read back.
+    #[serde(default)]
+    pub verify: VerifyConfig,
 }
 
 fn default_mode() -> Mode {
@@ -174,7 +179,8 @@ impl Playbook {
 
     /// The safety policy settings, durations parsed.
     pub fn policy(&self) -> Result<PolicySettings, crate::policy::PolicyError> {
-        PolicySettings::new(&self.limits, &self.breaker, &self.target, &self.approval, &self.undo, &self.retry)
+        PolicySettings::new(&self.limits, &self.breaker, &self.target, &self.approval, &self.undo, &self.retry)?
+            .verified(&self.verify)
     }
 
     /// The scopes the playbook sets, as (action-kind pattern, scope), in

@@ -90,64 +90,138 @@ pub enum Event {
     Note(Note),
 }
 
+/// The longest line a recording may have. A series declaration with the
+/// longest labels the engine accepts is a few KiB; a line past 1 MiB is
+/// corrupt, and is skipped without being held in memory.
+pub const MAX_LINE: usize = 1 << 20;
+
+/// The note kind that starts a recording segment: a daemon appending to a
+/// recording writes one when it starts, and series ids declared before it
+/// no longer apply.
+pub const SEGMENT_START: &str = "start";
+
 /// Reads a recording line by line, checking that samples refer to declared
 /// series and typing their values.
 pub struct Reader<R> {
     input: R,
     origin: String,
     line: usize,
-    kinds: HashMap<u32, SampleKind>,
-    buf: String,
+    /// Declared series of the current segment: kind and the line declaring it.
+    declared: HashMap<u32, (SeriesSpec, usize)>,
+    buf: Vec<u8>,
+}
+
+/// What reading one line found.
+enum RawLine {
+    /// The end of the input.
+    End,
+    /// A line (without its newline); `complete` when a newline ended it.
+    Text { complete: bool },
+    /// A line longer than [`MAX_LINE`], skipped; its length.
+    TooLong(usize),
 }
 
 impl<R: BufRead> Reader<R> {
     /// Reads from `input`; `origin` names it in errors.
     pub fn new(input: R, origin: &str) -> Reader<R> {
-        Reader { input, origin: origin.to_string(), line: 0, kinds: HashMap::new(), buf: String::new() }
+        Reader { input, origin: origin.to_string(), line: 0, declared: HashMap::new(), buf: Vec::new() }
     }
 
     fn error(&self, message: impl Into<String>) -> RecordingError {
         RecordingError { origin: self.origin.clone(), line: self.line, message: message.into() }
     }
 
-    /// The next event, `None` at the end.
+    /// Reads one line into `buf`, holding at most [`MAX_LINE`] bytes of it.
+    fn read_line(&mut self) -> std::io::Result<RawLine> {
+        self.buf.clear();
+        let mut len = 0usize;
+        loop {
+            let chunk = self.input.fill_buf()?;
+            if chunk.is_empty() {
+                return Ok(match len {
+                    0 => RawLine::End,
+                    n if n > MAX_LINE => RawLine::TooLong(n),
+                    _ => RawLine::Text { complete: false },
+                });
+            }
+            let (take, newline) = match chunk.iter().position(|b| *b == b'\n') {
+                Some(i) => (i, true),
+                None => (chunk.len(), false),
+            };
+            if len + take <= MAX_LINE {
+                self.buf.extend_from_slice(&chunk[..take]);
+            }
+            len += take;
+            self.input.consume(take + newline as usize);
+            if newline {
+                return Ok(if len > MAX_LINE { RawLine::TooLong(len) } else { RawLine::Text { complete: true } });
+            }
+        }
+    }
+
+    /// The next event, `None` at the end. A last line cut off mid-way (the
+    /// file of a daemon still writing it, or killed while writing it) is the
+    /// end, not an error.
     pub fn next_event(&mut self) -> Result<Option<Event>, RecordingError> {
         loop {
-            self.buf.clear();
             self.line += 1;
-            let n = self.input.read_line(&mut self.buf).map_err(|e| self.error(e.to_string()))?;
-            if n == 0 {
-                return Ok(None);
-            }
-            let text = self.buf.trim();
+            let complete = match self.read_line().map_err(|e| self.error(e.to_string()))? {
+                RawLine::End => return Ok(None),
+                RawLine::TooLong(n) => {
+                    return Err(self.error(format!("a line of {n} bytes; at most {MAX_LINE} are accepted")))
+                }
+                RawLine::Text { complete } => complete,
+            };
+            let text = String::from_utf8_lossy(&self.buf);
+            let text = text.trim();
             if text.is_empty() || text.starts_with('#') {
                 continue;
             }
-            let line: Line =
-                serde_json::from_str(text).map_err(|e| self.error(format!("not a recording line: {e}")))?;
-            return Ok(Some(match line {
-                Line::Series { series, metric, labels, kind } => {
-                    self.kinds.insert(series, kind);
-                    Event::Series(series, SeriesSpec { metric, labels, kind })
-                }
-                Line::Sample { s, t, v } => {
-                    let kind = *self
-                        .kinds
-                        .get(&s)
-                        .ok_or_else(|| self.error(format!("series {s} used before it is declared")))?;
-                    let value = match kind {
-                        SampleKind::Counter(_) => Value::Count(
-                            v.as_u64().or_else(|| v.as_f64().filter(|x| *x >= 0.0).map(|x| x as u64)).ok_or_else(
-                                || self.error(format!("counter value {v} is not a non-negative integer")),
-                            )?,
-                        ),
-                        _ => Value::Real(v.as_f64().ok_or_else(|| self.error(format!("value {v} is not a number")))?),
-                    };
-                    Event::Sample { id: s, t, value }
-                }
-                Line::Note { note, t, text, labels } => Event::Note(Note { ts: t, kind: note, text, labels }),
-            }));
+            let line: Line = match serde_json::from_str(text) {
+                Ok(line) => line,
+                Err(_) if !complete => return Ok(None),
+                Err(e) => return Err(self.error(format!("not a recording line: {e}"))),
+            };
+            return self.event(line).map(Some);
         }
+    }
+
+    fn event(&mut self, line: Line) -> Result<Event, RecordingError> {
+        Ok(match line {
+            Line::Series { series, metric, labels, kind } => {
+                let spec = SeriesSpec { metric, labels, kind };
+                match self.declared.get(&series) {
+                    Some((earlier, at)) if *earlier != spec => {
+                        return Err(self.error(format!(
+                            "series {series} is declared again as {}{} {:?}, but line {at} declared it as {}{} {:?}",
+                            spec.metric, spec.labels, spec.kind, earlier.metric, earlier.labels, earlier.kind
+                        )));
+                    }
+                    Some(_) => {}
+                    None => {
+                        self.declared.insert(series, (spec.clone(), self.line));
+                    }
+                }
+                Event::Series(series, spec)
+            }
+            Line::Sample { s, t, v } => {
+                let (spec, _) =
+                    self.declared.get(&s).ok_or_else(|| self.error(format!("series {s} used before it is declared")))?;
+                // Counters read exact integers; anything else reaches the
+                // engine as a number, which refuses what no counter can hold.
+                let value = match (spec.kind, v.as_u64()) {
+                    (SampleKind::Counter(_), Some(n)) => Value::Count(n),
+                    _ => Value::Real(v.as_f64().ok_or_else(|| self.error(format!("value {v} is not a number")))?),
+                };
+                Event::Sample { id: s, t, value }
+            }
+            Line::Note { note, t, text, labels } => {
+                if note == SEGMENT_START {
+                    self.declared.clear();
+                }
+                Event::Note(Note { ts: t, kind: note, text, labels })
+            }
+        })
     }
 }
 
@@ -253,6 +327,58 @@ mod tests {
         assert_eq!(r.next_event().unwrap(), Some(Event::Sample { id: 0, t: 20, value: Value::Count(3) }));
         assert!(matches!(r.next_event().unwrap(), Some(Event::Note(n)) if n.text == "flap"));
         assert_eq!(r.next_event().unwrap(), None);
+    }
+
+    #[test]
+    fn a_series_declared_again_with_other_labels_is_refused_unless_a_segment_starts() {
+        let decl = |labels: &str| {
+            format!("{{\"series\":0,\"metric\":\"m\",\"labels\":{{{labels}}},\"kind\":\"gauge\"}}\n")
+        };
+        let text = format!("{}{}{}", decl("\"port\":\"Ethernet4\""), decl("\"port\":\"Ethernet4\""), decl("\"port\":\"Ethernet12\""));
+        let mut r = Reader::new(text.as_bytes(), "rec.jsonl");
+        assert!(r.next_event().is_ok());
+        assert!(r.next_event().is_ok(), "the same declaration again is harmless");
+        let err = r.next_event().unwrap_err().to_string();
+        assert!(err.starts_with("rec.jsonl:3: series 0 is declared again as m{port=\"Ethernet12\"}"), "{err}");
+        assert!(err.contains("line 1 declared it as m{port=\"Ethernet4\"}"), "{err}");
+
+        let start = "{\"note\":\"start\",\"t\":5}\n";
+        let text = format!("{}{start}{}", decl("\"port\":\"Ethernet4\""), decl("\"port\":\"Ethernet12\""));
+        let mut r = Reader::new(text.as_bytes(), "rec.jsonl");
+        for _ in 0..3 {
+            assert!(r.next_event().is_ok(), "a new segment declares its own ids");
+        }
+    }
+
+    #[test]
+    fn a_huge_line_is_skipped_without_being_held_and_reading_goes_on() {
+        let mut text = String::from("{\"note\":\"x\",\"t\":1,\"text\":\"");
+        text.push_str(&"a".repeat(MAX_LINE + 10));
+        text.push_str("\"}\n{\"note\":\"y\",\"t\":2}\n");
+        let mut r = Reader::new(std::io::BufReader::with_capacity(4096, text.as_bytes()), "rec.jsonl");
+        let err = r.next_event().unwrap_err().to_string();
+        assert!(err.starts_with("rec.jsonl:1: a line of 1048"), "{err}");
+        assert!(r.buf.capacity() <= MAX_LINE + 4096, "held {} bytes", r.buf.capacity());
+        assert!(matches!(r.next_event().unwrap(), Some(Event::Note(n)) if n.kind == "y"));
+    }
+
+    #[test]
+    fn a_torn_last_line_ends_the_recording_quietly() {
+        let text = "{\"note\":\"x\",\"t\":1}\n{\"s\":0,\"t\":2,\"v\":";
+        let mut r = Reader::new(text.as_bytes(), "rec.jsonl");
+        assert!(matches!(r.next_event().unwrap(), Some(Event::Note(_))));
+        assert_eq!(r.next_event().unwrap(), None);
+        // A complete line that is not JSON is an error, wherever it is.
+        let mut r = Reader::new("garbage\n".as_bytes(), "rec.jsonl");
+        assert!(r.next_event().is_err());
+    }
+
+    #[test]
+    fn counter_values_that_are_not_whole_reach_the_engine_as_numbers() {
+        let text = "{\"series\":0,\"metric\":\"m\",\"kind\":\"counter\",\"bits\":64,\"overflow\":\"wrap\"}\n{\"s\":0,\"t\":1,\"v\":1.5}\n";
+        let mut r = Reader::new(text.as_bytes(), "rec.jsonl");
+        r.next_event().unwrap();
+        assert_eq!(r.next_event().unwrap(), Some(Event::Sample { id: 0, t: 1, value: Value::Real(1.5) }));
     }
 
     #[test]

@@ -15,7 +15,7 @@ use std::sync::{Arc, RwLock, RwLockReadGuard};
 
 use serde::{Deserialize, Serialize};
 
-use crate::counter::CounterSpec;
+use crate::counter::{CounterSpec, RateBound};
 use crate::labels::{Interner, LabelSet, Labels, Sym};
 use crate::time::Nanos;
 use crate::topology::Topology;
@@ -100,6 +100,20 @@ pub enum SeriesError {
         /// Its labels.
         labels: Labels,
     },
+    /// A name or value is longer than a series may carry, or there are too
+    /// many labels: a sensor gone wrong (a label holding a whole page, an
+    /// unbounded id) must not take the daemon's memory.
+    #[error("series {metric:.64}…: {what} is {len} bytes long; at most {max} are accepted")]
+    TooLarge {
+        /// The metric (its first 64 bytes).
+        metric: String,
+        /// What is too large: `metric name`, `label name "…"`, `label "…"`, `label count`.
+        what: String,
+        /// Its length (count, for the label count).
+        len: usize,
+        /// The bound.
+        max: usize,
+    },
     /// The series exists already with another kind.
     #[error("series {metric}{labels} was registered as {existing:?}, now as {requested:?}")]
     KindConflict {
@@ -112,6 +126,55 @@ pub enum SeriesError {
         /// The kind asked for now.
         requested: SampleKind,
     },
+}
+
+/// The longest metric name a series may have, in bytes. Real ones are
+/// under 100 (`ethtool_rx_prio_pause_duration_us`, DCGM's `DCGM_FI_…`).
+pub const MAX_METRIC_LEN: usize = 256;
+/// The longest label name.
+pub const MAX_LABEL_NAME_LEN: usize = 64;
+/// The longest label value. A netdev name is 15 bytes, a switch port name or
+/// a job id tens; 256 leaves room for a Kubernetes pod name and stops a
+/// label carrying a whole page.
+pub const MAX_LABEL_VALUE_LEN: usize = 256;
+/// The most labels a series may carry, topology labels included.
+pub const MAX_LABELS: usize = 32;
+
+/// Checks a series' names and values against the size bounds.
+pub fn check_size(spec: &SeriesSpec) -> Result<(), SeriesError> {
+    let too_large = |what: String, len: usize, max: usize| {
+        let metric: String = spec.metric.chars().take(64).collect();
+        Err(SeriesError::TooLarge { metric, what, len, max })
+    };
+    if spec.metric.len() > MAX_METRIC_LEN {
+        return too_large("the metric name".into(), spec.metric.len(), MAX_METRIC_LEN);
+    }
+    if spec.labels.0.len() > MAX_LABELS {
+        return too_large("the label count".into(), spec.labels.0.len(), MAX_LABELS);
+    }
+    for (name, value) in &spec.labels.0 {
+        let short: String = name.chars().take(32).collect();
+        if name.len() > MAX_LABEL_NAME_LEN {
+            return too_large(format!("label name {short:?}…"), name.len(), MAX_LABEL_NAME_LEN);
+        }
+        if value.len() > MAX_LABEL_VALUE_LEN {
+            return too_large(format!("the value of label {short:?}"), value.len(), MAX_LABEL_VALUE_LEN);
+        }
+    }
+    Ok(())
+}
+
+impl SeriesSpec {
+    /// The kind the series is registered with: a counter that declares no
+    /// rate bound gets the one its metric name implies ([`RateBound::of_metric`]).
+    pub fn registered_kind(&self) -> SampleKind {
+        match self.kind {
+            SampleKind::Counter(c) if c.bound == RateBound::Unknown => {
+                SampleKind::Counter(c.bounded(RateBound::of_metric(&self.metric)))
+            }
+            kind => kind,
+        }
+    }
 }
 
 /// What the table keeps about one series.
@@ -232,6 +295,8 @@ impl SeriesTable {
     /// Registers (or finds) a series for `sensor`. Idempotent: the same
     /// metric and labels give the same id.
     pub fn register(&self, sensor: SensorId, spec: &SeriesSpec) -> Result<SeriesId, SeriesError> {
+        check_size(spec)?;
+        let kind = spec.registered_kind();
         let mut labels = spec.labels.clone();
         {
             let reg = self.read();
@@ -249,13 +314,8 @@ impl SeriesTable {
         let key = (metric, LabelSet::new(pairs));
         if let Some(id) = reg.by_key.get(&key) {
             let existing = reg.series[id.0 as usize].kind;
-            if existing != spec.kind {
-                return Err(SeriesError::KindConflict {
-                    metric: spec.metric.clone(),
-                    labels,
-                    existing,
-                    requested: spec.kind,
-                });
+            if existing != kind {
+                return Err(SeriesError::KindConflict { metric: spec.metric.clone(), labels, existing, requested: kind });
             }
             return Ok(*id);
         }
@@ -270,7 +330,7 @@ impl SeriesTable {
         }
         quota.used += 1;
         let id = SeriesId(reg.series.len() as u32);
-        reg.series.push(SeriesInfo { metric, labels: key.1.clone(), kind: spec.kind, sensor });
+        reg.series.push(SeriesInfo { metric, labels: key.1.clone(), kind, sensor });
         reg.by_key.insert(key, id);
         Ok(id)
     }
@@ -312,6 +372,31 @@ mod tests {
         assert!(text.contains("netdev=\"c\""), "{text}");
         // Known series still resolve at the cap.
         assert!(table.register(s, &spec("m", "a")).is_ok());
+    }
+
+    #[test]
+    fn huge_names_and_values_are_refused_before_they_are_stored() {
+        let table = SeriesTable::default();
+        let s = table.add_sensor("t", 10);
+        let mut huge = spec("m", &"x".repeat(MAX_LABEL_VALUE_LEN + 1));
+        let err = table.register(s, &huge).unwrap_err();
+        assert_eq!(err.to_string(), "series m…: the value of label \"netdev\" is 257 bytes long; at most 256 are accepted");
+        huge.labels = Labels::from_pairs([("netdev", "x".repeat(MAX_LABEL_VALUE_LEN).as_str())]);
+        assert!(table.register(s, &huge).is_ok(), "256 bytes is within the bound");
+        huge.metric = "m".repeat(MAX_METRIC_LEN + 1);
+        assert!(matches!(table.register(s, &huge), Err(SeriesError::TooLarge { .. })));
+        assert_eq!(table.read().len(), 1);
+    }
+
+    #[test]
+    fn a_counter_without_a_bound_gets_the_one_its_name_implies() {
+        let table = SeriesTable::default();
+        let s = table.add_sensor("t", 10);
+        let id = table.register(s, &spec("ethtool_tx_prio_pause_duration_us", "eth0")).unwrap();
+        let bounded = CounterSpec::U64.bounded(RateBound::Micros);
+        assert_eq!(table.read().info(id).kind, SampleKind::Counter(bounded));
+        // Registering again, with or without the bound, is the same series.
+        assert_eq!(table.register(s, &spec("ethtool_tx_prio_pause_duration_us", "eth0")).unwrap(), id);
     }
 
     #[test]

@@ -133,21 +133,23 @@ fn a_saturated_16_bit_pma_counter_stuck_at_0xffff_adds_nothing_and_is_counted() 
 }
 
 #[test]
-fn a_counter_reset_counts_from_zero_and_does_not_fire_a_burst_rule() {
+fn a_counter_reset_starts_afresh_and_does_not_fire_a_burst_rule() {
     let burst = oos_rule("oos-burst", "1000.0");
     let total = oos_rule("oos-total", "35.0");
     let absurd = absurd_rule("oos-absurd", OOS, 32);
     let mut rig = Rig::new(&[("oos-burst.rhai", &burst), ("oos-total.rhai", &total), ("oos-absurd.rhai", &absurd)]);
     let id = rig.counter(OOS, MLX5_0, CounterSpec::U32_WRAP);
 
-    // +10, +10, +10, then a driver reload restarts the counter: 5 counted
-    // since. Read as a 32-bit wrap this would be ~4.29e9 packets.
-    let readings = [1_000_000, 1_000_010, 1_000_020, 1_000_030, 5];
+    // +10, +10, +10, then a driver reload restarts the counter at 5, and it
+    // counts +5 from there. Read as a 32-bit wrap the reload would be
+    // ~4.29e9 packets; read as "counted since zero" it would count 5 events
+    // nobody saw. A reset counts nothing: the counter starts afresh.
+    let readings = [1_000_000, 1_000_010, 1_000_020, 1_000_030, 5, 10];
     let mut all = Vec::new();
     for (t, reading) in readings.iter().enumerate() {
         let events = rig.step(secs(t as i64), &[(id, *reading)]);
         let total = proposals_of(&events, "oos-total");
-        if t == 4 {
+        if t == 5 {
             assert_eq!(total.len(), 1, "30 before the reset and 5 after make 35: {events:?}");
             assert_eq!(window(total[0], "inc"), 35.0);
             assert_eq!(window(total[0], "peak"), 10.0);

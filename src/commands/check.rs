@@ -84,10 +84,20 @@ fn check_config(path: &Path, files: &mut Files, report: &mut Report) {
     if let Err(e) = wiring::sensors(&cfg) {
         report.errors.extend(e.into_iter().map(|e| format!("{}: {e}", path.display())));
     }
-    for (what, value) in [("engine.tick", &cfg.engine.tick), ("engine.reload_poll", &cfg.engine.reload_poll)] {
+    let durations = [
+        ("engine.tick", &cfg.engine.tick),
+        ("engine.reload_poll", &cfg.engine.reload_poll),
+        ("engine.max_ahead", &cfg.engine.max_ahead),
+    ];
+    for (what, value) in durations {
         if let Err(e) = engine::time::parse_duration(value) {
             report.errors.push(format!("{}: {what}: {e}", path.display()));
         }
+    }
+    let budget = cfg.engine.rule_cost_budget;
+    if !(budget > 0.0 && budget <= 1.0) {
+        let file = path.display();
+        report.errors.push(format!("{file}: engine.rule_cost_budget = {budget}: expected a share of a core, above 0 and at most 1"));
     }
     if !["wall", "samples"].contains(&cfg.engine.clock.as_str()) {
         let clock = &cfg.engine.clock;

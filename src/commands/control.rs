@@ -106,10 +106,24 @@ pub fn set_mode(target: &Target, mode: &str) -> anyhow::Result<Exit> {
     Ok(Exit::Ok)
 }
 
-/// `rocemend reload`.
-pub fn reload(target: &Target) -> anyhow::Result<Exit> {
-    super::runtime()?
-        .block_on(async { connect(target).await?.reload(pb::ReloadRequest {}).await.map_err(status_error) })?;
-    println!("reload requested");
+/// `rocemend reload [--allow-shrink]`: exits non-zero with the daemon's
+/// reasons when it refuses the new rules.
+pub fn reload(target: &Target, allow_shrink: bool) -> anyhow::Result<Exit> {
+    let reply = super::runtime()?.block_on(async {
+        connect(target).await?.reload(pb::ReloadRequest { allow_shrink }).await.map_err(status_error)
+    })?;
+    let r = reply.into_inner();
+    println!(
+        "reloaded: {} unchanged, {} changed, {} added, {} removed",
+        r.unchanged,
+        r.changed.len(),
+        r.added.len(),
+        r.removed.len()
+    );
+    for (what, names) in [("changed", &r.changed), ("added", &r.added), ("removed", &r.removed)] {
+        if !names.is_empty() {
+            println!("  {what}: {}", names.join(", "));
+        }
+    }
     Ok(Exit::Ok)
 }

@@ -104,7 +104,7 @@ fn talk_inner(verb: Command) -> anyhow::Result<Exit> {
             control::breaker_reset(&socket.target()?, &by.name)
         }
         Command::Mode { mode, socket } => control::set_mode(&socket.target()?, &mode),
-        Command::Reload { socket } => control::reload(&socket.target()?),
+        Command::Reload { allow_shrink, socket } => control::reload(&socket.target()?, allow_shrink),
         Command::Incidents { socket, since: s, json } => ops::incidents(&socket.target()?, since(s)?, json),
         Command::Rules { socket, json } => ops::rules(&socket.target()?, json),
         Command::Instances { socket, rule, json } => ops::instances(&socket.target()?, rule, json),

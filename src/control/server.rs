@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use engine::dispatch::DispatchError;
 use engine::ledger::{Filter, Ledger};
-use engine::runtime::{Command, DispatchCommand, EngineCommand, EngineView};
+use engine::runtime::{Command, DispatchCommand, EngineCommand, EngineView, ReloadRequest as ReloadRequestCommand};
 use engine::time::{parse_duration, wall_clock_now};
 use engine::RuleHealth;
 use tokio::sync::{broadcast, mpsc, oneshot};
@@ -278,8 +278,16 @@ impl Control for ControlService {
 
     async fn reload(&self, request: Request<ReloadRequest>) -> Result<Response<ReloadReply>, Status> {
         self.allow(&request, Access::Write, "Reload")?;
-        self.commands.send(EngineCommand::Reload.into()).await.map_err(|_| gone())?;
-        Ok(Response::new(ReloadReply {}))
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let request = ReloadRequestCommand { allow_shrink: request.into_inner().allow_shrink, reply: Some(reply) };
+        self.commands.send(EngineCommand::Reload(request).into()).await.map_err(|_| gone())?;
+        let report = answer.await.map_err(|_| gone())?.map_err(Status::failed_precondition)?;
+        Ok(Response::new(ReloadReply {
+            unchanged: report.unchanged.len() as u32,
+            changed: report.changed,
+            added: report.added,
+            removed: report.removed,
+        }))
     }
 
     async fn silence(&self, request: Request<SilenceRequest>) -> Result<Response<SilenceReply>, Status> {
@@ -317,9 +325,9 @@ impl Control for ControlService {
     async fn push_job(&self, request: Request<PushJobRequest>) -> Result<Response<PushJobReply>, Status> {
         self.allow(&request, Access::Write, "PushJob")?;
         let r = request.into_inner();
-        check_name("job", &r.job).map_err(Status::invalid_argument)?;
+        check_name("job", &r.job).map_err(|e| Status::invalid_argument(e.to_string()))?;
         for n in &r.nodes {
-            check_name("node", n).map_err(Status::invalid_argument)?;
+            check_name("node", n).map_err(|e| Status::invalid_argument(e.to_string()))?;
         }
         let mut values = Vec::new();
         for (metric, value) in [
@@ -345,7 +353,7 @@ impl Control for ControlService {
             )
         })?;
         jobs.send(JobPush { job: r.job, nodes: r.nodes, at, values, reply }).await.map_err(|_| gone())?;
-        let samples = answer.await.map_err(|_| gone())?.map_err(Status::resource_exhausted)?;
+        let samples = answer.await.map_err(|_| gone())?.map_err(|e| Status::resource_exhausted(e.to_string()))?;
         Ok(Response::new(PushJobReply { samples }))
     }
 }

@@ -8,6 +8,8 @@ fn decision(id: &str, verdict: Verdict, sample_at: Nanos, dispatched_at: Nanos, 
         id: id.into(),
         undo_of: None,
         undone_by: None,
+        prior: None,
+        drift: None,
         proposal: Proposal {
             id: format!("p-{id}"),
             rule: "pfc-storm".into(),

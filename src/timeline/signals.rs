@@ -15,7 +15,7 @@ use std::path::Path;
 
 use anyhow::Context;
 use engine::recording::Line;
-use engine::{Labels, Nanos, Note, SampleKind, SeriesSpec, Topology, SECOND};
+use engine::{Labels, Nanos, Note, SampleKind, SeriesSpec, Topology, Value};
 
 use super::scope::Scope;
 use super::window::Window;
@@ -243,7 +243,7 @@ pub fn read(path: &Path, window: &Window, scope: &Scope, topology: Option<&Topol
                     anyhow::bail!("{}:{n}: series {s} used before it is declared", path.display());
                 }
                 if let Some(acc) = kept.get_mut(&s) {
-                    match acc.spec.kind {
+                    match acc.spec.registered_kind() {
                         SampleKind::Counter(spec) => {
                             let now = v.as_u64().ok_or_else(|| {
                                 anyhow::anyhow!(
@@ -251,12 +251,15 @@ pub fn read(path: &Path, window: &Window, scope: &Scope, topology: Option<&Topol
                                     path.display()
                                 )
                             })?;
-                            if let Some((pt, pv)) = acc.prev.filter(|(pt, _)| *pt < t) {
-                                let rate = engine::counter::increase(spec, pv, now).amount() as f64
-                                    / ((t - pt) as f64 / SECOND as f64);
-                                acc.add(window, t, rate);
+                            let prev = acc.prev.filter(|(pt, _)| *pt < t).map(|(pt, pv)| (pv, pt));
+                            // A reading no counter can hold is left out, as the daemon refuses it.
+                            if let Ok(decoded) = engine::counter::decode(spec, prev, Value::Count(now), t) {
+                                let (_, rate) = decoded.step_and_rate();
+                                if rate.is_finite() {
+                                    acc.add(window, t, rate);
+                                }
+                                acc.prev = Some((t, decoded.raw));
                             }
-                            acc.prev = Some((t, now));
                         }
                         _ => {
                             let v = v
@@ -303,6 +306,7 @@ pub fn read(path: &Path, window: &Window, scope: &Scope, topology: Option<&Topol
 #[cfg(test)]
 mod tests {
     use super::*;
+    use engine::SECOND;
 
     const REC: &str = r#"{"series":0,"metric":"ethtool_tx_prio_pause_duration_us","labels":{"node":"n1","netdev":"eth0"},"kind":"counter","bits":32,"overflow":"wrap"}
 {"series":1,"metric":"gpu_utilization_percent","labels":{"node":"n2","gpu":"0"},"kind":"gauge"}

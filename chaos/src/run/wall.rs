@@ -99,6 +99,7 @@ fn daemon_in(
                 sensors: vec![SensorSlot { sensor: Box::new(sensor), max_series: 1_000 }],
                 loader: None,
                 clock: ClockMode::Wall,
+                max_ahead: engine::runtime::DEFAULT_MAX_AHEAD,
                 tick: Duration::from_millis(10),
                 record: None,
                 stop_when_sensors_end: false,

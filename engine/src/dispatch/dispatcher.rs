@@ -6,7 +6,10 @@
 //! - [`execute`]: the actuator's call with its timeout and retries;
 //! - [`approval`]: requests waiting for a human, and their expiry;
 //! - [`undo`]: undoing what a resolved instance put in effect;
-//! - [`reconcile`]: settling what a crash interrupted.
+//! - [`reconcile`]: settling what a crash interrupted, and undoing what
+//!   outlived its incident;
+//! - [`reverify`]: reading actions in effect back, and re-applying what a
+//!   target lost while its incident fires.
 //!
 //! Time: decisions are stamped with the proposals' time (a replay's
 //! recorded time), and with the dispatcher's clock for when they reached
@@ -17,6 +20,7 @@ mod approval;
 mod decide;
 mod execute;
 mod reconcile;
+mod reverify;
 mod undo;
 
 use std::collections::{BTreeMap, HashMap};
@@ -24,13 +28,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::silence::{Silence, Silences};
-use super::types::{Decision, Mode, Phase, Step, Verdict};
+use super::types::{Decision, Drift, DriftKind, Mode, Phase, Step, Verdict};
 use crate::action::Proposal;
 use crate::contracts::{Actuator, ActuatorError, Outcome, Verification};
 use crate::coordination::{Coordinator, Scope, Standalone, Token};
 use crate::labels::Labels;
 use crate::ledger::Ledger;
-use crate::policy::{kind_matches, BreakerState, Check, Effect, Policy, PolicySettings};
+use crate::policy::{kind_matches, BreakerState, Check, CheckFor, Effect, Policy, PolicySettings};
 use crate::time::{wall_clock_now, Nanos, Span};
 use crate::topology::Topology;
 
@@ -75,6 +79,8 @@ pub struct Dispatcher {
     seq: u64,
     /// When the ledger was last compacted.
     last_compaction: Nanos,
+    /// When the actions in effect were last read back.
+    last_verified: Nanos,
     /// Operators' silences (see [`super::silence`]).
     silences: Silences,
     /// Fleet coordination ([`Standalone`] unless configured).
@@ -121,7 +127,7 @@ impl Dispatcher {
                 Ok(state) => policy.restore_breaker(state),
                 Err(error) => tracing::error!(message = "Could not read the breaker state; assuming tripped.", %error),
             }
-            match ledger.list(&Default::default()) {
+            match ledger.live() {
                 Ok(records) => {
                     for d in records {
                         match &d.verdict {
@@ -154,6 +160,7 @@ impl Dispatcher {
             pending,
             seq: 0,
             last_compaction: Nanos::MIN,
+            last_verified: Nanos::MIN,
             silences: Silences::default(),
             fleet: super::fleet::Fleet::new(Arc::new(Standalone), Vec::new()),
             clock: Arc::new(wall_clock_now),

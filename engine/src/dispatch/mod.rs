@@ -15,9 +15,11 @@ mod types;
 
 pub use dispatcher::{ActuatorRoute, Clock, DispatchConfig, DispatchError, Dispatcher, COMPACTION_INTERVAL};
 pub use silence::Silence;
-pub use types::{Decision, Mode, Phase, Step, Verdict};
+pub use types::{Decision, Drift, DriftKind, Mode, Phase, Step, Verdict};
 
 #[cfg(test)]
 mod fleet_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod trust_tests;

@@ -12,18 +12,18 @@ use crate::store::Store;
 use crate::testing::Knobs;
 use crate::time::SECOND;
 
-fn proposal(rule: &str, node: &str, at: i64) -> Proposal {
+pub(super) fn proposal(rule: &str, node: &str, at: i64) -> Proposal {
     let mut p = crate::testing::proposal(rule, "node.cordon", node, Labels::from_pairs([("node", node)]), at);
     p.values = vec![("xids".into(), 1.0)];
     p
 }
 
-struct Setup {
-    limits: Limits,
-    approval: Vec<ApprovalRule>,
-    undo: Vec<String>,
-    mode: Mode,
-    trip_after: u32,
+pub(super) struct Setup {
+    pub limits: Limits,
+    pub approval: Vec<ApprovalRule>,
+    pub undo: Vec<String>,
+    pub mode: Mode,
+    pub trip_after: u32,
 }
 
 impl Default for Setup {
@@ -32,7 +32,7 @@ impl Default for Setup {
     }
 }
 
-fn dispatcher(setup: Setup, knobs: Arc<Knobs>, ledger: Option<Ledger>) -> Dispatcher {
+pub(super) fn dispatcher(setup: Setup, knobs: Arc<Knobs>, ledger: Option<Ledger>) -> Dispatcher {
     let policy = PolicySettings::new(
         &setup.limits,
         &BreakerConfig { trip_after: setup.trip_after, window: "10m".into() },
@@ -55,7 +55,7 @@ fn dispatcher(setup: Setup, knobs: Arc<Knobs>, ledger: Option<Ledger>) -> Dispat
     )
 }
 
-fn ledger() -> Ledger {
+pub(super) fn ledger() -> Ledger {
     Ledger::open(&Store::temporary().unwrap(), Retention::default()).unwrap()
 }
 
@@ -182,7 +182,7 @@ async fn an_interrupted_intent_is_verified_not_repeated() {
     let a = l.get(&rec.id).unwrap().unwrap();
     assert!(matches!(a.verdict, Verdict::Executed { .. }) && a.phase == Phase::Done, "{a:?}");
     let z = l.get("ffffffffff").unwrap().unwrap();
-    assert!(matches!(&z.verdict, Verdict::Interrupted { found } if found.contains("not repeated")), "{z:?}");
+    assert!(matches!(&z.verdict, Verdict::Interrupted { found, .. } if found.contains("not repeated")), "{z:?}");
     assert!(l.open_intents().unwrap().is_empty());
 }
 

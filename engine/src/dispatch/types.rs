@@ -28,6 +28,12 @@ pub enum Verdict {
         /// The decision that put it in effect.
         of: String,
     },
+    /// The target already holds what the action sets (someone else's doing,
+    /// or ours from before a crash): nothing sent, nothing recorded as ours.
+    AlreadyHeld {
+        /// What the target holds.
+        detail: String,
+    },
     /// Per-target cooldown or rate limit.
     Suppressed {
         /// Why.
@@ -70,7 +76,16 @@ pub enum Verdict {
     Interrupted {
         /// What verification found.
         found: String,
+        /// Whether the change may have landed: `false` when the target was
+        /// found holding its prior values, so a proposal made again for the
+        /// still-firing fault is decided afresh.
+        #[serde(default = "may_have_landed")]
+        applied: bool,
     },
+}
+
+fn may_have_landed() -> bool {
+    true
 }
 
 impl Verdict {
@@ -81,6 +96,7 @@ impl Verdict {
             Verdict::DryRun { .. } => "dry-run",
             Verdict::Shadowed => "shadowed",
             Verdict::Duplicate { .. } => "duplicate",
+            Verdict::AlreadyHeld { .. } => "already-held",
             Verdict::Suppressed { .. } => "suppressed",
             Verdict::Held { .. } => "held",
             Verdict::AwaitingApproval { .. } => "awaiting-approval",
@@ -98,8 +114,9 @@ impl Verdict {
         match self {
             Verdict::Suppressed { reason } | Verdict::Held { reason } | Verdict::Expired { reason } => Some(reason),
             Verdict::Skipped { reason } => Some(reason),
+            Verdict::AlreadyHeld { detail } => Some(detail),
             Verdict::Failed { error } => Some(error),
-            Verdict::Interrupted { found } => Some(found),
+            Verdict::Interrupted { found, .. } => Some(found),
             _ => None,
         }
     }
@@ -116,6 +133,41 @@ pub enum Phase {
     Intent,
     /// The actuator call finished.
     Done,
+}
+
+/// What re-verification found of an action that was in effect: it no
+/// longer is, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Drift {
+    /// When it was found (the dispatcher's clock).
+    pub at: Nanos,
+    /// Whose doing: the target went back to what it held before (a restart,
+    /// a config reload), or someone else set other values.
+    pub kind: DriftKind,
+    /// What the target holds now.
+    pub found: String,
+}
+
+/// Whose doing a drift is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DriftKind {
+    /// The target holds its values from before the action again: the change
+    /// was lost (a switch restart). Re-applied through the policy while the
+    /// incident still fires.
+    Reverted,
+    /// Someone else changed the target: theirs now, left alone.
+    Changed,
+}
+
+impl DriftKind {
+    /// Short name.
+    pub fn name(self) -> &'static str {
+        match self {
+            DriftKind::Reverted => "reverted",
+            DriftKind::Changed => "changed",
+        }
+    }
 }
 
 /// One step of a decision's history (`explain` shows them in order).
@@ -138,6 +190,14 @@ pub struct Decision {
     /// For an executed action: the undo that reversed it.
     #[serde(default)]
     pub undone_by: Option<String>,
+    /// What the target held before and what the action sets
+    /// (`{"before": …, "after": …}`), read before acting and written into the
+    /// intent, so a crash after the change can be reconciled and undone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prior: Option<serde_json::Value>,
+    /// For an executed action: re-verification found it no longer in effect.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift: Option<Drift>,
     /// The proposal and its evidence.
     pub proposal: Proposal,
     /// The mode that applied.
@@ -169,6 +229,8 @@ impl Decision {
             id,
             undo_of: None,
             undone_by: None,
+            prior: None,
+            drift: None,
             proposal,
             mode,
             actuator: None,

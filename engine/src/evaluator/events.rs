@@ -93,10 +93,30 @@ pub struct EngineStats {
     pub counter_resets: u64,
     /// Counter readings stuck at all-ones.
     pub counter_saturated: u64,
+    /// Samples not believed, by reason.
+    pub refused: RefusedCounts,
     /// Script calls made.
     pub script_calls: u64,
     /// Evaluations answered from the cache (window values unchanged).
     pub cache_hits: u64,
+}
+
+/// Samples the evaluator refused, by reason.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RefusedCounts {
+    /// Counter readings outside the width, negative or fractional.
+    pub bad_counter: u64,
+    /// Counter increases beyond what the metric can physically count.
+    pub implausible: u64,
+    /// Samples stamped too far ahead of the clock (counted by the run loop).
+    pub future: u64,
+}
+
+impl RefusedCounts {
+    /// All refusals.
+    pub fn total(&self) -> u64 {
+        self.bad_counter + self.implausible + self.future
+    }
 }
 
 /// What changed in a reload.

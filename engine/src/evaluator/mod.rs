@@ -17,7 +17,7 @@ use crate::instance::{self, Instance, State};
 use crate::labels::{Labels, Sym};
 use crate::mode::Mode;
 use crate::rule::{Condition, Helpers, Rule, RuleScripts, RuleSet, ScriptError};
-use crate::series::{Sample, SampleKind, SeriesId, SeriesTable, Value};
+use crate::series::{Sample, SampleKind, SeriesId, SeriesTable};
 use crate::store::{Store, StoreError};
 use crate::time::{Nanos, MS};
 use crate::window::{Column, Observation};
@@ -33,13 +33,32 @@ pub const STALE_SCAN_INTERVAL: Nanos = 250 * MS;
 /// keeps memory at what the series need without copying on every arrival.
 pub const ROUTING_SETTLES_AFTER: Nanos = 1_000 * MS;
 
+pub mod cost;
 mod events;
+mod refusal;
 mod rule_state;
 mod subject;
 
-pub use events::{EngineEvent, EngineStats, InstanceView, ReloadReport, RuleHealth, StateBytes};
+pub use events::{EngineEvent, EngineStats, InstanceView, RefusedCounts, ReloadReport, RuleHealth, StateBytes};
+pub use refusal::{Refusal, Refused, Refusals};
 use rule_state::{Route, RuleRuntime, SeriesState, UNROUTED};
 use subject::{key_of, reserve_for_push, CachedResult, Epoch, Subject, NEVER};
+
+/// The instances firing at one moment, by rule (see
+/// [`Evaluator::firing_snapshot`]).
+#[derive(Debug, Clone, Default)]
+pub struct FiringSnapshot {
+    /// Rule → its `group_by` and the subject keys firing.
+    rules: HashMap<String, (Vec<String>, std::collections::HashSet<String>)>,
+}
+
+impl FiringSnapshot {
+    /// Whether `rule` fires for `subject` (a rule no longer loaded does not).
+    pub fn is_firing(&self, rule: &str, subject: &Labels) -> bool {
+        let Some((group_by, keys)) = self.rules.get(rule) else { return false };
+        keys.contains(&rule_state::subject_key(group_by, subject))
+    }
+}
 
 /// The evaluator. One per daemon; not shared between threads.
 pub struct Evaluator {
@@ -66,6 +85,10 @@ pub struct Evaluator {
     /// vectors were last trimmed.
     routed_at: Option<Nanos>,
     stats: EngineStats,
+    /// Samples refused since the caller last took them (bounded).
+    refusals: Refusals,
+    /// The share of a core one rule may spend (see [`Evaluator::set_cost_budget`]).
+    cost_budget: f64,
 }
 
 impl Evaluator {
@@ -91,6 +114,8 @@ impl Evaluator {
             live_rules: Vec::new(),
             routed_at: None,
             stats: EngineStats::default(),
+            refusals: Refusals::default(),
+            cost_budget: cost::DEFAULT_COST_BUDGET,
         };
         for rule in &rules.rules {
             let mut rt = RuleRuntime::new(rule.clone(), &ev.series);
@@ -121,6 +146,13 @@ impl Evaluator {
         &self.stats
     }
 
+    /// The samples refused since the last call (the first few of each
+    /// ingest; [`EngineStats::refused`] counts them all), for the sensors'
+    /// health and the log.
+    pub fn take_refusals(&mut self) -> Vec<Refused> {
+        self.refusals.take()
+    }
+
     /// The rules loaded, with their health.
     pub fn rules(&self) -> impl Iterator<Item = (&Arc<Rule>, &RuleHealth)> {
         self.rules.iter().map(|r| (&r.rule, &r.health))
@@ -146,6 +178,25 @@ impl Evaluator {
         }
         out.sort_by(|a, b| (&a.rule, &a.subject).cmp(&(&b.rule, &b.subject)));
         out
+    }
+
+    /// Which instances are firing now, those restored from the store and not
+    /// yet seen again included: what the dispatcher needs at start to tell
+    /// an action still wanted from one that outlived its incident.
+    pub fn firing_snapshot(&self) -> FiringSnapshot {
+        let reg = self.series.read();
+        let mut rules = HashMap::new();
+        for rt in &self.rules {
+            let mut keys: std::collections::HashSet<String> =
+                rt.restored.iter().filter(|(_, i)| i.state == State::Firing).map(|(k, _)| k.clone()).collect();
+            for (s, inst) in &rt.instances {
+                if inst.state == State::Firing {
+                    keys.insert(rt.subject_key(&rt.labels_of(*s, &reg).to_labels(reg.interner())));
+                }
+            }
+            rules.insert(rt.rule.name.clone(), (rt.rule.group_by.clone(), keys));
+        }
+        FiringSnapshot { rules }
     }
 
     /// The state of `rule` for the subject whose labels include `subject`.
@@ -306,29 +357,30 @@ impl Evaluator {
             self.stats.out_of_order += 1;
             return;
         }
-        self.stats.samples += 1;
         let obs = match st.kind {
             SampleKind::Counter(spec) => {
-                let raw = match s.value {
-                    Value::Count(n) => n,
-                    Value::Real(x) => x.max(0.0) as u64,
-                };
-                let (step, level) = if st.has_last() {
-                    let inc = counter::increase(spec, st.last, raw);
-                    match inc {
-                        Increase::Wrapped(_) => self.stats.counter_wraps += 1,
-                        Increase::Reset(_) => self.stats.counter_resets += 1,
-                        Increase::Saturated(_) => self.stats.counter_saturated += 1,
-                        Increase::Normal(_) => {}
+                let prev = st.has_last().then_some((st.last, st.last_ts));
+                let decoded = match counter::decode(spec, prev, s.value, s.ts) {
+                    Ok(decoded) => decoded,
+                    Err(bad) => {
+                        self.stats.refused.bad_counter += 1;
+                        self.refusals.note(s, Refusal::Counter(bad));
+                        return;
                     }
-                    let amount = inc.amount() as f64;
-                    let dt = (s.ts - st.last_ts) as f64 / 1e9;
-                    (amount, if dt > 0.0 { amount / dt } else { f64::NAN })
-                } else {
-                    (f64::NAN, f64::NAN)
                 };
-                st.last = raw;
-                Observation { ts: s.ts, step, level, value: raw as f64 }
+                match decoded.increase {
+                    Some(Increase::Wrapped(_)) => self.stats.counter_wraps += 1,
+                    Some(Increase::Reset) => self.stats.counter_resets += 1,
+                    Some(Increase::Saturated(_)) => self.stats.counter_saturated += 1,
+                    Some(Increase::Implausible(amount)) => {
+                        self.stats.refused.implausible += 1;
+                        self.refusals.note(s, Refusal::Implausible { amount, dt: decoded.dt });
+                    }
+                    Some(Increase::Normal(_)) | None => {}
+                }
+                let (step, level) = decoded.step_and_rate();
+                st.last = decoded.raw;
+                Observation { ts: s.ts, step, level, value: decoded.raw as f64 }
             }
             SampleKind::Gauge => {
                 let x = s.value.as_f64();
@@ -341,6 +393,7 @@ impl Evaluator {
                 Observation { ts: s.ts, step: 1.0, level: x, value: x }
             }
         };
+        self.stats.samples += 1;
         st.last_ts = s.ts;
         if s.ts > self.newest_sample {
             self.newest_sample = s.ts;
@@ -465,14 +518,30 @@ impl Evaluator {
         candidates.dedup();
         for s in candidates {
             if let Err(error) = self.evaluate_subject(ri, s, now, out) {
-                let rt = &mut self.rules[ri];
-                tracing::error!(message = "Rule quarantined.", rule = %rt.rule.name, %error);
-                out.push(EngineEvent::Quarantined { rule: rt.rule.name.clone(), error: error.clone(), at: now });
-                rt.health = RuleHealth::Quarantined { error, at: now };
-                rt.dirty.clear();
+                self.quarantine(ri, error, now, out);
                 return;
             }
         }
+        if let Some(error) = self.rules[ri].cost.over_budget(now, self.cost_budget) {
+            self.quarantine(ri, error, now, out);
+        }
+    }
+
+    /// Stops evaluating rule `ri` until a reload brings a new version.
+    #[cold]
+    fn quarantine(&mut self, ri: usize, error: ScriptError, now: Nanos, out: &mut Vec<EngineEvent>) {
+        let rt = &mut self.rules[ri];
+        tracing::error!(message = "Rule quarantined.", rule = %rt.rule.name, %error);
+        out.push(EngineEvent::Quarantined { rule: rt.rule.name.clone(), error: error.clone(), at: now });
+        rt.health = RuleHealth::Quarantined { error, at: now };
+        rt.dirty.clear();
+    }
+
+    /// Sets the share of a core one rule's scripts may spend, measured over
+    /// [`cost::COST_WINDOW`] of the evaluation clock, before it is
+    /// quarantined ([`cost::DEFAULT_COST_BUDGET`] unless set).
+    pub fn set_cost_budget(&mut self, share_of_a_core: f64) {
+        self.cost_budget = share_of_a_core;
     }
 
     fn evaluate_subject(
@@ -535,7 +604,10 @@ impl Evaluator {
                             self.stats.script_calls += 1;
                             let labels = rt.labels_of(s, &self.series.read()).clone();
                             let w = rt.rule.window_values(values.clone());
-                            let result = self.scripts.eval(&rt.rule, cond, &labels, w)?;
+                            let started = std::time::Instant::now();
+                            let result = self.scripts.eval(&rt.rule, cond, &labels, w);
+                            rt.cost.spent(started.elapsed());
+                            let result = result?;
                             rt.subjects[s as usize].set_cached(hash, CachedResult { clear, result });
                             Some(result)
                         }

@@ -28,6 +28,10 @@
 //! [retry]
 //! attempts = 3
 //! backoff = "200ms"                   # doubled each attempt
+//!
+//! [verify]
+//! every = "10s"                       # actions in effect are read back this often
+//! reapply_changed = false             # someone else's change to our target is left alone
 //! ```
 
 use std::collections::BTreeMap;
@@ -132,6 +136,27 @@ pub struct UndoConfig {
     pub on_resolve: Vec<String>,
 }
 
+/// `[verify]`: actions in effect are read back from their targets.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VerifyConfig {
+    /// How often every action in effect is read back ("0": only when a
+    /// sensor reconnects to its target). A change the target lost while its
+    /// incident still fires is re-applied through the policy.
+    #[serde(default = "ten_seconds")]
+    pub every: String,
+    /// Re-apply an action whose target someone else changed since. By
+    /// default their change stands: it is recorded and left alone.
+    #[serde(default)]
+    pub reapply_changed: bool,
+}
+
+impl Default for VerifyConfig {
+    fn default() -> VerifyConfig {
+        VerifyConfig { every: ten_seconds(), reapply_changed: false }
+    }
+}
+
 /// `[retry]`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -150,6 +175,9 @@ impl Default for RetryConfig {
     }
 }
 
+fn ten_seconds() -> String {
+    "10s".into()
+}
 fn ten_minutes() -> String {
     "10m".into()
 }
@@ -208,6 +236,10 @@ pub struct PolicySettings {
     pub attempts: u32,
     /// First backoff.
     pub backoff: Nanos,
+    /// How often actions in effect are read back (0: only on reconnects).
+    pub verify_every: Nanos,
+    /// Whether someone else's change to our target is overwritten.
+    pub reapply_changed: bool,
 }
 
 /// A safety policy setting was refused; the message names the field.
@@ -249,7 +281,16 @@ impl PolicySettings {
             undo_on_resolve: undo.on_resolve.clone(),
             attempts: retry.attempts,
             backoff: d("retry.backoff", &retry.backoff)?,
+            verify_every: 10 * crate::time::SECOND,
+            reapply_changed: false,
         })
+    }
+
+    /// The settings with the `[verify]` section applied.
+    pub fn verified(mut self, verify: &VerifyConfig) -> Result<PolicySettings, PolicyError> {
+        self.verify_every = parse_duration(&verify.every).map_err(|e| PolicyError(format!("verify.every: {e}")))?;
+        self.reapply_changed = verify.reapply_changed;
+        Ok(self)
     }
 
     /// Settings with every default: no cordon limits, one rail per plane,

@@ -21,7 +21,7 @@ mod config;
 
 pub use config::{
     kind_matches, ApprovalRule, BreakerConfig, Limits, PolicyError, PolicySettings, RetryConfig, TargetLimits,
-    UndoConfig,
+    UndoConfig, VerifyConfig,
 };
 
 use std::collections::{HashMap, VecDeque};
@@ -33,6 +33,19 @@ use crate::action::{Action, Proposal};
 use crate::labels::Labels;
 use crate::time::{Nanos, Span};
 use crate::topology::Topology;
+
+/// What a proposal is checked as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CheckFor {
+    /// A new proposal: every check, approval included.
+    Proposal,
+    /// A proposal a human approved: every check but the approval.
+    Approved,
+    /// An action re-applied because its target lost it (drift): the breaker
+    /// and the limits, but not the target's cooldown or rate limit (the
+    /// target gets back what it had), and no new approval.
+    Reapplied,
+}
 
 /// What the policy says about a proposal.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -240,20 +253,24 @@ impl Policy {
     /// to an actuator the playbook marks as not destructive (notifications):
     /// those skip the breaker and the blast-radius limits.
     pub fn check(&mut self, p: &Proposal, destructive: bool, now: Nanos) -> Check {
-        self.check_inner(p, destructive, now, true)
+        self.check_for(CheckFor::Proposal, p, destructive, now)
     }
 
     /// As [`Policy::check`], for a proposal a human approved: every check
     /// but the approval itself runs again, since the fleet may have changed.
     pub fn check_approved(&mut self, p: &Proposal, destructive: bool, now: Nanos) -> Check {
-        self.check_inner(p, destructive, now, false)
+        self.check_for(CheckFor::Approved, p, destructive, now)
     }
 
-    fn check_inner(&mut self, p: &Proposal, destructive: bool, now: Nanos, ask_approval: bool) -> Check {
+    /// Checks `p` as `what` (see [`CheckFor`]).
+    pub fn check_for(&mut self, what: CheckFor, p: &Proposal, destructive: bool, now: Nanos) -> Check {
         self.prune(now);
         let action = &p.action;
         if let Some(e) = self.in_effect.get(&action.dedup_key()) {
             return Check::Duplicate { of: e.id.clone(), resolved: e.resolved };
+        }
+        if what == CheckFor::Reapplied {
+            return self.check_limits(action, destructive, now).unwrap_or(Check::Allow);
         }
         let target = action.target.to_string();
         let on_target: Vec<&Acted> = self.history.on_target(&target).collect();
@@ -273,36 +290,44 @@ impl Policy {
                 self.settings.target_max
             ));
         }
-        if destructive {
-            if let Some(at) = self.breaker.tripped_at {
-                return Check::Hold(format!(
-                    "circuit breaker tripped at {at} ({}); no destructive action until `rocemend breaker reset`",
-                    self.breaker.reason
-                ));
-            }
-            if let Some(reason) = self.over_limit(action, now) {
-                self.hits.push_back(now);
-                let trip = self.settings.trip_after;
-                if trip > 0 && self.hits.len() as u32 >= trip {
-                    self.breaker = BreakerState {
-                        tripped_at: Some(now),
-                        reason: format!(
-                            "{} limit hits within {}; last: {reason}",
-                            self.hits.len(),
-                            Span(self.settings.breaker_window)
-                        ),
-                    };
-                    tracing::error!(message = "Circuit breaker tripped.", reason = %self.breaker.reason);
-                }
-                return Check::Hold(reason);
-            }
+        if let Some(held) = self.check_limits(action, destructive, now) {
+            return held;
         }
-        if ask_approval {
+        if what == CheckFor::Proposal {
             if let Some(timeout) = self.settings.approval_timeout(&action.kind) {
                 return Check::NeedsApproval { expires_at: now + timeout };
             }
         }
         Check::Allow
+    }
+
+    /// The breaker and the blast-radius limits, for destructive actions: a
+    /// hold, counted towards the breaker, or `None`.
+    fn check_limits(&mut self, action: &Action, destructive: bool, now: Nanos) -> Option<Check> {
+        if !destructive {
+            return None;
+        }
+        if let Some(at) = self.breaker.tripped_at {
+            return Some(Check::Hold(format!(
+                "circuit breaker tripped at {at} ({}); no destructive action until `rocemend breaker reset`",
+                self.breaker.reason
+            )));
+        }
+        let reason = self.over_limit(action, now)?;
+        self.hits.push_back(now);
+        let trip = self.settings.trip_after;
+        if trip > 0 && self.hits.len() as u32 >= trip {
+            self.breaker = BreakerState {
+                tripped_at: Some(now),
+                reason: format!(
+                    "{} limit hits within {}; last: {reason}",
+                    self.hits.len(),
+                    Span(self.settings.breaker_window)
+                ),
+            };
+            tracing::error!(message = "Circuit breaker tripped.", reason = %self.breaker.reason);
+        }
+        Some(Check::Hold(reason))
     }
 
     fn over_limit(&self, action: &Action, now: Nanos) -> Option<String> {

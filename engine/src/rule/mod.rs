@@ -105,22 +105,77 @@ pub fn compile(scripts: &RuleScripts, path: &str, source: &str) -> Result<Rule, 
     decl::compile(scripts, path, source)
 }
 
+/// The largest rule file read. The standard rules are 1 to 3 KiB; a file
+/// of a megabyte is not a rule, and reading it must not cost the daemon.
+pub const MAX_RULE_FILE: u64 = 1 << 20;
+
 /// Loads every `*.rhai` file of `dir` (sorted by name). All errors are
 /// returned together, so `rocemend check` can show every one.
+///
+/// Only regular files are read (a FIFO or a device named `x.rhai` would
+/// block the reader or never end), each at most [`MAX_RULE_FILE`] bytes.
 pub fn load_dir(dir: &Path, helpers: Helpers) -> Result<RuleSet, RuleErrors> {
     let files = rule_files(dir)?;
-    let sources: Vec<(String, String)> = files
-        .iter()
-        .map(|p| {
-            std::fs::read_to_string(p).map(|s| (p.display().to_string(), s)).map_err(|e| RuleError {
-                path: p.display().to_string(),
-                line: 0,
-                column: 0,
-                message: format!("cannot read: {e}"),
-            })
-        })
-        .collect::<Result<_, _>>()?;
-    load_sources(&sources, helpers)
+    let mut sources = Vec::new();
+    let mut errors = Vec::new();
+    for path in &files {
+        match read_rule_file(path) {
+            Ok(source) => sources.push((path.display().to_string(), source)),
+            Err(message) => {
+                errors.push(RuleError { path: path.display().to_string(), line: 0, column: 0, message })
+            }
+        }
+    }
+    match load_sources(&sources, helpers) {
+        Ok(set) if errors.is_empty() => Ok(set),
+        Ok(_) => Err(Errors(errors)),
+        Err(more) => {
+            errors.extend(more);
+            Err(Errors(errors))
+        }
+    }
+}
+
+/// Reads one rule file: a regular file (checked on the open file, so it
+/// cannot be swapped for a FIFO in between) of at most [`MAX_RULE_FILE`]
+/// bytes. Opened without blocking, so a FIFO is refused, not waited on.
+pub fn read_rule_file(path: &Path) -> Result<String, String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| format!("cannot read: {e}"))?;
+    let meta = file.metadata().map_err(|e| format!("cannot read: {e}"))?;
+    if !meta.file_type().is_file() {
+        return Err(format!("not a regular file ({}); rules are read from regular files only", kind_of(&meta)));
+    }
+    if meta.len() > MAX_RULE_FILE {
+        return Err(format!("{} bytes; a rule file is at most {MAX_RULE_FILE} bytes", meta.len()));
+    }
+    let mut text = String::new();
+    file.take(MAX_RULE_FILE + 1).read_to_string(&mut text).map_err(|e| format!("cannot read: {e}"))?;
+    if text.len() as u64 > MAX_RULE_FILE {
+        return Err(format!("grew past {MAX_RULE_FILE} bytes while being read"));
+    }
+    Ok(text)
+}
+
+fn kind_of(meta: &std::fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_dir() {
+        "a directory"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() || t.is_block_device() {
+        "a device"
+    } else {
+        "not a file"
+    }
 }
 
 /// Compiles rules from `(path, source)` pairs; used for embedded rule sets.

@@ -9,7 +9,7 @@ use toml::Spanned;
 use super::expand::{self, Number};
 use super::format::{ActionSpec, CaseSpec, ExpectSpec, KindSpec, SeriesInput, TestFile};
 use crate::config::{line_col, TomlError};
-use crate::counter::{CounterSpec, Overflow};
+use crate::counter::{CounterSpec, Overflow, RateBound};
 use crate::instance::State;
 use crate::labels::Labels;
 use crate::rule::selector::{MatchOp, Selector};
@@ -226,7 +226,7 @@ fn build_series(loc: &Locator<'_>, input: &SeriesInput) -> Result<CaseSeries, To
                 return Err(loc.err(b, format!("bits = {bits}: a counter is 1 to 64 bits wide")));
             }
             let overflow = input.overflow.as_ref().map_or(Overflow::Wrap, |o| *o.get_ref());
-            SampleKind::Counter(CounterSpec { bits, overflow })
+            SampleKind::Counter(CounterSpec { bits, overflow, bound: RateBound::Unknown })
         }
         other => {
             let name = if other == KindSpec::Gauge { "gauge" } else { "event" };

@@ -115,7 +115,9 @@ impl<'a> CaseRun<'a> {
             let labels = table.read().labels(id);
             let selected = rule.selectors.iter().any(|sel| sel.metric == s.spec.metric && sel.matches(&labels));
             let subject = selected.then(|| subject_of(&rule, &mut subjects, labels));
-            routes.push((subject, s.spec.metric.clone(), s.spec.kind));
+            // The kind as registered: a counter gets its metric's rate bound.
+            let kind = table.read().info(id).kind;
+            routes.push((subject, s.spec.metric.clone(), kind));
         }
         let shadow = Shadow::new(&rule, &routes, subjects.len());
         Ok(CaseRun {

@@ -10,7 +10,7 @@
 
 use crate::counter;
 use crate::rule::Rule;
-use crate::series::{Sample, SampleKind, Value};
+use crate::series::{Sample, SampleKind};
 use crate::time::Nanos;
 use crate::window::{Column, Observation};
 
@@ -57,20 +57,11 @@ impl Shadow {
         let last = self.last[index];
         let obs = match self.kinds[index] {
             SampleKind::Counter(spec) => {
-                let raw = match sample.value {
-                    Value::Count(n) => n,
-                    Value::Real(x) => x.max(0.0) as u64,
-                };
-                let (step, level) = match last {
-                    Some(prev) => {
-                        let amount = counter::increase(spec, prev.raw, raw).amount() as f64;
-                        let dt = (sample.ts - prev.ts) as f64 / 1e9;
-                        (amount, if dt > 0.0 { amount / dt } else { f64::NAN })
-                    }
-                    None => (f64::NAN, f64::NAN),
-                };
-                self.last[index] = Some(Last { raw, real: 0.0, ts: sample.ts });
-                Observation { ts: sample.ts, step, level, value: raw as f64 }
+                let prev = last.map(|prev| (prev.raw, prev.ts));
+                let Ok(decoded) = counter::decode(spec, prev, sample.value, sample.ts) else { return };
+                let (step, level) = decoded.step_and_rate();
+                self.last[index] = Some(Last { raw: decoded.raw, real: 0.0, ts: sample.ts });
+                Observation { ts: sample.ts, step, level, value: decoded.raw as f64 }
             }
             SampleKind::Gauge => {
                 let x = sample.value.as_f64();

@@ -18,6 +18,14 @@ pub enum Command {
     Dispatch(DispatchCommand),
 }
 
+impl EngineCommand {
+    /// A reload nobody waits for (a changed file, SIGHUP), not allowed to
+    /// shrink the rule set.
+    pub fn reload() -> EngineCommand {
+        EngineCommand::Reload(super::reload::ReloadRequest { allow_shrink: false, reply: None })
+    }
+}
+
 impl From<EngineCommand> for Command {
     fn from(c: EngineCommand) -> Command {
         Command::Engine(c)
@@ -34,7 +42,7 @@ impl From<DispatchCommand> for Command {
 #[derive(Debug)]
 pub enum EngineCommand {
     /// Load the rules again.
-    Reload,
+    Reload(super::reload::ReloadRequest),
     /// The evaluator's state: rules with their health, instances, counters.
     View {
         /// The answer.

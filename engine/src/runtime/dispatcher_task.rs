@@ -9,6 +9,7 @@ use super::command::DispatchCommand;
 use super::{DispatchStatus, DISPATCH_CHANNEL};
 use crate::action::Proposal;
 use crate::dispatch::{Decision, Dispatcher};
+use crate::evaluator::FiringSnapshot;
 use crate::labels::Labels;
 use crate::time::{wall_clock_now, Nanos};
 
@@ -18,8 +19,11 @@ pub(super) enum ToDispatcher {
     Proposal(Proposal),
     /// An instance stopped firing: undo and expire what it left.
     Resolved { rule: String, subject: Labels, at: Nanos },
-    /// Time passed: expiry and ledger housekeeping.
+    /// Time passed: expiry, ledger housekeeping, re-verification when due.
     Tick(Nanos),
+    /// A sensor reconnected to a target (its labels, e.g. `switch`): the
+    /// actions in effect there are read back.
+    Reconnected { target: Labels, at: Nanos },
     /// A request, with the loop's time.
     Command(DispatchCommand, Nanos),
 }
@@ -35,13 +39,16 @@ pub(super) struct DispatcherTask {
 }
 
 impl DispatcherTask {
-    /// Spawns the task: it first settles what a crash interrupted, then
-    /// serves its inbox until the inbox closes.
-    pub fn spawn(mut dispatcher: Dispatcher) -> DispatcherTask {
+    /// Spawns the task: it first settles what a crash interrupted and undoes
+    /// what outlived its incident (`firing` says which instances fire at
+    /// start), then serves its inbox until the inbox closes.
+    pub fn spawn(mut dispatcher: Dispatcher, firing: FiringSnapshot) -> DispatcherTask {
         let (inbox, mut work) = mpsc::channel::<ToDispatcher>(DISPATCH_CHANNEL);
         let (decision_tx, decisions) = mpsc::channel::<Decision>(DISPATCH_CHANNEL);
         let task = tokio::spawn(async move {
-            for decision in dispatcher.reconcile(wall_clock_now()).await {
+            let mut settled = dispatcher.reconcile(wall_clock_now()).await;
+            settled.extend(dispatcher.settle_orphans(|r, s| firing.is_firing(r, s), wall_clock_now()).await);
+            for decision in settled {
                 if decision_tx.send(decision).await.is_err() {
                     return;
                 }
@@ -63,7 +70,12 @@ async fn serve(dispatcher: &mut Dispatcher, msg: ToDispatcher) -> Vec<Decision> 
     match msg {
         ToDispatcher::Proposal(p) => vec![dispatcher.dispatch(p).await],
         ToDispatcher::Resolved { rule, subject, at } => dispatcher.instance_resolved(&rule, &subject, at).await,
-        ToDispatcher::Tick(now) => dispatcher.maintain(now),
+        ToDispatcher::Tick(now) => {
+            let mut out = dispatcher.maintain(now);
+            out.extend(dispatcher.reverify_if_due(now).await);
+            out
+        }
+        ToDispatcher::Reconnected { target, at } => dispatcher.reverify(|e| e.action.target.contains_all(&target), at).await,
         ToDispatcher::Command(command, now) => command_decisions(dispatcher, command, now).await,
     }
 }

@@ -12,9 +12,12 @@ use tokio::task::JoinSet;
 
 use super::command::{Command, EngineCommand};
 use super::dispatcher_task::{DispatcherTask, ToDispatcher};
+use super::refusals::RefusalReporter;
+use super::reload::{shrink_refusal, ReloadRequest, Reloading};
+use super::time_guard::{TimeGuard, SEGMENT_START};
 use super::{ClockMode, DaemonEvent, EngineView, RuleLoader, RunSummary, SensorSlot, BATCH_CHANNEL};
-use crate::contracts::{Batch, HealthBoard, HealthState, SensorContext, SensorError};
-use crate::evaluator::{EngineEvent, Evaluator};
+use crate::contracts::{Batch, HealthBoard, HealthState, Note, SensorContext, SensorError};
+use crate::evaluator::{EngineEvent, Evaluator, Refused};
 use crate::instance::State;
 use crate::recording::Writer;
 use crate::series::SeriesTable;
@@ -61,6 +64,11 @@ pub(super) struct EventLoop {
     /// The time of the last evaluation: dispatch commands run at it.
     pub last_now: Nanos,
     pub tally: Tally,
+    /// Refuses samples stamped too far ahead of the clock.
+    pub guard: TimeGuard,
+    pub refusals: RefusalReporter,
+    /// A reload in flight, off the loop.
+    pub reloading: Option<Reloading>,
 }
 
 /// What the loop counts for its summary and views.
@@ -69,6 +77,8 @@ pub(super) struct Tally {
     decisions: usize,
     evaluations: u64,
     evaluation_ns: u64,
+    /// Samples the time guard refused.
+    refused_future: u64,
 }
 
 impl EventLoop {
@@ -102,6 +112,7 @@ impl EventLoop {
                     None => commands_open = false,
                 },
                 Some(decision) = self.dispatcher.decisions.recv() => self.on_decision(decision, observe),
+                loaded = reloaded(&mut self.reloading) => self.on_reloaded(loaded, observe),
                 _ = shutdown.changed() => break,
             }
             if sensors.done && sensors.tasks.is_empty() && stop_when_sensors_end {
@@ -131,24 +142,53 @@ impl EventLoop {
         Ok(RunSummary { stats: evaluator.stats().clone(), decisions })
     }
 
-    async fn on_batch(&mut self, batch: Batch, observe: &mut (impl FnMut(&DaemonEvent) + Send)) {
+    async fn on_batch(&mut self, mut batch: Batch, observe: &mut (impl FnMut(&DaemonEvent) + Send)) {
+        self.screen(&mut batch);
         if let Some(w) = self.recorder.as_mut() {
             record_batch(w, &self.evaluator, &batch);
         }
         for note in &batch.notes {
+            if note.kind == Note::RECONNECTED {
+                let reconnected = ToDispatcher::Reconnected { target: note.labels.clone(), at: note.ts };
+                let _ = self.dispatcher.inbox.send(reconnected).await;
+            }
             observe(&DaemonEvent::Note(note.clone()));
         }
         self.evaluator.ingest(&batch.samples);
+        let refused = self.evaluator.take_refusals();
+        self.refusals.report(&refused, self.evaluator.series(), &self.health);
         let now = match self.clock {
             ClockMode::Wall => wall_clock_now(),
-            ClockMode::Samples => {
-                self.evaluator.newest_sample().max(batch.notes.iter().map(|n| n.ts).max().unwrap_or(Nanos::MIN))
-            }
+            ClockMode::Samples => self.guard.clock().unwrap_or(self.last_now),
         };
         self.evaluate(now, observe).await;
         if self.clock == ClockMode::Samples {
             let _ = self.dispatcher.inbox.send(ToDispatcher::Tick(now)).await;
         }
+    }
+
+    /// Drops the samples and notes of `batch` stamped too far ahead of the
+    /// clock, and reports them.
+    fn screen(&mut self, batch: &mut Batch) {
+        let wall = wall_clock_now();
+        let mut refused = Vec::new();
+        let guard = &mut self.guard;
+        batch.samples.retain(|s| match guard.admit(Some(s.series), s.ts, wall) {
+            Ok(()) => true,
+            Err(refusal) => {
+                refused.push(Refused { series: s.series, ts: s.ts, refusal });
+                false
+            }
+        });
+        batch.notes.retain(|n| {
+            if n.kind == SEGMENT_START {
+                guard.segment_start(n.ts);
+                return true;
+            }
+            guard.admit(None, n.ts, wall).is_ok()
+        });
+        self.tally.refused_future += refused.len() as u64;
+        self.refusals.report(&refused, self.evaluator.series(), &self.health);
     }
 
     async fn on_tick(&mut self, observe: &mut (impl FnMut(&DaemonEvent) + Send)) {
@@ -195,10 +235,12 @@ impl EventLoop {
 
     fn on_command(&mut self, command: EngineCommand, observe: &mut (impl FnMut(&DaemonEvent) + Send)) {
         match command {
-            EngineCommand::Reload => self.reload(observe),
+            EngineCommand::Reload(request) => self.reload(request, observe),
             EngineCommand::View { reply } => {
+                let mut stats = self.evaluator.stats().clone();
+                stats.refused.future = self.tally.refused_future;
                 let _ = reply.send(EngineView {
-                    stats: self.evaluator.stats().clone(),
+                    stats,
                     rules: self.evaluator.rules().map(|(r, h)| (r.clone(), h.clone())).collect(),
                     instances: self.evaluator.instances(),
                     series: self.evaluator.series().read().len(),
@@ -209,15 +251,40 @@ impl EventLoop {
         }
     }
 
-    /// Loads the rules again; a refused load leaves the running rules.
-    fn reload(&mut self, observe: &mut (impl FnMut(&DaemonEvent) + Send)) {
-        let Some(load) = &self.loader else {
-            observe(&DaemonEvent::ReloadFailed(vec!["this daemon has no rule directory to reload".into()]));
+    /// Starts loading the rules again, off the loop; while a load is under
+    /// way, the request waits for one more after it.
+    fn reload(&mut self, request: ReloadRequest, observe: &mut (impl FnMut(&DaemonEvent) + Send)) {
+        if let Some(reloading) = &mut self.reloading {
+            reloading.queued.push(request);
+            return;
+        }
+        let Some(loader) = &self.loader else {
+            let reason = "this daemon has no rule directory to reload".to_string();
+            observe(&DaemonEvent::ReloadFailed(vec![reason.clone()]));
+            if let Some(reply) = request.reply {
+                let _ = reply.send(Err(reason));
+            }
             return;
         };
-        match load(self.evaluator.helpers().clone()) {
-            Ok(rules) => {
-                let report = self.evaluator.reload(rules);
+        self.reloading = Some(Reloading::start(loader, self.evaluator.helpers().clone(), vec![request]));
+    }
+
+    /// A load finished: the new rules are swapped in, or refused with the
+    /// running ones kept; every request it served is answered.
+    fn on_reloaded(
+        &mut self,
+        loaded: Result<crate::rule::RuleSet, Vec<String>>,
+        observe: &mut (impl FnMut(&DaemonEvent) + Send),
+    ) {
+        let Some(reloading) = self.reloading.take() else { return };
+        let allow_shrink = reloading.requests.iter().any(|r| r.allow_shrink);
+        let running = self.evaluator.rules().count();
+        let result = loaded.and_then(|rules| match shrink_refusal(running, rules.rules.len(), allow_shrink) {
+            Some(reason) => Err(vec![reason]),
+            None => Ok(self.evaluator.reload(rules)),
+        });
+        match &result {
+            Ok(report) => {
                 tracing::info!(
                     message = "Rules reloaded.",
                     unchanged = report.unchanged.len(),
@@ -225,14 +292,25 @@ impl EventLoop {
                     added = report.added.len(),
                     removed = report.removed.len()
                 );
-                observe(&DaemonEvent::Reloaded(report));
+                observe(&DaemonEvent::Reloaded(report.clone()));
             }
             Err(errors) => {
-                let errors: Vec<String> = errors.iter().map(ToString::to_string).collect();
-                for error in &errors {
+                for error in errors {
                     tracing::error!(message = "Reload refused; the running rules stay.", %error);
                 }
-                observe(&DaemonEvent::ReloadFailed(errors));
+                observe(&DaemonEvent::ReloadFailed(errors.clone()));
+            }
+        }
+        for request in reloading.requests {
+            if let Some(reply) = request.reply {
+                let _ = reply.send(result.clone().map_err(|errors| errors.join("\n")));
+            }
+        }
+        let mut queued = reloading.queued.into_iter();
+        if let Some(first) = queued.next() {
+            self.reload(first, observe);
+            if let Some(again) = &mut self.reloading {
+                again.requests.extend(queued);
             }
         }
     }
@@ -240,6 +318,14 @@ impl EventLoop {
     fn on_decision(&mut self, decision: crate::dispatch::Decision, observe: &mut (impl FnMut(&DaemonEvent) + Send)) {
         self.tally.decisions += 1;
         observe(&DaemonEvent::Decision(Box::new(decision)));
+    }
+}
+
+/// Resolves with the result of the reload in flight; never without one.
+async fn reloaded(reloading: &mut Option<Reloading>) -> Result<crate::rule::RuleSet, Vec<String>> {
+    match reloading {
+        Some(r) => (&mut r.result).await.unwrap_or_else(|_| Err(vec!["the rule loader stopped".to_string()])),
+        None => std::future::pending().await,
     }
 }
 

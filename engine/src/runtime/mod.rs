@@ -9,13 +9,22 @@
 //! - [`command`]: what a running daemon is asked, for the evaluator
 //!   ([`EngineCommand`]) or for the dispatcher ([`DispatchCommand`]);
 //! - `event_loop`: the loop task — batches, ticks, engine commands;
-//! - `dispatcher_task`: the dispatcher's task and its inbox.
+//! - `dispatcher_task`: the dispatcher's task and its inbox;
+//! - [`reload`]: rules loaded off the loop, and a reload that would empty
+//!   or halve the rule set refused unless asked for;
+//! - [`time_guard`]: samples stamped too far ahead of the clock are refused;
+//! - `refusals`: refused samples reported to sensor health and the log.
 
 pub mod command;
 mod dispatcher_task;
 mod event_loop;
+mod refusals;
+pub mod reload;
+pub mod time_guard;
 
 pub use command::{Command, DispatchCommand, EngineCommand};
+pub use reload::{ReloadRequest, ReloadResult};
+pub use time_guard::{TimeGuard, DEFAULT_MAX_AHEAD};
 
 use std::fs::File;
 use std::io::BufWriter;
@@ -57,8 +66,8 @@ pub struct SensorSlot {
 }
 
 /// Builds a new rule set for a reload; given the evaluator's helpers so the
-/// firing index carries over.
-pub type RuleLoader = Box<dyn Fn(Helpers) -> Result<RuleSet, crate::rule::RuleErrors> + Send>;
+/// firing index carries over. Runs on a blocking thread.
+pub type RuleLoader = Arc<dyn Fn(Helpers) -> Result<RuleSet, crate::rule::RuleErrors> + Send + Sync>;
 
 /// Everything the run loop needs.
 pub struct Daemon {
@@ -72,6 +81,9 @@ pub struct Daemon {
     pub loader: Option<RuleLoader>,
     /// Which clock to run on.
     pub clock: ClockMode,
+    /// How far ahead of the clock a sample may be stamped
+    /// ([`DEFAULT_MAX_AHEAD`] unless configured); later ones are refused.
+    pub max_ahead: crate::time::Nanos,
     /// Evaluation tick on the wall clock.
     pub tick: Duration,
     /// Write everything seen to this recording.
@@ -154,13 +166,14 @@ pub async fn run(
     commands: mpsc::Receiver<Command>,
     mut observe: impl FnMut(&DaemonEvent) + Send,
 ) -> Result<RunSummary, std::io::Error> {
-    let Daemon { evaluator, dispatcher, sensors, loader, clock, tick, record, stop_when_sensors_end, health } = daemon;
+    let Daemon { evaluator, dispatcher, sensors, loader, clock, max_ahead, tick, record, stop_when_sensors_end, health } =
+        daemon;
     let recorder = match &record {
         Some(path) => Some(Writer::new(BufWriter::new(File::create(path)?))),
         None => None,
     };
     let sensors = event_loop::Sensors::start(sensors, evaluator.series(), &shutdown, &health);
-    let dispatcher = dispatcher_task::DispatcherTask::spawn(dispatcher);
+    let dispatcher = dispatcher_task::DispatcherTask::spawn(dispatcher, evaluator.firing_snapshot());
     let mut event_loop = event_loop::EventLoop {
         evaluator,
         loader,
@@ -171,6 +184,9 @@ pub async fn run(
         events: Vec::new(),
         last_now: crate::time::wall_clock_now(),
         tally: event_loop::Tally::default(),
+        guard: TimeGuard::new(clock, max_ahead),
+        reloading: None,
+        refusals: refusals::RefusalReporter::default(),
     };
     event_loop.run(sensors, shutdown, commands, tick, stop_when_sensors_end, &mut observe).await;
     event_loop.finish(&mut observe).await

@@ -11,9 +11,9 @@ use crate::action::Action;
 use crate::contracts::{Actuator, ActuatorError, Outcome, Plan, Verification};
 use crate::labels::Labels;
 
-/// One knob per target: `execute` sets it to "ours" and records what it
-/// replaced ("default" when unset), `undo` puts that back, `verify` reads
-/// it. [`Knobs::set_by_hand`] is the operator; [`Knobs::fail_next`] a busy
+/// One knob per target: `prepare` reads it ("default" when unset), `apply`
+/// sets it to "ours", `undo` puts back what `prepare` read, `verify` reads
+/// it: ours, as before, or someone else's. [`Knobs::set_by_hand`] is the operator; [`Knobs::fail_next`] a busy
 /// switch.
 #[derive(Debug, Default)]
 pub struct Knobs {
@@ -61,41 +61,55 @@ impl Actuator for Knobs {
     }
 
     async fn execute(&self, action: &Action) -> Result<Outcome, ActuatorError> {
+        let prior = self.prepare(action).await?.expect("knobs always read their target");
+        self.apply(action, &prior).await
+    }
+
+    async fn prepare(&self, action: &Action) -> Result<Option<serde_json::Value>, ActuatorError> {
+        let before = self.value(&action.target).unwrap_or_else(|| "default".into());
+        Ok(Some(serde_json::json!({ "before": before, "after": "ours" })))
+    }
+
+    async fn apply(&self, action: &Action, prior: &serde_json::Value) -> Result<Outcome, ActuatorError> {
         self.executes.fetch_add(1, Ordering::SeqCst);
         let failing = self.failures_left.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
         if failing.is_ok() {
             return Err(ActuatorError::Failed("switch busy".into()));
         }
         let key = action.target.to_string();
-        let prior = self
-            .values
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(key.clone(), "ours".into())
-            .unwrap_or_else(|| "default".into());
+        self.set_by_hand(&action.target, "ours");
         Ok(Outcome {
             summary: format!("set {key} ours"),
             requests: vec![format!("set {key} ours")],
-            prior: Some(serde_json::json!(prior)),
+            prior: Some(prior.clone()),
         })
     }
 
-    async fn verify(&self, action: &Action, _: Option<&Outcome>) -> Result<Verification, ActuatorError> {
-        Ok(match self.value(&action.target).as_deref() {
-            Some("ours") => Verification::InEffect,
-            Some(other) => Verification::Changed(format!("value is {other}")),
-            None => Verification::NotInEffect,
+    async fn verify(&self, action: &Action, applied: Option<&Outcome>) -> Result<Verification, ActuatorError> {
+        let before = applied.and_then(|a| a.prior.as_ref()).and_then(|p| p.get("before")).and_then(|b| b.as_str());
+        let now = self.value(&action.target).unwrap_or_else(|| "default".into());
+        Ok(if now == "ours" {
+            Verification::InEffect
+        } else if before.is_none_or(|b| b == now) {
+            Verification::NotInEffect
+        } else {
+            Verification::Changed(format!("value is {now}"))
         })
     }
 
     async fn dry_run_undo(&self, action: &Action, applied: &Outcome) -> Result<Plan, ActuatorError> {
-        Ok(Plan { actuator: "knobs".into(), requests: vec![format!("set {} {:?}", action.target, applied.prior)] })
+        Ok(Plan { actuator: "knobs".into(), requests: vec![format!("set {} {}", action.target, before(applied))] })
     }
 
     async fn undo(&self, action: &Action, applied: &Outcome) -> Result<Outcome, ActuatorError> {
         self.undos.fetch_add(1, Ordering::SeqCst);
-        let prior = applied.prior.as_ref().and_then(|p| p.as_str()).unwrap_or("default").to_string();
+        let prior = before(applied);
         self.set_by_hand(&action.target, &prior);
         Ok(Outcome { summary: format!("restored {prior}"), requests: vec![], prior: None })
     }
+}
+
+/// What a knob held before `applied` set it.
+fn before(applied: &Outcome) -> String {
+    applied.prior.as_ref().and_then(|p| p.get("before")).and_then(|b| b.as_str()).unwrap_or("default").to_string()
 }

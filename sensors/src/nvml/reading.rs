@@ -171,7 +171,9 @@ mod tests {
             ]
         );
         assert_eq!(reg.info(out[2].series).kind, SampleKind::Counter(CounterSpec::U32_WRAP));
-        assert_eq!(reg.info(out[3].series).kind, SampleKind::Counter(CounterSpec::U64));
+        // Registered with the bound its name implies: errors count at most packets.
+        let bounded = CounterSpec::U64.bounded(engine::RateBound::Packets);
+        assert_eq!(reg.info(out[3].series).kind, SampleKind::Counter(bounded));
         assert_eq!(
             reg.labels(out[3].series),
             Labels::from_pairs([("gpu", "3"), ("pci_bus_id", "00000000:3B:00.0"), ("link", "5")])

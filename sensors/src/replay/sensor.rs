@@ -10,6 +10,8 @@ use engine::recording::{Event, Reader};
 use engine::{Batch, Nanos, Sample, Sensor, SensorContext, SensorError, SeriesId};
 use tokio::time::Instant;
 
+use crate::ConfigError;
+
 /// How many timestamp groups one trip to the blocking pool reads ahead.
 /// Reading happens off the async runtime (file I/O blocks); a few dozen
 /// groups amortise the hop while keeping memory to a few batches' worth.
@@ -49,7 +51,7 @@ impl ReplaySensor {
     /// Plays the recording in the file at `path`; `speed` as in
     /// [`ReplayConfig::speed`](super::ReplayConfig::speed). The file is
     /// opened when the sensor runs.
-    pub fn from_path(name: &str, path: impl Into<PathBuf>, speed: f64) -> Result<ReplaySensor, SensorError> {
+    pub fn from_path(name: &str, path: impl Into<PathBuf>, speed: f64) -> Result<ReplaySensor, ConfigError> {
         Ok(ReplaySensor {
             name: name.to_string(),
             source: Source::File(path.into()),
@@ -60,7 +62,7 @@ impl ReplaySensor {
 
     /// Plays a recording held in memory (the embedded demo, a test); errors
     /// name it `name`.
-    pub fn from_bytes(name: &str, bytes: impl Into<Arc<[u8]>>, speed: f64) -> Result<ReplaySensor, SensorError> {
+    pub fn from_bytes(name: &str, bytes: impl Into<Arc<[u8]>>, speed: f64) -> Result<ReplaySensor, ConfigError> {
         Ok(ReplaySensor {
             name: name.to_string(),
             source: Source::Bytes(bytes.into()),
@@ -96,13 +98,17 @@ impl ReplaySensor {
     }
 }
 
-fn check_speed(speed: f64) -> Result<f64, SensorError> {
+fn check_speed(speed: f64) -> Result<f64, ConfigError> {
     if speed.is_finite() && speed >= 0.0 {
         Ok(speed)
     } else {
-        Err(SensorError::Config(format!(
-            "speed {speed} is not a finite, non-negative number (1 = real time, 10 = ten times faster, 0 = as fast as possible)"
-        )))
+        Err(ConfigError::OutOfRange {
+            setting: "speed".into(),
+            value: speed.to_string(),
+            reason: "is not a finite, non-negative number (1 = real time, 10 = ten times faster, 0 = as fast as \
+                     possible)"
+                .into(),
+        })
     }
 }
 
@@ -240,20 +246,50 @@ async fn read_ahead(mut groups: Groups) -> Result<(Groups, Vec<Group>), SensorEr
     Ok((groups, result?))
 }
 
+/// The longest stretch of recorded time the pacer waits through. A gap in
+/// a recording (a sensor or the daemon was down) plays at once: a replay
+/// shows what happened, not hours of silence.
+const MAX_PACED_GAP: Nanos = 10 * engine::SECOND;
+
 /// Maps recorded time to the runtime's clock: the first batch goes out at
 /// once, each later one when its recorded offset divided by the speed has
 /// passed. Deadlines are absolute, so sleeping late never accumulates drift.
+///
+/// A step more than [`MAX_PACED_GAP`] ahead plays at once without moving
+/// the pacing: if the next group carries on from it, it was a gap and the
+/// pacing restarts there; if the next group is back where it was, it was
+/// one bad timestamp (the engine refuses it), and the pacing goes on.
 struct Pacer {
     speed: f64,
     origin: Option<(Nanos, Instant)>,
+    /// The latest time paced.
+    last: Nanos,
+    /// A group far ahead, and when it went out: a gap, if the next carries on.
+    ahead: Option<(Nanos, Instant)>,
 }
 
 impl Pacer {
+    fn new(speed: f64) -> Pacer {
+        Pacer { speed, origin: None, last: Nanos::MIN, ahead: None }
+    }
+
     fn deadline(&mut self, t: Nanos) -> Option<Instant> {
         if self.speed == 0.0 {
             return None;
         }
+        if let Some((far, at)) = self.ahead.take() {
+            if t >= far && t - far <= MAX_PACED_GAP {
+                // The recording carries on after the gap: pace from there.
+                self.origin = Some((far, at));
+                self.last = far;
+            }
+        }
         let (t0, start) = *self.origin.get_or_insert_with(|| (t, Instant::now()));
+        if self.last != Nanos::MIN && t.saturating_sub(self.last) > MAX_PACED_GAP {
+            self.ahead = Some((t, Instant::now()));
+            return None;
+        }
+        self.last = self.last.max(t);
         // A recording that steps back in time plays the step at once.
         let offset = t.saturating_sub(t0).max(0) as f64 / self.speed;
         Some(start + Duration::from_nanos(offset.min(u64::MAX as f64) as u64))
@@ -278,7 +314,7 @@ impl Sensor for ReplaySensor {
             failed: None,
             done: false,
         };
-        let mut pacer = Pacer { speed: self.speed, origin: None };
+        let mut pacer = Pacer::new(self.speed);
         let (mut batches, mut samples) = (0u64, 0u64);
         let mut shift: Option<Nanos> = None;
         'run: loop {
@@ -318,5 +354,33 @@ impl Sensor for ReplaySensor {
         }
         tracing::info!(message = "Replay stopped by shutdown.", sensor = %self.name, recording = %origin, batches, samples);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod pacer_tests {
+    use super::*;
+    use engine::SECOND;
+
+    #[tokio::test(start_paused = true)]
+    async fn one_group_far_ahead_does_not_stall_or_skip_the_rest() {
+        let mut pacer = Pacer::new(1.0);
+        let start = Instant::now();
+        assert_eq!(pacer.deadline(0), Some(start));
+        assert_eq!(pacer.deadline(SECOND), Some(start + Duration::from_secs(1)));
+        assert_eq!(pacer.deadline(i64::MAX), None, "a bad timestamp plays at once");
+        assert_eq!(pacer.deadline(2 * SECOND), Some(start + Duration::from_secs(2)), "pacing goes on");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_gap_plays_at_once_and_pacing_restarts_after_it() {
+        let mut pacer = Pacer::new(1.0);
+        let start = Instant::now();
+        pacer.deadline(0);
+        let hour = 3600 * SECOND;
+        assert_eq!(pacer.deadline(hour), None);
+        tokio::time::advance(Duration::from_millis(5)).await;
+        let next = pacer.deadline(hour + SECOND).unwrap();
+        assert_eq!(next, start + Duration::from_secs(1), "paced from the group after the gap");
     }
 }

@@ -137,11 +137,12 @@ async fn a_sample_of_an_undeclared_series_is_malformed() {
 
 #[tokio::test(start_paused = true)]
 async fn shutdown_stops_a_replay_waiting_for_its_next_batch() {
-    // The second batch is an hour of recorded time after the first.
+    // The second batch is 8 s of recorded time after the first (a gap of
+    // over 10 s would play at once).
     let text = format!(
         "{}\n{{\"s\":0,\"t\":{T0},\"v\":1}}\n{{\"s\":0,\"t\":{},\"v\":2}}\n",
         recording().lines().next().unwrap(),
-        T0 + 3600 * 1000 * MS
+        T0 + 8 * 1000 * MS
     );
     let mut h = harness();
     let start = Instant::now();
@@ -151,7 +152,7 @@ async fn shutdown_stops_a_replay_waiting_for_its_next_batch() {
     tokio::time::sleep(Duration::from_secs(5)).await;
     h.stop.send(true).unwrap();
     run.await.unwrap().unwrap();
-    assert_eq!(start.elapsed(), Duration::from_secs(5), "stopped at shutdown, not after the hour");
+    assert_eq!(start.elapsed(), Duration::from_secs(5), "stopped at shutdown, not after the 8 s");
     assert!(h.rx.try_recv().is_err(), "the second batch was never sent");
 }
 

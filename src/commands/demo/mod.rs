@@ -62,6 +62,7 @@ pub fn demo(speed: f64) -> anyhow::Result<Exit> {
         sensors: vec![SensorSlot { sensor: Box::new(sensor), max_series: 100_000 }],
         loader: None,
         clock: ClockMode::Samples,
+        max_ahead: engine::runtime::DEFAULT_MAX_AHEAD,
         tick: Duration::from_millis(50),
         record: None,
         stop_when_sensors_end: true,

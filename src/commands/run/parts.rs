@@ -5,6 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use anyhow::Context;
 use engine::ledger::{Ledger, Retention};
 use engine::playbook::Playbook;
@@ -50,7 +52,12 @@ impl Parts {
             .with_context(|| format!("creating state directory {}", config.state_dir.display()))?;
         let store = Store::open(&config.state_dir.join("state.sled"))?;
         let ledger = Ledger::open(&store, Retention::default())?;
-        let evaluator = Evaluator::new(series, rules, Some(store))?;
+        let mut evaluator = Evaluator::new(series, rules, Some(store))?;
+        let budget = config.engine.rule_cost_budget;
+        if !(budget > 0.0 && budget <= 1.0) {
+            anyhow::bail!("{}: engine.rule_cost_budget = {budget}: expected a share of a core, above 0 and at most 1", config_path.display());
+        }
+        evaluator.set_cost_budget(budget);
         let dispatcher = actuators::registry::dispatcher(&playbook, topology.clone(), Some(ledger.clone()))?;
         let mut sensors = wiring::sensors(config)?;
         // Job signals pushed over the control API enter as one more sensor;
@@ -72,14 +79,17 @@ impl Parts {
         };
         let tick = Duration::from_nanos(parse_duration(&config.engine.tick)?.max(1_000_000) as u64);
         let reload_poll = parse_duration(&config.engine.reload_poll)?;
+        let max_ahead = parse_duration(&config.engine.max_ahead)
+            .with_context(|| format!("{}: engine.max_ahead", config_path.display()))?;
         let socket = config.control.socket.clone().unwrap_or_else(|| config.state_dir.join("control.sock"));
         let (loader_dir, loader_playbook) = (rules_dir.clone(), playbook.clone());
         let daemon = Daemon {
             evaluator,
             dispatcher,
             sensors,
-            loader: Some(Box::new(move |helpers| wiring::load_rules(&loader_dir, helpers, &loader_playbook))),
+            loader: Some(Arc::new(move |helpers| wiring::load_rules(&loader_dir, helpers, &loader_playbook))),
             clock,
+            max_ahead,
             tick,
             record: config.record.clone(),
             stop_when_sensors_end: config.engine.exit_when_sensors_end,

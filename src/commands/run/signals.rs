@@ -37,7 +37,7 @@ pub(super) fn spawn_signal_handlers(
             tokio::select! {
                 _ = hup.recv() => {
                     tracing::info!(message = "SIGHUP: reloading rules.");
-                    let _ = commands.send(EngineCommand::Reload.into()).await;
+                    let _ = commands.send(EngineCommand::reload().into()).await;
                 }
                 _ = term.recv() => break,
                 _ = int.recv() => break,
@@ -66,16 +66,24 @@ fn fingerprint(dir: &Path) -> Vec<(PathBuf, u64, Option<std::time::SystemTime>)>
     out
 }
 
+/// Polls the rule directory and asks for a reload once a change has
+/// settled: the fingerprint changed, then stayed the same for one more
+/// poll. A deployment that copies or deletes files over a few seconds is
+/// read once, when it is done, not halfway through.
 pub(super) async fn watch_rules(dir: PathBuf, every: Duration, commands: mpsc::Sender<Command>) {
-    let mut last = fingerprint(&dir);
+    let mut loaded = fingerprint(&dir);
+    let mut seen = loaded.clone();
     let mut ticker = tokio::time::interval(every);
     loop {
         ticker.tick().await;
-        let now = fingerprint(&dir);
-        if now != last {
-            last = now;
+        let dir2 = dir.clone();
+        let Ok(now) = tokio::task::spawn_blocking(move || fingerprint(&dir2)).await else { return };
+        let settled = now == seen;
+        seen = now;
+        if settled && seen != loaded {
+            loaded = seen.clone();
             tracing::info!(message = "Rule files changed: reloading.", dir = %dir.display());
-            if commands.send(EngineCommand::Reload.into()).await.is_err() {
+            if commands.send(EngineCommand::reload().into()).await.is_err() {
                 return;
             }
         }

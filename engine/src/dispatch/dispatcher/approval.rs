@@ -9,7 +9,7 @@ impl Dispatcher {
         let mut d = self.pending.remove(id).ok_or_else(|| self.not_pending(id))?;
         d.steps.push(Step { at: now, what: format!("approved by {by}") });
         d.phase = Phase::Decided;
-        Ok(self.decide(d, now, false).await)
+        Ok(self.decide(d, now, CheckFor::Approved).await)
     }
 
     /// Rejects a request.

@@ -24,13 +24,16 @@ impl Dispatcher {
 
     fn decided_before(&self, p: &Proposal) -> Option<Decision> {
         let ledger = self.ledger.as_ref()?;
-        let filter = crate::ledger::Filter { since: Some(p.active_at), rule: Some(p.rule.clone()), target: None };
-        let key = p.action.dedup_key();
-        ledger
-            .list(&filter)
-            .ok()?
-            .into_iter()
-            .find(|d| d.undo_of.is_none() && d.proposal.subject == p.subject && d.proposal.action.dedup_key() == key)
+        let earlier = ledger.latest_for(p, p.active_at).unwrap_or_else(|error| {
+            tracing::error!(message = "Could not read the ledger.", %error);
+            None
+        })?;
+        // Found not applied after the crash: the fault still fires and
+        // nothing acts on it, so this proposal is decided afresh.
+        match earlier.verdict {
+            Verdict::Interrupted { applied: false, .. } => None,
+            _ => Some(earlier),
+        }
     }
 
     async fn dispatch_inner(&mut self, proposal: Proposal) -> Decision {
@@ -60,17 +63,13 @@ impl Dispatcher {
             d.steps.push(Step { at: now, what: "shadow mode: recorded, not acted on".into() });
             return self.finish(d, false);
         }
-        self.decide(d, now, true).await
+        self.decide(d, now, CheckFor::Proposal).await
     }
 
-    pub(super) async fn decide(&mut self, mut d: Decision, now: Nanos, ask_approval: bool) -> Decision {
+    pub(super) async fn decide(&mut self, mut d: Decision, now: Nanos, what: CheckFor) -> Decision {
         let destructive = d.destructive;
         let tripped_before = self.policy.breaker().tripped_at;
-        let mut check = if ask_approval {
-            self.policy.check(&d.proposal, destructive, now)
-        } else {
-            self.policy.check_approved(&d.proposal, destructive, now)
-        };
+        let mut check = self.policy.check_for(what, &d.proposal, destructive, now);
         if let Check::Duplicate { of, resolved: true } = &check {
             // The instance that asked for it is gone: believe "in effect" only
             // if the target says so.
@@ -86,11 +85,7 @@ impl Dispatcher {
             } else {
                 d.steps.push(Step { at: now, what: format!("{of} is no longer known to be in effect ({found:?})") });
                 self.policy.remove_effect(&d.proposal.action);
-                check = if ask_approval {
-                    self.policy.check(&d.proposal, destructive, now)
-                } else {
-                    self.policy.check_approved(&d.proposal, destructive, now)
-                };
+                check = self.policy.check_for(what, &d.proposal, destructive, now);
             }
         }
         match check {

@@ -1,7 +1,15 @@
-//! Acting: the actuator's call under its timeout, with retries, the
-//! intent recorded before it and the outcome after.
+//! Acting: the target read first, the intent with what it held and what
+//! the action sets flushed to disk, then the change under its timeout with
+//! retries, then the outcome, flushed too.
+//!
+//! The order is what makes a crash harmless. Killed before the intent is on
+//! disk, nothing was sent. Killed after it, the restart reads the target and
+//! compares it with the intent ([`super::reconcile`]): the desired values
+//! mean the change landed and is ours to undo with the intent's prior; the
+//! prior values mean it did not; anything else is someone else's.
 
 use super::*;
+use crate::contracts::already_holds;
 
 impl Dispatcher {
     pub(super) async fn act(&mut self, mut d: Decision, now: Nanos) -> Decision {
@@ -12,32 +20,30 @@ impl Dispatcher {
         };
         let actuator = route.actuator;
         if d.mode == Mode::DryRun {
-            match self.call(actuator.dry_run(&d.proposal.action)).await {
-                Ok(plan) => {
-                    d.steps.push(Step {
-                        at: now,
-                        what: format!("dry-run: {} would send {}", plan.actuator, plan.requests.join(" ; ")),
-                    });
-                    self.policy.commit(&d.id, &d.proposal, now);
-                    d.verdict = Verdict::DryRun { plan };
-                }
-                Err(e) => {
-                    d.steps.push(Step { at: now, what: format!("dry-run failed: {e}") });
-                    d.verdict = Verdict::Failed { error: e.to_string() };
-                }
-            }
-            return self.finish(d, false);
+            return self.dry_run(d, actuator.as_ref(), now).await;
         }
-        d.phase = Phase::Intent;
-        d.steps.push(Step { at: now, what: format!("intent on disk; calling {}", actuator.name()) });
-        self.save(&d, true);
         let action = d.proposal.action.clone();
         let mut backoff = self.policy.settings().backoff.max(0) as u64;
         let attempts = self.policy.settings().attempts;
         for attempt in 1..=attempts {
             d.attempts = attempt;
-            match self.call(actuator.execute(&action)).await {
-                Ok(outcome) => {
+            let result = match self.prepare_intent(&mut d, actuator.as_ref(), now).await {
+                Ok(Prepared::Held(detail)) => {
+                    d.steps.push(Step { at: now, what: format!("the target already holds it ({detail}); not sent") });
+                    d.verdict = Verdict::AlreadyHeld { detail };
+                    return self.finish(d, false);
+                }
+                Ok(Prepared::Ready) => match &d.prior {
+                    Some(prior) => self.call(actuator.apply(&action, prior)).await,
+                    None => self.call(actuator.execute(&action)).await,
+                },
+                Err(e) => Err(e),
+            };
+            match result {
+                Ok(mut outcome) => {
+                    if outcome.prior.is_none() {
+                        outcome.prior = d.prior.clone();
+                    }
                     d.steps.push(Step { at: now, what: format!("executed: {}", outcome.summary) });
                     d.verdict = Verdict::Executed { outcome };
                     break;
@@ -49,20 +55,7 @@ impl Dispatcher {
                 }
                 Err(e) => {
                     d.steps.push(Step { at: now, what: format!("attempt {attempt}: {e}") });
-                    // A timed-out call may still have taken effect: look before
-                    // sending it again.
-                    if let Ok(Verification::InEffect) = self.call(actuator.verify(&action, None)).await {
-                        d.steps.push(Step {
-                            at: now,
-                            what: "verified in effect despite the error; not sent again".into(),
-                        });
-                        d.verdict = Verdict::Executed {
-                            outcome: Outcome {
-                                summary: format!("in effect after: {e}"),
-                                requests: vec![],
-                                prior: None,
-                            },
-                        };
+                    if self.landed_despite(&mut d, actuator.as_ref(), &e, now).await {
                         break;
                     }
                     if attempt == attempts {
@@ -79,9 +72,93 @@ impl Dispatcher {
             self.policy.commit(&d.id, &d.proposal, now);
         }
         d.phase = Phase::Done;
-        // Buffered: sled flushes within `store::FLUSH_EVERY_MS`. A crash before that
-        // leaves the record in the intent phase, and the restart verifies the
-        // target instead of trusting or repeating anything.
+        // Durable: with the outcome on disk a restart has nothing to
+        // reconcile. Losing it is still safe (the intent holds the prior).
+        self.finish(d, true)
+    }
+
+    async fn dry_run(&mut self, mut d: Decision, actuator: &dyn Actuator, now: Nanos) -> Decision {
+        match self.call(actuator.dry_run(&d.proposal.action)).await {
+            Ok(plan) => {
+                d.steps.push(Step {
+                    at: now,
+                    what: format!("dry-run: {} would send {}", plan.actuator, plan.requests.join(" ; ")),
+                });
+                self.policy.commit(&d.id, &d.proposal, now);
+                d.verdict = Verdict::DryRun { plan };
+            }
+            Err(e) => {
+                d.steps.push(Step { at: now, what: format!("dry-run failed: {e}") });
+                d.verdict = Verdict::Failed { error: e.to_string() };
+            }
+        }
         self.finish(d, false)
+    }
+
+    /// Reads the target and writes the intent, with the prior, to disk. On
+    /// a retry the target is read again: a failed attempt may have changed it
+    /// (then it is verified in [`Dispatcher::landed_despite`] first).
+    async fn prepare_intent(
+        &mut self,
+        d: &mut Decision,
+        actuator: &dyn Actuator,
+        now: Nanos,
+    ) -> Result<Prepared, ActuatorError> {
+        if d.phase != Phase::Intent {
+            let prior = self.call(actuator.prepare(&d.proposal.action)).await?;
+            if let Some(prior) = &prior {
+                if already_holds(prior) {
+                    return Ok(Prepared::Held(describe_prior(prior)));
+                }
+            }
+            d.prior = prior;
+            d.phase = Phase::Intent;
+            let read = if d.prior.is_some() { "target read; " } else { "" };
+            d.steps.push(Step { at: now, what: format!("{read}intent on disk; calling {}", actuator.name()) });
+            self.save(d, true);
+        }
+        Ok(Prepared::Ready)
+    }
+
+    /// A failed or timed-out call may still have taken effect: looks before
+    /// sending it again, and records it executed if it did.
+    async fn landed_despite(
+        &mut self,
+        d: &mut Decision,
+        actuator: &dyn Actuator,
+        error: &ActuatorError,
+        now: Nanos,
+    ) -> bool {
+        if d.phase != Phase::Intent {
+            return false;
+        }
+        let applied = d.prior.clone().map(|prior| Outcome { summary: String::new(), requests: vec![], prior: Some(prior) });
+        if let Ok(Verification::InEffect) = self.call(actuator.verify(&d.proposal.action, applied.as_ref())).await {
+            d.steps.push(Step { at: now, what: "verified in effect despite the error; not sent again".into() });
+            d.verdict = Verdict::Executed {
+                outcome: Outcome { summary: format!("in effect after: {error}"), requests: vec![], prior: d.prior.clone() },
+            };
+            return true;
+        }
+        false
+    }
+}
+
+/// What reading the target before acting found.
+enum Prepared {
+    /// Go on: the intent is on disk.
+    Ready,
+    /// The target already holds what the action sets.
+    Held(String),
+}
+
+/// The values a prior holds, for people: `action="drop", detection_time="200"`.
+pub(super) fn describe_prior(prior: &serde_json::Value) -> String {
+    match prior.get("after") {
+        Some(serde_json::Value::Object(fields)) => {
+            fields.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ")
+        }
+        Some(other) => other.to_string(),
+        None => prior.to_string(),
     }
 }

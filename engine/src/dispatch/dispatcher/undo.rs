@@ -1,5 +1,11 @@
 //! Undo: what a resolved instance put in effect is undone where the
-//! playbook asks, and only where the target is still as we left it.
+//! playbook asks, and only where the target still holds what we wrote.
+//!
+//! The order mirrors acting: verify that the target holds what we set (and
+//! nothing else), write the undo's intent to disk, restore the prior values
+//! the original intent recorded, record the outcome. A crash in between is
+//! settled at the next start ([`super::reconcile`]), which reads the target
+//! again: restored means done; still ours means the undo runs again.
 
 use super::*;
 
@@ -37,10 +43,44 @@ impl Dispatcher {
         d
     }
 
-    pub(super) async fn undo_inner(&mut self, effect: Effect, now: Nanos) -> Decision {
+    async fn undo_inner(&mut self, effect: Effect, now: Nanos) -> Decision {
         let original = self.ledger.as_ref().and_then(|l| l.get(&effect.id).ok().flatten());
+        let mut d = self.undo_decision(&effect, original.as_ref(), now);
+        let Some(route) = self.route(&effect.action.kind) else {
+            d.verdict = Verdict::NoActuator;
+            return self.finish(d, false);
+        };
+        let Some(applied) = original.as_ref().and_then(applied_of) else {
+            d.verdict = Verdict::Skipped { reason: format!("no record of what {} changed; left alone", effect.id) };
+            self.policy.remove_effect(&effect.action);
+            return self.finish(d, false);
+        };
+        if d.mode != Mode::Enforce || original.as_ref().is_some_and(|o| o.mode != Mode::Enforce) {
+            d.verdict = match self.call(route.actuator.dry_run_undo(&effect.action, &applied)).await {
+                Ok(plan) => Verdict::DryRun { plan },
+                Err(e) => Verdict::Failed { error: e.to_string() },
+            };
+            self.policy.remove_effect(&effect.action);
+            return self.finish(d, false);
+        }
+        let found = self.call(route.actuator.verify(&effect.action, Some(&applied))).await;
+        if let Some(reason) = not_ours_to_undo(found, route.actuator.name()) {
+            tracing::warn!(message = "Undo skipped.", of = %effect.id, %reason);
+            d.steps.push(Step { at: now, what: format!("skipped: {reason}") });
+            d.verdict = Verdict::Skipped { reason };
+            self.policy.remove_effect(&effect.action);
+            return self.finish(d, false);
+        }
+        d.phase = Phase::Intent;
+        d.steps.push(Step { at: now, what: "verified as we left it; intent on disk; restoring".into() });
+        self.save(&d, true);
+        self.restore(d, route.actuator.as_ref(), &effect, &applied, now).await
+    }
+
+    /// The decision recording the undo of `effect`, not yet decided.
+    fn undo_decision(&mut self, effect: &Effect, original: Option<&Decision>, now: Nanos) -> Decision {
         let route = self.route(&effect.action.kind);
-        let mut proposal = original.as_ref().map(|o| o.proposal.clone()).unwrap_or_else(|| Proposal {
+        let mut proposal = original.map(|o| o.proposal.clone()).unwrap_or_else(|| Proposal {
             id: effect.id.clone(),
             rule: effect.rule.clone(),
             rule_hash: String::new(),
@@ -64,65 +104,29 @@ impl Dispatcher {
         d.actuator = route.as_ref().map(|r| r.actuator.name().to_string());
         // An undo restores what was there: no blast radius of its own.
         d.destructive = false;
-        let Some(route) = route else {
-            d.verdict = Verdict::NoActuator;
-            return self.finish(d, false);
-        };
-        let applied = match original.as_ref().map(|o| &o.verdict) {
-            Some(Verdict::Executed { outcome }) => Some(outcome.clone()),
-            Some(Verdict::DryRun { plan }) => {
-                Some(Outcome { summary: "planned in dry-run".into(), requests: plan.requests.clone(), prior: None })
-            }
-            _ => None,
-        };
-        let Some(applied) = applied else {
-            d.verdict = Verdict::Skipped { reason: format!("no record of what {} changed; left alone", effect.id) };
-            self.policy.remove_effect(&effect.action);
-            return self.finish(d, false);
-        };
-        if mode != Mode::Enforce || original.as_ref().is_some_and(|o| o.mode != Mode::Enforce) {
-            d.verdict = match self.call(route.actuator.dry_run_undo(&effect.action, &applied)).await {
-                Ok(plan) => Verdict::DryRun { plan },
-                Err(e) => Verdict::Failed { error: e.to_string() },
-            };
-            self.policy.remove_effect(&effect.action);
-            return self.finish(d, false);
-        }
-        let found = self.call(route.actuator.verify(&effect.action, Some(&applied))).await;
-        let reason = match found {
-            Ok(Verification::InEffect) => None,
-            Ok(Verification::Changed(detail)) => {
-                Some(format!("the target changed since we acted ({detail}); it is not ours to undo"))
-            }
-            Ok(Verification::NotInEffect) => Some("the action is no longer in effect; nothing to undo".into()),
-            Ok(Verification::Unknown) => {
-                Some(format!("{} cannot read the target back, so it is left alone", route.actuator.name()))
-            }
-            Err(e) => Some(format!("verification failed: {e}; left alone")),
-        };
-        if let Some(reason) = reason {
-            tracing::warn!(message = "Undo skipped.", of = %effect.id, %reason);
-            d.steps.push(Step { at: now, what: format!("skipped: {reason}") });
-            d.verdict = Verdict::Skipped { reason };
-            self.policy.remove_effect(&effect.action);
-            return self.finish(d, false);
-        }
-        d.phase = Phase::Intent;
-        d.steps.push(Step { at: now, what: "verified as we left it; intent on disk; restoring".into() });
-        self.save(&d, true);
-        d.attempts = 1;
-        match self.call(route.actuator.undo(&effect.action, &applied)).await {
+        d
+    }
+
+    /// Restores what `applied` changed, the undo's intent being on disk;
+    /// records the outcome, and the original as undone.
+    pub(super) async fn restore(
+        &mut self,
+        mut d: Decision,
+        actuator: &dyn Actuator,
+        effect: &Effect,
+        applied: &Outcome,
+        now: Nanos,
+    ) -> Decision {
+        d.attempts += 1;
+        match self.call(actuator.undo(&effect.action, applied)).await {
             Ok(outcome) => {
                 d.steps.push(Step { at: now, what: format!("restored: {}", outcome.summary) });
                 d.verdict = Verdict::Executed { outcome };
                 self.policy.remove_effect(&effect.action);
-                if let (Some(ledger), Some(mut o)) = (&self.ledger, original) {
-                    o.undone_by = Some(d.id.clone());
-                    o.steps.push(Step { at: now, what: format!("undone by {}", d.id) });
-                    if let Err(error) = ledger.put(&o) {
-                        tracing::error!(message = "Could not update the undone decision.", %error);
-                    }
-                }
+                let undo = d.id.clone();
+                self.mark_original(&effect.id, Step { at: now, what: format!("undone by {undo}") }, |o| {
+                    o.undone_by = Some(undo.clone())
+                });
             }
             Err(e) => {
                 d.steps.push(Step { at: now, what: format!("undo failed: {e}") });
@@ -131,5 +135,53 @@ impl Dispatcher {
         }
         d.phase = Phase::Done;
         self.finish(d, true)
+    }
+
+    /// Updates the original decision `id` with `change` and `step`, durably.
+    pub(super) fn mark_original(&self, id: &str, step: Step, change: impl FnOnce(&mut Decision)) {
+        let Some(ledger) = &self.ledger else { return };
+        match ledger.get(id) {
+            Ok(Some(mut original)) => {
+                change(&mut original);
+                original.steps.push(step);
+                if let Err(error) = ledger.put_durable(&original) {
+                    tracing::error!(message = "Could not update a decision.", %id, %error);
+                }
+            }
+            Ok(None) => {}
+            Err(error) => tracing::error!(message = "Could not read a decision.", %id, %error),
+        }
+    }
+}
+
+/// What an original decision changed, for undo: its outcome, or the prior
+/// its intent recorded.
+pub(super) fn applied_of(original: &Decision) -> Option<Outcome> {
+    match &original.verdict {
+        Verdict::Executed { outcome } => {
+            let mut outcome = outcome.clone();
+            if outcome.prior.is_none() {
+                outcome.prior = original.prior.clone();
+            }
+            Some(outcome)
+        }
+        Verdict::DryRun { plan } => {
+            Some(Outcome { summary: "planned in dry-run".into(), requests: plan.requests.clone(), prior: None })
+        }
+        _ => None,
+    }
+}
+
+/// Why a target is not ours to undo, from what verification found; `None`
+/// when it still holds what we set.
+pub(super) fn not_ours_to_undo(found: Result<Verification, ActuatorError>, actuator: &str) -> Option<String> {
+    match found {
+        Ok(Verification::InEffect) => None,
+        Ok(Verification::Changed(detail)) => {
+            Some(format!("the target changed since we acted ({detail}); it is not ours to undo"))
+        }
+        Ok(Verification::NotInEffect) => Some("the action is no longer in effect; nothing to undo".into()),
+        Ok(Verification::Unknown) => Some(format!("{actuator} cannot read the target back, so it is left alone")),
+        Err(e) => Some(format!("verification failed: {e}; left alone")),
     }
 }
