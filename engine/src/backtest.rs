@@ -14,7 +14,9 @@ use crate::contracts::Note;
 use crate::evaluator::{EngineEvent, Evaluator};
 use crate::labels::Labels;
 use crate::recording::{Event, Reader, RecordingError};
+use crate::recording::SEGMENT_START;
 use crate::rule::RuleSet;
+use crate::runtime::{ClockMode, TimeGuard, DEFAULT_MAX_AHEAD};
 use crate::series::{Sample, SeriesId, SeriesTable};
 use crate::time::Nanos;
 use crate::topology::Topology;
@@ -45,6 +47,9 @@ pub struct Backtest {
     pub samples: u64,
     /// First and last timestamp.
     pub span: (Nanos, Nanos),
+    /// Samples and notes refused: stamped far ahead of the recording's
+    /// clock, or readings no counter can hold.
+    pub refused: u64,
 }
 
 impl Backtest {
@@ -77,36 +82,46 @@ pub fn run(
         batch.clear();
         evaluator.evaluate(t, &mut out.events);
     };
+    // The daemon's guard on a recording's clock: a sample far ahead of the
+    // recording's time is refused, so one bad timestamp moves nothing.
+    let mut guard = TimeGuard::new(ClockMode::Samples, DEFAULT_MAX_AHEAD);
     while let Some(event) = reader.next_event()? {
         let t = match &event {
-            Event::Series(..) => None,
-            Event::Sample { t, .. } => Some(*t),
-            Event::Note(n) => Some(n.ts),
-        };
-        if let (Some(t), Some(bt)) = (t, batch_time) {
-            if t != bt {
-                flush(&mut evaluator, &mut batch, bt, &mut out);
-            }
-        }
-        if let Some(t) = t {
-            batch_time = Some(t);
-            out.span = (out.span.0.min(t), out.span.1.max(t));
-        }
-        match event {
             Event::Series(id, spec) => {
-                ids.insert(id, series.register(sensor, &spec)?);
+                ids.insert(*id, series.register(sensor, spec)?);
+                continue;
             }
+            Event::Sample { id, t, .. } => guard.admit(ids.get(id).copied(), *t, 0).is_ok().then_some(*t),
+            Event::Note(n) if n.kind == SEGMENT_START => {
+                guard.segment_start(n.ts);
+                Some(n.ts)
+            }
+            Event::Note(n) => guard.admit(None, n.ts, 0).is_ok().then_some(n.ts),
+        };
+        let Some(t) = t else {
+            out.refused += 1;
+            continue;
+        };
+        if batch_time.is_some_and(|bt| t != bt) {
+            let now = guard.clock().unwrap_or(t);
+            flush(&mut evaluator, &mut batch, now, &mut out);
+        }
+        batch_time = Some(t);
+        out.span = (out.span.0.min(t), out.span.1.max(t));
+        match event {
             Event::Sample { id, t, value } => {
                 let series_id = *ids.get(&id).expect("the reader checks declarations");
                 batch.push(Sample { series: series_id, ts: t, value });
                 out.samples += 1;
             }
             Event::Note(n) => out.notes.push(n),
+            Event::Series(..) => {}
         }
     }
     if let Some(bt) = batch_time {
-        flush(&mut evaluator, &mut batch, bt, &mut out);
+        flush(&mut evaluator, &mut batch, guard.clock().unwrap_or(bt), &mut out);
     }
+    out.refused += evaluator.stats().refused.total();
     Ok(out)
 }
 

@@ -186,6 +186,18 @@ impl Daemon {
         self.child.wait().expect("the killed daemon is reaped");
     }
 
+    /// Waits, at most `limit`, for the daemon to exit by itself; whether it did.
+    pub fn wait_exit(&mut self, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return true;
+            }
+            std::thread::sleep(POLL);
+        }
+        false
+    }
+
     /// Sends SIGTERM and waits, at most [`WAIT`], for the daemon to exit.
     pub fn stop(&mut self) -> ExitStatus {
         let pid = libc::pid_t::try_from(self.child.id()).expect("a pid fits pid_t");

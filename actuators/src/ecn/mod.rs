@@ -99,25 +99,44 @@ impl Actuator for EcnActuator {
     }
 
     async fn execute(&self, action: &Action) -> Result<Outcome, ActuatorError> {
+        let prior = self.prepare(action).await?.expect("ecn always reads its target");
+        self.apply(action, &prior).await
+    }
+
+    async fn prepare(&self, action: &Action) -> Result<Option<serde_json::Value>, ActuatorError> {
         if verb(action, "ecn", VERBS)? == "dcqcn" {
             let (netdev, knobs) = self.knobs(action)?;
             let before = host::read(&netdev, &knobs)?;
             let after: Vec<String> = knobs.iter().map(|k| k.value.clone()).collect();
+            return Ok(Some(json!({ "before": before, "after": after })));
+        }
+        let l = self.lowering(action)?;
+        let (before, after) = switch::plan(self.sonic()?, &l).await?;
+        Ok(Some(json!({ "before": sonic::to_json(&before), "after": sonic::to_json(&after) })))
+    }
+
+    /// Sets exactly what `prepare` computed (`prior["after"]`): a lowering
+    /// relative to the values read then, not to whatever the profile holds now.
+    async fn apply(&self, action: &Action, prior: &serde_json::Value) -> Result<Outcome, ActuatorError> {
+        let applied = Outcome { summary: String::new(), requests: vec![], prior: Some(prior.clone()) };
+        if verb(action, "ecn", VERBS)? == "dcqcn" {
+            let (netdev, knobs) = self.knobs(action)?;
+            let before = knob_values(&applied, "before", knobs.len())?;
+            let after = knob_values(&applied, "after", knobs.len())?;
             host::write(&knobs, &after, &before)?;
             return Ok(Outcome {
                 summary: format!("set {} DCQCN knob(s) of {netdev}", knobs.len()),
                 requests: knobs.iter().map(host::request).collect(),
-                prior: Some(json!({ "before": before, "after": after })),
+                prior: Some(prior.clone()),
             });
         }
         let l = self.lowering(action)?;
-        let sonic = self.sonic()?;
-        let (before, after) = switch::plan(sonic, &l).await?;
-        let request = sonic.set(l.switch, switch::TABLE, &l.profile, &after).await?;
+        let (_, after) = sonic::before_after(&applied)?;
+        let request = self.sonic()?.set(l.switch, switch::TABLE, &l.profile, &after).await?;
         Ok(Outcome {
             summary: format!("lowered {}|{} on {} to {}", switch::TABLE, l.profile, l.switch, sonic::show(&after)),
             requests: vec![request],
-            prior: Some(json!({ "before": sonic::to_json(&before), "after": sonic::to_json(&after) })),
+            prior: Some(prior.clone()),
         })
     }
 

@@ -136,13 +136,30 @@ impl LinkActuator {
     }
 }
 
-fn prior(state: &LinkState) -> serde_json::Value {
-    json!({ "admin": if state.admin_up { "up" } else { "down" }, "oper": if state.oper_up { "up" } else { "down" } })
+fn up_down(up: bool) -> &'static str {
+    if up {
+        "up"
+    } else {
+        "down"
+    }
 }
 
-/// Whether the outcome of an isolate says the link was administratively up before.
+/// An isolation's prior: the link's admin state before and after (down),
+/// and its operational state before, for people.
+fn prior(state: &LinkState) -> serde_json::Value {
+    json!({
+        "before": { "admin": up_down(state.admin_up) },
+        "after": { "admin": "down" },
+        "oper": up_down(state.oper_up),
+    })
+}
+
+/// Whether the outcome of an isolate says the link was administratively up
+/// before (`before.admin`; records of older versions kept it at the top).
 fn was_up(applied: &Outcome) -> bool {
-    applied.prior.as_ref().and_then(|p| p.get("admin")).and_then(|a| a.as_str()) == Some("up")
+    let prior = applied.prior.as_ref();
+    let admin = prior.and_then(|p| p.pointer("/before/admin").or_else(|| p.get("admin")));
+    admin.and_then(|a| a.as_str()) == Some("up")
 }
 
 #[async_trait]
@@ -157,13 +174,25 @@ impl Actuator for LinkActuator {
     }
 
     async fn execute(&self, action: &Action) -> Result<Outcome, ActuatorError> {
+        let prior = self.prepare(action).await?.expect("the link actuator always reads the link");
+        self.apply(action, &prior).await
+    }
+
+    async fn prepare(&self, action: &Action) -> Result<Option<serde_json::Value>, ActuatorError> {
+        let netdev = self.netdev(action)?;
+        let state = self.read(netdev).await?.ok_or_else(|| ActuatorError::Invalid(format!("no link {netdev}")))?;
+        Ok(Some(prior(&state)))
+    }
+
+    async fn apply(&self, action: &Action, prior: &serde_json::Value) -> Result<Outcome, ActuatorError> {
         let netdev = self.netdev(action)?;
         tracing::info!(message = "Taking link down.", actuator = %self.name, netdev, action = %action);
         let before = self.set(netdev, false).await?;
+        let was = prior.pointer("/before/admin").and_then(|a| a.as_str()).unwrap_or(up_down(before.admin_up));
         Ok(Outcome {
-            summary: format!("took {netdev} down (was admin {})", if before.admin_up { "up" } else { "down" }),
+            summary: format!("took {netdev} down (was admin {was})"),
             requests: vec![Self::request(netdev, false)],
-            prior: Some(prior(&before)),
+            prior: Some(prior.clone()),
         })
     }
 

@@ -84,18 +84,33 @@ impl Actuator for PfcwdActuator {
     }
 
     async fn execute(&self, action: &Action) -> Result<Outcome, ActuatorError> {
+        let prior = self.prepare(action).await?.expect("pfcwd always reads its target");
+        self.apply(action, &prior).await
+    }
+
+    async fn prepare(&self, action: &Action) -> Result<Option<serde_json::Value>, ActuatorError> {
         if verb(action, "pfcwd", &["escalate", "prevent"])? == "prevent" {
             let (netdev, value) = self.prevention(action)?;
             let before = host::get(netdev)?;
+            return Ok(Some(json!({ "before": before.to_string(), "after": value.to_string() })));
+        }
+        let e = switch::escalation(action, &self.levels)?;
+        Ok(Some(switch::prepare(self.sonic()?, &e).await?))
+    }
+
+    async fn apply(&self, action: &Action, prior: &serde_json::Value) -> Result<Outcome, ActuatorError> {
+        if verb(action, "pfcwd", &["escalate", "prevent"])? == "prevent" {
+            let (netdev, value) = self.prevention(action)?;
+            let before = prior.get("before").and_then(|b| b.as_str()).unwrap_or("unknown");
             host::set(netdev, value)?;
             return Ok(Outcome {
                 summary: format!("set pfc-prevention-tout of {netdev} to {value} (was {before})"),
                 requests: vec![host::request(netdev, value)],
-                prior: Some(json!({ "before": before.to_string(), "after": value.to_string() })),
+                prior: Some(prior.clone()),
             });
         }
         let e = switch::escalation(action, &self.levels)?;
-        switch::escalate(self.sonic()?, &e).await
+        switch::escalate(self.sonic()?, &e, prior).await
     }
 
     async fn verify(&self, action: &Action, applied: Option<&Outcome>) -> Result<Verification, ActuatorError> {

@@ -103,14 +103,19 @@ pub fn escalation<'a>(action: &'a Action, levels: &BTreeMap<String, Level>) -> R
     Ok(Escalation { switch, port, fields: level.fields(&action.params)? })
 }
 
-/// Carries out an escalation; the outcome's prior holds the values before and after.
-pub async fn escalate(sonic: &Sonic, e: &Escalation<'_>) -> Result<Outcome, ActuatorError> {
+/// Reads the fields an escalation sets: the prior, `{"before": …, "after": …}`.
+pub async fn prepare(sonic: &Sonic, e: &Escalation<'_>) -> Result<serde_json::Value, ActuatorError> {
     let fields: Vec<&str> = e.fields.keys().map(String::as_str).collect();
     let before = sonic.get(e.switch, TABLE, e.port, &fields).await?;
+    Ok(json!({ "before": sonic::to_json(&before), "after": sonic::to_json(&e.fields) }))
+}
+
+/// Carries out an escalation read as `prior`; the outcome carries it.
+pub async fn escalate(sonic: &Sonic, e: &Escalation<'_>, prior: &serde_json::Value) -> Result<Outcome, ActuatorError> {
     let request = sonic.set(e.switch, TABLE, e.port, &e.fields).await?;
     Ok(Outcome {
         summary: format!("escalated the PFC watchdog of {} {} to {}", e.switch, e.port, sonic::show(&e.fields)),
         requests: vec![request],
-        prior: Some(json!({ "before": sonic::to_json(&before), "after": sonic::to_json(&e.fields) })),
+        prior: Some(prior.clone()),
     })
 }
