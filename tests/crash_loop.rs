@@ -23,166 +23,23 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{repo, toml_path, Daemon};
+use common::storms::{self, Entry, Leaf, PORT};
+use common::Daemon;
 use engine::dispatch::{Decision, Phase, Verdict};
 use engine::ledger::{Filter, Ledger, Retention};
 use engine::Store;
-use sim::switch::{self, Model};
 
-/// The leaves the storms hit: rail n's leaf, port Ethernet0 (node-01's NIC n).
-const LEAVES: usize = 8;
-const PORT: &str = "Ethernet0";
 /// Recorded time: a sample every 100 ms for 4.5 s.
 const SAMPLES: u64 = 45;
 
-type Entry = Option<BTreeMap<String, String>>;
-
-/// One simulated leaf and every value its PFC_WD entry took, in order.
-struct Leaf {
-    name: String,
-    model: Model,
-    history: Arc<Mutex<Vec<Entry>>>,
-}
-
-impl Leaf {
-    fn now(&self) -> Entry {
-        self.model.config_entry("PFC_WD", PORT)
-    }
-}
-
-/// Serves the leaves and records every change of their PFC_WD entry.
-fn leaves(rt: &tokio::runtime::Runtime) -> (Vec<Leaf>, Vec<switch::RunningSwitch>) {
-    let mut leaves = Vec::new();
-    let mut servers = Vec::new();
-    for rail in 0..LEAVES {
-        let name = format!("leaf-rail{rail}");
-        let model = Model::new(32);
-        let server = rt
-            .block_on(switch::spawn(&name, ([127, 0, 0, 1], 0).into(), model.clone(), switch::Options::default()))
-            .expect("a simulated leaf serves");
-        let history = Arc::new(Mutex::new(vec![model.config_entry("PFC_WD", PORT)]));
-        let (watched, seen) = (model.clone(), history.clone());
-        rt.spawn(async move {
-            let mut changes = watched.changes();
-            while changes.changed().await.is_ok() {
-                let entry = watched.config_entry("PFC_WD", PORT);
-                let mut seen = seen.lock().unwrap();
-                if seen.last() != Some(&entry) {
-                    seen.push(entry);
-                }
-            }
-        });
-        leaves.push(Leaf { name, model, history });
-        servers.push(server);
-    }
-    (leaves, servers)
-}
-
-/// node-01's NICs pausing on priority 3: NIC n storms (90 % paused) from
-/// 0.3 + 0.2·n s for 0.8 s; 1 % paused otherwise. The last storm ends at
-/// 2.5 s and resolves (1 s of quiet after the 300 ms window) by 3.9 s.
-fn recording(path: &Path) {
-    let mut lines = Vec::new();
-    for nic in 0..LEAVES {
-        lines.push(format!(
-            r#"{{"series":{nic},"metric":"ethtool_tx_prio_pause_duration_us","labels":{{"node":"node-01","netdev":"eth{nic}","prio":"3"}},"kind":"counter","bits":64,"overflow":"wrap"}}"#
-        ));
-    }
-    let t0: u64 = 1_700_000_000_000_000_000;
-    let mut counters = [0u64; LEAVES];
-    for step in 0..SAMPLES {
-        let at = step * 100;
-        for (nic, counter) in counters.iter_mut().enumerate() {
-            let start = 300 + 200 * nic as u64;
-            let storming = (start..start + 800).contains(&at);
-            *counter += if storming { 90_000 } else { 1_000 };
-            lines.push(format!(r#"{{"s":{nic},"t":{},"v":{counter}}}"#, t0 + at * 1_000_000));
-        }
-    }
-    std::fs::write(path, lines.join("\n") + "\n").unwrap();
-}
-
-/// The rules (the standard PFC storm rule with a 1 s cooldown, so a port
-/// storms again in the next run), the playbook and the daemon config.
-fn configure(dir: &Path, leaves: &[(String, String)]) -> PathBuf {
-    let rules = dir.join("rules");
-    std::fs::create_dir_all(&rules).unwrap();
-    let storm = std::fs::read_to_string(repo("rules/pfc_storm.rhai")).unwrap();
-    assert!(storm.contains(r#"cooldown: "30s""#), "the standard rule changed; adjust this test");
-    std::fs::write(rules.join("pfc_storm.rhai"), storm.replace(r#"cooldown: "30s""#, r#"cooldown: "1s""#)).unwrap();
-    let switches: Vec<String> = leaves.iter().map(|(name, addr)| format!("{name} = \"{addr}\"")).collect();
-    std::fs::write(
-        dir.join("playbook.toml"),
-        format!(
-            r#"name = "kill-loop"
-mode = "enforce"
-rules = {rules}
-action_timeout = "2s"
-
-[[actuator]]
-name = "pfcwd"
-type = "pfcwd"
-handles = ["pfcwd.*"]
-[actuator.gnmi]
-switches = {{ {switches} }}
-[actuator.levels.1]
-action = "drop"
-detection_time = 400
-
-[[actuator]]
-name = "journal"
-type = "log"
-handles = ["*"]
-
-[target]
-cooldown = "0s"
-max_per_window = 100000
-window = "1h"
-
-[undo]
-on_resolve = ["pfcwd.escalate"]
-
-[verify]
-every = "1s"
-"#,
-            rules = toml_path(&rules),
-            switches = switches.join(", "),
-        ),
-    )
-    .unwrap();
-    recording(&dir.join("storms.jsonl"));
-    let config = dir.join("rocemend.toml");
-    std::fs::write(
-        &config,
-        format!(
-            r#"state_dir = "state"
-inventory = {inventory}
-playbook = "playbook.toml"
-[engine]
-clock = "wall"
-tick = "50ms"
-reload_poll = "0"
-exit_when_sensors_end = true
-[log]
-level = "info"
-[control]
-socket = {socket}
-[[sensor]]
-type = "replay"
-path = "storms.jsonl"
-speed = 1.0
-rebase = true
-"#,
-            inventory = toml_path(&repo("docs/examples/inventory.toml")),
-            socket = toml_path(&dir.join("control.sock")),
-        ),
-    )
-    .unwrap();
-    config
+/// node-01's NIC n storms from 0.3 + 0.2·n s for 0.8 s. The last storm ends
+/// at 2.5 s and resolves (1 s of quiet after the 300 ms window) by 3.9 s.
+fn storm(nic: usize) -> std::ops::Range<u64> {
+    let start = 300 + 200 * nic as u64;
+    start..start + 800
 }
 
 /// A small deterministic generator (xorshift64*): the kill moments.
@@ -284,13 +141,12 @@ fn sigkill_at_random_points_loses_no_undo_applies_nothing_twice_and_leaves_nothi
     let seed: u64 = std::env::var("ROCEMEND_KILL_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(0x5eed_2026);
     println!("kill loop: {cycles} cycles, seed {seed} (ROCEMEND_KILL_SEED to replay)");
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    let (leaves, _servers) = leaves(&rt);
+    let leaves = storms::leaves(&rt);
     let originals: Vec<Entry> = leaves.iter().map(Leaf::now).collect();
-    let addresses: Vec<(String, String)> =
-        leaves.iter().zip(&_servers).map(|(l, s)| (l.name.clone(), s.addr.to_string())).collect();
 
     let dir = tempfile::tempdir().unwrap();
-    let config = configure(dir.path(), &addresses);
+    storms::recording(&dir.path().join("storms.jsonl"), SAMPLES, storm);
+    let config = storms::configure(dir.path(), &leaves, "storms.jsonl", "1s");
     let (state, scratch, log) = (dir.path().join("state"), dir.path().join("state-copy"), dir.path().join("daemon.log"));
     let socket = dir.path().join("control.sock");
     let mut moments = Moments(seed | 1);

@@ -6,7 +6,8 @@
 //!
 //! The first bench measures the whole path to the first decided sample; the
 //! second only opening the ledger and building the dispatcher, the part
-//! that grows with the history.
+//! that grows with the history; the third what reading the whole history
+//! costs, as restarts did before the ledger's live index.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -148,6 +149,15 @@ fn restart(c: &mut Criterion) {
             let store = open(dir.path());
             let ledger = Ledger::open(&store, Retention::default()).expect("ledger");
             dispatcher(ledger).policy().in_effect().count()
+        })
+    });
+    // What a restart cost when it read the whole history (before the live
+    // index): every record decoded.
+    group.bench_function("scan_of_100k_ledger_records", |b| {
+        b.iter(|| {
+            let store = open(dir.path());
+            let ledger = Ledger::open(&store, Retention::default()).expect("ledger");
+            ledger.list(&engine::ledger::Filter::default()).expect("list").len()
         })
     });
     group.finish();

@@ -35,7 +35,7 @@ pub fn incidents(target: &Target, since: Option<i64>, as_json: bool) -> anyhow::
         for i in &list {
             let v = json!({"id": i.id, "rule": i.rule, "subject": sorted(&i.subject), "started": i.started_ns,
                            "state": i.state, "decisions": i.decision_ids, "last_verdict": i.last_verdict,
-                           "actions": i.actions});
+                           "actions": i.actions, "drift": i.drift});
             println!("{v}");
         }
         return Ok(Exit::Ok);
@@ -55,6 +55,9 @@ pub fn incidents(target: &Target, since: Option<i64>, as_json: bool) -> anyhow::
             subject(&i.subject),
             i.decision_ids.join(",")
         );
+        for drift in &i.drift {
+            println!("{:<16}  drift: {drift}", "");
+        }
     }
     println!("{} incidents", list.len());
     Ok(Exit::Ok)

@@ -16,11 +16,12 @@ pub fn status(target: &Target, json: bool) -> anyhow::Result<Exit> {
     let s = reply.into_inner();
     if json {
         println!(
-            "{{\"mode\":{:?},\"breaker\":{},\"pending\":[{}],\"in_effect\":[{}],\"silences\":[{}],\"ledger_records\":{}}}",
+            "{{\"mode\":{:?},\"breaker\":{},\"pending\":[{}],\"in_effect\":[{}],\"drifted\":[{}],\"silences\":[{}],\"ledger_records\":{}}}",
             s.mode,
             s.breaker_json,
             s.pending_json.join(","),
             s.in_effect_json.join(","),
+            s.drifted_json.join(","),
             s.silences_json.join(","),
             s.ledger_records
         );
@@ -42,6 +43,16 @@ pub fn status(target: &Target, json: bool) -> anyhow::Result<Exit> {
     for e in &s.in_effect_json {
         let e: Effect = decode(e)?;
         println!("  {}  {}  {}  since {}", e.id, e.rule, e.action, rfc3339(e.since));
+    }
+    println!("drifted   {}", s.drifted_json.len());
+    for text in &s.drifted_json {
+        let x: engine::dispatch::Drifted = decode(text)?;
+        let then = match &x.reapplied_by {
+            Some(id) => format!("re-applied as {id}"),
+            None => "left alone".to_string(),
+        };
+        let (kind, found) = (x.drift.kind.name(), &x.drift.found);
+        println!("  {}  {}  {kind} at {}: {found}; {then}", x.id, x.action, rfc3339(x.drift.at));
     }
     println!("silences  {}", s.silences_json.len());
     for text in &s.silences_json {

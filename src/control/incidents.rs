@@ -48,6 +48,7 @@ fn entry<'a>(
         decision_ids: vec![],
         last_verdict: String::new(),
         actions: vec![],
+        drift: vec![],
     })
 }
 
@@ -64,6 +65,9 @@ pub fn incidents(decisions: &[Decision], instances: &[InstanceView], since: Nano
         let action = p.action.to_string();
         if !inc.actions.contains(&action) {
             inc.actions.push(action);
+        }
+        if let Some(drift) = &d.drift {
+            inc.drift.push(format!("{} {}: {}", d.id, drift.kind.name(), drift.found));
         }
     }
     for i in instances.iter().filter(|i| i.instance.active_at >= since && i.instance.active_at > 0) {

@@ -106,6 +106,7 @@ impl Control for ControlService {
             in_effect_json: status.in_effect.iter().map(json).collect(),
             ledger_records: self.ledger.len() as u64,
             silences_json: status.silences.iter().map(json).collect(),
+            drifted_json: status.drifted.iter().map(json).collect(),
         }))
     }
 

@@ -15,7 +15,7 @@ use anyhow::Context;
 use bytes::Bytes;
 use engine::contracts::{HealthBoard, HealthState};
 use engine::ledger::Ledger;
-use engine::runtime::{Command, EngineCommand, EngineView};
+use engine::runtime::{Command, DispatchCommand, DispatchStatus, EngineCommand, EngineView};
 use http_body_util::Full;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
@@ -25,6 +25,10 @@ use super::Metrics;
 
 /// How long the run loop may take to answer before it is called stuck.
 pub const LOOP_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long a scrape waits for the dispatcher's figures: it may be in the
+/// middle of an actuator call of several seconds, and a scrape must not be.
+pub const DISPATCHER_TIMEOUT: Duration = Duration::from_millis(250);
 
 /// What the endpoint reads.
 #[derive(Clone)]
@@ -40,6 +44,21 @@ pub struct Endpoint {
 }
 
 impl Endpoint {
+    async fn dispatch_status(&self) -> Result<DispatchStatus, String> {
+        let (tx, rx) = oneshot::channel();
+        let ask = async {
+            self.commands
+                .send(DispatchCommand::Status { reply: tx }.into())
+                .await
+                .map_err(|_| "the run loop has stopped")?;
+            rx.await.map_err(|_| "the dispatcher has stopped")
+        };
+        match tokio::time::timeout(DISPATCHER_TIMEOUT, ask).await {
+            Ok(r) => r.map_err(str::to_string),
+            Err(_) => Err(format!("the dispatcher did not answer within {DISPATCHER_TIMEOUT:?}")),
+        }
+    }
+
     async fn view(&self) -> Result<EngineView, String> {
         let (tx, rx) = oneshot::channel();
         let ask = async {
@@ -63,6 +82,11 @@ impl Endpoint {
             "/metrics" => match self.view().await {
                 Ok(view) => {
                     self.metrics.refresh(&view, self.ledger.as_ref(), &self.health);
+                    // A dispatcher busy with a slow actuator answers late: the
+                    // metrics keep its last figures rather than fail the scrape.
+                    if let Ok(status) = self.dispatch_status().await {
+                        self.metrics.refresh_dispatch(&status);
+                    }
                     reply(
                         StatusCode::OK,
                         "application/openmetrics-text; version=1.0.0; charset=utf-8",

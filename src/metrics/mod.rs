@@ -22,7 +22,7 @@ use std::sync::Mutex;
 use engine::contracts::{HealthBoard, HealthState};
 use engine::dispatch::Verdict;
 use engine::ledger::Ledger;
-use engine::runtime::{DaemonEvent, EngineView};
+use engine::runtime::{DaemonEvent, DispatchStatus, EngineView};
 use engine::{EngineEvent, Nanos, RuleHealth, State};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -49,6 +49,10 @@ pub struct Metrics {
     registry: Registry,
     samples: Counter,
     out_of_order: Counter,
+    refused: Family<Labels, Counter>,
+    actions_in_effect: Gauge,
+    actions_drifted: Family<Labels, Counter>,
+    breaker_tripped: Gauge,
     series: Gauge,
     evaluations: Counter,
     evaluation_seconds: Counter<f64, AtomicU64>,
@@ -94,6 +98,10 @@ impl Metrics {
         let m = Metrics {
             samples: Counter::default(),
             out_of_order: Counter::default(),
+            refused: Family::default(),
+            actions_in_effect: Gauge::default(),
+            actions_drifted: Family::default(),
+            breaker_tripped: Gauge::default(),
             series: Gauge::default(),
             evaluations: Counter::default(),
             evaluation_seconds: Counter::default(),
@@ -115,6 +123,14 @@ impl Metrics {
         };
         r.register("samples_ingested", "Samples the engine ingested", m.samples.clone());
         r.register("samples_out_of_order", "Samples dropped as older than their series' last", m.out_of_order.clone());
+        r.register("samples_refused", "Samples not believed, by reason (bad_counter, implausible, future)", m.refused.clone());
+        r.register("actions_in_effect", "Actions this daemon has in effect", m.actions_in_effect.clone());
+        r.register(
+            "actions_drifted",
+            "Actions in effect found changed on their target, by kind (reverted, changed)",
+            m.actions_drifted.clone(),
+        );
+        r.register("breaker_tripped", "1 while the circuit breaker is tripped", m.breaker_tripped.clone());
         r.register("series", "Series registered", m.series.clone());
         r.register("rule_evaluations", "Evaluation passes over the rules", m.evaluations.clone());
         r.register("rule_evaluation_seconds", "Wall time spent evaluating rules", m.evaluation_seconds.clone());
@@ -196,6 +212,10 @@ impl Metrics {
     pub fn refresh(&self, view: &EngineView, ledger: Option<&Ledger>, health: &HealthBoard) {
         self.samples.inner().store(view.stats.samples, Ordering::Relaxed);
         self.out_of_order.inner().store(view.stats.out_of_order, Ordering::Relaxed);
+        let refused = view.stats.refused;
+        for (reason, n) in [("bad_counter", refused.bad_counter), ("implausible", refused.implausible), ("future", refused.future)] {
+            self.refused.get_or_create(&labels(&[("reason", reason)])).inner().store(n, Ordering::Relaxed);
+        }
         self.series.set(view.series as i64);
         self.evaluations.inner().store(view.evaluations, Ordering::Relaxed);
         self.script_calls.inner().store(view.stats.script_calls, Ordering::Relaxed);
@@ -236,6 +256,16 @@ impl Metrics {
                     .store(*n, Ordering::Relaxed);
             }
         }
+    }
+
+    /// Updates the dispatcher's metrics: actions in effect, drifts, the breaker.
+    pub fn refresh_dispatch(&self, status: &DispatchStatus) {
+        self.actions_in_effect.set(status.in_effect.len() as i64);
+        let (reverted, changed) = status.drift_counts;
+        for (kind, n) in [("reverted", reverted), ("changed", changed)] {
+            self.actions_drifted.get_or_create(&labels(&[("kind", kind)])).inner().store(n, Ordering::Relaxed);
+        }
+        self.breaker_tripped.set(i64::from(status.breaker.tripped_at.is_some()));
     }
 
     /// The exposition text.

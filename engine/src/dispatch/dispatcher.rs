@@ -28,7 +28,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::silence::{Silence, Silences};
-use super::types::{Decision, Drift, DriftKind, Mode, Phase, Step, Verdict};
+use super::types::{Decision, Drift, DriftKind, Drifted, Mode, Phase, Step, Verdict};
 use crate::action::Proposal;
 use crate::contracts::{Actuator, ActuatorError, Outcome, Verification};
 use crate::coordination::{Coordinator, Scope, Standalone, Token};
@@ -81,12 +81,38 @@ pub struct Dispatcher {
     last_compaction: Nanos,
     /// When the actions in effect were last read back.
     last_verified: Nanos,
+    /// Actions found drifted: the latest, and how many of each kind.
+    drifts: DriftLog,
     /// Operators' silences (see [`super::silence`]).
     silences: Silences,
     /// Fleet coordination ([`Standalone`] unless configured).
     fleet: super::fleet::Fleet,
     /// When decisions reach the dispatcher and become final.
     clock: Clock,
+}
+
+/// The drifts found since start: the last [`DriftLog::KEPT`], and counts.
+#[derive(Debug, Default)]
+struct DriftLog {
+    recent: std::collections::VecDeque<Drifted>,
+    reverted: u64,
+    changed: u64,
+}
+
+impl DriftLog {
+    /// Drifts kept for `status`: an operator needs the latest, the ledger has all.
+    const KEPT: usize = 64;
+
+    fn push(&mut self, drifted: Drifted) {
+        match drifted.drift.kind {
+            DriftKind::Reverted => self.reverted += 1,
+            DriftKind::Changed => self.changed += 1,
+        }
+        if self.recent.len() == Self::KEPT {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(drifted);
+    }
 }
 
 /// A source of the current time, ns since the epoch.
@@ -161,6 +187,7 @@ impl Dispatcher {
             seq: 0,
             last_compaction: Nanos::MIN,
             last_verified: Nanos::MIN,
+            drifts: DriftLog::default(),
             silences: Silences::default(),
             fleet: super::fleet::Fleet::new(Arc::new(Standalone), Vec::new()),
             clock: Arc::new(wall_clock_now),
@@ -231,6 +258,16 @@ impl Dispatcher {
     /// The policy (for status).
     pub fn policy(&self) -> &Policy {
         &self.policy
+    }
+
+    /// The latest actions found drifted, oldest first.
+    pub fn drifted(&self) -> impl Iterator<Item = &Drifted> {
+        self.drifts.recent.iter()
+    }
+
+    /// How many drifts were found since start: (reverted, changed by someone else).
+    pub fn drift_counts(&self) -> (u64, u64) {
+        (self.drifts.reverted, self.drifts.changed)
     }
 
     /// The ledger, if any.

@@ -15,7 +15,7 @@ mod types;
 
 pub use dispatcher::{ActuatorRoute, Clock, DispatchConfig, DispatchError, Dispatcher, COMPACTION_INTERVAL};
 pub use silence::Silence;
-pub use types::{Decision, Drift, DriftKind, Mode, Phase, Step, Verdict};
+pub use types::{Decision, Drift, DriftKind, Drifted, Mode, Phase, Step, Verdict};
 
 #[cfg(test)]
 mod fleet_tests;

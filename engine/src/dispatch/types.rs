@@ -148,6 +148,19 @@ pub struct Drift {
     pub found: String,
 }
 
+/// An action found drifted, for status and metrics.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Drifted {
+    /// The decision that had put it in effect.
+    pub id: String,
+    /// The action.
+    pub action: crate::action::Action,
+    /// What was found.
+    pub drift: Drift,
+    /// The decision that re-applied it, if it was re-applied.
+    pub reapplied_by: Option<String>,
+}
+
 /// Whose doing a drift is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

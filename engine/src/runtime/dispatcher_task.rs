@@ -106,6 +106,8 @@ async fn command_decisions(dispatcher: &mut Dispatcher, command: DispatchCommand
                 pending: dispatcher.pending().cloned().collect(),
                 in_effect: dispatcher.policy().in_effect().cloned().collect(),
                 silences: dispatcher.silences(now),
+                drifted: dispatcher.drifted().cloned().collect(),
+                drift_counts: dispatcher.drift_counts(),
             });
         }
         DispatchCommand::Silence { silence, reply } => {

@@ -125,6 +125,10 @@ pub struct DispatchStatus {
     pub in_effect: Vec<crate::policy::Effect>,
     /// Silences in force.
     pub silences: Vec<Silence>,
+    /// The latest actions found drifted.
+    pub drifted: Vec<crate::dispatch::Drifted>,
+    /// Drifts found since start: (reverted, changed by someone else).
+    pub drift_counts: (u64, u64),
 }
 
 /// What the observer sees.

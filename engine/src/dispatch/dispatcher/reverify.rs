@@ -47,14 +47,14 @@ impl Dispatcher {
                     continue;
                 }
             };
-            out.extend(self.drifted(effect, original, Drift { at: now, kind, found }, now).await);
+            out.extend(self.on_drift(effect, original, Drift { at: now, kind, found }, now).await);
         }
         out
     }
 
     /// Records `drift` on the original decision, counts the effect as gone,
     /// and re-applies it through the policy where it should be.
-    async fn drifted(&mut self, effect: Effect, original: Decision, drift: Drift, now: Nanos) -> Option<Decision> {
+    async fn on_drift(&mut self, effect: Effect, original: Decision, drift: Drift, now: Nanos) -> Option<Decision> {
         tracing::warn!(
             message = "An action in effect drifted.",
             id = %effect.id,
@@ -64,11 +64,14 @@ impl Dispatcher {
         );
         let step = Step { at: now, what: format!("drift ({}): {}", drift.kind.name(), drift.found) };
         let (kind, found) = (drift.kind, drift.found.clone());
+        let mut record =
+            Drifted { id: effect.id.clone(), action: effect.action.clone(), drift: drift.clone(), reapplied_by: None };
         self.mark_original(&effect.id, step, |o| o.drift = Some(drift));
         self.policy.remove_effect(&effect.action);
         self.fleet.undone(&effect.id).await;
         let reapply = !effect.resolved && (kind == DriftKind::Reverted || self.policy.settings().reapply_changed);
         if !reapply {
+            self.drifts.push(record);
             return None;
         }
         let mut proposal = original.proposal;
@@ -77,6 +80,8 @@ impl Dispatcher {
         let mode = self.effective_mode(&proposal.rule, proposal.rule_mode);
         let what = format!("re-applying {}: the target lost it ({}: {found})", effect.id, kind.name());
         let id = self.next_id();
+        record.reapplied_by = Some(id.clone());
+        self.drifts.push(record);
         let mut d = Decision::new(id, proposal, mode, Step { at: now, what }, self.now());
         let route = self.route(&d.proposal.action.kind);
         d.actuator = route.as_ref().map(|r| r.actuator.name().to_string());
