@@ -14,6 +14,70 @@ use engine::{BuildError, Errors, RuleErrors, Topology};
 
 use crate::config::DaemonConfig;
 
+/// This daemon's node: the config's `node`, else this host's short name.
+pub fn node(config: &DaemonConfig) -> anyhow::Result<String> {
+    match &config.node {
+        Some(node) => Ok(node.clone()),
+        None => actuators::link::config::local_node()
+            .context("the config has no `node`, and this host's name cannot be read (set `node`)"),
+    }
+}
+
+/// Where an actuator kind keeps "the node this daemon runs on": the
+/// settings path of its `node`, which must be the daemon's.
+fn node_setting(kind: &str) -> Option<&'static [&'static str]> {
+    match kind {
+        "link" => Some(&["node"]),
+        "pfcwd" | "ecn" => Some(&["host", "node"]),
+        _ => None,
+    }
+}
+
+/// The table at `path` inside `table`, if every step is a table.
+fn table_at<'a>(table: &'a mut toml::Table, path: &[&str]) -> Option<&'a mut toml::Table> {
+    match path.split_first() {
+        None => Some(table),
+        Some((key, rest)) => match table.get_mut(*key) {
+            Some(toml::Value::Table(inner)) => table_at(inner, rest),
+            _ => None,
+        },
+    }
+}
+
+/// Gives every actuator of `playbook` that acts on this host the daemon's
+/// `node`: one identity for the series' `node` label and every actuator
+/// that compares an action's node with its own. An actuator that names
+/// another node is an error, for `check` and `run` alike.
+pub fn one_node(playbook: &mut Playbook, node: &str) -> Result<(), Vec<String>> {
+    let mut errors = Vec::new();
+    let name = playbook.name.clone();
+    for entry in &mut playbook.actuator {
+        let Some(path) = node_setting(&entry.kind) else { continue };
+        let (last, parents) = path.split_last().expect("a non-empty path");
+        // No host side configured: nothing acts on this node.
+        let Some(table) = table_at(&mut entry.settings, parents) else { continue };
+        match table.get(*last).and_then(|v| v.as_str()) {
+            Some(theirs) if theirs != node => errors.push(format!(
+                "playbook {:?}: actuator {:?} ({}): {} = {theirs:?} is not this daemon's node {node:?} (the config's `node`); \
+                 leave it out, the daemon's node is used",
+                name,
+                entry.name,
+                entry.kind,
+                path.join(".")
+            )),
+            Some(_) => {}
+            None => {
+                table.insert(last.to_string(), toml::Value::String(node.to_string()));
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
+}
+
 /// Loads an inventory, if one is named.
 pub fn topology(path: Option<&Path>) -> anyhow::Result<Option<Arc<Topology>>> {
     match path {
@@ -82,4 +146,33 @@ pub fn rules_dir(config: &DaemonConfig, playbook: &Playbook) -> anyhow::Result<s
         .clone()
         .or_else(|| playbook.rules_dir(&config.playbook))
         .context("no rule directory: set `rules` in the config or in the playbook")
+}
+
+#[cfg(test)]
+mod node_tests {
+    use super::*;
+
+    fn playbook(text: &str) -> Playbook {
+        Playbook::parse(text, "p.toml").unwrap()
+    }
+
+    #[test]
+    fn host_actuators_act_on_the_daemons_node_and_another_node_is_an_error() {
+        let mut p = playbook(
+            "name = \"p\"\n\
+             [[actuator]]\nname = \"isolate\"\ntype = \"link\"\nhandles = [\"link.*\"]\n\
+             [[actuator]]\nname = \"wd\"\ntype = \"pfcwd\"\nhandles = [\"pfcwd.*\"]\n[actuator.host]\nnetdevs = [\"eth0\"]\n\
+             [[actuator]]\nname = \"ecn\"\ntype = \"ecn\"\nhandles = [\"ecn.*\"]\n",
+        );
+        one_node(&mut p, "node-01").unwrap();
+        assert_eq!(p.actuator[0].settings["node"].as_str(), Some("node-01"));
+        assert_eq!(p.actuator[1].settings["host"]["node"].as_str(), Some("node-01"));
+        assert!(p.actuator[2].settings.get("host").is_none(), "no host side, nothing to say");
+
+        let mut p =
+            playbook("name = \"p\"\n[[actuator]]\nname = \"isolate\"\ntype = \"link\"\nhandles = [\"link.*\"]\nnode = \"vm\"\n");
+        let errors = one_node(&mut p, "node-01").unwrap_err();
+        assert_eq!(errors.len(), 1);
+        assert!(errors[0].contains("actuator \"isolate\" (link): node = \"vm\" is not this daemon's node \"node-01\""), "{}", errors[0]);
+    }
 }

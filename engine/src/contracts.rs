@@ -102,6 +102,9 @@ pub struct SensorHealth {
     pub last_ok: Option<Nanos>,
     /// Successful reads.
     pub reads: u64,
+    /// Samples it sent to the engine.
+    #[serde(default)]
+    pub samples: u64,
     /// Errors by kind (`io`, `parse`, `timeout`, `connect`, …).
     pub errors: std::collections::BTreeMap<String, u64>,
     /// The last error.
@@ -123,6 +126,7 @@ impl HealthBoard {
             detail: String::new(),
             last_ok: None,
             reads: 0,
+            samples: 0,
             errors: Default::default(),
             last_error: None,
             busy_ns: 0,
@@ -150,6 +154,13 @@ impl HealthBoard {
                 h.detail = "some samples are refused".to_string();
             }
         });
+    }
+
+    /// The sensors that keep the daemon from being ready: those that have
+    /// not delivered a sample yet and have not declared that what they read
+    /// does not exist here (`unavailable`).
+    pub fn not_ready(&self) -> Vec<SensorHealth> {
+        self.snapshot().into_iter().filter(|h| h.samples == 0 && h.state != HealthState::Unavailable).collect()
     }
 
     /// Every sensor's health, by name.
@@ -240,7 +251,12 @@ impl SensorContext {
     /// Sends a batch to the engine; waits when the engine is behind (the
     /// channel is bounded, so a fast sensor cannot outrun memory).
     pub async fn send(&self, batch: Batch) -> Result<(), SensorError> {
-        self.out.send(batch).await.map_err(|_| SensorError::Closed)
+        let n = batch.samples.len() as u64;
+        self.out.send(batch).await.map_err(|_| SensorError::Closed)?;
+        if n > 0 {
+            self.health.update(&self.name, |h| h.samples += n);
+        }
+        Ok(())
     }
 
     /// Whether shutdown was requested.

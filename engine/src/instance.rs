@@ -91,6 +91,9 @@ pub struct Instance {
     pub cooldown_until: Nanos,
     /// Whether the inputs are stale.
     pub stale: bool,
+    /// Since when they are (the scan that found them stale).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stale_since: Option<Nanos>,
 }
 
 impl Instance {
@@ -103,6 +106,7 @@ impl Instance {
             clear_since: None,
             cooldown_until: 0,
             stale: false,
+            stale_since: None,
         }
     }
 
@@ -182,6 +186,9 @@ pub fn step(inst: &mut Instance, timing: &Timing, now: Nanos, cond: Option<bool>
 pub fn mark_stale(inst: &mut Instance, now: Nanos) -> (bool, Option<Transition>) {
     let newly = !inst.stale;
     inst.stale = true;
+    if newly {
+        inst.stale_since = Some(now);
+    }
     let transition = if inst.state == State::Pending {
         let t = Transition { from: State::Pending, to: State::Inactive, at: now };
         inst.state = State::Inactive;
@@ -225,6 +232,7 @@ mod tests {
                 }
                 'T' | 'F' => {
                     inst.stale = false;
+                    inst.stale_since = None;
                     let asked = inst.needs(t);
                     step(&mut inst, &timing, t, asked.map(|_| cond == 'T'));
                 }

@@ -22,6 +22,9 @@ struct Files {
     rules: Option<PathBuf>,
     playbook: Option<PathBuf>,
     inventory: Option<PathBuf>,
+    /// The daemon's node, when a config is checked: the playbook's host
+    /// actuators must act on it.
+    node: Option<String>,
 }
 
 /// `rocemend check`.
@@ -36,6 +39,7 @@ pub fn check(
         rules: rules.map(Path::to_path_buf),
         playbook: playbook.map(Path::to_path_buf),
         inventory: inventory.map(Path::to_path_buf),
+        node: None,
     };
     if let Some(path) = config {
         check_config(path, &mut files, &mut report);
@@ -46,7 +50,8 @@ pub fn check(
             Err(e) => report.errors.push(e.to_string()),
         }
     }
-    let playbook = files.playbook.as_deref().and_then(|path| check_playbook(path, &mut files.rules, &mut report));
+    let playbook =
+        files.playbook.clone().and_then(|path| check_playbook(&path, &mut files, &mut report));
     if let Some(dir) = &files.rules {
         check_rules(dir, playbook.as_ref().map(|p| (files.playbook.as_deref().unwrap_or(dir), p)), &mut report);
     }
@@ -81,6 +86,10 @@ fn check_config(path: &Path, files: &mut Files, report: &mut Report) {
     if let Some(r) = &cfg.rules {
         files.rules.get_or_insert(r.clone());
     }
+    match wiring::node(&cfg) {
+        Ok(node) => files.node = Some(node),
+        Err(e) => report.errors.push(format!("{}: {e:#}", path.display())),
+    }
     if let Err(e) = wiring::sensors(&cfg) {
         report.errors.extend(e.into_iter().map(|e| format!("{}: {e}", path.display())));
     }
@@ -105,10 +114,11 @@ fn check_config(path: &Path, files: &mut Files, report: &mut Report) {
     }
 }
 
-/// Checks the playbook at `path` and builds its actuators; returns it
-/// loaded, and takes its rule directory when none was given.
-fn check_playbook(path: &Path, rules: &mut Option<PathBuf>, report: &mut Report) -> Option<Playbook> {
-    let playbook = match Playbook::load(path) {
+/// Checks the playbook at `path` and builds its actuators (acting on the
+/// config's node, if a config is checked); returns it loaded, and takes its
+/// rule directory when none was given.
+fn check_playbook(path: &Path, files: &mut Files, report: &mut Report) -> Option<Playbook> {
+    let mut playbook = match Playbook::load(path) {
         Ok(p) => p,
         Err(e) => {
             report.errors.push(e.to_string());
@@ -116,8 +126,13 @@ fn check_playbook(path: &Path, rules: &mut Option<PathBuf>, report: &mut Report)
         }
     };
     report.checked.push(format!("playbook {} (mode {})", path.display(), playbook.mode.as_str()));
-    if rules.is_none() {
-        *rules = playbook.rules_dir(path);
+    if files.rules.is_none() {
+        files.rules = playbook.rules_dir(path);
+    }
+    if let Some(node) = &files.node {
+        if let Err(errors) = wiring::one_node(&mut playbook, node) {
+            report.errors.extend(errors.into_iter().map(|e| format!("{}: {e}", path.display())));
+        }
     }
     if let Err(e) = actuators::registry::dispatcher(&playbook, None, None) {
         report.errors.extend(e.into_iter().map(|e| e.to_string()));

@@ -16,12 +16,13 @@ pub fn status(target: &Target, json: bool) -> anyhow::Result<Exit> {
     let s = reply.into_inner();
     if json {
         println!(
-            "{{\"mode\":{:?},\"breaker\":{},\"pending\":[{}],\"in_effect\":[{}],\"drifted\":[{}],\"silences\":[{}],\"ledger_records\":{}}}",
+            "{{\"mode\":{:?},\"breaker\":{},\"pending\":[{}],\"in_effect\":[{}],\"drifted\":[{}],\"sensors\":[{}],\"silences\":[{}],\"ledger_records\":{}}}",
             s.mode,
             s.breaker_json,
             s.pending_json.join(","),
             s.in_effect_json.join(","),
             s.drifted_json.join(","),
+            s.sensors_json.join(","),
             s.silences_json.join(","),
             s.ledger_records
         );
@@ -34,6 +35,14 @@ pub fn status(target: &Target, json: bool) -> anyhow::Result<Exit> {
         None => println!("breaker   closed"),
     }
     println!("ledger    {} records", s.ledger_records);
+    println!("sensors   {}", s.sensors_json.len());
+    for text in &s.sensors_json {
+        let h: engine::SensorHealth = decode(text)?;
+        let state = serde_json::to_value(h.state).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+        let last = h.last_ok.map(|t| format!("last read {}", rfc3339(t))).unwrap_or_else(|| "never read".into());
+        let error = h.last_error.as_deref().map(|e| format!("; last error: {e}")).unwrap_or_default();
+        println!("  {:<16} {:<11} {} samples  {last}{error}", h.name, state, h.samples);
+    }
     println!("pending   {}", s.pending_json.len());
     for p in &s.pending_json {
         let d: Decision = decode(p)?;

@@ -33,6 +33,9 @@ fn map(labels: &Labels) -> std::collections::HashMap<String, String> {
 
 type Key = (Nanos, String, String);
 
+/// The rule name of the incidents raised for subjects whose inputs went stale.
+pub const SENSOR_STALE: &str = "sensor-stale";
+
 fn entry<'a>(
     by_key: &'a mut BTreeMap<Key, pb::Incident>,
     rule: &str,
@@ -77,12 +80,44 @@ pub fn incidents(decisions: &[Decision], instances: &[InstanceView], since: Nano
         let inc = entry(&mut by_key, &i.rule, &i.subject, i.instance.active_at);
         inc.state = i.instance.state.as_str().to_string();
     }
+    // A subject whose inputs stopped is an incident of its own: the rule
+    // cannot act on it (fail safe), and someone should look at the sensor.
+    for i in instances.iter().filter(|i| i.instance.stale) {
+        let started = i.instance.stale_since.unwrap_or(i.instance.since);
+        if started < since {
+            continue;
+        }
+        let mut subject = i.subject.clone();
+        subject.insert("rule", i.rule.clone());
+        let inc = entry(&mut by_key, SENSOR_STALE, &subject, started);
+        inc.state = "stale".into();
+        inc.last_verdict = format!("{} cannot act on this subject: its inputs stopped", i.rule);
+    }
     by_key.into_values().collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stale_subject_is_a_sensor_stale_incident_with_its_rule() {
+        let mut instance = engine::Instance::new(0);
+        instance.state = State::Firing;
+        instance.active_at = 5;
+        instance.stale = true;
+        instance.stale_since = Some(9);
+        let view = InstanceView {
+            rule: "pfc-storm".into(),
+            subject: Labels::from_pairs([("node", "gpu-07")]),
+            instance,
+        };
+        let list = incidents(&[], &[view], 0);
+        assert_eq!(list.len(), 2, "the firing one and its sensor-stale incident: {list:?}");
+        let stale = list.iter().find(|i| i.rule == SENSOR_STALE).unwrap();
+        assert_eq!((stale.state.as_str(), stale.started_ns), ("stale", 9));
+        assert_eq!(stale.subject.get("rule").map(String::as_str), Some("pfc-storm"));
+    }
 
     #[test]
     fn the_id_depends_on_rule_subject_and_start_only() {

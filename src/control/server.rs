@@ -32,6 +32,7 @@ pub struct ControlService {
     hub: EventHub,
     jobs: Option<mpsc::Sender<JobPush>>,
     tokens: Option<Arc<Tokens>>,
+    health: engine::HealthBoard,
 }
 
 fn gone() -> Status {
@@ -65,7 +66,13 @@ impl ControlService {
         hub: EventHub,
         jobs: Option<mpsc::Sender<JobPush>>,
     ) -> ControlService {
-        ControlService { commands, ledger, hub, jobs, tokens: None }
+        ControlService { commands, ledger, hub, jobs, tokens: None, health: engine::HealthBoard::default() }
+    }
+
+    /// The same service, showing the sensors' health from `health`.
+    pub fn with_health(mut self, health: engine::HealthBoard) -> ControlService {
+        self.health = health;
+        self
     }
 
     /// The same service, requiring bearer tokens (for TCP).
@@ -107,6 +114,7 @@ impl Control for ControlService {
             ledger_records: self.ledger.len() as u64,
             silences_json: status.silences.iter().map(json).collect(),
             drifted_json: status.drifted.iter().map(json).collect(),
+            sensors_json: self.health.snapshot().iter().map(json).collect(),
         }))
     }
 

@@ -3,9 +3,9 @@
 //! - `/metrics`: takes a snapshot from the run loop, then encodes.
 //! - `/healthz` (liveness): 200 while the run loop answers within
 //!   [`LOOP_TIMEOUT`]; a loop stuck that long is worth a restart.
-//! - `/readyz` (readiness): live, and every sensor has finished its first
-//!   read (none is still `starting`), so a rollout waits until the daemon
-//!   actually sees the fabric.
+//! - `/readyz` (readiness): live, and every sensor has delivered a sample
+//!   or declared that what it reads does not exist here (`unavailable`),
+//!   so a rollout waits until the daemon actually sees the fabric.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -25,6 +25,16 @@ use super::Metrics;
 
 /// How long the run loop may take to answer before it is called stuck.
 pub const LOOP_TIMEOUT: Duration = Duration::from_secs(5);
+
+fn state_name(state: HealthState) -> &'static str {
+    match state {
+        HealthState::Starting => "starting",
+        HealthState::Up => "up",
+        HealthState::Degraded => "degraded",
+        HealthState::Unavailable => "unavailable",
+        HealthState::Stopped => "stopped",
+    }
+}
 
 /// How long a scrape waits for the dispatcher's figures: it may be in the
 /// middle of an actuator call of several seconds, and a scrape must not be.
@@ -103,12 +113,17 @@ impl Endpoint {
                 if let Err(e) = self.view().await {
                     return reply(StatusCode::SERVICE_UNAVAILABLE, "text/plain", format!("{e}\n"));
                 }
+                // Ready once every sensor has delivered a sample (or said that
+                // what it reads does not exist here): a daemon that sees
+                // nothing is not one to roll out.
                 let starting: Vec<String> = self
                     .health
-                    .snapshot()
+                    .not_ready()
                     .into_iter()
-                    .filter(|h| h.state == HealthState::Starting)
-                    .map(|h| h.name)
+                    .map(|h| match h.last_error {
+                        Some(e) => format!("{} ({}: {e})", h.name, state_name(h.state)),
+                        None => format!("{} ({})", h.name, state_name(h.state)),
+                    })
                     .collect();
                 if starting.is_empty() {
                     reply(StatusCode::OK, "text/plain", "ready\n".into())
@@ -116,7 +131,7 @@ impl Endpoint {
                     reply(
                         StatusCode::SERVICE_UNAVAILABLE,
                         "text/plain",
-                        format!("sensors not read yet: {}\n", starting.join(", ")),
+                        format!("no sample yet from: {}\n", starting.join("; ")),
                     )
                 }
             }

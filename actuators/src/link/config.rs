@@ -93,7 +93,7 @@ pub(crate) fn node_or_local(setting: &str, node: Option<&str>) -> Result<String,
 }
 
 /// This host's short name (`/proc/sys/kernel/hostname` up to the first dot).
-pub(crate) fn local_node() -> std::io::Result<String> {
+pub fn local_node() -> std::io::Result<String> {
     let name = std::fs::read_to_string("/proc/sys/kernel/hostname")?;
     let short = name.trim().split('.').next().unwrap_or_default().to_string();
     if short.is_empty() {

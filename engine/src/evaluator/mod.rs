@@ -572,6 +572,7 @@ impl Evaluator {
         } else {
             if inst.stale {
                 inst.stale = false;
+                inst.stale_since = None;
                 out.push(EngineEvent::SensorFresh {
                     rule: rt.rule.name.clone(),
                     subject: self.labels_of(ri, s),

@@ -43,7 +43,7 @@ async fn serve(parts: Parts, config: DaemonConfig) -> anyhow::Result<()> {
     let (command_tx, command_rx) = mpsc::channel(16);
     let hub = control::events::EventHub::default();
     let metrics = std::sync::Arc::new(crate::metrics::Metrics::new());
-    let service = ControlService::new(command_tx.clone(), ledger.clone(), hub.clone(), job_tx);
+    let service = ControlService::new(command_tx.clone(), ledger.clone(), hub.clone(), job_tx).with_health(health.clone());
     let control = control::serve::start(socket, tcp, service, shutdown_rx.clone())?;
     if let Some(addr) = &config.metrics.listen {
         let endpoint = crate::metrics::http::Endpoint {

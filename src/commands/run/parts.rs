@@ -39,12 +39,11 @@ pub(super) struct Parts {
 impl Parts {
     pub fn build(config: &DaemonConfig, config_path: &Path) -> anyhow::Result<Parts> {
         let topology = wiring::topology(config.inventory.as_deref())?;
-        let playbook = Playbook::load(&config.playbook)?;
+        let mut playbook = Playbook::load(&config.playbook)?;
+        let node = wiring::node(config)?;
+        wiring::one_node(&mut playbook, &node).map_err(|errors| anyhow::anyhow!(errors.join("\n")))?;
         let rules_dir = wiring::rules_dir(config, &playbook)?;
-        let default_labels = match &config.node {
-            Some(node) => Labels::from_pairs([("node", node.as_str())]),
-            None => Labels::default(),
-        };
+        let default_labels = Labels::from_pairs([("node", node.as_str())]);
         let series = SeriesTable::new(topology.clone(), default_labels);
         let helpers = Helpers::new(Some(series.clone()), topology.clone());
         let rules = wiring::load_rules(&rules_dir, helpers, &playbook)?;

@@ -17,13 +17,15 @@ use crate::report::rfc3339;
 use crate::{wiring, Exit};
 
 /// Runs the configured sensors for `duration` (or until Ctrl-C when
-/// `watch`), handing every batch to `on_batch`.
+/// `watch`), handing every batch to `on_batch`, and calling `on_tick` once
+/// a second whether or not anything came.
 pub(super) async fn run_sensors(
     config: &DaemonConfig,
     series: SeriesTable,
     health: HealthBoard,
     duration: Option<Duration>,
     mut on_batch: impl FnMut(&Batch),
+    mut on_tick: impl FnMut(),
 ) -> anyhow::Result<()> {
     let slots = wiring::sensors(config)?;
     let (tx, mut rx) = mpsc::channel::<Batch>(engine::runtime::BATCH_CHANNEL);
@@ -52,12 +54,14 @@ pub(super) async fn run_sensors(
     }
     drop(tx);
     let deadline = duration.map(|d| tokio::time::Instant::now() + d);
+    let mut ticker = tokio::time::interval(Duration::from_secs(1));
     loop {
         tokio::select! {
             batch = rx.recv() => match batch {
                 Some(b) => on_batch(&b),
                 None => break,
             },
+            _ = ticker.tick() => on_tick(),
             _ = async { match deadline { Some(d) => tokio::time::sleep_until(d).await, None => std::future::pending().await } } => break,
             _ = tokio::signal::ctrl_c() => break,
         }
@@ -87,6 +91,7 @@ pub fn list(config_path: &Path, seconds: f64) -> anyhow::Result<Exit> {
                 *samples.entry(reg.info(s.series).sensor.0).or_default() += 1;
             }
         },
+        || {},
     ))?;
     let reg = series.read();
     let usage = reg.sensor_usage();
@@ -103,7 +108,8 @@ pub fn list(config_path: &Path, seconds: f64) -> anyhow::Result<Exit> {
         };
         let errors: u64 = h.errors.values().sum();
         let state = format!("{:?}", h.state).to_lowercase();
-        unhealthy |= matches!(h.state, engine::HealthState::Degraded);
+        unhealthy |= matches!(h.state, engine::HealthState::Degraded)
+            || (h.state == engine::HealthState::Stopped && h.last_error.is_some());
         let detail = match (&h.last_error, h.detail.is_empty()) {
             (Some(e), _) => format!("{} (last error: {e})", h.detail),
             (None, false) => h.detail.clone(),
@@ -127,6 +133,14 @@ pub fn list(config_path: &Path, seconds: f64) -> anyhow::Result<Exit> {
     println!("{} series of {} metrics discovered:", reg.len(), metrics.len());
     for (m, n) in &metrics {
         println!("  {m:<48} {n:>6}");
+    }
+    // Sensors that read nothing at all, without saying that what they read
+    // does not exist here, are a finding: the daemon would see nothing.
+    let blind = health.not_ready();
+    if !blind.is_empty() {
+        let names: Vec<&str> = blind.iter().map(|h| h.name.as_str()).collect();
+        eprintln!("no sample from: {}", names.join(", "));
+        unhealthy = true;
     }
     Ok(if unhealthy { Exit::Findings } else { Exit::Ok })
 }
