@@ -102,9 +102,10 @@ pub fn run(
             out.refused += 1;
             continue;
         };
-        if batch_time.is_some_and(|bt| t != bt) {
-            let now = guard.clock().unwrap_or(t);
-            flush(&mut evaluator, &mut batch, now, &mut out);
+        if let Some(bt) = batch_time.filter(|bt| *bt != t) {
+            // Every time here was admitted by the guard: evaluating at it
+            // never jumps the clock.
+            flush(&mut evaluator, &mut batch, bt, &mut out);
         }
         batch_time = Some(t);
         out.span = (out.span.0.min(t), out.span.1.max(t));
@@ -119,7 +120,7 @@ pub fn run(
         }
     }
     if let Some(bt) = batch_time {
-        flush(&mut evaluator, &mut batch, guard.clock().unwrap_or(bt), &mut out);
+        flush(&mut evaluator, &mut batch, bt, &mut out);
     }
     out.refused += evaluator.stats().refused.total();
     Ok(out)
