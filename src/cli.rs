@@ -134,6 +134,8 @@ pub enum Command {
         /// enforce, dry-run or shadow.
         mode: String,
         #[command(flatten)]
+        by: By,
+        #[command(flatten)]
         socket: Socket,
     },
     /// Ask a running daemon to reload its rules, and say what changed or why it refused.
@@ -208,7 +210,7 @@ pub enum Command {
     Watch {
         #[command(flatten)]
         socket: Socket,
-        /// Only these kinds: transition, decision, note, reload, sensor, stale, error.
+        /// Only these kinds: transition, decision, note, reload, mode, sensor, stale, error.
         #[arg(long = "kind", value_name = "KIND")]
         kinds: Vec<String>,
         /// Print JSON lines.
@@ -364,7 +366,7 @@ impl Socket {
 /// Who is acting, for the record.
 #[derive(Debug, Args)]
 pub struct By {
-    /// Who approves, rejects or resets (recorded in the ledger).
+    /// Who approves, rejects, resets or sets the mode (recorded in the ledger).
     #[arg(long = "by", env = "USER", default_value = "unknown")]
     pub name: String,
 }

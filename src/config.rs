@@ -23,9 +23,16 @@ pub struct DaemonConfig {
     /// Rule directory; overrides the playbook's `rules`.
     #[serde(default)]
     pub rules: Option<PathBuf>,
-    /// Write every sample and note the daemon sees to this recording (JSON lines).
+    /// Write every sample and note the daemon sees to this recording (JSON lines), appended
+    /// across restarts (each start begins a segment) and rotated by size.
     #[serde(default)]
     pub record: Option<PathBuf>,
+    /// The size, in MiB, at which the recording is rotated to `RECORD.1` (older ones to `.2`, …).
+    #[serde(default = "default_record_max_mib")]
+    pub record_max_mib: u64,
+    /// Rotated recordings kept.
+    #[serde(default = "default_record_keep")]
+    pub record_keep: u32,
     /// Engine settings.
     #[serde(default)]
     pub engine: EngineSection,
@@ -88,6 +95,14 @@ impl Default for EngineSection {
             rule_cost_budget: default_rule_cost_budget(),
         }
     }
+}
+
+fn default_record_max_mib() -> u64 {
+    256
+}
+
+fn default_record_keep() -> u32 {
+    4
 }
 
 fn default_rule_cost_budget() -> f64 {

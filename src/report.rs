@@ -35,7 +35,7 @@ pub fn verdict(d: &Decision) -> String {
         Verdict::Suppressed { reason } => format!("suppressed: {reason}"),
         Verdict::Held { reason } => format!("held: {reason}"),
         Verdict::AwaitingApproval { expires_at } => {
-            format!("awaiting approval (`rocemend approve {}`) until {expires_at}", d.id)
+            format!("awaiting approval (`rocemend approve {}`) until {}", d.id, rfc3339(*expires_at))
         }
         Verdict::Rejected { by } => format!("rejected by {by}"),
         Verdict::Expired { reason } => format!("expired: {reason}"),
@@ -66,9 +66,22 @@ pub fn log_event(event: &DaemonEvent) {
         }
         DaemonEvent::Engine(EngineEvent::Proposal(_)) => {}
         DaemonEvent::Decision(d) => {
-            tracing::info!(message = "Decision.", id = %d.proposal.id, rule = %d.proposal.rule, action = %d.proposal.action, mode = d.mode.as_str(), verdict = %verdict(d));
+            // The ledger's id: what `rocemend explain` takes.
+            let (id, proposal, rule, action, mode) =
+                (&d.id, &d.proposal.id, &d.proposal.rule, &d.proposal.action, d.mode.as_str());
+            match &d.verdict {
+                Verdict::Failed { .. } => {
+                    tracing::error!(message = "Decision: the action failed.", %id, %proposal, %rule, %action, mode, verdict = %verdict(d))
+                }
+                Verdict::Held { .. } | Verdict::Interrupted { .. } | Verdict::Skipped { .. } => {
+                    tracing::warn!(message = "Decision.", %id, %proposal, %rule, %action, mode, verdict = %verdict(d))
+                }
+                _ => tracing::info!(message = "Decision.", %id, %proposal, %rule, %action, mode, verdict = %verdict(d)),
+            }
         }
         DaemonEvent::Note(n) => tracing::info!(message = "Note.", kind = %n.kind, text = %n.text),
+        // The dispatcher logs it with what the mode was before.
+        DaemonEvent::ModeSet(_) => {}
         DaemonEvent::Reloaded(r) => {
             tracing::info!(message = "Rules reloaded.", unchanged = ?r.unchanged, changed = ?r.changed, added = ?r.added, removed = ?r.removed)
         }

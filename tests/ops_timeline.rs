@@ -289,3 +289,36 @@ fn the_timeline_is_drawn_in_chromium() {
     assert!(attr("data-marks") >= 3, "the decision, its steps and the note");
     browser.screenshot(&url, "1200,2000", &dir.join("shot.png"));
 }
+
+/// The commands of docs/operations.md on a node whose daemon runs: the
+/// ledger comes from the daemon over its socket (sled lets one process open
+/// it), the recording is read as the daemon writes it, and a restart
+/// appends to it instead of starting over.
+#[test]
+fn a_running_daemon_is_timelined_without_copying_its_state_and_a_restart_keeps_its_recording() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    // A first run, to its end: the recording holds its segment.
+    let config = record(dir);
+    // A second run of the same input that keeps running.
+    let settings = std::fs::read_to_string(&config).unwrap().replace("exit_when_sensors_end = true\n", "");
+    std::fs::write(&config, settings).unwrap();
+    let mut daemon = common::Daemon::start(&config, &dir.join("control.sock"), &dir.join("daemon2.log"));
+    daemon.wait_ready();
+    let decisions = daemon.wait_for("the second run's decision", |d| {
+        let all = d.decisions();
+        (all.len() >= 2).then_some(all)
+    });
+    let recording = std::fs::read_to_string(dir.join("daemon.jsonl")).unwrap();
+    let starts = recording.lines().filter(|l| l.starts_with(r#"{"note":"start""#)).count();
+    assert_eq!(starts, 2, "each start begins a segment of the same file");
+
+    // The page is written while the daemon holds its ledger.
+    let out = dir.join("live.html");
+    let page = page(&config, &out, &["--from", FROM, "--to", TO]);
+    assert!(page.contains("node-02 slows down"), "the recording's note");
+    for d in &decisions {
+        assert!(page.contains(&d.id), "decision {} of the running daemon is on the page", d.id);
+    }
+    daemon.stop();
+}

@@ -74,6 +74,18 @@ pub struct Ledger {
 }
 
 const BREAKER_KEY: &[u8] = b"breaker";
+const MODE_KEY: &[u8] = b"mode";
+
+/// The global mode an operator set (`rocemend mode`), kept across restarts.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ModeSet {
+    /// The mode.
+    pub mode: crate::mode::Mode,
+    /// Who set it.
+    pub by: String,
+    /// When (the dispatcher's clock).
+    pub at: Nanos,
+}
 /// The version of the indexes in `meta`; a ledger without it (written by an
 /// older version) has its indexes built once when it is opened.
 const INDEX_KEY: &[u8] = b"index-version";
@@ -262,6 +274,20 @@ impl Ledger {
     /// Persists the breaker state, durably: a tripped breaker must survive a crash.
     pub fn set_breaker(&self, state: &BreakerState) -> Result<(), StoreError> {
         self.meta.insert(BREAKER_KEY, encode(state))?;
+        self.store.flush()
+    }
+
+    /// The mode an operator set, if any.
+    pub fn mode(&self) -> Result<Option<ModeSet>, StoreError> {
+        match self.meta.get(MODE_KEY)? {
+            Some(v) => Ok(Some(decode(MODE_KEY, &v)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Records the mode an operator set, durably.
+    pub fn set_mode(&self, set: &ModeSet) -> Result<(), StoreError> {
+        self.meta.insert(MODE_KEY, encode(set))?;
         self.store.flush()
     }
 

@@ -300,7 +300,13 @@ impl SeriesTable {
         let mut labels = spec.labels.clone();
         {
             let reg = self.read();
+            // A series that names a switch is the switch's, not this
+            // node's (gNMI counters, a switch port in a recording).
+            let of_a_switch = labels.get("switch").is_some();
             for (k, v) in &reg.default_labels.0 {
+                if of_a_switch && k == "node" {
+                    continue;
+                }
                 labels.0.entry(k.clone()).or_insert_with(|| v.clone());
             }
             if let Some(topology) = &reg.topology {
@@ -358,6 +364,16 @@ mod tests {
         assert_eq!(a, b);
         assert_ne!(a, c);
         assert_eq!(table.read().labels(a).get("node"), Some("n1"));
+    }
+
+    #[test]
+    fn a_switch_series_gets_no_node_label() {
+        let table = SeriesTable::new(None, Labels::from_pairs([("node", "n1")]));
+        let s = table.add_sensor("gnmi", 10);
+        let mut port = spec("switch_in_fcs_errors", "x");
+        port.labels = Labels::from_pairs([("switch", "leaf-rail0"), ("port", "Ethernet4")]);
+        let id = table.register(s, &port).unwrap();
+        assert_eq!(table.read().labels(id).get("node"), None);
     }
 
     #[test]

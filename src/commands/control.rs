@@ -98,9 +98,10 @@ pub fn breaker_reset(target: &Target, by: &str) -> anyhow::Result<Exit> {
 }
 
 /// `rocemend mode MODE`.
-pub fn set_mode(target: &Target, mode: &str) -> anyhow::Result<Exit> {
+pub fn set_mode(target: &Target, mode: &str, by: &str) -> anyhow::Result<Exit> {
     super::runtime()?.block_on(async {
-        connect(target).await?.set_mode(pb::SetModeRequest { mode: mode.to_string() }).await.map_err(status_error)
+        let request = pb::SetModeRequest { mode: mode.to_string(), by: by.to_string() };
+        connect(target).await?.set_mode(request).await.map_err(status_error)
     })?;
     println!("mode {mode}");
     Ok(Exit::Ok)

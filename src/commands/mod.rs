@@ -103,7 +103,7 @@ fn talk_inner(verb: Command) -> anyhow::Result<Exit> {
         Command::Breaker { command: BreakerCommand::Reset { socket, by } } => {
             control::breaker_reset(&socket.target()?, &by.name)
         }
-        Command::Mode { mode, socket } => control::set_mode(&socket.target()?, &mode),
+        Command::Mode { mode, by, socket } => control::set_mode(&socket.target()?, &mode, &by.name),
         Command::Reload { allow_shrink, socket } => control::reload(&socket.target()?, allow_shrink),
         Command::Incidents { socket, since: s, json } => ops::incidents(&socket.target()?, since(s)?, json),
         Command::Rules { socket, json } => ops::rules(&socket.target()?, json),

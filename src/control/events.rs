@@ -155,6 +155,12 @@ pub fn to_event(e: &DaemonEvent) -> Option<pb::Event> {
             format!("reload refused, the running rules stay: {}", errors.join("; ")),
             json!({"ok": false, "errors": errors}),
         ),
+        DaemonEvent::ModeSet(set) => event(
+            set.at,
+            "mode",
+            format!("mode set to {} by {}", set.mode.as_str(), set.by),
+            json!({"mode": set.mode.as_str(), "by": set.by}),
+        ),
         DaemonEvent::SensorExited { sensor, error } => event(
             now,
             "sensor",

@@ -280,8 +280,10 @@ impl Control for ControlService {
 
     async fn set_mode(&self, request: Request<SetModeRequest>) -> Result<Response<SetModeReply>, Status> {
         self.allow(&request, Access::Write, "SetMode")?;
-        let mode = request.into_inner().mode.parse().map_err(Status::invalid_argument)?;
-        self.commands.send(DispatchCommand::SetMode(mode).into()).await.map_err(|_| gone())?;
+        let r = request.into_inner();
+        let mode = r.mode.parse().map_err(Status::invalid_argument)?;
+        let by = if r.by.is_empty() { "unknown".to_string() } else { r.by };
+        self.commands.send(DispatchCommand::SetMode { mode, by }.into()).await.map_err(|_| gone())?;
         Ok(Response::new(SetModeReply {}))
     }
 

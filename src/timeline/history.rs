@@ -1,5 +1,6 @@
 //! What the daemon did in the window: its decisions and actions, from the
-//! ledger in its sled state directory, and its rule states, replayed.
+//! ledger in its sled state directory (or from the running daemon that
+//! holds it), and its rule states, replayed.
 //!
 //! The store keeps each rule instance's *current* state only, not its
 //! history, so the pending / firing / resolved spans are derived the way
@@ -8,8 +9,7 @@
 //! That is what the daemon saw and how it judged it, as long as the rules
 //! have not changed since; the page says which rules it used.
 
-use std::fs::File;
-use std::io::{BufReader, Read};
+use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -19,9 +19,9 @@ use engine::ledger::{Filter, Ledger, Retention};
 use engine::{EngineEvent, Labels, Nanos, RuleSet, State, Store, Topology};
 
 /// The ledger's records, oldest first. sled lets one process open a
-/// database: on a node whose daemon runs, copy the state directory and
-/// point `--state` at the copy.
-pub fn decisions(state_dir: &Path) -> anyhow::Result<Vec<Decision>> {
+/// database: when the daemon that owns `state_dir` is running, they come
+/// from it over its control socket (`socket`) instead.
+pub fn decisions(state_dir: &Path, socket: Option<&Path>) -> anyhow::Result<Vec<Decision>> {
     let db = state_dir.join("state.sled");
     if !db.is_dir() {
         anyhow::bail!(
@@ -29,14 +29,34 @@ pub fn decisions(state_dir: &Path) -> anyhow::Result<Vec<Decision>> {
             state_dir.display()
         );
     }
-    let store = Store::open(&db).with_context(|| {
-        format!(
-            "cannot open the ledger {} (a running daemon holds it: copy the state directory and pass --state COPY)",
-            db.display()
-        )
+    match Store::open(&db) {
+        Ok(store) => {
+            let ledger = Ledger::open(&store, Retention::default())?;
+            Ok(ledger.list(&Filter::default())?)
+        }
+        Err(e) if format!("{e:?}").contains("WouldBlock") => {
+            let socket = socket.map(Path::to_path_buf).unwrap_or_else(|| state_dir.join("control.sock"));
+            from_daemon(&socket).with_context(|| {
+                format!(
+                    "the ledger {} is held by a running daemon, and its control socket {} did not answer",
+                    db.display(),
+                    socket.display()
+                )
+            })
+        }
+        Err(e) => Err(e).with_context(|| format!("cannot open the ledger {}", db.display())),
+    }
+}
+
+/// Every decision of the daemon listening on `socket`, oldest first.
+fn from_daemon(socket: &Path) -> anyhow::Result<Vec<Decision>> {
+    let target = crate::control::client::Target::Unix(socket.to_path_buf());
+    let reply = crate::commands::runtime()?.block_on(async {
+        let mut client = crate::control::client::connect(&target).await?;
+        let request = crate::control::pb::ListDecisionsRequest::default();
+        client.list_decisions(request).await.map_err(|s| anyhow::anyhow!("{}", s.message()))
     })?;
-    let ledger = Ledger::open(&store, Retention::default())?;
-    Ok(ledger.list(&Filter::default())?)
+    reply.into_inner().decisions_json.iter().map(|j| Ok(serde_json::from_str(j)?)).collect()
 }
 
 /// One state change of a rule instance.
@@ -60,8 +80,9 @@ pub fn rule_states(
     rules: RuleSet,
     topology: Option<Arc<Topology>>,
 ) -> anyhow::Result<Vec<Transition>> {
-    let file = File::open(recording).with_context(|| format!("cannot read the recording {}", recording.display()))?;
-    let input = BufReader::new(file.take(until_end));
+    let (input, _) = engine::recording::open_with_rotated(recording)
+        .with_context(|| format!("cannot read the recording {}", recording.display()))?;
+    let input = std::io::BufReader::new(input.take(until_end));
     let bt = engine::backtest::run(input, &recording.display().to_string(), rules, topology)?;
     Ok(bt
         .events

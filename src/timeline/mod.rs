@@ -45,6 +45,8 @@ const INCIDENT_PAD: Nanos = 60 * SECOND;
 struct Sources {
     recording: PathBuf,
     state: PathBuf,
+    /// The daemon's control socket, when a config names it.
+    socket: Option<PathBuf>,
     topology: Option<Arc<Topology>>,
     rules: Option<(PathBuf, RuleSet)>,
 }
@@ -82,7 +84,8 @@ fn sources(args: &TimelineArgs) -> anyhow::Result<Sources> {
             Some((dir, set))
         }
     };
-    Ok(Sources { recording, state, topology, rules })
+    let socket = config.as_ref().map(|c| c.control.socket.clone().unwrap_or_else(|| c.state_dir.join("control.sock")));
+    Ok(Sources { recording, state, socket, topology, rules })
 }
 
 /// An incident's decisions: those whose rule, subject and first-seen time
@@ -150,7 +153,7 @@ fn window_and_scope(args: &TimelineArgs, src: &Sources, decisions: &[Decision]) 
 /// Runs the verb.
 pub fn run(args: &TimelineArgs) -> anyhow::Result<Exit> {
     let src = sources(args)?;
-    let decisions = history::decisions(&src.state)?;
+    let decisions = history::decisions(&src.state, src.socket.as_deref())?;
     let (window, scope) = window_and_scope(args, &src, &decisions)?;
     let topology = src.topology.as_deref();
     let signals = signals::read(&src.recording, &window, &scope, topology)?;

@@ -1,7 +1,10 @@
 //! The signals of a timeline, read from the daemon's recording (`record =`
 //! in its config; the file `rocemend replay` reads).
 //!
-//! The file is streamed once, never held: only the series the scope keeps
+//! The file (with its rotated predecessors, oldest first) is read through
+//! the engine's recording reader: lines are bounded, a last line cut off
+//! by a daemon still writing is skipped, and each segment (a daemon start)
+//! declares its series afresh. It is streamed once, never held: only the series the scope keeps
 //! are accumulated, and each into at most [`BUCKETS`] time buckets keeping
 //! the lowest and the highest point, so a dip in NCCL bandwidth and a spike
 //! in pause time both survive however long the window. Counters are drawn
@@ -9,12 +12,10 @@
 //! handles them): a raw counter is a ramp that hides everything.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::fs::File;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 
 use anyhow::Context;
-use engine::recording::Line;
+use engine::recording::{open_with_rotated, Event, Reader, SEGMENT_START};
 use engine::{Labels, Nanos, Note, SampleKind, SeriesSpec, Topology, Value};
 
 use super::scope::Scope;
@@ -157,6 +158,25 @@ impl Acc {
         });
     }
 
+    /// A sample at `t`: counters drawn as the rate since the previous
+    /// reading (decoded as the engine decodes them: a reading it would
+    /// refuse is left out), the rest as read.
+    fn sample(&mut self, window: &Window, t: Nanos, value: Value) {
+        match self.spec.registered_kind() {
+            SampleKind::Counter(spec) => {
+                let prev = self.prev.filter(|(pt, _)| *pt < t).map(|(pt, pv)| (pv, pt));
+                if let Ok(decoded) = engine::counter::decode(spec, prev, value, t) {
+                    let (_, rate) = decoded.step_and_rate();
+                    if rate.is_finite() {
+                        self.add(window, t, rate);
+                    }
+                    self.prev = Some((t, decoded.raw));
+                }
+            }
+            _ => self.add(window, t, value.as_f64()),
+        }
+    }
+
     fn points(&self) -> Vec<(Nanos, f64)> {
         let mut out = Vec::new();
         for (lo, hi) in self.buckets.iter().flatten() {
@@ -170,110 +190,70 @@ impl Acc {
     }
 }
 
-fn open(path: &Path) -> anyhow::Result<BufReader<File>> {
-    let file = File::open(path).with_context(|| format!("cannot read the recording {}", path.display()))?;
-    Ok(BufReader::new(file))
-}
-
-/// Reads the lines of `path`, calling `each` with the line, its number and
-/// the bytes read so far.
-fn lines(path: &Path, mut each: impl FnMut(&str, usize, u64) -> anyhow::Result<()>) -> anyhow::Result<()> {
-    let mut input = open(path)?;
-    let (mut buf, mut n, mut offset) = (String::new(), 0usize, 0u64);
-    loop {
-        buf.clear();
-        n += 1;
-        let read = input.read_line(&mut buf).with_context(|| format!("{}:{n}: cannot read", path.display()))?;
-        if read == 0 {
-            return Ok(());
-        }
-        offset += read as u64;
-        let text = buf.trim();
-        if !text.is_empty() && !text.starts_with('#') {
-            each(text, n, offset)?;
-        }
-    }
-}
-
-fn parse(path: &Path, n: usize, text: &str) -> anyhow::Result<Line> {
-    serde_json::from_str(text).map_err(|e| anyhow::anyhow!("{}:{n}: not a recording line: {e}", path.display()))
+/// The recording at `path` with its rotated files, oldest first, as one
+/// stream of events (each file starts a segment).
+fn reader(path: &Path) -> anyhow::Result<Reader<Box<dyn std::io::BufRead + Send>>> {
+    let (input, _) =
+        open_with_rotated(path).with_context(|| format!("cannot read the recording {}", path.display()))?;
+    Ok(Reader::new(input, &path.display().to_string()))
 }
 
 /// The nodes of each job, from its `job_node_info` series.
 pub fn job_nodes(path: &Path) -> anyhow::Result<BTreeMap<String, BTreeSet<String>>> {
     let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    lines(path, |text, n, _| {
-        // Sample lines are most of a recording and never declare anything.
-        if text.starts_with("{\"s\":") {
-            return Ok(());
-        }
-        if let Line::Series { metric, labels, .. } = parse(path, n, text)? {
-            if let (true, Some(job), Some(node)) = (metric == JOB_NODE_INFO, labels.get("job"), labels.get("node")) {
+    let mut input = reader(path)?;
+    while let Some(event) = input.next_event()? {
+        if let Event::Series(_, spec) = event {
+            let labels = &spec.labels;
+            if let (true, Some(job), Some(node)) = (spec.metric == JOB_NODE_INFO, labels.get("job"), labels.get("node")) {
                 out.entry(job.to_string()).or_default().insert(node.to_string());
             }
         }
-        Ok(())
-    })?;
+    }
     Ok(out)
 }
 
+/// A series across the recording's segments: its metric and labels (ids
+/// are only valid within a segment).
+type SeriesKey = (String, String);
+
 /// Reads the signals of `window` that `scope` keeps.
 pub fn read(path: &Path, window: &Window, scope: &Scope, topology: Option<&Topology>) -> anyhow::Result<Signals> {
-    let mut kept: HashMap<u32, Acc> = HashMap::new();
-    // Every declared id, kept or not, so an undeclared one is an error.
-    let mut declared: BTreeSet<u32> = BTreeSet::new();
+    let mut kept: HashMap<SeriesKey, Acc> = HashMap::new();
+    // This segment's ids → the series they declare.
+    let mut ids: HashMap<u32, SeriesKey> = HashMap::new();
     let mut out = Signals::default();
-    lines(path, |text, n, offset| {
-        let at = match parse(path, n, text)? {
-            Line::Series { series, metric, labels, kind } => {
-                declared.insert(series);
-                let keep = scope.keeps(&labels, topology);
-                match Kind::of(&metric, &labels) {
-                    Some(k) if keep && kept.len() < MAX_SERIES => {
-                        let spec = SeriesSpec { metric, labels, kind };
-                        kept.insert(series, Acc { kind: k, spec, prev: None, buckets: Vec::new() });
+    let mut input = reader(path)?;
+    while let Some(event) = input.next_event()? {
+        let at = match event {
+            Event::Series(id, spec) => {
+                let key = (spec.metric.clone(), spec.labels.to_string());
+                let keep = scope.keeps(&spec.labels, topology);
+                match Kind::of(&spec.metric, &spec.labels) {
+                    Some(_) if kept.contains_key(&key) => {}
+                    Some(kind) if keep && kept.len() < MAX_SERIES => {
+                        kept.insert(key.clone(), Acc { kind, spec, prev: None, buckets: Vec::new() });
                     }
-                    Some(_) if keep && !kept.contains_key(&series) => out.left_out += 1,
+                    Some(_) if keep => out.left_out += 1,
                     _ => {}
                 }
+                ids.insert(id, key);
                 None
             }
-            Line::Sample { s, t, v } => {
-                if !declared.contains(&s) {
-                    anyhow::bail!("{}:{n}: series {s} used before it is declared", path.display());
-                }
-                if let Some(acc) = kept.get_mut(&s) {
-                    match acc.spec.registered_kind() {
-                        SampleKind::Counter(spec) => {
-                            let now = v.as_u64().ok_or_else(|| {
-                                anyhow::anyhow!(
-                                    "{}:{n}: counter value {v} is not a non-negative integer",
-                                    path.display()
-                                )
-                            })?;
-                            let prev = acc.prev.filter(|(pt, _)| *pt < t).map(|(pt, pv)| (pv, pt));
-                            // A reading no counter can hold is left out, as the daemon refuses it.
-                            if let Ok(decoded) = engine::counter::decode(spec, prev, Value::Count(now), t) {
-                                let (_, rate) = decoded.step_and_rate();
-                                if rate.is_finite() {
-                                    acc.add(window, t, rate);
-                                }
-                                acc.prev = Some((t, decoded.raw));
-                            }
-                        }
-                        _ => {
-                            let v = v
-                                .as_f64()
-                                .ok_or_else(|| anyhow::anyhow!("{}:{n}: value {v} is not a number", path.display()))?;
-                            acc.add(window, t, v);
-                        }
-                    }
+            Event::Sample { id, t, value } => {
+                if let Some(acc) = ids.get(&id).and_then(|key| kept.get_mut(key)) {
+                    acc.sample(window, t, value);
                 }
                 Some(t)
             }
-            Line::Note { note, t, text, labels } => {
-                if window.contains(t) && (labels.0.is_empty() || scope.keeps(&labels, topology)) {
-                    out.notes.push(Note { ts: t, kind: note, text, labels });
+            Event::Note(note) if note.kind == SEGMENT_START => {
+                ids.clear();
+                Some(note.ts)
+            }
+            Event::Note(note) => {
+                let t = note.ts;
+                if window.contains(t) && (note.labels.0.is_empty() || scope.keeps(&note.labels, topology)) {
+                    out.notes.push(note);
                 }
                 Some(t)
             }
@@ -282,10 +262,9 @@ pub fn read(path: &Path, window: &Window, scope: &Scope, topology: Option<&Topol
             out.span = Some(out.span.map_or((t, t), |(a, b)| (a.min(t), b.max(t))));
         }
         if at.is_none_or(|t| t <= window.to) {
-            out.until_end = offset;
+            out.until_end = input.offset();
         }
-        Ok(())
-    })?;
+    }
     let mut tracks: Vec<SeriesTrack> = kept
         .into_values()
         .filter(|a| a.buckets.iter().any(Option::is_some))

@@ -33,7 +33,7 @@ use crate::action::Proposal;
 use crate::contracts::{Actuator, ActuatorError, Outcome, Verification};
 use crate::coordination::{Coordinator, Scope, Standalone, Token};
 use crate::labels::Labels;
-use crate::ledger::Ledger;
+use crate::ledger::{Ledger, ModeSet};
 use crate::policy::{kind_matches, BreakerState, Check, CheckFor, Effect, Policy, PolicySettings};
 use crate::time::{wall_clock_now, Nanos, Span};
 use crate::topology::Topology;
@@ -146,7 +146,18 @@ impl Dispatcher {
     /// effect and the requests awaiting approval; call
     /// [`Dispatcher::reconcile`] next to settle interrupted actions.
     pub fn new(config: DispatchConfig, ledger: Option<Ledger>) -> Dispatcher {
+        let mut config = config;
         let mut policy = Policy::new(config.policy.clone(), config.topology.clone());
+        if let Some(set) = ledger.as_ref().and_then(|l| l.mode().unwrap_or(None)) {
+            tracing::warn!(
+                message = "Mode kept from before the restart.",
+                mode = set.mode.as_str(),
+                set_by = %set.by,
+                set_at = %crate::time::rfc3339(set.at),
+                playbook_mode = config.mode.as_str()
+            );
+            config.mode = set.mode;
+        }
         let mut pending = BTreeMap::new();
         if let Some(ledger) = &ledger {
             match ledger.breaker() {
@@ -243,6 +254,20 @@ impl Dispatcher {
     /// Switches the global mode at run time.
     pub fn set_mode(&mut self, mode: Mode) {
         self.config.mode = mode;
+    }
+
+    /// Switches the global mode because `by` asked, at `now`: recorded in
+    /// the ledger, durably, so it holds across restarts until set again.
+    pub fn set_mode_by(&mut self, mode: Mode, by: &str, now: Nanos) {
+        let was = self.config.mode;
+        self.config.mode = mode;
+        tracing::warn!(message = "Mode set by an operator.", mode = mode.as_str(), was = was.as_str(), %by);
+        if let Some(ledger) = &self.ledger {
+            let set = ModeSet { mode, by: by.to_string(), at: now };
+            if let Err(error) = ledger.set_mode(&set) {
+                tracing::error!(message = "Could not record the mode.", %error);
+            }
+        }
     }
 
     /// The global mode.

@@ -47,7 +47,7 @@ impl Silence {
             (None, None) => "everything".to_string(),
         };
         let why = if self.reason.is_empty() { String::new() } else { format!(": {}", self.reason) };
-        format!("silenced ({}, {what}, by {} until {}){why}", self.id, self.by, self.until)
+        format!("silenced ({}, {what}, by {} until {}){why}", self.id, self.by, crate::time::rfc3339(self.until))
     }
 }
 

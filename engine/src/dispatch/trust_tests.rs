@@ -155,3 +155,15 @@ async fn an_action_that_outlived_its_incident_across_a_restart_is_undone() {
     assert_eq!(knobs.value(&node("a")).unwrap(), "default");
     assert_eq!(knobs.value(&node("b")).unwrap(), "ours");
 }
+
+#[tokio::test]
+async fn a_mode_an_operator_set_is_kept_across_a_restart() {
+    let knobs = Arc::new(Knobs::default());
+    let l = ledger();
+    let mut d = dispatcher(undoing(), knobs.clone(), Some(l.clone()));
+    assert_eq!(d.mode(), Mode::Enforce);
+    d.set_mode_by(Mode::DryRun, "oncall", SECOND);
+    let restarted = dispatcher(undoing(), knobs, Some(l.clone()));
+    assert_eq!(restarted.mode(), Mode::DryRun, "the playbook says enforce; the operator's dry-run stands");
+    assert_eq!(l.mode().unwrap().map(|m| (m.by, m.at)), Some(("oncall".to_string(), SECOND)));
+}

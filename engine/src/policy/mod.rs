@@ -278,7 +278,7 @@ impl Policy {
             return Check::Suppress(format!(
                 "target cooldown: {} on {target} at {}, nothing more on it for {}",
                 last.kind,
-                last.at,
+                crate::time::rfc3339(last.at),
                 Span(self.settings.target_cooldown)
             ));
         }
@@ -309,7 +309,8 @@ impl Policy {
         }
         if let Some(at) = self.breaker.tripped_at {
             return Some(Check::Hold(format!(
-                "circuit breaker tripped at {at} ({}); no destructive action until `rocemend breaker reset`",
+                "circuit breaker tripped at {} ({}); no destructive action until `rocemend breaker reset`",
+                crate::time::rfc3339(at),
                 self.breaker.reason
             )));
         }

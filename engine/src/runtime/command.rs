@@ -53,8 +53,14 @@ pub enum EngineCommand {
 /// What the dispatcher is asked.
 #[derive(Debug)]
 pub enum DispatchCommand {
-    /// Switch the global mode.
-    SetMode(Mode),
+    /// Switch the global mode; recorded in the ledger with who and when,
+    /// and kept across restarts.
+    SetMode {
+        /// The mode.
+        mode: Mode,
+        /// Who set it.
+        by: String,
+    },
     /// Approve a held request.
     Approve {
         /// The decision id.

@@ -83,7 +83,7 @@ async fn serve(dispatcher: &mut Dispatcher, msg: ToDispatcher) -> Vec<Decision> 
 /// Answers a dispatch command; an approval or a rejection is a decision.
 async fn command_decisions(dispatcher: &mut Dispatcher, command: DispatchCommand, now: Nanos) -> Vec<Decision> {
     match command {
-        DispatchCommand::SetMode(mode) => dispatcher.set_mode(mode),
+        DispatchCommand::SetMode { mode, by } => dispatcher.set_mode_by(mode, &by, now),
         DispatchCommand::Approve { id, by, reply } => {
             let result = dispatcher.approve(&id, &by, now).await;
             let decided = result.as_ref().ok().cloned();

@@ -3,14 +3,13 @@
 //! dispatcher's task, answers engine commands, and shows every event to the
 //! observer in order.
 
-use std::fs::File;
-use std::io::BufWriter;
 use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
-use super::command::{Command, EngineCommand};
+use super::command::{Command, DispatchCommand, EngineCommand};
+use crate::ledger::ModeSet;
 use super::dispatcher_task::{DispatcherTask, ToDispatcher};
 use super::refusals::RefusalReporter;
 use super::reload::{shrink_refusal, ReloadRequest, Reloading};
@@ -19,7 +18,7 @@ use super::{ClockMode, DaemonEvent, EngineView, RuleLoader, RunSummary, SensorSl
 use crate::contracts::{Batch, HealthBoard, HealthState, Note, SensorContext, SensorError};
 use crate::evaluator::{EngineEvent, Evaluator, Refused};
 use crate::instance::State;
-use crate::recording::Writer;
+use crate::recording::RecordingFile;
 use crate::series::SeriesTable;
 use crate::time::{wall_clock_now, Nanos};
 
@@ -56,7 +55,7 @@ pub(super) struct EventLoop {
     pub evaluator: Evaluator,
     pub loader: Option<RuleLoader>,
     pub clock: ClockMode,
-    pub recorder: Option<Writer<BufWriter<File>>>,
+    pub recorder: Option<RecordingFile>,
     pub dispatcher: DispatcherTask,
     pub health: HealthBoard,
     /// The events of one evaluation pass, kept to reuse the allocation.
@@ -79,6 +78,8 @@ pub(super) struct Tally {
     evaluation_ns: u64,
     /// Samples the time guard refused.
     refused_future: u64,
+    /// When the recording was last flushed to its file.
+    recording_flushed: Nanos,
 }
 
 impl EventLoop {
@@ -107,6 +108,10 @@ impl EventLoop {
                 command = commands.recv(), if commands_open => match command {
                     Some(Command::Engine(command)) => self.on_command(command, observe),
                     Some(Command::Dispatch(command)) => {
+                        if let DispatchCommand::SetMode { mode, by } = &command {
+                            let set = ModeSet { mode: *mode, by: by.clone(), at: wall_clock_now() };
+                            observe(&DaemonEvent::ModeSet(set));
+                        }
                         let _ = self.dispatcher.inbox.send(ToDispatcher::Command(command, self.last_now)).await;
                     }
                     None => commands_open = false,
@@ -193,6 +198,14 @@ impl EventLoop {
 
     async fn on_tick(&mut self, observe: &mut (impl FnMut(&DaemonEvent) + Send)) {
         let now = wall_clock_now();
+        // What is recorded reaches the file within a second, so `timeline`
+        // and `replay` on a running daemon see the last second too.
+        if now.saturating_sub(self.tally.recording_flushed) >= crate::time::SECOND {
+            self.tally.recording_flushed = now;
+            if let Some(Err(error)) = self.recorder.as_mut().map(RecordingFile::flush) {
+                tracing::error!(message = "Could not write the recording.", %error);
+            }
+        }
         self.evaluate(now, observe).await;
         let _ = self.dispatcher.inbox.send(ToDispatcher::Tick(now)).await;
     }
@@ -329,7 +342,7 @@ async fn reloaded(reloading: &mut Option<Reloading>) -> Result<crate::rule::Rule
     }
 }
 
-fn record_batch(w: &mut Writer<BufWriter<File>>, evaluator: &Evaluator, batch: &Batch) {
+fn record_batch(w: &mut RecordingFile, evaluator: &Evaluator, batch: &Batch) {
     let mut result = Ok(());
     for s in &batch.samples {
         result = result.and(w.sample(evaluator.series(), s.series, s.ts, s.value));

@@ -26,8 +26,6 @@ pub use command::{Command, DispatchCommand, EngineCommand};
 pub use reload::{ReloadRequest, ReloadResult};
 pub use time_guard::{TimeGuard, DEFAULT_MAX_AHEAD};
 
-use std::fs::File;
-use std::io::BufWriter;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -38,7 +36,7 @@ use crate::contracts::{Note, Sensor};
 use crate::dispatch::{Decision, Dispatcher, Mode, Silence};
 use crate::evaluator::{EngineEvent, EngineStats, Evaluator, InstanceView, ReloadReport, RuleHealth};
 use crate::policy::BreakerState;
-use crate::recording::Writer;
+use crate::recording::{RecordingFile, Rotation};
 use crate::rule::{Helpers, Rule, RuleSet};
 
 /// Batches in flight between sensors and the engine. At 100 ms polls and a
@@ -87,12 +85,21 @@ pub struct Daemon {
     /// Evaluation tick on the wall clock.
     pub tick: Duration,
     /// Write everything seen to this recording.
-    pub record: Option<PathBuf>,
+    pub record: Option<Recording>,
     /// Stop when every sensor has ended (replays, tests). A daemon keeps
     /// running instead, so approvals, expiry and the control API go on.
     pub stop_when_sensors_end: bool,
     /// Where sensors report their health.
     pub health: crate::contracts::HealthBoard,
+}
+
+/// Where a daemon records what it sees, and how large the file may grow.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recording {
+    /// The file; rotated files are `PATH.1`, `PATH.2`, ….
+    pub path: PathBuf,
+    /// Its size bound and how many rotated files are kept.
+    pub rotation: Rotation,
 }
 
 /// What the evaluator can say about itself, for the control API and metrics.
@@ -144,6 +151,8 @@ pub enum DaemonEvent {
     Reloaded(ReloadReport),
     /// A reload was refused; the old rules keep running.
     ReloadFailed(Vec<String>),
+    /// An operator set the global mode.
+    ModeSet(crate::ledger::ModeSet),
     /// A sensor stopped.
     SensorExited {
         /// Which.
@@ -173,7 +182,7 @@ pub async fn run(
     let Daemon { evaluator, dispatcher, sensors, loader, clock, max_ahead, tick, record, stop_when_sensors_end, health } =
         daemon;
     let recorder = match &record {
-        Some(path) => Some(Writer::new(BufWriter::new(File::create(path)?))),
+        Some(r) => Some(RecordingFile::open(&r.path, r.rotation, crate::time::wall_clock_now(), "rocemend started")?),
         None => None,
     };
     let sensors = event_loop::Sensors::start(sensors, evaluator.series(), &shutdown, &health);

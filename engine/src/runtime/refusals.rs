@@ -29,7 +29,7 @@ impl RefusalReporter {
             let info = reg.info(r.series);
             let sensor = reg.sensor_name(info.sensor).to_string();
             let what = format!("{}{}", reg.metric_name(r.series), reg.labels(r.series));
-            let why = format!("sample of {what} at {}: {}", r.ts, r.refusal);
+            let why = format!("sample of {what} at {}: {}", crate::time::rfc3339(r.ts), r.refusal);
             health.refused(&sensor, &why);
             let now = Instant::now();
             let entry = self.logged.entry(sensor.clone()).or_insert((None, 0));

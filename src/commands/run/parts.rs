@@ -8,6 +8,8 @@ use std::time::Duration;
 use std::sync::Arc;
 
 use anyhow::Context;
+use engine::recording::Rotation;
+use engine::runtime::Recording;
 use engine::ledger::{Ledger, Retention};
 use engine::playbook::Playbook;
 use engine::rule::Helpers;
@@ -90,7 +92,10 @@ impl Parts {
             clock,
             max_ahead,
             tick,
-            record: config.record.clone(),
+            record: config.record.clone().map(|path| Recording {
+                path,
+                rotation: Rotation { max_bytes: config.record_max_mib.max(1) << 20, keep: config.record_keep },
+            }),
             stop_when_sensors_end: config.engine.exit_when_sensors_end,
             health: health.clone(),
         };
