@@ -590,30 +590,7 @@ impl Evaluator {
             };
             let result = match cond {
                 None => None,
-                Some(cond) => {
-                    // Rules that ask about other rules' instances must be
-                    // evaluated again when those change, not only their windows.
-                    let epoch = if rt.rule.cross_series { self.scripts.helpers().epoch() } else { 0 };
-                    let hash = hash_values(&values) ^ epoch.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-                    let clear = cond == Condition::Clear;
-                    match subj.cached(hash) {
-                        Some(cached) if cached.clear == clear => {
-                            self.stats.cache_hits += 1;
-                            Some(cached.result)
-                        }
-                        _ => {
-                            self.stats.script_calls += 1;
-                            let labels = rt.labels_of(s, &self.series.read()).clone();
-                            let w = rt.rule.window_values(values.clone());
-                            let started = std::time::Instant::now();
-                            let result = self.scripts.eval(&rt.rule, cond, &labels, w);
-                            rt.cost.spent(started.elapsed());
-                            let result = result?;
-                            rt.subjects[s as usize].set_cached(hash, CachedResult { clear, result });
-                            Some(result)
-                        }
-                    }
-                }
+                Some(cond) => Some(self.condition(ri, s, cond, &values)?),
             };
             let timing = self.rules[ri].timing;
             transitions.extend(instance::step(&mut inst, &timing, now, result));
@@ -630,6 +607,32 @@ impl Evaluator {
             self.record_transitions(ri, s, &inst, &transitions, &values, now, out);
         }
         Ok(())
+    }
+
+    /// The value of condition `cond` of rule `ri` for subject `s` on
+    /// `values`: from the subject's cache when neither the values nor (for
+    /// cross-series rules) other rules' instances changed, else from the
+    /// script, its time counted against the rule's cost budget.
+    fn condition(&mut self, ri: usize, s: u32, cond: Condition, values: &[f64]) -> Result<bool, ScriptError> {
+        let rt = &mut self.rules[ri];
+        // Rules that ask about other rules' instances must be evaluated again
+        // when those change, not only their windows.
+        let epoch = if rt.rule.cross_series { self.scripts.helpers().epoch() } else { 0 };
+        let hash = hash_values(values) ^ epoch.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let clear = cond == Condition::Clear;
+        if let Some(cached) = rt.subjects[s as usize].cached(hash).filter(|c| c.clear == clear) {
+            self.stats.cache_hits += 1;
+            return Ok(cached.result);
+        }
+        self.stats.script_calls += 1;
+        let labels = rt.labels_of(s, &self.series.read()).clone();
+        let w = rt.rule.window_values(values.to_vec());
+        let started = std::time::Instant::now();
+        let result = self.scripts.eval(&rt.rule, cond, &labels, w);
+        rt.cost.spent(started.elapsed());
+        let result = result?;
+        rt.subjects[s as usize].set_cached(hash, CachedResult { clear, result });
+        Ok(result)
     }
 
     fn labels_of(&self, ri: usize, s: u32) -> Labels {
