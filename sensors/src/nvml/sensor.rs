@@ -237,6 +237,61 @@ fn blocking_failed(e: tokio::task::JoinError) -> SensorError {
     SensorError::Io { context: "the NVML task ended".into(), source: std::io::Error::other(e.to_string()) }
 }
 
+/// The open library and what the sensor keeps between reads.
+struct Running {
+    name: String,
+    nvml: Arc<Nvml>,
+    gpus: Vec<Gpu>,
+    nvlink: bool,
+    cache: SeriesCache,
+}
+
+impl Running {
+    /// An XID from the event thread: one sample at once.
+    async fn xid(&mut self, ctx: &SensorContext, message: XidMessage) -> Result<(), SensorError> {
+        match message {
+            XidMessage::Xid { gpu, xid, ts } => {
+                tracing::warn!(message = "GPU XID.", sensor = %self.name, gpu, xid = ?xid);
+                let bus_id = self.gpus.iter().find(|g| g.index == gpu).map(|g| g.pci_bus_id.clone()).unwrap_or_default();
+                match self.cache.xid(ctx, gpu, &bus_id, xid, ts) {
+                    Ok(sample) => ctx.send(Batch { samples: vec![sample], notes: Vec::new() }).await?,
+                    Err(e) => ctx.read_failed("series", &e.to_string()),
+                }
+            }
+            XidMessage::Failed(error) => {
+                tracing::warn!(message = "XID events not watched.", sensor = %self.name, %error);
+                ctx.read_failed("xid", &error);
+            }
+        }
+        Ok(())
+    }
+
+    /// One poll of every GPU, off the async runtime (NVML calls block).
+    async fn poll(&mut self, ctx: &SensorContext) -> Result<(), SensorError> {
+        let started = Instant::now();
+        let (nvml, gpus, nvlink) = (self.nvml.clone(), self.gpus.clone(), self.nvlink);
+        let (readings, errors) =
+            tokio::task::spawn_blocking(move || poll(&nvml, &gpus, nvlink)).await.map_err(blocking_failed)?;
+        let ts = engine::time::wall_clock_now();
+        let mut samples = Vec::new();
+        for reading in &readings {
+            if let Err(e) = self.cache.samples(ctx, reading, ts, &mut samples) {
+                ctx.read_failed("series", &e.to_string());
+            }
+        }
+        for error in &errors {
+            ctx.read_failed("nvml", error);
+        }
+        if !samples.is_empty() {
+            ctx.send(Batch { samples, notes: Vec::new() }).await?;
+        }
+        if errors.is_empty() {
+            ctx.read_ok(started.elapsed());
+        }
+        Ok(())
+    }
+}
+
 #[async_trait]
 impl Sensor for NvmlSensor {
     fn name(&self) -> &str {
@@ -268,60 +323,25 @@ impl Sensor for NvmlSensor {
                 .spawn(move || watch_xids(nvml, gpus, wait, stop, tx))
                 .map_err(|e| SensorError::Io { context: "starting the XID thread".into(), source: e })?
         };
-        let bus_id = |gpu: u32| gpus.iter().find(|g| g.index == gpu).map(|g| g.pci_bus_id.clone()).unwrap_or_default();
-
-        let mut cache = SeriesCache::default();
+        let mut running = Running { name: self.name.clone(), nvml, gpus, nvlink: self.nvlink, cache: SeriesCache::default() };
         let mut ticker = tokio::time::interval(self.poll_interval);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut xids_open = true;
         let result = loop {
-            tokio::select! {
+            let step = tokio::select! {
                 biased;
                 _ = ctx.shutdown() => break Ok(()),
                 message = xids.recv(), if xids_open => match message {
-                    Some(XidMessage::Xid { gpu, xid, ts }) => {
-                        tracing::warn!(message = "GPU XID.", sensor = %self.name, gpu, xid = ?xid);
-                        match cache.xid(&ctx, gpu, &bus_id(gpu), xid, ts) {
-                            Ok(sample) => {
-                                if let Err(e) = ctx.send(Batch { samples: vec![sample], notes: Vec::new() }).await {
-                                    break Err(e);
-                                }
-                            }
-                            Err(e) => ctx.read_failed("series", &e.to_string()),
-                        }
+                    Some(message) => running.xid(&ctx, message).await,
+                    None => {
+                        xids_open = false;
+                        Ok(())
                     }
-                    Some(XidMessage::Failed(error)) => {
-                        tracing::warn!(message = "XID events not watched.", sensor = %self.name, %error);
-                        ctx.read_failed("xid", &error);
-                    }
-                    None => xids_open = false,
                 },
-                _ = ticker.tick() => {
-                    let started = Instant::now();
-                    let (nvml, gpus, nvlink) = (nvml.clone(), gpus.clone(), self.nvlink);
-                    let (readings, errors) = match tokio::task::spawn_blocking(move || poll(&nvml, &gpus, nvlink)).await {
-                        Ok(polled) => polled,
-                        Err(e) => break Err(blocking_failed(e)),
-                    };
-                    let ts = engine::time::wall_clock_now();
-                    let mut samples = Vec::new();
-                    for reading in &readings {
-                        if let Err(e) = cache.samples(&ctx, reading, ts, &mut samples) {
-                            ctx.read_failed("series", &e.to_string());
-                        }
-                    }
-                    for error in &errors {
-                        ctx.read_failed("nvml", error);
-                    }
-                    if !samples.is_empty() {
-                        if let Err(e) = ctx.send(Batch { samples, notes: Vec::new() }).await {
-                            break Err(e);
-                        }
-                    }
-                    if errors.is_empty() {
-                        ctx.read_ok(started.elapsed());
-                    }
-                }
+                _ = ticker.tick() => running.poll(&ctx).await,
+            };
+            if let Err(e) = step {
+                break Err(e);
             }
         };
         stop.store(true, Ordering::Relaxed);
