@@ -54,34 +54,31 @@ pub struct Endpoint {
 }
 
 impl Endpoint {
-    async fn dispatch_status(&self) -> Result<DispatchStatus, String> {
+    /// Asks the run loop (`who`, for the error) the command `make` builds
+    /// around a reply channel, waiting at most `limit`.
+    async fn ask<T>(
+        &self,
+        who: &str,
+        limit: Duration,
+        make: impl FnOnce(oneshot::Sender<T>) -> Command,
+    ) -> Result<T, String> {
         let (tx, rx) = oneshot::channel();
         let ask = async {
-            self.commands
-                .send(DispatchCommand::Status { reply: tx }.into())
-                .await
-                .map_err(|_| "the run loop has stopped")?;
-            rx.await.map_err(|_| "the dispatcher has stopped")
+            self.commands.send(make(tx)).await.map_err(|_| "the run loop has stopped".to_string())?;
+            rx.await.map_err(|_| format!("the {who} has stopped"))
         };
-        match tokio::time::timeout(DISPATCHER_TIMEOUT, ask).await {
-            Ok(r) => r.map_err(str::to_string),
-            Err(_) => Err(format!("the dispatcher did not answer within {DISPATCHER_TIMEOUT:?}")),
+        match tokio::time::timeout(limit, ask).await {
+            Ok(r) => r,
+            Err(_) => Err(format!("the {who} did not answer within {limit:?}")),
         }
     }
 
+    async fn dispatch_status(&self) -> Result<DispatchStatus, String> {
+        self.ask("dispatcher", DISPATCHER_TIMEOUT, |reply| DispatchCommand::Status { reply }.into()).await
+    }
+
     async fn view(&self) -> Result<EngineView, String> {
-        let (tx, rx) = oneshot::channel();
-        let ask = async {
-            self.commands
-                .send(EngineCommand::View { reply: tx }.into())
-                .await
-                .map_err(|_| "the run loop has stopped")?;
-            rx.await.map_err(|_| "the run loop has stopped")
-        };
-        match tokio::time::timeout(LOOP_TIMEOUT, ask).await {
-            Ok(r) => r.map_err(str::to_string),
-            Err(_) => Err(format!("the run loop did not answer within {LOOP_TIMEOUT:?}")),
-        }
+        self.ask("run loop", LOOP_TIMEOUT, |reply| EngineCommand::View { reply }.into()).await
     }
 
     async fn handle(&self, req: Request<hyper::body::Incoming>) -> Response<Full<Bytes>> {
