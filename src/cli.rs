@@ -39,7 +39,8 @@ pub enum Command {
     },
     /// Run each rule's test cases (`<rule>.test.toml` beside `<rule>.rhai`); exit 1 if a case fails.
     Test {
-        /// The rule directory.
+        /// The rule directory, or one rule file (`rules/pfc_storm.rhai`, tested against
+        /// `rules/pfc_storm.test.toml`).
         #[arg(default_value = "rules")]
         dir: PathBuf,
     },

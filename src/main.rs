@@ -26,6 +26,13 @@ pub enum Exit {
 }
 
 fn main() -> ExitCode {
+    // A closed pipe (`rocemend decisions | head -1`) ends the command quietly,
+    // as it ends `ls` or `cat`, instead of a panic on the next write.
+    // SAFETY: restoring a signal's default disposition at start, before any
+    // thread exists; no handler runs Rust code.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = cli::Cli::parse();
     match commands::run(cli) {
         Ok(Exit::Ok) => ExitCode::SUCCESS,

@@ -4,8 +4,9 @@ use std::path::Path;
 
 use crate::Exit;
 
-pub fn test(dir: &Path) -> anyhow::Result<Exit> {
-    let report = engine::rule_test::run_dir(dir)?;
+/// `rocemend test [rules/ | rules/RULE.rhai]`.
+pub fn test(path: &Path) -> anyhow::Result<Exit> {
+    let report = engine::rule_test::run_path(path)?;
     println!("{report}");
     Ok(if report.passed() { Exit::Ok } else { Exit::Findings })
 }

@@ -68,7 +68,7 @@ pub use case::MAX_SERIES_PER_CASE;
 pub use report::{CaseReport, DirReport, Failure, FileOutcome, FileReport, FileResult};
 
 use crate::config::TomlError;
-use crate::rule::{self, Helpers, RuleErrors};
+use crate::rule::{self, Helpers, RuleError, RuleErrors};
 use crate::time::{Nanos, SECOND};
 use crate::topology::{Topology, TopologyError};
 
@@ -151,26 +151,65 @@ pub fn run_sources(
     Ok(FileReport { rule: name, rule_path: rule_path.to_string(), test_path: test_path.to_string(), cases })
 }
 
+/// Runs a rule file against its `<stem>.test.toml`, or every rule of a
+/// directory ([`run_dir`]).
+pub fn run_path(path: &Path) -> Result<DirReport, TestFileError> {
+    if path.is_dir() {
+        return run_dir(path);
+    }
+    if path.extension().is_none_or(|x| x != "rhai") {
+        return Err(TestFileError::Read {
+            path: path.display().to_string(),
+            source: std::io::Error::new(std::io::ErrorKind::InvalidInput, "neither a rule directory nor a .rhai file"),
+        });
+    }
+    Ok(DirReport { files: vec![outcome(path)] })
+}
+
+/// The test file of a rule: `<stem>.test.toml` beside it.
+fn test_of(rule: &Path) -> PathBuf {
+    let stem = rule.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    rule.with_file_name(format!("{stem}{TEST_SUFFIX}"))
+}
+
+/// One rule run against its test file; a rule without one is still
+/// compiled, so its load errors show.
+fn outcome(rule_path: &Path) -> FileOutcome {
+    let test_path = test_of(rule_path);
+    let result = if test_path.exists() {
+        match run_file(rule_path, &test_path) {
+            Ok(report) => FileResult::Ran(report),
+            Err(e) => FileResult::Error(e),
+        }
+    } else {
+        match rule::read_rule_file(rule_path).map_err(|message| {
+            TestFileError::Rule(RuleError { path: rule_path.display().to_string(), line: 0, column: 0, message }.into())
+        }) {
+            Err(e) => FileResult::Error(e),
+            Ok(source) => match rule::load_sources(&[(rule_path.display().to_string(), source)], Helpers::default()) {
+                Ok(_) => FileResult::NoTests,
+                Err(errors) => FileResult::Error(TestFileError::Rule(errors)),
+            },
+        }
+    };
+    FileOutcome { rule_path: rule_path.to_path_buf(), test_path, result }
+}
+
 /// Runs every `*.rhai` of `dir` against its `<stem>.test.toml`, reporting
-/// rules without a test file and test files without a rule too.
+/// rules without a test file, test files without a rule, and two files
+/// that declare the same rule name (the daemon refuses such a directory).
 pub fn run_dir(dir: &Path) -> Result<DirReport, TestFileError> {
     let rules = rule::rule_files(dir).map_err(|e| TestFileError::Rule(e.into()))?;
-    let test_of = |rule: &Path| -> PathBuf {
-        let stem = rule.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-        rule.with_file_name(format!("{stem}{TEST_SUFFIX}"))
-    };
-    let mut files = Vec::new();
-    for rule_path in &rules {
-        let test_path = test_of(rule_path);
-        let result = if !test_path.exists() {
-            FileResult::NoTests
-        } else {
-            match run_file(rule_path, &test_path) {
-                Ok(report) => FileResult::Ran(report),
-                Err(e) => FileResult::Error(e),
-            }
-        };
-        files.push(FileOutcome { rule_path: rule_path.clone(), test_path, result });
+    let mut files: Vec<FileOutcome> = rules.iter().map(|p| outcome(p)).collect();
+    if let Err(errors) = rule::load_dir(dir, Helpers::default()) {
+        for clash in errors.into_iter().filter(|e| e.message.contains("is also used by")) {
+            let path = PathBuf::from(&clash.path);
+            files.push(FileOutcome {
+                test_path: test_of(&path),
+                rule_path: path,
+                result: FileResult::Error(TestFileError::Rule(clash.into())),
+            });
+        }
     }
     let entries =
         std::fs::read_dir(dir).map_err(|source| TestFileError::Read { path: dir.display().to_string(), source })?;

@@ -333,3 +333,25 @@ fn clear(w) { w.inc < 1.0 && w.hi < 1.0 && w.ev < 1.0 }
     }
     assert!(transitions >= 4, "the data must drive the rule through its states, saw {transitions} transitions");
 }
+
+#[test]
+fn a_rule_file_runs_alone_and_an_untested_broken_rule_and_a_name_clash_are_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = "fn fire(w) { w.x > 1.0 }\n#{ name: \"same\", select: [\"m\"], windows: #{ x: last(\"m\") } }\n";
+    std::fs::write(dir.path().join("a.rhai"), good).unwrap();
+    std::fs::write(dir.path().join("b.rhai"), good).unwrap();
+    std::fs::write(dir.path().join("broken.rhai"), "fn fire(w) { w.x > }\n#{ name: \"broken\" }\n").unwrap();
+
+    let report = run_path(&dir.path().join("a.rhai")).unwrap();
+    assert_eq!(report.files.len(), 1, "one file");
+    assert!(matches!(report.files[0].result, FileResult::NoTests));
+
+    let report = run_dir(dir.path()).unwrap();
+    assert!(!report.passed());
+    let text = report.to_string();
+    assert!(text.contains("broken.rhai:1:"), "the untested rule's load error is shown: {text}");
+    assert!(text.contains("rule name \"same\" is also used by"), "the clash is shown: {text}");
+
+    let err = run_path(&dir.path().join("a.test.toml")).unwrap_err().to_string();
+    assert!(err.contains("neither a rule directory nor a .rhai file"), "{err}");
+}
