@@ -26,14 +26,23 @@ pub enum Exit {
 }
 
 fn main() -> ExitCode {
-    // A closed pipe (`rocemend decisions | head -1`) ends the command quietly,
-    // as it ends `ls` or `cat`, instead of a panic on the next write.
-    // SAFETY: restoring a signal's default disposition at start, before any
-    // thread exists; no handler runs Rust code.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
     let cli = cli::Cli::parse();
+    // A closed pipe (`rocemend decisions | head -1`) ends a command quietly,
+    // as it ends `ls` or `cat`, instead of a panic on the next write. Not the
+    // verbs that serve sockets (the daemon, the simulated switches of `sim`,
+    // `demo` and `chaos`): a client that hangs up must cost them one failed
+    // write, not their life (Rust ignores SIGPIPE, so the write fails).
+    let serves = matches!(
+        cli.command,
+        cli::Command::Run { .. } | cli::Command::Sim { .. } | cli::Command::Demo { .. } | cli::Command::Chaos { .. }
+    );
+    if !serves {
+        // SAFETY: restoring a signal's default disposition at start, before
+        // any thread exists; no handler runs Rust code.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
     match commands::run(cli) {
         Ok(Exit::Ok) => ExitCode::SUCCESS,
         Ok(Exit::Findings) => ExitCode::from(1),

@@ -24,11 +24,20 @@ pub(super) struct Setup {
     pub undo: Vec<String>,
     pub mode: Mode,
     pub trip_after: u32,
+    /// `[verify] reapply_reverted`; `None`: the default (switch actions).
+    pub reapply_reverted: Option<Vec<String>>,
 }
 
 impl Default for Setup {
     fn default() -> Setup {
-        Setup { limits: Limits::default(), approval: vec![], undo: vec![], mode: Mode::Enforce, trip_after: 5 }
+        Setup {
+            limits: Limits::default(),
+            approval: vec![],
+            undo: vec![],
+            mode: Mode::Enforce,
+            trip_after: 5,
+            reapply_reverted: None,
+        }
     }
 }
 
@@ -42,6 +51,10 @@ pub(super) fn dispatcher(setup: Setup, knobs: Arc<Knobs>, ledger: Option<Ledger>
         &RetryConfig { attempts: 3, backoff: "10ms".into() },
     )
     .unwrap();
+    let mut policy = policy;
+    if let Some(kinds) = setup.reapply_reverted {
+        policy.reapply_reverted = kinds;
+    }
     Dispatcher::new(
         DispatchConfig {
             mode: setup.mode,

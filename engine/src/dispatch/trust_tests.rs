@@ -11,7 +11,7 @@ use crate::testing::Knobs;
 use crate::time::SECOND;
 
 fn undoing() -> Setup {
-    Setup { undo: vec!["node.*".into()], ..Setup::default() }
+    Setup { undo: vec!["node.*".into()], reapply_reverted: Some(vec!["node.*".into()]), ..Setup::default() }
 }
 
 fn node(n: &str) -> Labels {
@@ -154,6 +154,19 @@ async fn an_action_that_outlived_its_incident_across_a_restart_is_undone() {
     assert_eq!(undone.len(), 1, "{undone:?}");
     assert_eq!(knobs.value(&node("a")).unwrap(), "default");
     assert_eq!(knobs.value(&node("b")).unwrap(), "ours");
+}
+
+#[tokio::test]
+async fn a_reverted_host_action_not_listed_for_reapply_is_left_to_the_operator() {
+    let knobs = Arc::new(Knobs::default());
+    let setup = Setup { undo: vec!["node.*".into()], ..Setup::default() };
+    let mut d = dispatcher(setup, knobs.clone(), Some(ledger()));
+    d.dispatch(proposal("r", "a", 0)).await;
+    knobs.set_by_hand(&node("a"), "default"); // an operator put it back
+    assert!(d.reverify_if_due(SECOND).await.is_empty(), "not re-applied");
+    assert_eq!(knobs.value(&node("a")).unwrap(), "default");
+    assert_eq!(d.drift_counts(), (1, 0), "recorded as reverted");
+    assert_eq!(d.policy().in_effect().count(), 0, "no longer ours");
 }
 
 #[tokio::test]

@@ -505,7 +505,9 @@ impl Evaluator {
             // tick is below the newest tick that is still stale.
             let stale_below = self.epoch.map_or(NEVER, |e| e.tick(now.saturating_sub(rt.rule.stale_after)));
             for (i, s) in rt.subjects.iter().enumerate() {
-                let is_stale = s.polled() && s.last_seen < stale_below;
+                // Stale means seen, then quiet: a subject never fed (its
+                // first sample refused, say) has nothing to go stale.
+                let is_stale = s.polled() && s.first_seen != NEVER && s.last_seen < stale_below;
                 if is_stale && !s.dirty() && !rt.instances.get(&(i as u32)).is_some_and(|x| x.stale) {
                     candidates.push(i as u32);
                 }
@@ -557,7 +559,8 @@ impl Evaluator {
         let mut inst = rt.instances.get(&s).copied().unwrap_or_else(|| Instance::new(now));
         let mut transitions = Vec::new();
         let values;
-        if subj.polled() && subj.last_seen < epoch.tick(now.saturating_sub(rt.rule.stale_after)) {
+        let quiet = subj.last_seen < epoch.tick(now.saturating_sub(rt.rule.stale_after));
+        if subj.polled() && subj.first_seen != NEVER && quiet {
             values = rt.values(s, now);
             let (newly, t) = instance::mark_stale(&mut inst, now);
             if newly {

@@ -32,6 +32,7 @@
 //! [verify]
 //! every = "10s"                       # actions in effect are read back this often
 //! reapply_changed = false             # someone else's change to our target is left alone
+//! reapply_reverted = ["pfcwd.escalate", "ecn.lower", "rail.drain"]   # lost on a switch restart: re-applied
 //! ```
 
 use std::collections::BTreeMap;
@@ -149,12 +150,23 @@ pub struct VerifyConfig {
     /// default their change stands: it is recorded and left alone.
     #[serde(default)]
     pub reapply_changed: bool,
+    /// The action kinds re-applied when their target goes back to what it
+    /// held before (while the incident fires). Default: the switch actions,
+    /// which a switch loses when it restarts with its saved configuration.
+    /// A host link brought back up or a node resumed is more likely an
+    /// operator's doing: recorded, and left alone unless listed here.
+    #[serde(default = "switch_kinds")]
+    pub reapply_reverted: Vec<String>,
 }
 
 impl Default for VerifyConfig {
     fn default() -> VerifyConfig {
-        VerifyConfig { every: ten_seconds(), reapply_changed: false }
+        VerifyConfig { every: ten_seconds(), reapply_changed: false, reapply_reverted: switch_kinds() }
     }
+}
+
+fn switch_kinds() -> Vec<String> {
+    ["pfcwd.escalate", "ecn.lower", "rail.drain"].map(String::from).to_vec()
 }
 
 /// `[retry]`.
@@ -240,6 +252,8 @@ pub struct PolicySettings {
     pub verify_every: Nanos,
     /// Whether someone else's change to our target is overwritten.
     pub reapply_changed: bool,
+    /// Kinds re-applied when their target went back to its prior values.
+    pub reapply_reverted: Vec<String>,
 }
 
 /// A safety policy setting was refused; the message names the field.
@@ -283,6 +297,7 @@ impl PolicySettings {
             backoff: d("retry.backoff", &retry.backoff)?,
             verify_every: 10 * crate::time::SECOND,
             reapply_changed: false,
+            reapply_reverted: switch_kinds(),
         })
     }
 
@@ -290,6 +305,7 @@ impl PolicySettings {
     pub fn verified(mut self, verify: &VerifyConfig) -> Result<PolicySettings, PolicyError> {
         self.verify_every = parse_duration(&verify.every).map_err(|e| PolicyError(format!("verify.every: {e}")))?;
         self.reapply_changed = verify.reapply_changed;
+        self.reapply_reverted = verify.reapply_reverted.clone();
         Ok(self)
     }
 
@@ -310,6 +326,12 @@ impl PolicySettings {
     /// The approval timeout for `kind`, if it needs approval.
     pub fn approval_timeout(&self, kind: &str) -> Option<Nanos> {
         self.approvals.iter().find(|(pats, _)| pats.iter().any(|p| kind_matches(p, kind))).map(|(_, t)| *t)
+    }
+
+    /// Whether an action of `kind` whose target went back to its prior
+    /// values is re-applied (while its incident fires).
+    pub fn reapply_reverted(&self, kind: &str) -> bool {
+        self.reapply_reverted.iter().any(|p| kind_matches(p, kind))
     }
 
     /// Whether `kind` is undone when its instance resolves.

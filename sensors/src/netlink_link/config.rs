@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use engine::time::{parse_duration, Span};
+use engine::{Nanos, MS, SECOND};
 use serde::{Deserialize, Serialize};
 
 use super::sensor::NetlinkLinkSensor;
@@ -14,6 +16,7 @@ use crate::ConfigError;
 /// exclude = ["lo", "docker*", "veth*"]
 /// retry_min_ms = 100
 /// retry_max_ms = 30000
+/// heartbeat = "1s"
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -40,6 +43,14 @@ pub struct NetlinkLinkConfig {
     /// at `net.core.rmem_max` unless the daemon has CAP_NET_ADMIN.
     #[serde(default = "default_receive_buffer_bytes")]
     pub receive_buffer_bytes: usize,
+    /// How often the current state of every watched link (its counters and
+    /// operstate, unchanged values included) is sent again, e.g. `"1s"`,
+    /// between 100 ms and 60 s; `"0"` sends changes only. The kernel pushes
+    /// changes, so a link that stays up sends nothing; without this, every
+    /// rule over these series would find a quiet link stale `stale_after`
+    /// after its last change, and could neither fire on it nor resolve.
+    #[serde(default = "default_heartbeat")]
+    pub heartbeat: String,
 }
 
 fn default_include() -> Vec<String> {
@@ -67,6 +78,24 @@ fn default_receive_buffer_bytes() -> usize {
     1 << 20
 }
 
+/// Five beats within the rules' default `stale_after` (5 s): a link is
+/// stale only when several beats in a row are missing, i.e. the sensor is
+/// gone, and a second of lag is far below any link rule's window.
+fn default_heartbeat() -> String {
+    "1s".into()
+}
+
+/// The shortest heartbeat: each beat is three samples per link, and a
+/// tenth of a second is far inside any useful `stale_after`; faster beats
+/// only cost the engine work.
+const MIN_HEARTBEAT: Nanos = 100 * MS;
+
+/// The longest heartbeat. A period above a rule's `stale_after` (5 s unless
+/// the rule says otherwise) leaves quiet links stale between beats, and the
+/// sensor cannot see the rules; a period above a minute is surely a mistake
+/// (for `"0"`, which turns the heartbeat off, or for seconds).
+const MAX_HEARTBEAT: Nanos = 60 * SECOND;
+
 impl Default for NetlinkLinkConfig {
     fn default() -> Self {
         NetlinkLinkConfig {
@@ -75,6 +104,7 @@ impl Default for NetlinkLinkConfig {
             retry_min_ms: default_retry_min_ms(),
             retry_max_ms: default_retry_max_ms(),
             receive_buffer_bytes: default_receive_buffer_bytes(),
+            heartbeat: default_heartbeat(),
         }
     }
 }
@@ -113,7 +143,29 @@ impl NetlinkLinkConfig {
             Duration::from_millis(self.retry_min_ms),
             Duration::from_millis(self.retry_max_ms),
             self.receive_buffer_bytes,
+            self.heartbeat()?,
         ))
+    }
+
+    /// The heartbeat period, `None` when it is off (`"0"`).
+    fn heartbeat(&self) -> Result<Option<Duration>, ConfigError> {
+        let period = parse_duration(&self.heartbeat)
+            .map_err(|source| ConfigError::Duration { setting: "heartbeat".into(), source })?;
+        if period == 0 {
+            return Ok(None);
+        }
+        if !(MIN_HEARTBEAT..=MAX_HEARTBEAT).contains(&period) {
+            return Err(ConfigError::OutOfRange {
+                setting: "heartbeat".into(),
+                value: self.heartbeat.clone(),
+                reason: format!(
+                    "is not between {} and {} (\"0\" turns it off)",
+                    Span(MIN_HEARTBEAT),
+                    Span(MAX_HEARTBEAT)
+                ),
+            });
+        }
+        Ok(Some(Duration::from_nanos(period as u64)))
     }
 }
 
@@ -204,6 +256,7 @@ mod tests {
             retry_min_ms: 50,
             retry_max_ms: 5000,
             receive_buffer_bytes: 1 << 16,
+            heartbeat: "250ms".into(),
         };
         let text = toml::to_string(&config).unwrap();
         assert_eq!(toml::from_str::<NetlinkLinkConfig>(&text).unwrap(), config);
@@ -243,5 +296,23 @@ mod tests {
             "configuration: retry_max_ms 100 is below retry_min_ms 500"
         );
         assert_eq!(err("receive_buffer_bytes = 10"), "configuration: receive_buffer_bytes 10 is below one page (4096)");
+        assert_eq!(
+            err("heartbeat = \"50ms\""),
+            "configuration: heartbeat 50ms is not between 100ms and 60s (\"0\" turns it off)"
+        );
+        assert_eq!(
+            err("heartbeat = \"2m\""),
+            "configuration: heartbeat 2m is not between 100ms and 60s (\"0\" turns it off)"
+        );
+        assert!(err("heartbeat = \"1 s\"").starts_with("configuration: heartbeat: "), "{}", err("heartbeat = \"1 s\""));
+    }
+
+    #[test]
+    fn the_heartbeat_is_a_second_by_default_and_zero_turns_it_off() {
+        let heartbeat = |text: &str| toml::from_str::<NetlinkLinkConfig>(text).unwrap().build("n").unwrap().heartbeat();
+        assert_eq!(heartbeat(""), Some(Duration::from_secs(1)));
+        assert_eq!(heartbeat("heartbeat = \"0\""), None);
+        assert_eq!(heartbeat("heartbeat = \"100ms\""), Some(Duration::from_millis(100)));
+        assert_eq!(heartbeat("heartbeat = \"1m\""), Some(Duration::from_secs(60)));
     }
 }

@@ -5,8 +5,11 @@
 //! changes since, which become that many `link_transition` events: the
 //! kernel counts every carrier change, so this catches flaps between two
 //! messages (coalesced by linkwatch, or dropped on a receive-buffer overrun).
+//!
+//! It also keeps each link's last state, so [`LinkTracker::heartbeat`] can
+//! send it again while nothing changes.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 
 use engine::{CounterSpec, Labels, Nanos, Sample, SampleKind, SensorContext, SensorError, SeriesId, SeriesSpec, Value};
 use rtnetlink::packet_route::link::{LinkAttribute, LinkMessage, State};
@@ -91,6 +94,8 @@ struct Link {
     ids: Ids,
     up_count: Option<u32>,
     down_count: Option<u32>,
+    /// `IFLA_OPERSTATE` is UP, as of the last message.
+    oper_up: Option<bool>,
     /// The carrier after the last message: orders the events of the next.
     carrier: Option<bool>,
 }
@@ -99,7 +104,8 @@ struct Link {
 #[derive(Debug, Default)]
 pub struct LinkTracker {
     filter: NameFilter,
-    links: HashMap<u32, Link>,
+    /// By interface index; ordered, so a heartbeat lists links in a stable order.
+    links: BTreeMap<u32, Link>,
 }
 
 /// The increase of a 32-bit counter from `prev` to `now`, or `None` when
@@ -110,10 +116,15 @@ fn increase(prev: u32, now: u32) -> Option<u32> {
     (d <= u32::MAX / 2).then_some(d)
 }
 
+/// `link_oper_up`'s value: 1 when the operstate is UP, else 0.
+fn oper_value(up: bool) -> Value {
+    Value::Real(if up { 1.0 } else { 0.0 })
+}
+
 impl LinkTracker {
     /// A tracker of the links `filter` lets through.
     pub fn new(filter: NameFilter) -> LinkTracker {
-        LinkTracker { filter, links: HashMap::new() }
+        LinkTracker { filter, links: BTreeMap::new() }
     }
 
     /// How many links are watched.
@@ -159,6 +170,25 @@ impl LinkTracker {
         first_error.map_or(Ok(()), Err)
     }
 
+    /// The state of every watched link as of its last message, stamped
+    /// `ts`: its counters and operstate, as [`observe`](Self::observe)
+    /// last sent them, appended to `out`. No `link_transition` events: the
+    /// counters say nothing changed, which is what a heartbeat reports.
+    pub fn heartbeat(&self, ts: Nanos, out: &mut Vec<Sample>) {
+        for link in self.links.values() {
+            let sample = |series: SeriesId, value: Value| Sample { series, ts, value };
+            if let Some(n) = link.down_count {
+                out.push(sample(link.ids.down_count, Value::Count(n as u64)));
+            }
+            if let Some(n) = link.up_count {
+                out.push(sample(link.ids.up_count, Value::Count(n as u64)));
+            }
+            if let Some(up) = link.oper_up {
+                out.push(sample(link.ids.oper_up, oper_value(up)));
+            }
+        }
+    }
+
     /// One `RTM_NEWLINK` received at `ts`: appends its samples to `out`.
     ///
     /// The first reading of a link is its baseline: counters and state, no
@@ -194,6 +224,7 @@ impl LinkTracker {
                     ids,
                     up_count: None,
                     down_count: None,
+                    oper_up: None,
                     carrier: None,
                 })
             }
@@ -223,7 +254,8 @@ impl LinkTracker {
             link.up_count = Some(n);
         }
         if let Some(up) = reading.oper_up {
-            out.push(sample(ids.oper_up, Value::Real(if up { 1.0 } else { 0.0 })));
+            out.push(sample(ids.oper_up, oper_value(up)));
+            link.oper_up = Some(up);
         }
 
         // Carrier changes alternate, so the order follows from the state
@@ -388,6 +420,65 @@ mod tests {
         f.tracker.resync(&f.ctx, &[reading(2, "eth0", true, 3, 2)], 1, &mut f.out).unwrap();
         assert_eq!(f.tracker.names(), ["eth0"]);
         assert_eq!(transitions(&f.table, &f.out), ["down", "up", "down", "up"]);
+    }
+
+    #[test]
+    fn a_heartbeat_repeats_the_last_state_of_every_link_without_events() {
+        let mut f = Fixture::new(LinkTracker::default());
+        f.tracker
+            .resync(&f.ctx, &[reading(3, "eth1", true, 1, 0), reading(2, "eth0", true, 4, 3)], 0, &mut f.out)
+            .unwrap();
+        // eth0 flaps down: its counters and state move, eth1's do not.
+        f.observe(&reading(2, "eth0", false, 4, 4), 5);
+        f.out.clear();
+        f.tracker.heartbeat(9, &mut f.out);
+        let got: Vec<(String, String, f64)> = {
+            let reg = f.table.read();
+            let netdev = |s: &Sample| reg.labels(s.series).get("netdev").unwrap().to_string();
+            f.out.iter().map(|s| (netdev(s), reg.metric_name(s.series).to_string(), s.value.as_f64())).collect()
+        };
+        let row = |netdev: &str, metric: &str, v: f64| (netdev.to_string(), metric.to_string(), v);
+        assert_eq!(
+            got,
+            [
+                row("eth0", "link_carrier_down_count", 4.0),
+                row("eth0", "link_carrier_up_count", 4.0),
+                row("eth0", "link_oper_up", 0.0),
+                row("eth1", "link_carrier_down_count", 0.0),
+                row("eth1", "link_carrier_up_count", 1.0),
+                row("eth1", "link_oper_up", 1.0),
+            ]
+        );
+        assert!(f.out.iter().all(|s| s.ts == 9), "stamped with the beat's time");
+        // The same series as the messages', so the engine sees one series per link.
+        f.out.clear();
+        f.observe(&reading(2, "eth0", false, 4, 4), 10);
+        let from_message: HashSet<SeriesId> = f.out.iter().map(|s| s.series).collect();
+        f.out.clear();
+        f.tracker.heartbeat(11, &mut f.out);
+        let from_beat: HashSet<SeriesId> = f.out.iter().map(|s| s.series).collect();
+        assert!(from_message.is_subset(&from_beat), "{from_message:?} {from_beat:?}");
+    }
+
+    #[test]
+    fn a_deleted_or_excluded_link_is_not_in_the_heartbeat() {
+        let mut f = Fixture::new(LinkTracker::default());
+        f.tracker
+            .resync(
+                &f.ctx,
+                &[reading(1, "lo", true, 0, 0), reading(2, "eth0", true, 1, 0), reading(3, "eth1", true, 1, 0)],
+                0,
+                &mut f.out,
+            )
+            .unwrap();
+        f.tracker.remove(3);
+        f.out.clear();
+        f.tracker.heartbeat(1, &mut f.out);
+        let reg = f.table.read();
+        let netdevs: HashSet<String> =
+            f.out.iter().map(|s| reg.labels(s.series).get("netdev").unwrap().to_string()).collect();
+        assert_eq!(netdevs, HashSet::from(["eth0".to_string()]));
+        assert_eq!(f.out.len(), 3);
     }
 
     #[test]

@@ -83,6 +83,17 @@ impl Running {
     pub async fn next(&mut self, timeout: Duration) -> Option<Batch> {
         tokio::time::timeout(timeout, self.rx.recv()).await.ok().flatten()
     }
+
+    /// Every batch that comes within `period`. The sensor's heartbeat keeps
+    /// sending, so waiting for a quiet gap would never end.
+    pub async fn during(&mut self, period: Duration) -> Vec<Batch> {
+        let deadline = tokio::time::Instant::now() + period;
+        let mut batches = Vec::new();
+        while let Ok(Some(batch)) = tokio::time::timeout_at(deadline, self.rx.recv()).await {
+            batches.push(batch);
+        }
+        batches
+    }
 }
 
 impl Drop for Running {

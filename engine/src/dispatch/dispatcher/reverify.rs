@@ -3,8 +3,10 @@
 //! target. An action the target lost (it holds its values from before
 //! again: a switch restarted with its saved config) is re-applied through
 //! the policy while its incident still fires, counted against the limits
-//! and the breaker. An action someone else changed is theirs: recorded and
-//! left alone, unless the playbook says `reapply_changed`. Either way the
+//! and the breaker, for the kinds `[verify] reapply_reverted` lists (the
+//! switch actions by default: a link brought back up by hand is an
+//! operator's doing). An action someone else changed is theirs: recorded
+//! and left alone, unless the playbook says `reapply_changed`. Either way the
 //! original decision records the drift, and `status`, `incidents` and the
 //! metrics show it.
 
@@ -69,7 +71,12 @@ impl Dispatcher {
         self.mark_original(&effect.id, step, |o| o.drift = Some(drift));
         self.policy.remove_effect(&effect.action);
         self.fleet.undone(&effect.id).await;
-        let reapply = !effect.resolved && (kind == DriftKind::Reverted || self.policy.settings().reapply_changed);
+        let settings = self.policy.settings();
+        let reapply = !effect.resolved
+            && match kind {
+                DriftKind::Reverted => settings.reapply_reverted(&effect.action.kind),
+                DriftKind::Changed => settings.reapply_changed,
+            };
         if !reapply {
             self.drifts.push(record);
             return None;
