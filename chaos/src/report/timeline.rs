@@ -135,10 +135,20 @@ pub const STYLE: &str = "\
 .timeline .mark.recovered line{stroke:#17becf;stroke-width:3}\
 .timeline .mark circle{fill:currentColor}";
 
+impl Track {
+    /// The row's height, pixels.
+    fn height(&self) -> f64 {
+        if matches!(self, Track::Series { .. }) {
+            SERIES_H
+        } else {
+            ROW_H
+        }
+    }
+}
+
 impl Timeline {
     fn height(&self) -> f64 {
-        TOP + self.tracks.iter().map(|t| if matches!(t, Track::Series { .. }) { SERIES_H } else { ROW_H }).sum::<f64>()
-            + AXIS_H
+        TOP + self.tracks.iter().map(Track::height).sum::<f64>() + AXIS_H
     }
 
     /// The SVG, `width` pixels wide, its axis in seconds from the start.
@@ -150,9 +160,12 @@ impl Timeline {
     pub fn svg_with_axis(&self, width: u32, axis: Axis) -> String {
         let w = width.max(300) as f64;
         let h = self.height();
-        let plot_w = w - LABEL_W - 10.0;
-        let span = (self.end - self.start).max(1) as f64;
-        let x = |t: Nanos| LABEL_W + ((t - self.start) as f64 / span).clamp(0.0, 1.0) * plot_w;
+        let plot = Plot {
+            start: self.start,
+            end: self.end,
+            span: (self.end - self.start).max(1) as f64,
+            width: w - LABEL_W - 10.0,
+        };
         let mut out = String::new();
         let _ = write!(
             out,
@@ -160,79 +173,140 @@ impl Timeline {
         );
         let _ = write!(out, "<style>{STYLE}</style>");
         let _ = write!(out, r#"<text class="title" x="4" y="15">{}</text>"#, escape(&self.title));
-        // Grid and axis: ticks at a round step, labelled in seconds from the start.
-        let step = nice_step(span / 8.0);
-        let axis_y = h - AXIS_H + 4.0;
-        let mut t = 0.0;
-        while t <= span {
-            let px = LABEL_W + t / span * plot_w;
-            let _ = write!(out, r#"<line class="grid" x1="{px:.1}" y1="{TOP}" x2="{px:.1}" y2="{axis_y}"/>"#);
-            let tick = match axis {
-                Axis::Offset => format!("{:.1}s", t / 1e9),
-                Axis::Clock => clock_label(self.start + t as Nanos, step),
-            };
-            let _ = write!(out, r#"<text x="{px:.1}" y="{:.1}" text-anchor="middle">{tick}</text>"#, axis_y + 14.0);
-            t += step;
-        }
+        write_axis(&mut out, &plot, h - AXIS_H + 4.0, axis);
         let mut y = TOP;
         for track in &self.tracks {
-            match track {
-                Track::Series { label, points, bounds } => {
-                    let (lo, hi) = range(points, *bounds);
-                    let sy = |v: f64| y + SERIES_H - 6.0 - (v - lo) / (hi - lo) * (SERIES_H - 12.0);
-                    let _ = write!(out, r#"<g class="series" data-label="{}">"#, escape(label));
-                    let _ = write!(out, r#"<text x="4" y="{:.1}">{}</text>"#, y + SERIES_H / 2.0, escape(label));
-                    for b in [bounds.0, bounds.1].into_iter().flatten() {
-                        let by = sy(b);
-                        let _ = write!(
-                            out,
-                            r#"<line class="bound" x1="{LABEL_W}" y1="{by:.1}" x2="{:.1}" y2="{by:.1}"/>"#,
-                            LABEL_W + plot_w
-                        );
-                    }
-                    let pts: Vec<String> = points.iter().map(|&(t, v)| format!("{:.1},{:.1}", x(t), sy(v))).collect();
-                    let _ = write!(out, r#"<polyline points="{}"/>"#, pts.join(" "));
-                    let _ = write!(out, "</g>");
-                    y += SERIES_H;
-                }
-                Track::Spans { label, spans } => {
-                    let _ = write!(out, r#"<text x="4" y="{:.1}">{}</text>"#, y + ROW_H / 2.0 + 4.0, escape(label));
-                    for s in spans {
-                        let (x0, x1) = (x(s.start), x(s.end.unwrap_or(self.end)));
-                        let _ = write!(
-                            out,
-                            r#"<g class="span {}" data-label="{}"><title>{}</title><rect x="{x0:.1}" y="{:.1}" width="{:.1}" height="{:.1}"/></g>"#,
-                            escape(&s.class),
-                            escape(&s.label),
-                            escape(&s.label),
-                            y + 6.0,
-                            (x1 - x0).max(1.5),
-                            ROW_H - 12.0
-                        );
-                    }
-                    y += ROW_H;
-                }
-                Track::Marks { label, marks } => {
-                    let _ = write!(out, r#"<text x="4" y="{:.1}">{}</text>"#, y + ROW_H / 2.0 + 4.0, escape(label));
-                    for m in marks {
-                        let px = x(m.at);
-                        let _ = write!(
-                            out,
-                            r#"<g class="mark {}" data-label="{}"><title>{}</title><line x1="{px:.1}" y1="{:.1}" x2="{px:.1}" y2="{:.1}"/></g>"#,
-                            escape(&m.class),
-                            escape(&m.label),
-                            escape(&m.label),
-                            y + 4.0,
-                            y + ROW_H - 4.0
-                        );
-                    }
-                    y += ROW_H;
-                }
-            }
+            write_track(&mut out, &plot, y, track);
+            y += track.height();
         }
         out.push_str("</svg>");
         out
     }
+}
+
+/// Where time is drawn: right of the labels, `width` pixels for
+/// `start..end` (`span` ns, at least 1).
+struct Plot {
+    start: Nanos,
+    end: Nanos,
+    span: f64,
+    width: f64,
+}
+
+impl Plot {
+    /// The x of time `t`, clipped to the plot.
+    fn x(&self, t: Nanos) -> f64 {
+        LABEL_W + ((t - self.start) as f64 / self.span).clamp(0.0, 1.0) * self.width
+    }
+}
+
+/// The grid and the time axis at `axis_y`: ticks at a round step,
+/// labelled as `axis` says.
+fn write_axis(out: &mut String, plot: &Plot, axis_y: f64, axis: Axis) {
+    let step = nice_step(plot.span / 8.0);
+    let mut t = 0.0;
+    while t <= plot.span {
+        let px = LABEL_W + t / plot.span * plot.width;
+        let _ = write!(out, r#"<line class="grid" x1="{px:.1}" y1="{TOP}" x2="{px:.1}" y2="{axis_y}"/>"#);
+        let tick = match axis {
+            Axis::Offset => format!("{:.1}s", t / 1e9),
+            Axis::Clock => clock_label(plot.start + t as Nanos, step),
+        };
+        let _ = write!(out, r#"<text x="{px:.1}" y="{:.1}" text-anchor="middle">{tick}</text>"#, axis_y + 14.0);
+        t += step;
+    }
+}
+
+/// One row, its top at `y`.
+fn write_track(out: &mut String, plot: &Plot, y: f64, track: &Track) {
+    match track {
+        Track::Series { label, points, bounds } => write_series(out, plot, y, label, points, *bounds),
+        Track::Spans { label, spans } => {
+            write_label(out, y + ROW_H / 2.0 + 4.0, label);
+            for s in spans {
+                write_span(out, plot, y, s);
+            }
+        }
+        Track::Marks { label, marks } => {
+            write_label(out, y + ROW_H / 2.0 + 4.0, label);
+            for m in marks {
+                write_mark(out, plot, y, m);
+            }
+        }
+    }
+}
+
+/// A row's label, its baseline at `y`.
+fn write_label(out: &mut String, y: f64, label: &str) {
+    let _ = write!(out, r#"<text x="4" y="{y:.1}">{}</text>"#, escape(label));
+}
+
+/// A series row: its label, its bounds as dashed lines, and the line of
+/// its values scaled to the row (bounds included).
+fn write_series(
+    out: &mut String,
+    plot: &Plot,
+    y: f64,
+    label: &str,
+    points: &[(Nanos, f64)],
+    bounds: (Option<f64>, Option<f64>),
+) {
+    let (lo, hi) = range(points, bounds);
+    let sy = |v: f64| y + SERIES_H - 6.0 - (v - lo) / (hi - lo) * (SERIES_H - 12.0);
+    let _ = write!(out, r#"<g class="series" data-label="{}">"#, escape(label));
+    write_label(out, y + SERIES_H / 2.0, label);
+    for b in [bounds.0, bounds.1].into_iter().flatten() {
+        let by = sy(b);
+        let _ = write!(
+            out,
+            r#"<line class="bound" x1="{LABEL_W}" y1="{by:.1}" x2="{:.1}" y2="{by:.1}"/>"#,
+            LABEL_W + plot.width
+        );
+    }
+    let pts: Vec<String> = points.iter().map(|&(t, v)| format!("{:.1},{:.1}", plot.x(t), sy(v))).collect();
+    let _ = write!(out, r#"<polyline points="{}"/>"#, pts.join(" "));
+    let _ = write!(out, "</g>");
+}
+
+/// A span of a row whose top is at `y`; an open span runs to the end.
+fn write_span(out: &mut String, plot: &Plot, y: f64, s: &Span) {
+    let (x0, x1) = (plot.x(s.start), plot.x(s.end.unwrap_or(plot.end)));
+    write_item(
+        out,
+        "span",
+        &s.class,
+        &s.label,
+        format_args!(
+            r#"<rect x="{x0:.1}" y="{:.1}" width="{:.1}" height="{:.1}"/>"#,
+            y + 6.0,
+            (x1 - x0).max(1.5),
+            ROW_H - 12.0
+        ),
+    );
+}
+
+/// A mark of a row whose top is at `y`: a vertical line.
+fn write_mark(out: &mut String, plot: &Plot, y: f64, m: &Mark) {
+    let px = plot.x(m.at);
+    write_item(
+        out,
+        "mark",
+        &m.class,
+        &m.label,
+        format_args!(r#"<line x1="{px:.1}" y1="{:.1}" x2="{px:.1}" y2="{:.1}"/>"#, y + 4.0, y + ROW_H - 4.0),
+    );
+}
+
+/// A drawn item (`kind` `span` or `mark`): `shape` in a group that carries
+/// the classes and the label, with the label as its tooltip.
+fn write_item(out: &mut String, kind: &str, class: &str, label: &str, shape: std::fmt::Arguments) {
+    let _ = write!(
+        out,
+        r#"<g class="{kind} {}" data-label="{}"><title>{}</title>{shape}</g>"#,
+        escape(class),
+        escape(label),
+        escape(label)
+    );
 }
 
 /// The value range of a series, bounds included, never empty.

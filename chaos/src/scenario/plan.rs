@@ -11,7 +11,7 @@ use engine::Topology;
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
-use super::spec::{ActionMatch, Clock, Dur, FaultKind, Scenario};
+use super::spec::{Abort, ActionMatch, Clock, Dur, Expect, FaultKind, FaultSpec, Probe, Scenario};
 use super::ScenarioError;
 use sim::fabric::{Effect, Fabric, JobSpec, Selector};
 
@@ -186,6 +186,17 @@ impl Ctx<'_> {
     fn path(&self, base: &Path, p: &Spanned<String>) -> PathBuf {
         base.join(p.get_ref())
     }
+
+    /// `p` relative to `base`, or `default` (relative to `base`) when absent.
+    fn path_or(&self, base: &Path, p: &Option<Spanned<String>>, default: &str) -> PathBuf {
+        p.as_ref().map(|p| self.path(base, p)).unwrap_or_else(|| base.join(default))
+    }
+}
+
+/// Where an optional field was written, or `or` when it was not (`0..0`:
+/// no location).
+fn span_or<T>(field: &Option<Spanned<T>>, or: Range<usize>) -> Range<usize> {
+    field.as_ref().map(|f| f.span()).unwrap_or(or)
 }
 
 fn probe_known(name: &Spanned<String>, ctx: &Ctx) -> Result<String, ScenarioError> {
@@ -202,130 +213,22 @@ impl Scenario {
     /// file's, for error locations; `base` is its directory.
     pub fn resolve(&self, text: &str, origin: &str, base: &Path) -> Result<ScenarioPlan, ScenarioError> {
         let ctx = Ctx { text, origin };
-        let topology = if self.inventory.get_ref() == "example" {
-            Topology::parse(engine::topology::EXAMPLE_INVENTORY, "docs/examples/inventory.toml")
-                .map_err(|e| ctx.err(self.inventory.span(), e.to_string()))?
-        } else {
-            Topology::load(&ctx.path(base, &self.inventory))
-                .map_err(|e| ctx.err(self.inventory.span(), format!("inventory: {e}")))?
-        };
-        let topology = Arc::new(topology);
-        let step = ctx.opt(&self.step, "step", 100 * MS)?;
-        if step < MS {
-            return Err(ctx.err(self.step.as_ref().map(|s| s.span()).unwrap_or(0..0), "step must be at least 1ms"));
-        }
-        let duration = ctx.dur(&self.duration, "duration")?;
-        if duration < step {
-            return Err(ctx.err(self.duration.span(), "duration is shorter than one step"));
-        }
-        let probes = self
-            .steady_state
-            .probe
-            .iter()
-            .map(|p| Ok(Bound { probe: probe_known(&p.name, &ctx)?, min: p.min, max: p.max }))
-            .collect::<Result<Vec<_>, ScenarioError>>()?;
+        // The first error stops the resolution, so this order decides which
+        // of several mistakes is reported: keep it.
+        let topology = Arc::new(self.topology(&ctx, base)?);
+        let (step, duration) = self.timing(&ctx)?;
+        let probes = self.steady_state.probe.iter().map(|p| p.resolve(&ctx)).collect::<Result<Vec<_>, _>>()?;
         let hold = ctx.opt(&self.steady_state.hold, "steady_state.hold", 500 * MS)?;
-        // A fabric without jobs, to check the selectors and the jobs' nodes.
-        let fabric = Fabric::new(topology.clone(), &self.job, 0, 0)
-            .map_err(|e| ctx.err(self.inventory.span(), e.to_string()))?;
-        let mut faults = Vec::new();
-        for f in &self.fault {
-            let select = f.select.as_ref().map(|s| s.get_ref().clone()).unwrap_or_default();
-            if f.kind.needs_real_links() {
-                if self.clock != Clock::Wall {
-                    return Err(
-                        ctx.err(f.at.span(), format!("fault {:?} needs real links: set clock = \"wall\"", f.kind))
-                    );
-                }
-                if f.link.is_none() {
-                    return Err(ctx.err(f.at.span(), format!("fault {:?} needs `link`, the veth to impair", f.kind)));
-                }
-            } else if !matches!(f.kind, FaultKind::GnmiSilent) {
-                fabric
-                    .select(&select)
-                    .map_err(|e| ctx.err(f.select.as_ref().map(|s| s.span()).unwrap_or(f.at.span()), e.to_string()))?;
-            } else if select.switch.as_ref().is_none_or(|s| fabric.leaf(s).is_none()) {
-                return Err(ctx.err(
-                    f.select.as_ref().map(|s| s.span()).unwrap_or(f.at.span()),
-                    "gnmi_silent needs `select.switch`, a leaf of the inventory",
-                ));
-            }
-            let repeats = f.repeats.max(1);
-            let every = ctx.opt(&f.every, "every", 0)?;
-            if repeats > 1 && every == 0 {
-                return Err(ctx.err(f.at.span(), "repeats > 1 needs `every`"));
-            }
-            let ber = f.ber.unwrap_or(1e-9);
-            if !(0.0..1.0).contains(&ber) {
-                return Err(ctx.err(f.at.span(), format!("ber {ber} is not a rate in [0, 1)")));
-            }
-            faults.push(FaultPlan {
-                kind: f.kind,
-                select,
-                at: ctx.dur(&f.at, "at")?,
-                jitter: ctx.opt(&f.jitter, "jitter", 0)?,
-                duration: f.duration.as_ref().map(|d| ctx.dur(d, "duration")).transpose()?,
-                repeats,
-                every,
-                prio: f.prio.unwrap_or(3).min(7),
-                ber,
-                period: ctx.opt(&f.period, "period", 2_000 * MS)?,
-                down: ctx.opt(&f.down, "down", 200 * MS)?,
-                rate: f.rate.unwrap_or(0.5).clamp(0.01, 1.0),
-                loss: f.loss.unwrap_or(0.01).clamp(0.0, 1.0),
-                load: f.load.unwrap_or(0.8).max(0.0),
-                delay: ctx.opt(&f.delay, "delay", 0)?,
-                rate_mbit: f.rate_mbit.unwrap_or(100),
-                link: f.link.clone(),
-            });
-        }
-        let e = &self.expect;
-        let expect = ExpectPlan {
-            detect: e
-                .detect
-                .as_ref()
-                .map(|d| Ok::<_, ScenarioError>((d.rule.clone(), ctx.dur(&d.within, "detect.within")?)))
-                .transpose()?,
-            mitigate: e
-                .mitigate
-                .as_ref()
-                .map(|m| Ok::<_, ScenarioError>((m.action.clone(), ctx.dur(&m.within, "mitigate.within")?)))
-                .transpose()?,
-            from_trigger: match e.from.as_ref().map(|f| f.get_ref().as_str()) {
-                None | Some("fault") => false,
-                Some("trigger") => true,
-                Some(other) => {
-                    let span = e.from.as_ref().map(|f| f.span()).unwrap_or(0..0);
-                    return Err(ctx.err(span, format!("from {other:?}: expected \"fault\" or \"trigger\"")));
-                }
-            },
-            recover_within: e.recover_within.as_ref().map(|d| ctx.dur(d, "recover_within")).transpose()?,
-            must: e.must.clone(),
-            must_not: e.must_not.clone(),
-            max_actions: e.max_actions,
-            max_rails_drained_per_plane: e.max_rails_drained_per_plane,
-            no_healthy_node_cordoned: e.no_healthy_node_cordoned,
-            min_held: e.min_held,
-        };
-        let aborts = self
-            .abort
-            .iter()
-            .map(|a| {
-                Ok(AbortPlan {
-                    bound: Bound { probe: probe_known(&a.probe, &ctx)?, min: a.below, max: a.above },
-                    for_: ctx.opt(&a.for_, "for", 0)?,
-                })
-            })
-            .collect::<Result<Vec<_>, ScenarioError>>()?;
-        let rules_dir = self.rules.as_ref().map(|r| ctx.path(base, r)).unwrap_or_else(|| base.join("../rules"));
-        let playbook =
-            self.playbook.as_ref().map(|p| ctx.path(base, p)).unwrap_or_else(|| base.join("playbooks/chaos.toml"));
+        let fabric = self.check_fabric(&topology, &ctx)?;
+        let faults = self.fault.iter().map(|f| f.resolve(self.clock, &fabric, &ctx)).collect::<Result<Vec<_>, _>>()?;
+        let expect = self.expect.resolve(&ctx)?;
+        let aborts = self.abort.iter().map(|a| a.resolve(&ctx)).collect::<Result<Vec<_>, _>>()?;
         Ok(ScenarioPlan {
             name: self.name.clone(),
             description: self.description.clone(),
             topology,
-            rules_dir,
-            playbook,
+            rules_dir: ctx.path_or(base, &self.rules, "../rules"),
+            playbook: ctx.path_or(base, &self.playbook, "playbooks/chaos.toml"),
             clock: self.clock,
             step,
             duration,
@@ -337,6 +240,154 @@ impl Scenario {
             faults,
             expect,
             aborts,
+        })
+    }
+
+    /// The inventory: the documentation's example, or the file named
+    /// (relative to `base`).
+    fn topology(&self, ctx: &Ctx, base: &Path) -> Result<Topology, ScenarioError> {
+        if self.inventory.get_ref() == "example" {
+            Topology::parse(engine::topology::EXAMPLE_INVENTORY, "docs/examples/inventory.toml")
+                .map_err(|e| ctx.err(self.inventory.span(), e.to_string()))
+        } else {
+            Topology::load(&ctx.path(base, &self.inventory))
+                .map_err(|e| ctx.err(self.inventory.span(), format!("inventory: {e}")))
+        }
+    }
+
+    /// The step (at least 1 ms) and the run's length (at least one step).
+    fn timing(&self, ctx: &Ctx) -> Result<(Nanos, Nanos), ScenarioError> {
+        let step = ctx.opt(&self.step, "step", 100 * MS)?;
+        if step < MS {
+            return Err(ctx.err(span_or(&self.step, 0..0), "step must be at least 1ms"));
+        }
+        let duration = ctx.dur(&self.duration, "duration")?;
+        if duration < step {
+            return Err(ctx.err(self.duration.span(), "duration is shorter than one step"));
+        }
+        Ok((step, duration))
+    }
+
+    /// A fabric of the inventory with the jobs placed, never run: building
+    /// it checks the jobs' nodes, and it checks the faults' selectors.
+    fn check_fabric(&self, topology: &Arc<Topology>, ctx: &Ctx) -> Result<Fabric, ScenarioError> {
+        Fabric::new(topology.clone(), &self.job, 0, 0).map_err(|e| ctx.err(self.inventory.span(), e.to_string()))
+    }
+}
+
+impl Probe {
+    /// The probe's bounds, the probe checked.
+    fn resolve(&self, ctx: &Ctx) -> Result<Bound, ScenarioError> {
+        Ok(Bound { probe: probe_known(&self.name, ctx)?, min: self.min, max: self.max })
+    }
+}
+
+impl FaultSpec {
+    /// The fault resolved, its target checked against `fabric` (and
+    /// `clock`), its defaults filled in and its values clamped to sense.
+    fn resolve(&self, clock: Clock, fabric: &Fabric, ctx: &Ctx) -> Result<FaultPlan, ScenarioError> {
+        let select = self.select.as_ref().map(|s| s.get_ref().clone()).unwrap_or_default();
+        self.check_target(&select, clock, fabric, ctx)?;
+        let repeats = self.repeats.max(1);
+        let every = ctx.opt(&self.every, "every", 0)?;
+        if repeats > 1 && every == 0 {
+            return Err(ctx.err(self.at.span(), "repeats > 1 needs `every`"));
+        }
+        let ber = self.ber.unwrap_or(1e-9);
+        if !(0.0..1.0).contains(&ber) {
+            return Err(ctx.err(self.at.span(), format!("ber {ber} is not a rate in [0, 1)")));
+        }
+        Ok(FaultPlan {
+            kind: self.kind,
+            select,
+            at: ctx.dur(&self.at, "at")?,
+            jitter: ctx.opt(&self.jitter, "jitter", 0)?,
+            duration: self.duration.as_ref().map(|d| ctx.dur(d, "duration")).transpose()?,
+            repeats,
+            every,
+            prio: self.prio.unwrap_or(3).min(7),
+            ber,
+            period: ctx.opt(&self.period, "period", 2_000 * MS)?,
+            down: ctx.opt(&self.down, "down", 200 * MS)?,
+            rate: self.rate.unwrap_or(0.5).clamp(0.01, 1.0),
+            loss: self.loss.unwrap_or(0.01).clamp(0.0, 1.0),
+            load: self.load.unwrap_or(0.8).max(0.0),
+            delay: ctx.opt(&self.delay, "delay", 0)?,
+            rate_mbit: self.rate_mbit.unwrap_or(100),
+            link: self.link.clone(),
+        })
+    }
+
+    /// Whether the fault can land: real-link faults need the wall clock and
+    /// a `link`; `gnmi_silent` a leaf to silence; every other fault a
+    /// selector that matches NICs of `fabric`.
+    fn check_target(&self, select: &Selector, clock: Clock, fabric: &Fabric, ctx: &Ctx) -> Result<(), ScenarioError> {
+        let select_span = span_or(&self.select, self.at.span());
+        if self.kind.needs_real_links() {
+            if clock != Clock::Wall {
+                return Err(
+                    ctx.err(self.at.span(), format!("fault {:?} needs real links: set clock = \"wall\"", self.kind))
+                );
+            }
+            if self.link.is_none() {
+                return Err(ctx.err(self.at.span(), format!("fault {:?} needs `link`, the veth to impair", self.kind)));
+            }
+        } else if !matches!(self.kind, FaultKind::GnmiSilent) {
+            fabric.select(select).map_err(|e| ctx.err(select_span, e.to_string()))?;
+        } else if select.switch.as_ref().is_none_or(|s| fabric.leaf(s).is_none()) {
+            return Err(ctx.err(select_span, "gnmi_silent needs `select.switch`, a leaf of the inventory"));
+        }
+        Ok(())
+    }
+}
+
+impl Expect {
+    /// The expectations, their deadlines in nanoseconds.
+    fn resolve(&self, ctx: &Ctx) -> Result<ExpectPlan, ScenarioError> {
+        Ok(ExpectPlan {
+            detect: self.detect.as_ref().map(|d| deadline(&d.rule, &d.within, "detect.within", ctx)).transpose()?,
+            mitigate: self
+                .mitigate
+                .as_ref()
+                .map(|m| deadline(&m.action, &m.within, "mitigate.within", ctx))
+                .transpose()?,
+            from_trigger: self.counts_from_trigger(ctx)?,
+            recover_within: self.recover_within.as_ref().map(|d| ctx.dur(d, "recover_within")).transpose()?,
+            must: self.must.clone(),
+            must_not: self.must_not.clone(),
+            max_actions: self.max_actions,
+            max_rails_drained_per_plane: self.max_rails_drained_per_plane,
+            no_healthy_node_cordoned: self.no_healthy_node_cordoned,
+            min_held: self.min_held,
+        })
+    }
+
+    /// Whether the deadlines count from the trigger (`from = "trigger"`)
+    /// rather than the first fault (`"fault"`, the default).
+    fn counts_from_trigger(&self, ctx: &Ctx) -> Result<bool, ScenarioError> {
+        match self.from.as_ref().map(|f| f.get_ref().as_str()) {
+            None | Some("fault") => Ok(false),
+            Some("trigger") => Ok(true),
+            Some(other) => {
+                Err(ctx.err(span_or(&self.from, 0..0), format!("from {other:?}: expected \"fault\" or \"trigger\"")))
+            }
+        }
+    }
+}
+
+/// What must happen (a rule, an action kind) and its deadline; `field`
+/// names the deadline in errors.
+fn deadline(what: &str, within: &Dur, field: &str, ctx: &Ctx) -> Result<(String, Nanos), ScenarioError> {
+    Ok((what.to_string(), ctx.dur(within, field)?))
+}
+
+impl Abort {
+    /// The abort condition: the bound the probe must keep, and for how long
+    /// it may not.
+    fn resolve(&self, ctx: &Ctx) -> Result<AbortPlan, ScenarioError> {
+        Ok(AbortPlan {
+            bound: Bound { probe: probe_known(&self.probe, ctx)?, min: self.below, max: self.above },
+            for_: ctx.opt(&self.for_, "for", 0)?,
         })
     }
 }

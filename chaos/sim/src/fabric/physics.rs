@@ -26,9 +26,11 @@
 //!    and by the worst delivered fraction; a link that lost carrier within
 //!    [`FLAP_PENALTY`] stalls collectives on RDMA retry timeouts.
 
+use std::collections::BTreeMap;
+
 use engine::time::{Nanos, MS, SECOND};
 
-use super::{Fabric, LINE_BYTES_PER_S, LOSSLESS_PROFILE};
+use super::{Fabric, Job, Nic, LINE_BYTES_PER_S, LOSSLESS_PROFILE};
 use crate::switch::config;
 
 /// How long an uncontained storm takes to fill the spine and pause the
@@ -67,39 +69,122 @@ pub const ERRORED_BER: f64 = 1e-12;
 pub fn step(fabric: &mut Fabric, dt: Nanos) {
     let now = fabric.now + dt;
     let secs = dt as f64 / SECOND as f64;
+    // The order is the physics': links come up or go down first (switch
+    // ports, flaps), since that decides which NICs carry traffic; the NICs
+    // then move their traffic, reading the switches as the last step left
+    // them (watchdog, WRED); the step times read what the NICs delivered;
+    // the switches advance last and count what the NICs did.
     switch_ports(fabric);
     flaps(fabric, now);
-    // The storms: which leaves are blocked, contained or not, since when.
-    let mut blocked: Vec<(String, u32, u8, bool, Nanos)> = Vec::new();
-    for nic in &fabric.nics {
-        let Some(prio) = nic.storm else { continue };
-        let Some(leaf) = fabric.leaves.get(&nic.switch) else { continue };
-        let state = leaf.model.read();
-        let wd = config::watchdog(&state.config, &nic.switch_port);
-        let port = state.port(&nic.switch_port);
-        let queue = port.map(|p| &p.queues[prio as usize]);
-        let contained = queue.is_some_and(|q| q.stormed) && wd.action == "drop";
-        let since = queue.and_then(|q| q.storm_since).map(|d| d.as_nanos() as Nanos).unwrap_or(0);
-        let age = state.now.as_nanos() as Nanos - since;
-        blocked.push((nic.switch.clone(), nic.plane, prio, contained, age));
+    let storms = storms(fabric);
+    let nodes = NodeTraffic::of(fabric);
+    let kmin = ecn_thresholds(fabric);
+    let mut occupancy: Vec<(String, String, f64)> = Vec::new();
+    // NIC by NIC, in order: each draws its errors from the one generator,
+    // and the order of the draws is what a seed replays.
+    for i in 0..fabric.nics.len() {
+        let nic = &fabric.nics[i];
+        let flow = Flow::of(fabric, nic, nodes.offered(fabric, nic), &kmin, &storms);
+        if let Some(bytes) = flow.queue {
+            occupancy.push((nic.switch.clone(), nic.switch_port.clone(), bytes));
+        }
+        count_traffic(fabric, i, &flow, secs);
     }
-    // Traffic share per node: usable NICs carry the node's load.
-    let mut usable_per_node = vec![0usize; fabric.nodes.len()];
-    let mut total_per_node = vec![0usize; fabric.nodes.len()];
-    for nic in &fabric.nics {
-        let ni = fabric.nodes.iter().position(|n| *n == nic.node).unwrap_or(0);
-        total_per_node[ni] += 1;
+    job_step_times(fabric, &nodes, now);
+    switches(fabric, dt, &occupancy);
+    fabric.now = now;
+}
+
+/// A storming NIC's leaf, blocked on the NIC's priority.
+struct Storm {
+    /// The leaf.
+    leaf: String,
+    /// Its plane (the spine the storm spreads through).
+    plane: u32,
+    /// The leaf's watchdog has declared the queue stormed and drops instead
+    /// of pausing: the storm does not spread.
+    contained: bool,
+    /// How long the queue has been stormed, by the leaf's clock.
+    age: Nanos,
+}
+
+/// The storms: which leaves are blocked, contained or not, since when.
+fn storms(fabric: &Fabric) -> Vec<Storm> {
+    fabric.nics.iter().filter_map(|nic| storm(fabric, nic)).collect()
+}
+
+/// The storm `nic` causes at its leaf, if it storms; the PFC watchdog's
+/// state and action decide whether it is contained.
+fn storm(fabric: &Fabric, nic: &Nic) -> Option<Storm> {
+    let prio = nic.storm?;
+    let leaf = fabric.leaves.get(&nic.switch)?;
+    let state = leaf.model.read();
+    let wd = config::watchdog(&state.config, &nic.switch_port);
+    let port = state.port(&nic.switch_port);
+    let queue = port.map(|p| &p.queues[prio as usize]);
+    let contained = queue.is_some_and(|q| q.stormed) && wd.action == "drop";
+    let since = queue.and_then(|q| q.storm_since).map(|d| d.as_nanos() as Nanos).unwrap_or(0);
+    let age = state.now.as_nanos() as Nanos - since;
+    Some(Storm { leaf: nic.switch.clone(), plane: nic.plane, contained, age })
+}
+
+/// Per node (by index): its NICs, those usable, and the load its jobs
+/// offer. The usable NICs carry the node's load between them.
+struct NodeTraffic {
+    usable: Vec<usize>,
+    total: Vec<usize>,
+    load: Vec<f64>,
+}
+
+impl NodeTraffic {
+    fn of(fabric: &Fabric) -> NodeTraffic {
+        let mut usable = vec![0usize; fabric.nodes.len()];
+        let mut total = vec![0usize; fabric.nodes.len()];
+        for nic in &fabric.nics {
+            let ni = node_index(fabric, nic);
+            total[ni] += 1;
+            if nic.usable() {
+                usable[ni] += 1;
+            }
+        }
+        // A node in several jobs offers the heaviest job's load.
+        let mut load = vec![0.0f64; fabric.nodes.len()];
+        for job in &fabric.jobs {
+            for &ni in &job.nodes {
+                load[ni] = load[ni].max(job.spec.load);
+            }
+        }
+        NodeTraffic { usable, total, load }
+    }
+
+    /// How much more than its own share each usable NIC of node `ni`
+    /// carries (total / usable); `None` when none is usable.
+    fn share(&self, ni: usize) -> Option<f64> {
+        (self.usable[ni] > 0).then(|| self.total[ni] as f64 / self.usable[ni] as f64)
+    }
+
+    /// The load `nic` is offered: its node's, spread over the usable NICs
+    /// (drained, isolated or down rails carry nothing).
+    fn offered(&self, fabric: &Fabric, nic: &Nic) -> f64 {
+        let ni = node_index(fabric, nic);
+        let share = self.share(ni).unwrap_or(0.0);
         if nic.usable() {
-            usable_per_node[ni] += 1;
+            self.load[ni] * share
+        } else {
+            0.0
         }
     }
-    let mut in_job = vec![0.0f64; fabric.nodes.len()];
-    for job in &fabric.jobs {
-        for &ni in &job.nodes {
-            in_job[ni] = in_job[ni].max(job.spec.load);
-        }
-    }
-    let kmin: std::collections::BTreeMap<String, f64> = fabric
+}
+
+/// The index of `nic`'s node in `fabric.nodes`.
+fn node_index(fabric: &Fabric, nic: &Nic) -> usize {
+    fabric.nodes.iter().position(|n| *n == nic.node).unwrap_or(0)
+}
+
+/// Each leaf's WRED `green_min_threshold` for the lossless class (ECN's
+/// Kmin), as the actuators left it in CONFIG_DB.
+fn ecn_thresholds(fabric: &Fabric) -> BTreeMap<String, f64> {
+    fabric
         .leaves
         .iter()
         .map(|(name, leaf)| {
@@ -110,91 +195,145 @@ pub fn step(fabric: &mut Fabric, dt: Nanos) {
                 .unwrap_or(DEFAULT_KMIN);
             (name.clone(), k)
         })
-        .collect();
-    let mut occupancy: Vec<(String, String, f64)> = Vec::new();
-    for i in 0..fabric.nics.len() {
-        let nic = &fabric.nics[i];
-        let ni = fabric.nodes.iter().position(|n| *n == nic.node).unwrap_or(0);
-        let share = if usable_per_node[ni] > 0 { total_per_node[ni] as f64 / usable_per_node[ni] as f64 } else { 0.0 };
-        let offered = if nic.usable() { in_job[ni] * share } else { 0.0 };
+        .collect()
+}
+
+/// One NIC's traffic in a step.
+struct Flow {
+    /// Load offered, fraction of line rate.
+    offered: f64,
+    /// The link's rate, fraction of line rate (never 0).
+    capacity: f64,
+    /// Fraction of the time paused.
+    paused: f64,
+    /// Fraction of the offered traffic that gets through.
+    delivered: f64,
+    /// The leaf queue's occupancy (bytes), when the link is oversubscribed.
+    queue: Option<f64>,
+}
+
+impl Flow {
+    /// `nic`'s traffic when offered `offered`: competing load on its rail,
+    /// ECN and the storms slow it; errors and loss cost retransmissions.
+    fn of(fabric: &Fabric, nic: &Nic, offered: f64, kmin: &BTreeMap<String, f64>, storms: &[Storm]) -> Flow {
         let extra = if nic.lit() { fabric.congestion.get(&nic.rail).copied().unwrap_or(0.0) } else { 0.0 };
         let capacity = nic.rate.max(0.01);
         let u = (offered + extra) / capacity;
         let k = kmin.get(&nic.switch).copied().unwrap_or(DEFAULT_KMIN);
-        let mut paused: f64 = 0.0;
-        if u > 1.0 {
-            paused = ((u - 1.0) / u) * (k / DEFAULT_KMIN).clamp(0.05, 1.0);
-            occupancy.push((nic.switch.clone(), nic.switch_port.clone(), k * u.min(2.0)));
-        }
-        if nic.storm.is_none() && nic.lit() {
-            for (leaf, plane, _, contained, age) in &blocked {
-                if *contained {
-                    continue;
-                }
-                if *leaf == nic.switch {
-                    paused = paused.max(FIRST_HOP_PAUSE);
-                } else if *plane == nic.plane && *age >= SPREAD_HOP {
-                    paused = paused.max(SECOND_HOP_PAUSE);
-                }
-            }
-        }
-        // A frame (32 kbit) hit by an error is lost, and RoCE's go-back-N
-        // resends the ~100 frames in flight behind it.
-        let ber_cost = (nic.ber * 3.3e6).min(0.95);
-        let loss_cost = (nic.loss * 20.0).min(0.95);
-        let mut delivered = (1.0 - paused) * (1.0 - ber_cost) * (1.0 - loss_cost) * if u > 1.0 { 1.0 / u } else { 1.0 };
-        if nic.storm.is_some() {
-            delivered = 0.0;
-        }
-        let bytes = offered * delivered * capacity.min(1.0) * LINE_BYTES_PER_S * secs;
-        let packets = bytes / PACKET_BYTES;
-        let lit = nic.lit();
-        let symbol_mean = if lit { nic.ber * LINE_BYTES_PER_S * 8.0 * nic.rate * secs } else { 0.0 };
-        let loss_mean = packets * nic.loss;
-        let symbols = poisson(fabric.rng(), symbol_mean);
-        let lost = poisson(fabric.rng(), loss_mean);
-        let nic = &mut fabric.nics[i];
-        nic.offered = offered;
-        nic.paused = if offered > 0.0 { paused } else { 0.0 };
-        nic.delivered = if offered > 0.0 { delivered } else { 1.0 };
-        let c = &mut nic.counters;
-        c.xmit_data += (bytes / 4.0) as u64;
-        c.rcv_data += (bytes / 4.0) as u64;
-        c.xmit_packets += packets as u64;
-        c.rcv_packets += packets as u64;
-        c.xmit_wait += (nic.paused * secs * 1e6) as u64;
-        c.symbol_error += symbols;
-        c.port_rcv_errors += lost;
+        let paused = storm_spread(nic, storms, ecn_pause(u, k));
+        let queue = (u > 1.0).then(|| k * u.min(2.0));
+        Flow { offered, capacity, paused, delivered: delivered(nic, paused, u), queue }
     }
-    // The step time of each job: its worst node.
+}
+
+/// The fraction of time senders wait at utilisation `u` with ECN's Kmin at
+/// `k`: DCQCN backs off on marks before PFC pauses, so a lower threshold
+/// means less waiting.
+fn ecn_pause(u: f64, k: f64) -> f64 {
+    if u > 1.0 {
+        ((u - 1.0) / u) * (k / DEFAULT_KMIN).clamp(0.05, 1.0)
+    } else {
+        0.0
+    }
+}
+
+/// `paused` raised by the uncontained storms that reach `nic`: its own
+/// leaf at once, the other leaves of its plane after [`SPREAD_HOP`]. The
+/// storming NIC itself and a dark link are not paused by them.
+fn storm_spread(nic: &Nic, storms: &[Storm], mut paused: f64) -> f64 {
+    if nic.storm.is_some() || !nic.lit() {
+        return paused;
+    }
+    for storm in storms.iter().filter(|s| !s.contained) {
+        if storm.leaf == nic.switch {
+            paused = paused.max(FIRST_HOP_PAUSE);
+        } else if storm.plane == nic.plane && storm.age >= SPREAD_HOP {
+            paused = paused.max(SECOND_HOP_PAUSE);
+        }
+    }
+    paused
+}
+
+/// The fraction of `nic`'s traffic delivered, paused `paused` of the time
+/// at utilisation `u`; nothing while it storms.
+fn delivered(nic: &Nic, paused: f64, u: f64) -> f64 {
+    if nic.storm.is_some() {
+        return 0.0;
+    }
+    // A frame (32 kbit) hit by an error is lost, and RoCE's go-back-N
+    // resends the ~100 frames in flight behind it.
+    let ber_cost = (nic.ber * 3.3e6).min(0.95);
+    let loss_cost = (nic.loss * 20.0).min(0.95);
+    (1.0 - paused) * (1.0 - ber_cost) * (1.0 - loss_cost) * if u > 1.0 { 1.0 / u } else { 1.0 }
+}
+
+/// NIC `i`'s state and host counters after `secs` of `flow`; symbol errors
+/// and lost packets are drawn from the fabric's generator, in that order.
+fn count_traffic(fabric: &mut Fabric, i: usize, flow: &Flow, secs: f64) {
+    let nic = &fabric.nics[i];
+    let bytes = flow.offered * flow.delivered * flow.capacity.min(1.0) * LINE_BYTES_PER_S * secs;
+    let packets = bytes / PACKET_BYTES;
+    // The PHY is lit even when idle: symbol errors come from the bits on
+    // the wire, not from the traffic.
+    let symbol_mean = if nic.lit() { nic.ber * LINE_BYTES_PER_S * 8.0 * nic.rate * secs } else { 0.0 };
+    let loss_mean = packets * nic.loss;
+    let symbols = poisson(fabric.rng(), symbol_mean);
+    let lost = poisson(fabric.rng(), loss_mean);
+    let nic = &mut fabric.nics[i];
+    nic.offered = flow.offered;
+    nic.paused = if flow.offered > 0.0 { flow.paused } else { 0.0 };
+    nic.delivered = if flow.offered > 0.0 { flow.delivered } else { 1.0 };
+    let c = &mut nic.counters;
+    c.xmit_data += (bytes / 4.0) as u64;
+    c.rcv_data += (bytes / 4.0) as u64;
+    c.xmit_packets += packets as u64;
+    c.rcv_packets += packets as u64;
+    c.xmit_wait += (nic.paused * secs * 1e6) as u64;
+    c.symbol_error += symbols;
+    c.port_rcv_errors += lost;
+}
+
+/// Each job's step time over its healthy one.
+fn job_step_times(fabric: &mut Fabric, nodes: &NodeTraffic, now: Nanos) {
     for j in 0..fabric.jobs.len() {
-        let job = &fabric.jobs[j];
-        let mut worst: f64 = 1.0;
-        for &ni in &job.nodes {
-            let node = &fabric.nodes[ni];
-            if usable_per_node[ni] == 0 {
-                worst = STALLED;
-                continue;
-            }
-            let share = total_per_node[ni] as f64 / usable_per_node[ni] as f64;
-            let mut slowest: f64 = 1.0;
-            for nic in fabric.nics.iter().filter(|n| &n.node == node) {
-                if nic.usable() {
-                    slowest = slowest.max(1.0 / nic.delivered.max(1.0 / STALLED));
-                }
-                let flapping = nic.admin_up && nic.last_down.is_some_and(|t| now - t < FLAP_PENALTY);
-                if flapping {
-                    slowest = slowest.max(FLAP_STALL);
-                }
-            }
-            let comm = job.spec.comm_fraction;
-            let ratio = (1.0 - comm) + comm * share.max(1.0) * slowest;
-            worst = worst.max(ratio);
-        }
-        fabric.jobs[j].step_ratio = worst.min(STALLED);
+        fabric.jobs[j].step_ratio = job_step_ratio(fabric, &fabric.jobs[j], nodes, now);
     }
-    switches(fabric, dt, &occupancy);
-    fabric.now = now;
+}
+
+/// `job`'s step time over its healthy one: its worst node's. The
+/// collective part of a step is slowed by the extra traffic each usable
+/// NIC carries and by the node's slowest link; a node with no usable NIC
+/// stalls the job.
+fn job_step_ratio(fabric: &Fabric, job: &Job, nodes: &NodeTraffic, now: Nanos) -> f64 {
+    let mut worst: f64 = 1.0;
+    for &ni in &job.nodes {
+        let Some(share) = nodes.share(ni) else {
+            worst = STALLED;
+            continue;
+        };
+        let slowest = slowest_link(fabric, &fabric.nodes[ni], now);
+        let comm = job.spec.comm_fraction;
+        let ratio = (1.0 - comm) + comm * share.max(1.0) * slowest;
+        worst = worst.max(ratio);
+    }
+    worst.min(STALLED)
+}
+
+/// How much `node`'s slowest link slows its collectives: the worst
+/// delivered fraction of its usable NICs, or a stall on RDMA retry
+/// timeouts while a link flaps.
+fn slowest_link(fabric: &Fabric, node: &str, now: Nanos) -> f64 {
+    let mut slowest: f64 = 1.0;
+    for nic in fabric.nics.iter().filter(|n| n.node == node) {
+        if nic.usable() {
+            slowest = slowest.max(1.0 / nic.delivered.max(1.0 / STALLED));
+        }
+        let flapping = nic.admin_up && nic.last_down.is_some_and(|t| now - t < FLAP_PENALTY);
+        if flapping {
+            slowest = slowest.max(FLAP_STALL);
+        }
+    }
+    slowest
 }
 
 /// The leaf ports' administrative state, as CONFIG_DB `PORT` holds it
