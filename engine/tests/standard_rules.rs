@@ -7,8 +7,18 @@ use engine::rule_test::{self, Failure, FileResult};
 use engine::State;
 
 /// Every rule other parts of rocemend (playbooks, docs, demos) rely on.
-const STANDARD_RULES: [&str; 6] =
-    ["pfc-storm", "symbol-errors", "link-flap", "xmit-wait-congestion", "cnp-storm", "gpu-xid"];
+const STANDARD_RULES: [&str; 10] = [
+    "pfc-storm",
+    "symbol-errors",
+    "link-flap",
+    "xmit-wait-congestion",
+    "cnp-storm",
+    "gpu-xid",
+    "switch-pfc-storm",
+    "switch-pfcwd-stormed",
+    "switch-queue-congestion",
+    "switch-port-flap",
+];
 
 fn rules_dir() -> PathBuf {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../rules");
