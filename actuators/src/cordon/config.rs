@@ -1,9 +1,7 @@
 //! The settings of a `cordon` actuator.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use engine::time::{parse_duration, Span};
 use engine::SECOND;
 use serde::{Deserialize, Serialize};
 
@@ -125,16 +123,7 @@ impl CordonConfig {
 
     /// Validates the settings and builds the actuator `name`.
     pub fn build(&self, name: &str) -> Result<CordonActuator, ConfigError> {
-        let timeout = parse_duration(&self.timeout)
-            .map_err(|source| ConfigError::Duration { setting: "timeout".into(), source })?;
-        if timeout <= 0 || timeout > MAX_TIMEOUT {
-            return Err(ConfigError::OutOfRange {
-                setting: "timeout".into(),
-                value: self.timeout.clone(),
-                expected: format!("above 0 and at most {}", Span(MAX_TIMEOUT)),
-            });
-        }
-        let timeout = Duration::from_nanos(timeout as u64);
+        let timeout = crate::error::bounded_duration("timeout", &self.timeout, MAX_TIMEOUT)?;
         match self.scheduler {
             Scheduler::Slurm => {
                 if self.kubernetes.is_some() {

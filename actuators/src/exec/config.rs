@@ -2,9 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::time::Duration;
 
-use engine::time::{parse_duration, Span};
 use engine::SECOND;
 use serde::{Deserialize, Serialize};
 
@@ -95,15 +93,7 @@ impl ExecConfig {
             undo: self.undo_argv.as_deref().map(|argv| command("undo_argv", argv, Scope::Undo)).transpose()?,
             prior_from_stdout: self.prior_from_stdout,
         };
-        let timeout = parse_duration(&self.timeout)
-            .map_err(|source| ConfigError::Duration { setting: "timeout".into(), source })?;
-        if timeout <= 0 || timeout > MAX_TIMEOUT {
-            return Err(ConfigError::OutOfRange {
-                setting: "timeout".into(),
-                value: self.timeout.clone(),
-                expected: format!("above 0 and at most {}", Span(MAX_TIMEOUT)),
-            });
-        }
+        let timeout = crate::error::bounded_duration("timeout", &self.timeout, MAX_TIMEOUT)?;
         for (key, value) in &self.env {
             let entry =
                 |reason: &str| ConfigError::Entry { setting: "env".into(), key: key.clone(), reason: reason.into() };
@@ -114,12 +104,7 @@ impl ExecConfig {
                 return Err(entry("has a value that contains a NUL byte"));
             }
         }
-        Ok(ExecActuator::new(
-            name,
-            commands,
-            Duration::from_nanos(timeout as u64),
-            self.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-        ))
+        Ok(ExecActuator::new(name, commands, timeout, self.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect()))
     }
 }
 
@@ -143,6 +128,7 @@ fn command(field: &str, argv: &[String], scope: Scope) -> Result<ArgvTemplate, C
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     fn build(text: &str) -> Result<ExecActuator, String> {
         toml::from_str::<ExecConfig>(text).map_err(|e| e.to_string())?.build("x").map_err(|e| e.to_string())

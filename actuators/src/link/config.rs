@@ -1,8 +1,5 @@
 //! The settings of a `link` actuator.
 
-use std::time::Duration;
-
-use engine::time::{parse_duration, Span};
 use engine::SECOND;
 use serde::{Deserialize, Serialize};
 
@@ -52,18 +49,10 @@ fn default_timeout() -> String {
 impl LinkConfig {
     /// Validates the settings and builds the actuator `name`.
     pub fn build(&self, name: &str) -> Result<LinkActuator, ConfigError> {
-        let timeout = parse_duration(&self.timeout)
-            .map_err(|source| ConfigError::Duration { setting: "timeout".into(), source })?;
-        if timeout <= 0 || timeout > MAX_TIMEOUT {
-            return Err(ConfigError::OutOfRange {
-                setting: "timeout".into(),
-                value: self.timeout.clone(),
-                expected: format!("above 0 and at most {}", Span(MAX_TIMEOUT)),
-            });
-        }
+        let timeout = crate::error::bounded_duration("timeout", &self.timeout, MAX_TIMEOUT)?;
         check_netdevs("netdevs", &self.netdevs)?;
         let node = node_or_local("node", self.node.as_deref())?;
-        Ok(LinkActuator::new(name, node, self.netdevs.clone(), Duration::from_nanos(timeout as u64)))
+        Ok(LinkActuator::new(name, node, self.netdevs.clone(), timeout))
     }
 }
 
@@ -105,6 +94,7 @@ pub fn local_node() -> std::io::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn the_example_round_trips_and_bad_settings_are_refused() {

@@ -2,9 +2,7 @@
 //! reaches what it changes.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
-use engine::time::{parse_duration, Span};
 use engine::SECOND;
 use serde::{Deserialize, Serialize};
 
@@ -73,16 +71,7 @@ fn default_timeout() -> String {
 impl RailConfig {
     /// Validates the settings and builds the actuator `name`.
     pub fn build(&self, name: &str) -> Result<RailActuator, ConfigError> {
-        let timeout = parse_duration(&self.timeout)
-            .map_err(|source| ConfigError::Duration { setting: "timeout".into(), source })?;
-        if timeout <= 0 || timeout > MAX_TIMEOUT {
-            return Err(ConfigError::OutOfRange {
-                setting: "timeout".into(),
-                value: self.timeout.clone(),
-                expected: format!("above 0 and at most {}", Span(MAX_TIMEOUT)),
-            });
-        }
-        let timeout = Duration::from_nanos(timeout as u64);
+        let timeout = crate::error::bounded_duration("timeout", &self.timeout, MAX_TIMEOUT)?;
         if self.gnmi.is_none() && self.nccl.is_none() && self.slurm.is_none() && self.kubernetes.is_none() {
             return Err(ConfigError::Missing {
                 setting: "gnmi, nccl, slurm or kubernetes".into(),

@@ -3,9 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use engine::time::{parse_duration, Span};
 use engine::SECOND;
 use gnmi_proto::TlsConfig;
 use serde::{Deserialize, Serialize};
@@ -84,15 +82,7 @@ fn read(path: &Path, setting: &str) -> Result<Vec<u8>, ConfigError> {
 impl SonicConfig {
     /// Validates the settings, reads the files they name, and builds the client.
     pub fn build(&self) -> Result<Sonic, ConfigError> {
-        let timeout = parse_duration(&self.timeout)
-            .map_err(|source| ConfigError::Duration { setting: "gnmi.timeout".into(), source })?;
-        if timeout <= 0 || timeout > MAX_TIMEOUT {
-            return Err(ConfigError::OutOfRange {
-                setting: "gnmi.timeout".into(),
-                value: self.timeout.clone(),
-                expected: format!("above 0 and at most {}", Span(MAX_TIMEOUT)),
-            });
-        }
+        let timeout = crate::error::bounded_duration("gnmi.timeout", &self.timeout, MAX_TIMEOUT)?;
         if self.switches.is_empty() {
             return Err(ConfigError::Empty {
                 setting: "gnmi.switches".into(),
@@ -110,7 +100,7 @@ impl SonicConfig {
         }
         let credentials = self.credentials_file.as_deref().map(credentials).transpose()?;
         let tls = self.tls.as_ref().map(GnmiTls::build).transpose()?;
-        Ok(Sonic::new(self.switches.clone(), credentials, tls, Duration::from_nanos(timeout as u64)))
+        Ok(Sonic::new(self.switches.clone(), credentials, tls, timeout))
     }
 }
 

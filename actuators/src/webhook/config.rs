@@ -1,9 +1,8 @@
 //! The settings of a `webhook` actuator.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
-use engine::time::{parse_duration, Span};
+use engine::time::parse_duration;
 use engine::SECOND;
 use serde::{Deserialize, Serialize};
 
@@ -97,14 +96,7 @@ impl WebhookConfig {
                 reason: "is refused: https is not supported by this actuator yet; use http or a local proxy",
             });
         }
-        let timeout = duration("timeout", &self.timeout)?;
-        if timeout <= 0 || timeout > MAX_TIMEOUT {
-            return Err(ConfigError::OutOfRange {
-                setting: "timeout".into(),
-                value: self.timeout.clone(),
-                expected: format!("above 0 and at most {}", Span(MAX_TIMEOUT)),
-            });
-        }
+        let timeout = crate::error::bounded_duration("timeout", &self.timeout, MAX_TIMEOUT)?;
         let lifetime = duration("alert_lifetime", &self.alert_lifetime)?;
         if lifetime <= 0 {
             return Err(ConfigError::OutOfRange {
@@ -127,7 +119,7 @@ impl WebhookConfig {
             name,
             self.format,
             url,
-            Duration::from_nanos(timeout as u64),
+            timeout,
             lifetime,
             self.generator_url.clone(),
             self.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
