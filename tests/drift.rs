@@ -8,7 +8,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::storms::{self, Entry, PORT};
+use common::storms::{self, Entry};
 use common::Daemon;
 
 /// node-01's NIC 0 storms from 0.3 s to 12 s; the others are quiet.

@@ -23,7 +23,7 @@ pub enum ChaosError {
     Scenario(#[from] ScenarioError),
     /// The playbook file is wrong.
     #[error(transparent)]
-    PlaybookFile(#[from] TomlError),
+    PlaybookFile(#[from] Errors<TomlError>),
     /// The rules do not load.
     #[error(transparent)]
     Rules(#[from] RuleErrors),

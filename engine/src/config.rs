@@ -9,6 +9,111 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, column)
 }
 
+/// One step of a path to a value in a TOML document: a key, or the index
+/// of a table in an array of tables (`[[actuator]]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Key<'a> {
+    /// A key of a table.
+    Name(&'a str),
+    /// A table of an array of tables, or an element of an array.
+    Index(usize),
+}
+
+impl<'a> From<&'a str> for Key<'a> {
+    fn from(name: &'a str) -> Key<'a> {
+        Key::Name(name)
+    }
+}
+
+impl From<usize> for Key<'_> {
+    fn from(i: usize) -> Self {
+        Key::Index(i)
+    }
+}
+
+/// Finds where values are in a TOML file, so an error found after parsing
+/// (a limit that switches safety off, an action no actuator handles) still
+/// names the line and column of what it is about.
+#[derive(Debug)]
+pub struct Locator {
+    origin: String,
+    text: String,
+    doc: Option<toml_edit::ImDocument<String>>,
+}
+
+impl Locator {
+    /// A locator over `text`, the file `origin`.
+    pub fn new(text: &str, origin: &str) -> Locator {
+        Locator {
+            origin: origin.to_string(),
+            text: text.to_string(),
+            doc: toml_edit::ImDocument::parse(text.to_string()).ok(),
+        }
+    }
+
+    /// The file.
+    pub fn origin(&self) -> &str {
+        &self.origin
+    }
+
+    /// The 1-based line and column of the value at `path` (of its key, for a
+    /// key; of its header, for a table), or of the nearest part of the path
+    /// that exists; (1, 1) when none does.
+    pub fn position(&self, path: &[Key<'_>]) -> (usize, usize) {
+        let (span, _) = self.find(path);
+        span.map(|span| line_col(&self.text, span.start)).unwrap_or((1, 1))
+    }
+
+    /// Whether the file sets the value at `path` (rather than leaving it to
+    /// its default).
+    pub fn has(&self, path: &[Key<'_>]) -> bool {
+        self.find(path).1
+    }
+
+    /// The span of the deepest part of `path` found, and whether all of it was.
+    fn find(&self, path: &[Key<'_>]) -> (Option<std::ops::Range<usize>>, bool) {
+        let Some(doc) = &self.doc else { return (None, false) };
+        let mut best: Option<std::ops::Range<usize>> = None;
+        let mut item: Option<&toml_edit::Item> = None;
+        let mut table: Option<&toml_edit::Table> = Some(doc.as_table());
+        let mut inline: Option<&toml_edit::Value> = None;
+        for step in path {
+            match (step, table, item, inline) {
+                (Key::Name(name), Some(t), _, _) => {
+                    let Some((key, value)) = t.get_key_value(name) else { return (best, false) };
+                    best = key.span().or_else(|| value.span()).or(best);
+                    item = Some(value);
+                    table = value.as_table();
+                    inline = value.as_value();
+                }
+                (Key::Name(name), None, _, Some(v)) => {
+                    let Some(value) = v.as_inline_table().and_then(|t| t.get(name)) else { return (best, false) };
+                    best = value.span().or(best);
+                    (item, table, inline) = (None, None, Some(value));
+                }
+                (Key::Index(n), _, Some(i), _) if i.as_array_of_tables().is_some() => {
+                    let Some(t) = i.as_array_of_tables().and_then(|a| a.get(*n)) else { return (best, false) };
+                    best = t.span().or(best);
+                    (item, table, inline) = (None, Some(t), None);
+                }
+                (Key::Index(n), _, _, Some(v)) => {
+                    let Some(value) = v.as_array().and_then(|a| a.get(*n)) else { return (best, false) };
+                    best = value.span().or(best);
+                    (item, table, inline) = (None, None, Some(value));
+                }
+                _ => return (best, false),
+            }
+        }
+        (best, true)
+    }
+
+    /// An error about the value at `path`.
+    pub fn error(&self, path: &[Key<'_>], message: impl Into<String>) -> TomlError {
+        let (line, column) = self.position(path);
+        TomlError { path: self.origin.clone(), line, column, message: message.into() }
+    }
+}
+
 /// A TOML file could not be read or parsed into its schema.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{path}:{line}:{column}: {message}")]
@@ -50,6 +155,17 @@ pub fn read_toml<T: serde::de::DeserializeOwned>(path: &std::path::Path) -> Resu
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_locator_finds_keys_tables_of_arrays_and_array_elements() {
+        let text = "mode = \"enforce\"\n[breaker]\ntrip_after = 0\n\n[[actuator]]\nname = \"a\"\n\n[[actuator]]\nname = \"b\"\nhandles = [\"x.*\", \"\"]\n";
+        let at = Locator::new(text, "p.toml");
+        assert_eq!(at.position(&["breaker".into(), "trip_after".into()]), (3, 1));
+        assert_eq!(at.position(&["actuator".into(), 1.into(), "handles".into()]), (10, 1));
+        assert_eq!(at.position(&["actuator".into(), 1.into(), "handles".into(), 1.into()]), (10, 19));
+        assert_eq!(at.position(&["breaker".into(), "window".into()]), (2, 2), "the nearest part that exists");
+        assert_eq!(at.error(&["mode".into()], "m").to_string(), "p.toml:1:1: m");
+    }
 
     #[test]
     fn line_and_column_are_one_based() {

@@ -29,7 +29,14 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::{parse_toml, TomlError};
+use std::sync::Arc;
+
+use crate::config::{parse_toml, Key, Locator, TomlError};
+use crate::errors::Errors;
+
+mod checks;
+
+pub use checks::{covers, overlaps};
 use crate::coordination::Scope;
 use crate::dispatch::Mode;
 use crate::policy::{
@@ -82,6 +89,25 @@ pub struct Playbook {
     /// How actions in effect are read back.
     #[serde(default)]
     pub verify: VerifyConfig,
+    /// Accept limits that switch a safety off or contradict themselves
+    /// (`trip_after = 0`, a cooldown longer than its window, …). `check`
+    /// lists each one it lets through.
+    #[serde(default)]
+    pub allow_unsafe: bool,
+    /// Where the playbook came from, for errors found after parsing.
+    #[serde(skip)]
+    pub source: Source,
+}
+
+/// The text a playbook was parsed from, to place errors found later.
+#[derive(Debug, Clone, Default)]
+pub struct Source(Option<Arc<Locator>>);
+
+impl PartialEq for Source {
+    /// Playbooks compare by their settings, not by where they came from.
+    fn eq(&self, _: &Source) -> bool {
+        true
+    }
 }
 
 fn default_mode() -> Mode {
@@ -129,27 +155,37 @@ pub struct ActuatorEntry {
 }
 
 impl Playbook {
-    /// Parses and checks playbook TOML; `origin` names it in errors.
-    pub fn parse(text: &str, origin: &str) -> Result<Playbook, TomlError> {
-        let playbook: Playbook = parse_toml(text, origin)?;
-        let invalid = |message: String| TomlError { path: origin.to_string(), line: 0, column: 0, message };
-        parse_duration(&playbook.action_timeout).map_err(|e| invalid(format!("action_timeout: {e}")))?;
-        playbook.policy().map_err(|e| invalid(e.to_string()))?;
-        let mut names = std::collections::BTreeSet::new();
-        for a in &playbook.actuator {
-            if !names.insert(a.name.as_str()) {
-                return Err(invalid(format!("actuator {:?} is defined twice", a.name)));
-            }
-            if a.handles.is_empty() {
-                return Err(invalid(format!("actuator {:?} handles no action kind", a.name)));
-            }
-        }
-        Ok(playbook)
+    /// Parses and checks playbook TOML; `origin` names it in errors. Every
+    /// problem is reported, each at its line and column.
+    pub fn parse(text: &str, origin: &str) -> Result<Playbook, Errors<TomlError>> {
+        let mut playbook: Playbook = parse_toml(text, origin)?;
+        playbook.source = Source(Some(Arc::new(Locator::new(text, origin))));
+        let checked = checks::check(&playbook);
+        Errors::or_ok(checked.errors, playbook)
     }
 
     /// Reads and checks a playbook file.
-    pub fn load(path: &Path) -> Result<Playbook, TomlError> {
+    pub fn load(path: &Path) -> Result<Playbook, Errors<TomlError>> {
         Playbook::parse(&crate::config::read_text(path)?, &path.display().to_string())
+    }
+
+    /// The unsafe settings `allow_unsafe = true` lets through, each with
+    /// its place and why it is unsafe (empty without `allow_unsafe`: they
+    /// are errors then).
+    pub fn allowed_unsafe(&self) -> Vec<TomlError> {
+        if self.allow_unsafe {
+            checks::check(self).unsafe_settings
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// An error about the value at `path` of the playbook file.
+    pub fn error(&self, path: &[Key<'_>], message: impl Into<String>) -> TomlError {
+        match &self.source.0 {
+            Some(at) => at.error(path, message),
+            None => TomlError { path: format!("playbook {:?}", self.name), line: 0, column: 0, message: message.into() },
+        }
     }
 
     /// The rule directory, resolved against the playbook's own directory.
@@ -171,10 +207,12 @@ impl Playbook {
         self.rule.iter().filter_map(|(name, p)| Some((name.clone(), p.mode?))).collect()
     }
 
-    /// The action timeout.
+    /// The action timeout. [`Playbook::parse`] refuses one that does not
+    /// parse or is not above 0, so `check` and `run` agree; the default
+    /// here only serves a playbook built in code.
     pub fn timeout(&self) -> std::time::Duration {
-        let ns = parse_duration(&self.action_timeout).unwrap_or(10_000_000_000);
-        std::time::Duration::from_nanos(ns.max(0) as u64)
+        let ns = parse_duration(&self.action_timeout).ok().filter(|ns| *ns > 0).unwrap_or(10_000_000_000);
+        std::time::Duration::from_nanos(ns as u64)
     }
 
     /// The safety policy settings, durations parsed.
@@ -234,6 +272,7 @@ argv = ["/bin/true"]
     #[test]
     fn a_typo_is_reported_with_its_line() {
         let err = Playbook::parse("name = \"t\"\nmdoe = \"enforce\"\n", "p.toml").unwrap_err();
+        let err = &err[0];
         assert_eq!((err.line, err.column), (2, 1));
         assert!(err.message.contains("mdoe"), "{err}");
     }
@@ -263,7 +302,7 @@ handles = ["rail.*"]
             "p.toml",
         )
         .unwrap_err();
-        assert!(err.message.contains("planet"), "{err}");
+        assert!(err[0].message.contains("planet"), "{err}");
     }
 
     #[test]

@@ -1,0 +1,288 @@
+//! What a playbook must be before anything runs on it, each problem placed
+//! at its line and column:
+//!
+//! - every duration parses, and the action timeout is above 0;
+//! - no limit switches a safety off or contradicts itself (a breaker that
+//!   never trips, a target that may never be acted on, a cooldown longer
+//!   than its window, …) unless `allow_unsafe = true` says it is meant;
+//! - every actuator has a name of its own and handles action kinds written
+//!   `*`, `actuator.*` or `actuator.verb`, none already taken by an earlier
+//!   actuator (the first match wins, so the later one would never act);
+//! - every kind `[[approval]]`, `[undo]` and `[verify]` name is one some
+//!   actuator handles (a typo there silently switches the approval off).
+//!
+//! Which rules' actions reach which actuator needs the rules and the built
+//! actuators: the binary checks that.
+
+use std::collections::BTreeSet;
+
+use super::Playbook;
+use crate::config::{Key, TomlError};
+use crate::time::{parse_duration, Nanos, Span};
+
+/// The most attempts an action may get: more only keeps a dispatch slot
+/// busy on a target that is not answering.
+pub const MAX_ATTEMPTS: u32 = 10;
+
+/// The longest action timeout: a call that takes longer holds the
+/// dispatcher (and every decision behind it).
+pub const MAX_ACTION_TIMEOUT: Nanos = 600 * crate::time::SECOND;
+
+/// What checking a playbook found.
+#[derive(Debug, Default)]
+pub(super) struct Checked {
+    /// Problems that refuse the playbook.
+    pub errors: Vec<TomlError>,
+    /// Limits that switch safety off or contradict themselves; errors unless
+    /// `allow_unsafe`.
+    pub unsafe_settings: Vec<TomlError>,
+}
+
+/// Checks `p` (see the module doc).
+pub(super) fn check(p: &Playbook) -> Checked {
+    let mut c = Checked::default();
+    durations(p, &mut c.errors);
+    limits(p, &mut c.unsafe_settings);
+    actuators(p, &mut c.errors);
+    kinds_named(p, &mut c.errors);
+    if !p.allow_unsafe {
+        let unsafe_settings = std::mem::take(&mut c.unsafe_settings);
+        c.errors.extend(unsafe_settings.into_iter().map(|mut e| {
+            e.message.push_str(" (set `allow_unsafe = true` if this is meant)");
+            e
+        }));
+    }
+    c.errors.sort_by_key(|e| (e.line, e.column));
+    c
+}
+
+/// Every duration of the playbook, parsed where it is written.
+fn durations(p: &Playbook, errors: &mut Vec<TomlError>) {
+    let parse = |path: &[Key<'_>], text: &str, errors: &mut Vec<TomlError>| -> Option<Nanos> {
+        parse_duration(text).map_err(|e| errors.push(p.error(path, format!("{}: {e}", dotted(path))))).ok()
+    };
+    let timeout = ["action_timeout".into()];
+    if let Some(t) = parse(&timeout, &p.action_timeout, errors) {
+        if t <= 0 || t > MAX_ACTION_TIMEOUT {
+            let expected = format!("above 0 and at most {}", Span(MAX_ACTION_TIMEOUT));
+            errors.push(p.error(&timeout, format!("action_timeout = {:?}: expected {expected}", p.action_timeout)));
+        }
+    }
+    let sections: [(&str, &str, &String); 6] = [
+        ("limits", "window", &p.limits.window),
+        ("breaker", "window", &p.breaker.window),
+        ("target", "cooldown", &p.target.cooldown),
+        ("target", "window", &p.target.window),
+        ("retry", "backoff", &p.retry.backoff),
+        ("verify", "every", &p.verify.every),
+    ];
+    for (section, key, text) in sections {
+        parse(&[section.into(), key.into()], text, errors);
+    }
+    for (i, a) in p.approval.iter().enumerate() {
+        parse(&["approval".into(), i.into(), "timeout".into()], &a.timeout, errors);
+    }
+}
+
+/// `limits.window` as the user wrote it.
+fn dotted(path: &[Key<'_>]) -> String {
+    let parts: Vec<String> = path
+        .iter()
+        .map(|k| match k {
+            Key::Name(n) => n.to_string(),
+            Key::Index(i) => format!("[{i}]"),
+        })
+        .collect();
+    parts.join(".").replace(".[", "[")
+}
+
+/// Limits that switch a safety off or contradict themselves.
+fn limits(p: &Playbook, out: &mut Vec<TomlError>) {
+    let mut flag = |path: &[Key<'_>], why: String| out.push(p.error(path, format!("{}: {why}", dotted(path))));
+    let positive = |text: &str| parse_duration(text).ok().filter(|ns| *ns > 0);
+    if p.breaker.trip_after == 0 {
+        flag(&["breaker".into(), "trip_after".into()], "0 means the circuit breaker never trips".into());
+    }
+    if parse_duration(&p.breaker.window).is_ok_and(|ns| ns <= 0) {
+        flag(&["breaker".into(), "window".into()], "a window of 0 counts no hits: the breaker never trips".into());
+    }
+    if parse_duration(&p.limits.window).is_ok_and(|ns| ns <= 0) {
+        flag(&["limits".into(), "window".into()], "a window of 0 counts nothing: every per-window limit is off".into());
+    }
+    if p.target.max_per_window == 0 {
+        flag(&["target".into(), "max_per_window".into()], "0 suppresses every action on every target".into());
+    }
+    if let (Some(cooldown), Some(window)) = (positive(&p.target.cooldown), positive(&p.target.window)) {
+        if cooldown > window {
+            flag(
+                &["target".into(), "cooldown".into()],
+                format!(
+                    "a cooldown of {} is longer than the target window of {}: max_per_window can never be reached",
+                    Span(cooldown),
+                    Span(window)
+                ),
+            );
+        }
+    }
+    if p.limits.max_rails_per_plane == Some(0) {
+        flag(&["limits".into(), "max_rails_per_plane".into()], "0 holds every rail drain".into());
+    }
+    if p.limits.max_cordons == Some(0) {
+        flag(&["limits".into(), "max_cordons".into()], "0 holds every cordon".into());
+    }
+    if p.limits.max_isolated_ports_per_switch == Some(0) {
+        flag(&["limits".into(), "max_isolated_ports_per_switch".into()], "0 holds every port isolation".into());
+    }
+    if let Some(pct) = p.limits.max_cordon_percent {
+        if !(pct > 0.0 && pct <= 100.0) {
+            flag(&["limits".into(), "max_cordon_percent".into()], format!("{pct}: expected above 0 and at most 100"));
+        }
+    }
+    for (kind, n) in &p.limits.per_kind {
+        if *n == 0 {
+            flag(&["limits".into(), "per_kind".into(), kind.as_str().into()], format!("0 holds every {kind}"));
+        }
+    }
+    if p.retry.attempts == 0 || p.retry.attempts > MAX_ATTEMPTS {
+        let n = p.retry.attempts;
+        flag(&["retry".into(), "attempts".into()], format!("{n}: expected 1 to {MAX_ATTEMPTS}"));
+    }
+}
+
+/// Whether `pattern` is written as an action-kind pattern: `*`,
+/// `actuator.*` or `actuator.verb`.
+fn well_formed(pattern: &str) -> bool {
+    let word = |w: &str| !w.is_empty() && w.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    match pattern.split_once('.') {
+        None => pattern == "*",
+        Some((actuator, "*")) => word(actuator),
+        Some((actuator, verb)) => word(actuator) && word(verb),
+    }
+}
+
+/// Whether every kind `q` matches is matched by `p`.
+pub fn covers(p: &str, q: &str) -> bool {
+    p == "*" || p == q || p.strip_suffix('*').is_some_and(|prefix| q.starts_with(prefix) && q != "*")
+}
+
+/// Whether some kind is matched by both patterns.
+pub fn overlaps(p: &str, q: &str) -> bool {
+    covers(p, q) || covers(q, p)
+}
+
+/// Names, patterns and shadowed routes of the actuators.
+fn actuators(p: &Playbook, errors: &mut Vec<TomlError>) {
+    let mut names = BTreeSet::new();
+    let mut earlier: Vec<(&str, &str)> = Vec::new();
+    for (i, a) in p.actuator.iter().enumerate() {
+        let at = |rest: &[Key<'static>]| -> Vec<Key<'static>> { [&["actuator".into(), i.into()], rest].concat() };
+        if !names.insert(a.name.as_str()) {
+            errors.push(p.error(&at(&["name".into()]), format!("actuator {:?} is defined twice", a.name)));
+        }
+        if a.handles.is_empty() {
+            errors.push(p.error(&at(&["handles".into()]), format!("actuator {:?} handles no action kind", a.name)));
+        }
+        for (j, pattern) in a.handles.iter().enumerate() {
+            let here = at(&["handles".into(), j.into()]);
+            if !well_formed(pattern) {
+                errors.push(p.error(
+                    &here,
+                    format!("actuator {:?}: {pattern:?} is not an action kind: write \"*\", \"actuator.*\" or \"actuator.verb\"", a.name),
+                ));
+                continue;
+            }
+            if let Some((other, theirs)) = earlier.iter().find(|(_, e)| covers(e, pattern)) {
+                errors.push(p.error(
+                    &here,
+                    format!(
+                        "actuator {:?}: {pattern:?} never reaches it: actuator {other:?} (handles {theirs:?}) comes first and takes every such action",
+                        a.name
+                    ),
+                ));
+            }
+        }
+        earlier.extend(a.handles.iter().filter(|h| well_formed(h)).map(|h| (a.name.as_str(), h.as_str())));
+    }
+}
+
+/// The kinds `[[approval]]`, `[undo]` and `[verify]` name: each must be one
+/// some actuator handles.
+fn kinds_named(p: &Playbook, errors: &mut Vec<TomlError>) {
+    let handled: Vec<&str> = p.actuator.iter().flat_map(|a| a.handles.iter().map(String::as_str)).collect();
+    let mut check = |path: Vec<Key<'_>>, pattern: &str, what: &str| {
+        if !well_formed(pattern) {
+            errors.push(p.error(&path, format!("{what}: {pattern:?} is not an action kind")));
+        } else if !handled.iter().any(|h| overlaps(h, pattern)) {
+            let known = if handled.is_empty() { "none".to_string() } else { handled.join(", ") };
+            errors.push(p.error(&path, format!("{what}: no actuator handles {pattern:?} (actuators handle: {known})")));
+        }
+    };
+    for (i, a) in p.approval.iter().enumerate() {
+        for (j, pattern) in a.actions.iter().enumerate() {
+            check(vec!["approval".into(), i.into(), "actions".into(), j.into()], pattern, "approval");
+        }
+    }
+    for (j, pattern) in p.undo.on_resolve.iter().enumerate() {
+        check(vec!["undo".into(), "on_resolve".into(), j.into()], pattern, "undo.on_resolve");
+    }
+    for (j, pattern) in p.verify.reapply_reverted.iter().enumerate() {
+        // The defaults name the switch actions whether or not this playbook has them.
+        if p.source.0.as_ref().is_some_and(|at| at.has(&["verify".into(), "reapply_reverted".into()])) {
+            check(vec!["verify".into(), "reapply_reverted".into(), j.into()], pattern, "verify.reapply_reverted");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn errors(text: &str) -> Vec<String> {
+        match Playbook::parse(text, "p.toml") {
+            Ok(_) => Vec::new(),
+            Err(e) => e.into_iter().map(|e| e.to_string()).collect(),
+        }
+    }
+
+    const ACTUATORS: &str = "[[actuator]]\nname = \"wd\"\ntype = \"log\"\nhandles = [\"pfcwd.*\"]\n";
+
+    #[test]
+    fn limits_that_switch_safety_off_are_refused_at_their_line_unless_allowed() {
+        let text = format!("name = \"p\"\n[breaker]\ntrip_after = 0\n[target]\ncooldown = \"2h\"\nwindow = \"1m\"\n{ACTUATORS}");
+        let found = errors(&text);
+        assert_eq!(found.len(), 2, "{found:#?}");
+        assert!(found[0].starts_with("p.toml:3:1: breaker.trip_after: 0 means the circuit breaker never trips"), "{}", found[0]);
+        assert!(found[1].starts_with("p.toml:5:1: target.cooldown: a cooldown of 7200s is longer than the target window of 60s"), "{}", found[1]);
+        assert!(found[1].ends_with("(set `allow_unsafe = true` if this is meant)"), "{}", found[1]);
+        let allowed = Playbook::parse(&format!("allow_unsafe = true\n{text}"), "p.toml").unwrap();
+        assert_eq!(allowed.allowed_unsafe().len(), 2);
+    }
+
+    #[test]
+    fn routing_mistakes_are_named_with_the_actuator_and_the_kind() {
+        let text = "name = \"p\"\n[[approval]]\nactions = [\"node.cordon\"]\n[undo]\non_resolve = [\"ecn.lower\"]\n\
+                    [[actuator]]\nname = \"all\"\ntype = \"log\"\nhandles = [\"*\", \"\"]\n\
+                    [[actuator]]\nname = \"wd\"\ntype = \"log\"\nhandles = [\"pfcwd.*\"]\n";
+        let found = errors(text);
+        assert!(found.iter().any(|e| e.contains("actuator \"all\": \"\" is not an action kind")), "{found:#?}");
+        assert!(found.iter().any(|e| e.contains("actuator \"wd\": \"pfcwd.*\" never reaches it: actuator \"all\"")), "{found:#?}");
+        let text = format!("name = \"p\"\n[[approval]]\nactions = [\"node.cordon\"]\n[undo]\non_resolve = [\"lnk.*\"]\n{ACTUATORS}");
+        let found = errors(&text);
+        assert!(found[0].starts_with("p.toml:3:12: approval: no actuator handles \"node.cordon\""), "{found:#?}");
+        assert!(found[1].starts_with("p.toml:5:15: undo.on_resolve: no actuator handles \"lnk.*\""), "{found:#?}");
+    }
+
+    #[test]
+    fn a_zero_action_timeout_and_absurd_retries_are_refused() {
+        let found = errors(&format!("name = \"p\"\naction_timeout = \"0\"\n[retry]\nattempts = 4000000000\n{ACTUATORS}"));
+        assert!(found[0].starts_with("p.toml:2:1: action_timeout = \"0\": expected above 0"), "{found:#?}");
+        assert!(found[1].starts_with("p.toml:4:1: retry.attempts: 4000000000: expected 1 to 10"), "{found:#?}");
+    }
+
+    #[test]
+    fn patterns_cover_and_overlap_as_the_dispatcher_matches_them() {
+        assert!(covers("*", "pfcwd.escalate") && covers("pfcwd.*", "pfcwd.escalate") && covers("pfcwd.*", "pfcwd.*"));
+        assert!(!covers("pfcwd.escalate", "pfcwd.*") && overlaps("pfcwd.escalate", "pfcwd.*"));
+        assert!(!overlaps("link.*", "lnk.*"));
+    }
+}
