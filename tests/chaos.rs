@@ -91,7 +91,7 @@ fn pfc_storm_is_contained_within_300_ms_and_not_without_the_watchdog_escalation(
     let sent = requests(&escalations[0]);
     assert!(
         sent.contains("gNMI Set to leaf-rail3 (simulated leaf on loopback)")
-            && sent.contains("update sonic-db:/CONFIG_DB/PFC_WD/Ethernet12/action = \"drop\""),
+            && sent.contains("update CONFIG_DB@/PFC_WD/Ethernet12/action = \"drop\""),
         "{sent}"
     );
     fails_without("pfc_storm", "switch-pfc-storm", "pfcwd.escalate was never executed");

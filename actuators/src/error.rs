@@ -132,6 +132,15 @@ pub enum ConfigError {
         /// What is wrong with its content.
         reason: String,
     },
+    /// A credentials file is refused (unreadable, readable by others,
+    /// malformed). The password is never part of the error.
+    #[error("{setting}: {source}")]
+    Credentials {
+        /// The setting.
+        setting: String,
+        /// Why.
+        source: gnmi_proto::credentials::CredentialsError,
+    },
     /// A secret is not usable. The secret itself is never part of the error.
     #[error("{setting}: {reason}")]
     Secret {

@@ -75,7 +75,7 @@ async fn pfcwd_escalates_alert_to_drop_reads_it_back_and_restores_the_exact_valu
         action("pfcwd.escalate", &[("switch", "leaf-rail3"), ("port", "Ethernet4"), ("queue", "3")], &[("level", "2")]);
 
     let plan = pfcwd.dry_run(&escalate).await.unwrap();
-    let path = "sonic-db:/CONFIG_DB/PFC_WD/Ethernet4";
+    let path = "CONFIG_DB@/PFC_WD/Ethernet4";
     assert_eq!(
         plan.requests,
         [format!(
@@ -130,7 +130,7 @@ async fn ecn_lowers_the_profile_by_the_factor_and_undo_restores_it() {
         &[("factor", "0.25"), ("drop_probability", "10")],
     );
     let applied = round_trip(&ecn, &lower).await;
-    let path = "sonic-db:/CONFIG_DB/WRED_PROFILE/AZURE_LOSSLESS";
+    let path = "CONFIG_DB@/WRED_PROFILE/AZURE_LOSSLESS";
     assert_eq!(
         applied.requests,
         [format!(
@@ -173,7 +173,7 @@ async fn rail_switch_side_takes_the_port_admin_down_and_back_up() {
     assert_eq!(
         plan.requests,
         [format!(
-            "gNMI Set to leaf-rail1 ({}): update sonic-db:/CONFIG_DB/PORT/Ethernet12/admin_status = \"down\"",
+            "gNMI Set to leaf-rail1 ({}): update CONFIG_DB@/PORT/Ethernet12/admin_status = \"down\"",
             sw.addr
         )]
     );
@@ -291,6 +291,7 @@ async fn credentials_from_their_file_are_sent_and_a_refused_login_fails() {
     for (password, works) in [("pw", true), ("wrong", false)] {
         let file = dir.path().join(format!("{password}.toml"));
         std::fs::write(&file, format!("username = \"admin\"\npassword = \"{password}\"\n")).unwrap();
+        std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
         let config = format!(
             "{}credentials_file = {:?}\n",
             gnmi("leaf-rail3", &sw.addr.to_string()),
@@ -304,6 +305,10 @@ async fn credentials_from_their_file_are_sent_and_a_refused_login_fails() {
             Err(ActuatorError::Failed(m)) if !works => assert!(m.contains("username/password"), "{m}"),
             other => panic!("password {password:?}: {other:?}"),
         }
+        // The same file readable by others is refused before any call.
+        std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+        let refused = toml::from_str::<PfcwdConfig>(&config).unwrap().build("pfcwd").unwrap_err().to_string();
+        assert!(refused.contains("mode 0644") && refused.contains("chmod 600"), "{refused}");
     }
     sw.stop().await.unwrap();
 }

@@ -12,6 +12,10 @@
 //! - **Set**: every operation of the request must come back as an
 //!   `UpdateResult` with its path and operation; [`ClientError::SetResult`]
 //!   names each one that did not.
+//! - **Prefixes**: Get takes a prefix, [`SetOps`] has one, and a
+//!   [`SubscriptionList`] carries its own; a target belongs there and only
+//!   there (gNMI 2.2.2.1). [`crate::path::split_target`] moves one parsed
+//!   from `target@` into a prefix, [`crate::sonic::PathStyle`] builds SONiC's.
 
 // `ClientError::Status` carries tonic's `Status` whole, so callers can read
 // its code, message and details; it is large, and errors are rare.
@@ -108,6 +112,10 @@ pub enum ClientError {
         address: String,
         /// The transport's error, with its causes.
         problem: String,
+        /// The peer refused the connection (nothing listens on the port,
+        /// e.g. a telemetry server restarting): the host is up and answers
+        /// at once, so retrying soon is cheap and likely to help.
+        refused: bool,
     },
     /// A call did not finish in time.
     #[error("{call} to {address} timed out after {after:?}")]
@@ -149,6 +157,12 @@ impl ClientError {
             ClientError::Status { status, .. } => Some(status.code()),
             _ => None,
         }
+    }
+
+    /// Whether the peer refused the connection ([`ClientError::Connect`]'s
+    /// `refused`).
+    pub fn is_refused(&self) -> bool {
+        matches!(self, ClientError::Connect { refused: true, .. })
     }
 }
 
@@ -201,6 +215,39 @@ impl Subscription {
         };
         self.requests.send(poll).await.map_err(|_| ClientError::Closed(self.address.clone()))
     }
+
+    /// The responses as a stream, ending when the target ends it. The
+    /// request side stays open as long as the stream lives: a STREAM
+    /// subscription whose client half-closes may be ended by some targets.
+    pub fn into_stream(self) -> SubscriptionStream {
+        SubscriptionStream { _requests: self.requests, responses: self.responses, address: self.address }
+    }
+}
+
+/// A [`Subscription`]'s responses as a [`tokio_stream::Stream`] (see
+/// [`Subscription::into_stream`]).
+#[derive(Debug)]
+pub struct SubscriptionStream {
+    /// Kept, unused, so the request stream is not half-closed.
+    _requests: mpsc::Sender<SubscribeRequest>,
+    responses: Streaming<SubscribeResponse>,
+    address: String,
+}
+
+impl tokio_stream::Stream for SubscriptionStream {
+    type Item = Result<SubscribeResponse, ClientError>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        std::pin::Pin::new(&mut this.responses).poll_next(cx).map(|next| {
+            next.map(|r| {
+                r.map_err(|status| ClientError::Status { call: "Subscribe", address: this.address.clone(), status })
+            })
+        })
+    }
 }
 
 impl GnmiClient {
@@ -252,7 +299,9 @@ impl GnmiClient {
             Err(_) => {
                 return Err(ClientError::Timeout { call: "connect", address, after: config.connect_timeout });
             }
-            Ok(Err(e)) => return Err(ClientError::Connect { address, problem: error_chain(&e) }),
+            Ok(Err(e)) => {
+                return Err(ClientError::Connect { address, problem: error_chain(&e), refused: is_refused(&e) });
+            }
             Ok(Ok(channel)) => channel,
         };
         Ok(GnmiClient {
@@ -388,6 +437,18 @@ pub fn check_set_results(ops: &SetOps, response: &SetResponse) -> Vec<String> {
         problems.push(format!("{path}: unexpected {} result", op.as_str_name()));
     }
     problems
+}
+
+/// Whether an I/O error in `error`'s chain is a refused connection.
+fn is_refused(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut source = Some(error);
+    while let Some(e) = source {
+        if e.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::ConnectionRefused) {
+            return true;
+        }
+        source = e.source();
+    }
+    false
 }
 
 /// An error with its sources, so "transport error" says what failed.

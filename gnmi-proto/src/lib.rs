@@ -8,12 +8,20 @@
 //!   compiled from `proto/` with protox, so no `protoc` is needed;
 //! - [`path`]: gNMI path strings ⇄ [`gnmi::Path`], with keys, an origin
 //!   (`openconfig:/…` or SONiC's `/sonic-db:CONFIG_DB/…`) and a target;
+//!   [`path::split_target`] and [`path::split_at`] move a parsed target (and
+//!   origin, and leading elements) into a request prefix, the only place a
+//!   gNMI target is read;
 //! - [`value`]: [`gnmi::TypedValue`] → `u64`, `f64`, text;
 //! - [`client`]: [`GnmiClient`], a tonic client with TLS, username/password
 //!   metadata and per-call timeouts; Get, Set (each result checked against
 //!   the request) and Subscribe;
-//! - [`sonic`]: the SONiC CONFIG_DB tables rocemend writes and the values
-//!   SONiC accepts in them, shared by the actuators and the simulated switch.
+//! - [`credentials`]: the username and password a client sends, from a
+//!   file of mode 0600;
+//! - [`sonic`]: how a request names a SONiC database
+//!   ([`sonic::PathStyle`]: the prefix's target, or origin `sonic-db` with
+//!   the database as first element), the CONFIG_DB tables rocemend writes
+//!   and the values SONiC accepts in them, shared by the sensors, the
+//!   actuators and the simulated switch.
 //!
 //! ```
 //! use gnmi_proto::path::{parse_path, path_to_string};
@@ -45,12 +53,16 @@ pub mod gnmi_ext {
 }
 
 pub mod client;
+pub mod credentials;
 pub mod path;
 pub mod sonic;
 pub mod value;
 
-pub use client::{ClientConfig, ClientError, GnmiClient, SetOps, TlsConfig};
+pub use client::{ClientConfig, ClientError, GnmiClient, SetOps, Subscription, SubscriptionStream, TlsConfig};
 pub use path::{parse_path, path_to_string, PathError};
+/// The gRPC status codes [`ClientError::code`] returns, for callers that do
+/// not depend on tonic themselves.
+pub use tonic::Code;
 pub use value::ValueError;
 
 /// The gNMI version this crate speaks, as Capabilities reports it.

@@ -15,6 +15,23 @@
 //! - `COUNTERS_DB@/COUNTERS/Ethernet0` has target `COUNTERS_DB` (SONiC's
 //!   virtual database paths name the database in the target).
 //!
+//! The `target@` notation is a convenience of this crate's strings, not
+//! of gNMI: a target is only valid in a request's or a notification's
+//! *prefix* (spec 2.2.2.1), and a target ignores one anywhere else.
+//! [`parse_path`] keeps the target on the path it returns; the caller
+//! decides where it goes, normally with [`split_target`] (the target into
+//! the prefix) or [`split_at`] (target, origin and leading elements into
+//! the prefix) before building a request:
+//!
+//! ```
+//! use gnmi_proto::path::{parse_path, path_to_string, split_target};
+//!
+//! let (prefix, path) = split_target(parse_path("COUNTERS_DB@/COUNTERS/Ethernet0").unwrap());
+//! assert_eq!(prefix.unwrap().target, "COUNTERS_DB");
+//! assert_eq!(path.target, "");
+//! assert_eq!(path_to_string(&path), "/COUNTERS/Ethernet0");
+//! ```
+//!
 //! In key values `]` and `\` are escaped with a backslash; in element names
 //! `/`, `[` and `\` are.
 
@@ -252,6 +269,66 @@ pub fn join(prefix: Option<&Path>, path: &Path) -> Path {
     out
 }
 
+/// `prefix` + `path` as a gNMI target reads a request: the elements of
+/// both, the origin of the path or else of the prefix, and the target of
+/// the prefix only — a target outside the prefix is ignored (spec 2.2.2.1).
+pub fn resolve(prefix: Option<&Path>, path: &Path) -> Path {
+    let mut out = join(prefix, &without_target(path));
+    out.target = prefix.map(|p| p.target.clone()).unwrap_or_default();
+    out
+}
+
+/// `path` without its target.
+pub fn without_target(path: &Path) -> Path {
+    Path { target: String::new(), ..path.clone() }
+}
+
+/// Splits a parsed path for a request: its target (from `target@`) goes to
+/// a prefix, the only place a gNMI target is read; the path keeps its
+/// origin and elements. The prefix is `None` when there is no target.
+pub fn split_target(mut path: Path) -> (Option<Path>, Path) {
+    if path.target.is_empty() {
+        return (None, path);
+    }
+    let prefix = Path { target: std::mem::take(&mut path.target), ..Path::default() };
+    (Some(prefix), path)
+}
+
+/// Splits `path` after its first `n` elements (all of them when it has
+/// fewer): the prefix takes the target, the origin and those elements; the
+/// path keeps the rest, with neither target nor origin. `join(Some(&prefix),
+/// &path)` is `path` again.
+pub fn split_at(mut path: Path, n: usize) -> (Path, Path) {
+    let n = n.min(path.elem.len());
+    let rest = path.elem.split_off(n);
+    let prefix = Path {
+        target: std::mem::take(&mut path.target),
+        origin: std::mem::take(&mut path.origin),
+        elem: path.elem,
+        ..Path::default()
+    };
+    (prefix, Path { elem: rest, ..Path::default() })
+}
+
+/// Whether `path` is at or below `pattern`: every element of the pattern
+/// matches the path's element in the same place, where a `*` in a name or
+/// a key value matches any run of characters (`Ethernet*`,
+/// `interface[name=*]`) and a key the pattern does not name matches any
+/// value. Origins and targets are not compared.
+pub fn matches(pattern: &Path, path: &Path) -> bool {
+    pattern.elem.len() <= path.elem.len()
+        && pattern.elem.iter().zip(&path.elem).all(|(p, e)| {
+            glob(&p.name, &e.name) && p.key.iter().all(|(k, v)| e.key.get(k).is_some_and(|value| glob(v, value)))
+        })
+}
+
+/// `*`-globs over a name.
+fn glob(pattern: &str, name: &str) -> bool {
+    let Some((head, tail)) = pattern.split_once('*') else { return pattern == name };
+    let Some(rest) = name.strip_prefix(head) else { return false };
+    tail.is_empty() || (0..=rest.len()).filter(|i| rest.is_char_boundary(*i)).any(|i| glob(tail, &rest[i..]))
+}
+
 /// A path of plain element names (no keys): `elems(&["COUNTERS", "Ethernet0"])`.
 pub fn elems(names: &[&str]) -> Path {
     Path {
@@ -327,6 +404,42 @@ mod tests {
         let e = parse_path("/a//b").unwrap_err();
         assert_eq!((e.problem, e.at), ("empty element name", 3));
         assert!(parse_path("abc").is_err());
+    }
+
+    #[test]
+    fn a_parsed_target_goes_to_the_prefix_and_a_path_target_is_ignored() {
+        let (prefix, path) = split_target(parse_path("COUNTERS_DB@/COUNTERS/Ethernet*").unwrap());
+        let prefix = prefix.unwrap();
+        assert_eq!((prefix.target.as_str(), prefix.elem.len()), ("COUNTERS_DB", 0));
+        assert_eq!(path_to_string(&path), "/COUNTERS/Ethernet*");
+        assert_eq!(split_target(parse_path("openconfig:/interfaces").unwrap()).0, None);
+
+        let (prefix, path) = split_at(parse_path("sonic-db:/CONFIG_DB/PFC_WD/Ethernet0").unwrap(), 1);
+        assert_eq!(path_to_string(&prefix), "sonic-db:/CONFIG_DB");
+        assert_eq!(path_to_string(&path), "/PFC_WD/Ethernet0");
+        assert_eq!(path_to_string(&join(Some(&prefix), &path)), "sonic-db:/CONFIG_DB/PFC_WD/Ethernet0");
+        let (prefix, path) = split_at(parse_path("X@/a").unwrap(), 5);
+        assert_eq!((path_to_string(&prefix), path_to_string(&path)), ("X@/a".to_string(), "/".to_string()));
+
+        // A target reads the target from the prefix only.
+        let full = resolve(None, &parse_path("COUNTERS_DB@/COUNTERS/Ethernet0").unwrap());
+        assert_eq!(path_to_string(&full), "/COUNTERS/Ethernet0");
+        let prefix = parse_path("COUNTERS_DB@/").unwrap();
+        let full = resolve(Some(&prefix), &parse_path("OTHER@/COUNTERS").unwrap());
+        assert_eq!(path_to_string(&full), "COUNTERS_DB@/COUNTERS");
+    }
+
+    #[test]
+    fn patterns_match_paths_at_and_below_them() {
+        let pattern = parse_path("/interfaces/interface[name=*]/state/oper-status").unwrap();
+        assert!(matches(&pattern, &parse_path("/interfaces/interface[name=Ethernet0]/state/oper-status").unwrap()));
+        assert!(!matches(&pattern, &parse_path("/interfaces/interface[name=Ethernet0]/state/counters").unwrap()));
+        assert!(!matches(&pattern, &parse_path("/interfaces/interface[name=Ethernet0]/state").unwrap()));
+        let pattern = parse_path("/COUNTERS/Ethernet*").unwrap();
+        assert!(matches(&pattern, &parse_path("/COUNTERS/Ethernet8/Queues").unwrap()));
+        assert!(!matches(&pattern, &parse_path("/COUNTERS/PortChannel1").unwrap()));
+        let pattern = parse_path("/interfaces/interface/state").unwrap();
+        assert!(matches(&pattern, &parse_path("/interfaces/interface[name=Ethernet4]/state/x").unwrap()));
     }
 
     #[test]

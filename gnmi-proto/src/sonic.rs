@@ -1,6 +1,31 @@
-//! SONiC CONFIG_DB facts that both sides of a gNMI Set must agree on: the
-//! tables rocemend writes (`PFC_WD`, `WRED_PROFILE`, `PORT`), their fields,
-//! and the values SONiC accepts for each.
+//! SONiC facts that both sides of a gNMI request must agree on: how a
+//! request names a database ([`PathStyle`]), the CONFIG_DB tables rocemend
+//! writes (`PFC_WD`, `WRED_PROFILE`, `PORT`), their fields, and the values
+//! SONiC accepts for each.
+//!
+//! SONiC's telemetry serves its redis databases in two ways, and a switch
+//! may speak either or both (`shared/REFERENCE.md` §4):
+//!
+//! - [`PathStyle::PrefixTarget`]: the database is the target of the
+//!   request's prefix (`gnmi_get -xpath_target COUNTERS_DB -xpath
+//!   COUNTERS/Ethernet0`), the paths start at the table;
+//! - [`PathStyle::SonicDbOrigin`]: origin `sonic-db`, the database as the
+//!   path's first element, then the namespace when there is one
+//!   (`/sonic-db:CONFIG_DB/localhost/PFC_WD/Ethernet0`), no target.
+//!
+//! ```
+//! use gnmi_proto::path::{join, path_to_string};
+//! use gnmi_proto::sonic::PathStyle;
+//!
+//! let (prefix, path) = PathStyle::PrefixTarget.request("CONFIG_DB", &["PFC_WD", "Ethernet0"]);
+//! assert_eq!(prefix.as_ref().unwrap().target, "CONFIG_DB");
+//! assert_eq!(path_to_string(&path), "/PFC_WD/Ethernet0");
+//!
+//! let style = PathStyle::SonicDbOrigin { namespace: Some("localhost".into()) };
+//! let (prefix, path) = style.request("CONFIG_DB", &["PFC_WD", "Ethernet0"]);
+//! assert!(prefix.is_none());
+//! assert_eq!(path_to_string(&path), "sonic-db:/CONFIG_DB/localhost/PFC_WD/Ethernet0");
+//! ```
 //!
 //! The actuators check what they are about to send against these; the
 //! simulated switch refuses what breaks them, as SONiC does. One copy, so the
@@ -20,6 +45,106 @@
 //! ```
 
 use std::collections::BTreeMap;
+
+use crate::gnmi::Path;
+use crate::path::elems;
+
+/// The origin sonic-gnmi gives its native database paths.
+pub const SONIC_DB_ORIGIN: &str = "sonic-db";
+/// The database of counters (and sonic-gnmi's virtual `COUNTERS/<port>` paths).
+pub const COUNTERS_DB: &str = "COUNTERS_DB";
+/// The database of configuration.
+pub const CONFIG_DB: &str = "CONFIG_DB";
+
+/// How a request names the SONiC database it is about (see the module doc).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum PathStyle {
+    /// The database is the prefix's target; paths start at the table.
+    #[default]
+    PrefixTarget,
+    /// Origin `sonic-db` on the path, the database its first element, then
+    /// the namespace when given (`localhost`, `asic0` on multi-ASIC
+    /// switches); no target.
+    SonicDbOrigin {
+        /// The namespace element after the database, if the switch wants one.
+        namespace: Option<String>,
+    },
+}
+
+impl PathStyle {
+    /// The style's name as configs spell it: `prefix-target`, `sonic-db-origin`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            PathStyle::PrefixTarget => "prefix-target",
+            PathStyle::SonicDbOrigin { .. } => "sonic-db-origin",
+        }
+    }
+
+    /// The request prefix for database `db`: a prefix with target `db`, or
+    /// none (the database is in each path).
+    pub fn prefix(&self, db: &str) -> Option<Path> {
+        match self {
+            PathStyle::PrefixTarget => Some(Path { target: db.to_string(), ..Path::default() }),
+            PathStyle::SonicDbOrigin { .. } => None,
+        }
+    }
+
+    /// The path of `elements` (table, key, field, …) in database `db`, to
+    /// send under [`PathStyle::prefix`].
+    pub fn path(&self, db: &str, elements: &[&str]) -> Path {
+        match self {
+            PathStyle::PrefixTarget => elems(elements),
+            PathStyle::SonicDbOrigin { namespace } => {
+                let mut names = vec![db];
+                names.extend(namespace.as_deref());
+                names.extend_from_slice(elements);
+                Path { origin: SONIC_DB_ORIGIN.to_string(), ..elems(&names) }
+            }
+        }
+    }
+
+    /// [`PathStyle::prefix`] and [`PathStyle::path`] together: what a Get
+    /// of `elements` in `db` sends.
+    pub fn request(&self, db: &str, elements: &[&str]) -> (Option<Path>, Path) {
+        (self.prefix(db), self.path(db, elements))
+    }
+
+    /// The text of [`PathStyle::request`], for plans and logs:
+    /// `CONFIG_DB@/PFC_WD/Ethernet0/action` (the prefix's target, then the
+    /// path) or `sonic-db:/CONFIG_DB/localhost/PFC_WD/Ethernet0/action`.
+    pub fn describe(&self, db: &str, elements: &[&str]) -> String {
+        let (prefix, path) = self.request(db, elements);
+        let target = prefix.map(|p| format!("{}@", p.target)).unwrap_or_default();
+        format!("{target}{}", crate::path::path_to_string(&path))
+    }
+}
+
+/// How a switch's databases are to be addressed, as configs write it
+/// (`path_style = "prefix-target"`): one of the [`PathStyle`]s, or `auto`,
+/// found from the switch at its first connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PathStyleSetting {
+    /// [`PathStyle::PrefixTarget`]: SONiC's classic telemetry.
+    #[default]
+    PrefixTarget,
+    /// [`PathStyle::SonicDbOrigin`]: sonic-gnmi's native paths.
+    SonicDbOrigin,
+    /// Found from the switch at its first connection: its Capabilities
+    /// (and, in the sensor, a Get of a small table in each style).
+    Auto,
+}
+
+impl PathStyleSetting {
+    /// The setting as configs spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            PathStyleSetting::PrefixTarget => "prefix-target",
+            PathStyleSetting::SonicDbOrigin => "sonic-db-origin",
+            PathStyleSetting::Auto => "auto",
+        }
+    }
+}
 
 /// The CONFIG_DB table of the PFC watchdog, keyed by port.
 pub const PFC_WD: &str = "PFC_WD";
@@ -188,6 +313,19 @@ mod tests {
     }
 
     #[test]
+    fn a_request_is_described_as_it_is_sent() {
+        let fields = ["PFC_WD", "Ethernet0", "action"];
+        assert_eq!(PathStyle::PrefixTarget.describe(CONFIG_DB, &fields), "CONFIG_DB@/PFC_WD/Ethernet0/action");
+        let origin = PathStyle::SonicDbOrigin { namespace: Some("localhost".into()) };
+        assert_eq!(origin.describe(CONFIG_DB, &fields), "sonic-db:/CONFIG_DB/localhost/PFC_WD/Ethernet0/action");
+        let (prefix, path) = PathStyle::PrefixTarget.request(CONFIG_DB, &fields);
+        assert_eq!(prefix.map(|p| p.target).as_deref(), Some(CONFIG_DB));
+        assert!(path.target.is_empty(), "a target is only valid in the prefix (gNMI 2.2.2.1)");
+        let setting: PathStyleSetting = serde_json::from_str("\"sonic-db-origin\"").unwrap();
+        assert_eq!(setting.name(), "sonic-db-origin");
+    }
+
+    #[test]
     fn sonic_ranges_are_enforced() {
         assert!(check_field(PFC_WD, "detection_time", "100").is_ok());
         assert_eq!(error(PFC_WD, "detection_time", "99"), "detection_time 99 is out of range 100..5000 ms");
@@ -203,6 +341,21 @@ mod tests {
         assert!(!known_field(PORT, "speed"));
         assert!(known_field(WRED_PROFILE, "red_max_threshold"));
         assert_eq!(error(PFC_WD, "detection_time", "soon"), "detection_time \"soon\" is not an integer");
+    }
+
+    #[test]
+    fn both_path_styles_name_the_database() {
+        use crate::path::{join, path_to_string};
+        let full = |style: &PathStyle| {
+            let (prefix, path) = style.request(CONFIG_DB, &["PFC_WD", "Ethernet0", "action"]);
+            assert_eq!(path.target, "", "a target outside the prefix is ignored by targets");
+            path_to_string(&join(prefix.as_ref(), &path))
+        };
+        assert_eq!(full(&PathStyle::PrefixTarget), "CONFIG_DB@/PFC_WD/Ethernet0/action");
+        assert_eq!(full(&PathStyle::SonicDbOrigin { namespace: None }), "sonic-db:/CONFIG_DB/PFC_WD/Ethernet0/action");
+        let multi = PathStyle::SonicDbOrigin { namespace: Some("asic0".into()) };
+        assert_eq!(full(&multi), "sonic-db:/CONFIG_DB/asic0/PFC_WD/Ethernet0/action");
+        assert_eq!((PathStyle::default().name(), multi.name()), ("prefix-target", "sonic-db-origin"));
     }
 
     #[test]

@@ -113,6 +113,15 @@ pub enum ConfigError {
         /// Why not.
         source: TargetUrlError,
     },
+    /// A credentials file is refused (unreadable, readable by others,
+    /// malformed). The password is never part of the error.
+    #[error("configuration: {setting}: {source}")]
+    Credentials {
+        /// The setting.
+        setting: String,
+        /// Why.
+        source: gnmi_proto::credentials::CredentialsError,
+    },
     /// A file a setting names cannot be read.
     #[error("configuration: {setting} {}: {source}", path.display())]
     Read {

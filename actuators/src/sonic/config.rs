@@ -44,6 +44,12 @@ pub struct SonicConfig {
     /// How long connecting and each call may take, e.g. `"5s"`; at most a minute.
     #[serde(default = "default_timeout")]
     pub timeout: String,
+    /// How the switches address CONFIG_DB: `prefix-target` (the database as
+    /// the request's prefix target, classic SONiC telemetry), `sonic-db-origin`
+    /// (origin `sonic-db`, `CONFIG_DB/localhost/…`, sonic-gnmi's mixed schema
+    /// that also saves the change) or `auto` (from each switch's Capabilities).
+    #[serde(default)]
+    pub path_style: super::PathStyleSetting,
 }
 
 /// TLS settings of the switch connections, PEM files.
@@ -62,13 +68,6 @@ pub struct GnmiTls {
     /// their address.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub domain: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Credentials {
-    username: String,
-    password: String,
 }
 
 fn default_timeout() -> String {
@@ -100,16 +99,14 @@ impl SonicConfig {
         }
         let credentials = self.credentials_file.as_deref().map(credentials).transpose()?;
         let tls = self.tls.as_ref().map(GnmiTls::build).transpose()?;
-        Ok(Sonic::new(self.switches.clone(), credentials, tls, timeout))
+        Ok(Sonic::new(self.switches.clone(), credentials, tls, timeout, self.path_style))
     }
 }
 
 /// The username and password in the credentials file at `path`.
 fn credentials(path: &Path) -> Result<(String, String), ConfigError> {
-    const SETTING: &str = "gnmi.credentials_file";
-    let malformed = |reason: String| ConfigError::Malformed { setting: SETTING.into(), path: path.into(), reason };
-    let text = String::from_utf8(read(path, SETTING)?).map_err(|_| malformed("not UTF-8".into()))?;
-    let c: Credentials = toml::from_str(&text).map_err(|e| malformed(e.message().trim().to_string()))?;
+    let c = gnmi_proto::credentials::read_file(path)
+        .map_err(|source| ConfigError::Credentials { setting: "gnmi.credentials_file".into(), source })?;
     Ok((c.username, c.password))
 }
 
@@ -139,6 +136,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cred = dir.path().join("cred.toml");
         std::fs::write(&cred, "username = \"admin\"\npassword = \"pw\"\n").unwrap();
+        std::fs::set_permissions(&cred, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
         let text = format!("switches = {{ leaf-rail0 = \"127.0.0.1:1\" }}\ncredentials_file = {:?}\n", cred);
         let config: SonicConfig = toml::from_str(&text).unwrap();
         let sonic = config.build().unwrap();
@@ -148,7 +146,7 @@ mod tests {
             ("switches = {}", "gnmi.switches is empty"),
             ("switches = { a = \"x:1\" }\ntimeout = \"2m\"", "at most 60s"),
             ("switches = { a = \"x 1\" }", "is not a name and a host:port"),
-            ("switches = { a = \"x:1\" }\ncredentials_file = \"/nonexistent\"", "gnmi.credentials_file /nonexistent"),
+            ("switches = { a = \"x:1\" }\ncredentials_file = \"/nonexistent\"", "gnmi.credentials_file: /nonexistent"),
             ("switches = { a = \"x:1\" }\n[tls]\nca_file = \"/ca.pem\"\ncert_file = \"/c\"", "together"),
         ] {
             let config: SonicConfig = toml::from_str(text).unwrap();

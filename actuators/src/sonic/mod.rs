@@ -2,10 +2,17 @@
 //! (`pfcwd`, `ecn`, `rail`): read some fields of one table entry, set some
 //! fields in one SetRequest, and restore what was there before.
 //!
-//! Paths are sonic-gnmi's: `sonic-db:/CONFIG_DB/<table>/<key>/<field>`, each
-//! field a `string_val` (CONFIG_DB holds every value as a string). A Set is
-//! atomic on SONiC (one transaction of the telemetry container's
-//! translation), so an action changes all of its fields or none.
+//! Paths follow the switch's `path_style` ([`style`]): the database as the
+//! prefix target, or origin `sonic-db` with the database and its namespace
+//! as the first elements. Values are JSON strings (`json_ietf_val`; CONFIG_DB
+//! holds every value as a string). A Set is atomic on SONiC (one
+//! transaction), so an action changes all of its fields or none.
+//!
+//! A read that comes back NOT_FOUND means "this entry is absent" only when
+//! the switch says so (sonic-gnmi: "No valid entry found …"); any other
+//! refusal means the switch does not serve CONFIG_DB the way it was asked,
+//! and the action is refused with a message that names `path_style`, never
+//! sent on a guess.
 //!
 //! Outcomes, as the engine needs them:
 //! - a switch not in the `[gnmi]` allow-list, or a key or value refused
@@ -18,15 +25,18 @@
 //! - [`config`]: [`SonicConfig`], the `[gnmi]` settings.
 
 pub mod config;
+pub mod style;
 
 pub use config::{GnmiTls, SonicConfig};
+pub use gnmi_proto::sonic::{PathStyle, PathStyleSetting};
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use engine::{ActuatorError, Outcome, Verification};
 use gnmi_proto::gnmi::{Encoding, Update};
-use gnmi_proto::{parse_path, ClientConfig, ClientError, GnmiClient, SetOps, TlsConfig};
+use gnmi_proto::sonic::CONFIG_DB;
+use gnmi_proto::{ClientConfig, ClientError, GnmiClient, SetOps, TlsConfig};
 
 /// Field → value of one CONFIG_DB entry; `None` for a field the entry does
 /// not have (so a restore deletes it rather than inventing a value).
@@ -39,6 +49,9 @@ pub struct Sonic {
     credentials: Option<(String, String)>,
     tls: Option<TlsConfig>,
     timeout: Duration,
+    style: PathStyleSetting,
+    /// The style each switch was found to want (`auto`), once asked.
+    resolved: std::sync::Arc<std::sync::Mutex<BTreeMap<String, PathStyle>>>,
 }
 
 impl std::fmt::Debug for Sonic {
@@ -49,6 +62,7 @@ impl std::fmt::Debug for Sonic {
             .field("credentials", &self.credentials.as_ref().map(|(user, _)| user))
             .field("tls", &self.tls.is_some())
             .field("timeout", &self.timeout)
+            .field("path_style", &self.style)
             .finish()
     }
 }
@@ -69,22 +83,15 @@ pub fn check_name(what: &str, name: &str) -> Result<(), ActuatorError> {
     }
 }
 
-/// The gNMI path of a CONFIG_DB entry or field.
-pub fn path(table: &str, key: &str, field: Option<&str>) -> String {
-    match field {
-        Some(field) => format!("sonic-db:/CONFIG_DB/{table}/{key}/{field}"),
-        None => format!("sonic-db:/CONFIG_DB/{table}/{key}"),
-    }
-}
-
 impl Sonic {
     pub(crate) fn new(
         switches: BTreeMap<String, String>,
         credentials: Option<(String, String)>,
         tls: Option<TlsConfig>,
         timeout: Duration,
+        style: PathStyleSetting,
     ) -> Sonic {
-        Sonic { switches, credentials, tls, timeout }
+        Sonic { switches, credentials, tls, timeout, style, resolved: Default::default() }
     }
 
     /// The address of `switch`; invalid when it is not in the allow-list.
@@ -117,25 +124,65 @@ impl Sonic {
         GnmiClient::connect(&config).await.map_err(|e| outcome(switch, e))
     }
 
-    /// Reads `fields` of `table|key` on `switch`. A missing entry reads as
-    /// every field absent.
+    /// How requests to `switch` are addressed: as configured, or (`auto`)
+    /// as its Capabilities say, asked once.
+    async fn addressing(&self, switch: &str, client: &mut GnmiClient) -> Result<PathStyle, ActuatorError> {
+        let namespace = Some("localhost".to_string());
+        match self.style {
+            PathStyleSetting::PrefixTarget => return Ok(PathStyle::PrefixTarget),
+            PathStyleSetting::SonicDbOrigin => return Ok(PathStyle::SonicDbOrigin { namespace }),
+            PathStyleSetting::Auto => {}
+        }
+        if let Some(known) = self.resolved.lock().unwrap_or_else(|p| p.into_inner()).get(switch) {
+            return Ok(known.clone());
+        }
+        let caps = client.capabilities().await.map_err(|e| outcome(switch, e))?;
+        let mixed = caps.supported_models.iter().any(|m| m.name == "sonic-db");
+        let found = if mixed { PathStyle::SonicDbOrigin { namespace } } else { PathStyle::PrefixTarget };
+        tracing::info!(message = "gNMI path style chosen.", %switch, path_style = found.name());
+        self.resolved.lock().unwrap_or_else(|p| p.into_inner()).insert(switch.to_string(), found.clone());
+        Ok(found)
+    }
+
+    /// The addressing `describe` shows: the configured one, or, for `auto`,
+    /// the one found (prefix-target until the switch was asked).
+    fn shown_addressing(&self, switch: &str) -> PathStyle {
+        match self.style {
+            PathStyleSetting::SonicDbOrigin => PathStyle::SonicDbOrigin { namespace: Some("localhost".into()) },
+            PathStyleSetting::PrefixTarget => PathStyle::PrefixTarget,
+            PathStyleSetting::Auto => self
+                .resolved
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(switch)
+                .cloned()
+                .unwrap_or(PathStyle::PrefixTarget),
+        }
+    }
+
+    /// Reads `fields` of `table|key` on `switch`. An entry the switch says
+    /// is absent reads as every field absent; any other refusal is not a
+    /// read, and says which `path_style` was used.
     pub async fn get(&self, switch: &str, table: &str, key: &str, fields: &[&str]) -> Result<Fields, ActuatorError> {
         check_name("key", key)?;
         let mut client = self.connect(switch).await?;
-        let entry = parse_path(&path(table, key, None))
-            .map_err(|e| ActuatorError::Invalid(format!("path of {table}|{key}: {e}")))?;
-        let json = match client.get(None, vec![entry], Encoding::JsonIetf).await {
+        let addressing = self.addressing(switch, &mut client).await?;
+        let (prefix, entry) = addressing.request(CONFIG_DB, &[table, key]);
+        let json = match client.get(prefix, vec![entry], Encoding::JsonIetf).await {
             Ok(response) => {
                 let value = response.notification.first().and_then(|n| n.update.first()).and_then(|u| u.val.clone());
-                let value = value.ok_or_else(|| {
-                    ActuatorError::Failed(format!("switch {switch}: the Get of {table}|{key} came back empty"))
-                })?;
-                gnmi_proto::value::to_json(&value)
-                    .and_then(Result::ok)
-                    .ok_or_else(|| ActuatorError::Failed(format!("switch {switch}: {table}|{key} is not JSON")))?
+                match value {
+                    // sonic-gnmi answers a Get of an empty entry with no notification.
+                    None => serde_json::Value::Null,
+                    Some(value) => gnmi_proto::value::to_json(&value).and_then(Result::ok).ok_or_else(|| {
+                        ActuatorError::Failed(format!("switch {switch}: {table}|{key} is not JSON"))
+                    })?,
+                }
             }
-            Err(e) if e.code() == Some(tonic::Code::NotFound) => serde_json::Value::Null,
-            Err(e) => return Err(outcome(switch, e)),
+            Err(e) if e.code() == Some(tonic::Code::NotFound) && style::entry_absent(&e.to_string(), key) => {
+                serde_json::Value::Null
+            }
+            Err(e) => return Err(not_served(switch, table, key, &addressing, e)),
         };
         Ok(fields
             .iter()
@@ -151,10 +198,11 @@ impl Sonic {
     pub fn describe(&self, switch: &str, table: &str, key: &str, changes: &Fields) -> Result<String, ActuatorError> {
         let address = self.address(switch)?;
         check_name("key", key)?;
+        let addressing = self.shown_addressing(switch);
         let mut ops = Vec::with_capacity(changes.len());
         for (field, value) in changes {
             check_name("field", field)?;
-            let path = path(table, key, Some(field));
+            let path = addressing.describe(CONFIG_DB, &[table, key, field]);
             ops.push(match value {
                 Some(v) => format!("update {path} = {v:?}"),
                 None => format!("delete {path}"),
@@ -166,24 +214,42 @@ impl Sonic {
     /// Sets `changes` on `table|key` in one SetRequest; the request's text
     /// (as [`Sonic::describe`] gives it).
     pub async fn set(&self, switch: &str, table: &str, key: &str, changes: &Fields) -> Result<String, ActuatorError> {
+        self.describe(switch, table, key, changes)?;
+        let mut client = self.connect(switch).await?;
+        let addressing = self.addressing(switch, &mut client).await?;
         let text = self.describe(switch, table, key, changes)?;
         let mut ops = SetOps::default();
         for (field, value) in changes {
-            let p = parse_path(&path(table, key, Some(field)))
-                .map_err(|e| ActuatorError::Invalid(format!("path of {table}|{key}/{field}: {e}")))?;
+            let (prefix, path) = addressing.request(CONFIG_DB, &[table, key, field]);
+            ops.prefix = prefix;
             match value {
                 Some(v) => ops.update.push(Update {
-                    path: Some(p),
-                    val: Some(gnmi_proto::value::string(v.clone())),
+                    path: Some(path),
+                    val: Some(gnmi_proto::value::json_ietf(&serde_json::Value::String(v.clone()))),
                     ..Default::default()
                 }),
-                None => ops.delete.push(p),
+                None => ops.delete.push(path),
             }
         }
-        let mut client = self.connect(switch).await?;
         tracing::info!(message = "Sending gNMI Set.", request = %text);
         client.set(ops).await.map_err(|e| outcome(switch, e))?;
         Ok(text)
+    }
+}
+
+/// The switch did not serve `table|key` as `addressing` asked: the action
+/// is refused (not retried), saying what to check.
+fn not_served(switch: &str, table: &str, key: &str, addressing: &PathStyle, error: ClientError) -> ActuatorError {
+    match error.code() {
+        Some(tonic::Code::NotFound | tonic::Code::Unimplemented | tonic::Code::InvalidArgument) => {
+            ActuatorError::NotSupported(format!(
+                "switch {switch} does not serve {} ({table}|{key}) with path_style = \"{}\": {error}; \
+                 check the switch's gNMI server and the actuator's `path_style` (prefix-target, sonic-db-origin or auto)",
+                addressing.describe(CONFIG_DB, &[table, key]),
+                addressing.name()
+            ))
+        }
+        _ => outcome(switch, error),
     }
 }
 

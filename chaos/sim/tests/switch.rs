@@ -7,7 +7,7 @@ use gnmi_proto::gnmi::subscribe_response::Response;
 use gnmi_proto::gnmi::subscription_list::Mode as ListMode;
 use gnmi_proto::gnmi::{Encoding, Subscription, SubscriptionList, SubscriptionMode, Update};
 use gnmi_proto::{parse_path, path_to_string, value, ClientConfig, GnmiClient, SetOps};
-use sim::switch::{spawn, Model, Options, RunningSwitch};
+use sim::switch::{spawn, Model, Options, RunningSwitch, Styles};
 
 async fn switch(ports: usize) -> (RunningSwitch, GnmiClient) {
     let sw = spawn("sw", ([127, 0, 0, 1], 0).into(), Model::new(ports), Options::default()).await.unwrap();
@@ -17,6 +17,11 @@ async fn switch(ports: usize) -> (RunningSwitch, GnmiClient) {
 
 fn update(path: &str, val: gnmi_proto::gnmi::TypedValue) -> Update {
     Update { path: Some(parse_path(path).unwrap()), val: Some(val), ..Default::default() }
+}
+
+/// The prefix naming COUNTERS_DB the classic SONiC way: by its target.
+fn counters_db() -> gnmi_proto::gnmi::Path {
+    gnmi_proto::gnmi::Path { target: "COUNTERS_DB".into(), ..Default::default() }
 }
 
 const GREEN_MIN: &str = "/sonic-db:CONFIG_DB/WRED_PROFILE/AZURE_LOSSLESS/green_min_threshold";
@@ -104,16 +109,20 @@ async fn bad_paths_are_not_found_and_bad_values_invalid_argument() {
             gnmi_proto::gnmi::TypedValue { value: Some(gnmi_proto::gnmi::typed_value::Value::BytesVal(vec![1])) },
             tonic::Code::InvalidArgument,
         ),
-        (
-            "COUNTERS_DB@/COUNTERS/Ethernet0/SAI_PORT_STAT_PFC_3_RX_PKTS",
-            value::string("0"),
-            tonic::Code::InvalidArgument,
-        ),
     ];
     for (path, val, code) in cases {
         let err = client.set(SetOps { update: vec![update(path, val)], ..Default::default() }).await.unwrap_err();
         assert_eq!(err.code(), Some(code), "{path}: {err}");
     }
+    // Counters are read-only, named by the prefix target.
+    let ops = SetOps {
+        prefix: Some(parse_path("COUNTERS_DB@/").unwrap()),
+        update: vec![update("/COUNTERS/Ethernet0/SAI_PORT_STAT_PFC_3_RX_PKTS", value::string("0"))],
+        ..Default::default()
+    };
+    let err = client.set(ops).await.unwrap_err();
+    assert_eq!(err.code(), Some(tonic::Code::InvalidArgument), "{err}");
+    assert!(err.to_string().contains("only CONFIG_DB can be set"), "{err}");
     let err = client
         .set(SetOps {
             update: vec![update("/sonic-db:CONFIG_DB/PFC_WD/Ethernet0/detection_time", value::string("50"))],
@@ -125,10 +134,11 @@ async fn bad_paths_are_not_found_and_bad_values_invalid_argument() {
     // Nothing of the failed Sets stuck.
     assert_eq!(get_text(&mut client, "/sonic-db:CONFIG_DB/PFC_WD/Ethernet0/detection_time").await, "200");
     let err = client
-        .get(None, vec![parse_path("COUNTERS_DB@/COUNTERS/Ethernet400").unwrap()], Encoding::JsonIetf)
+        .get(Some(counters_db()), vec![parse_path("/COUNTERS/Ethernet400").unwrap()], Encoding::JsonIetf)
         .await
         .unwrap_err();
     assert_eq!(err.code(), Some(tonic::Code::NotFound));
+    assert!(err.to_string().contains("no port matches \"Ethernet400\""), "{err}");
     sw.stop().await.unwrap();
 }
 
@@ -177,7 +187,8 @@ async fn once_and_poll_send_everything_then_sync() {
     sw.model.advance(Duration::from_millis(500));
     let sub = |path: &str| Subscription { path: Some(parse_path(path).unwrap()), ..Default::default() };
     let list = SubscriptionList {
-        subscription: vec![sub("COUNTERS_DB@/COUNTERS/Ethernet*/Pfcwd")],
+        prefix: Some(counters_db()),
+        subscription: vec![sub("/COUNTERS/Ethernet*/Pfcwd")],
         mode: ListMode::Once as i32,
         encoding: Encoding::JsonIetf as i32,
         ..Default::default()
@@ -218,4 +229,125 @@ async fn a_subscription_to_an_unknown_path_fails_with_not_found() {
     let err = client.subscribe(list).await.unwrap_err();
     assert_eq!(err.code(), Some(tonic::Code::NotFound), "{err}");
     sw.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_target_only_in_the_path_names_no_database() {
+    let (sw, mut client) = switch(1).await;
+    // `COUNTERS_DB@` parses into the path's target, which gNMI ignores outside the prefix.
+    let in_path = parse_path("COUNTERS_DB@/COUNTERS/Ethernet0").unwrap();
+    assert_eq!(in_path.target, "COUNTERS_DB");
+    let err = client.get(None, vec![in_path.clone()], Encoding::JsonIetf).await.unwrap_err();
+    assert_eq!(err.code(), Some(tonic::Code::NotFound), "{err}");
+    let text = err.to_string();
+    assert!(text.contains("missing prefix target COUNTERS_DB"), "{text}");
+    assert!(text.contains("the target \"COUNTERS_DB\" in the path is ignored"), "{text}");
+    // The same in a subscription and a Set.
+    let list = SubscriptionList {
+        subscription: vec![Subscription { path: Some(in_path), ..Default::default() }],
+        encoding: Encoding::JsonIetf as i32,
+        ..Default::default()
+    };
+    assert_eq!(client.subscribe(list).await.unwrap_err().code(), Some(tonic::Code::NotFound));
+    let ops = SetOps {
+        update: vec![update("CONFIG_DB@/PFC_WD/Ethernet0/action", value::string("alert"))],
+        ..Default::default()
+    };
+    let err = client.set(ops).await.unwrap_err();
+    assert_eq!(err.code(), Some(tonic::Code::NotFound), "{err}");
+    assert!(err.to_string().contains("missing prefix target CONFIG_DB"), "{err}");
+    assert_eq!(sw.model.config_entry("PFC_WD", "Ethernet0").unwrap()["action"], "drop");
+    // With the target in the prefix, it is found.
+    let (prefix, path) = gnmi_proto::path::split_target(parse_path("COUNTERS_DB@/COUNTERS/Ethernet0").unwrap());
+    let response = client.get(prefix, vec![path], Encoding::JsonIetf).await.unwrap();
+    let n = &response.notification[0];
+    assert_eq!(n.prefix.as_ref().unwrap().target, "COUNTERS_DB", "the prefix is echoed");
+    assert_eq!(n.update[0].path.as_ref().unwrap().target, "", "update paths carry no target");
+    sw.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn get_and_set_work_in_both_path_styles_and_a_switch_may_take_one() {
+    use gnmi_proto::sonic::PathStyle;
+    let (sw, mut client) = switch(2).await;
+    let styles = [
+        PathStyle::PrefixTarget,
+        PathStyle::SonicDbOrigin { namespace: None },
+        PathStyle::SonicDbOrigin { namespace: Some("localhost".into()) },
+    ];
+    for (i, style) in styles.iter().enumerate() {
+        let value_now = if i == 0 { "drop" } else { "alert" };
+        let (prefix, path) = style.request("CONFIG_DB", &["PFC_WD", "Ethernet4", "action"]);
+        let response = client.get(prefix.clone(), vec![path.clone()], Encoding::JsonIetf).await.unwrap();
+        assert_eq!(value::to_text(response.notification[0].update[0].val.as_ref().unwrap()).unwrap(), value_now);
+        let ops = SetOps {
+            prefix,
+            update: vec![Update { path: Some(path), val: Some(value::string("alert")), ..Default::default() }],
+            ..Default::default()
+        };
+        client.set(ops).await.unwrap_or_else(|e| panic!("{}: {e}", style.name()));
+        assert_eq!(sw.model.config_entry("PFC_WD", "Ethernet4").unwrap()["action"], "alert");
+    }
+    // A missing key and a table the switch does not have are told apart.
+    let (prefix, path) = PathStyle::PrefixTarget.request("CONFIG_DB", &["PFC_WD", "Ethernet40"]);
+    let missing = client.get(prefix, vec![path], Encoding::JsonIetf).await.unwrap_err();
+    assert_eq!(missing.code(), Some(tonic::Code::NotFound));
+    assert!(missing.to_string().contains("\"Ethernet40\" not found"), "{missing}");
+    let (prefix, path) = PathStyle::PrefixTarget.request("CONFIG_DB", &["ACL_RULE", "r1"]);
+    let unserved = client.get(prefix, vec![path], Encoding::JsonIetf).await.unwrap_err();
+    assert_eq!(unserved.code(), Some(tonic::Code::NotFound));
+    assert!(unserved.to_string().contains("not served"), "{unserved}");
+    assert!(!unserved.to_string().contains("not found"), "{unserved}");
+    sw.stop().await.unwrap();
+
+    // A switch that takes the prefix target only refuses origin sonic-db, and the other way round.
+    for (only, works, refused) in [
+        (Styles::PrefixTargetOnly, PathStyle::PrefixTarget, PathStyle::SonicDbOrigin { namespace: None }),
+        (Styles::SonicDbOriginOnly, PathStyle::SonicDbOrigin { namespace: None }, PathStyle::PrefixTarget),
+    ] {
+        let options = Options { styles: only, ..Options::default() };
+        let sw = spawn("sw", ([127, 0, 0, 1], 0).into(), Model::new(1), options).await.unwrap();
+        let mut client = GnmiClient::connect(&ClientConfig::plain(sw.addr.to_string())).await.unwrap();
+        let (prefix, path) = works.request("COUNTERS_DB", &["COUNTERS_PORT_NAME_MAP"]);
+        assert!(client.get(prefix, vec![path], Encoding::JsonIetf).await.is_ok(), "{only:?}");
+        let (prefix, path) = refused.request("COUNTERS_DB", &["COUNTERS_PORT_NAME_MAP"]);
+        let err = client.get(prefix, vec![path], Encoding::JsonIetf).await.unwrap_err();
+        assert_eq!(err.code(), Some(tonic::Code::NotFound), "{only:?}: {err}");
+        assert!(err.to_string().contains(&format!("in the {} style", refused.name())), "{err}");
+        sw.stop().await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn on_change_heartbeats_are_sent_unless_the_switch_ignores_them() {
+    for ignore in [false, true] {
+        let options = Options { ignore_heartbeat_interval: ignore, ..Options::default() };
+        let sw = spawn("sw", ([127, 0, 0, 1], 0).into(), Model::new(1), options).await.unwrap();
+        let mut client = GnmiClient::connect(&ClientConfig::plain(sw.addr.to_string())).await.unwrap();
+        let list = SubscriptionList {
+            subscription: vec![Subscription {
+                path: Some(parse_path("openconfig:/interfaces/interface[name=Ethernet0]/state/oper-status").unwrap()),
+                mode: SubscriptionMode::OnChange as i32,
+                heartbeat_interval: 50_000_000,
+                ..Default::default()
+            }],
+            encoding: Encoding::JsonIetf as i32,
+            ..Default::default()
+        };
+        let mut stream = client.subscribe(list).await.unwrap();
+        let mut updates = 0;
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(500);
+        while let Ok(Ok(Some(m))) = tokio::time::timeout_at(deadline, stream.message()).await {
+            if let Some(Response::Update(n)) = m.response {
+                assert_eq!(n.update[0].path.as_ref().unwrap().origin, "openconfig");
+                updates += 1;
+            }
+        }
+        if ignore {
+            assert_eq!(updates, 1, "the initial value only");
+        } else {
+            assert!(updates >= 5, "a value every 50 ms, got {updates}");
+        }
+        sw.stop().await.unwrap();
+    }
 }

@@ -25,8 +25,8 @@ async fn pygnmi_talks_to_the_simulated_switch() {
         }
         Ok(_) => {}
     }
-    let options = Options { tls: None, credentials: Some(("admin".into(), "interop".into())) };
-    let sw = spawn("interop", ([127, 0, 0, 1], 0).into(), Model::new(8), Options { ..options }).await.unwrap();
+    let options = Options { credentials: Some(("admin".into(), "interop".into())), ..Options::default() };
+    let sw = spawn("interop", ([127, 0, 0, 1], 0).into(), Model::new(8), options).await.unwrap();
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/interop/gnmi_interop.py");
     let run = tokio::process::Command::new(&python)
         .arg(&script)

@@ -3,12 +3,14 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use gnmi_proto::gnmi::subscription_list::Mode as ListMode;
-use gnmi_proto::gnmi::{Encoding, Subscription, SubscriptionList, SubscriptionMode};
+use gnmi_proto::gnmi::SubscriptionMode;
+use gnmi_proto::path::split_target;
+use gnmi_proto::sonic::PathStyle;
 use gnmi_proto::{parse_path, ClientConfig, TlsConfig};
 use serde::{Deserialize, Serialize};
 
-use super::sensor::{Backoff, GnmiSensor, TargetPlan};
+use super::plan::{oid_plan, streams, Backoff, Place, StyleChoice, SubSpec, TargetPlan, Virtual};
+use super::sensor::GnmiSensor;
 use crate::ConfigError;
 
 /// The most targets one sensor runs: one task and one connection each; a
@@ -16,17 +18,29 @@ use crate::ConfigError;
 /// expansion does not.
 const MAX_TARGETS: usize = 1024;
 
+/// The shortest heartbeat: each beat re-sends every ON_CHANGE value of
+/// every target; a tenth of a second is far inside any useful
+/// `stale_after`, faster beats only cost the engine work.
+const MIN_HEARTBEAT: Duration = Duration::from_millis(100);
+
+/// The longest heartbeat. Above a rule's `stale_after` (5 s unless the rule
+/// says otherwise) quiet series go stale between beats, and the sensor
+/// cannot see the rules; above a minute it is surely a mistake (for `"0"`,
+/// which turns the heartbeat off, or for seconds).
+const MAX_HEARTBEAT: Duration = Duration::from_secs(60);
+
 /// A `gnmi` sensor's settings.
 ///
 /// ```toml
 /// presets = ["sonic_pfc", "sonic_pfcwd"]
 /// sample_interval = "1s"
+/// heartbeat = "1s"
 ///
 /// [[targets]]
 /// name = "leaf01"
 /// address = "10.0.0.11:8080"
-/// username = "admin"
-/// password = "secret"
+/// path_style = "auto"
+/// credentials_file = "/etc/rocemend/gnmi-credentials.toml"
 /// ca = "/etc/rocemend/gnmi-ca.pem"
 ///
 /// [[subscriptions]]
@@ -37,7 +51,7 @@ const MAX_TARGETS: usize = 1024;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GnmiConfig {
-    /// The switches to subscribe to; one task and one stream each.
+    /// The switches to subscribe to; one task and one connection each.
     pub targets: Vec<TargetConfig>,
     /// Ready-made subscriptions and their metric mappings: `sonic_pfc`,
     /// `sonic_queues`, `sonic_pfcwd`, `openconfig_interfaces`.
@@ -46,8 +60,9 @@ pub struct GnmiConfig {
     /// More subscriptions, besides the presets'.
     #[serde(default)]
     pub subscriptions: Vec<SubscriptionConfig>,
-    /// A path prefix for `subscriptions` (`COUNTERS_DB@/COUNTERS`); presets
-    /// carry their own.
+    /// The request prefix of `subscriptions` (`COUNTERS_DB@/COUNTERS`): its
+    /// target, origin and elements go in the SubscriptionList's prefix;
+    /// presets carry their own.
     #[serde(default)]
     pub prefix: Option<String>,
     /// Ask for changes only: no initial values (gNMI `updates_only`).
@@ -56,10 +71,18 @@ pub struct GnmiConfig {
     /// The sample interval of presets and of subscriptions that give none.
     #[serde(default = "default_sample_interval")]
     pub sample_interval: String,
+    /// How often the last value of every ON_CHANGE series is sent again,
+    /// stamped with the time of the beat, so a quiet series goes stale only
+    /// when the sensor (or its stream) is gone; also asked of the switch as
+    /// the subscriptions' `heartbeat_interval`. 100ms to 60s; `"0"` turns
+    /// it off.
+    #[serde(default = "default_heartbeat")]
+    pub heartbeat: String,
     /// Bound on connecting, each call, and the start of a stream.
     #[serde(default = "default_timeout")]
     pub timeout: String,
-    /// First reconnection delay; doubles up to `backoff_max`, with jitter.
+    /// First reconnection delay; doubles up to `backoff_max`, ±20 % jitter.
+    /// A refused connection is retried after this delay every time.
     #[serde(default = "default_backoff_initial")]
     pub backoff_initial: String,
     /// Longest reconnection delay.
@@ -75,9 +98,21 @@ pub struct TargetConfig {
     pub name: String,
     /// `host:port`.
     pub address: String,
-    /// The gNMI target string in the prefix, when the switch wants one.
+    /// The gNMI target put in the request prefix of the user's
+    /// subscriptions and of the OpenConfig preset (SONiC's translib wants
+    /// `OC-YANG`); the SONiC presets name their database themselves.
     #[serde(default)]
     pub target: Option<String>,
+    /// How the switch wants a SONiC database named: `prefix-target` (the
+    /// database is the prefix's target, classic SONiC telemetry),
+    /// `sonic-db-origin` (origin `sonic-db`, the database as the first path
+    /// element), or `auto` (probe at the first connection, keep the winner).
+    #[serde(default)]
+    pub path_style: PathStyleSetting,
+    /// The namespace element after the database in the `sonic-db-origin`
+    /// style (`localhost`, `asic0` on multi-ASIC switches).
+    #[serde(default)]
+    pub namespace: Option<String>,
     /// CA certificate (PEM) to trust; TLS is on when this or `cert` is set.
     #[serde(default)]
     pub ca: Option<PathBuf>,
@@ -90,20 +125,28 @@ pub struct TargetConfig {
     /// The name in the switch's certificate, when not the address's host.
     #[serde(default)]
     pub tls_domain: Option<String>,
-    /// Username, sent as `username` metadata.
+    /// A TOML file of `username` and `password` (mode 0600), sent as
+    /// `username` and `password` metadata.
     #[serde(default)]
+    pub credentials_file: Option<PathBuf>,
+    /// Refused: secrets are never written inline (see `credentials_file`).
+    #[serde(default, skip_serializing)]
     pub username: Option<String>,
-    /// Password, sent as `password` metadata.
-    #[serde(default)]
+    /// Refused: secrets are never written inline (see `credentials_file`).
+    #[serde(default, skip_serializing)]
     pub password: Option<String>,
 }
+
+/// A target's `path_style`: one setting for the sensor and the actuators.
+pub use gnmi_proto::sonic::PathStyleSetting;
 
 /// A subscription.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SubscriptionConfig {
-    /// The path (`COUNTERS_DB@/COUNTERS/Ethernet*/Queues`,
-    /// `openconfig:/interfaces/interface[name=*]/state/oper-status`).
+    /// The path (`/COUNTERS/Ethernet*/Queues` under a `prefix`,
+    /// `openconfig:/interfaces/interface[name=*]/state/oper-status`). A
+    /// target written as `COUNTERS_DB@/…` goes into the request prefix.
     pub path: String,
     /// `sample` or `on_change`.
     #[serde(default = "default_mode")]
@@ -137,16 +180,35 @@ pub enum Preset {
     OpenconfigInterfaces,
 }
 
+/// Where a preset's subscription points.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PresetPath {
+    /// A sonic-gnmi virtual path of COUNTERS_DB: in the prefix-target style
+    /// the path below the database, in the sonic-db-origin style the OIDs
+    /// it stands for.
+    Counters {
+        /// The path below the database.
+        path: &'static str,
+        /// Which virtual path it is.
+        virtual_path: Virtual,
+    },
+    /// A path of its own (OpenConfig).
+    Plain(&'static str),
+}
+
 impl Preset {
     /// The subscriptions of the preset.
-    pub fn subscriptions(self) -> Vec<(&'static str, StreamMode)> {
+    pub fn subscriptions(self) -> Vec<(PresetPath, StreamMode)> {
+        let counters = |path, virtual_path| PresetPath::Counters { path, virtual_path };
         match self {
-            Preset::SonicPfc => vec![("COUNTERS_DB@/COUNTERS/Ethernet*", StreamMode::Sample)],
-            Preset::SonicQueues => vec![("COUNTERS_DB@/COUNTERS/Ethernet*/Queues", StreamMode::Sample)],
-            Preset::SonicPfcwd => vec![("COUNTERS_DB@/COUNTERS/Ethernet*/Pfcwd", StreamMode::Sample)],
+            Preset::SonicPfc => vec![(counters("/COUNTERS/Ethernet*", Virtual::Ports), StreamMode::Sample)],
+            Preset::SonicQueues => {
+                vec![(counters("/COUNTERS/Ethernet*/Queues", Virtual::Queues), StreamMode::Sample)]
+            }
+            Preset::SonicPfcwd => vec![(counters("/COUNTERS/Ethernet*/Pfcwd", Virtual::Pfcwd), StreamMode::Sample)],
             Preset::OpenconfigInterfaces => vec![
-                ("openconfig:/interfaces/interface[name=*]/state/oper-status", StreamMode::OnChange),
-                ("openconfig:/interfaces/interface[name=*]/state/counters", StreamMode::Sample),
+                (PresetPath::Plain("openconfig:/interfaces/interface[name=*]/state/oper-status"), StreamMode::OnChange),
+                (PresetPath::Plain("openconfig:/interfaces/interface[name=*]/state/counters"), StreamMode::Sample),
             ],
         }
     }
@@ -160,18 +222,27 @@ fn default_mode() -> StreamMode {
 fn default_sample_interval() -> String {
     "1s".into()
 }
+/// Five beats inside the rules' default `stale_after` of 5 s.
+fn default_heartbeat() -> String {
+    "1s".into()
+}
 /// Long enough for a busy switch's telemetry container, short enough that
 /// a dead one is noticed within a rule window.
 fn default_timeout() -> String {
     "10s".into()
 }
+/// A telemetry container that restarts refuses connections for a few
+/// seconds; retrying ten times a second ends the gap within ~0.1 s of its
+/// return and costs a SYN and a RST each.
 fn default_backoff_initial() -> String {
-    "500ms".into()
+    "100ms".into()
 }
-/// A switch that reboots is back in a minute or two; 30 s between tries
-/// keeps the gap short without hammering it.
+/// The longest a target that is back waits for the sensor to notice: the
+/// gap in samples is the outage plus at most this (plus 20 % jitter).
+/// Failures that cost the switch more than a refused connection (a TLS
+/// handshake, a timeout) are at most one a second per target.
 fn default_backoff_max() -> String {
-    "30s".into()
+    "1s".into()
 }
 
 fn duration(setting: &str, text: &str) -> Result<Duration, ConfigError> {
@@ -192,25 +263,17 @@ fn read_pem(target: &str, what: &str, path: &Path) -> Result<Vec<u8>, ConfigErro
 struct Timing {
     /// The sample interval of presets and of subscriptions that give none.
     sample_interval: Duration,
+    /// The heartbeat, `None` when off.
+    heartbeat: Option<Duration>,
     /// Bound on connecting, each call, and the start of a stream.
     timeout: Duration,
     /// Reconnection delays.
     backoff: Backoff,
 }
 
-/// A gNMI sample interval in nanoseconds, saturating.
+/// A gNMI interval in nanoseconds, saturating.
 fn interval_ns(d: Duration) -> u64 {
     d.as_nanos().min(u64::MAX as u128) as u64
-}
-
-/// One subscription to `path` (a gNMI path string, from `setting`).
-fn subscription(setting: &str, path: &str, mode: StreamMode, interval: Duration) -> Result<Subscription, ConfigError> {
-    let path = parse_path(path).map_err(|source| ConfigError::Path { setting: setting.into(), source })?;
-    let (mode, sample_interval) = match mode {
-        StreamMode::Sample => (SubscriptionMode::Sample, interval_ns(interval)),
-        StreamMode::OnChange => (SubscriptionMode::OnChange, 0),
-    };
-    Ok(Subscription { path: Some(path), mode: mode as i32, sample_interval, ..Default::default() })
 }
 
 impl GnmiConfig {
@@ -232,20 +295,22 @@ impl GnmiConfig {
             });
         }
         let timing = self.timing()?;
-        let subs = self.subscription_list(timing.sample_interval)?;
-        let targets = self.target_plans(&subs, timing.timeout)?;
+        let specs = self.specs(&timing)?;
+        let targets = self.target_plans(&specs, timing.timeout)?;
         // A stream of samples that goes quiet for three intervals is dead
         // even if TCP says otherwise.
-        let max_interval = subs.iter().map(|s| s.sample_interval).max().unwrap_or(0);
+        let max_interval =
+            specs.iter().filter(|s| s.mode == SubscriptionMode::Sample).map(|s| s.sample_interval).max().unwrap_or(0);
         let stall = (max_interval > 0).then(|| (Duration::from_nanos(max_interval) * 3).max(timing.timeout));
-        Ok(GnmiSensor::new(name, targets, timing.backoff, stall))
+        Ok(GnmiSensor::new(name, targets, timing.backoff, stall, timing.heartbeat))
     }
 
     /// The durations, parsed; the timeout and the first backoff above 0,
-    /// the longest backoff at least the first.
+    /// the longest backoff at least the first, the heartbeat 0 or in range.
     fn timing(&self) -> Result<Timing, ConfigError> {
         let sample_interval = duration("sample_interval", &self.sample_interval)?;
         let timeout = duration("timeout", &self.timeout)?;
+        let heartbeat = duration("heartbeat", &self.heartbeat)?;
         let backoff = Backoff {
             initial: duration("backoff_initial", &self.backoff_initial)?,
             max: duration("backoff_max", &self.backoff_max)?,
@@ -265,26 +330,49 @@ impl GnmiConfig {
             let reason = format!("is below backoff_initial {}", self.backoff_initial);
             return Err(out_of_range("backoff_max", &self.backoff_max, reason));
         }
-        Ok(Timing { sample_interval, timeout, backoff })
+        if !heartbeat.is_zero() && !(MIN_HEARTBEAT..=MAX_HEARTBEAT).contains(&heartbeat) {
+            let reason = format!("is not between {MIN_HEARTBEAT:?} and {MAX_HEARTBEAT:?} (\"0\" turns it off)");
+            return Err(out_of_range("heartbeat", &self.heartbeat, reason));
+        }
+        let heartbeat = (!heartbeat.is_zero()).then_some(heartbeat);
+        Ok(Timing { sample_interval, heartbeat, timeout, backoff })
     }
 
-    /// The presets' subscriptions, then the user's joined to `prefix`; none
-    /// carries a target string yet (presets name their own database target).
-    fn subscription_list(&self, default_interval: Duration) -> Result<Vec<Subscription>, ConfigError> {
-        let mut subs = Vec::new();
+    /// The presets' subscriptions, then the user's under `prefix`, before
+    /// a target's path style names their databases.
+    fn specs(&self, timing: &Timing) -> Result<Vec<SubSpec>, ConfigError> {
+        let heartbeat_interval = timing.heartbeat.map(interval_ns).unwrap_or(0);
+        let spec = |place: Place, mode: StreamMode, interval: Duration| SubSpec {
+            place,
+            mode: match mode {
+                StreamMode::Sample => SubscriptionMode::Sample,
+                StreamMode::OnChange => SubscriptionMode::OnChange,
+            },
+            sample_interval: interval_ns(interval),
+            heartbeat_interval,
+        };
+        let parse = |setting: &str, path: &str| {
+            parse_path(path).map_err(|source| ConfigError::Path { setting: setting.into(), source })
+        };
+        let mut specs = Vec::new();
         for preset in &self.presets {
             for (path, mode) in preset.subscriptions() {
-                subs.push(subscription("presets", path, mode, default_interval)?);
+                let place = match path {
+                    PresetPath::Counters { path, virtual_path } => Place::Sonic {
+                        db: gnmi_proto::sonic::COUNTERS_DB,
+                        below: parse("presets", path)?,
+                        virtual_path: Some(virtual_path),
+                    },
+                    PresetPath::Plain(path) => Place::Plain { prefix: None, path: parse("presets", path)? },
+                };
+                specs.push(spec(place, mode, timing.sample_interval));
             }
         }
-        let prefix = match &self.prefix {
-            Some(p) => Some(parse_path(p).map_err(|source| ConfigError::Path { setting: "prefix".into(), source })?),
-            None => None,
-        };
+        let prefix = self.prefix.as_deref().map(|p| parse("prefix", p)).transpose()?;
         for s in &self.subscriptions {
             let (interval, text) = match &s.sample_interval {
                 Some(text) => (duration("sample_interval", text)?, text),
-                None => (default_interval, &self.sample_interval),
+                None => (timing.sample_interval, &self.sample_interval),
             };
             if s.mode == StreamMode::Sample && interval.is_zero() {
                 return Err(ConfigError::OutOfRange {
@@ -293,32 +381,35 @@ impl GnmiConfig {
                     reason: "must be above 0".into(),
                 });
             }
-            let mut sub = subscription("subscriptions", &s.path, s.mode, interval)?;
-            if let (Some(prefix), Some(path)) = (&prefix, sub.path.as_mut()) {
-                *path = gnmi_proto::path::join(Some(prefix), path);
+            // A `target@` in the path is the prefix's target (gNMI reads a
+            // target nowhere else); it overrides the `prefix` setting's.
+            let (target, path) = split_target(parse("subscriptions", &s.path)?);
+            let mut prefix = prefix.clone();
+            if let Some(target) = target {
+                prefix.get_or_insert_with(Default::default).target = target.target;
             }
-            subs.push(sub);
+            specs.push(spec(Place::Plain { prefix, path }, s.mode, interval));
         }
-        Ok(subs)
+        Ok(specs)
     }
 
-    /// One plan per target, each subscribing to `subs`; names are unique.
-    fn target_plans(&self, subs: &[Subscription], timeout: Duration) -> Result<Vec<TargetPlan>, ConfigError> {
+    /// One plan per target; names are unique.
+    fn target_plans(&self, specs: &[SubSpec], timeout: Duration) -> Result<Vec<TargetPlan>, ConfigError> {
         let mut targets = Vec::with_capacity(self.targets.len());
         let mut names = std::collections::BTreeSet::new();
         for t in &self.targets {
             if !names.insert(t.name.as_str()) {
                 return Err(ConfigError::Duplicate { setting: "targets".into(), name: t.name.clone() });
             }
-            targets.push(t.plan(subs, self.updates_only, timeout)?);
+            targets.push(t.plan(specs, self.updates_only, timeout)?);
         }
         Ok(targets)
     }
 }
 
 impl TargetConfig {
-    /// The target's connection and subscription list.
-    fn plan(&self, subs: &[Subscription], updates_only: bool, timeout: Duration) -> Result<TargetPlan, ConfigError> {
+    /// The target's connection, path style and streams.
+    fn plan(&self, specs: &[SubSpec], updates_only: bool, timeout: Duration) -> Result<TargetPlan, ConfigError> {
         if self.name.is_empty() {
             return Err(ConfigError::Empty {
                 setting: "target name".into(),
@@ -328,26 +419,42 @@ impl TargetConfig {
         if self.address.is_empty() {
             return Err(ConfigError::Empty { setting: format!("target {:?}: address", self.name), consequence: None });
         }
-        let tls = self.tls()?;
-        let credentials = self.credentials()?;
-        let mut subscriptions = subs.to_vec();
-        if let Some(target) = &self.target {
-            for s in &mut subscriptions {
-                if let Some(p) = s.path.as_mut().filter(|p| p.target.is_empty()) {
-                    p.target = target.clone();
-                }
-            }
+        if self.namespace.as_deref().is_some_and(|ns| ns.is_empty() || ns.contains('/')) {
+            return Err(ConfigError::Invalid {
+                setting: format!("target {:?}: namespace", self.name),
+                value: self.namespace.clone().unwrap_or_default(),
+                reason: "is not a path element (empty, or has a '/')",
+            });
         }
-        let list = SubscriptionList {
-            subscription: subscriptions,
-            mode: ListMode::Stream as i32,
-            encoding: Encoding::JsonIetf as i32,
-            updates_only,
-            ..Default::default()
+        let client = ClientConfig {
+            address: self.address.clone(),
+            tls: self.tls()?,
+            credentials: self.credentials()?,
+            connect_timeout: timeout,
+            timeout,
         };
-        let client =
-            ClientConfig { address: self.address.clone(), tls, credentials, connect_timeout: timeout, timeout };
-        Ok(TargetPlan { name: self.name.clone(), client, list })
+        let target = self.target.as_deref();
+        let origin_style = PathStyle::SonicDbOrigin { namespace: self.namespace.clone() };
+        let (style, prefix_target, sonic_db_origin, oids) = match self.path_style {
+            PathStyleSetting::PrefixTarget => {
+                if self.namespace.is_some() {
+                    return Err(self.conflict("namespace goes with path_style \"sonic-db-origin\" or \"auto\""));
+                }
+                let lists = streams(specs, &PathStyle::PrefixTarget, target, updates_only);
+                (StyleChoice::Fixed(PathStyle::PrefixTarget), lists, Vec::new(), None)
+            }
+            PathStyleSetting::SonicDbOrigin => {
+                let lists = streams(specs, &origin_style, target, updates_only);
+                (StyleChoice::Fixed(origin_style), Vec::new(), lists, oid_plan(specs))
+            }
+            PathStyleSetting::Auto => (
+                StyleChoice::Auto { namespace: self.namespace.clone() },
+                streams(specs, &PathStyle::PrefixTarget, target, updates_only),
+                streams(specs, &origin_style, target, updates_only),
+                oid_plan(specs),
+            ),
+        };
+        Ok(TargetPlan { name: self.name.clone(), client, style, prefix_target, sonic_db_origin, oids })
     }
 
     /// TLS, with its PEM files read, when `ca` or `cert` is set.
@@ -364,13 +471,19 @@ impl TargetConfig {
         Ok(Some(TlsConfig { ca_pem, identity, domain: self.tls_domain.clone() }))
     }
 
-    /// The username and password, when both are set.
+    /// The username and password of `credentials_file`, when it is set.
     fn credentials(&self) -> Result<Option<(String, String)>, ConfigError> {
-        match (&self.username, &self.password) {
-            (Some(u), Some(p)) => Ok(Some((u.clone(), p.clone()))),
-            (None, None) => Ok(None),
-            _ => Err(self.conflict("username and password go together")),
+        if self.username.is_some() || self.password.is_some() {
+            return Err(self.conflict(
+                "an inline username or password is refused: put both in a credentials_file (TOML, mode 0600)",
+            ));
         }
+        let Some(path) = &self.credentials_file else { return Ok(None) };
+        let c = gnmi_proto::credentials::read_file(path).map_err(|source| ConfigError::Credentials {
+            setting: format!("target {:?}: credentials_file", self.name),
+            source,
+        })?;
+        Ok(Some((c.username, c.password)))
     }
 
     fn conflict(&self, reason: &'static str) -> ConfigError {
@@ -381,6 +494,8 @@ impl TargetConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gnmi::mapping::QueueFields;
+    use gnmi_proto::path_to_string;
 
     const EXAMPLE: &str = r#"
 presets = ["sonic_pfc", "openconfig_interfaces"]
@@ -389,8 +504,6 @@ sample_interval = "2s"
 [[targets]]
 name = "leaf01"
 address = "127.0.0.1:9339"
-username = "admin"
-password = "secret"
 
 [[subscriptions]]
 path = "COUNTERS_DB@/COUNTERS/Ethernet0/SAI_PORT_STAT_PFC_3_RX_PKTS"
@@ -398,47 +511,145 @@ mode = "sample"
 sample_interval = "500ms"
 "#;
 
+    /// Each stream as `prefix => [paths]`, and whether any subscription
+    /// path carries a target.
+    fn layout(plan: &TargetPlan, style: &PathStyle) -> Vec<(String, Vec<String>)> {
+        plan.streams(style)
+            .iter()
+            .map(|s| {
+                let prefix = s.list.prefix.as_ref().map(path_to_string).unwrap_or_default();
+                let paths = s
+                    .list
+                    .subscription
+                    .iter()
+                    .map(|sub| {
+                        let path = sub.path.as_ref().unwrap();
+                        assert_eq!(path.target, "", "a target in a subscription path is ignored by targets");
+                        path_to_string(path)
+                    })
+                    .collect();
+                (prefix, paths)
+            })
+            .collect()
+    }
+
+    fn owned(layout: &[(&str, &[&str])]) -> Vec<(String, Vec<String>)> {
+        layout.iter().map(|(p, paths)| (p.to_string(), paths.iter().map(|s| s.to_string()).collect())).collect()
+    }
+
     #[test]
-    fn the_example_round_trips_and_expands_presets() {
+    fn the_example_round_trips_and_puts_the_database_in_the_prefix_target() {
         let config: GnmiConfig = toml::from_str(EXAMPLE).unwrap();
         let again: GnmiConfig = toml::from_str(&toml::to_string(&config).unwrap()).unwrap();
         assert_eq!(again, config);
         let sensor = config.build("fabric").unwrap();
-        let list = &sensor.targets()[0].list;
-        let paths: Vec<_> =
-            list.subscription.iter().map(|s| gnmi_proto::path_to_string(s.path.as_ref().unwrap())).collect();
+        let plan = &sensor.targets()[0];
+        assert_eq!(plan.style, StyleChoice::Fixed(PathStyle::PrefixTarget));
         assert_eq!(
-            paths,
-            [
-                "COUNTERS_DB@/COUNTERS/Ethernet*",
-                "openconfig:/interfaces/interface[name=*]/state/oper-status",
-                "openconfig:/interfaces/interface[name=*]/state/counters",
-                "COUNTERS_DB@/COUNTERS/Ethernet0/SAI_PORT_STAT_PFC_3_RX_PKTS",
-            ]
+            layout(plan, &PathStyle::PrefixTarget),
+            owned(&[
+                ("COUNTERS_DB@/", &["/COUNTERS/Ethernet*", "/COUNTERS/Ethernet0/SAI_PORT_STAT_PFC_3_RX_PKTS"]),
+                (
+                    "",
+                    &[
+                        "openconfig:/interfaces/interface[name=*]/state/oper-status",
+                        "openconfig:/interfaces/interface[name=*]/state/counters",
+                    ]
+                ),
+            ])
         );
-        assert_eq!(list.subscription[0].sample_interval, 2_000_000_000);
-        assert_eq!(list.subscription[1].mode, SubscriptionMode::OnChange as i32);
-        assert_eq!(list.subscription[3].sample_interval, 500_000_000);
+        let streams = plan.streams(&PathStyle::PrefixTarget);
+        assert_eq!(streams[0].list.subscription[0].sample_interval, 2_000_000_000);
+        assert_eq!(streams[0].list.subscription[1].sample_interval, 500_000_000);
+        let on_change = &streams[1].list.subscription[0];
+        assert_eq!(on_change.mode, SubscriptionMode::OnChange as i32);
+        assert_eq!(on_change.heartbeat_interval, 1_000_000_000, "the heartbeat is asked of the switch");
+        assert_eq!(streams[1].list.subscription[1].heartbeat_interval, 0);
+        assert_eq!(
+            path_to_string(&streams[1].on_change[0]),
+            "openconfig:/interfaces/interface[name=*]/state/oper-status"
+        );
+        assert!(streams[0].on_change.is_empty());
+        assert!(plan.streams(&PathStyle::SonicDbOrigin { namespace: None }).is_empty());
     }
 
     #[test]
-    fn the_prefix_is_joined_to_the_users_subscriptions_only() {
+    fn presets_become_oids_in_the_sonic_db_style_and_users_paths_stay_as_written() {
+        let mut config: GnmiConfig = toml::from_str(EXAMPLE).unwrap();
+        config.presets = vec![Preset::SonicPfc, Preset::SonicPfcwd, Preset::OpenconfigInterfaces];
+        config.targets[0].path_style = PathStyleSetting::SonicDbOrigin;
+        config.targets[0].namespace = Some("localhost".into());
+        let sensor = config.build("fabric").unwrap();
+        let plan = &sensor.targets()[0];
+        let style = PathStyle::SonicDbOrigin { namespace: Some("localhost".into()) };
+        assert_eq!(plan.style, StyleChoice::Fixed(style.clone()));
+        let oids = plan.oids.as_ref().unwrap();
+        assert_eq!((oids.ports, oids.queues), (Some(2_000_000_000), Some(2_000_000_000)));
+        assert_eq!(oids.queue_fields, QueueFields { counters: false, watchdog: true });
+        // The virtual paths are gone from the static streams; the user's path keeps its prefix target.
+        assert_eq!(
+            layout(plan, &style),
+            owned(&[
+                (
+                    "",
+                    &[
+                        "openconfig:/interfaces/interface[name=*]/state/oper-status",
+                        "openconfig:/interfaces/interface[name=*]/state/counters",
+                    ]
+                ),
+                ("COUNTERS_DB@/", &["/COUNTERS/Ethernet0/SAI_PORT_STAT_PFC_3_RX_PKTS"]),
+            ])
+        );
+        // auto plans both.
+        config.targets[0].path_style = PathStyleSetting::Auto;
+        let sensor = config.build("fabric").unwrap();
+        let plan = &sensor.targets()[0];
+        assert_eq!(plan.style, StyleChoice::Auto { namespace: Some("localhost".into()) });
+        assert!(plan.oids.is_some());
+        assert_eq!(layout(plan, &PathStyle::PrefixTarget)[0].1[1], "/COUNTERS/Ethernet*/Pfcwd");
+    }
+
+    #[test]
+    fn the_prefix_and_the_targets_target_go_in_the_request_prefix() {
         let mut config: GnmiConfig = toml::from_str(EXAMPLE).unwrap();
         config.prefix = Some("COUNTERS_DB@/COUNTERS".into());
         config.subscriptions[0].path = "/Ethernet0/Queues".into();
+        config.targets[0].target = Some("OC-YANG".into());
         let sensor = config.build("fabric").unwrap();
-        let subs = &sensor.targets()[0].list.subscription;
-        let path = |i: usize| gnmi_proto::path_to_string(subs[i].path.as_ref().unwrap());
-        assert_eq!(path(3), "COUNTERS_DB@/COUNTERS/Ethernet0/Queues");
-        assert_eq!(path(0), "COUNTERS_DB@/COUNTERS/Ethernet*", "presets carry their own prefix");
+        assert_eq!(
+            layout(&sensor.targets()[0], &PathStyle::PrefixTarget),
+            owned(&[
+                ("COUNTERS_DB@/", &["/COUNTERS/Ethernet*"]),
+                (
+                    "OC-YANG@/",
+                    &[
+                        "openconfig:/interfaces/interface[name=*]/state/oper-status",
+                        "openconfig:/interfaces/interface[name=*]/state/counters",
+                    ]
+                ),
+                ("COUNTERS_DB@/COUNTERS", &["/Ethernet0/Queues"]),
+            ])
+        );
+        // A prefix without a target takes the target's; a path's own target wins over both.
+        config.prefix = Some("/qos".into());
+        config.subscriptions[0].path = "/interfaces".into();
+        config.subscriptions.push(SubscriptionConfig {
+            path: "sw7@/interfaces".into(),
+            mode: StreamMode::OnChange,
+            sample_interval: None,
+        });
+        let sensor = config.build("fabric").unwrap();
+        let streams = layout(&sensor.targets()[0], &PathStyle::PrefixTarget);
+        assert_eq!(streams[2], ("OC-YANG@/qos".to_string(), vec!["/interfaces".to_string()]));
+        assert_eq!(streams[3], ("sw7@/qos".to_string(), vec!["/interfaces".to_string()]));
     }
 
     #[test]
     fn bad_settings_are_named() {
         let base: GnmiConfig = toml::from_str(EXAMPLE).unwrap();
         let mut c = base.clone();
-        c.targets[0].password = None;
-        assert!(c.build("x").unwrap_err().to_string().contains("username and password go together"));
+        c.targets[0].password = Some("secret".into());
+        assert!(c.build("x").unwrap_err().to_string().contains("inline username or password is refused"));
         let mut c = base.clone();
         c.timeout = "soon".into();
         assert!(c.build("x").unwrap_err().to_string().starts_with("configuration: timeout: invalid duration"));
@@ -446,10 +657,25 @@ sample_interval = "500ms"
         c.subscriptions[0].path = "/a[b=c".into();
         assert!(c.build("x").unwrap_err().to_string().contains("unclosed '['"));
         let mut c = base.clone();
-        c.backoff_max = "100ms".into();
+        c.backoff_max = "50ms".into();
         let err = c.build("x").unwrap_err();
         assert!(matches!(&err, ConfigError::OutOfRange { setting, .. } if setting == "backoff_max"), "{err:?}");
-        assert_eq!(err.to_string(), "configuration: backoff_max 100ms is below backoff_initial 500ms");
+        assert_eq!(err.to_string(), "configuration: backoff_max 50ms is below backoff_initial 100ms");
+        let mut c = base.clone();
+        c.heartbeat = "10ms".into();
+        let err = c.build("x").unwrap_err();
+        assert!(matches!(&err, ConfigError::OutOfRange { setting, .. } if setting == "heartbeat"), "{err:?}");
+        let mut c = base.clone();
+        c.heartbeat = "0".into();
+        let sensor = c.build("x").unwrap();
+        let on_change = &sensor.targets()[0].streams(&PathStyle::PrefixTarget)[1].list.subscription[0];
+        assert_eq!(on_change.heartbeat_interval, 0, "no heartbeat asked for when it is off");
+        let mut c = base.clone();
+        c.targets[0].namespace = Some("localhost".into());
+        assert!(c.build("x").unwrap_err().to_string().contains("namespace goes with path_style"));
+        c.targets[0].path_style = PathStyleSetting::Auto;
+        c.targets[0].namespace = Some("a/b".into());
+        assert!(c.build("x").unwrap_err().to_string().contains("is not a path element"));
         let mut c = base.clone();
         c.targets[0].cert = Some("/nonexistent/cert.pem".into());
         c.targets[0].key = Some("/nonexistent/key.pem".into());
@@ -461,5 +687,8 @@ sample_interval = "500ms"
         assert!(matches!(&err, ConfigError::Duplicate { name, .. } if name == "leaf01"), "{err:?}");
         assert!(err.to_string().contains("listed twice"));
         assert!(toml::from_str::<GnmiConfig>("targets = []\nprests = []").is_err());
+        let style: Result<GnmiConfig, _> =
+            toml::from_str("[[targets]]\nname = \"a\"\naddress = \"b\"\npath_style = \"sideways\"");
+        assert!(style.is_err());
     }
 }

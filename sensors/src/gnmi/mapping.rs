@@ -14,10 +14,21 @@
 //! | `/interfaces/interface[name=X]/state/oper-status` | `switch_oper_up` (1 when `UP`) | gauge | `port` |
 //! | `…/state/counters/in-errors`, `in-fcs-errors`, `carrier-transitions` | `switch_in_errors`, `switch_in_fcs_errors`, `switch_carrier_transitions` | counter 64 | `port` |
 //!
-//! The sensor adds `switch`, the target's name. Fields of a known table that
-//! are not in the table (SONiC has hundreds of `SAI_PORT_STAT_*`) are
+//! The sensor adds `switch`, the target's name. The path is the
+//! notification's prefix joined with the update's path, so the same tables
+//! are recognised whichever way the request named the database
+//! (`COUNTERS/…` under prefix target `COUNTERS_DB`, or
+//! `sonic-db:/COUNTERS_DB[/localhost]/COUNTERS/…`).
+//!
+//! Values come as SONiC sends them: `json_ietf_val` or `json_val` objects
+//! of string values, a `string_val` (a counter, or an object's JSON text),
+//! or numbers. A value SONiC has not got (`"None"`, `"N/A"`, empty, JSON
+//! `null`) is absent: no reading, and no error. Fields of a known table
+//! that are not in the table (SONiC has hundreds of `SAI_PORT_STAT_*`) are
 //! skipped; a path of no known shape, or a value that does not parse, is an
-//! error the sensor reports.
+//! error the sensor counts and logs.
+
+use std::collections::HashMap;
 
 use engine::{CounterSpec, Labels, SampleKind, SeriesSpec};
 use gnmi_proto::gnmi::{Path, TypedValue};
@@ -125,14 +136,49 @@ fn gauge(metric: &'static str, port: &str, queue: Option<u8>, level: f64) -> Rea
     Reading { metric, kind: Kind::Gauge, port: port.to_string(), queue, prio: None, count: 0, level }
 }
 
-/// A JSON scalar as a counter (SONiC sends numbers as strings).
-fn json_u64(path: &str, field: &str, v: &Json) -> Result<u64, MapError> {
+/// The words SONiC uses for a value it has not got: Python's `None` printed
+/// into redis, the CLI's `N/A`, or nothing.
+fn absent_text(s: &str) -> bool {
+    matches!(s.trim(), "" | "None" | "N/A")
+}
+
+/// A JSON value that stands for "no value".
+fn absent_json(v: &Json) -> bool {
+    match v {
+        Json::Null => true,
+        Json::String(s) => absent_text(s),
+        _ => false,
+    }
+}
+
+/// Whether a whole update's value is "no value".
+pub fn is_absent(val: &TypedValue) -> bool {
+    use gnmi_proto::gnmi::typed_value::Value as V;
+    match &val.value {
+        None => true,
+        Some(V::StringVal(s)) | Some(V::AsciiVal(s)) => absent_text(s),
+        Some(V::JsonVal(b)) | Some(V::JsonIetfVal(b)) => {
+            b.iter().all(u8::is_ascii_whitespace) || serde_json::from_slice::<Json>(b).is_ok_and(|j| absent_json(&j))
+        }
+        _ => false,
+    }
+}
+
+/// A JSON scalar as a counter (SONiC sends numbers as strings); `None` when
+/// SONiC has no value.
+fn json_u64(path: &str, field: &str, v: &Json) -> Result<Option<u64>, MapError> {
+    if absent_json(v) {
+        return Ok(None);
+    }
     let n = match v {
         Json::String(s) => s.trim().parse().ok(),
         Json::Number(n) => n.as_u64(),
         _ => None,
     };
-    n.ok_or_else(|| MapError::BadValue { path: format!("{path} {field}"), problem: format!("{v} is not a counter") })
+    match n {
+        Some(n) => Ok(Some(n)),
+        None => Err(MapError::BadValue { path: format!("{path} {field}"), problem: format!("{v} is not a counter") }),
+    }
 }
 
 /// A port's `SAI_PORT_STAT_*` field, if it is one we map.
@@ -141,7 +187,9 @@ fn port_field(path: &str, port: &str, field: &str, v: &Json, out: &mut Vec<Readi
     let Some((p, suffix)) = rest.split_once('_') else { return Ok(()) };
     let Some(prio) = p.parse::<u8>().ok().filter(|p| *p < 8) else { return Ok(()) };
     if let Some((_, metric)) = PFC_SUFFIXES.iter().find(|(s, _)| *s == suffix) {
-        out.push(counter(metric, port, None, Some(prio), json_u64(path, field, v)?));
+        if let Some(n) = json_u64(path, field, v)? {
+            out.push(counter(metric, port, None, Some(prio), n));
+        }
     }
     Ok(())
 }
@@ -159,66 +207,189 @@ fn object<'a>(path: &str, json: &'a Json) -> Result<&'a serde_json::Map<String, 
     })
 }
 
-fn queue_table(path: &str, json: &Json, pfcwd: bool, out: &mut Vec<Reading>) -> Result<(), MapError> {
+/// Which of a queue's fields to map: its counters (`sonic_queues`), its
+/// watchdog's (`sonic_pfcwd`), or both (one hash holds both in COUNTERS_DB).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct QueueFields {
+    /// `SAI_QUEUE_STAT_*`.
+    pub counters: bool,
+    /// `PFC_WD_*`.
+    pub watchdog: bool,
+}
+
+/// The fields of one queue `port`:`q` (`key` names it in errors).
+fn queue_entry(
+    path: &str,
+    key: &str,
+    port: &str,
+    q: u8,
+    fields: &Json,
+    which: QueueFields,
+    out: &mut Vec<Reading>,
+) -> Result<(), MapError> {
+    if absent_json(fields) {
+        return Ok(());
+    }
+    for (field, v) in object(path, fields)? {
+        if absent_json(v) {
+            continue;
+        }
+        if which.watchdog && field == "PFC_WD_STATUS" {
+            let level = match v.as_str() {
+                Some("stormed") => 1.0,
+                Some("operational") => 0.0,
+                _ => {
+                    return Err(MapError::BadValue {
+                        path: format!("{path} {key} {field}"),
+                        problem: format!("{v} is neither stormed nor operational"),
+                    })
+                }
+            };
+            out.push(gauge("switch_pfcwd_stormed", port, Some(q), level));
+        } else if let Some((_, metric)) = PFCWD_FIELDS.iter().find(|(f, _)| f == field).filter(|_| which.watchdog) {
+            if let Some(n) = json_u64(path, field, v)? {
+                out.push(counter(metric, port, Some(q), None, n));
+            }
+        } else if let Some((_, metric, kind)) =
+            QUEUE_FIELDS.iter().find(|(f, _, _)| f == field).filter(|_| which.counters)
+        {
+            let Some(n) = json_u64(path, field, v)? else { continue };
+            out.push(match kind {
+                Kind::Counter => counter(metric, port, Some(q), None, n),
+                Kind::Gauge => gauge(metric, port, Some(q), n as f64),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn queue_table(path: &str, json: &Json, which: QueueFields, out: &mut Vec<Reading>) -> Result<(), MapError> {
     for (key, fields) in object(path, json)? {
+        // SONiC keeps the periodic watermarks beside the queue's own entry
+        // (`Ethernet0:3:periodic`); the entry has the watermark already.
+        if key.ends_with(":periodic") {
+            continue;
+        }
         let Some((port, q)) = port_queue(key) else {
             return Err(MapError::BadValue {
                 path: path.to_string(),
                 problem: format!("key {key:?} is not <port>:<queue>"),
             });
         };
-        let fields = object(path, fields)?;
-        for (field, v) in fields {
-            if pfcwd {
-                if field == "PFC_WD_STATUS" {
-                    let level = match v.as_str() {
-                        Some("stormed") => 1.0,
-                        Some("operational") => 0.0,
-                        _ => {
-                            return Err(MapError::BadValue {
-                                path: format!("{path} {key} {field}"),
-                                problem: format!("{v} is neither stormed nor operational"),
-                            })
-                        }
-                    };
-                    out.push(gauge("switch_pfcwd_stormed", port, Some(q), level));
-                } else if let Some((_, metric)) = PFCWD_FIELDS.iter().find(|(f, _)| f == field) {
-                    out.push(counter(metric, port, Some(q), None, json_u64(path, field, v)?));
-                }
-            } else if let Some((_, metric, kind)) = QUEUE_FIELDS.iter().find(|(f, _, _)| f == field) {
-                let n = json_u64(path, field, v)?;
-                out.push(match kind {
-                    Kind::Counter => counter(metric, port, Some(q), None, n),
-                    Kind::Gauge => gauge(metric, port, Some(q), n as f64),
-                });
-            }
-        }
+        queue_entry(path, key, port, q, fields, which, out)?;
     }
     Ok(())
+}
+
+/// What the OIDs of COUNTERS_DB stand for. sonic-gnmi's port-name paths
+/// (`COUNTERS/Ethernet0`, `…/Queues`, `…/Pfcwd`) are virtual paths of the
+/// prefix-target style; with origin `sonic-db` the `COUNTERS` keys are the
+/// SAI OIDs, named by `COUNTERS_PORT_NAME_MAP` and `COUNTERS_QUEUE_NAME_MAP`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct OidNames {
+    /// Port OID → port name.
+    pub ports: HashMap<String, String>,
+    /// Queue OID → (port, queue).
+    pub queues: HashMap<String, (String, u8)>,
+    /// Which fields of a queue's hash to map.
+    pub queue_fields: QueueFields,
+}
+
+impl OidNames {
+    /// Reads `COUNTERS_PORT_NAME_MAP` (`{"Ethernet0": "oid:…"}`) into the
+    /// port OIDs.
+    pub fn add_ports(&mut self, map: &Json) -> Result<(), MapError> {
+        for (name, oid) in object("COUNTERS_PORT_NAME_MAP", map)? {
+            let Some(oid) = oid.as_str() else { continue };
+            self.ports.insert(oid.to_string(), name.clone());
+        }
+        Ok(())
+    }
+
+    /// Reads `COUNTERS_QUEUE_NAME_MAP` (`{"Ethernet0:3": "oid:…"}`) into
+    /// the queue OIDs.
+    pub fn add_queues(&mut self, map: &Json) -> Result<(), MapError> {
+        for (name, oid) in object("COUNTERS_QUEUE_NAME_MAP", map)? {
+            let (Some(oid), Some((port, q))) = (oid.as_str(), port_queue(name)) else { continue };
+            self.queues.insert(oid.to_string(), (port.to_string(), q));
+        }
+        Ok(())
+    }
 }
 
 fn bad(path: &str, e: value::ValueError) -> MapError {
     MapError::BadValue { path: path.to_string(), problem: e.to_string() }
 }
 
-/// Maps one update at `path` (joined with its notification's prefix).
+/// An object-valued update's JSON: `json_val`/`json_ietf_val`, or a
+/// `string_val` holding JSON text (some SONiC releases send that).
+fn json_of(path: &str, val: &TypedValue) -> Result<Json, MapError> {
+    use gnmi_proto::gnmi::typed_value::Value as V;
+    match (&val.value, value::to_json(val)) {
+        (_, Some(r)) => r.map_err(|e| bad(path, e)),
+        (Some(V::StringVal(s)) | Some(V::AsciiVal(s)), None) if s.trim_start().starts_with('{') => {
+            serde_json::from_str(s).map_err(|e| MapError::BadValue {
+                path: path.to_string(),
+                problem: format!("{} is not valid JSON: {e}", value::describe(val)),
+            })
+        }
+        _ => Err(MapError::BadValue {
+            path: path.to_string(),
+            problem: format!("expected a JSON object, got {}", value::describe(val)),
+        }),
+    }
+}
+
+/// Maps one update at `path`: the notification's prefix joined with the
+/// update's path (prefix elements first). An absent value (`"None"`, empty,
+/// `null`) maps to nothing and is no error.
 pub fn map_update(path: &Path, val: &TypedValue, out: &mut Vec<Reading>) -> Result<(), MapError> {
+    map_update_with(path, val, &OidNames::default(), out)
+}
+
+/// [`map_update`], with `COUNTERS/<oid>` named by `names`.
+pub fn map_update_with(path: &Path, val: &TypedValue, oids: &OidNames, out: &mut Vec<Reading>) -> Result<(), MapError> {
     let names: Vec<&str> = path.elem.iter().map(|e| e.name.as_str()).collect();
     let text = || gnmi_proto::path_to_string(path);
+    let known = names.contains(&"COUNTERS") || matches!(names[..], ["interfaces", "interface", "state", ..]);
+    if known && is_absent(val) {
+        return Ok(());
+    }
     if let Some(i) = names.iter().position(|n| *n == "COUNTERS") {
         let rest = &names[i + 1..];
-        let json = || match value::to_json(val) {
-            Some(r) => r.map_err(|e| bad(&text(), e)),
-            None => Err(MapError::BadValue {
-                path: text(),
-                problem: format!("expected JSON, got {}", value::describe(val)),
-            }),
-        };
+        let json = || json_of(&text(), val);
         match rest {
+            [oid, rest @ ..] if oid.starts_with("oid:") => {
+                let path = text();
+                if let Some(port) = oids.ports.get(*oid) {
+                    return match rest {
+                        [] => {
+                            for (field, v) in object(&path, &json()?)? {
+                                port_field(&path, port, field, v, out)?;
+                            }
+                            Ok(())
+                        }
+                        [field] => {
+                            let n = value::to_u64(val).map_err(|e| bad(&path, e))?;
+                            port_field(&path, port, field, &Json::from(n), out)
+                        }
+                        _ => Err(MapError::UnknownPath(path)),
+                    };
+                }
+                if let (Some((port, q)), []) = (oids.queues.get(*oid), rest) {
+                    return queue_entry(&path, oid, port, *q, &json()?, oids.queue_fields, out);
+                }
+                return Err(MapError::UnknownPath(format!(
+                    "{path} (an OID not in COUNTERS_PORT_NAME_MAP or COUNTERS_QUEUE_NAME_MAP)"
+                )));
+            }
             [port] if port.contains('*') => {
                 // sonic-gnmi's wildcard answer: one object keyed by port.
                 let path = text();
                 for (port, fields) in object(&path, &json()?)? {
+                    if absent_json(fields) {
+                        continue;
+                    }
                     for (field, v) in object(&path, fields)? {
                         port_field(&path, port, field, v, out)?;
                     }
@@ -232,10 +403,17 @@ pub fn map_update(path: &Path, val: &TypedValue, out: &mut Vec<Reading>) -> Resu
                 }
                 return Ok(());
             }
-            [_, "Queues"] => return queue_table(&text(), &json()?, false, out),
-            [_, "Pfcwd"] => return queue_table(&text(), &json()?, true, out),
+            [_, "Queues"] => {
+                return queue_table(&text(), &json()?, QueueFields { counters: true, watchdog: false }, out)
+            }
+            [_, "Pfcwd"] => {
+                return queue_table(&text(), &json()?, QueueFields { counters: false, watchdog: true }, out)
+            }
             [port, field] if field.starts_with("SAI_PORT_STAT_PFC_") => {
-                let n = value::to_u64(val).map_err(|e| bad(&text(), e))?;
+                let n = match value::to_json(val) {
+                    Some(Ok(j)) if absent_json(&j) => return Ok(()),
+                    _ => value::to_u64(val).map_err(|e| bad(&text(), e))?,
+                };
                 let before = out.len();
                 port_field(&text(), port, field, &Json::from(n), out)?;
                 if out.len() > before {
@@ -266,6 +444,15 @@ pub fn map_update(path: &Path, val: &TypedValue, out: &mut Vec<Reading>) -> Resu
         }
     }
     Err(MapError::UnknownPath(text()))
+}
+
+impl MapError {
+    /// The path (and field) the error is about.
+    pub fn path(&self) -> &str {
+        match self {
+            MapError::UnknownPath(path) | MapError::BadValue { path, .. } => path,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -308,6 +495,58 @@ mod tests {
         let out =
             map("/interfaces/interface[name=Ethernet0]/state/counters/carrier-transitions", value::uint(3)).unwrap();
         assert_eq!(out, [counter("switch_carrier_transitions", "Ethernet0", None, None, 3)]);
+    }
+
+    #[test]
+    fn sonic_none_and_empty_values_are_absent_not_errors() {
+        for absent in [value::string("None"), value::string(""), value::string("N/A"), TypedValue { value: None }] {
+            assert_eq!(map("COUNTERS_DB@/COUNTERS/Ethernet8", absent.clone()), Ok(vec![]), "{absent:?}");
+            assert_eq!(map("/COUNTERS/Ethernet8/SAI_PORT_STAT_PFC_3_RX_PKTS", absent.clone()), Ok(vec![]));
+            assert_eq!(map("/COUNTERS/Ethernet*/Pfcwd", absent), Ok(vec![]));
+        }
+        assert_eq!(map("/COUNTERS/Ethernet8/SAI_PORT_STAT_PFC_3_RX_PKTS", value::json_ietf(&Json::Null)), Ok(vec![]));
+        let json = serde_json::json!({"SAI_PORT_STAT_PFC_3_RX_PKTS": "None", "SAI_PORT_STAT_PFC_4_RX_PKTS": "9"});
+        let out = map("COUNTERS_DB@/COUNTERS/Ethernet8", value::json_ietf(&json)).unwrap();
+        assert_eq!(out, [counter("switch_pfc_rx_pkts", "Ethernet8", None, Some(4), 9)]);
+        let json = serde_json::json!({"Ethernet4:3": {"PFC_WD_STATUS": "None", "PFC_WD_QUEUE_STATS_DEADLOCK_DETECTED": ""}, "Ethernet4:4": null});
+        assert_eq!(map("/COUNTERS/Ethernet4/Pfcwd", value::json_ietf(&json)), Ok(vec![]));
+    }
+
+    #[test]
+    fn json_in_a_string_val_and_in_json_val_is_read() {
+        let text = r#"{"Ethernet0": {"SAI_PORT_STAT_PFC_3_TX_PKTS": "5"}}"#;
+        let out = map("sonic-db:/COUNTERS_DB/localhost/COUNTERS/Ethernet*", value::string(text)).unwrap();
+        assert_eq!(out, [counter("switch_pfc_tx_pkts", "Ethernet0", None, Some(3), 5)]);
+        let json = gnmi_proto::gnmi::typed_value::Value::JsonVal(text.as_bytes().to_vec());
+        let out = map("sonic-db:/COUNTERS_DB/COUNTERS/Ethernet*", TypedValue { value: Some(json) }).unwrap();
+        assert_eq!(out, [counter("switch_pfc_tx_pkts", "Ethernet0", None, Some(3), 5)]);
+    }
+
+    #[test]
+    fn periodic_watermark_entries_are_skipped() {
+        let json = serde_json::json!({"Ethernet0:3": {"SAI_QUEUE_STAT_PACKETS": "5"}, "Ethernet0:3:periodic": {"SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES": "9"}});
+        let out = map("COUNTERS_DB@/COUNTERS/Ethernet*/Queues", value::json_ietf(&json)).unwrap();
+        assert_eq!(out, [counter("switch_queue_packets", "Ethernet0", Some(3), None, 5)]);
+    }
+
+    #[test]
+    fn oid_keys_are_named_by_the_name_maps() {
+        let mut names =
+            OidNames { queue_fields: QueueFields { counters: false, watchdog: true }, ..Default::default() };
+        names.add_ports(&serde_json::json!({"Ethernet4": "oid:0x1000000000002"})).unwrap();
+        names.add_queues(&serde_json::json!({"Ethernet4:3": "oid:0x15000000000103"})).unwrap();
+        let with = |path: &str, val: TypedValue| {
+            let mut out = Vec::new();
+            map_update_with(&parse_path(path).unwrap(), &val, &names, &mut out).map(|_| out)
+        };
+        let port = serde_json::json!({"SAI_PORT_STAT_PFC_3_RX_PKTS": "11"});
+        let out = with("sonic-db:/COUNTERS_DB/localhost/COUNTERS/oid:0x1000000000002", value::json_ietf(&port));
+        assert_eq!(out.unwrap(), [counter("switch_pfc_rx_pkts", "Ethernet4", None, Some(3), 11)]);
+        let queue = serde_json::json!({"SAI_QUEUE_STAT_PACKETS": "5", "PFC_WD_STATUS": "stormed"});
+        let out = with("sonic-db:/COUNTERS_DB/COUNTERS/oid:0x15000000000103", value::json_ietf(&queue)).unwrap();
+        assert_eq!(out, [gauge("switch_pfcwd_stormed", "Ethernet4", Some(3), 1.0)], "only the watchdog's fields");
+        let err = with("sonic-db:/COUNTERS_DB/COUNTERS/oid:0x99", value::json_ietf(&port)).unwrap_err();
+        assert!(matches!(err, MapError::UnknownPath(_)), "{err}");
     }
 
     #[test]

@@ -7,8 +7,12 @@
 //! CONFIG_DB tables `PFC_WD` and `WRED_PROFILE`. [`serve`] runs the gNMI
 //! service over it (Capabilities, Get, Set, Subscribe in STREAM — SAMPLE
 //! and ON_CHANGE —, ONCE and POLL modes) at the paths sonic-gnmi uses; see
-//! [`tree`] for the path table. Set validates like SONiC and answers
-//! `INVALID_ARGUMENT` for bad values, `NOT_FOUND` for unknown paths.
+//! [`tree`] for the path table. The database comes from the request
+//! prefix's target or from origin `sonic-db` with the database as the first
+//! element ([`Options::styles`]); a target outside the prefix is ignored, as
+//! the gNMI specification says. Set (CONFIG_DB only) validates like SONiC
+//! and answers `INVALID_ARGUMENT` for bad values, `NOT_FOUND` for unknown
+//! paths.
 //!
 //! ```no_run
 //! # async fn example() -> Result<(), sim::switch::SwitchError> {
@@ -28,10 +32,12 @@
 //! - [`model`]: the switch's state and what drives it ([`Model::advance`],
 //!   [`Model::inject_pfc_storm`], [`drive`]);
 //! - [`config`]: CONFIG_DB defaults and SONiC's validation;
+//! - [`counters`]: COUNTERS_DB: OIDs, name maps, sonic-gnmi's virtual paths;
 //! - [`tree`]: gNMI paths → values, and Set;
 //! - [`service`]: the tonic gNMI service.
 
 pub mod config;
+pub mod counters;
 pub mod model;
 pub mod service;
 pub mod tree;
@@ -48,6 +54,7 @@ use tonic::transport::{Certificate, Identity, Server, ServerTlsConfig};
 
 pub use model::{drive, Model, ModelError, QUEUES};
 pub use service::Service;
+pub use tree::Style;
 
 /// Largest message the switch accepts: a Set of a few hundred fields is a
 /// few kilobytes; 4 MiB (gRPC's default) leaves room and bounds memory.
@@ -72,6 +79,37 @@ pub struct Options {
     /// Require `username`/`password` metadata, as SONiC's telemetry does
     /// with password authentication on.
     pub credentials: Option<(String, String)>,
+    /// Which ways of naming a database the switch takes ([`tree::Style`]):
+    /// both, as a recent sonic-gnmi does, or one, as older releases (prefix
+    /// target only) and write-only setups do, so clients' `auto` can be
+    /// tested.
+    pub styles: Styles,
+    /// Ignore a subscription's `heartbeat_interval`, as targets that do not
+    /// implement it do: ON_CHANGE then sends on change only.
+    pub ignore_heartbeat_interval: bool,
+}
+
+/// The ways of naming a SONiC database a switch takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Styles {
+    /// The prefix's target and origin `sonic-db`.
+    #[default]
+    Both,
+    /// Only the prefix's target (classic SONiC telemetry).
+    PrefixTargetOnly,
+    /// Only origin `sonic-db` with the database as the first element.
+    SonicDbOriginOnly,
+}
+
+impl Styles {
+    /// Whether `style` is taken.
+    pub fn serves(self, style: tree::Style) -> bool {
+        match self {
+            Styles::Both => true,
+            Styles::PrefixTargetOnly => style == tree::Style::PrefixTarget,
+            Styles::SonicDbOriginOnly => style == tree::Style::SonicDbOrigin,
+        }
+    }
 }
 
 /// The switch could not serve.
@@ -121,7 +159,9 @@ pub async fn serve_with(
         }
         builder = builder.tls_config(config).map_err(|e| SwitchError::Tls(e.to_string()))?;
     }
-    let service = Service::new(model, options.credentials.clone(), stop_rx);
+    let service = Service::new(model, options.credentials.clone(), stop_rx)
+        .with_styles(options.styles)
+        .with_heartbeat_interval(!options.ignore_heartbeat_interval);
     let shutdown = async move {
         shutdown.await;
         let _ = stop_tx.send(true);

@@ -18,7 +18,7 @@ use gnmi_proto::gnmi::{
     SetRequest, SetResponse, SubscribeRequest, SubscribeResponse, Subscription, SubscriptionList, SubscriptionMode,
     TypedValue, Update,
 };
-use gnmi_proto::path::{join, path_to_string};
+use gnmi_proto::path::path_to_string;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 use tokio_stream::wrappers::ReceiverStream;
@@ -27,6 +27,7 @@ use tonic::{Request, Response, Status, Streaming};
 
 use super::model::Model;
 use super::tree::{self, Tree};
+use super::Styles;
 
 /// Responses a subscription may have queued for a slow client. A full
 /// queue makes the sampler wait, so a slow client slows its own stream and
@@ -44,13 +45,55 @@ pub struct Service {
     model: Model,
     credentials: Option<(String, String)>,
     stop: watch::Receiver<bool>,
+    styles: Styles,
+    heartbeat_interval: bool,
 }
 
 impl Service {
     /// A service over `model`, requiring `credentials` when given; open
-    /// subscriptions end with `UNAVAILABLE` when `stop` turns true.
+    /// subscriptions end with `UNAVAILABLE` when `stop` turns true. It takes
+    /// both ways of naming a database and honours `heartbeat_interval`.
     pub fn new(model: Model, credentials: Option<(String, String)>, stop: watch::Receiver<bool>) -> Service {
-        Service { model, credentials, stop }
+        Service { model, credentials, stop, styles: Styles::Both, heartbeat_interval: true }
+    }
+
+    /// Takes only the ways of naming a database that `styles` allows.
+    pub fn with_styles(mut self, styles: Styles) -> Service {
+        self.styles = styles;
+        self
+    }
+
+    /// Honours a subscription's `heartbeat_interval` (or, when `false`,
+    /// ignores it as some targets do).
+    pub fn with_heartbeat_interval(mut self, honour: bool) -> Service {
+        self.heartbeat_interval = honour;
+        self
+    }
+
+    /// A request's path as this switch reads it ([`tree::request_path`]),
+    /// checked to point somewhere in a style this switch takes.
+    fn resolve(&self, prefix: Option<&Path>, path: &Path) -> Result<Path, Status> {
+        let full = tree::request_path(prefix, path);
+        match tree::locate(&full) {
+            Ok(at) => match at.style {
+                Some(style) if !self.styles.serves(style) => Err(Status::not_found(format!(
+                    "{}: this switch does not take the database in the {} style",
+                    path_to_string(&full),
+                    style.name()
+                ))),
+                _ => Ok(full),
+            },
+            // Say why a target the client put in the path did not count.
+            Err(status) if !path.target.is_empty() && full.target.is_empty() => Err(Status::new(
+                status.code(),
+                format!(
+                    "{}; the target {:?} in the path is ignored: a gNMI target is read in the prefix only",
+                    status.message(),
+                    path.target
+                ),
+            )),
+            Err(status) => Err(status),
+        }
     }
 
     fn authorize(&self, metadata: &MetadataMap) -> Result<(), Status> {
@@ -78,14 +121,16 @@ fn now_ns() -> i64 {
     engine::time::wall_clock_now()
 }
 
-/// The update's path relative to `prefix` when it starts with it; else the
-/// whole path.
+/// The update's path relative to `prefix` when it starts with it, else the
+/// whole path; never a target (it is the prefix's), and the origin only
+/// when the prefix does not carry it.
 fn relative(prefix: Option<&Path>, full: Path) -> Path {
-    let Some(prefix) = prefix else { return full };
-    if full.elem.len() >= prefix.elem.len() && full.elem[..prefix.elem.len()] == prefix.elem[..] {
-        Path { elem: full.elem[prefix.elem.len()..].to_vec(), ..Path::default() }
+    let Some(prefix) = prefix else { return Path { target: String::new(), ..full } };
+    let origin = if prefix.origin == full.origin { String::new() } else { full.origin };
+    if full.elem.starts_with(&prefix.elem) {
+        Path { elem: full.elem[prefix.elem.len()..].to_vec(), origin, ..Path::default() }
     } else {
-        full
+        Path { elem: full.elem, origin, ..Path::default() }
     }
 }
 
@@ -129,7 +174,7 @@ impl GNmi for Service {
         let state = self.model.read();
         let mut notifications = Vec::with_capacity(request.path.len());
         for path in &request.path {
-            let values = tree::read(&state, &join(prefix, path), encoding)?;
+            let values = tree::read(&state, &self.resolve(prefix, path)?, encoding)?;
             notifications.push(notification(prefix, values));
         }
         Ok(Response::new(GetResponse { notification: notifications, ..Default::default() }))
@@ -138,6 +183,12 @@ impl GNmi for Service {
     async fn set(&self, request: Request<SetRequest>) -> Result<Response<SetResponse>, Status> {
         self.authorize(request.metadata())?;
         let request = request.into_inner();
+        let prefix = request.prefix.as_ref();
+        let paths =
+            request.delete.iter().chain(request.replace.iter().chain(&request.update).filter_map(|u| u.path.as_ref()));
+        for path in paths {
+            self.resolve(prefix, path)?;
+        }
         let results = self.model.write(|state| tree::set(state, &request))?;
         tracing::debug!(message = "Set applied.", operations = results.len());
         Ok(Response::new(SetResponse {
@@ -161,7 +212,7 @@ impl GNmi for Service {
             return Err(Status::invalid_argument("the first SubscribeRequest must carry a SubscriptionList"));
         };
         let encoding = encoding_of(list.encoding)?;
-        let subs = plan(&self.model, &list, encoding)?;
+        let subs = self.plan(&list, encoding)?;
         let (tx, rx) = mpsc::channel(RESPONSE_QUEUE);
         let run = Run { model: self.model.clone(), list, encoding, subs, tx, stop: self.stop.clone() };
         tokio::spawn(run.run(requests));
@@ -188,48 +239,50 @@ struct Sub {
     last: HashMap<String, TypedValue>,
 }
 
-fn plan(model: &Model, list: &SubscriptionList, encoding: Encoding) -> Result<Vec<Sub>, Status> {
-    if list.subscription.is_empty() {
-        return Err(Status::invalid_argument("the SubscriptionList has no subscription"));
+impl Service {
+    fn plan(&self, list: &SubscriptionList, encoding: Encoding) -> Result<Vec<Sub>, Status> {
+        if list.subscription.is_empty() {
+            return Err(Status::invalid_argument("the SubscriptionList has no subscription"));
+        }
+        let state = self.model.read();
+        let now = Instant::now();
+        let mut subs = Vec::new();
+        for Subscription { path, mode, sample_interval, suppress_redundant, heartbeat_interval } in &list.subscription {
+            let full = self.resolve(list.prefix.as_ref(), &path.clone().unwrap_or_default())?;
+            // Unknown paths fail the RPC now, not silently later.
+            tree::read(&state, &full, encoding)?;
+            let (tree_kind, _) = tree::classify(&full)?;
+            let sample = |ns: u64| {
+                if ns == 0 {
+                    DEFAULT_SAMPLE_INTERVAL
+                } else {
+                    Duration::from_nanos(ns).max(MIN_SAMPLE_INTERVAL)
+                }
+            };
+            let heartbeat = (self.heartbeat_interval && *heartbeat_interval > 0)
+                .then(|| Duration::from_nanos(*heartbeat_interval).max(MIN_SAMPLE_INTERVAL));
+            let mode = SubscriptionMode::try_from(*mode)
+                .map_err(|_| Status::invalid_argument(format!("subscription mode {mode} is unknown")))?;
+            let on_change = match mode {
+                SubscriptionMode::OnChange => true,
+                SubscriptionMode::Sample => false,
+                // Configuration and oper-status change rarely; counters always.
+                SubscriptionMode::TargetDefined => tree_kind == Tree::Config,
+            };
+            let interval = if on_change { None } else { Some(sample(*sample_interval)) };
+            subs.push(Sub {
+                full,
+                on_change,
+                interval,
+                suppress: *suppress_redundant,
+                heartbeat,
+                next: now + interval.unwrap_or_default(),
+                next_heartbeat: heartbeat.map(|h| now + h),
+                last: HashMap::new(),
+            });
+        }
+        Ok(subs)
     }
-    let state = model.read();
-    let now = Instant::now();
-    let mut subs = Vec::new();
-    for Subscription { path, mode, sample_interval, suppress_redundant, heartbeat_interval } in &list.subscription {
-        let full = join(list.prefix.as_ref(), &path.clone().unwrap_or_default());
-        // Unknown paths fail the RPC now, not silently later.
-        tree::read(&state, &full, encoding)?;
-        let (tree_kind, _) = tree::classify(&full)?;
-        let sample = |ns: u64| {
-            if ns == 0 {
-                DEFAULT_SAMPLE_INTERVAL
-            } else {
-                Duration::from_nanos(ns).max(MIN_SAMPLE_INTERVAL)
-            }
-        };
-        let heartbeat =
-            (*heartbeat_interval > 0).then(|| Duration::from_nanos(*heartbeat_interval).max(MIN_SAMPLE_INTERVAL));
-        let mode = SubscriptionMode::try_from(*mode)
-            .map_err(|_| Status::invalid_argument(format!("subscription mode {mode} is unknown")))?;
-        let on_change = match mode {
-            SubscriptionMode::OnChange => true,
-            SubscriptionMode::Sample => false,
-            // Configuration and oper-status change rarely; counters always.
-            SubscriptionMode::TargetDefined => tree_kind == Tree::Config,
-        };
-        let interval = if on_change { None } else { Some(sample(*sample_interval)) };
-        subs.push(Sub {
-            full,
-            on_change,
-            interval,
-            suppress: *suppress_redundant,
-            heartbeat,
-            next: now + interval.unwrap_or_default(),
-            next_heartbeat: heartbeat.map(|h| now + h),
-            last: HashMap::new(),
-        });
-    }
-    Ok(subs)
 }
 
 /// A running Subscribe RPC.

@@ -1,20 +1,36 @@
 //! The switch's data tree: which gNMI paths exist, what they read, and how
 //! a Set changes CONFIG_DB.
 //!
-//! Three trees, told apart by target or origin the way sonic-gnmi does:
+//! Three trees. A SONiC database is named in one of two ways
+//! ([`Style`]), as SONiC's telemetry does (`shared/REFERENCE.md` §4):
 //!
-//! | path | reads |
+//! - **prefix target**: the request prefix's target is the database
+//!   (`COUNTERS_DB`, `CONFIG_DB`), the paths start at the table;
+//! - **origin `sonic-db`**: the database is the first element, then
+//!   optionally the namespace `localhost` (`/sonic-db:CONFIG_DB/localhost/PFC_WD/Ethernet0`).
+//!
+//! A target anywhere but in the prefix is ignored (gNMI 2.2.2.1): a request
+//! that names its database only there has none, and is refused with
+//! `NOT_FOUND` naming the missing prefix target. [`request_path`] is how the
+//! service reads a request's path; [`read`] takes the result.
+//!
+//! | path below the database | reads |
 //! |---|---|
-//! | target `COUNTERS_DB`: `COUNTERS/<port>` | the port's `SAI_PORT_STAT_*` as JSON, values as strings |
+//! | `COUNTERS_DB`: `COUNTERS/<port>` | the port's `SAI_PORT_STAT_*` as JSON, values as strings |
 //! | `COUNTERS/<port>/<SAI_PORT_STAT_…>` | one counter, `string_val` |
 //! | `COUNTERS/<port>/Queues` | `{"Ethernet0:3": {"SAI_QUEUE_STAT_PACKETS": "…", …}, …}` |
 //! | `COUNTERS/<port>/Pfcwd` | `{"Ethernet0:3": {"PFC_WD_STATUS": "operational", …}, …}` |
-//! | origin `sonic-db`: `CONFIG_DB/<table>[/<key>[/<field>]]` | JSON of the table or entry, or the field's `string_val` (tables `PFC_WD`, `WRED_PROFILE`, `PORT`) |
+//! | `COUNTERS_PORT_NAME_MAP`, `COUNTERS_QUEUE_NAME_MAP` | `{"Ethernet0": "oid:0x1000000000001", …}`, `{"Ethernet0:3": "oid:0x15000000000003", …}` |
+//! | `COUNTERS[/<oid>[/<field>]]` | the hash of a port's or a queue's OID (a queue's holds its `PFC_WD_*` fields too), or one field |
+//! | `CONFIG_DB`: `<table>[/<key>[/<field>]]` | JSON of the table or entry, or the field's `string_val` (tables `PFC_WD`, `WRED_PROFILE`, `PORT`) |
 //! | origin `openconfig` (or none): `/interfaces/interface[name=X]/state/…` | `oper-status`, `counters/{in-errors,in-fcs-errors,carrier-transitions,…}` |
 //!
-//! `<port>` may be a glob (`Ethernet*`, `*`); a wildcard is expanded into
-//! one update per port. A target `COUNTERS_DB`/`CONFIG_DB` and an origin
-//! `sonic-db` with the database as the first element are the same thing.
+//! The port-name paths (`COUNTERS/<port>…`) are sonic-gnmi's virtual paths,
+//! served with a prefix target only; with origin `sonic-db` the `COUNTERS`
+//! keys are OIDs, as redis holds them. `<port>` may be a glob (`Ethernet*`,
+//! `*`); a wildcard is expanded into one update per port. A missing CONFIG_DB key or field is `NOT_FOUND`
+//! saying "not found"; a table or database this switch does not have is
+//! `NOT_FOUND` saying "not served".
 
 // tonic's `Status` is the gRPC error these functions end in; boxing it at
 // every internal call only to unbox it at the RPC boundary buys nothing.
@@ -27,11 +43,12 @@ use gnmi_proto::gnmi::update_result::Operation;
 use gnmi_proto::gnmi::{Encoding, Path, PathElem, SetRequest, TypedValue, UpdateResult};
 use gnmi_proto::path::{join, path_to_string};
 use gnmi_proto::sonic;
-use serde_json::{json, Map, Value as Json};
+use serde_json::{Map, Value as Json};
 use tonic::Status;
 
 use super::config::{self, ConfigDb};
-use super::model::{State, QUEUE_STATS};
+use super::counters;
+use super::model::State;
 
 /// Which tree a path is in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,23 +61,130 @@ pub enum Tree {
     OpenConfig,
 }
 
-/// The tree of `path` and its elements below the database name.
-pub fn classify(path: &Path) -> Result<(Tree, &[PathElem]), Status> {
-    let first = path.elem.first().map(|e| e.name.as_str());
-    match (path.target.as_str(), path.origin.as_str(), first) {
-        ("COUNTERS_DB", _, _) => Ok((Tree::Counters, &path.elem[..])),
-        ("CONFIG_DB", _, _) => Ok((Tree::Config, &path.elem[..])),
-        (_, "sonic-db", Some("COUNTERS_DB")) => Ok((Tree::Counters, &path.elem[1..])),
-        (_, "sonic-db", Some("CONFIG_DB")) => Ok((Tree::Config, &path.elem[1..])),
-        (_, origin, Some("interfaces")) if origin.is_empty() || origin.starts_with("openconfig") => {
-            Ok((Tree::OpenConfig, &path.elem[..]))
+/// How a request named its SONiC database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    /// The prefix's target.
+    PrefixTarget,
+    /// Origin `sonic-db` and the database as the first element.
+    SonicDbOrigin,
+}
+
+impl Style {
+    /// As configs spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Style::PrefixTarget => "prefix-target",
+            Style::SonicDbOrigin => "sonic-db-origin",
         }
-        _ => Err(not_found(path, "no such tree (COUNTERS_DB, sonic-db:CONFIG_DB or openconfig:/interfaces)")),
     }
 }
 
-fn not_found(path: &Path, why: &str) -> Status {
+/// Where a path points: the tree, how it named its database (none for
+/// OpenConfig), and how many leading elements name the database (and
+/// namespace) rather than the data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Location {
+    /// The tree.
+    pub tree: Tree,
+    /// How the database was named.
+    pub style: Option<Style>,
+    /// Elements before the data (`CONFIG_DB`, `localhost`).
+    pub head: usize,
+}
+
+/// The databases of a SONiC switch this one does not serve.
+const OTHER_DBS: [&str; 7] =
+    ["APPL_DB", "ASIC_DB", "STATE_DB", "LOGLEVEL_DB", "FLEX_COUNTER_DB", "SNMP_OVERLAY_DB", "APPL_STATE_DB"];
+
+/// The one namespace of this (single-ASIC) switch, as sonic-gnmi names it.
+pub const NAMESPACE: &str = "localhost";
+
+fn tree_of_db(path: &Path, db: &str) -> Result<Tree, Status> {
+    match db {
+        "COUNTERS_DB" => Ok(Tree::Counters),
+        "CONFIG_DB" => Ok(Tree::Config),
+        other if OTHER_DBS.contains(&other) => {
+            Err(not_found(path, &format!("database {other} is not served by this switch (COUNTERS_DB, CONFIG_DB are)")))
+        }
+        other => {
+            Err(not_found(path, &format!("{other:?} is not a database this switch serves (COUNTERS_DB, CONFIG_DB)")))
+        }
+    }
+}
+
+/// A request path as this switch reads it: the prefix's elements then the
+/// path's, the path's origin or else the prefix's, and the prefix's target
+/// only: a target elsewhere is ignored (gNMI 2.2.2.1).
+pub fn request_path(prefix: Option<&Path>, path: &Path) -> Path {
+    let path = Path { target: String::new(), ..path.clone() };
+    let mut full = join(prefix, &path);
+    full.target = prefix.map(|p| p.target.clone()).unwrap_or_default();
+    full
+}
+
+/// Where `path` (as [`request_path`] makes it) points.
+pub fn locate(path: &Path) -> Result<Location, Status> {
+    let first = path.elem.first().map(|e| e.name.as_str());
+    if !path.target.is_empty() && path.target != "OC-YANG" {
+        if path.origin == "sonic-db" {
+            // Two ways of naming the database at once: sonic-gnmi refuses it.
+            return Err(invalid(path, "the prefix target and origin sonic-db both name a database: use one"));
+        }
+        let tree = tree_of_db(path, &path.target)?;
+        return Ok(Location { tree, style: Some(Style::PrefixTarget), head: 0 });
+    }
+    match (path.origin.as_str(), first) {
+        ("sonic-db", Some(db)) => {
+            let tree = tree_of_db(path, db)?;
+            let second = path.elem.get(1).map(|e| e.name.as_str());
+            let head = match second {
+                Some(NAMESPACE) => 2,
+                Some(ns) if ns.starts_with("asic") && ns[4..].parse::<u32>().is_ok() => {
+                    return Err(not_found(
+                        path,
+                        &format!("namespace {ns} is not served (this switch has one namespace, {NAMESPACE})"),
+                    ));
+                }
+                _ => 1,
+            };
+            Ok(Location { tree, style: Some(Style::SonicDbOrigin), head })
+        }
+        ("sonic-db", None) => Err(not_found(path, "origin sonic-db needs the database as the first element")),
+        (origin, Some("interfaces")) if origin.is_empty() || origin.starts_with("openconfig") => {
+            Ok(Location { tree: Tree::OpenConfig, style: None, head: 0 })
+        }
+        (_, first) => {
+            // SONiC data without a database: say which prefix target is missing.
+            let db = match first {
+                Some("COUNTERS") | Some("COUNTERS_PORT_NAME_MAP") => "COUNTERS_DB",
+                Some(t) if config::TABLES.contains(&t) => "CONFIG_DB",
+                _ => "COUNTERS_DB or CONFIG_DB",
+            };
+            Err(not_found(
+                path,
+                &format!(
+                    "no database: missing prefix target {db} (or origin sonic-db with the database as the first \
+                     element); a target outside the prefix is ignored"
+                ),
+            ))
+        }
+    }
+}
+
+/// The tree of `path` and its elements below the database name.
+pub fn classify(path: &Path) -> Result<(Tree, &[PathElem]), Status> {
+    let at = locate(path)?;
+    Ok((at.tree, &path.elem[at.head..]))
+}
+
+pub(super) fn not_found(path: &Path, why: &str) -> Status {
     Status::not_found(format!("{}: {why}", path_to_string(path)))
+}
+
+/// A CONFIG_DB table this switch does not have.
+fn not_served(path: &Path, table: &str) -> Status {
+    not_found(path, &format!("CONFIG_DB table {table:?} is not served by this switch ({})", config::TABLES.join(", ")))
 }
 
 fn invalid(path: &Path, why: &str) -> Status {
@@ -68,114 +192,47 @@ fn invalid(path: &Path, why: &str) -> Status {
 }
 
 /// `*`-globs, as sonic-gnmi matches port names.
-fn glob(pattern: &str, name: &str) -> bool {
+pub(super) fn glob(pattern: &str, name: &str) -> bool {
     let Some((head, tail)) = pattern.split_once('*') else { return pattern == name };
     let Some(rest) = name.strip_prefix(head) else { return false };
     tail.is_empty() || (0..=rest.len()).filter(|i| rest.is_char_boundary(*i)).any(|i| glob(tail, &rest[i..]))
 }
 
-fn concrete(query: &Path, elems: Vec<PathElem>) -> Path {
+pub(super) fn concrete(query: &Path, elems: Vec<PathElem>) -> Path {
     Path { origin: query.origin.clone(), target: query.target.clone(), elem: elems, ..Path::default() }
 }
 
-fn elem(name: &str) -> PathElem {
+pub(super) fn elem(name: &str) -> PathElem {
     PathElem { name: name.to_string(), key: HashMap::new() }
 }
 
-fn json_value(json: &Json, encoding: Encoding) -> TypedValue {
+pub(super) fn json_value(json: &Json, encoding: Encoding) -> TypedValue {
     let bytes = json.to_string().into_bytes();
     let value = if encoding == Encoding::Json { TV::JsonVal(bytes) } else { TV::JsonIetfVal(bytes) };
     TypedValue { value: Some(value) }
 }
 
-fn string(s: String) -> TypedValue {
+pub(super) fn string(s: String) -> TypedValue {
     TypedValue { value: Some(TV::StringVal(s)) }
 }
 
-/// Reads `path` (already joined with its prefix): the concrete paths and
-/// their values. An unknown path is NotFound.
+/// Reads `path` (a request's path as [`request_path`] makes it, its target
+/// the prefix's): the concrete paths and their values. An unknown path is
+/// NotFound.
 pub fn read(state: &State, path: &Path, encoding: Encoding) -> Result<Vec<(Path, TypedValue)>, Status> {
-    let (tree, elems) = classify(path)?;
-    // The elements before `elems` (the database name), kept in the output.
-    let head: Vec<PathElem> = path.elem[..path.elem.len() - elems.len()].to_vec();
-    match tree {
-        Tree::Counters => read_counters(state, path, head, elems, encoding),
+    let at = locate(path)?;
+    let elems = &path.elem[at.head..];
+    // The elements before `elems` (the database name and namespace), kept
+    // in the output.
+    let head: Vec<PathElem> = path.elem[..at.head].to_vec();
+    match at.tree {
+        Tree::Counters => {
+            let virtual_paths = at.style == Some(Style::PrefixTarget);
+            counters::read(state, path, head, elems, encoding, virtual_paths)
+        }
         Tree::Config => read_config(&state.config, path, head, elems, encoding),
         Tree::OpenConfig => read_openconfig(state, path, elems),
     }
-}
-
-fn read_counters(
-    state: &State,
-    path: &Path,
-    head: Vec<PathElem>,
-    elems: &[PathElem],
-    encoding: Encoding,
-) -> Result<Vec<(Path, TypedValue)>, Status> {
-    if elems.first().map(|e| e.name.as_str()) != Some("COUNTERS") || elems.len() < 2 || elems.len() > 3 {
-        return Err(not_found(path, "COUNTERS_DB paths are COUNTERS/<port>[/Queues|/Pfcwd|/<counter>]"));
-    }
-    let pattern = &elems[1].name;
-    let ports: Vec<_> = state.ports.iter().filter(|p| glob(pattern, &p.name)).collect();
-    if ports.is_empty() {
-        return Err(not_found(path, &format!("no port matches {pattern:?}")));
-    }
-    let mut out = Vec::with_capacity(ports.len());
-    for port in ports {
-        let mut elems_out = head.clone();
-        elems_out.extend([elem("COUNTERS"), elem(&port.name)]);
-        let value = match elems.get(2).map(|e| e.name.as_str()) {
-            None => {
-                let fields: Map<String, Json> =
-                    port.counter_fields().into_iter().map(|(k, v)| (k, Json::String(v.to_string()))).collect();
-                json_value(&Json::Object(fields), encoding)
-            }
-            Some("Queues") => {
-                let mut queues = Map::new();
-                for (q, queue) in port.queues.iter().enumerate() {
-                    let stats: Map<String, Json> = QUEUE_STATS
-                        .iter()
-                        .zip(queue.stats)
-                        .map(|(k, v)| (k.to_string(), Json::String(v.to_string())))
-                        .collect();
-                    queues.insert(format!("{}:{q}", port.name), Json::Object(stats));
-                }
-                elems_out.push(elem("Queues"));
-                json_value(&Json::Object(queues), encoding)
-            }
-            Some("Pfcwd") => {
-                let wd = config::watchdog(&state.config, &port.name);
-                let mut queues = Map::new();
-                for (q, queue) in port.queues.iter().enumerate() {
-                    let status = if queue.stormed { "stormed" } else { "operational" };
-                    queues.insert(
-                        format!("{}:{q}", port.name),
-                        json!({
-                            "PFC_WD_STATUS": status,
-                            "PFC_WD_QUEUE_STATS_DEADLOCK_DETECTED": queue.deadlock_detected.to_string(),
-                            "PFC_WD_QUEUE_STATS_DEADLOCK_RESTORED": queue.deadlock_restored.to_string(),
-                            "PFC_WD_QUEUE_STATS_TX_DROPPED_PACKETS": queue.wd_tx_dropped.to_string(),
-                            "PFC_WD_QUEUE_STATS_RX_DROPPED_PACKETS": queue.wd_rx_dropped.to_string(),
-                            "PFC_WD_DETECTION_TIME": wd.detection.as_millis().to_string(),
-                            "PFC_WD_RESTORATION_TIME": wd.restoration.as_millis().to_string(),
-                            "PFC_WD_ACTION": wd.action,
-                        }),
-                    );
-                }
-                elems_out.push(elem("Pfcwd"));
-                json_value(&Json::Object(queues), encoding)
-            }
-            Some(field) => {
-                let Some(n) = port.counter(field) else {
-                    return Err(not_found(path, &format!("{} has no counter {field:?}", port.name)));
-                };
-                elems_out.push(elem(field));
-                string(n.to_string())
-            }
-        };
-        out.push((concrete(path, elems_out), value));
-    }
-    Ok(out)
 }
 
 fn entry_json(entry: &BTreeMap<String, String>) -> Json {
@@ -202,7 +259,7 @@ fn read_config(
             json_value(&Json::Object(tables), encoding)
         }
         [table, ..] if !config::TABLES.contains(&table) => {
-            return Err(not_found(path, &format!("CONFIG_DB has no table {table:?} here")));
+            return Err(not_served(path, table));
         }
         [table] => {
             let entries = db.get(table).map(|e| e.iter().map(|(k, v)| (k.clone(), entry_json(v))).collect());
@@ -210,11 +267,11 @@ fn read_config(
         }
         [table, key] => match db.get(table).and_then(|t| t.get(key)) {
             Some(entry) => json_value(&entry_json(entry), encoding),
-            None => return Err(not_found(path, &format!("no entry {table}|{key}"))),
+            None => return Err(not_found(path, &format!("key {key:?} not found in CONFIG_DB table {table}"))),
         },
         [table, key, field] => match db.get(table).and_then(|t| t.get(key)).and_then(|e| e.get(field)) {
             Some(v) => string(v.clone()),
-            None => return Err(not_found(path, &format!("no field {field:?} in {table}|{key}"))),
+            None => return Err(not_found(path, &format!("field {field:?} of {table}|{key} not found in CONFIG_DB"))),
         },
         _ => return Err(not_found(path, "CONFIG_DB paths are CONFIG_DB/<table>/<key>/<field>")),
     };
@@ -311,7 +368,7 @@ pub fn set(state: &mut State, request: &SetRequest) -> Result<Vec<UpdateResult>,
     let mut results = Vec::new();
     let prefix = request.prefix.as_ref();
     let mut locate = |path: &Path| -> Result<(Path, Vec<String>), Status> {
-        let full = join(prefix, path);
+        let full = request_path(prefix, path);
         let (tree, elems) = classify(&full)?;
         if tree != Tree::Config {
             return Err(invalid(&full, "read-only state; only CONFIG_DB can be set"));
@@ -319,9 +376,7 @@ pub fn set(state: &mut State, request: &SetRequest) -> Result<Vec<UpdateResult>,
         let names: Vec<String> = elems.iter().map(|e| e.name.clone()).collect();
         match names.first() {
             None => return Err(invalid(&full, "name a CONFIG_DB table entry or field")),
-            Some(t) if !config::TABLES.contains(&t.as_str()) => {
-                return Err(not_found(&full, &format!("CONFIG_DB has no table {t:?} here")));
-            }
+            Some(t) if !config::TABLES.contains(&t.as_str()) => return Err(not_served(&full, t)),
             _ => {}
         }
         if names.len() == 1 {
@@ -438,6 +493,70 @@ mod tests {
             let err = read(&state, &parse_path(path).unwrap(), Encoding::JsonIetf).unwrap_err();
             assert_eq!(err.code(), tonic::Code::NotFound, "{path}: {err:?}");
         }
+    }
+
+    fn message(path: &Path) -> String {
+        let model = Model::new(1);
+        let state = model.read();
+        let err = read(&state, path, Encoding::JsonIetf).unwrap_err();
+        assert_eq!(err.code(), tonic::Code::NotFound, "{err:?}");
+        err.message().to_string()
+    }
+
+    #[test]
+    fn a_target_outside_the_prefix_names_no_database() {
+        let in_path = parse_path("COUNTERS_DB@/COUNTERS/Ethernet0").unwrap();
+        let full = request_path(None, &in_path);
+        assert_eq!(full.target, "");
+        assert!(message(&full).contains("missing prefix target COUNTERS_DB"), "{}", message(&full));
+        let prefix = parse_path("COUNTERS_DB@/").unwrap();
+        let full = request_path(Some(&prefix), &parse_path("/COUNTERS/Ethernet0").unwrap());
+        let model = Model::new(1);
+        assert_eq!(read(&model.read(), &full, Encoding::JsonIetf).unwrap().len(), 1);
+        let full = request_path(None, &parse_path("CONFIG_DB@/PFC_WD/Ethernet0").unwrap());
+        assert!(message(&full).contains("missing prefix target CONFIG_DB"));
+    }
+
+    #[test]
+    fn both_styles_and_the_namespace_reach_the_same_data() {
+        let model = Model::new(1);
+        let state = model.read();
+        let value = |prefix: Option<&str>, path: &str| {
+            let prefix = prefix.map(|p| parse_path(p).unwrap());
+            let full = request_path(prefix.as_ref(), &parse_path(path).unwrap());
+            let at = locate(&full).unwrap();
+            let out = read(&state, &full, Encoding::JsonIetf).unwrap();
+            (at.style, gnmi_proto::value::to_text(&out[0].1).unwrap())
+        };
+        let field = "/PFC_WD/Ethernet0/action";
+        assert_eq!(value(Some("CONFIG_DB@/"), field), (Some(Style::PrefixTarget), "drop".to_string()));
+        let origin = Some(Style::SonicDbOrigin);
+        assert_eq!(value(None, &format!("/sonic-db:CONFIG_DB{field}")), (origin, "drop".to_string()));
+        assert_eq!(value(None, &format!("/sonic-db:CONFIG_DB/localhost{field}")), (origin, "drop".to_string()));
+        assert_eq!(value(Some("sonic-db:/CONFIG_DB"), field), (origin, "drop".to_string()));
+        let (_, map) = value(Some("COUNTERS_DB@/"), "/COUNTERS_PORT_NAME_MAP");
+        assert_eq!(map, r#"{"Ethernet0":"oid:0x1000000000001"}"#);
+        // With origin sonic-db, COUNTERS is keyed by OID: the port-name paths are virtual, prefix-target only.
+        let (_, hash) = value(None, "/sonic-db:COUNTERS_DB/localhost/COUNTERS/oid:0x1000000000001");
+        assert!(hash.contains("SAI_PORT_STAT_PFC_3_RX_PKTS"), "{hash}");
+        let (_, hash) = value(Some("COUNTERS_DB@/"), "/COUNTERS/oid:0x15000000000003");
+        assert!(hash.contains("PFC_WD_STATUS") && hash.contains("SAI_QUEUE_STAT_PACKETS"), "{hash}");
+        let virtual_path = parse_path("/sonic-db:COUNTERS_DB/COUNTERS/Ethernet0").unwrap();
+        assert!(message(&virtual_path).contains("virtual paths of the prefix-target style only"));
+        assert!(message(&parse_path("/sonic-db:CONFIG_DB/asic1/PFC_WD").unwrap()).contains("namespace asic1"));
+    }
+
+    #[test]
+    fn a_missing_key_is_not_found_and_an_unserved_table_not_served() {
+        let missing = message(&parse_path("CONFIG_DB@/PFC_WD/Ethernet400").unwrap());
+        assert!(missing.contains("not found") && missing.contains("Ethernet400"), "{missing}");
+        assert!(!missing.contains("not served"), "{missing}");
+        let unserved = message(&parse_path("CONFIG_DB@/ACL_TABLE/x").unwrap());
+        assert!(unserved.contains("not served") && !unserved.contains("not found"), "{unserved}");
+        let db = message(&parse_path("APPL_DB@/PORT_TABLE").unwrap());
+        assert!(db.contains("not served"), "{db}");
+        let both = locate(&parse_path("CONFIG_DB@sonic-db:/CONFIG_DB/PFC_WD").unwrap()).unwrap_err();
+        assert_eq!(both.code(), tonic::Code::InvalidArgument, "{both:?}");
     }
 
     #[test]

@@ -1,0 +1,274 @@
+//! One session with a target: connect, find the path style (`auto`),
+//! subscribe one stream per request prefix, then take what comes and beat
+//! the heartbeat until the connection fails.
+
+use std::collections::BTreeSet;
+
+use engine::Batch;
+use futures_util::stream::{self, BoxStream, SelectAll, StreamExt};
+use gnmi_proto::gnmi::subscribe_response::Response as SubResponse;
+use gnmi_proto::gnmi::{Encoding, Notification, SubscribeResponse};
+use gnmi_proto::sonic::{PathStyle, COUNTERS_DB};
+use gnmi_proto::{ClientError, GnmiClient};
+use tokio::time::{Instant, MissedTickBehavior};
+
+use super::ingest::kind_of;
+use super::mapping::OidNames;
+use super::plan::{StreamPlan, StyleChoice};
+use super::sensor::{closed, Failure, Target};
+
+/// The most samples in one batch: one batch is one message on the engine's
+/// bounded channel, so this bounds what one message holds. A notification
+/// with more readings goes out in several batches.
+const MAX_BATCH_SAMPLES: usize = 16_384;
+
+/// What `auto` reads to find the path style: a small COUNTERS_DB table
+/// (one short string per port) every SONiC switch has
+/// (`gnmi_get -xpath_target COUNTERS_DB -xpath COUNTERS_PORT_NAME_MAP`).
+const PROBE_TABLE: &str = "COUNTERS_PORT_NAME_MAP";
+
+/// What the merged streams yield.
+// `End` comes once per stream, `Message` for every response: boxing the
+// large variant would allocate per message to save bytes on a rare one.
+#[allow(clippy::large_enum_variant)]
+enum Event {
+    /// A response (or the error that ended) stream `i`.
+    Message(usize, Result<SubscribeResponse, ClientError>),
+    /// Stream `i` ended.
+    End(usize),
+}
+
+/// Whether a probe's error means "not this way" rather than "not now":
+/// the target answered with a status other than one of unavailability,
+/// credentials or time.
+fn refused(error: &ClientError) -> bool {
+    use gnmi_proto::Code;
+    error.code().is_some_and(|code| {
+        !matches!(
+            code,
+            Code::Unavailable
+                | Code::Unauthenticated
+                | Code::DeadlineExceeded
+                | Code::Cancelled
+                | Code::ResourceExhausted
+        )
+    })
+}
+
+impl Target {
+    /// One session: `Ok` when the target ended a stream, `Err` when it
+    /// failed. `synced` turns true once every stream has sent its initial
+    /// values; `lost_at`, when the target was lost, is taken then.
+    pub(super) async fn session(&mut self, synced: &mut bool, lost_at: &mut Option<i64>) -> Result<(), Failure> {
+        let mut client = GnmiClient::connect(&self.plan.client).await?;
+        let style = match &self.style {
+            Some(style) => style.clone(),
+            None => self.detect(&mut client).await?,
+        };
+        let mut streams: Vec<StreamPlan> = self.plan.streams(&style).to_vec();
+        if let (PathStyle::SonicDbOrigin { .. }, Some(oids)) = (&style, &self.plan.oids) {
+            let updates_only = streams.iter().any(|s| s.list.updates_only);
+            match self.read_oids(&mut client, &style).await {
+                Ok(names) => {
+                    streams.extend(oids.stream(&names, &style, updates_only));
+                    self.oids = names;
+                }
+                Err(e) if refused(&e) => self.refused("the OID name maps", &e),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        if !streams.iter().any(|s| s.list.updates_only) {
+            self.memory.forget_beats();
+        }
+        // One stream refused (a preset the switch does not serve) costs only
+        // itself; the session fails when none is left.
+        let mut merged: SelectAll<BoxStream<'static, Event>> = SelectAll::new();
+        let mut unsynced: BTreeSet<usize> = BTreeSet::new();
+        let mut last_refusal = None;
+        for (i, plan) in streams.iter().enumerate() {
+            let subscription = match client.subscribe(plan.list.clone()).await {
+                Ok(subscription) => subscription,
+                Err(e) if refused(&e) => {
+                    let what = match plan.list.prefix.as_ref() {
+                        Some(prefix) => format!("the stream of prefix {}", gnmi_proto::path_to_string(prefix)),
+                        None => format!("the stream of {} subscriptions without prefix", plan.list.subscription.len()),
+                    };
+                    self.refused(&what, &e);
+                    last_refusal = Some(e);
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            };
+            let messages = subscription.into_stream().map(move |r| Event::Message(i, r));
+            merged.push(messages.chain(stream::once(async move { Event::End(i) })).boxed());
+            unsynced.insert(i);
+        }
+        if let (true, Some(e)) = (unsynced.is_empty(), last_refusal) {
+            return Err(e.into());
+        }
+        let mut beat = self.heartbeat.map(|period| {
+            let mut beat = tokio::time::interval_at(Instant::now() + period, period);
+            beat.set_missed_tick_behavior(MissedTickBehavior::Delay);
+            beat
+        });
+        let mut last_message = Instant::now();
+        loop {
+            let stall_at = self.stall.map(|stall| last_message + stall);
+            let beating = *synced && beat.is_some();
+            tokio::select! {
+                event = merged.next() => {
+                    let (i, response) = match event {
+                        None => return Ok(()),
+                        Some(Event::End(i)) => {
+                            let prefix = streams[i].list.prefix.as_ref().map(gnmi_proto::path_to_string);
+                            let message = format!(
+                                "{} ended the stream of prefix {}",
+                                self.plan.client.address,
+                                prefix.as_deref().unwrap_or("(none)")
+                            );
+                            return Err(Failure { kind: "stream", message, refused: false });
+                        }
+                        Some(Event::Message(i, response)) => (i, response?),
+                    };
+                    last_message = Instant::now();
+                    match response.response {
+                        Some(SubResponse::SyncResponse(true)) => {
+                            unsynced.remove(&i);
+                            if unsynced.is_empty() && !*synced {
+                                *synced = true;
+                                self.mark(true, "");
+                                if let Some(since) = lost_at.take() {
+                                    self.reconnected(since).await?;
+                                }
+                            }
+                        }
+                        Some(SubResponse::Update(notification)) => self.ingest(&streams[i], notification).await?,
+                        #[allow(deprecated)]
+                        Some(SubResponse::Error(e)) => {
+                            let message = format!("target error {}: {}", e.code, e.message);
+                            return Err(Failure { kind: "stream", message, refused: false });
+                        }
+                        _ => {}
+                    }
+                }
+                _ = async { tokio::time::sleep_until(stall_at.unwrap_or(last_message)).await }, if stall_at.is_some() => {
+                    let message = format!("no message for {:?}", self.stall.unwrap_or_default());
+                    return Err(Failure { kind: "timeout", message, refused: false });
+                }
+                _ = async { if let Some(beat) = beat.as_mut() { beat.tick().await; } }, if beating => {
+                    let samples = self.memory.beat(engine::time::wall_clock_now());
+                    if !samples.is_empty() {
+                        self.ctx.send(Batch { samples, notes: vec![] }).await.map_err(closed)?;
+                    }
+                }
+            }
+        }
+    }
+
+    /// A request the switch refused while others may go on: counted
+    /// (`subscribe`) and logged.
+    fn refused(&self, what: &str, error: &ClientError) {
+        let message = format!("target {}: {what} was refused: {error}", self.plan.name);
+        self.ctx.read_failed("subscribe", &message);
+        tracing::warn!(message = "gNMI request refused.", sensor = %self.ctx.name(), target = %self.plan.name, what, %error);
+    }
+
+    /// `COUNTERS_PORT_NAME_MAP` and `COUNTERS_QUEUE_NAME_MAP`, as far as
+    /// the OID plan needs them.
+    async fn read_oids(&self, client: &mut GnmiClient, style: &PathStyle) -> Result<OidNames, ClientError> {
+        let Some(plan) = &self.plan.oids else { return Ok(OidNames::default()) };
+        let mut names = OidNames { queue_fields: plan.queue_fields, ..OidNames::default() };
+        let maps =
+            [("COUNTERS_PORT_NAME_MAP", plan.ports.is_some()), ("COUNTERS_QUEUE_NAME_MAP", plan.queues.is_some())];
+        for (table, wanted) in maps {
+            if !wanted {
+                continue;
+            }
+            let (prefix, path) = style.request(COUNTERS_DB, &[table]);
+            let response = client.get(prefix, vec![path], Encoding::JsonIetf).await?;
+            let json = response
+                .notification
+                .iter()
+                .flat_map(|n| &n.update)
+                .filter_map(|u| u.val.as_ref())
+                .find_map(|val| match gnmi_proto::value::to_json(val) {
+                    Some(Ok(json)) => Some(json),
+                    _ => gnmi_proto::value::to_text(val).ok().and_then(|t| serde_json::from_str(&t).ok()),
+                })
+                .unwrap_or_default();
+            let read = if table == "COUNTERS_PORT_NAME_MAP" { names.add_ports(&json) } else { names.add_queues(&json) };
+            if let Err(e) = read {
+                self.ctx.read_failed("parse", &format!("target {}: {e}", self.plan.name));
+            }
+        }
+        Ok(names)
+    }
+
+    /// `auto`: Capabilities, then a Get of [`PROBE_TABLE`] in the
+    /// `prefix-target` style, then in the `sonic-db-origin` style; the first
+    /// that answers is kept for good. When the switch refuses both, this
+    /// session tries `prefix-target` and the next one probes again.
+    async fn detect(&mut self, client: &mut GnmiClient) -> Result<PathStyle, Failure> {
+        let (sensor, target) = (self.ctx.name().to_string(), self.plan.name.clone());
+        match client.capabilities().await {
+            Ok(caps) => tracing::debug!(
+                message = "gNMI capabilities.",
+                sensor = %sensor,
+                target = %target,
+                version = %caps.g_nmi_version,
+                models = caps.supported_models.len(),
+                sonic_db = caps.supported_models.iter().any(|m| m.name == "sonic-db"),
+            ),
+            // Capabilities is optional to the question; Get decides.
+            Err(e) if refused(&e) => {
+                tracing::debug!(message = "gNMI capabilities refused.", sensor = %sensor, target = %target, error = %e)
+            }
+            Err(e) => return Err(e.into()),
+        }
+        let namespace = match &self.plan.style {
+            StyleChoice::Auto { namespace } => namespace.clone(),
+            StyleChoice::Fixed(_) => None,
+        };
+        let mut refusals = Vec::new();
+        for style in [PathStyle::PrefixTarget, PathStyle::SonicDbOrigin { namespace }] {
+            let (prefix, path) = style.request(COUNTERS_DB, &[PROBE_TABLE]);
+            match client.get(prefix, vec![path], Encoding::JsonIetf).await {
+                Ok(_) => {
+                    tracing::info!(message = "gNMI path style found.", sensor = %sensor, target = %target, path_style = style.name());
+                    self.style = Some(style.clone());
+                    return Ok(style);
+                }
+                Err(e) if refused(&e) => refusals.push(format!("{}: {e}", style.name())),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        tracing::warn!(
+            message = "No gNMI path style answered the probe; trying prefix-target.",
+            sensor = %sensor,
+            target = %target,
+            refusals = %refusals.join("; "),
+        );
+        Ok(PathStyle::PrefixTarget)
+    }
+
+    /// Maps a notification, sends its samples, counts and logs what did not
+    /// map.
+    async fn ingest(&mut self, stream: &StreamPlan, notification: Notification) -> Result<(), Failure> {
+        let started = std::time::Instant::now();
+        let (mut samples, problems) = self.memory.ingest(&self.ctx, &self.plan.name, stream, &self.oids, &notification);
+        for problem in &problems {
+            let kind = kind_of(&problem.error);
+            self.ctx.read_failed(kind, &format!("target {}: {}", self.plan.name, problem.error));
+            self.warnings.warn(self.ctx.name(), &self.plan.name, problem);
+        }
+        let cost = started.elapsed();
+        while !samples.is_empty() {
+            let rest =
+                if samples.len() > MAX_BATCH_SAMPLES { samples.split_off(MAX_BATCH_SAMPLES) } else { Vec::new() };
+            self.ctx.send(Batch { samples, notes: vec![] }).await.map_err(closed)?;
+            samples = rest;
+        }
+        self.ctx.read_ok(cost);
+        Ok(())
+    }
+}
