@@ -201,11 +201,24 @@ pub struct SensorEntry {
     pub settings: toml::Table,
 }
 
+impl SensorEntry {
+    /// Its name in logs and health: `name`, else its type.
+    pub fn name(&self) -> &str {
+        self.name.as_deref().unwrap_or(&self.kind)
+    }
+}
+
 impl DaemonConfig {
     /// Reads a config file; relative paths in it are resolved against its directory.
     pub fn load(path: &Path) -> Result<DaemonConfig, TomlError> {
-        let text = engine::config::read_text(path)?;
-        let mut config: DaemonConfig = parse_toml(&text, &path.display().to_string())?;
+        DaemonConfig::parse(&engine::config::read_text(path)?, path)
+    }
+
+    /// Parses the text of the config file at `path`; relative paths in it
+    /// (its own and the files sensors name) are resolved against the
+    /// file's directory, never the working directory.
+    pub fn parse(text: &str, path: &Path) -> Result<DaemonConfig, TomlError> {
+        let mut config: DaemonConfig = parse_toml(text, &path.display().to_string())?;
         let base = path.parent().unwrap_or(Path::new("."));
         let resolve = |p: &mut PathBuf| {
             if p.is_relative() {
@@ -226,14 +239,24 @@ impl DaemonConfig {
         ] {
             p.as_mut().map(resolve);
         }
-        for s in &mut config.sensor {
-            if let Some(toml::Value::String(p)) = s.settings.get_mut("path") {
-                let mut pb = PathBuf::from(&*p);
-                resolve(&mut pb);
-                *p = pb.display().to_string();
-            }
+        for sensor in &mut config.sensor {
+            engine::config::resolve_paths(&mut sensor.settings, base);
         }
         Ok(config)
+    }
+
+    /// Uses the files given on the command line instead of those the
+    /// config names.
+    pub fn apply(&mut self, overrides: &crate::plan::Overrides) {
+        if let Some(rules) = &overrides.rules {
+            self.rules = Some(rules.clone());
+        }
+        if let Some(playbook) = &overrides.playbook {
+            self.playbook = playbook.clone();
+        }
+        if let Some(inventory) = &overrides.inventory {
+            self.inventory = Some(inventory.clone());
+        }
     }
 }
 

@@ -8,6 +8,7 @@ mod config;
 mod control;
 mod embedded;
 mod metrics;
+mod plan;
 mod report;
 mod timeline;
 mod wiring;

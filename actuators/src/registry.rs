@@ -12,7 +12,7 @@ use std::sync::Arc;
 use engine::dispatch::{ActuatorRoute, DispatchConfig, Dispatcher};
 use engine::ledger::Ledger;
 use engine::playbook::{ActuatorEntry, Playbook};
-use engine::policy::PolicyError;
+use engine::policy::{PolicyError, PolicySettings};
 use engine::{Actuator, BuildError, Errors, Topology};
 
 /// Why a playbook's dispatcher could not be built.
@@ -96,17 +96,18 @@ pub fn dispatcher_with(
             return Err(Errors(errors));
         }
     };
-    Ok(Dispatcher::new(
-        DispatchConfig {
-            mode: playbook.mode,
-            rule_modes: playbook.rule_modes(),
-            routes,
-            timeout: playbook.timeout(),
-            policy,
-            topology,
-        },
-        ledger,
-    ))
+    Ok(Dispatcher::new(dispatch_config(playbook, routes, policy, topology), ledger))
+}
+
+/// The dispatcher's configuration from a playbook whose routes and policy
+/// are already built and checked.
+pub fn dispatch_config(
+    playbook: &Playbook,
+    routes: Vec<ActuatorRoute>,
+    policy: PolicySettings,
+    topology: Option<Arc<Topology>>,
+) -> DispatchConfig {
+    DispatchConfig { mode: playbook.mode, rule_modes: playbook.rule_modes(), routes, timeout: playbook.timeout(), policy, topology }
 }
 
 #[cfg(test)]

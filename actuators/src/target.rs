@@ -11,18 +11,35 @@ pub fn label<'a>(action: &'a Action, name: &str) -> Result<&'a str, ActuatorErro
 }
 
 /// Refuses an action whose verb is not one of `verbs`.
-pub fn verb<'a>(action: &'a Action, actuator: &str, verbs: &[&str]) -> Result<&'a str, ActuatorError> {
-    let verb = action.verb();
+pub fn verb<'a>(action: &'a Action, family: &str, verbs: &[&str]) -> Result<&'a str, ActuatorError> {
+    verb_of(&action.kind, family, verbs)
+}
+
+/// The verb of `kind` (`pfcwd.escalate` → `escalate`), refused when it is
+/// not one of `verbs` of the kinds' `family` (`pfcwd`, `node`, …).
+pub fn verb_of<'a>(kind: &'a str, family: &str, verbs: &[&str]) -> Result<&'a str, ActuatorError> {
+    let verb = kind.split_once('.').map_or(kind, |(_, v)| v);
     if verbs.contains(&verb) {
         Ok(verb)
     } else {
-        let kinds: Vec<String> = verbs.iter().map(|v| format!("{actuator}.{v}")).collect();
-        Err(ActuatorError::NotSupported(format!(
-            "the {actuator} actuator carries out {}, not {}",
-            kinds.join(" and "),
-            action.kind
-        )))
+        let kinds: Vec<String> = verbs.iter().map(|v| format!("{family}.{v}")).collect();
+        Err(ActuatorError::NotSupported(format!("this actuator carries out {}, not {kind}", kinds.join(" and "))))
     }
+}
+
+/// [`engine::Actuator::cannot`] for an actuator that carries out `verbs` of
+/// `family`: why it cannot carry out `kind`, a verb it does not know or
+/// what `side` says the verb lacks.
+pub fn cannot(
+    kind: &str,
+    family: &str,
+    verbs: &[&str],
+    side: impl Fn(&str) -> Result<(), ActuatorError>,
+) -> Option<String> {
+    verb_of(kind, family, verbs).and_then(side).err().map(|e| match e {
+        ActuatorError::NotSupported(why) => why,
+        other => other.to_string(),
+    })
 }
 
 /// Checks that `node` is the node a host-side actuator runs on: it changes

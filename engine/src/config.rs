@@ -116,7 +116,7 @@ impl Locator {
 
 /// A TOML file could not be read or parsed into its schema.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{path}:{line}:{column}: {message}")]
+#[error("{}", self.placed())]
 pub struct TomlError {
     /// The file.
     pub path: String,
@@ -126,6 +126,19 @@ pub struct TomlError {
     pub column: usize,
     /// What was expected.
     pub message: String,
+}
+
+impl TomlError {
+    /// `file:line:col: message`, or `file: message` for a problem of the
+    /// whole file (line 0); a message that already names the file does not
+    /// name it twice.
+    fn placed(&self) -> String {
+        let message = self.message.strip_prefix(&format!("{}: ", self.path)).unwrap_or(&self.message);
+        match self.line {
+            0 => format!("{}: {message}", self.path),
+            line => format!("{}:{line}:{}: {message}", self.path, self.column),
+        }
+    }
 }
 
 /// Parses TOML text into `T`, naming `origin` and the line and column of any
@@ -152,6 +165,65 @@ pub fn read_toml<T: serde::de::DeserializeOwned>(path: &std::path::Path) -> Resu
     parse_toml(&read_text(path)?, &path.display().to_string())
 }
 
+/// Setting keys that name a file or directory, wherever they appear in a
+/// sensor's or actuator's settings: a relative one is resolved against the
+/// directory of the file that sets it, never the daemon's working directory.
+pub const FILE_KEYS: &[&str] = &[
+    "path",
+    "root",
+    "sysfs_root",
+    "ca",
+    "cert",
+    "key",
+    "ca_file",
+    "cert_file",
+    "key_file",
+    "credentials_file",
+    "token_file",
+    "env_file",
+    "slurm_conf",
+];
+
+/// Setting keys that name a program or library: resolved like
+/// [`FILE_KEYS`] only when written as a path (`./bin/scontrol`); a bare
+/// name (`scontrol`, `libnvidia-ml.so.1`) is looked up by the system.
+pub const PROGRAM_KEYS: &[&str] = &["scontrol", "library"];
+
+/// [`FILE_KEYS`] that name a file only at the top of a component's
+/// settings: deeper, `path` is a gNMI subscription path
+/// (`openconfig:/interfaces/…`), not a file.
+const TOP_LEVEL_ONLY: &[&str] = &["path", "root"];
+
+/// Resolves every relative [`FILE_KEYS`] and [`PROGRAM_KEYS`] value in
+/// `settings` (and the tables and arrays of tables inside it) against `base`.
+pub fn resolve_paths(settings: &mut toml::Table, base: &std::path::Path) {
+    resolve_in(settings, base, true);
+}
+
+fn resolve_in(settings: &mut toml::Table, base: &std::path::Path, top: bool) {
+    for (key, value) in settings.iter_mut() {
+        let key = key.as_str();
+        match value {
+            toml::Value::String(text) => {
+                let file = FILE_KEYS.contains(&key) && (top || !TOP_LEVEL_ONLY.contains(&key));
+                let program = PROGRAM_KEYS.contains(&key) && text.contains('/');
+                if (file || program) && !text.is_empty() && std::path::Path::new(text.as_str()).is_relative() {
+                    *text = base.join(&*text).display().to_string();
+                }
+            }
+            toml::Value::Table(inner) => resolve_in(inner, base, false),
+            toml::Value::Array(items) => {
+                for item in items.iter_mut() {
+                    if let toml::Value::Table(inner) = item {
+                        resolve_in(inner, base, false);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,6 +237,24 @@ mod tests {
         assert_eq!(at.position(&["actuator".into(), 1.into(), "handles".into(), 1.into()]), (10, 19));
         assert_eq!(at.position(&["breaker".into(), "window".into()]), (2, 2), "the nearest part that exists");
         assert_eq!(at.error(&["mode".into()], "m").to_string(), "p.toml:1:1: m");
+    }
+
+    #[test]
+    fn relative_files_resolve_against_their_config_and_bare_programs_do_not() {
+        let mut settings: toml::Table = toml::from_str(
+            "root = \"sys\"\nlibrary = \"libnvidia-ml.so.1\"\nscontrol = \"./bin/scontrol\"\nname = \"x\"\n\
+             [gnmi]\nca_file = \"/etc/ca.pem\"\n[[targets]]\nca = \"tls/ca.pem\"\n\
+             [[subscriptions]]\npath = \"openconfig:/interfaces\"\n",
+        )
+        .unwrap();
+        resolve_paths(&mut settings, std::path::Path::new("/etc/rocemend"));
+        assert_eq!(settings["root"].as_str(), Some("/etc/rocemend/sys"));
+        assert_eq!(settings["library"].as_str(), Some("libnvidia-ml.so.1"));
+        assert_eq!(settings["scontrol"].as_str(), Some("/etc/rocemend/./bin/scontrol"));
+        assert_eq!(settings["name"].as_str(), Some("x"));
+        assert_eq!(settings["gnmi"]["ca_file"].as_str(), Some("/etc/ca.pem"));
+        assert_eq!(settings["targets"][0]["ca"].as_str(), Some("/etc/rocemend/tls/ca.pem"));
+        assert_eq!(settings["subscriptions"][0]["path"].as_str(), Some("openconfig:/interfaces"), "a gNMI path, not a file");
     }
 
     #[test]

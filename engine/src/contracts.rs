@@ -111,6 +111,10 @@ pub struct SensorHealth {
     pub last_error: Option<String>,
     /// Time spent reading, in nanoseconds: the sensor's own cost.
     pub busy_ns: u64,
+    /// It delivers only what is pushed to it (job signals over the control
+    /// API), so it is ready before its first sample.
+    #[serde(default)]
+    pub push_driven: bool,
 }
 
 /// Every sensor's health, shared between the sensors and whoever reports it.
@@ -130,6 +134,7 @@ impl HealthBoard {
             errors: Default::default(),
             last_error: None,
             busy_ns: 0,
+            push_driven: false,
         });
         f(entry);
     }
@@ -158,9 +163,10 @@ impl HealthBoard {
 
     /// The sensors that keep the daemon from being ready: those that have
     /// not delivered a sample yet and have not declared that what they read
-    /// does not exist here (`unavailable`).
+    /// does not exist here (`unavailable`) or that they wait for pushes.
     pub fn not_ready(&self) -> Vec<SensorHealth> {
-        self.snapshot().into_iter().filter(|h| h.samples == 0 && h.state != HealthState::Unavailable).collect()
+        let waiting = |h: &SensorHealth| h.samples == 0 && h.state != HealthState::Unavailable && !h.push_driven;
+        self.snapshot().into_iter().filter(waiting).collect()
     }
 
     /// Every sensor's health, by name.
@@ -230,6 +236,16 @@ impl SensorContext {
             if matches!(h.state, HealthState::Up | HealthState::Starting) {
                 h.state = HealthState::Degraded;
             }
+        });
+    }
+
+    /// Says the sensor delivers only what is pushed to it: up, and ready
+    /// without a sample.
+    pub fn push_driven(&self, detail: &str) {
+        self.health.update(&self.name, |h| {
+            h.push_driven = true;
+            h.state = HealthState::Up;
+            h.detail = detail.to_string();
         });
     }
 
@@ -379,6 +395,16 @@ pub enum Verification {
 pub trait Actuator: Send + Sync {
     /// The actuator's name, as the playbook calls it.
     fn name(&self) -> &str;
+
+    /// Why this actuator, as configured, cannot carry out actions of
+    /// `kind`: a verb it does not know, or a side (switches, the host) it
+    /// has no settings for. A playbook whose rules propose such a kind is
+    /// refused by `check` and `run` alike. `None`: it can, as far as the kind
+    /// alone tells (the default: notifications and commands take any kind).
+    fn cannot(&self, kind: &str) -> Option<String> {
+        let _ = kind;
+        None
+    }
 
     /// Exactly what [`Actuator::execute`] would send for `action`.
     async fn dry_run(&self, action: &Action) -> Result<Plan, ActuatorError>;

@@ -109,6 +109,15 @@ pub enum BuildError {
     },
 }
 
+impl BuildError {
+    /// The name of the component, as the config calls it.
+    pub fn name(&self) -> &str {
+        match self {
+            BuildError::UnknownKind { name, .. } | BuildError::NotInBuild { name, .. } | BuildError::Invalid { name, .. } => name,
+        }
+    }
+}
+
 /// A component of the configuration being built: a sensor or an actuator
 /// of some kind, by its name. Makes its settings, and names it in errors.
 #[derive(Debug, Clone, Copy)]

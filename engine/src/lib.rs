@@ -67,7 +67,8 @@
 //! - [`recording`]: JSON-lines recordings for replay;
 //! - [`config`]: TOML helpers with line/column errors;
 //! - `testing` (feature `test-util`): fakes shared by the workspace's tests;
-//! - [`errors`]: error lists ([`Errors`]) and the build error of components.
+//! - [`errors`]: error lists ([`Errors`]) and the build error of components;
+//! - [`names`]: "did you mean …?" for mistyped names.
 
 #![deny(missing_docs)]
 
@@ -84,6 +85,7 @@ pub mod instance;
 pub mod labels;
 pub mod ledger;
 pub mod mode;
+pub mod names;
 pub mod playbook;
 pub mod policy;
 pub mod recording;

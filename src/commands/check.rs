@@ -1,30 +1,26 @@
-//! `rocemend check`: every error in a configuration, at once.
+//! `rocemend check`: every problem of a configuration and the files it
+//! names, at once, each at `file:line:col`. With a daemon config it builds
+//! the very [`Plan`] `run` starts from, so what `check` passes `run`
+//! accepts. Without arguments it checks the default locations.
 
 use std::path::{Path, PathBuf};
 
-use engine::playbook::Playbook;
-use engine::rule::{self, Helpers};
-use engine::Topology;
+use engine::config::TomlError;
+use engine::{Labels, SeriesTable};
 
-use crate::config::DaemonConfig;
-use crate::wiring;
+use crate::plan::{inventory, Overrides, Plan, PlaybookInputs, PlaybookPart};
 use crate::Exit;
 
-/// What `check` found: the files that passed, and every error.
+/// The daemon config `check` looks for first with no arguments.
+pub const DEFAULT_CONFIG: &str = "/etc/rocemend/rocemend.toml";
+
+/// What `check` found: what passed, what is allowed only by
+/// `allow_unsafe`, and every problem.
 #[derive(Default)]
 struct Report {
     checked: Vec<String>,
-    errors: Vec<String>,
-}
-
-/// The files to check: given on the command line, or named by the config.
-struct Files {
-    rules: Option<PathBuf>,
-    playbook: Option<PathBuf>,
-    inventory: Option<PathBuf>,
-    /// The daemon's node, when a config is checked: the playbook's host
-    /// actuators must act on it.
-    node: Option<String>,
+    unsafe_allowed: Vec<TomlError>,
+    errors: Vec<TomlError>,
 }
 
 /// `rocemend check`.
@@ -34,124 +30,119 @@ pub fn check(
     playbook: Option<&Path>,
     inventory: Option<&Path>,
 ) -> anyhow::Result<Exit> {
-    let mut report = Report::default();
-    let mut files = Files {
+    let overrides = Overrides {
         rules: rules.map(Path::to_path_buf),
         playbook: playbook.map(Path::to_path_buf),
         inventory: inventory.map(Path::to_path_buf),
-        node: None,
     };
-    if let Some(path) = config {
-        check_config(path, &mut files, &mut report);
-    }
-    if let Some(path) = &files.inventory {
-        match Topology::load(path) {
-            Ok(t) => report.checked.push(format!("inventory {} ({} nodes)", path.display(), t.node_count())),
-            Err(e) => report.errors.push(e.to_string()),
-        }
-    }
-    let playbook =
-        files.playbook.clone().and_then(|path| check_playbook(&path, &mut files, &mut report));
-    if let Some(dir) = &files.rules {
-        check_rules(dir, playbook.as_ref().map(|p| (files.playbook.as_deref().unwrap_or(dir), p)), &mut report);
-    }
-    if report.checked.is_empty() && report.errors.is_empty() {
-        anyhow::bail!("nothing to check: give --config, --rules, --playbook or --inventory");
-    }
-    for line in &report.checked {
-        println!("ok     {line}");
-    }
-    for e in &report.errors {
-        eprintln!("error  {e}");
-    }
+    let given = config.is_some() || rules.is_some() || playbook.is_some() || inventory.is_some();
+    let config = match config {
+        Some(path) => Some(path.to_path_buf()),
+        None if !given && Path::new(DEFAULT_CONFIG).exists() => Some(PathBuf::from(DEFAULT_CONFIG)),
+        None => None,
+    };
+    let report = match &config {
+        Some(path) => check_config(path, &overrides),
+        None => check_files(if given { overrides } else { default_files()? }),
+    };
+    print(&report);
     if report.errors.is_empty() {
         Ok(Exit::Ok)
     } else {
-        anyhow::bail!("{} error(s) found", report.errors.len())
+        anyhow::bail!("{} problem(s) found", report.errors.len())
     }
 }
 
-/// Checks the daemon config at `path`: its sensors and engine settings;
-/// the files it names are checked next unless the command line named them.
-fn check_config(path: &Path, files: &mut Files, report: &mut Report) {
-    let cfg = match DaemonConfig::load(path) {
-        Ok(cfg) => cfg,
-        Err(e) => return report.errors.push(e.to_string()),
-    };
-    report.checked.push(format!("config {}", path.display()));
-    files.playbook.get_or_insert(cfg.playbook.clone());
-    if let Some(inv) = &cfg.inventory {
-        files.inventory.get_or_insert(inv.clone());
+/// The files checked without arguments when there is no
+/// [`DEFAULT_CONFIG`]: `./rules` and `./playbooks/default.toml`.
+fn default_files() -> anyhow::Result<Overrides> {
+    let rules = Path::new("rules").is_dir().then(|| PathBuf::from("rules"));
+    let playbook = Path::new("playbooks/default.toml").is_file().then(|| PathBuf::from("playbooks/default.toml"));
+    if rules.is_none() && playbook.is_none() {
+        anyhow::bail!(
+            "nothing to check: no {DEFAULT_CONFIG}, ./rules or ./playbooks/default.toml; \
+             give --config, --rules, --playbook or --inventory"
+        );
     }
-    if let Some(r) = &cfg.rules {
-        files.rules.get_or_insert(r.clone());
-    }
-    match wiring::node(&cfg) {
-        Ok(node) => files.node = Some(node),
-        Err(e) => report.errors.push(format!("{}: {e:#}", path.display())),
-    }
-    if let Err(e) = wiring::sensors(&cfg) {
-        report.errors.extend(e.into_iter().map(|e| format!("{}: {e}", path.display())));
-    }
-    let durations = [
-        ("engine.tick", &cfg.engine.tick),
-        ("engine.reload_poll", &cfg.engine.reload_poll),
-        ("engine.max_ahead", &cfg.engine.max_ahead),
-    ];
-    for (what, value) in durations {
-        if let Err(e) = engine::time::parse_duration(value) {
-            report.errors.push(format!("{}: {what}: {e}", path.display()));
-        }
-    }
-    let budget = cfg.engine.rule_cost_budget;
-    if !(budget > 0.0 && budget <= 1.0) {
-        let file = path.display();
-        report.errors.push(format!("{file}: engine.rule_cost_budget = {budget}: expected a share of a core, above 0 and at most 1"));
-    }
-    if !["wall", "samples"].contains(&cfg.engine.clock.as_str()) {
-        let clock = &cfg.engine.clock;
-        report.errors.push(format!("{}: engine.clock {clock:?}: expected wall or samples", path.display()));
-    }
+    Ok(Overrides { rules, playbook, inventory: None })
 }
 
-/// Checks the playbook at `path` and builds its actuators (acting on the
-/// config's node, if a config is checked); returns it loaded, and takes its
-/// rule directory when none was given.
-fn check_playbook(path: &Path, files: &mut Files, report: &mut Report) -> Option<Playbook> {
-    let mut playbook = match Playbook::load(path) {
-        Ok(p) => p,
-        Err(e) => {
-            report.errors.push(e.to_string());
-            return None;
+/// A daemon config and every file it names, built as `run` builds them.
+fn check_config(path: &Path, overrides: &Overrides) -> Report {
+    let mut report = Report::default();
+    match Plan::build(path, overrides) {
+        Ok(plan) => {
+            report.checked.push(format!(
+                "config {} (node {}, {} sensors)",
+                path.display(),
+                plan.node,
+                plan.sensors.len()
+            ));
+            if let (Some(path), Some(topology)) = (&plan.config.inventory, &plan.topology) {
+                report.checked.push(format!("inventory {} ({} nodes)", path.display(), topology.node_count()));
+            }
+            describe(&plan.part, &mut report);
+            if let Some(listen) = plan.settings.metrics_listen {
+                report.checked.push(format!("metrics on {listen}"));
+            }
         }
-    };
-    report.checked.push(format!("playbook {} (mode {})", path.display(), playbook.mode.as_str()));
-    if files.rules.is_none() {
-        files.rules = playbook.rules_dir(path);
+        Err(problems) => report.errors = problems.0,
     }
-    if let Some(node) = &files.node {
-        if let Err(errors) = wiring::one_node(&mut playbook, node) {
-            report.errors.extend(errors.into_iter().map(|e| format!("{}: {e}", path.display())));
-        }
-    }
-    if let Err(e) = actuators::registry::dispatcher(&playbook, None, None) {
-        report.errors.extend(e.into_iter().map(|e| e.to_string()));
-    }
-    Some(playbook)
+    report
 }
 
-/// Loads the rules of `dir`; with a playbook (and its path), also checks
-/// that every `[rule.NAME]` of the playbook names one of them.
-fn check_rules(dir: &Path, playbook: Option<(&Path, &Playbook)>, report: &mut Report) {
-    let set = match rule::load_dir(dir, Helpers::default()) {
-        Ok(set) => set,
-        Err(errs) => return report.errors.extend(errs.iter().map(ToString::to_string)),
-    };
-    report.checked.push(format!("rules {} ({} rules)", dir.display(), set.rules.len()));
-    if let Some((path, p)) = playbook {
-        let names: Vec<&str> = set.rules.iter().map(|r| r.name.as_str()).collect();
-        for unknown in p.unknown_rules(&names) {
-            report.errors.push(format!("{}: [rule.{unknown}] names no rule of {}", path.display(), dir.display()));
+/// A playbook, a rule directory and an inventory given on their own:
+/// checked as far as they go without a daemon config (no node, no sensors).
+fn check_files(files: Overrides) -> Report {
+    let mut report = Report::default();
+    let topology = inventory(files.inventory.as_deref(), &mut report.errors);
+    if let (Some(path), Some(t)) = (&files.inventory, &topology) {
+        report.checked.push(format!("inventory {} ({} nodes)", path.display(), t.node_count()));
+    }
+    let series = SeriesTable::new(topology.clone(), Labels::default());
+    match (files.playbook, files.rules) {
+        (Some(path), rules) => {
+            let inputs = PlaybookInputs { path, rules, node: None, topology, series };
+            if let Some(part) = PlaybookPart::build(inputs, &mut report.errors) {
+                describe(&part, &mut report);
+            }
         }
+        (None, Some(dir)) => match engine::rule::load_dir(&dir, engine::rule::Helpers::new(Some(series), topology)) {
+            Ok(set) => report.checked.push(format!("rules {} ({} rules)", dir.display(), set.rules.len())),
+            Err(errors) => report.errors.extend(errors.into_iter().map(|e| TomlError {
+                path: e.path,
+                line: e.line,
+                column: e.column,
+                message: e.message,
+            })),
+        },
+        (None, None) => {}
+    }
+    report
+}
+
+/// What a checked playbook holds.
+fn describe(part: &PlaybookPart, report: &mut Report) {
+    let playbook = &part.playbook;
+    let actuators = playbook.actuator.len();
+    report.checked.push(format!(
+        "playbook {} (mode {}, {actuators} actuators)",
+        part.path.display(),
+        playbook.mode.as_str()
+    ));
+    let off = part.rules_in_dir - part.rules.rules.len();
+    report.checked.push(format!("rules {} ({} rules, {off} off)", part.rules_dir.display(), part.rules.rules.len()));
+    report.unsafe_allowed.extend(part.allowed_unsafe.iter().cloned());
+}
+
+fn print(report: &Report) {
+    for line in &report.checked {
+        println!("ok     {line}");
+    }
+    for e in &report.unsafe_allowed {
+        println!("unsafe {e} (allowed by allow_unsafe = true)");
+    }
+    for e in &report.errors {
+        eprintln!("error  {e}");
     }
 }

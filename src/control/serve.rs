@@ -24,9 +24,16 @@ pub struct TcpSide {
     tokens: Tokens,
 }
 
-/// Reads the TLS and token files and binds the TCP address, if `[control]
-/// listen` is set.
-pub fn tcp_side(control: &ControlSection) -> anyhow::Result<Option<TcpSide>> {
+/// The TCP side, checked (TLS loaded, tokens read), not yet bound.
+pub struct TcpPlan {
+    addr: String,
+    tls: Arc<rustls::ServerConfig>,
+    tokens: Tokens,
+}
+
+/// Reads the TLS and token files, if `[control] listen` is set: what `run`
+/// would refuse is refused here, for `check` too.
+pub fn tcp_plan(control: &ControlSection) -> anyhow::Result<Option<TcpPlan>> {
     let Some(addr) = &control.listen else { return Ok(None) };
     let need = |what: &str, p: &Option<PathBuf>| -> anyhow::Result<PathBuf> {
         p.clone().with_context(|| {
@@ -38,9 +45,17 @@ pub fn tcp_side(control: &ControlSection) -> anyhow::Result<Option<TcpSide>> {
     let token = need("token_file", &control.token_file)?;
     let tls = server_tls(&cert, &key)?;
     let tokens = Tokens::load(&token, control.read_token_file.as_deref())?;
-    let listener = std::net::TcpListener::bind(addr).with_context(|| format!("control.listen {addr}"))?;
-    listener.set_nonblocking(true)?;
-    Ok(Some(TcpSide { listener, tls, tokens }))
+    std::net::ToSocketAddrs::to_socket_addrs(addr.as_str()).with_context(|| format!("control.listen {addr:?}"))?;
+    Ok(Some(TcpPlan { addr: addr.clone(), tls, tokens }))
+}
+
+impl TcpPlan {
+    /// Binds the TCP address.
+    pub fn bind(self) -> anyhow::Result<TcpSide> {
+        let listener = std::net::TcpListener::bind(&self.addr).with_context(|| format!("control.listen {}", self.addr))?;
+        listener.set_nonblocking(true)?;
+        Ok(TcpSide { listener, tls: self.tls, tokens: self.tokens })
+    }
 }
 
 impl TcpSide {

@@ -152,6 +152,10 @@ impl Actuator for CordonActuator {
         &self.name
     }
 
+    fn cannot(&self, kind: &str) -> Option<String> {
+        crate::target::cannot(kind, "node", &["cordon"], |_| Ok(()))
+    }
+
     async fn dry_run(&self, action: &Action) -> Result<Plan, ActuatorError> {
         let request = Request::from_action(action)?;
         Ok(self.plan(match &self.backend {

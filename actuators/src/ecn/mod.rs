@@ -23,7 +23,7 @@ use engine::{Action, Actuator, ActuatorError, Outcome, Plan, Verification};
 use serde_json::json;
 
 use crate::sonic::{self, Sonic};
-use crate::target::{host_netdev, no_host, verb};
+use crate::target::{cannot, host_netdev, no_host, verb};
 
 /// Lowers ECN thresholds and sets DCQCN knobs, built from an [`EcnConfig`].
 #[derive(Debug)]
@@ -85,6 +85,13 @@ fn knob_values(applied: &Outcome, which: &str, n: usize) -> Result<Vec<String>, 
 impl Actuator for EcnActuator {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn cannot(&self, kind: &str) -> Option<String> {
+        cannot(kind, "ecn", VERBS, |verb| match verb {
+            "lower" => self.sonic().map(drop),
+            _ => self.host.as_ref().map(drop).ok_or_else(|| no_host(&self.name)),
+        })
     }
 
     async fn dry_run(&self, action: &Action) -> Result<Plan, ActuatorError> {

@@ -168,6 +168,10 @@ impl Actuator for LinkActuator {
         &self.name
     }
 
+    fn cannot(&self, kind: &str) -> Option<String> {
+        crate::target::cannot(kind, "link", &["isolate"], |_| Ok(()))
+    }
+
     async fn dry_run(&self, action: &Action) -> Result<Plan, ActuatorError> {
         let netdev = self.netdev(action)?;
         Ok(Plan { actuator: self.name.clone(), requests: vec![Self::request(netdev, false)] })

@@ -25,7 +25,7 @@ use engine::{Action, Actuator, ActuatorError, Outcome, Plan, Verification};
 use serde_json::json;
 
 use crate::sonic::Sonic;
-use crate::target::{host_netdev, no_host, verb};
+use crate::target::{cannot, host_netdev, no_host, verb};
 use host::{Host, Prevention};
 use switch::Level;
 
@@ -72,6 +72,13 @@ fn prior_prevention(applied: &Outcome) -> Result<Prevention, ActuatorError> {
 impl Actuator for PfcwdActuator {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn cannot(&self, kind: &str) -> Option<String> {
+        cannot(kind, "pfcwd", &["escalate", "prevent"], |verb| match verb {
+            "escalate" => self.sonic().map(drop),
+            _ => self.host.as_ref().map(drop).ok_or_else(|| no_host(&self.name)),
+        })
     }
 
     async fn dry_run(&self, action: &Action) -> Result<Plan, ActuatorError> {
@@ -196,8 +203,8 @@ mod tests {
         let plan = pfcwd.dry_run(&escalate(&[("level", "2")])).await.unwrap();
         assert_eq!(
             plan.requests,
-            ["gNMI Set to leaf-rail3 (127.0.0.1:1): update sonic-db:/CONFIG_DB/PFC_WD/Ethernet4/action = \"drop\", \
-              update sonic-db:/CONFIG_DB/PFC_WD/Ethernet4/detection_time = \"100\""]
+            ["gNMI Set to leaf-rail3 (127.0.0.1:1): update CONFIG_DB@/PFC_WD/Ethernet4/action = \"drop\", \
+              update CONFIG_DB@/PFC_WD/Ethernet4/detection_time = \"100\""]
         );
         let plan = pfcwd.dry_run(&escalate(&[("restoration_time", "400")])).await.unwrap();
         assert!(plan.requests[0].ends_with("restoration_time = \"400\""), "{:?}", plan.requests);

@@ -39,7 +39,7 @@ use serde_json::{json, Value};
 use crate::cordon::check_node;
 use crate::cordon::slurm::Slurm;
 use crate::sonic::{self, Fields, Sonic};
-use crate::target::{label, verb};
+use crate::target::{cannot, label, verb};
 use kubernetes::Kube;
 
 /// The CONFIG_DB table of ports.
@@ -327,6 +327,10 @@ impl RailActuator {
 impl Actuator for RailActuator {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn cannot(&self, kind: &str) -> Option<String> {
+        cannot(kind, "rail", &["drain"], |_| Ok(()))
     }
 
     async fn dry_run(&self, action: &Action) -> Result<Plan, ActuatorError> {

@@ -209,27 +209,51 @@ fn actuators(p: &Playbook, errors: &mut Vec<TomlError>) {
 /// some actuator handles.
 fn kinds_named(p: &Playbook, errors: &mut Vec<TomlError>) {
     let handled: Vec<&str> = p.actuator.iter().flat_map(|a| a.handles.iter().map(String::as_str)).collect();
-    let mut check = |path: Vec<Key<'_>>, pattern: &str, what: &str| {
+    for named in p.named_kinds() {
+        let (pattern, what) = (named.pattern, named.what);
         if !well_formed(pattern) {
-            errors.push(p.error(&path, format!("{what}: {pattern:?} is not an action kind")));
+            errors.push(p.error(&named.at, format!("{what}: {pattern:?} is not an action kind")));
         } else if !handled.iter().any(|h| overlaps(h, pattern)) {
             let known = if handled.is_empty() { "none".to_string() } else { handled.join(", ") };
-            errors.push(p.error(&path, format!("{what}: no actuator handles {pattern:?} (actuators handle: {known})")));
-        }
-    };
-    for (i, a) in p.approval.iter().enumerate() {
-        for (j, pattern) in a.actions.iter().enumerate() {
-            check(vec!["approval".into(), i.into(), "actions".into(), j.into()], pattern, "approval");
+            errors.push(p.error(&named.at, format!("{what}: no actuator handles {pattern:?} (actuators handle: {known})")));
         }
     }
-    for (j, pattern) in p.undo.on_resolve.iter().enumerate() {
-        check(vec!["undo".into(), "on_resolve".into(), j.into()], pattern, "undo.on_resolve");
-    }
-    for (j, pattern) in p.verify.reapply_reverted.iter().enumerate() {
-        // The defaults name the switch actions whether or not this playbook has them.
-        if p.source.0.as_ref().is_some_and(|at| at.has(&["verify".into(), "reapply_reverted".into()])) {
-            check(vec!["verify".into(), "reapply_reverted".into(), j.into()], pattern, "verify.reapply_reverted");
+}
+
+/// An action-kind pattern the playbook names outside its actuators.
+pub struct NamedKind<'a> {
+    /// Where it is written.
+    pub at: Vec<Key<'a>>,
+    /// The pattern (`node.cordon`, `rail.*`).
+    pub pattern: &'a str,
+    /// The setting that names it, for messages (`approval`, `undo.on_resolve`).
+    pub what: &'static str,
+}
+
+impl Playbook {
+    /// The action kinds `[[approval]]`, `[undo]` and `[verify]` name, where
+    /// the playbook writes them. `[verify]`'s built-in default (the switch
+    /// actions) is left out: it names them whether or not the playbook has them.
+    pub fn named_kinds(&self) -> Vec<NamedKind<'_>> {
+        let mut named = Vec::new();
+        for (i, a) in self.approval.iter().enumerate() {
+            for (j, pattern) in a.actions.iter().enumerate() {
+                named.push(NamedKind { at: vec!["approval".into(), i.into(), "actions".into(), j.into()], pattern, what: "approval" });
+            }
         }
+        for (j, pattern) in self.undo.on_resolve.iter().enumerate() {
+            named.push(NamedKind { at: vec!["undo".into(), "on_resolve".into(), j.into()], pattern, what: "undo.on_resolve" });
+        }
+        if self.source.0.as_ref().is_some_and(|at| at.has(&["verify".into(), "reapply_reverted".into()])) {
+            for (j, pattern) in self.verify.reapply_reverted.iter().enumerate() {
+                named.push(NamedKind {
+                    at: vec!["verify".into(), "reapply_reverted".into(), j.into()],
+                    pattern,
+                    what: "verify.reapply_reverted",
+                });
+            }
+        }
+        named
     }
 }
 

@@ -36,7 +36,7 @@ use crate::errors::Errors;
 
 mod checks;
 
-pub use checks::{covers, overlaps};
+pub use checks::{covers, overlaps, NamedKind};
 use crate::coordination::Scope;
 use crate::dispatch::Mode;
 use crate::policy::{
@@ -165,8 +165,15 @@ impl Playbook {
     }
 
     /// Reads and checks a playbook file.
+    /// Relative files in actuator settings are resolved against the
+    /// playbook's directory.
     pub fn load(path: &Path) -> Result<Playbook, Errors<TomlError>> {
-        Playbook::parse(&crate::config::read_text(path)?, &path.display().to_string())
+        let mut playbook = Playbook::parse(&crate::config::read_text(path)?, &path.display().to_string())?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        for entry in &mut playbook.actuator {
+            crate::config::resolve_paths(&mut entry.settings, base);
+        }
+        Ok(playbook)
     }
 
     /// The unsafe settings `allow_unsafe = true` lets through, each with

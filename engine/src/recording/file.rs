@@ -141,9 +141,13 @@ pub fn rotated(path: &Path, k: u32) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// Opens `path` for appending, creating it, and cuts a last line without its
-/// newline (a crash in the middle of writing it).
+/// Opens `path` for appending, creating it (and its directory, as the
+/// state directory is), and cuts a last line without its newline (a crash
+/// in the middle of writing it).
 fn open_for_append(path: &Path) -> io::Result<Counted> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
     let mut file = OpenOptions::new().create(true).read(true).append(true).open(path)?;
     let len = file.metadata()?.len();
     if len > 0 {

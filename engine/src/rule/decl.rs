@@ -111,7 +111,7 @@ fn err(path: &str, (line, column): (usize, usize), message: impl Into<String>) -
 
 /// Where `field:` first appears in the source, else where the declaration
 /// starts; good enough to put the cursor on the offending line.
-fn field_position(source: &str, field: &str, fallback: (usize, usize)) -> (usize, usize) {
+pub(super) fn field_position(source: &str, field: &str, fallback: (usize, usize)) -> (usize, usize) {
     // Keys may be bare (`select:`) or quoted (`"for":`, needed for Rhai
     // keywords). Comments are blanked first so prose naming a field does not
     // catch the cursor; blanking keeps every offset.

@@ -187,10 +187,11 @@ pub fn load_sources(sources: &[(String, String)], helpers: Helpers) -> Result<Ru
         match compile(&scripts, path, source) {
             Ok(rule) => {
                 if let Some(other) = rules.iter().find(|r| r.name == rule.name) {
+                    let (line, column) = decl::field_position(source, "name", (1, 1));
                     errors.push(RuleError {
                         path: path.clone(),
-                        line: 0,
-                        column: 0,
+                        line,
+                        column,
                         message: format!("rule name {:?} is also used by {}", rule.name, other.path),
                     });
                 } else {

@@ -124,7 +124,7 @@ impl Sensor for JobSensor {
     }
 
     async fn run(mut self: Box<Self>, ctx: SensorContext) -> Result<(), SensorError> {
-        ctx.set_state(engine::HealthState::Up, "waiting for job pushes");
+        ctx.push_driven("waiting for job pushes");
         loop {
             let push = tokio::select! {
                 push = self.rx.recv() => match push {

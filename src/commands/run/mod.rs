@@ -7,22 +7,31 @@ mod parts;
 mod signals;
 
 use std::path::Path;
-use std::time::Duration;
 
 use engine::runtime;
 use tokio::sync::{mpsc, watch};
 
 use self::parts::Parts;
 use self::signals::{init_logging, spawn_signal_handlers, watch_rules};
-use crate::config::DaemonConfig;
 use crate::control::{self, server::ControlService};
+use crate::plan::{Overrides, Plan};
 use crate::{report, wiring, Exit};
 
-/// `rocemend run --config PATH`.
+/// `rocemend run --config PATH`: builds the same [`Plan`] `check` does, so
+/// it refuses exactly the configs `check` refuses, with the same messages.
 pub fn run(config_path: &Path) -> anyhow::Result<Exit> {
-    let config = DaemonConfig::load(config_path)?;
-    init_logging(&config.log.format, &config.log.level)?;
-    let parts = Parts::build(&config, config_path)?;
+    let plan = Plan::build(config_path, &Overrides::default()).map_err(|problems| {
+        anyhow::anyhow!(
+            "{problems}\n{} problem(s) in the configuration; `rocemend check --config {}` lists them",
+            problems.0.len(),
+            config_path.display()
+        )
+    })?;
+    init_logging(plan.settings.log_format, &plan.settings.log_level)?;
+    for warning in &plan.part.allowed_unsafe {
+        tracing::warn!(message = "Unsafe setting allowed by allow_unsafe.", setting = %warning);
+    }
+    let parts = Parts::build(plan)?;
     tracing::info!(
         message = "Starting.",
         config = %config_path.display(),
@@ -30,21 +39,23 @@ pub fn run(config_path: &Path) -> anyhow::Result<Exit> {
         playbook = %parts.playbook.name,
         mode = parts.playbook.mode.as_str()
     );
-    super::runtime()?.block_on(serve(parts, config))?;
+    super::runtime()?.block_on(serve(parts))?;
     Ok(Exit::Ok)
 }
 
 /// Runs the daemon with its control API, metrics, signal handlers and rule
 /// watch until it is stopped.
-async fn serve(parts: Parts, config: DaemonConfig) -> anyhow::Result<()> {
-    let Parts { mut daemon, ledger, job_tx, health, rules_dir, playbook, socket, tcp, reload_poll } = parts;
+async fn serve(parts: Parts) -> anyhow::Result<()> {
+    let Parts { mut daemon, ledger, job_tx, health, rules_dir, playbook, settings, config, tcp } = parts;
     daemon.dispatcher = wiring::fleet(daemon.dispatcher, config.fleet.as_ref(), &playbook).await?;
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let (command_tx, command_rx) = mpsc::channel(16);
     let hub = control::events::EventHub::default();
     let metrics = std::sync::Arc::new(crate::metrics::Metrics::new());
-    let service = ControlService::new(command_tx.clone(), ledger.clone(), hub.clone(), job_tx).with_health(health.clone());
-    let control = control::serve::start(socket, tcp, service, shutdown_rx.clone())?;
+    let service = ControlService::new(command_tx.clone(), ledger.clone(), hub.clone(), job_tx)
+        .with_health(health.clone())
+        .with_rule_modes(playbook.rule_modes());
+    let control = control::serve::start(settings.socket.clone(), tcp, service, shutdown_rx.clone())?;
     if let Some(addr) = &config.metrics.listen {
         let endpoint = crate::metrics::http::Endpoint {
             metrics: metrics.clone(),
@@ -56,8 +67,8 @@ async fn serve(parts: Parts, config: DaemonConfig) -> anyhow::Result<()> {
         tokio::spawn(serve);
     }
     spawn_signal_handlers(shutdown_tx.clone(), command_tx.clone())?;
-    if reload_poll > 0 {
-        tokio::spawn(watch_rules(rules_dir, Duration::from_nanos(reload_poll as u64), command_tx));
+    if let Some(every) = settings.engine.reload_poll {
+        tokio::spawn(watch_rules(rules_dir, every, command_tx));
     }
     let hub_at_stop = hub.clone();
     let observe = move |event: &runtime::DaemonEvent| {

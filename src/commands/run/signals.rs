@@ -9,7 +9,9 @@ use anyhow::Context;
 use engine::runtime::{Command, EngineCommand};
 use tokio::sync::{mpsc, watch};
 
-pub(super) fn init_logging(format: &str, level: &str) -> anyhow::Result<()> {
+use crate::plan::LogFormat;
+
+pub(super) fn init_logging(format: LogFormat, level: &str) -> anyhow::Result<()> {
     let filter = tracing_subscriber::EnvFilter::try_new(level).context("log.level")?;
     use std::io::IsTerminal;
     let builder = tracing_subscriber::fmt()
@@ -17,9 +19,8 @@ pub(super) fn init_logging(format: &str, level: &str) -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal());
     match format {
-        "human" => builder.init(),
-        "json" => builder.json().init(),
-        other => anyhow::bail!("log.format {other:?}: expected human or json"),
+        LogFormat::Human => builder.init(),
+        LogFormat::Json => builder.json().init(),
     }
     Ok(())
 }

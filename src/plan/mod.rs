@@ -1,0 +1,219 @@
+//! The one build step: a daemon config and every file it names, read,
+//! typed and checked into a [`Plan`]. `rocemend check` builds it and
+//! prints what it found; `rocemend run` builds the same plan and starts
+//! it. So `check` passes exactly the configs `run` accepts, and both report
+//! every problem of every file at once, each at `file:line:col`.
+//!
+//! - [`daemon`]: the config's own settings (engine, log, metrics, state);
+//! - [`routing`]: every action a loaded rule can propose reaches exactly one
+//!   actuator that can carry it out; `[rule.NAME]` names a rule.
+
+pub mod daemon;
+pub mod routing;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use engine::config::{Key, Locator, TomlError};
+use engine::dispatch::ActuatorRoute;
+use engine::playbook::Playbook;
+use engine::policy::PolicySettings;
+use engine::rule::{Helpers, RuleSet};
+use engine::runtime::SensorSlot;
+use engine::{Labels, SeriesTable, Topology};
+
+use crate::config::DaemonConfig;
+use crate::control::serve::{tcp_plan, TcpPlan};
+use crate::wiring;
+pub use daemon::{DaemonSettings, LogFormat};
+
+/// Every problem found, one per line, each `file:line:col: message`.
+#[derive(Debug)]
+pub struct Problems(pub Vec<TomlError>);
+
+impl std::fmt::Display for Problems {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let lines: Vec<String> = self.0.iter().map(ToString::to_string).collect();
+        write!(f, "{}", lines.join("\n"))
+    }
+}
+
+impl std::error::Error for Problems {}
+
+/// Files given on the command line instead of those the config names.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    /// `--rules`.
+    pub rules: Option<PathBuf>,
+    /// `--playbook`.
+    pub playbook: Option<PathBuf>,
+    /// `--inventory`.
+    pub inventory: Option<PathBuf>,
+}
+
+/// A daemon, built and checked, ready to start.
+pub struct Plan {
+    /// The config as written (fleet settings, sensors' raw tables).
+    pub config: DaemonConfig,
+    /// Its own settings, typed.
+    pub settings: DaemonSettings,
+    /// This daemon's node.
+    pub node: String,
+    /// The inventory.
+    pub topology: Option<Arc<Topology>>,
+    /// The series table the rules and sensors share.
+    pub series: SeriesTable,
+    /// The playbook, its rules and actuators.
+    pub part: PlaybookPart,
+    /// The configured sensors, built.
+    pub sensors: Vec<SensorSlot>,
+    /// The control API's TCP side, checked, if configured.
+    pub tcp: Option<TcpPlan>,
+}
+
+/// A problem of a file without a place in it.
+fn whole_file(path: &Path, message: impl Into<String>) -> TomlError {
+    TomlError { path: path.display().to_string(), line: 0, column: 0, message: message.into() }
+}
+
+impl Plan {
+    /// Reads the config at `config_path` and every file it names (or the
+    /// `overrides`), and checks all of it; every problem at once.
+    pub fn build(config_path: &Path, overrides: &Overrides) -> Result<Plan, Problems> {
+        let text = engine::config::read_text(config_path).map_err(|e| Problems(vec![e]))?;
+        let mut config = DaemonConfig::parse(&text, config_path).map_err(|e| Problems(vec![e]))?;
+        config.apply(overrides);
+        let at = Locator::new(&text, &config_path.display().to_string());
+        let mut errors = Vec::new();
+        let settings = daemon::settings(&config, &at, &mut errors);
+        let tcp = tcp_plan(&config.control)
+            .map_err(|e| errors.push(at.error(&["control".into(), "listen".into()], format!("{e:#}"))))
+            .ok()
+            .flatten();
+        let node = wiring::node(&config).map_err(|e| errors.push(at.error(&["node".into()], format!("{e:#}")))).ok();
+        let topology = match &config.inventory {
+            // A file the config names but that is not there is the config's mistake.
+            Some(path) if overrides.inventory.is_none() && !path.exists() => {
+                errors.push(at.error(&["inventory".into()], format!("inventory {}: no such file", path.display())));
+                None
+            }
+            path => inventory(path.as_deref(), &mut errors),
+        };
+        let node_label = node.clone().unwrap_or_default();
+        let series = SeriesTable::new(topology.clone(), Labels::from_pairs([("node", node_label.as_str())]));
+        let sensors = sensors(&config, &at, &mut errors);
+        let inputs = PlaybookInputs {
+            path: config.playbook.clone(),
+            rules: config.rules.clone(),
+            node: node.clone(),
+            topology: topology.clone(),
+            series: series.clone(),
+        };
+        let part = PlaybookPart::build(inputs, &mut errors);
+        let (Some(settings), Some(node), Some(part), true) = (settings, node, part, errors.is_empty()) else {
+            return Err(Problems(errors));
+        };
+        Ok(Plan { config, settings, node, topology, series, part, sensors, tcp })
+    }
+}
+
+/// The inventory at `path`, if one is named.
+pub fn inventory(path: Option<&Path>, errors: &mut Vec<TomlError>) -> Option<Arc<Topology>> {
+    let path = path?;
+    Topology::load(path).map(Arc::new).map_err(|e| errors.push(whole_file(path, e.to_string()))).ok()
+}
+
+/// The configured sensors, built; each one refused is placed at its
+/// `[[sensor]]`.
+fn sensors(config: &DaemonConfig, at: &Locator, errors: &mut Vec<TomlError>) -> Vec<SensorSlot> {
+    wiring::sensors(config).unwrap_or_else(|problems| {
+        errors.extend(problems.into_iter().map(|e| {
+            let path: Vec<Key<'_>> = match config.sensor.iter().position(|s| s.name() == e.name()) {
+                Some(i) => vec!["sensor".into(), i.into()],
+                None => vec!["sensor".into()],
+            };
+            at.error(&path, e.to_string())
+        }));
+        Vec::new()
+    })
+}
+
+/// What a playbook is checked with.
+pub struct PlaybookInputs {
+    /// The playbook file.
+    pub path: PathBuf,
+    /// The rule directory, when not the playbook's own.
+    pub rules: Option<PathBuf>,
+    /// The daemon's node, when a daemon config is checked: the playbook's
+    /// host actuators act on it.
+    pub node: Option<String>,
+    /// The inventory.
+    pub topology: Option<Arc<Topology>>,
+    /// The series table the rules read.
+    pub series: SeriesTable,
+}
+
+/// The playbook with what hangs off it: its policy, its rules, its
+/// actuators, checked against each other.
+pub struct PlaybookPart {
+    /// The playbook.
+    pub playbook: Playbook,
+    /// Its file.
+    pub path: PathBuf,
+    /// Its policy.
+    pub policy: PolicySettings,
+    /// Its rule directory.
+    pub rules_dir: PathBuf,
+    /// The rules, the playbook's `off` rules left out.
+    pub rules: RuleSet,
+    /// How many rules the directory holds, `off` ones included.
+    pub rules_in_dir: usize,
+    /// The actuators, built, by the kinds they handle.
+    pub routes: Vec<ActuatorRoute>,
+    /// Unsafe settings `allow_unsafe` lets through.
+    pub allowed_unsafe: Vec<TomlError>,
+}
+
+impl PlaybookPart {
+    /// Loads and checks a playbook and its rules; `None` when they have
+    /// problems (pushed to `errors`).
+    pub fn build(inputs: PlaybookInputs, errors: &mut Vec<TomlError>) -> Option<PlaybookPart> {
+        let before = errors.len();
+        let PlaybookInputs { path, rules, node, topology, series } = inputs;
+        let mut playbook = Playbook::load(&path).map_err(|e| errors.extend(e)).ok()?;
+        if let Some(node) = &node {
+            if let Err(problems) = wiring::one_node(&mut playbook, node) {
+                errors.extend(problems.into_iter().map(|m| playbook.error(&["actuator".into()], m)));
+            }
+        }
+        let Some(rules_dir) = rules.or_else(|| playbook.rules_dir(&path)) else {
+            errors.push(playbook.error(&[], "no rule directory: set `rules` in the playbook or the daemon config"));
+            return None;
+        };
+        let all = engine::rule::load_dir(&rules_dir, Helpers::new(Some(series), topology))
+            .map_err(|e| errors.extend(e.into_iter().map(rule_error)))
+            .ok();
+        let routes = actuators::registry::routes(&playbook)
+            .map_err(|e| errors.extend(e.into_iter().map(|e| routing::actuator_error(&playbook, e))))
+            .ok();
+        let policy = playbook.policy().map_err(|e| errors.push(playbook.error(&[], e.to_string()))).ok();
+        let rules_in_dir = all.as_ref().map_or(0, |set| set.rules.len());
+        let rules = all.map(|all| {
+            let set = all.clone().without_disabled(&playbook);
+            if let Some(routes) = &routes {
+                errors.extend(routing::check(&playbook, &set, &routing::RuleDirectory::of(&all), routes));
+            }
+            set
+        });
+        if errors.len() > before {
+            return None;
+        }
+        let allowed_unsafe = playbook.allowed_unsafe();
+        Some(PlaybookPart { playbook, path, policy: policy?, rules_dir, rules: rules?, rules_in_dir, routes: routes?, allowed_unsafe })
+    }
+}
+
+/// A rule's error as a config problem (it names its own file and place).
+fn rule_error(e: engine::RuleError) -> TomlError {
+    TomlError { path: e.path, line: e.line, column: e.column, message: e.message }
+}
