@@ -2,7 +2,10 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::builder::{PossibleValuesParser, TypedValueParser};
+use clap::{ArgGroup, Args, Parser, Subcommand};
+use engine::dispatch::Mode;
+use engine::Nanos;
 
 /// rocemend watches a RoCE GPU fabric, evaluates rules written in Rhai, and heals what it finds.
 #[derive(Debug, Parser)]
@@ -57,15 +60,17 @@ pub enum Command {
         /// Inventory to enrich labels with (default: the example inventory).
         #[arg(long)]
         inventory: Option<PathBuf>,
-        /// Print machine-readable JSON lines instead of text.
+        /// Print JSON instead of text: one object per line, or with --diff one document.
         #[arg(long)]
         json: bool,
     },
     /// What the configured sensors discover on this node, and the state of each.
     Sensors {
-        /// The daemon's configuration file (its `[[sensor]]` sections).
+        /// The daemon's configuration file (its `[[sensor]]` sections). Without it:
+        /// /etc/rocemend/rocemend.toml if there is one, else this node's own sensors with
+        /// their default settings (netlink_link, rdma_sysfs, ethtool, nvml).
         #[arg(long, short)]
-        config: PathBuf,
+        config: Option<PathBuf>,
         /// How long to let the sensors read before reporting.
         #[arg(long, default_value_t = 2.0)]
         seconds: f64,
@@ -85,8 +90,8 @@ pub enum Command {
         #[command(flatten)]
         socket: Socket,
         /// Only decisions this recent: a duration ("1h", "30m").
-        #[arg(long)]
-        since: Option<String>,
+        #[arg(long, value_name = "DURATION", value_parser = span)]
+        since: Option<Span>,
         /// Only decisions of this rule.
         #[arg(long)]
         rule: Option<String>,
@@ -132,8 +137,9 @@ pub enum Command {
     },
     /// Switch a running daemon's global mode.
     Mode {
-        /// enforce, dry-run or shadow.
-        mode: String,
+        /// enforce, dry-run, shadow, or off (records only, like shadow).
+        #[arg(value_parser = mode())]
+        mode: Mode,
         #[command(flatten)]
         by: By,
         #[command(flatten)]
@@ -152,8 +158,8 @@ pub enum Command {
         #[command(flatten)]
         socket: Socket,
         /// Only incidents this recent: a duration ("1h", "30m").
-        #[arg(long)]
-        since: Option<String>,
+        #[arg(long, value_name = "DURATION", value_parser = span)]
+        since: Option<Span>,
         /// Print JSON lines.
         #[arg(long)]
         json: bool,
@@ -178,19 +184,20 @@ pub enum Command {
         json: bool,
     },
     /// Silence a rule, a target, or a rule on a target for a while: its proposals are
-    /// recorded as suppressed and nothing is sent.
+    /// recorded as suppressed and nothing is sent. To silence everything, use `rocemend mode shadow`.
+    #[command(group(ArgGroup::new("scope").args(["rule", "target"]).required(true).multiple(true)))]
     Silence {
         #[command(flatten)]
         socket: Socket,
-        /// Only this rule.
+        /// Only this rule (one the daemon has loaded).
         #[arg(long)]
         rule: Option<String>,
         /// Only actions whose target contains this text (a node, a switch, a port).
         #[arg(long)]
         target: Option<String>,
         /// How long: "30m", "2h".
-        #[arg(long = "for", value_name = "DURATION")]
-        duration: String,
+        #[arg(long = "for", value_name = "DURATION", value_parser = positive_span)]
+        duration: Span,
         /// Why, for the record.
         #[arg(long, default_value = "")]
         reason: String,
@@ -211,8 +218,8 @@ pub enum Command {
     Watch {
         #[command(flatten)]
         socket: Socket,
-        /// Only these kinds: transition, decision, note, reload, mode, sensor, stale, error.
-        #[arg(long = "kind", value_name = "KIND")]
+        /// Only these kinds (repeatable); "lagged" (events this client missed) always comes.
+        #[arg(long = "kind", value_name = "KIND", value_parser = PossibleValuesParser::new(crate::control::events::KINDS))]
         kinds: Vec<String>,
         /// Print JSON lines.
         #[arg(long)]
@@ -310,23 +317,24 @@ pub enum BreakerCommand {
 #[derive(Debug, Subcommand)]
 pub enum JobCommand {
     /// Report a job's step time, NCCL bandwidth and nodes; they become samples the rules see.
+    #[command(group(ArgGroup::new("what").args(["nodes", "step_time", "busbw", "algbw"]).required(true).multiple(true)))]
     Push {
         #[command(flatten)]
         socket: Socket,
         /// The job id (the scheduler's, or a run name).
-        #[arg(long)]
+        #[arg(long, value_parser = job_name)]
         job: String,
         /// A node the job runs on (repeat, or separate with commas).
-        #[arg(long = "node", value_delimiter = ',')]
+        #[arg(long = "node", value_delimiter = ',', value_parser = node_name)]
         nodes: Vec<String>,
         /// Wall time of the last training step, in seconds.
-        #[arg(long)]
+        #[arg(long, value_parser = measure)]
         step_time: Option<f64>,
         /// NCCL bus bandwidth, GB/s.
-        #[arg(long)]
+        #[arg(long, value_parser = measure)]
         busbw: Option<f64>,
         /// NCCL algorithm bandwidth, GB/s.
-        #[arg(long)]
+        #[arg(long, value_parser = measure)]
         algbw: Option<f64>,
     },
 }
@@ -338,8 +346,8 @@ pub struct Socket {
     /// The daemon's control socket.
     #[arg(long = "socket", env = "ROCEMEND_SOCKET", default_value = crate::control::client::DEFAULT_SOCKET)]
     pub path: PathBuf,
-    /// The daemon's TCP control address (host:port) instead of the socket.
-    #[arg(long, env = "ROCEMEND_ADDR")]
+    /// The daemon's TCP control address (host:port) instead of the socket; needs --ca.
+    #[arg(long, env = "ROCEMEND_ADDR", requires = "ca")]
     pub addr: Option<String>,
     /// CA certificate (PEM) that signed the daemon's TLS certificate; with --addr.
     #[arg(long, env = "ROCEMEND_CA", requires = "addr")]
@@ -451,8 +459,8 @@ pub enum ChaosCommand {
         /// A playbook instead of the scenario's.
         #[arg(long)]
         playbook: Option<PathBuf>,
-        /// Force a rule's mode, RULE=MODE (enforce, dry-run, shadow); repeatable. `RULE=dry-run`
-        /// switches the rule's mitigation off.
+        /// Force a rule's mode, RULE=MODE (enforce, dry-run, shadow, off); repeatable. `RULE=dry-run`
+        /// switches the rule's mitigation off. RULE must be a rule of the scenario's rule directory.
         #[arg(long = "rule-mode", value_parser = chaos::run::parse_rule_mode)]
         rule_modes: Vec<(String, engine::dispatch::Mode)>,
         /// Attach to a running daemon's control socket (wall-clock scenarios: a game day).
@@ -473,4 +481,77 @@ pub enum ChaosCommand {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+}
+
+/// A duration as given on the command line, checked: its text (sent to the
+/// daemon as typed, so its messages quote the user) and its length.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Span {
+    /// As typed: "30m".
+    pub text: String,
+    /// In nanoseconds.
+    pub ns: Nanos,
+}
+
+/// Parses `--since`: any duration `engine::time::parse_duration` takes.
+fn span(text: &str) -> Result<Span, String> {
+    let ns = engine::time::parse_duration(text).map_err(|e| e.to_string())?;
+    Ok(Span { text: text.to_string(), ns })
+}
+
+/// Parses `silence --for`: a duration above 0 (the daemon refuses 0 too;
+/// here it is refused before connecting, as a usage error).
+fn positive_span(text: &str) -> Result<Span, String> {
+    let span = span(text)?;
+    if span.ns <= 0 {
+        return Err(format!("{text:?}: a silence must last longer than 0"));
+    }
+    Ok(span)
+}
+
+/// The modes `rocemend mode` takes, listed by clap when a word is wrong.
+fn mode() -> impl TypedValueParser<Value = Mode> {
+    PossibleValuesParser::new(["enforce", "dry-run", "shadow", "off"]).try_map(|word| word.parse::<Mode>())
+}
+
+/// `job push --job`: the daemon's own rule for names, checked before connecting.
+fn job_name(text: &str) -> Result<String, String> {
+    sensors::job::check_name("job", text).map_err(|e| e.to_string())?;
+    Ok(text.to_string())
+}
+
+/// `job push --node`.
+fn node_name(text: &str) -> Result<String, String> {
+    sensors::job::check_name("node", text).map_err(|e| e.to_string())?;
+    Ok(text.to_string())
+}
+
+/// A step time or a bandwidth: a finite number >= 0, as the daemon requires.
+fn measure(text: &str) -> Result<f64, String> {
+    let v: f64 = text.parse().map_err(|_| format!("{text:?} is not a number"))?;
+    if !v.is_finite() || v < 0.0 {
+        return Err(format!("{text}: must be a finite number >= 0"));
+    }
+    Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_flags_are_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn durations_and_measures_are_checked_before_connecting() {
+        assert_eq!(span("30m").unwrap().ns, 30 * 60 * 1_000_000_000);
+        assert!(span("5x").unwrap_err().contains("unknown unit"), "{:?}", span("5x"));
+        assert!(positive_span("0").is_err());
+        assert!(measure("-1").is_err() && measure("inf").is_err() && measure("x").is_err());
+        assert_eq!(measure("2.5"), Ok(2.5));
+        assert!(job_name("has space").unwrap_err().contains("' '"));
+    }
 }

@@ -83,7 +83,7 @@ pub fn log_event(event: &DaemonEvent) {
         // The dispatcher logs it with what the mode was before.
         DaemonEvent::ModeSet(_) => {}
         DaemonEvent::Reloaded(r) => {
-            tracing::info!(message = "Rules reloaded.", unchanged = ?r.unchanged, changed = ?r.changed, added = ?r.added, removed = ?r.removed)
+            tracing::info!(message = "Rules reloaded.", unchanged = %r.unchanged.join(" "), changed = %r.changed.join(" "), added = %r.added.join(" "), removed = %r.removed.join(" "))
         }
         DaemonEvent::ReloadFailed(errors) => {
             for error in errors {

@@ -33,7 +33,6 @@ fn nth_sample(lines: &[String], id: u64, n: usize) -> (usize, Value) {
         .filter_map(|(i, l)| serde_json::from_str::<Value>(l).ok().map(|v| (i, v)))
         .filter(|(_, v)| v["s"].as_u64() == Some(id))
         .nth(n)
-        .map(|(i, v)| (i, v))
         .expect("the series has that many samples")
 }
 

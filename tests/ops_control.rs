@@ -236,7 +236,7 @@ fn silence_job_push_watch_and_the_lists_through_the_cli() {
     let silence: serde_json::Value = serde_json::from_str(&silence).unwrap();
     assert_eq!(silence["id"], "s1");
     let usage = daemon.cli(&["silence", "--for", "1h"]);
-    assert_eq!(usage.status.code(), Some(1), "a silence of nothing is refused: {}", text(&usage));
+    assert_eq!(usage.status.code(), Some(2), "a silence of nothing is a usage error: {}", text(&usage));
 
     let watch = Watch::start(&daemon.socket);
     // The watch stream is open once the daemon answers the next call; give the
@@ -291,7 +291,7 @@ fn silence_job_push_watch_and_the_lists_through_the_cli() {
     assert_eq!(daemon.status()["silences"].as_array().unwrap().len(), 0);
 
     let bad = daemon.cli(&["job", "push", "--job", "has space", "--step-time", "1"]);
-    assert_eq!(bad.status.code(), Some(1), "{}", text(&bad));
+    assert_eq!(bad.status.code(), Some(2), "a bad job name is a usage error: {}", text(&bad));
     assert!(text(&bad).contains("contains ' '"), "{}", text(&bad));
     let explain = decode_lines(&daemon.cli_ok(&["explain", &silenced.id, "--json"]));
     assert_eq!(explain[0].id, silenced.id);

@@ -69,9 +69,16 @@ pub fn run(scenarios: &[PathBuf], args: RunArgs, out_dir: &Path) -> anyhow::Resu
     let runtime = super::runtime()?;
     let mut reports = Vec::new();
     std::fs::create_dir_all(out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
+    // Every scenario is read and its --rule-mode names checked before the
+    // first run: a typo found after an hour of runs is found too late.
+    let mut planned = Vec::new();
     for path in scenarios {
         let loaded = scenario::load(path)?;
         let sources = Sources::read(&loaded, options.playbook.as_deref())?;
+        check_rule_modes(&options.rule_modes, &sources, &loaded.plan.rules_dir)?;
+        planned.push((path, loaded, sources));
+    }
+    for (path, loaded, sources) in planned {
         eprintln!(
             "chaos: {} ({}, {} run(s), {} clock)",
             loaded.plan.name,
@@ -85,6 +92,30 @@ pub fn run(scenarios: &[PathBuf], args: RunArgs, out_dir: &Path) -> anyhow::Resu
     }
     print!("{}", table(&reports));
     Ok(if reports.iter().all(|r| r.failed == 0) { Exit::Ok } else { Exit::Findings })
+}
+
+/// Refuses a `--rule-mode` naming a rule the scenario's rule directory
+/// does not have: `switch-pfc-strom=dry-run` would force nothing, and the
+/// rule meant to be switched off would run, and pass. A rule set that does
+/// not load is left to the run, which reports every error of it.
+fn check_rule_modes(rule_modes: &[(String, Mode)], sources: &Sources, dir: &Path) -> anyhow::Result<()> {
+    if rule_modes.is_empty() {
+        return Ok(());
+    }
+    let Ok(rules) = engine::rule::load_sources(&sources.rules, engine::Helpers::new(None, None)) else {
+        return Ok(());
+    };
+    let names = || rules.rules.iter().map(|r| r.name.as_str());
+    for (rule, mode) in rule_modes {
+        if !names().any(|n| n == rule) {
+            anyhow::bail!(
+                "--rule-mode {rule}={mode}: {} has no rule {rule:?}{}",
+                dir.display(),
+                engine::names::did_you_mean(rule, names())
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Writes `report` as JSON and HTML into `out_dir`, and says so.

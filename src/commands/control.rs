@@ -13,8 +13,13 @@ pub(super) fn decode<T: serde::de::DeserializeOwned>(text: &str) -> anyhow::Resu
     serde_json::from_str(text).context("the daemon sent a record this version cannot read")
 }
 
+/// The daemon's refusal in its own words; INVALID_ARGUMENT (the request
+/// names something the daemon does not have) as a usage error, exit 2.
 pub(super) fn status_error(e: tonic::Status) -> anyhow::Error {
-    anyhow::anyhow!("{}", e.message())
+    match e.code() {
+        tonic::Code::InvalidArgument => anyhow::Error::new(super::Refused(e.message().to_string())),
+        _ => anyhow::anyhow!("{}", e.message()),
+    }
 }
 
 pub(super) fn verdict_line(d: &Decision) -> String {
@@ -98,9 +103,9 @@ pub fn breaker_reset(target: &Target, by: &str) -> anyhow::Result<Exit> {
 }
 
 /// `rocemend mode MODE`.
-pub fn set_mode(target: &Target, mode: &str, by: &str) -> anyhow::Result<Exit> {
+pub fn set_mode(target: &Target, mode: engine::Mode, by: &str) -> anyhow::Result<Exit> {
     super::runtime()?.block_on(async {
-        let request = pb::SetModeRequest { mode: mode.to_string(), by: by.to_string() };
+        let request = pb::SetModeRequest { mode: mode.as_str().to_string(), by: by.to_string() };
         connect(target).await?.set_mode(request).await.map_err(status_error)
     })?;
     println!("mode {mode}");

@@ -31,9 +31,9 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
             replay::replay(&recording, &rules, diff.as_deref(), inventory.as_deref(), json)
         }
         Command::Demo { speed } => demo::demo(speed),
-        Command::Sensors { config, seconds, command: None } => sensors::list(&config, seconds),
+        Command::Sensors { config, seconds, command: None } => sensors::list(config.as_deref(), seconds),
         Command::Sensors { config, command: Some(SensorsCommand::Watch { filter }), .. } => {
-            sensors::watch(&config, filter)
+            sensors::watch(config.as_deref(), filter)
         }
         Command::Sim { command: SimCommand::Switch { listen, ports, tick_ms } } => sim::switch(&listen, ports, tick_ms),
         Command::Fleet { command: FleetCommand::Status { source, elections, json } } => {
@@ -71,12 +71,28 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
     }
 }
 
+/// A request the daemon refused as wrongly put (gRPC INVALID_ARGUMENT: an
+/// unknown rule, a bad name): a usage error like those clap finds, exit 2,
+/// only found later because only the daemon knows what it has loaded.
+#[derive(Debug)]
+pub(crate) struct Refused(pub String);
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Refused {}
+
 /// The verbs that talk to a running daemon. Their failures (no daemon, an
-/// unknown id, a refused call) are failures of the request, not of its
-/// spelling: exit 1, leaving 2 to usage and configuration errors.
+/// unknown id, a refused reload) are failures of the request, not of its
+/// spelling: exit 1, leaving 2 to usage errors, which clap finds before
+/// connecting, or the daemon finds and says so ([`Refused`]).
 fn talk(verb: Command) -> anyhow::Result<Exit> {
     match talk_inner(verb) {
         Ok(outcome) => Ok(outcome),
+        Err(error) if error.downcast_ref::<Refused>().is_some() => Err(error),
         Err(error) => {
             eprintln!("error: {error:#}");
             Ok(Exit::Findings)
@@ -84,18 +100,16 @@ fn talk(verb: Command) -> anyhow::Result<Exit> {
     }
 }
 
-fn since(text: Option<String>) -> anyhow::Result<Option<i64>> {
-    Ok(match text {
-        Some(text) => Some(engine::time::wall_clock_now() - engine::time::parse_duration(&text)?),
-        None => None,
-    })
+/// `--since`: the time that long ago.
+fn since(span: Option<crate::cli::Span>) -> Option<i64> {
+    span.map(|s| engine::time::wall_clock_now() - s.ns)
 }
 
 fn talk_inner(verb: Command) -> anyhow::Result<Exit> {
     match verb {
         Command::Status { socket, json } => status::status(&socket.target()?, json),
         Command::Decisions { socket, since: s, rule, target, json } => {
-            control::decisions(&socket.target()?, since(s)?, rule, target, json)
+            control::decisions(&socket.target()?, since(s), rule, target, json)
         }
         Command::Explain { id, socket, json } => explain::explain(&socket.target()?, &id, json),
         Command::Approve { id, socket, by } => control::approve(&socket.target()?, &id, &by.name, true),
@@ -103,9 +117,9 @@ fn talk_inner(verb: Command) -> anyhow::Result<Exit> {
         Command::Breaker { command: BreakerCommand::Reset { socket, by } } => {
             control::breaker_reset(&socket.target()?, &by.name)
         }
-        Command::Mode { mode, by, socket } => control::set_mode(&socket.target()?, &mode, &by.name),
+        Command::Mode { mode, by, socket } => control::set_mode(&socket.target()?, mode, &by.name),
         Command::Reload { allow_shrink, socket } => control::reload(&socket.target()?, allow_shrink),
-        Command::Incidents { socket, since: s, json } => ops::incidents(&socket.target()?, since(s)?, json),
+        Command::Incidents { socket, since: s, json } => ops::incidents(&socket.target()?, since(s), json),
         Command::Rules { socket, json } => ops::rules(&socket.target()?, json),
         Command::Instances { socket, rule, json } => ops::instances(&socket.target()?, rule, json),
         Command::Silence { socket, rule, target, duration, reason, by, json } => {

@@ -63,7 +63,8 @@ pub fn incidents(target: &Target, since: Option<i64>, as_json: bool) -> anyhow::
     Ok(Exit::Ok)
 }
 
-/// `rocemend rules`.
+/// `rocemend rules`: MODE is the mode in effect (global, playbook and
+/// rule file, the most conservative), the one decisions are made in.
 pub fn rules(target: &Target, as_json: bool) -> anyhow::Result<Exit> {
     let reply = super::runtime()?
         .block_on(async { connect(target).await?.list_rules(pb::ListRulesRequest {}).await.map_err(status_error) })?;
@@ -71,7 +72,7 @@ pub fn rules(target: &Target, as_json: bool) -> anyhow::Result<Exit> {
     if as_json {
         for r in &list {
             let v = json!({"name": r.name, "description": r.description, "severity": r.severity, "mode": r.mode,
-                           "health": r.health, "last_error": r.last_error, "last_error_at": r.last_error_ns,
+                           "declared_mode": r.declared_mode, "health": r.health, "last_error": r.last_error, "last_error_at": r.last_error_ns,
                            "firing": r.firing, "pending": r.pending});
             println!("{v}");
         }

@@ -48,20 +48,13 @@ pub fn replay(
         }
         Some(other) => {
             let b = backtest_one(recording, other, Some(topology))?;
-            println!("A = {}   B = {}", rules_dir.display(), other.display());
-            for line in backtest::diff(&a, &b) {
-                match line {
-                    DiffLine::Both { key, a, b } if a == b => println!("  both  {}  {key}", offset(a, t0)),
-                    DiffLine::Both { key, a, b } => {
-                        println!(
-                            "  both  A {} B {} (B {:+.3}s)  {key}",
-                            offset(a, t0),
-                            offset(b, t0),
-                            (b - a) as f64 / 1e9
-                        )
-                    }
-                    DiffLine::OnlyA { key, at } => println!("  A     {}  {key}", offset(at, t0)),
-                    DiffLine::OnlyB { key, at } => println!("  B     {}  {key}", offset(at, t0)),
+            let lines = backtest::diff(&a, &b);
+            if json {
+                println!("{}", diff_json(rules_dir, other, t0, &lines));
+            } else {
+                println!("A = {}   B = {}", rules_dir.display(), other.display());
+                for line in &lines {
+                    println!("{}", diff_text(line, t0));
                 }
             }
         }
@@ -69,48 +62,136 @@ pub fn replay(
     Ok(Exit::Ok)
 }
 
+/// One line of a diff, for people.
+fn diff_text(line: &DiffLine, t0: i64) -> String {
+    match line {
+        DiffLine::Both { key, a, b } if a == b => format!("  both  {}  {key}", offset(*a, t0)),
+        DiffLine::Both { key, a, b } => {
+            format!("  both  A {} B {} (B {:+.3}s)  {key}", offset(*a, t0), offset(*b, t0), (b - a) as f64 / 1e9)
+        }
+        DiffLine::OnlyA { key, at } => format!("  A     {}  {key}", offset(*at, t0)),
+        DiffLine::OnlyB { key, at } => format!("  B     {}  {key}", offset(*at, t0)),
+    }
+}
+
+/// The whole diff as one JSON document: which rule sets, when the
+/// recording starts, and each proposal with where it was made and when
+/// (ns since the epoch; `null` where a set did not make it).
+fn diff_json(a: &Path, b: &Path, t0: i64, lines: &[DiffLine]) -> serde_json::Value {
+    let proposals: Vec<serde_json::Value> = lines
+        .iter()
+        .map(|line| match line {
+            DiffLine::Both { key, a, b } => serde_json::json!({"key": key, "in": "both", "a": a, "b": b}),
+            DiffLine::OnlyA { key, at } => serde_json::json!({"key": key, "in": "a", "a": at, "b": null}),
+            DiffLine::OnlyB { key, at } => serde_json::json!({"key": key, "in": "b", "a": null, "b": at}),
+        })
+        .collect();
+    let count = |f: fn(&DiffLine) -> bool| lines.iter().filter(|l| f(l)).count();
+    serde_json::json!({
+        "a": a.display().to_string(),
+        "b": b.display().to_string(),
+        "start": t0,
+        "proposals": proposals,
+        "both": count(|l| matches!(l, DiffLine::Both { .. })),
+        "only_a": count(|l| matches!(l, DiffLine::OnlyA { .. })),
+        "only_b": count(|l| matches!(l, DiffLine::OnlyB { .. })),
+    })
+}
+
 fn print_event(event: &EngineEvent, t0: i64, json: bool) {
+    if json {
+        println!("{}", event_json(event));
+    } else {
+        println!("{}", event_text(event, t0));
+    }
+}
+
+/// One event as one JSON object.
+fn event_json(event: &EngineEvent) -> serde_json::Value {
+    use serde_json::json;
     match event {
         EngineEvent::Transition { rule, subject, from, to, at, values } => {
-            if json {
-                println!(
-                    "{}",
-                    serde_json::json!({"event": "transition", "rule": rule, "subject": subject, "from": from, "to": to, "at": at, "values": values})
-                );
-            } else {
-                let values: Vec<String> = values.iter().map(|(k, v)| format!("{k}={v:.4}")).collect();
-                println!(
-                    "{}  {:<9} {rule} {}  {}",
-                    offset(*at, t0),
-                    format!("{}→{}", from.as_str(), to.as_str()),
-                    short(subject),
-                    values.join(" ")
-                );
-            }
+            json!({"event": "transition", "rule": rule, "subject": subject, "from": from, "to": to, "at": at, "values": values})
         }
-        EngineEvent::Proposal(p) => {
-            if json {
-                println!("{}", serde_json::json!({"event": "proposal", "proposal": p}));
-            } else {
-                println!("{}  would     {}", offset(p.decided_at, t0), p.action);
-            }
+        EngineEvent::Proposal(p) => json!({"event": "proposal", "proposal": p}),
+        EngineEvent::SensorStale { rule, subject, last_seen, at } => {
+            json!({"event": "sensor-stale", "rule": rule, "subject": subject, "last_seen": last_seen, "at": at})
         }
+        EngineEvent::SensorFresh { rule, subject, at } => {
+            json!({"event": "sensor-fresh", "rule": rule, "subject": subject, "at": at})
+        }
+        EngineEvent::ActionError { rule, subject, message } => {
+            json!({"event": "action-error", "rule": rule, "subject": subject, "error": message})
+        }
+        EngineEvent::Quarantined { rule, error, at } => {
+            json!({"event": "quarantined", "rule": rule, "error": error.to_string(), "at": at})
+        }
+    }
+}
+
+/// One event as one line of words, its time first.
+fn event_text(event: &EngineEvent, t0: i64) -> String {
+    match event {
+        EngineEvent::Transition { rule, subject, from, to, at, values } => {
+            let values: Vec<String> = values.iter().map(|(k, v)| format!("{k}={v:.4}")).collect();
+            format!(
+                "{}  {:<9} {rule} {}  {}",
+                offset(*at, t0),
+                format!("{}→{}", from.as_str(), to.as_str()),
+                short(subject),
+                values.join(" ")
+            )
+        }
+        EngineEvent::Proposal(p) => format!("{}  would     {}", offset(p.decided_at, t0), p.action),
         EngineEvent::SensorStale { rule, subject, at, .. } => {
-            if json {
-                println!(
-                    "{}",
-                    serde_json::json!({"event": "sensor-stale", "rule": rule, "subject": subject, "at": at})
-                );
-            } else {
-                println!("{}  stale     {rule} {}", offset(*at, t0), short(subject));
+            format!("{}  stale     {rule} {}", offset(*at, t0), short(subject))
+        }
+        EngineEvent::SensorFresh { rule, subject, at } => {
+            format!("{}  fresh     {rule} {}: inputs fresh again", offset(*at, t0), short(subject))
+        }
+        // No time of its own: it follows the line before.
+        EngineEvent::ActionError { rule, subject, message } => {
+            format!("{:>9}  error     {rule} {}: could not build an action: {message}", "", short(subject))
+        }
+        EngineEvent::Quarantined { rule, error, at } => {
+            format!("{}  error     {rule} quarantined: {error}", offset(*at, t0))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use engine::Labels;
+
+    #[test]
+    fn a_fresh_sensor_and_an_action_error_are_told_in_words_not_debug_structs() {
+        let subject = Labels::from_pairs([("node", "gpu-01"), ("netdev", "eth0")]);
+        let fresh = EngineEvent::SensorFresh { rule: "pfc-storm".into(), subject: subject.clone(), at: 2_500_000_000 };
+        let text = event_text(&fresh, 0);
+        assert_eq!(text, "+  2.500s  fresh     pfc-storm {node=gpu-01 netdev=eth0}: inputs fresh again");
+        let error = EngineEvent::ActionError { rule: "link-flap".into(), subject, message: "needs label port".into() };
+        let text = event_text(&error, 0);
+        assert!(text.ends_with("link-flap {node=gpu-01 netdev=eth0}: could not build an action: needs label port"));
+        for e in [&fresh, &error] {
+            let (text, json) = (event_text(e, 0), event_json(e).to_string());
+            for debug in ["SensorFresh", "ActionError", "Labels(", "{ rule"] {
+                assert!(!text.contains(debug) && !json.contains(debug), "{debug} in {text} / {json}");
             }
         }
-        other => {
-            if json {
-                println!("{}", serde_json::json!({"event": format!("{other:?}")}));
-            } else {
-                println!("           {other:?}");
-            }
-        }
+        assert_eq!(event_json(&fresh)["subject"]["netdev"], "eth0");
+    }
+
+    #[test]
+    fn the_diff_as_json_counts_each_side() {
+        let lines = vec![
+            DiffLine::Both { key: "k1".into(), a: 1, b: 2 },
+            DiffLine::OnlyA { key: "k2".into(), at: 3 },
+            DiffLine::OnlyB { key: "k3".into(), at: 4 },
+            DiffLine::OnlyB { key: "k4".into(), at: 5 },
+        ];
+        let v = diff_json(Path::new("a"), Path::new("b"), 0, &lines);
+        assert_eq!((v["both"].as_u64(), v["only_a"].as_u64(), v["only_b"].as_u64()), (Some(1), Some(1), Some(2)));
+        assert_eq!(v["proposals"][1], serde_json::json!({"key": "k2", "in": "a", "a": 3, "b": null}));
     }
 }

@@ -14,7 +14,7 @@ pub struct SilenceArgs {
     /// Only targets containing this text.
     pub target: Option<String>,
     /// How long.
-    pub duration: String,
+    pub duration: crate::cli::Span,
     /// Why.
     pub reason: String,
     /// Who.
@@ -23,16 +23,11 @@ pub struct SilenceArgs {
 
 /// `rocemend silence`.
 pub fn silence(target: &Target, args: SilenceArgs, as_json: bool) -> anyhow::Result<Exit> {
-    if args.rule.is_none() && args.target.is_none() {
-        anyhow::bail!(
-            "silence what? give --rule, --target or both (to silence everything, use `rocemend mode shadow`)"
-        );
-    }
     let reply = super::runtime()?.block_on(async {
         let request = pb::SilenceRequest {
             rule: args.rule.unwrap_or_default(),
             target: args.target.unwrap_or_default(),
-            duration: args.duration,
+            duration: args.duration.text,
             by: args.by,
             reason: args.reason,
         };

@@ -68,8 +68,22 @@ async fn connect_unix(path: &Path) -> anyhow::Result<Client> {
             async move { Ok::<_, std::io::Error>(TokioIo::new(UnixStream::connect(socket).await?)) }
         }))
         .await
-        .with_context(|| format!("connecting to the daemon at {} (is `rocemend run` running?)", path.display()))?;
+        .map_err(|e| {
+            anyhow::anyhow!("connecting to the daemon at {} (is `rocemend run` running?): {}", path.display(), root(&e))
+        })?;
     Ok(ControlClient::with_interceptor(channel, Bearer(None)))
+}
+
+/// What went wrong, once. tonic's transport error says "transport error"
+/// and wraps the connector's error, which shows the `io::Error` it wraps
+/// and then has it as its source too: printed as a chain, the OS error
+/// came twice. The innermost source alone names the cause.
+fn root(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut cause = error;
+    while let Some(next) = cause.source() {
+        cause = next;
+    }
+    cause.to_string()
 }
 
 fn client_tls(ca: &Path) -> anyhow::Result<Arc<rustls::ClientConfig>> {
@@ -117,6 +131,6 @@ async fn connect_tcp(addr: &str, ca: &Path, token: Option<&str>) -> anyhow::Resu
             }
         }))
         .await
-        .with_context(|| format!("connecting to the daemon at {addr} over TLS"))?;
+        .map_err(|e| anyhow::anyhow!("connecting to the daemon at {addr} over TLS: {}", root(&e)))?;
     Ok(ControlClient::with_interceptor(channel, Bearer(bearer)))
 }

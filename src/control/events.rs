@@ -21,6 +21,12 @@ use crate::report::{short, verdict};
 /// Events buffered per subscriber before the slowest one starts missing some.
 pub const WATCH_BUFFER: usize = 4096;
 
+/// Every kind [`to_event`] gives an event, for `rocemend watch --kind`
+/// (which refuses any other word: a filter on a kind that never comes
+/// would show nothing, and say nothing). "lagged" is not here: it is sent
+/// whatever the filter.
+pub const KINDS: [&str; 8] = ["transition", "decision", "note", "reload", "mode", "sensor", "stale", "error"];
+
 /// Shared between the run loop's observer and the control service.
 #[derive(Debug, Clone)]
 pub struct EventHub {
@@ -205,5 +211,21 @@ mod tests {
         assert_eq!(hub.last_error("link-flap").unwrap().0, "template needs label port");
         assert!(hub.last_error("pfc-storm").is_none());
         assert_eq!(rx.try_recv().unwrap().kind, "error");
+    }
+
+    #[test]
+    fn every_kind_sent_is_one_watch_kind_accepts() {
+        let subject = Labels::default;
+        let events = [
+            DaemonEvent::Engine(EngineEvent::SensorStale { rule: "r".into(), subject: subject(), last_seen: 1, at: 2 }),
+            DaemonEvent::Engine(EngineEvent::SensorFresh { rule: "r".into(), subject: subject(), at: 3 }),
+            DaemonEvent::Reloaded(engine::ReloadReport::default()),
+            DaemonEvent::ReloadFailed(vec!["bad".into()]),
+            DaemonEvent::SensorExited { sensor: "s".into(), error: None },
+        ];
+        for e in &events {
+            let kind = to_event(e).unwrap().kind;
+            assert!(KINDS.contains(&kind.as_str()), "{kind} is missing from KINDS");
+        }
     }
 }

@@ -4,14 +4,16 @@
 //! dispatcher goes to the run loop as a [`Command`] and waits for its
 //! answer, so the loop stays the only owner of its state.
 
+use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::Arc;
 
 use engine::dispatch::DispatchError;
 use engine::ledger::{Filter, Ledger};
+use engine::names::did_you_mean;
 use engine::runtime::{Command, DispatchCommand, EngineCommand, EngineView, ReloadRequest as ReloadRequestCommand};
 use engine::time::{parse_duration, wall_clock_now};
-use engine::RuleHealth;
+use engine::{Mode, RuleHealth};
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
@@ -33,6 +35,8 @@ pub struct ControlService {
     jobs: Option<mpsc::Sender<JobPush>>,
     tokens: Option<Arc<Tokens>>,
     health: engine::HealthBoard,
+    /// The playbook's `[rule.NAME] mode`s, for the mode in effect `ListRules` shows.
+    rule_modes: Arc<HashMap<String, Mode>>,
 }
 
 fn gone() -> Status {
@@ -66,13 +70,35 @@ impl ControlService {
         hub: EventHub,
         jobs: Option<mpsc::Sender<JobPush>>,
     ) -> ControlService {
-        ControlService { commands, ledger, hub, jobs, tokens: None, health: engine::HealthBoard::default() }
+        ControlService {
+            commands,
+            ledger,
+            hub,
+            jobs,
+            tokens: None,
+            health: engine::HealthBoard::default(),
+            rule_modes: Arc::default(),
+        }
     }
 
     /// The same service, showing the sensors' health from `health`.
     pub fn with_health(mut self, health: engine::HealthBoard) -> ControlService {
         self.health = health;
         self
+    }
+
+    /// The same service, knowing the playbook's per-rule modes
+    /// (`Playbook::rule_modes`), so `ListRules` shows the mode in effect.
+    pub fn with_rule_modes(mut self, rule_modes: HashMap<String, Mode>) -> ControlService {
+        self.rule_modes = Arc::new(rule_modes);
+        self
+    }
+
+    /// The mode `rule`'s decisions are made in, declared `declared`: the
+    /// dispatcher's rule (`Dispatcher::effective_mode`) on what this service knows.
+    fn mode_in_effect(&self, global: Mode, rule: &str, declared: Mode) -> Mode {
+        let playbook = self.rule_modes.get(rule).copied().unwrap_or(Mode::Enforce);
+        global.at_most(playbook).at_most(declared).for_dispatch()
     }
 
     /// The same service, requiring bearer tokens (for TCP).
@@ -150,6 +176,7 @@ impl Control for ControlService {
     async fn list_rules(&self, request: Request<ListRulesRequest>) -> Result<Response<ListRulesReply>, Status> {
         self.allow(&request, Access::Read, "ListRules")?;
         let view = self.engine().await?;
+        let global = self.ask(|reply| DispatchCommand::Status { reply }.into()).await?.mode;
         let rules = view
             .rules
             .iter()
@@ -168,7 +195,8 @@ impl Control for ControlService {
                     name: rule.name.clone(),
                     description: rule.description.clone(),
                     severity: name(&rule.severity),
-                    mode: name(&rule.mode),
+                    mode: self.mode_in_effect(global, &rule.name, rule.mode).as_str().to_string(),
+                    declared_mode: rule.mode.as_str().to_string(),
                     health: health.to_string(),
                     last_error,
                     last_error_ns,
@@ -309,6 +337,19 @@ impl Control for ControlService {
         if duration <= 0 {
             return Err(Status::invalid_argument("silence duration must be positive"));
         }
+        if !r.rule.is_empty() {
+            // A silence of a rule that is not loaded would hold nothing and
+            // say it holds something: a typo must not pass for a silence.
+            let view = self.engine().await?;
+            if !view.rules.iter().any(|(rule, _)| rule.name == r.rule) {
+                let names = view.rules.iter().map(|(rule, _)| rule.name.as_str());
+                return Err(Status::invalid_argument(format!(
+                    "no rule {:?} is loaded{}",
+                    r.rule,
+                    did_you_mean(&r.rule, names)
+                )));
+            }
+        }
         let silence = engine::dispatch::Silence {
             id: String::new(),
             rule: (!r.rule.is_empty()).then_some(r.rule),
@@ -319,7 +360,8 @@ impl Control for ControlService {
         };
         let set = self.ask(|reply| DispatchCommand::Silence { silence, reply }.into()).await?;
         let set = set.map_err(|e| Status::invalid_argument(e.to_string()))?;
-        tracing::info!(message = "Silence set.", id = %set.id, rule = ?set.rule, target = ?set.target, until = set.until, by = %set.by);
+        let (rule, target) = (set.rule.as_deref().unwrap_or("*"), set.target.as_deref().unwrap_or("*"));
+        tracing::info!(message = "Silence set.", id = %set.id, rule, target, until = set.until, by = %set.by);
         Ok(Response::new(SilenceReply { silence_json: json(&set) }))
     }
 

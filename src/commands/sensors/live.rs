@@ -1,26 +1,28 @@
 //! `rocemend sensors watch`: every sample the configured sensors read, as
 //! it comes, filtered by metric.
 
-use crate::config::DaemonConfig;
 use crate::{wiring, Exit};
 use engine::{HealthBoard, Labels, SampleKind, SeriesId, SeriesTable, Value};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 
-use super::run_sensors;
+use super::{run_sensors, sensors_config};
 
-/// `rocemend sensors watch --config FILE [--filter M]`: a table of the
+/// Series → (its previous raw counter value and time, the value shown).
+type Latest = BTreeMap<SeriesId, (Option<(u64, i64)>, String)>;
+
+/// `rocemend sensors watch [--config FILE] [--filter M]`: a table of the
 /// newest value (counters: per-second rate) of every matching series,
 /// redrawn every second.
-pub fn watch(config_path: &Path, filter: Option<String>) -> anyhow::Result<Exit> {
-    let config = DaemonConfig::load(config_path)?;
+pub fn watch(config_path: Option<&Path>, filter: Option<String>) -> anyhow::Result<Exit> {
+    let config = sensors_config(config_path)?;
     let topology = wiring::topology(config.inventory.as_deref())?;
     let defaults = config.node.as_deref().map(|n| Labels::from_pairs([("node", n)])).unwrap_or_default();
     let series = SeriesTable::new(topology, defaults);
     let health = HealthBoard::default();
     // series → (previous raw, its time, shown value)
-    let latest: BTreeMap<SeriesId, (Option<(u64, i64)>, String)> = BTreeMap::new();
+    let latest: Latest = BTreeMap::new();
     let s2 = series.clone();
     let latest = std::cell::RefCell::new(latest);
     let board = health.clone();
@@ -64,7 +66,7 @@ fn shown(kind: SampleKind, value: Value, ts: i64, prev: &mut Option<(u64, i64)>)
 
 /// Redraws the screen: each sensor's state and last error, then the newest
 /// value of every series (the first 200).
-fn draw(series: &SeriesTable, health: &HealthBoard, latest: &BTreeMap<SeriesId, (Option<(u64, i64)>, String)>) {
+fn draw(series: &SeriesTable, health: &HealthBoard, latest: &Latest) {
     let reg = series.read();
     let mut out = String::from("\x1b[2J\x1b[H");
     out.push_str(&format!("rocemend sensors watch — {} series (Ctrl-C to stop)\n", latest.len()));

@@ -71,9 +71,43 @@ pub(super) async fn run_sensors(
     Ok(())
 }
 
-/// `rocemend sensors --config FILE`.
-pub fn list(config_path: &Path, seconds: f64) -> anyhow::Result<Exit> {
-    let config = DaemonConfig::load(config_path)?;
+/// The sensors of a node without a configuration: every one that needs no
+/// setting, with its defaults. Each says for itself when what it reads is
+/// not on this node (no RDMA device, no NVIDIA driver).
+const NODE_SENSORS: &str = "\
+state_dir = \"/var/lib/rocemend\"
+playbook = \"/etc/rocemend/playbook.toml\"
+[[sensor]]
+type = \"netlink_link\"
+[[sensor]]
+type = \"rdma_sysfs\"
+[[sensor]]
+type = \"ethtool\"
+[[sensor]]
+type = \"nvml\"
+";
+
+/// The configuration whose sensors `sensors` runs: `path`, else the
+/// default config file when there is one, else [`NODE_SENSORS`]. Says
+/// which on stderr.
+pub(super) fn sensors_config(path: Option<&Path>) -> anyhow::Result<DaemonConfig> {
+    let default = Path::new(crate::commands::check::DEFAULT_CONFIG);
+    match path {
+        Some(path) => Ok(DaemonConfig::load(path)?),
+        None if default.exists() => {
+            eprintln!("sensors of {}", default.display());
+            Ok(DaemonConfig::load(default)?)
+        }
+        None => {
+            eprintln!("no --config and no {}: this node's sensors with their default settings", default.display());
+            Ok(DaemonConfig::parse(NODE_SENSORS, Path::new("/etc/rocemend/rocemend.toml"))?)
+        }
+    }
+}
+
+/// `rocemend sensors [--config FILE]`.
+pub fn list(config_path: Option<&Path>, seconds: f64) -> anyhow::Result<Exit> {
+    let config = sensors_config(config_path)?;
     let topology = wiring::topology(config.inventory.as_deref())?;
     let defaults = config.node.as_deref().map(|n| Labels::from_pairs([("node", n)])).unwrap_or_default();
     let series = SeriesTable::new(topology, defaults);
