@@ -122,13 +122,14 @@ pub async fn fleet(
     }
 }
 
-/// Builds the configured sensors.
-pub fn sensors(config: &DaemonConfig) -> Result<Vec<SensorSlot>, Errors<BuildError>> {
+/// Builds the configured sensors; the switches a `gnmi` sensor names are
+/// looked up in `inventory`.
+pub fn sensors(config: &DaemonConfig, inventory: Option<&Topology>) -> Result<Vec<SensorSlot>, Errors<BuildError>> {
     let mut slots = Vec::new();
     let mut errors = Vec::new();
     for entry in &config.sensor {
         let name = entry.name.clone().unwrap_or_else(|| entry.kind.clone());
-        match sensors::build(&entry.kind, &name, entry.settings.clone()) {
+        match sensors::build_in(&entry.kind, &name, entry.settings.clone(), inventory) {
             Ok(sensor) => slots.push(SensorSlot {
                 sensor,
                 max_series: entry.max_series.unwrap_or(config.engine.max_series_per_sensor),
@@ -169,10 +170,15 @@ mod node_tests {
         assert_eq!(p.actuator[1].settings["host"]["node"].as_str(), Some("node-01"));
         assert!(p.actuator[2].settings.get("host").is_none(), "no host side, nothing to say");
 
-        let mut p =
-            playbook("name = \"p\"\n[[actuator]]\nname = \"isolate\"\ntype = \"link\"\nhandles = [\"link.*\"]\nnode = \"vm\"\n");
+        let mut p = playbook(
+            "name = \"p\"\n[[actuator]]\nname = \"isolate\"\ntype = \"link\"\nhandles = [\"link.*\"]\nnode = \"vm\"\n",
+        );
         let errors = one_node(&mut p, "node-01").unwrap_err();
         assert_eq!(errors.len(), 1);
-        assert!(errors[0].contains("actuator \"isolate\" (link): node = \"vm\" is not this daemon's node \"node-01\""), "{}", errors[0]);
+        assert!(
+            errors[0].contains("actuator \"isolate\" (link): node = \"vm\" is not this daemon's node \"node-01\""),
+            "{}",
+            errors[0]
+        );
     }
 }

@@ -99,6 +99,35 @@ fn cases() -> Vec<Case> {
         Case { what: "a pfcwd actuator without `[gnmi]`", actuators: Some(PFCWD_NO_GNMI), expect: &["playbook.toml:", "rule \"pfc-storm\"", "proposes \"pfcwd.escalate\", routed to actuator \"pfcwd\"", "no [gnmi] settings"], ..NONE },
         Case { what: "an actuator of an unknown type", actuators: Some(TELEPORT), expect: &["playbook.toml:", "unknown kind \"teleport\""], ..NONE },
         Case { what: "an actuator for another node", actuators: Some(OTHER_NODE), expect: &["playbook.toml:", "node = \"node-99\" is not this daemon's node \"node-01\""], ..NONE },
+        // Switches: written once, in the inventory; named everywhere else.
+        Case {
+            what: "a switch the inventory does not have",
+            config_top: "inventory = \"inventory.toml\"\n",
+            actuators: Some(PFCWD_NAMED_TYPO),
+            expect: &["playbook.toml:", "gnmi.switches: switch \"leaf-rial0\" is not in the inventory; did you mean \"leaf-rail0\"?"],
+            ..NONE
+        },
+        Case { what: "a switch named without an inventory", actuators: Some(PFCWD_NAMED), expect: &["playbook.toml:", "is named, but there is no inventory"], ..NONE },
+        Case {
+            what: "a named switch with access settings in the playbook",
+            config_top: "inventory = \"inventory.toml\"\n",
+            actuators: Some(PFCWD_NAMED_STYLED),
+            expect: &["playbook.toml:", "switches named from the inventory are reached as the inventory says"],
+            ..NONE
+        },
+        Case {
+            what: "a gnmi sensor target the inventory does not have",
+            config_top: "inventory = \"inventory.toml\"\n",
+            config_tables: "[[sensor]]\ntype = \"gnmi\"\npresets = [\"sonic_pfc\"]\n[[sensor.targets]]\nname = \"leaf-rial0\"\n",
+            expect: &["rocemend.toml:", "switch \"leaf-rial0\" is not in the inventory; did you mean \"leaf-rail0\"?"],
+            ..NONE
+        },
+        Case {
+            what: "an inline gNMI password",
+            config_tables: "[[sensor]]\ntype = \"gnmi\"\npresets = [\"sonic_pfc\"]\n[[sensor.targets]]\nname = \"leaf-rail0\"\naddress = \"127.0.0.1:1\"\npassword = \"s3cret\"\n",
+            expect: &["rocemend.toml:", "an inline username or password is refused"],
+            ..NONE
+        },
         // Rules.
         Case {
             what: "a rule with three mistakes",
@@ -135,6 +164,19 @@ const PFCWD_NO_GNMI: &str = "\
 [[actuator]]\nname = \"pfcwd\"\ntype = \"pfcwd\"\nhandles = [\"pfcwd.*\"]\n[actuator.host]\nnetdevs = [\"eth0\"]\n\
 [[actuator]]\nname = \"rest\"\ntype = \"log\"\nhandles = [\"*\"]\n";
 
+/// A pfcwd actuator naming `leaf-rail0` (or a typo of it) from the inventory.
+const PFCWD_NAMED: &str = "\
+[[actuator]]\nname = \"pfcwd\"\ntype = \"pfcwd\"\nhandles = [\"pfcwd.*\"]\n[actuator.gnmi]\nswitches = [\"leaf-rail0\"]\n\
+[[actuator]]\nname = \"rest\"\ntype = \"log\"\nhandles = [\"*\"]\n";
+
+const PFCWD_NAMED_TYPO: &str = "\
+[[actuator]]\nname = \"pfcwd\"\ntype = \"pfcwd\"\nhandles = [\"pfcwd.*\"]\n[actuator.gnmi]\nswitches = [\"leaf-rial0\"]\n\
+[[actuator]]\nname = \"rest\"\ntype = \"log\"\nhandles = [\"*\"]\n";
+
+const PFCWD_NAMED_STYLED: &str = "\
+[[actuator]]\nname = \"pfcwd\"\ntype = \"pfcwd\"\nhandles = [\"pfcwd.*\"]\n[actuator.gnmi]\nswitches = [\"leaf-rail0\"]\npath_style = \"auto\"\n\
+[[actuator]]\nname = \"rest\"\ntype = \"log\"\nhandles = [\"*\"]\n";
+
 const TELEPORT: &str = "\
 [[actuator]]\nname = \"beam\"\ntype = \"teleport\"\nhandles = [\"*\"]\n";
 
@@ -156,6 +198,12 @@ fn write(dir: &Path, case: &Case) -> std::path::PathBuf {
         std::fs::write(rules.join(name), source).unwrap();
     }
     std::fs::write(dir.join("a-file"), "").unwrap();
+    // The inventory the switch cases name (`inventory = "inventory.toml"`).
+    std::fs::write(
+        dir.join("inventory.toml"),
+        "[[switch]]\nname = \"leaf-rail0\"\nrole = \"leaf\"\naddress = \"127.0.0.1:1\"\n",
+    )
+    .unwrap();
     let actuators = case.actuators.unwrap_or(ACTUATORS);
     let playbook = format!(
         "name = \"p\"\nmode = \"enforce\"\nrules = \"rules\"\n{}{}{actuators}",
@@ -221,7 +269,10 @@ fn refusals(config: &Path) -> Result<(String, String), String> {
 /// directory cut off.
 fn message(out: &str, case: &Case, dir: &Path) -> String {
     let dir = format!("{}/", dir.display());
-    let line = out.lines().find(|l| l.contains(case.expect[0]) && case.expect.get(1).is_none_or(|f| out.contains(f))).unwrap_or("");
+    let line = out
+        .lines()
+        .find(|l| l.contains(case.expect[0]) && case.expect.get(1).is_none_or(|f| out.contains(f)))
+        .unwrap_or("");
     line.trim_start_matches("error  ").trim_start_matches("error: ").replace(&dir, "").replace('|', "\\|")
 }
 

@@ -147,7 +147,8 @@ fn sigkill_at_random_points_loses_no_undo_applies_nothing_twice_and_leaves_nothi
     let dir = tempfile::tempdir().unwrap();
     storms::recording(&dir.path().join("storms.jsonl"), SAMPLES, storm);
     let config = storms::configure(dir.path(), &leaves, "storms.jsonl", "1s");
-    let (state, scratch, log) = (dir.path().join("state"), dir.path().join("state-copy"), dir.path().join("daemon.log"));
+    let (state, scratch, log) =
+        (dir.path().join("state"), dir.path().join("state-copy"), dir.path().join("daemon.log"));
     let socket = dir.path().join("control.sock");
     let mut moments = Moments(seed | 1);
     let started = Instant::now();
@@ -169,7 +170,9 @@ fn sigkill_at_random_points_loses_no_undo_applies_nothing_twice_and_leaves_nothi
             let records: Vec<String> = decisions
                 .iter()
                 .filter(|d| switch_of(d) == leaf.name)
-                .map(|d| format!("{} {} {:?} undo_of={:?} steps={:?}", d.id, d.verdict.name(), d.phase, d.undo_of, d.steps))
+                .map(|d| {
+                    format!("{} {} {:?} undo_of={:?} steps={:?}", d.id, d.verdict.name(), d.phase, d.undo_of, d.steps)
+                })
                 .collect();
             let log = daemon.log();
             let tail: Vec<&str> = log.lines().rev().take(60).collect();

@@ -51,7 +51,8 @@ fn a_switch_restarted_mid_storm_gets_its_escalation_back_within_the_verify_perio
     // is recorded a moment later.
     let decisions = daemon.wait_for("the re-applied escalation recorded", |d| {
         let decisions = d.decisions();
-        let done = decisions.iter().any(|d| d.steps[0].what.starts_with("re-applying") && d.verdict.name() == "executed");
+        let done =
+            decisions.iter().any(|d| d.steps[0].what.starts_with("re-applying") && d.verdict.name() == "executed");
         done.then_some(decisions)
     });
     let drifted: Vec<_> = decisions.iter().filter(|d| d.drift.is_some()).collect();

@@ -6,7 +6,9 @@
 //! standard `switch-pfc-storm` rule fires, the pfcwd actuator escalates the
 //! port's watchdog with a gNMI Set, pygnmi (an independent client) reads the
 //! new value back, the storm ends, the rule resolves and the watchdog is
-//! restored to what it was. Once in each SONiC path style.
+//! restored to what it was. Once in each SONiC path style: with the switch
+//! written once, in the inventory, and the sensor and actuator naming it;
+//! and in the lab form, the address in each.
 //!
 //! Runs with the Python in `$ROCEMEND_PYTHON` that has
 //! `tests/interop/requirements.txt` installed (`.ci/run` sets it up); skips,
@@ -31,21 +33,43 @@ const PRIO: u8 = 3;
 /// (plus `keep_firing_for`) to clear; the rest is slack for a loaded CI.
 const LOOP: Duration = Duration::from_secs(40);
 
-/// Writes the daemon config, the playbook and a rule directory holding the
-/// switch-side PFC storm rule; returns the config's path.
-fn write_config(dir: &Path, target: &SonicTarget, style: &str) -> std::path::PathBuf {
+/// Where the switch is written.
+#[derive(Clone, Copy, PartialEq)]
+enum Form {
+    /// Once, in the inventory; the sensor and the actuator name it.
+    Inventory,
+    /// Its address and path style in the sensor and in the actuator.
+    Lab,
+}
+
+/// Writes the daemon config, the playbook, the inventory and a rule
+/// directory holding the switch-side PFC storm rule; returns the config's path.
+fn write_config(dir: &Path, target: &SonicTarget, style: &str, form: Form) -> std::path::PathBuf {
     let rules = dir.join("rules");
     std::fs::create_dir_all(&rules).unwrap();
     std::fs::copy(repo("rules/switch_pfc_storm.rhai"), rules.join("switch_pfc_storm.rhai")).unwrap();
-    let playbook = dir.join("playbook.toml");
+    let address = &target.address;
     std::fs::write(
-        &playbook,
+        dir.join("inventory.toml"),
+        format!(
+            "[[switch]]\nname = \"leaf-rail0\"\nrole = \"leaf\"\naddress = \"{address}\"\npath_style = \"{style}\"\n"
+        ),
+    )
+    .unwrap();
+    let (switches, sensor_target) = match form {
+        Form::Inventory => ("switches = [\"leaf-rail0\"]".to_string(), String::new()),
+        Form::Lab => (
+            format!("switches = {{ leaf-rail0 = \"{address}\" }}\npath_style = \"{style}\""),
+            format!("address = \"{address}\"\npath_style = \"{style}\"\n"),
+        ),
+    };
+    std::fs::write(
+        dir.join("playbook.toml"),
         format!(
             "name = \"interop\"\nmode = \"enforce\"\nrules = \"rules\"\n\
              [undo]\non_resolve = [\"pfcwd.*\"]\n\
              [[actuator]]\nname = \"pfcwd\"\ntype = \"pfcwd\"\nhandles = [\"pfcwd.*\"]\n\
-             [actuator.gnmi]\nswitches = {{ leaf-rail0 = \"{address}\" }}\npath_style = \"{style}\"\ntimeout = \"5s\"\n",
-            address = target.address
+             [actuator.gnmi]\n{switches}\ntimeout = \"5s\"\n"
         ),
     )
     .unwrap();
@@ -53,14 +77,13 @@ fn write_config(dir: &Path, target: &SonicTarget, style: &str) -> std::path::Pat
     std::fs::write(
         &config,
         format!(
-            "node = \"node-01\"\nstate_dir = \"state\"\nplaybook = \"playbook.toml\"\n\
+            "node = \"node-01\"\nstate_dir = \"state\"\nplaybook = \"playbook.toml\"\ninventory = \"inventory.toml\"\n\
              [engine]\nreload_poll = \"0\"\n\
              [log]\nlevel = \"info\"\n\
              [control]\nsocket = {socket}\n\
              [[sensor]]\ntype = \"gnmi\"\npresets = [\"sonic_pfc\"]\nsample_interval = \"200ms\"\n\
-             [[sensor.targets]]\nname = \"leaf-rail0\"\naddress = \"{address}\"\npath_style = \"{style}\"\n",
+             [[sensor.targets]]\nname = \"leaf-rail0\"\n{sensor_target}",
             socket = toml_path(&dir.join("control.sock")),
-            address = target.address
         ),
     )
     .unwrap();
@@ -104,20 +127,21 @@ fn until(what: &str, daemon: &Daemon, target: &SonicTarget, mut probe: impl FnMu
     start.elapsed()
 }
 
-fn storm_is_escalated_read_back_and_restored(style: &str) {
+fn storm_is_escalated_read_back_and_restored(style: &str, form: Form) {
     let target = match SonicTarget::start(&[]) {
         Ok(target) => target,
         Err(reason) => return eprintln!("skipped: {reason}"),
     };
     let dir = tempfile::tempdir().unwrap();
-    let config = write_config(dir.path(), &target, style);
+    let config = write_config(dir.path(), &target, style, form);
     let before = watchdog(&target);
     assert_eq!(before["action"], "alert", "the target starts with the watchdog alerting: {before}");
 
     let mut daemon = Daemon::start(&config, &dir.path().join("control.sock"), &dir.path().join("daemon.log"));
     daemon.wait_ready();
     target.storm(PORT, PRIO, true);
-    let to_set = until("the storm is escalated on the switch", &daemon, &target, || watchdog(&target)["action"] == "drop");
+    let to_set =
+        until("the storm is escalated on the switch", &daemon, &target, || watchdog(&target)["action"] == "drop");
     assert_eq!(pygnmi_action(&target), "drop", "an independent client reads the escalation back");
     let decisions = daemon.decisions();
     let escalation = decisions
@@ -127,20 +151,30 @@ fn storm_is_escalated_read_back_and_restored(style: &str) {
     assert_eq!(escalation.proposal.action.target.get("port"), Some(PORT), "{escalation:#?}");
 
     target.storm(PORT, PRIO, false);
-    let to_restore = until("the watchdog is restored after the storm", &daemon, &target, || watchdog(&target) == before);
+    let to_restore =
+        until("the watchdog is restored after the storm", &daemon, &target, || watchdog(&target) == before);
     assert_eq!(pygnmi_action(&target), "alert", "an independent client reads the restore back");
     let refused = target.state()["refused"].clone();
     assert_eq!(refused, serde_json::json!([]), "the target refused none of rocemend's requests");
-    eprintln!("{style}: storm → Set {:.2} s; storm end → restored {:.2} s", to_set.as_secs_f64(), to_restore.as_secs_f64());
+    eprintln!(
+        "{style}: storm → Set {:.2} s; storm end → restored {:.2} s",
+        to_set.as_secs_f64(),
+        to_restore.as_secs_f64()
+    );
     daemon.stop();
 }
 
 #[test]
 fn a_storm_on_an_independent_target_is_escalated_and_undone_with_prefix_targets() {
-    storm_is_escalated_read_back_and_restored("prefix-target");
+    storm_is_escalated_read_back_and_restored("prefix-target", Form::Inventory);
 }
 
 #[test]
 fn a_storm_on_an_independent_target_is_escalated_and_undone_with_sonic_db_origin() {
-    storm_is_escalated_read_back_and_restored("sonic-db-origin");
+    storm_is_escalated_read_back_and_restored("sonic-db-origin", Form::Lab);
+}
+
+#[test]
+fn the_switch_written_once_in_the_inventory_serves_sonic_db_origin_too() {
+    storm_is_escalated_read_back_and_restored("sonic-db-origin", Form::Inventory);
 }

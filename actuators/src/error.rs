@@ -132,6 +132,14 @@ pub enum ConfigError {
         /// What is wrong with its content.
         reason: String,
     },
+    /// A switch named from the inventory cannot be reached by name.
+    #[error("{setting}: {source}")]
+    Switch {
+        /// The setting that names it.
+        setting: String,
+        /// Why.
+        source: engine::topology::AccessError,
+    },
     /// A credentials file is refused (unreadable, readable by others,
     /// malformed). The password is never part of the error.
     #[error("{setting}: {source}")]

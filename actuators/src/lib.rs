@@ -106,6 +106,17 @@ pub const KINDS: &[&str] = &["log", "exec", "cordon", "link", "webhook", "pfcwd"
 /// The error names the actuator, its kind and what was wrong: an unknown
 /// kind, an unknown or mistyped setting, an unusable value.
 pub fn build(kind: &str, name: &str, settings: toml::Table) -> Result<Arc<dyn Actuator>, BuildError> {
+    build_in(kind, name, settings, None)
+}
+
+/// [`build`], with the inventory that names the switches of the switch
+/// actuators' `[gnmi]`.
+pub fn build_in(
+    kind: &str,
+    name: &str,
+    settings: toml::Table,
+    inventory: Option<&engine::Topology>,
+) -> Result<Arc<dyn Actuator>, BuildError> {
     fn shared<A: Actuator + 'static>(actuator: A) -> Arc<dyn Actuator> {
         Arc::new(actuator)
     }
@@ -116,9 +127,9 @@ pub fn build(kind: &str, name: &str, settings: toml::Table) -> Result<Arc<dyn Ac
         "cordon" => it.build(settings, |c: CordonConfig| c.build(name)).map(shared),
         "link" => it.build(settings, |c: LinkConfig| c.build(name)).map(shared),
         "webhook" => it.build(settings, |c: WebhookConfig| c.build(name)).map(shared),
-        "pfcwd" => it.build(settings, |c: PfcwdConfig| c.build(name)).map(shared),
-        "ecn" => it.build(settings, |c: EcnConfig| c.build(name)).map(shared),
-        "rail" => it.build(settings, |c: RailConfig| c.build(name)).map(shared),
+        "pfcwd" => it.build(settings, |c: PfcwdConfig| c.build_in(name, inventory)).map(shared),
+        "ecn" => it.build(settings, |c: EcnConfig| c.build_in(name, inventory)).map(shared),
+        "rail" => it.build(settings, |c: RailConfig| c.build_in(name, inventory)).map(shared),
         _ => Err(it.unknown(KINDS)),
     }
 }

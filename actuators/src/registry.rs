@@ -40,14 +40,16 @@ pub enum PlaybookError {
 /// Builds an actuator of a playbook entry.
 pub type Builder<'a> = dyn FnMut(&ActuatorEntry) -> Result<Arc<dyn Actuator>, BuildError> + 'a;
 
-/// The actuator an entry asks for, by its kind ([`crate::build`]).
-pub fn build_entry(entry: &ActuatorEntry) -> Result<Arc<dyn Actuator>, BuildError> {
-    crate::build(&entry.kind, &entry.name, entry.settings.clone())
+/// The actuator an entry asks for, by its kind ([`crate::build_in`]), its
+/// switches named from `inventory`.
+pub fn build_entry(entry: &ActuatorEntry, inventory: Option<&Topology>) -> Result<Arc<dyn Actuator>, BuildError> {
+    crate::build_in(&entry.kind, &entry.name, entry.settings.clone(), inventory)
 }
 
-/// The routes of `playbook`'s actuators, in its order.
-pub fn routes(playbook: &Playbook) -> Result<Vec<ActuatorRoute>, Errors<PlaybookError>> {
-    routes_with(playbook, &mut build_entry)
+/// The routes of `playbook`'s actuators, in its order, their switches
+/// named from `inventory`.
+pub fn routes(playbook: &Playbook, inventory: Option<&Topology>) -> Result<Vec<ActuatorRoute>, Errors<PlaybookError>> {
+    routes_with(playbook, &mut |entry| build_entry(entry, inventory))
 }
 
 /// The routes of `playbook`'s actuators, each built by `build` (the chaos
@@ -75,7 +77,8 @@ pub fn dispatcher(
     topology: Option<Arc<Topology>>,
     ledger: Option<Ledger>,
 ) -> Result<Dispatcher, Errors<PlaybookError>> {
-    dispatcher_with(playbook, topology, ledger, &mut build_entry)
+    let inventory = topology.clone();
+    dispatcher_with(playbook, topology, ledger, &mut |entry| build_entry(entry, inventory.as_deref()))
 }
 
 /// [`dispatcher`], with each actuator built by `build`.
@@ -107,7 +110,14 @@ pub fn dispatch_config(
     policy: PolicySettings,
     topology: Option<Arc<Topology>>,
 ) -> DispatchConfig {
-    DispatchConfig { mode: playbook.mode, rule_modes: playbook.rule_modes(), routes, timeout: playbook.timeout(), policy, topology }
+    DispatchConfig {
+        mode: playbook.mode,
+        rule_modes: playbook.rule_modes(),
+        routes,
+        timeout: playbook.timeout(),
+        policy,
+        topology,
+    }
 }
 
 #[cfg(test)]
@@ -139,7 +149,7 @@ mod tests {
     fn one_route_per_pattern_in_order() {
         let p =
             playbook("name = \"p\"\n[[actuator]]\nname = \"a\"\ntype = \"log\"\nhandles = [\"link.*\", \"node.*\"]\n");
-        let routes = routes(&p).unwrap();
+        let routes = routes(&p, None).unwrap();
         assert_eq!(routes.iter().map(|r| r.pattern.as_str()).collect::<Vec<_>>(), ["link.*", "node.*"]);
     }
 }

@@ -172,10 +172,7 @@ async fn rail_switch_side_takes_the_port_admin_down_and_back_up() {
     let plan = rail.dry_run(&drain).await.unwrap();
     assert_eq!(
         plan.requests,
-        [format!(
-            "gNMI Set to leaf-rail1 ({}): update CONFIG_DB@/PORT/Ethernet12/admin_status = \"down\"",
-            sw.addr
-        )]
+        [format!("gNMI Set to leaf-rail1 ({}): update CONFIG_DB@/PORT/Ethernet12/admin_status = \"down\"", sw.addr)]
     );
     let applied = rail.execute(&drain).await.unwrap();
     assert_eq!(applied.requests, plan.requests, "dry_run and execute differ");

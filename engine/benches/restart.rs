@@ -81,7 +81,11 @@ fn dispatcher(ledger: Ledger) -> Dispatcher {
         DispatchConfig {
             mode: Mode::Enforce,
             rule_modes: HashMap::new(),
-            routes: vec![ActuatorRoute { pattern: "*".into(), actuator: Arc::new(Knobs::default()), destructive: true }],
+            routes: vec![ActuatorRoute {
+                pattern: "*".into(),
+                actuator: Arc::new(Knobs::default()),
+                destructive: true,
+            }],
             timeout: Duration::from_secs(1),
             policy: PolicySettings::defaults(),
             topology: None,

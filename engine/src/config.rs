@@ -254,7 +254,11 @@ mod tests {
         assert_eq!(settings["name"].as_str(), Some("x"));
         assert_eq!(settings["gnmi"]["ca_file"].as_str(), Some("/etc/ca.pem"));
         assert_eq!(settings["targets"][0]["ca"].as_str(), Some("/etc/rocemend/tls/ca.pem"));
-        assert_eq!(settings["subscriptions"][0]["path"].as_str(), Some("openconfig:/interfaces"), "a gNMI path, not a file");
+        assert_eq!(
+            settings["subscriptions"][0]["path"].as_str(),
+            Some("openconfig:/interfaces"),
+            "a gNMI path, not a file"
+        );
     }
 
     #[test]

@@ -353,7 +353,10 @@ mod tests {
     #[test]
     fn readings_outside_the_width_or_not_whole_are_refused() {
         assert_eq!(reading(CounterSpec::saturating(8), Value::Count(255)), Ok(255));
-        assert!(matches!(reading(CounterSpec::saturating(8), Value::Count(100_000)), Err(BadReading::OutOfRange { .. })));
+        assert!(matches!(
+            reading(CounterSpec::saturating(8), Value::Count(100_000)),
+            Err(BadReading::OutOfRange { .. })
+        ));
         assert!(matches!(reading(CounterSpec::U64, Value::Real(1e30)), Err(BadReading::OutOfRange { .. })));
         assert!(matches!(reading(CounterSpec::U64, Value::Real(2f64.powi(64))), Err(BadReading::OutOfRange { .. })));
         assert_eq!(reading(CounterSpec::U64, Value::Real(1.5)), Err(BadReading::NotACount(1.5)));

@@ -113,7 +113,9 @@ impl BuildError {
     /// The name of the component, as the config calls it.
     pub fn name(&self) -> &str {
         match self {
-            BuildError::UnknownKind { name, .. } | BuildError::NotInBuild { name, .. } | BuildError::Invalid { name, .. } => name,
+            BuildError::UnknownKind { name, .. }
+            | BuildError::NotInBuild { name, .. }
+            | BuildError::Invalid { name, .. } => name,
         }
     }
 }

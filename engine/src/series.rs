@@ -321,7 +321,12 @@ impl SeriesTable {
         if let Some(id) = reg.by_key.get(&key) {
             let existing = reg.series[id.0 as usize].kind;
             if existing != kind {
-                return Err(SeriesError::KindConflict { metric: spec.metric.clone(), labels, existing, requested: kind });
+                return Err(SeriesError::KindConflict {
+                    metric: spec.metric.clone(),
+                    labels,
+                    existing,
+                    requested: kind,
+                });
             }
             return Ok(*id);
         }
@@ -396,7 +401,10 @@ mod tests {
         let s = table.add_sensor("t", 10);
         let mut huge = spec("m", &"x".repeat(MAX_LABEL_VALUE_LEN + 1));
         let err = table.register(s, &huge).unwrap_err();
-        assert_eq!(err.to_string(), "series m…: the value of label \"netdev\" is 257 bytes long; at most 256 are accepted");
+        assert_eq!(
+            err.to_string(),
+            "series m…: the value of label \"netdev\" is 257 bytes long; at most 256 are accepted"
+        );
         huge.labels = Labels::from_pairs([("netdev", "x".repeat(MAX_LABEL_VALUE_LEN).as_str())]);
         assert!(table.register(s, &huge).is_ok(), "256 bytes is within the bound");
         huge.metric = "m".repeat(MAX_METRIC_LEN + 1);

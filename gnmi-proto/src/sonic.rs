@@ -119,33 +119,6 @@ impl PathStyle {
     }
 }
 
-/// How a switch's databases are to be addressed, as configs write it
-/// (`path_style = "prefix-target"`): one of the [`PathStyle`]s, or `auto`,
-/// found from the switch at its first connection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum PathStyleSetting {
-    /// [`PathStyle::PrefixTarget`]: SONiC's classic telemetry.
-    #[default]
-    PrefixTarget,
-    /// [`PathStyle::SonicDbOrigin`]: sonic-gnmi's native paths.
-    SonicDbOrigin,
-    /// Found from the switch at its first connection: its Capabilities
-    /// (and, in the sensor, a Get of a small table in each style).
-    Auto,
-}
-
-impl PathStyleSetting {
-    /// The setting as configs spell it.
-    pub fn name(self) -> &'static str {
-        match self {
-            PathStyleSetting::PrefixTarget => "prefix-target",
-            PathStyleSetting::SonicDbOrigin => "sonic-db-origin",
-            PathStyleSetting::Auto => "auto",
-        }
-    }
-}
-
 /// The CONFIG_DB table of the PFC watchdog, keyed by port.
 pub const PFC_WD: &str = "PFC_WD";
 /// The CONFIG_DB table of WRED/ECN profiles, keyed by profile name.
@@ -321,8 +294,6 @@ mod tests {
         let (prefix, path) = PathStyle::PrefixTarget.request(CONFIG_DB, &fields);
         assert_eq!(prefix.map(|p| p.target).as_deref(), Some(CONFIG_DB));
         assert!(path.target.is_empty(), "a target is only valid in the prefix (gNMI 2.2.2.1)");
-        let setting: PathStyleSetting = serde_json::from_str("\"sonic-db-origin\"").unwrap();
-        assert_eq!(setting.name(), "sonic-db-origin");
     }
 
     #[test]

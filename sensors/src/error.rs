@@ -113,6 +113,14 @@ pub enum ConfigError {
         /// Why not.
         source: TargetUrlError,
     },
+    /// A switch named from the inventory cannot be reached by name.
+    #[error("configuration: {setting}: {source}")]
+    Switch {
+        /// Where it is named (a target).
+        setting: String,
+        /// Why.
+        source: engine::topology::AccessError,
+    },
     /// A credentials file is refused (unreadable, readable by others,
     /// malformed). The password is never part of the error.
     #[error("configuration: {setting}: {source}")]

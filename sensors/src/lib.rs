@@ -116,6 +116,17 @@ pub const KINDS: &[&str] = &[
 /// The error names the sensor, its kind and what was wrong: an unknown kind,
 /// an unknown or mistyped setting, a value out of range.
 pub fn build(kind: &str, name: &str, settings: toml::Table) -> Result<Box<dyn Sensor>, BuildError> {
+    build_in(kind, name, settings, None)
+}
+
+/// [`build`], with the inventory that says how to reach the switches a
+/// `gnmi` sensor names.
+pub fn build_in(
+    kind: &str,
+    name: &str,
+    settings: toml::Table,
+    inventory: Option<&engine::Topology>,
+) -> Result<Box<dyn Sensor>, BuildError> {
     fn boxed<S: Sensor + 'static>(sensor: S) -> Box<dyn Sensor> {
         Box::new(sensor)
     }
@@ -125,7 +136,7 @@ pub fn build(kind: &str, name: &str, settings: toml::Table) -> Result<Box<dyn Se
         "nvml" => it.build(settings, |c: NvmlConfig| c.build(name)).map(boxed),
         "rdma_sysfs" => it.build(settings, |c: RdmaSysfsConfig| c.build(name)).map(boxed),
         "nccl_tests" => it.build(settings, |c: NcclTestsConfig| c.build(name)).map(boxed),
-        "gnmi" => it.build(settings, |c: GnmiConfig| c.build(name)).map(boxed),
+        "gnmi" => it.build(settings, |c: GnmiConfig| c.build_in(name, inventory)).map(boxed),
         "ethtool" => it.build(settings, |c: EthtoolConfig| c.build(name)).map(boxed),
         "prometheus" => it.build(settings, |c: PrometheusConfig| c.build(name)).map(boxed),
         "replay" => it.build(settings, |c: ReplayConfig| c.build(name)).map(boxed),

@@ -107,11 +107,8 @@ mod tests {
         instance.active_at = 5;
         instance.stale = true;
         instance.stale_since = Some(9);
-        let view = InstanceView {
-            rule: "pfc-storm".into(),
-            subject: Labels::from_pairs([("node", "gpu-07")]),
-            instance,
-        };
+        let view =
+            InstanceView { rule: "pfc-storm".into(), subject: Labels::from_pairs([("node", "gpu-07")]), instance };
         let list = incidents(&[], &[view], 0);
         assert_eq!(list.len(), 2, "the firing one and its sensor-stale incident: {list:?}");
         let stale = list.iter().find(|i| i.rule == SENSOR_STALE).unwrap();

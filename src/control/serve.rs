@@ -52,7 +52,8 @@ pub fn tcp_plan(control: &ControlSection) -> anyhow::Result<Option<TcpPlan>> {
 impl TcpPlan {
     /// Binds the TCP address.
     pub fn bind(self) -> anyhow::Result<TcpSide> {
-        let listener = std::net::TcpListener::bind(&self.addr).with_context(|| format!("control.listen {}", self.addr))?;
+        let listener =
+            std::net::TcpListener::bind(&self.addr).with_context(|| format!("control.listen {}", self.addr))?;
         listener.set_nonblocking(true)?;
         Ok(TcpSide { listener, tls: self.tls, tokens: self.tokens })
     }

@@ -123,7 +123,11 @@ impl Metrics {
         };
         r.register("samples_ingested", "Samples the engine ingested", m.samples.clone());
         r.register("samples_out_of_order", "Samples dropped as older than their series' last", m.out_of_order.clone());
-        r.register("samples_refused", "Samples not believed, by reason (bad_counter, implausible, future)", m.refused.clone());
+        r.register(
+            "samples_refused",
+            "Samples not believed, by reason (bad_counter, implausible, future)",
+            m.refused.clone(),
+        );
         r.register("actions_in_effect", "Actions this daemon has in effect", m.actions_in_effect.clone());
         r.register(
             "actions_drifted",
@@ -213,7 +217,9 @@ impl Metrics {
         self.samples.inner().store(view.stats.samples, Ordering::Relaxed);
         self.out_of_order.inner().store(view.stats.out_of_order, Ordering::Relaxed);
         let refused = view.stats.refused;
-        for (reason, n) in [("bad_counter", refused.bad_counter), ("implausible", refused.implausible), ("future", refused.future)] {
+        for (reason, n) in
+            [("bad_counter", refused.bad_counter), ("implausible", refused.implausible), ("future", refused.future)]
+        {
             self.refused.get_or_create(&labels(&[("reason", reason)])).inner().store(n, Ordering::Relaxed);
         }
         self.series.set(view.series as i64);

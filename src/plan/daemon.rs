@@ -67,7 +67,9 @@ pub fn settings(config: &DaemonConfig, at: &Locator, errors: &mut Vec<TomlError>
         "human" => LogFormat::Human,
         "json" => LogFormat::Json,
         other => {
-            errors.push(at.error(&["log".into(), "format".into()], format!("log.format {other:?}: expected human or json")));
+            errors.push(
+                at.error(&["log".into(), "format".into()], format!("log.format {other:?}: expected human or json")),
+            );
             LogFormat::Human
         }
     };
@@ -76,7 +78,11 @@ pub fn settings(config: &DaemonConfig, at: &Locator, errors: &mut Vec<TomlError>
         errors.push(at.error(&["log".into(), "level".into()], format!("log.level {level:?}: {e}")));
     }
     let metrics_listen = config.metrics.listen.as_deref().and_then(|addr| {
-        resolve(addr).map_err(|e| errors.push(at.error(&["metrics".into(), "listen".into()], format!("metrics.listen {addr:?}: {e}")))).ok()
+        resolve(addr)
+            .map_err(|e| {
+                errors.push(at.error(&["metrics".into(), "listen".into()], format!("metrics.listen {addr:?}: {e}")))
+            })
+            .ok()
     });
     if let Err(why) = creatable_dir(&config.state_dir) {
         errors.push(at.error(&["state_dir".into()], format!("state_dir {}: {why}", config.state_dir.display())));
@@ -84,9 +90,13 @@ pub fn settings(config: &DaemonConfig, at: &Locator, errors: &mut Vec<TomlError>
     let record = config.record.clone().map(|path| {
         let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
         if let Err(why) = creatable_dir(dir) {
-            errors.push(at.error(&["record".into()], format!("record {}: its directory {}: {why}", path.display(), dir.display())));
+            errors.push(at.error(
+                &["record".into()],
+                format!("record {}: its directory {}: {why}", path.display(), dir.display()),
+            ));
         }
-        for (key, value) in [("record_max_mib", config.record_max_mib), ("record_keep", u64::from(config.record_keep))] {
+        for (key, value) in [("record_max_mib", config.record_max_mib), ("record_keep", u64::from(config.record_keep))]
+        {
             if value == 0 {
                 errors.push(at.error(&[key.into()], format!("{key} = 0: expected at least 1")));
             }
@@ -121,13 +131,17 @@ fn engine_settings(config: &DaemonConfig, at: &Locator, errors: &mut Vec<TomlErr
         "wall" => ClockMode::Wall,
         "samples" => ClockMode::Samples,
         other => {
-            errors.push(at.error(&["engine".into(), "clock".into()], format!("engine.clock {other:?}: expected wall or samples")));
+            errors.push(at.error(
+                &["engine".into(), "clock".into()],
+                format!("engine.clock {other:?}: expected wall or samples"),
+            ));
             ClockMode::Wall
         }
     };
     let durations_parsed = errors.len() == before;
     let mut out_of_range = |key: &str, value: String, expected: &str| {
-        errors.push(at.error(&["engine".into(), Key::Name(key)], format!("engine.{key} = {value}: expected {expected}")))
+        errors
+            .push(at.error(&["engine".into(), Key::Name(key)], format!("engine.{key} = {value}: expected {expected}")))
     };
     if !(MS..=60_000 * MS).contains(&tick) && durations_parsed {
         out_of_range("tick", format!("{:?}", e.tick), "1ms to 60s");
@@ -193,7 +207,9 @@ fn creatable_dir(dir: &Path) -> Result<(), String> {
     let parents = dir.ancestors().skip(1).map(|p| if p.as_os_str().is_empty() { Path::new(".") } else { p });
     match parents.into_iter().find(|p| p.exists()) {
         Some(parent) if parent.is_dir() && writable(parent) => Ok(()),
-        Some(parent) => Err(format!("does not exist and cannot be created: {} is not a writable directory", parent.display())),
+        Some(parent) => {
+            Err(format!("does not exist and cannot be created: {} is not a writable directory", parent.display()))
+        }
         None => Err("does not exist and has no existing parent".into()),
     }
 }

@@ -101,7 +101,7 @@ impl Plan {
         };
         let node_label = node.clone().unwrap_or_default();
         let series = SeriesTable::new(topology.clone(), Labels::from_pairs([("node", node_label.as_str())]));
-        let sensors = sensors(&config, &at, &mut errors);
+        let sensors = sensors(&config, topology.as_deref(), &at, &mut errors);
         let inputs = PlaybookInputs {
             path: config.playbook.clone(),
             rules: config.rules.clone(),
@@ -125,8 +125,13 @@ pub fn inventory(path: Option<&Path>, errors: &mut Vec<TomlError>) -> Option<Arc
 
 /// The configured sensors, built; each one refused is placed at its
 /// `[[sensor]]`.
-fn sensors(config: &DaemonConfig, at: &Locator, errors: &mut Vec<TomlError>) -> Vec<SensorSlot> {
-    wiring::sensors(config).unwrap_or_else(|problems| {
+fn sensors(
+    config: &DaemonConfig,
+    inventory: Option<&Topology>,
+    at: &Locator,
+    errors: &mut Vec<TomlError>,
+) -> Vec<SensorSlot> {
+    wiring::sensors(config, inventory).unwrap_or_else(|problems| {
         errors.extend(problems.into_iter().map(|e| {
             let path: Vec<Key<'_>> = match config.sensor.iter().position(|s| s.name() == e.name()) {
                 Some(i) => vec!["sensor".into(), i.into()],
@@ -190,10 +195,10 @@ impl PlaybookPart {
             errors.push(playbook.error(&[], "no rule directory: set `rules` in the playbook or the daemon config"));
             return None;
         };
-        let all = engine::rule::load_dir(&rules_dir, Helpers::new(Some(series), topology))
+        let all = engine::rule::load_dir(&rules_dir, Helpers::new(Some(series), topology.clone()))
             .map_err(|e| errors.extend(e.into_iter().map(rule_error)))
             .ok();
-        let routes = actuators::registry::routes(&playbook)
+        let routes = actuators::registry::routes(&playbook, topology.as_deref())
             .map_err(|e| errors.extend(e.into_iter().map(|e| routing::actuator_error(&playbook, e))))
             .ok();
         let policy = playbook.policy().map_err(|e| errors.push(playbook.error(&[], e.to_string()))).ok();
@@ -209,7 +214,16 @@ impl PlaybookPart {
             return None;
         }
         let allowed_unsafe = playbook.allowed_unsafe();
-        Some(PlaybookPart { playbook, path, policy: policy?, rules_dir, rules: rules?, rules_in_dir, routes: routes?, allowed_unsafe })
+        Some(PlaybookPart {
+            playbook,
+            path,
+            policy: policy?,
+            rules_dir,
+            rules: rules?,
+            rules_in_dir,
+            routes: routes?,
+            allowed_unsafe,
+        })
     }
 }
 

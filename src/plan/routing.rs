@@ -4,13 +4,13 @@
 //! `handles = ["lnk.*"]` typo leaves link-flap unrouted), so each is
 //! refused with the rule and the action named, at the playbook line to fix.
 
+use actuators::registry::PlaybookError;
 use engine::config::{Key, TomlError};
 use engine::dispatch::ActuatorRoute;
 use engine::names::{closest, did_you_mean};
 use engine::playbook::Playbook;
 use engine::policy::kind_matches;
 use engine::rule::RuleSet;
-use actuators::registry::PlaybookError;
 
 /// Where the playbook writes the `j`th pattern of its `i`th actuator.
 fn handle_at(i: usize, j: usize) -> [Key<'static>; 4] {
@@ -39,11 +39,19 @@ impl<'a> RuleDirectory<'a> {
 /// Checks the routes of `playbook` (its actuators built, in order, as
 /// `routes`) against the rules it runs (`rules`, its `off` rules left out)
 /// and every rule of its directory (`dir`).
-pub fn check(playbook: &Playbook, rules: &RuleSet, dir: &RuleDirectory<'_>, routes: &[ActuatorRoute]) -> Vec<TomlError> {
+pub fn check(
+    playbook: &Playbook,
+    rules: &RuleSet,
+    dir: &RuleDirectory<'_>,
+    routes: &[ActuatorRoute],
+) -> Vec<TomlError> {
     let mut errors = Vec::new();
     for name in playbook.unknown_rules(&dir.names) {
         let hint = did_you_mean(name, dir.names.iter().copied());
-        errors.push(playbook.error(&["rule".into(), Key::Name(name)], format!("[rule.{name}] names no rule of the rule directory{hint}")));
+        errors.push(playbook.error(
+            &["rule".into(), Key::Name(name)],
+            format!("[rule.{name}] names no rule of the rule directory{hint}"),
+        ));
     }
     errors.extend(kinds_no_rule_proposes(playbook, &dir.kinds));
     // The routes are the actuators' patterns in the playbook's order; the
@@ -87,7 +95,8 @@ fn kinds_no_rule_proposes(playbook: &Playbook, proposed: &[&str]) -> Vec<TomlErr
         .map(|named| {
             let hint = did_you_mean(named.pattern, proposed.iter().copied());
             let listed = if proposed.is_empty() { "none".to_string() } else { proposed.join(", ") };
-            let message = format!("{}: no rule proposes {:?} (the rules propose: {listed}){hint}", named.what, named.pattern);
+            let message =
+                format!("{}: no rule proposes {:?} (the rules propose: {listed}){hint}", named.what, named.pattern);
             playbook.error(&named.at, message)
         })
         .collect()
@@ -95,13 +104,20 @@ fn kinds_no_rule_proposes(playbook: &Playbook, proposed: &[&str]) -> Vec<TomlErr
 
 /// A kind no actuator handles: placed at the pattern it was probably meant
 /// to match (a typo of the kind's family), else at the first actuator.
-fn unrouted(playbook: &Playbook, proposes: &str, kind: &str, patterns: &[&str], places: &[(usize, usize)]) -> TomlError {
+fn unrouted(
+    playbook: &Playbook,
+    proposes: &str,
+    kind: &str,
+    patterns: &[&str],
+    places: &[(usize, usize)],
+) -> TomlError {
     let handled = if patterns.is_empty() { "none".to_string() } else { patterns.join(", ") };
     let family = kind.split_once('.').map_or(kind, |(f, _)| f);
     let wanted = [format!("{family}.*"), kind.to_string()];
-    let typo = patterns.iter().enumerate().find_map(|(n, p)| {
-        wanted.iter().find(|w| closest(p, [w.as_str()]).is_some()).map(|w| (n, *p, w))
-    });
+    let typo = patterns
+        .iter()
+        .enumerate()
+        .find_map(|(n, p)| wanted.iter().find(|w| closest(p, [w.as_str()]).is_some()).map(|w| (n, *p, w)));
     match typo {
         Some((n, pattern, meant)) => {
             let (i, j) = places[n];

@@ -205,7 +205,8 @@ pub fn job_nodes(path: &Path) -> anyhow::Result<BTreeMap<String, BTreeSet<String
     while let Some(event) = input.next_event()? {
         if let Event::Series(_, spec) = event {
             let labels = &spec.labels;
-            if let (true, Some(job), Some(node)) = (spec.metric == JOB_NODE_INFO, labels.get("job"), labels.get("node")) {
+            if let (true, Some(job), Some(node)) = (spec.metric == JOB_NODE_INFO, labels.get("job"), labels.get("node"))
+            {
                 out.entry(job.to_string()).or_default().insert(node.to_string());
             }
         }

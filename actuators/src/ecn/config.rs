@@ -77,7 +77,12 @@ fn default_root() -> PathBuf {
 impl EcnConfig {
     /// Validates the settings and builds the actuator `name`.
     pub fn build(&self, name: &str) -> Result<EcnActuator, ConfigError> {
-        let sonic = self.gnmi.as_ref().map(SonicConfig::build).transpose()?;
+        self.build_in(name, None)
+    }
+
+    /// [`Self::build`], with the inventory that names the switches of `[gnmi]`.
+    pub fn build_in(&self, name: &str, inventory: Option<&engine::Topology>) -> Result<EcnActuator, ConfigError> {
+        let sonic = self.gnmi.as_ref().map(|g| g.build(inventory)).transpose()?;
         crate::sonic::check_name("profile", &self.profile)
             .map_err(|source| ConfigError::Action { setting: "profile".into(), source })?;
         switch::check_factor(&self.factor.to_string())

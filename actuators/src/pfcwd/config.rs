@@ -68,7 +68,12 @@ fn default_prevention() -> String {
 impl PfcwdConfig {
     /// Validates the settings and builds the actuator `name`.
     pub fn build(&self, name: &str) -> Result<PfcwdActuator, ConfigError> {
-        let sonic = self.gnmi.as_ref().map(SonicConfig::build).transpose()?;
+        self.build_in(name, None)
+    }
+
+    /// [`Self::build`], with the inventory that names the switches of `[gnmi]`.
+    pub fn build_in(&self, name: &str, inventory: Option<&engine::Topology>) -> Result<PfcwdActuator, ConfigError> {
+        let sonic = self.gnmi.as_ref().map(|g| g.build(inventory)).transpose()?;
         let mut levels = self.levels.clone();
         if levels.is_empty() {
             levels.insert("1".into(), Level { action: Some("drop".into()), ..Level::default() });

@@ -71,6 +71,11 @@ fn default_timeout() -> String {
 impl RailConfig {
     /// Validates the settings and builds the actuator `name`.
     pub fn build(&self, name: &str) -> Result<RailActuator, ConfigError> {
+        self.build_in(name, None)
+    }
+
+    /// [`Self::build`], with the inventory that names the switches of `[gnmi]`.
+    pub fn build_in(&self, name: &str, inventory: Option<&engine::Topology>) -> Result<RailActuator, ConfigError> {
         let timeout = crate::error::bounded_duration("timeout", &self.timeout, MAX_TIMEOUT)?;
         if self.gnmi.is_none() && self.nccl.is_none() && self.slurm.is_none() && self.kubernetes.is_none() {
             return Err(ConfigError::Missing {
@@ -78,7 +83,7 @@ impl RailConfig {
                 reason: "no step is configured: give at least one of [gnmi], [nccl], [slurm], [kubernetes]",
             });
         }
-        let sonic = self.gnmi.as_ref().map(SonicConfig::build).transpose()?;
+        let sonic = self.gnmi.as_ref().map(|g| g.build(inventory)).transpose()?;
         let nccl = self.nccl.as_ref().map(NcclConfig::build).transpose()?;
         if let Some(s) = &self.slurm {
             check_scontrol(&s.scontrol)?;

@@ -1,14 +1,15 @@
 //! The `[gnmi]` settings the switch actuators share: which switches they may
-//! change (an allow-list), how to log in, TLS and the timeout.
+//! change (an allow-list, by the inventory's names), and the timeout.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use engine::SECOND;
+use engine::topology::AccessError;
+use engine::{Topology, SECOND};
 use gnmi_proto::TlsConfig;
 use serde::{Deserialize, Serialize};
 
-use super::Sonic;
+use super::{Endpoint, Sonic};
 use crate::ConfigError;
 
 /// The longest timeout accepted for one gNMI call: a switch that needs more
@@ -16,59 +17,82 @@ use crate::ConfigError;
 /// action holds a dispatch slot while it waits.
 const MAX_TIMEOUT: i64 = 60 * SECOND;
 
-/// How to reach the switches, as a playbook gives it.
+/// The switches an actuator may change, as a playbook gives it.
+///
+/// Named, from the inventory, which says where each switch is and how to
+/// log in (`[[switch]]` and its `[gnmi]` defaults): the one list of switches
+/// the gnmi sensor uses too.
 ///
 /// ```toml
 /// [actuator.gnmi]
-/// switches = { leaf-rail0 = "10.0.0.10:8080", leaf-rail1 = "10.0.0.11:8080" }
-/// credentials_file = "/etc/rocemend/gnmi-credentials.toml"
+/// switches = ["leaf-rail0", "leaf-rail1"]
 /// timeout = "5s"
+/// ```
+///
+/// Or, in a lab without an inventory, by address, with the access settings
+/// here:
+///
+/// ```toml
+/// [actuator.gnmi]
+/// switches = { leaf-rail0 = "127.0.0.1:57400" }
+/// credentials_file = "/etc/rocemend/gnmi-credentials.toml"   # mode 0600
+/// path_style = "prefix-target"
 /// [actuator.gnmi.tls]
 /// ca_file = "/etc/rocemend/switch-ca.pem"
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SonicConfig {
-    /// Switch name (as the actions' `switch` label names it) → gNMI address
-    /// (`host:port`). Only these switches are ever changed: an action naming
-    /// any other is refused as invalid.
-    pub switches: BTreeMap<String, String>,
-    /// A TOML file with `username` and `password`, sent as gRPC metadata the
-    /// way SONiC's telemetry server expects them. Kept out of the playbook,
-    /// which more people read than a secret should reach.
+    /// The switches (by the actions' `switch` label) this actuator may
+    /// change: names of the inventory's switches, or name → `host:port`.
+    /// Only these switches are ever changed: an action naming any other is
+    /// refused as invalid.
+    pub switches: SwitchList,
+    /// With switches by address: a TOML file with `username` and
+    /// `password` (mode 0600), sent as gRPC metadata the way SONiC's
+    /// telemetry server expects them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub credentials_file: Option<PathBuf>,
-    /// TLS; plain HTTP/2 when absent (a lab or a loopback simulator only).
+    /// With switches by address: TLS; plain HTTP/2 when absent (a lab or a
+    /// loopback simulator only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<GnmiTls>,
     /// How long connecting and each call may take, e.g. `"5s"`; at most a minute.
     #[serde(default = "default_timeout")]
     pub timeout: String,
-    /// How the switches address CONFIG_DB: `prefix-target` (the database as
-    /// the request's prefix target, classic SONiC telemetry), `sonic-db-origin`
-    /// (origin `sonic-db`, `CONFIG_DB/localhost/…`, sonic-gnmi's mixed schema
-    /// that also saves the change) or `auto` (from each switch's Capabilities).
-    #[serde(default)]
-    pub path_style: super::PathStyleSetting,
+    /// With switches by address: how they address CONFIG_DB:
+    /// `prefix-target` (the default: the database as the request's prefix
+    /// target, classic SONiC telemetry), `sonic-db-origin` (origin
+    /// `sonic-db`, `CONFIG_DB/localhost/…`, sonic-gnmi's mixed schema that
+    /// also saves the change) or `auto` (from each switch's Capabilities).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path_style: Option<super::PathStyleSetting>,
 }
 
-/// TLS settings of the switch connections, PEM files.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct GnmiTls {
-    /// The CA that signed the switches' certificates.
-    pub ca_file: PathBuf,
-    /// A client certificate, for mutual TLS (with `key_file`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cert_file: Option<PathBuf>,
-    /// The client certificate's key.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub key_file: Option<PathBuf>,
-    /// The name the switches' certificates carry, when it is not the host of
-    /// their address.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub domain: Option<String>,
+/// `gnmi.switches`: names of the inventory's switches, or name → address.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum SwitchList {
+    /// `["leaf-rail0", …]`: everything else from the inventory; `["*"]`:
+    /// every switch of the inventory that has an address.
+    Names(Vec<String>),
+    /// `{ leaf-rail0 = "10.0.0.10:8080", … }`: a lab without an inventory.
+    Addresses(BTreeMap<String, String>),
 }
+
+impl Default for SwitchList {
+    fn default() -> SwitchList {
+        SwitchList::Names(Vec::new())
+    }
+}
+
+/// TLS settings of the switch connections, PEM files (the inventory's
+/// `[gnmi.tls]` and `[switch.tls]` have the same fields).
+pub use engine::topology::SwitchTls as GnmiTls;
+
+/// The namespace element of the `sonic-db-origin` style when none is set:
+/// `localhost`, which sonic-gnmi has required on single-ASIC switches since 2024.
+const DEFAULT_NAMESPACE: &str = "localhost";
 
 fn default_timeout() -> String {
     "5s".into()
@@ -79,16 +103,67 @@ fn read(path: &Path, setting: &str) -> Result<Vec<u8>, ConfigError> {
 }
 
 impl SonicConfig {
-    /// Validates the settings, reads the files they name, and builds the client.
-    pub fn build(&self) -> Result<Sonic, ConfigError> {
+    /// Validates the settings, reads the files they name, and builds the
+    /// client; switches by name are looked up in `inventory`.
+    pub fn build(&self, inventory: Option<&Topology>) -> Result<Sonic, ConfigError> {
         let timeout = crate::error::bounded_duration("gnmi.timeout", &self.timeout, MAX_TIMEOUT)?;
-        if self.switches.is_empty() {
+        let switches = match &self.switches {
+            SwitchList::Names(names) => self.named(names, inventory)?,
+            SwitchList::Addresses(addresses) => self.addressed(addresses)?,
+        };
+        if switches.is_empty() {
             return Err(ConfigError::Empty {
                 setting: "gnmi.switches".into(),
                 need: "name the switches this actuator may change",
             });
         }
-        for (name, address) in &self.switches {
+        Ok(Sonic::new(switches, timeout))
+    }
+
+    /// Switches of the inventory, each reached as it says.
+    fn named(&self, names: &[String], inventory: Option<&Topology>) -> Result<BTreeMap<String, Endpoint>, ConfigError> {
+        if self.credentials_file.is_some() || self.tls.is_some() || self.path_style.is_some() {
+            return Err(ConfigError::Conflict {
+                setting: "gnmi".into(),
+                reason: "switches named from the inventory are reached as the inventory says: set \
+                         credentials_file, tls and path_style on its [[switch]] or its [gnmi], not here",
+            });
+        }
+        let every: Vec<String>;
+        let names = if names.iter().any(|n| n == "*") {
+            if names.len() > 1 {
+                return Err(ConfigError::Conflict {
+                    setting: "gnmi.switches".into(),
+                    reason: "\"*\" (every switch of the inventory) stands alone",
+                });
+            }
+            let source = AccessError::NoInventory { name: "*".into() };
+            let inventory = inventory.ok_or(ConfigError::Switch { setting: "gnmi.switches".into(), source })?;
+            every =
+                inventory.inventory().switch.iter().filter(|s| s.address.is_some()).map(|s| s.name.clone()).collect();
+            &every[..]
+        } else {
+            names
+        };
+        let mut switches = BTreeMap::new();
+        for name in names {
+            let access = Topology::access_in(inventory, name)
+                .map_err(|source| ConfigError::Switch { setting: "gnmi.switches".into(), source })?;
+            let endpoint = Endpoint {
+                address: access.address,
+                credentials: access.credentials_file.as_deref().map(credentials).transpose()?,
+                tls: access.tls.as_ref().map(tls_config).transpose()?,
+                style: access.path_style,
+                namespace: access.namespace.unwrap_or_else(|| DEFAULT_NAMESPACE.into()),
+            };
+            switches.insert(name.clone(), endpoint);
+        }
+        Ok(switches)
+    }
+
+    /// Switches by address, all reached with this table's settings.
+    fn addressed(&self, addresses: &BTreeMap<String, String>) -> Result<BTreeMap<String, Endpoint>, ConfigError> {
+        for (name, address) in addresses {
             if name.is_empty() || address.is_empty() || address.chars().any(|c| c.is_whitespace()) {
                 return Err(ConfigError::Entry {
                     setting: "gnmi.switches".into(),
@@ -98,8 +173,15 @@ impl SonicConfig {
             }
         }
         let credentials = self.credentials_file.as_deref().map(credentials).transpose()?;
-        let tls = self.tls.as_ref().map(GnmiTls::build).transpose()?;
-        Ok(Sonic::new(self.switches.clone(), credentials, tls, timeout, self.path_style))
+        let tls = self.tls.as_ref().map(tls_config).transpose()?;
+        let endpoint = |address: &String| Endpoint {
+            address: address.clone(),
+            credentials: credentials.clone(),
+            tls: tls.clone(),
+            style: self.path_style.unwrap_or_default(),
+            namespace: DEFAULT_NAMESPACE.into(),
+        };
+        Ok(addresses.iter().map(|(name, address)| (name.clone(), endpoint(address))).collect())
     }
 }
 
@@ -110,26 +192,66 @@ fn credentials(path: &Path) -> Result<(String, String), ConfigError> {
     Ok((c.username, c.password))
 }
 
-impl GnmiTls {
-    /// The TLS settings, with the PEM files read.
-    fn build(&self) -> Result<TlsConfig, ConfigError> {
-        let identity = match (&self.cert_file, &self.key_file) {
-            (Some(cert), Some(key)) => Some((read(cert, "gnmi.tls.cert_file")?, read(key, "gnmi.tls.key_file")?)),
-            (None, None) => None,
-            _ => {
-                return Err(ConfigError::Conflict {
-                    setting: "gnmi.tls".into(),
-                    reason: "give cert_file and key_file together",
-                })
-            }
-        };
-        Ok(TlsConfig { ca_pem: Some(read(&self.ca_file, "gnmi.tls.ca_file")?), identity, domain: self.domain.clone() })
-    }
+/// The client's TLS settings, its PEM files read.
+fn tls_config(tls: &GnmiTls) -> Result<TlsConfig, ConfigError> {
+    let identity = match (&tls.cert_file, &tls.key_file) {
+        (Some(cert), Some(key)) => Some((read(cert, "gnmi.tls.cert_file")?, read(key, "gnmi.tls.key_file")?)),
+        (None, None) => None,
+        _ => {
+            return Err(ConfigError::Conflict {
+                setting: "gnmi.tls".into(),
+                reason: "cert_file and key_file go together",
+            })
+        }
+    };
+    Ok(TlsConfig { ca_pem: Some(read(&tls.ca_file, "gnmi.tls.ca_file")?), identity, domain: tls.domain.clone() })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn inventory(dir: &Path) -> Topology {
+        let cred = dir.join("cred.toml");
+        std::fs::write(&cred, "username = \"admin\"\npassword = \"pw\"\n").unwrap();
+        std::fs::set_permissions(&cred, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+        let text = "[gnmi]\ncredentials_file = \"cred.toml\"\npath_style = \"sonic-db-origin\"\n\
+                    [[switch]]\nname = \"leaf-rail0\"\nrole = \"leaf\"\naddress = \"127.0.0.1:1\"\n\
+                    [[switch]]\nname = \"leaf-rail1\"\nrole = \"leaf\"\naddress = \"127.0.0.1:2\"\nnamespace = \"asic0\"\n\
+                    [[switch]]\nname = \"spine0\"\nrole = \"spine\"\n";
+        std::fs::write(dir.join("inventory.toml"), text).unwrap();
+        Topology::load(&dir.join("inventory.toml")).unwrap()
+    }
+
+    fn named(text: &str, inventory: Option<&Topology>) -> Result<Sonic, String> {
+        toml::from_str::<SonicConfig>(text).unwrap().build(inventory).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn switches_named_from_the_inventory_are_reached_as_it_says() {
+        let dir = tempfile::tempdir().unwrap();
+        let inventory = inventory(dir.path());
+        let sonic = named("switches = [\"leaf-rail1\"]", Some(&inventory)).unwrap();
+        let endpoint = sonic.endpoint("leaf-rail1").unwrap();
+        assert_eq!((endpoint.address.as_str(), endpoint.namespace.as_str()), ("127.0.0.1:2", "asic0"));
+        assert_eq!(endpoint.style, crate::sonic::PathStyleSetting::SonicDbOrigin, "[gnmi] path_style");
+        assert_eq!(endpoint.credentials.as_ref().map(|c| c.0.as_str()), Some("admin"), "[gnmi] credentials_file");
+        assert!(sonic.address("leaf-rail0").is_err(), "only the switches named may be changed");
+        let every = named("switches = [\"*\"]", Some(&inventory)).unwrap();
+        assert!(every.address("leaf-rail0").is_ok() && every.address("leaf-rail1").is_ok());
+        assert!(every.address("spine0").is_err(), "a switch without an address is not reachable");
+        for (text, inventory, expected) in [
+            ("switches = [\"leaf-rial0\"]", Some(&inventory), "not in the inventory; did you mean \"leaf-rail0\"?"),
+            ("switches = [\"spine0\"]", Some(&inventory), "has no `address`"),
+            ("switches = [\"leaf-rail0\"]", None, "but there is no inventory"),
+            ("switches = [\"*\", \"leaf-rail0\"]", Some(&inventory), "stands alone"),
+            ("switches = [\"leaf-rail0\"]\npath_style = \"auto\"", Some(&inventory), "as the inventory says"),
+            ("switches = []", Some(&inventory), "gnmi.switches is empty"),
+        ] {
+            let error = named(text, inventory).unwrap_err();
+            assert!(error.contains(expected), "{text}: {error}");
+        }
+    }
 
     #[test]
     fn settings_are_checked_and_credentials_read_from_their_file() {
@@ -139,7 +261,7 @@ mod tests {
         std::fs::set_permissions(&cred, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
         let text = format!("switches = {{ leaf-rail0 = \"127.0.0.1:1\" }}\ncredentials_file = {:?}\n", cred);
         let config: SonicConfig = toml::from_str(&text).unwrap();
-        let sonic = config.build().unwrap();
+        let sonic = config.build(None).unwrap();
         assert_eq!(sonic.address("leaf-rail0").unwrap(), "127.0.0.1:1");
         assert!(sonic.address("leaf-rail9").is_err());
         for (text, expected) in [
@@ -150,7 +272,7 @@ mod tests {
             ("switches = { a = \"x:1\" }\n[tls]\nca_file = \"/ca.pem\"\ncert_file = \"/c\"", "together"),
         ] {
             let config: SonicConfig = toml::from_str(text).unwrap();
-            let err = config.build().err().unwrap().to_string();
+            let err = config.build(None).err().unwrap().to_string();
             assert!(err.contains(expected), "{text}: {err}");
         }
     }

@@ -28,7 +28,8 @@ pub mod config;
 pub mod style;
 
 pub use config::{GnmiTls, SonicConfig};
-pub use gnmi_proto::sonic::{PathStyle, PathStyleSetting};
+pub use engine::topology::PathStyleSetting;
+pub use gnmi_proto::sonic::PathStyle;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -42,29 +43,41 @@ use gnmi_proto::{ClientConfig, ClientError, GnmiClient, SetOps, TlsConfig};
 /// not have (so a restore deletes it rather than inventing a value).
 pub type Fields = BTreeMap<String, Option<String>>;
 
-/// The switches one actuator may change, and how to reach them.
+/// How to reach one switch.
 #[derive(Clone)]
-pub struct Sonic {
-    switches: BTreeMap<String, String>,
-    credentials: Option<(String, String)>,
-    tls: Option<TlsConfig>,
-    timeout: Duration,
-    style: PathStyleSetting,
-    /// The style each switch was found to want (`auto`), once asked.
-    resolved: std::sync::Arc<std::sync::Mutex<BTreeMap<String, PathStyle>>>,
+pub(crate) struct Endpoint {
+    /// `host:port`.
+    pub address: String,
+    /// Username and password, sent as metadata.
+    pub credentials: Option<(String, String)>,
+    /// TLS, its files read.
+    pub tls: Option<TlsConfig>,
+    /// How it names its databases.
+    pub style: PathStyleSetting,
+    /// The namespace element of the `sonic-db-origin` style.
+    pub namespace: String,
 }
 
-impl std::fmt::Debug for Sonic {
+impl std::fmt::Debug for Endpoint {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Never the password.
-        f.debug_struct("Sonic")
-            .field("switches", &self.switches)
-            .field("credentials", &self.credentials.as_ref().map(|(user, _)| user))
+        f.debug_struct("Endpoint")
+            .field("address", &self.address)
+            .field("username", &self.credentials.as_ref().map(|(user, _)| user))
             .field("tls", &self.tls.is_some())
-            .field("timeout", &self.timeout)
             .field("path_style", &self.style)
+            .field("namespace", &self.namespace)
             .finish()
     }
+}
+
+/// The switches one actuator may change, and how to reach each.
+#[derive(Clone, Debug)]
+pub struct Sonic {
+    switches: BTreeMap<String, Endpoint>,
+    timeout: Duration,
+    /// The style each switch was found to want (`auto`), once asked.
+    resolved: std::sync::Arc<std::sync::Mutex<BTreeMap<String, PathStyle>>>,
 }
 
 /// Checks a CONFIG_DB key or field name before it becomes a path element:
@@ -84,19 +97,18 @@ pub fn check_name(what: &str, name: &str) -> Result<(), ActuatorError> {
 }
 
 impl Sonic {
-    pub(crate) fn new(
-        switches: BTreeMap<String, String>,
-        credentials: Option<(String, String)>,
-        tls: Option<TlsConfig>,
-        timeout: Duration,
-        style: PathStyleSetting,
-    ) -> Sonic {
-        Sonic { switches, credentials, tls, timeout, style, resolved: Default::default() }
+    pub(crate) fn new(switches: BTreeMap<String, Endpoint>, timeout: Duration) -> Sonic {
+        Sonic { switches, timeout, resolved: Default::default() }
     }
 
     /// The address of `switch`; invalid when it is not in the allow-list.
     pub fn address(&self, switch: &str) -> Result<&str, ActuatorError> {
-        self.switches.get(switch).map(String::as_str).ok_or_else(|| {
+        self.endpoint(switch).map(|e| e.address.as_str())
+    }
+
+    /// How to reach `switch`; invalid when it is not in the allow-list.
+    fn endpoint(&self, switch: &str) -> Result<&Endpoint, ActuatorError> {
+        self.switches.get(switch).ok_or_else(|| {
             ActuatorError::Invalid(format!(
                 "switch {switch:?} is not one this actuator may change (gnmi.switches: {})",
                 self.switches.keys().cloned().collect::<Vec<_>>().join(", ")
@@ -113,11 +125,11 @@ impl Sonic {
     /// and a cached channel would outlive a restart of the switch's
     /// telemetry container and fail the next action for nothing.
     async fn connect(&self, switch: &str) -> Result<GnmiClient, ActuatorError> {
-        let address = self.address(switch)?;
+        let endpoint = self.endpoint(switch)?;
         let config = ClientConfig {
-            address: address.to_string(),
-            tls: self.tls.clone(),
-            credentials: self.credentials.clone(),
+            address: endpoint.address.clone(),
+            tls: endpoint.tls.clone(),
+            credentials: endpoint.credentials.clone(),
             connect_timeout: self.timeout,
             timeout: self.timeout,
         };
@@ -127,8 +139,9 @@ impl Sonic {
     /// How requests to `switch` are addressed: as configured, or (`auto`)
     /// as its Capabilities say, asked once.
     async fn addressing(&self, switch: &str, client: &mut GnmiClient) -> Result<PathStyle, ActuatorError> {
-        let namespace = Some("localhost".to_string());
-        match self.style {
+        let endpoint = self.endpoint(switch)?;
+        let namespace = Some(endpoint.namespace.clone());
+        match endpoint.style {
             PathStyleSetting::PrefixTarget => return Ok(PathStyle::PrefixTarget),
             PathStyleSetting::SonicDbOrigin => return Ok(PathStyle::SonicDbOrigin { namespace }),
             PathStyleSetting::Auto => {}
@@ -147,8 +160,9 @@ impl Sonic {
     /// The addressing `describe` shows: the configured one, or, for `auto`,
     /// the one found (prefix-target until the switch was asked).
     fn shown_addressing(&self, switch: &str) -> PathStyle {
-        match self.style {
-            PathStyleSetting::SonicDbOrigin => PathStyle::SonicDbOrigin { namespace: Some("localhost".into()) },
+        let Ok(endpoint) = self.endpoint(switch) else { return PathStyle::PrefixTarget };
+        match endpoint.style {
+            PathStyleSetting::SonicDbOrigin => PathStyle::SonicDbOrigin { namespace: Some(endpoint.namespace.clone()) },
             PathStyleSetting::PrefixTarget => PathStyle::PrefixTarget,
             PathStyleSetting::Auto => self
                 .resolved
@@ -174,9 +188,9 @@ impl Sonic {
                 match value {
                     // sonic-gnmi answers a Get of an empty entry with no notification.
                     None => serde_json::Value::Null,
-                    Some(value) => gnmi_proto::value::to_json(&value).and_then(Result::ok).ok_or_else(|| {
-                        ActuatorError::Failed(format!("switch {switch}: {table}|{key} is not JSON"))
-                    })?,
+                    Some(value) => gnmi_proto::value::to_json(&value)
+                        .and_then(Result::ok)
+                        .ok_or_else(|| ActuatorError::Failed(format!("switch {switch}: {table}|{key} is not JSON")))?,
                 }
             }
             Err(e) if e.code() == Some(tonic::Code::NotFound) && style::entry_absent(&e.to_string(), key) => {

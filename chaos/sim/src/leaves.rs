@@ -6,15 +6,17 @@
 //! Two users start them: the chaos runner serves the leaves of a
 //! [`Fabric`], whose virtual clock drives the models (what an actuator
 //! writes is what the fabric's physics reads at the next step); `rocemend
-//! demo` serves a fresh switch per leaf of the inventory. Both then point
-//! the playbook's `[gnmi]` tables at the servers with [`LeafServers::point`].
-//! The servers only answer, on loopback ports the OS picks.
+//! demo` serves a fresh switch per leaf of the inventory. Both then give
+//! the playbook's switch actuators the inventory with the servers'
+//! addresses ([`LeafServers::inventory`]): the playbook names switches, the
+//! inventory says where they are. The servers only answer, on loopback
+//! ports the OS picks.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
-use engine::playbook::{ActuatorEntry, Playbook};
-use engine::topology::SwitchRole;
+use engine::playbook::ActuatorEntry;
+use engine::topology::{GnmiDefaults, Switch, SwitchRole};
 use engine::Topology;
 
 use crate::fabric::Fabric;
@@ -56,16 +58,34 @@ impl LeafServers {
         Ok(LeafServers { servers, addresses })
     }
 
-    /// Points every `[gnmi]` table of `playbook`'s actuators at these
-    /// leaves, replacing the switches it names.
-    pub fn point(&self, playbook: &mut Playbook) {
-        let switches: toml::Table =
-            self.addresses.iter().map(|(k, v)| (k.clone(), toml::Value::String(v.clone()))).collect();
-        for entry in &mut playbook.actuator {
-            if let Some(toml::Value::Table(gnmi)) = entry.settings.get_mut("gnmi") {
-                gnmi.insert("switches".into(), toml::Value::Table(switches.clone()));
+    /// `topology` with these leaves where its switches are: each served
+    /// leaf's address, reached without TLS or login in the default path
+    /// style, as the simulated switches serve; a leaf the inventory does not
+    /// list is added. The inventory the switch actuators find the leaves in.
+    pub fn inventory(&self, topology: &Topology) -> Topology {
+        let mut inventory = topology.inventory().clone();
+        inventory.gnmi = GnmiDefaults::default();
+        for (name, address) in &self.addresses {
+            let served = Switch {
+                name: name.clone(),
+                role: SwitchRole::Leaf,
+                rail: None,
+                plane: None,
+                address: Some(address.clone()),
+                path_style: None,
+                namespace: None,
+                credentials_file: None,
+                tls: None,
+            };
+            match inventory.switch.iter_mut().find(|s| &s.name == name) {
+                Some(listed) => {
+                    *listed = Switch { role: listed.role, rail: listed.rail, plane: listed.plane, ..served }
+                }
+                None => inventory.switch.push(served),
             }
         }
+        Topology::from_inventory(inventory)
+            .expect("a valid inventory stays valid when only its switches' access changes")
     }
 
     /// Stops the servers and waits until they have.

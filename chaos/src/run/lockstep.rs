@@ -47,7 +47,8 @@ pub struct Setup<'a> {
 
 /// The dispatcher of `playbook` on the simulated fabric: actuators with a
 /// `[gnmi]` table (`pfcwd`, `ecn`, the switch side of `rail`) are the real
-/// ones, pointed at the leaves' gNMI servers; host and scheduler actuators
+/// ones, finding the leaves' gNMI servers in the inventory
+/// ([`LeafServers::inventory`]); host and scheduler actuators
 /// are replaced by the fabric's. The undo of an action needs the ledger's
 /// record of what it changed, so each run keeps one, in its scratch
 /// directory.
@@ -59,16 +60,16 @@ fn dispatcher(
     leaves: &LeafServers,
     ledger: Ledger,
 ) -> Result<Dispatcher, ChaosError> {
-    let mut pointed = super::with_modes(playbook, overrides)?;
-    leaves.point(&mut pointed);
+    let playbook = super::with_modes(playbook, overrides)?;
+    let served = Arc::new(leaves.inventory(&plan.topology));
     let mut build = |entry: &engine::playbook::ActuatorEntry| {
         if speaks_gnmi(entry) {
-            actuators::registry::build_entry(entry)
+            actuators::registry::build_entry(entry, Some(&served))
         } else {
             Ok(Arc::new(FabricActuator::new(&entry.name, fabric.clone())) as Arc<dyn engine::Actuator>)
         }
     };
-    Ok(actuators::registry::dispatcher_with(&pointed, Some(plan.topology.clone()), Some(ledger), &mut build)?)
+    Ok(actuators::registry::dispatcher_with(&playbook, Some(served.clone()), Some(ledger), &mut build)?)
 }
 
 /// What a run's report keeps of a decision, stamped `at`.

@@ -40,7 +40,7 @@ mod rule_state;
 mod subject;
 
 pub use events::{EngineEvent, EngineStats, InstanceView, RefusedCounts, ReloadReport, RuleHealth, StateBytes};
-pub use refusal::{Refusal, Refused, Refusals};
+pub use refusal::{Refusal, Refusals, Refused};
 use rule_state::{Route, RuleRuntime, SeriesState, UNROUTED};
 use subject::{key_of, reserve_for_push, CachedResult, Epoch, Subject, NEVER};
 

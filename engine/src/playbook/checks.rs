@@ -215,7 +215,9 @@ fn kinds_named(p: &Playbook, errors: &mut Vec<TomlError>) {
             errors.push(p.error(&named.at, format!("{what}: {pattern:?} is not an action kind")));
         } else if !handled.iter().any(|h| overlaps(h, pattern)) {
             let known = if handled.is_empty() { "none".to_string() } else { handled.join(", ") };
-            errors.push(p.error(&named.at, format!("{what}: no actuator handles {pattern:?} (actuators handle: {known})")));
+            errors.push(
+                p.error(&named.at, format!("{what}: no actuator handles {pattern:?} (actuators handle: {known})")),
+            );
         }
     }
 }
@@ -238,11 +240,19 @@ impl Playbook {
         let mut named = Vec::new();
         for (i, a) in self.approval.iter().enumerate() {
             for (j, pattern) in a.actions.iter().enumerate() {
-                named.push(NamedKind { at: vec!["approval".into(), i.into(), "actions".into(), j.into()], pattern, what: "approval" });
+                named.push(NamedKind {
+                    at: vec!["approval".into(), i.into(), "actions".into(), j.into()],
+                    pattern,
+                    what: "approval",
+                });
             }
         }
         for (j, pattern) in self.undo.on_resolve.iter().enumerate() {
-            named.push(NamedKind { at: vec!["undo".into(), "on_resolve".into(), j.into()], pattern, what: "undo.on_resolve" });
+            named.push(NamedKind {
+                at: vec!["undo".into(), "on_resolve".into(), j.into()],
+                pattern,
+                what: "undo.on_resolve",
+            });
         }
         if self.source.0.as_ref().is_some_and(|at| at.has(&["verify".into(), "reapply_reverted".into()])) {
             for (j, pattern) in self.verify.reapply_reverted.iter().enumerate() {
@@ -272,11 +282,23 @@ mod tests {
 
     #[test]
     fn limits_that_switch_safety_off_are_refused_at_their_line_unless_allowed() {
-        let text = format!("name = \"p\"\n[breaker]\ntrip_after = 0\n[target]\ncooldown = \"2h\"\nwindow = \"1m\"\n{ACTUATORS}");
+        let text = format!(
+            "name = \"p\"\n[breaker]\ntrip_after = 0\n[target]\ncooldown = \"2h\"\nwindow = \"1m\"\n{ACTUATORS}"
+        );
         let found = errors(&text);
         assert_eq!(found.len(), 2, "{found:#?}");
-        assert!(found[0].starts_with("p.toml:3:1: breaker.trip_after: 0 means the circuit breaker never trips"), "{}", found[0]);
-        assert!(found[1].starts_with("p.toml:5:1: target.cooldown: a cooldown of 7200s is longer than the target window of 60s"), "{}", found[1]);
+        assert!(
+            found[0].starts_with("p.toml:3:1: breaker.trip_after: 0 means the circuit breaker never trips"),
+            "{}",
+            found[0]
+        );
+        assert!(
+            found[1].starts_with(
+                "p.toml:5:1: target.cooldown: a cooldown of 7200s is longer than the target window of 60s"
+            ),
+            "{}",
+            found[1]
+        );
         assert!(found[1].ends_with("(set `allow_unsafe = true` if this is meant)"), "{}", found[1]);
         let allowed = Playbook::parse(&format!("allow_unsafe = true\n{text}"), "p.toml").unwrap();
         assert_eq!(allowed.allowed_unsafe().len(), 2);
@@ -289,8 +311,13 @@ mod tests {
                     [[actuator]]\nname = \"wd\"\ntype = \"log\"\nhandles = [\"pfcwd.*\"]\n";
         let found = errors(text);
         assert!(found.iter().any(|e| e.contains("actuator \"all\": \"\" is not an action kind")), "{found:#?}");
-        assert!(found.iter().any(|e| e.contains("actuator \"wd\": \"pfcwd.*\" never reaches it: actuator \"all\"")), "{found:#?}");
-        let text = format!("name = \"p\"\n[[approval]]\nactions = [\"node.cordon\"]\n[undo]\non_resolve = [\"lnk.*\"]\n{ACTUATORS}");
+        assert!(
+            found.iter().any(|e| e.contains("actuator \"wd\": \"pfcwd.*\" never reaches it: actuator \"all\"")),
+            "{found:#?}"
+        );
+        let text = format!(
+            "name = \"p\"\n[[approval]]\nactions = [\"node.cordon\"]\n[undo]\non_resolve = [\"lnk.*\"]\n{ACTUATORS}"
+        );
         let found = errors(&text);
         assert!(found[0].starts_with("p.toml:3:12: approval: no actuator handles \"node.cordon\""), "{found:#?}");
         assert!(found[1].starts_with("p.toml:5:15: undo.on_resolve: no actuator handles \"lnk.*\""), "{found:#?}");
@@ -298,7 +325,8 @@ mod tests {
 
     #[test]
     fn a_zero_action_timeout_and_absurd_retries_are_refused() {
-        let found = errors(&format!("name = \"p\"\naction_timeout = \"0\"\n[retry]\nattempts = 4000000000\n{ACTUATORS}"));
+        let found =
+            errors(&format!("name = \"p\"\naction_timeout = \"0\"\n[retry]\nattempts = 4000000000\n{ACTUATORS}"));
         assert!(found[0].starts_with("p.toml:2:1: action_timeout = \"0\": expected above 0"), "{found:#?}");
         assert!(found[1].starts_with("p.toml:4:1: retry.attempts: 4000000000: expected 1 to 10"), "{found:#?}");
     }

@@ -36,13 +36,13 @@ use crate::errors::Errors;
 
 mod checks;
 
-pub use checks::{covers, overlaps, NamedKind};
 use crate::coordination::Scope;
 use crate::dispatch::Mode;
 use crate::policy::{
     ApprovalRule, BreakerConfig, Limits, PolicySettings, RetryConfig, TargetLimits, UndoConfig, VerifyConfig,
 };
 use crate::time::parse_duration;
+pub use checks::{covers, overlaps, NamedKind};
 
 /// A playbook file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -191,7 +191,9 @@ impl Playbook {
     pub fn error(&self, path: &[Key<'_>], message: impl Into<String>) -> TomlError {
         match &self.source.0 {
             Some(at) => at.error(path, message),
-            None => TomlError { path: format!("playbook {:?}", self.name), line: 0, column: 0, message: message.into() },
+            None => {
+                TomlError { path: format!("playbook {:?}", self.name), line: 0, column: 0, message: message.into() }
+            }
         }
     }
 

@@ -138,10 +138,14 @@ mod tests {
 
     #[test]
     fn a_series_declared_again_with_other_labels_is_refused_unless_a_segment_starts() {
-        let decl = |labels: &str| {
-            format!("{{\"series\":0,\"metric\":\"m\",\"labels\":{{{labels}}},\"kind\":\"gauge\"}}\n")
-        };
-        let text = format!("{}{}{}", decl("\"port\":\"Ethernet4\""), decl("\"port\":\"Ethernet4\""), decl("\"port\":\"Ethernet12\""));
+        let decl =
+            |labels: &str| format!("{{\"series\":0,\"metric\":\"m\",\"labels\":{{{labels}}},\"kind\":\"gauge\"}}\n");
+        let text = format!(
+            "{}{}{}",
+            decl("\"port\":\"Ethernet4\""),
+            decl("\"port\":\"Ethernet4\""),
+            decl("\"port\":\"Ethernet12\"")
+        );
         let mut r = Reader::new(text.as_bytes(), "rec.jsonl");
         assert!(r.next_event().is_ok());
         assert!(r.next_event().is_ok(), "the same declaration again is harmless");

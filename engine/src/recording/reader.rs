@@ -120,8 +120,10 @@ impl<R: BufRead> Reader<R> {
                 Event::Series(series, spec)
             }
             Line::Sample { s, t, v } => {
-                let (spec, _) =
-                    self.declared.get(&s).ok_or_else(|| self.error(format!("series {s} used before it is declared")))?;
+                let (spec, _) = self
+                    .declared
+                    .get(&s)
+                    .ok_or_else(|| self.error(format!("series {s} used before it is declared")))?;
                 // Counters read exact integers; anything else reaches the
                 // engine as a number, which refuses what no counter can hold.
                 let value = match (spec.kind, v.as_u64()) {
@@ -139,4 +141,3 @@ impl<R: BufRead> Reader<R> {
         })
     }
 }
-

@@ -85,4 +85,3 @@ impl<W: Write> Writer<W> {
         self.out.flush()
     }
 }
-

@@ -121,9 +121,7 @@ pub fn load_dir(dir: &Path, helpers: Helpers) -> Result<RuleSet, RuleErrors> {
     for path in &files {
         match read_rule_file(path) {
             Ok(source) => sources.push((path.display().to_string(), source)),
-            Err(message) => {
-                errors.push(RuleError { path: path.display().to_string(), line: 0, column: 0, message })
-            }
+            Err(message) => errors.push(RuleError { path: path.display().to_string(), line: 0, column: 0, message }),
         }
     }
     match load_sources(&sources, helpers) {

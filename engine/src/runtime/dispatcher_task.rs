@@ -75,7 +75,9 @@ async fn serve(dispatcher: &mut Dispatcher, msg: ToDispatcher) -> Vec<Decision> 
             out.extend(dispatcher.reverify_if_due(now).await);
             out
         }
-        ToDispatcher::Reconnected { target, at } => dispatcher.reverify(|e| e.action.target.contains_all(&target), at).await,
+        ToDispatcher::Reconnected { target, at } => {
+            dispatcher.reverify(|e| e.action.target.contains_all(&target), at).await
+        }
         ToDispatcher::Command(command, now) => command_decisions(dispatcher, command, now).await,
     }
 }

@@ -9,7 +9,6 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
 use super::command::{Command, DispatchCommand, EngineCommand};
-use crate::ledger::ModeSet;
 use super::dispatcher_task::{DispatcherTask, ToDispatcher};
 use super::refusals::RefusalReporter;
 use super::reload::{shrink_refusal, ReloadRequest, Reloading};
@@ -18,6 +17,7 @@ use super::{ClockMode, DaemonEvent, EngineView, RuleLoader, RunSummary, SensorSl
 use crate::contracts::{Batch, HealthBoard, HealthState, Note, SensorContext, SensorError};
 use crate::evaluator::{EngineEvent, Evaluator, Refused};
 use crate::instance::State;
+use crate::ledger::ModeSet;
 use crate::recording::RecordingFile;
 use crate::series::SeriesTable;
 use crate::time::{wall_clock_now, Nanos};

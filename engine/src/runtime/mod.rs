@@ -179,8 +179,18 @@ pub async fn run(
     commands: mpsc::Receiver<Command>,
     mut observe: impl FnMut(&DaemonEvent) + Send,
 ) -> Result<RunSummary, std::io::Error> {
-    let Daemon { evaluator, dispatcher, sensors, loader, clock, max_ahead, tick, record, stop_when_sensors_end, health } =
-        daemon;
+    let Daemon {
+        evaluator,
+        dispatcher,
+        sensors,
+        loader,
+        clock,
+        max_ahead,
+        tick,
+        record,
+        stop_when_sensors_end,
+        health,
+    } = daemon;
     let recorder = match &record {
         Some(r) => Some(RecordingFile::open(&r.path, r.rotation, crate::time::wall_clock_now(), "rocemend started")?),
         None => None,

@@ -15,8 +15,8 @@
 //!   when a daemon starts) moves the clock at once.
 
 use super::ClockMode;
-pub use crate::recording::SEGMENT_START;
 use crate::evaluator::Refusal;
+pub use crate::recording::SEGMENT_START;
 use crate::series::SeriesId;
 use crate::time::{Nanos, SECOND};
 

@@ -1,7 +1,11 @@
 //! The inventory file's schema. Every field is documented here because this
 //! is what operators write.
 
+use std::path::PathBuf;
+
 use serde::{Deserialize, Serialize};
+
+use super::access::{GnmiDefaults, PathStyleSetting, SwitchTls};
 
 /// The whole inventory file.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -10,6 +14,9 @@ pub struct Inventory {
     /// Free-form cluster name, shown in reports.
     #[serde(default)]
     pub cluster: Option<String>,
+    /// How to reach every switch over gNMI, unless the switch says otherwise.
+    #[serde(default)]
+    pub gnmi: GnmiDefaults,
     /// Every switch that NICs are cabled to.
     #[serde(default)]
     pub switch: Vec<Switch>,
@@ -55,6 +62,18 @@ pub struct Switch {
     /// gNMI address (`host:port`), used by the switch sensors and actuators.
     #[serde(default)]
     pub address: Option<String>,
+    /// How it names its SONiC databases; `[gnmi] path_style` when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path_style: Option<PathStyleSetting>,
+    /// The namespace element of the `sonic-db-origin` style; `[gnmi] namespace` when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// Its credentials file (mode 0600); `[gnmi] credentials_file` when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credentials_file: Option<PathBuf>,
+    /// Its TLS; `[gnmi.tls]` when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<SwitchTls>,
 }
 
 /// A GPU node.

@@ -7,10 +7,15 @@
 //!
 //! It is loaded from TOML ([`Topology::load`]); sensors emit device-local
 //! labels and [`Topology::enrich`] adds the rest, so rules and safety limits
-//! can speak of "this rail", "this plane", "this switch".
+//! can speak of "this rail", "this plane", "this switch". It is also the one
+//! list of switches and how to reach them ([`access`]:
+//! [`Topology::switch_access`]), which the gnmi sensor and the switch
+//! actuators refer to by name.
 
+mod access;
 mod inventory;
 
+pub use access::{AccessError, GnmiDefaults, PathStyleSetting, SwitchAccess, SwitchTls};
 pub use inventory::{Gpu, Inventory, Nic, Node, Switch, SwitchRole};
 
 use std::collections::HashMap;
@@ -69,7 +74,39 @@ impl Topology {
     pub fn load(path: &Path) -> Result<Topology, TopologyError> {
         let text = std::fs::read_to_string(path)
             .map_err(|source| TopologyError::Io { path: path.display().to_string(), source })?;
-        Topology::parse(&text, &path.display().to_string())
+        let mut topology = Topology::parse(&text, &path.display().to_string())?;
+        // File names in it are relative to the inventory, never the working directory.
+        let base = path.parent().unwrap_or(Path::new("."));
+        topology.inventory.gnmi.resolve(base);
+        for s in &mut topology.inventory.switch {
+            s.credentials_file.as_mut().map(|p| access::resolve(p, base));
+            s.tls.as_mut().map(|tls| tls.resolve(base));
+        }
+        Ok(topology)
+    }
+
+    /// How to reach switch `name`: its inventory entry, with `[gnmi]` for
+    /// what it does not set.
+    pub fn switch_access(&self, name: &str) -> Result<SwitchAccess, AccessError> {
+        let Some(&i) = self.switch_by_name.get(name) else {
+            let names = self.inventory.switch.iter().map(|s| s.name.as_str());
+            return Err(AccessError::Unknown { name: name.to_string(), hint: crate::names::did_you_mean(name, names) });
+        };
+        let (s, d) = (&self.inventory.switch[i], &self.inventory.gnmi);
+        let address = s.address.clone().ok_or_else(|| AccessError::NoAddress { name: name.to_string() })?;
+        Ok(SwitchAccess {
+            name: s.name.clone(),
+            address,
+            path_style: s.path_style.or(d.path_style).unwrap_or_default(),
+            namespace: s.namespace.clone().or_else(|| d.namespace.clone()),
+            credentials_file: s.credentials_file.clone().or_else(|| d.credentials_file.clone()),
+            tls: s.tls.clone().or_else(|| d.tls.clone()),
+        })
+    }
+
+    /// [`Topology::switch_access`] of `name` in `topology`, which may be absent.
+    pub fn access_in(topology: Option<&Topology>, name: &str) -> Result<SwitchAccess, AccessError> {
+        topology.ok_or_else(|| AccessError::NoInventory { name: name.to_string() })?.switch_access(name)
     }
 
     /// Parses and validates inventory TOML; `origin` names it in errors.
@@ -245,6 +282,36 @@ pub const EXAMPLE_INVENTORY: &str = include_str!("../../../docs/examples/invento
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_switch_is_reached_with_its_own_settings_else_the_inventorys_gnmi_defaults() {
+        let dir = std::env::temp_dir().join(format!("rocemend-access-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("inventory.toml");
+        std::fs::write(
+            &path,
+            "[gnmi]\npath_style = \"auto\"\ncredentials_file = \"creds.toml\"\n[gnmi.tls]\nca_file = \"ca.pem\"\n\
+             [[switch]]\nname = \"leaf-rail0\"\nrole = \"leaf\"\naddress = \"10.0.0.10:8080\"\n\
+             [[switch]]\nname = \"leaf-rail1\"\nrole = \"leaf\"\naddress = \"10.0.0.11:8080\"\npath_style = \"sonic-db-origin\"\nnamespace = \"asic0\"\n\
+             [[switch]]\nname = \"spine0\"\nrole = \"spine\"\n",
+        )
+        .unwrap();
+        let t = Topology::load(&path).unwrap();
+        let a = t.switch_access("leaf-rail0").unwrap();
+        assert_eq!(
+            (a.address.as_str(), a.path_style, a.namespace.as_deref()),
+            ("10.0.0.10:8080", PathStyleSetting::Auto, None)
+        );
+        assert_eq!(a.credentials_file, Some(dir.join("creds.toml")), "relative to the inventory");
+        assert_eq!(a.tls.map(|t| t.ca_file), Some(dir.join("ca.pem")));
+        let b = t.switch_access("leaf-rail1").unwrap();
+        assert_eq!((b.path_style, b.namespace.as_deref()), (PathStyleSetting::SonicDbOrigin, Some("asic0")));
+        assert_eq!(t.switch_access("spine0").unwrap_err(), AccessError::NoAddress { name: "spine0".into() });
+        let unknown = t.switch_access("leaf-rial0").unwrap_err().to_string();
+        assert!(unknown.contains("did you mean \"leaf-rail0\"?"), "{unknown}");
+        assert!(matches!(Topology::access_in(None, "leaf-rail0"), Err(AccessError::NoInventory { .. })));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     fn example() -> Topology {
         Topology::parse(EXAMPLE_INVENTORY, "inventory.toml").expect("example inventory loads")

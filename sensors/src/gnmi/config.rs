@@ -90,13 +90,17 @@ pub struct GnmiConfig {
     pub backoff_max: String,
 }
 
-/// One switch.
+/// One switch: a name of the inventory's switches, which says where it is
+/// and how to log in; or, in a lab without an inventory, a name with its
+/// `address` and the access settings below.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TargetConfig {
     /// Its name: the `switch` label of every series it yields.
     pub name: String,
-    /// `host:port`.
+    /// `host:port`; without it, the inventory's switch of this name gives
+    /// the address, `path_style`, `namespace`, TLS and credentials.
+    #[serde(default)]
     pub address: String,
     /// The gNMI target put in the request prefix of the user's
     /// subscriptions and of the OpenConfig preset (SONiC's translib wants
@@ -108,7 +112,7 @@ pub struct TargetConfig {
     /// `sonic-db-origin` (origin `sonic-db`, the database as the first path
     /// element), or `auto` (probe at the first connection, keep the winner).
     #[serde(default)]
-    pub path_style: PathStyleSetting,
+    pub path_style: Option<PathStyleSetting>,
     /// The namespace element after the database in the `sonic-db-origin`
     /// style (`localhost`, `asic0` on multi-ASIC switches).
     #[serde(default)]
@@ -138,7 +142,7 @@ pub struct TargetConfig {
 }
 
 /// A target's `path_style`: one setting for the sensor and the actuators.
-pub use gnmi_proto::sonic::PathStyleSetting;
+pub use engine::topology::PathStyleSetting;
 
 /// A subscription.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -277,6 +281,16 @@ fn interval_ns(d: Duration) -> u64 {
 }
 
 impl GnmiConfig {
+    /// [`GnmiConfig::build`], with the inventory that says how to reach the
+    /// targets given by name only.
+    pub fn build_in(&self, name: &str, inventory: Option<&engine::Topology>) -> Result<GnmiSensor, ConfigError> {
+        let mut config = self.clone();
+        for target in config.targets.iter_mut().filter(|t| t.address.is_empty()) {
+            target.from_inventory(inventory)?;
+        }
+        config.build(name)
+    }
+
     /// Validates the settings, reads the TLS files, and builds the sensor.
     pub fn build(&self, name: &str) -> Result<GnmiSensor, ConfigError> {
         if self.targets.is_empty() {
@@ -435,7 +449,7 @@ impl TargetConfig {
         };
         let target = self.target.as_deref();
         let origin_style = PathStyle::SonicDbOrigin { namespace: self.namespace.clone() };
-        let (style, prefix_target, sonic_db_origin, oids) = match self.path_style {
+        let (style, prefix_target, sonic_db_origin, oids) = match self.path_style.unwrap_or_default() {
             PathStyleSetting::PrefixTarget => {
                 if self.namespace.is_some() {
                     return Err(self.conflict("namespace goes with path_style \"sonic-db-origin\" or \"auto\""));
@@ -469,6 +483,36 @@ impl TargetConfig {
         };
         let ca_pem = self.ca.as_ref().map(|p| read_pem(&self.name, "ca", p)).transpose()?;
         Ok(Some(TlsConfig { ca_pem, identity, domain: self.tls_domain.clone() }))
+    }
+
+    /// Fills in how to reach this switch from its entry in `inventory`.
+    fn from_inventory(&mut self, inventory: Option<&engine::Topology>) -> Result<(), ConfigError> {
+        let set_here = self.path_style.is_some()
+            || self.namespace.is_some()
+            || self.ca.is_some()
+            || self.cert.is_some()
+            || self.key.is_some()
+            || self.tls_domain.is_some()
+            || self.credentials_file.is_some();
+        if set_here {
+            return Err(self.conflict(
+                "a target without an address is reached as the inventory says: set path_style, namespace, \
+                 TLS and credentials_file on its [[switch]] or its [gnmi], not here",
+            ));
+        }
+        let access = engine::Topology::access_in(inventory, &self.name)
+            .map_err(|source| ConfigError::Switch { setting: format!("target {:?}", self.name), source })?;
+        let tls = access.tls.unwrap_or_default();
+        self.address = access.address;
+        self.path_style = Some(access.path_style);
+        self.namespace = access.namespace;
+        self.credentials_file = access.credentials_file;
+        (self.ca, self.cert, self.key, self.tls_domain) = if tls.ca_file.as_os_str().is_empty() {
+            (None, None, None, None)
+        } else {
+            (Some(tls.ca_file), tls.cert_file, tls.key_file, tls.domain)
+        };
+        Ok(())
     }
 
     /// The username and password of `credentials_file`, when it is set.
@@ -577,7 +621,7 @@ sample_interval = "500ms"
     fn presets_become_oids_in_the_sonic_db_style_and_users_paths_stay_as_written() {
         let mut config: GnmiConfig = toml::from_str(EXAMPLE).unwrap();
         config.presets = vec![Preset::SonicPfc, Preset::SonicPfcwd, Preset::OpenconfigInterfaces];
-        config.targets[0].path_style = PathStyleSetting::SonicDbOrigin;
+        config.targets[0].path_style = Some(PathStyleSetting::SonicDbOrigin);
         config.targets[0].namespace = Some("localhost".into());
         let sensor = config.build("fabric").unwrap();
         let plan = &sensor.targets()[0];
@@ -601,7 +645,7 @@ sample_interval = "500ms"
             ])
         );
         // auto plans both.
-        config.targets[0].path_style = PathStyleSetting::Auto;
+        config.targets[0].path_style = Some(PathStyleSetting::Auto);
         let sensor = config.build("fabric").unwrap();
         let plan = &sensor.targets()[0];
         assert_eq!(plan.style, StyleChoice::Auto { namespace: Some("localhost".into()) });
@@ -645,6 +689,32 @@ sample_interval = "500ms"
     }
 
     #[test]
+    fn a_target_given_by_name_is_reached_as_the_inventory_says() {
+        let inventory = engine::Topology::parse(
+            "[gnmi]\npath_style = \"auto\"\n[[switch]]\nname = \"leaf01\"\nrole = \"leaf\"\naddress = \"127.0.0.1:9339\"\nnamespace = \"asic0\"\n",
+            "inventory.toml",
+        )
+        .unwrap();
+        let by_name: GnmiConfig =
+            toml::from_str("presets = [\"sonic_pfc\"]\n[[targets]]\nname = \"leaf01\"\n").unwrap();
+        let mut resolved = by_name.targets[0].clone();
+        resolved.from_inventory(Some(&inventory)).unwrap();
+        assert_eq!(resolved.address, "127.0.0.1:9339");
+        assert_eq!((resolved.path_style, resolved.namespace.as_deref()), (Some(PathStyleSetting::Auto), Some("asic0")));
+        assert!(by_name.build_in("gnmi", Some(&inventory)).is_ok());
+        let none = by_name.build_in("gnmi", None).unwrap_err().to_string();
+        assert!(none.contains("but there is no inventory"), "{none}");
+        let mut typo = by_name.clone();
+        typo.targets[0].name = "leaf10".into();
+        let unknown = typo.build_in("gnmi", Some(&inventory)).unwrap_err().to_string();
+        assert!(unknown.contains("not in the inventory; did you mean \"leaf01\"?"), "{unknown}");
+        let mut both = by_name.clone();
+        both.targets[0].path_style = Some(PathStyleSetting::PrefixTarget);
+        let conflict = both.build_in("gnmi", Some(&inventory)).unwrap_err().to_string();
+        assert!(conflict.contains("reached as the inventory says"), "{conflict}");
+    }
+
+    #[test]
     fn bad_settings_are_named() {
         let base: GnmiConfig = toml::from_str(EXAMPLE).unwrap();
         let mut c = base.clone();
@@ -673,7 +743,7 @@ sample_interval = "500ms"
         let mut c = base.clone();
         c.targets[0].namespace = Some("localhost".into());
         assert!(c.build("x").unwrap_err().to_string().contains("namespace goes with path_style"));
-        c.targets[0].path_style = PathStyleSetting::Auto;
+        c.targets[0].path_style = Some(PathStyleSetting::Auto);
         c.targets[0].namespace = Some("a/b".into());
         assert!(c.build("x").unwrap_err().to_string().contains("is not a path element"));
         let mut c = base.clone();

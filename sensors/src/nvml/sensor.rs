@@ -252,7 +252,8 @@ impl Running {
         match message {
             XidMessage::Xid { gpu, xid, ts } => {
                 tracing::warn!(message = "GPU XID.", sensor = %self.name, gpu, xid = ?xid);
-                let bus_id = self.gpus.iter().find(|g| g.index == gpu).map(|g| g.pci_bus_id.clone()).unwrap_or_default();
+                let bus_id =
+                    self.gpus.iter().find(|g| g.index == gpu).map(|g| g.pci_bus_id.clone()).unwrap_or_default();
                 match self.cache.xid(ctx, gpu, &bus_id, xid, ts) {
                     Ok(sample) => ctx.send(Batch { samples: vec![sample], notes: Vec::new() }).await?,
                     Err(e) => ctx.read_failed("series", &e.to_string()),
@@ -323,7 +324,8 @@ impl Sensor for NvmlSensor {
                 .spawn(move || watch_xids(nvml, gpus, wait, stop, tx))
                 .map_err(|e| SensorError::Io { context: "starting the XID thread".into(), source: e })?
         };
-        let mut running = Running { name: self.name.clone(), nvml, gpus, nvlink: self.nvlink, cache: SeriesCache::default() };
+        let mut running =
+            Running { name: self.name.clone(), nvml, gpus, nvlink: self.nvlink, cache: SeriesCache::default() };
         let mut ticker = tokio::time::interval(self.poll_interval);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut xids_open = true;

@@ -39,18 +39,19 @@ pub fn demo(speed: f64) -> anyhow::Result<Exit> {
     let topology = Arc::new(Topology::parse(embedded::INVENTORY, "docs/examples/inventory.toml")?);
     let series = SeriesTable::new(Some(topology.clone()), Labels::default());
     let helpers = Helpers::new(Some(series.clone()), Some(topology.clone()));
-    let mut playbook = Playbook::parse(embedded::DEMO_PLAYBOOK, "playbooks/demo.toml")?;
+    let playbook = Playbook::parse(embedded::DEMO_PLAYBOOK, "playbooks/demo.toml")?;
     let rt = super::runtime()?;
     let leaves = rt.block_on(LeafServers::fresh(&topology))?;
-    leaves.point(&mut playbook);
+    // The playbook names the leaves; this inventory says where they are served.
+    let served = Arc::new(leaves.inventory(&topology));
     let sources: Vec<(String, String)> = embedded::RULES.iter().map(|(p, s)| (p.to_string(), s.to_string())).collect();
     let rules = rule::load_sources(&sources, helpers)?.without_disabled(&playbook);
     let rule_count = rules.rules.len();
     let store = Store::open(&state.path().join("state.sled"))?;
     let ledger = Ledger::open(&store, Retention::default())?;
     let evaluator = Evaluator::new(series, rules, Some(store))?;
-    let dispatcher = actuators::registry::dispatcher(&playbook, Some(topology.clone()), Some(ledger))?;
-    let readback = ReadBack::new(actuators::registry::routes(&playbook)?, ReadBack::client(&leaves)?);
+    let dispatcher = actuators::registry::dispatcher(&playbook, Some(served.clone()), Some(ledger))?;
+    let readback = ReadBack::new(actuators::registry::routes(&playbook, Some(&served))?, ReadBack::client(&served)?);
     let sensor = sensors::replay::ReplaySensor::from_bytes("replay", embedded::RECORDING.to_vec(), speed)
         .context("the embedded recording")?;
     let t0 = first_timestamp(embedded::RECORDING)?;

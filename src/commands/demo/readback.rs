@@ -4,11 +4,11 @@
 
 use std::sync::Arc;
 
+use actuators::sonic::config::SwitchList;
 use actuators::sonic::{Sonic, SonicConfig};
 use engine::dispatch::ActuatorRoute;
 use engine::policy::kind_matches;
-use engine::{Action, Outcome};
-use sim::leaves::LeafServers;
+use engine::{Action, Outcome, Topology};
 
 /// What is read back after a switch action: the actuator's own verify, and
 /// the CONFIG_DB fields it changed, read over gNMI.
@@ -23,10 +23,17 @@ impl ReadBack {
         Arc::new(ReadBack { routes, sonic })
     }
 
-    /// A gNMI client of `leaves`, for the read-backs.
-    pub fn client(leaves: &LeafServers) -> anyhow::Result<Sonic> {
-        let config = SonicConfig { switches: leaves.addresses.clone(), timeout: "2s".into(), ..SonicConfig::default() };
-        config.build().map_err(|e| anyhow::anyhow!(e))
+    /// A gNMI client of every switch of `inventory` (the served leaves),
+    /// for the read-backs.
+    pub fn client(inventory: &Topology) -> anyhow::Result<Sonic> {
+        let config = SonicConfig {
+            switches: SwitchList::Names(vec!["*".into()]),
+            timeout: "2s".into(),
+            credentials_file: None,
+            tls: None,
+            path_style: None,
+        };
+        config.build(Some(inventory)).map_err(|e| anyhow::anyhow!(e))
     }
 
     /// The table, key and fields a switch action changes; `None` for other actions.

@@ -19,7 +19,7 @@ pub fn watch(config_path: Option<&Path>, filter: Option<String>) -> anyhow::Resu
     let config = sensors_config(config_path)?;
     let topology = wiring::topology(config.inventory.as_deref())?;
     let defaults = config.node.as_deref().map(|n| Labels::from_pairs([("node", n)])).unwrap_or_default();
-    let series = SeriesTable::new(topology, defaults);
+    let series = SeriesTable::new(topology.clone(), defaults);
     let health = HealthBoard::default();
     // series → (previous raw, its time, shown value)
     let latest: Latest = BTreeMap::new();
@@ -28,6 +28,7 @@ pub fn watch(config_path: Option<&Path>, filter: Option<String>) -> anyhow::Resu
     let board = health.clone();
     crate::commands::runtime()?.block_on(run_sensors(
         &config,
+        topology.as_deref(),
         series.clone(),
         health,
         None,

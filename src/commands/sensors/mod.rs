@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use engine::{Batch, HealthBoard, Labels, SensorContext, SeriesId, SeriesTable};
+use engine::{Batch, HealthBoard, Labels, SensorContext, SeriesId, SeriesTable, Topology};
 use tokio::sync::{mpsc, watch};
 
 use crate::config::DaemonConfig;
@@ -21,13 +21,14 @@ use crate::{wiring, Exit};
 /// a second whether or not anything came.
 pub(super) async fn run_sensors(
     config: &DaemonConfig,
+    inventory: Option<&Topology>,
     series: SeriesTable,
     health: HealthBoard,
     duration: Option<Duration>,
     mut on_batch: impl FnMut(&Batch),
     mut on_tick: impl FnMut(),
 ) -> anyhow::Result<()> {
-    let slots = wiring::sensors(config)?;
+    let slots = wiring::sensors(config, inventory)?;
     let (tx, mut rx) = mpsc::channel::<Batch>(engine::runtime::BATCH_CHANNEL);
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut tasks = tokio::task::JoinSet::new();
@@ -110,12 +111,13 @@ pub fn list(config_path: Option<&Path>, seconds: f64) -> anyhow::Result<Exit> {
     let config = sensors_config(config_path)?;
     let topology = wiring::topology(config.inventory.as_deref())?;
     let defaults = config.node.as_deref().map(|n| Labels::from_pairs([("node", n)])).unwrap_or_default();
-    let series = SeriesTable::new(topology, defaults);
+    let series = SeriesTable::new(topology.clone(), defaults);
     let health = HealthBoard::default();
     let mut samples: BTreeMap<u16, u64> = BTreeMap::new();
     let s2 = series.clone();
     crate::commands::runtime()?.block_on(run_sensors(
         &config,
+        topology.as_deref(),
         series.clone(),
         health.clone(),
         Some(Duration::from_secs_f64(seconds)),

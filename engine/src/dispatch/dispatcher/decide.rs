@@ -113,7 +113,10 @@ impl Dispatcher {
                 self.finish(d, false)
             }
             Check::NeedsApproval { expires_at } => {
-                d.steps.push(Step { at: now, what: format!("waiting for approval until {}", crate::time::rfc3339(expires_at)) });
+                d.steps.push(Step {
+                    at: now,
+                    what: format!("waiting for approval until {}", crate::time::rfc3339(expires_at)),
+                });
                 d.verdict = Verdict::AwaitingApproval { expires_at };
                 self.save(&d, true);
                 self.pending.insert(d.id.clone(), d.clone());

@@ -132,11 +132,16 @@ impl Dispatcher {
         if d.phase != Phase::Intent {
             return false;
         }
-        let applied = d.prior.clone().map(|prior| Outcome { summary: String::new(), requests: vec![], prior: Some(prior) });
+        let applied =
+            d.prior.clone().map(|prior| Outcome { summary: String::new(), requests: vec![], prior: Some(prior) });
         if let Ok(Verification::InEffect) = self.call(actuator.verify(&d.proposal.action, applied.as_ref())).await {
             d.steps.push(Step { at: now, what: "verified in effect despite the error; not sent again".into() });
             d.verdict = Verdict::Executed {
-                outcome: Outcome { summary: format!("in effect after: {error}"), requests: vec![], prior: d.prior.clone() },
+                outcome: Outcome {
+                    summary: format!("in effect after: {error}"),
+                    requests: vec![],
+                    prior: d.prior.clone(),
+                },
             };
             return true;
         }

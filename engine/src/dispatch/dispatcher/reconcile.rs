@@ -45,7 +45,8 @@ impl Dispatcher {
     }
 
     async fn reconcile_action(&mut self, mut d: Decision, now: Nanos) -> Decision {
-        let applied = d.prior.clone().map(|prior| Outcome { summary: String::new(), requests: vec![], prior: Some(prior) });
+        let applied =
+            d.prior.clone().map(|prior| Outcome { summary: String::new(), requests: vec![], prior: Some(prior) });
         let found = match self.route(&d.proposal.action.kind) {
             Some(r) => self.call(r.actuator.verify(&d.proposal.action, applied.as_ref())).await,
             None => Ok(Verification::Unknown),
@@ -80,7 +81,8 @@ impl Dispatcher {
 
     async fn reconcile_undo(&mut self, mut d: Decision, original_id: &str, now: Nanos) -> Decision {
         let original = self.ledger.as_ref().and_then(|l| l.get(original_id).ok().flatten());
-        let (Some(route), Some(applied)) = (self.route(&d.proposal.action.kind), original.as_ref().and_then(applied_of))
+        let (Some(route), Some(applied)) =
+            (self.route(&d.proposal.action.kind), original.as_ref().and_then(applied_of))
         else {
             d.verdict = Verdict::Interrupted {
                 found: format!("no actuator or no record of what {original_id} changed; check it by hand"),
