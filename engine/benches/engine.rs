@@ -107,11 +107,9 @@ fn inventory() -> Inventory {
     for rail in 0..NICS as u32 {
         for leaf in 0..leaves {
             inv.switch.push(Switch {
-                name: format!("leaf-r{rail}-{leaf:02}"),
-                role: SwitchRole::Leaf,
                 rail: Some(rail),
                 plane: Some(rail / 4),
-                address: None,
+                ..Switch::new(format!("leaf-r{rail}-{leaf:02}"), SwitchRole::Leaf)
             });
         }
     }

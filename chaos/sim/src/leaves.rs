@@ -66,17 +66,7 @@ impl LeafServers {
         let mut inventory = topology.inventory().clone();
         inventory.gnmi = GnmiDefaults::default();
         for (name, address) in &self.addresses {
-            let served = Switch {
-                name: name.clone(),
-                role: SwitchRole::Leaf,
-                rail: None,
-                plane: None,
-                address: Some(address.clone()),
-                path_style: None,
-                namespace: None,
-                credentials_file: None,
-                tls: None,
-            };
+            let served = Switch { address: Some(address.clone()), ..Switch::new(name.clone(), SwitchRole::Leaf) };
             match inventory.switch.iter_mut().find(|s| &s.name == name) {
                 Some(listed) => {
                     *listed = Switch { role: listed.role, rail: listed.rail, plane: listed.plane, ..served }

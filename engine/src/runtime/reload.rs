@@ -93,6 +93,6 @@ mod tests {
         assert_eq!(shrink_refusal(2006, 1003, false), None, "half is allowed");
         assert_eq!(shrink_refusal(2006, 0, true), None);
         assert_eq!(shrink_refusal(0, 0, false), None, "nothing ran, nothing is lost");
-        assert_eq!(shrink_refusal(1, 0, false).is_some(), true);
+        assert!(shrink_refusal(1, 0, false).is_some());
     }
 }

@@ -69,8 +69,12 @@ pub struct SwitchTls {
 impl SwitchTls {
     pub(super) fn resolve(&mut self, base: &Path) {
         resolve(&mut self.ca_file, base);
-        self.cert_file.as_mut().map(|p| resolve(p, base));
-        self.key_file.as_mut().map(|p| resolve(p, base));
+        if let Some(p) = self.cert_file.as_mut() {
+            resolve(p, base);
+        }
+        if let Some(p) = self.key_file.as_mut() {
+            resolve(p, base);
+        }
     }
 }
 
@@ -96,8 +100,12 @@ pub struct GnmiDefaults {
 impl GnmiDefaults {
     /// Makes relative file names relative to `base` (the inventory's directory).
     pub(super) fn resolve(&mut self, base: &Path) {
-        self.credentials_file.as_mut().map(|p| resolve(p, base));
-        self.tls.as_mut().map(|t| t.resolve(base));
+        if let Some(p) = self.credentials_file.as_mut() {
+            resolve(p, base);
+        }
+        if let Some(t) = self.tls.as_mut() {
+            t.resolve(base);
+        }
     }
 }
 

@@ -76,6 +76,23 @@ pub struct Switch {
     pub tls: Option<SwitchTls>,
 }
 
+impl Switch {
+    /// A switch of `role` named `name`, with nothing else known about it.
+    pub fn new(name: impl Into<String>, role: SwitchRole) -> Switch {
+        Switch {
+            name: name.into(),
+            role,
+            rail: None,
+            plane: None,
+            address: None,
+            path_style: None,
+            namespace: None,
+            credentials_file: None,
+            tls: None,
+        }
+    }
+}
+
 /// A GPU node.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -79,8 +79,12 @@ impl Topology {
         let base = path.parent().unwrap_or(Path::new("."));
         topology.inventory.gnmi.resolve(base);
         for s in &mut topology.inventory.switch {
-            s.credentials_file.as_mut().map(|p| access::resolve(p, base));
-            s.tls.as_mut().map(|tls| tls.resolve(base));
+            if let Some(p) = s.credentials_file.as_mut() {
+                access::resolve(p, base);
+            }
+            if let Some(tls) = s.tls.as_mut() {
+                tls.resolve(base);
+            }
         }
         Ok(topology)
     }

@@ -286,7 +286,7 @@ impl GnmiConfig {
     pub fn build_in(&self, name: &str, inventory: Option<&engine::Topology>) -> Result<GnmiSensor, ConfigError> {
         let mut config = self.clone();
         for target in config.targets.iter_mut().filter(|t| t.address.is_empty()) {
-            target.from_inventory(inventory)?;
+            target.fill_from_inventory(inventory)?;
         }
         config.build(name)
     }
@@ -486,7 +486,7 @@ impl TargetConfig {
     }
 
     /// Fills in how to reach this switch from its entry in `inventory`.
-    fn from_inventory(&mut self, inventory: Option<&engine::Topology>) -> Result<(), ConfigError> {
+    fn fill_from_inventory(&mut self, inventory: Option<&engine::Topology>) -> Result<(), ConfigError> {
         let set_here = self.path_style.is_some()
             || self.namespace.is_some()
             || self.ca.is_some()
@@ -698,7 +698,7 @@ sample_interval = "500ms"
         let by_name: GnmiConfig =
             toml::from_str("presets = [\"sonic_pfc\"]\n[[targets]]\nname = \"leaf01\"\n").unwrap();
         let mut resolved = by_name.targets[0].clone();
-        resolved.from_inventory(Some(&inventory)).unwrap();
+        resolved.fill_from_inventory(Some(&inventory)).unwrap();
         assert_eq!(resolved.address, "127.0.0.1:9339");
         assert_eq!((resolved.path_style, resolved.namespace.as_deref()), (Some(PathStyleSetting::Auto), Some("asic0")));
         assert!(by_name.build_in("gnmi", Some(&inventory)).is_ok());

@@ -350,100 +350,120 @@ pub fn map_update(path: &Path, val: &TypedValue, out: &mut Vec<Reading>) -> Resu
 /// [`map_update`], with `COUNTERS/<oid>` named by `names`.
 pub fn map_update_with(path: &Path, val: &TypedValue, oids: &OidNames, out: &mut Vec<Reading>) -> Result<(), MapError> {
     let names: Vec<&str> = path.elem.iter().map(|e| e.name.as_str()).collect();
-    let text = || gnmi_proto::path_to_string(path);
     let known = names.contains(&"COUNTERS") || matches!(names[..], ["interfaces", "interface", "state", ..]);
     if known && is_absent(val) {
         return Ok(());
     }
     if let Some(i) = names.iter().position(|n| *n == "COUNTERS") {
-        let rest = &names[i + 1..];
-        let json = || json_of(&text(), val);
-        match rest {
-            [oid, rest @ ..] if oid.starts_with("oid:") => {
-                let path = text();
-                if let Some(port) = oids.ports.get(*oid) {
-                    return match rest {
-                        [] => {
-                            for (field, v) in object(&path, &json()?)? {
-                                port_field(&path, port, field, v, out)?;
-                            }
-                            Ok(())
-                        }
-                        [field] => {
-                            let n = value::to_u64(val).map_err(|e| bad(&path, e))?;
-                            port_field(&path, port, field, &Json::from(n), out)
-                        }
-                        _ => Err(MapError::UnknownPath(path)),
-                    };
-                }
-                if let (Some((port, q)), []) = (oids.queues.get(*oid), rest) {
-                    return queue_entry(&path, oid, port, *q, &json()?, oids.queue_fields, out);
-                }
-                return Err(MapError::UnknownPath(format!(
-                    "{path} (an OID not in COUNTERS_PORT_NAME_MAP or COUNTERS_QUEUE_NAME_MAP)"
-                )));
-            }
-            [port] if port.contains('*') => {
-                // sonic-gnmi's wildcard answer: one object keyed by port.
-                let path = text();
-                for (port, fields) in object(&path, &json()?)? {
-                    if absent_json(fields) {
-                        continue;
-                    }
-                    for (field, v) in object(&path, fields)? {
-                        port_field(&path, port, field, v, out)?;
-                    }
-                }
-                return Ok(());
-            }
-            [port] => {
-                let path = text();
-                for (field, v) in object(&path, &json()?)? {
-                    port_field(&path, port, field, v, out)?;
-                }
-                return Ok(());
-            }
-            [_, "Queues"] => {
-                return queue_table(&text(), &json()?, QueueFields { counters: true, watchdog: false }, out)
-            }
-            [_, "Pfcwd"] => {
-                return queue_table(&text(), &json()?, QueueFields { counters: false, watchdog: true }, out)
-            }
-            [port, field] if field.starts_with("SAI_PORT_STAT_PFC_") => {
-                let n = match value::to_json(val) {
-                    Some(Ok(j)) if absent_json(&j) => return Ok(()),
-                    _ => value::to_u64(val).map_err(|e| bad(&text(), e))?,
-                };
-                let before = out.len();
-                port_field(&text(), port, field, &Json::from(n), out)?;
-                if out.len() > before {
-                    return Ok(());
-                }
-            }
-            _ => {}
-        }
-        return Err(MapError::UnknownPath(text()));
+        return map_counters(path, &names[i + 1..], val, oids, out);
     }
     if let ["interfaces", "interface", "state", leaf @ ..] = &names[..] {
-        let Some(port) = path.elem[1].key.get("name") else { return Err(MapError::UnknownPath(text())) };
-        match leaf {
-            ["oper-status"] => {
-                let status = value::to_text(val).map_err(|e| bad(&text(), e))?;
-                out.push(gauge("switch_oper_up", port, None, if status == "UP" { 1.0 } else { 0.0 }));
-                return Ok(());
-            }
-            ["counters", name] => {
-                if let Some((_, metric)) = OC_COUNTERS.iter().find(|(n, _)| n == name) {
-                    out.push(counter(metric, port, None, None, value::to_u64(val).map_err(|e| bad(&text(), e))?));
+        return map_openconfig(path, leaf, val, out);
+    }
+    Err(MapError::UnknownPath(gnmi_proto::path_to_string(path)))
+}
+
+/// SONiC's `COUNTERS/…`: `rest` is what follows `COUNTERS` in the path.
+fn map_counters(
+    path: &Path,
+    rest: &[&str],
+    val: &TypedValue,
+    oids: &OidNames,
+    out: &mut Vec<Reading>,
+) -> Result<(), MapError> {
+    let text = || gnmi_proto::path_to_string(path);
+    let json = || json_of(&text(), val);
+    match rest {
+        [oid, fields @ ..] if oid.starts_with("oid:") => return map_oid(&text(), oid, fields, val, oids, out),
+        [port] if port.contains('*') => {
+            // sonic-gnmi's wildcard answer: one object keyed by port.
+            let path = text();
+            for (port, fields) in object(&path, &json()?)? {
+                if absent_json(fields) {
+                    continue;
                 }
-                // Other OpenConfig counters (octets, discards) are not ours.
+                for (field, v) in object(&path, fields)? {
+                    port_field(&path, port, field, v, out)?;
+                }
+            }
+            return Ok(());
+        }
+        [port] => {
+            let path = text();
+            for (field, v) in object(&path, &json()?)? {
+                port_field(&path, port, field, v, out)?;
+            }
+            return Ok(());
+        }
+        [_, "Queues"] => return queue_table(&text(), &json()?, QueueFields { counters: true, watchdog: false }, out),
+        [_, "Pfcwd"] => return queue_table(&text(), &json()?, QueueFields { counters: false, watchdog: true }, out),
+        [port, field] if field.starts_with("SAI_PORT_STAT_PFC_") => {
+            let n = match value::to_json(val) {
+                Some(Ok(j)) if absent_json(&j) => return Ok(()),
+                _ => value::to_u64(val).map_err(|e| bad(&text(), e))?,
+            };
+            let before = out.len();
+            port_field(&text(), port, field, &Json::from(n), out)?;
+            if out.len() > before {
                 return Ok(());
             }
-            ["name"] => return Ok(()),
-            _ => {}
         }
+        _ => {}
     }
     Err(MapError::UnknownPath(text()))
+}
+
+/// `COUNTERS/<oid>[/<field>]` (the `sonic-db-origin` style): the port or
+/// queue the OID name maps give it.
+fn map_oid(
+    path: &str,
+    oid: &str,
+    fields: &[&str],
+    val: &TypedValue,
+    oids: &OidNames,
+    out: &mut Vec<Reading>,
+) -> Result<(), MapError> {
+    if let Some(port) = oids.ports.get(oid) {
+        return match fields {
+            [] => {
+                for (field, v) in object(path, &json_of(path, val)?)? {
+                    port_field(path, port, field, v, out)?;
+                }
+                Ok(())
+            }
+            [field] => {
+                let n = value::to_u64(val).map_err(|e| bad(path, e))?;
+                port_field(path, port, field, &Json::from(n), out)
+            }
+            _ => Err(MapError::UnknownPath(path.to_string())),
+        };
+    }
+    if let (Some((port, q)), []) = (oids.queues.get(oid), fields) {
+        return queue_entry(path, oid, port, *q, &json_of(path, val)?, oids.queue_fields, out);
+    }
+    Err(MapError::UnknownPath(format!("{path} (an OID not in COUNTERS_PORT_NAME_MAP or COUNTERS_QUEUE_NAME_MAP)")))
+}
+
+/// OpenConfig `interfaces/interface[name=…]/state/<leaf>`.
+fn map_openconfig(path: &Path, leaf: &[&str], val: &TypedValue, out: &mut Vec<Reading>) -> Result<(), MapError> {
+    let text = || gnmi_proto::path_to_string(path);
+    let Some(port) = path.elem[1].key.get("name") else { return Err(MapError::UnknownPath(text())) };
+    match leaf {
+        ["oper-status"] => {
+            let status = value::to_text(val).map_err(|e| bad(&text(), e))?;
+            out.push(gauge("switch_oper_up", port, None, if status == "UP" { 1.0 } else { 0.0 }));
+            Ok(())
+        }
+        ["counters", name] => {
+            if let Some((_, metric)) = OC_COUNTERS.iter().find(|(n, _)| n == name) {
+                out.push(counter(metric, port, None, None, value::to_u64(val).map_err(|e| bad(&text(), e))?));
+            }
+            // Other OpenConfig counters (octets, discards) are not ours.
+            Ok(())
+        }
+        ["name"] => Ok(()),
+        _ => Err(MapError::UnknownPath(text())),
+    }
 }
 
 impl MapError {

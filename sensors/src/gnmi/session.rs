@@ -61,51 +61,8 @@ impl Target {
     /// values; `lost_at`, when the target was lost, is taken then.
     pub(super) async fn session(&mut self, synced: &mut bool, lost_at: &mut Option<i64>) -> Result<(), Failure> {
         let mut client = GnmiClient::connect(&self.plan.client).await?;
-        let style = match &self.style {
-            Some(style) => style.clone(),
-            None => self.detect(&mut client).await?,
-        };
-        let mut streams: Vec<StreamPlan> = self.plan.streams(&style).to_vec();
-        if let (PathStyle::SonicDbOrigin { .. }, Some(oids)) = (&style, &self.plan.oids) {
-            let updates_only = streams.iter().any(|s| s.list.updates_only);
-            match self.read_oids(&mut client, &style).await {
-                Ok(names) => {
-                    streams.extend(oids.stream(&names, &style, updates_only));
-                    self.oids = names;
-                }
-                Err(e) if refused(&e) => self.refused("the OID name maps", &e),
-                Err(e) => return Err(e.into()),
-            }
-        }
-        if !streams.iter().any(|s| s.list.updates_only) {
-            self.memory.forget_beats();
-        }
-        // One stream refused (a preset the switch does not serve) costs only
-        // itself; the session fails when none is left.
-        let mut merged: SelectAll<BoxStream<'static, Event>> = SelectAll::new();
-        let mut unsynced: BTreeSet<usize> = BTreeSet::new();
-        let mut last_refusal = None;
-        for (i, plan) in streams.iter().enumerate() {
-            let subscription = match client.subscribe(plan.list.clone()).await {
-                Ok(subscription) => subscription,
-                Err(e) if refused(&e) => {
-                    let what = match plan.list.prefix.as_ref() {
-                        Some(prefix) => format!("the stream of prefix {}", gnmi_proto::path_to_string(prefix)),
-                        None => format!("the stream of {} subscriptions without prefix", plan.list.subscription.len()),
-                    };
-                    self.refused(&what, &e);
-                    last_refusal = Some(e);
-                    continue;
-                }
-                Err(e) => return Err(e.into()),
-            };
-            let messages = subscription.into_stream().map(move |r| Event::Message(i, r));
-            merged.push(messages.chain(stream::once(async move { Event::End(i) })).boxed());
-            unsynced.insert(i);
-        }
-        if let (true, Some(e)) = (unsynced.is_empty(), last_refusal) {
-            return Err(e.into());
-        }
+        let streams = self.streams(&mut client).await?;
+        let (mut merged, mut unsynced) = self.subscribe(&mut client, &streams).await?;
         let mut beat = self.heartbeat.map(|period| {
             let mut beat = tokio::time::interval_at(Instant::now() + period, period);
             beat.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -119,15 +76,7 @@ impl Target {
                 event = merged.next() => {
                     let (i, response) = match event {
                         None => return Ok(()),
-                        Some(Event::End(i)) => {
-                            let prefix = streams[i].list.prefix.as_ref().map(gnmi_proto::path_to_string);
-                            let message = format!(
-                                "{} ended the stream of prefix {}",
-                                self.plan.client.address,
-                                prefix.as_deref().unwrap_or("(none)")
-                            );
-                            return Err(Failure { kind: "stream", message, refused: false });
-                        }
+                        Some(Event::End(i)) => return Err(self.ended(&streams[i])),
                         Some(Event::Message(i, response)) => (i, response?),
                     };
                     last_message = Instant::now();
@@ -163,6 +112,79 @@ impl Target {
                 }
             }
         }
+    }
+
+    /// The streams of this session: those of the target's path style
+    /// (found now when `auto` has not found it yet), and in the
+    /// `sonic-db-origin` style those of the ports and queues its OID name
+    /// maps list.
+    async fn streams(&mut self, client: &mut GnmiClient) -> Result<Vec<StreamPlan>, Failure> {
+        let style = match &self.style {
+            Some(style) => style.clone(),
+            None => self.detect(client).await?,
+        };
+        let mut streams: Vec<StreamPlan> = self.plan.streams(&style).to_vec();
+        if let (PathStyle::SonicDbOrigin { .. }, Some(oids)) = (&style, &self.plan.oids) {
+            let updates_only = streams.iter().any(|s| s.list.updates_only);
+            match self.read_oids(client, &style).await {
+                Ok(names) => {
+                    streams.extend(oids.stream(&names, &style, updates_only));
+                    self.oids = names;
+                }
+                Err(e) if refused(&e) => self.refused("the OID name maps", &e),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        if !streams.iter().any(|s| s.list.updates_only) {
+            self.memory.forget_beats();
+        }
+        Ok(streams)
+    }
+
+    /// Subscribes to every stream, merged into one; the streams not yet
+    /// synced. One stream refused (a preset the switch does not serve)
+    /// costs only itself; the session fails when none is left.
+    async fn subscribe(
+        &self,
+        client: &mut GnmiClient,
+        streams: &[StreamPlan],
+    ) -> Result<(SelectAll<BoxStream<'static, Event>>, BTreeSet<usize>), Failure> {
+        let mut merged: SelectAll<BoxStream<'static, Event>> = SelectAll::new();
+        let mut unsynced: BTreeSet<usize> = BTreeSet::new();
+        let mut last_refusal = None;
+        for (i, plan) in streams.iter().enumerate() {
+            let subscription = match client.subscribe(plan.list.clone()).await {
+                Ok(subscription) => subscription,
+                Err(e) if refused(&e) => {
+                    let what = match plan.list.prefix.as_ref() {
+                        Some(prefix) => format!("the stream of prefix {}", gnmi_proto::path_to_string(prefix)),
+                        None => format!("the stream of {} subscriptions without prefix", plan.list.subscription.len()),
+                    };
+                    self.refused(&what, &e);
+                    last_refusal = Some(e);
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            };
+            let messages = subscription.into_stream().map(move |r| Event::Message(i, r));
+            merged.push(messages.chain(stream::once(async move { Event::End(i) })).boxed());
+            unsynced.insert(i);
+        }
+        match (unsynced.is_empty(), last_refusal) {
+            (true, Some(e)) => Err(e.into()),
+            _ => Ok((merged, unsynced)),
+        }
+    }
+
+    /// The failure of a stream the target ended.
+    fn ended(&self, stream: &StreamPlan) -> Failure {
+        let prefix = stream.list.prefix.as_ref().map(gnmi_proto::path_to_string);
+        let message = format!(
+            "{} ended the stream of prefix {}",
+            self.plan.client.address,
+            prefix.as_deref().unwrap_or("(none)")
+        );
+        Failure { kind: "stream", message, refused: false }
     }
 
     /// A request the switch refused while others may go on: counted
