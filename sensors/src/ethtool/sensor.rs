@@ -30,8 +30,8 @@ struct Iface {
 /// Pre-FEC bit error ratio between two (corrected bits, received bits)
 /// readings: Δcorrected / Δbits. `None` when no bits arrived, or when a
 /// counter went backwards (driver reload): no BER that once rather than a
-/// negative or absurd one.
-fn pre_fec_ber(prev: (u64, u64), now: (u64, u64)) -> Option<f64> {
+/// negative or absurd one. Public for the fuzz target `sysfs_ethtool`.
+pub fn pre_fec_ber(prev: (u64, u64), now: (u64, u64)) -> Option<f64> {
     if now.0 < prev.0 || now.1 <= prev.1 {
         return None;
     }

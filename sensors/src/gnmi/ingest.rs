@@ -145,10 +145,15 @@ impl Memory {
                 }
                 let stamp = if ts > known.ts {
                     ts
-                } else if known.on_change && known.value != Some(value) {
-                    known.ts + 1
+                } else if let (true, true, Some(next)) =
+                    (known.on_change, known.value != Some(value), known.ts.checked_add(1))
+                {
+                    next
                 } else {
-                    continue; // already seen: a replayed or duplicated update
+                    // Already seen (a replayed or duplicated update), or a
+                    // change after a stamp at the end of time, which no later
+                    // stamp can follow.
+                    continue;
                 };
                 known.ts = stamp;
                 known.value = Some(value);
@@ -284,6 +289,20 @@ mod tests {
         delete.delete = vec![parse_path("/interfaces/interface[name=Ethernet0]").unwrap()];
         memory.ingest(&ctx, "leaf01", &stream, &OidNames::default(), &delete);
         assert!(memory.beat(400).is_empty());
+    }
+
+    #[test]
+    fn a_change_after_a_stamp_at_the_end_of_time_is_dropped_not_wrapped() {
+        let ctx = ctx();
+        let stream = StreamPlan {
+            list: SubscriptionList::default(),
+            on_change: vec![parse_path("/interfaces/interface[name=*]/state/oper-status").unwrap()],
+        };
+        let mut memory = Memory::default();
+        let (samples, _) = memory.ingest(&ctx, "leaf01", &stream, &OidNames::default(), &oper(i64::MAX, "UP"));
+        assert_eq!(samples[0].ts, i64::MAX);
+        let (samples, _) = memory.ingest(&ctx, "leaf01", &stream, &OidNames::default(), &oper(5, "DOWN"));
+        assert!(samples.is_empty(), "no stamp follows i64::MAX: {samples:?}");
     }
 
     #[test]

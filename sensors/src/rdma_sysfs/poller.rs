@@ -82,7 +82,8 @@ fn entries(dir: &Path, cap: usize) -> Vec<String> {
 }
 
 /// Parses a sysfs counter: decimal digits with surrounding whitespace.
-fn parse(bytes: &[u8]) -> Option<u64> {
+/// Public for the fuzz target `sysfs_ethtool`.
+pub fn parse(bytes: &[u8]) -> Option<u64> {
     std::str::from_utf8(bytes).ok()?.trim().parse().ok()
 }
 
