@@ -80,12 +80,6 @@ pub enum SwitchList {
     Addresses(BTreeMap<String, String>),
 }
 
-impl Default for SwitchList {
-    fn default() -> SwitchList {
-        SwitchList::Names(Vec::new())
-    }
-}
-
 /// TLS settings of the switch connections, PEM files (the inventory's
 /// `[gnmi.tls]` and `[switch.tls]` have the same fields).
 pub use engine::topology::SwitchTls as GnmiTls;

@@ -67,7 +67,7 @@ pub struct SwitchTls {
 }
 
 impl SwitchTls {
-    pub(super) fn resolve(&mut self, base: &Path) {
+    fn resolve(&mut self, base: &Path) {
         resolve(&mut self.ca_file, base);
         if let Some(p) = self.cert_file.as_mut() {
             resolve(p, base);
@@ -100,12 +100,18 @@ pub struct GnmiDefaults {
 impl GnmiDefaults {
     /// Makes relative file names relative to `base` (the inventory's directory).
     pub(super) fn resolve(&mut self, base: &Path) {
-        if let Some(p) = self.credentials_file.as_mut() {
-            resolve(p, base);
-        }
-        if let Some(t) = self.tls.as_mut() {
-            t.resolve(base);
-        }
+        resolve_files(&mut self.credentials_file, &mut self.tls, base);
+    }
+}
+
+/// Makes the file names of a credentials file and TLS settings (of
+/// `[gnmi]` or of one `[[switch]]`) relative to `base`.
+pub(super) fn resolve_files(credentials_file: &mut Option<PathBuf>, tls: &mut Option<SwitchTls>, base: &Path) {
+    if let Some(p) = credentials_file.as_mut() {
+        resolve(p, base);
+    }
+    if let Some(t) = tls.as_mut() {
+        t.resolve(base);
     }
 }
 
@@ -155,7 +161,7 @@ pub enum AccessError {
     },
 }
 
-pub(super) fn resolve(path: &mut PathBuf, base: &Path) {
+fn resolve(path: &mut PathBuf, base: &Path) {
     if path.is_relative() {
         *path = base.join(&*path);
     }

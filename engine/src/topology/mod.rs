@@ -79,12 +79,7 @@ impl Topology {
         let base = path.parent().unwrap_or(Path::new("."));
         topology.inventory.gnmi.resolve(base);
         for s in &mut topology.inventory.switch {
-            if let Some(p) = s.credentials_file.as_mut() {
-                access::resolve(p, base);
-            }
-            if let Some(tls) = s.tls.as_mut() {
-                tls.resolve(base);
-            }
+            access::resolve_files(&mut s.credentials_file, &mut s.tls, base);
         }
         Ok(topology)
     }

@@ -502,16 +502,14 @@ impl TargetConfig {
         }
         let access = engine::Topology::access_in(inventory, &self.name)
             .map_err(|source| ConfigError::Switch { setting: format!("target {:?}", self.name), source })?;
-        let tls = access.tls.unwrap_or_default();
         self.address = access.address;
         self.path_style = Some(access.path_style);
         self.namespace = access.namespace;
         self.credentials_file = access.credentials_file;
-        (self.ca, self.cert, self.key, self.tls_domain) = if tls.ca_file.as_os_str().is_empty() {
-            (None, None, None, None)
-        } else {
-            (Some(tls.ca_file), tls.cert_file, tls.key_file, tls.domain)
-        };
+        if let Some(tls) = access.tls {
+            (self.ca, self.cert, self.key, self.tls_domain) =
+                (Some(tls.ca_file), tls.cert_file, tls.key_file, tls.domain);
+        }
         Ok(())
     }
 

@@ -74,7 +74,9 @@ pub(super) async fn run_sensors(
 
 /// The sensors of a node without a configuration: every one that needs no
 /// setting, with its defaults. Each says for itself when what it reads is
-/// not on this node (no RDMA device, no NVIDIA driver).
+/// not on this node (no RDMA device, no NVIDIA driver). `state_dir` and
+/// `playbook` are there because a daemon config requires them; `sensors`
+/// reads neither.
 const NODE_SENSORS: &str = "\
 state_dir = \"/var/lib/rocemend\"
 playbook = \"/etc/rocemend/playbook.toml\"
