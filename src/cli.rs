@@ -456,11 +456,18 @@ pub enum ChaosCommand {
         /// Seed of the first run, instead of the scenario's `seed` (run i uses seed + i).
         #[arg(long)]
         seed: Option<u64>,
-        /// A playbook instead of the scenario's.
+        /// A daemon config: run against its rules, playbook and inventory (the simulated fabric is
+        /// built from that inventory), as `rocemend run --config` would use them.
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+        /// A rule directory instead of the scenario's (or the config's, or the playbook's).
+        #[arg(long)]
+        rules: Option<PathBuf>,
+        /// A playbook instead of the scenario's (or the config's).
         #[arg(long)]
         playbook: Option<PathBuf>,
         /// Force a rule's mode, RULE=MODE (enforce, dry-run, shadow, off); repeatable. `RULE=dry-run`
-        /// switches the rule's mitigation off. RULE must be a rule of the scenario's rule directory.
+        /// switches the rule's mitigation off. RULE must be a rule the scenario runs.
         #[arg(long = "rule-mode", value_parser = chaos::run::parse_rule_mode)]
         rule_modes: Vec<(String, engine::dispatch::Mode)>,
         /// Attach to a running daemon's control socket (wall-clock scenarios: a game day).

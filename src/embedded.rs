@@ -2,15 +2,8 @@
 //! standard rules, the default playbook, the example inventory and the demo
 //! recording, all compiled into the binary.
 
-/// The standard rules, as (path, source).
-pub const RULES: &[(&str, &str)] = &[
-    ("rules/pfc_storm.rhai", include_str!("../rules/pfc_storm.rhai")),
-    ("rules/symbol_errors.rhai", include_str!("../rules/symbol_errors.rhai")),
-    ("rules/link_flap.rhai", include_str!("../rules/link_flap.rhai")),
-    ("rules/xmit_wait.rhai", include_str!("../rules/xmit_wait.rhai")),
-    ("rules/cnp_storm.rhai", include_str!("../rules/cnp_storm.rhai")),
-    ("rules/gpu_xid.rhai", include_str!("../rules/gpu_xid.rhai")),
-];
+/// The standard rules of `rules/`, as (path, source).
+pub const RULES: &[(&str, &str)] = chaos::library::RULES;
 
 /// The demo playbook: switch actuators enforcing against simulated switches.
 pub const DEMO_PLAYBOOK: &str = include_str!("../playbooks/demo.toml");

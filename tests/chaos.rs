@@ -17,8 +17,14 @@ fn scenario(name: &str) -> PathBuf {
 
 /// Runs `chaos run` with `args`; returns the exit code and the report.
 fn run(path: &Path, runs: u32, extra: &[&str]) -> (i32, Value) {
+    run_in(&root(), path, runs, extra)
+}
+
+/// [`run`] from the directory `cwd`.
+fn run_in(cwd: &Path, path: &Path, runs: u32, extra: &[&str]) -> (i32, Value) {
     let out = tempfile::tempdir().unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_rocemend"))
+        .current_dir(cwd)
         .args(["chaos", "run", "--quiet", "--runs", &runs.to_string(), "--out"])
         .arg(out.path())
         .arg(path)
@@ -64,11 +70,14 @@ fn passes(name: &str, runs: u32) -> Value {
     report
 }
 
-fn fails_without(name: &str, rule: &str, expected: &str) {
-    let (code, report) = run(&scenario(name), 1, &["--rule-mode", &format!("{rule}=dry-run")]);
-    assert_eq!(code, 1, "{name} with {rule} in dry-run must fail");
+/// `name` fails, saying `expected`, with `rules` in dry-run.
+fn fails_without(name: &str, rules: &[&str], expected: &str) {
+    let modes: Vec<String> = rules.iter().map(|r| format!("{r}=dry-run")).collect();
+    let args: Vec<&str> = modes.iter().flat_map(|m| ["--rule-mode", m.as_str()]).collect();
+    let (code, report) = run(&scenario(name), 1, &args);
+    assert_eq!(code, 1, "{name} with {rules:?} in dry-run must fail");
     let why = failures(&report);
-    assert!(why.contains(expected), "{name} without {rule}: expected {expected:?} among:\n{why}");
+    assert!(why.contains(expected), "{name} without {rules:?}: expected {expected:?} among:\n{why}");
 }
 
 #[test]
@@ -94,7 +103,16 @@ fn pfc_storm_is_contained_within_300_ms_and_not_without_the_watchdog_escalation(
             && sent.contains("update CONFIG_DB@/PFC_WD/Ethernet12/action = \"drop\""),
         "{sent}"
     );
-    fails_without("pfc_storm", "switch-pfc-storm", "pfcwd.escalate was never executed");
+    // The host's view (ethtool) and the switch's (gNMI) both see the storm.
+    let fired: Vec<&str> = report["runs"][0]["transitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["to"] == "firing")
+        .map(|t| t["rule"].as_str().unwrap())
+        .collect();
+    assert!(fired.contains(&"pfc-storm"), "{fired:?}");
+    fails_without("pfc_storm", &["pfc-storm", "switch-pfc-storm"], "pfcwd.escalate was never executed");
 }
 
 /// What an executed decision sent, one request per line.
@@ -104,11 +122,13 @@ fn requests(decision: &Value) -> String {
 }
 
 #[test]
-fn congestion_lowers_the_ecn_thresholds_once_and_not_without_it() {
+fn congestion_lowers_the_shared_ecn_profile_to_its_floor_and_not_without_the_rules() {
     let report = passes("congestion", 2);
     let lowered = executed(&report, "ecn.lower");
-    assert_eq!(lowered.len(), 1, "one change of the switch's profile, the other ports' proposals duplicates");
-    assert_eq!(lowered[0]["target"]["switch"], "leaf-rail5");
+    // Each congested port's cnp-storm lowers the one lossless profile of the
+    // leaf again, until the actuator's floor refuses the fourth.
+    assert_eq!(lowered.len(), 3, "{lowered:?}");
+    assert!(lowered.iter().all(|d| d["target"]["switch"] == "leaf-rail5" && d["rule"] == "cnp-storm"));
     let sent = requests(&lowered[0]);
     assert!(
         sent.contains("gNMI Set to leaf-rail5 (simulated leaf on loopback)")
@@ -116,10 +136,21 @@ fn congestion_lowers_the_ecn_thresholds_once_and_not_without_it() {
         "{sent}"
     );
     let decisions = report["runs"][0]["decisions"].as_array().unwrap();
-    assert!(decisions.iter().any(|d| d["verdict"] == "duplicate"), "the other congested ports are duplicates");
-    // The competing job ends at 7 s: the thresholds are put back once the rule resolves.
-    assert!(decisions.iter().any(|d| !d["undo_of"].is_null() && d["verdict"] == "executed"));
-    fails_without("congestion", "rdma-xmit-wait", "ecn.lower was never executed");
+    let refused = decisions.iter().find(|d| d["verdict"] == "failed").expect("the lowering below the floor");
+    assert!(refused["reason"].as_str().unwrap().contains("already at the floor"), "{refused}");
+    fails_without("congestion", &["cnp-storm", "xmit-wait-congestion"], "ecn.lower was never executed");
+}
+
+#[test]
+fn a_gpu_xid_is_read_through_nvml_and_its_cordon_held_by_the_fleet_limit() {
+    let report = passes("gpu_xid", 2);
+    let decisions = report["runs"][0]["decisions"].as_array().unwrap();
+    assert_eq!(decisions.len(), 1, "{decisions:?}");
+    assert_eq!(decisions[0]["rule"], "gpu-xid");
+    assert_eq!(decisions[0]["verdict"], "held");
+    assert!(decisions[0]["reason"].as_str().unwrap().contains("10% of the fleet"), "{}", decisions[0]);
+    let p99 = report["summary"]["detect"]["p99"].as_f64().unwrap();
+    assert!(p99 <= 100.0, "the XID is read at the next poll: {p99} ms");
 }
 
 #[test]
@@ -128,14 +159,14 @@ fn symbol_errors_drain_the_rail_and_not_without_it() {
     let drains = executed(&report, "rail.drain");
     assert_eq!(drains.len(), 1);
     assert_eq!(drains[0]["target"]["node"], "node-02");
-    fails_without("symbol_errors", "rdma-symbol-errors", "the steady state never held again");
+    fails_without("symbol_errors", &["symbol-errors"], "the steady state never held again");
 }
 
 #[test]
 fn a_link_flap_storm_isolates_the_link_and_not_without_it() {
     let report = passes("link_flap_storm", 2);
     assert_eq!(executed(&report, "link.isolate").len(), 1);
-    fails_without("link_flap_storm", "rdma-link-flap", "link.isolate was never executed");
+    fails_without("link_flap_storm", &["link-flap"], "link.isolate was never executed");
 }
 
 #[test]
@@ -150,7 +181,7 @@ fn a_rail_failure_drains_the_rail_on_every_node_and_not_without_it() {
         sent.iter().all(|s| s.contains("gNMI Set to leaf-rail2") && s.contains("admin_status = \"down\"")),
         "{sent:?}"
     );
-    fails_without("rail_failure", "rdma-symbol-errors", "rail.drain was never executed");
+    fails_without("rail_failure", &["symbol-errors"], "rail.drain was never executed");
 }
 
 #[test]
@@ -162,11 +193,12 @@ fn many_faults_hit_the_blast_radius_limit_and_fail_without_it() {
     assert!(held[0]["reason"].as_str().unwrap().contains("rail"), "{}", held[0]["reason"]);
     // The same scenario with a playbook that allows two rails of a plane: the
     // second rail is drained, which the scenario forbids.
-    let text = std::fs::read_to_string(root().join("chaos/scenarios/playbooks/chaos.toml")).unwrap();
+    let text = std::fs::read_to_string(root().join("playbooks/chaos.toml")).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let loose = dir.path().join("loose.toml");
+    let rules = format!("rules = {:?}", root().join("rules").to_str().unwrap());
     let text =
-        text.replace("max_rails_per_plane = 1", "max_rails_per_plane = 4").replace("rules = \"../../rules\"", "");
+        text.replace("max_rails_per_plane = 1", "max_rails_per_plane = 4").replace("rules = \"../rules\"", &rules);
     std::fs::write(&loose, text).unwrap();
     let (code, report) = run(&scenario("many_faults"), 1, &["--playbook", loose.to_str().unwrap()]);
     assert_eq!(code, 1);
@@ -184,14 +216,81 @@ fn a_sensor_outage_causes_no_action_and_a_real_fault_would_be_seen() {
     let path = dir.path().join("sensor_outage.toml");
     let text = text
         .replace("inventory = \"example\"", "inventory = \"example\"\nrules = \"RULES\"\nplaybook = \"PLAYBOOK\"")
-        .replace("RULES", root().join("chaos/rules").to_str().unwrap())
-        .replace("PLAYBOOK", root().join("chaos/scenarios/playbooks/chaos.toml").to_str().unwrap())
+        .replace("RULES", root().join("rules").to_str().unwrap())
+        .replace("PLAYBOOK", root().join("playbooks/chaos.toml").to_str().unwrap())
         + "\n[[fault]]\nkind = \"pfc_storm\"\nselect = { node = \"node-04\", netdev = \"eth0\" }\nat = \"2s\"\n";
     // `[[fault]]` after `[expect]` is still a fault array entry.
     std::fs::write(&path, text).unwrap();
     let (code, report) = run(&path, 1, &[]);
     assert_eq!(code, 1);
     assert!(failures(&report).contains("action(s) executed, at most 0 expected"), "{}", failures(&report));
+}
+
+#[test]
+fn a_scenario_copied_out_of_the_repository_runs_from_anywhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("pfc_storm.toml");
+    std::fs::copy(scenario("pfc_storm"), &copy).unwrap();
+    // From the repository: `playbooks/chaos.toml` is found from the current directory.
+    let (code, report) = run_in(&root(), &copy, 1, &[]);
+    assert_eq!(code, 0, "{}", failures(&report));
+    // From anywhere else: the built-in chaos playbook and standard rules.
+    let (code, report) = run_in(dir.path(), &copy, 1, &[]);
+    assert_eq!(code, 0, "{}", failures(&report));
+    // A playbook the scenario names but nobody has is an error at its place.
+    std::fs::write(
+        &copy,
+        std::fs::read_to_string(scenario("pfc_storm"))
+            .unwrap()
+            .replace("inventory = \"example\"", "inventory = \"example\"\nplaybook = \"nope.toml\""),
+    )
+    .unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_rocemend"))
+        .current_dir(dir.path())
+        .args(["chaos", "run"])
+        .arg(&copy)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("pfc_storm.toml:") && stderr.contains("playbook \"nope.toml\": neither"), "{stderr}");
+}
+
+#[test]
+fn a_daemon_config_gives_the_scenario_its_rules_playbook_and_inventory() {
+    let dir = tempfile::tempdir().unwrap();
+    // The site's rules: the standard ones with the storm rules' mitigation off.
+    let rules = dir.path().join("rules");
+    std::fs::create_dir(&rules).unwrap();
+    for entry in std::fs::read_dir(root().join("rules")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|x| x == "rhai") {
+            let text = std::fs::read_to_string(&path).unwrap().replace("\"pfcwd.escalate\"", "\"webhook.notify\"");
+            std::fs::write(rules.join(path.file_name().unwrap()), text).unwrap();
+        }
+    }
+    let inventory = dir.path().join("inventory.toml");
+    std::fs::write(&inventory, engine::topology::EXAMPLE_INVENTORY).unwrap();
+    let config = dir.path().join("rocemend.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "state_dir = {:?}\ninventory = {:?}\nplaybook = {:?}\nrules = {:?}\n",
+            dir.path().join("state").to_str().unwrap(),
+            inventory.to_str().unwrap(),
+            root().join("playbooks/chaos.toml").to_str().unwrap(),
+            rules.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let (code, report) = run(&scenario("pfc_storm"), 1, &["--config", config.to_str().unwrap()]);
+    assert_eq!(code, 1, "the site's rules do not escalate the watchdog");
+    assert!(failures(&report).contains("pfcwd.escalate was never executed"), "{}", failures(&report));
+    // --rules overrides the config's.
+    let standard = root().join("rules");
+    let (code, report) =
+        run(&scenario("pfc_storm"), 1, &["--config", config.to_str().unwrap(), "--rules", standard.to_str().unwrap()]);
+    assert_eq!(code, 0, "{}", failures(&report));
 }
 
 #[test]

@@ -84,7 +84,7 @@ fn config(dir: &Path) -> PathBuf {
          [[sensor]]\n\
          type = \"netlink_link\"\n\
          include = [\"rcv0\"]\n",
-        playbook = repo("chaos/scenarios/playbooks/veth.toml").display().to_string(),
+        playbook = repo("playbooks/veth.toml").display().to_string(),
         socket = dir.join("control.sock").display().to_string(),
     );
     let path = dir.join("rocemend.toml");

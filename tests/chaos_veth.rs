@@ -1,7 +1,8 @@
 //! Wall-clock chaos scenarios on real veth pairs in network namespaces: a
-//! link flap isolated by the real `link` actuator, and netem/tbf that the
-//! daemon must leave alone. Needs root and iproute2; skipped otherwise (CI
-//! runs them as root).
+//! link flap isolated by the real `link` actuator, flaps on two links at
+//! once each isolated on its own, and netem/tbf that the daemon must leave
+//! alone. Needs root and iproute2; skipped otherwise (CI runs them as
+//! root).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -22,7 +23,8 @@ fn skip_reason() -> Option<String> {
 }
 
 /// Runs a wall scenario; `None` when the kernel lacks a qdisc it needs
-/// (`sch_netem`, `sch_tbf` are modules some kernels leave out).
+/// (`sch_netem`, `sch_tbf` are modules some kernels leave out): the runner
+/// says so — tc's own words in the reason, or a `skipped:` line.
 fn run_or_skip(name: &str, runs: u32) -> Option<(i32, Value, String)> {
     let out = tempfile::tempdir().unwrap();
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("chaos/scenarios/wall/{name}.toml"));
@@ -33,7 +35,7 @@ fn run_or_skip(name: &str, runs: u32) -> Option<(i32, Value, String)> {
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr).to_string();
-    if stderr.contains("qdisc kind is unknown") {
+    if stderr.contains("qdisc kind is unknown") || stderr.contains("skipped:") {
         eprintln!("skipped: this kernel lacks a qdisc the scenario needs: {}", stderr.trim());
         return None;
     }
@@ -88,4 +90,50 @@ fn netem_and_tbf_on_a_real_link_cause_no_action() {
     let labels: Vec<&str> = faults.iter().map(|f| f["label"].as_str().unwrap()).collect();
     assert_eq!(labels, ["netem rcv0", "tbf rcv0"]);
     assert!(faults.iter().all(|f| f["end"].as_i64().unwrap() > f["start"].as_i64().unwrap()));
+}
+
+#[test]
+fn flaps_on_two_real_links_isolate_each_link_on_its_own() {
+    if let Some(reason) = skip_reason() {
+        eprintln!("skipped: {reason}");
+        return;
+    }
+    let (code, report, stderr) = run("veth_two_links", 3);
+    assert_eq!(code, 0, "{stderr}");
+    for run in report["runs"].as_array().unwrap() {
+        let decisions = run["decisions"].as_array().unwrap();
+        for link in ["rcv0", "rcv1"] {
+            let isolations = decisions
+                .iter()
+                .filter(|d| {
+                    d["action"] == "link.isolate" && d["verdict"] == "executed" && d["target"]["netdev"] == link
+                })
+                .count();
+            assert_eq!(isolations, 1, "{link} isolated once: {decisions:?}");
+            let flaps = run["faults"].as_array().unwrap().iter().filter(|f| f["label"] == format!("veth_flap {link}"));
+            assert!(flaps.count() >= 3, "{link} flapped at least three times: {}", run["faults"]);
+        }
+        // Each link is its own fault, detected and isolated on itself.
+        let faults = run["outcome"]["faults"].as_array().unwrap();
+        assert_eq!(faults.len(), 2, "{faults:?}");
+        for (fault, link) in faults.iter().zip(["rcv0", "rcv1"]) {
+            let by = fault["mitigated_by"].as_str().unwrap_or_default();
+            assert_eq!(by, format!("link.isolate {{netdev={link}, node=chaos-veth}}"), "{fault}");
+            assert!(fault["detected_by"].as_str().unwrap_or_default().contains(&format!("netdev={link}")), "{fault}");
+            let (start, detected) = (fault["fault_at"].as_i64().unwrap(), fault["detected_at"].as_i64().unwrap());
+            // The third flap comes 400 ms after the first.
+            assert!(
+                detected - start >= 390_000_000,
+                "{link} detected {} ms after its first flap",
+                (detected - start) / 1_000_000
+            );
+        }
+    }
+    let s = &report["summary"]["faults"];
+    eprintln!(
+        "two links over {} runs: rcv0 isolated p50 {} ms, rcv1 p50 {} ms from each link's first flap",
+        report["runs"].as_array().unwrap().len(),
+        s[0]["mitigate"]["p50"],
+        s[1]["mitigate"]["p50"]
+    );
 }

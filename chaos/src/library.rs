@@ -1,5 +1,5 @@
-//! The scenario library, its rules and its playbook, built in: `rocemend
-//! demo` runs the closed loop wherever the binary is.
+//! The scenario library, the standard rules and the chaos playbook, built
+//! in: `rocemend demo` runs the closed loop wherever the binary is.
 
 use std::path::Path;
 
@@ -9,16 +9,22 @@ use crate::report::Report;
 use crate::run::{run_scenario, Options, Sources};
 use crate::ChaosError;
 
-/// The chaos rules, `(path, text)`.
+/// The standard rules of `rules/`, `(path, text)`: what the scenarios run.
 pub const RULES: &[(&str, &str)] = &[
-    ("chaos/rules/rdma_link_flap.rhai", include_str!("../rules/rdma_link_flap.rhai")),
-    ("chaos/rules/rdma_symbol_errors.rhai", include_str!("../rules/rdma_symbol_errors.rhai")),
-    ("chaos/rules/rdma_xmit_wait.rhai", include_str!("../rules/rdma_xmit_wait.rhai")),
-    ("chaos/rules/switch_pfc_storm.rhai", include_str!("../rules/switch_pfc_storm.rhai")),
+    ("rules/pfc_storm.rhai", include_str!("../../rules/pfc_storm.rhai")),
+    ("rules/symbol_errors.rhai", include_str!("../../rules/symbol_errors.rhai")),
+    ("rules/link_flap.rhai", include_str!("../../rules/link_flap.rhai")),
+    ("rules/xmit_wait.rhai", include_str!("../../rules/xmit_wait.rhai")),
+    ("rules/cnp_storm.rhai", include_str!("../../rules/cnp_storm.rhai")),
+    ("rules/gpu_xid.rhai", include_str!("../../rules/gpu_xid.rhai")),
+    ("rules/switch_pfc_storm.rhai", include_str!("../../rules/switch_pfc_storm.rhai")),
+    ("rules/switch_pfcwd_stormed.rhai", include_str!("../../rules/switch_pfcwd_stormed.rhai")),
+    ("rules/switch_port_flap.rhai", include_str!("../../rules/switch_port_flap.rhai")),
+    ("rules/switch_queue_congestion.rhai", include_str!("../../rules/switch_queue_congestion.rhai")),
 ];
 
-/// The scenarios' playbook.
-pub const PLAYBOOK: &str = include_str!("../scenarios/playbooks/chaos.toml");
+/// The scenarios' playbook, `playbooks/chaos.toml`.
+pub const PLAYBOOK: &str = include_str!("../../playbooks/chaos.toml");
 
 /// The scenario library, `(path, text)`.
 pub const SCENARIOS: &[(&str, &str)] = &[
@@ -29,6 +35,7 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     ("chaos/scenarios/many_faults.toml", include_str!("../scenarios/many_faults.toml")),
     ("chaos/scenarios/sensor_outage.toml", include_str!("../scenarios/sensor_outage.toml")),
     ("chaos/scenarios/congestion.toml", include_str!("../scenarios/congestion.toml")),
+    ("chaos/scenarios/gpu_xid.toml", include_str!("../scenarios/gpu_xid.toml")),
 ];
 
 /// The scenarios of the closed loop `rocemend demo` shows.
@@ -38,7 +45,9 @@ pub const DEMO: &[&str] = &["pfc_storm", "link_flap_storm"];
 pub fn sources() -> Result<Sources, ChaosError> {
     Ok(Sources {
         rules: RULES.iter().map(|(p, s)| (p.to_string(), s.to_string())).collect(),
-        playbook: Playbook::parse(PLAYBOOK, "chaos/scenarios/playbooks/chaos.toml")?,
+        rules_origin: "built-in rules/".into(),
+        playbook: Playbook::parse(PLAYBOOK, "playbooks/chaos.toml")?,
+        playbook_origin: "built-in playbooks/chaos.toml".into(),
     })
 }
 

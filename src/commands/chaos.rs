@@ -11,10 +11,13 @@ use chaos::report::{html, Report};
 use chaos::run::{run_scenario, AttachedDaemon, Options, Sources};
 use chaos::scenario::{self, Clock};
 use engine::dispatch::{Decision, Mode};
-use engine::Nanos;
+use engine::playbook::Playbook;
+use engine::{Nanos, Topology};
 
+use crate::config::DaemonConfig;
 use crate::control::client::{self, Target};
 use crate::control::pb::ListDecisionsRequest;
+use crate::wiring;
 use crate::Exit;
 
 /// What `rocemend chaos run` was asked.
@@ -23,6 +26,10 @@ pub struct RunArgs {
     pub runs: Option<u32>,
     /// Seed of run 0, instead of each scenario's.
     pub seed: Option<u64>,
+    /// `--config`: a daemon config whose rules, playbook and inventory to run.
+    pub config: Option<PathBuf>,
+    /// `--rules`: a rule directory instead of each scenario's.
+    pub rules: Option<PathBuf>,
     /// A playbook instead of each scenario's.
     pub playbook: Option<PathBuf>,
     /// `--rule-mode RULE=MODE`.
@@ -55,13 +62,36 @@ impl AttachedDaemon for ControlSocket {
     }
 }
 
+/// What a daemon config gives a scenario: its playbook, rules and inventory.
+struct Site {
+    playbook: PathBuf,
+    rules: PathBuf,
+    inventory: Option<Arc<Topology>>,
+}
+
+impl Site {
+    /// The files the daemon config at `path` names, found as `rocemend run`
+    /// finds them.
+    fn read(path: &Path) -> anyhow::Result<Site> {
+        let config = DaemonConfig::load(path)?;
+        let playbook = Playbook::load(&config.playbook)?;
+        let rules = wiring::rules_dir(&config, &playbook).with_context(|| format!("config {}", path.display()))?;
+        let inventory =
+            wiring::topology(config.inventory.as_deref()).with_context(|| format!("config {}", path.display()))?;
+        Ok(Site { playbook: config.playbook, rules, inventory })
+    }
+}
+
 /// `rocemend chaos run`.
 pub fn run(scenarios: &[PathBuf], args: RunArgs, out_dir: &Path) -> anyhow::Result<Exit> {
     let daemon = args.daemon.map(|socket| Arc::new(ControlSocket(socket)) as Arc<dyn AttachedDaemon>);
+    let site = args.config.as_deref().map(Site::read).transpose()?;
+    let inventory = site.as_ref().and_then(|s| s.inventory.clone());
     let options = Options {
         runs: args.runs,
         seed: args.seed,
-        playbook: args.playbook,
+        playbook: args.playbook.or_else(|| site.as_ref().map(|s| s.playbook.clone())),
+        rules: args.rules.or_else(|| site.as_ref().map(|s| s.rules.clone())),
         rule_modes: args.rule_modes,
         daemon,
         progress: !args.quiet,
@@ -73,9 +103,9 @@ pub fn run(scenarios: &[PathBuf], args: RunArgs, out_dir: &Path) -> anyhow::Resu
     // first run: a typo found after an hour of runs is found too late.
     let mut planned = Vec::new();
     for path in scenarios {
-        let loaded = scenario::load(path)?;
-        let sources = Sources::read(&loaded, options.playbook.as_deref())?;
-        check_rule_modes(&options.rule_modes, &sources, &loaded.plan.rules_dir)?;
+        let loaded = scenario::load_on(path, inventory.clone())?;
+        let sources = Sources::read(&loaded, options.rules.as_deref(), options.playbook.as_deref())?;
+        check_rule_modes(&options.rule_modes, &sources)?;
         planned.push((path, loaded, sources));
     }
     for (path, loaded, sources) in planned {
@@ -86,7 +116,22 @@ pub fn run(scenarios: &[PathBuf], args: RunArgs, out_dir: &Path) -> anyhow::Resu
             options.runs.unwrap_or(loaded.plan.runs),
             if loaded.plan.clock == Clock::Virtual { "virtual" } else { "wall" }
         );
-        let report = runtime.block_on(run_scenario(&loaded, &sources, &options))?;
+        eprintln!(
+            "  rules {} ({} files), playbook {}",
+            sources.rules_origin,
+            sources.rules.len(),
+            sources.playbook_origin
+        );
+        let report = match runtime.block_on(run_scenario(&loaded, &sources, &options)) {
+            Ok(report) => report,
+            // A part this machine lacks (root, iproute2, a qdisc module): the
+            // scenario is skipped with the reason, not failed.
+            Err(chaos::ChaosError::CannotRunHere { reason, .. }) => {
+                eprintln!("  skipped: {reason}");
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        };
         write(&report, out_dir)?;
         reports.push(report);
     }
@@ -94,11 +139,11 @@ pub fn run(scenarios: &[PathBuf], args: RunArgs, out_dir: &Path) -> anyhow::Resu
     Ok(if reports.iter().all(|r| r.failed == 0) { Exit::Ok } else { Exit::Findings })
 }
 
-/// Refuses a `--rule-mode` naming a rule the scenario's rule directory
-/// does not have: `switch-pfc-strom=dry-run` would force nothing, and the
-/// rule meant to be switched off would run, and pass. A rule set that does
-/// not load is left to the run, which reports every error of it.
-fn check_rule_modes(rule_modes: &[(String, Mode)], sources: &Sources, dir: &Path) -> anyhow::Result<()> {
+/// Refuses a `--rule-mode` naming a rule the scenario does not run:
+/// `switch-pfc-strom=dry-run` would force nothing, and the rule meant to be
+/// switched off would run, and pass. A rule set that does not load is left
+/// to the run, which reports every error of it.
+fn check_rule_modes(rule_modes: &[(String, Mode)], sources: &Sources) -> anyhow::Result<()> {
     if rule_modes.is_empty() {
         return Ok(());
     }
@@ -110,7 +155,7 @@ fn check_rule_modes(rule_modes: &[(String, Mode)], sources: &Sources, dir: &Path
         if !names().any(|n| n == rule) {
             anyhow::bail!(
                 "--rule-mode {rule}={mode}: {} has no rule {rule:?}{}",
-                dir.display(),
+                sources.rules_origin,
                 engine::names::did_you_mean(rule, names())
             );
         }

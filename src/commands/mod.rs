@@ -43,8 +43,13 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
             fleet::reset_breaker(&source, &by.name)
         }
         Command::Chaos {
-            command: ChaosCommand::Run { scenarios, runs, seed, playbook, rule_modes, daemon, out, quiet },
-        } => chaos::run(&scenarios, chaos::RunArgs { runs, seed, playbook, rule_modes, daemon, quiet }, &out),
+            command:
+                ChaosCommand::Run { scenarios, runs, seed, config, rules, playbook, rule_modes, daemon, out, quiet },
+        } => chaos::run(
+            &scenarios,
+            chaos::RunArgs { runs, seed, config, rules, playbook, rule_modes, daemon, quiet },
+            &out,
+        ),
         Command::Chaos { command: ChaosCommand::Report { json, out } } => chaos::report(&json, out.as_deref()),
         Command::Timeline(args) => crate::timeline::run(&args),
         Command::Completions { shell } => {

@@ -211,3 +211,72 @@ fn the_jobs_step_time_reads_as_prometheus_text() {
     let text = sim::fabric::prom::render(&f);
     assert!(text.contains("# TYPE chaos_job_step_seconds gauge\nchaos_job_step_seconds{job=\"train\"} 0.5"), "{text}");
 }
+
+#[test]
+fn the_netdev_counters_show_the_storm_the_pause_the_errors_and_the_carrier() {
+    let mut f = fabric(&["node-01", "node-02", "node-03"]);
+    let storm = nic(&f, "node-04", "eth3");
+    let victim = nic(&f, "node-01", "eth3");
+    f.start(&Effect::PfcStorm { nic: storm, prio: 3 });
+    steps(&mut f, 10);
+    // The storming NIC held its port paused the whole second on priority 3, and only there.
+    let s = f.nics[storm].netdev_counters;
+    assert_eq!(s.tx_pause_us[3], 1_000_000);
+    assert_eq!(s.tx_pause_us.iter().sum::<u64>(), 1_000_000);
+    assert_eq!(s.tx_pause[3], 20_000, "one frame per 50 us");
+    // Its victim on the same leaf was paused 90 % of the time, in the RX direction.
+    let v = f.nics[victim].netdev_counters;
+    assert_eq!(v.tx_pause_us[3], 0);
+    assert!((880_000..=900_000).contains(&v.rx_pause_us[3]), "{}", v.rx_pause_us[3]);
+    // The PHY counts the bits on the wire, lit or idle: 400 Gb/s for a second.
+    assert_eq!(v.rx_bits_phy, 400_000_000_000);
+    // Symbol errors are corrected bits too.
+    let errored = nic(&f, "node-02", "eth1");
+    f.start(&Effect::Ber { nic: errored, ber: 1e-9 });
+    steps(&mut f, 10);
+    let e = f.nics[errored].netdev_counters;
+    assert!(e.rx_pcs_symbol_err_phy > 300, "{}", e.rx_pcs_symbol_err_phy);
+    assert_eq!(e.rx_corrected_bits_phy, e.rx_pcs_symbol_err_phy);
+    // Each loss of carrier counts one down and its return one up, as the kernel counts them.
+    let flapping = nic(&f, "node-03", "eth5");
+    f.start(&Effect::Flap { nic: flapping, period: 700 * MS, down: 150 * MS });
+    steps(&mut f, 20);
+    let c = f.nics[flapping].netdev_counters;
+    assert_eq!(c.carrier_down, 3, "downs in the first 150 ms of each 700 ms: at 0.1, 0.8 and 1.5 s of 2 s");
+    assert_eq!(c.carrier_up, 3);
+    assert!(c.carrier_on);
+    // Taking the NIC down is one more loss of carrier, and no more while it stays down.
+    f.set_admin("node-03", "eth5", false);
+    steps(&mut f, 10);
+    assert_eq!(f.nics[flapping].netdev_counters.carrier_down, 4);
+}
+
+#[test]
+fn a_gpu_xid_is_an_nvml_event_and_stalls_the_job_until_the_node_is_cordoned() {
+    let mut f = fabric(&["node-01", "node-02", "node-03", "node-04"]);
+    steps(&mut f, 2);
+    f.start(&Effect::GpuXid { node: "node-03".into(), gpu: 5, xid: 79 });
+    assert_eq!(f.xid_events.len(), 1);
+    assert_eq!((f.xid_events[0].gpu, f.xid_events[0].xid), (5, 79));
+    assert_eq!(f.xid_events[0].pci_bus_id, "00000000:AB:00.0");
+    steps(&mut f, 1);
+    assert_eq!(f.probe("step_time_ratio"), Some(sim::fabric::physics::STALLED));
+    f.cordon("node-03", true);
+    steps(&mut f, 1);
+    assert!((f.probe("step_time_ratio").unwrap() - 1.0).abs() < 1e-6, "the ranks moved off node-03");
+}
+
+#[test]
+fn a_congested_nic_receives_marked_packets_and_sends_cnps() {
+    let mut f = fabric(&["node-01", "node-02", "node-03", "node-04"]);
+    let n = nic(&f, "node-02", "eth5");
+    steps(&mut f, 10);
+    assert_eq!(f.nics[n].counters.np_cnp_sent, 0, "no marks below line rate");
+    f.start(&Effect::Congestion { rail: 5, load: 0.8 });
+    steps(&mut f, 10);
+    let c = f.nics[n].counters;
+    // 140 % offered: 40 % of the packets to the NIC marked, a CNP per ten marks.
+    assert!(c.np_cnp_sent > 50_000, "over the cnp-storm threshold in a second: {c:?}");
+    // One CNP per ten marks, rounded down at each of the ten steps.
+    assert!(c.np_cnp_sent <= c.np_ecn_marked / 10 && c.np_cnp_sent + 10 >= c.np_ecn_marked / 10, "{c:?}");
+}

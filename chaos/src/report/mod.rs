@@ -1,5 +1,6 @@
 //! Reports of chaos runs: the JSON record ([`record`]), the generic SVG
-//! timeline ([`timeline`]) and the HTML page ([`html`]) built from them.
+//! timeline ([`timeline`]), the terminal table ([`table`]) and the HTML page
+//! ([`html`]) built from them.
 
 pub mod html;
 pub mod record;
@@ -7,5 +8,6 @@ pub mod table;
 pub mod timeline;
 
 pub use record::{
-    DecisionRecord, FaultRecord, ProbeSeries, Report, RunOutcome, RunRecord, Stats, Summary, TransitionRecord,
+    DecisionRecord, FaultOutcome, FaultRecord, FaultSummary, ProbeSeries, Report, RunOutcome, RunRecord, Stats,
+    StepTime, StepTimeSummary, Summary, TransitionRecord,
 };

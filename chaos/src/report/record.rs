@@ -99,9 +99,18 @@ pub struct RunOutcome {
     /// When the mitigating action was first executed.
     #[serde(default)]
     pub mitigated_at: Option<Nanos>,
-    /// When the steady state held again (and kept holding).
+    /// When the steady state held again (and kept holding); `None` when it
+    /// never did, or when the scenario has no steady state to hold.
     #[serde(default)]
     pub recovered_at: Option<Nanos>,
+    /// Each `[[fault]]` of the scenario (all its occurrences) with its own
+    /// detection, mitigation and recovery, in the scenario's order.
+    #[serde(default)]
+    pub faults: Vec<FaultOutcome>,
+    /// The jobs' step time, when the run recorded it (a scenario with a
+    /// `[[job]]`).
+    #[serde(default)]
+    pub step_time: Option<StepTime>,
 }
 
 impl RunOutcome {
@@ -124,6 +133,115 @@ impl RunOutcome {
     /// Time to recover, ns.
     pub fn ttr(&self) -> Option<Nanos> {
         Some(self.recovered_at? - self.fault_at?)
+    }
+    /// Time from the first fault's start until the step time was back
+    /// within tolerance of its baseline, ns.
+    pub fn step_back(&self) -> Option<Nanos> {
+        Some(self.step_time.as_ref()?.back_at? - self.fault_at?)
+    }
+}
+
+/// One `[[fault]]` of the scenario in one run, all its occurrences
+/// together: when it started, and when the daemon detected and mitigated
+/// *it* (a rule firing, an action executed, on its location) and the
+/// steady state held again after it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FaultOutcome {
+    /// Its index among the scenario's `[[fault]]`s.
+    pub fault: usize,
+    /// What and where (its occurrences' label).
+    pub label: String,
+    /// Its occurrences in the run (repeats, flaps).
+    #[serde(default)]
+    pub occurrences: usize,
+    /// Its first occurrence's start.
+    #[serde(default)]
+    pub fault_at: Option<Nanos>,
+    /// Its last occurrence's end, when every occurrence ended within the
+    /// run.
+    #[serde(default)]
+    pub ended_at: Option<Nanos>,
+    /// The start of its last occurrence at or before its detection (the
+    /// flap that made the count).
+    #[serde(default)]
+    pub trigger_at: Option<Nanos>,
+    /// When a rule first went firing on a subject at its location.
+    #[serde(default)]
+    pub detected_at: Option<Nanos>,
+    /// That rule and subject (`link-flap {node=node-03, netdev=eth5}`).
+    #[serde(default)]
+    pub detected_by: Option<String>,
+    /// When an action was first executed on a target at its location
+    /// (undos do not count).
+    #[serde(default)]
+    pub mitigated_at: Option<Nanos>,
+    /// That action and target.
+    #[serde(default)]
+    pub mitigated_by: Option<String>,
+    /// When the steady state held again after it; `None` when it never
+    /// did, or when the scenario has no steady state.
+    #[serde(default)]
+    pub recovered_at: Option<Nanos>,
+    /// The highest step-time ratio from its start until the next fault
+    /// that starts after it ended (or the run's end).
+    #[serde(default)]
+    pub step_worst: Option<f64>,
+    /// When the step time was back within tolerance of the baseline (and
+    /// stayed), over the same span.
+    #[serde(default)]
+    pub step_back_at: Option<Nanos>,
+}
+
+impl FaultOutcome {
+    /// Time to detect, ns from its first start.
+    pub fn ttd(&self) -> Option<Nanos> {
+        Some(self.detected_at? - self.fault_at?)
+    }
+    /// Time to mitigate, ns from its first start.
+    pub fn ttm(&self) -> Option<Nanos> {
+        Some(self.mitigated_at? - self.fault_at?)
+    }
+    /// Time to recover, ns from its first start.
+    pub fn ttr(&self) -> Option<Nanos> {
+        Some(self.recovered_at? - self.fault_at?)
+    }
+    /// Time from its trigger to its detection, ns.
+    pub fn trigger_ttd(&self) -> Option<Nanos> {
+        Some(self.detected_at? - self.trigger_at?)
+    }
+    /// Time until the step time was back, ns from its first start.
+    pub fn step_back(&self) -> Option<Nanos> {
+        Some(self.step_back_at? - self.fault_at?)
+    }
+}
+
+/// The jobs' step time in one run: the `step_time_ratio` probe, the
+/// slowest job's step time over its healthy step time (the largest of the
+/// jobs' `chaos_job_step_ratio` gauges).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StepTime {
+    /// The mean ratio before the first fault; `None` when no point was
+    /// recorded before it.
+    pub baseline: Option<f64>,
+    /// How far from the baseline still counts as back, a fraction (0.05:
+    /// within 5 %): the scenario's `step_time.within`, else
+    /// [`StepTime::DEFAULT_WITHIN`].
+    pub within: f64,
+    /// The highest ratio from the first fault's start on.
+    pub worst: Option<f64>,
+    /// When it was highest.
+    pub worst_at: Option<Nanos>,
+    /// When it was back within `within` of the baseline for good.
+    pub back_at: Option<Nanos>,
+}
+
+impl StepTime {
+    /// The tolerance when the scenario sets none: 5 %.
+    pub const DEFAULT_WITHIN: f64 = 0.05;
+
+    /// Whether `ratio` is within `within` of `baseline` (relative).
+    pub fn is_back(ratio: f64, baseline: f64, within: f64) -> bool {
+        ratio.is_finite() && (ratio - baseline).abs() <= within * baseline.abs()
     }
 }
 
@@ -168,7 +286,14 @@ pub struct Stats {
 impl Stats {
     /// The nearest-rank percentiles of `values` (ns), in ms.
     pub fn of(values: &[Nanos]) -> Stats {
-        let mut v: Vec<f64> = values.iter().map(|n| *n as f64 / 1e6).collect();
+        let ms: Vec<f64> = values.iter().map(|n| *n as f64 / 1e6).collect();
+        Stats::of_values(&ms)
+    }
+
+    /// The nearest-rank percentiles of `values` as they are (ratios); a
+    /// value that is not a number is left out, so no percentile is NaN.
+    pub fn of_values(values: &[f64]) -> Stats {
+        let mut v: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
         v.sort_by(f64::total_cmp);
         let rank = |p: f64| -> Option<f64> {
             if v.is_empty() {
@@ -196,6 +321,49 @@ pub struct Summary {
     /// Time from the trigger to mitigation.
     #[serde(default)]
     pub mitigate_from_trigger: Stats,
+    /// The same per `[[fault]]` of the scenario, in its order.
+    #[serde(default)]
+    pub faults: Vec<FaultSummary>,
+    /// The jobs' step time, when the runs recorded it.
+    #[serde(default)]
+    pub step_time: Option<StepTimeSummary>,
+}
+
+/// One `[[fault]]`'s times across runs, milliseconds from its first start.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FaultSummary {
+    /// Its index among the scenario's `[[fault]]`s.
+    pub fault: usize,
+    /// What and where.
+    pub label: String,
+    /// Time to detect.
+    pub detect: Stats,
+    /// Time to mitigate.
+    pub mitigate: Stats,
+    /// Time to recover.
+    pub recover: Stats,
+    /// Time from its trigger to its detection.
+    #[serde(default)]
+    pub detect_from_trigger: Stats,
+    /// The worst step-time ratio during it (a ratio, not ms).
+    #[serde(default)]
+    pub step_worst: Stats,
+    /// Time until the step time was back.
+    #[serde(default)]
+    pub step_back: Stats,
+}
+
+/// The jobs' step time across runs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StepTimeSummary {
+    /// The baseline ratio before the first fault (a ratio).
+    pub baseline: Stats,
+    /// The worst ratio from the first fault on (a ratio).
+    pub worst: Stats,
+    /// Time until it was back, ms from the first fault's start.
+    pub back: Stats,
+    /// The tolerance that counted as back (the first run's).
+    pub within: f64,
 }
 
 /// A report: a scenario's runs.
@@ -238,7 +406,53 @@ impl Report {
             recover: Stats::of(&collect(RunOutcome::ttr)),
             detect_from_trigger: Stats::of(&collect(RunOutcome::trigger_ttd)),
             mitigate_from_trigger: Stats::of(&collect(RunOutcome::trigger_ttm)),
+            faults: Self::summarize_faults(runs),
+            step_time: Self::summarize_step_time(runs),
         }
+    }
+
+    /// Each fault's percentiles, faults in index order; the label is the
+    /// first run's.
+    fn summarize_faults(runs: &[RunRecord]) -> Vec<FaultSummary> {
+        let mut by_fault: BTreeMap<usize, Vec<&FaultOutcome>> = BTreeMap::new();
+        for f in runs.iter().flat_map(|r| &r.outcome.faults) {
+            by_fault.entry(f.fault).or_default().push(f);
+        }
+        by_fault
+            .into_iter()
+            .map(|(fault, list)| {
+                let collect = |f: fn(&FaultOutcome) -> Option<Nanos>| -> Vec<Nanos> {
+                    list.iter().filter_map(|o| f(o)).collect()
+                };
+                let worst: Vec<f64> = list.iter().filter_map(|o| o.step_worst).collect();
+                FaultSummary {
+                    fault,
+                    label: list[0].label.clone(),
+                    detect: Stats::of(&collect(FaultOutcome::ttd)),
+                    mitigate: Stats::of(&collect(FaultOutcome::ttm)),
+                    recover: Stats::of(&collect(FaultOutcome::ttr)),
+                    detect_from_trigger: Stats::of(&collect(FaultOutcome::trigger_ttd)),
+                    step_worst: Stats::of_values(&worst),
+                    step_back: Stats::of(&collect(FaultOutcome::step_back)),
+                }
+            })
+            .collect()
+    }
+
+    /// The step time across the runs that recorded it.
+    fn summarize_step_time(runs: &[RunRecord]) -> Option<StepTimeSummary> {
+        let recorded: Vec<(&RunOutcome, &StepTime)> =
+            runs.iter().filter_map(|r| Some((&r.outcome, r.outcome.step_time.as_ref()?))).collect();
+        let first = recorded.first()?;
+        let baseline: Vec<f64> = recorded.iter().filter_map(|(_, s)| s.baseline).collect();
+        let worst: Vec<f64> = recorded.iter().filter_map(|(_, s)| s.worst).collect();
+        let back: Vec<Nanos> = recorded.iter().filter_map(|(o, _)| o.step_back()).collect();
+        Some(StepTimeSummary {
+            baseline: Stats::of_values(&baseline),
+            worst: Stats::of_values(&worst),
+            back: Stats::of(&back),
+            within: first.1.within,
+        })
     }
 }
 
@@ -253,5 +467,58 @@ mod tests {
         assert_eq!((s.count, s.p50, s.p90, s.p99, s.max), (100, Some(50.0), Some(90.0), Some(99.0), Some(100.0)));
         assert_eq!(Stats::of(&[]).p50, None);
         assert_eq!(Stats::of(&[7_000_000]).p99, Some(7.0));
+    }
+
+    #[test]
+    fn a_ratio_that_is_not_a_number_is_left_out_of_the_percentiles() {
+        let s = Stats::of_values(&[1.5, f64::NAN, 1.0, f64::INFINITY]);
+        assert_eq!((s.count, s.p50, s.max), (2, Some(1.0), Some(1.5)));
+    }
+
+    fn run(faults: Vec<FaultOutcome>, step_time: Option<StepTime>) -> RunRecord {
+        RunRecord {
+            run: 0,
+            seed: 0,
+            start: 0,
+            end: 10_000_000_000,
+            faults: Vec::new(),
+            transitions: Vec::new(),
+            decisions: Vec::new(),
+            probes: Vec::new(),
+            outcome: RunOutcome { fault_at: Some(1_000_000_000), faults, step_time, ..RunOutcome::default() },
+        }
+    }
+
+    #[test]
+    fn each_fault_is_summarized_on_its_own() {
+        let fault = |fault: usize, detected_ms: i64, recovered: Option<i64>| FaultOutcome {
+            fault,
+            label: format!("f{fault}"),
+            fault_at: Some(1_000_000_000),
+            detected_at: Some(1_000_000_000 + detected_ms * 1_000_000),
+            recovered_at: recovered,
+            ..FaultOutcome::default()
+        };
+        let step = |worst: f64, back_ms: i64| StepTime {
+            baseline: Some(1.0),
+            within: 0.05,
+            worst: Some(worst),
+            worst_at: None,
+            back_at: Some(1_000_000_000 + back_ms * 1_000_000),
+        };
+        let runs = [
+            run(vec![fault(0, 200, Some(1_400_000_000)), fault(1, 700, None)], Some(step(3.0, 900))),
+            run(vec![fault(0, 300, None), fault(1, 500, None)], Some(step(4.0, 1_100))),
+        ];
+        let s = Report::summarize(&runs);
+        assert_eq!(s.faults.len(), 2);
+        assert_eq!((s.faults[0].label.as_str(), s.faults[0].detect.max), ("f0", Some(300.0)));
+        assert_eq!((s.faults[1].detect.p50, s.faults[1].detect.max), (Some(500.0), Some(700.0)));
+        // One run of fault 0 recovered, no run of fault 1: a count, never 0 ms.
+        assert_eq!((s.faults[0].recover.count, s.faults[0].recover.max), (1, Some(400.0)));
+        assert_eq!((s.faults[1].recover.count, s.faults[1].recover.p50), (0, None));
+        let st = s.step_time.unwrap();
+        assert_eq!((st.worst.max, st.back.p50, st.back.max, st.within), (Some(4.0), Some(900.0), Some(1_100.0), 0.05));
+        assert_eq!(Report::summarize(&[run(Vec::new(), None)]).step_time, None, "no job, no step time");
     }
 }

@@ -1,15 +1,47 @@
 //! The recovery table of a set of reports, for a terminal: what `rocemend
 //! chaos run` and `rocemend demo` print.
 
+use super::record::{Stats, StepTimeSummary};
 use super::Report;
 
+/// A number that can be shown: a value that is not finite is as missing
+/// as no value, and prints `-`, never `NaN`.
+fn shown(v: Option<f64>) -> Option<f64> {
+    v.filter(|v| v.is_finite())
+}
+
 fn cell(v: Option<f64>) -> String {
-    v.map(|v| format!("{v:>7.0}")).unwrap_or_else(|| format!("{:>7}", "-"))
+    shown(v).map(|v| format!("{v:>7.0}")).unwrap_or_else(|| format!("{:>7}", "-"))
 }
 
 /// A latency to a tenth of a millisecond, or `-` when there is none.
 fn tenths(v: Option<f64>) -> String {
-    v.map(|v| format!("{v:.1}")).unwrap_or_else(|| "-".into())
+    shown(v).map(|v| format!("{v:.1}")).unwrap_or_else(|| "-".into())
+}
+
+/// A step-time ratio to a hundredth, or `-`.
+fn ratio(v: Option<f64>) -> String {
+    shown(v).map(|v| format!("{v:.2}")).unwrap_or_else(|| "-".into())
+}
+
+/// The p50, p99 and max cells of `s`.
+fn cells(s: &Stats) -> String {
+    format!("{} {} {}", cell(s.p50), cell(s.p99), cell(s.max))
+}
+
+/// The step-time line of a scenario: baseline, worst, when it came back.
+fn step_line(scenario: &str, s: &StepTimeSummary, runs: usize) -> String {
+    format!(
+        "  {scenario:<18} job step time: baseline {}, worst p50 {} max {}; back within {:.0} %: p50 {} p99 {} max {} ms ({}/{runs} runs)\n",
+        ratio(s.baseline.p50),
+        ratio(s.worst.p50),
+        ratio(s.worst.max),
+        s.within * 100.0,
+        cell(s.back.p50).trim(),
+        cell(s.back.p99).trim(),
+        cell(s.back.max).trim(),
+        s.back.count,
+    )
 }
 
 /// How many failed runs the console lists; the report has them all.
@@ -24,20 +56,31 @@ pub fn table(reports: &[Report]) -> String {
     for r in reports {
         let s = &r.summary;
         out.push_str(&format!(
-            "  {:<18} {:>5} {:>6}   {} {} {}   {} {} {}   {} {} {}\n",
+            "  {:<18} {:>5} {:>6}   {}   {}   {}\n",
             r.scenario,
             r.runs.len(),
             r.failed,
-            cell(s.detect.p50),
-            cell(s.detect.p99),
-            cell(s.detect.max),
-            cell(s.mitigate.p50),
-            cell(s.mitigate.p99),
-            cell(s.mitigate.max),
-            cell(s.recover.p50),
-            cell(s.recover.p99),
-            cell(s.recover.max),
+            cells(&s.detect),
+            cells(&s.mitigate),
+            cells(&s.recover),
         ));
+        // Each fault on its own (from its own start), named at the end of
+        // its row: labels are longer than the first column.
+        for f in &s.faults {
+            out.push_str(&format!(
+                "    {:<16} {:>5} {:>6}   {}   {}   {}   {}\n",
+                format!("fault {}", f.fault),
+                "",
+                "",
+                cells(&f.detect),
+                cells(&f.mitigate),
+                cells(&f.recover),
+                f.label,
+            ));
+        }
+        if let Some(step) = &s.step_time {
+            out.push_str(&step_line(&r.scenario, step, r.runs.len()));
+        }
     }
     for r in reports {
         // Scenarios whose deadlines run from the fault that triggered the
@@ -56,7 +99,9 @@ pub fn table(reports: &[Report]) -> String {
             ));
         }
     }
-    out.push_str("  (milliseconds from the fault's start: time to detect, to mitigate, to recover)\n");
+    out.push_str(
+        "  (ms from the first fault's start, a fault's row from its own: time to detect, to mitigate, to recover; -: did not happen or not measured)\n",
+    );
     out
 }
 
@@ -78,7 +123,7 @@ pub fn first_failures(report: &Report) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::record::{RunOutcome, RunRecord, Stats, Summary};
+    use crate::report::record::{RunOutcome, RunRecord, Summary};
 
     fn report(failed: u32) -> Report {
         let run = |run: u32, passed: bool| RunRecord {
@@ -114,6 +159,48 @@ mod tests {
         assert_eq!(lines[0], "  run 1 (seed 1): failure 1");
         assert_eq!(lines[3], "  and 2 more failed runs (every one is in the report)");
         assert_eq!(first_failures(&report(2)).len(), 2, "no \"more\" line when all are listed");
+    }
+
+    #[test]
+    fn each_fault_has_its_row_and_a_recovery_nothing_measured_is_a_dash() {
+        use crate::report::record::FaultSummary;
+        let mut r = report(0);
+        r.summary.detect = Stats::of(&[200_000_000]);
+        r.summary.faults = vec![
+            FaultSummary {
+                fault: 0,
+                label: "pfc_storm {node=node-04}".into(),
+                detect: Stats::of(&[200_000_000]),
+                ..FaultSummary::default()
+            },
+            FaultSummary {
+                fault: 1,
+                label: "link_flap {node=node-03}".into(),
+                detect: Stats::of(&[1_500_000_000]),
+                ..FaultSummary::default()
+            },
+        ];
+        r.summary.step_time = Some(StepTimeSummary {
+            baseline: Stats::of_values(&[1.0]),
+            worst: Stats::of_values(&[f64::NAN, 3.5]),
+            back: Stats::of(&[1_200_000_000]),
+            within: 0.05,
+        });
+        let text = table(&[r]);
+        let rows: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            rows[1].split_whitespace().collect::<Vec<_>>()[3..],
+            ["200", "200", "200", "-", "-", "-", "-", "-", "-"]
+        );
+        let fault1: Vec<&str> = rows[3].split_whitespace().collect();
+        assert_eq!(fault1[..5], ["fault", "1", "1500", "1500", "1500"], "{text}");
+        assert_eq!(fault1[8..11], ["-", "-", "-"], "no steady state: TTR is missing, never 0: {text}");
+        assert!(rows[3].ends_with("link_flap {node=node-03}"), "{text}");
+        assert!(
+            rows[4].contains("job step time: baseline 1.00, worst p50 3.50 max 3.50; back within 5 %: p50 1200 p99 1200 max 1200 ms (1/1 runs)"),
+            "{text}"
+        );
+        assert!(!text.contains("NaN"), "{text}");
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! The simulated fabric's host and scheduler side: what `ip link set
 //! down` (`link.isolate`), the scheduler's drain (`rail.drain` without a
 //! switch side) and a cordon (`node.cordon`) do on a real cluster, done to
-//! the simulator.
+//! the simulator. A notification (`webhook.notify`) has no one to page in
+//! the simulator: it is recorded as sent and changes nothing.
 //!
 //! Switch-side actions are not here: actuators with a `[gnmi]` table run
 //! for real against the leaves' gNMI servers ([`super::switches`]).
@@ -50,6 +51,7 @@ enum Change {
     Admin { node: String, netdev: String, up: bool },
     Drain { node: String, rail: u32, drained: bool },
     Cordon { node: String, cordoned: bool },
+    Notify { text: String },
 }
 
 impl Change {
@@ -63,6 +65,9 @@ impl Change {
             }
             Change::Cordon { node, cordoned } => {
                 vec![format!("scheduler: {} {node}", if *cordoned { "cordon" } else { "uncordon" })]
+            }
+            Change::Notify { text } => {
+                vec![format!("notify: {text}")]
             }
         }
     }
@@ -98,6 +103,7 @@ impl FabricActuator {
                 let prior = fabric.cordoned.contains(node);
                 Ok((Change::Cordon { node: node.into(), cordoned: true }, json!({ "cordoned": prior })))
             }
+            "webhook.notify" => Ok((Change::Notify { text: action.to_string() }, serde_json::Value::Null)),
             other => Err(ActuatorError::NotSupported(format!(
                 "the simulated fabric's hosts and scheduler have no {other}; switch actions need an actuator \
                  with a [gnmi] table (pfcwd, ecn, rail), which the harness points at the simulated leaves"
@@ -114,6 +120,7 @@ impl FabricActuator {
             Change::Cordon { node, .. } => {
                 Change::Cordon { node, cordoned: prior.get("cordoned").and_then(|v| v.as_bool()).unwrap_or(false) }
             }
+            notify @ Change::Notify { .. } => notify,
         })
     }
 
@@ -132,6 +139,7 @@ impl FabricActuator {
                 .cordon(node, *cordoned)
                 .map(|_| ())
                 .ok_or_else(|| ActuatorError::Invalid(format!("no node {node:?}"))),
+            Change::Notify { .. } => Ok(()),
         }
     }
 
@@ -145,6 +153,7 @@ impl FabricActuator {
                 fabric.nics.iter().filter(|n| &n.node == node && n.rail == *rail).all(|n| n.drained == *drained)
             }
             Change::Cordon { node, cordoned } => fabric.cordoned.contains(node) == *cordoned,
+            Change::Notify { .. } => true,
         }
     }
 }

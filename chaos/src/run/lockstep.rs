@@ -1,6 +1,7 @@
 //! One run on the virtual clock, in lockstep: each step advances the
 //! fabric by one sensor interval (splitting it at fault boundaries), reads
-//! it through the daemon's ordinary readers stamped with the step's time,
+//! it through the daemon's ordinary readers stamped with the step's time
+//! (the leaves once a second, as SONiC refreshes its counters),
 //! evaluates, and lets the dispatcher decide (and the actuators act) before
 //! the next step. So every decision lands at a deterministic virtual time,
 //! and a run of a minute takes milliseconds.
@@ -29,6 +30,11 @@ use crate::ChaosError;
 /// Where virtual time starts: 2026-01-01T00:00:00Z. Fixed, so a seed always
 /// gives the same record.
 pub const VIRTUAL_EPOCH: Nanos = 1_767_225_600 * engine::SECOND;
+
+/// How often the leaves are read: the gNMI sensor's sample interval over
+/// SONiC, which refreshes port counters in COUNTERS_DB once a second (the
+/// flex counter's default). The standard switch rules are written for it.
+pub const SWITCH_SAMPLE: Nanos = engine::SECOND;
 
 /// How a simulated leaf's gNMI address appears in a run's record.
 pub const LEAF_ADDRESS: &str = "simulated leaf on loopback";
@@ -108,6 +114,8 @@ struct Run<'a> {
     dispatcher: Dispatcher,
     node_readers: Vec<NodeReader>,
     switch_readers: Vec<SwitchReader>,
+    /// When the leaves were last read.
+    switches_read: Option<Nanos>,
     prom: PromReader,
     transitions: Vec<TransitionRecord>,
     decisions: Vec<DecisionRecord>,
@@ -160,6 +168,7 @@ impl<'a> Run<'a> {
             dispatcher,
             node_readers,
             switch_readers,
+            switches_read: None,
             prom: PromReader::new(&series),
             transitions: Vec::new(),
             decisions: Vec::new(),
@@ -193,13 +202,18 @@ impl<'a> Run<'a> {
             f.step(dt)?;
         }
         let now = f.now;
-        for r in self.node_readers.iter_mut().filter(|r| !f.blind_nodes.contains(&r.node)) {
-            r.poll(now, samples);
+        for r in &mut self.node_readers {
+            if !f.blind_nodes.contains(&r.node) {
+                r.poll(&mut f, now, samples);
+            }
         }
-        for r in self.switch_readers.iter_mut().filter(|r| !f.silent_switches.contains(&r.name)) {
-            if let Some(leaf) = f.leaf(&r.name) {
-                let model = leaf.model.clone();
-                r.poll(&model, now, samples);
+        if self.switches_read.is_none_or(|t| now - t >= SWITCH_SAMPLE) {
+            self.switches_read = Some(now);
+            for r in self.switch_readers.iter_mut().filter(|r| !f.silent_switches.contains(&r.name)) {
+                if let Some(leaf) = f.leaf(&r.name) {
+                    let model = leaf.model.clone();
+                    r.poll(&model, now, samples);
+                }
             }
         }
         self.prom.poll(&f, now, samples);

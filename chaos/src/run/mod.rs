@@ -70,6 +70,8 @@ pub struct Options {
     pub seed: Option<u64>,
     /// A playbook instead of the scenario's.
     pub playbook: Option<PathBuf>,
+    /// A rule directory instead of the scenario's (or its playbook's).
+    pub rules: Option<PathBuf>,
     /// Rule modes forced over the playbook's (`RULE=dry-run` switches a
     /// rule's mitigation off).
     pub rule_modes: Vec<(String, Mode)>,
@@ -85,6 +87,7 @@ impl fmt::Debug for Options {
             .field("runs", &self.runs)
             .field("seed", &self.seed)
             .field("playbook", &self.playbook)
+            .field("rules", &self.rules)
             .field("rule_modes", &self.rule_modes)
             .field("daemon", &self.daemon.as_ref().map(|d| d.address()))
             .field("progress", &self.progress)
@@ -159,15 +162,47 @@ fn read_rules(dir: &Path) -> Result<Vec<(String, String)>, ChaosError> {
 pub struct Sources {
     /// Rule sources.
     pub rules: Vec<(String, String)>,
+    /// Where the rules were read from (a directory, or "built-in rules/").
+    pub rules_origin: String,
     /// The playbook.
     pub playbook: Playbook,
+    /// Where the playbook was read from.
+    pub playbook_origin: String,
 }
 
 impl Sources {
-    /// The rules and playbook `loaded` names, `playbook` overriding.
-    pub fn read(loaded: &Loaded, playbook: Option<&Path>) -> Result<Sources, ChaosError> {
-        let path = playbook.unwrap_or(&loaded.plan.playbook);
-        Ok(Sources { rules: read_rules(&loaded.plan.rules_dir)?, playbook: Playbook::load(path)? })
+    /// The rules and playbook `loaded` runs with. The playbook: `playbook`,
+    /// else the scenario's, else the built-in `playbooks/chaos.toml`. The
+    /// rules: `rules`, else the scenario's `rules`, else the playbook's
+    /// `rules` (as the daemon finds them), else, with the built-in
+    /// playbook, the built-in standard rules.
+    pub fn read(loaded: &Loaded, rules: Option<&Path>, playbook: Option<&Path>) -> Result<Sources, ChaosError> {
+        let playbook_path = playbook.map(Path::to_path_buf).or_else(|| loaded.plan.playbook.clone());
+        let (parsed, playbook_origin) = match &playbook_path {
+            Some(path) => (Playbook::load(path)?, path.display().to_string()),
+            None => (
+                Playbook::parse(crate::library::PLAYBOOK, crate::scenario::plan::DEFAULT_PLAYBOOK)?,
+                format!("built-in {}", crate::scenario::plan::DEFAULT_PLAYBOOK),
+            ),
+        };
+        let dir = rules
+            .map(Path::to_path_buf)
+            .or_else(|| loaded.plan.rules_dir.clone())
+            .or_else(|| playbook_path.as_deref().and_then(|p| parsed.rules_dir(p)));
+        let (rules, rules_origin) = match (dir, &playbook_path) {
+            (Some(dir), _) => (read_rules(&dir)?, dir.display().to_string()),
+            (None, None) => (
+                crate::library::RULES.iter().map(|(p, s)| (p.to_string(), s.to_string())).collect(),
+                "built-in rules/".to_string(),
+            ),
+            (None, Some(path)) => {
+                return Err(ChaosError::Daemon(format!(
+                    "no rules: the playbook {} names no `rules` directory, and neither the scenario nor --rules does",
+                    path.display()
+                )))
+            }
+        };
+        Ok(Sources { rules, rules_origin, playbook: parsed, playbook_origin })
     }
 }
 

@@ -1,5 +1,5 @@
 //! Scenarios on the wall clock, on real Linux links: a veth pair per
-//! faulted link in a private network namespace, the daemon's ordinary
+//! faulted link (the link and its `peer`) in a private network namespace, the daemon's ordinary
 //! run loop (`engine::runtime::run`) with the `netlink_link` sensor and the
 //! playbook's real actuators (the `link` actuator takes the veth down), and
 //! the faults applied from another thread ([`super::faults`]).
@@ -9,7 +9,7 @@
 //! namespace and the decisions are read afterwards from the running
 //! daemon (a game day).
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -21,7 +21,7 @@ use net::netns::Netns;
 use sensors::NetlinkLinkConfig;
 use tokio::sync::{mpsc, watch};
 
-use super::faults::{self, peer_of, Target, NODE};
+use super::faults::{self, Target, NODE};
 use super::lockstep::decision_record;
 use super::{AttachedDaemon, Options, Sources};
 use crate::report::{DecisionRecord, RunRecord, TransitionRecord};
@@ -33,12 +33,20 @@ pub fn missing_part() -> Option<String> {
     net::netns::missing_part(&["ip", "tc"])
 }
 
-/// A namespace `name` with one veth pair per link (`<link>` and its peer).
-fn namespace(name: &str, links: &BTreeSet<String>) -> Result<Netns, ChaosError> {
+/// The faulted links of `plan`, each with its peer (the load checked that
+/// the faults on one link agree on its peer).
+fn veth_pairs(plan: &ScenarioPlan) -> BTreeMap<String, String> {
+    plan.faults.iter().filter_map(|f| Some((f.link.clone()?, f.peer.clone()?))).collect()
+}
+
+/// A namespace `name` with one veth pair per link (the link and its peer),
+/// the kernel able to add every qdisc the faults use.
+fn namespace(name: &str, plan: &ScenarioPlan, pairs: &BTreeMap<String, String>) -> Result<Netns, ChaosError> {
     let ns = Netns::create(name)?;
-    for link in links {
-        ns.add_veth(link, &peer_of(link))?;
+    for (link, peer) in pairs {
+        ns.add_veth(link, peer)?;
     }
+    faults::probe_qdiscs(plan, &Target { netns: Some(ns.name.clone()) })?;
     Ok(ns)
 }
 
@@ -131,11 +139,12 @@ pub async fn run(
     if let Some(daemon) = &options.daemon {
         return attached(plan, daemon.as_ref(), index, seed).await;
     }
-    let links: BTreeSet<String> = plan.faults.iter().filter_map(|f| f.link.clone()).collect();
-    let ns = namespace(&format!("rm-chaos-{}-{index}", std::process::id()), &links)?;
+    let pairs = veth_pairs(plan);
+    let ns = namespace(&format!("rm-chaos-{}-{index}", std::process::id()), plan, &pairs)?;
     let seen: Seen = Arc::default();
     let (stop_tx, stop) = watch::channel(false);
-    let daemon = daemon_in(&ns, plan, sources, options, links.iter().cloned().collect(), seen.clone(), stop)?;
+    // The daemon watches every faulted link, not only the first.
+    let daemon = daemon_in(&ns, plan, sources, options, pairs.keys().cloned().collect(), seen.clone(), stop)?;
     // Let the sensor subscribe and read every link once before the faults.
     tokio::time::sleep(Duration::from_millis(200)).await;
     let start = wall_clock_now();

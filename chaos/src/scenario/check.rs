@@ -1,6 +1,11 @@
 //! A run's record against the scenario's expectations: the harness's
 //! verdict, and the times (detected, mitigated, recovered) that become
-//! MTTD, time to mitigate and MTTR.
+//! MTTD, time to mitigate and MTTR — for the scenario as a whole (its
+//! `[expect]` deadlines) and for each of its faults ([`per_fault`]) — and
+//! what the faults cost the jobs' step time ([`step_time`]).
+
+mod per_fault;
+mod step_time;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -13,6 +18,47 @@ use crate::report::record::{DecisionRecord, ProbeSeries, RunOutcome, RunRecord};
 
 fn ms(ns: Nanos) -> String {
     format!("{:.0} ms", ns as f64 / 1e6)
+}
+
+/// A stretch of a run: from `from` up to `to`, `to` itself included when
+/// it is the run's end (the last step's probes are taken at the end).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Window {
+    from: Nanos,
+    to: Nanos,
+    closed: bool,
+}
+
+impl Window {
+    /// From `from` to the end of `record`.
+    fn to_end(from: Nanos, record: &RunRecord) -> Window {
+        Window { from, to: record.end, closed: true }
+    }
+
+    fn contains(&self, t: Nanos) -> bool {
+        t >= self.from && (t < self.to || (self.closed && t == self.to))
+    }
+}
+
+/// When a condition observed at `points` (`(time, good)`) settled within
+/// `w`: the first point after the last bad one, provided the window then
+/// still has `hold` to run; `w.from` when no point in it is bad. `None`
+/// when it never settled, or when nothing was observed in `w` (no probe,
+/// no steady state: never a made-up 0).
+fn settled(points: impl Iterator<Item = (Nanos, bool)>, w: Window, hold: Nanos) -> Option<Nanos> {
+    let mut seen: Vec<(Nanos, bool)> = points.filter(|p| w.contains(p.0)).collect();
+    if seen.is_empty() {
+        return None;
+    }
+    seen.sort_by_key(|p| p.0);
+    let Some(bad) = seen.iter().filter(|p| !p.1).map(|p| p.0).max() else { return Some(w.from) };
+    seen.iter().map(|p| p.0).find(|t| *t > bad).filter(|t| w.to - t >= hold)
+}
+
+/// `labels` as `{k=v, …}`.
+fn labels_text(labels: &BTreeMap<String, String>) -> String {
+    let parts: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    format!("{{{}}}", parts.join(", "))
 }
 
 fn matches(m: &ActionMatch, d: &DecisionRecord) -> bool {
@@ -32,11 +78,15 @@ fn describe(m: &ActionMatch) -> String {
 /// runner's to set).
 pub fn check(plan: &ScenarioPlan, record: &RunRecord) -> RunOutcome {
     let mut outcome = milestones(plan, record);
+    outcome.step_time = step_time::of_run(plan, record, outcome.fault_at);
+    outcome.faults = per_fault::outcomes(plan, record, outcome.step_time.as_ref());
     // The order of the failures is the order the report lists them in: the
-    // steady state first, then the deadlines, then what the daemon did.
+    // steady state first, then the deadlines, the jobs' step time, then
+    // what the daemon did.
     let mut failures = Vec::new();
     failures.extend(steady_state_before_fault(plan, record, outcome.fault_at));
     failures.extend(deadline_failures(&plan.expect, &outcome));
+    failures.extend(step_time::failures(plan, &outcome));
     failures.extend(action_failures(plan, record));
     outcome.passed = failures.is_empty();
     outcome.failures = failures;
@@ -76,32 +126,29 @@ fn last_fault_start_by(record: &RunRecord, detected_at: Nanos) -> Option<Nanos> 
 
 /// Recovered: from the first point after the last one out of bounds,
 /// provided the bounds then hold for `hold` until the end; at the fault's
-/// start if the bounds never broke.
+/// start if the bounds never broke; never when the scenario bounds no
+/// probe (nothing says it recovered).
 fn recovered_at(plan: &ScenarioPlan, record: &RunRecord, fault_at: Nanos) -> Option<Nanos> {
-    let Some(bad) = last_out_of_bounds(plan, record, fault_at) else { return Some(fault_at) };
-    record
-        .probes
-        .iter()
-        .flat_map(|s| s.points.iter().map(|p| p.0))
-        .filter(|t| *t > bad)
-        .min()
-        .filter(|t| record.end - t >= plan.hold)
+    recovered_within(plan, record, Window::to_end(fault_at, record))
 }
 
-/// The last time at or after `after` that a bounded probe was out of bounds.
-fn last_out_of_bounds(plan: &ScenarioPlan, record: &RunRecord, after: Nanos) -> Option<Nanos> {
-    bounded_probes(plan, record)
-        .flat_map(|(series, bound)| series.points.iter().filter(move |&&(t, v)| t >= after && !bound.holds(v)))
-        .map(|&(t, _)| t)
-        .max()
+/// When the steady state held again within `w` (see [`settled`]).
+fn recovered_within(plan: &ScenarioPlan, record: &RunRecord, w: Window) -> Option<Nanos> {
+    let points = bounded_probes(plan, record)
+        .flat_map(|(series, bound)| series.points.iter().map(move |&(t, v)| (t, bound.holds(v))));
+    settled(points, w, plan.hold)
 }
 
-/// The recorded probes that the steady state bounds, each with its bound.
+/// The recorded probes that the steady state bounds, each with its bound
+/// (a probe recorded only for the report bounds nothing, and is left out).
 fn bounded_probes<'a>(
     plan: &'a ScenarioPlan,
     record: &'a RunRecord,
 ) -> impl Iterator<Item = (&'a ProbeSeries, &'a Bound)> {
-    record.probes.iter().filter_map(|series| Some((series, plan.probes.iter().find(|b| b.probe == series.name)?)))
+    record
+        .probes
+        .iter()
+        .filter_map(|series| Some((series, plan.probes.iter().find(|b| b.probe == series.name && b.bounds())?)))
 }
 
 /// The decisions that executed an action (undos left out).

@@ -15,6 +15,9 @@ pub mod plan;
 pub mod spec;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use engine::Topology;
 
 pub use check::check;
 pub use plan::{FaultPlan, ScenarioPlan, Scheduled};
@@ -54,17 +57,30 @@ pub struct Loaded {
 }
 
 /// Reads and resolves the scenario at `path`. Relative paths in it
-/// (inventory, rules, playbook) are relative to the file's directory.
+/// (inventory, rules, playbook) are found from the file's folder, then from
+/// the current directory.
 pub fn load(path: &Path) -> Result<Loaded, ScenarioError> {
+    load_on(path, None)
+}
+
+/// [`load`], on `inventory` (a daemon config's) instead of the scenario's
+/// own when one is given: its selectors must then name that inventory's
+/// nodes and switches.
+pub fn load_on(path: &Path, inventory: Option<Arc<Topology>>) -> Result<Loaded, ScenarioError> {
     let text = engine::config::read_text(path)?;
-    parse(&text, path)
+    parse_on(&text, path, inventory)
 }
 
 /// Parses and resolves scenario `text`, read from `path`.
 pub fn parse(text: &str, path: &Path) -> Result<Loaded, ScenarioError> {
+    parse_on(text, path, None)
+}
+
+/// [`parse`], on `inventory` instead of the scenario's own when given.
+pub fn parse_on(text: &str, path: &Path, inventory: Option<Arc<Topology>>) -> Result<Loaded, ScenarioError> {
     let origin = path.display().to_string();
     let scenario: Scenario = engine::config::parse_toml(text, &origin)?;
     let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
-    let plan = scenario.resolve(text, &origin, &base)?;
+    let plan = scenario.resolve(text, &origin, &base, inventory)?;
     Ok(Loaded { path: path.to_path_buf(), text: text.to_string(), scenario, plan })
 }

@@ -1,6 +1,13 @@
 //! A scenario resolved: durations in nanoseconds, paths resolved, the
 //! inventory loaded, selectors checked against it; and the schedule of one
 //! run.
+//!
+//! - [`site`]: where each fault lands, as the labels rules and actions
+//!   use, for its own time to detect, to mitigate and to recover;
+//! - [`links`]: the veth names of the wall-clock faults, checked.
+
+pub mod links;
+pub mod site;
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -30,6 +37,12 @@ impl Bound {
     /// Whether `v` is within.
     pub fn holds(&self, v: f64) -> bool {
         self.min.is_none_or(|m| v >= m) && self.max.is_none_or(|m| v <= m)
+    }
+
+    /// Whether it bounds anything: a probe recorded only to be reported
+    /// has no `min` and no `max`, and says nothing about the steady state.
+    pub fn bounds(&self) -> bool {
+        self.min.is_some() || self.max.is_some()
     }
 }
 
@@ -64,13 +77,40 @@ pub struct FaultPlan {
     pub loss: f64,
     /// Competing load.
     pub load: f64,
+    /// The GPU of a `gpu_xid`.
+    pub gpu: u32,
+    /// The XID of a `gpu_xid`.
+    pub xid: u64,
     /// netem delay.
     pub delay: Nanos,
     /// tbf rate.
     pub rate_mbit: u64,
     /// veth link.
     pub link: Option<String>,
+    /// The veth's other end, the one a `veth_flap` flaps (real-link faults
+    /// only): the fault's `peer`, else `<link>p`.
+    pub peer: Option<String>,
+    /// What and where, for people, unique within the scenario: a run's
+    /// fault records carry it ([`Scheduled::label`]), which ties each
+    /// occurrence to its fault.
+    pub label: String,
+    /// Where it lands, as labels ([`site`]).
+    pub locations: Vec<site::Location>,
 }
+
+/// The jobs' step time must come back: `step_time` in `[expect]`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StepTimePlan {
+    /// How far from the pre-fault baseline counts as back, a fraction.
+    pub within: f64,
+    /// The deadline, from each fault's end (or its mitigation when it does
+    /// not end within the run).
+    pub after: Nanos,
+}
+
+/// The probe that times the jobs, recorded in every run of a scenario with
+/// a `[[job]]`.
+pub const STEP_TIME_PROBE: &str = "step_time_ratio";
 
 /// The expectations, resolved.
 #[derive(Debug, Clone, Default)]
@@ -96,6 +136,8 @@ pub struct ExpectPlan {
     pub no_healthy_node_cordoned: bool,
     /// Fewest held proposals.
     pub min_held: Option<usize>,
+    /// The jobs' step time back near its baseline.
+    pub step_time: Option<StepTimePlan>,
 }
 
 /// An abort condition, resolved.
@@ -116,10 +158,13 @@ pub struct ScenarioPlan {
     pub description: String,
     /// The inventory.
     pub topology: Arc<Topology>,
-    /// Rule directory.
-    pub rules_dir: PathBuf,
-    /// Playbook.
-    pub playbook: PathBuf,
+    /// The rule directory the scenario names (`rules`); without one, the
+    /// playbook's `rules`.
+    pub rules_dir: Option<PathBuf>,
+    /// The playbook: the scenario's `playbook`, else `playbooks/chaos.toml`
+    /// found from the scenario's folder or the current directory; `None`
+    /// when there is none, and the built-in chaos playbook is used.
+    pub playbook: Option<PathBuf>,
     /// Clock.
     pub clock: Clock,
     /// Step (sensor interval).
@@ -132,7 +177,9 @@ pub struct ScenarioPlan {
     pub seed: u64,
     /// Jobs.
     pub jobs: Vec<JobSpec>,
-    /// Steady-state bounds.
+    /// The probes recorded, with their steady-state bounds; a probe
+    /// recorded only to be reported (the jobs' step time) has neither `min`
+    /// nor `max`.
     pub probes: Vec<Bound>,
     /// How long bounds must hold to count as recovered.
     pub hold: Nanos,
@@ -183,14 +230,32 @@ impl Ctx<'_> {
         d.as_ref().map(|d| self.dur(d, field)).transpose().map(|v| v.unwrap_or(default))
     }
 
-    fn path(&self, base: &Path, p: &Spanned<String>) -> PathBuf {
-        base.join(p.get_ref())
+    /// The file or directory `p` names: from the scenario's folder `base`,
+    /// then from the current directory; an error naming both when neither
+    /// has it.
+    fn path(&self, base: &Path, p: &Spanned<String>, what: &str) -> Result<PathBuf, ScenarioError> {
+        locate(base, p.get_ref()).ok_or_else(|| {
+            self.err(
+                p.span(),
+                format!(
+                    "{what} {:?}: neither {} (from the scenario's folder) nor {} (from the current directory) exists",
+                    p.get_ref(),
+                    base.join(p.get_ref()).display(),
+                    Path::new(p.get_ref()).display()
+                ),
+            )
+        })
     }
+}
 
-    /// `p` relative to `base`, or `default` (relative to `base`) when absent.
-    fn path_or(&self, base: &Path, p: &Option<Spanned<String>>, default: &str) -> PathBuf {
-        p.as_ref().map(|p| self.path(base, p)).unwrap_or_else(|| base.join(default))
-    }
+/// The playbook a scenario runs with when it names none.
+pub const DEFAULT_PLAYBOOK: &str = "playbooks/chaos.toml";
+
+/// `rel` from `base`, else from the current directory, whichever exists
+/// first (an absolute `rel` is itself).
+pub fn locate(base: &Path, rel: &str) -> Option<PathBuf> {
+    let rel = Path::new(rel);
+    [base.join(rel), rel.to_path_buf()].into_iter().find(|p| p.exists())
 }
 
 /// Where an optional field was written, or `or` when it was not (`0..0`:
@@ -210,25 +275,53 @@ fn probe_known(name: &Spanned<String>, ctx: &Ctx) -> Result<String, ScenarioErro
 
 impl Scenario {
     /// Checks the scenario and resolves it; `text` and `origin` are the
-    /// file's, for error locations; `base` is its directory.
-    pub fn resolve(&self, text: &str, origin: &str, base: &Path) -> Result<ScenarioPlan, ScenarioError> {
+    /// file's, for error locations; `base` is its directory. `inventory`,
+    /// when given (a daemon config's), replaces the scenario's.
+    pub fn resolve(
+        &self,
+        text: &str,
+        origin: &str,
+        base: &Path,
+        inventory: Option<Arc<Topology>>,
+    ) -> Result<ScenarioPlan, ScenarioError> {
         let ctx = Ctx { text, origin };
         // The first error stops the resolution, so this order decides which
         // of several mistakes is reported: keep it.
-        let topology = Arc::new(self.topology(&ctx, base)?);
+        let topology = match inventory {
+            Some(topology) => topology,
+            None => Arc::new(self.topology(&ctx, base)?),
+        };
+        let rules_dir = self.rules.as_ref().map(|r| ctx.path(base, r, "rules")).transpose()?;
+        let playbook = match &self.playbook {
+            Some(p) => Some(ctx.path(base, p, "playbook")?),
+            None => locate(base, DEFAULT_PLAYBOOK),
+        };
         let (step, duration) = self.timing(&ctx)?;
-        let probes = self.steady_state.probe.iter().map(|p| p.resolve(&ctx)).collect::<Result<Vec<_>, _>>()?;
+        let mut probes = self.steady_state.probe.iter().map(|p| p.resolve(&ctx)).collect::<Result<Vec<_>, _>>()?;
+        // Every report says what the faults cost the jobs: their step time
+        // is recorded whenever there is a job, bounded or not.
+        if !self.job.is_empty() && !probes.iter().any(|b| b.probe == STEP_TIME_PROBE) {
+            probes.push(Bound { probe: STEP_TIME_PROBE.into(), min: None, max: None });
+        }
         let hold = ctx.opt(&self.steady_state.hold, "steady_state.hold", 500 * MS)?;
         let fabric = self.check_fabric(&topology, &ctx)?;
-        let faults = self.fault.iter().map(|f| f.resolve(self.clock, &fabric, &ctx)).collect::<Result<Vec<_>, _>>()?;
+        let mut faults =
+            self.fault.iter().map(|f| f.resolve(self.clock, &fabric, &ctx)).collect::<Result<Vec<_>, _>>()?;
+        let mut labels: Vec<String> = faults.iter().map(|f| f.label.clone()).collect();
+        site::unique(&mut labels);
+        for (f, label) in faults.iter_mut().zip(labels) {
+            f.label = label;
+        }
+        links::check_all(&self.fault, &faults, duration, &ctx)?;
         let expect = self.expect.resolve(&ctx)?;
+        self.check_expect(&expect, &probes, &faults, step, &ctx)?;
         let aborts = self.abort.iter().map(|a| a.resolve(&ctx)).collect::<Result<Vec<_>, _>>()?;
         Ok(ScenarioPlan {
             name: self.name.clone(),
             description: self.description.clone(),
             topology,
-            rules_dir: ctx.path_or(base, &self.rules, "../rules"),
-            playbook: ctx.path_or(base, &self.playbook, "playbooks/chaos.toml"),
+            rules_dir,
+            playbook,
             clock: self.clock,
             step,
             duration,
@@ -250,7 +343,7 @@ impl Scenario {
             Topology::parse(engine::topology::EXAMPLE_INVENTORY, "docs/examples/inventory.toml")
                 .map_err(|e| ctx.err(self.inventory.span(), e.to_string()))
         } else {
-            Topology::load(&ctx.path(base, &self.inventory))
+            Topology::load(&ctx.path(base, &self.inventory, "inventory")?)
                 .map_err(|e| ctx.err(self.inventory.span(), format!("inventory: {e}")))
         }
     }
@@ -272,6 +365,55 @@ impl Scenario {
     /// it checks the jobs' nodes, and it checks the faults' selectors.
     fn check_fabric(&self, topology: &Arc<Topology>, ctx: &Ctx) -> Result<Fabric, ScenarioError> {
         Fabric::new(topology.clone(), &self.job, 0, 0).map_err(|e| ctx.err(self.inventory.span(), e.to_string()))
+    }
+
+    /// Expectations that need something else of the scenario: a recovery
+    /// deadline needs a bounded probe (else nothing says the fabric
+    /// recovered), and the step time needs jobs on the virtual clock and a
+    /// step before the first fault for its baseline.
+    fn check_expect(
+        &self,
+        expect: &ExpectPlan,
+        probes: &[Bound],
+        faults: &[FaultPlan],
+        step: Nanos,
+        ctx: &Ctx,
+    ) -> Result<(), ScenarioError> {
+        if let Some(within) = &self.expect.recover_within {
+            if !probes.iter().any(Bound::bounds) {
+                return Err(ctx.err(
+                    within.span(),
+                    "recover_within needs a [[steady_state.probe]] with `min` or `max`: without one nothing says the fabric recovered",
+                ));
+            }
+        }
+        let (Some(spec), Some(plan)) = (&self.expect.step_time, &expect.step_time) else { return Ok(()) };
+        if self.clock != Clock::Virtual {
+            return Err(ctx.err(spec.span(), "step_time needs the virtual clock: only simulated jobs are timed"));
+        }
+        if self.job.is_empty() {
+            return Err(ctx.err(spec.span(), "step_time needs a [[job]]: the step time is the jobs'"));
+        }
+        let within = &spec.get_ref().within;
+        if !(plan.within > 0.0 && plan.within <= 1.0) {
+            let span = if within.span().is_empty() { spec.span() } else { within.span() };
+            return Err(ctx.err(span, format!("step_time.within {} is not a fraction in (0, 1]", plan.within)));
+        }
+        if let Some((i, first)) = faults.iter().enumerate().min_by_key(|(_, f)| f.at) {
+            // The first probe point is taken at the end of the first step;
+            // a fault that starts by then leaves no point before it.
+            if first.at <= step {
+                return Err(ctx.err(
+                    self.fault[i].at.span(),
+                    format!(
+                        "step_time needs a baseline before the first fault, which starts at {} ms, by the end of the first step ({} ms)",
+                        first.at / MS,
+                        step / MS
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -297,6 +439,9 @@ impl FaultSpec {
         if !(0.0..1.0).contains(&ber) {
             return Err(ctx.err(self.at.span(), format!("ber {ber} is not a rate in [0, 1)")));
         }
+        let (link, peer) = links::pair(self, ctx)?;
+        let label = site::label(self.kind, &select, link.as_deref());
+        let locations = site::locations(self.kind, &select, link.as_deref(), fabric);
         Ok(FaultPlan {
             kind: self.kind,
             select,
@@ -312,9 +457,14 @@ impl FaultSpec {
             rate: self.rate.unwrap_or(0.5).clamp(0.01, 1.0),
             loss: self.loss.unwrap_or(0.01).clamp(0.0, 1.0),
             load: self.load.unwrap_or(0.8).max(0.0),
+            gpu: self.gpu.unwrap_or(0),
+            xid: self.xid.unwrap_or(79),
             delay: ctx.opt(&self.delay, "delay", 0)?,
             rate_mbit: self.rate_mbit.unwrap_or(100),
-            link: self.link.clone(),
+            link,
+            peer,
+            label,
+            locations,
         })
     }
 
@@ -332,6 +482,13 @@ impl FaultSpec {
             if self.link.is_none() {
                 return Err(ctx.err(self.at.span(), format!("fault {:?} needs `link`, the veth to impair", self.kind)));
             }
+        } else if clock == Clock::Wall {
+            // The wall clock has real links and no simulated fabric: a
+            // fabric fault would have nothing to act on.
+            return Err(ctx.err(
+                self.at.span(),
+                format!("fault {:?} is a simulator fault: it needs clock = \"virtual\"", self.kind),
+            ));
         } else if !matches!(self.kind, FaultKind::GnmiSilent) {
             fabric.select(select).map_err(|e| ctx.err(select_span, e.to_string()))?;
         } else if select.switch.as_ref().is_none_or(|s| fabric.leaf(s).is_none()) {
@@ -359,6 +516,17 @@ impl Expect {
             max_rails_drained_per_plane: self.max_rails_drained_per_plane,
             no_healthy_node_cordoned: self.no_healthy_node_cordoned,
             min_held: self.min_held,
+            step_time: self
+                .step_time
+                .as_ref()
+                .map(|s| {
+                    let s = s.get_ref();
+                    Ok::<_, ScenarioError>(StepTimePlan {
+                        within: *s.within.get_ref(),
+                        after: ctx.dur(&s.after, "step_time.after")?,
+                    })
+                })
+                .transpose()?,
         })
     }
 
@@ -402,13 +570,10 @@ impl ScenarioPlan {
             let jitter = if f.jitter > 0 { rng.i64(0..=f.jitter) } else { 0 };
             for r in 0..f.repeats {
                 let start = f.at + jitter + r as i64 * f.every;
-                let kind =
-                    serde_json::to_value(f.kind).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
-                let label = format!("{kind} {}", f.link.as_deref().unwrap_or("?"));
                 out.push(Scheduled {
                     fault: fi,
                     kind: f.kind,
-                    label,
+                    label: f.label.clone(),
                     start,
                     end: f.duration.map(|d| start + d),
                     effects: Vec::new(),
@@ -452,17 +617,17 @@ impl ScenarioPlan {
                     FaultKind::GnmiSilent => {
                         f.select.switch.iter().map(|s| Effect::GnmiSilent { switch: s.clone() }).collect()
                     }
+                    FaultKind::GpuXid => {
+                        let mut nodes: Vec<String> = nics.iter().map(|&i| fabric.nics[i].node.clone()).collect();
+                        nodes.dedup();
+                        nodes.into_iter().map(|node| Effect::GpuXid { node, gpu: f.gpu, xid: f.xid }).collect()
+                    }
                     FaultKind::VethFlap | FaultKind::Netem | FaultKind::Tbf => Vec::new(),
                 };
                 let mut nodes: Vec<String> = nics.iter().map(|&i| fabric.nics[i].node.clone()).collect();
                 nodes.sort();
                 nodes.dedup();
-                let kind =
-                    serde_json::to_value(f.kind).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
-                let label = match &f.link {
-                    Some(link) if f.kind.needs_real_links() => format!("{kind} {link}"),
-                    _ => format!("{kind} {}", f.select),
-                };
+                let label = f.label.clone();
                 out.push(Scheduled { fault: fi, kind: f.kind, label, start, end, effects, nodes });
             }
         }

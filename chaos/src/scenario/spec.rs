@@ -130,6 +130,9 @@ pub enum FaultKind {
     SensorOutage,
     /// The switch stops answering gNMI.
     GnmiSilent,
+    /// GPU `gpu` (default 0) of each selected node raises XID `xid`
+    /// (default 79, fallen off the bus) and stays lost until the fault ends.
+    GpuXid,
     /// Real link in a network namespace: `ip link set down`, then up after
     /// `down`, every `period` (wall clock only).
     VethFlap,
@@ -192,15 +195,26 @@ pub struct FaultSpec {
     /// Offered load (congestion).
     #[serde(default)]
     pub load: Option<f64>,
+    /// The GPU's NVML index (gpu_xid).
+    #[serde(default)]
+    pub gpu: Option<u32>,
+    /// The XID (gpu_xid).
+    #[serde(default)]
+    pub xid: Option<u64>,
     /// Added delay (netem).
     #[serde(default)]
     pub delay: Option<Dur>,
     /// Rate in Mbit/s (tbf).
     #[serde(default)]
     pub rate_mbit: Option<u64>,
-    /// The veth link (veth_flap, netem, tbf).
+    /// The veth link (veth_flap, netem, tbf): the end the daemon watches.
     #[serde(default)]
-    pub link: Option<String>,
+    pub link: Option<Spanned<String>>,
+    /// The veth's other end (veth_flap, netem, tbf): the end `veth_flap`
+    /// sets down and up, so `link` loses carrier. Default `<link>p`
+    /// (`rcv0` → `rcv0p`).
+    #[serde(default)]
+    pub peer: Option<Spanned<String>>,
 }
 
 /// An action the daemon took, to match.
@@ -277,6 +291,29 @@ pub struct Expect {
     /// At least this many proposals held by a blast-radius limit.
     #[serde(default)]
     pub min_held: Option<usize>,
+    /// The jobs' step time comes back: `{ within = 0.05, after = "2s" }`.
+    #[serde(default)]
+    pub step_time: Option<Spanned<StepTimeExpect>>,
+}
+
+/// The jobs' step time must come back near its pre-fault baseline: for
+/// each fault, the `step_time_ratio` probe is back within `within` of its
+/// mean before the first fault, and stays there, at most `after` after the
+/// fault's end — or after its mitigation when it does not end within the
+/// run.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StepTimeExpect {
+    /// How far from the baseline still counts as back, a fraction in
+    /// (0, 1] (default 0.05: within 5 %).
+    #[serde(default = "five_percent")]
+    pub within: Spanned<f64>,
+    /// The deadline, from the fault's end (or its mitigation).
+    pub after: Dur,
+}
+
+fn five_percent() -> Spanned<f64> {
+    Spanned::new(0..0, 0.05)
 }
 
 fn yes() -> bool {

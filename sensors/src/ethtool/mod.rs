@@ -10,13 +10,17 @@
 //!
 //! - [`config`]: [`EthtoolConfig`], the user's settings;
 //! - [`names`]: statistic name → metric and `prio`;
-//! - the ioctls themselves are [`net::ethtool`];
+//! - [`source`]: [`StatsSource`], where statistics come from: the ioctls
+//!   of [`net::ethtool`] on a host, a simulated driver under the chaos
+//!   runner;
 //! - [`sensor`]: [`EthtoolPoller`] (one synchronous poll) and
 //!   [`EthtoolSensor`] (the loop).
 
 pub mod config;
 pub mod names;
 pub mod sensor;
+pub mod source;
 
 pub use config::EthtoolConfig;
 pub use sensor::{EthtoolPoller, EthtoolSensor};
+pub use source::StatsSource;

@@ -13,7 +13,8 @@ use tokio::time::MissedTickBehavior;
 
 use super::config::{EthtoolConfig, Filter};
 use super::names::map;
-use net::ethtool::{interfaces, EthtoolSocket};
+use super::source::StatsSource;
+use net::ethtool::EthtoolSocket;
 
 /// One interface's statistics layout.
 #[derive(Debug, Default)]
@@ -50,12 +51,11 @@ enum Problem {
 }
 
 /// Reads ethtool statistics; [`EthtoolPoller::poll`] is one poll.
-#[derive(Debug)]
 pub struct EthtoolPoller {
     config: EthtoolConfig,
     filter: Filter,
     ctx: SensorContext,
-    socket: Option<EthtoolSocket>,
+    source: Option<Box<dyn StatsSource>>,
     ifaces: BTreeMap<String, Iface>,
     polls_since_scan: u32,
     scanned: bool,
@@ -71,7 +71,7 @@ impl EthtoolPoller {
             config,
             filter,
             ctx,
-            socket: None,
+            source: None,
             ifaces: BTreeMap::new(),
             polls_since_scan: 0,
             scanned: false,
@@ -79,11 +79,22 @@ impl EthtoolPoller {
         }
     }
 
-    fn targets(&self, socket: &EthtoolSocket) -> io::Result<Vec<String>> {
+    /// A poller reading `source` instead of the ioctls (the chaos runner's
+    /// simulated NICs).
+    pub fn with_source(
+        config: EthtoolConfig,
+        filter: Filter,
+        ctx: SensorContext,
+        source: Box<dyn StatsSource>,
+    ) -> EthtoolPoller {
+        EthtoolPoller { source: Some(source), ..EthtoolPoller::new(config, filter, ctx) }
+    }
+
+    fn targets(&self, source: &dyn StatsSource) -> io::Result<Vec<String>> {
         if !self.config.interfaces.is_empty() {
             return Ok(self.config.interfaces.clone());
         }
-        Ok(interfaces()?.into_iter().filter(|name| !socket.is_loopback(name).unwrap_or(true)).collect())
+        source.interfaces()
     }
 
     /// Reads the names of `netdev`'s statistics and registers their series.
@@ -134,22 +145,28 @@ impl EthtoolPoller {
         iface
     }
 
-    fn read(&mut self, socket: &EthtoolSocket, netdev: &str, ts: Nanos, out: &mut Vec<Sample>) -> Result<(), Problem> {
+    fn read(
+        &mut self,
+        source: &dyn StatsSource,
+        netdev: &str,
+        ts: Nanos,
+        out: &mut Vec<Sample>,
+    ) -> Result<(), Problem> {
         let classify = |e: io::Error| match e.raw_os_error() {
             Some(libc::EOPNOTSUPP) => Problem::Unsupported(format!("{netdev}: no ethtool statistics ({e})")),
             Some(libc::ENODEV) => Problem::Gone(format!("{netdev}: no such interface")),
             _ => Problem::Io(format!("{netdev}: {e}")),
         };
-        let count = socket.stats_count(netdev).map_err(classify)?;
+        let count = source.stats_count(netdev).map_err(classify)?;
         if count == 0 {
             return Err(Problem::Unsupported(format!("{netdev}: no ethtool statistics (the driver reports none)")));
         }
         let mut iface = self.ifaces.remove(netdev).unwrap_or_default();
         if iface.series.len() != count {
-            let names = socket.stat_names(netdev, count).map_err(classify)?;
+            let names = source.stat_names(netdev, count).map_err(classify)?;
             iface = self.layout(netdev, &names);
         }
-        let result = socket.stat_values(netdev, count, &mut iface.values).map_err(classify);
+        let result = source.stat_values(netdev, count, &mut iface.values).map_err(classify);
         if result.is_ok() && iface.values.len() == iface.series.len() {
             out.extend(
                 iface
@@ -177,10 +194,10 @@ impl EthtoolPoller {
     /// Reads every interface once, stamping the samples `ts`.
     pub fn poll(&mut self, ts: Nanos) -> Vec<Sample> {
         let start = Instant::now();
-        let socket = match self.socket.take() {
-            Some(socket) => socket,
+        let source = match self.source.take() {
+            Some(source) => source,
             None => match EthtoolSocket::open() {
-                Ok(socket) => socket,
+                Ok(socket) => Box::new(socket) as Box<dyn StatsSource>,
                 Err(error) => {
                     self.ctx.read_failed("io", &format!("opening an AF_INET socket: {error}"));
                     self.report(HealthState::Unavailable, format!("no socket for ethtool ioctls: {error}"));
@@ -188,18 +205,18 @@ impl EthtoolPoller {
                 }
             },
         };
-        self.rescan_if_due(&socket);
+        self.rescan_if_due(source.as_ref());
         self.polls_since_scan += 1;
         let mut samples = Vec::new();
         let (mut read, mut problems) = (0usize, Vec::new());
         let names: Vec<String> = self.ifaces.keys().cloned().collect();
         for netdev in &names {
-            match self.read(&socket, netdev, ts, &mut samples) {
+            match self.read(source.as_ref(), netdev, ts, &mut samples) {
                 Ok(()) => read += 1,
                 Err(problem) => problems.push(problem),
             }
         }
-        self.socket = Some(socket);
+        self.source = Some(source);
         self.judge(read, &problems, start);
         samples
     }
@@ -207,9 +224,9 @@ impl EthtoolPoller {
     /// Lists the interfaces again at the first poll and every
     /// `rescan_every` polls: new ones are read from now on, gone ones
     /// forgotten.
-    fn rescan_if_due(&mut self, socket: &EthtoolSocket) {
+    fn rescan_if_due(&mut self, source: &dyn StatsSource) {
         if !self.scanned || self.polls_since_scan >= self.config.rescan_every {
-            match self.targets(socket) {
+            match self.targets(source) {
                 Ok(targets) => {
                     self.ifaces.retain(|name, _| targets.contains(name));
                     for t in targets {
@@ -276,6 +293,16 @@ impl EthtoolPoller {
             self.ctx.set_state(state, &detail);
             self.reported = Some((state, detail));
         }
+    }
+}
+
+impl std::fmt::Debug for EthtoolPoller {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EthtoolPoller")
+            .field("config", &self.config)
+            .field("interfaces", &self.ifaces.keys().collect::<Vec<_>>())
+            .field("reported", &self.reported)
+            .finish()
     }
 }
 

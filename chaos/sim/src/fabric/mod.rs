@@ -38,7 +38,7 @@ use engine::Topology;
 use serde::{Deserialize, Serialize};
 
 use crate::switch::Model;
-pub use nic::{Counters, Flap, Nic};
+pub use nic::{Counters, Flap, NetdevCounters, Nic};
 
 /// Nominal line rate of a NIC port, bytes per second (400 Gb/s).
 pub const LINE_BYTES_PER_S: f64 = 50e9;
@@ -208,6 +208,40 @@ pub enum Effect {
         /// The switch.
         switch: String,
     },
+    /// A GPU of the node raises XID `xid` (NVML's critical-error event) and
+    /// is lost until the fault ends (a GPU reset): the node's jobs stall
+    /// until the node is cordoned and the scheduler places them elsewhere.
+    GpuXid {
+        /// The node.
+        node: String,
+        /// The GPU's NVML index.
+        gpu: u32,
+        /// The XID.
+        xid: u64,
+    },
+}
+
+/// An XID event NVML delivered on a node, waiting for the node's nvml
+/// sensor to read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct XidEvent {
+    /// The node.
+    pub node: String,
+    /// The GPU's NVML index.
+    pub gpu: u32,
+    /// Its PCI bus id.
+    pub pci_bus_id: String,
+    /// The XID.
+    pub xid: u64,
+    /// When NVML raised it (fabric time).
+    pub at: Nanos,
+}
+
+/// The PCI bus id of GPU `gpu` on a simulated node: the eight GPUs of an
+/// HGX board, one per PCIe switch.
+pub fn gpu_bus_id(gpu: u32) -> String {
+    const BUSES: [u8; 8] = [0x18, 0x2a, 0x3a, 0x5d, 0x9a, 0xab, 0xba, 0xdb];
+    format!("00000000:{:02X}:00.0", BUSES[gpu as usize % BUSES.len()])
 }
 
 /// A leaf or spine switch of the fabric.
@@ -258,6 +292,10 @@ pub struct Fabric {
     pub silent_switches: BTreeSet<String>,
     /// Cordoned nodes.
     pub cordoned: BTreeSet<String>,
+    /// Nodes with a GPU lost to an XID.
+    pub gpu_lost: BTreeSet<String>,
+    /// XID events not yet read by the nodes' nvml sensors.
+    pub xid_events: Vec<XidEvent>,
     /// Fabric time.
     pub now: Nanos,
     rng: fastrand::Rng,
@@ -298,6 +336,7 @@ fn cabled_nics(inv: &engine::topology::Inventory) -> Result<Vec<Nic>, FabricErro
                 paused: 0.0,
                 delivered: 1.0,
                 counters: Counters::default(),
+                netdev_counters: NetdevCounters { carrier_on: true, ..NetdevCounters::default() },
             });
         }
     }
@@ -388,6 +427,8 @@ impl Fabric {
             blind_nodes: BTreeSet::new(),
             silent_switches: BTreeSet::new(),
             cordoned: BTreeSet::new(),
+            gpu_lost: BTreeSet::new(),
+            xid_events: Vec::new(),
             now: start,
             rng: fastrand::Rng::with_seed(seed),
             tree: None,
@@ -458,6 +499,15 @@ impl Fabric {
                     *self.congestion.entry(*rail).or_default() += load;
                 } else {
                     self.congestion.remove(rail);
+                }
+            }
+            Effect::GpuXid { node, gpu, xid } => {
+                if on {
+                    self.gpu_lost.insert(node.clone());
+                    let pci_bus_id = gpu_bus_id(*gpu);
+                    self.xid_events.push(XidEvent { node: node.clone(), gpu: *gpu, pci_bus_id, xid: *xid, at: now });
+                } else {
+                    self.gpu_lost.remove(node);
                 }
             }
             Effect::SensorOutage { node } => {

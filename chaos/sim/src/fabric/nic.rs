@@ -25,6 +25,87 @@ pub struct Counters {
     pub link_downed: u64,
     /// `port_rcv_errors` (16-bit saturating).
     pub port_rcv_errors: u64,
+    /// `hw_counters/np_cnp_sent`: CNPs this NIC sent as notification point,
+    /// for ECN-marked packets it received.
+    pub np_cnp_sent: u64,
+    /// `hw_counters/np_ecn_marked_roce_packets`: ECN-marked packets received.
+    pub np_ecn_marked: u64,
+    /// `hw_counters/rp_cnp_handled`: CNPs this NIC handled as reaction point.
+    pub rp_cnp_handled: u64,
+}
+
+/// What the NIC's driver and the kernel count for the netdev: the ethtool
+/// statistics (`ethtool -S`, mlx5 names) and the carrier counters netlink
+/// reports. Per-priority arrays are indexed by priority.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NetdevCounters {
+    /// `tx_prio<p>_pause`: PAUSE frames sent (the NIC asks its leaf port to stop).
+    pub tx_pause: [u64; 8],
+    /// `tx_prio<p>_pause_duration`: microseconds the NIC held its leaf port paused.
+    pub tx_pause_us: [u64; 8],
+    /// `rx_prio<p>_pause`: PAUSE frames received from the leaf port.
+    pub rx_pause: [u64; 8],
+    /// `rx_prio<p>_pause_duration`: microseconds the leaf port held the NIC paused.
+    pub rx_pause_us: [u64; 8],
+    /// `rx_bits_phy`: bits the PHY received.
+    pub rx_bits_phy: u64,
+    /// `rx_corrected_bits_phy`: bits the FEC corrected.
+    pub rx_corrected_bits_phy: u64,
+    /// `rx_pcs_symbol_err_phy`: symbol errors the PCS counted.
+    pub rx_pcs_symbol_err_phy: u64,
+    /// `tx_bytes` / `rx_bytes` (`vport` RDMA bytes included).
+    pub tx_bytes: u64,
+    /// `rx_bytes`.
+    pub rx_bytes: u64,
+    /// The kernel's `IFLA_CARRIER_UP_COUNT` (32-bit).
+    pub carrier_up: u32,
+    /// The kernel's `IFLA_CARRIER_DOWN_COUNT` (32-bit).
+    pub carrier_down: u32,
+    /// The carrier as the kernel last reported it.
+    pub carrier_on: bool,
+}
+
+impl NetdevCounters {
+    /// The names of the ethtool statistics, in the order a mlx5 driver
+    /// lists them (a subset: the byte counters, the per-priority pause
+    /// counters and the PHY counters the standard rules read).
+    pub fn stat_names() -> Vec<String> {
+        let mut out = vec!["rx_bytes".to_string(), "tx_bytes".to_string()];
+        for p in 0..8 {
+            out.push(format!("rx_prio{p}_pause"));
+            out.push(format!("rx_prio{p}_pause_duration"));
+            out.push(format!("tx_prio{p}_pause"));
+            out.push(format!("tx_prio{p}_pause_duration"));
+        }
+        out.extend(["rx_pcs_symbol_err_phy", "rx_corrected_bits_phy", "rx_bits_phy"].map(String::from));
+        out
+    }
+
+    /// The values of the statistics of [`Self::stat_names`], in its order,
+    /// into `out` (cleared first).
+    pub fn stat_values(&self, out: &mut Vec<u64>) {
+        out.clear();
+        out.extend([self.rx_bytes, self.tx_bytes]);
+        for p in 0..8 {
+            out.extend([self.rx_pause[p], self.rx_pause_us[p], self.tx_pause[p], self.tx_pause_us[p]]);
+        }
+        out.extend([self.rx_pcs_symbol_err_phy, self.rx_corrected_bits_phy, self.rx_bits_phy]);
+    }
+
+    /// Counts a carrier change to `on` (nothing when it did not change),
+    /// as the kernel's `netif_carrier_on`/`off` do; true when it changed.
+    pub fn carrier(&mut self, on: bool) -> bool {
+        if on == self.carrier_on {
+            return false;
+        }
+        if on {
+            self.carrier_up = self.carrier_up.wrapping_add(1);
+        } else {
+            self.carrier_down = self.carrier_down.wrapping_add(1);
+        }
+        self.carrier_on = on;
+        true
+    }
 }
 
 impl Counters {
@@ -40,6 +121,16 @@ impl Counters {
             ("symbol_error", self.symbol_error.min(u16::MAX as u64)),
             ("link_downed", self.link_downed.min(u8::MAX as u64)),
             ("port_rcv_errors", self.port_rcv_errors.min(u16::MAX as u64)),
+        ]
+    }
+
+    /// The driver counters of `hw_counters`, `(file name, value)`: 64-bit,
+    /// as mlx5 shows its congestion counters.
+    pub fn hw_files(&self) -> [(&'static str, u64); 3] {
+        [
+            ("np_cnp_sent", self.np_cnp_sent),
+            ("np_ecn_marked_roce_packets", self.np_ecn_marked),
+            ("rp_cnp_handled", self.rp_cnp_handled),
         ]
     }
 }
@@ -104,6 +195,8 @@ pub struct Nic {
     pub delivered: f64,
     /// The counters.
     pub counters: Counters,
+    /// The netdev's ethtool and carrier counters.
+    pub netdev_counters: NetdevCounters,
 }
 
 impl Nic {

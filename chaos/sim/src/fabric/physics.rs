@@ -51,6 +51,20 @@ pub const STALLED: f64 = 20.0;
 pub const DEFAULT_KMIN: f64 = 1_048_576.0;
 /// Bytes per packet (RoCE at 4096 MTU).
 pub const PACKET_BYTES: f64 = 4096.0;
+/// `port_xmit_wait` ticks per second of waiting. The IB spec leaves the
+/// tick to the implementation; the simulator takes 4 ns (a 250 MHz port
+/// clock), so a port paused all the time counts 2.5e8 a second and
+/// saturates its 32 bits in 17 s, as a real one does under a long storm.
+pub const XMIT_WAIT_TICKS_PER_S: f64 = 2.5e8;
+/// CNPs a notification point sends per ECN-marked packet it receives: one
+/// per flow per `np_min_time_between_cnps`, so marks arriving in bursts
+/// share a CNP.
+pub const CNPS_PER_MARK: f64 = 0.1;
+/// The lossless priority the jobs' RoCE traffic uses.
+pub const LOSSLESS_PRIO: usize = 3;
+/// Microseconds of pause one PAUSE frame asks for, as a switch refreshing
+/// its pause every half quanta counts them.
+pub const PAUSE_US_PER_FRAME: f64 = 50.0;
 
 /// The probes a scenario's steady-state hypothesis can bound.
 pub const PROBES: &[(&str, &str)] = &[
@@ -76,6 +90,7 @@ pub fn step(fabric: &mut Fabric, dt: Nanos) {
     // the switches advance last and count what the NICs did.
     switch_ports(fabric);
     flaps(fabric, now);
+    carriers(fabric);
     let storms = storms(fabric);
     let nodes = NodeTraffic::of(fabric);
     let kmin = ecn_thresholds(fabric);
@@ -210,6 +225,9 @@ struct Flow {
     delivered: f64,
     /// The leaf queue's occupancy (bytes), when the link is oversubscribed.
     queue: Option<f64>,
+    /// Fraction of the packets to the NIC that arrive ECN-marked: those
+    /// that found the queue above its marking threshold.
+    marked: f64,
 }
 
 impl Flow {
@@ -222,7 +240,8 @@ impl Flow {
         let k = kmin.get(&nic.switch).copied().unwrap_or(DEFAULT_KMIN);
         let paused = storm_spread(nic, storms, ecn_pause(u, k));
         let queue = (u > 1.0).then(|| k * u.min(2.0));
-        Flow { offered, capacity, paused, delivered: delivered(nic, paused, u), queue }
+        let marked = if u > 1.0 { (u - 1.0).min(1.0) } else { 0.0 };
+        Flow { offered, capacity, paused, delivered: delivered(nic, paused, u), queue, marked }
     }
 }
 
@@ -275,7 +294,8 @@ fn count_traffic(fabric: &mut Fabric, i: usize, flow: &Flow, secs: f64) {
     let packets = bytes / PACKET_BYTES;
     // The PHY is lit even when idle: symbol errors come from the bits on
     // the wire, not from the traffic.
-    let symbol_mean = if nic.lit() { nic.ber * LINE_BYTES_PER_S * 8.0 * nic.rate * secs } else { 0.0 };
+    let phy_bits = if nic.lit() { LINE_BYTES_PER_S * 8.0 * nic.rate * secs } else { 0.0 };
+    let symbol_mean = nic.ber * phy_bits;
     let loss_mean = packets * nic.loss;
     let symbols = poisson(fabric.rng(), symbol_mean);
     let lost = poisson(fabric.rng(), loss_mean);
@@ -288,9 +308,36 @@ fn count_traffic(fabric: &mut Fabric, i: usize, flow: &Flow, secs: f64) {
     c.rcv_data += (bytes / 4.0) as u64;
     c.xmit_packets += packets as u64;
     c.rcv_packets += packets as u64;
-    c.xmit_wait += (nic.paused * secs * 1e6) as u64;
+    c.xmit_wait += (nic.paused * secs * XMIT_WAIT_TICKS_PER_S) as u64;
     c.symbol_error += symbols;
     c.port_rcv_errors += lost;
+    let marks = (packets * flow.marked) as u64;
+    c.np_ecn_marked += marks;
+    c.np_cnp_sent += (marks as f64 * CNPS_PER_MARK) as u64;
+    count_netdev(nic, bytes, phy_bits, symbols, secs);
+}
+
+/// What `nic`'s driver counts in a step of `secs`: the pause it received
+/// (the step's paused fraction, on the lossless priority) and the pause it
+/// sent (all the time on its storm's priority, while its link is lit),
+/// bytes, and the PHY's bits and errors (one corrected bit per symbol
+/// error).
+fn count_netdev(nic: &mut Nic, bytes: f64, phy_bits: f64, symbols: u64, secs: f64) {
+    let (lit, storm) = (nic.lit(), nic.storm);
+    let n = &mut nic.netdev_counters;
+    let paused_us = nic.paused * secs * 1e6;
+    n.rx_pause_us[LOSSLESS_PRIO] += paused_us as u64;
+    n.rx_pause[LOSSLESS_PRIO] += (paused_us / PAUSE_US_PER_FRAME) as u64;
+    if let (Some(p), true) = (storm, lit) {
+        let us = secs * 1e6;
+        n.tx_pause_us[p as usize & 7] += us as u64;
+        n.tx_pause[p as usize & 7] += (us / PAUSE_US_PER_FRAME) as u64;
+    }
+    n.tx_bytes += bytes as u64;
+    n.rx_bytes += bytes as u64;
+    n.rx_bits_phy += phy_bits as u64;
+    n.rx_pcs_symbol_err_phy += symbols;
+    n.rx_corrected_bits_phy += symbols;
 }
 
 /// Each job's step time over its healthy one.
@@ -307,6 +354,15 @@ fn job_step_times(fabric: &mut Fabric, nodes: &NodeTraffic, now: Nanos) {
 fn job_step_ratio(fabric: &Fabric, job: &Job, nodes: &NodeTraffic, now: Nanos) -> f64 {
     let mut worst: f64 = 1.0;
     for &ni in &job.nodes {
+        let node = &fabric.nodes[ni];
+        if fabric.cordoned.contains(node) && fabric.gpu_lost.contains(node) {
+            // The scheduler moved the job's ranks off the cordoned node.
+            continue;
+        }
+        if fabric.gpu_lost.contains(node) {
+            worst = STALLED;
+            continue;
+        }
         let Some(share) = nodes.share(ni) else {
             worst = STALLED;
             continue;
@@ -348,6 +404,16 @@ fn switch_ports(fabric: &mut Fabric) {
             nic.counters.link_downed += 1;
         }
         nic.switch_port_up = up;
+    }
+}
+
+/// The kernel's carrier counters follow the link: a loss of carrier (a
+/// flap, the leaf port taken down, the NIC taken down) counts one down, its
+/// return one up.
+fn carriers(fabric: &mut Fabric) {
+    for nic in &mut fabric.nics {
+        let lit = nic.lit();
+        nic.netdev_counters.carrier(lit);
     }
 }
 

@@ -1,5 +1,6 @@
 //! The sysfs trees the simulated nodes expose: one
-//! `<root>/<node>/class/infiniband/<dev>/ports/1/counters/*` per NIC, with
+//! `<root>/<node>/class/infiniband/<dev>/ports/1/{counters,hw_counters}/*`
+//! per NIC, with
 //! `<dev>/device/net/<netdev>` naming the netdev, the layout the
 //! `rdma_sysfs` sensor reads on a real host (pointed at `<root>/<node>`).
 //!
@@ -41,7 +42,8 @@ struct CounterFile {
 /// The open counter files of every NIC, in the fabric's NIC order.
 pub struct Tree {
     root: PathBuf,
-    /// Per NIC, per counter of [`super::nic::Counters::files`].
+    /// Per NIC, per counter of [`super::nic::Counters::files`] then
+    /// [`super::nic::Counters::hw_files`].
     files: Vec<Vec<CounterFile>>,
 }
 
@@ -60,12 +62,19 @@ impl Tree {
             let net = dev.join("device/net").join(&nic.netdev);
             std::fs::create_dir_all(&net).map_err(io(&net))?;
             let counters = dev.join("ports/1/counters");
-            std::fs::create_dir_all(&counters).map_err(io(&counters))?;
+            let hw = dev.join("ports/1/hw_counters");
             let mut open = Vec::new();
-            for (name, _) in nic.counters.files() {
-                let path = counters.join(name);
-                let file = File::options().create(true).truncate(true).write(true).open(&path).map_err(io(&path))?;
-                open.push(CounterFile { file, path, last: None });
+            for (dir, names) in [
+                (&counters, nic.counters.files().map(|f| f.0).to_vec()),
+                (&hw, nic.counters.hw_files().map(|f| f.0).to_vec()),
+            ] {
+                std::fs::create_dir_all(dir).map_err(io(dir))?;
+                for name in names {
+                    let path = dir.join(name);
+                    let file =
+                        File::options().create(true).truncate(true).write(true).open(&path).map_err(io(&path))?;
+                    open.push(CounterFile { file, path, last: None });
+                }
             }
             files.push(open);
         }
@@ -88,13 +97,14 @@ impl Tree {
     /// Writes the counters that changed since the last write.
     pub fn write(&mut self, nics: &[Nic]) -> Result<(), SysfsError> {
         for (nic, files) in nics.iter().zip(&mut self.files) {
-            for ((_, value), f) in nic.counters.files().iter().zip(files.iter_mut()) {
-                if f.last == Some(*value) {
+            let values = nic.counters.files().into_iter().chain(nic.counters.hw_files());
+            for ((_, value), f) in values.zip(files.iter_mut()) {
+                if f.last == Some(value) {
                     continue;
                 }
                 let text = format!("{value:>width$}\n", width = WIDTH - 1);
                 f.file.write_all_at(text.as_bytes(), 0).map_err(io(&f.path))?;
-                f.last = Some(*value);
+                f.last = Some(value);
             }
         }
         Ok(())
