@@ -62,7 +62,9 @@ pub struct Proposal {
     pub subject: Labels,
     /// What to do.
     pub action: Action,
-    /// The window values when it fired.
+    /// The window values when it fired. An empty window's `NaN` is written
+    /// `null` in JSON and read back as `NaN`.
+    #[serde(with = "window_values")]
     pub values: Vec<(String, f64)>,
     /// When the fire condition first held (the instance went pending).
     pub active_at: Nanos,
@@ -74,6 +76,24 @@ pub struct Proposal {
     /// been decided before the crash, and then it is not decided twice.
     #[serde(default)]
     pub restored: bool,
+}
+
+/// Window values in a record. JSON has no NaN or infinity: serde_json
+/// writes them `null`, so `null` reads back as NaN instead of making the
+/// record (a ledger entry, a recording line) unreadable.
+pub mod window_values {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    /// Writes the values; JSON encoders write NaN as `null`.
+    pub fn serialize<S: Serializer>(values: &[(String, f64)], s: S) -> Result<S::Ok, S::Error> {
+        values.serialize(s)
+    }
+
+    /// Reads the values, `null` as NaN.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<(String, f64)>, D::Error> {
+        let raw: Vec<(String, Option<f64>)> = Vec::deserialize(d)?;
+        Ok(raw.into_iter().map(|(name, v)| (name, v.unwrap_or(f64::NAN))).collect())
+    }
 }
 
 /// An action template could not be filled for a subject.
@@ -124,5 +144,28 @@ mod tests {
         assert_eq!(render("plain", &labels).unwrap(), "plain");
         let err = render("{node}", &labels).unwrap_err().to_string();
         assert!(err.contains("needs label \"node\""), "{err}");
+    }
+
+    #[test]
+    fn an_empty_window_in_the_evidence_survives_json() {
+        let proposal = Proposal {
+            id: "p".into(),
+            rule: "r".into(),
+            rule_hash: String::new(),
+            rule_mode: Mode::Enforce,
+            severity: Severity::Warning,
+            subject: Labels::default(),
+            action: Action { kind: "node.cordon".into(), target: Labels::default(), params: BTreeMap::new() },
+            values: vec![("errors".into(), 51.0), ("reading".into(), f64::NAN)],
+            active_at: 0,
+            sample_at: 0,
+            decided_at: 0,
+            restored: false,
+        };
+        let text = serde_json::to_string(&proposal).unwrap();
+        assert!(text.contains(r#"["reading",null]"#), "{text}");
+        let back: Proposal = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.values[0], ("errors".to_string(), 51.0));
+        assert!(back.values[1].1.is_nan());
     }
 }
