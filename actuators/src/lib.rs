@@ -56,8 +56,9 @@
 //!   by undo) or posts the action as JSON;
 //! - [`pfcwd`]: [`PfcwdActuator`] escalates a switch port's PFC watchdog
 //!   (gNMI) and sets a NIC's PFC storm prevention (ethtool tunable);
-//! - [`ecn`]: [`EcnActuator`] lowers a WRED profile's ECN thresholds (gNMI)
-//!   and sets a NIC's DCQCN knobs (sysfs);
+//! - [`ecn`]: [`EcnActuator`] lowers a switch queue's ECN thresholds (a
+//!   copy of its WRED profile bound to it, gNMI) and sets a NIC's DCQCN
+//!   knobs (sysfs);
 //! - [`rail`]: [`RailActuator`] drains a rail: switch port admin-down, the
 //!   NCCL environment file, Slurm features, a Kubernetes label and taint;
 //! - [`sonic`]: the CONFIG_DB client over gNMI the switch actuators share;

@@ -12,8 +12,9 @@ use std::time::Duration;
 
 use actuators::{EcnConfig, PfcwdConfig, RailConfig};
 use engine::dispatch::{ActuatorRoute, DispatchConfig, Dispatcher, Mode, Verdict};
+use engine::ledger::{Ledger, Retention};
 use engine::policy::{BreakerConfig, Limits, PolicySettings, RetryConfig, TargetLimits, UndoConfig};
-use engine::{Action, Actuator, ActuatorError, Labels, Proposal, Severity, Verification};
+use engine::{Action, Actuator, ActuatorError, Labels, Proposal, Severity, Store, Verification};
 use sim::switch::{spawn, Model, Options, RunningSwitch};
 
 async fn switch(name: &str) -> RunningSwitch {
@@ -118,15 +119,187 @@ async fn pfcwd_escalates_alert_to_drop_reads_it_back_and_restores_the_exact_valu
     sw.stop().await.unwrap();
 }
 
+/// Every queue binding of the switch: `Ethernet0|3` → profile.
+fn bindings(model: &Model) -> BTreeMap<String, String> {
+    let state = model.read();
+    let queues = state.config.get("QUEUE").cloned().unwrap_or_default();
+    queues.into_iter().filter_map(|(key, entry)| Some((key, entry.get("wred_profile")?.clone()))).collect()
+}
+
+fn green(model: &Model, profile: &str) -> (String, String) {
+    let entry = model.config_entry("WRED_PROFILE", profile).unwrap_or_default();
+    let get = |f: &str| entry.get(f).cloned().unwrap_or_default();
+    (get("green_min_threshold"), get("green_max_threshold"))
+}
+
 #[tokio::test]
-async fn ecn_lowers_the_profile_by_the_factor_and_undo_restores_it() {
+async fn ecn_lowers_one_queue_through_its_own_copy_and_undo_rebinds_the_original() {
+    let sw = switch("leaf-rail1").await;
+    let azure = sw.model.config_entry("WRED_PROFILE", "AZURE_LOSSLESS").unwrap();
+    let shared = bindings(&sw.model);
+    assert_eq!(shared.len(), 8, "queues 3 and 4 of four ports");
+    assert!(shared.values().all(|p| p == "AZURE_LOSSLESS"));
+    let config = format!("floor = 262144\n{}", gnmi("leaf-rail1", &sw.addr.to_string()));
+    let ecn = toml::from_str::<EcnConfig>(&config).unwrap().build("ecn").unwrap();
+    let lower =
+        action("ecn.lower", &[("switch", "leaf-rail1"), ("port", "Ethernet12"), ("queue", "3")], &[("factor", "0.5")]);
+
+    let applied = round_trip(&ecn, &lower).await;
+    let (copy, queue) = ("CONFIG_DB@/WRED_PROFILE/ROCEMEND_Ethernet12_3", "CONFIG_DB@/QUEUE/Ethernet12|3");
+    assert_eq!(
+        applied.requests,
+        [format!(
+            "gNMI Set to leaf-rail1 ({}): update {copy}/ecn = \"ecn_all\", update {copy}/green_drop_probability = \"5\", \
+             update {copy}/green_max_threshold = \"1048576\", update {copy}/green_min_threshold = \"524288\", \
+             update {copy}/wred_green_enable = \"true\", update {queue}/wred_profile = \"ROCEMEND_Ethernet12_3\"",
+            sw.addr
+        )],
+        "one Set: the copy, then the binding"
+    );
+    let prior = applied.prior.as_ref().unwrap();
+    assert_eq!(
+        (prior["before"]["wred_profile"].as_str(), prior["copy_existed"].as_bool()),
+        (Some("AZURE_LOSSLESS"), Some(false))
+    );
+    // round_trip undid it: the binding is back and the copy gone.
+    assert_eq!(bindings(&sw.model), shared);
+    assert_eq!(sw.model.config_entry("WRED_PROFILE", "ROCEMEND_Ethernet12_3"), None, "undo deletes the copy");
+
+    // Applied again and read on the switch: only that queue changed.
+    let applied = ecn.execute(&lower).await.unwrap();
+    let now = bindings(&sw.model);
+    for (key, profile) in &now {
+        let want = if key == "Ethernet12|3" { "ROCEMEND_Ethernet12_3" } else { "AZURE_LOSSLESS" };
+        assert_eq!(profile, want, "{key}");
+    }
+    assert_eq!(
+        sw.model.config_entry("WRED_PROFILE", "AZURE_LOSSLESS").unwrap(),
+        azure,
+        "the shared profile is untouched"
+    );
+    let mut copy_entry = azure.clone();
+    copy_entry.insert("green_min_threshold".into(), "524288".into());
+    copy_entry.insert("green_max_threshold".into(), "1048576".into());
+    assert_eq!(sw.model.config_entry("WRED_PROFILE", "ROCEMEND_Ethernet12_3").unwrap(), copy_entry);
+    // What the fabric's physics reads: only Ethernet12 queue 3 marks earlier.
+    {
+        let state = sw.model.read();
+        let kmin = |port: &str, queue: usize| sim::switch::config::queue_green_min(&state.config, port, queue);
+        assert_eq!(kmin("Ethernet12", 3), Some(524288.0));
+        assert_eq!(kmin("Ethernet12", 4), Some(1048576.0));
+        assert_eq!(kmin("Ethernet8", 3), Some(1048576.0));
+    }
+
+    // A second lowering of the same queue lowers its copy again, and only that.
+    let second = ecn.execute(&lower).await.unwrap();
+    assert_eq!(
+        second.requests,
+        [format!(
+            "gNMI Set to leaf-rail1 ({}): update {copy}/green_max_threshold = \"524288\", \
+             update {copy}/green_min_threshold = \"262144\"",
+            sw.addr
+        )]
+    );
+    assert_eq!(green(&sw.model, "ROCEMEND_Ethernet12_3"), ("262144".into(), "524288".into()));
+    assert_eq!(ecn.verify(&lower, Some(&second)).await.unwrap(), Verification::InEffect);
+    // The first lowering is no longer as it left it: not ours to undo.
+    assert!(matches!(ecn.verify(&lower, Some(&applied)).await.unwrap(), Verification::Changed(_)));
+    let third = ecn.execute(&lower).await.unwrap();
+    assert_eq!(green(&sw.model, "ROCEMEND_Ethernet12_3"), ("262144".into(), "262144".into()));
+    let err = ecn.execute(&lower).await.unwrap_err();
+    assert!(matches!(&err, ActuatorError::Invalid(m) if m.contains("already at the floor")), "{err:?}");
+    // Undone newest first: the copy's thresholds, then the binding and the copy.
+    let undone = ecn.undo(&lower, &third).await.unwrap();
+    assert_eq!(undone.requests, ecn.dry_run_undo(&lower, &third).await.unwrap().requests);
+    ecn.undo(&lower, &second).await.unwrap();
+    assert_eq!(ecn.verify(&lower, Some(&applied)).await.unwrap(), Verification::InEffect);
+    let undone = ecn.undo(&lower, &applied).await.unwrap();
+    assert_eq!(
+        undone.requests,
+        [format!(
+            "gNMI Set to leaf-rail1 ({}): delete {copy}, update {queue}/wred_profile = \"AZURE_LOSSLESS\"",
+            sw.addr
+        )]
+    );
+    assert_eq!(bindings(&sw.model), shared);
+    assert_eq!(sw.model.config_entry("WRED_PROFILE", "ROCEMEND_Ethernet12_3"), None);
+    assert_eq!(ecn.verify(&lower, Some(&applied)).await.unwrap(), Verification::NotInEffect);
+
+    // Someone re-binds the queue by hand while it is lowered: theirs, not undone.
+    let applied = ecn.execute(&lower).await.unwrap();
+    sw.model.write(|s| {
+        let entry = s.config.get_mut("QUEUE").unwrap().get_mut("Ethernet12|3").unwrap();
+        entry.insert("wred_profile".into(), "AZURE_LOSSLESS".into());
+    });
+    let found = ecn.verify(&lower, Some(&applied)).await.unwrap();
+    assert!(
+        matches!(&found, Verification::Changed(m) if m.contains("bound to AZURE_LOSSLESS") && m.contains("ROCEMEND_Ethernet12_3 holds")),
+        "{found:?}"
+    );
+    sw.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn ecn_queue_lowering_works_in_the_sonic_db_origin_style_and_defaults_to_queue_3() {
+    let sw = switch("leaf-rail1").await;
+    let config = format!("{}path_style = \"sonic-db-origin\"\n", gnmi("leaf-rail1", &sw.addr.to_string()));
+    let ecn = toml::from_str::<EcnConfig>(&config).unwrap().build("ecn").unwrap();
+    let lower = action("ecn.lower", &[("switch", "leaf-rail1"), ("port", "Ethernet4")], &[("drop_probability", "10")]);
+    let applied = round_trip(&ecn, &lower).await;
+    assert!(
+        applied.requests[0]
+            .contains("update sonic-db:/CONFIG_DB/localhost/QUEUE/Ethernet4|3/wred_profile = \"ROCEMEND_Ethernet4_3\""),
+        "{:?}",
+        applied.requests
+    );
+    assert!(applied.requests[0].contains("ROCEMEND_Ethernet4_3/green_drop_probability = \"10\""));
+    assert!(bindings(&sw.model).values().all(|p| p == "AZURE_LOSSLESS"), "undone");
+
+    // The settings change to lowers = "profile" while it is lowered: what was
+    // applied decides how it is verified and undone.
+    let applied = ecn.execute(&lower).await.unwrap();
+    let profile_config = format!("lowers = \"profile\"\n{config}");
+    let now = toml::from_str::<EcnConfig>(&profile_config).unwrap().build("ecn").unwrap();
+    assert_eq!(now.verify(&lower, Some(&applied)).await.unwrap(), Verification::InEffect);
+    now.undo(&lower, &applied).await.unwrap();
+    assert!(bindings(&sw.model).values().all(|p| p == "AZURE_LOSSLESS"));
+    assert_eq!(sw.model.config_entry("WRED_PROFILE", "ROCEMEND_Ethernet4_3"), None);
+    sw.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn ecn_refuses_a_queue_without_a_profile_and_a_queue_scope_profile_parameter() {
+    let sw = switch("leaf-rail1").await;
+    let ecn = toml::from_str::<EcnConfig>(&gnmi("leaf-rail1", &sw.addr.to_string())).unwrap().build("ecn").unwrap();
+    let lossy = action("ecn.lower", &[("switch", "leaf-rail1"), ("port", "Ethernet4"), ("queue", "0")], &[]);
+    let err = ecn.execute(&lossy).await.unwrap_err();
+    assert!(
+        matches!(&err, ActuatorError::Invalid(m) if m.contains("QUEUE|Ethernet4|0 on leaf-rail1 has no wred_profile")),
+        "{err:?}"
+    );
+    let named =
+        action("ecn.lower", &[("switch", "leaf-rail1"), ("port", "Ethernet4")], &[("profile", "AZURE_LOSSLESS")]);
+    assert!(
+        matches!(ecn.execute(&named).await.unwrap_err(), ActuatorError::Invalid(m) if m.contains("lowers = \"profile\""))
+    );
+    // A port the switch does not have: the switch's answer, not retried.
+    let missing = action("ecn.lower", &[("switch", "leaf-rail1"), ("port", "Ethernet400")], &[]);
+    let err = ecn.execute(&missing).await.unwrap_err();
+    assert!(matches!(&err, ActuatorError::Invalid(_)), "{err:?}");
+    assert!(bindings(&sw.model).values().all(|p| p == "AZURE_LOSSLESS"));
+    assert_eq!(sw.model.read().config["WRED_PROFILE"].len(), 1, "no copy was made");
+    sw.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn ecn_profile_scope_lowers_the_shared_profile_for_every_queue_and_undo_restores_it() {
     let sw = switch("leaf-rail1").await;
     let before = sw.model.config_entry("WRED_PROFILE", "AZURE_LOSSLESS").unwrap();
-    let config = format!("floor = 262144\n{}", gnmi("leaf-rail1", &sw.addr.to_string()));
+    let config = format!("lowers = \"profile\"\nfloor = 262144\n{}", gnmi("leaf-rail1", &sw.addr.to_string()));
     let ecn = toml::from_str::<EcnConfig>(&config).unwrap().build("ecn").unwrap();
     let lower = action(
         "ecn.lower",
-        &[("switch", "leaf-rail1"), ("port", "Ethernet4")],
+        &[("switch", "leaf-rail1"), ("port", "*")],
         &[("factor", "0.25"), ("drop_probability", "10")],
     );
     let applied = round_trip(&ecn, &lower).await;
@@ -141,12 +314,109 @@ async fn ecn_lowers_the_profile_by_the_factor_and_undo_restores_it() {
     );
     assert_eq!(sw.model.config_entry("WRED_PROFILE", "AZURE_LOSSLESS").unwrap(), before, "restored exactly");
 
-    // Applied again and read on the switch: the floor held min, max went to a quarter.
+    // Applied again and read on the switch: the floor held min, max went to a
+    // quarter, and every lossless queue of every port marks at the new threshold.
     let applied = ecn.execute(&lower).await.unwrap();
     let now = sw.model.config_entry("WRED_PROFILE", "AZURE_LOSSLESS").unwrap();
     assert_eq!((now["green_min_threshold"].as_str(), now["green_max_threshold"].as_str()), ("262144", "524288"));
     assert_eq!(now["ecn"], "ecn_all");
-    ecn.undo(&lower, &applied).await.unwrap();
+    {
+        let state = sw.model.read();
+        for port in ["Ethernet0", "Ethernet4", "Ethernet8", "Ethernet12"] {
+            for queue in [3, 4] {
+                let kmin = sim::switch::config::queue_green_min(&state.config, port, queue);
+                assert_eq!(kmin, Some(262144.0), "{port} queue {queue}");
+            }
+        }
+    }
+    // Undone by an actuator since set to lowers = "queue": the prior decides.
+    let queue_config = format!("floor = 262144\n{}", gnmi("leaf-rail1", &sw.addr.to_string()));
+    let now = toml::from_str::<EcnConfig>(&queue_config).unwrap().build("ecn").unwrap();
+    assert_eq!(now.verify(&lower, Some(&applied)).await.unwrap(), Verification::InEffect);
+    now.undo(&lower, &applied).await.unwrap();
+    assert_eq!(sw.model.config_entry("WRED_PROFILE", "AZURE_LOSSLESS").unwrap(), before);
+
+    // A profile-scope lowering may not name one port: its blast radius is the switch.
+    let one_port = action("ecn.lower", &[("switch", "leaf-rail1"), ("port", "Ethernet4")], &[]);
+    let err = ecn.execute(&one_port).await.unwrap_err();
+    assert!(matches!(&err, ActuatorError::Invalid(m) if m.contains("port = \"*\"")), "{err:?}");
+    assert_eq!(sw.model.config_entry("WRED_PROFILE", "AZURE_LOSSLESS").unwrap(), before);
+    sw.stop().await.unwrap();
+}
+
+fn ecn_dispatcher(ecn: Arc<dyn Actuator>) -> Dispatcher {
+    let policy = PolicySettings::new(
+        &Limits::default(),
+        &BreakerConfig { trip_after: 5, window: "10m".into() },
+        &TargetLimits::default(),
+        &[],
+        &UndoConfig { on_resolve: vec!["ecn.lower".into()] },
+        &RetryConfig { attempts: 1, backoff: "10ms".into() },
+    )
+    .unwrap();
+    Dispatcher::new(
+        DispatchConfig {
+            mode: Mode::Enforce,
+            rule_modes: HashMap::new(),
+            routes: vec![ActuatorRoute { pattern: "ecn.*".into(), actuator: ecn, destructive: true }],
+            timeout: Duration::from_secs(5),
+            policy,
+            topology: None,
+        },
+        // Undo restores what the ledger recorded as changed.
+        Some(Ledger::open(&Store::temporary().unwrap(), Retention::default()).unwrap()),
+    )
+}
+
+#[tokio::test]
+async fn four_congested_ports_each_get_their_own_copy_and_the_shared_profile_is_never_lowered() {
+    // The chaos congestion scenario's failure: four proposals for four ports
+    // each halved the one shared profile, down to the floor.
+    let sw = switch("leaf-rail5").await;
+    let azure = sw.model.config_entry("WRED_PROFILE", "AZURE_LOSSLESS").unwrap();
+    let ecn = toml::from_str::<EcnConfig>(&gnmi("leaf-rail5", &sw.addr.to_string())).unwrap().build("ecn").unwrap();
+    let mut dispatcher = ecn_dispatcher(Arc::new(ecn));
+    let ports = ["Ethernet0", "Ethernet4", "Ethernet8", "Ethernet12"];
+    for (i, port) in ports.iter().enumerate() {
+        let lower =
+            action("ecn.lower", &[("switch", "leaf-rail5"), ("port", port), ("queue", "3")], &[("factor", "0.5")]);
+        let decision = dispatcher.dispatch(Proposal { id: format!("p-{i}"), ..proposal(lower) }).await;
+        assert!(matches!(decision.verdict, Verdict::Executed { .. }), "{port}: {decision:?}");
+    }
+    assert_eq!(sw.model.config_entry("WRED_PROFILE", "AZURE_LOSSLESS").unwrap(), azure);
+    for port in ports {
+        assert_eq!(bindings(&sw.model)[&format!("{port}|3")], format!("ROCEMEND_{port}_3"));
+        assert_eq!(bindings(&sw.model)[&format!("{port}|4")], "AZURE_LOSSLESS", "queue 4 untouched");
+        assert_eq!(green(&sw.model, &format!("ROCEMEND_{port}_3")), ("524288".into(), "1048576".into()), "halved once");
+    }
+    // The incidents resolve: each queue gets its profile back, every copy is gone.
+    for port in ports {
+        let subject = Labels::from_pairs([("switch", "leaf-rail5"), ("port", port), ("queue", "3")]);
+        let undone = dispatcher.instance_resolved("pfc-storm", &subject, 2).await;
+        assert!(
+            matches!(undone.as_slice(), [d] if matches!(d.verdict, Verdict::Executed { .. })),
+            "{port}: {undone:?}"
+        );
+    }
+    assert!(bindings(&sw.model).values().all(|p| p == "AZURE_LOSSLESS"));
+    assert_eq!(sw.model.read().config["WRED_PROFILE"].len(), 1, "only AZURE_LOSSLESS is left");
+    sw.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn profile_scope_proposals_from_several_ports_lower_the_profile_once() {
+    // With lowers = "profile" the target is the switch (port = "*"): the
+    // second proposal is the same action on the same target, a duplicate.
+    let sw = switch("leaf-rail5").await;
+    let config = format!("lowers = \"profile\"\n{}", gnmi("leaf-rail5", &sw.addr.to_string()));
+    let ecn = toml::from_str::<EcnConfig>(&config).unwrap().build("ecn").unwrap();
+    let mut dispatcher = ecn_dispatcher(Arc::new(ecn));
+    let lower = action("ecn.lower", &[("switch", "leaf-rail5"), ("port", "*")], &[("factor", "0.5")]);
+    let first = dispatcher.dispatch(Proposal { id: "p-0".into(), ..proposal(lower.clone()) }).await;
+    assert!(matches!(first.verdict, Verdict::Executed { .. }), "{first:?}");
+    let second = dispatcher.dispatch(Proposal { id: "p-1".into(), ..proposal(lower) }).await;
+    assert!(matches!(second.verdict, Verdict::Duplicate { .. }), "{second:?}");
+    assert_eq!(green(&sw.model, "AZURE_LOSSLESS"), ("524288".into(), "1048576".into()), "halved once");
     sw.stop().await.unwrap();
 }
 

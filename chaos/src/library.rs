@@ -18,6 +18,7 @@ pub const RULES: &[(&str, &str)] = &[
     ("rules/cnp_storm.rhai", include_str!("../../rules/cnp_storm.rhai")),
     ("rules/gpu_xid.rhai", include_str!("../../rules/gpu_xid.rhai")),
     ("rules/switch_pfc_storm.rhai", include_str!("../../rules/switch_pfc_storm.rhai")),
+    ("rules/switch_egress_congestion.rhai", include_str!("../../rules/switch_egress_congestion.rhai")),
     ("rules/switch_pfcwd_stormed.rhai", include_str!("../../rules/switch_pfcwd_stormed.rhai")),
     ("rules/switch_port_flap.rhai", include_str!("../../rules/switch_port_flap.rhai")),
     ("rules/switch_queue_congestion.rhai", include_str!("../../rules/switch_queue_congestion.rhai")),
@@ -36,6 +37,8 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     ("chaos/scenarios/sensor_outage.toml", include_str!("../scenarios/sensor_outage.toml")),
     ("chaos/scenarios/congestion.toml", include_str!("../scenarios/congestion.toml")),
     ("chaos/scenarios/gpu_xid.toml", include_str!("../scenarios/gpu_xid.toml")),
+    ("chaos/scenarios/incast.toml", include_str!("../scenarios/incast.toml")),
+    ("chaos/scenarios/uplink_congestion.toml", include_str!("../scenarios/uplink_congestion.toml")),
 ];
 
 /// The scenarios of the closed loop `rocemend demo` shows.
@@ -60,4 +63,31 @@ pub async fn run(name: &str, runs: u32) -> Result<Report, ChaosError> {
     let loaded = crate::scenario::parse(text, Path::new(path))?;
     let options = Options { runs: Some(runs), ..Options::default() };
     run_scenario(&loaded, &sources()?, &options).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_standard_rule_and_library_scenario_is_built_in() {
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let listed = |dir: &str, ext: &str| -> Vec<String> {
+            let mut names: Vec<String> = std::fs::read_dir(repo.join(dir))
+                .unwrap()
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == ext))
+                .map(|p| format!("{dir}/{}", p.file_name().unwrap().to_str().unwrap()))
+                .collect();
+            names.sort();
+            names
+        };
+        let built = |list: &[(&str, &str)]| -> Vec<String> {
+            let mut names: Vec<String> = list.iter().map(|(p, _)| p.to_string()).collect();
+            names.sort();
+            names
+        };
+        assert_eq!(built(RULES), listed("rules", "rhai"));
+        assert_eq!(built(SCENARIOS), listed("chaos/scenarios", "toml"));
+    }
 }

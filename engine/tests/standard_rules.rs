@@ -7,7 +7,7 @@ use engine::rule_test::{self, Failure, FileResult};
 use engine::State;
 
 /// Every rule other parts of rocemend (playbooks, docs, demos) rely on.
-const STANDARD_RULES: [&str; 10] = [
+const STANDARD_RULES: [&str; 11] = [
     "pfc-storm",
     "symbol-errors",
     "link-flap",
@@ -18,6 +18,7 @@ const STANDARD_RULES: [&str; 10] = [
     "switch-pfcwd-stormed",
     "switch-queue-congestion",
     "switch-port-flap",
+    "switch-egress-congestion",
 ];
 
 fn rules_dir() -> PathBuf {

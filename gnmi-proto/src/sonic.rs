@@ -1,7 +1,8 @@
 //! SONiC facts that both sides of a gNMI request must agree on: how a
 //! request names a database ([`PathStyle`]), the CONFIG_DB tables rocemend
-//! writes (`PFC_WD`, `WRED_PROFILE`, `PORT`), their fields, and the values
-//! SONiC accepts for each.
+//! writes (`PFC_WD`, `WRED_PROFILE`, `PORT`, `QUEUE`), their keys and
+//! fields, the values SONiC accepts for each, and the references between
+//! them ([`LEAFREFS`]).
 //!
 //! SONiC's telemetry serves its redis databases in two ways, and a switch
 //! may speak either or both (`shared/REFERENCE.md` §4):
@@ -30,8 +31,8 @@
 //! The actuators check what they are about to send against these; the
 //! simulated switch refuses what breaks them, as SONiC does. One copy, so the
 //! two can never drift apart. Ranges are those of `sonic-utilities`
-//! (`pfcwd start`), `sonic-wred-profile.yang` and `sonic-port.yang`
-//! (`shared/REFERENCE.md` §1).
+//! (`pfcwd start`), `sonic-wred-profile.yang`, `sonic-queue.yang` and
+//! `sonic-port.yang` (`shared/REFERENCE.md` §1).
 //!
 //! ```
 //! use gnmi_proto::sonic::{self, SchemaError};
@@ -42,6 +43,10 @@
 //!     "detection_time 99 is out of range 100..5000 ms"
 //! );
 //! assert!(matches!(sonic::check_field("PORT", "speed", "1"), Err(SchemaError::UnknownField { .. })));
+//! // A queue names its WRED profile; the name must be one SONiC accepts.
+//! assert!(sonic::check_key("QUEUE", "Ethernet12|3").is_ok());
+//! assert!(sonic::check_field("QUEUE", "wred_profile", "ROCEMEND_Ethernet12_3").is_ok());
+//! assert!(sonic::check_field("QUEUE", "wred_profile", "a.b").is_err());
 //! ```
 
 use std::collections::BTreeMap;
@@ -125,9 +130,66 @@ pub const PFC_WD: &str = "PFC_WD";
 pub const WRED_PROFILE: &str = "WRED_PROFILE";
 /// The CONFIG_DB table of ports, keyed by port.
 pub const PORT: &str = "PORT";
+/// The CONFIG_DB table of egress queues, keyed `<port>|<queue>`
+/// (`sonic-queue.yang`): which WRED profile each queue uses (`wred_profile`).
+pub const QUEUE: &str = "QUEUE";
 
 /// The tables rocemend reads and writes.
-pub const TABLES: [&str; 3] = [PFC_WD, WRED_PROFILE, PORT];
+pub const TABLES: [&str; 4] = [PFC_WD, WRED_PROFILE, PORT, QUEUE];
+
+/// The separator of a multi-part CONFIG_DB key (`QUEUE|Ethernet0|3` is
+/// table `QUEUE`, key `Ethernet0|3`), as redis and sonic-gnmi's paths
+/// write it.
+pub const KEY_SEPARATOR: char = '|';
+
+/// Queues per port on SONiC's physical ports: indices `0..QUEUES`.
+pub const QUEUES: u64 = 8;
+
+/// The `QUEUE` field naming the queue's WRED profile.
+pub const WRED_PROFILE_FIELD: &str = "wred_profile";
+
+/// The longest WRED profile name (`sonic-wred-profile.yang`: `length 1..32`).
+pub const PROFILE_NAME_MAX: usize = 32;
+
+/// The longest port name (`sonic-port.yang`: `length 1..128`).
+pub const PORT_NAME_MAX: usize = 128;
+
+/// A leafref between tables (`sonic-queue.yang`): the field of the
+/// referring table must name an existing key of the target table. SONiC
+/// refuses a change that leaves one dangling, both a binding to a missing
+/// entry and the deletion of an entry still referred to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Leafref {
+    /// The referring table.
+    pub table: &'static str,
+    /// Its field.
+    pub field: &'static str,
+    /// The table whose keys the field names.
+    pub target: &'static str,
+}
+
+/// The leafrefs among [`TABLES`].
+pub const LEAFREFS: [Leafref; 1] = [Leafref { table: QUEUE, field: WRED_PROFILE_FIELD, target: WRED_PROFILE }];
+
+/// The key of `QUEUE|<port>|<queue>`.
+pub fn queue_key(port: &str, queue: u64) -> String {
+    format!("{port}{KEY_SEPARATOR}{queue}")
+}
+
+/// A `QUEUE` key's port and queue range: `Ethernet0|3` → (`Ethernet0`,
+/// 3..=3), `Ethernet0|3-4` → (`Ethernet0`, 3..=4); `None` when it is
+/// neither.
+pub fn parse_queue_key(key: &str) -> Option<(&str, std::ops::RangeInclusive<u64>)> {
+    let (port, index) = key.split_once(KEY_SEPARATOR)?;
+    let number = |s: &str| -> Option<u64> {
+        (!s.is_empty() && s.len() <= 2 && s.bytes().all(|b| b.is_ascii_digit())).then(|| s.parse().ok()).flatten()
+    };
+    let (lo, hi) = match index.split_once('-') {
+        Some((lo, hi)) => (number(lo)?, number(hi)?),
+        None => (number(index)?, number(index)?),
+    };
+    (lo <= hi).then_some((port, lo..=hi))
+}
 
 /// The `PFC_WD` `action` values `pfcwd start` allows.
 pub const PFCWD_ACTIONS: [&str; 3] = ["drop", "forward", "alert"];
@@ -205,6 +267,51 @@ pub enum SchemaError {
         /// The maximum threshold, in bytes.
         max: u64,
     },
+    /// A key the table's YANG list does not accept.
+    #[error("{table} key {key:?} is refused: {reason}")]
+    BadKey {
+        /// The table.
+        table: String,
+        /// The key.
+        key: String,
+        /// What the key must look like.
+        reason: &'static str,
+    },
+    /// A WRED profile name `sonic-wred-profile.yang` does not accept.
+    #[error(
+        "{field} {value:?} is not a WRED profile name: 1 to 32 characters of A-Z a-z 0-9 _ -, \
+         starting with a letter or digit"
+    )]
+    BadProfileName {
+        /// The field (or key) that holds it.
+        field: String,
+        /// The name.
+        value: String,
+    },
+    /// A leafref that names no entry (`sonic-queue.yang`'s `wred_profile`).
+    #[error("{table}|{key} {field} {value:?}: no such {target} entry (a leafref to {target})")]
+    Dangling {
+        /// The referring table.
+        table: String,
+        /// Its key.
+        key: String,
+        /// The referring field.
+        field: String,
+        /// The name it holds.
+        value: String,
+        /// The table it must name a key of.
+        target: String,
+    },
+    /// An entry deleted while others still refer to it.
+    #[error("{table}|{key} is still in use by {by}; re-bind those first")]
+    InUse {
+        /// The table.
+        table: String,
+        /// The key.
+        key: String,
+        /// Who refers to it (`QUEUE|Ethernet0|3 wred_profile`, …).
+        by: String,
+    },
 }
 
 /// Parses `value` as a whole number in `lo..=hi`.
@@ -228,6 +335,39 @@ fn per_color(field: &str, suffix: &str) -> bool {
     COLORS.iter().any(|c| field.strip_prefix(c).and_then(|rest| rest.strip_prefix('_')) == Some(suffix))
 }
 
+/// Checks a WRED profile name as `sonic-wred-profile.yang` does:
+/// `[a-zA-Z0-9][-a-zA-Z0-9_]{0,31}`.
+pub fn check_profile_name(field: &str, name: &str) -> Result<(), SchemaError> {
+    let mut chars = name.chars();
+    let first = chars.next().is_some_and(|c| c.is_ascii_alphanumeric());
+    let rest = chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if first && rest && name.len() <= PROFILE_NAME_MAX {
+        Ok(())
+    } else {
+        Err(SchemaError::BadProfileName { field: field.to_string(), value: name.to_string() })
+    }
+}
+
+/// Checks a key of `table` as its YANG list does: a port name (1 to 128
+/// characters, no `|`) for `PFC_WD` (or `GLOBAL`) and `PORT`, a profile name
+/// for `WRED_PROFILE`, `<port>|<queue>` for `QUEUE` with the queue an index
+/// `0`–`7` or a range `3-4`.
+pub fn check_key(table: &str, key: &str) -> Result<(), SchemaError> {
+    let bad = |reason| Err(SchemaError::BadKey { table: table.to_string(), key: key.to_string(), reason });
+    let port_ok = |p: &str| !p.is_empty() && p.len() <= PORT_NAME_MAX && !p.contains(KEY_SEPARATOR);
+    match table {
+        WRED_PROFILE => check_profile_name("WRED_PROFILE key", key),
+        QUEUE => match parse_queue_key(key) {
+            Some((port, range)) if port_ok(port) && *range.end() < QUEUES => Ok(()),
+            Some((port, _)) if port_ok(port) => bad("queue indices are 0 to 7"),
+            _ => bad("a QUEUE key is <port>|<queue>, the queue 0 to 7 or a range such as 3-4"),
+        },
+        PFC_WD | PORT if port_ok(key) => Ok(()),
+        PFC_WD | PORT => bad("a port name is 1 to 128 characters without |"),
+        _ => Ok(()),
+    }
+}
+
 /// Checks one field's value as SONiC would.
 pub fn check_field(table: &str, field: &str, value: &str) -> Result<(), SchemaError> {
     let (detect_lo, detect_hi) = PFCWD_DETECTION_MS;
@@ -238,6 +378,7 @@ pub fn check_field(table: &str, field: &str, value: &str) -> Result<(), SchemaEr
         (PFC_WD, "restoration_time") => integer(field, value, restore_lo, restore_hi, " ms").map(drop),
         (PFC_WD, "pfc_stat_history") => one_of(field, value, &["enable", "disable"]),
         (PORT, "admin_status") => one_of(field, value, &["up", "down"]),
+        (QUEUE, WRED_PROFILE_FIELD) => check_profile_name(field, value),
         (WRED_PROFILE, "ecn") => one_of(field, value, &ECN_MODES),
         (WRED_PROFILE, f) if per_color(f, "min_threshold") || per_color(f, "max_threshold") => {
             integer(field, value, 0, u64::MAX, " bytes").map(drop)
@@ -327,6 +468,32 @@ mod tests {
         let multi = PathStyle::SonicDbOrigin { namespace: Some("asic0".into()) };
         assert_eq!(full(&multi), "sonic-db:/CONFIG_DB/asic0/PFC_WD/Ethernet0/action");
         assert_eq!((PathStyle::default().name(), multi.name()), ("prefix-target", "sonic-db-origin"));
+    }
+
+    #[test]
+    fn keys_and_profile_names_follow_the_yang_lists() {
+        assert!(check_key(QUEUE, "Ethernet12|3").is_ok());
+        assert!(check_key(QUEUE, "Ethernet12|3-4").is_ok());
+        assert_eq!(parse_queue_key("Ethernet12|3-4"), Some(("Ethernet12", 3..=4)));
+        assert_eq!(parse_queue_key("Ethernet12|7"), Some(("Ethernet12", 7..=7)));
+        assert_eq!(queue_key("Ethernet12", 3), "Ethernet12|3");
+        for bad in ["Ethernet12", "Ethernet12|", "|3", "Ethernet12|4-3", "Ethernet12|x", "Ethernet12|3|4", "a|+3"] {
+            assert!(check_key(QUEUE, bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(
+            check_key(QUEUE, "Ethernet12|8").unwrap_err().to_string(),
+            "QUEUE key \"Ethernet12|8\" is refused: queue indices are 0 to 7"
+        );
+        assert!(check_key(PORT, "Ethernet0").is_ok());
+        assert!(check_key(PORT, "Ethernet0|3").is_err());
+        assert!(check_key(PORT, &"E".repeat(129)).is_err());
+        assert!(check_key(WRED_PROFILE, "AZURE_LOSSLESS").is_ok());
+        assert!(check_profile_name("p", &"P".repeat(32)).is_ok());
+        for bad in ["", "_X", "-X", "A.B", "A:B", "A|B", "A B", &"P".repeat(33)] {
+            assert!(check_key(WRED_PROFILE, bad).is_err(), "{bad:?}");
+            assert!(check_field(QUEUE, WRED_PROFILE_FIELD, bad).is_err(), "{bad:?}");
+        }
+        assert!(!known_field(QUEUE, "scheduler"), "a leafref to a table this schema does not have");
     }
 
     #[test]

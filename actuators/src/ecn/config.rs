@@ -12,6 +12,8 @@ use crate::ConfigError;
 /// An `ecn` actuator's settings.
 ///
 /// ```toml
+/// lowers = "queue"           # or "profile": the named profile, switch-wide
+/// queue = 3
 /// profile = "AZURE_LOSSLESS"
 /// factor = 0.5
 /// floor = 262144
@@ -28,8 +30,22 @@ pub struct EcnConfig {
     /// refused as not supported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gnmi: Option<SonicConfig>,
-    /// The WRED profile lowered when the action names none (its `profile`
-    /// parameter). Default `AZURE_LOSSLESS`, SONiC's lossless profile.
+    /// What `ecn.lower` changes, and so its blast radius. `"queue"` (the
+    /// default): one queue of one port, which gets its own copy of the WRED
+    /// profile bound to it (`ROCEMEND_<port>_<queue>`), lowered. `"profile"`:
+    /// the profile itself, and with it every queue bound to it — on SONiC,
+    /// every lossless queue of the switch; such an action's target names no
+    /// single port or queue (`port = "*"` or none).
+    #[serde(default)]
+    #[serde(rename = "lowers")]
+    pub scope: Scope,
+    /// With `lowers = "queue"`, the queue lowered when the action's target
+    /// has no `queue` label: 0 to 7. Default 3, RoCE's lossless priority.
+    #[serde(default = "default_queue")]
+    pub queue: u64,
+    /// With `lowers = "profile"`, the WRED profile lowered when the action
+    /// names none (its `profile` parameter). Default `AZURE_LOSSLESS`,
+    /// SONiC's lossless profile.
     #[serde(default = "default_profile")]
     pub profile: String,
     /// The factor applied when the action gives none: 0.05 ≤ f < 1. Default 0.5.
@@ -43,6 +59,17 @@ pub struct EcnConfig {
     /// as not supported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<HostConfig>,
+}
+
+/// What `ecn.lower` changes ([`EcnConfig::scope`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scope {
+    /// One queue of one port: a copy of its profile, bound to it alone.
+    #[default]
+    Queue,
+    /// The named profile: every queue bound to it.
+    Profile,
 }
 
 /// The host side of the `ecn` actuator.
@@ -61,6 +88,9 @@ pub struct HostConfig {
     pub netdevs: Vec<String>,
 }
 
+fn default_queue() -> u64 {
+    3
+}
 fn default_profile() -> String {
     "AZURE_LOSSLESS".into()
 }
@@ -83,14 +113,18 @@ impl EcnConfig {
     /// [`Self::build`], with the inventory that names the switches of `[gnmi]`.
     pub fn build_in(&self, name: &str, inventory: Option<&engine::Topology>) -> Result<EcnActuator, ConfigError> {
         let sonic = self.gnmi.as_ref().map(|g| g.build(inventory)).transpose()?;
-        crate::sonic::check_name("profile", &self.profile)
+        switch::check_profile("profile", &self.profile)
             .map_err(|source| ConfigError::Action { setting: "profile".into(), source })?;
+        crate::target::integer("queue", &self.queue.to_string(), 0, gnmi_proto::sonic::QUEUES - 1, "")
+            .map_err(|source| ConfigError::Action { setting: "queue".into(), source })?;
         switch::check_factor(&self.factor.to_string())
             .map_err(|source| ConfigError::Action { setting: "factor".into(), source })?;
         let host = self.host.as_ref().map(HostConfig::build).transpose()?;
         Ok(EcnActuator {
             name: name.to_string(),
             sonic,
+            scope: self.scope,
+            queue: self.queue,
             profile: self.profile.clone(),
             factor: self.factor,
             floor: self.floor,
@@ -123,9 +157,15 @@ mod tests {
     fn defaults_and_bad_settings() {
         let config: EcnConfig = toml::from_str("").unwrap();
         assert_eq!((config.profile.as_str(), config.factor, config.floor), ("AZURE_LOSSLESS", 0.5, 262144));
+        assert_eq!((config.scope, config.queue), (Scope::Queue, 3));
+        let config: EcnConfig = toml::from_str("lowers = \"profile\"\nqueue = 4").unwrap();
+        assert_eq!((config.scope, config.queue), (Scope::Profile, 4));
+        assert!(toml::from_str::<EcnConfig>("lowers = \"port\"").is_err());
         for (text, expected) in [
             ("factor = 1.0", "factor \"1\""),
             ("profile = \"a|b\"", "profile \"a|b\" is refused"),
+            ("profile = \"a.b\"", "not a WRED profile name"),
+            ("queue = 8", "queue 8 is out of range 0..7"),
             ("[host]\nsysfs_root = \"sys\"\nnode = \"n\"", "not an absolute path"),
             ("[host]\nnetdevs = [\"a/b\"]", "host.netdevs"),
         ] {

@@ -1,10 +1,19 @@
-//! The `ecn` actuator: lowers the ECN marking thresholds of a switch's WRED
-//! profile (`ecn.lower`) and sets a NIC's DCQCN knobs (`ecn.dcqcn`), and
-//! restores the exact previous values as its undo.
+//! The `ecn` actuator: lowers the ECN marking thresholds of a switch queue
+//! (`ecn.lower`) and sets a NIC's DCQCN knobs (`ecn.dcqcn`), and restores
+//! the exact previous values as its undo.
 //!
-//! - `ecn.lower`, target `switch` (and `port`, informative: thresholds live
-//!   in the profile the port's queues use): parameters `factor`, `profile`,
-//!   `drop_probability`, `ecn`. See [`switch`].
+//! - `ecn.lower`, by the actuator's `lowers` setting:
+//!   - `"queue"` (the default): target `switch`, `port` and `queue` (the
+//!     configured lossless queue, 3, when the target has none); the queue
+//!     gets its own copy of its WRED profile, lowered, and nothing else
+//!     changes. Parameters `factor`, `drop_probability`, `ecn`. See [`queue`].
+//!   - `"profile"`: target `switch` (`port` and `queue` absent or `"*"`);
+//!     the profile itself is lowered, and with it every queue bound to it
+//!     (on SONiC, every lossless queue of the switch). Parameters `factor`,
+//!     `profile`, `drop_probability`, `ecn`. See [`switch`].
+//!
+//!   Verify and undo follow the scope the applied outcome's prior was made
+//!   with, so changing `lowers` never strands a lowering already made.
 //! - `ecn.dcqcn`, target `node`, `netdev`: parameters `prio`, `np`, `rp`
 //!   (`0`/`1`, default `1`) and `np.<param>`, `rp.<param>`. See [`host`].
 //!
@@ -12,9 +21,10 @@
 
 pub mod config;
 pub mod host;
+pub mod queue;
 pub mod switch;
 
-pub use config::EcnConfig;
+pub use config::{EcnConfig, Scope};
 
 use std::path::PathBuf;
 
@@ -23,13 +33,16 @@ use engine::{Action, Actuator, ActuatorError, Outcome, Plan, Verification};
 use serde_json::json;
 
 use crate::sonic::{self, Sonic};
-use crate::target::{cannot, host_netdev, no_host, verb};
+use crate::target::{cannot, host_netdev, label, no_host, verb};
+use queue::QueuePrior;
 
 /// Lowers ECN thresholds and sets DCQCN knobs, built from an [`EcnConfig`].
 #[derive(Debug)]
 pub struct EcnActuator {
     name: String,
     sonic: Option<Sonic>,
+    scope: Scope,
+    queue: u64,
     profile: String,
     factor: f64,
     floor: u64,
@@ -54,6 +67,20 @@ impl EcnActuator {
 
     fn lowering<'a>(&self, action: &'a Action) -> Result<switch::Lowering<'a>, ActuatorError> {
         switch::lowering(action, &self.profile, self.factor, self.floor)
+    }
+
+    fn queue_lowering<'a>(&self, action: &'a Action) -> Result<queue::QueueLowering<'a>, ActuatorError> {
+        queue::lowering(action, self.queue, self.factor, self.floor)
+    }
+
+    /// A queue lowering's prior, from an applied outcome, checked against
+    /// the action; `None` for a profile-scope outcome. What was applied
+    /// decides, not the settings now: a lowering made before `lowers` or
+    /// `queue` changed is verified and undone as it was made.
+    fn queue_prior(&self, action: &Action, applied: &Outcome) -> Result<Option<QueuePrior>, ActuatorError> {
+        let Some(prior) = QueuePrior::from_json(applied.prior.as_ref())? else { return Ok(None) };
+        prior.check_for(action)?;
+        Ok(Some(prior))
     }
 
     fn knobs(&self, action: &Action) -> Result<(String, Vec<host::Knob>), ActuatorError> {
@@ -99,8 +126,14 @@ impl Actuator for EcnActuator {
             let (_, knobs) = self.knobs(action)?;
             return Ok(self.plan(knobs.iter().map(host::request).collect()));
         }
-        let l = self.lowering(action)?;
         let sonic = self.sonic()?;
+        if self.scope == Scope::Queue {
+            let l = self.queue_lowering(action)?;
+            let prior = queue::plan(sonic, &l).await?;
+            return Ok(self.plan(vec![sonic.describe_changes(l.switch(), &prior.apply_changes())?]));
+        }
+        switch::check_switch_wide(action)?;
+        let l = self.lowering(action)?;
         let (_, after) = switch::plan(sonic, &l).await?;
         Ok(self.plan(vec![sonic.describe(l.switch, switch::TABLE, &l.profile, &after)?]))
     }
@@ -117,6 +150,11 @@ impl Actuator for EcnActuator {
             let after: Vec<String> = knobs.iter().map(|k| k.value.clone()).collect();
             return Ok(Some(json!({ "before": before, "after": after })));
         }
+        if self.scope == Scope::Queue {
+            let l = self.queue_lowering(action)?;
+            return Ok(Some(queue::plan(self.sonic()?, &l).await?.to_json()));
+        }
+        switch::check_switch_wide(action)?;
         let l = self.lowering(action)?;
         let (before, after) = switch::plan(self.sonic()?, &l).await?;
         Ok(Some(json!({ "before": sonic::to_json(&before), "after": sonic::to_json(&after) })))
@@ -135,6 +173,15 @@ impl Actuator for EcnActuator {
                 summary: format!("set {} DCQCN knob(s) of {netdev}", knobs.len()),
                 requests: knobs.iter().map(host::request).collect(),
                 prior: Some(prior.clone()),
+            });
+        }
+        if let Some(prior) = self.queue_prior(action, &applied)? {
+            let switch = label(action, "switch")?;
+            let request = self.sonic()?.set_changes(switch, &prior.apply_changes()).await?;
+            return Ok(Outcome {
+                summary: prior.applied_summary(switch),
+                requests: vec![request],
+                prior: Some(prior.to_json()),
             });
         }
         let l = self.lowering(action)?;
@@ -161,9 +208,12 @@ impl Actuator for EcnActuator {
                 Verification::Changed(format!("the DCQCN knobs of {netdev} now hold {}", now.join(", ")))
             });
         }
-        let l = self.lowering(action)?;
         // Without the applied outcome there is no knowing what "lowered" was.
         let Some(applied) = applied else { return Ok(Verification::Unknown) };
+        if let Some(prior) = self.queue_prior(action, applied)? {
+            return queue::verify(self.sonic()?, label(action, "switch")?, &prior).await;
+        }
+        let l = self.lowering(action)?;
         let (before, after) = sonic::before_after(applied)?;
         sonic::verify(self.sonic()?, switch::TABLE, l.switch, &l.profile, &after, Some(&before)).await
     }
@@ -176,6 +226,10 @@ impl Actuator for EcnActuator {
                 k.value = v;
             }
             return Ok(self.plan(knobs.iter().rev().map(host::request).collect()));
+        }
+        if let Some(prior) = self.queue_prior(action, applied)? {
+            let switch = label(action, "switch")?;
+            return Ok(self.plan(vec![self.sonic()?.describe_changes(switch, &prior.undo_changes())?]));
         }
         let l = self.lowering(action)?;
         let (before, _) = sonic::before_after(applied)?;
@@ -199,6 +253,15 @@ impl Actuator for EcnActuator {
                 summary: format!("restored {} DCQCN knob(s) of {netdev}", knobs.len()),
                 requests: reversed.iter().map(host::request).collect(),
                 prior: Some(json!({ "before": now, "after": before })),
+            });
+        }
+        if let Some(prior) = self.queue_prior(action, applied)? {
+            let switch = label(action, "switch")?;
+            let request = self.sonic()?.set_changes(switch, &prior.undo_changes()).await?;
+            return Ok(Outcome {
+                summary: prior.undone_summary(switch),
+                requests: vec![request],
+                prior: Some(json!({ "before": prior.after, "after": prior.before })),
             });
         }
         let l = self.lowering(action)?;

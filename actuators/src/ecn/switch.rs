@@ -1,13 +1,24 @@
 //! The switch side of `ecn`: lowering the ECN marking thresholds of a SONiC
-//! WRED profile (`WRED_PROFILE|<name>`) through one gNMI Set.
+//! WRED profile (`WRED_PROFILE|<name>`), and, with `lowers = "profile"`,
+//! doing it to the named profile itself through one gNMI Set. (The
+//! default, `lowers = "queue"`, lowers a copy bound to one queue:
+//! [`super::queue`].)
 //!
 //! The green thresholds are multiplied by the factor (0.05 ≤ f < 1), never
 //! below the floor, so a repeated lowering converges instead of reaching
 //! zero (a queue that marks every packet). `green_drop_probability` and
 //! `ecn` change only when the action asks. Everything is validated as
 //! `sonic-wred-profile.yang` does (thresholds in bytes, max ≥ min,
-//! probability 0–100 %, a known `ecn` mode) before anything is sent; the
-//! values read before the Set are the outcome's prior, which undo restores.
+//! probability 0–100 %, a known `ecn` mode, the profile's name) before
+//! anything is sent; the values read before the Set are the outcome's
+//! prior, which undo restores.
+//!
+//! A profile serves every queue bound to it: on SONiC, AZURE_LOSSLESS is
+//! every lossless queue of every port. So a profile-scope lowering says so
+//! in its target: `port` (and `queue`), when present, must be `"*"`. Its
+//! target is then the same for every proposal on that switch, and the
+//! dispatcher's de-duplication and per-target cooldown count one lowering
+//! of the switch, not one per port ([`check_switch_wide`]).
 
 use engine::{Action, ActuatorError};
 use gnmi_proto::sonic as sonic_schema;
@@ -49,11 +60,47 @@ pub struct Lowering<'a> {
     pub ecn: Option<String>,
 }
 
-/// Reads an `ecn.lower` action, checking every value it carries.
+/// Checks a WRED profile name: safe as a path element ([`sonic::check_name`])
+/// and one `sonic-wred-profile.yang` accepts.
+pub fn check_profile(what: &str, name: &str) -> Result<(), ActuatorError> {
+    sonic::check_name(what, name)?;
+    sonic_schema::check_profile_name(what, name).map_err(|e| ActuatorError::Invalid(e.to_string()))
+}
+
+/// Reads a profile-scope `ecn.lower` action, checking every value it
+/// carries: the profile is its `profile` parameter, else `profile`.
 pub fn lowering<'a>(action: &'a Action, profile: &str, factor: f64, floor: u64) -> Result<Lowering<'a>, ActuatorError> {
     let switch = label(action, "switch")?;
     let profile = action.params.get("profile").cloned().unwrap_or_else(|| profile.to_string());
-    sonic::check_name("profile", &profile)?;
+    check_profile("profile", &profile)?;
+    values(action, switch, profile, factor, floor)
+}
+
+/// A profile-scope lowering changes every queue bound to the profile: its
+/// target must not name one port or queue (they may be absent, or `"*"`).
+pub fn check_switch_wide(action: &Action) -> Result<(), ActuatorError> {
+    for name in ["port", "queue"] {
+        if let Some(value) = action.target.get(name).filter(|v| *v != "*") {
+            return Err(ActuatorError::Invalid(format!(
+                "{} with lowers = \"profile\" changes the profile every queue bound to it uses (on SONiC, every \
+                 lossless queue of the switch), not {name} {value:?} alone: give the target {name} = \"*\", or \
+                 use an ecn actuator with lowers = \"queue\"",
+                action.kind
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The factor, floor, probability and ECN mode of `action`, checked, for
+/// `profile` on `switch`.
+pub fn values<'a>(
+    action: &'a Action,
+    switch: &'a str,
+    profile: String,
+    factor: f64,
+    floor: u64,
+) -> Result<Lowering<'a>, ActuatorError> {
     let factor = match action.params.get("factor") {
         Some(text) => check_factor(text)?,
         None => factor,
@@ -156,6 +203,19 @@ mod tests {
     }
 
     #[test]
+    fn a_profile_lowering_names_no_single_port() {
+        let mut a = action(&[]);
+        let err = check_switch_wide(&a).unwrap_err().to_string();
+        assert!(err.contains("not port \"Ethernet4\" alone") && err.contains("port = \"*\""), "{err}");
+        a.target = Labels::from_pairs([("switch", "leaf-rail1"), ("port", "*")]);
+        assert_eq!(check_switch_wide(&a), Ok(()));
+        a.target = Labels::from_pairs([("switch", "leaf-rail1")]);
+        assert_eq!(check_switch_wide(&a), Ok(()));
+        a.target = Labels::from_pairs([("switch", "leaf-rail1"), ("port", "*"), ("queue", "3")]);
+        assert!(check_switch_wide(&a).unwrap_err().to_string().contains("not queue \"3\" alone"));
+    }
+
+    #[test]
     fn bad_values_are_refused_before_anything_is_read() {
         for (params, expected) in [
             (vec![("factor", "1")], "factor \"1\" is not a number"),
@@ -163,6 +223,8 @@ mod tests {
             (vec![("drop_probability", "150")], "green_drop_probability 150 is out of range 0..100 percent"),
             (vec![("ecn", "ecn_blue")], "ecn \"ecn_blue\" is not one of"),
             (vec![("profile", "A/B")], "profile \"A/B\" is refused"),
+            (vec![("profile", "A.B")], "profile \"A.B\" is not a WRED profile name"),
+            (vec![("profile", "PPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPP")], "is not a WRED profile name"),
         ] {
             let err = lowering(&action(&params), "AZURE_LOSSLESS", 0.5, 0).unwrap_err();
             assert!(matches!(&err, ActuatorError::Invalid(m) if m.contains(expected)), "{params:?}: {err:?}");

@@ -1,6 +1,7 @@
 //! A small SONiC CONFIG_DB client over gNMI, shared by the switch actuators
-//! (`pfcwd`, `ecn`, `rail`): read some fields of one table entry, set some
-//! fields in one SetRequest, and restore what was there before.
+//! (`pfcwd`, `ecn`, `rail`): read some fields (or all) of one table entry,
+//! set fields of one or more entries, or delete entries, in one SetRequest
+//! ([`Change`]), and restore what was there before.
 //!
 //! Paths follow the switch's `path_style` ([`style`]): the database as the
 //! prefix target, or origin `sonic-db` with the database and its namespace
@@ -36,12 +37,45 @@ use std::time::Duration;
 
 use engine::{ActuatorError, Outcome, Verification};
 use gnmi_proto::gnmi::{Encoding, Update};
-use gnmi_proto::sonic::CONFIG_DB;
+use gnmi_proto::sonic::{self as sonic_schema, CONFIG_DB};
 use gnmi_proto::{ClientConfig, ClientError, GnmiClient, SetOps, TlsConfig};
 
 /// Field → value of one CONFIG_DB entry; `None` for a field the entry does
 /// not have (so a restore deletes it rather than inventing a value).
 pub type Fields = BTreeMap<String, Option<String>>;
+
+/// Every field of one CONFIG_DB entry, as the switch holds it.
+pub type Entry = BTreeMap<String, String>;
+
+/// One entry's part of a SetRequest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// Set these fields of `table|key` (a field set to `None` is deleted);
+    /// an entry that does not exist yet is created.
+    Fields {
+        /// The table.
+        table: String,
+        /// The key.
+        key: String,
+        /// The fields.
+        fields: Fields,
+    },
+    /// Delete the whole entry `table|key`.
+    Delete {
+        /// The table.
+        table: String,
+        /// The key.
+        key: String,
+    },
+}
+
+impl Change {
+    fn table_key(&self) -> (&str, &str) {
+        match self {
+            Change::Fields { table, key, .. } | Change::Delete { table, key } => (table, key),
+        }
+    }
+}
 
 /// How to reach one switch.
 #[derive(Clone)]
@@ -94,6 +128,23 @@ pub fn check_name(what: &str, name: &str) -> Result<(), ActuatorError> {
             "{what} {name:?} is refused: 1 to 64 characters of A-Z a-z 0-9 _ - . : are allowed"
         )))
     }
+}
+
+/// Checks a key of `table` before it becomes a path element: each part
+/// as [`check_name`] (a `QUEUE` key has two, `Ethernet0|3`, joined by `|` as
+/// redis and sonic-gnmi write it; every other table's has one), then as the
+/// table's YANG list does ([`sonic_schema::check_key`]).
+pub fn check_key(table: &str, key: &str) -> Result<(), ActuatorError> {
+    let parts = if table == sonic_schema::QUEUE { 2 } else { 1 };
+    let split: Vec<&str> = key.split(sonic_schema::KEY_SEPARATOR).collect();
+    if split.len() != parts {
+        // One part too many or too few: the whole key, named as refused.
+        check_name("key", key)?;
+    }
+    for part in split {
+        check_name("key", part)?;
+    }
+    sonic_schema::check_key(table, key).map_err(|e| ActuatorError::Invalid(e.to_string()))
 }
 
 impl Sonic {
@@ -178,7 +229,15 @@ impl Sonic {
     /// is absent reads as every field absent; any other refusal is not a
     /// read, and says which `path_style` was used.
     pub async fn get(&self, switch: &str, table: &str, key: &str, fields: &[&str]) -> Result<Fields, ActuatorError> {
-        check_name("key", key)?;
+        let entry = self.get_entry(switch, table, key).await?.unwrap_or_default();
+        Ok(fields.iter().map(|f| (f.to_string(), entry.get(*f).cloned())).collect())
+    }
+
+    /// Reads every field of `table|key` on `switch`; `None` when the switch
+    /// says the entry is absent (as [`Sonic::get`]). Values that are not
+    /// JSON strings are kept as their JSON text.
+    pub async fn get_entry(&self, switch: &str, table: &str, key: &str) -> Result<Option<Entry>, ActuatorError> {
+        check_key(table, key)?;
         let mut client = self.connect(switch).await?;
         let addressing = self.addressing(switch, &mut client).await?;
         let (prefix, entry) = addressing.request(CONFIG_DB, &[table, key]);
@@ -198,29 +257,51 @@ impl Sonic {
             }
             Err(e) => return Err(not_served(switch, table, key, &addressing, e)),
         };
-        Ok(fields
-            .iter()
-            .map(|f| {
-                let value = json.get(*f).map(|v| v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string()));
-                (f.to_string(), value)
-            })
-            .collect())
+        match json {
+            serde_json::Value::Null => Ok(None),
+            serde_json::Value::Object(fields) => Ok(Some(
+                fields
+                    .into_iter()
+                    .map(|(f, v)| (f, v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string())))
+                    .collect(),
+            )),
+            other => Err(ActuatorError::Failed(format!("switch {switch}: {table}|{key} is {other}, not an entry"))),
+        }
     }
 
     /// The text of the Set that makes `table|key` hold `changes` (fields
     /// set to `None` are deleted): what [`Sonic::set`] sends, for plans.
     pub fn describe(&self, switch: &str, table: &str, key: &str, changes: &Fields) -> Result<String, ActuatorError> {
+        self.describe_changes(switch, &[fields_change(table, key, changes)])
+    }
+
+    /// The text of the one SetRequest that carries `changes`, in their
+    /// order: what [`Sonic::set_changes`] sends, for plans. (A switch
+    /// applies a Set's deletes before its updates, whatever the order;
+    /// callers list them that way so the text reads as it is applied.)
+    pub fn describe_changes(&self, switch: &str, changes: &[Change]) -> Result<String, ActuatorError> {
         let address = self.address(switch)?;
-        check_name("key", key)?;
         let addressing = self.shown_addressing(switch);
-        let mut ops = Vec::with_capacity(changes.len());
-        for (field, value) in changes {
-            check_name("field", field)?;
-            let path = addressing.describe(CONFIG_DB, &[table, key, field]);
-            ops.push(match value {
-                Some(v) => format!("update {path} = {v:?}"),
-                None => format!("delete {path}"),
-            });
+        let mut ops = Vec::new();
+        for change in changes {
+            let (table, key) = change.table_key();
+            check_key(table, key)?;
+            match change {
+                Change::Delete { .. } => ops.push(format!("delete {}", addressing.describe(CONFIG_DB, &[table, key]))),
+                Change::Fields { fields, .. } => {
+                    for (field, value) in fields {
+                        check_name("field", field)?;
+                        let path = addressing.describe(CONFIG_DB, &[table, key, field]);
+                        ops.push(match value {
+                            Some(v) => format!("update {path} = {v:?}"),
+                            None => format!("delete {path}"),
+                        });
+                    }
+                }
+            }
+        }
+        if ops.is_empty() {
+            return Err(ActuatorError::Invalid(format!("nothing to set on {switch}")));
         }
         Ok(format!("gNMI Set to {switch} ({address}): {}", ops.join(", ")))
     }
@@ -228,27 +309,43 @@ impl Sonic {
     /// Sets `changes` on `table|key` in one SetRequest; the request's text
     /// (as [`Sonic::describe`] gives it).
     pub async fn set(&self, switch: &str, table: &str, key: &str, changes: &Fields) -> Result<String, ActuatorError> {
-        self.describe(switch, table, key, changes)?;
+        self.set_changes(switch, &[fields_change(table, key, changes)]).await
+    }
+
+    /// Sends `changes` in one SetRequest, one transaction on SONiC: all of
+    /// them or none; the request's text (as [`Sonic::describe_changes`]).
+    pub async fn set_changes(&self, switch: &str, changes: &[Change]) -> Result<String, ActuatorError> {
+        self.describe_changes(switch, changes)?;
         let mut client = self.connect(switch).await?;
         let addressing = self.addressing(switch, &mut client).await?;
-        let text = self.describe(switch, table, key, changes)?;
-        let mut ops = SetOps::default();
-        for (field, value) in changes {
-            let (prefix, path) = addressing.request(CONFIG_DB, &[table, key, field]);
-            ops.prefix = prefix;
-            match value {
-                Some(v) => ops.update.push(Update {
-                    path: Some(path),
-                    val: Some(gnmi_proto::value::json_ietf(&serde_json::Value::String(v.clone()))),
-                    ..Default::default()
-                }),
-                None => ops.delete.push(path),
+        let text = self.describe_changes(switch, changes)?;
+        let mut ops = SetOps { prefix: addressing.prefix(CONFIG_DB), ..SetOps::default() };
+        for change in changes {
+            match change {
+                Change::Delete { table, key } => ops.delete.push(addressing.path(CONFIG_DB, &[table, key])),
+                Change::Fields { table, key, fields } => {
+                    for (field, value) in fields {
+                        let path = addressing.path(CONFIG_DB, &[table, key, field]);
+                        match value {
+                            Some(v) => ops.update.push(Update {
+                                path: Some(path),
+                                val: Some(gnmi_proto::value::json_ietf(&serde_json::Value::String(v.clone()))),
+                                ..Default::default()
+                            }),
+                            None => ops.delete.push(path),
+                        }
+                    }
+                }
             }
         }
         tracing::info!(message = "Sending gNMI Set.", request = %text);
         client.set(ops).await.map_err(|e| outcome(switch, e))?;
         Ok(text)
     }
+}
+
+fn fields_change(table: &str, key: &str, fields: &Fields) -> Change {
+    Change::Fields { table: table.to_string(), key: key.to_string(), fields: fields.clone() }
 }
 
 /// The switch did not serve `table|key` as `addressing` asked: the action
@@ -358,6 +455,48 @@ mod tests {
         }
         assert!(check_name("key", "Ethernet8").is_ok());
         assert!(check_name("key", "AZURE_LOSSLESS").is_ok());
+    }
+
+    #[test]
+    fn a_queue_key_has_exactly_two_parts_and_others_one() {
+        assert_eq!(check_key("QUEUE", "Ethernet12|3"), Ok(()));
+        for (table, bad, expected) in [
+            ("QUEUE", "Ethernet12", "QUEUE key \"Ethernet12\" is refused"),
+            ("QUEUE", "Ethernet12|3|4", "key \"Ethernet12|3|4\" is refused"),
+            ("QUEUE", "Ethernet12|9", "queue indices are 0 to 7"),
+            ("QUEUE", "Eth/12|3", "key \"Eth/12\" is refused"),
+            ("PFC_WD", "Ethernet12|3", "key \"Ethernet12|3\" is refused"),
+            ("WRED_PROFILE", "A.B", "not a WRED profile name"),
+        ] {
+            let err = check_key(table, bad).unwrap_err();
+            assert!(matches!(&err, ActuatorError::Invalid(m) if m.contains(expected)), "{bad}: {err:?}");
+        }
+    }
+
+    #[test]
+    fn changes_of_several_entries_are_described_as_one_set() {
+        let endpoint = Endpoint {
+            address: "127.0.0.1:1".into(),
+            credentials: None,
+            tls: None,
+            style: PathStyleSetting::PrefixTarget,
+            namespace: "localhost".into(),
+        };
+        let sonic = Sonic::new([("leaf".to_string(), endpoint)].into(), Duration::from_secs(1));
+        let changes = [
+            Change::Delete { table: "WRED_PROFILE".into(), key: "ROCEMEND_Ethernet12_3".into() },
+            Change::Fields {
+                table: "QUEUE".into(),
+                key: "Ethernet12|3".into(),
+                fields: [("wred_profile".to_string(), Some("AZURE_LOSSLESS".to_string()))].into(),
+            },
+        ];
+        assert_eq!(
+            sonic.describe_changes("leaf", &changes).unwrap(),
+            "gNMI Set to leaf (127.0.0.1:1): delete CONFIG_DB@/WRED_PROFILE/ROCEMEND_Ethernet12_3, \
+             update CONFIG_DB@/QUEUE/Ethernet12|3/wred_profile = \"AZURE_LOSSLESS\""
+        );
+        assert!(sonic.describe_changes("leaf", &[]).is_err(), "an empty Set is nothing to send");
     }
 
     #[test]

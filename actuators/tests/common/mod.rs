@@ -5,6 +5,7 @@
 pub mod kube;
 pub mod netns;
 pub mod slurm;
+pub mod sonic_target;
 
 /// Reads one HTTP request from `socket`: its head (without the blank line)
 /// and its body, as long as its `Content-Length` says.

@@ -318,6 +318,98 @@ async fn get_and_set_work_in_both_path_styles_and_a_switch_may_take_one() {
     }
 }
 
+fn profile_field(name: &str, field: &str, v: &str) -> Update {
+    update(&format!("/sonic-db:CONFIG_DB/localhost/WRED_PROFILE/{name}/{field}"), value::string(v))
+}
+
+fn bind(queue: &str, profile: &str) -> Update {
+    update(&format!("/sonic-db:CONFIG_DB/localhost/QUEUE/{queue}/wred_profile"), value::string(profile))
+}
+
+fn binding(sw: &RunningSwitch, queue: &str) -> Option<String> {
+    sw.model.config_entry("QUEUE", queue).and_then(|e| e.get("wred_profile").cloned())
+}
+
+#[tokio::test]
+async fn a_queue_is_bound_to_its_own_profile_in_one_set_and_back_again() {
+    let (sw, mut client) = switch(2).await;
+    assert_eq!(get_text(&mut client, "/sonic-db:CONFIG_DB/QUEUE/Ethernet4|3/wred_profile").await, "AZURE_LOSSLESS");
+    // The binding comes first in the request, the profile after: the Set is
+    // checked as a whole, so the profile it creates counts.
+    let ops = SetOps {
+        update: vec![
+            bind("Ethernet4|3", "MINE"),
+            profile_field("MINE", "green_min_threshold", "262144"),
+            profile_field("MINE", "green_max_threshold", "524288"),
+        ],
+        ..Default::default()
+    };
+    client.set(ops).await.unwrap();
+    assert_eq!(binding(&sw, "Ethernet4|3").as_deref(), Some("MINE"));
+    assert_eq!(binding(&sw, "Ethernet0|3").as_deref(), Some("AZURE_LOSSLESS"));
+    let green_min = |sw: &RunningSwitch, port: &str, queue: usize| {
+        sim::switch::config::queue_green_min(&sw.model.read().config, port, queue)
+    };
+    assert_eq!(green_min(&sw, "Ethernet4", 3), Some(262144.0));
+    assert_eq!(green_min(&sw, "Ethernet4", 4), Some(1048576.0));
+    // Deleting the profile while re-binding the queue away from it, in one Set, is no conflict.
+    let ops = SetOps {
+        delete: vec![parse_path("/sonic-db:CONFIG_DB/localhost/WRED_PROFILE/MINE").unwrap()],
+        update: vec![bind("Ethernet4|3", "AZURE_LOSSLESS")],
+        ..Default::default()
+    };
+    client.set(ops).await.unwrap();
+    assert_eq!(binding(&sw, "Ethernet4|3").as_deref(), Some("AZURE_LOSSLESS"));
+    assert_eq!(sw.model.config_entry("WRED_PROFILE", "MINE"), None);
+    sw.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_dangling_binding_and_deleting_a_bound_profile_are_refused() {
+    let (sw, client) = switch(2).await;
+    let before = sw.model.read().config.clone();
+    let refused = |ops: SetOps| {
+        let mut client = client.clone();
+        async move { client.set(ops).await.unwrap_err() }
+    };
+    // A binding to a profile that does not exist (a leafref, as SONiC's YANG checks it).
+    let err = refused(SetOps { update: vec![bind("Ethernet4|3", "NOPE")], ..Default::default() }).await;
+    assert_eq!(err.code(), Some(tonic::Code::InvalidArgument), "{err}");
+    assert!(err.to_string().contains("QUEUE|Ethernet4|3 wred_profile \"NOPE\": no such WRED_PROFILE entry"), "{err}");
+    // The profile deleted by the same Set that binds it: still dangling.
+    let ops = SetOps {
+        delete: vec![parse_path("/sonic-db:CONFIG_DB/localhost/WRED_PROFILE/MINE").unwrap()],
+        update: vec![profile_field("OTHER", "green_min_threshold", "1"), bind("Ethernet0|4", "MINE")],
+        ..Default::default()
+    };
+    assert_eq!(refused(ops).await.code(), Some(tonic::Code::InvalidArgument));
+    // The shared profile, deleted while every lossless queue uses it.
+    let ops = SetOps {
+        delete: vec![parse_path("/sonic-db:CONFIG_DB/localhost/WRED_PROFILE/AZURE_LOSSLESS").unwrap()],
+        ..Default::default()
+    };
+    let err = refused(ops).await;
+    assert_eq!(err.code(), Some(tonic::Code::InvalidArgument), "{err}");
+    assert!(
+        err.to_string().contains("WRED_PROFILE|AZURE_LOSSLESS is still in use by QUEUE|Ethernet0|3, QUEUE|Ethernet0|4"),
+        "{err}"
+    );
+    // Keys and names SONiC's YANG refuses, and a queue of a port the switch does not have.
+    for (ops, code) in [
+        (vec![bind("Ethernet4|9", "AZURE_LOSSLESS")], tonic::Code::InvalidArgument),
+        (vec![bind("Ethernet4", "AZURE_LOSSLESS")], tonic::Code::InvalidArgument),
+        (vec![bind("Ethernet44|3", "AZURE_LOSSLESS")], tonic::Code::NotFound),
+        (vec![bind("Ethernet4|3", "A.B")], tonic::Code::InvalidArgument),
+        (vec![profile_field("A.B", "green_min_threshold", "1")], tonic::Code::InvalidArgument),
+        (vec![update("/sonic-db:CONFIG_DB/QUEUE/Ethernet4|3/scheduler", value::string("s1"))], tonic::Code::NotFound),
+    ] {
+        let err = refused(SetOps { update: ops, ..Default::default() }).await;
+        assert_eq!(err.code(), Some(code), "{err}");
+    }
+    assert_eq!(sw.model.read().config, before, "nothing of the refused Sets stuck");
+    sw.stop().await.unwrap();
+}
+
 #[tokio::test]
 async fn on_change_heartbeats_are_sent_unless_the_switch_ignores_them() {
     for ignore in [false, true] {

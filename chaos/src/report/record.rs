@@ -172,7 +172,7 @@ pub struct FaultOutcome {
     #[serde(default)]
     pub detected_by: Option<String>,
     /// When an action was first executed on a target at its location
-    /// (undos do not count).
+    /// (undos and notifications do not count).
     #[serde(default)]
     pub mitigated_at: Option<Nanos>,
     /// That action and target.

@@ -456,7 +456,14 @@ impl FaultSpec {
             down: ctx.opt(&self.down, "down", 200 * MS)?,
             rate: self.rate.unwrap_or(0.5).clamp(0.01, 1.0),
             loss: self.loss.unwrap_or(0.01).clamp(0.0, 1.0),
-            load: self.load.unwrap_or(0.8).max(0.0),
+            load: self
+                .load
+                .unwrap_or(match self.kind {
+                    FaultKind::Incast => 1.0,
+                    FaultKind::UplinkCongestion => 1.5,
+                    _ => 0.8,
+                })
+                .max(0.0),
             gpu: self.gpu.unwrap_or(0),
             xid: self.xid.unwrap_or(79),
             delay: ctx.opt(&self.delay, "delay", 0)?,
@@ -489,10 +496,13 @@ impl FaultSpec {
                 self.at.span(),
                 format!("fault {:?} is a simulator fault: it needs clock = \"virtual\"", self.kind),
             ));
-        } else if !matches!(self.kind, FaultKind::GnmiSilent) {
+        } else if !matches!(self.kind, FaultKind::GnmiSilent | FaultKind::UplinkCongestion) {
             fabric.select(select).map_err(|e| ctx.err(select_span, e.to_string()))?;
         } else if select.switch.as_ref().is_none_or(|s| fabric.leaf(s).is_none()) {
-            return Err(ctx.err(select_span, "gnmi_silent needs `select.switch`, a leaf of the inventory"));
+            return Err(ctx.err(
+                select_span,
+                format!("{} needs `select.switch`, a leaf of the inventory", site::kind_name(self.kind)),
+            ));
         }
         Ok(())
     }
@@ -617,6 +627,13 @@ impl ScenarioPlan {
                     FaultKind::GnmiSilent => {
                         f.select.switch.iter().map(|s| Effect::GnmiSilent { switch: s.clone() }).collect()
                     }
+                    FaultKind::Incast => nics.iter().map(|&nic| Effect::Incast { nic, load: f.load }).collect(),
+                    FaultKind::UplinkCongestion => f
+                        .select
+                        .switch
+                        .iter()
+                        .map(|s| Effect::UplinkCongestion { switch: s.clone(), load: f.load })
+                        .collect(),
                     FaultKind::GpuXid => {
                         let mut nodes: Vec<String> = nics.iter().map(|&i| fabric.nics[i].node.clone()).collect();
                         nodes.dedup();

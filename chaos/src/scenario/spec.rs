@@ -126,6 +126,12 @@ pub enum FaultKind {
     PacketLoss,
     /// A competing job offers `load` (default 0.8 of line rate) on the rail.
     Congestion,
+    /// The other NICs of each selected NIC's rail send it `load` more
+    /// (default 1.0 of its line rate): an incast onto a receiver.
+    Incast,
+    /// The selected leaf's (`select.switch`) uplink toward the spine is
+    /// offered `load` times what it carries (default 1.5).
+    UplinkCongestion,
     /// The node's sensors see nothing new.
     SensorOutage,
     /// The switch stops answering gNMI.

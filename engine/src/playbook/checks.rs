@@ -133,6 +133,9 @@ fn limits(p: &Playbook, out: &mut Vec<TomlError>) {
     if p.limits.max_isolated_ports_per_switch == Some(0) {
         flag(&["limits".into(), "max_isolated_ports_per_switch".into()], "0 holds every port isolation".into());
     }
+    if p.limits.max_ecn_queues_per_switch == Some(0) {
+        flag(&["limits".into(), "max_ecn_queues_per_switch".into()], "0 holds every ECN lowering".into());
+    }
     if let Some(pct) = p.limits.max_cordon_percent {
         if !(pct > 0.0 && pct <= 100.0) {
             flag(&["limits".into(), "max_cordon_percent".into()], format!("{pct}: expected above 0 and at most 100"));

@@ -7,6 +7,7 @@
 //! max_cordon_percent = 5.0            # nodes cordoned by us at once, % of the inventory
 //! max_rails_per_plane = 1             # rails of one plane drained at once
 //! max_isolated_ports_per_switch = 2   # ports of one switch isolated at once
+//! max_ecn_queues_per_switch = 8       # queues of one switch with ECN lowered at once
 //! per_kind = { "ecn.lower" = 20 }     # actions of one kind per window, fleet-wide
 //!
 //! [breaker]
@@ -60,6 +61,12 @@ pub struct Limits {
     /// At most this many ports of one switch isolated at once.
     #[serde(default)]
     pub max_isolated_ports_per_switch: Option<u32>,
+    /// At most this many queues of one switch with their ECN thresholds
+    /// lowered at once. A switch-wide lowering (an `ecn.lower` whose target
+    /// names no port, or port `"*"`: the shared WRED profile, and with it
+    /// every queue bound to it) counts as all of them.
+    #[serde(default)]
+    pub max_ecn_queues_per_switch: Option<u32>,
     /// Per action kind: at most this many per window, fleet-wide.
     #[serde(default)]
     pub per_kind: BTreeMap<String, u32>,
@@ -73,6 +80,7 @@ impl Default for Limits {
             max_cordon_percent: None,
             max_rails_per_plane: one(),
             max_isolated_ports_per_switch: None,
+            max_ecn_queues_per_switch: None,
             per_kind: BTreeMap::new(),
         }
     }

@@ -181,6 +181,20 @@ pub const RAIL_DRAIN_KINDS: &[&str] = &["rail.drain"];
 /// Action kinds the ports-per-switch limit applies to.
 pub const PORT_ISOLATION_KINDS: &[&str] = &["link.isolate", "port.shutdown"];
 
+/// Action kinds that lower a switch queue's ECN thresholds.
+pub const ECN_KINDS: &[&str] = &["ecn.lower"];
+
+/// How many of a switch's queues an ECN lowering reaches, out of `max`: one
+/// for a queue's own lowering; all of them for a switch-wide one (no port,
+/// or port `"*"`: the shared profile).
+fn ecn_queues(action: &Action, max: u32) -> u32 {
+    if action.target.get("port").is_none_or(|p| p == "*") {
+        max
+    } else {
+        1
+    }
+}
+
 impl Policy {
     /// A policy with `settings`; `topology` resolves targets to rails,
     /// planes and switches, and gives the fleet size.
@@ -401,6 +415,22 @@ impl Policy {
                 if n >= max {
                     return Some(format!(
                         "limit: at most {max} ports of switch {switch} isolated at once; {n} already"
+                    ));
+                }
+            }
+        }
+        if ECN_KINDS.contains(&kind) {
+            if let (Some(max), Some(switch)) = (limits.max_ecn_queues_per_switch, &impact.switch) {
+                let n: u32 = self
+                    .in_effect
+                    .values()
+                    .filter(|e| ECN_KINDS.contains(&e.action.kind.as_str()) && e.impact.switch.as_ref() == Some(switch))
+                    .map(|e| ecn_queues(&e.action, max))
+                    .sum();
+                if n + ecn_queues(action, max) > max {
+                    return Some(format!(
+                        "limit: at most {max} queues of switch {switch} with ECN lowered at once; {n} already \
+                         (a switch-wide lowering counts as all {max})"
                     ));
                 }
             }

@@ -117,6 +117,24 @@ fn ports_of_one_switch_are_limited() {
 }
 
 #[test]
+fn ecn_lowerings_count_the_queues_they_reach() {
+    let mut policy = Policy::new(settings(|l, _, _| l.max_ecn_queues_per_switch = Some(2)), Some(topology()));
+    let queue = |port: &str| proposal("ecn.lower", &[("switch", "leaf-rail5"), ("port", port), ("queue", "3")]);
+    let switch_wide = proposal("ecn.lower", &[("switch", "leaf-rail5"), ("port", "*")]);
+    assert_eq!(policy.check(&switch_wide, true, 0), Check::Allow, "nothing lowered yet");
+    let (a, b, c) = (queue("Ethernet0"), queue("Ethernet4"), queue("Ethernet8"));
+    assert_eq!(policy.check(&a, true, 0), Check::Allow);
+    policy.commit("a", &a, 0);
+    // One queue lowered: a switch-wide lowering would reach both allowed and more.
+    assert!(matches!(policy.check(&switch_wide, true, 0), Check::Hold(r) if r.contains("switch-wide")));
+    assert_eq!(policy.check(&b, true, 0), Check::Allow);
+    policy.commit("b", &b, 0);
+    assert!(matches!(policy.check(&c, true, 0), Check::Hold(r) if r.contains("at most 2 queues of switch leaf-rail5")));
+    let other = proposal("ecn.lower", &[("switch", "leaf-rail6"), ("port", "Ethernet0"), ("queue", "3")]);
+    assert_eq!(policy.check(&other, true, 0), Check::Allow, "another switch");
+}
+
+#[test]
 fn the_share_of_the_fleet_cordoned_is_limited() {
     // 4 nodes: 25% allows one node, not two.
     let mut policy = Policy::new(settings(|l, _, _| l.max_cordon_percent = Some(25.0)), Some(topology()));

@@ -8,6 +8,7 @@
 //! | … `_RX_PAUSE_DURATION_US` | `switch_pfc_rx_pause_duration_us` | counter 64 | `port`, `prio` |
 //! | … `_TX_PAUSE_DURATION_US` | `switch_pfc_tx_pause_duration_us` | counter 64 | `port`, `prio` |
 //! | `COUNTERS/<port>/Queues` `<port>:<q>` `SAI_QUEUE_STAT_PACKETS`, `_BYTES`, `_DROPPED_PACKETS`, `_DROPPED_BYTES` | `switch_queue_packets`, `…_bytes`, `…_dropped_packets`, `…_dropped_bytes` | counter 64 | `port`, `queue`, `prio` |
+//! | … `SAI_QUEUE_STAT_WRED_ECN_MARKED_PACKETS` (SONiC's `WRED_ECN_QUEUE` flex counter group) | `switch_queue_ecn_marked_packets` | counter 64 | `port`, `queue`, `prio` |
 //! | … `SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES`, `_CURR_OCCUPANCY_BYTES` | `switch_queue_watermark_bytes`, `switch_queue_occupancy_bytes` | gauge | `port`, `queue`, `prio` |
 //! | `COUNTERS/<port>/Pfcwd` `<port>:<q>` `PFC_WD_STATUS` | `switch_pfcwd_stormed` (1 stormed, 0 operational) | gauge | `port`, `queue`, `prio` |
 //! | … `PFC_WD_QUEUE_STATS_DEADLOCK_DETECTED`, `_RESTORED`, `_TX_DROPPED_PACKETS`, `_RX_DROPPED_PACKETS` | `switch_pfcwd_deadlock_detected`, `…_restored`, `…_tx_dropped_packets`, `…_rx_dropped_packets` | counter 64 | `port`, `queue`, `prio` |
@@ -106,8 +107,9 @@ const PFC_SUFFIXES: [(&str, &str); 4] = [
     ("TX_PAUSE_DURATION_US", "switch_pfc_tx_pause_duration_us"),
 ];
 
-const QUEUE_FIELDS: [(&str, &str, Kind); 6] = [
+const QUEUE_FIELDS: [(&str, &str, Kind); 7] = [
     ("SAI_QUEUE_STAT_PACKETS", "switch_queue_packets", Kind::Counter),
+    ("SAI_QUEUE_STAT_WRED_ECN_MARKED_PACKETS", "switch_queue_ecn_marked_packets", Kind::Counter),
     ("SAI_QUEUE_STAT_BYTES", "switch_queue_bytes", Kind::Counter),
     ("SAI_QUEUE_STAT_DROPPED_PACKETS", "switch_queue_dropped_packets", Kind::Counter),
     ("SAI_QUEUE_STAT_DROPPED_BYTES", "switch_queue_dropped_bytes", Kind::Counter),
@@ -497,11 +499,16 @@ mod tests {
 
     #[test]
     fn queues_and_the_watchdog_carry_port_and_queue() {
-        let json = serde_json::json!({"Ethernet4:3": {"SAI_QUEUE_STAT_PACKETS": "5", "SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES": "1024"}});
+        let json = serde_json::json!({"Ethernet4:3": {
+            "SAI_QUEUE_STAT_PACKETS": "5",
+            "SAI_QUEUE_STAT_WRED_ECN_MARKED_PACKETS": "3",
+            "SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES": "1024",
+        }});
         let out = map("COUNTERS_DB@/COUNTERS/Ethernet4/Queues", value::json_ietf(&json)).unwrap();
-        assert_eq!(out.len(), 2);
+        assert_eq!(out.len(), 3);
         assert_eq!(out[0], counter("switch_queue_packets", "Ethernet4", Some(3), None, 5));
-        assert_eq!(out[1], gauge("switch_queue_watermark_bytes", "Ethernet4", Some(3), 1024.0));
+        assert!(out.contains(&counter("switch_queue_ecn_marked_packets", "Ethernet4", Some(3), None, 3)), "{out:?}");
+        assert!(out.contains(&gauge("switch_queue_watermark_bytes", "Ethernet4", Some(3), 1024.0)), "{out:?}");
         let json = serde_json::json!({"Ethernet4:3": {"PFC_WD_STATUS": "stormed", "PFC_WD_QUEUE_STATS_DEADLOCK_DETECTED": "2"}});
         let out = map("COUNTERS_DB@/COUNTERS/Ethernet4/Pfcwd", value::json_ietf(&json)).unwrap();
         assert_eq!(out[0], counter("switch_pfcwd_deadlock_detected", "Ethernet4", Some(3), None, 2));

@@ -42,11 +42,22 @@ impl ReadBack {
         match action.kind.as_str() {
             "pfcwd.escalate" => Some(("PFC_WD", port()?, vec!["action", "detection_time", "restoration_time"])),
             "rail.drain" => Some(("PORT", port()?, vec!["admin_status"])),
-            "ecn.lower" => Some((
-                "WRED_PROFILE",
-                action.params.get("profile").cloned().unwrap_or_else(|| "AZURE_LOSSLESS".into()),
-                vec!["green_min_threshold", "green_max_threshold", "green_drop_probability", "ecn"],
-            )),
+            "ecn.lower" => {
+                // A queue's lowering is a copy of its profile bound to it; a
+                // switch-wide one (port "*" or none) is the profile itself.
+                let profile = match (action.target.get("port"), action.params.get("profile")) {
+                    (Some(port), None) if port != "*" => actuators::ecn::queue::copy_name(
+                        port,
+                        action.target.get("queue").and_then(|q| q.parse().ok()).unwrap_or(3),
+                    ),
+                    (_, profile) => profile.cloned().unwrap_or_else(|| "AZURE_LOSSLESS".into()),
+                };
+                Some((
+                    "WRED_PROFILE",
+                    profile,
+                    vec!["green_min_threshold", "green_max_threshold", "green_drop_probability", "ecn"],
+                ))
+            }
             _ => None,
         }
     }

@@ -24,6 +24,7 @@
 //! `docs/simulator.md`. Randomness (symbol errors, packet loss) comes from
 //! one seeded generator, so a seed replays a run exactly.
 
+pub mod egress;
 pub mod nic;
 pub mod physics;
 pub mod prom;
@@ -45,8 +46,6 @@ pub const LINE_BYTES_PER_S: f64 = 50e9;
 /// The symbol-error rate per bit of a healthy link: 1e-15, a symbol error
 /// every few hours at 400G.
 pub const HEALTHY_BER: f64 = 1e-15;
-/// The WRED profile the leaves use for the lossless class.
-pub const LOSSLESS_PROFILE: &str = "AZURE_LOSSLESS";
 
 /// A fabric could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -198,6 +197,25 @@ pub enum Effect {
         /// Extra load per port.
         load: f64,
     },
+    /// The other NICs of the NIC's rail send it `load` more (a fraction of
+    /// its line rate) than the job does: an incast. Its leaf port's egress
+    /// queue fills; the senders wait, the NIC receives marked packets.
+    Incast {
+        /// The receiving NIC's index.
+        nic: usize,
+        /// Extra load toward it.
+        load: f64,
+    },
+    /// The leaf's uplink toward the spine is offered `load` times what it
+    /// can carry (a spine link down, cross-rail traffic): its egress queue
+    /// fills; every NIC of the leaf waits, the plane's other NICs receive
+    /// marked packets.
+    UplinkCongestion {
+        /// The leaf.
+        switch: String,
+        /// Offered over capacity.
+        load: f64,
+    },
     /// The node's sensors see nothing new: its data goes stale.
     SensorOutage {
         /// The node.
@@ -286,6 +304,10 @@ pub struct Fabric {
     pub jobs: Vec<Job>,
     /// Extra load per rail from competing jobs.
     pub congestion: BTreeMap<u32, f64>,
+    /// Extra load onto a NIC (by index) from the other NICs of its rail.
+    pub incast: BTreeMap<usize, f64>,
+    /// The load offered to a leaf's uplink, over what it can carry.
+    pub uplink_load: BTreeMap<String, f64>,
     /// Nodes whose sensors see nothing new.
     pub blind_nodes: BTreeSet<String>,
     /// Switches that do not answer gNMI.
@@ -424,6 +446,8 @@ impl Fabric {
             spines,
             jobs,
             congestion: BTreeMap::new(),
+            incast: BTreeMap::new(),
+            uplink_load: BTreeMap::new(),
             blind_nodes: BTreeSet::new(),
             silent_switches: BTreeSet::new(),
             cordoned: BTreeSet::new(),
@@ -499,6 +523,20 @@ impl Fabric {
                     *self.congestion.entry(*rail).or_default() += load;
                 } else {
                     self.congestion.remove(rail);
+                }
+            }
+            Effect::Incast { nic, load } => {
+                if on {
+                    *self.incast.entry(*nic).or_default() += load;
+                } else {
+                    self.incast.remove(nic);
+                }
+            }
+            Effect::UplinkCongestion { switch, load } => {
+                if on {
+                    self.uplink_load.insert(switch.clone(), *load);
+                } else {
+                    self.uplink_load.remove(switch);
                 }
             }
             Effect::GpuXid { node, gpu, xid } => {

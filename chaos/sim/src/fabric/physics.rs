@@ -13,10 +13,14 @@
 //!    of the plane are paused half the time. Once the leaf's watchdog has
 //!    declared the queue stormed *and* its `PFC_WD` action is `drop`, the
 //!    queue drops instead of honouring the pause and the spread stops.
-//! 3. **Congestion.** Offered load above the (possibly degraded) link rate
-//!    makes senders wait. DCQCN reacts to ECN marks before PFC kicks in, so
-//!    the fraction of time paused scales with the WRED `green_min_threshold`
-//!    over its default: lower thresholds, less queue, less `xmit_wait`.
+//! 3. **Congestion** has a direction ([`super::egress`]). A leaf egress
+//!    queue offered more than its link carries (a competing job on the
+//!    rail, an incast onto one NIC, a congested uplink) fills; it marks the
+//!    packets going out of it (their receivers send CNPs) and pauses the
+//!    NICs sending into it (their `xmit_wait` rises). DCQCN reacts to the
+//!    marks before PFC kicks in, so the senders' waiting scales with that
+//!    queue's WRED `green_min_threshold` over its default: a lower threshold
+//!    on the congested queue, less waiting; on any other queue, no change.
 //! 4. **Errors.** Symbol errors are drawn from the BER over the bits on the
 //!    wire (the PHY is lit even when idle); a BER above ~1e-8 costs
 //!    retransmissions; packet loss costs go-back-N retransmissions (about
@@ -26,11 +30,10 @@
 //!    and by the worst delivered fraction; a link that lost carrier within
 //!    [`FLAP_PENALTY`] stalls collectives on RDMA retry timeouts.
 
-use std::collections::BTreeMap;
-
 use engine::time::{Nanos, MS, SECOND};
 
-use super::{Fabric, Job, Nic, LINE_BYTES_PER_S, LOSSLESS_PROFILE};
+use super::egress::Egress;
+use super::{Fabric, Job, Nic, LINE_BYTES_PER_S};
 use crate::switch::config;
 
 /// How long an uncontained storm takes to fill the spine and pause the
@@ -93,20 +96,16 @@ pub fn step(fabric: &mut Fabric, dt: Nanos) {
     carriers(fabric);
     let storms = storms(fabric);
     let nodes = NodeTraffic::of(fabric);
-    let kmin = ecn_thresholds(fabric);
-    let mut occupancy: Vec<(String, String, f64)> = Vec::new();
+    let received: Vec<f64> = (0..fabric.nics.len()).map(|i| received(fabric, &nodes, i)).collect();
+    let egress = Egress::of(fabric, &received);
     // NIC by NIC, in order: each draws its errors from the one generator,
     // and the order of the draws is what a seed replays.
     for i in 0..fabric.nics.len() {
-        let nic = &fabric.nics[i];
-        let flow = Flow::of(fabric, nic, nodes.offered(fabric, nic), &kmin, &storms);
-        if let Some(bytes) = flow.queue {
-            occupancy.push((nic.switch.clone(), nic.switch_port.clone(), bytes));
-        }
+        let flow = Flow::of(fabric, i, nodes.offered(fabric, &fabric.nics[i]), &egress, &storms);
         count_traffic(fabric, i, &flow, secs);
     }
     job_step_times(fabric, &nodes, now);
-    switches(fabric, dt, &occupancy);
+    switches(fabric, dt, &egress);
     fabric.now = now;
 }
 
@@ -196,21 +195,17 @@ fn node_index(fabric: &Fabric, nic: &Nic) -> usize {
     fabric.nodes.iter().position(|n| *n == nic.node).unwrap_or(0)
 }
 
-/// Each leaf's WRED `green_min_threshold` for the lossless class (ECN's
-/// Kmin), as the actuators left it in CONFIG_DB.
-fn ecn_thresholds(fabric: &Fabric) -> BTreeMap<String, f64> {
-    fabric
-        .leaves
-        .iter()
-        .map(|(name, leaf)| {
-            let k = leaf
-                .model
-                .config_entry("WRED_PROFILE", LOSSLESS_PROFILE)
-                .and_then(|e| e.get("green_min_threshold").and_then(|v| v.parse::<f64>().ok()))
-                .unwrap_or(DEFAULT_KMIN);
-            (name.clone(), k)
-        })
-        .collect()
+/// What NIC `i` receives, a fraction of line rate: the job's traffic
+/// (collectives are symmetric: it receives what it sends), a competing
+/// job's on its rail, and an incast onto it. A dark link receives nothing.
+fn received(fabric: &Fabric, nodes: &NodeTraffic, i: usize) -> f64 {
+    let nic = &fabric.nics[i];
+    if !nic.lit() {
+        return 0.0;
+    }
+    let competing = fabric.congestion.get(&nic.rail).copied().unwrap_or(0.0);
+    let incast = fabric.incast.get(&i).copied().unwrap_or(0.0);
+    nodes.offered(fabric, nic) + competing + incast
 }
 
 /// One NIC's traffic in a step.
@@ -223,36 +218,21 @@ struct Flow {
     paused: f64,
     /// Fraction of the offered traffic that gets through.
     delivered: f64,
-    /// The leaf queue's occupancy (bytes), when the link is oversubscribed.
-    queue: Option<f64>,
     /// Fraction of the packets to the NIC that arrive ECN-marked: those
-    /// that found the queue above its marking threshold.
+    /// that went through a queue above its marking threshold.
     marked: f64,
 }
 
 impl Flow {
-    /// `nic`'s traffic when offered `offered`: competing load on its rail,
-    /// ECN and the storms slow it; errors and loss cost retransmissions.
-    fn of(fabric: &Fabric, nic: &Nic, offered: f64, kmin: &BTreeMap<String, f64>, storms: &[Storm]) -> Flow {
-        let extra = if nic.lit() { fabric.congestion.get(&nic.rail).copied().unwrap_or(0.0) } else { 0.0 };
+    /// NIC `i`'s traffic when offered `offered`: the egress queues it sends
+    /// into make it wait, the one toward it marks what it receives, the
+    /// storms pause it; errors and loss cost retransmissions.
+    fn of(fabric: &Fabric, i: usize, offered: f64, egress: &Egress, storms: &[Storm]) -> Flow {
+        let nic = &fabric.nics[i];
         let capacity = nic.rate.max(0.01);
-        let u = (offered + extra) / capacity;
-        let k = kmin.get(&nic.switch).copied().unwrap_or(DEFAULT_KMIN);
-        let paused = storm_spread(nic, storms, ecn_pause(u, k));
-        let queue = (u > 1.0).then(|| k * u.min(2.0));
-        let marked = if u > 1.0 { (u - 1.0).min(1.0) } else { 0.0 };
-        Flow { offered, capacity, paused, delivered: delivered(nic, paused, u), queue, marked }
-    }
-}
-
-/// The fraction of time senders wait at utilisation `u` with ECN's Kmin at
-/// `k`: DCQCN backs off on marks before PFC pauses, so a lower threshold
-/// means less waiting.
-fn ecn_pause(u: f64, k: f64) -> f64 {
-    if u > 1.0 {
-        ((u - 1.0) / u) * (k / DEFAULT_KMIN).clamp(0.05, 1.0)
-    } else {
-        0.0
+        let paused = storm_spread(nic, storms, egress.sender_pause(fabric, i));
+        let u = egress.to_nic[i].utilisation;
+        Flow { offered, capacity, paused, delivered: delivered(nic, paused, u), marked: egress.marked_to(fabric, i) }
     }
 }
 
@@ -439,8 +419,9 @@ fn flaps(fabric: &mut Fabric, now: Nanos) {
 
 /// The leaves and spines: their own clock (storms, watchdog), then what
 /// the NICs did to their ports.
-fn switches(fabric: &mut Fabric, dt: Nanos, occupancy: &[(String, String, f64)]) {
+fn switches(fabric: &mut Fabric, dt: Nanos, egress: &Egress) {
     let d = std::time::Duration::from_nanos(dt.max(0) as u64);
+    let secs = dt as f64 / SECOND as f64;
     let us = (dt / 1_000).max(0) as u64;
     for leaf in fabric.leaves.values() {
         leaf.model.advance(d);
@@ -448,15 +429,19 @@ fn switches(fabric: &mut Fabric, dt: Nanos, occupancy: &[(String, String, f64)])
     for spine in fabric.spines.values() {
         spine.model.advance(d);
     }
-    for nic in &fabric.nics {
+    for (nic, queue) in fabric.nics.iter().zip(&egress.to_nic) {
         let Some(leaf) = fabric.leaves.get(&nic.switch) else { continue };
         let up = nic.lit();
+        // What the egress queue toward the NIC marked: its share of the
+        // packets that left it.
+        let sent = queue.utilisation.min(1.0) * nic.rate * LINE_BYTES_PER_S * secs / PACKET_BYTES;
+        let marks = (sent * queue.marked()) as u64;
         let paused_us = (nic.paused * us as f64) as u64;
         let bytes = (nic.delivered * LINE_BYTES_PER_S * dt as f64 / SECOND as f64) as u64;
         let port = nic.switch_port.clone();
         let errors = nic.counters.port_rcv_errors;
         let symbols = nic.counters.symbol_error;
-        let occ = occupancy.iter().find(|(s, p, _)| *s == nic.switch && *p == port).map(|o| o.2 as u64);
+        let occ = queue.occupancy().map(|o| o as u64);
         leaf.model.write(|s| {
             let Some(i) = s.ports.iter().position(|p| p.name == port) else { return };
             let p = &mut s.ports[i];
@@ -473,9 +458,19 @@ fn switches(fabric: &mut Fabric, dt: Nanos, occupancy: &[(String, String, f64)])
             p.stats[0] += bytes / 1000;
             p.stats[2] = errors;
             p.stats[3] = symbols;
-            if let Some(o) = occ {
-                p.queues[3].stats[5] = o;
-                p.queues[3].stats[4] = p.queues[3].stats[4].max(o);
+            record_queue(&mut p.queues[3], occ, marks);
+        });
+    }
+    // The uplinks' queues toward the spine, as wide as the leaf's NIC ports.
+    for (name, queue) in &egress.uplink {
+        let Some(leaf) = fabric.leaves.get(name) else { continue };
+        let Some(port) = leaf.uplink.clone() else { continue };
+        let width = fabric.nics.iter().filter(|n| &n.switch == name).count().max(1) as f64;
+        let sent = queue.utilisation.min(1.0) * width * LINE_BYTES_PER_S * secs / PACKET_BYTES;
+        let (occ, marks) = (queue.occupancy().map(|o| o as u64), (sent * queue.marked()) as u64);
+        leaf.model.write(|s| {
+            if let Some(p) = s.ports.iter_mut().find(|p| p.name == port) {
+                record_queue(&mut p.queues[3], occ, marks);
             }
         });
     }
@@ -507,6 +502,16 @@ fn switches(fabric: &mut Fabric, dt: Nanos, occupancy: &[(String, String, f64)])
             }
         }
     }
+}
+
+/// Counts what an egress queue held (`occupancy`, while full) and marked in
+/// a step: current occupancy, its watermark, the ECN-marked packets.
+fn record_queue(q: &mut crate::switch::model::Queue, occupancy: Option<u64>, marks: u64) {
+    if let Some(o) = occupancy {
+        q.stats[5] = o;
+        q.stats[4] = q.stats[4].max(o);
+    }
+    q.stats[6] += marks;
 }
 
 /// A Poisson draw with mean `mean` (Knuth's method below 30, a rounded

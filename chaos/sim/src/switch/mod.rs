@@ -4,7 +4,7 @@
 //! A [`Model`] holds one switch: ports `Ethernet0`, `Ethernet4`, … with 8
 //! queues each, PFC counters per priority, queue counters and watermarks,
 //! the PFC watchdog's status and stats per queue, oper-status, and the
-//! CONFIG_DB tables `PFC_WD` and `WRED_PROFILE`. [`serve`] runs the gNMI
+//! CONFIG_DB tables `PFC_WD`, `WRED_PROFILE`, `PORT` and `QUEUE`. [`serve`] runs the gNMI
 //! service over it (Capabilities, Get, Set, Subscribe in STREAM — SAMPLE
 //! and ON_CHANGE —, ONCE and POLL modes) at the paths sonic-gnmi uses; see
 //! [`tree`] for the path table. The database comes from the request

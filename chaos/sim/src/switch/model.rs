@@ -1,6 +1,7 @@
 //! The model of one simulated SONiC switch: ports, queues, PFC counters,
 //! the PFC watchdog, oper-status, and the CONFIG_DB tables the daemon may
-//! change (`PFC_WD`, `WRED_PROFILE`, `PORT`).
+//! change (`PFC_WD`, `WRED_PROFILE`, `PORT`, and `QUEUE`, which binds each
+//! lossless queue to its WRED profile: [`config::queue_green_min`]).
 //!
 //! A port is operationally up when it is administratively up (CONFIG_DB
 //! `PORT|<port>` `admin_status`) and its link is up ([`Model::set_oper_up`]
@@ -24,13 +25,14 @@ use super::config::{self, ConfigDb};
 pub const QUEUES: usize = 8;
 
 /// The queue counters each queue has, in the order of [`Queue::stats`].
-pub const QUEUE_STATS: [&str; 6] = [
+pub const QUEUE_STATS: [&str; 7] = [
     "SAI_QUEUE_STAT_PACKETS",
     "SAI_QUEUE_STAT_BYTES",
     "SAI_QUEUE_STAT_DROPPED_PACKETS",
     "SAI_QUEUE_STAT_DROPPED_BYTES",
     "SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES",
     "SAI_QUEUE_STAT_CURR_OCCUPANCY_BYTES",
+    "SAI_QUEUE_STAT_WRED_ECN_MARKED_PACKETS",
 ];
 
 /// The per-priority PFC counters of a port, `SAI_PORT_STAT_PFC_<p>_<suffix>`.
@@ -77,7 +79,7 @@ pub enum ModelError {
 #[derive(Debug, Clone, Default)]
 pub struct Queue {
     /// Counters in the order of [`QUEUE_STATS`].
-    pub stats: [u64; 6],
+    pub stats: [u64; 7],
     /// When a PFC storm on this queue started (model time), if one runs.
     pub storm_since: Option<Duration>,
     /// When the storm ended (model time), while the watchdog waits to restore.
@@ -214,7 +216,8 @@ pub struct Model {
 
 impl Model {
     /// A switch with `ports` ports (Ethernet0, Ethernet4, …), all up, the
-    /// default watchdog on every port and the AZURE_LOSSLESS WRED profile.
+    /// default watchdog on every port and the AZURE_LOSSLESS WRED profile,
+    /// bound to queues 3 and 4 of every port ([`config::defaults`]).
     pub fn new(ports: usize) -> Model {
         let ports: Vec<Port> = (0..ports)
             .map(|i| Port {

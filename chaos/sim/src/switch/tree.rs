@@ -22,7 +22,7 @@
 //! | `COUNTERS/<port>/Pfcwd` | `{"Ethernet0:3": {"PFC_WD_STATUS": "operational", …}, …}` |
 //! | `COUNTERS_PORT_NAME_MAP`, `COUNTERS_QUEUE_NAME_MAP` | `{"Ethernet0": "oid:0x1000000000001", …}`, `{"Ethernet0:3": "oid:0x15000000000003", …}` |
 //! | `COUNTERS[/<oid>[/<field>]]` | the hash of a port's or a queue's OID (a queue's holds its `PFC_WD_*` fields too), or one field |
-//! | `CONFIG_DB`: `<table>[/<key>[/<field>]]` | JSON of the table or entry, or the field's `string_val` (tables `PFC_WD`, `WRED_PROFILE`, `PORT`) |
+//! | `CONFIG_DB`: `<table>[/<key>[/<field>]]` | JSON of the table or entry, or the field's `string_val` (tables `PFC_WD`, `WRED_PROFILE`, `PORT`, `QUEUE`; a `QUEUE` key is one element, `Ethernet0\|3`, as redis writes it) |
 //! | origin `openconfig` (or none): `/interfaces/interface[name=X]/state/…` | `oper-status`, `counters/{in-errors,in-fcs-errors,carrier-transitions,…}` |
 //!
 //! The port-name paths (`COUNTERS/<port>…`) are sonic-gnmi's virtual paths,
@@ -31,6 +31,15 @@
 //! `*`); a wildcard is expanded into one update per port. A missing CONFIG_DB key or field is `NOT_FOUND`
 //! saying "not found"; a table or database this switch does not have is
 //! `NOT_FOUND` saying "not served".
+//!
+//! A Set is one transaction, validated as a whole once every operation is
+//! applied (deletes, then replaces, then updates, as gNMI orders them):
+//! each field against the schema, each entry touched (a WRED profile's
+//! max ≥ min), and the leafrefs ([`config::dangling`]): a queue bound to a
+//! profile that does not exist when the Set is done is refused, and so is
+//! deleting a profile a queue still uses. A profile created by the same
+//! Set counts, wherever it comes in the request; a profile deleted by it
+//! and re-bound away from in the same Set is no conflict.
 
 // tonic's `Status` is the gRPC error these functions end in; boxing it at
 // every internal call only to unbox it at the RPC boundary buys nothing.
@@ -388,10 +397,17 @@ pub fn set(state: &mut State, request: &SetRequest) -> Result<Vec<UpdateResult>,
         if names.len() == 3 && !sonic::known_field(&names[0], &names[2]) {
             return Err(not_found(&full, &format!("{} has no field {:?}", names[0], names[2])));
         }
-        let per_port = (names[0] == "PFC_WD" && names[1] != "GLOBAL") || names[0] == "PORT";
-        if per_port && state.port(&names[1]).is_none() {
-            return Err(not_found(&full, &format!("no port {:?}", names[1])));
+        let port = match names[0].as_str() {
+            "PFC_WD" if names[1] != "GLOBAL" => Some(names[1].as_str()),
+            "PORT" => Some(names[1].as_str()),
+            // A queue's port is a leafref to PORT (`sonic-queue.yang`).
+            sonic::QUEUE => sonic::parse_queue_key(&names[1]).map(|(port, _)| port),
+            _ => None,
+        };
+        if let Some(port) = port.filter(|p| state.port(p).is_none()) {
+            return Err(not_found(&full, &format!("no port {port:?}")));
         }
+        sonic::check_key(&names[0], &names[1]).map_err(|e| invalid(&full, &e.to_string()))?;
         touched.push((names[0].clone(), names[1].clone(), full.clone()));
         Ok((full, names))
     };
@@ -433,10 +449,22 @@ pub fn set(state: &mut State, request: &SetRequest) -> Result<Vec<UpdateResult>,
             results.push(UpdateResult { path: Some(path.clone()), op: op as i32, ..Default::default() });
         }
     }
-    for (table, key, full) in touched {
-        if let Some(entry) = db.get(&table).and_then(|t| t.get(&key)) {
-            sonic::check_entry(&table, entry).map_err(|e| invalid(&full, &format!("{table}|{key}: {e}")))?;
+    for (table, key, full) in &touched {
+        if let Some(entry) = db.get(table).and_then(|t| t.get(key)) {
+            sonic::check_entry(table, entry).map_err(|e| invalid(full, &format!("{table}|{key}: {e}")))?;
         }
+    }
+    let keys: Vec<(String, String)> = touched.iter().map(|(t, k, _)| (t.clone(), k.clone())).collect();
+    if let Err(e) = config::dangling(&state.config, &db, &keys) {
+        // Named at the operation that wrote the entry the error is about.
+        let about = match &e {
+            sonic::SchemaError::Dangling { table, key, .. } | sonic::SchemaError::InUse { table, key, .. } => {
+                touched.iter().find(|(t, k, _)| t == table && k == key)
+            }
+            _ => None,
+        };
+        let path = about.or(touched.first()).map(|(_, _, full)| full.clone()).unwrap_or_default();
+        return Err(invalid(&path, &e.to_string()));
     }
     state.config = db;
     state.apply_admin_status();

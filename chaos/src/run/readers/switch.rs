@@ -10,12 +10,12 @@ use sim::switch::{tree, Model};
 use super::context;
 use crate::ChaosError;
 
-/// The gNMI sensor's subscription paths: its `sonic_pfc` and
-/// `sonic_pfcwd` presets and OpenConfig oper-status, what the chaos rules
-/// and the timeline need. (The queue counters and the OpenConfig error
-/// counters would triple the cost of a step and feed no rule.)
+/// The gNMI sensor's subscription paths: its `sonic_pfc`, `sonic_queues`
+/// and `sonic_pfcwd` presets and OpenConfig oper-status, what the standard
+/// switch rules and the timeline read.
 const PATHS: &[&str] = &[
     "COUNTERS_DB@/COUNTERS/Ethernet*",
+    "COUNTERS_DB@/COUNTERS/Ethernet*/Queues",
     "COUNTERS_DB@/COUNTERS/Ethernet*/Pfcwd",
     "openconfig:/interfaces/interface[name=*]/state/oper-status",
 ];

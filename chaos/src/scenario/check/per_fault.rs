@@ -102,8 +102,10 @@ fn outcome(
         out.detected_by = Some(format!("{} {}", t.rule, labels_text(&shown(&t.subject))));
         out.trigger_at = mine.iter().map(|r| r.start).filter(|s| *s <= t.at).max();
     }
-    if let Some(d) =
-        executed(record).filter(|d| d.at >= from && site::at_any(&d.target, &f.locations)).min_by_key(|d| d.at)
+    // A notification changes nothing in the fabric: it is not a mitigation.
+    if let Some(d) = executed(record)
+        .filter(|d| d.at >= from && !d.action.starts_with("webhook.") && site::at_any(&d.target, &f.locations))
+        .min_by_key(|d| d.at)
     {
         out.mitigated_at = Some(d.at);
         out.mitigated_by = Some(format!("{} {}", d.action, labels_text(&shown(&d.target))));

@@ -64,7 +64,8 @@ fn nic(n: &Nic) -> Location {
 /// Where a fault of `kind` on `select` (or on the veth `link`) lands in
 /// `fabric`: the selected NICs, except where the fault reaches further —
 /// congestion loads whole rails (every port of their leaves), a silent
-/// gNMI server is its switch, and a real-link fault is its link, whatever
+/// gNMI server is its switch, a congested uplink is the leaf's uplink
+/// port, and a real-link fault is its link, whatever
 /// node the daemon calls itself.
 pub(super) fn locations(kind: FaultKind, select: &Selector, link: Option<&str>, fabric: &Fabric) -> Vec<Location> {
     let one =
@@ -75,6 +76,11 @@ pub(super) fn locations(kind: FaultKind, select: &Selector, link: Option<&str>, 
     let nics = fabric.select(select).unwrap_or_default();
     let mut out: Vec<Location> = match kind {
         FaultKind::GnmiSilent => select.switch.iter().map(|s| one(&[("switch", s.clone())])).collect(),
+        FaultKind::UplinkCongestion => select
+            .switch
+            .iter()
+            .filter_map(|s| Some(one(&[("switch", s.clone()), ("port", fabric.leaf(s)?.uplink.clone()?)])))
+            .collect(),
         FaultKind::Congestion => nics
             .iter()
             .map(|&i| one(&[("rail", fabric.nics[i].rail.to_string()), ("switch", fabric.nics[i].switch.clone())]))
