@@ -57,7 +57,7 @@ fn check_accepts_the_shipped_playbook_rules_and_inventory() {
         rocemend(&["check", "--playbook", "playbooks/default.toml", "--inventory", "docs/examples/inventory.toml"]);
     let t = text(&out);
     assert_eq!(out.status.code(), Some(0), "{t}");
-    assert!(t.contains("10 rules"), "{t}");
+    assert!(t.contains("11 rules"), "{t}");
     assert!(t.contains("4 nodes"), "{t}");
 }
 
