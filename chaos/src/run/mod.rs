@@ -206,6 +206,9 @@ impl Sources {
     }
 }
 
+/// Runs on the virtual clock in flight at once.
+const CONCURRENT_RUNS: u32 = 4;
+
 fn progress(done: usize, total: usize, failed: usize) {
     let width = 30;
     let filled = done * width / total.max(1);
@@ -229,25 +232,35 @@ pub async fn run_scenario(loaded: &Loaded, sources: &Sources, options: &Options)
     let scratch = if shm.is_dir() { builder.tempdir_in(shm) } else { builder.tempdir() }
         .map_err(|e| ChaosError::io("creating the run's scratch directory", e))?;
     let mut failed = 0;
-    for i in 0..runs {
-        let record = match plan.clock {
+    let setup = lockstep::Setup {
+        rules: &sources.rules,
+        playbook: &sources.playbook,
+        rule_modes: &options.rule_modes,
+        scratch: scratch.path(),
+    };
+    let mut next = 0;
+    while next < runs {
+        // Runs on the virtual clock are independent (each its own fabric,
+        // leaves, ledger and scratch tree): a few go at once, so one waiting
+        // on its gNMI Set or ledger write leaves the CPU to another. The
+        // records stay in run order, and each run's is what it would be alone.
+        let batch = match plan.clock {
             Clock::Virtual => {
-                let setup = lockstep::Setup {
-                    rules: &sources.rules,
-                    playbook: &sources.playbook,
-                    rule_modes: &options.rule_modes,
-                    scratch: scratch.path(),
-                };
-                lockstep::run(plan, &setup, i, seed.wrapping_add(i as u64)).await?
+                let end = (next + CONCURRENT_RUNS).min(runs);
+                let runs = (next..end).map(|i| lockstep::run(plan, &setup, i, seed.wrapping_add(i as u64)));
+                futures_util::future::join_all(runs).await.into_iter().collect::<Result<Vec<_>, _>>()?
             }
-            Clock::Wall => wall::run(plan, sources, options, i, seed.wrapping_add(i as u64)).await?,
+            Clock::Wall => vec![wall::run(plan, sources, options, next, seed.wrapping_add(next as u64)).await?],
         };
-        if !record.outcome.passed {
-            failed += 1;
-        }
-        records.push(record);
-        if options.progress {
-            progress(i as usize + 1, runs as usize, failed);
+        for record in batch {
+            next += 1;
+            if !record.outcome.passed {
+                failed += 1;
+            }
+            records.push(record);
+            if options.progress {
+                progress(next as usize, runs as usize, failed);
+            }
         }
     }
     let summary = Report::summarize(&records);
