@@ -480,6 +480,19 @@ pub enum ChaosCommand {
         #[arg(long)]
         quiet: bool,
     },
+    /// A fleet game day (chaos/scenarios/fleet/*.toml): this executable as a daemon per node and a switch
+    /// aggregator, a real etcd cluster, the simulated fabric; exit 1 if an expectation fails. Needs the etcd
+    /// feature and etcd, else it says why it is skipped.
+    Fleet {
+        /// The game file.
+        scenario: PathBuf,
+        /// Where to write <name>.json and <name>.html.
+        #[arg(long, default_value = "chaos-reports")]
+        out: PathBuf,
+        /// No progress lines.
+        #[arg(long)]
+        quiet: bool,
+    },
     /// Render a JSON report (from `chaos run`) as HTML again.
     Report {
         /// The JSON report.

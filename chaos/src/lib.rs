@@ -14,6 +14,9 @@
 //!   table, the generic SVG timeline and the HTML report.
 //! - [`library`]: the scenario library, its rules and playbook, built in
 //!   for `rocemend demo`.
+//! - [`fleet_day`]: fleet game days — real daemon processes coordinating
+//!   through a real etcd cluster, on the simulated fabric; the fleet
+//!   budget, token return and etcd leader loss measured.
 //! - [`ChaosError`]: why a run could not be made.
 //!
 //! The simulator itself (fabric model, simulated switches, the demo
@@ -23,6 +26,7 @@
 #![deny(missing_docs)]
 
 mod error;
+pub mod fleet_day;
 pub mod library;
 pub mod report;
 pub mod run;

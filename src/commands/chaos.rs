@@ -40,8 +40,9 @@ pub struct RunArgs {
     pub quiet: bool,
 }
 
-/// A running daemon asked over its control socket.
-struct ControlSocket(PathBuf);
+/// A running daemon asked over its control socket (a game day attached to
+/// it; every daemon of a fleet game day).
+pub(crate) struct ControlSocket(pub(crate) PathBuf);
 
 #[async_trait::async_trait]
 impl AttachedDaemon for ControlSocket {

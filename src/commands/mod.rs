@@ -1,6 +1,7 @@
 //! One module per verb.
 
 mod chaos;
+mod chaos_fleet;
 mod check;
 mod control;
 mod demo;
@@ -51,6 +52,9 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
             &out,
         ),
         Command::Chaos { command: ChaosCommand::Report { json, out } } => chaos::report(&json, out.as_deref()),
+        Command::Chaos { command: ChaosCommand::Fleet { scenario, out, quiet } } => {
+            chaos_fleet::run(&scenario, &out, quiet)
+        }
         Command::Timeline(args) => crate::timeline::run(&args),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
