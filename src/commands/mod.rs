@@ -146,6 +146,28 @@ fn talk_inner(verb: Command) -> anyhow::Result<Exit> {
 
 /// A tokio runtime for the verbs that need one. Two workers: the machine
 /// this daemon targets spends its cores on training, not on us.
+///
+/// Its threads block SIGPIPE. `main` gives the CLI verbs SIGPIPE's default
+/// disposition so that a closed stdout ends them quietly; a daemon that
+/// hangs up on a request (it refuses another user's connection) must not
+/// kill them the same way before they can say so. A write on a socket raises
+/// SIGPIPE in the thread that wrote, and the socket I/O runs on these
+/// threads, so there it stays pending and the write fails with EPIPE.
 pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    Ok(tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?)
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .on_thread_start(block_sigpipe)
+        .build()?)
+}
+
+fn block_sigpipe() {
+    // SAFETY: the set is initialised by sigemptyset before use, and
+    // pthread_sigmask only changes the calling thread's mask.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGPIPE);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
 }
