@@ -101,8 +101,13 @@ fn the_fleet_budget_holds_through_a_plane_failure_an_etcd_leader_loss_and_a_dead
     assert!(lk["elected"].is_string() && lk["elected"] != lk["killed"], "{lk}");
     assert!(lk["terms"][1].as_u64() > lk["terms"][0].as_u64(), "a new term: {lk}");
     assert!(lk["elected_after_ms"].as_f64().unwrap() <= lk["within_ms"].as_f64().unwrap(), "{lk}");
+    // A daemon whose request went to the dead member sent it again to a
+    // live one: nothing was held for want of etcd (2 to 9 of 16 were, when
+    // the coordinator gave up on the first failed connect).
+    assert_eq!(lk["held_unavailable_after"], 0, "{lk}");
     let p1 = fault(&report, "plane-1");
     assert_eq!(p1["executed"], 1, "the budget still held exactly after the leader change: {p1}");
+    assert_eq!(p1["held_fleet_budget"], 15, "{p1}");
     assert_eq!(cell(&report, "rail", "plane=1")["max_concurrent"], 1);
 
     // The holder of plane 1's token was SIGKILLed: its tokens were gone from
@@ -124,6 +129,55 @@ fn the_fleet_budget_holds_through_a_plane_failure_an_etcd_leader_loss_and_a_dead
     assert_eq!(fleet["breaker"]["tripped"], false, "{}", fleet["breaker"]);
     assert!(stdout.contains("drains over budget: 0"), "{stdout}");
     assert!(std::fs::read_to_string(out.path().join("spine_fault.html")).unwrap().contains("id=\"fleet-budget\""));
+}
+
+#[test]
+fn a_daemon_tripping_its_own_breaker_trips_the_fleet_breaker_and_holds_every_daemon() {
+    if let Some(reason) = skip_reason() {
+        eprintln!("SKIPPED: {reason}");
+        return;
+    }
+    let out = tempfile::tempdir().unwrap();
+    let run = rocemend(&["chaos", "fleet", "chaos/scenarios/fleet/breaker_trip.toml", "--quiet"], out.path());
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    eprintln!("{}{stdout}", String::from_utf8_lossy(&run.stderr));
+    assert_eq!(run.status.code(), Some(0), "the game failed");
+    let report: Value = serde_json::from_slice(&std::fs::read(out.path().join("breaker_trip.json")).unwrap()).unwrap();
+    let fleet = &report["fleet"];
+    assert_eq!(fleet["over_budget"], 0, "{}", fleet["budgets"]);
+
+    // node-03's eight NICs: one drain per plane (its own limit and the
+    // fleet's), five holds by its own limit, and the fifth tripped its
+    // breaker; the last proposal met the tripped breaker.
+    let node = fault(&report, "node-03");
+    assert_eq!((node["deciders"].as_u64(), node["proposals"].as_u64()), (Some(1), Some(8)), "{node}");
+    assert_eq!(node["executed"], 2, "{node}");
+    assert_eq!(node["held_local_limit"], 5, "{node}");
+    assert_eq!(node["held_breaker"], 1, "{node}");
+    let daemon = fleet["daemons"].as_array().unwrap().iter().find(|d| d["name"] == "node-03").unwrap();
+    assert_eq!(daemon["breaker_tripped"], true, "{daemon}");
+
+    // The fleet breaker in etcd names node-03 and its reason.
+    let breaker = &fleet["breaker"];
+    assert_eq!(breaker["tripped"], true, "{breaker}");
+    assert_eq!(breaker["by"], "node-03", "{breaker}");
+    assert!(breaker["reason"].as_str().unwrap().starts_with("5 limit hits within 600s"), "{breaker}");
+
+    // Another daemon, the aggregator, detected the storm that came after,
+    // and held its escalation: the fleet breaker, not its own limits.
+    let storm = fault(&report, "storm");
+    assert_eq!((storm["proposals"].as_u64(), storm["executed"].as_u64()), (Some(1), Some(0)), "{storm}");
+    assert_eq!(storm["held_breaker"], 1, "{storm}");
+    let held = report["runs"][0]["decisions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["id"].as_str().unwrap().starts_with("aggregator/"))
+        .expect("the aggregator's decision");
+    assert_eq!(held["verdict"], "held", "{held}");
+    let reason = held["reason"].as_str().unwrap_or_default();
+    assert!(reason.starts_with("fleet circuit breaker tripped by node-03: "), "{held}");
+    assert!(stdout.contains("fleet breaker: tripped by node-03"), "{stdout}");
 }
 
 #[test]

@@ -7,7 +7,7 @@ use std::time::Duration;
 use engine::coordination::{
     Admission, CoordinationError, Coordinator, FleetBreaker, Health, Release, Token, TokenRequest,
 };
-use etcd_client::{Client, Compare, CompareOp, ConnectOptions, GetOptions, KvClient, PutOptions, Txn, TxnOp};
+use etcd_client::{Client, Compare, CompareOp, ConnectOptions, GetOptions, PutOptions, Txn, TxnOp};
 use tokio::task::JoinHandle;
 
 use crate::keys::{now_ms, BreakerValue, TokenValue};
@@ -151,18 +151,10 @@ impl EtcdCoordinator {
 
     /// What a budget's cell holds now: its guard's revision, the holders of
     /// its live tokens, and the deletes of its expired ones.
-    async fn read_cell(
-        &self,
-        kv: &mut KvClient,
-        b: &Budget,
-        cell: &str,
-        guard: &str,
-        now: u64,
-    ) -> Result<Held, String> {
+    async fn read_cell(&self, b: &Budget, cell: &str, guard: &str, now: u64) -> Result<Held, String> {
         let s = &self.shared;
-        let read = s
-            .bounded("reading a budget", kv.get(s.keys.cell(&b.name, cell), Some(GetOptions::new().with_prefix())))
-            .await?;
+        let read =
+            s.get("reading a budget", &s.keys.cell(&b.name, cell), Some(GetOptions::new().with_prefix())).await?;
         let mut held = Held { guard_revision: 0, holders: Vec::new(), expired: Vec::new() };
         for item in read.kvs() {
             let key = String::from_utf8_lossy(item.key());
@@ -183,7 +175,6 @@ impl EtcdCoordinator {
     /// budget is found full. Bounded by the caller's timeout.
     async fn take(&self, request: &TokenRequest, budgets: &[&Budget], lease: i64) -> Result<Admission, String> {
         let s = &self.shared;
-        let mut kv = s.client.kv_client();
         let mut attempt = 0u32;
         loop {
             attempt += 1;
@@ -195,8 +186,7 @@ impl EtcdCoordinator {
             for b in budgets {
                 let cell = b.cell(&request.impact);
                 let guard = s.keys.guard(&b.name, &cell);
-                let Held { guard_revision, mut holders, expired } =
-                    self.read_cell(&mut kv, b, &cell, &guard, now).await?;
+                let Held { guard_revision, mut holders, expired } = self.read_cell(b, &cell, &guard, now).await?;
                 ops.extend(expired);
                 let in_use = holders.len();
                 if in_use as u32 >= b.limit {
@@ -227,7 +217,7 @@ impl EtcdCoordinator {
                 names.push(format!("{} ({cell})", b.name));
             }
             let txn = Txn::new().when(compares).and_then(ops);
-            let response = s.bounded("taking a budget token", kv.txn(txn)).await?;
+            let response = s.txn("taking a budget token", txn).await?;
             if response.succeeded() {
                 for (k, v) in &taken {
                     s.hold(k.clone(), v.clone());
@@ -244,7 +234,7 @@ impl EtcdCoordinator {
             }
             // Another daemon took a token between our read and our write, or
             // the breaker tripped: look again.
-            let breaker = s.bounded("reading the fleet breaker", kv.get(s.keys.breaker(), None)).await?;
+            let breaker = s.get("reading the fleet breaker", &s.keys.breaker(), None).await?;
             let state = breaker_of(breaker.kvs().first().map(|kv| kv.value()));
             if state.tripped {
                 s.set_breaker(state.clone());
@@ -328,10 +318,7 @@ impl Coordinator for EtcdCoordinator {
             return Ok(());
         }
         let ops: Vec<TxnOp> = keys.iter().map(|k| TxnOp::delete(k.as_str(), None)).collect();
-        let mut kv = s.client.kv_client();
-        s.bounded("giving a token back", kv.txn(Txn::new().and_then(ops)))
-            .await
-            .map_err(CoordinationError::Unavailable)?;
+        s.txn("giving a token back", Txn::new().and_then(ops)).await.map_err(CoordinationError::Unavailable)?;
         for k in keys {
             s.forget(k);
         }
@@ -350,8 +337,7 @@ impl Coordinator for EtcdCoordinator {
         let txn = Txn::new()
             .when(vec![Compare::version(s.keys.breaker(), CompareOp::Equal, 0)])
             .and_then(vec![TxnOp::put(s.keys.breaker(), json.clone(), None)]);
-        let mut kv = s.client.kv_client();
-        let r = s.bounded("tripping the fleet breaker", kv.txn(txn)).await.map_err(CoordinationError::Unavailable)?;
+        let r = s.txn("tripping the fleet breaker", txn).await.map_err(CoordinationError::Unavailable)?;
         if r.succeeded() {
             s.set_breaker(breaker_of(Some(json.as_bytes())));
             tracing::warn!(message = "Fleet breaker tripped by this daemon.", %reason);

@@ -14,6 +14,8 @@
 //!   [`engine::coordination::Coordinator`] the dispatcher consults for
 //!   fleet-scoped actions: a token per action, taken in one transaction,
 //!   under the daemon's lease; the fleet breaker, watched;
+//! - `retry` (feature `etcd`): a request that never reached a member (a
+//!   dead one the client still picks) is sent again within its timeout;
 //! - `session` (feature `etcd`): the lease, its keep-alive, health and the
 //!   breaker watch, in the background;
 //! - `election` (feature `etcd`): leader election for switch aggregators;
@@ -35,6 +37,8 @@ mod coordinator;
 pub mod election;
 #[cfg(feature = "etcd")]
 pub mod probe;
+#[cfg(feature = "etcd")]
+mod retry;
 #[cfg(feature = "etcd")]
 mod session;
 #[cfg(feature = "etcd")]

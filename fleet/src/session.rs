@@ -13,7 +13,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use engine::coordination::{FleetBreaker, Health};
-use etcd_client::{Client, EventType, LeaseKeepAliveStream, LeaseKeeper, PutOptions, Txn, TxnOp, WatchOptions};
+use etcd_client::{
+    Client, EventType, GetOptions, GetResponse, LeaseKeepAliveStream, LeaseKeeper, PutOptions, Txn, TxnOp, TxnResponse,
+    WatchOptions,
+};
 
 use crate::keys::{now_ms, BreakerValue, Keys, MemberValue, TokenValue};
 use crate::settings::FleetSettings;
@@ -99,21 +102,34 @@ impl Shared {
         *health = Health::Reachable;
     }
 
-    /// Runs `f` with the request timeout; a timeout is an error naming it.
-    pub async fn bounded<T>(
-        &self,
-        what: &str,
-        f: impl std::future::Future<Output = Result<T, etcd_client::Error>>,
-    ) -> Result<T, String> {
-        match tokio::time::timeout(self.settings.request_timeout, f).await {
-            Ok(Ok(v)) => Ok(v),
-            Ok(Err(e)) => Err(format!("{what} at {}: {e}", self.settings.endpoints.join(","))),
-            Err(_) => Err(format!(
-                "{what} at {}: no answer within {:?}",
-                self.settings.endpoints.join(","),
-                self.settings.request_timeout
-            )),
-        }
+    /// Runs `attempt` with the request timeout, again while it fails
+    /// before reaching etcd (see [`crate::retry`]); an error names `what`.
+    pub async fn bounded<T, F, Fut>(&self, what: &str, attempt: F) -> Result<T, String>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<T, etcd_client::Error>>,
+    {
+        crate::retry::call(what, &self.settings.endpoints, self.settings.request_timeout, attempt).await
+    }
+
+    /// A bounded read of `key` (with `options`).
+    pub async fn get(&self, what: &str, key: &str, options: Option<GetOptions>) -> Result<GetResponse, String> {
+        let kv = self.client.kv_client();
+        self.bounded(what, || {
+            let (mut kv, options) = (kv.clone(), options.clone());
+            async move { kv.get(key, options).await }
+        })
+        .await
+    }
+
+    /// A bounded transaction.
+    pub async fn txn(&self, what: &str, txn: Txn) -> Result<TxnResponse, String> {
+        let kv = self.client.kv_client();
+        self.bounded(what, || {
+            let (mut kv, txn) = (kv.clone(), txn.clone());
+            async move { kv.txn(txn).await }
+        })
+        .await
     }
 }
 
@@ -137,8 +153,14 @@ pub(crate) async fn run_session(shared: Arc<Shared>) {
 
 async fn open(shared: &Shared) -> Result<(i64, LeaseKeeper, LeaseKeepAliveStream), String> {
     let ttl = shared.settings.lease_ttl.as_secs() as i64;
-    let mut leases = shared.client.lease_client();
-    let lease = shared.bounded("granting a lease", leases.grant(ttl, None)).await?.id();
+    let leases = shared.client.lease_client();
+    let lease = shared
+        .bounded("granting a lease", || {
+            let mut leases = leases.clone();
+            async move { leases.grant(ttl, None).await }
+        })
+        .await?
+        .id();
     let member =
         MemberValue { identity: shared.settings.identity.clone(), since_ms: now_ms(), pid: std::process::id() };
     let with_lease = || Some(PutOptions::new().with_lease(lease));
@@ -157,9 +179,13 @@ async fn open(shared: &Shared) -> Result<(i64, LeaseKeeper, LeaseKeepAliveStream
             ops.push(TxnOp::put(k.clone(), v.clone(), with_lease()));
         }
     }
-    let mut kv = shared.client.kv_client();
-    shared.bounded("registering the session", kv.txn(Txn::new().and_then(ops))).await?;
-    let (keeper, stream) = shared.bounded("starting lease keep-alive", leases.keep_alive(lease)).await?;
+    shared.txn("registering the session", Txn::new().and_then(ops)).await?;
+    let (keeper, stream) = shared
+        .bounded("starting lease keep-alive", || {
+            let mut leases = leases.clone();
+            async move { leases.keep_alive(lease).await }
+        })
+        .await?;
     Ok((lease, keeper, stream))
 }
 
@@ -210,13 +236,17 @@ pub(crate) fn breaker_of(value: Option<&[u8]>) -> FleetBreaker {
 
 async fn watch_once(shared: &Shared) -> Result<(), String> {
     let key = shared.keys.breaker();
-    let mut kv = shared.client.kv_client();
-    let got = shared.bounded("reading the fleet breaker", kv.get(key.clone(), None)).await?;
+    let got = shared.get("reading the fleet breaker", &key, None).await?;
     shared.set_breaker(breaker_of(got.kvs().first().map(|kv| kv.value())));
     let revision = got.header().map(|h| h.revision()).unwrap_or(0);
-    let mut watch = shared.client.watch_client();
+    let watch = shared.client.watch_client();
     let options = WatchOptions::new().with_start_revision(revision + 1);
-    let mut stream = shared.bounded("watching the fleet breaker", watch.watch(key, Some(options))).await?;
+    let mut stream = shared
+        .bounded("watching the fleet breaker", || {
+            let (mut watch, key, options) = (watch.clone(), key.clone(), options.clone());
+            async move { watch.watch(key, Some(options)).await }
+        })
+        .await?;
     loop {
         let Some(response) = stream.message().await.map_err(|e| format!("breaker watch: {e}"))? else {
             return Err("breaker watch closed".into());

@@ -229,3 +229,32 @@ async fn etcd_stopped_holds_fleet_actions_takes_local_ones_and_recovers_without_
     assert_eq!(cluster.tokens("cordon").await.len(), 2);
     assert_eq!(actuator.executed.load(Ordering::SeqCst), 3);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_member_is_skipped_not_asked_again() {
+    if !etcd_available("a_dead_member_is_skipped_not_asked_again") {
+        return;
+    }
+    let mut cluster = Cluster::start(3).await;
+    let endpoints = cluster.endpoints();
+    let mut daemons = Vec::new();
+    for i in 0..4 {
+        daemons.push(coordinator(settings(&endpoints, &format!("d{i}"), 1000, 10)).await);
+    }
+    // A follower: the two left keep their leader, so every failure below is
+    // a request sent to the dead member.
+    let leader = cluster.leader().await;
+    cluster.kill((leader + 1) % 3);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut unavailable = Vec::new();
+    for round in 0..10 {
+        for (i, d) in daemons.iter().enumerate() {
+            match d.acquire(&request(&format!("r{round}-{i}"))).await {
+                Admission::Granted(_) => {}
+                Admission::Refused(r) => panic!("refused below the budget: {r}"),
+                Admission::Unavailable(why) => unavailable.push(why),
+            }
+        }
+    }
+    assert!(unavailable.is_empty(), "{} of 40 asks unavailable: {unavailable:#?}", unavailable.len());
+}

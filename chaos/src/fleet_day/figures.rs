@@ -62,8 +62,10 @@ pub struct FaultFigures {
     pub held_local_limit: usize,
     /// Held because etcd could not be asked.
     pub held_unavailable: usize,
-    /// Held by a breaker or as a standby aggregator.
-    pub held_other: usize,
+    /// Held by a breaker: the daemon's own, or the fleet's.
+    pub held_breaker: usize,
+    /// Held as a standby aggregator (only the leader changes switches).
+    pub held_standby: usize,
     /// Any other verdict (duplicate, failed, …), by name.
     pub other: BTreeMap<String, usize>,
     /// Who held the tokens of the executed actions, read from etcd.

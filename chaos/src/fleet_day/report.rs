@@ -223,11 +223,11 @@ fn fleet_section(f: &FleetFigures) -> String {
             escape(&c.tokens.join(", "))
         );
     }
-    out.push_str("</table><h2>Decisions per fault, across every daemon</h2><table id=\"fleet-faults\"><tr><th>fault</th><th>deciders</th><th>proposals</th><th>executed</th><th>held: fleet budget</th><th>held: own limits</th><th>held: etcd unavailable</th><th>held: other</th><th>detect p50 / max ms</th><th>TTD ms</th><th>TTM ms</th><th>executed by</th><th>token</th></tr>");
+    out.push_str("</table><h2>Decisions per fault, across every daemon</h2><table id=\"fleet-faults\"><tr><th>fault</th><th>deciders</th><th>proposals</th><th>executed</th><th>held: fleet budget</th><th>held: own limits</th><th>held: etcd unavailable</th><th>held: breaker</th><th>held: standby</th><th>detect p50 / max ms</th><th>TTD ms</th><th>TTM ms</th><th>executed by</th><th>token</th></tr>");
     for x in &f.faults {
         let _ = write!(
             out,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} / {}</td><td>{}</td><td>{}</td><td class=\"text\">{}</td><td class=\"text\">{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} / {}</td><td>{}</td><td>{}</td><td class=\"text\">{}</td><td class=\"text\">{}</td></tr>",
             escape(&format!("{}: {}", x.name, x.label)),
             x.deciders,
             x.proposals,
@@ -235,7 +235,8 @@ fn fleet_section(f: &FleetFigures) -> String {
             x.held_fleet_budget,
             x.held_local_limit,
             x.held_unavailable,
-            x.held_other,
+            x.held_breaker,
+            x.held_standby,
             ms(x.detect_per_daemon.p50),
             ms(x.detect_per_daemon.max),
             ms(x.ttd_ms),
@@ -301,13 +302,13 @@ pub fn console(r: &FleetReport) -> String {
     let mut out = table::table(std::slice::from_ref(&r.report));
     let _ = writeln!(
         out,
-        "\n  {:<10} {:>7} {:>9} {:>8} {:>7} {:>7} {:>7}   {:>11} {:>7} {:>7}",
-        "fault", "daemons", "proposals", "executed", "fleet", "local", "etcd?", "detect p50", "max", "TTM"
+        "\n  {:<10} {:>7} {:>9} {:>8} {:>7} {:>7} {:>7} {:>7}   {:>11} {:>7} {:>7}",
+        "fault", "daemons", "proposals", "executed", "fleet", "local", "etcd?", "breaker", "detect p50", "max", "TTM"
     );
     for x in &f.faults {
         let _ = writeln!(
             out,
-            "  {:<10} {:>7} {:>9} {:>8} {:>7} {:>7} {:>7}   {:>11} {:>7} {:>7}   {}",
+            "  {:<10} {:>7} {:>9} {:>8} {:>7} {:>7} {:>7} {:>7}   {:>11} {:>7} {:>7}   {}",
             x.name,
             x.deciders,
             x.proposals,
@@ -315,13 +316,18 @@ pub fn console(r: &FleetReport) -> String {
             x.held_fleet_budget,
             x.held_local_limit,
             x.held_unavailable,
+            x.held_breaker,
             ms(x.detect_per_daemon.p50),
             ms(x.detect_per_daemon.max),
             ms(x.ttm_ms),
             x.executed_by.join(", ")
         );
     }
-    let _ = writeln!(out, "  (held by: fleet = a fleet budget in etcd, local = the daemon's own limits, etcd? = coordination unavailable)");
+    let _ = writeln!(
+        out,
+        "  (held by: fleet = a fleet budget in etcd, local = the daemon's own limits, etcd? = coordination unavailable, \
+         breaker = its own or the fleet's breaker)"
+    );
     let _ = writeln!(out, "\n  budget     cell         limit  most at once  over  tokens");
     for c in &f.budgets {
         let _ = writeln!(
