@@ -54,13 +54,37 @@ pub enum Command {
         /// The rule directory.
         #[arg(long, default_value = "rules")]
         rules: PathBuf,
-        /// A second rule directory: print how its decisions differ.
+        /// A second rule directory: print only the proposals that differ, a summary, and
+        /// exit 1 if any differs (0 if none), as `diff` does.
         #[arg(long)]
         diff: Option<PathBuf>,
         /// Inventory to enrich labels with (default: the example inventory).
         #[arg(long)]
         inventory: Option<PathBuf>,
         /// Print JSON instead of text: one object per line, or with --diff one document.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run a recording through a playbook's rules and its whole safety policy (limits,
+    /// breaker, approvals, cooldowns, de-duplication, undo) on the recording's clock, with
+    /// actuators that only plan: nothing is sent. One line per decision, then a summary.
+    Preview {
+        /// The playbook to preview (its `rules` resolve as `check` and `run` resolve them).
+        #[arg(long)]
+        playbook: PathBuf,
+        /// The recording (JSON lines, as `replay` reads).
+        recording: PathBuf,
+        /// An older playbook: print only the decisions that differ, a summary, and exit 1
+        /// if any differs (0 if none), as `diff` does.
+        #[arg(long, value_name = "OLD")]
+        diff: Option<PathBuf>,
+        /// Inventory for limits in topology terms (default: the example inventory).
+        #[arg(long)]
+        inventory: Option<PathBuf>,
+        /// A daemon config: its `[fleet]` budgets are counted as if this daemon were the fleet.
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+        /// Print one JSON object per decision (or per difference), then a summary object.
         #[arg(long)]
         json: bool,
     },
@@ -124,6 +148,26 @@ pub enum Command {
     /// Reject an action waiting for approval.
     Reject {
         /// The decision id.
+        id: String,
+        #[command(flatten)]
+        socket: Socket,
+        #[command(flatten)]
+        by: By,
+    },
+    /// Undo an action in effect by hand: the target is verified as we left it, restored and
+    /// read back; in dry-run or shadow mode the undo is only recorded.
+    Undo {
+        /// The decision that put the action in effect (`rocemend status` lists them).
+        id: String,
+        #[command(flatten)]
+        socket: Socket,
+        #[command(flatten)]
+        by: By,
+    },
+    /// End an incident by hand, as if its rule had resolved: requests waiting for approval
+    /// expire and the kinds `[undo] on_resolve` lists are undone.
+    Resolve {
+        /// The incident id (`rocemend incidents` lists them).
         id: String,
         #[command(flatten)]
         socket: Socket,
@@ -375,7 +419,7 @@ impl Socket {
 /// Who is acting, for the record.
 #[derive(Debug, Args)]
 pub struct By {
-    /// Who approves, rejects, resets or sets the mode (recorded in the ledger).
+    /// Who approves, rejects, undoes, resolves, resets or sets the mode (recorded in the ledger).
     #[arg(long = "by", env = "USER", default_value = "unknown")]
     pub name: String,
 }

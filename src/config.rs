@@ -45,6 +45,9 @@ pub struct DaemonConfig {
     /// The Prometheus endpoint.
     #[serde(default)]
     pub metrics: MetricsSection,
+    /// The web console.
+    #[serde(default)]
+    pub web: WebSection,
     /// Sensors. Fields other than `type`, `name` and `max_series` belong to the sensor type.
     #[serde(default)]
     pub sensor: Vec<SensorEntry>,
@@ -159,6 +162,24 @@ pub struct MetricsSection {
     pub listen: Option<String>,
 }
 
+/// `[web]`: the operator's console, a live page served by the daemon.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebSection {
+    /// Serve the console on this TCP address (`host:port`). Read-only to anyone who reaches it; off by default.
+    #[serde(default)]
+    pub listen: Option<String>,
+    /// PEM certificate chain: serve the console over HTTPS. Needed for approve and reject from the page.
+    #[serde(default)]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key of that certificate.
+    #[serde(default)]
+    pub tls_key: Option<PathBuf>,
+    /// File holding the bearer token that allows approve and reject from the page (mode 0600, at least 22 characters; may be `control.token_file`). Needs TLS.
+    #[serde(default)]
+    pub token_file: Option<PathBuf>,
+}
+
 /// `[log]`.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -236,6 +257,9 @@ impl DaemonConfig {
             &mut config.control.tls_key,
             &mut config.control.token_file,
             &mut config.control.read_token_file,
+            &mut config.web.tls_cert,
+            &mut config.web.tls_key,
+            &mut config.web.token_file,
         ] {
             p.as_mut().map(resolve);
         }

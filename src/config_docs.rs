@@ -19,6 +19,7 @@ const SECTIONS: &[(&str, &str)] = &[
     ("LogSection", "log."),
     ("ControlSection", "control."),
     ("MetricsSection", "metrics."),
+    ("WebSection", "web."),
     ("SensorEntry", "sensor[]."),
     ("FleetConfig", "fleet."),
     ("BudgetConfig", "fleet.budget[]."),

@@ -9,8 +9,10 @@ mod control;
 mod embedded;
 mod metrics;
 mod plan;
+mod progress;
 mod report;
 mod timeline;
+mod web;
 mod wiring;
 
 use std::process::ExitCode;

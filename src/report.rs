@@ -103,3 +103,50 @@ pub fn is_notable(to: State) -> bool {
 }
 
 pub use engine::time::rfc3339;
+
+/// One decision with its evidence and every step, as `rocemend explain`
+/// prints it and the web console shows it.
+pub fn explain_text(d: &Decision) -> String {
+    use std::fmt::Write as _;
+    let p = &d.proposal;
+    let mut out = String::new();
+    let undo = d.undo_of.as_ref().map(|o| format!(" (undo of {o})")).unwrap_or_default();
+    let _ = writeln!(out, "decision  {}{undo}", d.id);
+    let _ = writeln!(out, "rule      {} (sha256 {})", p.rule, p.rule_hash);
+    let _ = writeln!(out, "subject   {} {}", short(&p.subject), p.subject);
+    let _ = writeln!(out, "action    {}", p.action);
+    let values: Vec<String> = p.values.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let _ = writeln!(out, "evidence  {}", values.join("  "));
+    let _ = writeln!(
+        out,
+        "times     fault seen {}  last sample {}  decided {}",
+        rfc3339(p.active_at),
+        rfc3339(p.sample_at),
+        rfc3339(p.decided_at)
+    );
+    let _ = writeln!(out, "          dispatched {}  finished {}", rfc3339(d.dispatched_at), rfc3339(d.finished_at));
+    let _ = writeln!(
+        out,
+        "mode      {}   actuator {}   destructive {}",
+        d.mode.as_str(),
+        d.actuator.as_deref().unwrap_or("-"),
+        d.destructive
+    );
+    let _ = writeln!(out, "verdict   {}", verdict_line(d));
+    if let Some(by) = &d.undone_by {
+        let _ = writeln!(out, "undone by {by}");
+    }
+    let _ = writeln!(out, "history");
+    for step in &d.steps {
+        let _ = writeln!(out, "  {}  {}", rfc3339(step.at), step.what);
+    }
+    out
+}
+
+/// The verdict, with its reason when it has one (`held: limit …`).
+pub fn verdict_line(d: &Decision) -> String {
+    match d.verdict.reason() {
+        Some(reason) => format!("{}: {reason}", d.verdict.name()),
+        None => d.verdict.name().to_string(),
+    }
+}

@@ -93,7 +93,7 @@ fn a_record_is_checked_against_every_expectation() {
     let o = check(&plan, &good);
     assert!(!o.passed);
     assert_eq!(o.failures, ["pfcwd.* executed 0 ms after the fault; expected within 0 ms"]);
-    assert_eq!((o.ttd(), o.ttm(), o.ttr()), (Some(200), Some(250), Some(400)));
+    assert_eq!((o.moments.ttd(), o.moments.ttm(), o.moments.ttr()), (Some(200), Some(250), Some(400)));
     let bad = record(&[(500, 2.0), (2_900, 3.0)], vec![decision(1_100, "node.cordon", "node-02", "executed")]);
     let o = check(&plan, &bad);
     let text = o.failures.join("\n");
@@ -292,20 +292,20 @@ fn each_fault_is_detected_mitigated_and_recovered_on_its_own_location() {
     let o = check(&plan, &record);
     assert_eq!(o.faults.len(), 2);
     let (storm, flap) = (&o.faults[0], &o.faults[1]);
-    assert_eq!(storm.ttd(), Some(250 * MS), "{storm:?}");
+    assert_eq!(storm.moments.ttd(), Some(250 * MS), "{storm:?}");
     assert_eq!(storm.detected_by.as_deref(), Some("switch-pfc-storm {port=Ethernet12, prio=3, switch=leaf-rail3}"));
-    assert_eq!(storm.ttm(), Some(400 * MS), "the drain on node-01 is not the storm's");
+    assert_eq!(storm.moments.ttm(), Some(400 * MS), "the drain on node-01 is not the storm's");
     // The storm ended at 3 s, after the flap had begun: its window runs to
     // the end, and the flap's damage delays its recovery too.
-    assert_eq!(storm.ttr(), Some(2_700 * MS), "{storm:?}");
-    assert_eq!((flap.occurrences, flap.fault_at, flap.ended_at), (3, Some(2_000 * MS), Some(3_550 * MS)));
-    assert_eq!(flap.ttd(), Some(1_450 * MS));
-    assert_eq!(flap.trigger_ttd(), Some(50 * MS), "from the third flap");
-    assert_eq!(flap.ttm(), Some(1_500 * MS));
+    assert_eq!(storm.moments.ttr(), Some(2_700 * MS), "{storm:?}");
+    assert_eq!((flap.occurrences, flap.moments.fault_at, flap.ended_at), (3, Some(2_000 * MS), Some(3_550 * MS)));
+    assert_eq!(flap.moments.ttd(), Some(1_450 * MS));
+    assert_eq!(flap.moments.trigger_ttd(), Some(50 * MS), "from the third flap");
+    assert_eq!(flap.moments.ttm(), Some(1_500 * MS));
     assert_eq!(flap.mitigated_by.as_deref(), Some("link.isolate {netdev=eth5, node=node-03}"));
-    assert_eq!(flap.ttr(), Some(1_700 * MS));
+    assert_eq!(flap.moments.ttr(), Some(1_700 * MS));
     // The scenario as a whole keeps its meaning: from the first fault, by the [expect] rule.
-    assert_eq!((o.ttd(), o.ttr()), (Some(250 * MS), Some(2_700 * MS)));
+    assert_eq!((o.moments.ttd(), o.moments.ttr()), (Some(250 * MS), Some(2_700 * MS)));
     assert!(o.passed, "{:?}", o.failures);
 }
 
@@ -322,9 +322,9 @@ fn a_fault_that_ended_is_judged_until_the_next_one_starts() {
             |t| if (1_000..1_800).contains(&t) || (4_000..5_000).contains(&t) { 0.5 } else { 0.0 },
         );
     let o = check(&plan, &run_record(faults, Vec::new(), Vec::new(), vec![paused]));
-    assert_eq!(o.faults[0].ttr(), Some(800 * MS));
-    assert_eq!(o.faults[1].ttr(), Some(1_000 * MS));
-    assert_eq!(o.ttr(), Some(4_000 * MS), "the scenario recovers after its last damage");
+    assert_eq!(o.faults[0].moments.ttr(), Some(800 * MS));
+    assert_eq!(o.faults[1].moments.ttr(), Some(1_000 * MS));
+    assert_eq!(o.moments.ttr(), Some(4_000 * MS), "the scenario recovers after its last damage");
 }
 
 #[test]
@@ -336,8 +336,8 @@ fn a_scenario_without_a_steady_state_has_no_time_to_recover_not_zero() {
     assert!(plan.probes.iter().any(|b| b.probe == "step_time_ratio" && b.min.is_none() && b.max.is_none()));
     let faults = vec![occurrence(&plan, 0, 1_000, None)];
     let o = check(&plan, &run_record(faults, Vec::new(), Vec::new(), vec![series("step_time_ratio", |_| 1.0)]));
-    assert_eq!((o.recovered_at, o.ttr()), (None, None));
-    assert_eq!(o.faults[0].ttr(), None);
+    assert_eq!((o.moments.recovered_at, o.moments.ttr()), (None, None));
+    assert_eq!(o.faults[0].moments.ttr(), None);
     assert!(o.passed, "{:?}", o.failures);
     // And a deadline on a recovery nothing can measure is refused at load.
     let e = err(&format!("{text}[expect]\nrecover_within = \"1s\"\n"));
@@ -360,7 +360,7 @@ fn two_faults_written_alike_keep_their_own_occurrences() {
         Vec::new(),
     );
     let o = check(&plan, &record);
-    assert_eq!((o.faults[0].ttd(), o.faults[1].ttd()), (Some(300 * MS), Some(200 * MS)));
+    assert_eq!((o.faults[0].moments.ttd(), o.faults[1].moments.ttd()), (Some(300 * MS), Some(200 * MS)));
 }
 
 // --- The jobs' step time ------------------------------------------------

@@ -69,7 +69,27 @@ pub fn run(
     rules: RuleSet,
     topology: Option<Arc<Topology>>,
 ) -> Result<Backtest, BacktestError> {
+    let mut events = Vec::new();
     let series = SeriesTable::new(topology, Labels::default());
+    let mut out = run_steps(input, origin, rules, series, |_, step| events.append(step))?;
+    out.events = events;
+    Ok(out)
+}
+
+/// Runs `rules` over the recording read from `input`, handing each
+/// evaluation's events to `on_step` with the recorded time it ran at, as
+/// it happens: a caller that acts on them (`rocemend preview` dispatches
+/// them) sees the recording's clock advance between two steps, as the
+/// daemon does. The returned backtest holds no events: `on_step` had them.
+/// `series` is the table the rules were loaded with (their helpers read
+/// it), empty.
+pub fn run_steps(
+    input: impl BufRead,
+    origin: &str,
+    rules: RuleSet,
+    series: SeriesTable,
+    mut on_step: impl FnMut(Nanos, &mut Vec<EngineEvent>),
+) -> Result<Backtest, BacktestError> {
     let sensor = series.add_sensor("replay", usize::MAX);
     let mut evaluator = Evaluator::new(series.clone(), rules, None)?;
     let mut reader = Reader::new(input, origin);
@@ -77,10 +97,13 @@ pub fn run(
     let mut out = Backtest { span: (Nanos::MAX, Nanos::MIN), ..Backtest::default() };
     let mut batch: Vec<Sample> = Vec::new();
     let mut batch_time: Option<Nanos> = None;
-    let flush = |evaluator: &mut Evaluator, batch: &mut Vec<Sample>, t: Nanos, out: &mut Backtest| {
+    let mut step: Vec<EngineEvent> = Vec::new();
+    let mut flush = |evaluator: &mut Evaluator, batch: &mut Vec<Sample>, t: Nanos| {
         evaluator.ingest(batch);
         batch.clear();
-        evaluator.evaluate(t, &mut out.events);
+        evaluator.evaluate(t, &mut step);
+        on_step(t, &mut step);
+        step.clear();
     };
     // The daemon's guard on a recording's clock: a sample far ahead of the
     // recording's time is refused, so one bad timestamp moves nothing.
@@ -105,7 +128,7 @@ pub fn run(
         if let Some(bt) = batch_time.filter(|bt| *bt != t) {
             // Every time here was admitted by the guard: evaluating at it
             // never jumps the clock.
-            flush(&mut evaluator, &mut batch, bt, &mut out);
+            flush(&mut evaluator, &mut batch, bt);
         }
         batch_time = Some(t);
         out.span = (out.span.0.min(t), out.span.1.max(t));
@@ -120,7 +143,7 @@ pub fn run(
         }
     }
     if let Some(bt) = batch_time {
-        flush(&mut evaluator, &mut batch, bt, &mut out);
+        flush(&mut evaluator, &mut batch, bt);
     }
     out.refused += evaluator.stats().refused.total();
     Ok(out)

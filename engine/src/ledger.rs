@@ -18,12 +18,28 @@
 //! by rule, subject and action, so a proposal made again after a crash
 //! finds its earlier decision without a scan. Each put updates the record
 //! and both indexes in one transaction.
+//!
+//! Format: the trees of the sled database, each record a JSON document.
+//!
+//! | tree | key | value |
+//! |---|---|---|
+//! | `decisions` | decision id | [`Decision`] |
+//! | `decisions-live`, `decisions-by-subject` | indexes (version `index-version` in `meta`) | empty |
+//! | `meta` | `breaker`, `mode`, `silence-seq`, `index-version` | [`BreakerState`] (with its trip history), [`ModeSet`], the last silence number |
+//! | `silences` | silence id | [`Silence`]: operators' silences, kept across restarts |
+//! | `resolutions` | rule, subject, first-seen time | [`Resolution`]: incidents ended by hand |
+//!
+//! `silences`, `resolutions`, `silence-seq` and the breaker's `trips` were
+//! added without a version change: an older version ignores them (and so
+//! forgets silences and trips), a newer one reads a ledger without them as
+//! empty. Decisions are unchanged.
 
 use serde::{de::DeserializeOwned, Serialize};
 use sled::Transactional;
 
 use crate::action::Proposal;
-use crate::dispatch::{Decision, Phase, Verdict};
+use crate::dispatch::{Decision, Phase, Resolution, Silence, Verdict};
+use crate::labels::Labels;
 use crate::policy::BreakerState;
 use crate::store::{Store, StoreError};
 use crate::time::{Nanos, SECOND};
@@ -70,11 +86,16 @@ pub struct Ledger {
     meta: sled::Tree,
     live: sled::Tree,
     by_subject: sled::Tree,
+    silences: sled::Tree,
+    resolutions: sled::Tree,
     retention: Retention,
 }
 
 const BREAKER_KEY: &[u8] = b"breaker";
 const MODE_KEY: &[u8] = b"mode";
+/// The number of the last silence set: ids are never reused, even after
+/// the silences they named ended and were dropped, since decisions quote them.
+const SILENCE_SEQ_KEY: &[u8] = b"silence-seq";
 
 /// The global mode an operator set (`rocemend mode`), kept across restarts.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -112,6 +133,11 @@ fn subject_prefix(p: &Proposal) -> Vec<u8> {
     key
 }
 
+/// The `resolutions` key of the incident of `rule` on `subject` first seen at `started`.
+fn resolution_key(rule: &str, subject: &Labels, started: Nanos) -> Vec<u8> {
+    format!("{rule}\0{subject}\0{started}").into_bytes()
+}
+
 fn subject_key(d: &Decision) -> Vec<u8> {
     let mut key = subject_prefix(&d.proposal);
     key.extend_from_slice(d.id.as_bytes());
@@ -136,6 +162,8 @@ impl Ledger {
             meta: store.db().open_tree("meta")?,
             live: store.db().open_tree("decisions-live")?,
             by_subject: store.db().open_tree("decisions-by-subject")?,
+            silences: store.db().open_tree("silences")?,
+            resolutions: store.db().open_tree("resolutions")?,
             retention,
         };
         if ledger.meta.get(INDEX_KEY)?.as_deref() != Some(INDEX_VERSION) {
@@ -291,6 +319,72 @@ impl Ledger {
         self.store.flush()
     }
 
+    /// The silences kept, in id order, and the number of the last silence
+    /// ever set.
+    pub fn silences(&self) -> Result<(Vec<Silence>, u64), StoreError> {
+        let mut list = Vec::new();
+        for item in self.silences.iter() {
+            let (k, v) = item?;
+            list.push(decode::<Silence>(&k, &v)?);
+        }
+        let seq = match self.meta.get(SILENCE_SEQ_KEY)? {
+            Some(v) => decode(SILENCE_SEQ_KEY, &v)?,
+            None => 0,
+        };
+        Ok((list, seq))
+    }
+
+    /// Keeps `silence`, numbered `seq`, durably: a silence an operator was
+    /// told is set must still hold after a crash.
+    pub fn put_silence(&self, silence: &Silence, seq: u64) -> Result<(), StoreError> {
+        self.silences.insert(silence.id.as_bytes(), encode(silence))?;
+        self.meta.insert(SILENCE_SEQ_KEY, encode(&seq))?;
+        self.store.flush()
+    }
+
+    /// Drops the silence `id` (lifted or ended), durably.
+    pub fn remove_silence(&self, id: &str) -> Result<(), StoreError> {
+        self.silences.remove(id.as_bytes())?;
+        self.store.flush()
+    }
+
+    /// Records that an operator ended an incident, durably.
+    pub fn put_resolution(&self, r: &Resolution) -> Result<(), StoreError> {
+        self.resolutions.insert(resolution_key(&r.rule, &r.subject, r.started), encode(r))?;
+        self.store.flush()
+    }
+
+    /// The resolution of the incident of `rule` on `subject` first seen at `started`, if an operator ended it.
+    pub fn resolution(&self, rule: &str, subject: &Labels, started: Nanos) -> Result<Option<Resolution>, StoreError> {
+        let key = resolution_key(rule, subject, started);
+        match self.resolutions.get(&key)? {
+            Some(v) => Ok(Some(decode(&key, &v)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Every incident an operator ended, kept as long as decisions are.
+    pub fn resolutions(&self) -> Result<Vec<Resolution>, StoreError> {
+        let mut out = Vec::new();
+        for item in self.resolutions.iter() {
+            let (k, v) = item?;
+            out.push(decode(&k, &v)?);
+        }
+        Ok(out)
+    }
+
+    /// Drops resolutions older than the retention age.
+    fn compact_resolutions(&self, now: Nanos) -> Result<(), StoreError> {
+        for item in self.resolutions.iter() {
+            let (k, v) = item?;
+            let r: Resolution = decode(&k, &v)?;
+            if now - r.at > self.retention.max_age {
+                self.resolutions.remove(&k)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Drops records beyond the retention bounds; returns how many. Records
     /// still in effect (executed and not undone) or awaiting approval are kept.
     pub fn compact(&self, now: Nanos) -> Result<usize, StoreError> {
@@ -313,6 +407,7 @@ impl Ledger {
             removed += 1;
             excess = excess.saturating_sub(1);
         }
+        self.compact_resolutions(now)?;
         Ok(removed)
     }
 }

@@ -17,6 +17,7 @@ use engine::{Nanos, Topology};
 use crate::config::DaemonConfig;
 use crate::control::client::{self, Target};
 use crate::control::pb::ListDecisionsRequest;
+use crate::progress::Progress;
 use crate::wiring;
 use crate::Exit;
 
@@ -95,7 +96,7 @@ pub fn run(scenarios: &[PathBuf], args: RunArgs, out_dir: &Path) -> anyhow::Resu
         rules: args.rules.or_else(|| site.as_ref().map(|s| s.rules.clone())),
         rule_modes: args.rule_modes,
         daemon,
-        progress: !args.quiet,
+        progress: None,
     };
     let runtime = super::runtime()?;
     let mut reports = Vec::new();
@@ -110,11 +111,12 @@ pub fn run(scenarios: &[PathBuf], args: RunArgs, out_dir: &Path) -> anyhow::Resu
         planned.push((path, loaded, sources));
     }
     for (path, loaded, sources) in planned {
+        let runs = options.runs.unwrap_or(loaded.plan.runs).max(1);
         eprintln!(
             "chaos: {} ({}, {} run(s), {} clock)",
             loaded.plan.name,
             path.display(),
-            options.runs.unwrap_or(loaded.plan.runs),
+            runs,
             if loaded.plan.clock == Clock::Virtual { "virtual" } else { "wall" }
         );
         eprintln!(
@@ -123,7 +125,11 @@ pub fn run(scenarios: &[PathBuf], args: RunArgs, out_dir: &Path) -> anyhow::Resu
             sources.rules.len(),
             sources.playbook_origin
         );
-        let report = match runtime.block_on(run_scenario(&loaded, &sources, &options)) {
+        let bar = if args.quiet { Progress::hidden() } else { Progress::runs(runs as u64) };
+        let options = Options { progress: Some(run_progress(bar.clone())), ..options.clone() };
+        let report = runtime.block_on(run_scenario(&loaded, &sources, &options));
+        bar.finish();
+        let report = match report {
             Ok(report) => report,
             // A part this machine lacks (root, iproute2, a qdisc module): the
             // scenario is skipped with the reason, not failed.
@@ -138,6 +144,14 @@ pub fn run(scenarios: &[PathBuf], args: RunArgs, out_dir: &Path) -> anyhow::Resu
     }
     print!("{}", table(&reports));
     Ok(if reports.iter().all(|r| r.failed == 0) { Exit::Ok } else { Exit::Findings })
+}
+
+/// The runner's report after each run, drawn on `bar`.
+fn run_progress(bar: Progress) -> chaos::run::RunProgress {
+    Arc::new(move |done, _total, failed| {
+        bar.set(done as u64);
+        bar.message(format!("runs, {failed} failed"));
+    })
 }
 
 /// Refuses a `--rule-mode` naming a rule the scenario does not run:

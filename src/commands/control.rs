@@ -6,7 +6,7 @@ use engine::policy::BreakerState;
 
 use crate::control::client::{connect, Target};
 use crate::control::pb;
-use crate::report::rfc3339;
+use crate::report::{rfc3339, verdict_line};
 use crate::Exit;
 
 pub(super) fn decode<T: serde::de::DeserializeOwned>(text: &str) -> anyhow::Result<T> {
@@ -19,13 +19,6 @@ pub(super) fn status_error(e: tonic::Status) -> anyhow::Error {
     match e.code() {
         tonic::Code::InvalidArgument => anyhow::Error::new(super::Refused(e.message().to_string())),
         _ => anyhow::anyhow!("{}", e.message()),
-    }
-}
-
-pub(super) fn verdict_line(d: &Decision) -> String {
-    match d.verdict.reason() {
-        Some(reason) => format!("{}: {reason}", d.verdict.name()),
-        None => d.verdict.name().to_string(),
     }
 }
 

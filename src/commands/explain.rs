@@ -1,9 +1,9 @@
 //! `rocemend explain ID`: one decision with its evidence and every step.
 
-use super::control::{decode, status_error, verdict_line};
+use super::control::{decode, status_error};
 use crate::control::client::{connect, Target};
 use crate::control::pb;
-use crate::report::{rfc3339, short};
+use crate::report::explain_text;
 use crate::Exit;
 use engine::dispatch::Decision;
 
@@ -24,38 +24,7 @@ pub fn explain(target: &Target, id: &str, json: bool) -> anyhow::Result<Exit> {
         if i > 0 {
             println!();
         }
-        print_decision(&d);
+        print!("{}", explain_text(&d));
     }
     Ok(Exit::Ok)
-}
-
-fn print_decision(d: &Decision) {
-    let p = &d.proposal;
-    println!("decision  {}{}", d.id, d.undo_of.as_ref().map(|o| format!(" (undo of {o})")).unwrap_or_default());
-    println!("rule      {} (sha256 {})", p.rule, p.rule_hash);
-    println!("subject   {} {}", short(&p.subject), p.subject);
-    println!("action    {}", p.action);
-    let values: Vec<String> = p.values.iter().map(|(k, v)| format!("{k}={v}")).collect();
-    println!("evidence  {}", values.join("  "));
-    println!(
-        "times     fault seen {}  last sample {}  decided {}",
-        rfc3339(p.active_at),
-        rfc3339(p.sample_at),
-        rfc3339(p.decided_at)
-    );
-    println!("          dispatched {}  finished {}", rfc3339(d.dispatched_at), rfc3339(d.finished_at));
-    println!(
-        "mode      {}   actuator {}   destructive {}",
-        d.mode.as_str(),
-        d.actuator.as_deref().unwrap_or("-"),
-        d.destructive
-    );
-    println!("verdict   {}", verdict_line(d));
-    if let Some(by) = &d.undone_by {
-        println!("undone by {by}");
-    }
-    println!("history");
-    for step in &d.steps {
-        println!("  {}  {}", rfc3339(step.at), step.what);
-    }
 }

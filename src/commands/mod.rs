@@ -9,6 +9,7 @@ mod explain;
 mod fleet;
 mod job;
 mod ops;
+mod preview;
 mod replay;
 mod run;
 mod sensors;
@@ -16,6 +17,7 @@ mod silence;
 mod sim;
 mod status;
 mod test;
+mod undo;
 
 use crate::cli::{BreakerCommand, ChaosCommand, Cli, Command, FleetCommand, JobCommand, SensorsCommand, SimCommand};
 use crate::Exit;
@@ -30,6 +32,16 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
         Command::Test { dir } => test::test(&dir),
         Command::Replay { recording, rules, diff, inventory, json } => {
             replay::replay(&recording, &rules, diff.as_deref(), inventory.as_deref(), json)
+        }
+        Command::Preview { playbook, recording, diff, inventory, config, json } => {
+            preview::preview(&preview::PreviewArgs {
+                playbook: &playbook,
+                recording: &recording,
+                diff: diff.as_deref(),
+                inventory: inventory.as_deref(),
+                config: config.as_deref(),
+                json,
+            })
         }
         Command::Demo { speed } => demo::demo(speed),
         Command::Sensors { config, seconds, command: None } => sensors::list(config.as_deref(), seconds),
@@ -67,6 +79,8 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
         | Command::Explain { .. }
         | Command::Approve { .. }
         | Command::Reject { .. }
+        | Command::Undo { .. }
+        | Command::Resolve { .. }
         | Command::Breaker { .. }
         | Command::Mode { .. }
         | Command::Reload { .. }
@@ -123,6 +137,8 @@ fn talk_inner(verb: Command) -> anyhow::Result<Exit> {
         Command::Explain { id, socket, json } => explain::explain(&socket.target()?, &id, json),
         Command::Approve { id, socket, by } => control::approve(&socket.target()?, &id, &by.name, true),
         Command::Reject { id, socket, by } => control::approve(&socket.target()?, &id, &by.name, false),
+        Command::Undo { id, socket, by } => undo::undo(&socket.target()?, &id, &by.name),
+        Command::Resolve { id, socket, by } => undo::resolve(&socket.target()?, &id, &by.name),
         Command::Breaker { command: BreakerCommand::Reset { socket, by } } => {
             control::breaker_reset(&socket.target()?, &by.name)
         }

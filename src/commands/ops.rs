@@ -35,7 +35,9 @@ pub fn incidents(target: &Target, since: Option<i64>, as_json: bool) -> anyhow::
         for i in &list {
             let v = json!({"id": i.id, "rule": i.rule, "subject": sorted(&i.subject), "started": i.started_ns,
                            "state": i.state, "decisions": i.decision_ids, "last_verdict": i.last_verdict,
-                           "actions": i.actions, "drift": i.drift});
+                           "actions": i.actions, "drift": i.drift,
+                           "resolved_by": (!i.resolved_by.is_empty()).then_some(&i.resolved_by),
+                           "resolved_at": (i.resolved_ns > 0).then_some(i.resolved_ns)});
             println!("{v}");
         }
         return Ok(Exit::Ok);
@@ -57,6 +59,9 @@ pub fn incidents(target: &Target, since: Option<i64>, as_json: bool) -> anyhow::
         );
         for drift in &i.drift {
             println!("{:<16}  drift: {drift}", "");
+        }
+        if !i.resolved_by.is_empty() {
+            println!("{:<16}  resolved by {} at {}", "", i.resolved_by, rfc3339(i.resolved_ns));
         }
     }
     println!("{} incidents", list.len());

@@ -10,13 +10,23 @@ use engine::backtest::{self, Backtest, DiffLine};
 use engine::rule::{self, Helpers};
 use engine::{EngineEvent, Topology};
 
+use crate::progress::Progress;
 use crate::report::{offset, short};
 use crate::Exit;
 
-fn backtest_one(recording: &Path, rules_dir: &Path, topology: Option<Arc<Topology>>) -> anyhow::Result<Backtest> {
+fn backtest_one(
+    recording: &Path,
+    rules_dir: &Path,
+    topology: Option<Arc<Topology>>,
+    which: &str,
+) -> anyhow::Result<Backtest> {
     let rules = rule::load_dir(rules_dir, Helpers::new(None, topology.clone()))?;
     let file = File::open(recording).with_context(|| format!("opening {}", recording.display()))?;
-    Ok(backtest::run(BufReader::new(file), &recording.display().to_string(), rules, topology)?)
+    let progress = Progress::file(recording, &format!("{which} {}", recording.display()));
+    let backtest =
+        backtest::run(BufReader::new(progress.reader(file)), &recording.display().to_string(), rules, topology)?;
+    progress.finish();
+    Ok(backtest)
 }
 
 pub fn replay(
@@ -30,7 +40,7 @@ pub fn replay(
         Some(p) => Arc::new(Topology::load(p)?),
         None => Arc::new(Topology::parse(engine::topology::EXAMPLE_INVENTORY, "example inventory")?),
     };
-    let a = backtest_one(recording, rules_dir, Some(topology.clone()))?;
+    let a = backtest_one(recording, rules_dir, Some(topology.clone()), "A")?;
     let t0 = a.span.0;
     match diff {
         None => {
@@ -47,19 +57,79 @@ pub fn replay(
             }
         }
         Some(other) => {
-            let b = backtest_one(recording, other, Some(topology))?;
-            let lines = backtest::diff(&a, &b);
+            let b = backtest_one(recording, other, Some(topology), "B")?;
+            let mut lines = backtest::diff(&a, &b);
+            lines.sort_by_key(|l| (when(l), key(l).to_string()));
+            let differ = lines.iter().filter(|l| differs(l)).count();
             if json {
                 println!("{}", diff_json(rules_dir, other, t0, &lines));
             } else {
                 println!("A = {}   B = {}", rules_dir.display(), other.display());
-                for line in &lines {
+                for line in lines.iter().filter(|l| differs(l)) {
                     println!("{}", diff_text(line, t0));
                 }
+                println!("{}", diff_summary(&lines));
             }
+            // As `diff` does: 1 when they differ, 0 when not (errors are 2).
+            return Ok(if differ == 0 { Exit::Ok } else { Exit::Findings });
         }
     }
     Ok(Exit::Ok)
+}
+
+/// Whether a line of a diff is a difference: made by one set only, or at
+/// another time.
+fn differs(line: &DiffLine) -> bool {
+    !matches!(line, DiffLine::Both { a, b, .. } if a == b)
+}
+
+/// When a line happened: the earlier of its two times.
+fn when(line: &DiffLine) -> i64 {
+    match line {
+        DiffLine::Both { a, b, .. } => *a.min(b),
+        DiffLine::OnlyA { at, .. } | DiffLine::OnlyB { at, .. } => *at,
+    }
+}
+
+fn key(line: &DiffLine) -> &str {
+    match line {
+        DiffLine::Both { key, .. } | DiffLine::OnlyA { key, .. } | DiffLine::OnlyB { key, .. } => key,
+    }
+}
+
+/// How many proposals differ, and how.
+struct Counts {
+    only_a: usize,
+    only_b: usize,
+    moved: usize,
+    same: usize,
+}
+
+fn counts(lines: &[DiffLine]) -> Counts {
+    let mut c = Counts { only_a: 0, only_b: 0, moved: 0, same: 0 };
+    for line in lines {
+        match line {
+            DiffLine::Both { a, b, .. } if a == b => c.same += 1,
+            DiffLine::Both { .. } => c.moved += 1,
+            DiffLine::OnlyA { .. } => c.only_a += 1,
+            DiffLine::OnlyB { .. } => c.only_b += 1,
+        }
+    }
+    c
+}
+
+/// `2 proposals differ: 1 only in A, 1 at another time in B; 3 the same`.
+fn diff_summary(lines: &[DiffLine]) -> String {
+    let c = counts(lines);
+    let differ = c.only_a + c.only_b + c.moved;
+    if differ == 0 {
+        return format!("no proposal differs ({} the same)", c.same);
+    }
+    let verb = if differ == 1 { "proposal differs" } else { "proposals differ" };
+    format!(
+        "{differ} {verb}: {} only in A, {} only in B, {} at another time in B; {} the same",
+        c.only_a, c.only_b, c.moved, c.same
+    )
 }
 
 /// One line of a diff, for people.
@@ -76,7 +146,8 @@ fn diff_text(line: &DiffLine, t0: i64) -> String {
 
 /// The whole diff as one JSON document: which rule sets, when the
 /// recording starts, and each proposal with where it was made and when
-/// (ns since the epoch; `null` where a set did not make it).
+/// (ns since the epoch; `null` where a set did not make it), in time
+/// order, and a summary of what differs.
 fn diff_json(a: &Path, b: &Path, t0: i64, lines: &[DiffLine]) -> serde_json::Value {
     let proposals: Vec<serde_json::Value> = lines
         .iter()
@@ -87,7 +158,16 @@ fn diff_json(a: &Path, b: &Path, t0: i64, lines: &[DiffLine]) -> serde_json::Val
         })
         .collect();
     let count = |f: fn(&DiffLine) -> bool| lines.iter().filter(|l| f(l)).count();
+    let c = counts(lines);
     serde_json::json!({
+        "summary": {
+            "differ": c.only_a + c.only_b + c.moved,
+            "only_a": c.only_a,
+            "only_b": c.only_b,
+            "other_time": c.moved,
+            "same": c.same,
+            "text": diff_summary(lines),
+        },
         "a": a.display().to_string(),
         "b": b.display().to_string(),
         "start": t0,
@@ -193,5 +273,13 @@ mod tests {
         let v = diff_json(Path::new("a"), Path::new("b"), 0, &lines);
         assert_eq!((v["both"].as_u64(), v["only_a"].as_u64(), v["only_b"].as_u64()), (Some(1), Some(1), Some(2)));
         assert_eq!(v["proposals"][1], serde_json::json!({"key": "k2", "in": "a", "a": 3, "b": null}));
+        assert_eq!(v["summary"]["differ"], 4);
+        assert_eq!(
+            diff_summary(&lines),
+            "4 proposals differ: 1 only in A, 2 only in B, 1 at another time in B; 0 the same"
+        );
+        let same = vec![DiffLine::Both { key: "k1".into(), a: 1, b: 1 }];
+        assert_eq!(diff_summary(&same), "no proposal differs (1 the same)");
+        assert!(!differs(&same[0]));
     }
 }

@@ -1,12 +1,13 @@
 //! `rocemend status`: the daemon's mode, breaker, rules, actions in effect
 //! and requests waiting, over its control API.
 
-use super::control::{decode, status_error, verdict_line};
+use super::control::{decode, status_error};
 use crate::control::client::{connect, Target};
 use crate::control::pb;
 use crate::report::rfc3339;
+use crate::report::verdict_line;
 use crate::Exit;
-use engine::dispatch::Decision;
+use engine::dispatch::{Decision, Verdict};
 use engine::policy::{BreakerState, Effect};
 
 /// `rocemend status`.
@@ -16,10 +17,12 @@ pub fn status(target: &Target, json: bool) -> anyhow::Result<Exit> {
     let s = reply.into_inner();
     if json {
         println!(
-            "{{\"mode\":{:?},\"breaker\":{},\"pending\":[{}],\"in_effect\":[{}],\"drifted\":[{}],\"sensors\":[{}],\"silences\":[{}],\"ledger_records\":{}}}",
+            "{{\"mode\":{:?},\"breaker\":{},\"breaker_trips\":{},\"pending\":[{}],\"pending_expiry\":{},\"in_effect\":[{}],\"drifted\":[{}],\"sensors\":[{}],\"silences\":[{}],\"ledger_records\":{}}}",
             s.mode,
             s.breaker_json,
+            breaker_trips_json(&s)?,
             s.pending_json.join(","),
+            pending_expiry_json(&s.pending_json)?,
             s.in_effect_json.join(","),
             s.drifted_json.join(","),
             s.sensors_json.join(","),
@@ -34,6 +37,11 @@ pub fn status(target: &Target, json: bool) -> anyhow::Result<Exit> {
         Some(at) => println!("breaker   TRIPPED at {}: {}", rfc3339(at), breaker.reason),
         None => println!("breaker   closed"),
     }
+    let window = engine::time::Span(s.breaker_window_ns);
+    println!("  trips   {} within the last {window} ({} kept)", s.breaker_trips_in_window, breaker.trips.len());
+    for trip in breaker.trips.iter().rev().take(TRIPS_SHOWN) {
+        println!("  {}  {}", rfc3339(trip.at), trip.reason);
+    }
     println!("ledger    {} records", s.ledger_records);
     println!("sensors   {}", s.sensors_json.len());
     for text in &s.sensors_json {
@@ -46,7 +54,8 @@ pub fn status(target: &Target, json: bool) -> anyhow::Result<Exit> {
     println!("pending   {}", s.pending_json.len());
     for p in &s.pending_json {
         let d: Decision = decode(p)?;
-        println!("  {}  {}  {}  ({})", d.id, d.proposal.rule, d.proposal.action, verdict_line(&d));
+        let expires = expires_at(&d).map(|t| format!("expires {}", rfc3339(t))).unwrap_or_default();
+        println!("  {}  {}  {}  {expires}  ({})", d.id, d.proposal.rule, d.proposal.action, verdict_line(&d));
     }
     println!("in effect {}", s.in_effect_json.len());
     for e in &s.in_effect_json {
@@ -63,10 +72,44 @@ pub fn status(target: &Target, json: bool) -> anyhow::Result<Exit> {
         let (kind, found) = (x.drift.kind.name(), &x.drift.found);
         println!("  {}  {}  {kind} at {}: {found}; {then}", x.id, x.action, rfc3339(x.drift.at));
     }
-    println!("silences  {}", s.silences_json.len());
+    println!("silences  {} (kept across restarts)", s.silences_json.len());
     for text in &s.silences_json {
         let x: engine::dispatch::Silence = decode(text)?;
         println!("  {}  {}  by {}  {}", x.id, super::silence::scope(&x), x.by, x.reason);
     }
     Ok(Exit::Ok)
+}
+
+/// Trips listed in the table; `--json` has every one the daemon keeps.
+const TRIPS_SHOWN: usize = 5;
+
+/// When a request awaiting approval expires.
+fn expires_at(d: &Decision) -> Option<engine::Nanos> {
+    match d.verdict {
+        Verdict::AwaitingApproval { expires_at } => Some(expires_at),
+        _ => None,
+    }
+}
+
+/// `{"window_ns": …, "in_window": n, "last": [{"at": RFC 3339, "at_ns", "reason"}]}`, newest last.
+fn breaker_trips_json(s: &pb::StatusReply) -> anyhow::Result<serde_json::Value> {
+    let breaker: BreakerState = decode(&s.breaker_json)?;
+    let last: Vec<serde_json::Value> = breaker
+        .trips
+        .iter()
+        .map(|t| serde_json::json!({"at": rfc3339(t.at), "at_ns": t.at, "reason": t.reason}))
+        .collect();
+    Ok(serde_json::json!({"window_ns": s.breaker_window_ns, "in_window": s.breaker_trips_in_window, "last": last}))
+}
+
+/// `[{"id", "expires_at": RFC 3339 UTC, "expires_at_ns"}]` for the requests awaiting approval.
+fn pending_expiry_json(pending: &[String]) -> anyhow::Result<serde_json::Value> {
+    let mut out = Vec::new();
+    for text in pending {
+        let d: Decision = decode(text)?;
+        if let Some(t) = expires_at(&d) {
+            out.push(serde_json::json!({"id": d.id, "expires_at": rfc3339(t), "expires_at_ns": t}));
+        }
+    }
+    Ok(serde_json::Value::Array(out))
 }

@@ -110,7 +110,7 @@ impl Tokens {
 
 /// Compares in time independent of where the strings differ, so the token
 /// cannot be guessed a byte at a time from response times.
-fn same(a: &str, b: &str) -> bool {
+pub(crate) fn same(a: &str, b: &str) -> bool {
     let (a, b) = (a.as_bytes(), b.as_bytes());
     let mut diff = a.len() ^ b.len();
     for i in 0..a.len().max(b.len()) {

@@ -6,11 +6,13 @@
 //! `active_at`, which every proposal of the episode carries). Grouping the
 //! ledger's decisions and the live instances by that key gives each
 //! incident its decisions and its current state without storing anything
-//! new.
+//! new. An incident an operator ended (`rocemend resolve`) has a
+//! [`Resolution`] in the ledger under the same key: its state is then
+//! `resolved`, with who and when, whatever its instance does afterwards.
 
 use std::collections::BTreeMap;
 
-use engine::dispatch::Decision;
+use engine::dispatch::{Decision, Resolution};
 use engine::{InstanceView, Labels, Nanos, State};
 
 use super::pb;
@@ -52,13 +54,21 @@ fn entry<'a>(
         last_verdict: String::new(),
         actions: vec![],
         drift: vec![],
+        resolved_by: String::new(),
+        resolved_ns: 0,
     })
 }
 
 /// Groups `decisions` (oldest first) and the live `instances` into
-/// incidents, oldest first. Undo decisions belong to the incident of what
-/// they undo (they carry its proposal).
-pub fn incidents(decisions: &[Decision], instances: &[InstanceView], since: Nanos) -> Vec<pb::Incident> {
+/// incidents, oldest first; `resolutions` marks those an operator ended.
+/// Undo decisions belong to the incident of what they undo (they carry its
+/// proposal).
+pub fn incidents(
+    decisions: &[Decision],
+    instances: &[InstanceView],
+    resolutions: &[Resolution],
+    since: Nanos,
+) -> Vec<pb::Incident> {
     let mut by_key: BTreeMap<Key, pb::Incident> = BTreeMap::new();
     for d in decisions.iter().filter(|d| d.proposal.active_at >= since) {
         let p = &d.proposal;
@@ -80,6 +90,14 @@ pub fn incidents(decisions: &[Decision], instances: &[InstanceView], since: Nano
         let inc = entry(&mut by_key, &i.rule, &i.subject, i.instance.active_at);
         inc.state = i.instance.state.as_str().to_string();
     }
+    // Ended by hand: resolved, even while the rule's instance still fires
+    // (it proposes nothing more for this incident).
+    for r in resolutions.iter().filter(|r| r.started >= since) {
+        let inc = entry(&mut by_key, &r.rule, &r.subject, r.started);
+        inc.state = "resolved".into();
+        inc.resolved_by = r.by.clone();
+        inc.resolved_ns = r.at;
+    }
     // A subject whose inputs stopped is an incident of its own: the rule
     // cannot act on it (fail safe), and someone should look at the sensor.
     for i in instances.iter().filter(|i| i.instance.stale) {
@@ -96,6 +114,12 @@ pub fn incidents(decisions: &[Decision], instances: &[InstanceView], since: Nano
     by_key.into_values().collect()
 }
 
+/// Whether `id` can name an incident: `inc-` and 12 hex digits, as
+/// [`incident_id`] makes them.
+pub fn is_incident_id(id: &str) -> bool {
+    id.strip_prefix("inc-").is_some_and(|hex| hex.len() == 12 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -109,11 +133,28 @@ mod tests {
         instance.stale_since = Some(9);
         let view =
             InstanceView { rule: "pfc-storm".into(), subject: Labels::from_pairs([("node", "gpu-07")]), instance };
-        let list = incidents(&[], &[view], 0);
+        let list = incidents(&[], &[view], &[], 0);
         assert_eq!(list.len(), 2, "the firing one and its sensor-stale incident: {list:?}");
         let stale = list.iter().find(|i| i.rule == SENSOR_STALE).unwrap();
         assert_eq!((stale.state.as_str(), stale.started_ns), ("stale", 9));
         assert_eq!(stale.subject.get("rule").map(String::as_str), Some("pfc-storm"));
+    }
+
+    #[test]
+    fn an_incident_resolved_by_hand_is_resolved_while_its_instance_fires() {
+        let mut instance = engine::Instance::new(0);
+        instance.state = State::Firing;
+        instance.active_at = 5;
+        let subject = Labels::from_pairs([("node", "gpu-07")]);
+        let view = InstanceView { rule: "pfc-storm".into(), subject: subject.clone(), instance };
+        let resolution =
+            Resolution { rule: "pfc-storm".into(), subject, started: 5, by: "oncall".into(), at: 9, decisions: vec![] };
+        let list = incidents(&[], &[view], &[resolution], 0);
+        assert_eq!(list.len(), 1, "{list:?}");
+        assert_eq!(
+            (list[0].state.as_str(), list[0].resolved_by.as_str(), list[0].resolved_ns),
+            ("resolved", "oncall", 9)
+        );
     }
 
     #[test]

@@ -66,27 +66,34 @@ pub fn owner_only(listener: UnixListener) -> impl Stream<Item = std::io::Result<
     })
 }
 
-/// The server's TLS settings from a PEM certificate chain and key.
+/// The server's TLS settings from a PEM certificate chain and key, for
+/// gRPC (ALPN h2).
 pub fn server_tls(cert: &Path, key: &Path) -> anyhow::Result<Arc<rustls::ServerConfig>> {
-    use rustls::pki_types::pem::PemObject;
-    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
-        .with_context(|| format!("control TLS certificate {}", cert.display()))?
-        .collect::<Result<_, _>>()
-        .with_context(|| format!("control TLS certificate {}", cert.display()))?;
-    if certs.is_empty() {
-        anyhow::bail!("control TLS certificate {}: no certificate in the file", cert.display());
-    }
-    let key = PrivateKeyDer::from_pem_file(key).with_context(|| format!("control TLS key {}", key.display()))?;
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()?
-        .with_no_client_auth()
-        .with_single_cert(certs, key)
-        .context("control TLS: certificate and key do not match")?;
+    let mut config = server_tls_config(cert, key, "control")?;
     // gRPC is HTTP/2; clients such as grpcurl insist on ALPN saying so.
     config.alpn_protocols = vec![b"h2".to_vec()];
     Ok(Arc::new(config))
+}
+
+/// TLS settings from a PEM certificate chain and key, without ALPN; errors
+/// name the `section` (`control`, `web`) whose files they are.
+pub fn server_tls_config(cert: &Path, key: &Path, section: &str) -> anyhow::Result<rustls::ServerConfig> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
+        .with_context(|| format!("{section} TLS certificate {}", cert.display()))?
+        .collect::<Result<_, _>>()
+        .with_context(|| format!("{section} TLS certificate {}", cert.display()))?;
+    if certs.is_empty() {
+        anyhow::bail!("{section} TLS certificate {}: no certificate in the file", cert.display());
+    }
+    let key = PrivateKeyDer::from_pem_file(key).with_context(|| format!("{section} TLS key {}", key.display()))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .with_context(|| format!("{section} TLS: certificate and key do not match"))
 }
 
 /// A TLS connection accepted on the TCP listener.

@@ -132,9 +132,12 @@ impl Control for ControlService {
     async fn status(&self, request: Request<StatusRequest>) -> Result<Response<StatusReply>, Status> {
         self.allow(&request, Access::Read, "Status")?;
         let status = self.ask(|reply| DispatchCommand::Status { reply }.into()).await?;
+        let window_start = wall_clock_now().saturating_sub(status.breaker_window);
         Ok(Response::new(StatusReply {
             mode: status.mode.as_str().to_string(),
             breaker_json: json(&status.breaker),
+            breaker_trips_in_window: status.breaker.trips_since(window_start) as u32,
+            breaker_window_ns: status.breaker_window,
             pending_json: status.pending.iter().map(json).collect(),
             in_effect_json: status.in_effect.iter().map(json).collect(),
             ledger_records: self.ledger.len() as u64,
@@ -241,7 +244,9 @@ impl Control for ControlService {
         let view = self.engine().await?;
         let filter = Filter { since: (since > 0).then_some(since), rule: None, target: None };
         let decisions = self.ledger.list(&filter).map_err(internal)?;
-        Ok(Response::new(ListIncidentsReply { incidents: incidents::incidents(&decisions, &view.instances, since) }))
+        let resolutions = self.ledger.resolutions().map_err(internal)?;
+        let list = incidents::incidents(&decisions, &view.instances, &resolutions, since);
+        Ok(Response::new(ListIncidentsReply { incidents: list }))
     }
 
     type WatchStream = EventStream;
@@ -294,6 +299,41 @@ impl Control for ControlService {
         let result = self.ask(|reply| DispatchCommand::Reject { id: r.id, by: r.by, reply }.into()).await?;
         let d = result.map_err(refused)?;
         Ok(Response::new(DecisionReply { decision_json: json(&d) }))
+    }
+
+    async fn undo(&self, request: Request<DecisionRequest>) -> Result<Response<DecisionReply>, Status> {
+        self.allow(&request, Access::Write, "Undo")?;
+        let r = request.into_inner();
+        if !is_decision_id(&r.id) {
+            let hint = if incidents::is_incident_id(&r.id) { "; to end an incident: rocemend resolve" } else { "" };
+            return Err(Status::invalid_argument(format!(
+                "{:?} is not a decision id (hex digits, as `rocemend decisions` lists them){hint}",
+                r.id
+            )));
+        }
+        let by = if r.by.is_empty() { "unknown".to_string() } else { r.by };
+        let result = self.ask(|reply| DispatchCommand::Undo { id: r.id, by, reply }.into()).await?;
+        let d = result.map_err(refused)?;
+        Ok(Response::new(DecisionReply { decision_json: json(&d) }))
+    }
+
+    async fn resolve_incident(
+        &self,
+        request: Request<ResolveIncidentRequest>,
+    ) -> Result<Response<ResolveIncidentReply>, Status> {
+        self.allow(&request, Access::Write, "ResolveIncident")?;
+        let r = request.into_inner();
+        let incident = self.open_incident(&r.id).await?;
+        let by = if r.by.is_empty() { "unknown".to_string() } else { r.by };
+        let started = incident.started_ns;
+        let subject = engine::Labels::from_pairs(incident.subject.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        let (rule, id) = (incident.rule, incident.id);
+        let command = |reply| DispatchCommand::Resolve { incident: id, rule, subject, started, by, reply }.into();
+        let (resolution, decisions) = self.ask(command).await?.map_err(refused)?;
+        Ok(Response::new(ResolveIncidentReply {
+            resolution_json: json(&resolution),
+            decisions_json: decisions.iter().map(json).collect(),
+        }))
     }
 
     async fn reset_breaker(
@@ -409,6 +449,46 @@ impl Control for ControlService {
         let samples = answer.await.map_err(|_| gone())?.map_err(|e| Status::resource_exhausted(e.to_string()))?;
         Ok(Response::new(PushJobReply { samples }))
     }
+}
+
+impl ControlService {
+    /// The incident `id` if it is firing, the one state an operator can end;
+    /// why not otherwise, as gRPC says it.
+    async fn open_incident(&self, id: &str) -> Result<Incident, Status> {
+        if !incidents::is_incident_id(id) {
+            return Err(Status::invalid_argument(format!(
+                "{id:?} is not an incident id (\"inc-\" and 12 hex digits, as `rocemend incidents` lists them)"
+            )));
+        }
+        let view = self.engine().await?;
+        let decisions = self.ledger.list(&Filter::default()).map_err(internal)?;
+        let resolutions = self.ledger.resolutions().map_err(internal)?;
+        let found = incidents::incidents(&decisions, &view.instances, &resolutions, 0).into_iter().find(|i| i.id == id);
+        let incident =
+            found.ok_or_else(|| Status::not_found(format!("no incident {id} (`rocemend incidents` lists them)")))?;
+        let why = match incident.state.as_str() {
+            "firing" => return Ok(incident),
+            "resolved" if !incident.resolved_by.is_empty() => {
+                format!(
+                    "it was resolved by {} at {}",
+                    incident.resolved_by,
+                    engine::time::rfc3339(incident.resolved_ns)
+                )
+            }
+            "resolved" | "over" => "it is resolved already".to_string(),
+            "pending" => "it is pending: its rule has not fired, so nothing was done to end".to_string(),
+            "stale" => "its inputs stopped: it ends when they come back".to_string(),
+            other => format!("it is {other}"),
+        };
+        Err(Status::failed_precondition(format!("cannot resolve {id}: {why}")))
+    }
+}
+
+/// Whether `id` can name a decision: hex digits (the ledger's ids), or `m`
+/// and hex digits (a dispatcher without a ledger).
+fn is_decision_id(id: &str) -> bool {
+    let hex = id.strip_prefix('m').unwrap_or(id);
+    !hex.is_empty() && hex.len() <= 32 && hex.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 /// A refused approval or rejection as gRPC says it: an unknown id is

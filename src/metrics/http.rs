@@ -1,6 +1,9 @@
 //! The HTTP endpoint: `/metrics`, `/healthz`, `/readyz` (HTTP/1.1, hyper).
 //!
-//! - `/metrics`: takes a snapshot from the run loop, then encodes.
+//! - `/metrics`: takes a snapshot from the run loop, then encodes it in
+//!   OpenMetrics for a scraper that asks for it (Prometheus does), else in
+//!   the Prometheus text format, which `curl` and `promtool check metrics`
+//!   read.
 //! - `/healthz` (liveness): 200 while the run loop answers within
 //!   [`LOOP_TIMEOUT`]; a loop stuck that long is worth a restart.
 //! - `/readyz` (readiness): live, and every sensor has delivered a sample
@@ -21,7 +24,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use tokio::sync::{mpsc, oneshot, watch};
 
-use super::Metrics;
+use super::{Format, Metrics};
 
 /// How long the run loop may take to answer before it is called stuck.
 pub const LOOP_TIMEOUT: Duration = Duration::from_secs(5);
@@ -94,11 +97,8 @@ impl Endpoint {
                     if let Ok(status) = self.dispatch_status().await {
                         self.metrics.refresh_dispatch(&status);
                     }
-                    reply(
-                        StatusCode::OK,
-                        "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                        self.metrics.encode(),
-                    )
+                    let format = Format::negotiate(req.headers().get(hyper::header::ACCEPT));
+                    reply(StatusCode::OK, format.content_type(), self.metrics.encode_as(format))
                 }
                 Err(e) => reply(StatusCode::SERVICE_UNAVAILABLE, "text/plain", format!("{e}\n")),
             },

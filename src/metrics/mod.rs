@@ -1,9 +1,10 @@
-//! The daemon's own metrics, in the Prometheus / OpenMetrics text format
-//! (prometheus-client), served with `/healthz` and `/readyz` by [`http`].
+//! The daemon's own metrics, in the OpenMetrics or the Prometheus text
+//! format (prometheus-client, see [`Format`]), served with `/healthz` and
+//! `/readyz` by [`http`].
 //!
-//! Two sources: events, counted as they happen on the run loop (decisions,
-//! actuator outcomes, the three latency histograms), and a snapshot taken
-//! at each scrape (samples, series, rule evaluations and their cost,
+//! Two sources: events, counted as they happen on the run loop (rule
+//! transitions, decisions, actuator outcomes, the three latency
+//! histograms), and a snapshot taken at each scrape (samples, series, rule evaluations and their cost,
 //! instances by state, ledger size, sensor health), so a scrape costs one
 //! round trip to the loop and nothing between scrapes.
 //!
@@ -60,6 +61,7 @@ pub struct Metrics {
     cache_hits: Counter,
     rules: Family<Labels, Gauge>,
     instances: Family<Labels, Gauge>,
+    transitions: Family<Labels, Counter>,
     decisions: Family<Labels, Counter>,
     actuator: Family<Labels, Counter>,
     ledger_records: Gauge,
@@ -109,6 +111,7 @@ impl Metrics {
             cache_hits: Counter::default(),
             rules: Family::default(),
             instances: Family::default(),
+            transitions: Family::default(),
             decisions: Family::default(),
             actuator: Family::default(),
             ledger_records: Gauge::default(),
@@ -142,6 +145,11 @@ impl Metrics {
         r.register("rule_cache_hits", "Evaluations answered from the cache", m.cache_hits.clone());
         r.register("rules", "Rules loaded, by health (ok, quarantined)", m.rules.clone());
         r.register("instances", "Rule instances by state", m.instances.clone());
+        r.register(
+            "rule_transitions",
+            "Rule instance state changes, by rule and new state (to=firing counts detections)",
+            m.transitions.clone(),
+        );
         r.register("decisions", "Decisions by verdict and mode", m.decisions.clone());
         r.register("actuator_outcomes", "Actuator calls by actuator and outcome", m.actuator.clone());
         r.register("ledger_records", "Records in the decision ledger", m.ledger_records.clone());
@@ -199,15 +207,24 @@ impl Metrics {
                     t.acted.insert((d.proposal.rule.clone(), d.proposal.subject.to_string()), d.finished_at);
                 }
             }
-            DaemonEvent::Engine(EngineEvent::Transition { rule, subject, from: State::Firing, at, .. }) => {
-                let mut t = self.state.lock().unwrap_or_else(|p| p.into_inner());
-                if let Some(acted) = t.acted.remove(&(rule.clone(), subject.to_string())) {
-                    if let Some(s) = latency(acted, *at) {
-                        self.action_to_recovery.observe(s);
-                    }
+            DaemonEvent::Engine(EngineEvent::Transition { rule, subject, from, to, at, .. }) => {
+                self.transitions.get_or_create(&labels(&[("rule", rule), ("to", to.as_str())])).inc();
+                if *from == State::Firing {
+                    self.recovered(rule, subject, *at);
                 }
             }
             _ => {}
+        }
+    }
+
+    /// An instance of `rule` on `subject` left `firing` at `at`: the end of
+    /// the action → recovery latency, if this daemon acted on it.
+    fn recovered(&self, rule: &str, subject: &engine::Labels, at: Nanos) {
+        let mut t = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(acted) = t.acted.remove(&(rule.to_string(), subject.to_string())) {
+            if let Some(s) = latency(acted, at) {
+                self.action_to_recovery.observe(s);
+            }
         }
     }
 
@@ -274,13 +291,80 @@ impl Metrics {
         self.breaker_tripped.set(i64::from(status.breaker.tripped_at.is_some()));
     }
 
-    /// The exposition text.
-    pub fn encode(&self) -> String {
+    /// The exposition text in `format`.
+    pub fn encode_as(&self, format: Format) -> String {
         let mut out = String::new();
         // Writing to a String cannot fail.
-        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        let _ = match format {
+            Format::OpenMetrics => prometheus_client::encoding::text::encode(&mut out, &self.registry),
+            Format::Prometheus => prometheus_client::encoding::prometheus_text::encode(&mut out, &self.registry),
+        };
         out
     }
+}
+
+/// The two exposition formats `/metrics` speaks.
+///
+/// They differ where tools trip: OpenMetrics names a counter's family
+/// without `_total` (`# HELP rocemend_decisions`, sample
+/// `rocemend_decisions_total`), which the Prometheus text parser of
+/// `promtool check metrics` reads as a family with no help text; the
+/// Prometheus text format names both `rocemend_decisions_total`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// OpenMetrics 1.0.0, for a scraper that asks for it.
+    OpenMetrics,
+    /// The Prometheus text format 0.0.4, for everyone else.
+    Prometheus,
+}
+
+const OPENMETRICS: &str = "application/openmetrics-text";
+
+impl Format {
+    /// The format an `Accept` header asks for: OpenMetrics when it offers
+    /// `application/openmetrics-text` at least as much as `text/plain` (as
+    /// Prometheus' scrape does), else the Prometheus text format, the one
+    /// an `Accept`-less `curl` or client_golang's default gets.
+    pub fn negotiate(accept: Option<&hyper::header::HeaderValue>) -> Format {
+        let Some(accept) = accept.and_then(|a| a.to_str().ok()) else {
+            return Format::Prometheus;
+        };
+        let (mut openmetrics, mut text) = (0.0_f64, 0.0_f64);
+        for range in accept.split(',') {
+            let (media, q) = media_range(range);
+            if media.eq_ignore_ascii_case(OPENMETRICS) {
+                openmetrics = openmetrics.max(q);
+            } else if media.eq_ignore_ascii_case("text/plain") {
+                text = text.max(q);
+            }
+        }
+        if openmetrics > 0.0 && openmetrics >= text {
+            Format::OpenMetrics
+        } else {
+            Format::Prometheus
+        }
+    }
+
+    /// The `Content-Type` of an exposition in this format.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Format::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            Format::Prometheus => prometheus_client::encoding::prometheus_text::CONTENT_TYPE,
+        }
+    }
+}
+
+/// A media range of an `Accept` header: its type and its `q` (1 when absent
+/// or unreadable, as RFC 9110 defaults it).
+fn media_range(range: &str) -> (&str, f64) {
+    let mut parts = range.split(';').map(str::trim);
+    let media = parts.next().unwrap_or_default();
+    let q = parts
+        .filter_map(|p| p.split_once('='))
+        .find(|(k, _)| k.trim().eq_ignore_ascii_case("q"))
+        .and_then(|(_, v)| v.trim().parse().ok())
+        .unwrap_or(1.0);
+    (media, q)
 }
 
 #[cfg(test)]

@@ -69,7 +69,7 @@ fn decisions_outcomes_and_the_three_latencies_are_exported() {
         at: 41 * SECOND,
         values: vec![],
     }));
-    let text = m.encode();
+    let text = m.encode_as(Format::OpenMetrics);
     assert_eq!(
         line(&text, "rocemend_decisions_total{verdict=\"executed\",mode=\"enforce\"}"),
         "rocemend_decisions_total{verdict=\"executed\",mode=\"enforce\"} 2"
@@ -79,5 +79,63 @@ fn decisions_outcomes_and_the_three_latencies_are_exported() {
     assert!(text.contains("rocemend_fault_to_decision_seconds_sum 0.25"), "{text}");
     assert!(text.contains("rocemend_decision_to_action_seconds_sum 0.75"), "{text}");
     assert!(text.contains("rocemend_action_to_recovery_seconds_sum 30.0"), "{text}");
+    assert!(text.contains("rocemend_rule_transitions_total{rule=\"pfc-storm\",to=\"resolved\"} 1"), "{text}");
     assert!(text.ends_with("# EOF\n"), "OpenMetrics text ends with # EOF");
+}
+
+fn accept(value: &str) -> Format {
+    Format::negotiate(Some(&hyper::header::HeaderValue::from_str(value).unwrap()))
+}
+
+#[test]
+fn openmetrics_only_for_a_scraper_that_prefers_it() {
+    // Prometheus 2.x's scrape Accept header.
+    let prometheus = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,\
+                      text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+    assert_eq!(accept(prometheus), Format::OpenMetrics);
+    assert_eq!(Format::negotiate(None), Format::Prometheus, "curl without -H Accept");
+    assert_eq!(accept("*/*"), Format::Prometheus);
+    assert_eq!(accept("text/plain;version=0.0.4"), Format::Prometheus);
+    assert_eq!(accept("application/openmetrics-text;q=0"), Format::Prometheus);
+    assert_eq!(accept("text/plain;q=1,application/openmetrics-text;q=0.5"), Format::Prometheus);
+}
+
+/// Every family of the Prometheus text format: (name, has help, type), in
+/// the order the `# HELP` / `# TYPE` lines come.
+fn families(text: &str) -> Vec<(String, bool, String)> {
+    let mut out: Vec<(String, bool, String)> = Vec::new();
+    for l in text.lines() {
+        if let Some(rest) = l.strip_prefix("# HELP ") {
+            let (name, help) = rest.split_once(' ').unwrap_or((rest, ""));
+            out.push((name.into(), !help.trim().is_empty(), String::new()));
+        } else if let Some(rest) = l.strip_prefix("# TYPE ") {
+            let (name, kind) = rest.split_once(' ').unwrap();
+            let last = out.last_mut().unwrap_or_else(|| panic!("# TYPE {name} without # HELP:\n{text}"));
+            assert_eq!(last.0, name, "# TYPE names another family than # HELP:\n{text}");
+            last.2 = kind.into();
+        }
+    }
+    out
+}
+
+#[test]
+fn the_prometheus_text_names_each_counter_family_as_its_samples() {
+    let m = Metrics::new();
+    m.observe(&DaemonEvent::Decision(Box::new(decision("d1", Verdict::Failed { error: "x".into() }, 0, 0, 0))));
+    let text = m.encode_as(Format::Prometheus);
+    assert!(!text.contains("# EOF"), "no OpenMetrics terminator:\n{text}");
+    let families = families(&text);
+    // Every family the OpenMetrics text has (those with a sample so far).
+    let openmetrics = m.encode_as(Format::OpenMetrics);
+    assert_eq!(families.len(), openmetrics.matches("# TYPE ").count(), "{families:?}\n{openmetrics}");
+    assert!(families.len() >= 15, "{families:?}");
+    for (name, help, kind) in &families {
+        assert!(help, "{name} has no help text");
+        // What promtool's lint asks of a counter.
+        assert_eq!(kind == "counter", name.ends_with("_total"), "{name} is a {kind}");
+        let samples = text.lines().filter(|l| !l.starts_with('#')).filter(|l| l.starts_with(name.as_str()));
+        assert!(samples.count() > 0, "{name} has no sample");
+    }
+    assert!(text.contains("# HELP rocemend_decisions_total Decisions by verdict and mode."), "{text}");
+    assert!(text.contains("rocemend_decisions_total{verdict=\"failed\",mode=\"enforce\"} 1"), "{text}");
 }

@@ -69,6 +69,8 @@ pub struct Plan {
     pub sensors: Vec<SensorSlot>,
     /// The control API's TCP side, checked, if configured.
     pub tcp: Option<TcpPlan>,
+    /// The web console's listener, checked, if configured.
+    pub web: Option<crate::web::WebPlan>,
 }
 
 /// A problem of a file without a place in it.
@@ -88,6 +90,10 @@ impl Plan {
         let settings = daemon::settings(&config, &at, &mut errors);
         let tcp = tcp_plan(&config.control)
             .map_err(|e| errors.push(at.error(&["control".into(), "listen".into()], format!("{e:#}"))))
+            .ok()
+            .flatten();
+        let web = crate::web::web_plan(&config.web)
+            .map_err(|e| errors.push(at.error(&["web".into(), "listen".into()], format!("{e:#}"))))
             .ok()
             .flatten();
         let node = wiring::node(&config).map_err(|e| errors.push(at.error(&["node".into()], format!("{e:#}")))).ok();
@@ -113,7 +119,7 @@ impl Plan {
         let (Some(settings), Some(node), Some(part), true) = (settings, node, part, errors.is_empty()) else {
             return Err(Problems(errors));
         };
-        Ok(Plan { config, settings, node, topology, series, part, sensors, tcp })
+        Ok(Plan { config, settings, node, topology, series, part, sensors, tcp, web })
     }
 }
 

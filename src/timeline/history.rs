@@ -74,15 +74,17 @@ pub struct Transition {
 
 /// The rule instances' transitions over the first `until_end` bytes of the
 /// recording, in time order.
+/// `progress` follows the bytes read.
 pub fn rule_states(
     recording: &Path,
     until_end: u64,
     rules: RuleSet,
     topology: Option<Arc<Topology>>,
+    progress: &crate::progress::Progress,
 ) -> anyhow::Result<Vec<Transition>> {
     let (input, _) = engine::recording::open_with_rotated(recording)
         .with_context(|| format!("cannot read the recording {}", recording.display()))?;
-    let input = std::io::BufReader::new(input.take(until_end));
+    let input = std::io::BufReader::new(progress.reader(input.take(until_end)));
     let bt = engine::backtest::run(input, &recording.display().to_string(), rules, topology)?;
     Ok(bt
         .events

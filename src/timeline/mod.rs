@@ -14,11 +14,11 @@
 //! - [`history`]: the ledger and the replayed rule states;
 //! - [`page`]: the HTML.
 
-mod history;
+pub(crate) mod history;
 mod page;
 mod scope;
 mod signals;
-mod window;
+pub(crate) mod window;
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -33,6 +33,7 @@ use engine::{RuleSet, Topology};
 
 use crate::cli::TimelineArgs;
 use crate::config::DaemonConfig;
+use crate::progress::Progress;
 use crate::{wiring, Exit};
 
 use scope::Scope;
@@ -152,14 +153,36 @@ fn window_and_scope(args: &TimelineArgs, src: &Sources, decisions: &[Decision]) 
 
 /// Runs the verb.
 pub fn run(args: &TimelineArgs) -> anyhow::Result<Exit> {
+    let (html, summary) = render_with(args, true)?;
+    std::fs::write(&args.out, html).with_context(|| format!("writing {}", args.out.display()))?;
+    println!("wrote {}: {summary}", args.out.display());
+    Ok(Exit::Ok)
+}
+
+/// The page `args` ask for, and a line saying what is on it. Blocks: it
+/// reads the recording, and a live daemon's ledger over its socket, so an
+/// async caller runs it on a thread of its own.
+pub fn render(args: &TimelineArgs) -> anyhow::Result<(String, String)> {
+    render_with(args, false)
+}
+
+/// [`render`], with progress bars on stderr when `bars` (the verb on a
+/// terminal; never when a server renders a page).
+fn render_with(args: &TimelineArgs, bars: bool) -> anyhow::Result<(String, String)> {
+    let bar = |total: u64, what: &str| if bars { Progress::bytes(total, what) } else { Progress::hidden() };
     let src = sources(args)?;
     let decisions = history::decisions(&src.state, src.socket.as_deref())?;
     let (window, scope) = window_and_scope(args, &src, &decisions)?;
     let topology = src.topology.as_deref();
-    let signals = signals::read(&src.recording, &window, &scope, topology)?;
+    let reading = bar(signals::recorded_bytes(&src.recording), "reading the signals");
+    let signals = signals::read(&src.recording, &window, &scope, topology, &reading)?;
+    reading.finish();
     let (transitions, rule_states) = match &src.rules {
         Some((dir, set)) => {
-            let all = history::rule_states(&src.recording, signals.until_end, set.clone(), src.topology.clone())?;
+            let replaying = bar(signals.until_end, "replaying the rules");
+            let all =
+                history::rule_states(&src.recording, signals.until_end, set.clone(), src.topology.clone(), &replaying)?;
+            replaying.finish();
             let kept: Vec<_> = all.into_iter().filter(|t| scope.keeps(&t.subject, topology)).collect();
             (
                 kept,
@@ -204,13 +227,11 @@ pub fn run(args: &TimelineArgs) -> anyhow::Result<Exit> {
         decisions: &decisions,
         notes: &signals.notes,
     });
-    std::fs::write(&args.out, html).with_context(|| format!("writing {}", args.out.display()))?;
-    println!(
-        "wrote {}: {} signal tracks, {} rule state changes, {} decisions",
-        args.out.display(),
+    let summary = format!(
+        "{} signal tracks, {} rule state changes, {} decisions",
         signals.tracks.len(),
         transitions.iter().filter(|t| window.contains(t.at)).count(),
         decisions.iter().filter(|d| window.contains(d.proposal.decided_at)).count()
     );
-    Ok(Exit::Ok)
+    Ok((html, summary))
 }

@@ -20,6 +20,7 @@ use engine::{Labels, Nanos, Note, SampleKind, SeriesSpec, Topology, Value};
 
 use super::scope::Scope;
 use super::window::Window;
+use crate::progress::Progress;
 
 /// Time buckets per series: about one per pixel of a page 1100 pixels wide.
 pub const BUCKETS: usize = 1000;
@@ -192,16 +193,29 @@ impl Acc {
 
 /// The recording at `path` with its rotated files, oldest first, as one
 /// stream of events (each file starts a segment).
-fn reader(path: &Path) -> anyhow::Result<Reader<Box<dyn std::io::BufRead + Send>>> {
+fn reader(path: &Path, progress: &Progress) -> anyhow::Result<Reader<Box<dyn std::io::BufRead + Send>>> {
     let (input, _) =
         open_with_rotated(path).with_context(|| format!("cannot read the recording {}", path.display()))?;
+    let input: Box<dyn std::io::BufRead + Send> = Box::new(std::io::BufReader::new(progress.reader(input)));
     Ok(Reader::new(input, &path.display().to_string()))
+}
+
+/// The bytes of the recording at `path` with its rotated files: what
+/// [`read`] reads.
+pub fn recorded_bytes(path: &Path) -> u64 {
+    let mut total = std::fs::metadata(path).map_or(0, |m| m.len());
+    let mut k = 1;
+    while let Ok(m) = std::fs::metadata(engine::recording::rotated(path, k)) {
+        total += m.len();
+        k += 1;
+    }
+    total
 }
 
 /// The nodes of each job, from its `job_node_info` series.
 pub fn job_nodes(path: &Path) -> anyhow::Result<BTreeMap<String, BTreeSet<String>>> {
     let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    let mut input = reader(path)?;
+    let mut input = reader(path, &Progress::hidden())?;
     while let Some(event) = input.next_event()? {
         if let Event::Series(_, spec) = event {
             let labels = &spec.labels;
@@ -219,12 +233,19 @@ pub fn job_nodes(path: &Path) -> anyhow::Result<BTreeMap<String, BTreeSet<String
 type SeriesKey = (String, String);
 
 /// Reads the signals of `window` that `scope` keeps.
-pub fn read(path: &Path, window: &Window, scope: &Scope, topology: Option<&Topology>) -> anyhow::Result<Signals> {
+/// `progress` follows the bytes read.
+pub fn read(
+    path: &Path,
+    window: &Window,
+    scope: &Scope,
+    topology: Option<&Topology>,
+    progress: &Progress,
+) -> anyhow::Result<Signals> {
     let mut kept: HashMap<SeriesKey, Acc> = HashMap::new();
     // This segment's ids → the series they declare.
     let mut ids: HashMap<u32, SeriesKey> = HashMap::new();
     let mut out = Signals::default();
-    let mut input = reader(path)?;
+    let mut input = reader(path, progress)?;
     while let Some(event) = input.next_event()? {
         let at = match event {
             Event::Series(id, spec) => {
@@ -311,7 +332,7 @@ mod tests {
     fn counters_become_rates_across_a_wrap_and_gauges_stay_values() {
         let f = file(REC);
         let w = Window::new(0, 3 * SECOND).unwrap();
-        let s = read(f.path(), &w, &Scope::All, None).unwrap();
+        let s = read(f.path(), &w, &Scope::All, None, &Progress::hidden()).unwrap();
         let kinds: Vec<(Kind, &str)> = s.tracks.iter().map(|t| (t.kind, t.metric.as_str())).collect();
         assert_eq!(kinds, [(Kind::Gpu, "gpu_utilization_percent"), (Kind::Nic, "ethtool_tx_prio_pause_duration_us")]);
         // 4294967000 → 200 wraps a 32-bit counter: 296 + 200 = 496 per second.
@@ -327,7 +348,7 @@ mod tests {
     fn the_scope_filters_series_and_notes() {
         let f = file(REC);
         let w = Window::new(0, 3 * SECOND).unwrap();
-        let s = read(f.path(), &w, &Scope::Node("n2".into()), None).unwrap();
+        let s = read(f.path(), &w, &Scope::Node("n2".into()), None, &Progress::hidden()).unwrap();
         assert_eq!(s.tracks.len(), 1);
         assert_eq!(s.tracks[0].labels.get("node"), Some("n2"));
         assert!(s.notes.is_empty(), "the note is about n1");
@@ -337,10 +358,14 @@ mod tests {
     #[test]
     fn a_bad_line_names_the_file_and_line() {
         let f = file("{\"series\":0,\"metric\":\"m\",\"kind\":\"gauge\"}\n{\"s\":3,\"t\":0,\"v\":1}\n");
-        let err = read(f.path(), &Window::new(0, 1).unwrap(), &Scope::All, None).unwrap_err().to_string();
+        let err = read(f.path(), &Window::new(0, 1).unwrap(), &Scope::All, None, &Progress::hidden())
+            .unwrap_err()
+            .to_string();
         assert!(err.ends_with(":2: series 3 used before it is declared"), "{err}");
         let f = file("not json\n");
-        let err = read(f.path(), &Window::new(0, 1).unwrap(), &Scope::All, None).unwrap_err().to_string();
+        let err = read(f.path(), &Window::new(0, 1).unwrap(), &Scope::All, None, &Progress::hidden())
+            .unwrap_err()
+            .to_string();
         assert!(err.contains(":1: not a recording line"), "{err}");
     }
 }

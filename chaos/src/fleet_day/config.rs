@@ -12,6 +12,7 @@
 
 use std::path::{Path, PathBuf};
 
+use fleet::settings::BudgetConfig;
 use toml::{Table, Value};
 
 use super::plan::{FleetPlan, AGGREGATOR};
@@ -76,27 +77,16 @@ fn fleet(plan: &FleetPlan, identity: &str, shared: &Shared, election: Option<&st
     if let Some(e) = election {
         f.insert("aggregator".into(), Value::from(e));
     }
-    let budgets = plan
-        .fleet
-        .budgets
-        .iter()
-        .map(|b| {
-            let mut t = Table::new();
-            t.insert("name".into(), Value::from(b.name.as_str()));
-            t.insert("kinds".into(), strings(&b.kinds));
-            t.insert("max".into(), Value::from(i64::from(b.max)));
-            if let Some(w) = &b.window {
-                t.insert("window".into(), Value::from(w.as_str()));
-            }
-            if let Some(p) = b.max_percent {
-                t.insert("max_percent".into(), Value::from(p));
-            }
-            t.insert("per".into(), Value::from(b.per.as_str()));
-            Value::Table(t)
-        })
-        .collect();
+    let budgets = plan.fleet.budgets.iter().map(|b| budget(&b.config)).collect();
     f.insert("budget".into(), Value::Array(budgets));
     Value::Table(f)
+}
+
+/// One `[[fleet.budget]]`, in the daemons' own schema: what they read is
+/// what the game checks the tokens against.
+fn budget(b: &BudgetConfig) -> Value {
+    // Names, strings, numbers and a unit enum: always a TOML table.
+    Value::try_from(b).expect("a budget serializes to a TOML table")
 }
 
 /// The config of the node daemon of `node`.

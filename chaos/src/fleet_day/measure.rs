@@ -84,7 +84,7 @@ pub fn figures(plan: &FleetPlan, played: &Played) -> FleetFigures {
     let budgets: Vec<CellFigures> = cells
         .iter()
         .map(|((budget, cell), h)| {
-            let limit = plan.fleet.budgets.iter().find(|b| &b.name == budget).map(|b| b.limit).unwrap_or(0);
+            let limit = plan.fleet.budgets.iter().find(|b| &b.config.name == budget).map(|b| b.limit).unwrap_or(0);
             CellFigures {
                 budget: budget.clone(),
                 cell: cell.clone(),

@@ -17,7 +17,9 @@ use engine::{Nanos, Topology};
 use sim::fabric::{Effect, Fabric, Nic};
 use toml::Spanned;
 
-use super::spec::{AggregatorSpec, BreakerExpect, BudgetSpec, By, Dur, FaultSpec, FleetScenario, Per};
+use fleet::settings::BudgetConfig;
+
+use super::spec::{AggregatorSpec, BreakerExpect, BudgetSpec, By, Dur, FaultSpec, FleetScenario};
 use super::FleetDayError;
 
 mod phases;
@@ -96,7 +98,7 @@ impl FleetPlan {
             .find(|(pattern, _)| kind_matches(pattern, kind))
             .map(|(_, s)| *s)
             .unwrap_or_else(|| Scope::default_for(kind));
-        scope == Scope::Fleet && self.fleet.budgets.iter().any(|b| b.kinds.iter().any(|k| kind_matches(k, kind)))
+        scope == Scope::Fleet && self.fleet.budgets.iter().any(|b| b.config.kinds.iter().any(|k| kind_matches(k, kind)))
     }
 }
 
@@ -127,18 +129,9 @@ pub struct FleetTable {
 /// A budget, with its limit per cell.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Budget {
-    /// Name.
-    pub name: String,
-    /// Kinds it counts.
-    pub kinds: Vec<String>,
-    /// `max` as written.
-    pub max: u32,
-    /// Window as written.
-    pub window: Option<String>,
-    /// Share of the fleet, percent.
-    pub max_percent: Option<f64>,
-    /// What it is counted over.
-    pub per: Per,
+    /// As written: what every daemon is given as its `[[fleet.budget]]`.
+    #[serde(flatten)]
+    pub config: BudgetConfig,
     /// Tokens at most per cell: `max`, lowered by `max_percent` of the
     /// fleet, as `fleet::settings` computes it.
     pub limit: u32,
@@ -374,13 +367,14 @@ fn aggregator(ctx: &Ctx, a: &AggregatorSpec) -> Result<AggregatorPlan, ScenarioE
 /// check them again at start).
 fn budgets(ctx: &Ctx, specs: &[BudgetSpec], fleet_size: u32) -> Result<Vec<Budget>, ScenarioError> {
     let mut out: Vec<Budget> = Vec::new();
-    for b in specs {
-        let name = b.name.get_ref();
-        let at = |m: String| ctx.err(b.name.span(), format!("fleet.budget {name:?}: {m}"));
+    for spec in specs {
+        let b = &spec.value;
+        let name = &b.name;
+        let at = |m: String| ctx.err(spec.name_span.clone(), format!("fleet.budget {name:?}: {m}"));
         if name.is_empty() || name.contains('/') {
             return Err(at("the name must be non-empty and without '/'".into()));
         }
-        if out.iter().any(|o| &o.name == name) {
+        if out.iter().any(|o| &o.config.name == name) {
             return Err(at("is declared twice".into()));
         }
         if b.kinds.is_empty() {
@@ -396,15 +390,7 @@ fn budgets(ctx: &Ctx, specs: &[BudgetSpec], fleet_size: u32) -> Result<Vec<Budge
             }
             limit = limit.min((f64::from(fleet_size) * p / 100.0).floor() as u32);
         }
-        out.push(Budget {
-            name: name.clone(),
-            kinds: b.kinds.clone(),
-            max: b.max,
-            window: b.window.clone(),
-            max_percent: b.max_percent,
-            per: b.per,
-            limit,
-        });
+        out.push(Budget { config: b.clone(), limit });
     }
     if out.is_empty() {
         return Err(ctx.err(0..0, "[fleet] declares no [[fleet.budget]]: a game day checks the budgets it declares"));
@@ -562,6 +548,12 @@ fault = "p0"
             (GAME.replace("lease_ttl = \"4s\"", "lease_ttl = \"1500ms\""), "whole seconds", 6),
             (GAME.replace("kind = \"symbol_errors\"", "kind = \"link_flap\""), "a fleet game day takes", 16),
             (GAME.replace("select = { plane = 0 }", "select = { plane = 9 }"), "matches no NIC", 17),
+            // The daemons' budget schema, errors at the budget's name or
+            // at the key itself.
+            (GAME.replace("kinds = [\"rail.*\"]", "kinds = []"), "\"rail\": counts no action kind", 8),
+            (GAME.replace("max = 1\n", "max = 1\nmax_percent = 120.0\n"), "max_percent = 120: expected 0..=100", 8),
+            (GAME.replace("per = \"plane\"", "per = \"plane\"\nmaxx = 1"), "unknown field `maxx`", 12),
+            (GAME.replace("per = \"plane\"", "per = \"rail\""), "unknown variant `rail`", 11),
         ];
         for (text, want, line) in cases {
             let e = game(&text).unwrap_err().to_string();

@@ -6,15 +6,22 @@
 //! A group of its own, so that a Ctrl-C in the terminal reaches only the
 //! runner (which then stops everything in order), and a SIGKILL meant for
 //! one daemon reaches that daemon and whatever it started, nothing else.
-//! The chaos crate has no libc binding, so a group is signalled through the
-//! shell's `kill` builtin (`kill -s KILL -- -PGID`); the child itself is
-//! then killed through `std` as well, in case no shell is there.
+//!
+//! No guard drops when the runner itself is SIGKILLed (or the OOM killer
+//! takes it), so each child also asks the kernel for a SIGKILL when its
+//! parent dies (`PR_SET_PDEATHSIG`). The kernel sends it when the *thread*
+//! that forked the child exits, not the process: every child is therefore
+//! forked by one spawner thread that lives as long as the process
+//! ([`spawner`]), whichever thread (a runtime's worker, a blocking pool
+//! thread that idles out) asked for it.
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{self, Sender};
+use std::sync::OnceLock;
 
 use super::FleetDayError;
 
@@ -37,13 +44,10 @@ impl Proc {
             .open(log)
             .map_err(|e| FleetDayError::io(format!("creating {}", log.display()), e))?;
         let err = out.try_clone().map_err(|e| FleetDayError::io(format!("opening {}", log.display()), e))?;
-        let child = command
-            .process_group(0)
-            .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(err)
-            .spawn()
-            .map_err(|e| FleetDayError::io(format!("starting {name} ({:?})", command.get_program()), e))?;
+        command.process_group(0).stdin(Stdio::null()).stdout(out).stderr(err);
+        die_with_parent(&mut command);
+        let program = format!("{:?}", command.get_program());
+        let child = spawn(command).map_err(|e| FleetDayError::io(format!("starting {name} ({program})"), e))?;
         Ok(Proc { child, log: log.to_path_buf(), status: None })
     }
 
@@ -60,9 +64,10 @@ impl Proc {
         if self.status.is_some() {
             return;
         }
-        kill_group(self.child.id());
-        // Without a shell the group kill did nothing: the child at least.
-        let _ = self.child.kill();
+        if !kill_group(self.child.id()) {
+            // No such group: the child at least.
+            let _ = self.child.kill();
+        }
         self.status = self.child.wait().ok();
     }
 
@@ -78,15 +83,70 @@ impl Drop for Proc {
     }
 }
 
-/// SIGKILL to process group `pgid`, through the shell's `kill` builtin.
-fn kill_group(pgid: u32) {
-    let _ = Command::new("sh")
-        .args(["-c", "kill -s KILL -- \"-$1\" 2>/dev/null", "sh"])
-        .arg(pgid.to_string())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
+/// SIGKILL to process group `pgid` (the child's pid: it leads its own
+/// group, and it is not reaped yet, so the id is still its group's).
+/// Whether the signal was sent.
+fn kill_group(pgid: u32) -> bool {
+    // 0 and 1 would name the runner's own group and every process.
+    let Some(pgid) = libc::pid_t::try_from(pgid).ok().filter(|p| *p > 1) else { return false };
+    // SAFETY: kill(2) takes plain integers and touches no memory of ours; a
+    // pid below -1 names exactly that process group.
+    unsafe { libc::kill(-pgid, libc::SIGKILL) == 0 }
+}
+
+/// Has the kernel SIGKILL the child when the thread that forks it ends:
+/// for a [`Proc`] that is the spawner, which lives until the runner exits.
+/// A child forked elsewhere (the etcd watch, on a runtime thread) may be
+/// killed early if its thread ends before the runner; only one that is
+/// started again anyway may rely on this alone.
+pub(super) fn die_with_parent(command: &mut Command) {
+    let parent = std::process::id();
+    // SAFETY: the closure runs in the child between fork and exec, where
+    // only async-signal-safe calls are allowed: prctl(2) and getppid(2)
+    // are plain system calls, and it allocates nothing (an OS error is a
+    // number, not a box).
+    unsafe {
+        command.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The runner died before the request was made: the signal will
+            // never come, so do not start at all.
+            if u32::try_from(libc::getppid()).ok() != Some(parent) {
+                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            Ok(())
+        });
+    }
+}
+
+/// A command to spawn, and where to send the child (or why not).
+type Job = (Command, Sender<std::io::Result<Child>>);
+
+/// Spawns `command` from the [`spawner`] thread.
+fn spawn(command: Command) -> std::io::Result<Child> {
+    let gone = || std::io::Error::other("the chaos spawner thread could not start");
+    let spawner = spawner().as_ref().ok_or_else(gone)?;
+    let (tx, rx) = mpsc::channel();
+    spawner.send((command, tx)).map_err(|_| gone())?;
+    rx.recv().map_err(|_| gone())?
+}
+
+/// The thread that forks every child, started on first use and never
+/// ended (it waits for the next command until the process exits), so that
+/// no child's parent-death signal fires before the runner itself exits.
+/// `None` if it could not be started.
+fn spawner() -> &'static Option<Sender<Job>> {
+    static SPAWNER: OnceLock<Option<Sender<Job>>> = OnceLock::new();
+    SPAWNER.get_or_init(|| {
+        let (tx, rx) = mpsc::channel::<Job>();
+        let serve = move || {
+            for (mut command, reply) in rx {
+                let _ = reply.send(command.spawn());
+            }
+        };
+        std::thread::Builder::new().name("chaos-spawner".into()).spawn(serve).ok().map(|_| tx)
+    })
 }
 
 /// The last `lines` lines of the file at `path` (at most its last 64 KiB).
@@ -133,6 +193,25 @@ mod tests {
             assert!(std::time::Instant::now() < deadline, "the grandchild {grandchild} outlived the guard");
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
+    }
+
+    #[test]
+    fn a_child_outlives_the_thread_that_started_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("log");
+        // Forked by this short-lived thread, the child would get its
+        // parent-death SIGKILL as soon as the thread ends.
+        let mut p = std::thread::spawn(move || {
+            let mut cmd = Command::new("sleep");
+            cmd.arg("60");
+            Proc::spawn("sleeper", cmd, &log).unwrap()
+        })
+        .join()
+        .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        assert_eq!(p.exited(), None, "killed with the thread that asked for it");
+        p.kill();
+        assert!(p.exited().is_some());
     }
 
     #[test]

@@ -14,8 +14,9 @@ use serde::{Deserialize, Serialize};
 use super::figures::{FaultFigures, FleetFigures};
 use super::game::{PhaseRecord, Played};
 use super::plan::FleetPlan;
+use crate::report::rows::{table_head, Row};
 use crate::report::timeline::escape;
-use crate::report::{html, table, FaultOutcome, FaultRecord, ProbeSeries, Report, RunOutcome, RunRecord};
+use crate::report::{html, table, FaultOutcome, FaultRecord, Moments, ProbeSeries, Report, RunOutcome, RunRecord};
 use crate::run::lockstep::decision_record;
 use crate::scenario::plan::Bound;
 
@@ -70,17 +71,12 @@ pub fn build(plan: &FleetPlan, played: &Played, fleet: FleetFigures, elapsed_ms:
     let (probes, bounds) = probes(plan, played);
     let outcomes: Vec<FaultOutcome> =
         fleet.faults.iter().enumerate().map(|(i, f)| fault_outcome(i, f, played.fault_starts[i])).collect();
-    let first = outcomes.iter().filter(|o| o.fault_at.is_some()).min_by_key(|o| o.fault_at);
     let passed = fleet.failures.is_empty();
     let outcome = RunOutcome {
         passed,
         aborted: None,
         failures: fleet.failures.clone(),
-        fault_at: first.and_then(|o| o.fault_at),
-        trigger_at: first.and_then(|o| o.fault_at),
-        detected_at: first.and_then(|o| o.detected_at),
-        mitigated_at: first.and_then(|o| o.mitigated_at),
-        recovered_at: None,
+        moments: first_fault(&outcomes),
         faults: outcomes,
         step_time: None,
     };
@@ -138,6 +134,14 @@ fn kills(played: &Played) -> Vec<FaultRecord> {
         .collect()
 }
 
+/// The run's moments: those of the fault that started first, its start
+/// as the trigger too (a game's faults start once, and nothing recovers
+/// them within the game).
+fn first_fault(outcomes: &[FaultOutcome]) -> Moments {
+    let first = outcomes.iter().map(|o| o.moments).filter(|m| m.fault_at.is_some()).min_by_key(|m| m.fault_at);
+    first.map(|m| Moments { trigger_at: m.fault_at, recovered_at: None, ..m }).unwrap_or_default()
+}
+
 /// A fault's detection and mitigation, in the chaos report's terms.
 fn fault_outcome(i: usize, f: &FaultFigures, start: Option<Nanos>) -> FaultOutcome {
     let at = |ms: Option<f64>| Some(start? + (ms? * 1e6) as Nanos);
@@ -145,14 +149,16 @@ fn fault_outcome(i: usize, f: &FaultFigures, start: Option<Nanos>) -> FaultOutco
         fault: i,
         label: format!("{}: {}", f.name, f.label),
         occurrences: usize::from(start.is_some()),
-        fault_at: start,
+        moments: Moments {
+            fault_at: start,
+            trigger_at: start,
+            detected_at: at(f.ttd_ms),
+            mitigated_at: at(f.ttm_ms),
+            recovered_at: None,
+        },
         ended_at: None,
-        trigger_at: start,
-        detected_at: at(f.ttd_ms),
         detected_by: f.detected_by.clone(),
-        mitigated_at: at(f.ttm_ms),
         mitigated_by: f.mitigated_by.clone(),
-        recovered_at: None,
         step_worst: None,
         step_back_at: None,
     }
@@ -180,7 +186,7 @@ fn probes(plan: &FleetPlan, played: &Played) -> (Vec<ProbeSeries>, Vec<Bound>) {
     let mut bounds = Vec::new();
     for ((budget, cell), history) in super::state::cells(&played.events) {
         let name = cell_probe(&budget, &cell);
-        if let Some(b) = plan.fleet.budgets.iter().find(|b| b.name == budget) {
+        if let Some(b) = plan.fleet.budgets.iter().find(|b| b.config.name == budget) {
             bounds.push(Bound { probe: name.clone(), min: None, max: Some(f64::from(b.limit)) });
         }
         probes.push(ProbeSeries { name, points: clip(history.series) });
@@ -209,41 +215,40 @@ pub fn html(r: &FleetReport) -> String {
 
 fn fleet_section(f: &FleetFigures) -> String {
     let mut out = String::from("<h2>Fleet budget</h2><p>Tokens per budget cell, read from etcd (every put and delete the daemons made, in revision order).</p>");
-    out.push_str("<table id=\"fleet-budget\"><tr><th>budget</th><th>cell</th><th>limit</th><th>most at once</th><th>over</th><th>tokens</th></tr>");
+    out.push_str(&table_head("fleet-budget", &["budget", "cell", "limit", "most at once", "over", "tokens"]));
     for c in &f.budgets {
-        let _ = write!(
-            out,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td{}>{}</td><td class=\"text\">{}</td></tr>",
-            escape(&c.budget),
-            escape(&c.cell),
-            c.limit,
-            c.max_concurrent,
-            if c.over > 0 { " class=\"fail\"" } else { "" },
-            c.over,
-            escape(&c.tokens.join(", "))
-        );
+        let row = Row::new()
+            .cell(&c.budget)
+            .cell(&c.cell)
+            .cell(c.limit)
+            .cell(c.max_concurrent)
+            .cell(c.over)
+            .fail_if(c.over > 0)
+            .text(c.tokens.join(", "));
+        let _ = write!(out, "{row}");
     }
-    out.push_str("</table><h2>Decisions per fault, across every daemon</h2><table id=\"fleet-faults\"><tr><th>fault</th><th>deciders</th><th>proposals</th><th>executed</th><th>held: fleet budget</th><th>held: own limits</th><th>held: etcd unavailable</th><th>held: breaker</th><th>held: standby</th><th>detect p50 / max ms</th><th>TTD ms</th><th>TTM ms</th><th>executed by</th><th>token</th></tr>");
+    out.push_str("</table><h2>Decisions per fault, across every daemon</h2>");
+    out.push_str(&table_head(
+        "fleet-faults",
+        &[
+            "fault",
+            "deciders",
+            "proposals",
+            "executed",
+            "held: fleet budget",
+            "held: own limits",
+            "held: etcd unavailable",
+            "held: breaker",
+            "held: standby",
+            "detect p50 / max ms",
+            "TTD ms",
+            "TTM ms",
+            "executed by",
+            "token",
+        ],
+    ));
     for x in &f.faults {
-        let _ = write!(
-            out,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} / {}</td><td>{}</td><td>{}</td><td class=\"text\">{}</td><td class=\"text\">{}</td></tr>",
-            escape(&format!("{}: {}", x.name, x.label)),
-            x.deciders,
-            x.proposals,
-            x.executed,
-            x.held_fleet_budget,
-            x.held_local_limit,
-            x.held_unavailable,
-            x.held_breaker,
-            x.held_standby,
-            ms(x.detect_per_daemon.p50),
-            ms(x.detect_per_daemon.max),
-            ms(x.ttd_ms),
-            ms(x.ttm_ms),
-            escape(&x.executed_by.join(", ")),
-            escape(&if x.token_holders.is_empty() { "none (local scope)".to_string() } else { x.token_holders.join(", ") })
-        );
+        let _ = write!(out, "{}", fault_row(x));
     }
     out.push_str("</table><h2>Kills</h2><ul>");
     for k in &f.leader_kills {
@@ -277,23 +282,54 @@ fn fleet_section(f: &FleetFigures) -> String {
         );
     }
     let _ = write!(out, "</ul><h2>Fleet breaker</h2><p id=\"fleet-breaker\">{}</p>", escape(&f.breaker.explanation));
-    out.push_str("<h2>Daemons</h2><table id=\"fleet-daemons\"><tr><th>daemon</th><th>decisions</th><th>executed</th><th>held: fleet budget</th><th>held: own limits</th><th>held: etcd unavailable</th><th>own breaker</th><th>killed at ms</th></tr>");
+    out.push_str("<h2>Daemons</h2>");
+    out.push_str(&table_head(
+        "fleet-daemons",
+        &[
+            "daemon",
+            "decisions",
+            "executed",
+            "held: fleet budget",
+            "held: own limits",
+            "held: etcd unavailable",
+            "own breaker",
+            "killed at ms",
+        ],
+    ));
     for d in &f.daemons {
-        let _ = write!(
-            out,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            escape(&d.name),
-            d.decisions,
-            d.executed,
-            d.held_fleet_budget,
-            d.held_local_limit,
-            d.held_unavailable,
-            if d.breaker_tripped { "tripped" } else { "clear" },
-            ms(d.killed_at_ms)
-        );
+        let row = Row::new()
+            .cell(&d.name)
+            .cell(d.decisions)
+            .cell(d.executed)
+            .cell(d.held_fleet_budget)
+            .cell(d.held_local_limit)
+            .cell(d.held_unavailable)
+            .cell(if d.breaker_tripped { "tripped" } else { "clear" })
+            .cell(ms(d.killed_at_ms));
+        let _ = write!(out, "{row}");
     }
     out.push_str("</table>");
     out
+}
+
+/// One fault's row of the decisions table.
+fn fault_row(x: &FaultFigures) -> Row {
+    let token = if x.token_holders.is_empty() { "none (local scope)".to_string() } else { x.token_holders.join(", ") };
+    Row::new()
+        .cell(format!("{}: {}", x.name, x.label))
+        .cell(x.deciders)
+        .cell(x.proposals)
+        .cell(x.executed)
+        .cell(x.held_fleet_budget)
+        .cell(x.held_local_limit)
+        .cell(x.held_unavailable)
+        .cell(x.held_breaker)
+        .cell(x.held_standby)
+        .cell(format!("{} / {}", ms(x.detect_per_daemon.p50), ms(x.detect_per_daemon.max)))
+        .cell(ms(x.ttd_ms))
+        .cell(ms(x.ttm_ms))
+        .text(x.executed_by.join(", "))
+        .text(token)
 }
 
 /// The console table: the chaos table of the game, then the fleet's.

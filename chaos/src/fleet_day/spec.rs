@@ -9,9 +9,13 @@
 //! every error's `file:line:col` comes from) does not survive serde's
 //! buffering of internally tagged enums.
 
-use serde::Deserialize;
+use std::ops::Range;
+
+use serde::de::{DeserializeSeed, IntoDeserializer, MapAccess, Visitor};
+use serde::{Deserialize, Deserializer};
 use toml::Spanned;
 
+use fleet::settings::BudgetConfig;
 use sim::fabric::Selector;
 
 use crate::scenario::FaultKind;
@@ -101,51 +105,9 @@ pub struct FleetSpec {
     pub budget: Vec<BudgetSpec>,
 }
 
-/// What a budget is counted over (`fleet::settings::Per`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Per {
-    /// One count for the whole fleet.
-    #[default]
-    Fleet,
-    /// One count per plane.
-    Plane,
-    /// One count per switch.
-    Switch,
-}
-
-impl Per {
-    /// As written in the config.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Per::Fleet => "fleet",
-            Per::Plane => "plane",
-            Per::Switch => "switch",
-        }
-    }
-}
-
-/// One `[[fleet.budget]]`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct BudgetSpec {
-    /// Name.
-    pub name: Spanned<String>,
-    /// Action kinds it counts.
-    pub kinds: Vec<String>,
-    /// Tokens at most.
-    pub max: u32,
-    /// A token counts this long after it is taken; without it, while the
-    /// action is in effect.
-    #[serde(default)]
-    pub window: Option<String>,
-    /// And at most this share of the fleet, in percent.
-    #[serde(default)]
-    pub max_percent: Option<f64>,
-    /// What it is counted over.
-    #[serde(default)]
-    pub per: Per,
-}
+/// One `[[fleet.budget]]`: the daemons' own schema, with where its name
+/// was written for the plan's errors.
+pub type BudgetSpec = Named<BudgetConfig>;
 
 /// The switch aggregator: one daemon reading every leaf over gNMI.
 #[derive(Debug, Clone, Deserialize)]
@@ -265,4 +227,86 @@ pub struct ExpectSpec {
     /// when absent.
     #[serde(default)]
     pub fleet_breaker: Option<BreakerExpect>,
+}
+
+/// A table read as `T` (another crate's schema, `deny_unknown_fields` and
+/// all), with where its `name` key's value was written: the plan's errors
+/// about it point there. `Spanned<T>` would point at the table's header,
+/// and flattening `T` beside a `Spanned<String>` name cannot work (serde
+/// would keep `name` from `T`, and buffering loses the spans).
+#[derive(Debug, Clone)]
+pub struct Named<T> {
+    /// The table.
+    pub value: T,
+    /// Where its name was written (`0..0` without one: `T` then refuses
+    /// the table for its missing name anyway).
+    pub name_span: Range<usize>,
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Named<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(NamedVisitor(std::marker::PhantomData))
+    }
+}
+
+struct NamedVisitor<T>(std::marker::PhantomData<T>);
+
+impl<'de, T: Deserialize<'de>> Visitor<'de> for NamedVisitor<T> {
+    type Value = Named<T>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a table")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Named<T>, A::Error> {
+        let mut name_span = None;
+        let tapped = NameTap { inner: map, span: &mut name_span, at_name: false };
+        let value = T::deserialize(serde::de::value::MapAccessDeserializer::new(tapped))?;
+        Ok(Named { value, name_span: name_span.unwrap_or(0..0) })
+    }
+}
+
+/// Hands a table's entries on to `T` unchanged, noting the span of the
+/// `name` value on the way. Every other key and value is read straight
+/// from the TOML deserializer, so their errors keep their own positions.
+struct NameTap<'a, A> {
+    inner: A,
+    span: &'a mut Option<Range<usize>>,
+    /// The key just read was `name`.
+    at_name: bool,
+}
+
+impl<'de, A: MapAccess<'de>> MapAccess<'de> for NameTap<'_, A> {
+    type Error = A::Error;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, A::Error> {
+        self.inner.next_key_seed(KeyTap { seed, is_name: &mut self.at_name })
+    }
+
+    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, A::Error> {
+        if !self.at_name {
+            return self.inner.next_value_seed(seed);
+        }
+        let name: Spanned<String> = self.inner.next_value()?;
+        *self.span = Some(name.span());
+        seed.deserialize(name.into_inner().into_deserializer())
+    }
+}
+
+/// Reads a key as a string, notes whether it is `name`, and gives it to
+/// `T`'s key seed inside the TOML deserializer's own call, so that an
+/// unknown key is still reported at its position.
+struct KeyTap<'a, K> {
+    seed: K,
+    is_name: &'a mut bool,
+}
+
+impl<'de, K: DeserializeSeed<'de>> DeserializeSeed<'de> for KeyTap<'_, K> {
+    type Value = K::Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<K::Value, D::Error> {
+        let key = String::deserialize(d)?;
+        *self.is_name = key == "name";
+        self.seed.deserialize(key.into_deserializer())
+    }
 }

@@ -100,7 +100,12 @@ async fn keep_watching(prefix: String, endpoints: impl Fn() -> Vec<String>, log:
 }
 
 async fn watch_once(prefix: &str, endpoints: &[String], from: i64, log: &Log) -> Result<(), String> {
-    let mut child = tokio::process::Command::new("etcdctl")
+    let mut command = std::process::Command::new("etcdctl");
+    // Against dead members it would retry for ever: it must not outlive a
+    // runner that was SIGKILLed. Killed early with a runtime thread, it is
+    // started again from the next revision like after any other end.
+    super::procs::die_with_parent(&mut command);
+    let mut child = tokio::process::Command::from(command)
         .arg(format!("--endpoints={}", endpoints.join(",")))
         .args(["watch", "--prefix", prefix, "-w", "json"])
         .arg(format!("--rev={from}"))

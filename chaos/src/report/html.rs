@@ -10,7 +10,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use super::record::{Report, RunRecord, Stats, StepTimeSummary};
+use super::record::{Report, RunOutcome, RunRecord, Stats, StepTimeSummary};
+use super::rows::{table_head, Row};
 use super::timeline::{escape, Mark, Span, Timeline, Track};
 
 /// Timelines drawn besides those of failed runs: a page of 100 runs stays
@@ -32,25 +33,27 @@ fn stats_row(name: &str, s: &Stats) -> String {
 
 /// A row of `s`, its values written by `show`.
 fn stats_row_with(name: &str, s: &Stats, show: fn(Option<f64>) -> String) -> String {
-    format!(
-        "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-        escape(name),
-        s.count,
-        show(s.p50),
-        show(s.p90),
-        show(s.p99),
-        show(s.max)
-    )
+    Row::new()
+        .cell(name)
+        .cell(s.count)
+        .cell(show(s.p50))
+        .cell(show(s.p90))
+        .cell(show(s.p99))
+        .cell(show(s.max))
+        .to_string()
 }
 
-const STATS_HEAD: &str = "<tr><th></th><th>runs</th><th>p50</th><th>p90</th><th>p99</th><th>max</th></tr>";
+/// A table of [`stats_row`]s, opened with its header.
+fn stats_table(id: &str) -> String {
+    table_head(id, &["", "runs", "p50", "p90", "p99", "max"])
+}
 
 /// Each fault's recovery across runs.
 fn fault_tables(report: &Report, out: &mut String) {
     if report.summary.faults.is_empty() {
         return;
     }
-    let _ = write!(out, "<h2>Recovery per fault (ms from its first start)</h2><table id=\"faults\">{STATS_HEAD}");
+    let _ = write!(out, "<h2>Recovery per fault (ms from its first start)</h2>{}", stats_table("faults"));
     for f in &report.summary.faults {
         let _ = write!(
             out,
@@ -79,8 +82,9 @@ fn step_table(s: &StepTimeSummary, out: &mut String) {
         out,
         "<h2>Job step time</h2><p>The slowest job's step time over its healthy step time (<code>step_time_ratio</code>): \
          its mean before the first fault, the worst after it, and when it was back within {:.0} % of that baseline \
-         (ms from the first fault's start).</p><table id=\"step-time\">{STATS_HEAD}{}{}{}</table>",
+         (ms from the first fault's start).</p>{}{}{}{}</table>",
         s.within * 100.0,
+        stats_table("step-time"),
         stats_row_with("baseline ratio", &s.baseline, ratio),
         stats_row_with("worst ratio", &s.worst, ratio),
         stats_row("back (ms)", &s.back)
@@ -92,26 +96,34 @@ fn run_fault_rows(report: &Report, out: &mut String) {
     if report.runs.iter().all(|r| r.outcome.faults.is_empty()) {
         return;
     }
-    out.push_str(
-        "<h2>Faults per run</h2><table id=\"run-faults\"><tr><th>run</th><th>fault</th><th>detected by</th>\
-         <th>detect ms</th><th>mitigated by</th><th>mitigate ms</th><th>recover ms</th><th>worst step ratio</th>\
-         <th>step back ms</th></tr>",
-    );
+    out.push_str("<h2>Faults per run</h2>");
+    out.push_str(&table_head(
+        "run-faults",
+        &[
+            "run",
+            "fault",
+            "detected by",
+            "detect ms",
+            "mitigated by",
+            "mitigate ms",
+            "recover ms",
+            "worst step ratio",
+            "step back ms",
+        ],
+    ));
     for r in &report.runs {
         for f in &r.outcome.faults {
-            let _ = write!(
-                out,
-                "<tr><td>{}</td><td class=\"text\">{}</td><td class=\"text\">{}</td><td>{}</td><td class=\"text\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                r.run,
-                escape(&f.label),
-                escape(f.detected_by.as_deref().unwrap_or("–")),
-                ms(f.ttd()),
-                escape(f.mitigated_by.as_deref().unwrap_or("–")),
-                ms(f.ttm()),
-                ms(f.ttr()),
-                ratio(f.step_worst),
-                ms(f.step_back())
-            );
+            let row = Row::new()
+                .cell(r.run)
+                .text(&f.label)
+                .text(f.detected_by.as_deref().unwrap_or("–"))
+                .cell(ms(f.moments.ttd()))
+                .text(f.mitigated_by.as_deref().unwrap_or("–"))
+                .cell(ms(f.moments.ttm()))
+                .cell(ms(f.moments.ttr()))
+                .cell(ratio(f.step_worst))
+                .cell(ms(f.step_back()));
+            let _ = write!(out, "{row}");
         }
     }
     out.push_str("</table>");
@@ -175,7 +187,8 @@ pub fn run_timeline(report: &Report, run: &RunRecord) -> Timeline {
     });
     let o = &run.outcome;
     let mut milestones = Vec::new();
-    for (at, what) in [(o.detected_at, "detected"), (o.mitigated_at, "mitigated"), (o.recovered_at, "recovered")] {
+    let m = &o.moments;
+    for (at, what) in [(m.detected_at, "detected"), (m.mitigated_at, "mitigated"), (m.recovered_at, "recovered")] {
         if let Some(at) = at {
             milestones.push(Mark { at, label: what.into(), class: what.into() });
         }
@@ -185,8 +198,9 @@ pub fn run_timeline(report: &Report, run: &RunRecord) -> Timeline {
     if o.faults.len() > 1 {
         let mut marks = Vec::new();
         for f in &o.faults {
+            let m = &f.moments;
             for (at, what) in
-                [(f.detected_at, "detected"), (f.mitigated_at, "mitigated"), (f.recovered_at, "recovered")]
+                [(m.detected_at, "detected"), (m.mitigated_at, "mitigated"), (m.recovered_at, "recovered")]
             {
                 if let Some(at) = at {
                     marks.push(Mark { at, label: format!("{what}: {}", f.label), class: what.into() });
@@ -202,6 +216,33 @@ pub fn run_timeline(report: &Report, run: &RunRecord) -> Timeline {
         end: run.end,
         tracks,
     }
+}
+
+/// One run's row of the runs table: its times, and why it failed in red.
+fn run_row(r: &RunRecord) -> Row {
+    let o = &r.outcome;
+    let step = o.step_time.as_ref();
+    Row::new()
+        .cell(r.run)
+        .cell(r.seed)
+        .cell(ms(o.moments.ttd()))
+        .cell(ms(o.moments.ttm()))
+        .cell(ms(o.moments.ttr()))
+        .cell(ratio(step.and_then(|s| s.baseline)))
+        .cell(ratio(step.and_then(|s| s.worst)))
+        .cell(ms(o.step_back()))
+        .text(verdict(o))
+        .fail_if(!o.passed)
+}
+
+/// `passed`, or `failed:` and why (the abort first).
+fn verdict(o: &RunOutcome) -> String {
+    if o.passed {
+        return "passed".into();
+    }
+    let aborted = o.aborted.as_ref().map(|a| format!("aborted: {a}"));
+    let why: Vec<String> = aborted.into_iter().chain(o.failures.iter().cloned()).collect();
+    format!("failed: {}", why.join("; "))
 }
 
 fn ms(v: Option<i64>) -> String {
@@ -234,7 +275,8 @@ pub fn render(report: &Report) -> String {
     let s = &report.summary;
     let _ = write!(
         out,
-        "<h2>Recovery (ms from the first fault)</h2><table id=\"recovery\">{STATS_HEAD}{}{}{}</table>",
+        "<h2>Recovery (ms from the first fault)</h2>{}{}{}{}</table>",
+        stats_table("recovery"),
         stats_row("time to detect", &s.detect),
         stats_row("time to mitigate", &s.mitigate),
         stats_row("time to recover", &s.recover)
@@ -243,35 +285,23 @@ pub fn render(report: &Report) -> String {
     if let Some(step) = &s.step_time {
         step_table(step, &mut out);
     }
-    let _ = write!(
-        out,
-        "<h2>Runs</h2><table id=\"runs\"><tr><th>run</th><th>seed</th><th>detect ms</th><th>mitigate ms</th><th>recover ms</th>\
-         <th>step baseline</th><th>worst step</th><th>step back ms</th><th>verdict</th></tr>"
-    );
+    out.push_str("<h2>Runs</h2>");
+    out.push_str(&table_head(
+        "runs",
+        &[
+            "run",
+            "seed",
+            "detect ms",
+            "mitigate ms",
+            "recover ms",
+            "step baseline",
+            "worst step",
+            "step back ms",
+            "verdict",
+        ],
+    ));
     for r in &report.runs {
-        let o = &r.outcome;
-        let verdict = if o.passed {
-            "passed".to_string()
-        } else {
-            let mut why = o.failures.clone();
-            if let Some(a) = &o.aborted {
-                why.insert(0, format!("aborted: {a}"));
-            }
-            format!("<span class=\"fail\">failed: {}</span>", escape(&why.join("; ")))
-        };
-        let step = o.step_time.as_ref();
-        let _ = write!(
-            out,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td style=\"text-align:left\">{verdict}</td></tr>",
-            r.run,
-            r.seed,
-            ms(o.ttd()),
-            ms(o.ttm()),
-            ms(o.ttr()),
-            ratio(step.and_then(|s| s.baseline)),
-            ratio(step.and_then(|s| s.worst)),
-            ms(o.step_back())
-        );
+        let _ = write!(out, "{}", run_row(r));
     }
     out.push_str("</table>");
     run_fault_rows(report, &mut out);
@@ -299,15 +329,18 @@ pub fn render(report: &Report) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::record::{FaultOutcome, RunOutcome, StepTime};
+    use crate::report::record::{FaultOutcome, Moments, StepTime};
 
     fn report() -> Report {
         let faults = vec![
             FaultOutcome {
                 fault: 0,
                 label: "pfc_storm {node=node-04}".into(),
-                fault_at: Some(1_000_000_000),
-                detected_at: Some(1_250_000_000),
+                moments: Moments {
+                    fault_at: Some(1_000_000_000),
+                    detected_at: Some(1_250_000_000),
+                    ..Moments::default()
+                },
                 detected_by: Some("switch-pfc-storm {port=Ethernet12}".into()),
                 step_worst: Some(f64::NAN),
                 ..FaultOutcome::default()
@@ -316,7 +349,7 @@ mod tests {
         ];
         let outcome = RunOutcome {
             passed: true,
-            fault_at: Some(1_000_000_000),
+            moments: Moments { fault_at: Some(1_000_000_000), ..Moments::default() },
             faults,
             step_time: Some(StepTime { baseline: Some(1.0), within: 0.05, worst: Some(3.25), ..StepTime::default() }),
             ..RunOutcome::default()

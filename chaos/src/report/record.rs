@@ -75,6 +75,54 @@ pub struct ProbeSeries {
     pub points: Vec<(Nanos, f64)>,
 }
 
+/// The instants a recovery is measured by, the same for a whole run and
+/// for each of its faults, so the durations between them are computed in
+/// one place. Flattened into both, so the JSON keeps its keys.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Moments {
+    /// The (first) fault's start.
+    #[serde(default)]
+    pub fault_at: Option<Nanos>,
+    /// The start of the last fault occurrence at or before detection (the
+    /// flap that made the count, the storm itself).
+    #[serde(default)]
+    pub trigger_at: Option<Nanos>,
+    /// When a detecting rule first fired.
+    #[serde(default)]
+    pub detected_at: Option<Nanos>,
+    /// When a mitigating action was first executed (undos and
+    /// notifications do not count).
+    #[serde(default)]
+    pub mitigated_at: Option<Nanos>,
+    /// When the steady state held again (and kept holding); `None` when it
+    /// never did, or when the scenario has no steady state to hold.
+    #[serde(default)]
+    pub recovered_at: Option<Nanos>,
+}
+
+impl Moments {
+    /// Time to detect, ns from the fault's start.
+    pub fn ttd(&self) -> Option<Nanos> {
+        Some(self.detected_at? - self.fault_at?)
+    }
+    /// Time to mitigate, ns from the fault's start.
+    pub fn ttm(&self) -> Option<Nanos> {
+        Some(self.mitigated_at? - self.fault_at?)
+    }
+    /// Time to recover, ns from the fault's start.
+    pub fn ttr(&self) -> Option<Nanos> {
+        Some(self.recovered_at? - self.fault_at?)
+    }
+    /// Time from the trigger to detection, ns.
+    pub fn trigger_ttd(&self) -> Option<Nanos> {
+        Some(self.detected_at? - self.trigger_at?)
+    }
+    /// Time from the trigger to mitigation, ns.
+    pub fn trigger_ttm(&self) -> Option<Nanos> {
+        Some(self.mitigated_at? - self.trigger_at?)
+    }
+}
+
 /// How a run ended against its expectations.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunOutcome {
@@ -86,23 +134,9 @@ pub struct RunOutcome {
     /// Each expectation that failed, in words.
     #[serde(default)]
     pub failures: Vec<String>,
-    /// The first fault's start.
-    #[serde(default)]
-    pub fault_at: Option<Nanos>,
-    /// The start of the last fault occurrence before detection (the flap
-    /// that made the count, the storm itself).
-    #[serde(default)]
-    pub trigger_at: Option<Nanos>,
-    /// When the detecting rule first fired.
-    #[serde(default)]
-    pub detected_at: Option<Nanos>,
-    /// When the mitigating action was first executed.
-    #[serde(default)]
-    pub mitigated_at: Option<Nanos>,
-    /// When the steady state held again (and kept holding); `None` when it
-    /// never did, or when the scenario has no steady state to hold.
-    #[serde(default)]
-    pub recovered_at: Option<Nanos>,
+    /// From the first fault's start to recovery, over every fault.
+    #[serde(flatten)]
+    pub moments: Moments,
     /// Each `[[fault]]` of the scenario (all its occurrences) with its own
     /// detection, mitigation and recovery, in the scenario's order.
     #[serde(default)]
@@ -114,30 +148,10 @@ pub struct RunOutcome {
 }
 
 impl RunOutcome {
-    /// Time to detect, ns.
-    pub fn ttd(&self) -> Option<Nanos> {
-        Some(self.detected_at? - self.fault_at?)
-    }
-    /// Time to mitigate, ns.
-    pub fn ttm(&self) -> Option<Nanos> {
-        Some(self.mitigated_at? - self.fault_at?)
-    }
-    /// Time from the trigger to detection, ns.
-    pub fn trigger_ttd(&self) -> Option<Nanos> {
-        Some(self.detected_at? - self.trigger_at?)
-    }
-    /// Time from the trigger to mitigation, ns.
-    pub fn trigger_ttm(&self) -> Option<Nanos> {
-        Some(self.mitigated_at? - self.trigger_at?)
-    }
-    /// Time to recover, ns.
-    pub fn ttr(&self) -> Option<Nanos> {
-        Some(self.recovered_at? - self.fault_at?)
-    }
     /// Time from the first fault's start until the step time was back
     /// within tolerance of its baseline, ns.
     pub fn step_back(&self) -> Option<Nanos> {
-        Some(self.step_time.as_ref()?.back_at? - self.fault_at?)
+        Some(self.step_time.as_ref()?.back_at? - self.moments.fault_at?)
     }
 }
 
@@ -154,34 +168,22 @@ pub struct FaultOutcome {
     /// Its occurrences in the run (repeats, flaps).
     #[serde(default)]
     pub occurrences: usize,
-    /// Its first occurrence's start.
-    #[serde(default)]
-    pub fault_at: Option<Nanos>,
+    /// From its first occurrence's start; a rule firing on a subject at
+    /// its location, an action executed on a target there, the steady
+    /// state back after it.
+    #[serde(flatten)]
+    pub moments: Moments,
     /// Its last occurrence's end, when every occurrence ended within the
     /// run.
     #[serde(default)]
     pub ended_at: Option<Nanos>,
-    /// The start of its last occurrence at or before its detection (the
-    /// flap that made the count).
-    #[serde(default)]
-    pub trigger_at: Option<Nanos>,
-    /// When a rule first went firing on a subject at its location.
-    #[serde(default)]
-    pub detected_at: Option<Nanos>,
-    /// That rule and subject (`link-flap {node=node-03, netdev=eth5}`).
+    /// The rule and subject that detected it (`link-flap {node=node-03,
+    /// netdev=eth5}`).
     #[serde(default)]
     pub detected_by: Option<String>,
-    /// When an action was first executed on a target at its location
-    /// (undos and notifications do not count).
-    #[serde(default)]
-    pub mitigated_at: Option<Nanos>,
-    /// That action and target.
+    /// The action and target that mitigated it.
     #[serde(default)]
     pub mitigated_by: Option<String>,
-    /// When the steady state held again after it; `None` when it never
-    /// did, or when the scenario has no steady state.
-    #[serde(default)]
-    pub recovered_at: Option<Nanos>,
     /// The highest step-time ratio from its start until the next fault
     /// that starts after it ended (or the run's end).
     #[serde(default)]
@@ -193,25 +195,9 @@ pub struct FaultOutcome {
 }
 
 impl FaultOutcome {
-    /// Time to detect, ns from its first start.
-    pub fn ttd(&self) -> Option<Nanos> {
-        Some(self.detected_at? - self.fault_at?)
-    }
-    /// Time to mitigate, ns from its first start.
-    pub fn ttm(&self) -> Option<Nanos> {
-        Some(self.mitigated_at? - self.fault_at?)
-    }
-    /// Time to recover, ns from its first start.
-    pub fn ttr(&self) -> Option<Nanos> {
-        Some(self.recovered_at? - self.fault_at?)
-    }
-    /// Time from its trigger to its detection, ns.
-    pub fn trigger_ttd(&self) -> Option<Nanos> {
-        Some(self.detected_at? - self.trigger_at?)
-    }
     /// Time until the step time was back, ns from its first start.
     pub fn step_back(&self) -> Option<Nanos> {
-        Some(self.step_back_at? - self.fault_at?)
+        Some(self.step_back_at? - self.moments.fault_at?)
     }
 }
 
@@ -398,14 +384,15 @@ pub struct Report {
 impl Report {
     /// The summary of `runs`.
     pub fn summarize(runs: &[RunRecord]) -> Summary {
-        let collect =
-            |f: fn(&RunOutcome) -> Option<Nanos>| -> Vec<Nanos> { runs.iter().filter_map(|r| f(&r.outcome)).collect() };
+        let collect = |f: fn(&Moments) -> Option<Nanos>| -> Vec<Nanos> {
+            runs.iter().filter_map(|r| f(&r.outcome.moments)).collect()
+        };
         Summary {
-            detect: Stats::of(&collect(RunOutcome::ttd)),
-            mitigate: Stats::of(&collect(RunOutcome::ttm)),
-            recover: Stats::of(&collect(RunOutcome::ttr)),
-            detect_from_trigger: Stats::of(&collect(RunOutcome::trigger_ttd)),
-            mitigate_from_trigger: Stats::of(&collect(RunOutcome::trigger_ttm)),
+            detect: Stats::of(&collect(Moments::ttd)),
+            mitigate: Stats::of(&collect(Moments::ttm)),
+            recover: Stats::of(&collect(Moments::ttr)),
+            detect_from_trigger: Stats::of(&collect(Moments::trigger_ttd)),
+            mitigate_from_trigger: Stats::of(&collect(Moments::trigger_ttm)),
             faults: Self::summarize_faults(runs),
             step_time: Self::summarize_step_time(runs),
         }
@@ -421,19 +408,20 @@ impl Report {
         by_fault
             .into_iter()
             .map(|(fault, list)| {
-                let collect = |f: fn(&FaultOutcome) -> Option<Nanos>| -> Vec<Nanos> {
-                    list.iter().filter_map(|o| f(o)).collect()
+                let collect = |f: fn(&Moments) -> Option<Nanos>| -> Vec<Nanos> {
+                    list.iter().filter_map(|o| f(&o.moments)).collect()
                 };
                 let worst: Vec<f64> = list.iter().filter_map(|o| o.step_worst).collect();
+                let back: Vec<Nanos> = list.iter().filter_map(|o| o.step_back()).collect();
                 FaultSummary {
                     fault,
                     label: list[0].label.clone(),
-                    detect: Stats::of(&collect(FaultOutcome::ttd)),
-                    mitigate: Stats::of(&collect(FaultOutcome::ttm)),
-                    recover: Stats::of(&collect(FaultOutcome::ttr)),
-                    detect_from_trigger: Stats::of(&collect(FaultOutcome::trigger_ttd)),
+                    detect: Stats::of(&collect(Moments::ttd)),
+                    mitigate: Stats::of(&collect(Moments::ttm)),
+                    recover: Stats::of(&collect(Moments::ttr)),
+                    detect_from_trigger: Stats::of(&collect(Moments::trigger_ttd)),
                     step_worst: Stats::of_values(&worst),
-                    step_back: Stats::of(&collect(FaultOutcome::step_back)),
+                    step_back: Stats::of(&back),
                 }
             })
             .collect()
@@ -485,7 +473,12 @@ mod tests {
             transitions: Vec::new(),
             decisions: Vec::new(),
             probes: Vec::new(),
-            outcome: RunOutcome { fault_at: Some(1_000_000_000), faults, step_time, ..RunOutcome::default() },
+            outcome: RunOutcome {
+                moments: Moments { fault_at: Some(1_000_000_000), ..Moments::default() },
+                faults,
+                step_time,
+                ..RunOutcome::default()
+            },
         }
     }
 
@@ -494,9 +487,12 @@ mod tests {
         let fault = |fault: usize, detected_ms: i64, recovered: Option<i64>| FaultOutcome {
             fault,
             label: format!("f{fault}"),
-            fault_at: Some(1_000_000_000),
-            detected_at: Some(1_000_000_000 + detected_ms * 1_000_000),
-            recovered_at: recovered,
+            moments: Moments {
+                fault_at: Some(1_000_000_000),
+                detected_at: Some(1_000_000_000 + detected_ms * 1_000_000),
+                recovered_at: recovered,
+                ..Moments::default()
+            },
             ..FaultOutcome::default()
         };
         let step = |worst: f64, back_ms: i64| StepTime {

@@ -37,7 +37,6 @@ pub mod readers;
 pub mod wall;
 
 use std::fmt;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
@@ -77,9 +76,13 @@ pub struct Options {
     pub rule_modes: Vec<(String, Mode)>,
     /// A running daemon to attach to (wall clock).
     pub daemon: Option<Arc<dyn AttachedDaemon>>,
-    /// Progress on stderr.
-    pub progress: bool,
+    /// Told after each run: (runs done, runs in all, runs failed). The
+    /// binary draws its progress bar with it; the runner prints nothing.
+    pub progress: Option<RunProgress>,
 }
+
+/// A callback told after each run: (runs done, runs in all, runs failed).
+pub type RunProgress = Arc<dyn Fn(usize, usize, usize) + Send + Sync>;
 
 impl fmt::Debug for Options {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -90,7 +93,7 @@ impl fmt::Debug for Options {
             .field("rules", &self.rules)
             .field("rule_modes", &self.rule_modes)
             .field("daemon", &self.daemon.as_ref().map(|d| d.address()))
-            .field("progress", &self.progress)
+            .field("progress", &self.progress.is_some())
             .finish()
     }
 }
@@ -209,16 +212,6 @@ impl Sources {
 /// Runs on the virtual clock in flight at once.
 const CONCURRENT_RUNS: u32 = 4;
 
-fn progress(done: usize, total: usize, failed: usize) {
-    let width = 30;
-    let filled = done * width / total.max(1);
-    eprint!("\r  [{}{}] {done}/{total} runs, {failed} failed", "#".repeat(filled), ".".repeat(width - filled));
-    let _ = std::io::stderr().flush();
-    if done == total {
-        eprintln!();
-    }
-}
-
 /// Runs `loaded` with `sources` and `options`: every run, then the report.
 pub async fn run_scenario(loaded: &Loaded, sources: &Sources, options: &Options) -> Result<Report, ChaosError> {
     let plan = &loaded.plan;
@@ -258,7 +251,7 @@ pub async fn run_scenario(loaded: &Loaded, sources: &Sources, options: &Options)
                 failed += 1;
             }
             records.push(record);
-            if options.progress {
+            if let Some(progress) = &options.progress {
                 progress(next as usize, runs as usize, failed);
             }
         }

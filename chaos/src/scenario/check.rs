@@ -14,7 +14,7 @@ use engine::time::Nanos;
 
 use super::plan::{Bound, ExpectPlan, ScenarioPlan};
 use super::spec::ActionMatch;
-use crate::report::record::{DecisionRecord, ProbeSeries, RunOutcome, RunRecord};
+use crate::report::record::{DecisionRecord, Moments, ProbeSeries, RunOutcome, RunRecord};
 
 fn ms(ns: Nanos) -> String {
     format!("{:.0} ms", ns as f64 / 1e6)
@@ -78,14 +78,14 @@ fn describe(m: &ActionMatch) -> String {
 /// runner's to set).
 pub fn check(plan: &ScenarioPlan, record: &RunRecord) -> RunOutcome {
     let mut outcome = milestones(plan, record);
-    outcome.step_time = step_time::of_run(plan, record, outcome.fault_at);
+    outcome.step_time = step_time::of_run(plan, record, outcome.moments.fault_at);
     outcome.faults = per_fault::outcomes(plan, record, outcome.step_time.as_ref());
     // The order of the failures is the order the report lists them in: the
     // steady state first, then the deadlines, the jobs' step time, then
     // what the daemon did.
     let mut failures = Vec::new();
-    failures.extend(steady_state_before_fault(plan, record, outcome.fault_at));
-    failures.extend(deadline_failures(&plan.expect, &outcome));
+    failures.extend(steady_state_before_fault(plan, record, outcome.moments.fault_at));
+    failures.extend(deadline_failures(&plan.expect, &outcome.moments));
     failures.extend(step_time::failures(plan, &outcome));
     failures.extend(action_failures(plan, record));
     outcome.passed = failures.is_empty();
@@ -104,7 +104,8 @@ fn milestones(plan: &ScenarioPlan, record: &RunRecord) -> RunOutcome {
     let mitigated_at = e.mitigate.as_ref().and_then(|(action, _)| first_executed(record, action, after));
     let trigger_at = detected_at.and_then(|d| last_fault_start_by(record, d)).or(fault_at);
     let recovered_at = fault_at.and_then(|f| recovered_at(plan, record, f));
-    RunOutcome { fault_at, trigger_at, detected_at, mitigated_at, recovered_at, ..RunOutcome::default() }
+    let moments = Moments { fault_at, trigger_at, detected_at, mitigated_at, recovered_at };
+    RunOutcome { moments, ..RunOutcome::default() }
 }
 
 /// When `rule` first fired at or after `after`.
@@ -171,7 +172,7 @@ fn steady_state_before_fault(plan: &ScenarioPlan, record: &RunRecord, fault_at: 
 }
 
 /// The detection, mitigation and recovery deadlines that were missed.
-fn deadline_failures(e: &ExpectPlan, times: &RunOutcome) -> Vec<String> {
+fn deadline_failures(e: &ExpectPlan, times: &Moments) -> Vec<String> {
     let origin = if e.from_trigger { times.trigger_at } else { times.fault_at };
     let what = if e.from_trigger { "the trigger" } else { "the fault" };
     let mut failures = Vec::new();

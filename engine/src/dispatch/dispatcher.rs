@@ -6,6 +6,8 @@
 //! - [`execute`]: the actuator's call with its timeout and retries;
 //! - [`approval`]: requests waiting for a human, and their expiry;
 //! - [`undo`]: undoing what a resolved instance put in effect;
+//! - [`manual`]: an operator's undo of one action, and an incident ended
+//!   by hand, through the same undo path;
 //! - [`reconcile`]: settling what a crash interrupted, and undoing what
 //!   outlived its incident;
 //! - [`reverify`]: reading actions in effect back, and re-applying what a
@@ -19,6 +21,7 @@
 mod approval;
 mod decide;
 mod execute;
+mod manual;
 mod reconcile;
 mod reverify;
 mod undo;
@@ -136,6 +139,43 @@ pub enum DispatchError {
     /// The silence was refused.
     #[error(transparent)]
     Silence(#[from] super::silence::SilenceError),
+    /// An undo by hand was refused: the decision is not an action in effect
+    /// that we may restore (already undone, not executed, drifted).
+    #[error("cannot undo {id}: {reason}")]
+    NotUndoable {
+        /// The decision.
+        id: String,
+        /// Why.
+        reason: String,
+    },
+    /// The incident cannot be ended: it is over already, or was never firing.
+    #[error("cannot resolve {incident}: {reason}")]
+    NotResolvable {
+        /// The incident, as the caller named it.
+        incident: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// The silences kept in `ledger`, those that ended while the daemon was
+/// down dropped (from the ledger too). Silences are set on the wall clock
+/// (the control API's), so they are judged by it.
+fn restore_silences(ledger: &Ledger) -> Silences {
+    let (list, seq) = ledger.silences().unwrap_or_else(|error| {
+        tracing::error!(message = "Could not read the silences kept in the ledger; none restored.", %error);
+        (Vec::new(), 0)
+    });
+    let (silences, ended) = Silences::restore(list, seq, wall_clock_now());
+    for id in ended {
+        if let Err(error) = ledger.remove_silence(&id) {
+            tracing::error!(message = "Could not drop an ended silence from the ledger.", %id, %error);
+        }
+    }
+    for s in silences.active(wall_clock_now()) {
+        tracing::warn!(message = "Silence kept from before the restart.", id = %s.id, scope = %s.describe());
+    }
+    silences
 }
 
 /// How often the ledger is compacted to its retention bounds.
@@ -159,6 +199,7 @@ impl Dispatcher {
             config.mode = set.mode;
         }
         let mut pending = BTreeMap::new();
+        let silences = ledger.as_ref().map(restore_silences).unwrap_or_default();
         if let Some(ledger) = &ledger {
             match ledger.breaker() {
                 Ok(state) => policy.restore_breaker(state),
@@ -199,7 +240,7 @@ impl Dispatcher {
             last_compaction: Nanos::MIN,
             last_verified: Nanos::MIN,
             drifts: DriftLog::default(),
-            silences: Silences::default(),
+            silences,
             fleet: super::fleet::Fleet::new(Arc::new(Standalone), Vec::new()),
             clock: Arc::new(wall_clock_now),
         }
@@ -218,19 +259,41 @@ impl Dispatcher {
     }
 
     /// Adds a silence (see [`super::silence`]); returns it with its id.
+    /// It is in the ledger, on disk, before this returns.
     pub fn silence(&mut self, silence: Silence) -> Result<Silence, DispatchError> {
-        self.silences.add(silence).map_err(DispatchError::Silence)
+        let set = self.silences.add(silence).map_err(DispatchError::Silence)?;
+        if let Some(ledger) = &self.ledger {
+            if let Err(error) = ledger.put_silence(&set, self.silences.seq()) {
+                tracing::error!(message = "Could not keep a silence in the ledger; it holds until a restart.", id = %set.id, %error);
+            }
+        }
+        Ok(set)
     }
 
     /// Lifts a silence early; false if there is no such silence.
     pub fn unsilence(&mut self, id: &str) -> bool {
-        self.silences.remove(id)
+        let lifted = self.silences.remove(id);
+        if lifted {
+            self.forget_silence(id);
+        }
+        lifted
     }
 
-    /// The silences in force at `now` (ended ones are dropped).
+    /// The silences in force at `now` (ended ones are dropped, from the
+    /// ledger too).
     pub fn silences(&mut self, now: Nanos) -> Vec<Silence> {
-        self.silences.expire(now);
+        for id in self.silences.expire(now) {
+            self.forget_silence(&id);
+        }
         self.silences.active(now)
+    }
+
+    fn forget_silence(&self, id: &str) {
+        if let Some(ledger) = &self.ledger {
+            if let Err(error) = ledger.remove_silence(id) {
+                tracing::error!(message = "Could not drop a silence from the ledger.", %id, %error);
+            }
+        }
     }
 
     /// Consults `coordinator` for fleet-scoped actions: those whose kind

@@ -15,10 +15,12 @@ mod types;
 
 pub use dispatcher::{ActuatorRoute, Clock, DispatchConfig, DispatchError, Dispatcher, COMPACTION_INTERVAL};
 pub use silence::Silence;
-pub use types::{Decision, Drift, DriftKind, Drifted, Mode, Phase, Step, Verdict};
+pub use types::{Decision, Drift, DriftKind, Drifted, Mode, Phase, Resolution, Step, Verdict};
 
 #[cfg(test)]
 mod fleet_tests;
+#[cfg(test)]
+mod manual_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

@@ -4,8 +4,11 @@
 //! duration. While it lasts, proposals it matches are still decided and
 //! recorded in the ledger, but with the verdict `suppressed` and the reason
 //! naming the silence, so nothing is sent and nothing is hidden. Silences
-//! live in memory only: a restart lifts them, which errs on the side of the
-//! daemon doing its job.
+//! are kept in the ledger (its `silences` tree) as they are set and lifted,
+//! and loaded again when the dispatcher starts: an operator who silenced a
+//! node for maintenance must not see it acted on because the daemon was
+//! restarted (an upgrade) in the meantime. Silences that ended while the
+//! daemon was down are dropped at load.
 
 use serde::{Deserialize, Serialize};
 
@@ -81,6 +84,22 @@ impl Silences {
         Ok(silence)
     }
 
+    /// Silences kept from before a restart, the last of them numbered
+    /// `seq`; those ended at `now` are left out (their ids are returned, to
+    /// be dropped from the ledger too). Ids go on from `seq`: a new silence
+    /// never takes the id of one that decisions already quote.
+    pub fn restore(list: Vec<Silence>, seq: u64, now: Nanos) -> (Silences, Vec<String>) {
+        let (live, ended): (Vec<Silence>, Vec<Silence>) = list.into_iter().partition(|s| now < s.until);
+        let numbered = live.iter().filter_map(|s| s.id.strip_prefix('s')?.parse::<u64>().ok()).max().unwrap_or(0);
+        let silences = Silences { list: live, seq: seq.max(numbered) };
+        (silences, ended.into_iter().map(|s| s.id).collect())
+    }
+
+    /// The number of the last silence set.
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+
     /// Lifts the silence `id`; false if there is none.
     pub fn remove(&mut self, id: &str) -> bool {
         let before = self.list.len();
@@ -93,9 +112,17 @@ impl Silences {
         self.list.iter().find(|s| s.matches(p, now))
     }
 
-    /// Drops the silences that ended before `now`.
-    pub fn expire(&mut self, now: Nanos) {
-        self.list.retain(|s| now < s.until);
+    /// Drops the silences that ended before `now`; returns their ids.
+    pub fn expire(&mut self, now: Nanos) -> Vec<String> {
+        let mut ended = Vec::new();
+        self.list.retain(|s| {
+            let live = now < s.until;
+            if !live {
+                ended.push(s.id.clone());
+            }
+            live
+        });
+        ended
     }
 
     /// The silences not yet ended at `now`.

@@ -183,6 +183,24 @@ impl DriftKind {
     }
 }
 
+/// An incident an operator ended by hand (`rocemend resolve`): what the
+/// dispatcher does when a rule instance resolves, done at their word.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Resolution {
+    /// The incident's rule.
+    pub rule: String,
+    /// Its subject.
+    pub subject: crate::labels::Labels,
+    /// When its fault was first seen: with rule and subject, the incident.
+    pub started: Nanos,
+    /// Who ended it.
+    pub by: String,
+    /// When (the dispatcher's clock).
+    pub at: Nanos,
+    /// The decisions it made: undos, and requests it expired.
+    pub decisions: Vec<String>,
+}
+
 /// One step of a decision's history (`explain` shows them in order).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Step {

@@ -79,6 +79,42 @@ pub struct BreakerState {
     pub tripped_at: Option<Nanos>,
     /// Why.
     pub reason: String,
+    /// Its latest trips, oldest first, at most [`BreakerState::TRIPS_KEPT`].
+    /// Kept through a reset: a breaker that trips again right after each
+    /// reset is the pattern an operator needs to see. Absent in states
+    /// written by older versions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trips: Vec<Trip>,
+}
+
+/// One trip of the circuit breaker.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Trip {
+    /// When (the proposal's time that tripped it).
+    pub at: Nanos,
+    /// Why.
+    pub reason: String,
+}
+
+impl BreakerState {
+    /// Trips kept for `status`: the latest are what matters, the ledger's
+    /// held decisions have every one.
+    pub const TRIPS_KEPT: usize = 16;
+
+    /// Records a trip at `at` for `reason`: tripped now, and in the history.
+    fn trip(&mut self, at: Nanos, reason: String) {
+        if self.trips.len() == Self::TRIPS_KEPT {
+            self.trips.remove(0);
+        }
+        self.trips.push(Trip { at, reason: reason.clone() });
+        self.tripped_at = Some(at);
+        self.reason = reason;
+    }
+
+    /// How many of the kept trips happened after `since`.
+    pub fn trips_since(&self, since: Nanos) -> usize {
+        self.trips.iter().filter(|t| t.at > since).count()
+    }
 }
 
 /// Where an action lands in the topology.
@@ -224,9 +260,10 @@ impl Policy {
         self.breaker = state;
     }
 
-    /// Resets the breaker (a human did it).
+    /// Resets the breaker (a human did it); its trip history stays.
     pub fn reset_breaker(&mut self) {
-        self.breaker = BreakerState::default();
+        let trips = std::mem::take(&mut self.breaker.trips);
+        self.breaker = BreakerState { trips, ..BreakerState::default() };
         self.hits.clear();
     }
 
@@ -332,14 +369,9 @@ impl Policy {
         self.hits.push_back(now);
         let trip = self.settings.trip_after;
         if trip > 0 && self.hits.len() as u32 >= trip {
-            self.breaker = BreakerState {
-                tripped_at: Some(now),
-                reason: format!(
-                    "{} limit hits within {}; last: {reason}",
-                    self.hits.len(),
-                    Span(self.settings.breaker_window)
-                ),
-            };
+            let why =
+                format!("{} limit hits within {}; last: {reason}", self.hits.len(), Span(self.settings.breaker_window));
+            self.breaker.trip(now, why);
             tracing::error!(message = "Circuit breaker tripped.", reason = %self.breaker.reason);
         }
         Some(Check::Hold(reason))

@@ -5,8 +5,10 @@
 use tokio::sync::oneshot;
 
 use super::{DispatchStatus, EngineView};
-use crate::dispatch::{Decision, DispatchError, Mode, Silence};
+use crate::dispatch::{Decision, DispatchError, Mode, Resolution, Silence};
+use crate::labels::Labels;
 use crate::policy::BreakerState;
+use crate::time::Nanos;
 
 /// A request to a running daemon: for the loop's evaluator, or for the
 /// dispatcher's task.
@@ -78,6 +80,30 @@ pub enum DispatchCommand {
         by: String,
         /// The decision after rejection.
         reply: oneshot::Sender<Result<Decision, DispatchError>>,
+    },
+    /// Undo an action in effect by hand (see `Dispatcher::undo_by_hand`).
+    Undo {
+        /// The decision that put it in effect.
+        id: String,
+        /// Who asks.
+        by: String,
+        /// The undo's decision, or why it was refused.
+        reply: oneshot::Sender<Result<Decision, DispatchError>>,
+    },
+    /// End an incident by hand (see `Dispatcher::resolve_incident`).
+    Resolve {
+        /// The incident's id, for messages.
+        incident: String,
+        /// Its rule.
+        rule: String,
+        /// Its subject.
+        subject: Labels,
+        /// When its fault was first seen.
+        started: Nanos,
+        /// Who asks.
+        by: String,
+        /// The resolution with the decisions it made, or why it was refused.
+        reply: oneshot::Sender<Result<(Resolution, Vec<Decision>), DispatchError>>,
     },
     /// Reset the circuit breaker.
     ResetBreaker {

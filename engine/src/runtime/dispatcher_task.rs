@@ -98,6 +98,18 @@ async fn command_decisions(dispatcher: &mut Dispatcher, command: DispatchCommand
             let _ = reply.send(result);
             return decided.into_iter().collect();
         }
+        DispatchCommand::Undo { id, by, reply } => {
+            let result = dispatcher.undo_by_hand(&id, &by, now).await;
+            let decided = result.as_ref().ok().cloned();
+            let _ = reply.send(result);
+            return decided.into_iter().collect();
+        }
+        DispatchCommand::Resolve { incident, rule, subject, started, by, reply } => {
+            let result = dispatcher.resolve_incident(&incident, &rule, &subject, started, &by, now).await;
+            let decided = result.as_ref().map(|(_, decisions)| decisions.clone()).unwrap_or_default();
+            let _ = reply.send(result);
+            return decided;
+        }
         DispatchCommand::ResetBreaker { by, reply } => {
             let _ = reply.send(dispatcher.reset_breaker(&by));
         }
@@ -105,6 +117,7 @@ async fn command_decisions(dispatcher: &mut Dispatcher, command: DispatchCommand
             let _ = reply.send(DispatchStatus {
                 mode: dispatcher.mode(),
                 breaker: dispatcher.breaker().clone(),
+                breaker_window: dispatcher.policy().settings().breaker_window,
                 pending: dispatcher.pending().cloned().collect(),
                 in_effect: dispatcher.policy().in_effect().cloned().collect(),
                 silences: dispatcher.silences(now),

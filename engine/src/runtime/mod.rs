@@ -124,8 +124,11 @@ pub struct EngineView {
 pub struct DispatchStatus {
     /// Global mode.
     pub mode: Mode,
-    /// The breaker.
+    /// The breaker, with its latest trips.
     pub breaker: BreakerState,
+    /// The breaker's window (`[breaker] window`): trips within it are the
+    /// ones `status` counts.
+    pub breaker_window: crate::time::Nanos,
     /// Requests awaiting approval.
     pub pending: Vec<Decision>,
     /// Actions in effect.

@@ -39,14 +39,14 @@ pub fn run(config_path: &Path) -> anyhow::Result<Exit> {
         playbook = %parts.playbook.name,
         mode = parts.playbook.mode.as_str()
     );
-    super::runtime()?.block_on(serve(parts))?;
+    super::runtime()?.block_on(serve(parts, config_path))?;
     Ok(Exit::Ok)
 }
 
 /// Runs the daemon with its control API, metrics, signal handlers and rule
 /// watch until it is stopped.
-async fn serve(parts: Parts) -> anyhow::Result<()> {
-    let Parts { mut daemon, ledger, job_tx, health, rules_dir, playbook, settings, config, tcp } = parts;
+async fn serve(parts: Parts, config_path: &Path) -> anyhow::Result<()> {
+    let Parts { mut daemon, ledger, job_tx, health, rules_dir, playbook, settings, config, tcp, web } = parts;
     daemon.dispatcher = wiring::fleet(daemon.dispatcher, config.fleet.as_ref(), &playbook).await?;
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let (command_tx, command_rx) = mpsc::channel(16);
@@ -55,6 +55,17 @@ async fn serve(parts: Parts) -> anyhow::Result<()> {
     let service = ControlService::new(command_tx.clone(), ledger.clone(), hub.clone(), job_tx)
         .with_health(health.clone())
         .with_rule_modes(playbook.rule_modes());
+    if let Some(web) = web {
+        let fleet = crate::web::fleet::FleetReader::connect(config.fleet.as_ref()).await?;
+        let console = crate::web::routes::Console::new(
+            service.clone(),
+            web.token.clone(),
+            web.is_tls(),
+            config_path.to_path_buf(),
+        )
+        .with_fleet(fleet);
+        web.serve(console, shutdown_rx.clone())?;
+    }
     let control = control::serve::start(settings.socket.clone(), tcp, service, shutdown_rx.clone())?;
     if let Some(addr) = &config.metrics.listen {
         let endpoint = crate::metrics::http::Endpoint {

@@ -30,13 +30,14 @@ pub(super) struct Parts {
     pub settings: DaemonSettings,
     pub config: DaemonConfig,
     pub tcp: Option<control::serve::TcpSide>,
+    pub web: Option<crate::web::server::WebSide>,
 }
 
 impl Parts {
     /// Opens the state and binds the sockets of a checked plan: what is
     /// left to fail here is the machine (a taken port, a locked store).
     pub fn build(plan: Plan) -> anyhow::Result<Parts> {
-        let Plan { config, settings, topology, series, part, mut sensors, tcp, .. } = plan;
+        let Plan { config, settings, topology, series, part, mut sensors, tcp, web, .. } = plan;
         let state_dir = &config.state_dir;
         std::fs::create_dir_all(state_dir)
             .with_context(|| format!("creating state directory {}", state_dir.display()))?;
@@ -59,6 +60,7 @@ impl Parts {
         };
         let health = HealthBoard::default();
         let tcp = tcp.map(control::serve::TcpPlan::bind).transpose()?;
+        let web = web.map(crate::web::WebPlan::bind).transpose()?;
         let (loader_dir, loader_playbook) = (part.rules_dir.clone(), part.playbook.clone());
         let daemon = Daemon {
             evaluator,
@@ -82,6 +84,7 @@ impl Parts {
             settings,
             config,
             tcp,
+            web,
         })
     }
 }

@@ -87,7 +87,7 @@ fn outcome(
 ) -> FaultOutcome {
     let mut out = FaultOutcome { fault: index, label: f.label.clone(), occurrences: mine.len(), ..Default::default() };
     let Some(from) = mine.iter().map(|r| r.start).min() else { return out };
-    out.fault_at = Some(from);
+    out.moments.fault_at = Some(from);
     // Ended only when every occurrence ended: an open one lasts the run.
     out.ended_at = if mine.iter().all(|r| r.end.is_some()) { mine.iter().filter_map(|r| r.end).max() } else { None };
     // The earliest, whatever the record's order (a game day's come from
@@ -98,20 +98,20 @@ fn outcome(
         .filter(|t| t.at >= from && t.to == "firing" && site::at_any(&t.subject, &f.locations))
         .min_by_key(|t| t.at)
     {
-        out.detected_at = Some(t.at);
+        out.moments.detected_at = Some(t.at);
         out.detected_by = Some(format!("{} {}", t.rule, labels_text(&shown(&t.subject))));
-        out.trigger_at = mine.iter().map(|r| r.start).filter(|s| *s <= t.at).max();
+        out.moments.trigger_at = mine.iter().map(|r| r.start).filter(|s| *s <= t.at).max();
     }
     // A notification changes nothing in the fabric: it is not a mitigation.
     if let Some(d) = executed(record)
         .filter(|d| d.at >= from && !d.action.starts_with("webhook.") && site::at_any(&d.target, &f.locations))
         .min_by_key(|d| d.at)
     {
-        out.mitigated_at = Some(d.at);
+        out.moments.mitigated_at = Some(d.at);
         out.mitigated_by = Some(format!("{} {}", d.action, labels_text(&shown(&d.target))));
     }
     let window = window(from, out.ended_at, others, record);
-    out.recovered_at = recovered_within(plan, record, window);
+    out.moments.recovered_at = recovered_within(plan, record, window);
     if let Some(step) = step {
         (out.step_worst, _) = step_time::worst(record, window).unzip();
         out.step_back_at = step.baseline.and_then(|b| step_time::back_at(plan, record, b, step.within, window));

@@ -69,7 +69,7 @@ pub(super) fn failures(plan: &ScenarioPlan, outcome: &RunOutcome) -> Vec<String>
     };
     let pct = expect.within * 100.0;
     let mut out = Vec::new();
-    for f in outcome.faults.iter().filter(|f| f.fault_at.is_some()) {
+    for f in outcome.faults.iter().filter(|f| f.moments.fault_at.is_some()) {
         let (origin, what) = origin(f);
         match f.step_back_at {
             Some(back) if back - origin <= expect.after => {}
@@ -92,7 +92,7 @@ pub(super) fn failures(plan: &ScenarioPlan, outcome: &RunOutcome) -> Vec<String>
 
 /// Where a fault's step-time deadline counts from, and its name.
 fn origin(f: &FaultOutcome) -> (Nanos, &'static str) {
-    match (f.ended_at, f.mitigated_at, f.fault_at) {
+    match (f.ended_at, f.moments.mitigated_at, f.moments.fault_at) {
         (Some(end), _, _) => (end, "the fault's end"),
         (None, Some(m), _) => (m, "its mitigation (it did not end)"),
         (None, None, start) => (start.unwrap_or_default(), "its start (it neither ended nor was mitigated)"),

@@ -15,6 +15,19 @@ impl Dispatcher {
     /// in effect is undone where the playbook asks for it, but only where the
     /// target is still as we left it.
     pub async fn instance_resolved(&mut self, rule: &str, subject: &Labels, now: Nanos) -> Vec<Decision> {
+        self.resolved_as(rule, subject, None, now).await
+    }
+
+    /// What a resolution of `rule` on `subject` does, the rule's own
+    /// (`by: None`) or an operator's (`by`, `rocemend resolve`): the same,
+    /// said so in each decision.
+    pub(super) async fn resolved_as(
+        &mut self,
+        rule: &str,
+        subject: &Labels,
+        by: Option<&str>,
+        now: Nanos,
+    ) -> Vec<Decision> {
         let mut out = Vec::new();
         let waiting: Vec<String> = self
             .pending
@@ -22,19 +35,29 @@ impl Dispatcher {
             .filter(|(_, d)| d.proposal.rule == rule && &d.proposal.subject == subject)
             .map(|(id, _)| id.clone())
             .collect();
+        let reason = match by {
+            Some(by) => format!("the incident it was for was resolved by {by}"),
+            None => "the fault it was for resolved".to_string(),
+        };
         for id in waiting {
-            out.extend(self.expire_one(&id, now, "the fault it was for resolved".into()));
+            out.extend(self.expire_one(&id, now, reason.clone()));
         }
         for effect in self.policy.resolved(rule, subject) {
             if self.policy.settings().undo_on_resolve(&effect.action.kind) {
-                out.push(self.undo(effect, now).await);
+                let resolved = match by {
+                    Some(by) => format!("{rule} resolved by {by}"),
+                    None => format!("{rule} resolved"),
+                };
+                let first = format!("{resolved}: undo {} of {}", effect.action, effect.id);
+                out.push(self.undo(effect, now, first).await);
             }
         }
         out
     }
 
-    pub(super) async fn undo(&mut self, effect: Effect, now: Nanos) -> Decision {
-        let d = self.undo_inner(effect.clone(), now).await;
+    /// Undoes `effect`; `first` is the undo decision's first step: why.
+    pub(super) async fn undo(&mut self, effect: Effect, now: Nanos, first: String) -> Decision {
+        let d = self.undo_inner(effect.clone(), now, first).await;
         // Whatever became of the undo, the effect is no longer counted here;
         // its fleet token goes back with it.
         if !self.policy.in_effect().any(|e| e.id == effect.id) {
@@ -43,9 +66,9 @@ impl Dispatcher {
         d
     }
 
-    async fn undo_inner(&mut self, effect: Effect, now: Nanos) -> Decision {
+    async fn undo_inner(&mut self, effect: Effect, now: Nanos, first: String) -> Decision {
         let original = self.ledger.as_ref().and_then(|l| l.get(&effect.id).ok().flatten());
-        let mut d = self.undo_decision(&effect, original.as_ref(), now);
+        let mut d = self.undo_decision(&effect, original.as_ref(), now, first);
         let Some(route) = self.route(&effect.action.kind) else {
             d.verdict = Verdict::NoActuator;
             return self.finish(d, false);
@@ -77,8 +100,15 @@ impl Dispatcher {
         self.restore(d, route.actuator.as_ref(), &effect, &applied, now).await
     }
 
-    /// The decision recording the undo of `effect`, not yet decided.
-    fn undo_decision(&mut self, effect: &Effect, original: Option<&Decision>, now: Nanos) -> Decision {
+    /// The decision recording the undo of `effect`, not yet decided; its
+    /// first step says why (`first`).
+    pub(super) fn undo_decision(
+        &mut self,
+        effect: &Effect,
+        original: Option<&Decision>,
+        now: Nanos,
+        first: String,
+    ) -> Decision {
         let route = self.route(&effect.action.kind);
         let mut proposal = original.map(|o| o.proposal.clone()).unwrap_or_else(|| Proposal {
             id: effect.id.clone(),
@@ -96,8 +126,7 @@ impl Dispatcher {
         });
         proposal.decided_at = now;
         let mode = self.effective_mode(&proposal.rule, proposal.rule_mode);
-        let first =
-            Step { at: now, what: format!("{} resolved: undo {} of {}", effect.rule, effect.action, effect.id) };
+        let first = Step { at: now, what: first };
         let id = self.next_id();
         let mut d = Decision::new(id, proposal, mode, first, self.now());
         d.undo_of = Some(effect.id.clone());
