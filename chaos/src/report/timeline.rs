@@ -172,6 +172,12 @@ impl Timeline {
             r#"<svg xmlns="http://www.w3.org/2000/svg" class="timeline" width="{w}" height="{h}" viewBox="0 0 {w} {h}">"#
         );
         let _ = write!(out, "<style>{STYLE}</style>");
+        // Row labels are clipped to their column: never drawn over the data.
+        let _ = write!(
+            out,
+            r#"<defs><clipPath id="timeline-labels"><rect x="0" y="0" width="{:.1}" height="{h}"/></clipPath></defs>"#,
+            LABEL_W - 6.0
+        );
         let _ = write!(out, r#"<text class="title" x="4" y="15">{}</text>"#, escape(&self.title));
         write_axis(&mut out, &plot, h - AXIS_H + 4.0, axis);
         let mut y = TOP;
@@ -222,13 +228,13 @@ fn write_track(out: &mut String, plot: &Plot, y: f64, track: &Track) {
     match track {
         Track::Series { label, points, bounds } => write_series(out, plot, y, label, points, *bounds),
         Track::Spans { label, spans } => {
-            write_label(out, y + ROW_H / 2.0 + 4.0, label);
+            write_label(out, y + ROW_H / 2.0, ROW_H, label);
             for s in spans {
                 write_span(out, plot, y, s);
             }
         }
         Track::Marks { label, marks } => {
-            write_label(out, y + ROW_H / 2.0 + 4.0, label);
+            write_label(out, y + ROW_H / 2.0, ROW_H, label);
             for m in marks {
                 write_mark(out, plot, y, m);
             }
@@ -236,9 +242,73 @@ fn write_track(out: &mut String, plot: &Plot, y: f64, track: &Track) {
     }
 }
 
-/// A row's label, its baseline at `y`.
-fn write_label(out: &mut String, y: f64, label: &str) {
-    let _ = write!(out, r#"<text x="4" y="{y:.1}">{}</text>"#, escape(label));
+/// Characters of a label line that fit the label column: 11 px sans-serif
+/// averages under 6.2 px a character, and the column keeps 8 px clear of
+/// the plot.
+const LABEL_CHARS: usize = ((LABEL_W - 12.0) / 6.2) as usize;
+
+/// Line height of a wrapped label.
+const LABEL_LINE_H: f64 = 12.0;
+
+/// A row's label, centred on `middle`, in the label column of a row
+/// `height` high: wrapped at spaces to the column's width, cut with "…"
+/// when the row has no room for the rest (the whole label is the
+/// tooltip), and clipped to the column, so no label runs over the data.
+fn write_label(out: &mut String, middle: f64, height: f64, label: &str) {
+    let max_lines = ((height - 4.0) / LABEL_LINE_H).floor().max(1.0) as usize;
+    let lines = wrap(label, LABEL_CHARS, max_lines);
+    let first = middle + 4.0 - (lines.len() - 1) as f64 * LABEL_LINE_H / 2.0;
+    let _ = write!(
+        out,
+        r#"<text class="label" x="4" y="{first:.1}" clip-path="url(#timeline-labels)"><title>{}</title>"#,
+        escape(label)
+    );
+    for (i, line) in lines.iter().enumerate() {
+        let dy = if i == 0 { 0.0 } else { LABEL_LINE_H };
+        let _ = write!(out, r#"<tspan x="4" dy="{dy}">{}</tspan>"#, escape(line));
+    }
+    out.push_str("</text>");
+}
+
+/// `text` in lines of at most `width` characters, broken at spaces (a
+/// word longer than a line is cut), at most `max_lines` of them; the last
+/// ends with "…" when something was left out.
+fn wrap(text: &str, width: usize, max_lines: usize) -> Vec<String> {
+    let width = width.max(2);
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        let mut word: Vec<char> = word.chars().collect();
+        loop {
+            let used = line.chars().count();
+            let room = if used == 0 { width } else { width.saturating_sub(used + 1) };
+            if word.len() <= room {
+                if used > 0 {
+                    line.push(' ');
+                }
+                line.extend(word.iter());
+                break;
+            }
+            if used == 0 {
+                // A word longer than a whole line: cut it.
+                line.extend(word.drain(..width));
+            }
+            lines.push(std::mem::take(&mut line));
+        }
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    if lines.len() > max_lines {
+        lines.truncate(max_lines);
+        let last = &mut lines[max_lines - 1];
+        let kept: String = last.chars().take(width - 1).collect();
+        *last = format!("{kept}…");
+    }
+    if lines.is_empty() {
+        lines.push(String::new());
+    }
+    lines
 }
 
 /// A series row: its label, its bounds as dashed lines, and the line of
@@ -254,7 +324,7 @@ fn write_series(
     let (lo, hi) = range(points, bounds);
     let sy = |v: f64| y + SERIES_H - 6.0 - (v - lo) / (hi - lo) * (SERIES_H - 12.0);
     let _ = write!(out, r#"<g class="series" data-label="{}">"#, escape(label));
-    write_label(out, y + SERIES_H / 2.0, label);
+    write_label(out, y + SERIES_H / 2.0 - 4.0, SERIES_H, label);
     for b in [bounds.0, bounds.1].into_iter().flatten() {
         let by = sy(b);
         let _ = write!(
@@ -344,6 +414,44 @@ fn nice_step(raw: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_label_is_wrapped_to_the_column_and_cut_where_the_row_ends() {
+        assert_eq!(wrap("switch=leaf-rail3 rail=3", 12, 3), ["switch=leaf-", "rail3 rail=3"]);
+        assert_eq!(wrap("a b c", 3, 3), ["a b", "c"]);
+        let cut = wrap("one two three four five six", 7, 2);
+        assert_eq!(cut, ["one two", "three…"]);
+        assert_eq!(wrap("", 10, 2), [""]);
+        for width in 2..30 {
+            for lines in 1..4 {
+                let text = "ethtool_rx_queue_0_xdp_redirect{node=node-01 netdev=eth0} switch=leaf-rail3 rail=3";
+                let out = wrap(text, width, lines);
+                assert!(out.len() <= lines, "{out:?}");
+                assert!(out.iter().all(|l| l.chars().count() <= width), "{width}: {out:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn row_labels_stay_in_their_column_whole_in_the_tooltip() {
+        let label = "rule switch-pfc-storm {switch=leaf-rail3 port=Ethernet12 queue=3 rail=3 plane=0}";
+        let t = Timeline {
+            title: "t".into(),
+            start: 0,
+            end: 10,
+            tracks: vec![Track::Spans { label: label.into(), spans: vec![] }],
+        };
+        let svg = t.svg(600);
+        assert!(svg.contains(&format!("<title>{}</title>", escape(label))), "{svg}");
+        assert!(
+            svg.contains(r#"clip-path="url(#timeline-labels)""#) && svg.contains(r#"<clipPath id="timeline-labels">"#)
+        );
+        let lines: Vec<&str> =
+            svg.split("<tspan").skip(1).map(|t| &t[t.find('>').unwrap() + 1..t.find("</tspan>").unwrap()]).collect();
+        assert_eq!(lines.len(), 2, "a 34 px row holds two lines: {lines:?}");
+        assert!(lines.iter().all(|l| l.chars().count() <= LABEL_CHARS), "{lines:?}");
+        assert!(lines[1].ends_with('…'), "{lines:?}");
+    }
 
     #[test]
     fn every_item_is_drawn_with_its_class_inside_the_plot() {
