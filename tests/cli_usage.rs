@@ -82,15 +82,7 @@ fn dir_out(args: &[&str]) -> Output {
 #[test]
 fn replay_diff_json_is_one_json_document() {
     let tmp = tempfile::tempdir().unwrap();
-    let without = tmp.path().join("rules");
-    std::fs::create_dir(&without).unwrap();
-    for entry in std::fs::read_dir(repo("rules")).unwrap() {
-        let path = entry.unwrap().path();
-        let name = path.file_name().unwrap().to_str().unwrap().to_string();
-        if name.ends_with(".rhai") && name != "link_flap.rhai" {
-            std::fs::copy(&path, without.join(&name)).unwrap();
-        }
-    }
+    let without = common::standard_rules_without(tmp.path(), "link_flap.rhai");
     let recording = repo("chaos/sim/data/demo.jsonl");
     let out = Command::new(bin())
         .arg("replay")

@@ -131,24 +131,10 @@ fn a_malformed_playbook_is_refused_with_exit_2_at_its_line_and_column() {
     assert!(out.stdout.is_empty(), "nothing previewed: {}", text(&out));
 }
 
-/// `rules` without the link-flap rule.
-fn rules_without_link_flap(dir: &Path) -> PathBuf {
-    let without = dir.join("rules");
-    std::fs::create_dir(&without).unwrap();
-    for entry in std::fs::read_dir(repo("rules")).unwrap() {
-        let path = entry.unwrap().path();
-        let name = path.file_name().unwrap().to_str().unwrap().to_string();
-        if name.ends_with(".rhai") && name != "link_flap.rhai" {
-            std::fs::copy(&path, without.join(&name)).unwrap();
-        }
-    }
-    without
-}
-
 #[test]
 fn replay_diff_prints_what_differs_and_a_summary_and_exits_as_diff_does() {
     let tmp = tempfile::tempdir().unwrap();
-    let without = rules_without_link_flap(tmp.path());
+    let without = common::standard_rules_without(tmp.path(), "link_flap.rhai");
     let out =
         rocemend(&["replay", "chaos/sim/data/demo.jsonl", "--rules", "rules", "--diff", without.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));

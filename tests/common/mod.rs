@@ -295,6 +295,21 @@ fn clear(w) { w.step <= 2.0 }
 }
 "#;
 
+/// A copy of the standard rules (`rules/`) in `dir/rules`, without the
+/// file `left_out`: a second rule set that differs by one rule.
+pub fn standard_rules_without(dir: &Path, left_out: &str) -> PathBuf {
+    let without = dir.join("rules");
+    std::fs::create_dir(&without).unwrap();
+    for entry in std::fs::read_dir(repo("rules")).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_str().unwrap().to_string();
+        if name.ends_with(".rhai") && name != left_out {
+            std::fs::copy(&path, without.join(&name)).unwrap();
+        }
+    }
+    without
+}
+
 /// The headless browser on this machine, if any (Debian's `chromium`).
 pub fn chromium() -> Option<String> {
     ["chromium", "chromium-browser", "google-chrome"]
