@@ -300,6 +300,9 @@ pub enum Command {
     /// One HTML page with GPU, NCCL, NIC, switch and job signals, rule states, decisions and
     /// actions on one time axis, from what the daemon recorded.
     Timeline(TimelineArgs),
+    /// Why a job is slow, in fabric terms: its regression window, the rails, GPUs, leaf ports and
+    /// planes on its path ranked by how much their signals moved, and what rocemend decided.
+    Why(WhyArgs),
     /// Chaos scenarios: inject faults, watch the daemon heal them, report recovery times.
     Chaos {
         #[command(subcommand)]
@@ -343,6 +346,38 @@ pub struct TimelineArgs {
     /// The HTML file to write.
     #[arg(long, default_value = "timeline.html")]
     pub out: PathBuf,
+}
+
+/// `rocemend why`.
+#[derive(Debug, Args)]
+pub struct WhyArgs {
+    /// The job (as `job push` named it).
+    #[arg(long)]
+    pub job: String,
+    /// Start of the regression: RFC 3339, "now" or ago ("-30m"); without it, found in the step time.
+    #[arg(long, allow_hyphen_values = true, requires = "to")]
+    pub from: Option<String>,
+    /// End of the regression, in the same forms (the baseline is the equal span before --from).
+    #[arg(long, allow_hyphen_values = true, requires = "from")]
+    pub to: Option<String>,
+    /// Relative rise of the step time that counts as a regression.
+    #[arg(long, default_value_t = crate::why::window::DEFAULT_THRESHOLD)]
+    pub threshold: f64,
+    /// One JSON document instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// The daemon's configuration file: its recording (`record`), state directory and inventory.
+    #[arg(long, short)]
+    pub config: Option<PathBuf>,
+    /// The recording, instead of the config's `record`.
+    #[arg(long)]
+    pub recording: Option<PathBuf>,
+    /// The state directory (decisions), instead of the config's `state_dir`.
+    #[arg(long)]
+    pub state: Option<PathBuf>,
+    /// The inventory, instead of the config's.
+    #[arg(long)]
+    pub inventory: Option<PathBuf>,
 }
 
 /// `rocemend breaker …`.

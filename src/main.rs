@@ -13,6 +13,7 @@ mod progress;
 mod report;
 mod timeline;
 mod web;
+mod why;
 mod wiring;
 
 use std::process::ExitCode;

@@ -75,11 +75,47 @@ fn input() -> String {
     out
 }
 
+/// [`input`], with node-02's other NICs quiet (their pause counters
+/// steady at 100 µs/s) and its eth0 waiting to send more once it slows
+/// down: a node page where a few series moved among many that did not.
+fn input_with_quiet_nics() -> String {
+    let mut out = String::new();
+    let quiet = 1..=6;
+    for line in input().lines() {
+        out.push_str(line);
+        out.push('\n');
+        if line.starts_with(r#"{"series":11,"#) {
+            for k in quiet.clone() {
+                out.push_str(&format!(
+                    "{{\"series\":{},\"metric\":\"ethtool_tx_prio_pause_duration_us\",\"labels\":{{\"node\":\"node-02\",\"netdev\":\"eth{k}\",\"prio\":\"3\"}},\"kind\":\"counter\",\"bits\":64,\"overflow\":\"wrap\"}}\n",
+                    11 + k
+                ));
+            }
+            out.push_str("{\"series\":20,\"metric\":\"rdma_port_xmit_wait\",\"labels\":{\"node\":\"node-02\",\"rdma_dev\":\"mlx5_0\",\"rdma_port\":\"1\"},\"kind\":\"counter\",\"bits\":32,\"overflow\":\"saturate\"}\n");
+        }
+        if let Some(rest) = line.strip_prefix(r#"{"s":11,"t":"#) {
+            let t: i64 = rest.split(',').next().unwrap().parse().unwrap();
+            let s = (t - START) / SECOND;
+            for k in quiet.clone() {
+                out.push_str(&format!("{{\"s\":{},\"t\":{t},\"v\":{}}}\n", 11 + k, 100 * s));
+            }
+            let wait: i64 = (0..=s).map(|x| if x >= 10 { 50_000_000 } else { 1_000 }).sum();
+            out.push_str(&format!("{{\"s\":20,\"t\":{t},\"v\":{wait}}}\n"));
+        }
+    }
+    out
+}
+
 /// Runs the daemon over the input until its sensor ends; returns its config.
 fn record(dir: &Path) -> PathBuf {
+    record_input(dir, &input())
+}
+
+/// [`record`] of `input`.
+fn record_input(dir: &Path, input: &str) -> PathBuf {
     let playbook = slow_step_playbook(dir);
     let input_path = dir.join("input.jsonl");
-    std::fs::write(&input_path, input()).unwrap();
+    std::fs::write(&input_path, input).unwrap();
     let config = daemon_config(dir, &playbook, Some(&input_path));
     let text = std::fs::read_to_string(&config)
         .unwrap()
@@ -131,6 +167,11 @@ fn series_labels(page: &str) -> Vec<String> {
     page.split(r#"<g class="series" data-label=""#).skip(1).map(|s| s.split('"').next().unwrap().to_string()).collect()
 }
 
+/// The `data-label`s of the series collapsed as unchanged.
+fn unchanged_labels(page: &str) -> Vec<String> {
+    page.split(r#"<li data-label=""#).skip(1).map(|s| s.split('"').next().unwrap().to_string()).collect()
+}
+
 fn position(page: &str, kind: &str) -> usize {
     page.find(&format!("data-kind=\"{kind}\"")).unwrap_or_else(|| panic!("no {kind} section"))
 }
@@ -161,7 +202,12 @@ fn the_page_shows_every_kind_of_track_the_decision_and_narrows_by_node_job_and_i
     assert!(labels.contains(&"nccl_busbw_gbps llm-7 node-02 (90 – 180)".to_string()), "{labels:#?}");
     assert!(labels.contains(&"ethtool_tx_prio_pause_duration_us/s node-02 eth0 prio=3 (100 – 9.00e5)".to_string()));
     assert!(!labels.iter().any(|l| l.starts_with("job_node_info")), "the job mapping is not a signal: {labels:#?}");
-    assert_eq!(labels.len(), 10, "{labels:#?}");
+    // node-01 never moved: its five series are one line per group.
+    assert_eq!(labels.len(), 5, "{labels:#?}");
+    let flat = unchanged_labels(&all);
+    assert_eq!(flat.len(), 5, "{flat:#?}");
+    assert!(flat.iter().all(|l| l.contains("node-01") || l.contains("Ethernet0")), "{flat:#?}");
+    assert!(all.contains("1 series unchanged"), "each group says how many it collapsed");
     let rules = &all[position(&all, "rules")..position(&all, "decisions")];
     assert!(rules.contains(r#"<g class="span firing" data-label="slow-step firing llm-7 node-02""#), "{rules}");
     assert!(all.contains(r#"<g class="mark executed" data-label="slow-step: node.cordon"#), "the decision mark");
@@ -201,7 +247,8 @@ fn the_page_shows_every_kind_of_track_the_decision_and_narrows_by_node_job_and_i
     ]);
     assert_eq!(result.status.code(), Some(0), "{}", text(&result));
     let node = std::fs::read_to_string(&out).unwrap();
-    let labels = series_labels(&node);
+    assert!(series_labels(&node).is_empty(), "nothing of node-01 moved: {:#?}", series_labels(&node));
+    let labels = unchanged_labels(&node);
     assert!(labels.iter().all(|l| l.contains("node-01") || l.contains("leaf-rail0 Ethernet0")), "{labels:#?}");
     assert!(labels.iter().any(|l| l == "switch_in_fcs_errors/s leaf-rail0 Ethernet0 (= 1)"), "the port facing node-01");
     assert_eq!(labels.len(), 5, "{labels:#?}");
@@ -209,8 +256,9 @@ fn the_page_shows_every_kind_of_track_the_decision_and_narrows_by_node_job_and_i
     assert!(node.contains("rule states: not shown") || node.contains("through the rules in"));
 
     let job = page(&config, &dir.join("job.html"), &["--job", "llm-7", "--from", FROM, "--to", TO]);
-    let labels = series_labels(&job);
-    assert_eq!(labels.len(), 10, "llm-7 runs on both nodes: {labels:#?}");
+    let (moved, flat) = (series_labels(&job), unchanged_labels(&job));
+    assert_eq!(moved.len() + flat.len(), 10, "llm-7 runs on both nodes: {moved:#?} {flat:#?}");
+    assert!(moved.iter().all(|l| l.contains("node-02") || l.contains("Ethernet4")), "{moved:#?}");
 
     // The incident of the cordon, from the page's decision table.
     let id = all.split("<td class=\"incident\">").nth(1).and_then(|r| r.split('<').next()).expect("an incident id");
@@ -285,9 +333,37 @@ fn the_timeline_is_drawn_in_chromium() {
     // Set by the page's script after layout: GPU, NCCL, NIC, switch, job,
     // rule states, decisions, actions and notes, each a timeline with a box.
     assert_eq!(attr("data-timelines"), 9, "every section laid out");
-    assert_eq!(attr("data-series"), 10, "every series drawn");
+    assert_eq!(attr("data-series"), 5, "every series that moved drawn (node-01's are collapsed)");
     assert!(attr("data-marks") >= 3, "the decision, its steps and the note");
     browser.screenshot(&url, "1200,2000", &dir.join("shot.png"));
+}
+
+/// A node's page lists what moved first (node-02's eth0 pausing its port,
+/// then its waiting to send) and folds the six quiet NICs into one line;
+/// drawn in Chromium, with a screenshot.
+#[test]
+fn a_node_page_puts_what_moved_first_and_collapses_flat_series_in_chromium() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let Some(browser) = Browser::find(dir) else { return };
+    let config = record_input(dir, &input_with_quiet_nics());
+    let html = dir.join("node-02.html");
+    let page = page(&config, &html, &["--node", "node-02", "--from", FROM, "--to", TO]);
+    let nic = &page[position(&page, "nic")..position(&page, "switch")];
+    let moved = series_labels(nic);
+    assert_eq!(moved.len(), 2, "{moved:#?}");
+    assert!(moved[0].starts_with("ethtool_tx_prio_pause_duration_us/s node-02 eth0"), "{moved:#?}");
+    assert!(moved[1].starts_with("rdma_port_xmit_wait/s node-02"), "{moved:#?}");
+    assert!(nic.contains(r#"data-unchanged="6""#) && nic.contains("6 series unchanged"), "{nic}");
+    let url = format!("file://{}", html.display());
+    let dom = browser.dom(&url);
+    assert!(dom.contains("data-series=\"6\""), "the five groups' six moved series drawn");
+    let shot = dir.join("node-02.png");
+    browser.screenshot(&url, "1200,1400", &shot);
+    assert!(std::fs::metadata(&shot).map(|m| m.len()).unwrap_or(0) > 10_000, "a screenshot of the page");
+    if let Some(keep) = std::env::var_os("ROCEMEND_SCREENSHOTS") {
+        std::fs::copy(&shot, std::path::Path::new(&keep).join("timeline-node-moved-first.png")).unwrap();
+    }
 }
 
 /// The commands of docs/operations.md on a node whose daemon runs: the

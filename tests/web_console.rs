@@ -91,6 +91,18 @@ fn over_plain_http_the_console_shows_everything_and_writes_nothing() {
     assert_eq!(code, 200);
     assert!(explain.contains("evidence  step=5") && explain.contains("waiting for approval"), "{explain}");
 
+    // "Why is this job slow?" is asked of the daemon's own recording.
+    // (The recording reaches its file within a second.)
+    let (code, why) = daemon.wait_for("the job in the recording", |_| {
+        let (code, why) = http(&addr, "GET", "/why?job=train-7", "");
+        (!why.contains("unknown job")).then_some((code, why))
+    });
+    // One step time is too little to find a regression in, and it says so.
+    assert_eq!(code, 404, "{why}");
+    assert!(why.contains("the job signal has 1 points; at least 13 are needed"), "{why}");
+    let (code, none) = http(&addr, "GET", "/why", "");
+    assert_eq!(code, 400, "{none}");
+
     // A write over plain HTTP is refused, token or not, and nothing changes.
     let (code, why) = http(&addr, "POST", &format!("/decisions/{id}/approve"), "Authorization: Bearer x\r\n");
     assert_eq!(code, 403, "{why}");

@@ -18,6 +18,7 @@ mod sim;
 mod status;
 mod test;
 mod undo;
+pub(crate) mod why;
 
 use crate::cli::{BreakerCommand, ChaosCommand, Cli, Command, FleetCommand, JobCommand, SensorsCommand, SimCommand};
 use crate::Exit;
@@ -68,6 +69,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
             chaos_fleet::run(&scenario, &out, quiet)
         }
         Command::Timeline(args) => crate::timeline::run(&args),
+        Command::Why(args) => why::run(&args),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(shell, &mut cmd, "rocemend", &mut std::io::stdout());

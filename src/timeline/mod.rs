@@ -10,7 +10,8 @@
 //!
 //! - [`window`]: `--from` / `--to`;
 //! - [`scope`]: `--node`, `--job`, `--incident`;
-//! - [`signals`]: the recording, as rates and bounded points;
+//! - [`signals`]: the recording, as rates and bounded points, ordered by
+//!   how much each series moved (`why`'s ranking), flat ones collapsed;
 //! - [`history`]: the ledger and the replayed rule states;
 //! - [`page`]: the HTML.
 
@@ -103,7 +104,13 @@ fn incident<'a>(decisions: &'a [Decision], id: &str) -> Vec<&'a Decision> {
 
 /// The page's time window and what it shows: an incident's span (padded)
 /// and subject, or `--from`/`--to` with a job, a node or everything.
-fn window_and_scope(args: &TimelineArgs, src: &Sources, decisions: &[Decision]) -> anyhow::Result<(Window, Scope)> {
+/// The window, the scope, and the incident's start when there is one
+/// (the moment the page's tracks are ranked around).
+fn window_and_scope(
+    args: &TimelineArgs,
+    src: &Sources,
+    decisions: &[Decision],
+) -> anyhow::Result<(Window, Scope, Option<Nanos>)> {
     let now = wall_clock_now();
     let time = |flag: &str, t: &Option<String>| {
         t.as_deref().map(|t| parse_time(t, now)).transpose().map_err(|e| anyhow::anyhow!("--{flag}: {e}"))
@@ -125,7 +132,8 @@ fn window_and_scope(args: &TimelineArgs, src: &Sources, decisions: &[Decision]) 
         let pad = INCIDENT_PAD.max((end - start) / 4);
         let nodes = job_nodes(first.proposal.subject.get("job").unwrap_or_default())?;
         let scope = Scope::of_subject(&first.proposal.subject, |_| nodes.clone());
-        (Window::new(from.unwrap_or(start - pad), to.unwrap_or(end + pad)).map_err(anyhow::Error::msg)?, scope)
+        let window = Window::new(from.unwrap_or(start - pad), to.unwrap_or(end + pad)).map_err(anyhow::Error::msg)?;
+        return Ok((window, scope, Some(start)));
     } else {
         let from =
             from.context("--from is required (or --incident ID): e.g. --from 2026-12-03T03:00:00Z or --from -30m")?;
@@ -148,7 +156,7 @@ fn window_and_scope(args: &TimelineArgs, src: &Sources, decisions: &[Decision]) 
         };
         (window, scope)
     };
-    Ok((window, scope))
+    Ok((window, scope, None))
 }
 
 /// Runs the verb.
@@ -172,11 +180,17 @@ fn render_with(args: &TimelineArgs, bars: bool) -> anyhow::Result<(String, Strin
     let bar = |total: u64, what: &str| if bars { Progress::bytes(total, what) } else { Progress::hidden() };
     let src = sources(args)?;
     let decisions = history::decisions(&src.state, src.socket.as_deref())?;
-    let (window, scope) = window_and_scope(args, &src, &decisions)?;
+    let (window, scope, incident_start) = window_and_scope(args, &src, &decisions)?;
     let topology = src.topology.as_deref();
     let reading = bar(signals::recorded_bytes(&src.recording), "reading the signals");
-    let signals = signals::read(&src.recording, &window, &scope, topology, &reading)?;
+    let mut signals = signals::read(&src.recording, &window, &scope, topology, &reading)?;
     reading.finish();
+    // What moved comes first, as `rocemend why` ranks it: around the
+    // incident's start, else the job's rise, else the window's middle.
+    let split = incident_start
+        .or_else(|| matches!(scope, Scope::Job { .. }).then(|| signals::job_rise(&signals.tracks)).flatten())
+        .unwrap_or(window.from + (window.to - window.from) / 2);
+    signals::rank_tracks(&mut signals.tracks, split);
     let (transitions, rule_states) = match &src.rules {
         Some((dir, set)) => {
             let replaying = bar(signals.until_end, "replaying the rules");

@@ -168,6 +168,19 @@ fn ledger_tracks(window: &Window, decisions: &[Decision]) -> (Vec<Track>, Vec<Tr
 }
 
 fn section(out: &mut String, kind: &str, title: &str, window: &Window, tracks: Vec<Track>, empty: &str) {
+    section_with(out, kind, title, window, tracks, empty, "");
+}
+
+/// [`section`], with `extra` HTML at its end.
+fn section_with(
+    out: &mut String,
+    kind: &str,
+    title: &str,
+    window: &Window,
+    tracks: Vec<Track>,
+    empty: &str,
+    extra: &str,
+) {
     let n = tracks.len();
     let _ = write!(out, "<section class=\"group\" data-kind=\"{kind}\" data-tracks=\"{n}\"><h2>{}</h2>", escape(title));
     let drawn = tracks.iter().any(|t| match t {
@@ -179,10 +192,29 @@ fn section(out: &mut String, kind: &str, title: &str, window: &Window, tracks: V
         // The section's heading names it; the SVG's own title stays empty.
         let t = Timeline { title: String::new(), start: window.from, end: window.to, tracks };
         out.push_str(&t.svg_with_axis(WIDTH, Axis::Clock));
-    } else {
+    } else if !empty.is_empty() || extra.is_empty() {
         let _ = write!(out, "<p class=\"empty\">{}</p>", escape(empty));
     }
+    out.push_str(extra);
     out.push_str("</section>");
+}
+
+/// One line for a group's series that did not move, listing them.
+fn unchanged(kind: &str, labels: &[String]) -> String {
+    let mut out = String::new();
+    if labels.is_empty() {
+        return out;
+    }
+    let n = labels.len();
+    let _ = write!(
+        out,
+        "<details class=\"unchanged\" data-kind=\"{kind}\" data-unchanged=\"{n}\"><summary>{n} series unchanged</summary><ul>"
+    );
+    for l in labels {
+        let _ = write!(out, "<li data-label=\"{0}\">{0}</li>", escape(l));
+    }
+    out.push_str("</ul></details>");
+    out
 }
 
 /// Colours for the classes this page adds to the renderer's.
@@ -218,16 +250,21 @@ pub fn render(p: &Page) -> String {
             super::signals::MAX_SERIES
         );
     }
-    let mut groups: BTreeMap<Kind, Vec<Track>> = BTreeMap::new();
+    // Tracks come ranked (what moved first); the flat ones of a group are
+    // one line listing them, so a node's 40 quiet counters do not bury the
+    // one that paused its port.
+    let mut groups: BTreeMap<Kind, (Vec<Track>, Vec<String>)> = BTreeMap::new();
     for s in p.signals {
-        groups.entry(s.kind).or_default().push(Track::Series {
-            label: format!("{} {}", label(&s.metric, &s.labels, s.rate), range(&s.points)),
-            points: s.points.clone(),
-            bounds: (None, None),
-        });
+        let text = format!("{} {}", label(&s.metric, &s.labels, s.rate), range(&s.points));
+        let group = groups.entry(s.kind).or_default();
+        if s.flat {
+            group.1.push(text);
+        } else {
+            group.0.push(Track::Series { label: text, points: s.points.clone(), bounds: (None, None) });
+        }
     }
-    for (kind, tracks) in groups {
-        section(&mut out, kind.name(), kind.title(), &p.window, tracks, "");
+    for (kind, (tracks, flat)) in groups {
+        section_with(&mut out, kind.name(), kind.title(), &p.window, tracks, "", &unchanged(kind.name(), &flat));
     }
     section(
         &mut out,

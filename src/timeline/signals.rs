@@ -21,6 +21,8 @@ use engine::{Labels, Nanos, Note, SampleKind, SeriesSpec, Topology, Value};
 use super::scope::Scope;
 use super::window::Window;
 use crate::progress::Progress;
+use crate::why::rank;
+use crate::why::rates::CounterRate;
 
 /// Time buckets per series: about one per pixel of a page 1100 pixels wide.
 pub const BUCKETS: usize = 1000;
@@ -112,6 +114,37 @@ pub struct SeriesTrack {
     pub rate: bool,
     /// Points, in time order, inside the window.
     pub points: Vec<(Nanos, f64)>,
+    /// How much it moved around the page's point of interest
+    /// ([`rank_tracks`]); 0 until ranked.
+    pub relevance: f64,
+    /// It never moved beyond its metric's noise floor: drawn as one line
+    /// with the other unchanged series of its group.
+    pub flat: bool,
+}
+
+/// Orders `tracks` the way `rocemend why` ranks signals: within each group,
+/// the series that moved most around `split` (an incident's start, a job's
+/// rise) first, and the flat ones last, marked to be collapsed.
+pub fn rank_tracks(tracks: &mut [SeriesTrack], split: Nanos) {
+    for t in tracks.iter_mut() {
+        t.flat = rank::is_flat(&t.metric, &t.points);
+        t.relevance = if t.flat { 0.0 } else { rank::relevance(&t.metric, &t.points, split) };
+    }
+    tracks.sort_by(|a, b| {
+        (a.kind, a.flat)
+            .cmp(&(b.kind, b.flat))
+            .then(b.relevance.total_cmp(&a.relevance))
+            .then_with(|| (&a.metric, a.labels.to_string()).cmp(&(&b.metric, b.labels.to_string())))
+    });
+}
+
+/// Where the job whose step-time tracks are among `tracks` got slow, by
+/// `why`'s detection; `None` when it did not (or has no step time).
+pub fn job_rise(tracks: &[SeriesTrack]) -> Option<Nanos> {
+    let steps: Vec<Vec<(Nanos, f64)>> =
+        tracks.iter().filter(|t| t.metric == crate::why::STEP_TIME).map(|t| t.points.clone()).collect();
+    let signal = crate::why::window::worst_of(&steps);
+    crate::why::window::detect(&signal, crate::why::window::DEFAULT_THRESHOLD).ok().map(|w| w.rise_at)
 }
 
 /// What the recording holds for the window and scope.
@@ -136,8 +169,8 @@ type Point = (Nanos, f64);
 struct Acc {
     kind: Kind,
     spec: SeriesSpec,
-    /// The previous counter reading, inside the window or not.
-    prev: Option<(Nanos, u64)>,
+    /// A counter's rate, from the previous reading inside the window or not.
+    rate: Option<CounterRate>,
     /// Lowest and highest point per bucket.
     buckets: Vec<Option<(Point, Point)>>,
 }
@@ -163,18 +196,13 @@ impl Acc {
     /// reading (decoded as the engine decodes them: a reading it would
     /// refuse is left out), the rest as read.
     fn sample(&mut self, window: &Window, t: Nanos, value: Value) {
-        match self.spec.registered_kind() {
-            SampleKind::Counter(spec) => {
-                let prev = self.prev.filter(|(pt, _)| *pt < t).map(|(pt, pv)| (pv, pt));
-                if let Ok(decoded) = engine::counter::decode(spec, prev, value, t) {
-                    let (_, rate) = decoded.step_and_rate();
-                    if rate.is_finite() {
-                        self.add(window, t, rate);
-                    }
-                    self.prev = Some((t, decoded.raw));
+        match &mut self.rate {
+            Some(rate) => {
+                if let Some(r) = rate.next(t, value) {
+                    self.add(window, t, r);
                 }
             }
-            _ => self.add(window, t, value.as_f64()),
+            None => self.add(window, t, value.as_f64()),
         }
     }
 
@@ -254,7 +282,11 @@ pub fn read(
                 match Kind::of(&spec.metric, &spec.labels) {
                     Some(_) if kept.contains_key(&key) => {}
                     Some(kind) if keep && kept.len() < MAX_SERIES => {
-                        kept.insert(key.clone(), Acc { kind, spec, prev: None, buckets: Vec::new() });
+                        let rate = match spec.registered_kind() {
+                            SampleKind::Counter(c) => Some(CounterRate::new(c)),
+                            _ => None,
+                        };
+                        kept.insert(key.clone(), Acc { kind, spec, rate, buckets: Vec::new() });
                     }
                     Some(_) if keep => out.left_out += 1,
                     _ => {}
@@ -296,6 +328,8 @@ pub fn read(
             points: a.points(),
             metric: a.spec.metric,
             labels: a.spec.labels,
+            relevance: 0.0,
+            flat: false,
         })
         .collect();
     tracks.sort_by(|a, b| (a.kind, &a.metric, a.labels.to_string()).cmp(&(b.kind, &b.metric, b.labels.to_string())));
@@ -342,6 +376,27 @@ mod tests {
         assert_eq!(s.notes.len(), 1);
         // The sample at 9 s is after the window: replaying the rules stops before it.
         assert_eq!(s.until_end as usize, REC.len() - REC.lines().last().unwrap().len() - 1);
+    }
+
+    #[test]
+    fn moved_tracks_come_first_and_flat_ones_are_marked() {
+        let track = |metric: &str, node: &str, points: Vec<(Nanos, f64)>| SeriesTrack {
+            kind: Kind::Nic,
+            metric: metric.into(),
+            labels: engine::Labels::from_pairs([("node", node)]),
+            rate: true,
+            points,
+            relevance: 0.0,
+            flat: false,
+        };
+        let flat: Vec<(Nanos, f64)> = (0..20).map(|i| (i * SECOND, 100.0)).collect();
+        let small: Vec<(Nanos, f64)> = (0..20).map(|i| (i * SECOND, if i < 10 { 0.0 } else { 5e4 })).collect();
+        let big: Vec<(Nanos, f64)> = (0..20).map(|i| (i * SECOND, if i < 10 { 0.0 } else { 9e5 })).collect();
+        let m = "ethtool_tx_prio_pause_duration_us";
+        let mut tracks = vec![track(m, "a", flat), track(m, "b", small), track(m, "c", big)];
+        rank_tracks(&mut tracks, 10 * SECOND);
+        let order: Vec<(&str, bool)> = tracks.iter().map(|t| (t.labels.get("node").unwrap(), t.flat)).collect();
+        assert_eq!(order, [("c", false), ("b", false), ("a", true)]);
     }
 
     #[test]

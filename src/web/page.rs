@@ -63,7 +63,9 @@ pub fn full(s: &Snapshot, access: Access) -> String {
     let _ = write!(out, "<main id=\"sections\" data-access=\"{}\">", access_name(access));
     out.push_str(&sections(s, access));
     out.push_str(
-        "</main><section><h2>Events</h2><ol id=\"events\" reversed></ol></section>\
+        "</main><section id=\"why\"><h2>Why is this job slow?</h2><form action=\"/why\" target=\"_blank\">\
+         <input name=\"job\" placeholder=\"job name\" required> <button>ask</button></form></section>\
+         <section><h2>Events</h2><ol id=\"events\" reversed></ol></section>\
          <dialog id=\"explain\"><pre></pre><form method=\"dialog\"><button>close</button></form></dialog></body></html>",
     );
     out
@@ -377,6 +379,15 @@ fn sensors(out: &mut String, status: &pb::StatusReply) {
         );
     }
     out.push_str("</table></section>");
+}
+
+/// `rocemend why`'s answer, as a page of its own.
+pub fn why(text: &str) -> String {
+    format!(
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>rocemend why</title>\
+         <link rel=\"stylesheet\" href=\"/console.css\"></head><body><pre class=\"why\">{}</pre></body></html>",
+        escape(text)
+    )
 }
 
 /// One decision and what it is linked to, as `rocemend explain` prints

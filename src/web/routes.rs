@@ -7,6 +7,7 @@
 //! | `GET /events` | the daemon's events, as Server-Sent Events |
 //! | `GET /decisions/ID` | the decision as `rocemend explain` prints it |
 //! | `GET /incidents/ID/timeline` | the incident's timeline page |
+//! | `GET /why?job=J` | why the job is slow, as `rocemend why --job J` says it |
 //! | `POST /decisions/ID/approve`, `…/reject` | the request decided: TLS and the full token |
 //! | `POST /decisions/ID/undo` | the action in effect undone, as `rocemend undo`: the same |
 //! | `GET /console.js`, `/console.css` | the script and the style |
@@ -88,6 +89,10 @@ impl Console {
             (Method::GET, ["console.css"]) => asset("text/css", include_str!("assets/console.css")),
             (Method::GET, ["decisions", id]) => self.explain(id).await,
             (Method::GET, ["incidents", id, "timeline"]) => self.timeline(id).await,
+            (Method::GET, ["why"]) => match query_value(req.uri().query().unwrap_or(""), "job") {
+                Some(job) => self.why(job).await,
+                None => plain(StatusCode::BAD_REQUEST, "which job? /why?job=NAME\n".into()),
+            },
             (Method::POST, ["decisions", id, verb @ ("approve" | "reject" | "undo")]) => {
                 match self.authorize(req.headers()) {
                     Ok(()) => self.write(id, verb, by(req.headers())).await,
@@ -196,6 +201,34 @@ impl Console {
         }
     }
 
+    /// Why `job` is slow, as `rocemend why --job` answers from the daemon's
+    /// recording and ledger: blocking work, on a thread of its own.
+    async fn why(&self, job: String) -> Response<Body> {
+        if let Err(e) = sensors::job::check_name("job", &job) {
+            return plain(StatusCode::BAD_REQUEST, format!("{e}\n"));
+        }
+        let args = crate::cli::WhyArgs {
+            job,
+            from: None,
+            to: None,
+            threshold: crate::why::window::DEFAULT_THRESHOLD,
+            json: false,
+            config: Some(self.config.clone()),
+            recording: None,
+            state: None,
+            inventory: None,
+        };
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(crate::commands::why::answer(&args).map(|(r, _)| crate::why::render::text(&r)));
+        });
+        match rx.await {
+            Ok(Ok(text)) => html(StatusCode::OK, page::why(&text)),
+            Ok(Err(e)) => plain(StatusCode::NOT_FOUND, format!("{e:#}\n")),
+            Err(_) => plain(StatusCode::INTERNAL_SERVER_ERROR, "the analysis could not run\n".into()),
+        }
+    }
+
     /// Whether this request may write: over TLS, with the full token.
     fn authorize(&self, headers: &HeaderMap) -> Result<(), (StatusCode, String)> {
         if !self.tls {
@@ -253,6 +286,32 @@ impl Console {
     }
 }
 
+/// The value of `key` in a query string, percent-decoded.
+fn query_value(query: &str, key: &str) -> Option<String> {
+    let raw = query.split('&').find_map(|pair| pair.strip_prefix(key)?.strip_prefix('='))?;
+    let mut out = Vec::with_capacity(raw.len());
+    let bytes = raw.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' => {
+                let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+                out.push(u8::from_str_radix(hex, 16).ok()?);
+                i += 3;
+            }
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            b => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).ok().filter(|s| !s.is_empty())
+}
+
 /// Who decided, as recorded: the name the visitor gave (printable, short)
 /// and where it came from.
 fn by(headers: &HeaderMap) -> String {
@@ -305,6 +364,16 @@ fn asset(content_type: &'static str, text: &'static str) -> Response<Body> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_query_value_is_found_and_percent_decoded() {
+        assert_eq!(query_value("job=train-7", "job").as_deref(), Some("train-7"));
+        assert_eq!(query_value("x=1&job=a%2Fb", "job").as_deref(), Some("a/b"));
+        assert_eq!(query_value("jobs=a", "job"), None);
+        assert_eq!(query_value("job=", "job"), None);
+        assert_eq!(query_value("job=%zz", "job"), None);
+        assert_eq!(query_value("job=%4", "job"), None);
+    }
 
     #[test]
     fn the_name_of_who_decided_is_kept_short_and_printable() {

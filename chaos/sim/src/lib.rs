@@ -49,5 +49,6 @@ pub mod demo;
 pub mod fabric;
 pub mod leaves;
 pub mod switch;
+pub mod why_cases;
 
 pub use demo::{demo_recording, DEMO_RECORDING};

@@ -147,11 +147,25 @@ impl EventLoop {
         Ok(RunSummary { stats: evaluator.stats().clone(), decisions })
     }
 
+    /// What is recorded reaches the file within a second of wall time, so
+    /// `timeline`, `why` and `replay` on a running daemon see the last
+    /// second too. Checked on ticks and on batches: on the sample clock
+    /// (`clock = "samples"`) there are no wall-clock ticks.
+    fn flush_recording_if_due(&mut self, wall: Nanos) {
+        if wall.saturating_sub(self.tally.recording_flushed) >= crate::time::SECOND {
+            self.tally.recording_flushed = wall;
+            if let Some(Err(error)) = self.recorder.as_mut().map(RecordingFile::flush) {
+                tracing::error!(message = "Could not write the recording.", %error);
+            }
+        }
+    }
+
     async fn on_batch(&mut self, mut batch: Batch, observe: &mut (impl FnMut(&DaemonEvent) + Send)) {
         self.screen(&mut batch);
         if let Some(w) = self.recorder.as_mut() {
             record_batch(w, &self.evaluator, &batch);
         }
+        self.flush_recording_if_due(wall_clock_now());
         for note in &batch.notes {
             if note.kind == Note::RECONNECTED {
                 let reconnected = ToDispatcher::Reconnected { target: note.labels.clone(), at: note.ts };
@@ -198,14 +212,7 @@ impl EventLoop {
 
     async fn on_tick(&mut self, observe: &mut (impl FnMut(&DaemonEvent) + Send)) {
         let now = wall_clock_now();
-        // What is recorded reaches the file within a second, so `timeline`
-        // and `replay` on a running daemon see the last second too.
-        if now.saturating_sub(self.tally.recording_flushed) >= crate::time::SECOND {
-            self.tally.recording_flushed = now;
-            if let Some(Err(error)) = self.recorder.as_mut().map(RecordingFile::flush) {
-                tracing::error!(message = "Could not write the recording.", %error);
-            }
-        }
+        self.flush_recording_if_due(now);
         self.evaluate(now, observe).await;
         let _ = self.dispatcher.inbox.send(ToDispatcher::Tick(now)).await;
     }

@@ -12,13 +12,17 @@
 //!
 //! - [`config`]: [`PrometheusConfig`] and [`TargetConfig`];
 //! - [`http`]: a minimal HTTP/1.1 GET client;
-//! - [`parse`]: the text exposition format;
+//! - [`parse`]: the text exposition format, read without copying;
+//! - [`map`]: [`Mapper`], from a page to engine samples through a cache of
+//!   series ids;
 //! - [`sensor`]: [`PrometheusSensor`], the scrape tasks.
 
 pub mod config;
 pub mod http;
+pub mod map;
 pub mod parse;
 pub mod sensor;
 
 pub use config::{PrometheusConfig, TargetConfig};
+pub use map::Mapper;
 pub use sensor::PrometheusSensor;

@@ -1,14 +1,10 @@
 //! The running `prometheus` sensor: one scrape task per target.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use engine::{
-    Batch, CounterSpec, HealthState, Labels, Nanos, Sample, SampleKind, Sensor, SensorContext, SensorError, SeriesId,
-    SeriesSpec, Value,
-};
+use engine::{Batch, HealthState, Sample, Sensor, SensorContext, SensorError};
 use regex::Regex;
 use tokio::time::MissedTickBehavior;
 
@@ -16,12 +12,10 @@ use super::config::TargetConfig;
 use net::http::{Client, HttpError};
 
 use super::http::{self, ScrapeError};
-use super::parse::{parse, ParsedSample};
+use super::map::{Mapper, PageReport, RefusalLog};
 
-/// The most series ids a target remembers between scrapes (to skip
-/// registration); past it the memo is cleared and rebuilt, so a target
-/// whose label values churn cannot grow it without end.
-const MAX_MEMO: usize = 100_000;
+/// At most one log line per target per this long about refused series.
+const REFUSAL_LOG_EVERY: Duration = Duration::from_secs(60);
 
 /// A validated target.
 #[derive(Debug, Clone)]
@@ -73,75 +67,10 @@ impl Board {
 struct Scraper {
     target: Target,
     client: Client,
-    ctx: SensorContext,
-    memo: HashMap<(String, Labels, bool), SeriesId>,
+    mapper: Mapper,
 }
 
 impl Scraper {
-    /// Maps parsed samples to engine samples.
-    fn convert(&mut self, parsed: Vec<ParsedSample>, ts: Nanos) -> Vec<Sample> {
-        let config = &self.target.config;
-        let mut out = Vec::with_capacity(parsed.len());
-        let mut seen = HashSet::new();
-        for p in parsed {
-            if !self.target.allow.is_empty() && !self.target.allow.iter().any(|r| r.is_match(&p.name)) {
-                continue;
-            }
-            let cumulative = p.is_cumulative();
-            let value = if cumulative {
-                // Counters are exact integers in the engine: the float's
-                // nearest integer. A negative or non-finite counter is not
-                // a count; skip it.
-                if !p.value.is_finite() || p.value < 0.0 {
-                    continue;
-                }
-                Value::Count(p.value.round().min(u64::MAX as f64) as u64)
-            } else {
-                // A NaN or infinite level would poison window arithmetic.
-                if !p.value.is_finite() {
-                    continue;
-                }
-                Value::Real(p.value)
-            };
-            let mut labels = Labels::default();
-            for (k, v) in p.labels {
-                if config.labels.is_empty() {
-                    labels.insert(k, v);
-                } else if let Some(to) = config.labels.get(&k) {
-                    labels.insert(to.clone(), v);
-                }
-            }
-            let metric = format!("{}{}", config.prefix, p.name);
-            let key = (metric, labels, cumulative);
-            let series = match self.memo.get(&key) {
-                Some(id) => *id,
-                None => {
-                    let kind = if cumulative { SampleKind::Counter(CounterSpec::U64) } else { SampleKind::Gauge };
-                    let spec = SeriesSpec { metric: key.0.clone(), labels: key.1.clone(), kind };
-                    match self.ctx.register(&spec) {
-                        Ok(id) => {
-                            if self.memo.len() >= MAX_MEMO {
-                                self.memo.clear();
-                            }
-                            self.memo.insert(key, id);
-                            id
-                        }
-                        Err(error) => {
-                            self.ctx.read_failed("series", &error.to_string());
-                            continue;
-                        }
-                    }
-                }
-            };
-            // Dropping labels can fold two exporter series into one: the
-            // first of them wins.
-            if seen.insert(series) {
-                out.push(Sample { series, ts, value });
-            }
-        }
-        out
-    }
-
     /// One scrape: the samples, or the error kind and text.
     async fn scrape(&mut self) -> Result<Vec<Sample>, (&'static str, String)> {
         // Exposition timestamps are ignored: the engine's windows run on the
@@ -157,10 +86,35 @@ impl Scraper {
         };
         let text = std::str::from_utf8(&body).map_err(|e| ("parse", format!("not UTF-8: {e}")))?;
         // Parsing runs on the async worker: the body is bounded by
-        // MAX_RESPONSE and a typical exporter page parses in about a ms.
-        let parsed = parse(text).map_err(|e| ("parse", e.to_string()))?;
-        Ok(self.convert(parsed, ts))
+        // MAX_RESPONSE and parsing and mapping take a few hundred ns per
+        // sample (docs/performance.md).
+        self.mapper.map(text, ts).map_err(|e| ("parse", e.to_string()))
     }
+}
+
+/// Reports the series the engine refused on a page: counted as an error of
+/// kind `series` once per scrape that had some (the sensor is degraded,
+/// since it drops data), and logged at most once per `REFUSAL_LOG_EVERY`
+/// per target with the number of samples refused since the last line.
+/// Returns the target's problem, if any.
+fn report_refusals(ctx: &SensorContext, url: &str, report: &PageReport, log: &mut RefusalLog) -> Option<String> {
+    if report.refused == 0 {
+        return None;
+    }
+    let why = report.refusal.as_deref().unwrap_or("refused by the engine");
+    let problem = format!("{url}: {} series refused: {why}", report.refused);
+    ctx.read_failed("series", &problem);
+    if let Some(count) = log.note(Instant::now(), report.refused) {
+        tracing::warn!(
+            message = "Series refused: their samples are dropped.",
+            sensor = %ctx.name(),
+            target = %url,
+            refused_samples = count,
+            this_scrape = report.refused,
+            reason = %why,
+        );
+    }
+    Some(problem)
 }
 
 async fn scrape_loop(
@@ -172,7 +126,10 @@ async fn scrape_loop(
     let url = target.url.to_string();
     let mut tick = tokio::time::interval(Duration::from_millis(target.config.interval_ms));
     tick.set_missed_tick_behavior(MissedTickBehavior::Skip);
-    let mut scraper = Scraper { target, client: http::client(), ctx: ctx.clone(), memo: HashMap::new() };
+    let config = &target.config;
+    let mapper = Mapper::new(ctx.clone(), &config.prefix, config.labels.clone(), target.allow.clone());
+    let mut scraper = Scraper { target, client: http::client(), mapper };
+    let mut refusals = RefusalLog::new(REFUSAL_LOG_EVERY);
     loop {
         if !ctx.next_tick(&mut tick).await {
             return Ok(());
@@ -186,6 +143,7 @@ async fn scrape_loop(
         let problem = match result {
             Ok(samples) => {
                 ctx.read_ok(start.elapsed());
+                let problem = report_refusals(&ctx, &url, scraper.mapper.report(), &mut refusals);
                 if !samples.is_empty() {
                     tokio::select! {
                         biased;
@@ -193,7 +151,7 @@ async fn scrape_loop(
                         sent = ctx.send(Batch { samples, notes: Vec::new() }) => sent?,
                     }
                 }
-                None
+                problem
             }
             Err((kind, error)) => {
                 let error = format!("{url}: {error}");
@@ -239,5 +197,83 @@ impl Sensor for PrometheusSensor {
             }
         }
         outcome
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use engine::testing::SensorHarness;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tracing::field::{Field, Visit};
+
+    /// Counts warnings about refused series and keeps their `refused_samples`.
+    struct Capture(Arc<Mutex<Vec<u64>>>, AtomicUsize);
+
+    struct Count(Option<u64>, bool);
+
+    impl Visit for Count {
+        fn record_u64(&mut self, field: &Field, value: u64) {
+            if field.name() == "refused_samples" {
+                self.0 = Some(value);
+            }
+        }
+        fn record_str(&mut self, field: &Field, value: &str) {
+            if field.name() == "message" && value.starts_with("Series refused") {
+                self.1 = true;
+            }
+        }
+        fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+            if field.name() == "message" && format!("{value:?}").starts_with("Series refused") {
+                self.1 = true;
+            }
+        }
+    }
+
+    impl tracing::Subscriber for Capture {
+        fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+            tracing::span::Id::from_u64(self.1.fetch_add(1, Ordering::Relaxed) as u64 + 1)
+        }
+        fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+        fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+        fn event(&self, event: &tracing::Event<'_>) {
+            let mut count = Count(None, false);
+            event.record(&mut count);
+            if let (Some(n), true, &tracing::Level::WARN) = (count.0, count.1, event.metadata().level()) {
+                self.0.lock().unwrap().push(n);
+            }
+        }
+        fn enter(&self, _: &tracing::span::Id) {}
+        fn exit(&self, _: &tracing::span::Id) {}
+    }
+
+    #[test]
+    fn refused_series_are_logged_once_a_minute_and_counted_every_scrape() {
+        let h = SensorHarness::new("prom", 2);
+        let mut mapper = Mapper::new(h.ctx.clone(), "", Default::default(), Vec::new());
+        let mut log = RefusalLog::new(REFUSAL_LOG_EVERY);
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let capture = Capture(lines.clone(), AtomicUsize::new(0));
+        let mut problems = Vec::new();
+        tracing::subscriber::with_default(capture, || {
+            for scrape in 0..5 {
+                let samples = mapper.map("a 1\nb 2\nc 3\nd 4\n", scrape).unwrap();
+                assert_eq!(samples.len(), 2);
+                problems.push(report_refusals(&h.ctx, "http://x/metrics", mapper.report(), &mut log));
+            }
+        });
+        assert_eq!(*lines.lock().unwrap(), [2], "one line within the minute, with the count refused");
+        let health = h.ctx.health().snapshot().pop().unwrap();
+        assert_eq!(health.errors.get("series"), Some(&5), "{health:?}");
+        let last = health.last_error.unwrap();
+        assert!(last.starts_with("http://x/metrics: 2 series refused: sensor \"prom\" reached its cap of 2"), "{last}");
+        assert!(problems.iter().all(|p| p.as_deref() == Some(last.as_str())), "{problems:?}");
+        // A page with nothing refused is no problem and logs nothing.
+        let quiet = PageReport::default();
+        assert_eq!(report_refusals(&h.ctx, "u", &quiet, &mut log), None);
+        assert_eq!(h.ctx.health().snapshot().pop().unwrap().errors.get("series"), Some(&5));
     }
 }

@@ -1,0 +1,469 @@
+//! Recordings of a job slowed down by one fault on the simulated fabric,
+//! for testing and benchmarking `rocemend why`.
+//!
+//! A [`Case`] is a job on some nodes of an inventory, a fault (one of the
+//! chaos library's kinds, at a place), optionally a second small fault that
+//! should not be blamed, and benign jitter on every counter. [`record`]
+//! steps a [`Fabric`] through it every 100 ms — the simulator's own
+//! physics decide what moves and how much the step time rises — and writes
+//! what a daemon would record: NIC counters (ethtool, RDMA) every 100 ms,
+//! leaf-port counters (PFC, queue marks, watchdog, oper-status) and the
+//! job's step time every 500 ms, GPU XIDs as events, and the job → nodes
+//! mapping (`job_node_info`). No daemon acts: the fault runs its course.
+//!
+//! [`random_case`] draws a case from a seed: kind, place, strength and
+//! timing of the fault, the job's nodes, and a distractor.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use engine::recording::Writer;
+use engine::{CounterSpec, Labels, Nanos, Note, SampleKind, SeriesSpec, Topology, Value, MS, SECOND};
+
+use crate::fabric::{Effect, Fabric, JobSpec, Selector};
+use crate::switch::model::QUEUES;
+
+/// When every case starts, ns since the epoch (2023-11-14T22:13:20Z).
+pub const START: Nanos = 1_700_000_000 * SECOND;
+/// The fabric's step, and the NIC counters' period.
+pub const TICK: Nanos = 100 * MS;
+/// The switch counters' and the step time's period.
+pub const SLOW_TICK: Nanos = 500 * MS;
+/// The lossless priority.
+const PRIO: usize = 3;
+
+/// A fault kind of the chaos library (`chaos/scenarios/*.toml`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Kind {
+    /// A NIC storms PFC pause frames (`prio`).
+    PfcStorm,
+    /// Symbol errors at `ber` on the selected NICs.
+    SymbolErrors,
+    /// The carrier is lost every `period` for `down`.
+    LinkFlap,
+    /// A GPU raises XID `xid`.
+    GpuXid,
+    /// The other NICs of the rail send `load` more to the NIC.
+    Incast,
+    /// The leaf's uplink is offered `load` times what it carries.
+    UplinkCongestion,
+    /// Another job offers `load` on every port of a rail.
+    Congestion,
+}
+
+impl Kind {
+    /// Every kind.
+    pub const ALL: [Kind; 7] = [
+        Kind::PfcStorm,
+        Kind::SymbolErrors,
+        Kind::LinkFlap,
+        Kind::GpuXid,
+        Kind::Incast,
+        Kind::UplinkCongestion,
+        Kind::Congestion,
+    ];
+
+    /// The name the chaos scenarios use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::PfcStorm => "pfc_storm",
+            Kind::SymbolErrors => "symbol_errors",
+            Kind::LinkFlap => "link_flap",
+            Kind::GpuXid => "gpu_xid",
+            Kind::Incast => "incast",
+            Kind::UplinkCongestion => "uplink_congestion",
+            Kind::Congestion => "congestion",
+        }
+    }
+
+    /// The kind a scenario names, if it slows a job.
+    pub fn parse(name: &str) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| k.name() == name)
+    }
+}
+
+/// One fault: what, where, how strong, when.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fault {
+    /// Its kind.
+    pub kind: Kind,
+    /// Which NICs (or, for a GPU XID, the node; for uplink congestion, the
+    /// `switch`; for congestion, the `rail`).
+    pub select: Selector,
+    /// Offset from the case's start.
+    pub at: Nanos,
+    /// How long; `None`: to the end.
+    pub duration: Option<Nanos>,
+    /// BER (symbol errors), load (incast, congestion), XID, GPU, prio…
+    pub params: BTreeMap<String, f64>,
+}
+
+impl Fault {
+    fn param(&self, name: &str, default: f64) -> f64 {
+        self.params.get(name).copied().unwrap_or(default)
+    }
+
+    /// The fabric effects of this fault.
+    fn effects(&self, fabric: &Fabric) -> Vec<Effect> {
+        let nics = || fabric.select(&self.select).unwrap_or_default();
+        match self.kind {
+            Kind::PfcStorm => {
+                nics().into_iter().map(|nic| Effect::PfcStorm { nic, prio: self.param("prio", 3.0) as u8 }).collect()
+            }
+            Kind::SymbolErrors => {
+                nics().into_iter().map(|nic| Effect::Ber { nic, ber: self.param("ber", 1e-9) }).collect()
+            }
+            Kind::LinkFlap => nics()
+                .into_iter()
+                .map(|nic| Effect::Flap {
+                    nic,
+                    period: (self.param("period", 0.7) * 1e9) as Nanos,
+                    down: (self.param("down", 0.15) * 1e9) as Nanos,
+                })
+                .collect(),
+            Kind::GpuXid => vec![Effect::GpuXid {
+                node: self.select.node.clone().unwrap_or_default(),
+                gpu: self.param("gpu", 0.0) as u32,
+                xid: self.param("xid", 79.0) as u64,
+            }],
+            Kind::Incast => {
+                nics().into_iter().map(|nic| Effect::Incast { nic, load: self.param("load", 1.0) }).collect()
+            }
+            Kind::UplinkCongestion => vec![Effect::UplinkCongestion {
+                switch: self.select.switch.clone().unwrap_or_default(),
+                load: self.param("load", 1.5),
+            }],
+            Kind::Congestion => {
+                vec![Effect::Congestion { rail: self.select.rail.unwrap_or(0), load: self.param("load", 0.8) }]
+            }
+        }
+    }
+}
+
+/// A job, a fault, maybe a distractor, and how long to record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Case {
+    /// The job's name.
+    pub job: String,
+    /// Its nodes.
+    pub nodes: Vec<String>,
+    /// The fault that slows the job.
+    pub fault: Fault,
+    /// A second, small fault that should not be blamed.
+    pub distractor: Option<Fault>,
+    /// How long the recording lasts.
+    pub length: Nanos,
+    /// Seed of the fabric and the jitter.
+    pub seed: u64,
+}
+
+/// Every series of a recording, by id.
+struct Table {
+    specs: Vec<SeriesSpec>,
+}
+
+impl Table {
+    fn add(&mut self, metric: &str, labels: &[(&str, &str)], kind: SampleKind) -> u32 {
+        self.specs.push(SeriesSpec { metric: metric.into(), labels: Labels::from_pairs(labels.iter().copied()), kind });
+        self.specs.len() as u32 - 1
+    }
+}
+
+const GAUGE: SampleKind = SampleKind::Gauge;
+const C64: SampleKind = SampleKind::Counter(CounterSpec::U64);
+
+/// The series of one NIC and the jitter they carry (per 100 ms, uniform
+/// from 0 to it): a healthy fabric is never perfectly still.
+const NIC_SERIES: [(&str, f64); 6] = [
+    ("ethtool_tx_prio_pause_duration_us", 300.0),
+    ("ethtool_rx_prio_pause_duration_us", 300.0),
+    ("ethtool_rx_pcs_symbol_err_phy", 0.0),
+    ("rdma_port_xmit_wait", 2e4),
+    ("rdma_np_cnp_sent", 50.0),
+    ("link_carrier_down_count", 0.0),
+];
+
+/// The series of one leaf port and their jitter (per 500 ms).
+const PORT_SERIES: [(&str, f64); 3] = [
+    ("switch_pfc_rx_pause_duration_us", 1500.0),
+    ("switch_pfc_tx_pause_duration_us", 1500.0),
+    ("switch_queue_ecn_marked_packets", 500.0),
+];
+
+/// Records `case` on the fabric of `topology`: the recording's bytes.
+pub fn record(case: &Case, topology: Arc<Topology>) -> Vec<u8> {
+    let job =
+        JobSpec { name: case.job.clone(), nodes: case.nodes.clone(), load: 0.6, comm_fraction: 0.3, step_seconds: 0.5 };
+    let mut fabric = Fabric::new(topology, &[job], case.seed, START).expect("the inventory builds a fabric");
+    let mut rng = fastrand::Rng::with_seed(case.seed ^ 0x5eed);
+    let mut table = Table { specs: Vec::new() };
+    let prio = PRIO.to_string();
+    let nic_ids: Vec<[u32; 6]> = fabric
+        .nics
+        .iter()
+        .map(|n| {
+            let dev: [(&str, &str); 3] = [("node", &n.node), ("rdma_dev", &n.rdma_dev), ("rdma_port", "1")];
+            let net: [(&str, &str); 2] = [("node", &n.node), ("netdev", &n.netdev)];
+            let pause: [(&str, &str); 3] = [("node", &n.node), ("netdev", &n.netdev), ("prio", &prio)];
+            [
+                table.add(NIC_SERIES[0].0, &pause, C64),
+                table.add(NIC_SERIES[1].0, &pause, C64),
+                table.add(NIC_SERIES[2].0, &net, C64),
+                table.add(NIC_SERIES[3].0, &dev, SampleKind::Counter(CounterSpec::saturating(32))),
+                table.add(NIC_SERIES[4].0, &dev, C64),
+                table.add(NIC_SERIES[5].0, &net, SampleKind::Counter(CounterSpec::U32_WRAP)),
+            ]
+        })
+        .collect();
+    let ports: Vec<(String, String)> = fabric
+        .leaves
+        .values()
+        .flat_map(|l| l.model.port_names().into_iter().map(move |p| (l.name.clone(), p)))
+        .collect();
+    let port_ids: Vec<[u32; 5]> = ports
+        .iter()
+        .map(|(s, p)| {
+            let q: [(&str, &str); 4] = [("switch", s), ("port", p), ("queue", &prio), ("prio", &prio)];
+            let pfc: [(&str, &str); 3] = [("switch", s), ("port", p), ("prio", &prio)];
+            [
+                table.add(PORT_SERIES[0].0, &pfc, C64),
+                table.add(PORT_SERIES[1].0, &pfc, C64),
+                table.add(PORT_SERIES[2].0, &q, C64),
+                table.add("switch_pfcwd_stormed", &q, GAUGE),
+                table.add("switch_oper_up", &[("switch", s), ("port", p)], GAUGE),
+            ]
+        })
+        .collect();
+    let step_id = table.add("job_step_time_seconds", &[("job", &case.job)], GAUGE);
+    let info: Vec<u32> =
+        case.nodes.iter().map(|n| table.add("job_node_info", &[("job", &case.job), ("node", n)], GAUGE)).collect();
+    let mut xid_ids: BTreeMap<(String, u32, u64), u32> = BTreeMap::new();
+
+    let mut w = Writer::new(Vec::new());
+    for (id, spec) in table.specs.iter().enumerate() {
+        w.declare(id as u32, spec).expect("writing to memory");
+    }
+    let faults: Vec<&Fault> = std::iter::once(&case.fault).chain(case.distractor.as_ref()).collect();
+    let effects: Vec<Vec<Effect>> = faults.iter().map(|f| f.effects(&fabric)).collect();
+    let mut nic_jitter = vec![[0u64; 6]; fabric.nics.len()];
+    let mut port_jitter = vec![[0u64; 3]; ports.len()];
+    let steps = case.length / TICK;
+    for k in 0..=steps {
+        let offset = k * TICK;
+        for (f, fx) in faults.iter().zip(&effects) {
+            if offset == f.at {
+                fx.iter().for_each(|e| fabric.start(e));
+                let what = format!("{} on {}", f.kind.name(), f.select);
+                let note = Note { ts: START + offset, kind: "fault".into(), text: what, labels: Labels::default() };
+                w.note(&note).expect("writing to memory");
+            }
+            if f.duration.is_some_and(|d| offset == f.at + d) {
+                fx.iter().for_each(|e| fabric.stop(e));
+            }
+        }
+        if k > 0 {
+            fabric.step(TICK).expect("no sysfs tree to write");
+        }
+        let t = START + offset;
+        for (i, nic) in fabric.nics.iter().enumerate() {
+            let c = &nic.netdev_counters;
+            let values = [
+                c.tx_pause_us[PRIO],
+                c.rx_pause_us[PRIO],
+                c.rx_pcs_symbol_err_phy,
+                nic.counters.xmit_wait.min(u32::MAX as u64),
+                nic.counters.np_cnp_sent,
+                c.carrier_down as u64,
+            ];
+            for (j, v) in values.iter().enumerate() {
+                nic_jitter[i][j] += (rng.f64() * NIC_SERIES[j].1) as u64;
+                let v = if j == 3 { (v + nic_jitter[i][j]).min(u32::MAX as u64) } else { v + nic_jitter[i][j] };
+                w.write_raw_sample(nic_ids[i][j], t, Value::Count(v)).expect("writing to memory");
+            }
+        }
+        for x in std::mem::take(&mut fabric.xid_events) {
+            let key = (x.node.clone(), x.gpu, x.xid);
+            let id = *xid_ids.entry(key).or_insert_with(|| {
+                let gpu = x.gpu.to_string();
+                let xid = x.xid.to_string();
+                let labels = [("node", x.node.as_str()), ("gpu", &gpu), ("xid", &xid), ("pci_bus_id", &x.pci_bus_id)];
+                let id = table.add("gpu_xid", &labels, SampleKind::Event);
+                w.declare(id, &table.specs[id as usize]).expect("writing to memory");
+                id
+            });
+            w.write_raw_sample(id, t, Value::Real(x.xid as f64)).expect("writing to memory");
+        }
+        if offset % SLOW_TICK != 0 {
+            continue;
+        }
+        for (i, (s, p)) in ports.iter().enumerate() {
+            let state = fabric.leaves[s].model.read();
+            let Some(port) = state.port(p) else { continue };
+            let q = &port.queues[PRIO.min(QUEUES - 1)];
+            let values = [port.pfc[PRIO][2], port.pfc[PRIO][3], q.stats[6]];
+            for (j, v) in values.iter().enumerate() {
+                port_jitter[i][j] += (rng.f64() * PORT_SERIES[j].1) as u64;
+                w.write_raw_sample(port_ids[i][j], t, Value::Count(v + port_jitter[i][j])).expect("writing to memory");
+            }
+            let gauges = [q.stormed, port.oper_up];
+            for (j, g) in gauges.iter().enumerate() {
+                w.write_raw_sample(port_ids[i][3 + j], t, Value::Real(f64::from(u8::from(*g)))).expect("in memory");
+            }
+        }
+        let ratio = fabric.jobs[0].step_ratio * (1.0 + 0.03 * (2.0 * rng.f64() - 1.0));
+        w.write_raw_sample(step_id, t, Value::Real(0.5 * ratio)).expect("writing to memory");
+        for id in &info {
+            w.write_raw_sample(*id, t, Value::Real(1.0)).expect("writing to memory");
+        }
+    }
+    w.flush().expect("writing to memory");
+    w.inner().clone()
+}
+
+fn pick<'a, T>(rng: &mut fastrand::Rng, items: &'a [T]) -> &'a T {
+    &items[rng.usize(..items.len())]
+}
+
+/// A NIC selector.
+fn nic(node: &str, netdev: &str) -> Selector {
+    Selector { node: Some(node.into()), netdev: Some(netdev.into()), ..Selector::default() }
+}
+
+/// A random case on `topology` from `seed`: a fault of a random kind at a
+/// random place of the job's path, strong enough to slow the job by more
+/// than 15 %, starting 15–25 s in and lasting 8–15 s (an XID: to the end),
+/// and in most cases a second small fault (a few symbol errors a second,
+/// one link flap, or an XID on a node outside the job).
+pub fn random_case(topology: &Topology, seed: u64) -> Case {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let inv = topology.inventory();
+    let all: Vec<String> = inv.node.iter().map(|n| n.name.clone()).collect();
+    let mut nodes = all.clone();
+    rng.shuffle(&mut nodes);
+    nodes.truncate(rng.usize(2..=all.len()));
+    nodes.sort();
+    let netdevs: Vec<String> = inv.node[0].nic.iter().map(|n| n.netdev.clone()).collect();
+    let leaves: Vec<(String, u32)> = inv.switch.iter().filter_map(|s| Some((s.name.clone(), s.rail?))).collect();
+    let kind = *pick(&mut rng, &Kind::ALL);
+    let at = (15 + rng.i64(0..=10)) * SECOND;
+    let duration = (8 + rng.i64(0..=7)) * SECOND;
+    let mut params = BTreeMap::new();
+    let job_node = pick(&mut rng, &nodes).clone();
+    let any_node = pick(&mut rng, &all).clone();
+    let dev = pick(&mut rng, &netdevs).clone();
+    let select = match kind {
+        Kind::PfcStorm => {
+            params.insert("prio".into(), 3.0);
+            nic(&any_node, &dev)
+        }
+        Kind::SymbolErrors => {
+            params.insert("ber".into(), 1.5e-7 + rng.f64() * 1e-7);
+            nic(&job_node, &dev)
+        }
+        Kind::LinkFlap => {
+            params.insert("period".into(), 0.5 + rng.f64() * 0.4);
+            params.insert("down".into(), 0.1 + rng.f64() * 0.1);
+            nic(&job_node, &dev)
+        }
+        Kind::GpuXid => {
+            params.insert("gpu".into(), rng.u32(0..8) as f64);
+            params.insert("xid".into(), *pick(&mut rng, &[79.0, 48.0, 63.0]));
+            Selector { node: Some(job_node.clone()), ..Selector::default() }
+        }
+        Kind::Incast => {
+            params.insert("load".into(), 1.5 + rng.f64());
+            nic(&any_node, &dev)
+        }
+        Kind::UplinkCongestion => {
+            params.insert("load".into(), 2.0 + rng.f64());
+            Selector { switch: Some(pick(&mut rng, &leaves).0.clone()), ..Selector::default() }
+        }
+        Kind::Congestion => {
+            params.insert("load".into(), 0.6 + rng.f64() * 0.4);
+            Selector { rail: Some(pick(&mut rng, &leaves).1), ..Selector::default() }
+        }
+    };
+    let duration = (kind != Kind::GpuXid).then_some(duration);
+    let fault = Fault { kind, select, at, duration, params };
+    let (other_node, other_dev) = (pick(&mut rng, &all).clone(), pick(&mut rng, &netdevs).clone());
+    let distractor = match rng.u8(0..4) {
+        0 => None,
+        1 => Some(Fault {
+            kind: Kind::SymbolErrors,
+            select: nic(&other_node, &other_dev),
+            at: rng.i64(5..=35) * SECOND,
+            duration: None,
+            params: [("ber".to_string(), 1e-11)].into(),
+        }),
+        2 => Some(Fault {
+            kind: Kind::LinkFlap,
+            select: nic(&other_node, &other_dev),
+            at: rng.i64(5..=35) * SECOND,
+            duration: Some(SECOND),
+            params: [("period".to_string(), 60.0), ("down".to_string(), 0.15)].into(),
+        }),
+        _ => {
+            let outside: Vec<&String> = all.iter().filter(|n| !nodes.contains(n)).collect();
+            outside.first().map(|n| Fault {
+                kind: Kind::GpuXid,
+                select: Selector { node: Some((*n).clone()), ..Selector::default() },
+                at: rng.i64(5..=35) * SECOND,
+                duration: None,
+                params: [("gpu".to_string(), 2.0), ("xid".to_string(), 79.0)].into(),
+            })
+        }
+    };
+    let end = at + duration.unwrap_or(12 * SECOND) + 5 * SECOND;
+    Case { job: "train-a".into(), nodes, fault, distractor, length: end.max(42 * SECOND), seed }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn example() -> Arc<Topology> {
+        Arc::new(Topology::parse(engine::topology::EXAMPLE_INVENTORY, "example").unwrap())
+    }
+
+    #[test]
+    fn a_case_is_recorded_with_its_job_and_a_rising_step_time() {
+        let t = example();
+        let case = Case {
+            job: "j".into(),
+            nodes: vec!["node-01".into(), "node-02".into()],
+            fault: Fault {
+                kind: Kind::LinkFlap,
+                select: nic("node-02", "eth5"),
+                at: 10 * SECOND,
+                duration: None,
+                params: BTreeMap::new(),
+            },
+            distractor: None,
+            length: 20 * SECOND,
+            seed: 1,
+        };
+        let bytes = record(&case, t);
+        let text = String::from_utf8(bytes).unwrap();
+        assert!(text.contains(r#""metric":"job_node_info","labels":{"job":"j","node":"node-02"}"#));
+        let step_id = text
+            .lines()
+            .find(|l| l.contains("job_step_time_seconds"))
+            .and_then(|l| l.split("\"series\":").nth(1)?.split(',').next()?.parse::<u32>().ok())
+            .unwrap();
+        let steps: Vec<f64> = text
+            .lines()
+            .filter(|l| l.starts_with(&format!("{{\"s\":{step_id},")))
+            .map(|l| l.rsplit(':').next().unwrap().trim_end_matches('}').parse().unwrap())
+            .collect();
+        assert!(steps[..20].iter().all(|s| *s < 0.52), "{steps:?}");
+        assert!(steps[25..].iter().all(|s| *s > 0.6), "a flapping link slows the job: {steps:?}");
+    }
+
+    #[test]
+    fn random_cases_are_reproducible_and_vary() {
+        let t = example();
+        assert_eq!(random_case(&t, 7), random_case(&t, 7));
+        let kinds: std::collections::BTreeSet<Kind> = (0..60).map(|s| random_case(&t, s).fault.kind).collect();
+        assert_eq!(kinds.len(), Kind::ALL.len());
+    }
+}
