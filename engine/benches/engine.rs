@@ -5,7 +5,10 @@
 //!   100,000 series watched by 1,000 rules (target ≥ 2,000,000 samples/s);
 //! - `cycle`: one poll of the whole fleet (100,000 samples) plus
 //!   `evaluate(now)`, once per simulated second, for a quiet fabric and for
-//!   one where every counter moves;
+//!   one where every counter moves (`second/all-changing`), that one also
+//!   with every condition on Rhai (`second/all-changing-rhai`: native
+//!   predicates off, the engine before them);
+//! - the cost of one condition of each standard rule, native and on Rhai;
 //! - `latency`: one sample that makes a rule fire → `ingest` + `evaluate` →
 //!   the `Proposal` (target p99 ≤ 50 µs), alone and inside the loaded fleet;
 //! - memory: engine state and series registry per series (target ≤ 256
@@ -302,6 +305,7 @@ impl Fleet {
         sources.push(probe_source());
         let rules = rule::load_sources(&sources, Helpers::default()).unwrap_or_else(|e| panic!("{:?}", &e[..1]));
         let load_time = started.elapsed();
+        let native = rules.rules.iter().filter(|r| r.runs_natively()).count();
         drop(sources);
         let heap_rules = live();
 
@@ -394,9 +398,10 @@ impl Fleet {
             info as f64 + pairs + by_key,
         );
         eprintln!(
-            "   compiled rules: {:.1} KiB per rule; topology: {:.1} MiB",
+            "   compiled rules: {:.1} KiB per rule; topology: {:.1} MiB; {native} of {} rules run natively (both conditions)",
             (heap_rules - heap_registry) as f64 / 1024.0 / (RULES + 1) as f64,
             topology_bytes as f64 / (1024.0 * 1024.0),
+            RULES + 1,
         );
         fleet
     }
@@ -640,6 +645,7 @@ fn benches(c: &mut Criterion) {
     if std::env::var_os("ROCEMEND_BENCH_MEMORY_ONLY").is_some() {
         return;
     }
+    print_condition_costs();
 
     {
         let mut group = c.benchmark_group("ingest");
@@ -673,7 +679,15 @@ fn benches(c: &mut Criterion) {
         }
     }
 
-    for (traffic, name) in [(Traffic::Quiet, "quiet"), (Traffic::AllChanging, "all-changing")] {
+    // The all-changing second twice: with every condition on Rhai (native
+    // predicates off: the engine before they existed), then as the daemon
+    // runs, natively.
+    for (traffic, name, native) in [
+        (Traffic::Quiet, "quiet", true),
+        (Traffic::AllChanging, "all-changing-rhai", false),
+        (Traffic::AllChanging, "all-changing", true),
+    ] {
+        fleet.ev.set_native_predicates(native);
         // Let every window (the longest is 30 s) fill with this traffic.
         for _ in 0..31 {
             fleet.second(traffic);
@@ -689,7 +703,7 @@ fn benches(c: &mut Criterion) {
         let after = fleet.ev.stats();
         let (ingest, evaluate) = (ingest / SECONDS, evaluate / SECONDS);
         eprintln!(
-            "== second {name}: {SERIES} samples in {} batches, evaluate after each and every {} ms: ingest {:.1} ms + evaluate {:.1} ms = {:.1} ms of CPU per second ({:.1} % of one core); per second {} script calls, {} cache hits",
+            "== second {name}: {SERIES} samples in {} batches, evaluate after each and every {} ms: ingest {:.1} ms + evaluate {:.1} ms = {:.1} ms of CPU per second ({:.1} % of one core); per second {} script calls, {} native predicate calls, {} cache hits",
             SERIES / BATCH,
             TICK / MS,
             ingest.as_secs_f64() * 1e3,
@@ -697,6 +711,7 @@ fn benches(c: &mut Criterion) {
             (ingest + evaluate).as_secs_f64() * 1e3,
             (ingest + evaluate).as_secs_f64() * 100.0,
             (after.script_calls - before.script_calls) / SECONDS as u64,
+            (after.native_calls - before.native_calls) / SECONDS as u64,
             (after.cache_hits - before.cache_hits) / SECONDS as u64,
         );
         let mut group = c.benchmark_group("second");
@@ -719,6 +734,7 @@ fn benches(c: &mut Criterion) {
         group.finish();
     }
 
+    fleet.ev.set_native_predicates(true);
     // Quiet traffic again before the probe runs inside the fleet.
     for _ in 0..31 {
         fleet.second(Traffic::Quiet);
@@ -735,6 +751,52 @@ fn benches(c: &mut Criterion) {
     let state = tempfile::tempdir().expect("a state directory");
     let store = Store::open(&state.path().join("state.sled")).expect("open the store");
     bench_latency(c, "alone-1-rule-with-store", &mut Alone::new(Some(store)), &mut clock);
+}
+
+/// What one condition of a standard rule (`rules/`) costs, natively and on
+/// Rhai, and what the cost meter charges for the native call.
+fn print_condition_costs() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../rules");
+    let set = rule::load_dir(&dir, Helpers::default()).expect("the standard rules load");
+    let (mut native, mut script, mut nodes) = (Vec::new(), Vec::new(), Vec::new());
+    for r in &set.rules {
+        for cond in [engine::rule::Condition::Fire, engine::rule::Condition::Clear] {
+            // Values that move, so no call is the same as the last.
+            let values =
+                |i: usize| -> Vec<f64> { (0..r.windows.len()).map(|k| ((i * 7 + k) % 13) as f64 * 1e5).collect() };
+            let inputs: Vec<Vec<f64>> = (0..64).map(values).collect();
+            let Some((_, n)) = r.eval_native_sized(cond, &inputs[0]) else { continue };
+            const N: usize = 1_000_000;
+            let started = Instant::now();
+            for i in 0..N {
+                black_box(r.eval_native(cond, black_box(&inputs[i % 64])));
+            }
+            native.push(started.elapsed().as_secs_f64() * 1e9 / N as f64);
+            const M: usize = 20_000;
+            let started = Instant::now();
+            for i in 0..M {
+                let w = r.window_values(inputs[i % 64].clone());
+                let _ = black_box(set.scripts.eval(r, cond, &LabelSet::default(), w));
+            }
+            script.push(started.elapsed().as_secs_f64() * 1e9 / M as f64);
+            nodes.push(n);
+        }
+    }
+    let range = |v: &[f64]| {
+        (v.iter().copied().fold(f64::INFINITY, f64::min), v.iter().copied().fold(f64::NEG_INFINITY, f64::max))
+    };
+    let ((n0, n1), (s0, s1)) = (range(&native), range(&script));
+    let charged: Vec<f64> = nodes.iter().map(|n| engine::evaluator::cost::native_cost(*n).as_nanos() as f64).collect();
+    let (c0, c1) = range(&charged);
+    let ratio = native.iter().zip(&charged).map(|(n, c)| n / c).fold(0.0, f64::max);
+    eprintln!(
+        "== conditions of the {} standard rules ({} conditions, {}-{} nodes): native {n0:.1}-{n1:.1} ns per call (the cost meter charges {c0:.0}-{c1:.0} ns, at least {:.1}x what each took), on Rhai {s0:.0}-{s1:.0} ns per call",
+        set.rules.len(),
+        native.len(),
+        nodes.iter().min().unwrap_or(&0),
+        nodes.iter().max().unwrap_or(&0),
+        1.0 / ratio,
+    );
 }
 
 /// The timing noise of this machine: a fixed computation of about 10 µs

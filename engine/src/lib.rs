@@ -49,7 +49,7 @@
 //! - [`labels`], [`series`], [`counter`]: the data model and counter arithmetic;
 //! - [`topology`]: the inventory and label enrichment;
 //! - [`window`]: native window accumulators;
-//! - [`rule`]: rule files, the Rhai sandbox, cross-series helpers;
+//! - [`rule`]: rule files, the Rhai sandbox, cross-series helpers, native predicates;
 //! - [`rule_test`]: the offline rule test runner (`<rule>.test.toml`);
 //! - [`instance`]: the per-(rule, subject) state machine;
 //! - [`evaluator`]: ingest and evaluation;

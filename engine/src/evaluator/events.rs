@@ -97,6 +97,9 @@ pub struct EngineStats {
     pub refused: RefusedCounts,
     /// Script calls made.
     pub script_calls: u64,
+    /// Conditions answered by a native predicate instead of a script call
+    /// (not counted in `script_calls`).
+    pub native_calls: u64,
     /// Evaluations answered from the cache (window values unchanged).
     pub cache_hits: u64,
 }

@@ -89,6 +89,12 @@ pub struct Evaluator {
     refusals: Refusals,
     /// The share of a core one rule may spend (see [`Evaluator::set_cost_budget`]).
     cost_budget: f64,
+    /// Whether conditions with a native predicate use it (see
+    /// [`Evaluator::set_native_predicates`]).
+    native_predicates: bool,
+    /// The window values of the subject being evaluated (kept for its
+    /// capacity: one allocation per evaluator, not per evaluation).
+    values: Vec<f64>,
 }
 
 impl Evaluator {
@@ -116,6 +122,8 @@ impl Evaluator {
             stats: EngineStats::default(),
             refusals: Refusals::default(),
             cost_budget: cost::DEFAULT_COST_BUDGET,
+            native_predicates: true,
+            values: Vec::new(),
         };
         for rule in &rules.rules {
             let mut rt = RuleRuntime::new(rule.clone(), &ev.series);
@@ -546,6 +554,13 @@ impl Evaluator {
         self.cost_budget = share_of_a_core;
     }
 
+    /// Whether conditions compiled into native predicates use them (the
+    /// default) or always call the script. The answers are the same; this is
+    /// for measuring the difference and for ruling the compiler out.
+    pub fn set_native_predicates(&mut self, on: bool) {
+        self.native_predicates = on;
+    }
+
     fn evaluate_subject(
         &mut self,
         ri: usize,
@@ -556,12 +571,16 @@ impl Evaluator {
         let epoch = self.epoch.unwrap_or(Epoch(now));
         let rt = &mut self.rules[ri];
         let subj = rt.subjects[s as usize];
-        let mut inst = rt.instances.get(&s).copied().unwrap_or_else(|| Instance::new(now));
+        // One lookup: most subjects have no instance (inactive and fresh).
+        let existing = rt.instances.get(&s).copied();
+        let mut inst = existing.unwrap_or_else(|| Instance::new(now));
         let mut transitions = Vec::new();
-        let values;
+        // The window values, in a buffer reused from subject to subject.
+        let mut values = std::mem::take(&mut self.values);
+        values.clear();
         let quiet = subj.last_seen < epoch.tick(now.saturating_sub(rt.rule.stale_after));
         if subj.polled() && subj.first_seen != NEVER && quiet {
-            values = rt.values(s, now);
+            rt.values_into(s, now, &mut values);
             let (newly, t) = instance::mark_stale(&mut inst, now);
             if newly {
                 out.push(EngineEvent::SensorStale {
@@ -583,7 +602,7 @@ impl Evaluator {
                 });
             }
             let rt = &mut self.rules[ri];
-            values = rt.values(s, now);
+            rt.values_into(s, now, &mut values);
             // `first_seen` is rounded up to a tick: a rule without ranged
             // windows has nothing to warm up and must not wait for the tick.
             let warming = rt.warm_up > 0 && now.saturating_sub(epoch.time(subj.first_seen)) < rt.warm_up;
@@ -591,33 +610,56 @@ impl Evaluator {
                 Some(Condition::Clear) if warming => None,
                 other => other,
             };
-            let result = match cond {
-                None => None,
-                Some(cond) => Some(self.condition(ri, s, cond, &values)?),
+            let result = match cond.map(|cond| self.condition(ri, s, cond, &values)).transpose() {
+                Ok(result) => result,
+                Err(error) => {
+                    self.values = values;
+                    return Err(error);
+                }
             };
             let timing = self.rules[ri].timing;
             transitions.extend(instance::step(&mut inst, &timing, now, result));
         }
         let rt = &mut self.rules[ri];
-        let was_stale = rt.instances.get(&s).is_some_and(|x| x.stale);
+        let was_stale = existing.is_some_and(|x| x.stale);
         let changed = !transitions.is_empty() || was_stale != inst.stale;
         if inst.is_idle() {
-            rt.instances.remove(&s);
-        } else {
+            if existing.is_some() {
+                rt.instances.remove(&s);
+            }
+        } else if existing != Some(inst) {
             rt.instances.insert(s, inst);
         }
         if changed {
             self.record_transitions(ri, s, &inst, &transitions, &values, now, out);
         }
+        self.values = values;
         Ok(())
     }
 
     /// The value of condition `cond` of rule `ri` for subject `s` on
-    /// `values`: from the subject's cache when neither the values nor (for
-    /// cross-series rules) other rules' instances changed, else from the
-    /// script, its time counted against the rule's cost budget.
+    /// `values`: from its native predicate when it has one (see
+    /// [`crate::rule::native`]); else from the subject's cache when neither
+    /// the values nor (for cross-series rules) other rules' instances
+    /// changed, else from the script, its time counted against the rule's
+    /// cost budget.
+    ///
+    /// A native predicate cannot fail: where the script would fail (integer
+    /// overflow, division by zero) it gives no answer and the script runs,
+    /// so the error, and the quarantine, are the script's own. Its cost is
+    /// not timed (two clock reads cost as much as the predicate, and a
+    /// preemption would land on it): each call is charged
+    /// [`cost::native_cost`] of its size, above what it measures, against
+    /// the same budget.
     fn condition(&mut self, ri: usize, s: u32, cond: Condition, values: &[f64]) -> Result<bool, ScriptError> {
         let rt = &mut self.rules[ri];
+        if self.native_predicates {
+            if let Some((result, nodes)) = rt.rule.eval_native_sized(cond, values) {
+                rt.cost.spent_native(nodes);
+                self.stats.native_calls += 1;
+                return Ok(result);
+            }
+        }
         // Rules that ask about other rules' instances must be evaluated again
         // when those change, not only their windows.
         let epoch = if rt.rule.cross_series { self.scripts.helpers().epoch() } else { 0 };

@@ -134,6 +134,11 @@ impl RuleRuntime {
         self.columns.iter().map(|c| c.value(subject as usize, now)).collect()
     }
 
+    /// [`RuleRuntime::values`] appended to `out`.
+    pub(super) fn values_into(&self, subject: u32, now: Nanos, out: &mut Vec<f64>) {
+        out.extend(self.columns.iter().map(|c| c.value(subject as usize, now)));
+    }
+
     pub(super) fn named_values(&self, values: &[f64]) -> Vec<(String, f64)> {
         self.rule.windows.iter().map(|(n, _)| n.clone()).zip(values.iter().copied()).collect()
     }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use rhai::{Dynamic, Map, AST};
 use sha2::{Digest, Sha256};
 
+use super::native::{NativePredicate, Runs};
 use super::script::{Condition, RuleScripts, ScriptError, WindowValues};
 use super::selector::Selector;
 use super::{RuleError, RuleErrors, Severity};
@@ -80,6 +81,10 @@ pub struct Rule {
     pub actions: Vec<ActionTemplate>,
     /// Whether the file defines `clear(w)`.
     pub has_clear: bool,
+    /// How `fire` runs: natively (compiled at load) or on Rhai, and why.
+    pub fire_runs: Runs,
+    /// How `clear` runs; without a `clear` in the file, as `!fire` does.
+    pub clear_runs: Runs,
     /// Whether its conditions ask about other rules or jobs (`firing*`,
     /// `job_nodes`): their answers are part of its evaluation cache key.
     pub cross_series: bool,
@@ -88,6 +93,8 @@ pub struct Rule {
     /// SHA-256 of the file's content, hex: the rule's version in records.
     pub hash: String,
     pub(crate) ast: Arc<AST>,
+    pub(crate) native_fire: Option<NativePredicate>,
+    pub(crate) native_clear: Option<NativePredicate>,
     /// Window names, shared by every evaluation.
     pub(crate) window_names: Arc<[String]>,
     pub(crate) window_booleans: Arc<[bool]>,
@@ -102,6 +109,40 @@ impl Rule {
     /// Window values for a script call.
     pub fn window_values(&self, values: Vec<f64>) -> WindowValues {
         WindowValues::new(self.window_names.clone(), self.window_booleans.clone(), values)
+    }
+
+    /// How condition `cond` runs.
+    pub fn runs(&self, cond: Condition) -> &Runs {
+        match cond {
+            Condition::Fire => &self.fire_runs,
+            Condition::Clear => &self.clear_runs,
+        }
+    }
+
+    /// Whether both conditions run natively.
+    pub fn runs_natively(&self) -> bool {
+        self.fire_runs.is_native() && self.clear_runs.is_native()
+    }
+
+    /// Condition `cond` on window `values` (in declaration order) by its
+    /// native predicate. `None` when it has none, or when the script must
+    /// run to report an error (integer overflow or division by zero): then
+    /// [`RuleScripts::eval`] gives the answer.
+    #[inline]
+    pub fn eval_native(&self, cond: Condition, values: &[f64]) -> Option<bool> {
+        self.eval_native_sized(cond, values).map(|(result, _)| result)
+    }
+
+    /// [`Rule::eval_native`], with the size of the predicate that answered
+    /// (its nodes), for the cost meter.
+    #[inline]
+    pub fn eval_native_sized(&self, cond: Condition, values: &[f64]) -> Option<(bool, usize)> {
+        let (predicate, negate) = match cond {
+            Condition::Fire => (self.native_fire.as_ref()?, false),
+            Condition::Clear if self.has_clear => (self.native_clear.as_ref()?, false),
+            Condition::Clear => (self.native_fire.as_ref()?, true),
+        };
+        predicate.eval(values).map(|result| (result != negate, predicate.nodes()))
     }
 }
 
@@ -161,7 +202,16 @@ pub(super) fn compile(scripts: &RuleScripts, path: &str, source: &str) -> Result
 
     let window_names: Arc<[String]> = windows.iter().map(|(n, _)| n.clone()).collect();
     let window_booleans: Arc<[bool]> = windows.iter().map(|(_, s)| s.func == WindowFn::Absent).collect();
-    let rule = Rule {
+    let typed: Vec<(&str, bool)> =
+        window_names.iter().map(String::as_str).zip(window_booleans.iter().copied()).collect();
+    let native_fire = NativePredicate::compile(&ast, "fire", &typed);
+    let native_clear = if has_clear { NativePredicate::compile(&ast, "clear", &typed) } else { native_fire.clone() };
+    let runs = |p: &Result<NativePredicate, String>| match p {
+        Ok(_) => Runs::Native,
+        Err(why) => Runs::Rhai(why.clone()),
+    };
+    let (fire_runs, clear_runs) = (runs(&native_fire), runs(&native_clear));
+    let mut rule = Rule {
         name,
         description,
         severity,
@@ -175,15 +225,73 @@ pub(super) fn compile(scripts: &RuleScripts, path: &str, source: &str) -> Result
         windows,
         actions,
         has_clear,
+        fire_runs,
+        clear_runs,
         cross_series: ["firing(", "firing_on(", "firing_where(", "job_nodes("].iter().any(|f| source.contains(f)),
         path: path.to_string(),
         hash: hex(&Sha256::digest(source.as_bytes())),
         ast: Arc::new(ast),
+        native_fire: native_fire.ok(),
+        native_clear: if has_clear { native_clear.ok() } else { None },
         window_names,
         window_booleans,
     };
     trial_run(scripts, &rule, source)?;
+    cross_check(scripts, &mut rule);
+    for cond in [Condition::Fire, Condition::Clear] {
+        match rule.runs(cond) {
+            Runs::Native => {
+                tracing::debug!(message = "Rule condition runs natively.", rule = %rule.name, condition = ?cond)
+            }
+            Runs::Rhai(reason) => {
+                tracing::info!(message = "Rule condition runs on Rhai.", rule = %rule.name, condition = ?cond, %reason)
+            }
+        }
+    }
     Ok(rule)
+}
+
+/// Window values [`cross_check`] tries: the edges of what windows hold.
+const CROSS_CHECK_VALUES: [f64; 6] = [0.0, 1.0, -1.0, f64::NAN, f64::INFINITY, 1e300];
+
+/// Runs each native predicate and the script side by side on a few window
+/// values (every window at 0, 1, -1, NaN, inf, 1e300). They must agree (an
+/// answer `None` natively is a script error); a predicate that does not is
+/// dropped, so the condition runs on Rhai. This is a guard against a bug in
+/// the compiler, never expected to trigger: the property tests of
+/// `engine/tests/native_predicates.rs` hold the two to the same answers.
+fn cross_check(scripts: &RuleScripts, rule: &mut Rule) {
+    for cond in [Condition::Fire, Condition::Clear] {
+        if !rule.runs(cond).is_native() {
+            continue;
+        }
+        for value in CROSS_CHECK_VALUES {
+            let values = vec![value; rule.windows.len()];
+            let native = rule.eval_native(cond, &values);
+            let script = scripts.eval(rule, cond, &LabelSet::default(), rule.window_values(values)).ok();
+            if native != script {
+                let why = format!(
+                    "its native form answered {native:?} where Rhai answered {script:?} with every window at {value}"
+                );
+                tracing::error!(message = "Native predicate disagrees with Rhai; the condition runs on Rhai.", rule = %rule.name, condition = ?cond, %why);
+                let runs = Runs::Rhai(why);
+                match cond {
+                    Condition::Fire => {
+                        rule.native_fire = None;
+                        rule.fire_runs = runs.clone();
+                        if !rule.has_clear {
+                            rule.clear_runs = runs;
+                        }
+                    }
+                    Condition::Clear => {
+                        rule.native_clear = None;
+                        rule.clear_runs = runs;
+                    }
+                }
+                break;
+            }
+        }
+    }
 }
 
 /// A rule file's declaration map being read field by field. Each reader

@@ -8,10 +8,12 @@
 //! - [`sandbox`]: the locked-down Rhai engine every rule runs in;
 //! - [`decl`]: reading the declaration map into a [`Rule`];
 //! - [`script`]: calling `fire` / `clear` with window values;
+//! - [`native`]: `fire` / `clear` bodies compiled into native predicates;
 //! - [`helpers`]: cross-series functions scripts may call.
 
 pub mod decl;
 pub mod helpers;
+pub mod native;
 pub mod sandbox;
 pub mod script;
 pub mod selector;
@@ -25,6 +27,7 @@ use serde::{Deserialize, Serialize};
 
 pub use decl::{ActionTemplate, Rule, MAX_GROUP_BY};
 pub use helpers::{HelperState, Helpers};
+pub use native::{NativePredicate, Runs};
 pub use script::{Condition, RuleScripts, ScriptError};
 pub use selector::Selector;
 
