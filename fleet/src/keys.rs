@@ -10,6 +10,8 @@
 //! | `breaker-reset` | [`BreakerValue`] of the last reset | none |
 //! | `member/<identity>` | [`MemberValue`] | the daemon's session |
 //! | `election/<name>/…` | the leader's identity (etcd election API) | the candidate's session |
+//! | `shard/<group>/members/<identity>` | [`MemberValue`] of a switch aggregator sharing `<group>` | the aggregator's shard lease |
+//! | `shard/<group>/owner/<switch>` | the owning aggregator's identity | the owner's shard lease |
 //!
 //! Every token take is one transaction that compares the `guard` key of each
 //! budget cell it counts in (its mod revision as read) and the absence of
@@ -86,6 +88,44 @@ impl Keys {
         format!("{}election/{name}", self.prefix)
     }
 
+    /// Everything of the shard group `group` (its members and its claims).
+    pub fn shard(&self, group: &str) -> String {
+        format!("{}shard/{group}/", self.prefix)
+    }
+
+    /// Every live aggregator of the shard group `group`.
+    pub fn shard_members(&self, group: &str) -> String {
+        format!("{}members/", self.shard(group))
+    }
+
+    /// One aggregator of the shard group `group`.
+    pub fn shard_member(&self, group: &str, identity: &str) -> String {
+        format!("{}{identity}", self.shard_members(group))
+    }
+
+    /// Every switch claim of the shard group `group`.
+    pub fn shard_owners(&self, group: &str) -> String {
+        format!("{}owner/", self.shard(group))
+    }
+
+    /// The claim on `switch` in the shard group `group`: its value is the
+    /// owner's identity.
+    pub fn shard_owner(&self, group: &str, switch: &str) -> String {
+        format!("{}{switch}", self.shard_owners(group))
+    }
+
+    /// Splits a shard key of `group` into what it is about: `Member(identity)`
+    /// or `Owner(switch)`.
+    pub fn parse_shard<'a>(&self, group: &str, key: &'a str) -> Option<ShardKey<'a>> {
+        let rest = key.strip_prefix(self.prefix.as_str())?.strip_prefix("shard/")?.strip_prefix(group)?;
+        let rest = rest.strip_prefix('/')?;
+        if let Some(identity) = rest.strip_prefix("members/") {
+            return (!identity.is_empty()).then_some(ShardKey::Member(identity));
+        }
+        let switch = rest.strip_prefix("owner/")?;
+        (!switch.is_empty()).then_some(ShardKey::Owner(switch))
+    }
+
     /// Splits a token key into (budget, cell, holder, decision).
     pub fn parse_token<'a>(&self, key: &'a str) -> Option<(&'a str, &'a str, &'a str, &'a str)> {
         let rest = key.strip_prefix(self.prefix.as_str())?.strip_prefix("budget/")?;
@@ -97,6 +137,15 @@ impl Keys {
         let decision = parts.next()?;
         Some((budget, cell, holder, decision))
     }
+}
+
+/// A key of a shard group, parsed by [`Keys::parse_shard`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShardKey<'a> {
+    /// `members/<identity>`.
+    Member(&'a str),
+    /// `owner/<switch>`.
+    Owner(&'a str),
 }
 
 /// What a token says about itself.
@@ -163,6 +212,19 @@ mod tests {
         assert_eq!(k.parse_token(&key), Some(("cordon", "all", "n17", "d00000042")));
         assert_eq!(k.parse_token(&k.guard("cordon", "all")), None);
         assert!(key.starts_with(&k.cell("cordon", "all")));
+    }
+
+    #[test]
+    fn shard_keys_round_trip() {
+        let k = Keys::new("/r/f/");
+        assert_eq!(k.shard_member("pod-a", "agg-1"), "/r/f/shard/pod-a/members/agg-1");
+        assert_eq!(k.shard_owner("pod-a", "leaf-3"), "/r/f/shard/pod-a/owner/leaf-3");
+        assert_eq!(k.parse_shard("pod-a", &k.shard_member("pod-a", "agg-1")), Some(ShardKey::Member("agg-1")));
+        assert_eq!(k.parse_shard("pod-a", &k.shard_owner("pod-a", "leaf-3")), Some(ShardKey::Owner("leaf-3")));
+        // Another group whose name starts with this one's is not this group's.
+        assert_eq!(k.parse_shard("pod-a", &k.shard_owner("pod-ab", "leaf-3")), None);
+        assert_eq!(k.parse_shard("pod-a", &k.shard_owners("pod-a")), None);
+        assert!(k.shard_owner("pod-a", "leaf-3").starts_with(&k.shard("pod-a")));
     }
 
     #[test]

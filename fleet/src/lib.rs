@@ -19,6 +19,9 @@
 //! - `session` (feature `etcd`): the lease, its keep-alive, health and the
 //!   breaker watch, in the background;
 //! - `election` (feature `etcd`): leader election for switch aggregators;
+//! - `shard` (feature `etcd`): switch ownership sharded between several
+//!   aggregators: rendezvous hashing over the live members, each switch
+//!   claimed by exactly one under its lease;
 //! - `status` (feature `etcd`): what `rocemend fleet status` shows;
 //! - `probe` (feature `etcd`): one daemon's fleet-scoped dispatch, reduced
 //!   to what `rocemend-fleet-probe`, the fleet tests and the bench share.
@@ -41,6 +44,8 @@ pub mod probe;
 mod retry;
 #[cfg(feature = "etcd")]
 mod session;
+#[cfg(feature = "etcd")]
+pub mod shard;
 #[cfg(feature = "etcd")]
 pub mod status;
 

@@ -136,6 +136,43 @@ pub struct Recorded {
     pub job_nodes: BTreeMap<String, BTreeSet<String>>,
 }
 
+/// A segment's series ids and what each stands for. Writers number their
+/// series from 0, so a vector indexed by id holds them; an id past
+/// [`DENSE_IDS`] (a recording written by something else) goes to a map, so
+/// one odd id cannot make a huge vector.
+#[derive(Default)]
+struct SegmentIds {
+    dense: Vec<Option<Option<usize>>>,
+    sparse: HashMap<u32, Option<usize>>,
+}
+
+/// Ids below this are kept in the vector.
+const DENSE_IDS: u32 = 1 << 20;
+
+impl SegmentIds {
+    fn insert(&mut self, id: u32, series: Option<usize>) {
+        if id < DENSE_IDS {
+            let i = id as usize;
+            if self.dense.len() <= i {
+                self.dense.resize(i + 1, None);
+            }
+            self.dense[i] = Some(series);
+        } else {
+            self.sparse.insert(id, series);
+        }
+    }
+
+    /// The series index of a sample's id; `None` for an undeclared id or
+    /// one that is not a signal.
+    fn get(&self, id: u32) -> Option<usize> {
+        if id < DENSE_IDS {
+            self.dense.get(id as usize).copied().flatten().flatten()
+        } else {
+            self.sparse.get(&id).copied().flatten()
+        }
+    }
+}
+
 /// Reads a recording (`origin` names it in errors).
 pub fn read(input: impl BufRead, origin: &str) -> Result<Recorded, RecordingError> {
     let mut reader = Reader::new(input, origin);
@@ -146,7 +183,7 @@ pub fn read(input: impl BufRead, origin: &str) -> Result<Recorded, RecordingErro
     let mut rates: Vec<Option<CounterRate>> = Vec::new();
     // This segment's ids → the series' index (ids are only valid within a
     // segment); `None` for the job's node list.
-    let mut ids: HashMap<u32, Option<usize>> = HashMap::new();
+    let mut ids = SegmentIds::default();
     let mut grid = Grid { origin: Nanos::MIN, width: FIRST_WIDTH, len: 0 };
     let mut job_nodes: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     while let Some(event) = reader.next_event()? {
@@ -179,7 +216,7 @@ pub fn read(input: impl BufRead, origin: &str) -> Result<Recorded, RecordingErro
                 ids.insert(id, Some(at));
             }
             Event::Sample { id, t, value } => {
-                let Some(Some(at)) = ids.get(&id).copied() else { continue };
+                let Some(at) = ids.get(id) else { continue };
                 let v = match &mut rates[at] {
                     Some(rate) => match rate.next(t, value) {
                         Some(r) => r,
@@ -199,7 +236,7 @@ pub fn read(input: impl BufRead, origin: &str) -> Result<Recorded, RecordingErro
                 grid.len = grid.len.max(i + 1);
                 series[at].add(i, v);
             }
-            Event::Note(note) if note.kind == SEGMENT_START => ids.clear(),
+            Event::Note(note) if note.kind == SEGMENT_START => ids = SegmentIds::default(),
             Event::Note(_) => {}
         }
     }
