@@ -96,7 +96,7 @@ fn recording(path: &std::path::Path) -> u64 {
 }
 
 fn read(path: &std::path::Path) -> why::series::Recorded {
-    let file = std::io::BufReader::new(std::fs::File::open(path).unwrap());
+    let file = std::io::BufReader::with_capacity(engine::recording::READ_BUFFER, std::fs::File::open(path).unwrap());
     why::series::read(file, "bench").unwrap()
 }
 

@@ -60,7 +60,7 @@ pub fn answer(args: &WhyArgs) -> anyhow::Result<(why::Report, bool)> {
     };
     let (input, _) = engine::recording::open_with_rotated(&recording)
         .with_context(|| format!("cannot read the recording {}", recording.display()))?;
-    let recorded = series::read(std::io::BufReader::new(input), &recording.display().to_string())?;
+    let recorded = series::read(input, &recording.display().to_string())?;
     let query = Query { job: &args.job, span, threshold: args.threshold, topology: topology.as_deref() };
     let report = why::analyze(&recorded, &query, &decisions, |d| {
         let p = &d.proposal;

@@ -131,7 +131,7 @@ pub fn open_with_rotated(path: &Path) -> io::Result<(Box<dyn io::BufRead + Send>
     for f in files {
         stream = Box::new(stream.chain(File::open(&f)?));
     }
-    Ok((Box::new(io::BufReader::new(stream)), count))
+    Ok((Box::new(io::BufReader::with_capacity(super::READ_BUFFER, stream)), count))
 }
 
 /// `PATH.k`.

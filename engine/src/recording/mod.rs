@@ -100,6 +100,11 @@ pub enum Event {
 /// corrupt, and is skipped without being held in memory.
 pub const MAX_LINE: usize = 1 << 20;
 
+/// The read buffer of a recording: a whole recording is read at once
+/// (`replay`, `timeline`, `why`), and 8 KiB reads cost a system call per
+/// hundred lines.
+pub const READ_BUFFER: usize = 1 << 20;
+
 /// The note kind that starts a recording segment: a daemon appending to a
 /// recording writes one when it starts, and series ids declared before it
 /// no longer apply.

@@ -15,6 +15,9 @@ pub struct Reader<R> {
     line: usize,
     /// Declared series of the current segment: kind and the line declaring it.
     declared: HashMap<u32, (SeriesSpec, usize)>,
+    /// The kinds of `declared`, by id, for ids below [`DENSE_IDS`]: what a
+    /// sample line needs, without hashing its id (nine lines of ten).
+    kinds: Vec<Option<SampleKind>>,
     pub(super) buf: Vec<u8>,
     /// Bytes consumed from the input.
     offset: u64,
@@ -33,7 +36,15 @@ enum RawLine {
 impl<R: BufRead> Reader<R> {
     /// Reads from `input`; `origin` names it in errors.
     pub fn new(input: R, origin: &str) -> Reader<R> {
-        Reader { input, origin: origin.to_string(), line: 0, declared: HashMap::new(), buf: Vec::new(), offset: 0 }
+        Reader {
+            input,
+            origin: origin.to_string(),
+            line: 0,
+            declared: HashMap::new(),
+            kinds: Vec::new(),
+            buf: Vec::new(),
+            offset: 0,
+        }
     }
 
     /// Bytes read so far: the end of the last line returned.
@@ -107,9 +118,13 @@ impl<R: BufRead> Reader<R> {
     /// A sample of series `s`: counters read exact integers; anything else
     /// reaches the engine as a number, which refuses what no counter can hold.
     fn sample(&self, s: u32, t: i64, v: Number) -> Result<Event, RecordingError> {
-        let (spec, _) =
-            self.declared.get(&s).ok_or_else(|| self.error(format!("series {s} used before it is declared")))?;
-        let value = match (spec.kind, v) {
+        let kind = if s < DENSE_IDS {
+            self.kinds.get(s as usize).copied().flatten()
+        } else {
+            self.declared.get(&s).map(|(spec, _)| spec.kind)
+        };
+        let kind = kind.ok_or_else(|| self.error(format!("series {s} used before it is declared")))?;
+        let value = match (kind, v) {
             (SampleKind::Counter(_), Number::Whole(n)) => Value::Count(n),
             (_, Number::Whole(n)) => Value::Real(n as f64),
             (_, Number::Real(x)) => Value::Real(x),
@@ -131,6 +146,13 @@ impl<R: BufRead> Reader<R> {
                     Some(_) => {}
                     None => {
                         self.declared.insert(series, (spec.clone(), self.line));
+                        if series < DENSE_IDS {
+                            let i = series as usize;
+                            if self.kinds.len() <= i {
+                                self.kinds.resize(i + 1, None);
+                            }
+                            self.kinds[i] = Some(spec.kind);
+                        }
                     }
                 }
                 Event::Series(series, spec)
@@ -145,12 +167,17 @@ impl<R: BufRead> Reader<R> {
             Line::Note { note, t, text, labels } => {
                 if note == SEGMENT_START {
                     self.declared.clear();
+                    self.kinds.clear();
                 }
                 Event::Note(Note { ts: t, kind: note, text, labels })
             }
         })
     }
 }
+
+/// Series ids below this have their kind in a vector: writers number
+/// their series from 0; an odd large id goes to the map only.
+const DENSE_IDS: u32 = 1 << 20;
 
 /// A sample's value as read: a whole number that fits a `u64` (what a
 /// counter holds), or any other number.
