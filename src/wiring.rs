@@ -95,12 +95,19 @@ pub fn load_rules(dir: &Path, helpers: Helpers, playbook: &Playbook) -> Result<R
 /// table. Without one the dispatcher stays standalone: its local policy
 /// alone decides, exactly as before. Connecting is lazy, so the daemon
 /// starts while etcd is down and holds fleet-scoped actions until it is up.
+///
+/// With `fleet.shard`, this aggregator joins the shard group with the
+/// switches its sensors read: each sensor that reads switches reads only
+/// the ones it owns from then on, and every switch action is held unless
+/// the switch is confirmed ours right before.
 pub async fn fleet(
     dispatcher: Dispatcher,
+    sensors: &mut [SensorSlot],
     config: Option<&fleet::FleetConfig>,
     playbook: &Playbook,
-) -> anyhow::Result<Dispatcher> {
-    let Some(config) = config else { return Ok(dispatcher) };
+    node: &str,
+) -> anyhow::Result<(Dispatcher, Departure)> {
+    let Some(config) = config else { return Ok((dispatcher, Departure::default())) };
     let settings = fleet::FleetSettings::new(config).map_err(|e| anyhow::anyhow!("[fleet]: {e}"))?;
     #[cfg(feature = "etcd")]
     {
@@ -109,16 +116,53 @@ pub async fn fleet(
             etcd = %settings.endpoints.join(","),
             identity = %settings.identity
         );
-        let coordinator = fleet::EtcdCoordinator::start(settings).await?;
-        Ok(dispatcher.with_coordinator(Arc::new(coordinator), playbook.scopes()))
+        let mut coordinator = fleet::EtcdCoordinator::start(settings.clone()).await?;
+        let mut departure = Departure::default();
+        if let Some(group) = &settings.shard {
+            let switches: std::collections::BTreeSet<String> =
+                sensors.iter().flat_map(|slot| slot.sensor.switches()).collect();
+            tracing::info!(message = "Sharing switches with the shard group.", group = %group, switches = switches.len());
+            let shard = Arc::new(fleet::shard::Shard::start(&settings, group, switches).await?);
+            for slot in sensors.iter_mut().filter(|slot| !slot.sensor.switches().is_empty()) {
+                slot.sensor.read_only_owned(shard.subscribe());
+            }
+            coordinator = coordinator.with_shard(shard.clone(), node);
+            departure.shard = Some(shard);
+        }
+        Ok((dispatcher.with_coordinator(Arc::new(coordinator), playbook.scopes()), departure))
     }
     #[cfg(not(feature = "etcd"))]
     {
-        let _ = (settings, playbook, dispatcher);
+        let _ = (settings, playbook, dispatcher, sensors, node);
         anyhow::bail!(
             "[fleet] is configured, but this rocemend was built without etcd support; \
              build it with `cargo build --features etcd`, or remove [fleet] to run standalone"
         )
+    }
+}
+
+/// What a daemon of the fleet does on a clean stop: an aggregator sharing
+/// its switches leaves its shard group, so the others take them over at
+/// once rather than when its lease lapses.
+#[derive(Default)]
+pub struct Departure {
+    #[cfg(feature = "etcd")]
+    shard: Option<Arc<fleet::shard::Shard>>,
+}
+
+impl Departure {
+    /// Leaves the shard group, if this daemon is in one.
+    pub async fn leave(self) {
+        #[cfg(feature = "etcd")]
+        if let Some(shard) = self.shard {
+            match shard.leave().await {
+                Ok(()) => tracing::info!(message = "Left the shard group; its switches are handed over."),
+                Err(error) => tracing::warn!(
+                    message = "Could not leave the shard group; its switches move when the lease lapses.",
+                    %error
+                ),
+            }
+        }
     }
 }
 

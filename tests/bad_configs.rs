@@ -75,6 +75,10 @@ fn cases() -> Vec<Case> {
         Case { what: "a sensor of an unknown type", config_tables: "[[sensor]]\ntype = \"sniffer\"\n", expect: &["rocemend.toml:", "unknown kind \"sniffer\""], ..NONE },
         Case { what: "a sensor setting of the wrong type", config_tables: "[[sensor]]\ntype = \"rdma_sysfs\"\ninterval = 5\n", expect: &["rocemend.toml:", "sensor \"rdma_sysfs\""], ..NONE },
         Case { what: "a missing inventory", config_top: "inventory = \"no-such-inventory.toml\"\n", expect: &["rocemend.toml:4:1", "no-such-inventory.toml: no such file"], ..NONE },
+        // The fleet table: checked by `check` as `run` reads it.
+        Case { what: "a `fleet.lease_ttl` under 2 s", config_tables: "[fleet]\netcd = [\"http://127.0.0.1:2379\"]\nidentity = \"n1\"\nlease_ttl = \"500ms\"\n", expect: &["rocemend.toml:", "fleet.lease_ttl = \"500ms\": etcd leases are whole seconds"], ..NONE },
+        Case { what: "a `fleet.etcd` that is no URL", config_tables: "[fleet]\netcd = [\"127.0.0.1:2379\"]\nidentity = \"n1\"\n", expect: &["rocemend.toml:", "fleet.etcd: \"127.0.0.1:2379\" is not an http:// or https:// URL"], ..NONE },
+        Case { what: "`fleet.shard` without a sensor that reads switches", config_tables: "[fleet]\netcd = [\"http://127.0.0.1:2379\"]\nidentity = \"agg-1\"\nshard = \"pod-a\"\n", expect: &["rocemend.toml:", "fleet.shard shares the switches the gnmi sensors read, and no [[sensor]] reads switches"], ..NONE },
         // The playbook: limits that switch safety off or contradict themselves.
         Case { what: "`breaker.trip_after = 0`", playbook_tables: "[breaker]\ntrip_after = 0\n", expect: &["playbook.toml:", "breaker.trip_after: 0 means the circuit breaker never trips"], ..NONE },
         Case { what: "a breaker window of `\"0\"`", playbook_tables: "[breaker]\nwindow = \"0\"\n", expect: &["playbook.toml:", "breaker.window"], ..NONE },

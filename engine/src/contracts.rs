@@ -2,6 +2,8 @@
 //! it, [`Actuator`]s carry out what it decides. Concrete sensors and
 //! actuators live in their own crates; the engine depends on none of them.
 
+use std::collections::BTreeSet;
+
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, watch};
@@ -322,6 +324,22 @@ pub trait Sensor: Send {
 
     /// Runs until the input ends, shutdown is requested, or it fails.
     async fn run(self: Box<Self>, ctx: SensorContext) -> Result<(), SensorError>;
+
+    /// The switches this sensor reads, by name (a `gnmi` sensor's targets);
+    /// none for a sensor of the node. Switch aggregators that share their
+    /// switches share these.
+    fn switches(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// From now on, reads only the switches named in `owned`, following its
+    /// changes: the aggregators of a shard group share the switches, and
+    /// each switch is read by its owner alone. Called before
+    /// [`Sensor::run`], and only on a sensor whose [`Sensor::switches`] is
+    /// not empty; a sensor that reads switches must implement it.
+    fn read_only_owned(&mut self, owned: watch::Receiver<BTreeSet<String>>) {
+        let _ = owned;
+    }
 }
 
 /// Exactly what an actuator would send for an action, without sending it.

@@ -21,6 +21,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::action::Action;
+use crate::dispatch::Decision;
 use crate::policy::{kind_matches, Impact};
 use crate::time::Nanos;
 
@@ -180,6 +182,53 @@ pub trait Coordinator: Send + Sync {
 
     /// Whether the store can be reached, as last seen.
     fn health(&self) -> Health;
+
+    /// Whether this daemon may change `switch` now, whatever the action's
+    /// scope: switch aggregators that share their switches change only the
+    /// ones they own, confirmed with the store right before. `Err` is the
+    /// reason to hold the action (who owns the switch). Without sharing,
+    /// every switch may be changed.
+    async fn may_change_switch(&self, switch: &str) -> Result<(), String> {
+        let _ = switch;
+        Ok(())
+    }
+
+    /// The executed `decision` changed `switch`: aggregators that share
+    /// their switches record it where the switch's next owner finds it, so
+    /// an action in effect is never left behind when its aggregator dies.
+    /// Without sharing, nothing to do.
+    async fn switch_changed(&self, decision: &Decision, switch: &str) {
+        let _ = (decision, switch);
+    }
+
+    /// `action` on `switch` is no longer in effect (undone, or found gone):
+    /// its record goes.
+    async fn switch_restored(&self, action: &Action, switch: &str) {
+        let _ = (action, switch);
+    }
+
+    /// Actions in effect on switches this daemon took over from another,
+    /// each the executed decision of the previous owner, to adopt as its
+    /// own; drained by the call.
+    fn take_adopted(&self) -> Vec<Adopted> {
+        Vec::new()
+    }
+}
+
+/// An action in effect on a switch that changed hands: the previous owner's
+/// executed decision, for the new owner to undo and reverify as its own.
+/// Decision ids are a daemon's own: the adopter records it under one of its
+/// own ids.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Adopted {
+    /// The decision, as the previous owner recorded it; its subject's
+    /// `node` label is already this daemon's where it was the previous
+    /// owner's.
+    pub decision: Decision,
+    /// Who took it (a daemon's identity).
+    pub from: String,
+    /// The switch.
+    pub switch: String,
 }
 
 /// No coordination: the local policy alone decides, as without a fleet.

@@ -5,11 +5,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use engine::coordination::{
-    Admission, CoordinationError, Coordinator, FleetBreaker, Health, Release, Token, TokenRequest,
+    Admission, Adopted, CoordinationError, Coordinator, FleetBreaker, Health, Release, Token, TokenRequest,
 };
+use engine::dispatch::Decision;
 use etcd_client::{Client, Compare, CompareOp, ConnectOptions, GetOptions, PutOptions, Txn, TxnOp};
 use tokio::task::JoinHandle;
 
+use crate::handover::Handover;
 use crate::keys::{now_ms, BreakerValue, TokenValue};
 use crate::session::{breaker_of, run_session, watch_breaker, Shared};
 use crate::settings::{Budget, FleetSettings};
@@ -53,6 +55,9 @@ pub struct EtcdCoordinator {
     tasks: Vec<JoinHandle<()>>,
     /// Won aggregator leadership, when `aggregator` is configured.
     leadership: Arc<tokio::sync::Mutex<Option<crate::election::Leadership>>>,
+    /// This aggregator's share of the switches, when `shard` is configured,
+    /// and the records of what it left in effect on them.
+    shard: Option<(Arc<crate::shard::Shard>, Arc<Handover>)>,
 }
 
 impl Drop for EtcdCoordinator {
@@ -79,7 +84,26 @@ impl EtcdCoordinator {
                 leadership.clone(),
             )));
         }
-        Ok(EtcdCoordinator { shared, tasks, leadership })
+        Ok(EtcdCoordinator { shared, tasks, leadership, shard: None })
+    }
+
+    /// Changes only the switches `shard` owns (`fleet.shard`): every switch
+    /// action, local ones too, is held unless the claim is confirmed with
+    /// etcd right before it. What it executes on a switch is recorded for
+    /// the switch's next owner, and what the previous owners left on the
+    /// switches it takes over is adopted ([`crate::handover`]); `node` is
+    /// the `node` label of this daemon's switch series.
+    pub fn with_shard(mut self, shard: Arc<crate::shard::Shard>, node: &str) -> EtcdCoordinator {
+        let s = &self.shared.settings;
+        let handover = Arc::new(Handover::new(self.shared.client.clone(), &s.prefix, &shard, node, s.request_timeout));
+        self.tasks.push(tokio::spawn(handover.clone().follow(shard.clone())));
+        self.shard = Some((shard, handover));
+        self
+    }
+
+    /// The shard this aggregator shares its switches through, if any.
+    pub fn shard(&self) -> Option<&Arc<crate::shard::Shard>> {
+        self.shard.as_ref().map(|(shard, _)| shard)
     }
 
     /// Waits until the session is up, at most `timeout`.
@@ -327,6 +351,40 @@ impl Coordinator for EtcdCoordinator {
 
     fn breaker(&self) -> FleetBreaker {
         self.shared.breaker()
+    }
+
+    async fn switch_changed(&self, decision: &Decision, switch: &str) {
+        if let Some((_, handover)) = &self.shard {
+            handover.record(decision, switch).await;
+        }
+    }
+
+    async fn switch_restored(&self, action: &engine::Action, switch: &str) {
+        if let Some((_, handover)) = &self.shard {
+            handover.forget(action, switch).await;
+        }
+    }
+
+    fn take_adopted(&self) -> Vec<Adopted> {
+        self.shard.as_ref().map(|(_, handover)| handover.take()).unwrap_or_default()
+    }
+
+    async fn may_change_switch(&self, switch: &str) -> Result<(), String> {
+        let Some((shard, _)) = &self.shard else { return Ok(()) };
+        if shard.confirm(switch).await {
+            return Ok(());
+        }
+        let owner = match shard.holder(switch).await {
+            Some(holder) if holder == shard.identity() => {
+                "this aggregator's claim, not confirmed under a live lease".to_string()
+            }
+            Some(holder) => holder,
+            None => "nobody yet".to_string(),
+        };
+        Err(format!(
+            "switch {switch} is not this aggregator's to change: shard group {} gives it to {owner}",
+            shard.group()
+        ))
     }
 
     async fn trip(&self, reason: &str) -> Result<(), CoordinationError> {

@@ -114,6 +114,19 @@ impl Keys {
         format!("{}{switch}", self.shard_owners(group))
     }
 
+    /// The actions in effect on `switch` recorded for its next owner in the
+    /// shard group `group` (outside the group's own keys, which its
+    /// aggregators watch).
+    pub fn handovers(&self, group: &str, switch: &str) -> String {
+        format!("{}handover/{group}/{switch}/", self.prefix)
+    }
+
+    /// The record of an action in effect on `switch`, by its `action` key
+    /// (kind and target).
+    pub fn handover(&self, group: &str, switch: &str, action: &str) -> String {
+        format!("{}{action}", self.handovers(group, switch))
+    }
+
     /// Splits a shard key of `group` into what it is about: `Member(identity)`
     /// or `Owner(switch)`.
     pub fn parse_shard<'a>(&self, group: &str, key: &'a str) -> Option<ShardKey<'a>> {

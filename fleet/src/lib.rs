@@ -22,6 +22,8 @@
 //! - `shard` (feature `etcd`): switch ownership sharded between several
 //!   aggregators: rendezvous hashing over the live members, each switch
 //!   claimed by exactly one under its lease;
+//! - `handover` (feature `etcd`): what a sharing aggregator left in effect
+//!   on a switch, recorded for the switch's next owner, who adopts it;
 //! - `status` (feature `etcd`): what `rocemend fleet status` shows;
 //! - `probe` (feature `etcd`): one daemon's fleet-scoped dispatch, reduced
 //!   to what `rocemend-fleet-probe`, the fleet tests and the bench share.
@@ -38,6 +40,8 @@ pub mod settings;
 mod coordinator;
 #[cfg(feature = "etcd")]
 pub mod election;
+#[cfg(feature = "etcd")]
+pub mod handover;
 #[cfg(feature = "etcd")]
 pub mod probe;
 #[cfg(feature = "etcd")]

@@ -36,6 +36,7 @@ pub fn cordon_budget(
         prefix: "/rocemend/fleet/".into(),
         fleet_size: None,
         aggregator: None,
+        shard: None,
         budget: vec![BudgetConfig {
             name: "cordon".into(),
             kinds: vec!["node.cordon".into()],

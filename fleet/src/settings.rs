@@ -11,6 +11,8 @@
 //! fleet_size = 512                # nodes, for `max_percent`
 //! aggregator = "pod-a"            # a switch aggregator: only the elected
 //!                                 # leader of "pod-a" changes switches
+//! # shard = "pod-a"               # or: the aggregators of "pod-a" share its
+//!                                 # switches, each read and changed by one
 //!
 //! [[fleet.budget]]
 //! name = "cordon"
@@ -68,6 +70,12 @@ pub struct FleetConfig {
     /// `per = "switch"` budget); a standby holds them.
     #[serde(default)]
     pub aggregator: Option<String>,
+    /// Set on switch aggregators that share their switches instead of
+    /// electing one leader: the shard group (`fleet::shard`). Each switch of
+    /// the gNMI sensors' targets is subscribed to, and changed, by exactly
+    /// one live aggregator of the group at a time.
+    #[serde(default)]
+    pub shard: Option<String>,
 }
 
 fn default_ttl() -> String {
@@ -229,6 +237,8 @@ pub struct FleetSettings {
     pub budgets: Vec<Budget>,
     /// The aggregator election this daemon campaigns in, if any.
     pub aggregator: Option<String>,
+    /// The shard group whose switches this aggregator shares, if any.
+    pub shard: Option<String>,
 }
 
 fn duration(field: &str, text: &str) -> Result<Duration, String> {
@@ -289,6 +299,16 @@ impl FleetSettings {
                 return Err("fleet.aggregator: empty election name".into());
             }
         }
+        if let Some(group) = &config.shard {
+            if group.is_empty() || group.contains('/') {
+                return Err(format!("fleet.shard = {group:?}: a shard group is non-empty and without '/'"));
+            }
+            if config.aggregator.is_some() {
+                return Err("fleet.shard and fleet.aggregator are both set: aggregators either elect one leader \
+                            for all their switches (aggregator) or share the switches (shard), not both"
+                    .into());
+            }
+        }
         Ok(FleetSettings {
             endpoints: config.etcd.clone(),
             identity,
@@ -297,6 +317,7 @@ impl FleetSettings {
             prefix,
             budgets,
             aggregator: config.aggregator.clone(),
+            shard: config.shard.clone(),
         })
     }
 
@@ -381,5 +402,15 @@ mod tests {
         assert!(e.contains("budget \"c\".window"), "{e}");
         let e = parse("[fleet]\netcd = [\"http://a:1\"]\nidenity = \"n\"\n").unwrap_err();
         assert!(e.contains("idenity"), "{e}");
+    }
+
+    #[test]
+    fn a_shard_group_is_a_plain_name_and_excludes_an_election() {
+        let base = "[fleet]\netcd = [\"http://a:1\"]\nidentity = \"agg-1\"\n";
+        assert_eq!(parse(&format!("{base}shard = \"pod-a\"\n")).unwrap().shard.as_deref(), Some("pod-a"));
+        let e = parse(&format!("{base}shard = \"pod/a\"\n")).unwrap_err();
+        assert!(e.contains("fleet.shard"), "{e}");
+        let e = parse(&format!("{base}shard = \"pod-a\"\naggregator = \"pod-a\"\n")).unwrap_err();
+        assert!(e.contains("fleet.shard and fleet.aggregator"), "{e}");
     }
 }

@@ -345,6 +345,15 @@ impl Shard {
         ours && self.inner.live_lease() == Some(lease)
     }
 
+    /// Who holds `switch`'s claim, read from etcd now: `None` when nobody
+    /// does, or etcd did not answer. For the reason an action is held.
+    pub async fn holder(&self, switch: &str) -> Option<String> {
+        let key = self.inner.keys.shard_owner(&self.inner.group, switch);
+        let mut kv = self.inner.client.kv_client();
+        let read = tokio::time::timeout(self.inner.request_timeout, kv.get(key, None)).await.ok()?.ok()?;
+        read.kvs().first().map(|kv| String::from_utf8_lossy(kv.value()).into_owned())
+    }
+
     /// The live members of the group, as last seen.
     pub fn members(&self) -> BTreeSet<String> {
         lock(&self.inner.members).clone()
@@ -372,7 +381,7 @@ impl Shard {
     /// lease is revoked, which deletes the membership and every claim at
     /// once, so the others take the switches over without waiting for it to
     /// lapse.
-    pub async fn leave(self) -> Result<(), FleetError> {
+    pub async fn leave(&self) -> Result<(), FleetError> {
         self.task.abort();
         let lease = lock(&self.inner.state).lease;
         self.inner.lose("leaving the shard group");

@@ -28,6 +28,7 @@ async fn an_aggregator_daemon_holds_switch_changes_while_standby_and_takes_them_
             prefix: PREFIX.into(),
             fleet_size: None,
             aggregator: Some("pod-b".into()),
+            shard: None,
             budget: vec![],
         };
         config.budget = fleet::settings::default_budgets();
@@ -80,4 +81,80 @@ async fn an_aggregator_daemon_holds_switch_changes_while_standby_and_takes_them_
         (a1.executed.load(std::sync::atomic::Ordering::SeqCst), a2.executed.load(std::sync::atomic::Ordering::SeqCst)),
         (1, 2)
     );
+}
+
+/// Sharded aggregators (`[fleet] shard`): each changes only the switches it
+/// owns, whatever the action's scope; a switch it does not own is held with
+/// the owner's name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sharded_aggregators_change_only_the_switches_they_own() {
+    if !etcd_available("sharded_aggregators_change_only_the_switches_they_own") {
+        return;
+    }
+    let cluster = Cluster::start(1).await;
+    let endpoints = cluster.endpoints();
+    let switches = ["leaf-1", "leaf-2", "leaf-3", "leaf-4", "leaf-5", "leaf-6"];
+    let settings = |identity: &str| {
+        let config = fleet::FleetConfig {
+            etcd: endpoints.clone(),
+            identity: Some(identity.into()),
+            lease_ttl: "2s".into(),
+            request_timeout: "1s".into(),
+            prefix: PREFIX.into(),
+            fleet_size: None,
+            aggregator: None,
+            shard: Some("pod-c".into()),
+            budget: fleet::settings::default_budgets(),
+        };
+        fleet::FleetSettings::new(&config).unwrap()
+    };
+    let mut members = Vec::new();
+    for identity in ["agg-1", "agg-2"] {
+        let settings = settings(identity);
+        let shard = Arc::new(fleet::shard::Shard::start(&settings, "pod-c", switches).await.unwrap());
+        let c = fleet::EtcdCoordinator::start(settings).await.unwrap().with_shard(shard.clone(), identity);
+        c.ready(Duration::from_secs(10)).await.unwrap();
+        members.push((identity, shard, Arc::new(c)));
+    }
+    // Both have joined and every switch is claimed by one of them.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while members.iter().map(|(_, shard, _)| shard.owned().len()).sum::<usize>() != switches.len()
+        || members.iter().any(|(_, shard, _)| shard.members().len() != 2)
+    {
+        assert!(Instant::now() < deadline, "the switches were not shared out");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let storm = |switch: &str| {
+        let mut p = proposal("pfcwd.escalate", "x");
+        p.action.target = engine::Labels::from_pairs([("switch", switch), ("port", "Ethernet8"), ("queue", "3")]);
+        p
+    };
+    let mut executed = 0;
+    for (identity, shard, coordinator) in &members {
+        let counting = Arc::new(Counting::default());
+        let mut d = dispatcher(counting.clone(), coordinator.clone());
+        for switch in switches {
+            let decided = d.dispatch(storm(switch)).await;
+            if shard.owns(switch) {
+                assert!(matches!(decided.verdict, Verdict::Executed { .. }), "{identity} {switch}: {decided:?}");
+                executed += 1;
+            } else {
+                let other = if *identity == "agg-1" { "agg-2" } else { "agg-1" };
+                assert_eq!(
+                    decided.verdict.reason(),
+                    Some(
+                        format!(
+                            "switch {switch} is not this aggregator's to change: shard group pod-c gives it to {other}"
+                        )
+                        .as_str()
+                    ),
+                    "{identity}"
+                );
+            }
+        }
+        // A host-side action names no switch: nothing to own.
+        assert!(matches!(d.dispatch(proposal("link.isolate", "h1")).await.verdict, Verdict::Executed { .. }));
+        assert_eq!(counting.executed.load(std::sync::atomic::Ordering::SeqCst), shard.owned().len() + 1, "{identity}");
+    }
+    assert_eq!(executed, switches.len(), "each switch changed once, by its owner");
 }

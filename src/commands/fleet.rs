@@ -20,6 +20,7 @@ fn settings(source: &FleetSource) -> anyhow::Result<fleet::FleetSettings> {
             prefix: "/rocemend/fleet/".into(),
             fleet_size: None,
             aggregator: None,
+            shard: None,
             budget: vec![],
         },
     };

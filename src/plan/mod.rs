@@ -108,6 +108,7 @@ impl Plan {
         let node_label = node.clone().unwrap_or_default();
         let series = SeriesTable::new(topology.clone(), Labels::from_pairs([("node", node_label.as_str())]));
         let sensors = sensors(&config, topology.as_deref(), &at, &mut errors);
+        check_fleet(&config, &sensors, &at, &mut errors);
         let inputs = PlaybookInputs {
             path: config.playbook.clone(),
             rules: config.rules.clone(),
@@ -127,6 +128,41 @@ impl Plan {
 pub fn inventory(path: Option<&Path>, errors: &mut Vec<TomlError>) -> Option<Arc<Topology>> {
     let path = path?;
     Topology::load(path).map(Arc::new).map_err(|e| errors.push(whole_file(path, e.to_string()))).ok()
+}
+
+/// The `[fleet]` table, checked as `run` reads it: its settings, a build
+/// that can coordinate at all, and for `shard`, sensors that read switches
+/// to share.
+fn check_fleet(config: &DaemonConfig, sensors: &[SensorSlot], at: &Locator, errors: &mut Vec<TomlError>) {
+    let Some(table) = &config.fleet else { return };
+    let settings = match fleet::FleetSettings::new(table) {
+        Ok(settings) => settings,
+        Err(e) => {
+            let message = e.to_string();
+            // "fleet.lease_ttl = …": placed at the field the message names.
+            let field: String = message
+                .strip_prefix("fleet.")
+                .map(|rest| rest.chars().take_while(|c| c.is_ascii_lowercase() || *c == '_').collect())
+                .unwrap_or_default();
+            let path: Vec<Key<'_>> =
+                if field.is_empty() { vec!["fleet".into()] } else { vec!["fleet".into(), field.as_str().into()] };
+            errors.push(at.error(&path, message));
+            return;
+        }
+    };
+    if settings.shard.is_some() && sensors.iter().all(|slot| slot.sensor.switches().is_empty()) {
+        errors.push(at.error(
+            &["fleet".into(), "shard".into()],
+            "fleet.shard shares the switches the gnmi sensors read, and no [[sensor]] reads switches",
+        ));
+    }
+    if !cfg!(feature = "etcd") {
+        errors.push(at.error(
+            &["fleet".into()],
+            "[fleet] is configured, but this rocemend was built without etcd support; build it with \
+             `cargo build --features etcd`, or remove [fleet] to run standalone",
+        ));
+    }
 }
 
 /// The configured sensors, built; each one refused is placed at its

@@ -11,13 +11,16 @@
 //! - [`reconcile`]: settling what a crash interrupted, and undoing what
 //!   outlived its incident;
 //! - [`reverify`]: reading actions in effect back, and re-applying what a
-//!   target lost while its incident fires.
+//!   target lost while its incident fires;
+//! - [`adopt`]: actions in effect on switches taken over from another
+//!   aggregator, made this daemon's own.
 //!
 //! Time: decisions are stamped with the proposals' time (a replay's
 //! recorded time), and with the dispatcher's clock for when they reached
 //! it and were final — the wall clock unless [`Dispatcher::with_clock`]
 //! says otherwise.
 
+mod adopt;
 mod approval;
 mod decide;
 mod execute;
@@ -34,7 +37,7 @@ use super::silence::{Silence, Silences};
 use super::types::{Decision, Drift, DriftKind, Drifted, Mode, Phase, Step, Verdict};
 use crate::action::Proposal;
 use crate::contracts::{Actuator, ActuatorError, Outcome, Verification};
-use crate::coordination::{Coordinator, Scope, Standalone, Token};
+use crate::coordination::{Adopted, Coordinator, Scope, Standalone, Token};
 use crate::labels::Labels;
 use crate::ledger::{Ledger, ModeSet};
 use crate::policy::{kind_matches, BreakerState, Check, CheckFor, Effect, Policy, PolicySettings};

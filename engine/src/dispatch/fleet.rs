@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use super::types::{Decision, Step, Verdict};
 use crate::coordination::{Admission, Coordinator, Release, Scope, Token, TokenRequest};
-use crate::policy::{kind_matches, Impact};
+use crate::policy::{kind_matches, Effect, Impact};
 use crate::time::Nanos;
 
 /// The coordinator, the playbook's scopes and the tokens held.
@@ -46,8 +46,9 @@ impl Fleet {
     }
 
     /// Admits a destructive action the local policy allowed: the fleet
-    /// breaker must be clear and, for a fleet-scoped action, a token must be
-    /// granted. `Err` is the reason to hold it.
+    /// breaker must be clear, a switch it changes must be this daemon's to
+    /// change, and, for a fleet-scoped action, a token must be granted.
+    /// `Err` is the reason to hold it.
     pub(super) async fn admit(
         &mut self,
         d: &mut Decision,
@@ -60,6 +61,14 @@ impl Fleet {
             let reason = format!("fleet circuit breaker tripped by {}: {}", breaker.by, breaker.reason);
             d.steps.push(Step { at: now, what: format!("held: {reason}") });
             return Err(reason);
+        }
+        // Ownership before scope: a local switch action (a PFC watchdog
+        // escalation) still changes a switch another aggregator may own.
+        if let Some(switch) = &impact.switch {
+            if let Err(reason) = self.coordinator.may_change_switch(switch).await {
+                d.steps.push(Step { at: now, what: format!("held: {reason}") });
+                return Err(reason);
+            }
         }
         if scope == Scope::Local {
             return Ok(None);
@@ -107,12 +116,25 @@ impl Fleet {
         }
     }
 
-    /// The action of decision `id` was undone (or is no longer ours).
-    pub(super) async fn undone(&mut self, id: &str) {
+    /// The action of `effect` was undone (or is no longer ours): its token
+    /// goes back, and a switch's record of it goes.
+    pub(super) async fn undone(&mut self, effect: &Effect) {
+        let id = &effect.id;
         if let Some(token) = self.held.remove(id) {
             if let Err(error) = self.coordinator.release(&token, Release::Undone).await {
                 tracing::warn!(message = "Could not give a fleet token back.", %id, %error);
             }
+        }
+        if let Some(switch) = &effect.impact.switch {
+            self.coordinator.switch_restored(&effect.action, switch).await;
+        }
+    }
+
+    /// The executed `d` changed what `impact` names: a switch's next owner
+    /// must be able to find it.
+    pub(super) async fn executed(&self, d: &Decision, impact: &Impact) {
+        if let Some(switch) = &impact.switch {
+            self.coordinator.switch_changed(d, switch).await;
         }
     }
 

@@ -71,6 +71,7 @@ async fn serve(dispatcher: &mut Dispatcher, msg: ToDispatcher) -> Vec<Decision> 
         ToDispatcher::Proposal(p) => vec![dispatcher.dispatch(p).await],
         ToDispatcher::Resolved { rule, subject, at } => dispatcher.instance_resolved(&rule, &subject, at).await,
         ToDispatcher::Tick(now) => {
+            dispatcher.adopt_taken_over(now).await;
             let mut out = dispatcher.maintain(now);
             out.extend(dispatcher.reverify_if_due(now).await);
             out

@@ -64,6 +64,7 @@ async fn main() {
         fleet_size: None,
         budget: vec![],
         aggregator: None,
+        shard: None,
     };
     let settings = FleetSettings::new(&config).unwrap_or_else(|e| fail(e, 2));
     let shard = Shard::start(&settings, &a.group, a.switches).await.unwrap_or_else(|e| fail(e, 1));

@@ -2,7 +2,8 @@
 //! connection with one Subscribe stream per request prefix, and
 //! reconnecting with short, jittered backoff.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -10,6 +11,8 @@ use async_trait::async_trait;
 use engine::{Batch, HealthState, Labels, Note, Sensor, SensorContext, SensorError};
 use gnmi_proto::sonic::PathStyle;
 use gnmi_proto::ClientError;
+use tokio::sync::watch;
+use tokio::task::{AbortHandle, JoinSet};
 use tokio::time::Instant;
 
 use super::ingest::{Memory, WarnLimit};
@@ -34,6 +37,11 @@ const RETRY_WARN_EVERY: Duration = Duration::from_secs(10);
 /// replaying its state on reconnect) is dropped, so no sample is seen
 /// twice. While a stream is up, the last value of every ON_CHANGE series
 /// is sent again every `heartbeat`.
+///
+/// On an aggregator that shares its switches with others
+/// ([`Sensor::read_only_owned`]), a target is subscribed to only while
+/// this aggregator owns it: its task starts when the switch becomes ours
+/// and is cancelled, closing the stream, when it stops being ours.
 #[derive(Debug, Clone)]
 pub struct GnmiSensor {
     name: String,
@@ -41,6 +49,7 @@ pub struct GnmiSensor {
     backoff: Backoff,
     stall: Option<Duration>,
     heartbeat: Option<Duration>,
+    owned: Option<watch::Receiver<BTreeSet<String>>>,
 }
 
 impl GnmiSensor {
@@ -54,7 +63,7 @@ impl GnmiSensor {
         stall: Option<Duration>,
         heartbeat: Option<Duration>,
     ) -> GnmiSensor {
-        GnmiSensor { name: name.to_string(), targets, backoff, stall, heartbeat }
+        GnmiSensor { name: name.to_string(), targets, backoff, stall, heartbeat, owned: None }
     }
 
     /// The targets.
@@ -69,47 +78,192 @@ impl Sensor for GnmiSensor {
         &self.name
     }
 
+    fn switches(&self) -> Vec<String> {
+        self.targets.iter().map(|t| t.name.clone()).collect()
+    }
+
+    fn read_only_owned(&mut self, owned: watch::Receiver<BTreeSet<String>>) {
+        self.owned = Some(owned);
+    }
+
     async fn run(self: Box<Self>, ctx: SensorContext) -> Result<(), SensorError> {
-        let down = Arc::new(Mutex::new(BTreeSet::new()));
-        let total = self.targets.len();
-        let mut tasks = tokio::task::JoinSet::new();
-        for (i, plan) in self.targets.into_iter().enumerate() {
-            // Spread the targets' first subscriptions evenly over one sample
-            // interval: switches subscribed at the same instant sample in
-            // phase, and N of them would then deliver every second's updates
-            // in one burst that queues up behind itself.
-            let spread = sample_period(&plan).unwrap_or_default();
-            let start_after = spread.mul_f64(i as f64 / total.max(1) as f64);
-            let style = match &plan.style {
-                StyleChoice::Fixed(style) => Some(style.clone()),
-                StyleChoice::Auto { .. } => None,
-            };
-            let target = Target {
-                start_after,
-                ctx: ctx.clone(),
-                backoff: self.backoff,
-                stall: self.stall,
-                heartbeat: self.heartbeat,
-                style,
-                memory: Memory::default(),
-                oids: OidNames::default(),
-                warnings: WarnLimit::default(),
-                down: down.clone(),
-                total,
-                rng: seed(&plan.name, i),
-                plan,
-            };
-            tasks.spawn(target.run());
-        }
-        tracing::info!(message = "gNMI sensor started.", sensor = %self.name, targets = total);
-        while let Some(done) = tasks.join_next().await {
-            if let Err(e) = done {
-                ctx.read_failed("task", &format!("a target task ended: {e}"));
+        let GnmiSensor { name, targets, backoff, stall, heartbeat, owned } = *self;
+        let launcher = Launcher {
+            ctx: ctx.clone(),
+            backoff,
+            stall,
+            heartbeat,
+            streams: Arc::new(Streams { down: Mutex::new(BTreeSet::new()), total: AtomicUsize::new(targets.len()) }),
+        };
+        match owned {
+            None => {
+                tracing::info!(message = "gNMI sensor started.", sensor = %name, targets = targets.len());
+                run_all(&launcher, targets).await;
+            }
+            Some(owned) => {
+                tracing::info!(
+                    message = "gNMI sensor started; it reads the switches this aggregator owns.",
+                    sensor = %name,
+                    targets = targets.len()
+                );
+                follow_ownership(&launcher, targets, owned).await;
             }
         }
         Ok(())
     }
 }
+
+/// What every target task of one sensor is started with.
+struct Launcher {
+    ctx: SensorContext,
+    backoff: Backoff,
+    stall: Option<Duration>,
+    heartbeat: Option<Duration>,
+    streams: Arc<Streams>,
+}
+
+/// The targets down now, and how many are read: the sensor's health.
+struct Streams {
+    down: Mutex<BTreeSet<String>>,
+    total: AtomicUsize,
+}
+
+impl Launcher {
+    /// The task of target `i`, subscribing after `start_after`.
+    fn target(&self, i: usize, plan: TargetPlan, start_after: Duration) -> Target {
+        let style = match &plan.style {
+            StyleChoice::Fixed(style) => Some(style.clone()),
+            StyleChoice::Auto { .. } => None,
+        };
+        Target {
+            start_after,
+            ctx: self.ctx.clone(),
+            backoff: self.backoff,
+            stall: self.stall,
+            heartbeat: self.heartbeat,
+            style,
+            memory: Memory::default(),
+            oids: OidNames::default(),
+            warnings: WarnLimit::default(),
+            streams: self.streams.clone(),
+            rng: seed(&plan.name, i),
+            plan,
+        }
+    }
+
+    /// A target is no longer read: it no longer counts as down.
+    fn forget(&self, target: &str) {
+        let mut down = lock(&self.streams.down);
+        down.remove(target);
+        if down.is_empty() {
+            let total = self.streams.total.load(Ordering::Relaxed);
+            self.ctx.set_state(HealthState::Up, &format!("all {total} targets streaming"));
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Reads every target until shutdown.
+async fn run_all(launcher: &Launcher, targets: Vec<TargetPlan>) {
+    let total = targets.len();
+    let mut tasks = JoinSet::new();
+    for (i, plan) in targets.into_iter().enumerate() {
+        // Spread the targets' first subscriptions evenly over one sample
+        // interval: switches subscribed at the same instant sample in
+        // phase, and N of them would then deliver every second's updates
+        // in one burst that queues up behind itself.
+        let spread = sample_period(&plan).unwrap_or_default();
+        let start_after = spread.mul_f64(i as f64 / total.max(1) as f64);
+        tasks.spawn(launcher.target(i, plan, start_after).run());
+    }
+    while let Some(done) = tasks.join_next().await {
+        if let Err(e) = done {
+            launcher.ctx.read_failed("task", &format!("a target task ended: {e}"));
+        }
+    }
+}
+
+/// Reads the targets in `owned` as it changes, until shutdown or until its
+/// sender (the shard) is gone.
+async fn follow_ownership(launcher: &Launcher, targets: Vec<TargetPlan>, mut owned: watch::Receiver<BTreeSet<String>>) {
+    let listed = targets.len();
+    let plans: BTreeMap<String, (usize, TargetPlan)> =
+        targets.into_iter().enumerate().map(|(i, plan)| (plan.name.clone(), (i, plan))).collect();
+    let mut running: BTreeMap<String, AbortHandle> = BTreeMap::new();
+    let mut tasks = JoinSet::new();
+    let mut first = true;
+    launcher.streams.total.store(0, Ordering::Relaxed);
+    loop {
+        let now = owned.borrow_and_update().clone();
+        let released: Vec<String> = running.keys().filter(|name| !now.contains(*name)).cloned().collect();
+        for name in &released {
+            if let Some(task) = running.remove(name) {
+                task.abort();
+            }
+        }
+        let taken: Vec<&(usize, TargetPlan)> =
+            now.iter().filter(|name| !running.contains_key(*name)).filter_map(|name| plans.get(name)).collect();
+        for (k, (i, plan)) in taken.iter().enumerate() {
+            // The first owned set is spread over a sample interval, as
+            // `run_all` spreads every target. Switches taken over later (an
+            // aggregator died) are spread over at most 250 ms: enough to keep
+            // them out of phase, short of delaying their telemetry much.
+            let period = sample_period(plan).unwrap_or_default();
+            let spread = if first { period } else { (period / 4).min(TAKEOVER_SPREAD) };
+            let start_after = spread.mul_f64(k as f64 / taken.len() as f64);
+            let task = tasks.spawn(launcher.target(*i, plan.clone(), start_after).run());
+            running.insert(plan.name.clone(), task);
+        }
+        launcher.streams.total.store(running.len(), Ordering::Relaxed);
+        for name in &released {
+            launcher.forget(name);
+        }
+        if first || !released.is_empty() || !taken.is_empty() {
+            let taken: Vec<&str> = taken.iter().map(|(_, plan)| plan.name.as_str()).collect();
+            tracing::info!(
+                message = "gNMI sensor follows the switches this aggregator owns.",
+                sensor = %launcher.ctx.name(),
+                owned = running.len(),
+                listed,
+                taken = %taken.join(","),
+                released = %released.join(",")
+            );
+            if lock(&launcher.streams.down).is_empty() {
+                launcher.ctx.set_state(
+                    HealthState::Up,
+                    &format!("reading the {} of {listed} switches this aggregator owns", running.len()),
+                );
+            }
+        }
+        first = false;
+        tokio::select! {
+            biased;
+            _ = launcher.ctx.shutdown() => break,
+            changed = owned.changed() => {
+                if changed.is_err() {
+                    // The shard is gone: the daemon is stopping. Owning
+                    // nothing, read nothing.
+                    break;
+                }
+            }
+            Some(done) = tasks.join_next(), if !tasks.is_empty() => {
+                if let Err(e) = done {
+                    if !e.is_cancelled() {
+                        launcher.ctx.read_failed("task", &format!("a target task ended: {e}"));
+                    }
+                }
+            }
+        }
+    }
+    tasks.shutdown().await;
+}
+
+/// How long switches taken over from another aggregator are spread over at
+/// most.
+const TAKEOVER_SPREAD: Duration = Duration::from_millis(250);
 
 /// The shortest SAMPLE interval of a target's subscriptions, if any.
 fn sample_period(plan: &TargetPlan) -> Option<Duration> {
@@ -166,8 +320,7 @@ pub(super) struct Target {
     /// (`sonic-db-origin` style).
     pub(super) oids: OidNames,
     pub(super) warnings: WarnLimit,
-    down: Arc<Mutex<BTreeSet<String>>>,
-    total: usize,
+    streams: Arc<Streams>,
     rng: u64,
 }
 
@@ -183,18 +336,19 @@ impl Target {
     }
 
     pub(super) fn mark(&self, up: bool, why: &str) {
-        let mut down = self.down.lock().unwrap_or_else(|p| p.into_inner());
+        let mut down = lock(&self.streams.down);
         let changed = if up { down.remove(&self.plan.name) } else { down.insert(self.plan.name.clone()) };
         if !changed {
             return;
         }
+        let total = self.streams.total.load(Ordering::Relaxed);
         if down.is_empty() {
-            self.ctx.set_state(HealthState::Up, &format!("all {} targets streaming", self.total));
+            self.ctx.set_state(HealthState::Up, &format!("all {total} targets streaming"));
         } else {
             let names: Vec<&str> = down.iter().map(String::as_str).collect();
             self.ctx.set_state(
                 HealthState::Degraded,
-                &format!("{} of {} targets down ({}): {why}", down.len(), self.total, names.join(", ")),
+                &format!("{} of {total} targets down ({}): {why}", down.len(), names.join(", ")),
             );
         }
     }

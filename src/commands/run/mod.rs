@@ -46,8 +46,10 @@ pub fn run(config_path: &Path) -> anyhow::Result<Exit> {
 /// Runs the daemon with its control API, metrics, signal handlers and rule
 /// watch until it is stopped.
 async fn serve(parts: Parts, config_path: &Path) -> anyhow::Result<()> {
-    let Parts { mut daemon, ledger, job_tx, health, rules_dir, playbook, settings, config, tcp, web } = parts;
-    daemon.dispatcher = wiring::fleet(daemon.dispatcher, config.fleet.as_ref(), &playbook).await?;
+    let Parts { mut daemon, ledger, job_tx, health, rules_dir, playbook, settings, config, node, tcp, web } = parts;
+    let (dispatcher, departure) =
+        wiring::fleet(daemon.dispatcher, &mut daemon.sensors, config.fleet.as_ref(), &playbook, &node).await?;
+    daemon.dispatcher = dispatcher;
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let (command_tx, command_rx) = mpsc::channel(16);
     let hub = control::events::EventHub::default();
@@ -90,6 +92,7 @@ async fn serve(parts: Parts, config_path: &Path) -> anyhow::Result<()> {
     let summary = runtime::run(daemon, shutdown_rx, command_rx, observe).await?;
     hub_at_stop.close();
     let _ = shutdown_tx.send(true);
+    departure.leave().await;
     if let Ok(Err(error)) = control.await {
         let error = format!("{error:#}");
         tracing::error!(message = "Control API failed.", %error);

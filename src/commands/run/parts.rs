@@ -29,6 +29,8 @@ pub(super) struct Parts {
     pub playbook: Playbook,
     pub settings: DaemonSettings,
     pub config: DaemonConfig,
+    /// This daemon's node: the `node` label of series that have none.
+    pub node: String,
     pub tcp: Option<control::serve::TcpSide>,
     pub web: Option<crate::web::server::WebSide>,
 }
@@ -37,7 +39,7 @@ impl Parts {
     /// Opens the state and binds the sockets of a checked plan: what is
     /// left to fail here is the machine (a taken port, a locked store).
     pub fn build(plan: Plan) -> anyhow::Result<Parts> {
-        let Plan { config, settings, topology, series, part, mut sensors, tcp, web, .. } = plan;
+        let Plan { config, settings, node, topology, series, part, mut sensors, tcp, web } = plan;
         let state_dir = &config.state_dir;
         std::fs::create_dir_all(state_dir)
             .with_context(|| format!("creating state directory {}", state_dir.display()))?;
@@ -83,6 +85,7 @@ impl Parts {
             playbook: part.playbook,
             settings,
             config,
+            node,
             tcp,
             web,
         })

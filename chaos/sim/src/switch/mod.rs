@@ -52,7 +52,7 @@ use tokio::task::JoinHandle;
 use tokio_stream::wrappers::TcpListenerStream;
 use tonic::transport::{Certificate, Identity, Server, ServerTlsConfig};
 
-pub use model::{drive, Model, ModelError, QUEUES};
+pub use model::{drive, Clients, Model, ModelError, QUEUES};
 pub use service::Service;
 pub use tree::Style;
 

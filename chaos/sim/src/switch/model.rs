@@ -14,6 +14,7 @@
 //! deterministically.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -212,6 +213,19 @@ impl State {
 pub struct Model {
     state: Arc<Mutex<State>>,
     generation: Arc<watch::Sender<u64>>,
+    clients: Arc<Clients>,
+}
+
+/// What clients of the switch's gNMI service did: tests check who reads a
+/// switch and how often it was changed.
+#[derive(Debug, Default)]
+pub struct Clients {
+    /// Subscriptions started (STREAM, POLL and ONCE).
+    pub subscribed: AtomicUsize,
+    /// Subscriptions running now.
+    pub streaming: AtomicUsize,
+    /// SetRequests applied.
+    pub sets: AtomicUsize,
 }
 
 impl Model {
@@ -233,7 +247,11 @@ impl Model {
             .collect();
         let config = config::defaults(ports.iter().map(|p| p.name.as_str()));
         let state = State { ports, config, now: Duration::ZERO, silent: false };
-        Model { state: Arc::new(Mutex::new(state)), generation: Arc::new(watch::channel(0).0) }
+        Model {
+            state: Arc::new(Mutex::new(state)),
+            generation: Arc::new(watch::channel(0).0),
+            clients: Arc::new(Clients::default()),
+        }
     }
 
     /// Reads the state.
@@ -246,6 +264,11 @@ impl Model {
         let out = f(&mut self.read());
         self.generation.send_modify(|g| *g += 1);
         out
+    }
+
+    /// What the switch's clients did so far.
+    pub fn clients(&self) -> &Clients {
+        &self.clients
     }
 
     /// A receiver that wakes on every change.

@@ -7,6 +7,7 @@
 #![allow(clippy::result_large_err)]
 
 use std::collections::HashMap;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use gnmi_proto::gnmi::g_nmi_server::GNmi;
@@ -190,6 +191,7 @@ impl GNmi for Service {
             self.resolve(prefix, path)?;
         }
         let results = self.model.write(|state| tree::set(state, &request))?;
+        self.model.clients().sets.fetch_add(1, Ordering::Relaxed);
         tracing::debug!(message = "Set applied.", operations = results.len());
         Ok(Response::new(SetResponse {
             prefix: request.prefix,
@@ -378,12 +380,16 @@ impl Run {
     }
 
     async fn run(mut self, mut requests: Streaming<SubscribeRequest>) {
+        let clients = self.model.clients();
+        clients.subscribed.fetch_add(1, Ordering::Relaxed);
+        clients.streaming.fetch_add(1, Ordering::Relaxed);
         let mode = ListMode::try_from(self.list.mode).unwrap_or(ListMode::Stream);
         let _ = match mode {
             ListMode::Once => self.snapshot(!self.list.updates_only).await,
             ListMode::Poll => self.poll(&mut requests).await,
             ListMode::Stream => self.stream(&mut requests).await,
         };
+        self.model.clients().streaming.fetch_sub(1, Ordering::Relaxed);
     }
 
     async fn poll(&mut self, requests: &mut Streaming<SubscribeRequest>) -> Result<(), Ended> {

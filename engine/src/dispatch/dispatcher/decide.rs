@@ -123,10 +123,11 @@ impl Dispatcher {
                 d
             }
             Check::Allow => {
-                let token = if destructive && d.mode == Mode::Enforce {
+                let enforced = destructive && d.mode == Mode::Enforce;
+                let impact = self.policy.impact(&d.proposal.action);
+                let token = if enforced {
                     let scope = self.fleet.scope(&d.proposal.action.kind);
-                    let impact = self.policy.impact(&d.proposal.action);
-                    match self.fleet.admit(&mut d, scope, impact, now).await {
+                    match self.fleet.admit(&mut d, scope, impact.clone(), now).await {
                         Ok(token) => token,
                         Err(reason) => {
                             d.verdict = Verdict::Held { reason };
@@ -139,6 +140,9 @@ impl Dispatcher {
                 let d = self.act(d, now).await;
                 if let Some(token) = token {
                     self.fleet.settle(&d, token).await;
+                }
+                if enforced && matches!(d.verdict, Verdict::Executed { .. }) {
+                    self.fleet.executed(&d, &impact).await;
                 }
                 d
             }

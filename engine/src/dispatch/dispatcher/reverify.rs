@@ -38,6 +38,13 @@ impl Dispatcher {
             if original.mode != Mode::Enforce {
                 continue;
             }
+            // A switch another aggregator owns now is its to verify: it
+            // adopted what this one left in effect there.
+            if let Some(switch) = &effect.impact.switch {
+                if self.fleet.coordinator().may_change_switch(switch).await.is_err() {
+                    continue;
+                }
+            }
             let (kind, found) = match self.call(route.actuator.verify(&effect.action, Some(&applied))).await {
                 Ok(Verification::NotInEffect) => {
                     (DriftKind::Reverted, "the target holds its values from before the action again".to_string())
@@ -70,7 +77,7 @@ impl Dispatcher {
             Drifted { id: effect.id.clone(), action: effect.action.clone(), drift: drift.clone(), reapplied_by: None };
         self.mark_original(&effect.id, step, |o| o.drift = Some(drift));
         self.policy.remove_effect(&effect.action);
-        self.fleet.undone(&effect.id).await;
+        self.fleet.undone(&effect).await;
         let settings = self.policy.settings();
         let reapply = !effect.resolved
             && match kind {

@@ -61,7 +61,7 @@ impl Dispatcher {
         // Whatever became of the undo, the effect is no longer counted here;
         // its fleet token goes back with it.
         if !self.policy.in_effect().any(|e| e.id == effect.id) {
-            self.fleet.undone(&effect.id).await;
+            self.fleet.undone(&effect).await;
         }
         d
     }
@@ -85,6 +85,15 @@ impl Dispatcher {
             };
             self.policy.remove_effect(&effect.action);
             return self.finish(d, false);
+        }
+        if let Some(switch) = &effect.impact.switch {
+            if let Err(reason) = self.fleet.coordinator().may_change_switch(switch).await {
+                // The switch's owner has adopted the action and undoes it
+                // itself; its record stays for it.
+                d.steps.push(Step { at: now, what: format!("held: {reason}") });
+                d.verdict = Verdict::Held { reason };
+                return self.finish(d, false);
+            }
         }
         let found = self.call(route.actuator.verify(&effect.action, Some(&applied))).await;
         if let Some(reason) = not_ours_to_undo(found, route.actuator.name()) {
