@@ -275,3 +275,113 @@ async fn the_local_breaker_tripping_trips_the_fleet_breaker() {
     assert!(fleet.tripped, "the fleet breaker was not tripped");
     assert!(fleet.reason.contains("limit"), "{}", fleet.reason);
 }
+
+/// An aggregator sharing its switches: it owns `leaf-1` only, records what
+/// it changes, and offers one action taken over from `agg-1`.
+#[derive(Default)]
+struct Sharing {
+    recorded: Mutex<Vec<(String, String)>>,
+    restored: Mutex<Vec<String>>,
+    offered: Mutex<Vec<crate::coordination::Adopted>>,
+}
+
+#[async_trait]
+impl Coordinator for Sharing {
+    fn name(&self) -> &str {
+        "sharing"
+    }
+    fn identity(&self) -> &str {
+        "agg-2"
+    }
+    async fn acquire(&self, request: &TokenRequest) -> Admission {
+        Admission::Granted(Token {
+            decision: request.decision.clone(),
+            holder: "agg-2".into(),
+            budgets: vec![],
+            keys: vec![],
+        })
+    }
+    async fn release(&self, _token: &Token, _why: Release) -> Result<(), CoordinationError> {
+        Ok(())
+    }
+    fn breaker(&self) -> FleetBreaker {
+        FleetBreaker::default()
+    }
+    async fn trip(&self, _reason: &str) -> Result<(), CoordinationError> {
+        Ok(())
+    }
+    async fn reset(&self, _by: &str) -> Result<FleetBreaker, CoordinationError> {
+        Ok(FleetBreaker::default())
+    }
+    fn health(&self) -> Health {
+        Health::Reachable
+    }
+    async fn may_change_switch(&self, switch: &str) -> Result<(), String> {
+        if switch == "leaf-1" {
+            Ok(())
+        } else {
+            Err(format!("switch {switch} is not this aggregator's to change"))
+        }
+    }
+    async fn switch_changed(&self, decision: &Decision, switch: &str) {
+        self.recorded.lock().unwrap().push((decision.id.clone(), switch.to_string()));
+    }
+    async fn switch_restored(&self, action: &Action, _switch: &str) {
+        self.restored.lock().unwrap().push(action.dedup_key());
+    }
+    fn take_adopted(&self) -> Vec<crate::coordination::Adopted> {
+        std::mem::take(&mut *self.offered.lock().unwrap())
+    }
+}
+
+fn on_switch(switch: &str, at: i64) -> Proposal {
+    let target = Labels::from_pairs([("switch", switch), ("port", "Ethernet8"), ("queue", "3")]);
+    crate::testing::proposal("switch-pfc-storm", "pfcwd.escalate", "agg", target, at)
+}
+
+#[tokio::test]
+async fn a_sharing_aggregator_changes_only_its_switches_and_records_what_it_changed() {
+    let sharing = Arc::new(Sharing::default());
+    let actuator = Arc::new(Recorder::default());
+    // Local scope: ownership is checked whatever the scope.
+    let scopes = vec![("pfcwd.*".to_string(), Scope::Local)];
+    let mut d = dispatcher(actuator.clone(), Mode::Enforce, vec![]).with_coordinator(sharing.clone(), scopes);
+    let theirs = d.dispatch(on_switch("leaf-2", SECOND)).await;
+    assert_eq!(theirs.verdict.reason(), Some("switch leaf-2 is not this aggregator's to change"));
+    let ours = d.dispatch(on_switch("leaf-1", 2 * SECOND)).await;
+    assert!(matches!(ours.verdict, Verdict::Executed { .. }), "{:?}", ours.verdict);
+    assert_eq!(actuator.executed.load(Ordering::SeqCst), 1);
+    assert_eq!(*sharing.recorded.lock().unwrap(), [(ours.id.clone(), "leaf-1".to_string())]);
+}
+
+#[tokio::test]
+async fn an_action_taken_over_is_adopted_once_under_an_id_of_our_own_and_not_sent_again() {
+    let sharing = Arc::new(Sharing::default());
+    let actuator = Arc::new(Recorder::default());
+    let mut d = dispatcher(actuator.clone(), Mode::Enforce, vec![]).with_coordinator(sharing.clone(), vec![]);
+    let mut taken = Decision::new(
+        "0000000007".into(),
+        on_switch("leaf-1", SECOND),
+        Mode::Enforce,
+        Step { at: SECOND, what: "fired".into() },
+        SECOND,
+    );
+    taken.verdict =
+        Verdict::Executed { outcome: Outcome { summary: "escalated".into(), requests: vec![], prior: None } };
+    let offer = crate::coordination::Adopted { decision: taken, from: "agg-1".into(), switch: "leaf-1".into() };
+    sharing.offered.lock().unwrap().push(offer.clone());
+    d.adopt_taken_over(2 * SECOND).await;
+    let in_effect: Vec<&crate::policy::Effect> = d.policy().in_effect().collect();
+    assert_eq!(in_effect.len(), 1);
+    let adopted_id = in_effect[0].id.clone();
+    assert_ne!(adopted_id, "0000000007", "decision ids are each daemon's own");
+    assert_eq!(*sharing.recorded.lock().unwrap(), [(adopted_id.clone(), "leaf-1".to_string())], "recorded in our name");
+    // Offered again (the switch moved away and back): still one.
+    sharing.offered.lock().unwrap().push(offer);
+    d.adopt_taken_over(3 * SECOND).await;
+    assert_eq!(d.policy().in_effect().count(), 1);
+    // Our own instance of the rule finds it in place: nothing is sent.
+    let again = d.dispatch(on_switch("leaf-1", 4 * SECOND)).await;
+    assert!(matches!(&again.verdict, Verdict::Duplicate { of } if *of == adopted_id), "{:?}", again.verdict);
+    assert_eq!(actuator.executed.load(Ordering::SeqCst), 0);
+}
