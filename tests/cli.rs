@@ -58,6 +58,7 @@ fn check_accepts_the_shipped_playbook_rules_and_inventory() {
     let t = text(&out);
     assert_eq!(out.status.code(), Some(0), "{t}");
     assert!(t.contains("11 rules"), "{t}");
+    assert!(t.contains("conditions: 11 of 11 rules run natively"), "{t}");
     assert!(t.contains("4 nodes"), "{t}");
 }
 

@@ -108,7 +108,10 @@ fn check_files(files: Overrides) -> Report {
             }
         }
         (None, Some(dir)) => match engine::rule::load_dir(&dir, engine::rule::Helpers::new(Some(series), topology)) {
-            Ok(set) => report.checked.push(format!("rules {} ({} rules)", dir.display(), set.rules.len())),
+            Ok(set) => {
+                report.checked.push(format!("rules {} ({} rules)", dir.display(), set.rules.len()));
+                report.checked.extend(on_rhai(&set.rules));
+            }
             Err(errors) => report.errors.extend(errors.into_iter().map(|e| TomlError {
                 path: e.path,
                 line: e.line,
@@ -132,7 +135,23 @@ fn describe(part: &PlaybookPart, report: &mut Report) {
     ));
     let off = part.rules_in_dir - part.rules.rules.len();
     report.checked.push(format!("rules {} ({} rules, {off} off)", part.rules_dir.display(), part.rules.rules.len()));
+    report.checked.extend(on_rhai(&part.rules.rules));
     report.unsafe_allowed.extend(part.allowed_unsafe.iter().cloned());
+}
+
+/// How the rules' conditions run: one line for those compiled to native
+/// predicates, and one per rule with a condition left on Rhai, saying why,
+/// so an SRE sees which rule costs a script call per moving subject.
+fn on_rhai(rules: &[std::sync::Arc<engine::rule::Rule>]) -> Vec<String> {
+    let native = rules.iter().filter(|r| r.runs_natively()).count();
+    let mut lines = vec![format!("conditions: {native} of {} rules run natively", rules.len())];
+    for rule in rules.iter().filter(|r| !r.runs_natively()) {
+        let runs = [("fire", &rule.fire_runs), ("clear", &rule.clear_runs)];
+        let why: Vec<String> =
+            runs.iter().filter(|(_, r)| !r.is_native()).map(|(cond, r)| format!("{cond} {r}")).collect();
+        lines.push(format!("rule {}: {}", rule.name, why.join("; ")));
+    }
+    lines
 }
 
 fn print(report: &Report) {
