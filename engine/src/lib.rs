@@ -49,6 +49,7 @@
 //! - [`labels`], [`series`], [`counter`]: the data model and counter arithmetic;
 //! - [`topology`]: the inventory and label enrichment;
 //! - [`window`]: native window accumulators;
+//! - [`stats`]: robust statistics (median, median absolute deviation);
 //! - [`rule`]: rule files, the Rhai sandbox, cross-series helpers, native predicates;
 //! - [`rule_test`]: the offline rule test runner (`<rule>.test.toml`);
 //! - [`instance`]: the per-(rule, subject) state machine;
@@ -93,6 +94,7 @@ pub mod rule;
 pub mod rule_test;
 pub mod runtime;
 pub mod series;
+pub mod stats;
 pub mod store;
 #[cfg(any(test, feature = "test-util"))]
 pub mod testing;

@@ -187,6 +187,7 @@ fn section_with(
         Track::Series { points, .. } => !points.is_empty(),
         Track::Spans { spans, .. } => !spans.is_empty(),
         Track::Marks { marks, .. } => !marks.is_empty(),
+        Track::Note { text, .. } => !text.is_empty(),
     });
     if drawn {
         // The section's heading names it; the SVG's own title stays empty.

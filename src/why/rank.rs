@@ -43,25 +43,7 @@ use super::path::Element;
 /// Medians need data; fewer points than this in a window is no evidence.
 const MIN_POINTS: usize = 3;
 
-/// The median of `v` (NaN when empty).
-pub fn median(v: &[f64]) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    let n = s.len();
-    if n % 2 == 1 {
-        s[n / 2]
-    } else {
-        (s[n / 2 - 1] + s[n / 2]) / 2.0
-    }
-}
-
-/// The median absolute deviation of `v` around `center`.
-pub fn mad(v: &[f64], center: f64) -> f64 {
-    median(&v.iter().map(|x| (x - center).abs()).collect::<Vec<_>>())
-}
+pub use engine::stats::{mad, median};
 
 /// The role a metric plays in a diagnosis.
 fn role(metric: &str) -> (f64, f64) {

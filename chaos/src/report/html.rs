@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use super::record::{Report, RunOutcome, RunRecord, Stats, StepTimeSummary};
+use super::relevance;
 use super::rows::{table_head, Row};
 use super::timeline::{escape, Mark, Span, Timeline, Track};
 
@@ -136,26 +137,41 @@ fn subject(labels: &BTreeMap<String, String>) -> String {
 }
 
 /// The timeline of one run.
+///
+/// Top to bottom: the faults; the probes that moved, those that moved most
+/// when the faults began first ([`relevance`]); one row naming the probes
+/// that never moved; the rule instances, those on a faulted node first;
+/// the decisions and the milestones.
 pub fn run_timeline(report: &Report, run: &RunRecord) -> Timeline {
-    let mut tracks = Vec::new();
-    for p in &run.probes {
-        let bounds = report.bounds.iter().find(|b| b.probe == p.name).map(|b| (b.min, b.max)).unwrap_or((None, None));
-        tracks.push(Track::Series { label: p.name.clone(), points: p.points.clone(), bounds });
-    }
-    tracks.push(Track::Spans {
+    let mut tracks = vec![Track::Spans {
         label: "faults".into(),
         spans: run
             .faults
             .iter()
             .map(|f| Span { start: f.start, end: f.end, label: f.label.clone(), class: "fault".into() })
             .collect(),
-    });
-    // Rule instances: one row each, a span per state other than inactive.
-    let mut instances: BTreeMap<(String, String), Vec<(i64, String)>> = BTreeMap::new();
-    for t in &run.transitions {
-        instances.entry((t.rule.clone(), subject(&t.subject))).or_default().push((t.at, t.to.clone()));
+    }];
+    let (moved, still) = relevance::order_probes(&run.probes, &run.faults, run.end);
+    for p in moved {
+        let bounds = report.bounds.iter().find(|b| b.probe == p.name).map(|b| (b.min, b.max)).unwrap_or((None, None));
+        tracks.push(Track::Series { label: p.name.clone(), points: p.points.clone(), bounds });
     }
-    for ((rule, subj), states) in instances {
+    if !still.is_empty() {
+        let names: Vec<&str> = still.iter().map(|p| p.name.as_str()).collect();
+        let label = format!(
+            "{} unchanged",
+            if names.len() == 1 { "1 probe".into() } else { format!("{} probes", names.len()) }
+        );
+        tracks.push(Track::Note { label, text: names.join(", ") });
+    }
+    // Rule instances: one row each, a span per state other than inactive.
+    let mut instances: BTreeMap<(bool, String, String), Vec<(i64, String)>> = BTreeMap::new();
+    for t in &run.transitions {
+        // `false` sorts first: instances on a faulted node come first.
+        let elsewhere = !relevance::on_faulted_node(t, &run.faults);
+        instances.entry((elsewhere, t.rule.clone(), subject(&t.subject))).or_default().push((t.at, t.to.clone()));
+    }
+    for ((_, rule, subj), states) in instances {
         let mut spans = Vec::new();
         for (i, (at, state)) in states.iter().enumerate() {
             if state == "inactive" {
@@ -329,7 +345,7 @@ pub fn render(report: &Report) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::record::{FaultOutcome, Moments, StepTime};
+    use crate::report::record::{FaultOutcome, Moments, ProbeSeries, StepTime};
 
     fn report() -> Report {
         let faults = vec![
@@ -396,5 +412,57 @@ mod tests {
         assert!(page.contains("<table id=\"step-time\">"), "{page}");
         assert!(page.contains("<td>1.00</td><td>3.25</td><td>–</td>"), "baseline, worst, back: {page}");
         assert!(!page.contains("NaN"), "{page}");
+    }
+
+    #[test]
+    fn the_timeline_puts_what_the_fault_moved_first_and_names_the_flat_probes_in_one_row() {
+        let mut report = report();
+        let s = 1_000_000_000;
+        let series = |values: &[f64]| values.iter().enumerate().map(|(i, v)| (i as i64 * s / 2, *v)).collect();
+        let run = &mut report.runs[0];
+        run.faults = vec![crate::report::FaultRecord {
+            label: "pfc_storm node-04 eth2".into(),
+            nodes: vec!["node-04".into()],
+            start: 2 * s,
+            end: None,
+        }];
+        run.probes = vec![
+            ProbeSeries { name: "step time".into(), points: series(&[1.0, 1.02, 0.98, 1.0, 1.1, 1.12, 1.1, 1.08]) },
+            ProbeSeries { name: "link up".into(), points: series(&[1.0; 8]) },
+            ProbeSeries { name: "paused fraction".into(), points: series(&[0.0, 0.01, 0.0, 0.0, 0.9, 0.9, 0.95, 0.9]) },
+            ProbeSeries { name: "carrier changes".into(), points: series(&[4.0; 8]) },
+        ];
+        let transition = |node: &str| crate::report::TransitionRecord {
+            at: 3 * s,
+            rule: "pfc-storm".into(),
+            subject: [("node".to_string(), node.to_string())].into(),
+            from: "inactive".into(),
+            to: "firing".into(),
+        };
+        run.transitions = vec![transition("node-01"), transition("node-04")];
+        let timeline = run_timeline(&report, &report.runs[0]);
+        let labels: Vec<String> = timeline
+            .tracks
+            .iter()
+            .map(|t| match t {
+                Track::Series { label, .. }
+                | Track::Spans { label, .. }
+                | Track::Marks { label, .. }
+                | Track::Note { label, .. } => label.clone(),
+            })
+            .collect();
+        assert_eq!(
+            labels[..5],
+            ["faults", "paused fraction", "step time", "2 probes unchanged", "pfc-storm node=node-04"],
+            "{labels:?}"
+        );
+        assert!(labels.contains(&"pfc-storm node=node-01".to_string()), "{labels:?}");
+        let note = timeline.tracks.iter().find_map(|t| match t {
+            Track::Note { text, .. } => Some(text.clone()),
+            _ => None,
+        });
+        assert_eq!(note.as_deref(), Some("link up, carrier changes"));
+        let svg = timeline.svg(900);
+        assert!(svg.contains(r#"class="note" data-label="link up, carrier changes""#), "{svg}");
     }
 }

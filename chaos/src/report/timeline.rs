@@ -80,6 +80,14 @@ pub enum Track {
         /// The marks.
         marks: Vec<Mark>,
     },
+    /// One line of text across the plot, e.g. the names of the series that
+    /// did not move and so take no row of their own.
+    Note {
+        /// Row label.
+        label: String,
+        /// The text; cut to the plot's width, whole in the tooltip.
+        text: String,
+    },
 }
 
 /// How the time axis is labelled.
@@ -238,6 +246,20 @@ fn write_track(out: &mut String, plot: &Plot, y: f64, track: &Track) {
             for m in marks {
                 write_mark(out, plot, y, m);
             }
+        }
+        Track::Note { label, text } => {
+            write_label(out, y + ROW_H / 2.0, ROW_H, label);
+            let chars = (plot.width / 6.2) as usize;
+            let shown = wrap(text, chars, 1).remove(0);
+            let _ = write!(
+                out,
+                r#"<g class="note" data-label="{}"><title>{}</title><text x="{:.1}" y="{:.1}">{}</text></g>"#,
+                escape(text),
+                escape(text),
+                LABEL_W + 4.0,
+                y + ROW_H / 2.0 + 4.0,
+                escape(&shown)
+            );
         }
     }
 }
