@@ -9,8 +9,12 @@
 #   prometheus_scrape_per_sample the prometheus sensor after the GET: parse,
 #                                map to series, send on its channel (100k
 #                                series, values changing on every page)
+#   gnmi_update_per_sample       the gnmi sensor from a notification on: the
+#                                sonic_queues JSON of a 256-port switch mapped
+#                                to series and sent (every counter moving)
 #
-# Sources: engine/examples/ingest_path.rs and sensors/examples/scrape_path.rs;
+# Sources: engine/examples/ingest_path.rs, sensors/examples/scrape_path.rs and
+# sensors/examples/gnmi_path.rs;
 # each runs its measured functions a fixed number of times and prints how
 # many samples, evaluations and firings they handled.
 #
@@ -37,7 +41,7 @@ command -v valgrind >/dev/null || {
 }
 
 cargo build -j2 --release --quiet -p rocemend-engine --example ingest_path
-cargo build -j2 --release --quiet -p rocemend-sensors --example scrape_path
+cargo build -j2 --release --quiet -p rocemend-sensors --example scrape_path --example gnmi_path
 TARGET_DIR="$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')"
 EXAMPLES="$TARGET_DIR/release/examples"
 
@@ -67,12 +71,15 @@ TOGGLES=(--toggle-collect='*measured_ingest*' --toggle-collect='*measured_evalua
 ENGINE_OUT="$(callgrind "$WORK/engine.cg" "$EXAMPLES/ingest_path" 3)"
 TOGGLES=(--toggle-collect='*measured_scrape*')
 SCRAPE_OUT="$(callgrind "$WORK/scrape.cg" "$EXAMPLES/scrape_path" 3)"
+TOGGLES=(--toggle-collect='*measured_ingest*')
+GNMI_OUT="$(callgrind "$WORK/gnmi.cg" "$EXAMPLES/gnmi_path" 3)"
 
 ingest=$(inclusive "$WORK/engine.cg" "ingest_path::measured_ingest")
 evaluate=$(inclusive "$WORK/engine.cg" "ingest_path::measured_evaluate")
 fire=$(inclusive "$WORK/engine.cg" "ingest_path::measured_fire")
 scrape=$(inclusive "$WORK/scrape.cg" "scrape_path::measured_scrape")
-for v in "$ingest" "$evaluate" "$fire" "$scrape"; do
+gnmi=$(inclusive "$WORK/gnmi.cg" "gnmi_path::measured_ingest")
+for v in "$ingest" "$evaluate" "$fire" "$scrape" "$gnmi"; do
 	[[ "$v" =~ ^[0-9]+$ ]] || {
 		echo "could not read a function's instructions from callgrind's output" >&2
 		exit 2
@@ -86,6 +93,7 @@ FIGURES="$WORK/figures"
 	echo "engine_evaluate_per_rule_evaluation $(div "$evaluate" "$(field "$ENGINE_OUT" evaluations)")"
 	echo "engine_firing $(div "$fire" "$(field "$ENGINE_OUT" firings)")"
 	echo "prometheus_scrape_per_sample $(div "$scrape" "$(field "$SCRAPE_OUT" samples)")"
+	echo "gnmi_update_per_sample $(div "$gnmi" "$(field "$GNMI_OUT" samples)")"
 } >"$FIGURES"
 echo "instructions (callgrind Ir):"
 cat "$FIGURES"

@@ -1,23 +1,34 @@
 //! The gnmi sensor as an aggregator: N simulated switches × P ports × 8
-//! queues × 6 queue counters, each switch streaming SAMPLE every second
-//! (the `sonic_queues` preset), all into one sensor.
+//! queues × 7 queue counters, each switch streaming SAMPLE every second
+//! (the `sonic_queues` preset), all into one sensor, whose samples go into
+//! an engine evaluator with the standard rules (`rules/`), as in the
+//! daemon.
 //!
-//! Measures the updates per second that reach the engine's channel, the
-//! latency from the switch's notification timestamp to the sample leaving
-//! the channel (p50/p99, printed), and the sensor's own CPU share (its
-//! `busy_ns` over wall time). Each criterion iteration waits for one
-//! second's worth of updates, so a sensor that keeps up shows ~1 s per
-//! iteration; one that falls behind shows more.
+//! Measures the updates per second that reach the engine, the latency from
+//! the switch's notification timestamp to the sample's ingest (p50/p99),
+//! the sensor's own CPU share (its `busy_ns` over wall time), and the
+//! aggregator process's CPU share and resident memory. The simulated
+//! switches run in a process of their own (this bench binary started again
+//! with `ROCEMEND_BENCH_SERVE=N×P`), so neither their CPU nor their memory
+//! is counted as the aggregator's; they share the machine's cores with it.
+//! Each criterion iteration waits for one second's worth of updates, so an
+//! aggregator that keeps up shows ~1 s per iteration; one that falls behind
+//! shows more.
 //!
 //! Scale with `ROCEMEND_BENCH_SWITCHES` and `ROCEMEND_BENCH_PORTS`
-//! (default 64 × 64 = 196,608 updates/s).
+//! (default 64 × 64 = 229,376 series; 279 × 64 is 999,936).
 
+use std::io::{BufRead, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use engine::{Batch, HealthBoard, SensorContext, SeriesTable};
+use criterion::{Criterion, Throughput};
+use engine::{Batch, Evaluator, HealthBoard, Helpers, SensorContext, SeriesTable};
+
+/// The queue counters the `sonic_queues` preset maps: packets, ECN-marked
+/// packets, bytes, dropped packets and bytes, the watermark, the occupancy.
+const QUEUE_COUNTERS: usize = 7;
 
 /// Latency histogram buckets of 1 ms, up to 10 s.
 const BUCKETS: usize = 10_000;
@@ -39,55 +50,170 @@ fn percentile(hist: &[u64], p: f64) -> usize {
     BUCKETS
 }
 
+/// Serves `switches` simulated switches of `ports` ports, printing each
+/// one's address on a line, until stdin closes.
+fn serve_switches(switches: usize, ports: usize) {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let running = runtime.block_on(sim::switch::spawn_many(switches, ports)).unwrap();
+    let mut out = std::io::stdout().lock();
+    for sw in &running {
+        writeln!(out, "{} {}", sw.name, sw.addr).unwrap();
+    }
+    writeln!(out, "ready").unwrap();
+    out.flush().unwrap();
+    drop(out);
+    // The parent closes our stdin when it is done (or dies).
+    for _ in std::io::stdin().lock().lines() {}
+}
+
+/// The switches, served by this binary in a process of its own.
+struct Switches {
+    child: std::process::Child,
+    addresses: Vec<(String, String)>,
+}
+
+impl Switches {
+    fn start(switches: usize, ports: usize) -> Switches {
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+            .env("ROCEMEND_BENCH_SERVE", format!("{switches}x{ports}"))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut addresses = Vec::new();
+        let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        for line in stdout.lines() {
+            let line = line.unwrap();
+            if line == "ready" {
+                break;
+            }
+            let (name, addr) = line.split_once(' ').unwrap();
+            addresses.push((name.to_string(), addr.to_string()));
+        }
+        Switches { child, addresses }
+    }
+}
+
+impl Drop for Switches {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Process `pid`'s CPU time so far (user + system), from /proc.
+fn cpu_seconds(pid: &str) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let fields: Vec<&str> = stat.rsplit_once(')').unwrap().1.split_whitespace().collect();
+    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+    // SAFETY: sysconf has no memory-safety preconditions.
+    ticks as f64 / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64
+}
+
+/// This process's resident memory, MiB, from /proc/self/status.
+fn rss_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let kib: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    kib / 1024.0
+}
+
 fn aggregator(c: &mut Criterion) {
     let switches = env("ROCEMEND_BENCH_SWITCHES", 64);
     let ports = env("ROCEMEND_BENCH_PORTS", 64);
-    let per_second = (switches * ports * sim::switch::QUEUES * 6) as u64;
+    let per_second = (switches * ports * sim::switch::QUEUES * QUEUE_COUNTERS) as u64;
+    let served = Switches::start(switches, ports);
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let wall_start = Instant::now();
     let count = Arc::new(AtomicU64::new(0));
+    // How old the newest batch's first sample was when it was ingested.
+    let lag_ms = Arc::new(AtomicU64::new(u64::MAX));
     let hist = Arc::new(Mutex::new(vec![0u64; BUCKETS + 1]));
+    // Time spent evaluating the rules: total, longest call, calls.
+    let evaluation = Arc::new(Mutex::new((Duration::ZERO, Duration::ZERO, 0u64)));
     let health = HealthBoard::default();
     let (stop, shutdown) = tokio::sync::watch::channel(false);
-    let running = runtime.block_on(async {
-        let running = sim::switch::spawn_many(switches, ports).await.unwrap();
+    let table = SeriesTable::default();
+    let rules_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../rules");
+    runtime.block_on(async {
         let mut config = String::from("presets = [\"sonic_queues\"]\nsample_interval = \"1s\"\n");
-        for sw in &running {
-            config.push_str(&format!("[[targets]]\nname = \"{}\"\naddress = \"{}\"\n", sw.name, sw.addr));
+        for (name, addr) in &served.addresses {
+            config.push_str(&format!("[[targets]]\nname = \"{name}\"\naddress = \"{addr}\"\n"));
         }
         let config: sensors::GnmiConfig = toml::from_str(&config).unwrap();
         let sensor = config.build("gnmi").unwrap();
+        let series = table.clone();
+        let rules = engine::rule::load_dir(&rules_dir, Helpers::new(Some(series.clone()), None)).unwrap();
+        let mut evaluator = Evaluator::new(series.clone(), rules, None).unwrap();
         // The engine's channel: bounded, as in the daemon.
         let (tx, mut rx) = tokio::sync::mpsc::channel::<Batch>(1024);
-        let ctx = SensorContext::new(SeriesTable::default(), "gnmi", 1 << 20, tx, shutdown.clone())
-            .with_health(health.clone());
+        let ctx = SensorContext::new(series, "gnmi", 1 << 21, tx, shutdown.clone()).with_health(health.clone());
         tokio::spawn(engine::Sensor::run(Box::new(sensor), ctx));
-        let (count, hist) = (count.clone(), hist.clone());
-        tokio::spawn(async move {
-            while let Some(batch) = rx.recv().await {
+        let (count, hist, evaluation, lag) = (count.clone(), hist.clone(), evaluation.clone(), lag_ms.clone());
+        // The engine, as the daemon runs it: every batch ingested, the rules
+        // evaluated every 100 ms.
+        tokio::task::spawn_blocking(move || {
+            let mut events = Vec::new();
+            let mut evaluated = Instant::now();
+            while let Some(batch) = rx.blocking_recv() {
+                evaluator.ingest(&batch.samples);
                 let now = engine::time::wall_clock_now();
-                let mut h = hist.lock().unwrap();
-                for s in &batch.samples {
-                    let ms = ((now - s.ts).max(0) / 1_000_000) as usize;
-                    h[ms.min(BUCKETS)] += 1;
+                {
+                    let mut h = hist.lock().unwrap();
+                    for s in &batch.samples {
+                        let ms = ((now - s.ts).max(0) / 1_000_000) as usize;
+                        h[ms.min(BUCKETS)] += 1;
+                    }
+                }
+                if let Some(first) = batch.samples.first() {
+                    lag.store(((now - first.ts).max(0) / 1_000_000) as u64, Ordering::Relaxed);
                 }
                 count.fetch_add(batch.samples.len() as u64, Ordering::Relaxed);
+                if evaluated.elapsed() >= Duration::from_millis(100) {
+                    let started = Instant::now();
+                    evaluator.evaluate(now, &mut events);
+                    events.clear();
+                    let took = started.elapsed();
+                    let mut e = evaluation.lock().unwrap();
+                    *e = (e.0 + took, e.1.max(took), e.2 + 1);
+                    evaluated = Instant::now();
+                }
             }
         });
-        running
     });
-    // Warm up: every series registered and the initial values in.
-    let deadline = Instant::now() + Duration::from_secs(60);
+    // Warm up: every series registered and the initial values in, then the
+    // backlog that registering a million series leaves drained: the newest
+    // batch under 200 ms old for 3 s in a row. Measuring before that would
+    // time the catch-up, not the steady state.
+    let deadline = Instant::now() + Duration::from_secs(180);
     while count.load(Ordering::Relaxed) < 2 * per_second && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
+    let mut settled_since = Instant::now();
+    while Instant::now() < deadline {
+        if lag_ms.load(Ordering::Relaxed) >= 200 {
+            settled_since = Instant::now();
+        } else if settled_since.elapsed() >= Duration::from_secs(3) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let warm_up = wall_start.elapsed();
+    let series_registered = table.read().len();
     hist.lock().unwrap().iter_mut().for_each(|n| *n = 0);
     let busy0 = health.snapshot()[0].busy_ns;
+    let switches_pid = served.child.id().to_string();
+    let (cpu0, switches_cpu0) = (cpu_seconds("self"), cpu_seconds(&switches_pid));
+    *evaluation.lock().unwrap() = (Duration::ZERO, Duration::ZERO, 0);
     let wall0 = Instant::now();
 
     let mut group = c.benchmark_group("gnmi_aggregator");
     group.sample_size(10).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(12));
     group.throughput(Throughput::Elements(per_second));
-    group.bench_function(format!("{switches}x{ports}x8x6_sample_1s"), |b| {
+    group.bench_function(format!("{switches}x{ports}x8x7_sample_1s"), |b| {
         b.iter_custom(|iters| {
             let start = Instant::now();
             let target = count.load(Ordering::Relaxed) + iters * per_second;
@@ -100,24 +226,40 @@ fn aggregator(c: &mut Criterion) {
     group.finish();
 
     let wall = wall0.elapsed().as_secs_f64();
+    let cpu = cpu_seconds("self") - cpu0;
+    let switches_cpu = cpu_seconds(&switches_pid) - switches_cpu0;
+    let (eval_total, eval_max, evaluations) = *evaluation.lock().unwrap();
     let busy = (health.snapshot()[0].busy_ns - busy0) as f64 / 1e9;
     let h = hist.lock().unwrap();
     let total: u64 = h.iter().sum();
     println!(
-        "gnmi_aggregator {switches}x{ports}x8x6: {:.0} updates/s over {wall:.1} s; latency p50 {} ms, p99 {} ms; sensor busy {:.1}% of one core",
+        "gnmi_aggregator {switches}x{ports}x8x7 ({} series): {:.0} updates/s over {wall:.1} s; sample -> engine \
+         p50 {} ms, p99 {} ms; sensor busy {:.1}% of one core; aggregator process {:.1}% of one core, RSS {:.0} MiB; \
+         rule evaluation {:.1}% of one core, longest {:.0} ms ({evaluations} calls); simulated switches' process \
+         {:.1}% of one core (warm-up {:.0} s)",
+        series_registered,
         total as f64 / wall,
         percentile(&h, 0.50),
         percentile(&h, 0.99),
-        100.0 * busy / wall
+        100.0 * busy / wall,
+        100.0 * cpu / wall,
+        rss_mib(),
+        100.0 * eval_total.as_secs_f64() / wall,
+        eval_max.as_secs_f64() * 1e3,
+        100.0 * switches_cpu / wall,
+        warm_up.as_secs_f64(),
     );
     drop(h);
     let _ = stop.send(true);
-    runtime.block_on(async {
-        for sw in running {
-            let _ = sw.stop().await;
-        }
-    });
+    drop(served);
 }
 
-criterion_group!(benches, aggregator);
-criterion_main!(benches);
+fn main() {
+    if let Ok(shape) = std::env::var("ROCEMEND_BENCH_SERVE") {
+        let (n, p) = shape.split_once('x').expect("ROCEMEND_BENCH_SERVE=SWITCHESxPORTS");
+        return serve_switches(n.parse().unwrap(), p.parse().unwrap());
+    }
+    let mut criterion = Criterion::default().configure_from_args();
+    aggregator(&mut criterion);
+    criterion.final_summary();
+}

@@ -40,7 +40,36 @@ struct Known {
 }
 
 /// A port's series by (metric, queue, prio).
-type PortSeries = HashMap<(&'static str, Option<u8>, Option<u8>), Known>;
+type PortSeries = HashMap<(&'static str, Option<u8>, Option<u8>), Known, Fnv>;
+
+/// FNV-1a: the keys here are short port and metric names this sensor maps
+/// itself, looked up once per sample (a million a second on a large
+/// aggregator), where SipHash's resistance to chosen keys buys nothing and
+/// costs a fifth of the sensor's time.
+#[derive(Debug, Default, Clone, Copy)]
+struct Fnv;
+
+impl std::hash::BuildHasher for Fnv {
+    type Hasher = FnvHasher;
+    fn build_hasher(&self) -> FnvHasher {
+        FnvHasher(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+/// The state of one FNV-1a hash.
+#[derive(Debug)]
+struct FnvHasher(u64);
+
+impl std::hash::Hasher for FnvHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
 
 /// A parse error, with the path and a sample of the value.
 #[derive(Debug)]
@@ -56,7 +85,7 @@ pub struct Problem {
 pub struct Memory {
     /// port → (metric, queue, prio) → series. Keyed by port first so a
     /// lookup borrows the port name instead of allocating.
-    series: HashMap<String, PortSeries>,
+    series: hashbrown::HashMap<String, PortSeries, Fnv>,
 }
 
 /// A path's elements as text, without origin or target (a target's delete
@@ -81,13 +110,15 @@ impl Memory {
         r: &Reading,
     ) -> Result<&mut Known, engine::series::SeriesError> {
         let key = (r.metric, r.queue, r.prio);
-        let exists = self.series.get(r.port.as_str()).is_some_and(|m| m.contains_key(&key));
-        if !exists {
-            let id = ctx.register(&r.spec(switch))?;
-            let known = Known { id, ts: i64::MIN, value: None, on_change: false, beat: None };
-            self.series.entry(r.port.clone()).or_default().insert(key, known);
+        // One lookup each; the port's name is copied only when it is new.
+        let port = self.series.entry_ref(r.port.as_str()).or_default();
+        match port.entry(key) {
+            std::collections::hash_map::Entry::Occupied(known) => Ok(known.into_mut()),
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                let id = ctx.register(&r.spec(switch))?;
+                Ok(slot.insert(Known { id, ts: i64::MIN, value: None, on_change: false, beat: None }))
+            }
         }
-        Ok(self.series.get_mut(r.port.as_str()).and_then(|m| m.get_mut(&key)).expect("inserted above"))
     }
 
     /// The samples of `notification` from `stream` (`COUNTERS/<oid>` named
