@@ -9,9 +9,12 @@
 //! and etcd's `etcd` and `etcdctl`; without them it says why it is skipped.
 //! `.ci/run` runs it with both.
 
+mod common;
+
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
+use common::etcd_skip_reason;
 use serde_json::Value;
 
 fn root() -> PathBuf {
@@ -26,19 +29,6 @@ fn rocemend(args: &[&str], out: &std::path::Path) -> Output {
         .current_dir(root())
         .output()
         .expect("running rocemend")
-}
-
-/// Why the game cannot be played with this build here, if it cannot.
-fn skip_reason() -> Option<String> {
-    if !cfg!(feature = "etcd") {
-        return Some("the test binary is built without the etcd feature (cargo test --features etcd)".into());
-    }
-    for (tool, arg) in [("etcd", "--version"), ("etcdctl", "version")] {
-        if !Command::new(tool).arg(arg).output().is_ok_and(|o| o.status.success()) {
-            return Some(format!("no `{tool}` here (Debian etcd-server, etcd-client)"));
-        }
-    }
-    None
 }
 
 fn fault<'a>(report: &'a Value, name: &str) -> &'a Value {
@@ -57,7 +47,7 @@ fn cell<'a>(report: &'a Value, budget: &str, cell: &str) -> &'a Value {
 
 #[test]
 fn the_fleet_budget_holds_through_a_plane_failure_an_etcd_leader_loss_and_a_dead_token_holder() {
-    if let Some(reason) = skip_reason() {
+    if let Some(reason) = etcd_skip_reason() {
         eprintln!("SKIPPED: {reason}");
         return;
     }
@@ -133,7 +123,7 @@ fn the_fleet_budget_holds_through_a_plane_failure_an_etcd_leader_loss_and_a_dead
 
 #[test]
 fn a_daemon_tripping_its_own_breaker_trips_the_fleet_breaker_and_holds_every_daemon() {
-    if let Some(reason) = skip_reason() {
+    if let Some(reason) = etcd_skip_reason() {
         eprintln!("SKIPPED: {reason}");
         return;
     }

@@ -24,7 +24,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use common::{repo, toml_path, Daemon};
+use common::{etcd_skip_reason, repo, toml_path, Daemon};
 use engine::dispatch::Verdict;
 use sim::switch::{Model, RunningSwitch};
 
@@ -36,19 +36,6 @@ const GROUP: &str = "pod-a";
 const PREFIX: &str = "/rocemend/fleet/";
 const PORT: &str = "Ethernet8";
 const QUEUE: usize = 3;
-
-/// Why the test cannot run with this build here, if it cannot.
-fn skip_reason() -> Option<String> {
-    if !cfg!(feature = "etcd") {
-        return Some("the test binary is built without the etcd feature (cargo test --features etcd)".into());
-    }
-    for (tool, arg) in [("etcd", "--version"), ("etcdctl", "version")] {
-        if !Command::new(tool).arg(arg).output().is_ok_and(|o| o.status.success()) {
-            return Some(format!("no `{tool}` here (Debian etcd-server, etcd-client)"));
-        }
-    }
-    None
-}
 
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free loopback port")
@@ -270,7 +257,7 @@ fn escalations(daemon: &Daemon, leaf: &str) -> Vec<Verdict> {
 
 #[test]
 fn sharded_aggregators_read_and_change_each_leaf_once_and_a_dead_ones_leaves_move_within_its_lease() {
-    if let Some(reason) = skip_reason() {
+    if let Some(reason) = etcd_skip_reason() {
         eprintln!("skipped: {reason}");
         return;
     }

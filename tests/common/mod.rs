@@ -52,6 +52,21 @@ pub fn sh_quote(path: &Path) -> String {
     format!("'{}'", path.display().to_string().replace('\'', "'\\''"))
 }
 
+/// Why a test of daemons coordinating through a real etcd cannot run with
+/// this build here, if it cannot: it needs the `etcd` feature (the daemons
+/// are this binary) and etcd's `etcd` and `etcdctl`.
+pub fn etcd_skip_reason() -> Option<String> {
+    if !cfg!(feature = "etcd") {
+        return Some("the test binary is built without the etcd feature (cargo test --features etcd)".into());
+    }
+    for (tool, arg) in [("etcd", "--version"), ("etcdctl", "version")] {
+        if !Command::new(tool).arg(arg).output().is_ok_and(|o| o.status.success()) {
+            return Some(format!("no `{tool}` here (Debian etcd-server, etcd-client)"));
+        }
+    }
+    None
+}
+
 /// Whether `/bin/sh` exists; if not, says why the calling test is skipped.
 pub fn have_sh(test: &str) -> bool {
     let there = Path::new("/bin/sh").exists();

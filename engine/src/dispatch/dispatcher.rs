@@ -181,6 +181,21 @@ fn restore_silences(ledger: &Ledger) -> Silences {
     silences
 }
 
+/// Counts the executed decision `d` in effect again: found in the ledger at
+/// start, or adopted from another aggregator.
+fn restore_effect_of(policy: &mut Policy, d: &Decision) {
+    let impact = policy.impact(&d.proposal.action);
+    policy.restore_effect(Effect {
+        id: d.id.clone(),
+        rule: d.proposal.rule.clone(),
+        subject: d.proposal.subject.clone(),
+        action: d.proposal.action.clone(),
+        impact,
+        since: d.proposal.decided_at,
+        resolved: false,
+    });
+}
+
 /// How often the ledger is compacted to its retention bounds.
 pub const COMPACTION_INTERVAL: Nanos = 3600 * crate::time::SECOND;
 
@@ -213,16 +228,7 @@ impl Dispatcher {
                     for d in records {
                         match &d.verdict {
                             Verdict::Executed { .. } if d.undo_of.is_none() && d.undone_by.is_none() => {
-                                let impact = policy.impact(&d.proposal.action);
-                                policy.restore_effect(Effect {
-                                    id: d.id.clone(),
-                                    rule: d.proposal.rule.clone(),
-                                    subject: d.proposal.subject.clone(),
-                                    action: d.proposal.action.clone(),
-                                    impact,
-                                    since: d.proposal.decided_at,
-                                    resolved: false,
-                                });
+                                restore_effect_of(&mut policy, &d);
                             }
                             Verdict::AwaitingApproval { .. } => {
                                 pending.insert(d.id.clone(), d);

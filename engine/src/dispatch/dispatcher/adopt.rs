@@ -34,16 +34,7 @@ impl Dispatcher {
                 %switch
             );
             self.save(&d, true);
-            let impact = self.policy.impact(&d.proposal.action);
-            self.policy.restore_effect(Effect {
-                id: d.id.clone(),
-                rule: d.proposal.rule.clone(),
-                subject: d.proposal.subject.clone(),
-                action: d.proposal.action.clone(),
-                impact,
-                since: d.proposal.decided_at,
-                resolved: false,
-            });
+            restore_effect_of(&mut self.policy, &d);
             coordinator.switch_changed(&d, &switch).await;
         }
     }
