@@ -71,9 +71,13 @@ pub struct FleetConfig {
     #[serde(default)]
     pub aggregator: Option<String>,
     /// Set on switch aggregators that share their switches instead of
-    /// electing one leader: the shard group (`fleet::shard`). Each switch of
-    /// the gNMI sensors' targets is subscribed to, and changed, by exactly
-    /// one live aggregator of the group at a time.
+    /// electing one leader (not with `aggregator`): the shard group. The
+    /// switches are the `gnmi` sensors' targets (give every aggregator of the
+    /// group the same list); each is subscribed to, and changed, by one live
+    /// aggregator at a time, claimed in etcd under its lease. Every action on
+    /// a switch, local ones too, is held unless its claim is confirmed right
+    /// before; what an aggregator leaves in effect is adopted by the switch's
+    /// next owner. A dead aggregator's switches move within `lease_ttl`.
     #[serde(default)]
     pub shard: Option<String>,
 }
