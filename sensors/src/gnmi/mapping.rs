@@ -36,6 +36,8 @@ use gnmi_proto::gnmi::{Path, TypedValue};
 use gnmi_proto::value;
 use serde_json::Value as Json;
 
+use super::queues::{self, Streamed};
+
 /// Counter or gauge.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -107,7 +109,7 @@ const PFC_SUFFIXES: [(&str, &str); 4] = [
     ("TX_PAUSE_DURATION_US", "switch_pfc_tx_pause_duration_us"),
 ];
 
-const QUEUE_FIELDS: [(&str, &str, Kind); 7] = [
+pub(super) const QUEUE_FIELDS: [(&str, &str, Kind); 7] = [
     ("SAI_QUEUE_STAT_PACKETS", "switch_queue_packets", Kind::Counter),
     ("SAI_QUEUE_STAT_WRED_ECN_MARKED_PACKETS", "switch_queue_ecn_marked_packets", Kind::Counter),
     ("SAI_QUEUE_STAT_BYTES", "switch_queue_bytes", Kind::Counter),
@@ -138,9 +140,17 @@ fn gauge(metric: &'static str, port: &str, queue: Option<u8>, level: f64) -> Rea
     Reading { metric, kind: Kind::Gauge, port: port.to_string(), queue, prio: None, count: 0, level }
 }
 
+/// Queue `q`'s `metric` of `kind` on `port`, read as `n`.
+pub(super) fn queue_reading(metric: &'static str, kind: Kind, port: &str, q: u8, n: u64) -> Reading {
+    match kind {
+        Kind::Counter => counter(metric, port, Some(q), None, n),
+        Kind::Gauge => gauge(metric, port, Some(q), n as f64),
+    }
+}
+
 /// The words SONiC uses for a value it has not got: Python's `None` printed
 /// into redis, the CLI's `N/A`, or nothing.
-fn absent_text(s: &str) -> bool {
+pub(super) fn absent_text(s: &str) -> bool {
     matches!(s.trim(), "" | "None" | "N/A")
 }
 
@@ -159,9 +169,13 @@ pub fn is_absent(val: &TypedValue) -> bool {
     match &val.value {
         None => true,
         Some(V::StringVal(s)) | Some(V::AsciiVal(s)) => absent_text(s),
-        Some(V::JsonVal(b)) | Some(V::JsonIetfVal(b)) => {
-            b.iter().all(u8::is_ascii_whitespace) || serde_json::from_slice::<Json>(b).is_ok_and(|j| absent_json(&j))
-        }
+        Some(V::JsonVal(b)) | Some(V::JsonIetfVal(b)) => match b.iter().find(|c| !c.is_ascii_whitespace()) {
+            None => true,
+            // An object or an array is a value: no need to parse it (a
+            // queue table is most of what a large aggregator reads).
+            Some(b'{' | b'[') => false,
+            Some(_) => serde_json::from_slice::<Json>(b).is_ok_and(|j| absent_json(&j)),
+        },
         _ => false,
     }
 }
@@ -197,7 +211,7 @@ fn port_field(path: &str, port: &str, field: &str, v: &Json, out: &mut Vec<Readi
 }
 
 /// `Ethernet0:3` → (`Ethernet0`, 3).
-fn port_queue(key: &str) -> Option<(&str, u8)> {
+pub(super) fn port_queue(key: &str) -> Option<(&str, u8)> {
     let (port, q) = key.rsplit_once(':')?;
     Some((port, q.parse().ok()?))
 }
@@ -256,16 +270,13 @@ fn queue_entry(
             QUEUE_FIELDS.iter().find(|(f, _, _)| f == field).filter(|_| which.counters)
         {
             let Some(n) = json_u64(path, field, v)? else { continue };
-            out.push(match kind {
-                Kind::Counter => counter(metric, port, Some(q), None, n),
-                Kind::Gauge => gauge(metric, port, Some(q), n as f64),
-            });
+            out.push(queue_reading(metric, *kind, port, q, n));
         }
     }
     Ok(())
 }
 
-fn queue_table(path: &str, json: &Json, which: QueueFields, out: &mut Vec<Reading>) -> Result<(), MapError> {
+pub(super) fn queue_table(path: &str, json: &Json, which: QueueFields, out: &mut Vec<Reading>) -> Result<(), MapError> {
     for (key, fields) in object(path, json)? {
         // SONiC keeps the periodic watermarks beside the queue's own entry
         // (`Ethernet0:3:periodic`); the entry has the watermark already.
@@ -397,7 +408,15 @@ fn map_counters(
             }
             return Ok(());
         }
-        [_, "Queues"] => return queue_table(&text(), &json()?, QueueFields { counters: true, watchdog: false }, out),
+        [_, "Queues"] => {
+            use gnmi_proto::gnmi::typed_value::Value as V;
+            if let Some(V::JsonVal(bytes) | V::JsonIetfVal(bytes)) = &val.value {
+                if queues::queue_counters(bytes, out) == Streamed::Mapped {
+                    return Ok(());
+                }
+            }
+            return queue_table(&text(), &json()?, QueueFields { counters: true, watchdog: false }, out);
+        }
         [_, "Pfcwd"] => return queue_table(&text(), &json()?, QueueFields { counters: false, watchdog: true }, out),
         [port, field] if field.starts_with("SAI_PORT_STAT_PFC_") => {
             let n = match value::to_json(val) {

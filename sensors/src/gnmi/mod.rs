@@ -20,6 +20,8 @@
 //! - [`plan`]: the typed plan they build: per target, the path style and
 //!   the Subscribe requests;
 //! - [`mapping`]: gNMI paths and fields → metric names and labels;
+//! - `queues`: a queue table mapped straight from its JSON text, without a
+//!   tree (the bulk of a large aggregator's updates);
 //! - [`sensor`]: [`GnmiSensor`], the running part: a task per target and
 //!   its reconnection;
 //! - `session`: one connection: style detection, streams, heartbeat;
@@ -29,6 +31,7 @@ pub mod config;
 pub mod ingest;
 pub mod mapping;
 pub mod plan;
+mod queues;
 pub mod sensor;
 mod session;
 
