@@ -23,7 +23,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use criterion::{black_box, criterion_group, criterion_main, Criterion, SamplingMode, Throughput};
+use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use engine::evaluator::STALE_SCAN_INTERVAL;
 use engine::labels::{LabelSet, Sym};
 use engine::series::SeriesInfo;
@@ -37,6 +37,10 @@ use engine::{
 #[path = "support/alloc.rs"]
 mod alloc;
 use alloc::live;
+
+// The fleet's simulated seconds (`second/…`), quiet and all changing.
+#[path = "engine/fleet_second.rs"]
+mod fleet_second;
 
 // ---------------------------------------------------------------------------
 // The fleet: 1,250 nodes × 8 NICs × 10 counters = 100,000 series.
@@ -679,60 +683,7 @@ fn benches(c: &mut Criterion) {
         }
     }
 
-    // The all-changing second twice: with every condition on Rhai (native
-    // predicates off: the engine before they existed), then as the daemon
-    // runs, natively.
-    for (traffic, name, native) in [
-        (Traffic::Quiet, "quiet", true),
-        (Traffic::AllChanging, "all-changing-rhai", false),
-        (Traffic::AllChanging, "all-changing", true),
-    ] {
-        fleet.ev.set_native_predicates(native);
-        // Let every window (the longest is 30 s) fill with this traffic.
-        for _ in 0..31 {
-            fleet.second(traffic);
-        }
-        let before = fleet.ev.stats().clone();
-        let (mut ingest, mut evaluate) = (Duration::ZERO, Duration::ZERO);
-        const SECONDS: u32 = 5;
-        for _ in 0..SECONDS {
-            let (i, e, _) = fleet.second(traffic);
-            ingest += i;
-            evaluate += e;
-        }
-        let after = fleet.ev.stats();
-        let (ingest, evaluate) = (ingest / SECONDS, evaluate / SECONDS);
-        eprintln!(
-            "== second {name}: {SERIES} samples in {} batches, evaluate after each and every {} ms: ingest {:.1} ms + evaluate {:.1} ms = {:.1} ms of CPU per second ({:.1} % of one core); per second {} script calls, {} native predicate calls, {} cache hits",
-            SERIES / BATCH,
-            TICK / MS,
-            ingest.as_secs_f64() * 1e3,
-            evaluate.as_secs_f64() * 1e3,
-            (ingest + evaluate).as_secs_f64() * 1e3,
-            (ingest + evaluate).as_secs_f64() * 100.0,
-            (after.script_calls - before.script_calls) / SECONDS as u64,
-            (after.native_calls - before.native_calls) / SECONDS as u64,
-            (after.cache_hits - before.cache_hits) / SECONDS as u64,
-        );
-        let mut group = c.benchmark_group("second");
-        group
-            .sample_size(10)
-            .sampling_mode(SamplingMode::Flat)
-            .measurement_time(Duration::from_secs(5))
-            .warm_up_time(Duration::from_secs(1));
-        group.throughput(Throughput::Elements(SERIES as u64));
-        group.bench_function(format!("{name}/100k-samples+evaluate"), |b| {
-            b.iter_custom(|iters| {
-                (0..iters)
-                    .map(|_| {
-                        let (i, e, _) = fleet.second(traffic);
-                        i + e
-                    })
-                    .sum()
-            })
-        });
-        group.finish();
-    }
+    fleet_second::bench_seconds(c, &mut fleet);
 
     fleet.ev.set_native_predicates(true);
     // Quiet traffic again before the probe runs inside the fleet.

@@ -35,6 +35,7 @@ pub const ROUTING_SETTLES_AFTER: Nanos = 1_000 * MS;
 
 pub mod cost;
 mod events;
+mod predicate;
 mod refusal;
 mod rule_state;
 mod subject;
@@ -42,7 +43,7 @@ mod subject;
 pub use events::{EngineEvent, EngineStats, InstanceView, RefusedCounts, ReloadReport, RuleHealth, StateBytes};
 pub use refusal::{Refusal, Refusals, Refused};
 use rule_state::{Route, RuleRuntime, SeriesState, UNROUTED};
-use subject::{key_of, reserve_for_push, CachedResult, Epoch, Subject, NEVER};
+use subject::{key_of, reserve_for_push, Epoch, Subject, NEVER};
 
 /// The instances firing at one moment, by rule (see
 /// [`Evaluator::firing_snapshot`]).
@@ -554,13 +555,6 @@ impl Evaluator {
         self.cost_budget = share_of_a_core;
     }
 
-    /// Whether conditions compiled into native predicates use them (the
-    /// default) or always call the script. The answers are the same; this is
-    /// for measuring the difference and for ruling the compiler out.
-    pub fn set_native_predicates(&mut self, on: bool) {
-        self.native_predicates = on;
-    }
-
     fn evaluate_subject(
         &mut self,
         ri: usize,
@@ -635,49 +629,6 @@ impl Evaluator {
         }
         self.values = values;
         Ok(())
-    }
-
-    /// The value of condition `cond` of rule `ri` for subject `s` on
-    /// `values`: from its native predicate when it has one (see
-    /// [`crate::rule::native`]); else from the subject's cache when neither
-    /// the values nor (for cross-series rules) other rules' instances
-    /// changed, else from the script, its time counted against the rule's
-    /// cost budget.
-    ///
-    /// A native predicate cannot fail: where the script would fail (integer
-    /// overflow, division by zero) it gives no answer and the script runs,
-    /// so the error, and the quarantine, are the script's own. Its cost is
-    /// not timed (two clock reads cost as much as the predicate, and a
-    /// preemption would land on it): each call is charged
-    /// [`cost::native_cost`] of its size, above what it measures, against
-    /// the same budget.
-    fn condition(&mut self, ri: usize, s: u32, cond: Condition, values: &[f64]) -> Result<bool, ScriptError> {
-        let rt = &mut self.rules[ri];
-        if self.native_predicates {
-            if let Some((result, nodes)) = rt.rule.eval_native_sized(cond, values) {
-                rt.cost.spent_native(nodes);
-                self.stats.native_calls += 1;
-                return Ok(result);
-            }
-        }
-        // Rules that ask about other rules' instances must be evaluated again
-        // when those change, not only their windows.
-        let epoch = if rt.rule.cross_series { self.scripts.helpers().epoch() } else { 0 };
-        let hash = hash_values(values) ^ epoch.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        let clear = cond == Condition::Clear;
-        if let Some(cached) = rt.subjects[s as usize].cached(hash).filter(|c| c.clear == clear) {
-            self.stats.cache_hits += 1;
-            return Ok(cached.result);
-        }
-        self.stats.script_calls += 1;
-        let labels = rt.labels_of(s, &self.series.read()).clone();
-        let w = rt.rule.window_values(values.to_vec());
-        let started = std::time::Instant::now();
-        let result = self.scripts.eval(&rt.rule, cond, &labels, w);
-        rt.cost.spent(started.elapsed());
-        let result = result?;
-        rt.subjects[s as usize].set_cached(hash, CachedResult { clear, result });
-        Ok(result)
     }
 
     fn labels_of(&self, ri: usize, s: u32) -> Labels {
@@ -830,13 +781,4 @@ impl Evaluator {
             None => Ok(()),
         }
     }
-}
-
-/// A cheap hash of window values, to skip scripts whose inputs did not move.
-fn hash_values(values: &[f64]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for v in values {
-        h = (h ^ v.to_bits()).wrapping_mul(0x0100_0000_01b3).rotate_left(17);
-    }
-    h
 }
