@@ -58,18 +58,28 @@ def handler(state):
                 self.send_response(404)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
-            self.wfile.write(body)
+            try:
+                self.wfile.write(body)
+            except BrokenPipeError:
+                # A scraper stopped mid-page (the measurement ending); nothing to answer.
+                pass
 
     return Handler
 
 
+class Server(http.server.ThreadingHTTPServer):
+    # The default backlog of 5 can drop a connection when both scrapers and the fault requests
+    # arrive together; a dropped SYN is retried after a second, which would show up as latency.
+    request_queue_size = 128
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--series", type=int, default=10000)
+    parser.add_argument("--series", type=int, default=10000, help="series of side_by_side_value")
     parser.add_argument("--changing", action="store_true", help="values change on every scrape")
     args = parser.parse_args()
     state = State(args.series, args.changing)
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler(state))
+    server = Server(("127.0.0.1", 0), handler(state))
     print(server.server_address[1], flush=True)
     server.serve_forever()
 

@@ -3,34 +3,65 @@
 
 For each scale and value mode, one exporter (exporter.py) is scraped every second by a real
 Prometheus and by `rocemend run` with a prometheus sensor, for the same time; each process's CPU
-time (utime + stime from /proc) is divided by the samples it took in (Prometheus: the sum of its
-scrape_samples_scraped over the window; rocemend: rocemend_samples_ingested_total). Then,
-at a 100 ms interval for both, the exporter's fault flag is raised N times; the time from the
-raise to Prometheus's alert (its activeAt) and to rocemend's decision (its dispatched_at) is
-collected, and the percentiles printed. Standard library only.
+time (utime + stime from /proc) is divided by the samples it took in over that time, read from
+each before and after: Prometheus's prometheus_tsdb_head_samples_appended_total, rocemend's
+rocemend_samples_ingested_total. Then, at a 100 ms interval for both, the exporter's fault flag
+is raised N times; the time from the raise (stamped by the exporter) to Prometheus's alert (its
+activeAt, and when a 10 ms poll of /api/v1/alerts first saw it) and to rocemend's decision (its
+dispatched_at) is collected, and the percentiles printed. Standard library only.
 """
 
 import argparse
+import ctypes
 import json
 import os
 import random
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.parse
 import urllib.request
-from datetime import datetime
+from datetime import datetime, timezone
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TICK = os.sysconf("SC_CLK_TCK")
 
+# Every process started, so that every way out (normal end, an error, a signal) stops them.
+PROCS = []
+
+
+def die_with_parent():
+    """In the child before exec: SIGTERM when this script dies, even by SIGKILL."""
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def stop_all():
+    while PROCS:
+        p = PROCS.pop()
+        try:
+            os.killpg(p.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            continue
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+
+
+def on_signal(signum, _frame):
+    # One signal is enough: a second one (the wrapper forwarding Ctrl-C) must not cut the cleanup.
+    for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(s, signal.SIG_IGN)
+    raise SystemExit(f"side-by-side: stopped by signal {signum}")
+
 
 def free_port():
-    import socket
-
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -42,9 +73,10 @@ def get(url, timeout=2.0):
 
 
 def cpu_seconds(pid):
+    """(user, system) CPU seconds of a process, all its threads, from /proc/PID/stat."""
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
+    return int(fields[11]) / TICK, int(fields[12]) / TICK
 
 
 def rss_mib(pid):
@@ -55,11 +87,11 @@ def rss_mib(pid):
     return float("nan")
 
 
-def metric(text, name):
-    """The sum of every sample of `name` in a text-format page."""
+def metric(text, name, match=""):
+    """The sum of the samples of `name` in a text-format page whose labels contain `match`."""
     total = None
     for line in text.splitlines():
-        if line.startswith(name) and (len(line) == len(name) or line[len(name)] in " {"):
+        if line.startswith(name) and (len(line) == len(name) or line[len(name)] in " {") and match in line:
             total = (total or 0.0) + float(line.rsplit(" ", 1)[1])
     return total
 
@@ -78,18 +110,19 @@ def wait_for(what, probe, within=60.0, every=0.1):
 
 
 class Run:
-    """The exporter, Prometheus and rocemend, started in `work`; stopped by stop()."""
+    """The exporter, Prometheus and rocemend, started in `work`; stopped by stop_all()."""
 
     def __init__(self, args, work, series, changing, interval_ms):
-        self.procs = []
         self.work = work
         os.makedirs(work, exist_ok=True)
         cmd = [sys.executable, os.path.join(HERE, "exporter.py"), "--series", str(series)]
         if changing:
             cmd.append("--changing")
         self.exporter = self.spawn(cmd, "exporter.log", stdout=subprocess.PIPE)
-        self.exporter_port = int(self.exporter.stdout.readline())
-        self.exporter_url = f"http://127.0.0.1:{self.exporter_port}"
+        line = self.exporter.stdout.readline()
+        if not line.strip().isdigit():
+            raise SystemExit(f"side-by-side: the exporter did not start (see {work}/exporter.log)")
+        self.exporter_url = f"http://127.0.0.1:{int(line)}"
         interval = f"{interval_ms}ms"
         self.prom_port = free_port()
         with open(os.path.join(work, "prometheus.yml"), "w") as f:
@@ -98,7 +131,7 @@ class Run:
                 f"  scrape_timeout: {interval}\n"
                 f"rule_files: ['{os.path.join(HERE, 'alerts.yml')}']\n"
                 "scrape_configs:\n  - job_name: exporter\n"
-                f"    static_configs:\n      - targets: ['127.0.0.1:{self.exporter_port}']\n"
+                f"    static_configs:\n      - targets: ['{self.exporter_url[len('http://'):]}']\n"
             )
         self.prometheus = self.spawn(
             [
@@ -125,36 +158,44 @@ class Run:
             )
         self.rocemend = self.spawn([args.rocemend, "run", "--config", config], "rocemend.log")
         wait_for("Prometheus", lambda: "Prometheus" in get(f"http://127.0.0.1:{self.prom_port}/-/ready"))
-        wait_for("rocemend's metrics", lambda: self.rocemend_samples() is not None)
+        wait_for("rocemend's metrics", lambda: self.rocemend_counts()[0] is not None)
+        for who, p in (("exporter", self.exporter), ("prometheus", self.prometheus), ("rocemend", self.rocemend)):
+            if p.poll() is not None:
+                raise SystemExit(f"side-by-side: {who} exited with {p.returncode} (see {work}/{who}.log)")
 
     def spawn(self, cmd, log, stdout=None):
         out = open(os.path.join(self.work, log), "w")
-        p = subprocess.Popen(cmd, stdout=stdout or out, stderr=out, text=True, start_new_session=True)
-        self.procs.append(p)
+        p = subprocess.Popen(
+            cmd,
+            stdout=stdout or out,
+            stderr=out,
+            text=True,
+            start_new_session=True,
+            preexec_fn=die_with_parent,
+        )
+        PROCS.append(p)
         return p
 
-    def rocemend_samples(self):
-        return metric(get(f"http://127.0.0.1:{self.metrics_port}/metrics"), "rocemend_samples_ingested_total")
+    def rocemend_counts(self):
+        """(samples ingested, successful scrapes) from rocemend's /metrics."""
+        page = get(f"http://127.0.0.1:{self.metrics_port}/metrics")
+        return (
+            metric(page, "rocemend_samples_ingested_total"),
+            metric(page, "rocemend_sensor_reads_total", 'sensor="prometheus"'),
+        )
 
-    def prometheus_samples(self, seconds):
-        """Samples Prometheus scraped from the exporter over the last `seconds`, by its own
-        `scrape_samples_scraped` series (2.42 exports no appended-samples counter)."""
-        query = urllib.parse.quote(f'sum(sum_over_time(scrape_samples_scraped{{job="exporter"}}[{int(seconds)}s]))')
-        answer = json.loads(get(f"http://127.0.0.1:{self.prom_port}/api/v1/query?query={query}"))
+    def prometheus_counts(self):
+        """(samples appended to the head, scrapes of the exporter) from Prometheus's /metrics."""
+        page = get(f"http://127.0.0.1:{self.prom_port}/metrics")
+        return (
+            metric(page, "prometheus_tsdb_head_samples_appended_total", 'type="float"'),
+            metric(page, "prometheus_target_interval_length_seconds_count"),
+        )
+
+    def query(self, promql):
+        answer = json.loads(get(f"http://127.0.0.1:{self.prom_port}/api/v1/query?query={urllib.parse.quote(promql)}"))
         result = answer["data"]["result"]
-        return float(result[0]["value"][1]) if result else None
-
-    def stop(self):
-        for p in reversed(self.procs):
-            try:
-                os.killpg(p.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        for p in self.procs:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
+        return float(result[0]["value"][1]) if result else 0.0
 
 
 def cost(args, root, series, changing):
@@ -162,30 +203,46 @@ def cost(args, root, series, changing):
     mode = "changing" if changing else "static"
     run = Run(args, os.path.join(root, f"cost-{series}-{mode}"), series, changing, 1000)
     try:
-        # Let both register every series before counting.
+        # Let both register every series before counting. Prometheus shows its counters only
+        # once it has appended and timed a second scrape.
+        wait_for("Prometheus's scrape counters", lambda: None not in run.prometheus_counts())
         time.sleep(args.settle)
         before = {
-            "rocemend": (cpu_seconds(run.rocemend.pid), run.rocemend_samples()),
-            "prometheus": (cpu_seconds(run.prometheus.pid), 0.0),
+            "rocemend": (cpu_seconds(run.rocemend.pid), *run.rocemend_counts()),
+            "prometheus": (cpu_seconds(run.prometheus.pid), *run.prometheus_counts()),
         }
         time.sleep(args.seconds)
         after = {
-            "rocemend": (cpu_seconds(run.rocemend.pid), run.rocemend_samples()),
-            "prometheus": (cpu_seconds(run.prometheus.pid), run.prometheus_samples(args.seconds)),
+            "rocemend": (cpu_seconds(run.rocemend.pid), *run.rocemend_counts()),
+            "prometheus": (cpu_seconds(run.prometheus.pid), *run.prometheus_counts()),
         }
         rss = {"rocemend": rss_mib(run.rocemend.pid), "prometheus": rss_mib(run.prometheus.pid)}
+        window = f'up{{job="exporter"}}[{int(args.seconds)}s]'
+        failed = run.query(f"count_over_time({window}) - sum_over_time({window})")
     finally:
-        run.stop()
+        stop_all()
     out = {}
     for who in ("rocemend", "prometheus"):
-        cpu = after[who][0] - before[who][0]
+        user = after[who][0][0] - before[who][0][0]
+        system = after[who][0][1] - before[who][0][1]
+        cpu = user + system
         samples = after[who][1] - before[who][1]
-        out[who] = (1e6 * cpu / samples if samples else float("nan"), samples, rss[who])
+        scrapes = after[who][2] - before[who][2]
+        out[who] = {
+            "us": 1e6 * cpu / samples if samples else float("nan"),
+            "cpu": cpu,
+            "user": user,
+            "system": system,
+            "samples": samples,
+            "scrapes": scrapes,
+            "rss": rss[who],
+        }
+    out["prometheus"]["failed"] = failed
     return out
 
 
 def rfc3339_ns(text):
-    """Prometheus's activeAt (RFC 3339, up to nanoseconds) as nanoseconds."""
+    """Prometheus's activeAt (RFC 3339 in UTC, up to nanoseconds) as nanoseconds."""
     head, _, frac = text.rstrip("Z").partition(".")
     tz = 0
     for sign in "+-":
@@ -193,68 +250,84 @@ def rfc3339_ns(text):
             frac, _, zone = frac.partition(sign)
             hours, minutes = zone.split(":")
             tz = (int(hours) * 3600 + int(minutes) * 60) * (1 if sign == "+" else -1)
-    base = datetime.strptime(head, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=None)
-    epoch = (base - datetime(1970, 1, 1)).total_seconds() - tz
-    return int(epoch) * 10**9 + int((frac + "000000000")[:9])
+    base = datetime.strptime(head, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=timezone.utc)
+    return (int(base.timestamp()) - tz) * 10**9 + int((frac + "000000000")[:9])
+
+
+def firing(run):
+    alerts = json.loads(get(f"http://127.0.0.1:{run.prom_port}/api/v1/alerts"))["data"]["alerts"]
+    return [a for a in alerts if a["labels"].get("alertname") == "SideBySideFault" and a["state"] == "firing"]
+
+
+def decisions(args, run):
+    out = subprocess.run(
+        [args.rocemend, "decisions", "--json", "--rule", "side-by-side-fault", "--socket", run.socket],
+        capture_output=True,
+        text=True,
+    ).stdout
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
 
 
 def latency(args, root):
     """Fault raised → Prometheus alert and → rocemend decision, ms, over `args.trials` trials."""
     run = Run(args, os.path.join(root, "latency"), args.latency_series, False, 100)
-    prom, roce = [], []
+    prom, polled, roce = [], [], []
     try:
-        time.sleep(3)
-        seen = set()
+        # Prometheus's discovery hands targets to its scrapers about 5 s after start; a fault
+        # raised before that waits for the first scrape. Both scrape steadily before the first
+        # raise (20 scrapes of 100 ms each).
+        wait_for(
+            "both to scrape every 100 ms",
+            lambda: (run.prometheus_counts()[1] or 0) >= 20 and (run.rocemend_counts()[1] or 0) >= 20,
+            every=0.2,
+        )
+        seen = {d["id"] for d in decisions(args, run)}
         for _ in range(args.trials):
             raised = int(get(f"{run.exporter_url}/fault?on=1"))
-            got_prom = got_roce = None
+            got_prom = got_poll = got_roce = None
             deadline = time.monotonic() + 5
             while (got_prom is None or got_roce is None) and time.monotonic() < deadline:
                 if got_prom is None:
-                    alerts = json.loads(get(f"http://127.0.0.1:{run.prom_port}/api/v1/alerts"))["data"]["alerts"]
-                    for a in alerts:
-                        if a["labels"].get("alertname") == "SideBySideFault" and a["state"] == "firing":
-                            got_prom = rfc3339_ns(a["activeAt"])
-                if got_roce is None:
-                    out = subprocess.run(
-                        [args.rocemend, "decisions", "--json", "--socket", run.socket],
-                        capture_output=True,
-                        text=True,
-                    ).stdout
-                    for line in out.splitlines():
-                        d = json.loads(line)
-                        if d["proposal"]["rule"] == "side-by-side-fault" and d["id"] not in seen:
+                    for a in firing(run):
+                        got_prom, got_poll = rfc3339_ns(a["activeAt"]), time.time_ns()
+                # Both stamps are the daemons' own, so reading rocemend's late changes nothing; it
+                # is read only once Prometheus has fired (or 300 ms have gone), sparing the
+                # machine a `rocemend decisions` process every 10 ms while Prometheus is timed.
+                if got_roce is None and (got_prom is not None or time.time_ns() - raised > 300_000_000):
+                    for d in decisions(args, run):
+                        if d["id"] not in seen:
                             seen.add(d["id"])
                             got_roce = d["dispatched_at"]
                 time.sleep(0.01)
             if got_prom is not None:
                 prom.append((got_prom - raised) / 1e6)
+                polled.append((got_poll - raised) / 1e6)
             if got_roce is not None:
                 roce.append((got_roce - raised) / 1e6)
             get(f"{run.exporter_url}/fault?on=0")
             # Both clear before the next raise (Prometheus's alert leaves the list at its next
             # evaluation, rocemend's instance resolves when the flag reads 0), and the next raise
             # lands at a random point of the scrape and evaluation cycles.
-            wait_for(
-                "Prometheus's alert to clear",
-                lambda: not any(
-                    a["labels"].get("alertname") == "SideBySideFault"
-                    for a in json.loads(get(f"http://127.0.0.1:{run.prom_port}/api/v1/alerts"))["data"]["alerts"]
-                ),
-                within=10,
-                every=0.05,
-            )
+            wait_for("Prometheus's alert to clear", lambda: not firing(run), within=10, every=0.05)
             time.sleep(1.0 + random.random() * 0.1)
+        failed = run.query('count_over_time(up{job="exporter"}[1h]) - sum_over_time(up{job="exporter"}[1h])')
+        roce_failed = metric(get(f"http://127.0.0.1:{run.metrics_port}/metrics"), "rocemend_sensor_errors_total")
     finally:
-        run.stop()
-    return prom, roce
+        stop_all()
+    return prom, polled, roce, failed, roce_failed or 0.0
 
 
 def pct(values, p):
+    """The nearest-rank percentile."""
     if not values:
         return float("nan")
     s = sorted(values)
-    return s[min(len(s) - 1, max(0, int(-(-p * len(s) // 100)) - 1))]
+    return s[min(len(s) - 1, max(0, -(-p * len(s) // 100) - 1))]
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
 
 
 def main():
@@ -267,19 +340,26 @@ def main():
     parser.add_argument("--trials", type=int, default=40, help="fault raises for the latency")
     parser.add_argument("--latency-series", type=int, default=1000, help="series beside the fault flag")
     parser.add_argument("--out", help="also write the table to this file")
+    parser.add_argument("--work", help="an empty directory for the runs' files (default: a new temporary one)")
     args = parser.parse_args()
+    for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(s, on_signal)
 
-    root = tempfile.mkdtemp(prefix="side-by-side-")
-    lines = []
+    root = args.work or tempfile.mkdtemp(prefix="side-by-side-")
+    lines, notes = [], []
 
     def say(line=""):
         print(line, flush=True)
         lines.append(line)
 
     try:
-        load = open("/proc/loadavg").read().split()[:3]
-        say(f"side by side, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average {' '.join(load)}")
-        say(f"rocemend {args.rocemend}; {subprocess.run([args.prometheus, '--version'], capture_output=True, text=True).stdout.splitlines()[0]}")
+        version = subprocess.run([args.prometheus, "--version"], capture_output=True, text=True).stdout
+        say(
+            f"side by side, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+            f"{os.cpu_count()} CPUs, load average at the start {loadavg()}"
+        )
+        say(f"rocemend {args.rocemend}; {version.splitlines()[0]}")
+        say(f"cost: scraped every 1 s by both, {args.seconds:g} s counted after {args.settle:g} s of settling")
         say()
         say("| series | values | rocemend µs/sample | Prometheus µs/sample | rocemend ÷ Prometheus | RSS rocemend / Prometheus |")
         say("|---|---|---|---|---|---|")
@@ -288,22 +368,46 @@ def main():
                 c = cost(args, root, series, changing)
                 r, p = c["rocemend"], c["prometheus"]
                 say(
-                    f"| {series:,} | {'changing' if changing else 'static'} | {r[0]:.3f} | {p[0]:.3f} | "
-                    f"{r[0] / p[0]:.2f} | {r[2]:.0f} / {p[2]:.0f} MiB |"
+                    f"| {series:,} | {'changing' if changing else 'static'} | {r['us']:.3f} | {p['us']:.3f} | "
+                    f"{r['us'] / p['us']:.2f} | {r['rss']:.0f} / {p['rss']:.0f} MiB |"
                 )
-        prom, roce = latency(args, root)
+                notes.append(
+                    f"- {series:,} {'changing' if changing else 'static'}: rocemend {r['cpu']:.2f} s CPU "
+                    f"({r['user']:.2f} user + {r['system']:.2f} system), {r['scrapes']:.0f} scrapes, "
+                    f"{r['samples']:,.0f} samples; Prometheus {p['cpu']:.2f} s CPU ({p['user']:.2f} + "
+                    f"{p['system']:.2f}), {p['scrapes']:.0f} scrapes ({p['failed']:.0f} failed), "
+                    f"{p['samples']:,.0f} samples appended"
+                )
         say()
-        say(f"detection at a 100 ms interval, {args.trials} trials (ms from the fault's raise):")
+        for n in notes:
+            say(n)
+        prom, polled, roce, failed, roce_failed = latency(args, root)
+        say()
+        say(
+            f"detection at a 100 ms interval, {args.trials} trials, {args.latency_series:,} series beside the "
+            f"fault flag (ms from the fault's raise):"
+        )
         say()
         say("| | detected | p50 | p90 | p99 | max |")
         say("|---|---|---|---|---|---|")
-        for who, v in (("rocemend decision", roce), ("Prometheus alert (activeAt)", prom)):
+        for who, v in (
+            ("rocemend decision (dispatched_at)", roce),
+            ("Prometheus alert (activeAt)", prom),
+            ("Prometheus alert (first seen by a 10 ms poll)", polled),
+        ):
             say(
                 f"| {who} | {len(v)} | {pct(v, 50):.0f} | {pct(v, 90):.0f} | {pct(v, 99):.0f} | "
                 f"{max(v) if v else float('nan'):.0f} |"
             )
+        say()
+        say(f"failed scrapes during the latency run: Prometheus {failed:.0f}, rocemend {roce_failed:.0f}")
+        say(f"rocemend, each trial: {' '.join(f'{x:.0f}' for x in roce)}")
+        say(f"Prometheus activeAt, each trial: {' '.join(f'{x:.0f}' for x in prom)}")
+        say(f"load average at the end {loadavg()}")
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        stop_all()
+        if not args.work:
+            shutil.rmtree(root, ignore_errors=True)
     if args.out:
         with open(args.out, "w") as f:
             f.write("\n".join(lines) + "\n")
