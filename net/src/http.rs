@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Full};
 use hyper::header::{HeaderMap, HeaderName, HeaderValue};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
@@ -125,6 +125,31 @@ pub struct Request<'a> {
     pub body: &'a [u8],
 }
 
+/// An answer's status and headers, when its body went to a caller's
+/// buffer ([`Client::send_into`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Head {
+    /// The status code.
+    pub status: u16,
+    /// The headers.
+    pub headers: HeaderMap,
+}
+
+impl Head {
+    /// The value of header `name`, if it is there and is text.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        header_text(&self.headers, name)
+    }
+}
+
+fn header_text<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// The capacity a reused body buffer keeps however small the answers get
+/// ([`Client::send_into`]).
+const KEPT_BODY: usize = 64 << 10;
+
 /// An answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Response {
@@ -144,7 +169,7 @@ impl Response {
 
     /// The value of header `name`, if it is there and is text.
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.get(name).and_then(|v| v.to_str().ok())
+        header_text(&self.headers, name)
     }
 
     /// The start of the body as text, for error messages.
@@ -220,16 +245,41 @@ impl Client {
 
     /// Sends `request` and reads the answer, all within `timeout`.
     pub async fn send(&self, request: &Request<'_>, timeout: Duration) -> Result<Response, HttpError> {
-        tokio::time::timeout(timeout, self.exchange(request)).await.map_err(|_| HttpError::Timeout(timeout))?
+        let mut body = Vec::new();
+        let Head { status, headers } = self.send_into(request, timeout, &mut body).await?;
+        Ok(Response { status, headers, body })
     }
 
-    async fn exchange(&self, request: &Request<'_>) -> Result<Response, HttpError> {
+    /// Sends `request` and reads the answer's body into `body` (cleared
+    /// first), all within `timeout`. For callers that repeat a large GET
+    /// (a scrape of a 100k-series page is ~5 MB): the buffer is kept and
+    /// refilled in place, one copy from the socket's buffer and no fresh
+    /// pages for the kernel to fault in on every request. A buffer that
+    /// grew for one large answer is given back when a later one is less
+    /// than half its size. On an error `body` holds what was read so far.
+    pub async fn send_into(
+        &self,
+        request: &Request<'_>,
+        timeout: Duration,
+        body: &mut Vec<u8>,
+    ) -> Result<Head, HttpError> {
+        body.clear();
+        let result = tokio::time::timeout(timeout, self.exchange(request, body))
+            .await
+            .map_err(|_| HttpError::Timeout(timeout))?;
+        if body.capacity() > 2 * body.len().max(KEPT_BODY) {
+            body.shrink_to(body.len().max(KEPT_BODY));
+        }
+        result
+    }
+
+    async fn exchange(&self, request: &Request<'_>, body: &mut Vec<u8>) -> Result<Head, HttpError> {
         let url = request.url;
         let stream = TcpStream::connect((url.host.as_str(), url.port))
             .await
             .map_err(|e| HttpError::Connect(format!("connecting to {}:{}: {e}", url.host, url.port)))?;
         if !url.https {
-            return self.over(TokioIo::new(stream), request).await;
+            return self.over(TokioIo::new(stream), request, body).await;
         }
         let tls = self
             .tls
@@ -241,10 +291,10 @@ impl Client {
             .connect(name, stream)
             .await
             .map_err(|e| HttpError::Connect(format!("TLS handshake with {url}: {e}")))?;
-        self.over(TokioIo::new(stream), request).await
+        self.over(TokioIo::new(stream), request, body).await
     }
 
-    async fn over<S>(&self, io: S, request: &Request<'_>) -> Result<Response, HttpError>
+    async fn over<S>(&self, io: S, request: &Request<'_>, body: &mut Vec<u8>) -> Result<Head, HttpError>
     where
         S: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
     {
@@ -263,15 +313,26 @@ impl Client {
                 .await
                 .map_err(|e| HttpError::Io(format!("{}: {e}", what())))?;
             let status = response.status().as_u16();
-            let headers = response.headers().clone();
-            let body = Limited::new(response.into_body(), self.max_response).collect().await.map_err(|e| {
-                if e.is::<http_body_util::LengthLimitError>() {
-                    HttpError::TooLarge(self.max_response)
-                } else {
-                    HttpError::Io(format!("{}: reading the body: {e}", what()))
+            let (parts, mut incoming) = response.into_parts();
+            let too_large = HttpError::TooLarge(self.max_response);
+            // A declared length is checked before anything is read, and
+            // room for it is made at once instead of by doubling.
+            let declared = parts.headers.get(hyper::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok());
+            if let Some(length) = declared.and_then(|v| v.parse::<usize>().ok()) {
+                if length > self.max_response {
+                    return Err(too_large);
                 }
-            })?;
-            Ok(Response { status, headers, body: body.to_bytes().to_vec() })
+                body.reserve(length);
+            }
+            while let Some(frame) = incoming.frame().await {
+                let frame = frame.map_err(|e| HttpError::Io(format!("{}: reading the body: {e}", what())))?;
+                let Ok(data) = frame.into_data() else { continue }; // trailers
+                if body.len() + data.len() > self.max_response {
+                    return Err(too_large);
+                }
+                body.extend_from_slice(&data);
+            }
+            Ok(Head { status, headers: parts.headers })
         }
         .await;
         driver.abort();
@@ -406,6 +467,30 @@ mod tests {
         let (url, _server) = serve_once(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n0123456789").await;
         let request = Request { method: "POST", url: &url, headers: Vec::new(), body: b"[]" };
         assert_eq!(Client::plain(4).send(&request, Duration::from_secs(5)).await, Err(HttpError::TooLarge(4)));
+    }
+
+    #[tokio::test]
+    async fn send_into_refills_one_buffer_and_limits_undeclared_lengths() {
+        let client = Client::plain(1 << 20);
+        let mut body = b"left from before".to_vec();
+        let (url, _server) = serve_once(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-A: b\r\n\r\nhello").await;
+        let request = Request { method: "POST", url: &url, headers: Vec::new(), body: b"[]" };
+        let head = client.send_into(&request, Duration::from_secs(5), &mut body).await.unwrap();
+        assert_eq!((head.status, head.header("x-a"), body.as_slice()), (200, Some("b"), b"hello".as_slice()));
+        // A chunked answer declares no length: the limit holds as it arrives.
+        let chunked = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n3\r\ndef\r\n0\r\n\r\n";
+        let (url, _server) = serve_once(chunked).await;
+        let request = Request { method: "POST", url: &url, headers: Vec::new(), body: b"[]" };
+        let small = Client::plain(4);
+        assert_eq!(small.send_into(&request, Duration::from_secs(5), &mut body).await, Err(HttpError::TooLarge(4)));
+        assert!(body.len() <= 4, "{body:?}");
+        // A buffer grown far past what it holds is given back.
+        let mut grown = Vec::with_capacity(8 * KEPT_BODY);
+        let (url, _server) = serve_once(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").await;
+        let request = Request { method: "POST", url: &url, headers: Vec::new(), body: b"[]" };
+        client.send_into(&request, Duration::from_secs(5), &mut grown).await.unwrap();
+        assert_eq!(grown, b"ok");
+        assert!(grown.capacity() <= 2 * KEPT_BODY, "{}", grown.capacity());
     }
 
     #[tokio::test]

@@ -63,15 +63,16 @@ impl ScrapeError {
     }
 }
 
-/// GETs `url` within `timeout` and returns the body of a 200 answer.
-pub async fn get(client: &Client, url: &Url, timeout: Duration) -> Result<Vec<u8>, ScrapeError> {
+/// GETs `url` within `timeout` and reads the body of a 200 answer into
+/// `body`, whose capacity is kept from one scrape to the next.
+pub async fn get(client: &Client, url: &Url, timeout: Duration, body: &mut Vec<u8>) -> Result<(), ScrapeError> {
     let headers = vec![
         ("Accept", ACCEPT.to_string()),
         ("Accept-Encoding", "identity".to_string()),
         ("User-Agent", "rocemend".to_string()),
     ];
     let request = Request { method: "GET", url, headers, body: b"" };
-    let response = client.send(&request, timeout).await.map_err(ScrapeError::Http)?;
+    let response = client.send_into(&request, timeout, body).await.map_err(ScrapeError::Http)?;
     if response.status != 200 {
         return Err(ScrapeError::Refused(format!("status {}", response.status)));
     }
@@ -80,7 +81,7 @@ pub async fn get(client: &Client, url: &Url, timeout: Duration) -> Result<Vec<u8
             return Err(ScrapeError::Refused(format!("unsupported content-encoding {encoding:?}")));
         }
     }
-    Ok(response.body)
+    Ok(())
 }
 
 /// The client scrapes go through.

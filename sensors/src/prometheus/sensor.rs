@@ -68,6 +68,8 @@ struct Scraper {
     target: Target,
     client: Client,
     mapper: Mapper,
+    /// The last page; its capacity is kept for the next.
+    body: Vec<u8>,
 }
 
 impl Scraper {
@@ -77,14 +79,14 @@ impl Scraper {
         // time the sensor read the value, like every other sensor's.
         let ts = engine::time::wall_clock_now();
         let timeout = Duration::from_millis(self.target.config.timeout_ms);
-        let body = match http::get(&self.client, &self.target.url, timeout).await {
+        match http::get(&self.client, &self.target.url, timeout, &mut self.body).await {
             Err(ScrapeError::Http(HttpError::Timeout(_))) => {
                 return Err(("timeout", format!("no answer within {} ms", timeout.as_millis())))
             }
             Err(error) => return Err((error.kind(), error.to_string())),
-            Ok(body) => body,
+            Ok(()) => {}
         };
-        let text = std::str::from_utf8(&body).map_err(|e| ("parse", format!("not UTF-8: {e}")))?;
+        let text = std::str::from_utf8(&self.body).map_err(|e| ("parse", format!("not UTF-8: {e}")))?;
         // Parsing runs on the async worker: the body is bounded by
         // MAX_RESPONSE and parsing and mapping take a few hundred ns per
         // sample (docs/performance.md).
@@ -128,7 +130,7 @@ async fn scrape_loop(
     tick.set_missed_tick_behavior(MissedTickBehavior::Skip);
     let config = &target.config;
     let mapper = Mapper::new(ctx.clone(), &config.prefix, config.labels.clone(), target.allow.clone());
-    let mut scraper = Scraper { target, client: http::client(), mapper };
+    let mut scraper = Scraper { target, client: http::client(), mapper, body: Vec::new() };
     let mut refusals = RefusalLog::new(REFUSAL_LOG_EVERY);
     loop {
         if !ctx.next_tick(&mut tick).await {
