@@ -10,8 +10,9 @@
 #                                map to series, send on its channel (100k
 #                                series, values changing on every page)
 #   gnmi_update_per_sample       the gnmi sensor from a notification on: the
-#                                sonic_queues JSON of a 256-port switch mapped
-#                                to series and sent (every counter moving)
+#                                sonic_queues JSON of 28 switches x 64 ports
+#                                (100,352 series) mapped to series and sent,
+#                                every counter moving
 #
 # Sources: engine/examples/ingest_path.rs, sensors/examples/scrape_path.rs and
 # sensors/examples/gnmi_path.rs;

@@ -256,17 +256,39 @@ fn push_elem(out: &mut String, elem: &PathElem) {
 /// `prefix` + `path`: the elements of both, the prefix's origin and target
 /// unless the path has its own.
 pub fn join(prefix: Option<&Path>, path: &Path) -> Path {
-    let Some(prefix) = prefix else { return path.clone() };
-    let mut out = prefix.clone();
-    out.elem.extend(path.elem.iter().cloned());
-    out.element.extend(path.element.iter().cloned());
-    if !path.origin.is_empty() {
-        out.origin = path.origin.clone();
-    }
-    if !path.target.is_empty() {
-        out.target = path.target.clone();
-    }
+    let mut out = Path::default();
+    join_into(prefix, path, &mut out);
     out
+}
+
+/// [`join`] into `out`, reusing its allocations: a receiver joining every
+/// update of a stream to its prefix keeps one `out` and, once it has held
+/// a path of that shape, allocates nothing for element names or the
+/// origin and target (keys still copy their strings).
+pub fn join_into(prefix: Option<&Path>, path: &Path, out: &mut Path) {
+    let empty = Path::default();
+    let prefix = prefix.unwrap_or(&empty);
+    let elems = prefix.elem.iter().chain(&path.elem);
+    out.elem.truncate(prefix.elem.len() + path.elem.len());
+    for (i, elem) in elems.enumerate() {
+        match out.elem.get_mut(i) {
+            Some(slot) => {
+                slot.name.clone_from(&elem.name);
+                slot.key.clone_from(&elem.key);
+            }
+            None => out.elem.push(elem.clone()),
+        }
+    }
+    out.element.truncate(prefix.element.len() + path.element.len());
+    for (i, name) in prefix.element.iter().chain(&path.element).enumerate() {
+        match out.element.get_mut(i) {
+            Some(slot) => slot.clone_from(name),
+            None => out.element.push(name.clone()),
+        }
+    }
+    // The path's own origin and target win over the prefix's.
+    out.origin.clone_from(if path.origin.is_empty() { &prefix.origin } else { &path.origin });
+    out.target.clone_from(if path.target.is_empty() { &prefix.target } else { &path.target });
 }
 
 /// `prefix` + `path` as a gNMI target reads a request: the elements of
@@ -447,5 +469,27 @@ mod tests {
         let prefix = parse_path("COUNTERS_DB@/COUNTERS").unwrap();
         let joined = join(Some(&prefix), &elems(&["Ethernet0", "Queues"]));
         assert_eq!(path_to_string(&joined), "COUNTERS_DB@/COUNTERS/Ethernet0/Queues");
+    }
+
+    #[test]
+    fn join_into_a_used_path_gives_what_join_gives() {
+        let cases = [
+            ("COUNTERS_DB@/COUNTERS", "/Ethernet0/Queues"),
+            ("openconfig:/interfaces/interface[name=Ethernet4]", "/state/counters/in-errors"),
+            ("/a", "other:/b[k=v]"),
+            ("", "/x"),
+        ];
+        // One buffer through every case, in both orders: longer, shorter,
+        // with and without keys, origin and target left from the last.
+        let mut out = Path::default();
+        for (prefix, path) in cases.iter().chain(cases.iter().rev()) {
+            let prefix = (!prefix.is_empty()).then(|| parse_path(prefix).unwrap());
+            let path = parse_path(path).unwrap();
+            join_into(prefix.as_ref(), &path, &mut out);
+            assert_eq!(out, join(prefix.as_ref(), &path), "{prefix:?} + {path:?}");
+        }
+        let mut old_style = Path { element: vec!["a".into(), "b".into()], ..Path::default() };
+        join_into(None, &Path { element: vec!["c".into()], ..Path::default() }, &mut old_style);
+        assert_eq!(old_style.element, ["c"]);
     }
 }

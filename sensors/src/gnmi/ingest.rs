@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use engine::{Sample, SensorContext, SeriesId, Value};
 use gnmi_proto::gnmi::{Notification, Path, TypedValue};
-use gnmi_proto::path::{join, path_to_string};
+use gnmi_proto::path::{join, join_into, path_to_string};
 use gnmi_proto::value;
 use tokio::time::Instant;
 
@@ -86,6 +86,9 @@ pub struct Memory {
     /// port → (metric, queue, prio) → series. Keyed by port first so a
     /// lookup borrows the port name instead of allocating.
     series: hashbrown::HashMap<String, PortSeries, Fnv>,
+    /// The update being mapped, joined to its prefix: kept so that joining
+    /// reuses its allocations from one update to the next.
+    path: Path,
 }
 
 /// A path's elements as text, without origin or target (a target's delete
@@ -141,8 +144,10 @@ impl Memory {
         let mut samples = Vec::with_capacity(notification.update.len() * 8);
         let mut readings = Vec::with_capacity(8);
         let mut series_errors = 0usize;
+        let no_path = Path::default();
+        let mut path = std::mem::take(&mut self.path);
         for update in &notification.update {
-            let path = join(prefix, &update.path.clone().unwrap_or_default());
+            join_into(prefix, update.path.as_ref().unwrap_or(&no_path), &mut path);
             let Some(val) = &update.val else {
                 let error = MapError::BadValue { path: path_to_string(&path), problem: "no value".into() };
                 problems.push(Problem { error, value: "none".into() });
@@ -191,6 +196,7 @@ impl Memory {
                 samples.push(Sample { series: known.id, ts: stamp, value });
             }
         }
+        self.path = path;
         (samples, problems)
     }
 

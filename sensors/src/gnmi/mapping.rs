@@ -31,10 +31,12 @@
 
 use std::collections::HashMap;
 
+use compact_str::CompactString;
 use engine::{CounterSpec, Labels, SampleKind, SeriesSpec};
 use gnmi_proto::gnmi::{Path, TypedValue};
 use gnmi_proto::value;
 use serde_json::Value as Json;
+use smallvec::SmallVec;
 
 use super::queues::{self, Streamed};
 
@@ -54,8 +56,9 @@ pub struct Reading {
     pub metric: &'static str,
     /// Counter or gauge.
     pub kind: Kind,
-    /// The port.
-    pub port: String,
+    /// The port. Inline up to 24 bytes (every port name of SONiC and
+    /// OpenConfig), so a reading allocates nothing.
+    pub port: CompactString,
     /// The queue (also the priority), for queue and PFC metrics.
     pub queue: Option<u8>,
     /// The priority without a queue (port PFC counters).
@@ -133,11 +136,11 @@ const OC_COUNTERS: [(&str, &str); 3] = [
 ];
 
 fn counter(metric: &'static str, port: &str, queue: Option<u8>, prio: Option<u8>, count: u64) -> Reading {
-    Reading { metric, kind: Kind::Counter, port: port.to_string(), queue, prio, count, level: 0.0 }
+    Reading { metric, kind: Kind::Counter, port: CompactString::from(port), queue, prio, count, level: 0.0 }
 }
 
 fn gauge(metric: &'static str, port: &str, queue: Option<u8>, level: f64) -> Reading {
-    Reading { metric, kind: Kind::Gauge, port: port.to_string(), queue, prio: None, count: 0, level }
+    Reading { metric, kind: Kind::Gauge, port: CompactString::from(port), queue, prio: None, count: 0, level }
 }
 
 /// Queue `q`'s `metric` of `kind` on `port`, read as `n`.
@@ -362,7 +365,8 @@ pub fn map_update(path: &Path, val: &TypedValue, out: &mut Vec<Reading>) -> Resu
 
 /// [`map_update`], with `COUNTERS/<oid>` named by `names`.
 pub fn map_update_with(path: &Path, val: &TypedValue, oids: &OidNames, out: &mut Vec<Reading>) -> Result<(), MapError> {
-    let names: Vec<&str> = path.elem.iter().map(|e| e.name.as_str()).collect();
+    // On the stack for every path of SONiC's and OpenConfig's shapes.
+    let names: SmallVec<[&str; 8]> = path.elem.iter().map(|e| e.name.as_str()).collect();
     let known = names.contains(&"COUNTERS") || matches!(names[..], ["interfaces", "interface", "state", ..]);
     if known && is_absent(val) {
         return Ok(());

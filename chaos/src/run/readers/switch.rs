@@ -21,7 +21,7 @@ const PATHS: &[&str] = &[
 ];
 
 /// A reading's series key: port, metric, queue, priority.
-type ReadingKey = (String, &'static str, Option<u8>, Option<u8>);
+type ReadingKey = (compact_str::CompactString, &'static str, Option<u8>, Option<u8>);
 
 /// One leaf's telemetry through its gNMI data tree.
 pub struct SwitchReader {
