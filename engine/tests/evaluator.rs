@@ -201,6 +201,40 @@ fn for_delays_firing_and_a_break_in_the_condition_restarts_it() {
     assert_eq!(window(&fired[0], "paused"), STORMING as f64);
 }
 
+/// A daemon on a quiet fabric sleeps between stale scans instead of
+/// ticking: it may only do so while nothing time-driven is under way.
+#[test]
+fn the_evaluator_is_idle_only_while_no_sample_or_instance_waits_on_time() {
+    let rule = storm(r#""for": "3s","#);
+    let mut rig = Rig::new(&[("pfc-storm.rhai", &rule)]);
+    let mut eth0 = pause_counter(&rig, "n1", "eth0");
+    // Freshly loaded, every rule is visited once: not idle.
+    assert_eq!(rig.ev.idle_until(), None);
+    rig.step(secs(0), &[eth0.add(0)]);
+    rig.step(secs(1), &[eth0.add(HEALTHY)]);
+    // Healthy and evaluated: idle until the next stale scan, a quarter
+    // second after the scan of this evaluation.
+    let scan = secs(1) + engine::evaluator::STALE_SCAN_INTERVAL;
+    assert_eq!(rig.ev.idle_until(), Some(scan));
+    // A sample not yet evaluated ends the idleness.
+    rig.ev.ingest(&[engine::Sample {
+        series: eth0.id,
+        ts: secs(2),
+        value: engine::Value::Count(eth0.add(STORMING).1),
+    }]);
+    assert_eq!(rig.ev.idle_until(), None);
+    // Evaluated, it starts a pending instance, whose `for` runs on time.
+    let mut events = Vec::new();
+    rig.ev.evaluate(secs(2), &mut events);
+    assert_eq!(rig.state("pfc-storm", &[("node", "n1"), ("netdev", "eth0")]), Some(State::Pending));
+    assert_eq!(rig.ev.idle_until(), None, "a pending instance needs every tick");
+    // Healthy again: the instance is gone, and so is the need.
+    rig.step(secs(3), &[eth0.add(HEALTHY)]);
+    assert_eq!(rig.state("pfc-storm", &[("node", "n1"), ("netdev", "eth0")]), Some(State::Inactive));
+    rig.step(secs(4), &[eth0.add(HEALTHY)]);
+    assert_eq!(rig.ev.idle_until(), Some(secs(4) + engine::evaluator::STALE_SCAN_INTERVAL));
+}
+
 #[test]
 fn keep_firing_for_holds_a_firing_instance_after_clear_holds() {
     let rule = storm(r#"keep_firing_for: "3s","#);

@@ -348,13 +348,16 @@ impl Evaluator {
     /// Ingests a batch of samples: counters decoded, windows updated,
     /// subjects marked for evaluation. No script runs here.
     pub fn ingest(&mut self, samples: &[Sample]) {
+        // The samples of one poll share a timestamp: its tick is computed
+        // once (a 64-bit division), not per sample.
+        let mut last_tick = (Nanos::MIN, NEVER);
         for s in samples {
-            self.ingest_one(s);
+            self.ingest_one(s, &mut last_tick);
         }
     }
 
     #[inline]
-    fn ingest_one(&mut self, s: &Sample) {
+    fn ingest_one(&mut self, s: &Sample, last_tick: &mut (Nanos, i32)) {
         let idx = s.series.0 as usize;
         let epoch = *self.epoch.get_or_insert(Epoch(s.ts));
         if idx >= self.states.len() || self.states[idx].route_len == UNROUTED {
@@ -408,7 +411,10 @@ impl Evaluator {
             self.newest_sample = s.ts;
         }
         let polled = !matches!(st.kind, SampleKind::Event);
-        let tick = epoch.tick(s.ts);
+        if last_tick.0 != s.ts || last_tick.1 == NEVER {
+            *last_tick = (s.ts, epoch.tick(s.ts));
+        }
+        let tick = last_tick.1;
         let (start, len) = (st.route_start as usize, st.route_len as usize);
         for r in &self.routes[start..start + len] {
             let rt = &mut self.rules[r.rule as usize];
@@ -431,6 +437,22 @@ impl Evaluator {
                 rt.dirty.push(r.subject);
             }
         }
+    }
+
+    /// Until when `evaluate` has nothing to do that time alone brings, for a
+    /// caller evaluating on a wall clock that would rather not wake for
+    /// nothing: `None` while there is work on every tick (samples not yet
+    /// evaluated, or instances, whose `for`, clearing and windows move with
+    /// time); otherwise the next stale scan, or the trim after new series
+    /// if that comes first. Samples arriving end the idleness: ask again
+    /// after each ingest.
+    pub fn idle_until(&self) -> Option<Nanos> {
+        if !self.pending_rules.is_empty() || !self.live_rules.is_empty() {
+            return None;
+        }
+        let scan = self.last_stale_scan.saturating_add(STALE_SCAN_INTERVAL);
+        let trim = self.routed_at.map_or(Nanos::MAX, |t| t.saturating_add(ROUTING_SETTLES_AFTER));
+        Some(scan.min(trim))
     }
 
     /// Evaluates every rule at `now`: subjects whose windows changed, and

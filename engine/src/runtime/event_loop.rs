@@ -22,6 +22,14 @@ use crate::recording::RecordingFile;
 use crate::series::SeriesTable;
 use crate::time::{wall_clock_now, Nanos};
 
+/// How often, on the wall clock, the dispatcher is given a tick: approval
+/// expiry, ledger compaction, re-verification and a shard's adoption of
+/// switches taken over, all on a scale of seconds. Not every evaluation
+/// tick (50 ms): waking the dispatcher's task costs a few thread wake-ups
+/// each time, which at 20 a second was half of an idle daemon's CPU. Also
+/// the longest a quiet daemon sleeps between ticks (`EventLoop::next_tick`).
+const DISPATCHER_TICK: Nanos = crate::time::SECOND / 4;
+
 /// The running sensors: their batches, and their tasks to see them end.
 pub(super) struct Sensors {
     batches: mpsc::Receiver<Batch>,
@@ -80,6 +88,8 @@ pub(super) struct Tally {
     refused_future: u64,
     /// When the recording was last flushed to its file.
     recording_flushed: Nanos,
+    /// When the dispatcher was last given a wall-clock tick.
+    dispatcher_ticked: Nanos,
 }
 
 impl EventLoop {
@@ -94,8 +104,9 @@ impl EventLoop {
         stop_when_sensors_end: bool,
         observe: &mut (impl FnMut(&DaemonEvent) + Send),
     ) {
-        let mut ticker = tokio::time::interval(tick);
-        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let ticker = tokio::time::sleep(tick);
+        tokio::pin!(ticker);
+        let mut last_tick = tokio::time::Instant::now();
         let mut commands_open = true;
         loop {
             tokio::select! {
@@ -104,7 +115,10 @@ impl EventLoop {
                     None => sensors.done = true,
                 },
                 Some(joined) = sensors.tasks.join_next() => self.on_sensor_end(joined, observe),
-                _ = ticker.tick(), if self.clock == ClockMode::Wall => self.on_tick(observe).await,
+                _ = &mut ticker, if self.clock == ClockMode::Wall => {
+                    last_tick = tokio::time::Instant::now();
+                    self.on_tick(tick, observe).await;
+                }
                 command = commands.recv(), if commands_open => match command {
                     Some(Command::Engine(command)) => self.on_command(command, observe),
                     Some(Command::Dispatch(command)) => {
@@ -123,7 +137,26 @@ impl EventLoop {
             if sensors.done && sensors.tasks.is_empty() && stop_when_sensors_end {
                 break;
             }
+            let next = self.next_tick(last_tick, tick);
+            if next != ticker.deadline() {
+                ticker.as_mut().reset(next);
+            }
         }
+    }
+
+    /// When the next wall-clock tick is due: `tick` after the last one while
+    /// the evaluator has work on every tick; when it is idle (no instances,
+    /// nothing unevaluated: a quiet fabric), at its next stale scan, at most
+    /// [`DISPATCHER_TICK`] away, and the tick's housekeeping is done then
+    /// ([`Self::on_tick`]). A quiet daemon wakes 4 times a second instead of
+    /// 20 and still decides on the batch that brings a fault (batches are
+    /// evaluated as they arrive, not on ticks). Asked after every event, so
+    /// a batch that starts an instance brings the ticks back at once.
+    fn next_tick(&self, last_tick: tokio::time::Instant, tick: Duration) -> tokio::time::Instant {
+        let every_tick = last_tick + tick;
+        let Some(idle_until) = self.evaluator.idle_until() else { return every_tick };
+        let wait = idle_until.saturating_sub(wall_clock_now()).clamp(0, DISPATCHER_TICK) as u64;
+        every_tick.max(tokio::time::Instant::now() + Duration::from_nanos(wait))
     }
 
     /// Lets the dispatcher finish what it was given, reports it, and flushes
@@ -150,9 +183,10 @@ impl EventLoop {
     /// What is recorded reaches the file within a second of wall time, so
     /// `timeline`, `why` and `replay` on a running daemon see the last
     /// second too. Checked on ticks and on batches: on the sample clock
-    /// (`clock = "samples"`) there are no wall-clock ticks.
-    fn flush_recording_if_due(&mut self, wall: Nanos) {
-        if wall.saturating_sub(self.tally.recording_flushed) >= crate::time::SECOND {
+    /// (`clock = "samples"`) there are no wall-clock ticks. `after`: how long
+    /// since the last flush makes one due.
+    fn flush_recording_if_due(&mut self, wall: Nanos, after: Nanos) {
+        if wall.saturating_sub(self.tally.recording_flushed) >= after {
             self.tally.recording_flushed = wall;
             if let Some(Err(error)) = self.recorder.as_mut().map(RecordingFile::flush) {
                 tracing::error!(message = "Could not write the recording.", %error);
@@ -165,7 +199,7 @@ impl EventLoop {
         if let Some(w) = self.recorder.as_mut() {
             record_batch(w, &self.evaluator, &batch);
         }
-        self.flush_recording_if_due(wall_clock_now());
+        self.flush_recording_if_due(wall_clock_now(), crate::time::SECOND);
         for note in &batch.notes {
             if note.kind == Note::RECONNECTED {
                 let reconnected = ToDispatcher::Reconnected { target: note.labels.clone(), at: note.ts };
@@ -210,11 +244,21 @@ impl EventLoop {
         self.refusals.report(&refused, self.evaluator.series(), &self.health);
     }
 
-    async fn on_tick(&mut self, observe: &mut (impl FnMut(&DaemonEvent) + Send)) {
+    /// A wall-clock tick: evaluation, and the housekeeping on a scale of
+    /// seconds. The next tick may be up to [`DISPATCHER_TICK`] away
+    /// ([`Self::next_tick`]), so what falls due before then is done now
+    /// rather than late: the recording still reaches its file within a
+    /// second, and the dispatcher's ticks come one evaluation tick early
+    /// rather than a whole idle interval late.
+    async fn on_tick(&mut self, tick: Duration, observe: &mut (impl FnMut(&DaemonEvent) + Send)) {
         let now = wall_clock_now();
-        self.flush_recording_if_due(now);
+        self.flush_recording_if_due(now, crate::time::SECOND - DISPATCHER_TICK);
         self.evaluate(now, observe).await;
-        let _ = self.dispatcher.inbox.send(ToDispatcher::Tick(now)).await;
+        let early = (tick.as_nanos() as Nanos).min(DISPATCHER_TICK);
+        if now.saturating_sub(self.tally.dispatcher_ticked) >= DISPATCHER_TICK - early {
+            self.tally.dispatcher_ticked = now;
+            let _ = self.dispatcher.inbox.send(ToDispatcher::Tick(now)).await;
+        }
     }
 
     /// One evaluation pass at `now`, its events forwarded and observed.

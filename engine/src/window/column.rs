@@ -49,7 +49,23 @@ pub struct Column {
     /// from: the first sample's, moved up when samples run 2^30 buckets
     /// past it (years for windows of seconds). `i64::MIN` until then.
     base: i64,
+    /// The last bucket written, as `[from, to)` in time and its ring bucket:
+    /// the samples of one poll share a timestamp, so most writes find their
+    /// bucket here instead of by a 64-bit division. Empty (`from > to`)
+    /// until the first write.
+    written: WrittenBucket,
     data: Data,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct WrittenBucket {
+    from: Nanos,
+    to: Nanos,
+    rel: i32,
+}
+
+impl WrittenBucket {
+    const NONE: WrittenBucket = WrittenBucket { from: Nanos::MAX, to: Nanos::MIN, rel: 0 };
 }
 
 /// How far past the base a bucket may run before the rings are rebased.
@@ -67,7 +83,14 @@ impl Column {
             WindowFn::Ewma => Data::Ewma(Vec::new()),
             WindowFn::Absent => Data::Seen(Vec::new()),
         };
-        Column { func: spec.func, range: spec.range, width: (spec.range / BUCKETS as i64).max(1), base: i64::MIN, data }
+        Column {
+            func: spec.func,
+            range: spec.range,
+            width: (spec.range / BUCKETS as i64).max(1),
+            base: i64::MIN,
+            written: WrittenBucket::NONE,
+            data,
+        }
     }
 
     /// Makes room for subjects `0..n`, growing by a quarter rather than
@@ -132,6 +155,9 @@ impl Column {
     /// that it cannot be inside any window.
     #[inline]
     fn bucket_for_write(&mut self, ts: Nanos) -> Option<i32> {
+        if self.written.from <= ts && ts < self.written.to {
+            return Some(self.written.rel);
+        }
         let b = ts.div_euclid(self.width);
         if self.base == i64::MIN {
             self.base = b;
@@ -143,7 +169,12 @@ impl Column {
             self.rebase(delta);
             rel -= delta;
         }
-        (rel > -REBASE_AT).then_some(rel as i32)
+        if rel <= -REBASE_AT {
+            return None;
+        }
+        let from = b * self.width; // b = ts / width rounded down: no overflow
+        self.written = WrittenBucket { from, to: from.saturating_add(self.width), rel: rel as i32 };
+        Some(rel as i32)
     }
 
     #[cold]
@@ -306,6 +337,31 @@ mod tests {
         // A sample far before the base cannot be inside any window.
         c.observe(1, &counter_obs(-(1 << 31), 100.0));
         assert_eq!(c.value(1, far + 2), 4.0);
+    }
+
+    #[test]
+    fn each_sample_lands_in_its_own_bucket_whatever_was_written_last() {
+        // Buckets of 100 ms. Subject 0's samples go back and forth between
+        // buckets (a late sample of an earlier poll), subject 1's share one
+        // timestamp: the bucket remembered from the last write must only
+        // ever be the sample's own.
+        let mut c = Column::new(&spec(WindowFn::MaxOver, 800 * MS));
+        c.grow(2);
+        let at = |ms: i64, level: f64| Observation { ts: ms * MS, step: 0.0, level, value: level };
+        c.observe(0, &at(150, 1.0));
+        c.observe(1, &at(150, 2.0));
+        c.observe(0, &at(250, 3.0));
+        c.observe(1, &at(199, 9.0)); // still bucket 1, after bucket 2 was written
+        c.observe(0, &at(100, 4.0)); // bucket 1's first instant
+        c.observe(0, &at(299, 5.0)); // bucket 2's last
+                                     // At 850 ms the window holds buckets 1..=8: everything.
+        assert_eq!((c.value(0, 850 * MS), c.value(1, 850 * MS)), (5.0, 9.0));
+        // At 950 ms bucket 1 has left it: only what went into bucket 2.
+        assert_eq!(c.value(0, 950 * MS), 5.0);
+        assert!(c.value(1, 950 * MS).is_nan(), "subject 1 had nothing after bucket 1");
+        // Bucket 3 and later: subject 0's bucket-2 samples age out at 1050 ms.
+        c.observe(0, &at(1_000, 0.5));
+        assert_eq!(c.value(0, 1_050 * MS), 0.5);
     }
 
     #[test]

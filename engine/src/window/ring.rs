@@ -62,9 +62,15 @@ impl Ring {
             self.vals = [fold.identity(); BUCKETS];
             self.head = b;
         } else if b > self.head {
-            let steps = (b as i64 - self.head as i64).min(BUCKETS as i64) as i32;
-            for k in 1..=steps {
-                self.vals[slot(self.head.wrapping_add(k))] = fold.identity();
+            let steps = b as i64 - self.head as i64;
+            if steps >= BUCKETS as i64 {
+                // The usual case for a window of seconds fed once a second:
+                // every bucket has aged out.
+                self.vals = [fold.identity(); BUCKETS];
+            } else {
+                for k in 1..=steps as i32 {
+                    self.vals[slot(self.head + k)] = fold.identity();
+                }
             }
             self.head = b;
         } else if b as i64 <= self.head as i64 - BUCKETS as i64 {

@@ -89,7 +89,13 @@ async fn serve(parts: Parts, config_path: &Path) -> anyhow::Result<()> {
         metrics.observe(event);
         hub.publish(event);
     };
-    let summary = runtime::run(daemon, shutdown_rx, command_rx, observe).await?;
+    // The loop runs on a worker of the runtime, not on this thread: its
+    // tick's timer then fires on the thread that drives timers, instead of
+    // that thread waking this one (and this one waking it back to re-arm
+    // the timer) twenty times a second.
+    let summary = tokio::spawn(runtime::run(daemon, shutdown_rx, command_rx, observe))
+        .await
+        .map_err(|e| anyhow::anyhow!("the engine's loop failed: {e}"))??;
     hub_at_stop.close();
     let _ = shutdown_tx.send(true);
     departure.leave().await;
