@@ -63,7 +63,8 @@ pub struct EngineSection {
     /// `wall` (live) or `samples` (evaluate on the samples' own time: replays).
     #[serde(default = "default_clock")]
     pub clock: String,
-    /// Evaluation tick on the wall clock, for time-driven transitions (`for`, cooldowns, staleness).
+    /// Evaluation tick on the wall clock, for time-driven transitions (`for`, cooldowns, staleness),
+    /// while any is under way; while none is, no more often than every 250 ms (the stale scan).
     #[serde(default = "default_tick")]
     pub tick: String,
     /// Default cap on series per sensor.
