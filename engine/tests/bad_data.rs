@@ -6,10 +6,8 @@
 
 mod common;
 
-use common::{proposals_of, secs, storm, Rig};
+use common::{proposals_of, secs, storm, Rig, PAUSE};
 use engine::{CounterSpec, EngineEvent, RuleHealth, Sample, SeriesId, Value};
-
-const PAUSE: &str = "ethtool_tx_prio_pause_duration_us";
 
 /// A port pausing 5 % of the time, read once a second, from `start` µs.
 fn healthy_readings(start: u64, n: i64) -> Vec<(i64, u64)> {

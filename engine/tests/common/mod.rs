@@ -92,6 +92,22 @@ impl Rig {
     }
 }
 
+/// The pause counter of the storm rule ([`storm`]).
+pub const PAUSE: &str = "ethtool_tx_prio_pause_duration_us";
+
+/// Pause microseconds per second of a storming port (90 % paused).
+pub const STORMING: u64 = 900_000;
+/// Between the clear and fire thresholds (30 % paused).
+pub const BETWEEN: u64 = 300_000;
+/// A healthy port (5 % paused).
+pub const HEALTHY: u64 = 50_000;
+
+/// The pause counter of priority 3 on `node`'s `netdev`, read from 0.
+pub fn pause_counter(rig: &Rig, node: &str, netdev: &str) -> Counter {
+    let id = rig.counter(PAUSE, &[("node", node), ("netdev", netdev), ("prio", "3")], CounterSpec::U64);
+    Counter { id, reading: 0 }
+}
+
 /// A counter whose reading the test advances, the way hardware counts.
 #[derive(Debug, Clone, Copy)]
 pub struct Counter {
