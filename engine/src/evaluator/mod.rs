@@ -7,20 +7,22 @@
 //! computed when the series was first seen. Scripts run only in
 //! [`Evaluator::evaluate`], only for subjects whose window values changed
 //! (or whose state is time-driven), so a quiet fabric costs almost nothing.
+//!
+//! Samples in, from routing a new series to marking its subjects dirty, are
+//! in `intake`; a rule's state in `rule_state`, a subject's in `subject`.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::action::{self, Proposal};
-use crate::counter::{self, Increase};
 use crate::instance::{self, Instance, State};
 use crate::labels::{Labels, Sym};
 use crate::mode::Mode;
 use crate::rule::{Condition, Helpers, Rule, RuleScripts, RuleSet, ScriptError};
-use crate::series::{Sample, SampleKind, SeriesId, SeriesTable};
+use crate::series::SeriesTable;
 use crate::store::{Store, StoreError};
 use crate::time::{Nanos, MS};
-use crate::window::{Column, Observation};
+use crate::window::Column;
 
 /// How often subjects that receive no samples are checked for staleness.
 /// Staleness is measured in seconds; a quarter second is precise enough and
@@ -35,6 +37,7 @@ pub const ROUTING_SETTLES_AFTER: Nanos = 1_000 * MS;
 
 pub mod cost;
 mod events;
+mod intake;
 mod predicate;
 mod refusal;
 mod rule_state;
@@ -42,8 +45,8 @@ mod subject;
 
 pub use events::{EngineEvent, EngineStats, InstanceView, RefusedCounts, ReloadReport, RuleHealth, StateBytes};
 pub use refusal::{Refusal, Refusals, Refused};
-use rule_state::{Route, RuleRuntime, SeriesState, UNROUTED};
-use subject::{key_of, reserve_for_push, Epoch, Subject, NEVER};
+use rule_state::{Route, RuleRuntime, SeriesState};
+use subject::{Epoch, Subject, NEVER};
 
 /// The instances firing at one moment, by rule (see
 /// [`Evaluator::firing_snapshot`]).
@@ -240,203 +243,6 @@ impl Evaluator {
             bytes.dirty += rt.dirty.capacity() * 4;
         }
         bytes
-    }
-
-    fn rebuild_index(&mut self) {
-        self.by_metric.clear();
-        for (ri, rt) in self.rules.iter().enumerate() {
-            let mut per_metric: BTreeMap<Sym, Vec<u16>> = BTreeMap::new();
-            for (si, sel) in rt.rule.selectors.iter().enumerate() {
-                let sym = self.series.intern(&sel.metric);
-                per_metric.entry(sym).or_default().push(si as u16);
-            }
-            for (sym, sels) in per_metric {
-                self.by_metric.entry(sym).or_default().push((ri as u16, sels));
-            }
-        }
-        // Visit every rule on the next evaluation: instances and restored
-        // proposals may have come with the new set.
-        self.pending_rules.clear();
-        self.live_rules = (0..self.rules.len() as u16).collect();
-        // Every known series is routed again on its next sample.
-        self.routes.clear();
-        for st in &mut self.states {
-            st.route_len = UNROUTED;
-        }
-    }
-
-    /// Computes the routes of series `idx`: which rules it feeds, as which
-    /// subject, through which windows. Runs once per series (and after a reload).
-    #[cold]
-    fn route(&mut self, idx: usize) {
-        let reg = self.series.read();
-        if idx >= self.states.len() {
-            if idx >= self.states.capacity() {
-                self.states.reserve_exact((idx + 1 - self.states.len()).max(self.states.capacity() / 4 + 16));
-            }
-            self.states.resize(
-                idx + 1,
-                SeriesState {
-                    last: 0,
-                    last_ts: Nanos::MIN,
-                    kind: SampleKind::Gauge,
-                    route_start: 0,
-                    route_len: UNROUTED,
-                },
-            );
-        }
-        let info = reg.info(SeriesId(idx as u32));
-        let labels = info.labels.to_labels(reg.interner());
-        if let Some((job, node)) = self.job_syms {
-            if let (Some(j), Some(n)) = (info.labels.get(job), info.labels.get(node)) {
-                self.scripts.helpers().add_job_node(reg.interner().resolve(j), reg.interner().resolve(n));
-            }
-        }
-        let start = self.routes.len() as u32;
-        let id = SeriesId(idx as u32);
-        if let Some(candidates) = self.by_metric.get(&info.metric) {
-            for (ri, sels) in candidates {
-                let rt = &mut self.rules[*ri as usize];
-                if !sels.iter().any(|s| rt.rule.selectors[*s as usize].matches(&labels)) {
-                    continue;
-                }
-                let key = key_of(&info.labels, &rt.group_by);
-                let found = rt.subject_index.find(&key, &rt.subjects, &rt.group_by, &reg, &rt.narrowed);
-                let subject = match found {
-                    Some(s) => {
-                        // Keep only the labels every series of the subject shares.
-                        rt.subjects[s as usize].narrow(&info.labels, &reg, &mut rt.narrowed);
-                        s
-                    }
-                    None => {
-                        let s = rt.subjects.len() as u32;
-                        reserve_for_push(&mut rt.subjects);
-                        rt.subjects.push(Subject::new(id));
-                        rt.subject_index.insert(&key, s, &rt.subjects, &rt.group_by, &reg, &rt.narrowed);
-                        for c in &mut rt.columns {
-                            c.grow(rt.subjects.len());
-                        }
-                        if !rt.restored.is_empty() {
-                            let subject_key = rt.subject_key(&labels);
-                            if let Some(inst) = rt.restored.remove(&subject_key) {
-                                if inst.state == State::Firing {
-                                    self.scripts.helpers().firing_started(&rt.rule.name, labels.clone());
-                                    if rt.from_store.remove(&subject_key) {
-                                        rt.repropose.push(s);
-                                    }
-                                }
-                                rt.instances.insert(s, inst);
-                            }
-                        }
-                        s
-                    }
-                };
-                if info.kind != SampleKind::Event {
-                    rt.subjects[subject as usize].set_polled();
-                }
-                let slot = rt.metric_windows.iter().position(|(m, _)| *m == info.metric).unwrap_or(0) as u16;
-                reserve_for_push(&mut self.routes);
-                self.routes.push(Route { rule: *ri, slot, subject });
-            }
-        }
-        let st = &mut self.states[idx];
-        st.kind = info.kind;
-        st.route_start = start;
-        st.route_len = (self.routes.len() as u32 - start) as u16;
-    }
-
-    /// Ingests a batch of samples: counters decoded, windows updated,
-    /// subjects marked for evaluation. No script runs here.
-    pub fn ingest(&mut self, samples: &[Sample]) {
-        // The samples of one poll share a timestamp: its tick is computed
-        // once (a 64-bit division), not per sample.
-        let mut last_tick = (Nanos::MIN, NEVER);
-        for s in samples {
-            self.ingest_one(s, &mut last_tick);
-        }
-    }
-
-    #[inline]
-    fn ingest_one(&mut self, s: &Sample, last_tick: &mut (Nanos, i32)) {
-        let idx = s.series.0 as usize;
-        let epoch = *self.epoch.get_or_insert(Epoch(s.ts));
-        if idx >= self.states.len() || self.states[idx].route_len == UNROUTED {
-            self.route(idx);
-            self.routed_at = Some(s.ts);
-        }
-        let st = &mut self.states[idx];
-        if st.has_last() && s.ts < st.last_ts {
-            self.stats.out_of_order += 1;
-            return;
-        }
-        let obs = match st.kind {
-            SampleKind::Counter(spec) => {
-                let prev = st.has_last().then_some((st.last, st.last_ts));
-                let decoded = match counter::decode(spec, prev, s.value, s.ts) {
-                    Ok(decoded) => decoded,
-                    Err(bad) => {
-                        self.stats.refused.bad_counter += 1;
-                        self.refusals.note(s, Refusal::Counter(bad));
-                        return;
-                    }
-                };
-                match decoded.increase {
-                    Some(Increase::Wrapped(_)) => self.stats.counter_wraps += 1,
-                    Some(Increase::Reset) => self.stats.counter_resets += 1,
-                    Some(Increase::Saturated(_)) => self.stats.counter_saturated += 1,
-                    Some(Increase::Implausible(amount)) => {
-                        self.stats.refused.implausible += 1;
-                        self.refusals.note(s, Refusal::Implausible { amount, dt: decoded.dt });
-                    }
-                    Some(Increase::Normal(_)) | None => {}
-                }
-                let (step, level) = decoded.step_and_rate();
-                st.last = decoded.raw;
-                Observation { ts: s.ts, step, level, value: decoded.raw as f64 }
-            }
-            SampleKind::Gauge => {
-                let x = s.value.as_f64();
-                let step = if st.has_last() { x - f64::from_bits(st.last) } else { f64::NAN };
-                st.last = x.to_bits();
-                Observation { ts: s.ts, step, level: x, value: x }
-            }
-            SampleKind::Event => {
-                let x = s.value.as_f64();
-                Observation { ts: s.ts, step: 1.0, level: x, value: x }
-            }
-        };
-        self.stats.samples += 1;
-        st.last_ts = s.ts;
-        if s.ts > self.newest_sample {
-            self.newest_sample = s.ts;
-        }
-        let polled = !matches!(st.kind, SampleKind::Event);
-        if last_tick.0 != s.ts || last_tick.1 == NEVER {
-            *last_tick = (s.ts, epoch.tick(s.ts));
-        }
-        let tick = last_tick.1;
-        let (start, len) = (st.route_start as usize, st.route_len as usize);
-        for r in &self.routes[start..start + len] {
-            let rt = &mut self.rules[r.rule as usize];
-            let subject = r.subject as usize;
-            for &w in &rt.metric_windows[r.slot as usize].1 {
-                rt.columns[w as usize].observe(subject, &obs);
-            }
-            let subj = &mut rt.subjects[subject];
-            if subj.first_seen == NEVER {
-                subj.first_seen = tick;
-            }
-            if polled && tick > subj.last_seen {
-                subj.last_seen = tick;
-            }
-            if !subj.dirty() {
-                subj.set_dirty(true);
-                if rt.dirty.is_empty() {
-                    self.pending_rules.push(r.rule);
-                }
-                rt.dirty.push(r.subject);
-            }
-        }
     }
 
     /// Until when `evaluate` has nothing to do that time alone brings, for a

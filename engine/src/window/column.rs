@@ -354,7 +354,8 @@ mod tests {
         c.observe(1, &at(199, 9.0)); // still bucket 1, after bucket 2 was written
         c.observe(0, &at(100, 4.0)); // bucket 1's first instant
         c.observe(0, &at(299, 5.0)); // bucket 2's last
-                                     // At 850 ms the window holds buckets 1..=8: everything.
+
+        // At 850 ms the window holds buckets 1..=8: everything.
         assert_eq!((c.value(0, 850 * MS), c.value(1, 850 * MS)), (5.0, 9.0));
         // At 950 ms bucket 1 has left it: only what went into bucket 2.
         assert_eq!(c.value(0, 950 * MS), 5.0);
