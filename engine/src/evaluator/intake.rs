@@ -61,7 +61,8 @@ impl Evaluator {
                 },
             );
         }
-        let info = reg.info(SeriesId(idx as u32));
+        let id = SeriesId(idx as u32);
+        let info = reg.info(id);
         let labels = info.labels.to_labels(reg.interner());
         if let Some((job, node)) = self.job_syms {
             if let (Some(j), Some(n)) = (info.labels.get(job), info.labels.get(node)) {
@@ -69,7 +70,6 @@ impl Evaluator {
             }
         }
         let start = self.routes.len() as u32;
-        let id = SeriesId(idx as u32);
         if let Some(candidates) = self.by_metric.get(&info.metric) {
             for (ri, sels) in candidates {
                 let rt = &mut self.rules[*ri as usize];
