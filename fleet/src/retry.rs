@@ -20,6 +20,27 @@ use tokio::time::Instant;
 /// refuses at once, short against the request timeout (a second or more).
 const PAUSE: Duration = Duration::from_millis(10);
 
+/// The first pause before a new session after one was lost: etcd elects a
+/// new leader within about a second, and a member that restarts answers
+/// again within a few; a tenth of a second ends a short outage promptly.
+const RECONNECT_MIN: Duration = Duration::from_millis(100);
+
+/// The longest pause between two sessions: well inside the shortest lease
+/// (2 s), so a daemon whose etcd comes back is in a session again before a
+/// lease it held could lapse.
+pub(crate) const RECONNECT_MAX: Duration = Duration::from_secs(1);
+
+/// The pauses between the sessions of one outage: [`RECONNECT_MIN`],
+/// doubling up to [`RECONNECT_MAX`], without end.
+pub(crate) fn reconnect_delays() -> backon::ExponentialBackoff {
+    use backon::BackoffBuilder;
+    backon::ExponentialBuilder::new()
+        .with_min_delay(RECONNECT_MIN)
+        .with_max_delay(RECONNECT_MAX)
+        .without_max_times()
+        .build()
+}
+
 /// Runs `attempt` until it succeeds, fails in a way that may have reached
 /// etcd, or `timeout` has passed since the first attempt. Errors name
 /// `what` and the endpoints.

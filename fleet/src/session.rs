@@ -135,19 +135,18 @@ impl Shared {
 
 /// Keeps the session alive for as long as the task runs.
 pub(crate) async fn run_session(shared: Arc<Shared>) {
-    let mut backoff = Duration::from_millis(100);
+    let mut delays = crate::retry::reconnect_delays();
     loop {
         let why = match open(&shared).await {
             Ok((lease, keeper, stream)) => {
-                backoff = Duration::from_millis(100);
+                delays = crate::retry::reconnect_delays();
                 shared.reachable(lease);
                 keep(&shared, keeper, stream).await
             }
             Err(why) => why,
         };
         shared.unreachable(why);
-        tokio::time::sleep(backoff).await;
-        backoff = (backoff * 2).min(Duration::from_secs(1));
+        tokio::time::sleep(delays.next().unwrap_or(crate::retry::RECONNECT_MAX)).await;
     }
 }
 

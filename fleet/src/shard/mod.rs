@@ -392,7 +392,7 @@ fn checked(switches: impl IntoIterator<Item = impl Into<String>>) -> Result<BTre
 
 /// Sessions, one after another, for as long as the task runs.
 async fn run(inner: Arc<Inner>) {
-    let mut backoff = Duration::from_millis(100);
+    let mut delays = crate::retry::reconnect_delays();
     let mut previous = None;
     loop {
         let started = Instant::now();
@@ -400,10 +400,9 @@ async fn run(inner: Arc<Inner>) {
         inner.lose(&why);
         tracing::debug!(message = "Shard session ended; starting another.", group = %inner.group, %why);
         if started.elapsed() > inner.ttl {
-            backoff = Duration::from_millis(100);
+            delays = crate::retry::reconnect_delays();
         }
-        tokio::time::sleep(backoff).await;
-        backoff = (backoff * 2).min(Duration::from_secs(1));
+        tokio::time::sleep(delays.next().unwrap_or(crate::retry::RECONNECT_MAX)).await;
     }
 }
 

@@ -2,15 +2,19 @@
 //! (highest-random-weight) hashing over the live members, with a weight
 //! fixed across builds so that every aggregator computes the same.
 
+use std::hash::Hasher;
+
+use fnv::FnvHasher;
+
 /// The rendezvous weight of `member` for `switch`: FNV-1a (64 bits) of the
 /// switch, a zero byte and the member, through the splitmix64 finaliser.
 /// Fixed, so every aggregator computes the same.
 pub fn weight(switch: &str, member: &str) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in switch.bytes().chain([0u8]).chain(member.bytes()) {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
+    let mut fnv = FnvHasher::default();
+    fnv.write(switch.as_bytes());
+    fnv.write(&[0]);
+    fnv.write(member.as_bytes());
+    let mut h = fnv.finish();
     h = (h ^ (h >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     h = (h ^ (h >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     h ^ (h >> 31)

@@ -39,6 +39,20 @@ pub struct Backoff {
     pub max: Duration,
 }
 
+impl Backoff {
+    /// The delays of one outage, before jitter: `initial`, doubling up to
+    /// `max`, without end. backon's own jitter adds up to one more delay;
+    /// the sensor draws ±20 % instead ([`Backoff`]).
+    pub fn delays(self) -> backon::ExponentialBackoff {
+        use backon::BackoffBuilder;
+        backon::ExponentialBuilder::new()
+            .with_min_delay(self.initial)
+            .with_max_delay(self.max)
+            .without_max_times()
+            .build()
+    }
+}
+
 /// Which path style a target gets.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StyleChoice {
@@ -293,6 +307,13 @@ mod tests {
         names.add_ports(&serde_json::json!({"Ethernet0": "oid:0x1", "Ethernet4": "oid:0x2"})).unwrap();
         names.add_queues(&serde_json::json!({"Ethernet0:3": "oid:0x153"})).unwrap();
         names
+    }
+
+    #[test]
+    fn the_delays_double_from_the_first_to_the_longest_and_stay_there() {
+        let backoff = Backoff { initial: Duration::from_millis(100), max: Duration::from_secs(1) };
+        let ms: Vec<u128> = backoff.delays().take(7).map(|d| d.as_millis()).collect();
+        assert_eq!(ms, [100, 200, 400, 800, 1000, 1000, 1000]);
     }
 
     fn preset(v: Virtual, below: &str, interval: u64) -> SubSpec {

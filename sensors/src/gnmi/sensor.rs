@@ -3,12 +3,14 @@
 //! reconnecting with short, jittered backoff.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::hash::Hasher;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use engine::{Batch, HealthState, Labels, Note, Sensor, SensorContext, SensorError};
+use fnv::FnvHasher;
 use gnmi_proto::sonic::PathStyle;
 use gnmi_proto::ClientError;
 use tokio::sync::watch;
@@ -277,12 +279,14 @@ fn sample_period(plan: &TargetPlan) -> Option<Duration> {
         .map(Duration::from_nanos)
 }
 
+/// The jitter's seed of target `i` named `name`: the wall clock, mixed with
+/// the index and (FNV-1a) the name, so targets that start together do not
+/// retry together. Never 0, which xorshift would keep.
 fn seed(name: &str, i: usize) -> u64 {
-    let mut h = engine::time::wall_clock_now() as u64 ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    for b in name.bytes() {
-        h = (h ^ u64::from(b)).wrapping_mul(0x100_0000_01B3);
-    }
-    h | 1
+    let mut h =
+        FnvHasher::with_key(engine::time::wall_clock_now() as u64 ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    h.write(name.as_bytes());
+    h.finish() | 1
 }
 
 /// Why a session ended.
@@ -354,7 +358,7 @@ impl Target {
     }
 
     async fn run(mut self) {
-        let mut delay = self.backoff.initial;
+        let mut delays = self.backoff.delays();
         let mut lost_at: Option<i64> = None;
         let mut warned: Option<(Instant, &'static str)> = None;
         if !self.start_after.is_zero() {
@@ -401,7 +405,7 @@ impl Target {
             self.mark(false, &message);
             lost_at.get_or_insert_with(engine::time::wall_clock_now);
             if synced {
-                delay = self.backoff.initial;
+                delays = self.backoff.delays();
             }
             // A refused connection is the cheapest failure there is and the
             // likeliest to end soon (a telemetry server restarting): retry
@@ -410,9 +414,8 @@ impl Target {
             let wait = if failure.refused {
                 self.jitter(self.backoff.initial)
             } else {
-                let wait = self.jitter(delay);
-                delay = (delay * 2).min(self.backoff.max);
-                wait
+                let delay = delays.next().unwrap_or(self.backoff.max);
+                self.jitter(delay)
             };
             tokio::select! {
                 biased;

@@ -89,6 +89,17 @@ impl NetlinkLinkSensor {
         self.heartbeat
     }
 
+    /// The retry delays of one run of failures: `retry_min`, doubling up to
+    /// `retry_max`, without end.
+    fn delays(&self) -> backon::ExponentialBackoff {
+        use backon::BackoffBuilder;
+        backon::ExponentialBuilder::new()
+            .with_min_delay(self.retry_min)
+            .with_max_delay(self.retry_max)
+            .without_max_times()
+            .build()
+    }
+
     /// Dumps every link into the tracker and sends the result as one batch.
     async fn dump(
         &self,
@@ -206,15 +217,16 @@ impl Sensor for NetlinkLinkSensor {
 
     async fn run(self: Box<Self>, ctx: SensorContext) -> Result<(), SensorError> {
         let mut tracker = LinkTracker::new(self.filter.clone());
-        let mut backoff = self.retry_min;
+        let mut delays = self.delays();
         loop {
             let started = Instant::now();
             match self.session(&ctx, &mut tracker).await? {
                 End::Shutdown => return Ok(()),
                 End::Failed { kind, error } => {
                     if started.elapsed() >= HEALTHY_SESSION {
-                        backoff = self.retry_min;
+                        delays = self.delays();
                     }
+                    let backoff = delays.next().unwrap_or(self.retry_max);
                     tracing::warn!(message = "Link subscription failed; retrying.", sensor = %self.name, %error, retry_in_ms = backoff.as_millis() as u64);
                     ctx.read_failed(kind, &error);
                     ctx.set_state(HealthState::Degraded, &format!("{error}; retrying in {} ms", backoff.as_millis()));
@@ -223,7 +235,6 @@ impl Sensor for NetlinkLinkSensor {
                         _ = ctx.shutdown() => return Ok(()),
                         _ = tokio::time::sleep(backoff) => {}
                     }
-                    backoff = (backoff * 2).min(self.retry_max);
                 }
             }
         }
