@@ -12,13 +12,15 @@
 //! Header names go out in title case (`Content-Type`), as curl and most
 //! clients write them.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::header::{HeaderMap, HeaderName, HeaderValue};
+use hyper::http::uri::InvalidUri;
+use hyper::Uri;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 use tokio_rustls::rustls;
@@ -38,45 +40,43 @@ pub struct Url {
 }
 
 impl Url {
-    /// Parses `text`; only `http` and `https`, no user info, no fragment.
+    /// Parses `text` with [`hyper::Uri`]; only `http` and `https`, no user
+    /// info, no fragment (which `Uri` would accept or drop silently), and a
+    /// port that is a number when a `:` says one is given.
     pub fn parse(text: &str) -> Result<Url, UrlError> {
-        Self::parse_text(text).map_err(UrlError)
-    }
-
-    fn parse_text(text: &str) -> Result<Url, String> {
-        let (https, rest) = if let Some(rest) = text.strip_prefix("http://") {
-            (false, rest)
-        } else if let Some(rest) = text.strip_prefix("https://") {
-            (true, rest)
-        } else {
-            return Err(format!("URL {text:?} does not start with http:// or https://"));
-        };
-        let (authority, path) = match rest.find('/') {
-            Some(i) => (&rest[..i], &rest[i..]),
-            None => (rest, "/"),
-        };
-        if authority.contains('@') || path.contains('#') || text.chars().any(|c| c.is_whitespace() || c.is_control()) {
-            return Err(format!("URL {text:?} has user info, a fragment or white space"));
+        let url = || text.to_string();
+        if text.chars().any(|c| c.is_whitespace() || c.is_control()) || text.contains('#') {
+            return Err(UrlError::Unsupported { url: url() });
         }
-        let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
-            let (host, after) = v6.split_once(']').ok_or_else(|| format!("URL {text:?}: unclosed '['"))?;
-            (host, after.strip_prefix(':'))
-        } else {
-            match authority.rsplit_once(':') {
-                Some((host, port)) => (host, Some(port)),
-                None => (authority, None),
-            }
+        let uri: Uri =
+            text.parse().map_err(|e: InvalidUri| UrlError::Malformed { url: url(), reason: e.to_string() })?;
+        let https = match uri.scheme_str() {
+            Some("http") => false,
+            Some("https") => true,
+            _ => return Err(UrlError::NotHttp { url: url() }),
         };
+        let authority = uri.authority().map(|a| a.as_str()).unwrap_or_default();
+        if authority.contains('@') {
+            return Err(UrlError::Unsupported { url: url() });
+        }
+        // `Uri` keeps IPv6 hosts in brackets, and reads a port that is no
+        // u16 ("h:99999", "h:") as none: what follows the host says.
+        let bracketed = uri.host().unwrap_or_default();
+        let host = bracketed.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(bracketed);
         if host.is_empty() {
-            return Err(format!("URL {text:?} has no host"));
+            return Err(UrlError::NoHost { url: url() });
         }
-        let port = match port {
-            Some(p) => p.parse().map_err(|_| format!("URL {text:?}: port {p:?} is not a number from 0 to 65535"))?,
+        let port = match authority.get(bracketed.len()..).and_then(|rest| rest.strip_prefix(':')) {
+            Some(p) => p.parse().map_err(|_| UrlError::Port { url: url(), port: p.to_string() })?,
             None if https => 443,
             None => 80,
         };
-        let path = if path.len() > 1 { path.trim_end_matches('/') } else { path };
-        Ok(Url { https, host: host.to_string(), port, path: path.to_string() })
+        let path = match uri.path_and_query().map(|p| p.as_str()).unwrap_or("/") {
+            p if p.starts_with('/') => p.to_string(),
+            query => format!("/{query}"),
+        };
+        let path = if path.len() > 1 { path.trim_end_matches('/').to_string() } else { path };
+        Ok(Url { https, host: host.to_string(), port, path })
     }
 
     /// This URL with `suffix` (starting with `/`) appended to its path.
@@ -104,13 +104,71 @@ impl std::fmt::Display for Url {
 
 /// A URL this client cannot use.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct UrlError(String);
+#[non_exhaustive]
+pub enum UrlError {
+    /// Not `http://` or `https://`.
+    #[error("URL {url:?} does not start with http:// or https://")]
+    NotHttp {
+        /// The URL as given.
+        url: String,
+    },
+    /// User info, a fragment or white space: nothing a request sends.
+    #[error("URL {url:?} has user info, a fragment or white space")]
+    Unsupported {
+        /// The URL as given.
+        url: String,
+    },
+    /// No host to connect to.
+    #[error("URL {url:?} has no host")]
+    NoHost {
+        /// The URL as given.
+        url: String,
+    },
+    /// A port is given that is no port.
+    #[error("URL {url:?}: port {port:?} is not a number from 0 to 65535")]
+    Port {
+        /// The URL as given.
+        url: String,
+        /// The port as given.
+        port: String,
+    },
+    /// Not a URI at all ([`hyper::Uri`] refused it).
+    #[error("URL {url:?}: {reason}")]
+    Malformed {
+        /// The URL as given.
+        url: String,
+        /// What `Uri` found wrong.
+        reason: String,
+    },
+}
 
-/// A CA file that cannot be trusted (unreadable, no certificate).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct TlsError(String);
+/// A CA file that cannot be trusted.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TlsError {
+    /// The file cannot be read, or a certificate in it is not PEM.
+    #[error("{}: {reason}", path.display())]
+    Read {
+        /// The CA file.
+        path: PathBuf,
+        /// The I/O or PEM error.
+        reason: String,
+    },
+    /// The file holds no certificate.
+    #[error("{} holds no certificate", path.display())]
+    Empty {
+        /// The CA file.
+        path: PathBuf,
+    },
+    /// rustls refused a certificate, or has no protocol version to offer.
+    #[error("{}: {source}", path.display())]
+    Rustls {
+        /// The CA file.
+        path: PathBuf,
+        /// Why.
+        source: rustls::Error,
+    },
+}
 
 /// One request: method, URL, extra headers, body.
 #[derive(Debug, Clone)]
@@ -371,24 +429,21 @@ fn hyper_request(request: &Request<'_>) -> Result<hyper::Request<Full<Bytes>>, H
 
 /// A TLS connector that trusts only the CA certificates in the PEM file `ca`.
 pub fn tls_connector(ca: &Path) -> Result<TlsConnector, TlsError> {
-    trust(ca).map_err(TlsError)
-}
-
-fn trust(ca: &Path) -> Result<TlsConnector, String> {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::CertificateDer;
+    let read = |e: &dyn std::fmt::Display| TlsError::Read { path: ca.to_path_buf(), reason: e.to_string() };
+    let refused = |source| TlsError::Rustls { path: ca.to_path_buf(), source };
     let mut roots = rustls::RootCertStore::empty();
-    for cert in CertificateDer::pem_file_iter(ca).map_err(|e| format!("{}: {e}", ca.display()))? {
-        let cert = cert.map_err(|e| format!("{}: {e}", ca.display()))?;
-        roots.add(cert).map_err(|e| format!("{}: {e}", ca.display()))?;
+    for cert in CertificateDer::pem_file_iter(ca).map_err(|e| read(&e))? {
+        roots.add(cert.map_err(|e| read(&e))?).map_err(refused)?;
     }
     if roots.is_empty() {
-        return Err(format!("{} holds no certificate", ca.display()));
+        return Err(TlsError::Empty { path: ca.to_path_buf() });
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
+        .map_err(refused)?
         .with_root_certificates(roots)
         .with_no_client_auth();
     Ok(TlsConnector::from(Arc::new(config)))
@@ -412,6 +467,24 @@ mod tests {
         for bad in ["ftp://x", "http://", "http://u@h/", "http://h:99999/", "http://h/a b"] {
             assert!(Url::parse(bad).is_err(), "{bad}");
         }
+        // What `Uri` alone would let through: a fragment it drops, a port
+        // that is no u16, a port left empty, no host.
+        let url = |url: &str| url.to_string();
+        assert_eq!(Url::parse("http://h/a#f"), Err(UrlError::Unsupported { url: url("http://h/a#f") }));
+        let port = |u: &str, p: &str| Err(UrlError::Port { url: url(u), port: p.into() });
+        assert_eq!(Url::parse("http://h:99999/"), port("http://h:99999/", "99999"));
+        assert_eq!(Url::parse("http://h:/x"), port("http://h:/x", ""));
+        assert_eq!(Url::parse("http://h:8a/"), port("http://h:8a/", "8a"));
+        assert_eq!(Url::parse("http://:80/"), Err(UrlError::NoHost { url: url("http://:80/") }));
+        assert_eq!(Url::parse("ftp://x"), Err(UrlError::NotHttp { url: url("ftp://x") }));
+        assert_eq!(
+            Url::parse("http://u@h/").unwrap_err().to_string(),
+            "URL \"http://u@h/\" has user info, a fragment or white space"
+        );
+        // A query stays in the path; a trailing '/' goes.
+        assert_eq!(Url::parse("http://h:9100/x/?y=1").unwrap().path, "/x/?y=1");
+        assert_eq!(Url::parse("http://h//x//").unwrap().path, "//x");
+        assert_eq!(Url::parse("https://[fe80::1]:8443").unwrap().authority(), "[fe80::1]:8443");
     }
 
     /// Serves one connection with `answer` and hands back the raw request.
