@@ -1,4 +1,15 @@
 //! Helpers shared by every TOML file the daemon reads.
+//!
+//! # Where a value is
+//!
+//! One mechanism places an error in a TOML file: the spans `toml_edit`
+//! keeps for each key, looked up by the key's path ([`Locator`]). A schema
+//! stays plain serde types (no `toml::Spanned` fields): its values can be
+//! typed (a `Duration` with `humantime_serde`), the errors of parsing carry
+//! toml's own span ([`parse_toml`]), and a problem found later carries the
+//! path of what it is about — [`Key`]s, or an owned [`KeyPath`] in the error
+//! of a library that checks a table it does not read from the file itself —
+//! for the code that read the file to place it.
 
 /// The 1-based line and column of byte `offset` in `text`.
 pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
@@ -28,6 +39,58 @@ impl<'a> From<&'a str> for Key<'a> {
 impl From<usize> for Key<'_> {
     fn from(i: usize) -> Self {
         Key::Index(i)
+    }
+}
+
+/// A path to a value in a TOML document, owned: what an error of a checked
+/// table carries, so that the code that read the file can place it with
+/// [`Locator`] (`at.error(&path.keys(), message)`, below the table's own
+/// path when the table is part of a larger file).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KeyPath(Vec<KeyStep>);
+
+/// One step of a [`KeyPath`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum KeyStep {
+    Name(String),
+    Index(usize),
+}
+
+impl KeyPath {
+    /// This path, then the key `name`.
+    pub fn key(mut self, name: impl Into<String>) -> KeyPath {
+        self.0.push(KeyStep::Name(name.into()));
+        self
+    }
+
+    /// This path, then the `index`th table (of an array of tables) or element.
+    pub fn index(mut self, index: usize) -> KeyPath {
+        self.0.push(KeyStep::Index(index));
+        self
+    }
+
+    /// The steps, as [`Locator`] takes them.
+    pub fn keys(&self) -> Vec<Key<'_>> {
+        (self.0.iter())
+            .map(|step| match step {
+                KeyStep::Name(name) => Key::Name(name),
+                KeyStep::Index(i) => Key::Index(*i),
+            })
+            .collect()
+    }
+}
+
+/// Dotted, with indexes in brackets: `budget[1].window`.
+impl std::fmt::Display for KeyPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, step) in self.0.iter().enumerate() {
+            match step {
+                KeyStep::Name(name) if i == 0 => write!(f, "{name}")?,
+                KeyStep::Name(name) => write!(f, ".{name}")?,
+                KeyStep::Index(n) => write!(f, "[{n}]")?,
+            }
+        }
+        Ok(())
     }
 }
 
@@ -237,6 +300,19 @@ mod tests {
         assert_eq!(at.position(&["actuator".into(), 1.into(), "handles".into(), 1.into()]), (10, 19));
         assert_eq!(at.position(&["breaker".into(), "window".into()]), (2, 2), "the nearest part that exists");
         assert_eq!(at.error(&["mode".into()], "m").to_string(), "p.toml:1:1: m");
+    }
+
+    #[test]
+    fn a_key_path_carried_by_an_error_is_placed_below_its_table() {
+        let text =
+            "[fleet]\netcd = []\n\n[[fleet.budget]]\nname = \"a\"\n\n[[fleet.budget]]\nname = \"b\"\nwindow = \"0s\"\n";
+        let at = Locator::new(text, "rocemend.toml");
+        let path = KeyPath::default().key("budget").index(1).key("window");
+        assert_eq!(path.to_string(), "budget[1].window");
+        let mut keys = vec![Key::Name("fleet")];
+        keys.extend(path.keys());
+        assert_eq!(at.error(&keys, "m").to_string(), "rocemend.toml:9:1: m");
+        assert_eq!(KeyPath::default().to_string(), "");
     }
 
     #[test]

@@ -144,6 +144,14 @@ impl Component<'_> {
         build(config).map_err(|e| self.invalid(e))
     }
 
+    /// Deserializes `settings` as `C`; a value of the wrong type or one that
+    /// does not parse names its key (`timeout: invalid value: string
+    /// "soon", expected a duration`), which [`build`](Self::build) leaves
+    /// out, so that a message about a value says which setting it is.
+    pub fn settings<C: serde::de::DeserializeOwned>(&self, settings: toml::Table) -> Result<C, BuildError> {
+        settings.try_into().map_err(|e: toml::de::Error| self.invalid(keyed(&e)))
+    }
+
     /// Its settings were refused for `reason`.
     pub fn invalid(&self, reason: impl fmt::Display) -> BuildError {
         BuildError::Invalid {
@@ -175,9 +183,52 @@ impl Component<'_> {
     }
 }
 
+/// `key: message` for an error of a table's deserialization: toml keeps the
+/// key (dotted, from the table's top) out of [`toml::de::Error::message`]
+/// and writes it on a line of its own, ``in `key` ``, in its display.
+fn keyed(e: &toml::de::Error) -> String {
+    let message = e.message().trim();
+    let shown = e.to_string();
+    match shown.rsplit_once("\nin `").and_then(|(_, key)| key.trim_end().strip_suffix('`')) {
+        Some(key) if !key.is_empty() => format!("{key}: {message}"),
+        _ => message.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn settings_that_do_not_deserialize_name_the_key_of_the_value() {
+        #[derive(Debug, serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        #[allow(dead_code)]
+        struct Settings {
+            speed: f64,
+            #[serde(default)]
+            inner: Option<Inner>,
+        }
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct Inner {
+            every: u32,
+        }
+        let it = Component { component: "sensor", name: "s", kind: "k" };
+        let err = |text: &str| it.settings::<Settings>(toml::from_str(text).unwrap()).unwrap_err().to_string();
+        assert_eq!(err("speed = \"x\""), "sensor \"s\" (kind \"k\"): speed: invalid type: string \"x\", expected f64");
+        assert_eq!(
+            err("speed = 1.0\n[inner]\nevery = -1"),
+            "sensor \"s\" (kind \"k\"): inner.every: invalid value: integer `-1`, expected u32"
+        );
+        // A key that is not a setting names itself; nothing is added.
+        assert!(
+            err("sped = 1.0").starts_with("sensor \"s\" (kind \"k\"): unknown field `sped`"),
+            "{}",
+            err("sped = 1.0")
+        );
+        assert_eq!(err(""), "sensor \"s\" (kind \"k\"): missing field `speed`");
+    }
 
     #[test]
     fn a_list_shows_one_problem_per_line_and_is_an_error() {

@@ -57,7 +57,8 @@ fn etcd() -> Option<Etcd> {
 }
 
 fn settings(url: &str) -> FleetSettings {
-    FleetSettings::new(&fleet::probe::cordon_budget(&[url.to_string()], "bench", 3, Some("10m"), 10)).unwrap()
+    FleetSettings::new(&fleet::probe::cordon_budget(&[url.to_string()], "bench", 3, Some(Duration::from_secs(600)), 10))
+        .unwrap()
 }
 
 async fn take_and_give_back(c: &EtcdCoordinator, i: u64) -> Duration {

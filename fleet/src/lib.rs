@@ -57,7 +57,7 @@ pub mod status;
 pub use coordinator::{connect_client, connect_election_client, reset_breaker, EtcdCoordinator};
 #[cfg(feature = "etcd")]
 pub use etcd_client;
-pub use settings::{FleetConfig, FleetSettings};
+pub use settings::{FleetConfig, FleetConfigError, FleetSettings};
 
 /// Fleet coordination failed.
 #[derive(Debug, thiserror::Error)]
@@ -71,7 +71,13 @@ pub enum FleetError {
         /// What failed.
         error: String,
     },
-    /// The configuration is wrong.
-    #[error("{0}")]
-    Config(String),
+    /// The `[fleet]` table is refused.
+    #[error(transparent)]
+    Config(#[from] settings::FleetConfigError),
+    /// A shard group's name cannot be a key element.
+    #[error("shard group {0:?}: must be non-empty and without '/'")]
+    ShardGroup(String),
+    /// A shard's switch list names an empty switch.
+    #[error("shard: a switch name is empty")]
+    EmptySwitchName,
 }

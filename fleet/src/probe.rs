@@ -24,15 +24,15 @@ pub fn cordon_budget(
     endpoints: &[String],
     identity: &str,
     max: u32,
-    window: Option<&str>,
+    window: Option<Duration>,
     ttl_secs: u64,
 ) -> FleetConfig {
     FleetConfig {
         etcd: endpoints.to_vec(),
         identity: Some(identity.into()),
-        lease_ttl: format!("{ttl_secs}s"),
+        lease_ttl: Duration::from_secs(ttl_secs),
         // Generous: a test machine's cores are shared with other builds.
-        request_timeout: "2s".into(),
+        request_timeout: Duration::from_secs(2),
         prefix: "/rocemend/fleet/".into(),
         fleet_size: None,
         aggregator: None,
@@ -41,7 +41,7 @@ pub fn cordon_budget(
             name: "cordon".into(),
             kinds: vec!["node.cordon".into()],
             max,
-            window: window.map(str::to_string),
+            window,
             max_percent: None,
             per: Per::Fleet,
         }],

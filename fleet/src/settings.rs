@@ -33,8 +33,8 @@
 
 use std::time::Duration;
 
+use engine::config::KeyPath;
 use engine::policy::{kind_matches, Impact};
-use engine::time::parse_duration;
 use serde::{Deserialize, Serialize};
 
 use crate::FleetError;
@@ -49,11 +49,11 @@ pub struct FleetConfig {
     #[serde(default)]
     pub identity: Option<String>,
     /// The session lease's time to live.
-    #[serde(default = "default_ttl")]
-    pub lease_ttl: String,
+    #[serde(default = "default_ttl", with = "humantime_serde")]
+    pub lease_ttl: Duration,
     /// How long one etcd call may take.
-    #[serde(default = "default_request_timeout")]
-    pub request_timeout: String,
+    #[serde(default = "default_request_timeout", with = "humantime_serde")]
+    pub request_timeout: Duration,
     /// Key prefix of everything rocemend keeps in etcd.
     #[serde(default = "default_prefix")]
     pub prefix: String,
@@ -82,12 +82,12 @@ pub struct FleetConfig {
     pub shard: Option<String>,
 }
 
-fn default_ttl() -> String {
-    "10s".into()
+fn default_ttl() -> Duration {
+    Duration::from_secs(10)
 }
 
-fn default_request_timeout() -> String {
-    "2s".into()
+fn default_request_timeout() -> Duration {
+    Duration::from_secs(2)
 }
 
 fn default_prefix() -> String {
@@ -120,8 +120,8 @@ pub struct BudgetConfig {
     /// A token counts for this long after it is taken (a rate: "3 per 10
     /// minutes"); without it, while the action is in effect (a concurrency
     /// limit: "one rail per plane at once").
-    #[serde(default)]
-    pub window: Option<String>,
+    #[serde(default, with = "humantime_serde")]
+    pub window: Option<Duration>,
     /// And at most this share of `fleet_size`, in percent.
     #[serde(default)]
     pub max_percent: Option<f64>,
@@ -140,7 +140,7 @@ pub fn default_budgets() -> Vec<BudgetConfig> {
             name: "cordon".into(),
             kinds: vec!["node.cordon".into(), "node.drain".into()],
             max: 3,
-            window: Some("10m".into()),
+            window: Some(Duration::from_secs(600)),
             max_percent: Some(5.0),
             per: Per::Fleet,
         },
@@ -245,12 +245,119 @@ pub struct FleetSettings {
     pub shard: Option<String>,
 }
 
-fn duration(field: &str, text: &str) -> Result<Duration, String> {
-    let ns = parse_duration(text).map_err(|e| format!("fleet.{field}: {e}"))?;
-    if ns <= 0 {
-        return Err(format!("fleet.{field} = {text:?}: must be more than zero"));
+/// Why a `[fleet]` table was refused. The message names the key as the
+/// config writes it (`fleet.lease_ttl = "500ms": …`); [`key`](Self::key)
+/// gives it as a path below `[fleet]`, to place the error in the file.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FleetConfigError {
+    /// `etcd` lists no endpoint.
+    #[error("fleet.etcd: no endpoint; give at least one URL like \"http://127.0.0.1:2379\"")]
+    NoEndpoint,
+    /// An endpoint is no `http://` or `https://` URL.
+    #[error("fleet.etcd: {url:?} is not an http:// or https:// URL")]
+    NotHttp {
+        /// The endpoint as given.
+        url: String,
+    },
+    /// A duration is zero.
+    #[error("fleet.{key} = {:?}: must be more than zero", humantime::format_duration(*.value).to_string())]
+    Zero {
+        /// The key below `fleet`, e.g. `request_timeout`, `budget "c".window`.
+        key: String,
+        /// Where it is.
+        path: KeyPath,
+        /// The duration.
+        value: Duration,
+    },
+    /// The lease is shorter than etcd grants.
+    #[error("fleet.lease_ttl = {:?}: etcd leases are whole seconds, at least 2s", humantime::format_duration(*.0).to_string())]
+    ShortLease(Duration),
+    /// No `identity`, and no host name to take instead.
+    #[error("fleet.identity: not set, and the host name could not be read")]
+    NoIdentity,
+    /// The identity cannot be a key element.
+    #[error("fleet.identity = {0:?}: must be non-empty and without '/'")]
+    BadIdentity(String),
+    /// A budget is refused.
+    #[error("fleet.budget {name:?}: {problem}")]
+    Budget {
+        /// Its name.
+        name: String,
+        /// Its place in `[[fleet.budget]]`; `None` for a default budget.
+        index: Option<usize>,
+        /// What is wrong.
+        problem: BudgetProblem,
+    },
+    /// Two budgets have one name.
+    #[error("fleet.budget {name:?} is declared twice")]
+    BudgetTwice {
+        /// The name.
+        name: String,
+        /// The place of the second in `[[fleet.budget]]`.
+        index: usize,
+    },
+    /// `aggregator` is empty.
+    #[error("fleet.aggregator: empty election name")]
+    EmptyAggregator,
+    /// `shard` cannot be a key element.
+    #[error("fleet.shard = {0:?}: a shard group is non-empty and without '/'")]
+    BadShard(String),
+    /// `shard` and `aggregator` are both set.
+    #[error(
+        "fleet.shard and fleet.aggregator are both set: aggregators either elect one leader for all their \
+         switches (aggregator) or share the switches (shard), not both"
+    )]
+    ShardAndAggregator,
+}
+
+/// What is wrong with one `[[fleet.budget]]`.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BudgetProblem {
+    /// Its name cannot be a key element.
+    #[error("the name must be non-empty and without '/'")]
+    Name,
+    /// `kinds` is empty.
+    #[error("counts no action kind")]
+    NoKinds,
+    /// `max_percent` is no percentage.
+    #[error("max_percent = {0}: expected 0..=100")]
+    Percent(f64),
+}
+
+impl FleetConfigError {
+    /// Where the error is, as a path below the `[fleet]` table: the key it
+    /// names, or the budget it is about.
+    pub fn key(&self) -> KeyPath {
+        let key = |k: &str| KeyPath::default().key(k);
+        let budget = |i: Option<usize>| match i {
+            Some(i) => key("budget").index(i),
+            None => key("budget"),
+        };
+        match self {
+            FleetConfigError::NoEndpoint | FleetConfigError::NotHttp { .. } => key("etcd"),
+            FleetConfigError::Zero { path, .. } => path.clone(),
+            FleetConfigError::ShortLease(_) => key("lease_ttl"),
+            FleetConfigError::NoIdentity | FleetConfigError::BadIdentity(_) => key("identity"),
+            FleetConfigError::Budget { index, problem, .. } => match problem {
+                BudgetProblem::NoKinds => budget(*index).key("kinds"),
+                BudgetProblem::Percent(_) => budget(*index).key("max_percent"),
+                BudgetProblem::Name => budget(*index).key("name"),
+            },
+            FleetConfigError::BudgetTwice { index, .. } => budget(Some(*index)).key("name"),
+            FleetConfigError::EmptyAggregator => key("aggregator"),
+            FleetConfigError::BadShard(_) | FleetConfigError::ShardAndAggregator => key("shard"),
+        }
     }
-    Ok(Duration::from_nanos(ns as u64))
+}
+
+/// `value` of `key` (at `path`), refused when zero.
+fn positive(key: impl Into<String>, path: KeyPath, value: Duration) -> Result<Duration, FleetConfigError> {
+    if value.is_zero() {
+        return Err(FleetConfigError::Zero { key: key.into(), path, value });
+    }
+    Ok(value)
 }
 
 impl FleetSettings {
@@ -259,60 +366,32 @@ impl FleetSettings {
         Self::check(config).map_err(FleetError::Config)
     }
 
-    fn check(config: &FleetConfig) -> Result<FleetSettings, String> {
+    fn check(config: &FleetConfig) -> Result<FleetSettings, FleetConfigError> {
         if config.etcd.is_empty() {
-            return Err("fleet.etcd: no endpoint; give at least one URL like \"http://127.0.0.1:2379\"".into());
+            return Err(FleetConfigError::NoEndpoint);
         }
-        for url in &config.etcd {
-            if !(url.starts_with("http://") || url.starts_with("https://")) {
-                return Err(format!("fleet.etcd: {url:?} is not an http:// or https:// URL"));
-            }
+        if let Some(url) = config.etcd.iter().find(|u| !(u.starts_with("http://") || u.starts_with("https://"))) {
+            return Err(FleetConfigError::NotHttp { url: url.clone() });
         }
-        let lease_ttl = duration("lease_ttl", &config.lease_ttl)?;
+        let lease_ttl = positive("lease_ttl", KeyPath::default().key("lease_ttl"), config.lease_ttl)?;
         if lease_ttl < Duration::from_secs(2) {
-            return Err(format!(
-                "fleet.lease_ttl = {:?}: etcd leases are whole seconds, at least 2s",
-                config.lease_ttl
-            ));
+            return Err(FleetConfigError::ShortLease(lease_ttl));
         }
-        let request_timeout = duration("request_timeout", &config.request_timeout)?;
+        let request_timeout =
+            positive("request_timeout", KeyPath::default().key("request_timeout"), config.request_timeout)?;
         let identity = match &config.identity {
             Some(id) => id.clone(),
-            None => host_name().ok_or("fleet.identity: not set, and the host name could not be read")?,
+            None => host_name().ok_or(FleetConfigError::NoIdentity)?,
         };
         if identity.is_empty() || identity.contains('/') {
-            return Err(format!("fleet.identity = {identity:?}: must be non-empty and without '/'"));
+            return Err(FleetConfigError::BadIdentity(identity));
         }
         let mut prefix = config.prefix.clone();
         if !prefix.ends_with('/') {
             prefix.push('/');
         }
-        let declared = if config.budget.is_empty() { default_budgets() } else { config.budget.clone() };
-        let mut budgets = Vec::new();
-        for b in &declared {
-            budgets.push(check_budget(b, config.fleet_size)?);
-        }
-        let mut names = std::collections::BTreeSet::new();
-        for b in &budgets {
-            if !names.insert(b.name.as_str()) {
-                return Err(format!("fleet.budget {:?} is declared twice", b.name));
-            }
-        }
-        if let Some(a) = &config.aggregator {
-            if a.is_empty() {
-                return Err("fleet.aggregator: empty election name".into());
-            }
-        }
-        if let Some(group) = &config.shard {
-            if group.is_empty() || group.contains('/') {
-                return Err(format!("fleet.shard = {group:?}: a shard group is non-empty and without '/'"));
-            }
-            if config.aggregator.is_some() {
-                return Err("fleet.shard and fleet.aggregator are both set: aggregators either elect one leader \
-                            for all their switches (aggregator) or share the switches (shard), not both"
-                    .into());
-            }
-        }
+        let budgets = budgets(config)?;
+        check_election(config)?;
         Ok(FleetSettings {
             endpoints: config.etcd.clone(),
             identity,
@@ -331,22 +410,58 @@ impl FleetSettings {
     }
 }
 
-fn check_budget(b: &BudgetConfig, fleet_size: Option<u32>) -> Result<Budget, String> {
-    let at = |m: String| format!("fleet.budget {:?}: {m}", b.name);
+/// The declared budgets, or the defaults when none is, checked; names unique.
+fn budgets(config: &FleetConfig) -> Result<Vec<Budget>, FleetConfigError> {
+    let declared = !config.budget.is_empty();
+    let list = if declared { config.budget.clone() } else { default_budgets() };
+    let budgets = (list.iter().enumerate())
+        .map(|(i, b)| check_budget(b, declared.then_some(i), config.fleet_size))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut names = std::collections::BTreeSet::new();
+    if let Some((index, b)) = budgets.iter().enumerate().find(|(_, b)| !names.insert(b.name.as_str())) {
+        return Err(FleetConfigError::BudgetTwice { name: b.name.clone(), index });
+    }
+    Ok(budgets)
+}
+
+/// `aggregator` and `shard`: plain names, not both.
+fn check_election(config: &FleetConfig) -> Result<(), FleetConfigError> {
+    if config.aggregator.as_deref() == Some("") {
+        return Err(FleetConfigError::EmptyAggregator);
+    }
+    if let Some(group) = &config.shard {
+        if group.is_empty() || group.contains('/') {
+            return Err(FleetConfigError::BadShard(group.clone()));
+        }
+        if config.aggregator.is_some() {
+            return Err(FleetConfigError::ShardAndAggregator);
+        }
+    }
+    Ok(())
+}
+
+fn check_budget(b: &BudgetConfig, index: Option<usize>, fleet_size: Option<u32>) -> Result<Budget, FleetConfigError> {
+    let refused = |problem| FleetConfigError::Budget { name: b.name.clone(), index, problem };
     if b.name.is_empty() || b.name.contains('/') {
-        return Err(at("the name must be non-empty and without '/'".into()));
+        return Err(refused(BudgetProblem::Name));
     }
     if b.kinds.is_empty() {
-        return Err(at("counts no action kind".into()));
+        return Err(refused(BudgetProblem::NoKinds));
     }
-    let window = match &b.window {
-        Some(w) => Some(duration(&format!("budget {:?}.window", b.name), w)?),
+    let window = match b.window {
+        Some(w) => {
+            let path = match index {
+                Some(i) => KeyPath::default().key("budget").index(i).key("window"),
+                None => KeyPath::default().key("budget"),
+            };
+            Some(positive(format!("budget {:?}.window", b.name), path, w)?)
+        }
         None => None,
     };
     let mut limit = b.max;
     if let Some(p) = b.max_percent {
         if !(0.0..=100.0).contains(&p) {
-            return Err(at(format!("max_percent = {p}: expected 0..=100")));
+            return Err(refused(BudgetProblem::Percent(p)));
         }
         // Without a fleet size the share cannot be computed; `max` alone
         // applies, and `fleet status` says so.
@@ -402,10 +517,36 @@ mod tests {
         let e = parse("[fleet]\netcd = [\"http://a:1\"]\nidentity = \"n\"\nlease_ttl = \"500ms\"\n").unwrap_err();
         assert!(e.contains("lease_ttl"), "{e}");
         let text = "[fleet]\netcd = [\"http://a:1\"]\nidentity = \"n\"\n[[fleet.budget]]\nname = \"c\"\nkinds = [\"node.cordon\"]\nmax = 3\nwindow = \"soon\"\n";
+        // A duration that does not parse is refused as the file is read: the
+        // error shows the line, the key and the value.
         let e = parse(text).unwrap_err();
-        assert!(e.contains("budget \"c\".window"), "{e}");
+        assert!(e.contains("line 8") && e.contains("window = \"soon\""), "{e}");
+        assert!(e.contains("invalid value: string \"soon\", expected a duration"), "{e}");
+        let e = parse(&text.replace("\"soon\"", "\"0s\"")).unwrap_err();
+        assert_eq!(e, "fleet.budget \"c\".window = \"0s\": must be more than zero");
         let e = parse("[fleet]\netcd = [\"http://a:1\"]\nidenity = \"n\"\n").unwrap_err();
         assert!(e.contains("idenity"), "{e}");
+    }
+
+    #[test]
+    fn an_error_says_where_it_is_below_the_fleet_table() {
+        let key = |text: &str| {
+            let w: toml::Table = toml::from_str(text).unwrap();
+            let config: FleetConfig = w["fleet"].clone().try_into().unwrap();
+            FleetSettings::check(&config).unwrap_err().key().to_string()
+        };
+        let base = "[fleet]\netcd = [\"http://a:1\"]\nidentity = \"n\"\n";
+        assert_eq!(key("[fleet]\netcd = []\n"), "etcd");
+        assert_eq!(key(&format!("{base}lease_ttl = \"1s\"\n")), "lease_ttl");
+        assert_eq!(key(&format!("{base}request_timeout = \"0\"\n")), "request_timeout");
+        let budget =
+            |name: &str, rest: &str| format!("[[fleet.budget]]\nname = \"{name}\"\nkinds = [\"x.*\"]\nmax = 1\n{rest}");
+        let two = format!("{base}{}{}", budget("a", ""), budget("b", "window = \"0s\"\n"));
+        assert_eq!(key(&two), "budget[1].window");
+        let twice = format!("{base}{}{}", budget("a", ""), budget("a", ""));
+        assert_eq!(key(&twice), "budget[1].name");
+        assert_eq!(key(&format!("{base}{}", budget("a", "max_percent = 200.0\n"))), "budget[0].max_percent");
+        assert_eq!(key(&format!("{base}shard = \"a\"\naggregator = \"b\"\n")), "shard");
     }
 
     #[test]

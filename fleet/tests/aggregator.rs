@@ -12,6 +12,36 @@ use engine::dispatch::Verdict;
 
 const PREFIX: &str = "/rocemend/fleet/";
 
+/// How the aggregators of a group divide their switches.
+enum Group<'a> {
+    /// `aggregator = …`: one leader changes them all.
+    Elects(&'a str),
+    /// `shard = …`: each changes the switches it owns.
+    Shares(&'a str),
+}
+
+/// The `[fleet]` settings of aggregator `identity` of `group`: a lease of
+/// 2 s (a dead leader's switches move quickly), etcd calls of at most 1 s,
+/// the default budgets.
+fn settings(endpoints: &[String], identity: &str, group: Group<'_>) -> fleet::FleetSettings {
+    let (aggregator, shard) = match group {
+        Group::Elects(name) => (Some(name.to_string()), None),
+        Group::Shares(name) => (None, Some(name.to_string())),
+    };
+    let config = fleet::FleetConfig {
+        etcd: endpoints.to_vec(),
+        identity: Some(identity.into()),
+        lease_ttl: Duration::from_secs(2),
+        request_timeout: Duration::from_secs(1),
+        prefix: PREFIX.into(),
+        fleet_size: None,
+        aggregator,
+        shard,
+        budget: fleet::settings::default_budgets(),
+    };
+    fleet::FleetSettings::new(&config).unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_aggregator_daemon_holds_switch_changes_while_standby_and_takes_them_once_it_leads() {
     if !etcd_available("an_aggregator_daemon_holds_switch_changes_while_standby_and_takes_them_once_it_leads") {
@@ -19,21 +49,7 @@ async fn an_aggregator_daemon_holds_switch_changes_while_standby_and_takes_them_
     }
     let cluster = Cluster::start(1).await;
     let endpoints = cluster.endpoints();
-    let aggregator = |identity: &str| {
-        let mut config = fleet::FleetConfig {
-            etcd: endpoints.clone(),
-            identity: Some(identity.into()),
-            lease_ttl: "2s".into(),
-            request_timeout: "1s".into(),
-            prefix: PREFIX.into(),
-            fleet_size: None,
-            aggregator: Some("pod-b".into()),
-            shard: None,
-            budget: vec![],
-        };
-        config.budget = fleet::settings::default_budgets();
-        fleet::FleetSettings::new(&config).unwrap()
-    };
+    let aggregator = |identity: &str| settings(&endpoints, identity, Group::Elects("pod-b"));
     let first = coordinator(aggregator("agg-1")).await;
     let deadline = Instant::now() + Duration::from_secs(5);
     while !first.leads().await {
@@ -94,23 +110,9 @@ async fn sharded_aggregators_change_only_the_switches_they_own() {
     let cluster = Cluster::start(1).await;
     let endpoints = cluster.endpoints();
     let switches = ["leaf-1", "leaf-2", "leaf-3", "leaf-4", "leaf-5", "leaf-6"];
-    let settings = |identity: &str| {
-        let config = fleet::FleetConfig {
-            etcd: endpoints.clone(),
-            identity: Some(identity.into()),
-            lease_ttl: "2s".into(),
-            request_timeout: "1s".into(),
-            prefix: PREFIX.into(),
-            fleet_size: None,
-            aggregator: None,
-            shard: Some("pod-c".into()),
-            budget: fleet::settings::default_budgets(),
-        };
-        fleet::FleetSettings::new(&config).unwrap()
-    };
     let mut members = Vec::new();
     for identity in ["agg-1", "agg-2"] {
-        let settings = settings(identity);
+        let settings = settings(&endpoints, identity, Group::Shares("pod-c"));
         let shard = Arc::new(fleet::shard::Shard::start(&settings, "pod-c", switches).await.unwrap());
         let c = fleet::EtcdCoordinator::start(settings).await.unwrap().with_shard(shard.clone(), identity);
         c.ready(Duration::from_secs(10)).await.unwrap();

@@ -8,7 +8,6 @@
 
 use std::path::PathBuf;
 
-use engine::time::DurationError;
 use gnmi_proto::PathError;
 
 use crate::prometheus::http::TargetUrlError;
@@ -79,14 +78,6 @@ pub enum ConfigError {
         /// Which settings go together.
         reason: &'static str,
     },
-    /// A duration does not parse.
-    #[error("configuration: {setting}: {source}")]
-    Duration {
-        /// The setting.
-        setting: String,
-        /// Why it does not parse.
-        source: DurationError,
-    },
     /// A regex does not compile.
     #[error("configuration: {setting}: {pattern:?} is not a regex: {source}")]
     Regex {
@@ -140,6 +131,18 @@ pub enum ConfigError {
         /// The I/O error.
         source: std::io::Error,
     },
+}
+
+impl ConfigError {
+    /// A duration outside the range `setting` accepts, shown as humantime
+    /// writes it (`50ms`, `1m 30s`).
+    pub(crate) fn duration_out_of_range(setting: &str, value: std::time::Duration, reason: String) -> ConfigError {
+        ConfigError::OutOfRange {
+            setting: setting.to_string(),
+            value: humantime::format_duration(value).to_string(),
+            reason,
+        }
+    }
 }
 
 /// `: <consequence>`, or nothing.

@@ -114,7 +114,7 @@ pub const KINDS: &[&str] = &[
 /// sensor's table in the daemon config, without the kind and name).
 ///
 /// The error names the sensor, its kind and what was wrong: an unknown kind,
-/// an unknown or mistyped setting, a value out of range.
+/// an unknown or mistyped setting (by its key), a value out of range.
 pub fn build(kind: &str, name: &str, settings: toml::Table) -> Result<Box<dyn Sensor>, BuildError> {
     build_in(kind, name, settings, None)
 }
@@ -127,21 +127,18 @@ pub fn build_in(
     settings: toml::Table,
     inventory: Option<&engine::Topology>,
 ) -> Result<Box<dyn Sensor>, BuildError> {
-    fn boxed<S: Sensor + 'static>(sensor: S) -> Box<dyn Sensor> {
-        Box::new(sensor)
-    }
     let it = Component { component: "sensor", name, kind };
     match kind {
-        "netlink_link" => it.build(settings, |c: NetlinkLinkConfig| c.build(name)).map(boxed),
-        "nvml" => it.build(settings, |c: NvmlConfig| c.build(name)).map(boxed),
-        "rdma_sysfs" => it.build(settings, |c: RdmaSysfsConfig| c.build(name)).map(boxed),
-        "nccl_tests" => it.build(settings, |c: NcclTestsConfig| c.build(name)).map(boxed),
-        "gnmi" => it.build(settings, |c: GnmiConfig| c.build_in(name, inventory)).map(boxed),
-        "ethtool" => it.build(settings, |c: EthtoolConfig| c.build(name)).map(boxed),
-        "prometheus" => it.build(settings, |c: PrometheusConfig| c.build(name)).map(boxed),
-        "replay" => it.build(settings, |c: ReplayConfig| c.build(name)).map(boxed),
+        "netlink_link" => make(it, settings, |c: NetlinkLinkConfig| c.build(name)),
+        "nvml" => make(it, settings, |c: NvmlConfig| c.build(name)),
+        "rdma_sysfs" => make(it, settings, |c: RdmaSysfsConfig| c.build(name)),
+        "nccl_tests" => make(it, settings, |c: NcclTestsConfig| c.build(name)),
+        "gnmi" => make(it, settings, |c: GnmiConfig| c.build_in(name, inventory)),
+        "ethtool" => make(it, settings, |c: EthtoolConfig| c.build(name)),
+        "prometheus" => make(it, settings, |c: PrometheusConfig| c.build(name)),
+        "replay" => make(it, settings, |c: ReplayConfig| c.build(name)),
         #[cfg(feature = "verbs")]
-        "verbs" => it.build(settings, |c: VerbsConfig| c.build(name)).map(boxed),
+        "verbs" => make(it, settings, |c: VerbsConfig| c.build(name)),
         #[cfg(not(feature = "verbs"))]
         "verbs" => Err(it.not_in_build(
             "rocemend was built without the `verbs` feature (rebuild with `--features verbs`, which needs \
@@ -149,6 +146,23 @@ pub fn build_in(
         )),
         _ => Err(it.unknown(KINDS)),
     }
+}
+
+/// Reads `settings` as the config `C` and builds its sensor with `build`;
+/// either failure is [`BuildError::Invalid`], naming the sensor (and, for a
+/// value that does not deserialize, its key).
+fn make<C, S>(
+    it: Component<'_>,
+    settings: toml::Table,
+    build: impl FnOnce(C) -> Result<S, ConfigError>,
+) -> Result<Box<dyn Sensor>, BuildError>
+where
+    C: serde::de::DeserializeOwned,
+    S: Sensor + 'static,
+{
+    let config: C = it.settings(settings)?;
+    let sensor = build(config).map_err(|e| it.invalid(e))?;
+    Ok(Box::new(sensor))
 }
 
 #[cfg(test)]

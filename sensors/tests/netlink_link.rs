@@ -22,7 +22,7 @@ fn veth_sensor() -> Box<dyn engine::Sensor> {
 fn veth_sensor_beating(heartbeat: &str) -> Box<dyn engine::Sensor> {
     let config = NetlinkLinkConfig {
         include: vec!["veth*".into()],
-        heartbeat: heartbeat.into(),
+        heartbeat: humantime::parse_duration(heartbeat).unwrap(),
         ..NetlinkLinkConfig::default()
     };
     Box::new(config.build("netlink_link").unwrap())

@@ -15,8 +15,8 @@ fn settings(source: &FleetSource) -> anyhow::Result<fleet::FleetSettings> {
         None => fleet::FleetConfig {
             etcd: vec![],
             identity: None,
-            lease_ttl: "10s".into(),
-            request_timeout: "2s".into(),
+            lease_ttl: std::time::Duration::from_secs(10),
+            request_timeout: std::time::Duration::from_secs(2),
             prefix: "/rocemend/fleet/".into(),
             fleet_size: None,
             aggregator: None,

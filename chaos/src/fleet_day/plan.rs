@@ -380,9 +380,6 @@ fn budgets(ctx: &Ctx, specs: &[BudgetSpec], fleet_size: u32) -> Result<Vec<Budge
         if b.kinds.is_empty() {
             return Err(at("counts no action kind".into()));
         }
-        if let Some(w) = &b.window {
-            parse_duration(w).map_err(|e| at(format!("window: {e}")))?;
-        }
         let mut limit = b.max;
         if let Some(p) = b.max_percent {
             if !(0.0..=100.0).contains(&p) {

@@ -24,7 +24,7 @@ struct Args {
     identity: String,
     node: String,
     max: u32,
-    window: Option<String>,
+    window: Option<Duration>,
     ttl: u64,
     hold: u64,
 }
@@ -40,7 +40,7 @@ fn args() -> Result<Args, String> {
             "--identity" => a.identity = value()?,
             "--node" => a.node = value()?,
             "--max" => a.max = value()?.parse().map_err(|e| format!("--max: {e}"))?,
-            "--window" => a.window = Some(value()?),
+            "--window" => a.window = Some(humantime::parse_duration(&value()?).map_err(|e| format!("--window: {e}"))?),
             "--ttl" => a.ttl = value()?.parse().map_err(|e| format!("--ttl: {e}"))?,
             "--hold" => a.hold = value()?.parse().map_err(|e| format!("--hold: {e}"))?,
             other => return Err(format!("unknown argument {other:?}")),
@@ -61,7 +61,7 @@ async fn main() {
             std::process::exit(2);
         }
     };
-    let config = probe::cordon_budget(&a.etcd, &a.identity, a.max, a.window.as_deref(), a.ttl);
+    let config = probe::cordon_budget(&a.etcd, &a.identity, a.max, a.window, a.ttl);
     let settings = FleetSettings::new(&config).unwrap_or_else(|e| {
         eprintln!("rocemend-fleet-probe: {e}");
         std::process::exit(2)

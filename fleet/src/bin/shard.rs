@@ -58,8 +58,8 @@ async fn main() {
     let config = FleetConfig {
         etcd: a.etcd,
         identity: Some(a.identity.clone()),
-        lease_ttl: format!("{}s", a.ttl),
-        request_timeout: "2s".into(),
+        lease_ttl: Duration::from_secs(a.ttl),
+        request_timeout: Duration::from_secs(2),
         prefix: "/rocemend/fleet/".into(),
         fleet_size: None,
         budget: vec![],

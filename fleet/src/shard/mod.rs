@@ -250,7 +250,7 @@ impl Shard {
         switches: impl IntoIterator<Item = impl Into<String>>,
     ) -> Result<Shard, FleetError> {
         if group.is_empty() || group.contains('/') {
-            return Err(FleetError::Config(format!("shard group {group:?}: must be non-empty and without '/'")));
+            return Err(FleetError::ShardGroup(group.to_string()));
         }
         let switches = checked(switches)?;
         let client = crate::connect_client(settings).await?;
@@ -385,7 +385,7 @@ impl Shard {
 fn checked(switches: impl IntoIterator<Item = impl Into<String>>) -> Result<BTreeSet<String>, FleetError> {
     let switches: BTreeSet<String> = switches.into_iter().map(Into::into).collect();
     if switches.iter().any(String::is_empty) {
-        return Err(FleetError::Config("shard: a switch name is empty".into()));
+        return Err(FleetError::EmptySwitchName);
     }
     Ok(switches)
 }

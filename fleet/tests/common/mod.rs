@@ -164,7 +164,7 @@ impl Drop for Cluster {
 /// Settings for daemon `identity` with one cordon budget of `max` per 10
 /// minutes.
 pub fn settings(endpoints: &[String], identity: &str, max: u32, ttl_secs: u64) -> FleetSettings {
-    FleetSettings::new(&probe::cordon_budget(endpoints, identity, max, Some("10m"), ttl_secs))
+    FleetSettings::new(&probe::cordon_budget(endpoints, identity, max, Some(Duration::from_secs(600)), ttl_secs))
         .expect("valid fleet settings")
 }
 

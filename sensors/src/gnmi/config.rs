@@ -69,25 +69,25 @@ pub struct GnmiConfig {
     #[serde(default)]
     pub updates_only: bool,
     /// The sample interval of presets and of subscriptions that give none.
-    #[serde(default = "default_sample_interval")]
-    pub sample_interval: String,
+    #[serde(default = "default_sample_interval", with = "humantime_serde")]
+    pub sample_interval: Duration,
     /// How often the last value of every ON_CHANGE series is sent again,
     /// stamped with the time of the beat, so a quiet series goes stale only
     /// when the sensor (or its stream) is gone; also asked of the switch as
     /// the subscriptions' `heartbeat_interval`. 100ms to 60s; `"0"` turns
     /// it off.
-    #[serde(default = "default_heartbeat")]
-    pub heartbeat: String,
+    #[serde(default = "default_heartbeat", with = "humantime_serde")]
+    pub heartbeat: Duration,
     /// Bound on connecting, each call, and the start of a stream.
-    #[serde(default = "default_timeout")]
-    pub timeout: String,
+    #[serde(default = "default_timeout", with = "humantime_serde")]
+    pub timeout: Duration,
     /// First reconnection delay; doubles up to `backoff_max`, ±20 % jitter.
     /// A refused connection is retried after this delay every time.
-    #[serde(default = "default_backoff_initial")]
-    pub backoff_initial: String,
+    #[serde(default = "default_backoff_initial", with = "humantime_serde")]
+    pub backoff_initial: Duration,
     /// Longest reconnection delay.
-    #[serde(default = "default_backoff_max")]
-    pub backoff_max: String,
+    #[serde(default = "default_backoff_max", with = "humantime_serde")]
+    pub backoff_max: Duration,
 }
 
 /// One switch: a name of the inventory's switches, which says where it is
@@ -156,8 +156,8 @@ pub struct SubscriptionConfig {
     #[serde(default = "default_mode")]
     pub mode: StreamMode,
     /// For `sample`: how often; the sensor's `sample_interval` if unset.
-    #[serde(default)]
-    pub sample_interval: Option<String>,
+    #[serde(default, with = "humantime_serde")]
+    pub sample_interval: Option<Duration>,
 }
 
 /// How a subscription is triggered.
@@ -223,36 +223,30 @@ fn default_mode() -> StreamMode {
 }
 /// SONiC's counter poll is 1 s for port counters; sampling faster reads
 /// the same values twice.
-fn default_sample_interval() -> String {
-    "1s".into()
+fn default_sample_interval() -> Duration {
+    Duration::from_secs(1)
 }
 /// Five beats inside the rules' default `stale_after` of 5 s.
-fn default_heartbeat() -> String {
-    "1s".into()
+fn default_heartbeat() -> Duration {
+    Duration::from_secs(1)
 }
 /// Long enough for a busy switch's telemetry container, short enough that
 /// a dead one is noticed within a rule window.
-fn default_timeout() -> String {
-    "10s".into()
+fn default_timeout() -> Duration {
+    Duration::from_secs(10)
 }
 /// A telemetry container that restarts refuses connections for a few
 /// seconds; retrying ten times a second ends the gap within ~0.1 s of its
 /// return and costs a SYN and a RST each.
-fn default_backoff_initial() -> String {
-    "100ms".into()
+fn default_backoff_initial() -> Duration {
+    Duration::from_millis(100)
 }
 /// The longest a target that is back waits for the sensor to notice: the
 /// gap in samples is the outage plus at most this (plus 20 % jitter).
 /// Failures that cost the switch more than a refused connection (a TLS
 /// handshake, a timeout) are at most one a second per target.
-fn default_backoff_max() -> String {
-    "1s".into()
-}
-
-fn duration(setting: &str, text: &str) -> Result<Duration, ConfigError> {
-    let ns = engine::time::parse_duration(text)
-        .map_err(|source| ConfigError::Duration { setting: setting.into(), source })?;
-    Ok(Duration::from_nanos(ns.max(0) as u64))
+fn default_backoff_max() -> Duration {
+    Duration::from_secs(1)
 }
 
 fn read_pem(target: &str, what: &str, path: &Path) -> Result<Vec<u8>, ConfigError> {
@@ -319,37 +313,28 @@ impl GnmiConfig {
         Ok(GnmiSensor::new(name, targets, timing.backoff, stall, timing.heartbeat))
     }
 
-    /// The durations, parsed; the timeout and the first backoff above 0,
+    /// The durations, checked: the timeout and the first backoff above 0,
     /// the longest backoff at least the first, the heartbeat 0 or in range.
     fn timing(&self) -> Result<Timing, ConfigError> {
-        let sample_interval = duration("sample_interval", &self.sample_interval)?;
-        let timeout = duration("timeout", &self.timeout)?;
-        let heartbeat = duration("heartbeat", &self.heartbeat)?;
-        let backoff = Backoff {
-            initial: duration("backoff_initial", &self.backoff_initial)?,
-            max: duration("backoff_max", &self.backoff_max)?,
-        };
-        let out_of_range = |setting: &str, value: &str, reason: String| ConfigError::OutOfRange {
-            setting: setting.into(),
-            value: value.to_string(),
-            reason,
-        };
+        let (timeout, heartbeat) = (self.timeout, self.heartbeat);
+        let backoff = Backoff { initial: self.backoff_initial, max: self.backoff_max };
+        let out_of_range = ConfigError::duration_out_of_range;
         if timeout.is_zero() {
-            return Err(out_of_range("timeout", &self.timeout, "must be above 0".into()));
+            return Err(out_of_range("timeout", timeout, "must be above 0".into()));
         }
         if backoff.initial.is_zero() {
-            return Err(out_of_range("backoff_initial", &self.backoff_initial, "must be above 0".into()));
+            return Err(out_of_range("backoff_initial", backoff.initial, "must be above 0".into()));
         }
         if backoff.max < backoff.initial {
-            let reason = format!("is below backoff_initial {}", self.backoff_initial);
-            return Err(out_of_range("backoff_max", &self.backoff_max, reason));
+            let reason = format!("is below backoff_initial {}", humantime::format_duration(backoff.initial));
+            return Err(out_of_range("backoff_max", backoff.max, reason));
         }
         if !heartbeat.is_zero() && !(MIN_HEARTBEAT..=MAX_HEARTBEAT).contains(&heartbeat) {
             let reason = format!("is not between {MIN_HEARTBEAT:?} and {MAX_HEARTBEAT:?} (\"0\" turns it off)");
-            return Err(out_of_range("heartbeat", &self.heartbeat, reason));
+            return Err(out_of_range("heartbeat", heartbeat, reason));
         }
         let heartbeat = (!heartbeat.is_zero()).then_some(heartbeat);
-        Ok(Timing { sample_interval, heartbeat, timeout, backoff })
+        Ok(Timing { sample_interval: self.sample_interval, heartbeat, timeout, backoff })
     }
 
     /// The presets' subscriptions, then the user's under `prefix`, before
@@ -384,16 +369,10 @@ impl GnmiConfig {
         }
         let prefix = self.prefix.as_deref().map(|p| parse("prefix", p)).transpose()?;
         for s in &self.subscriptions {
-            let (interval, text) = match &s.sample_interval {
-                Some(text) => (duration("sample_interval", text)?, text),
-                None => (timing.sample_interval, &self.sample_interval),
-            };
+            let interval = s.sample_interval.unwrap_or(timing.sample_interval);
             if s.mode == StreamMode::Sample && interval.is_zero() {
-                return Err(ConfigError::OutOfRange {
-                    setting: format!("subscription {:?}: sample_interval", s.path),
-                    value: text.clone(),
-                    reason: "must be above 0".into(),
-                });
+                let setting = format!("subscription {:?}: sample_interval", s.path);
+                return Err(ConfigError::duration_out_of_range(&setting, interval, "must be above 0".into()));
             }
             // A `target@` in the path is the prefix's target (gNMI reads a
             // target nowhere else); it overrides the `prefix` setting's.
@@ -718,23 +697,25 @@ sample_interval = "500ms"
         let mut c = base.clone();
         c.targets[0].password = Some("secret".into());
         assert!(c.build("x").unwrap_err().to_string().contains("inline username or password is refused"));
-        let mut c = base.clone();
-        c.timeout = "soon".into();
-        assert!(c.build("x").unwrap_err().to_string().starts_with("configuration: timeout: invalid duration"));
+        let unparsed = crate::build("gnmi", "x", toml::from_str(&format!("timeout = \"soon\"\n{EXAMPLE}")).unwrap());
+        assert_eq!(
+            unparsed.err().unwrap().to_string(),
+            "sensor \"x\" (kind \"gnmi\"): timeout: invalid value: string \"soon\", expected a duration"
+        );
         let mut c = base.clone();
         c.subscriptions[0].path = "/a[b=c".into();
         assert!(c.build("x").unwrap_err().to_string().contains("unclosed '['"));
         let mut c = base.clone();
-        c.backoff_max = "50ms".into();
+        c.backoff_max = Duration::from_millis(50);
         let err = c.build("x").unwrap_err();
         assert!(matches!(&err, ConfigError::OutOfRange { setting, .. } if setting == "backoff_max"), "{err:?}");
         assert_eq!(err.to_string(), "configuration: backoff_max 50ms is below backoff_initial 100ms");
         let mut c = base.clone();
-        c.heartbeat = "10ms".into();
+        c.heartbeat = Duration::from_millis(10);
         let err = c.build("x").unwrap_err();
         assert!(matches!(&err, ConfigError::OutOfRange { setting, .. } if setting == "heartbeat"), "{err:?}");
         let mut c = base.clone();
-        c.heartbeat = "0".into();
+        c.heartbeat = Duration::ZERO;
         let sensor = c.build("x").unwrap();
         let on_change = &sensor.targets()[0].streams(&PathStyle::PrefixTarget)[1].list.subscription[0];
         assert_eq!(on_change.heartbeat_interval, 0, "no heartbeat asked for when it is off");

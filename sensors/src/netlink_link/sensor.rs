@@ -306,7 +306,8 @@ mod tests {
         /// Starts the loop with `heartbeat` over the links `links` dumps.
         fn start(heartbeat: &str, links: Vec<LinkReading>) -> Harness {
             STARTED.with(|s| s.set(Some(tokio::time::Instant::now())));
-            let config = NetlinkLinkConfig { heartbeat: heartbeat.into(), ..NetlinkLinkConfig::default() };
+            let heartbeat = humantime::parse_duration(heartbeat).unwrap();
+            let config = NetlinkLinkConfig { heartbeat, ..NetlinkLinkConfig::default() };
             let mut sensor = config.build("netlink_link").unwrap();
             sensor.clock = test_clock;
             let table = SeriesTable::default();
