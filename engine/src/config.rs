@@ -235,9 +235,6 @@ pub const FILE_KEYS: &[&str] = &[
     "path",
     "root",
     "sysfs_root",
-    "ca",
-    "cert",
-    "key",
     "ca_file",
     "cert_file",
     "key_file",
@@ -319,7 +316,7 @@ mod tests {
     fn relative_files_resolve_against_their_config_and_bare_programs_do_not() {
         let mut settings: toml::Table = toml::from_str(
             "root = \"sys\"\nlibrary = \"libnvidia-ml.so.1\"\nscontrol = \"./bin/scontrol\"\nname = \"x\"\n\
-             [gnmi]\nca_file = \"/etc/ca.pem\"\n[[targets]]\nca = \"tls/ca.pem\"\n\
+             [gnmi]\nca_file = \"/etc/ca.pem\"\n[[targets]]\ntls = { ca_file = \"tls/ca.pem\" }\n\
              [[subscriptions]]\npath = \"openconfig:/interfaces\"\n",
         )
         .unwrap();
@@ -329,7 +326,7 @@ mod tests {
         assert_eq!(settings["scontrol"].as_str(), Some("/etc/rocemend/./bin/scontrol"));
         assert_eq!(settings["name"].as_str(), Some("x"));
         assert_eq!(settings["gnmi"]["ca_file"].as_str(), Some("/etc/ca.pem"));
-        assert_eq!(settings["targets"][0]["ca"].as_str(), Some("/etc/rocemend/tls/ca.pem"));
+        assert_eq!(settings["targets"][0]["tls"]["ca_file"].as_str(), Some("/etc/rocemend/tls/ca.pem"));
         assert_eq!(
             settings["subscriptions"][0]["path"].as_str(),
             Some("openconfig:/interfaces"),

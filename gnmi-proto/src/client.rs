@@ -21,6 +21,7 @@
 // its code, message and details; it is large, and errors are rare.
 #![allow(clippy::result_large_err)]
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
@@ -52,6 +53,49 @@ pub struct TlsConfig {
     /// The name to check the target's certificate against, when it is not
     /// the host in the address.
     pub domain: Option<String>,
+}
+
+impl TlsConfig {
+    /// Reads the PEM files of a switch's TLS settings, as every config
+    /// spells them (the inventory's `tls = { ca_file, cert_file, key_file,
+    /// domain }`): the CA to trust, and for mutual TLS the client
+    /// certificate and its key, which go together.
+    pub fn from_files(
+        ca_file: &std::path::Path,
+        cert_file: Option<&std::path::Path>,
+        key_file: Option<&std::path::Path>,
+        domain: Option<String>,
+    ) -> Result<TlsConfig, TlsFileError> {
+        let read = |field: &'static str, path: &std::path::Path| {
+            std::fs::read(path).map_err(|source| TlsFileError::Read { field, path: path.to_path_buf(), source })
+        };
+        let identity = match (cert_file, key_file) {
+            (Some(cert), Some(key)) => Some((read("cert_file", cert)?, read("key_file", key)?)),
+            (None, None) => None,
+            _ => return Err(TlsFileError::Unpaired),
+        };
+        Ok(TlsConfig { ca_pem: Some(read("ca_file", ca_file)?), identity, domain })
+    }
+}
+
+/// Why a switch's TLS settings could not be read ([`TlsConfig::from_files`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TlsFileError {
+    /// A PEM file cannot be read.
+    #[error("{field} {}: {source}", path.display())]
+    Read {
+        /// The setting that names it: `ca_file`, `cert_file` or `key_file`.
+        field: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A client certificate without its key, or a key without its
+    /// certificate.
+    #[error("cert_file and key_file go together")]
+    Unpaired,
 }
 
 /// How to reach one target.
@@ -471,6 +515,26 @@ mod tests {
 
     fn result(path: &str, op: Operation) -> UpdateResult {
         UpdateResult { path: Some(parse_path(path).unwrap()), op: op as i32, ..Default::default() }
+    }
+
+    #[test]
+    fn tls_files_are_read_and_a_certificate_goes_with_its_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let (ca, cert, key) = (dir.path().join("ca.pem"), dir.path().join("c.pem"), dir.path().join("k.pem"));
+        for (path, text) in [(&ca, "CA"), (&cert, "CERT"), (&key, "KEY")] {
+            std::fs::write(path, text).unwrap();
+        }
+        let tls = TlsConfig::from_files(&ca, Some(&cert), Some(&key), Some("leaf01.test".into())).unwrap();
+        assert_eq!(tls.ca_pem.as_deref(), Some(&b"CA"[..]));
+        assert_eq!(tls.identity, Some((b"CERT".to_vec(), b"KEY".to_vec())));
+        assert_eq!(tls.domain.as_deref(), Some("leaf01.test"));
+        assert!(TlsConfig::from_files(&ca, None, None, None).unwrap().identity.is_none());
+        let unpaired = TlsConfig::from_files(&ca, Some(&cert), None, None).unwrap_err();
+        assert_eq!(unpaired.to_string(), "cert_file and key_file go together");
+        let missing = dir.path().join("none.pem");
+        let err = TlsConfig::from_files(&ca, Some(&cert), Some(&missing), None).unwrap_err();
+        assert!(matches!(&err, TlsFileError::Read { field: "key_file", .. }), "{err:?}");
+        assert!(err.to_string().starts_with(&format!("key_file {}: ", missing.display())), "{err}");
     }
 
     #[test]

@@ -58,7 +58,9 @@ pub mod path;
 pub mod sonic;
 pub mod value;
 
-pub use client::{ClientConfig, ClientError, GnmiClient, SetOps, Subscription, SubscriptionStream, TlsConfig};
+pub use client::{
+    ClientConfig, ClientError, GnmiClient, SetOps, Subscription, SubscriptionStream, TlsConfig, TlsFileError,
+};
 pub use path::{parse_path, path_to_string, PathError};
 /// The gRPC status codes [`ClientError::code`] returns, for callers that do
 /// not depend on tonic themselves.

@@ -121,6 +121,25 @@ pub enum ConfigError {
         /// Why.
         source: gnmi_proto::credentials::CredentialsError,
     },
+    /// A switch's TLS settings cannot be used: a PEM file cannot be read,
+    /// or a client certificate comes without its key.
+    #[error("configuration: {setting}: {source}")]
+    Tls {
+        /// Where they are (`target "leaf01": tls`).
+        setting: String,
+        /// Why.
+        source: gnmi_proto::TlsFileError,
+    },
+    /// A setting of an earlier spelling: refused, with what replaced it.
+    #[error("configuration: {setting}: `{old}` is no longer read; {hint}")]
+    Respelled {
+        /// Where it is (a target).
+        setting: String,
+        /// The old key.
+        old: &'static str,
+        /// How to write it now.
+        hint: String,
+    },
     /// A file a setting names cannot be read.
     #[error("configuration: {setting} {}: {source}", path.display())]
     Read {

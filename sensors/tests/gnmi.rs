@@ -290,7 +290,7 @@ async fn tls_with_a_test_ca_and_client_certificates() {
     };
     let sw = spawn("leaf01", ([127, 0, 0, 1], 0).into(), model, options).await.unwrap();
     let text = format!(
-        "presets = [\"sonic_pfc\"]\nsample_interval = \"100ms\"\ntimeout = \"2s\"\n[[targets]]\nname = \"leaf01\"\naddress = \"{}\"\nca = \"{ca_path}\"\ncert = \"{cert_path}\"\nkey = \"{key_path}\"\ntls_domain = \"leaf01.test\"\ncredentials_file = \"{credentials}\"\n",
+        "presets = [\"sonic_pfc\"]\nsample_interval = \"100ms\"\ntimeout = \"2s\"\n[[targets]]\nname = \"leaf01\"\naddress = \"{}\"\ncredentials_file = \"{credentials}\"\ntls = {{ ca_file = \"{ca_path}\", cert_file = \"{cert_path}\", key_file = \"{key_path}\", domain = \"leaf01.test\" }}\n",
         sw.addr
     );
     let mut h = start(&text);

@@ -1,6 +1,6 @@
 //! The settings of a `gnmi` sensor.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use gnmi_proto::gnmi::SubscriptionMode;
@@ -41,7 +41,7 @@ const MAX_HEARTBEAT: Duration = Duration::from_secs(60);
 /// address = "10.0.0.11:8080"
 /// path_style = "auto"
 /// credentials_file = "/etc/rocemend/gnmi-credentials.toml"
-/// ca = "/etc/rocemend/gnmi-ca.pem"
+/// tls = { ca_file = "/etc/rocemend/gnmi-ca.pem" }
 ///
 /// [[subscriptions]]
 /// path = "openconfig:/interfaces/interface[name=*]/state/counters"
@@ -117,18 +117,13 @@ pub struct TargetConfig {
     /// style (`localhost`, `asic0` on multi-ASIC switches).
     #[serde(default)]
     pub namespace: Option<String>,
-    /// CA certificate (PEM) to trust; TLS is on when this or `cert` is set.
-    #[serde(default)]
-    pub ca: Option<PathBuf>,
-    /// Client certificate (PEM), for mutual TLS; needs `key`.
-    #[serde(default)]
-    pub cert: Option<PathBuf>,
-    /// Client key (PEM).
-    #[serde(default)]
-    pub key: Option<PathBuf>,
-    /// The name in the switch's certificate, when not the address's host.
-    #[serde(default)]
-    pub tls_domain: Option<String>,
+    /// TLS to the switch, spelled as the inventory's `[[switch]]` and
+    /// `[gnmi]` spell it: `tls = { ca_file, cert_file, key_file, domain }`
+    /// (PEM files; a client certificate for mutual TLS goes with its key;
+    /// `domain` is the name in the switch's certificate when it is not the
+    /// address's host). Plain HTTP/2 when absent (a lab only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<SwitchTls>,
     /// A TOML file of `username` and `password` (mode 0600), sent as
     /// `username` and `password` metadata.
     #[serde(default)]
@@ -139,10 +134,34 @@ pub struct TargetConfig {
     /// Refused: secrets are never written inline (see `credentials_file`).
     #[serde(default, skip_serializing)]
     pub password: Option<String>,
+    /// `ca`, `cert`, `key`, `tls_domain`: the earlier spelling of `tls`'s
+    /// fields, read only to be refused with the new one.
+    #[serde(default, skip_serializing)]
+    ca: Option<Respelled>,
+    #[serde(default, skip_serializing)]
+    cert: Option<Respelled>,
+    #[serde(default, skip_serializing)]
+    key: Option<Respelled>,
+    #[serde(default, skip_serializing)]
+    tls_domain: Option<Respelled>,
+}
+
+/// A setting of an earlier spelling, whatever its value: read only to be
+/// refused, naming what replaced it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Respelled;
+
+impl<'de> Deserialize<'de> for Respelled {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Respelled, D::Error> {
+        serde::de::IgnoredAny::deserialize(d).map(|_| Respelled)
+    }
 }
 
 /// A target's `path_style`: one setting for the sensor and the actuators.
 pub use engine::topology::PathStyleSetting;
+/// A target's `tls`: one spelling for the inventory, the sensor and the
+/// actuators.
+pub use engine::topology::SwitchTls;
 
 /// A subscription.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -247,14 +266,6 @@ fn default_backoff_initial() -> Duration {
 /// handshake, a timeout) are at most one a second per target.
 fn default_backoff_max() -> Duration {
     Duration::from_secs(1)
-}
-
-fn read_pem(target: &str, what: &str, path: &Path) -> Result<Vec<u8>, ConfigError> {
-    std::fs::read(path).map_err(|source| ConfigError::Read {
-        setting: format!("target {target:?}: {what}"),
-        path: path.to_path_buf(),
-        source,
-    })
 }
 
 /// The durations of a sensor's settings, parsed and checked.
@@ -403,6 +414,7 @@ impl GnmiConfig {
 impl TargetConfig {
     /// The target's connection, path style and streams.
     fn plan(&self, specs: &[SubSpec], updates_only: bool, timeout: Duration) -> Result<TargetPlan, ConfigError> {
+        self.refuse_respelled()?;
         if self.name.is_empty() {
             return Err(ConfigError::Empty {
                 setting: "target name".into(),
@@ -450,33 +462,44 @@ impl TargetConfig {
         Ok(TargetPlan { name: self.name.clone(), client, style, prefix_target, sonic_db_origin, oids })
     }
 
-    /// TLS, with its PEM files read, when `ca` or `cert` is set.
+    /// TLS, with its PEM files read, when `tls` is set.
     fn tls(&self) -> Result<Option<TlsConfig>, ConfigError> {
-        if self.ca.is_none() && self.cert.is_none() {
-            return Ok(None);
-        }
-        let identity = match (&self.cert, &self.key) {
-            (Some(c), Some(k)) => Some((read_pem(&self.name, "cert", c)?, read_pem(&self.name, "key", k)?)),
-            (None, None) => None,
-            _ => return Err(self.conflict("cert and key go together")),
-        };
-        let ca_pem = self.ca.as_ref().map(|p| read_pem(&self.name, "ca", p)).transpose()?;
-        Ok(Some(TlsConfig { ca_pem, identity, domain: self.tls_domain.clone() }))
+        let Some(tls) = &self.tls else { return Ok(None) };
+        let files =
+            TlsConfig::from_files(&tls.ca_file, tls.cert_file.as_deref(), tls.key_file.as_deref(), tls.domain.clone());
+        files.map(Some).map_err(|source| ConfigError::Tls { setting: format!("target {:?}: tls", self.name), source })
+    }
+
+    /// Refuses the earlier spelling of `tls`'s fields, naming the new one.
+    fn refuse_respelled(&self) -> Result<(), ConfigError> {
+        let given = [
+            (self.ca.is_some(), "ca", "ca_file"),
+            (self.cert.is_some(), "cert", "cert_file"),
+            (self.key.is_some(), "key", "key_file"),
+            (self.tls_domain.is_some(), "tls_domain", "domain"),
+        ];
+        let Some((_, old, new)) = given.into_iter().find(|(set, ..)| *set) else { return Ok(()) };
+        Err(ConfigError::Respelled {
+            setting: format!("target {:?}", self.name),
+            old,
+            hint: format!(
+                "write `tls = {{ {new} = … }}`: a switch's TLS is spelled as the inventory spells it, \
+                 tls = {{ ca_file, cert_file, key_file, domain }}"
+            ),
+        })
     }
 
     /// Fills in how to reach this switch from its entry in `inventory`.
     fn fill_from_inventory(&mut self, inventory: Option<&engine::Topology>) -> Result<(), ConfigError> {
+        self.refuse_respelled()?;
         let set_here = self.path_style.is_some()
             || self.namespace.is_some()
-            || self.ca.is_some()
-            || self.cert.is_some()
-            || self.key.is_some()
-            || self.tls_domain.is_some()
+            || self.tls.is_some()
             || self.credentials_file.is_some();
         if set_here {
             return Err(self.conflict(
                 "a target without an address is reached as the inventory says: set path_style, namespace, \
-                 TLS and credentials_file on its [[switch]] or its [gnmi], not here",
+                 tls and credentials_file on its [[switch]] or its [gnmi], not here",
             ));
         }
         let access = engine::Topology::access_in(inventory, &self.name)
@@ -485,10 +508,7 @@ impl TargetConfig {
         self.path_style = Some(access.path_style);
         self.namespace = access.namespace;
         self.credentials_file = access.credentials_file;
-        if let Some(tls) = access.tls {
-            (self.ca, self.cert, self.key, self.tls_domain) =
-                (Some(tls.ca_file), tls.cert_file, tls.key_file, tls.domain);
-        }
+        self.tls = access.tls;
         Ok(())
     }
 
@@ -517,6 +537,7 @@ mod tests {
     use super::*;
     use crate::gnmi::mapping::QueueFields;
     use gnmi_proto::path_to_string;
+    use gnmi_proto::TlsFileError;
 
     const EXAMPLE: &str = r#"
 presets = ["sonic_pfc", "openconfig_interfaces"]
@@ -692,6 +713,36 @@ sample_interval = "500ms"
     }
 
     #[test]
+    fn tls_is_spelled_as_the_inventory_spells_it_and_the_old_keys_are_refused_with_the_new_spelling() {
+        let target = |tls: &str| {
+            format!("presets = [\"sonic_pfc\"]\n[[targets]]\nname = \"leaf01\"\naddress = \"127.0.0.1:9339\"\n{tls}\n")
+        };
+        let config: GnmiConfig =
+            toml::from_str(&target("tls = { ca_file = \"/etc/ca.pem\", domain = \"leaf01.test\" }")).unwrap();
+        let tls = config.targets[0].tls.as_ref().unwrap();
+        assert_eq!((tls.ca_file.to_str(), tls.domain.as_deref()), (Some("/etc/ca.pem"), Some("leaf01.test")));
+        let again: GnmiConfig = toml::from_str(&toml::to_string(&config).unwrap()).unwrap();
+        assert_eq!(again, config);
+        for (old, new) in [("ca", "ca_file"), ("cert", "cert_file"), ("key", "key_file"), ("tls_domain", "domain")] {
+            let config: GnmiConfig = toml::from_str(&target(&format!("{old} = \"x\""))).unwrap();
+            let err = config.build("gnmi").unwrap_err();
+            assert!(matches!(&err, ConfigError::Respelled { old: o, .. } if *o == old), "{err:?}");
+            assert_eq!(
+                err.to_string(),
+                format!(
+                    "configuration: target \"leaf01\": `{old}` is no longer read; write `tls = {{ {new} = … }}`: a \
+                     switch's TLS is spelled as the inventory spells it, tls = {{ ca_file, cert_file, key_file, domain }}"
+                )
+            );
+            // A target reached through the inventory is refused the same way.
+            let mut by_name = config.clone();
+            by_name.targets[0].address.clear();
+            let err = by_name.build_in("gnmi", None).unwrap_err();
+            assert!(matches!(&err, ConfigError::Respelled { .. }), "{err:?}");
+        }
+    }
+
+    #[test]
     fn bad_settings_are_named() {
         let base: GnmiConfig = toml::from_str(EXAMPLE).unwrap();
         let mut c = base.clone();
@@ -726,10 +777,24 @@ sample_interval = "500ms"
         c.targets[0].namespace = Some("a/b".into());
         assert!(c.build("x").unwrap_err().to_string().contains("is not a path element"));
         let mut c = base.clone();
-        c.targets[0].cert = Some("/nonexistent/cert.pem".into());
-        c.targets[0].key = Some("/nonexistent/key.pem".into());
+        c.targets[0].tls = Some(SwitchTls {
+            ca_file: "/nonexistent/ca.pem".into(),
+            cert_file: Some("/nonexistent/cert.pem".into()),
+            key_file: Some("/nonexistent/key.pem".into()),
+            domain: None,
+        });
         let err = c.build("x").unwrap_err();
-        assert!(matches!(&err, ConfigError::Read { setting, .. } if setting == "target \"leaf01\": cert"), "{err:?}");
+        assert!(
+            matches!(&err, ConfigError::Tls { setting, source: TlsFileError::Read { field: "cert_file", .. } }
+                if setting == "target \"leaf01\": tls"),
+            "{err:?}"
+        );
+        assert!(err
+            .to_string()
+            .starts_with("configuration: target \"leaf01\": tls: cert_file /nonexistent/cert.pem: "));
+        c.targets[0].tls.as_mut().unwrap().key_file = None;
+        let err = c.build("x").unwrap_err().to_string();
+        assert_eq!(err, "configuration: target \"leaf01\": tls: cert_file and key_file go together");
         let mut c = base;
         c.targets.push(c.targets[0].clone());
         let err = c.build("x").unwrap_err();
