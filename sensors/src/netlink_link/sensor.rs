@@ -110,7 +110,7 @@ impl NetlinkLinkSensor {
         let started = Instant::now();
         let readings = match source.dump().await {
             Ok(readings) => readings,
-            Err(error) => return Ok(Err(End::Failed { kind: "dump", error })),
+            Err(error) => return Ok(Err(End::Failed { kind: "dump", error: error.to_string() })),
         };
         let mut samples = Vec::new();
         if let Err(e) = tracker.resync(ctx, &readings, (self.clock)(), &mut samples) {
@@ -134,7 +134,7 @@ impl NetlinkLinkSensor {
     async fn session(&self, ctx: &SensorContext, tracker: &mut LinkTracker) -> Result<End, SensorError> {
         match Rtnetlink::open(&self.name, self.receive_buffer_bytes) {
             Ok(mut source) => self.watch(ctx, tracker, &mut source).await,
-            Err(error) => Ok(End::Failed { kind: "connect", error }),
+            Err(error) => Ok(End::Failed { kind: "connect", error: error.to_string() }),
         }
     }
 
@@ -248,6 +248,7 @@ mod tests {
     use engine::{Batch, SeriesTable, MS, SECOND};
     use tokio::sync::{mpsc, watch};
 
+    use super::super::source::SourceError;
     use super::super::tracker::LinkReading;
     use super::super::NetlinkLinkConfig;
     use super::*;
@@ -270,7 +271,7 @@ mod tests {
     }
 
     impl LinkSource for Scripted {
-        async fn dump(&mut self) -> Result<Vec<LinkReading>, String> {
+        async fn dump(&mut self) -> Result<Vec<LinkReading>, SourceError> {
             Ok(self.links.clone())
         }
 

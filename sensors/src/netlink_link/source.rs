@@ -24,13 +24,24 @@ pub(super) enum Notice {
     Other,
 }
 
+/// Why a link source failed.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum SourceError {
+    /// The netlink socket could not be opened.
+    #[error("opening the netlink socket: {0}")]
+    Open(std::io::Error),
+    /// The dump of every link failed.
+    #[error("dumping links: {0}")]
+    Dump(rtnetlink::Error),
+}
+
 /// A subscription to link changes.
 ///
 /// Private, and used through generics only (never `dyn`), so an `async fn`
 /// suffices: the daemon's source is [`Rtnetlink`], whose futures are `Send`.
 pub(super) trait LinkSource {
     /// Every link now (an `RTM_GETLINK` dump), or why it failed.
-    async fn dump(&mut self) -> Result<Vec<LinkReading>, String>;
+    async fn dump(&mut self) -> Result<Vec<LinkReading>, SourceError>;
     /// The next notification; `None` once the socket has failed.
     async fn next(&mut self) -> Option<Notice>;
 }
@@ -57,9 +68,9 @@ impl Rtnetlink {
     /// subscribes; `Err` says why it could not. Subscribed before the
     /// session dumps: a change between the two shows up as a notification,
     /// and the counters make a repeat harmless.
-    pub(super) fn open(sensor: &str, receive_buffer_bytes: usize) -> Result<Rtnetlink, String> {
-        let (mut connection, handle, messages) = rtnetlink::new_multicast_connection(&[MulticastGroup::Link])
-            .map_err(|e| format!("opening the netlink socket: {e}"))?;
+    pub(super) fn open(sensor: &str, receive_buffer_bytes: usize) -> Result<Rtnetlink, SourceError> {
+        let (mut connection, handle, messages) =
+            rtnetlink::new_multicast_connection(&[MulticastGroup::Link]).map_err(SourceError::Open)?;
         if let Err(e) = connection.socket_mut().socket_mut().set_rx_buf_sz(receive_buffer_bytes) {
             // Not fatal: the default buffer works, it only overruns sooner.
             tracing::warn!(message = "Could not size the netlink receive buffer.", %sensor, bytes = receive_buffer_bytes, error = %e);
@@ -70,11 +81,11 @@ impl Rtnetlink {
 }
 
 impl LinkSource for Rtnetlink {
-    async fn dump(&mut self) -> Result<Vec<LinkReading>, String> {
+    async fn dump(&mut self) -> Result<Vec<LinkReading>, SourceError> {
         let mut links = self.handle.link().get().execute();
         let mut readings = Vec::new();
         while let Some(link) = links.next().await {
-            let message = link.map_err(|e| format!("dumping links: {e}"))?;
+            let message = link.map_err(SourceError::Dump)?;
             readings.push(LinkReading::from_message(&message));
         }
         Ok(readings)
