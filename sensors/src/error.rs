@@ -1,4 +1,4 @@
-//! Why a sensor's settings were refused: [`ConfigError`], returned by every
+//! Why a sensor's settings were refused: [`SensorConfigError`], returned by every
 //! sensor config's `build`.
 //!
 //! Every message starts with `configuration: `, as the engine's
@@ -17,7 +17,7 @@ use crate::prometheus::http::TargetUrlError;
 /// `target "leaf01": ca`) and what was wrong with it.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum ConfigError {
+pub enum SensorConfigError {
     /// A setting that must name or list something is empty.
     #[error("configuration: {setting} is empty{}", consequence_of(.consequence))]
     Empty {
@@ -152,11 +152,15 @@ pub enum ConfigError {
     },
 }
 
-impl ConfigError {
+impl SensorConfigError {
     /// A duration outside the range `setting` accepts, shown as humantime
     /// writes it (`50ms`, `1m 30s`).
-    pub(crate) fn duration_out_of_range(setting: &str, value: std::time::Duration, reason: String) -> ConfigError {
-        ConfigError::OutOfRange {
+    pub(crate) fn duration_out_of_range(
+        setting: &str,
+        value: std::time::Duration,
+        reason: String,
+    ) -> SensorConfigError {
+        SensorConfigError::OutOfRange {
             setting: setting.to_string(),
             value: humantime::format_duration(value).to_string(),
             reason,
@@ -175,13 +179,13 @@ mod tests {
 
     #[test]
     fn messages_keep_the_configuration_prefix() {
-        let e = ConfigError::Empty { setting: "include".into(), consequence: Some("no link would be watched") };
+        let e = SensorConfigError::Empty { setting: "include".into(), consequence: Some("no link would be watched") };
         assert_eq!(e.to_string(), "configuration: include is empty: no link would be watched");
         assert_eq!(
-            ConfigError::Empty { setting: "root".into(), consequence: None }.to_string(),
+            SensorConfigError::Empty { setting: "root".into(), consequence: None }.to_string(),
             "configuration: root is empty"
         );
-        let e = ConfigError::TooMany { setting: "targets", count: 65, max: 64 };
+        let e = SensorConfigError::TooMany { setting: "targets", count: 65, max: 64 };
         assert_eq!(e.to_string(), "configuration: 65 targets; at most 64");
     }
 }

@@ -65,7 +65,7 @@
 //! - [`job`]: job signals pushed over the daemon's control API
 //!   (`rocemend job push`): [`job::JobSensor`], fed by [`job::channel`];
 //! - [`build`]: the one place that knows every sensor kind ([`KINDS`]);
-//! - [`ConfigError`]: why a sensor's settings were refused, by setting.
+//! - [`SensorConfigError`]: why a sensor's settings were refused, by setting.
 
 #![deny(missing_docs)]
 
@@ -82,7 +82,7 @@ pub mod replay;
 #[cfg(feature = "verbs")]
 pub mod verbs;
 
-pub use error::ConfigError;
+pub use error::SensorConfigError;
 pub use ethtool::{EthtoolConfig, EthtoolSensor};
 pub use gnmi::{GnmiConfig, GnmiSensor};
 pub use nccl_tests::{NcclTestsConfig, NcclTestsSensor};
@@ -154,7 +154,7 @@ pub fn build_in(
 fn make<C, S>(
     it: Component<'_>,
     settings: toml::Table,
-    build: impl FnOnce(C) -> Result<S, ConfigError>,
+    build: impl FnOnce(C) -> Result<S, SensorConfigError>,
 ) -> Result<Box<dyn Sensor>, BuildError>
 where
     C: serde::de::DeserializeOwned,

@@ -4,7 +4,7 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 
 use super::sensor::EthtoolSensor;
-use crate::ConfigError;
+use crate::SensorConfigError;
 
 /// The shortest poll interval accepted. mlx5 answers `ETHTOOL_GSTATS` with
 /// firmware queries; faster than 10 ms would cost real CPU for counters the
@@ -81,35 +81,39 @@ impl Filter {
     }
 }
 
-fn compile(field: &str, patterns: &[String]) -> Result<Vec<Regex>, ConfigError> {
+fn compile(field: &str, patterns: &[String]) -> Result<Vec<Regex>, SensorConfigError> {
     patterns
         .iter()
         .map(|p| {
-            Regex::new(p).map_err(|source| ConfigError::Regex { setting: field.into(), pattern: p.clone(), source })
+            Regex::new(p).map_err(|source| SensorConfigError::Regex {
+                setting: field.into(),
+                pattern: p.clone(),
+                source,
+            })
         })
         .collect()
 }
 
 impl EthtoolConfig {
     /// The compiled statistic filter.
-    pub fn filter(&self) -> Result<Filter, ConfigError> {
+    pub fn filter(&self) -> Result<Filter, SensorConfigError> {
         Ok(Filter { include: compile("include", &self.include)?, exclude: compile("exclude", &self.exclude)? })
     }
 
     /// Validates the settings and builds the sensor `name`.
-    pub fn build(&self, name: &str) -> Result<EthtoolSensor, ConfigError> {
+    pub fn build(&self, name: &str) -> Result<EthtoolSensor, SensorConfigError> {
         if self.interval_ms < MIN_INTERVAL_MS {
-            return Err(ConfigError::OutOfRange {
+            return Err(SensorConfigError::OutOfRange {
                 setting: "interval_ms".into(),
                 value: self.interval_ms.to_string(),
                 reason: format!("is below the minimum of {MIN_INTERVAL_MS} ms"),
             });
         }
         if self.rescan_every == 0 {
-            return Err(ConfigError::Zero { setting: "rescan_every".into() });
+            return Err(SensorConfigError::Zero { setting: "rescan_every".into() });
         }
         if let Some(bad) = self.interfaces.iter().find(|i| i.is_empty() || i.len() >= libc::IFNAMSIZ) {
-            return Err(ConfigError::Invalid {
+            return Err(SensorConfigError::Invalid {
                 setting: "interfaces".into(),
                 value: bad.clone(),
                 reason: "is not an interface name (1 to 15 bytes)",
@@ -157,7 +161,7 @@ mod tests {
             .to_string()
             .starts_with("configuration: exclude: \"(\" is not a regex"));
         let long = EthtoolConfig { interfaces: vec!["a-very-long-interface".into()], ..EthtoolConfig::default() };
-        assert!(matches!(long.build("e"), Err(ConfigError::Invalid { setting, .. }) if setting == "interfaces"));
+        assert!(matches!(long.build("e"), Err(SensorConfigError::Invalid { setting, .. }) if setting == "interfaces"));
         let fast = EthtoolConfig { interval_ms: 1, ..EthtoolConfig::default() };
         assert!(fast.build("e").is_err());
     }

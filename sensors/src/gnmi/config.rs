@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::plan::{oid_plan, streams, Backoff, Place, StyleChoice, SubSpec, TargetPlan, Virtual};
 use super::sensor::GnmiSensor;
-use crate::ConfigError;
+use crate::SensorConfigError;
 
 /// The most targets one sensor runs: one task and one connection each; a
 /// fabric of 64 leaves and spines fits many times over, a typo of a range
@@ -52,7 +52,7 @@ const MAX_HEARTBEAT: Duration = Duration::from_secs(60);
 #[serde(deny_unknown_fields)]
 pub struct GnmiConfig {
     /// The switches to subscribe to; one task and one connection each.
-    pub targets: Vec<TargetConfig>,
+    pub targets: Vec<GnmiTargetConfig>,
     /// Ready-made subscriptions and their metric mappings: `sonic_pfc`,
     /// `sonic_queues`, `sonic_pfcwd`, `openconfig_interfaces`.
     #[serde(default)]
@@ -95,7 +95,7 @@ pub struct GnmiConfig {
 /// `address` and the access settings below.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct TargetConfig {
+pub struct GnmiTargetConfig {
     /// Its name: the `switch` label of every series it yields.
     pub name: String,
     /// `host:port`; without it, the inventory's switch of this name gives
@@ -288,7 +288,7 @@ fn interval_ns(d: Duration) -> u64 {
 impl GnmiConfig {
     /// [`GnmiConfig::build`], with the inventory that says how to reach the
     /// targets given by name only.
-    pub fn build_in(&self, name: &str, inventory: Option<&engine::Topology>) -> Result<GnmiSensor, ConfigError> {
+    pub fn build_in(&self, name: &str, inventory: Option<&engine::Topology>) -> Result<GnmiSensor, SensorConfigError> {
         let mut config = self.clone();
         for target in config.targets.iter_mut().filter(|t| t.address.is_empty()) {
             target.fill_from_inventory(inventory)?;
@@ -297,18 +297,18 @@ impl GnmiConfig {
     }
 
     /// Validates the settings, reads the TLS files, and builds the sensor.
-    pub fn build(&self, name: &str) -> Result<GnmiSensor, ConfigError> {
+    pub fn build(&self, name: &str) -> Result<GnmiSensor, SensorConfigError> {
         if self.targets.is_empty() {
-            return Err(ConfigError::Empty {
+            return Err(SensorConfigError::Empty {
                 setting: "targets".into(),
                 consequence: Some("no switch to subscribe to"),
             });
         }
         if self.targets.len() > MAX_TARGETS {
-            return Err(ConfigError::TooMany { setting: "targets", count: self.targets.len(), max: MAX_TARGETS });
+            return Err(SensorConfigError::TooMany { setting: "targets", count: self.targets.len(), max: MAX_TARGETS });
         }
         if self.presets.is_empty() && self.subscriptions.is_empty() {
-            return Err(ConfigError::Empty {
+            return Err(SensorConfigError::Empty {
                 setting: "subscriptions".into(),
                 consequence: Some("with no presets either, there is nothing to subscribe to"),
             });
@@ -326,10 +326,10 @@ impl GnmiConfig {
 
     /// The durations, checked: the timeout and the first backoff above 0,
     /// the longest backoff at least the first, the heartbeat 0 or in range.
-    fn timing(&self) -> Result<Timing, ConfigError> {
+    fn timing(&self) -> Result<Timing, SensorConfigError> {
         let (timeout, heartbeat) = (self.timeout, self.heartbeat);
         let backoff = Backoff { initial: self.backoff_initial, max: self.backoff_max };
-        let out_of_range = ConfigError::duration_out_of_range;
+        let out_of_range = SensorConfigError::duration_out_of_range;
         if timeout.is_zero() {
             return Err(out_of_range("timeout", timeout, "must be above 0".into()));
         }
@@ -350,7 +350,7 @@ impl GnmiConfig {
 
     /// The presets' subscriptions, then the user's under `prefix`, before
     /// a target's path style names their databases.
-    fn specs(&self, timing: &Timing) -> Result<Vec<SubSpec>, ConfigError> {
+    fn specs(&self, timing: &Timing) -> Result<Vec<SubSpec>, SensorConfigError> {
         let heartbeat_interval = timing.heartbeat.map(interval_ns).unwrap_or(0);
         let spec = |place: Place, mode: StreamMode, interval: Duration| SubSpec {
             place,
@@ -362,7 +362,7 @@ impl GnmiConfig {
             heartbeat_interval,
         };
         let parse = |setting: &str, path: &str| {
-            parse_path(path).map_err(|source| ConfigError::Path { setting: setting.into(), source })
+            parse_path(path).map_err(|source| SensorConfigError::Path { setting: setting.into(), source })
         };
         let mut specs = Vec::new();
         for preset in &self.presets {
@@ -383,7 +383,7 @@ impl GnmiConfig {
             let interval = s.sample_interval.unwrap_or(timing.sample_interval);
             if s.mode == StreamMode::Sample && interval.is_zero() {
                 let setting = format!("subscription {:?}: sample_interval", s.path);
-                return Err(ConfigError::duration_out_of_range(&setting, interval, "must be above 0".into()));
+                return Err(SensorConfigError::duration_out_of_range(&setting, interval, "must be above 0".into()));
             }
             // A `target@` in the path is the prefix's target (gNMI reads a
             // target nowhere else); it overrides the `prefix` setting's.
@@ -398,12 +398,12 @@ impl GnmiConfig {
     }
 
     /// One plan per target; names are unique.
-    fn target_plans(&self, specs: &[SubSpec], timeout: Duration) -> Result<Vec<TargetPlan>, ConfigError> {
+    fn target_plans(&self, specs: &[SubSpec], timeout: Duration) -> Result<Vec<TargetPlan>, SensorConfigError> {
         let mut targets = Vec::with_capacity(self.targets.len());
         let mut names = std::collections::BTreeSet::new();
         for t in &self.targets {
             if !names.insert(t.name.as_str()) {
-                return Err(ConfigError::Duplicate { setting: "targets".into(), name: t.name.clone() });
+                return Err(SensorConfigError::Duplicate { setting: "targets".into(), name: t.name.clone() });
             }
             targets.push(t.plan(specs, self.updates_only, timeout)?);
         }
@@ -411,21 +411,24 @@ impl GnmiConfig {
     }
 }
 
-impl TargetConfig {
+impl GnmiTargetConfig {
     /// The target's connection, path style and streams.
-    fn plan(&self, specs: &[SubSpec], updates_only: bool, timeout: Duration) -> Result<TargetPlan, ConfigError> {
+    fn plan(&self, specs: &[SubSpec], updates_only: bool, timeout: Duration) -> Result<TargetPlan, SensorConfigError> {
         self.refuse_respelled()?;
         if self.name.is_empty() {
-            return Err(ConfigError::Empty {
+            return Err(SensorConfigError::Empty {
                 setting: "target name".into(),
                 consequence: Some("every target needs a name and an address"),
             });
         }
         if self.address.is_empty() {
-            return Err(ConfigError::Empty { setting: format!("target {:?}: address", self.name), consequence: None });
+            return Err(SensorConfigError::Empty {
+                setting: format!("target {:?}: address", self.name),
+                consequence: None,
+            });
         }
         if self.namespace.as_deref().is_some_and(|ns| ns.is_empty() || ns.contains('/')) {
-            return Err(ConfigError::Invalid {
+            return Err(SensorConfigError::Invalid {
                 setting: format!("target {:?}: namespace", self.name),
                 value: self.namespace.clone().unwrap_or_default(),
                 reason: "is not a path element (empty, or has a '/')",
@@ -463,15 +466,17 @@ impl TargetConfig {
     }
 
     /// TLS, with its PEM files read, when `tls` is set.
-    fn tls(&self) -> Result<Option<TlsConfig>, ConfigError> {
+    fn tls(&self) -> Result<Option<TlsConfig>, SensorConfigError> {
         let Some(tls) = &self.tls else { return Ok(None) };
         let files =
             TlsConfig::from_files(&tls.ca_file, tls.cert_file.as_deref(), tls.key_file.as_deref(), tls.domain.clone());
-        files.map(Some).map_err(|source| ConfigError::Tls { setting: format!("target {:?}: tls", self.name), source })
+        files
+            .map(Some)
+            .map_err(|source| SensorConfigError::Tls { setting: format!("target {:?}: tls", self.name), source })
     }
 
     /// Refuses the earlier spelling of `tls`'s fields, naming the new one.
-    fn refuse_respelled(&self) -> Result<(), ConfigError> {
+    fn refuse_respelled(&self) -> Result<(), SensorConfigError> {
         let given = [
             (self.ca.is_some(), "ca", "ca_file"),
             (self.cert.is_some(), "cert", "cert_file"),
@@ -479,7 +484,7 @@ impl TargetConfig {
             (self.tls_domain.is_some(), "tls_domain", "domain"),
         ];
         let Some((_, old, new)) = given.into_iter().find(|(set, ..)| *set) else { return Ok(()) };
-        Err(ConfigError::Respelled {
+        Err(SensorConfigError::Respelled {
             setting: format!("target {:?}", self.name),
             old,
             hint: format!(
@@ -490,7 +495,7 @@ impl TargetConfig {
     }
 
     /// Fills in how to reach this switch from its entry in `inventory`.
-    fn fill_from_inventory(&mut self, inventory: Option<&engine::Topology>) -> Result<(), ConfigError> {
+    fn fill_from_inventory(&mut self, inventory: Option<&engine::Topology>) -> Result<(), SensorConfigError> {
         self.refuse_respelled()?;
         let set_here = self.path_style.is_some()
             || self.namespace.is_some()
@@ -503,7 +508,7 @@ impl TargetConfig {
             ));
         }
         let access = engine::Topology::access_in(inventory, &self.name)
-            .map_err(|source| ConfigError::Switch { setting: format!("target {:?}", self.name), source })?;
+            .map_err(|source| SensorConfigError::Switch { setting: format!("target {:?}", self.name), source })?;
         self.address = access.address;
         self.path_style = Some(access.path_style);
         self.namespace = access.namespace;
@@ -513,22 +518,22 @@ impl TargetConfig {
     }
 
     /// The username and password of `credentials_file`, when it is set.
-    fn credentials(&self) -> Result<Option<(String, String)>, ConfigError> {
+    fn credentials(&self) -> Result<Option<(String, String)>, SensorConfigError> {
         if self.username.is_some() || self.password.is_some() {
             return Err(self.conflict(
                 "an inline username or password is refused: put both in a credentials_file (TOML, mode 0600)",
             ));
         }
         let Some(path) = &self.credentials_file else { return Ok(None) };
-        let c = gnmi_proto::credentials::read_file(path).map_err(|source| ConfigError::Credentials {
+        let c = gnmi_proto::credentials::read_file(path).map_err(|source| SensorConfigError::Credentials {
             setting: format!("target {:?}: credentials_file", self.name),
             source,
         })?;
         Ok(Some((c.username, c.password)))
     }
 
-    fn conflict(&self, reason: &'static str) -> ConfigError {
-        ConfigError::Conflict { setting: format!("target {:?}", self.name), reason }
+    fn conflict(&self, reason: &'static str) -> SensorConfigError {
+        SensorConfigError::Conflict { setting: format!("target {:?}", self.name), reason }
     }
 }
 
@@ -726,7 +731,7 @@ sample_interval = "500ms"
         for (old, new) in [("ca", "ca_file"), ("cert", "cert_file"), ("key", "key_file"), ("tls_domain", "domain")] {
             let config: GnmiConfig = toml::from_str(&target(&format!("{old} = \"x\""))).unwrap();
             let err = config.build("gnmi").unwrap_err();
-            assert!(matches!(&err, ConfigError::Respelled { old: o, .. } if *o == old), "{err:?}");
+            assert!(matches!(&err, SensorConfigError::Respelled { old: o, .. } if *o == old), "{err:?}");
             assert_eq!(
                 err.to_string(),
                 format!(
@@ -738,7 +743,7 @@ sample_interval = "500ms"
             let mut by_name = config.clone();
             by_name.targets[0].address.clear();
             let err = by_name.build_in("gnmi", None).unwrap_err();
-            assert!(matches!(&err, ConfigError::Respelled { .. }), "{err:?}");
+            assert!(matches!(&err, SensorConfigError::Respelled { .. }), "{err:?}");
         }
     }
 
@@ -759,12 +764,12 @@ sample_interval = "500ms"
         let mut c = base.clone();
         c.backoff_max = Duration::from_millis(50);
         let err = c.build("x").unwrap_err();
-        assert!(matches!(&err, ConfigError::OutOfRange { setting, .. } if setting == "backoff_max"), "{err:?}");
+        assert!(matches!(&err, SensorConfigError::OutOfRange { setting, .. } if setting == "backoff_max"), "{err:?}");
         assert_eq!(err.to_string(), "configuration: backoff_max 50ms is below backoff_initial 100ms");
         let mut c = base.clone();
         c.heartbeat = Duration::from_millis(10);
         let err = c.build("x").unwrap_err();
-        assert!(matches!(&err, ConfigError::OutOfRange { setting, .. } if setting == "heartbeat"), "{err:?}");
+        assert!(matches!(&err, SensorConfigError::OutOfRange { setting, .. } if setting == "heartbeat"), "{err:?}");
         let mut c = base.clone();
         c.heartbeat = Duration::ZERO;
         let sensor = c.build("x").unwrap();
@@ -785,7 +790,7 @@ sample_interval = "500ms"
         });
         let err = c.build("x").unwrap_err();
         assert!(
-            matches!(&err, ConfigError::Tls { setting, source: TlsFileError::Read { field: "cert_file", .. } }
+            matches!(&err, SensorConfigError::Tls { setting, source: TlsFileError::Read { field: "cert_file", .. } }
                 if setting == "target \"leaf01\": tls"),
             "{err:?}"
         );
@@ -798,7 +803,7 @@ sample_interval = "500ms"
         let mut c = base;
         c.targets.push(c.targets[0].clone());
         let err = c.build("x").unwrap_err();
-        assert!(matches!(&err, ConfigError::Duplicate { name, .. } if name == "leaf01"), "{err:?}");
+        assert!(matches!(&err, SensorConfigError::Duplicate { name, .. } if name == "leaf01"), "{err:?}");
         assert!(err.to_string().contains("listed twice"));
         assert!(toml::from_str::<GnmiConfig>("targets = []\nprests = []").is_err());
         let style: Result<GnmiConfig, _> =

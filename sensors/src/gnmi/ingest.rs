@@ -13,7 +13,7 @@ use gnmi_proto::path::{join, join_into, path_to_string};
 use gnmi_proto::value;
 use tokio::time::Instant;
 
-use super::mapping::{map_update_with, Kind, MapError, OidNames, Reading};
+use super::mapping::{map_update_with, MapError, OidNames, Reading, ReadingKind};
 use super::plan::StreamPlan;
 
 /// The shortest time between two parse-error warnings of one target: a
@@ -149,8 +149,8 @@ impl Memory {
                     }
                 };
                 let value = match r.kind {
-                    Kind::Counter => Value::Count(r.count),
-                    Kind::Gauge => Value::Real(r.level),
+                    ReadingKind::Counter => Value::Count(r.count),
+                    ReadingKind::Gauge => Value::Real(r.level),
                 };
                 if beat.is_some() {
                     known.on_change = true;

@@ -42,7 +42,7 @@ use super::queues::{self, Streamed};
 
 /// Counter or gauge.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub enum ReadingKind {
     /// A 64-bit counter.
     Counter,
     /// A gauge.
@@ -55,7 +55,7 @@ pub struct Reading {
     /// Metric name.
     pub metric: &'static str,
     /// Counter or gauge.
-    pub kind: Kind,
+    pub kind: ReadingKind,
     /// The port. Inline up to 24 bytes (every port name of SONiC and
     /// OpenConfig), so a reading allocates nothing.
     pub port: CompactString,
@@ -82,8 +82,8 @@ impl Reading {
             labels.insert("prio", p.to_string());
         }
         let kind = match self.kind {
-            Kind::Counter => SampleKind::Counter(CounterSpec::U64),
-            Kind::Gauge => SampleKind::Gauge,
+            ReadingKind::Counter => SampleKind::Counter(CounterSpec::U64),
+            ReadingKind::Gauge => SampleKind::Gauge,
         };
         SeriesSpec { metric: self.metric.to_string(), labels, kind }
     }
@@ -112,14 +112,14 @@ const PFC_SUFFIXES: [(&str, &str); 4] = [
     ("TX_PAUSE_DURATION_US", "switch_pfc_tx_pause_duration_us"),
 ];
 
-pub(super) const QUEUE_FIELDS: [(&str, &str, Kind); 7] = [
-    ("SAI_QUEUE_STAT_PACKETS", "switch_queue_packets", Kind::Counter),
-    ("SAI_QUEUE_STAT_WRED_ECN_MARKED_PACKETS", "switch_queue_ecn_marked_packets", Kind::Counter),
-    ("SAI_QUEUE_STAT_BYTES", "switch_queue_bytes", Kind::Counter),
-    ("SAI_QUEUE_STAT_DROPPED_PACKETS", "switch_queue_dropped_packets", Kind::Counter),
-    ("SAI_QUEUE_STAT_DROPPED_BYTES", "switch_queue_dropped_bytes", Kind::Counter),
-    ("SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES", "switch_queue_watermark_bytes", Kind::Gauge),
-    ("SAI_QUEUE_STAT_CURR_OCCUPANCY_BYTES", "switch_queue_occupancy_bytes", Kind::Gauge),
+pub(super) const QUEUE_FIELDS: [(&str, &str, ReadingKind); 7] = [
+    ("SAI_QUEUE_STAT_PACKETS", "switch_queue_packets", ReadingKind::Counter),
+    ("SAI_QUEUE_STAT_WRED_ECN_MARKED_PACKETS", "switch_queue_ecn_marked_packets", ReadingKind::Counter),
+    ("SAI_QUEUE_STAT_BYTES", "switch_queue_bytes", ReadingKind::Counter),
+    ("SAI_QUEUE_STAT_DROPPED_PACKETS", "switch_queue_dropped_packets", ReadingKind::Counter),
+    ("SAI_QUEUE_STAT_DROPPED_BYTES", "switch_queue_dropped_bytes", ReadingKind::Counter),
+    ("SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES", "switch_queue_watermark_bytes", ReadingKind::Gauge),
+    ("SAI_QUEUE_STAT_CURR_OCCUPANCY_BYTES", "switch_queue_occupancy_bytes", ReadingKind::Gauge),
 ];
 
 const PFCWD_FIELDS: [(&str, &str); 4] = [
@@ -136,18 +136,18 @@ const OC_COUNTERS: [(&str, &str); 3] = [
 ];
 
 fn counter(metric: &'static str, port: &str, queue: Option<u8>, prio: Option<u8>, count: u64) -> Reading {
-    Reading { metric, kind: Kind::Counter, port: CompactString::from(port), queue, prio, count, level: 0.0 }
+    Reading { metric, kind: ReadingKind::Counter, port: CompactString::from(port), queue, prio, count, level: 0.0 }
 }
 
 fn gauge(metric: &'static str, port: &str, queue: Option<u8>, level: f64) -> Reading {
-    Reading { metric, kind: Kind::Gauge, port: CompactString::from(port), queue, prio: None, count: 0, level }
+    Reading { metric, kind: ReadingKind::Gauge, port: CompactString::from(port), queue, prio: None, count: 0, level }
 }
 
 /// Queue `q`'s `metric` of `kind` on `port`, read as `n`.
-pub(super) fn queue_reading(metric: &'static str, kind: Kind, port: &str, q: u8, n: u64) -> Reading {
+pub(super) fn queue_reading(metric: &'static str, kind: ReadingKind, port: &str, q: u8, n: u64) -> Reading {
     match kind {
-        Kind::Counter => counter(metric, port, Some(q), None, n),
-        Kind::Gauge => gauge(metric, port, Some(q), n as f64),
+        ReadingKind::Counter => counter(metric, port, Some(q), None, n),
+        ReadingKind::Gauge => gauge(metric, port, Some(q), n as f64),
     }
 }
 

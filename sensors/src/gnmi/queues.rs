@@ -293,7 +293,8 @@ mod tests {
             r#"{"Ethernet0:3": {}} trailing"#,
         ];
         for json in others {
-            let mut out = vec![queue_reading("switch_queue_packets", super::super::mapping::Kind::Counter, "x", 0, 1)];
+            let mut out =
+                vec![queue_reading("switch_queue_packets", super::super::mapping::ReadingKind::Counter, "x", 0, 1)];
             assert_eq!(queue_counters(json.as_bytes(), &mut out), Streamed::Other, "{json}");
             assert_eq!(out.len(), 1, "{json}: nothing added");
         }

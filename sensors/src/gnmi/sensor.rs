@@ -132,12 +132,12 @@ struct Streams {
 
 impl Launcher {
     /// The task of target `i`, subscribing after `start_after`.
-    fn target(&self, i: usize, plan: TargetPlan, start_after: Duration) -> Target {
+    fn target(&self, i: usize, plan: TargetPlan, start_after: Duration) -> TargetTask {
         let style = match &plan.style {
             StyleChoice::Fixed(style) => Some(style.clone()),
             StyleChoice::Auto { .. } => None,
         };
-        Target {
+        TargetTask {
             start_after,
             ctx: self.ctx.clone(),
             backoff: self.backoff,
@@ -309,7 +309,7 @@ impl From<ClientError> for Failure {
 }
 
 /// One target's task and what it keeps across sessions.
-pub(super) struct Target {
+pub(super) struct TargetTask {
     /// Delay before the first subscription (phase spreading).
     start_after: Duration,
     pub(super) plan: TargetPlan,
@@ -328,7 +328,7 @@ pub(super) struct Target {
     rng: u64,
 }
 
-impl Target {
+impl TargetTask {
     /// `delay` ± 20 %.
     fn jitter(&mut self, delay: Duration) -> Duration {
         // xorshift64: no dependency for a few random bits per retry.

@@ -15,7 +15,7 @@ use tokio::time::{Instant, MissedTickBehavior};
 use super::ingest::kind_of;
 use super::mapping::OidNames;
 use super::plan::{StreamPlan, StyleChoice};
-use super::sensor::{closed, Failure, Target};
+use super::sensor::{closed, Failure, TargetTask};
 
 /// The most samples in one batch: one batch is one message on the engine's
 /// bounded channel, so this bounds what one message holds. A notification
@@ -55,7 +55,7 @@ fn refused(error: &ClientError) -> bool {
     })
 }
 
-impl Target {
+impl TargetTask {
     /// One session: `Ok` when the target ended a stream, `Err` when it
     /// failed. `synced` turns true once every stream has sent its initial
     /// values; `lost_at`, when the target was lost, is taken then.

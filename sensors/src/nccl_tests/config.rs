@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::sensor::NcclTestsSensor;
-use crate::ConfigError;
+use crate::SensorConfigError;
 
 /// The shortest poll interval accepted: the file is checked with a `stat`
 /// and a read per poll; faster than 10 ms buys nothing for a benchmark that
@@ -54,12 +54,12 @@ fn default_from_start() -> bool {
 
 impl NcclTestsConfig {
     /// Validates the settings and builds the sensor `name`.
-    pub fn build(&self, name: &str) -> Result<NcclTestsSensor, ConfigError> {
+    pub fn build(&self, name: &str) -> Result<NcclTestsSensor, SensorConfigError> {
         if self.path.as_os_str().is_empty() {
-            return Err(ConfigError::Empty { setting: "path".into(), consequence: None });
+            return Err(SensorConfigError::Empty { setting: "path".into(), consequence: None });
         }
         if self.poll_ms < MIN_POLL_MS {
-            return Err(ConfigError::OutOfRange {
+            return Err(SensorConfigError::OutOfRange {
                 setting: "poll_ms".into(),
                 value: self.poll_ms.to_string(),
                 reason: format!("is below the minimum of {MIN_POLL_MS} ms"),

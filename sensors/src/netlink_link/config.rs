@@ -5,7 +5,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::sensor::NetlinkLinkSensor;
-use crate::ConfigError;
+use crate::SensorConfigError;
 
 /// A `netlink_link` sensor's settings.
 ///
@@ -116,20 +116,20 @@ const PATTERN_LEN: &str = "must be 1 to 64 characters";
 
 impl NetlinkLinkConfig {
     /// Validates the settings and builds the sensor `name`.
-    pub fn build(&self, name: &str) -> Result<NetlinkLinkSensor, ConfigError> {
+    pub fn build(&self, name: &str) -> Result<NetlinkLinkSensor, SensorConfigError> {
         let filter = NameFilter::new(self.include.clone(), self.exclude.clone())?;
         if self.retry_min_ms == 0 {
-            return Err(ConfigError::Zero { setting: "retry_min_ms".into() });
+            return Err(SensorConfigError::Zero { setting: "retry_min_ms".into() });
         }
         if self.retry_max_ms < self.retry_min_ms {
-            return Err(ConfigError::OutOfRange {
+            return Err(SensorConfigError::OutOfRange {
                 setting: "retry_max_ms".into(),
                 value: self.retry_max_ms.to_string(),
                 reason: format!("is below retry_min_ms {}", self.retry_min_ms),
             });
         }
         if self.receive_buffer_bytes < 4096 {
-            return Err(ConfigError::OutOfRange {
+            return Err(SensorConfigError::OutOfRange {
                 setting: "receive_buffer_bytes".into(),
                 value: self.receive_buffer_bytes.to_string(),
                 reason: "is below one page (4096)".into(),
@@ -146,14 +146,14 @@ impl NetlinkLinkConfig {
     }
 
     /// The heartbeat period, `None` when it is off (`"0"`).
-    fn heartbeat(&self) -> Result<Option<Duration>, ConfigError> {
+    fn heartbeat(&self) -> Result<Option<Duration>, SensorConfigError> {
         let period = self.heartbeat;
         if period.is_zero() {
             return Ok(None);
         }
         if !(MIN_HEARTBEAT..=MAX_HEARTBEAT).contains(&period) {
             let reason = format!("is not between {MIN_HEARTBEAT:?} and {MAX_HEARTBEAT:?} (\"0\" turns it off)");
-            return Err(ConfigError::duration_out_of_range("heartbeat", period, reason));
+            return Err(SensorConfigError::duration_out_of_range("heartbeat", period, reason));
         }
         Ok(Some(period))
     }
@@ -169,16 +169,16 @@ pub struct NameFilter {
 impl NameFilter {
     /// A filter; refuses empty or over-long patterns and an empty include
     /// list (which would watch nothing).
-    pub fn new(include: Vec<String>, exclude: Vec<String>) -> Result<NameFilter, ConfigError> {
+    pub fn new(include: Vec<String>, exclude: Vec<String>) -> Result<NameFilter, SensorConfigError> {
         if include.is_empty() {
-            return Err(ConfigError::Empty {
+            return Err(SensorConfigError::Empty {
                 setting: "include".into(),
                 consequence: Some("no link would be watched"),
             });
         }
         for (field, patterns) in [("include", &include), ("exclude", &exclude)] {
             if let Some(p) = patterns.iter().find(|p| p.is_empty() || p.len() > MAX_PATTERN_LEN) {
-                return Err(ConfigError::Invalid {
+                return Err(SensorConfigError::Invalid {
                     setting: format!("{field} pattern"),
                     value: p.clone(),
                     reason: PATTERN_LEN,

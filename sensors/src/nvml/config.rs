@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::sensor::NvmlSensor;
-use crate::ConfigError;
+use crate::SensorConfigError;
 
 /// An `nvml` sensor's settings.
 ///
@@ -66,23 +66,23 @@ impl Default for NvmlConfig {
 
 impl NvmlConfig {
     /// Validates the settings and builds the sensor `name`.
-    pub fn build(&self, name: &str) -> Result<NvmlSensor, ConfigError> {
+    pub fn build(&self, name: &str) -> Result<NvmlSensor, SensorConfigError> {
         if self.poll_interval_ms < 100 {
-            return Err(ConfigError::OutOfRange {
+            return Err(SensorConfigError::OutOfRange {
                 setting: "poll_interval_ms".into(),
                 value: self.poll_interval_ms.to_string(),
                 reason: "is below 100".into(),
             });
         }
         if !(10..=60_000).contains(&self.xid_wait_ms) {
-            return Err(ConfigError::OutOfRange {
+            return Err(SensorConfigError::OutOfRange {
                 setting: "xid_wait_ms".into(),
                 value: self.xid_wait_ms.to_string(),
                 reason: "is not within 10..=60000".into(),
             });
         }
         if self.library.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {
-            return Err(ConfigError::Empty { setting: "library".into(), consequence: None });
+            return Err(SensorConfigError::Empty { setting: "library".into(), consequence: None });
         }
         Ok(NvmlSensor::new(
             name,

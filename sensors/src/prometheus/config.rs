@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
-use super::sensor::{PrometheusSensor, Target};
-use crate::ConfigError;
+use super::sensor::{PrometheusSensor, ScrapeTarget};
+use crate::SensorConfigError;
 
 /// The shortest scrape interval accepted: exporters render their whole
 /// page per scrape, and none is meant to be scraped faster than this.
@@ -32,13 +32,13 @@ pub const MAX_TARGETS: usize = 64;
 pub struct PrometheusConfig {
     /// The targets, each scraped on its own schedule by its own task, so a
     /// slow one never holds up the others. At least one.
-    pub targets: Vec<TargetConfig>,
+    pub targets: Vec<ScrapeTargetConfig>,
 }
 
 /// One scrape target.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct TargetConfig {
+pub struct ScrapeTargetConfig {
     /// What to GET: `http://host:port/path` (`/metrics` if no path). Plain
     /// HTTP only; exporters on the node listen on loopback.
     pub url: String,
@@ -74,10 +74,10 @@ fn default_timeout_ms() -> u64 {
     5_000
 }
 
-impl TargetConfig {
+impl ScrapeTargetConfig {
     /// A target with the defaults for everything but the URL.
-    pub fn new(url: &str) -> TargetConfig {
-        TargetConfig {
+    pub fn new(url: &str) -> ScrapeTargetConfig {
+        ScrapeTargetConfig {
             url: url.to_string(),
             interval_ms: default_interval_ms(),
             timeout_ms: default_timeout_ms(),
@@ -87,19 +87,19 @@ impl TargetConfig {
         }
     }
 
-    fn compile(&self) -> Result<Target, ConfigError> {
+    fn compile(&self) -> Result<ScrapeTarget, SensorConfigError> {
         let setting = |name: &str| format!("target {}: {name}", self.url);
         let url = super::http::parse_url(&self.url)
-            .map_err(|source| ConfigError::Url { setting: format!("target {}", self.url), source })?;
+            .map_err(|source| SensorConfigError::Url { setting: format!("target {}", self.url), source })?;
         if self.interval_ms < MIN_INTERVAL_MS {
-            return Err(ConfigError::OutOfRange {
+            return Err(SensorConfigError::OutOfRange {
                 setting: setting("interval_ms"),
                 value: self.interval_ms.to_string(),
                 reason: format!("is below the minimum of {MIN_INTERVAL_MS} ms"),
             });
         }
         if self.timeout_ms == 0 || self.timeout_ms > self.interval_ms {
-            return Err(ConfigError::OutOfRange {
+            return Err(SensorConfigError::OutOfRange {
                 setting: setting("timeout_ms"),
                 value: self.timeout_ms.to_string(),
                 reason: format!("must be between 1 and interval_ms ({})", self.interval_ms),
@@ -109,7 +109,7 @@ impl TargetConfig {
             .allow
             .iter()
             .map(|p| {
-                Regex::new(&format!("^(?:{p})$")).map_err(|source| ConfigError::Regex {
+                Regex::new(&format!("^(?:{p})$")).map_err(|source| SensorConfigError::Regex {
                     setting: setting("allow"),
                     pattern: p.clone(),
                     source,
@@ -117,26 +117,26 @@ impl TargetConfig {
             })
             .collect::<Result<Vec<_>, _>>()?;
         if let Some((from, _)) = self.labels.iter().find(|(_, to)| to.is_empty()) {
-            return Err(ConfigError::Invalid {
+            return Err(SensorConfigError::Invalid {
                 setting: setting("labels"),
                 value: from.clone(),
                 reason: "maps to an empty name",
             });
         }
-        Ok(Target { config: self.clone(), url, allow })
+        Ok(ScrapeTarget { config: self.clone(), url, allow })
     }
 }
 
 impl PrometheusConfig {
     /// Validates the settings and builds the sensor `name`.
-    pub fn build(&self, name: &str) -> Result<PrometheusSensor, ConfigError> {
+    pub fn build(&self, name: &str) -> Result<PrometheusSensor, SensorConfigError> {
         if self.targets.is_empty() {
-            return Err(ConfigError::Empty { setting: "targets".into(), consequence: Some("nothing to scrape") });
+            return Err(SensorConfigError::Empty { setting: "targets".into(), consequence: Some("nothing to scrape") });
         }
         if self.targets.len() > MAX_TARGETS {
-            return Err(ConfigError::TooMany { setting: "targets", count: self.targets.len(), max: MAX_TARGETS });
+            return Err(SensorConfigError::TooMany { setting: "targets", count: self.targets.len(), max: MAX_TARGETS });
         }
-        let targets = self.targets.iter().map(TargetConfig::compile).collect::<Result<Vec<_>, _>>()?;
+        let targets = self.targets.iter().map(ScrapeTargetConfig::compile).collect::<Result<Vec<_>, _>>()?;
         Ok(PrometheusSensor::new(name, targets))
     }
 }
@@ -161,15 +161,15 @@ mod tests {
 
     #[test]
     fn bad_settings_are_named() {
-        let with = |t: TargetConfig| PrometheusConfig { targets: vec![t] }.build("p").err().unwrap().to_string();
-        assert!(with(TargetConfig::new("https://x/")).contains("only http://"));
-        let slow = TargetConfig { timeout_ms: 20_000, ..TargetConfig::new("http://127.0.0.1:1/") };
+        let with = |t: ScrapeTargetConfig| PrometheusConfig { targets: vec![t] }.build("p").err().unwrap().to_string();
+        assert!(with(ScrapeTargetConfig::new("https://x/")).contains("only http://"));
+        let slow = ScrapeTargetConfig { timeout_ms: 20_000, ..ScrapeTargetConfig::new("http://127.0.0.1:1/") };
         assert!(with(slow).contains("timeout_ms 20000 must be between 1 and interval_ms (10000)"));
-        let regex = TargetConfig { allow: vec!["(".into()], ..TargetConfig::new("http://127.0.0.1:1/") };
+        let regex = ScrapeTargetConfig { allow: vec!["(".into()], ..ScrapeTargetConfig::new("http://127.0.0.1:1/") };
         assert!(with(regex).contains("allow: \"(\" is not a regex"));
         let none = PrometheusConfig { targets: vec![] }.build("p").err().unwrap();
-        assert!(matches!(&none, ConfigError::Empty { setting, .. } if setting == "targets"), "{none:?}");
-        let https = PrometheusConfig { targets: vec![TargetConfig::new("https://x/")] }.build("p").err().unwrap();
-        assert!(matches!(https, ConfigError::Url { source: TargetUrlError::NotHttp { .. }, .. }), "{https:?}");
+        assert!(matches!(&none, SensorConfigError::Empty { setting, .. } if setting == "targets"), "{none:?}");
+        let https = PrometheusConfig { targets: vec![ScrapeTargetConfig::new("https://x/")] }.build("p").err().unwrap();
+        assert!(matches!(https, SensorConfigError::Url { source: TargetUrlError::NotHttp { .. }, .. }), "{https:?}");
     }
 }

@@ -10,7 +10,7 @@
 //! only some labels. A target that refuses the connection, times out or
 //! answers garbage is reported (`connect`, `timeout`, `http`, `parse`).
 //!
-//! - [`config`]: [`PrometheusConfig`] and [`TargetConfig`];
+//! - [`config`]: [`PrometheusConfig`] and [`ScrapeTargetConfig`];
 //! - [`http`]: a minimal HTTP/1.1 GET client;
 //! - [`parse`]: the text exposition format, read without copying;
 //! - [`map`]: [`Mapper`], from a page to engine samples through a cache of
@@ -23,6 +23,6 @@ pub mod map;
 pub mod parse;
 pub mod sensor;
 
-pub use config::{PrometheusConfig, TargetConfig};
+pub use config::{PrometheusConfig, ScrapeTargetConfig};
 pub use map::Mapper;
 pub use sensor::PrometheusSensor;

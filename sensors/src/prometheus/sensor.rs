@@ -8,7 +8,7 @@ use engine::{Batch, HealthState, Sample, Sensor, SensorContext, SensorError};
 use regex::Regex;
 use tokio::time::MissedTickBehavior;
 
-use super::config::TargetConfig;
+use super::config::ScrapeTargetConfig;
 use net::http::{Client, HttpError};
 
 use super::http::{self, ScrapeError};
@@ -19,8 +19,8 @@ const REFUSAL_LOG_EVERY: Duration = Duration::from_secs(60);
 
 /// A validated target.
 #[derive(Debug, Clone)]
-pub struct Target {
-    pub(super) config: TargetConfig,
+pub struct ScrapeTarget {
+    pub(super) config: ScrapeTargetConfig,
     pub(super) url: net::http::Url,
     pub(super) allow: Vec<Regex>,
 }
@@ -29,13 +29,13 @@ pub struct Target {
 #[derive(Debug, Clone)]
 pub struct PrometheusSensor {
     name: String,
-    targets: Vec<Target>,
+    targets: Vec<ScrapeTarget>,
 }
 
 impl PrometheusSensor {
     /// A sensor `name` over validated targets (see
     /// [`PrometheusConfig::build`](super::PrometheusConfig::build)).
-    pub fn new(name: &str, targets: Vec<Target>) -> PrometheusSensor {
+    pub fn new(name: &str, targets: Vec<ScrapeTarget>) -> PrometheusSensor {
         PrometheusSensor { name: name.to_string(), targets }
     }
 }
@@ -65,7 +65,7 @@ impl Board {
 
 /// One target's scrape state.
 struct Scraper {
-    target: Target,
+    target: ScrapeTarget,
     client: Client,
     mapper: Mapper,
     /// The last page; its capacity is kept for the next.
@@ -121,7 +121,7 @@ fn report_refusals(ctx: &SensorContext, url: &str, report: &PageReport, log: &mu
 
 async fn scrape_loop(
     index: usize,
-    target: Target,
+    target: ScrapeTarget,
     ctx: SensorContext,
     board: Arc<Mutex<Board>>,
 ) -> Result<(), SensorError> {

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::sensor::RdmaSysfsSensor;
-use crate::ConfigError;
+use crate::SensorConfigError;
 
 /// The shortest poll interval accepted. Below 10 ms the mlx5 `hw_counters`
 /// cache (`hw_counters/lifespan`, 10 ms by default) returns the same values
@@ -70,19 +70,19 @@ impl Default for RdmaSysfsConfig {
 
 impl RdmaSysfsConfig {
     /// Validates the settings and builds the sensor `name`.
-    pub fn build(&self, name: &str) -> Result<RdmaSysfsSensor, ConfigError> {
+    pub fn build(&self, name: &str) -> Result<RdmaSysfsSensor, SensorConfigError> {
         if self.interval_ms < MIN_INTERVAL_MS {
-            return Err(ConfigError::OutOfRange {
+            return Err(SensorConfigError::OutOfRange {
                 setting: "interval_ms".into(),
                 value: self.interval_ms.to_string(),
                 reason: format!("is below the minimum of {MIN_INTERVAL_MS} ms"),
             });
         }
         if self.rescan_every == 0 {
-            return Err(ConfigError::Zero { setting: "rescan_every".into() });
+            return Err(SensorConfigError::Zero { setting: "rescan_every".into() });
         }
         if self.root.as_os_str().is_empty() {
-            return Err(ConfigError::Empty { setting: "root".into(), consequence: None });
+            return Err(SensorConfigError::Empty { setting: "root".into(), consequence: None });
         }
         Ok(RdmaSysfsSensor::new(name, self.clone()))
     }
@@ -122,6 +122,6 @@ mod tests {
     #[test]
     fn rescan_every_zero_is_refused() {
         let config = RdmaSysfsConfig { rescan_every: 0, ..RdmaSysfsConfig::default() };
-        assert!(matches!(config.build("r"), Err(ConfigError::Zero { setting }) if setting == "rescan_every"));
+        assert!(matches!(config.build("r"), Err(SensorConfigError::Zero { setting }) if setting == "rescan_every"));
     }
 }

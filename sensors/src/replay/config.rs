@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::sensor::ReplaySensor;
-use crate::ConfigError;
+use crate::SensorConfigError;
 
 /// A `replay` sensor's settings.
 ///
@@ -38,9 +38,9 @@ fn default_speed() -> f64 {
 
 impl ReplayConfig {
     /// Validates the settings and builds the sensor `name`.
-    pub fn build(&self, name: &str) -> Result<ReplaySensor, ConfigError> {
+    pub fn build(&self, name: &str) -> Result<ReplaySensor, SensorConfigError> {
         if self.path.as_os_str().is_empty() {
-            return Err(ConfigError::Empty { setting: "path".into(), consequence: None });
+            return Err(SensorConfigError::Empty { setting: "path".into(), consequence: None });
         }
         Ok(ReplaySensor::from_path(name, self.path.clone(), self.speed)?.rebased(self.rebase))
     }

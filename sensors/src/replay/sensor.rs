@@ -10,7 +10,7 @@ use engine::recording::{Event, Reader};
 use engine::{Batch, Nanos, Sample, Sensor, SensorContext, SensorError, SeriesId};
 use tokio::time::Instant;
 
-use crate::ConfigError;
+use crate::SensorConfigError;
 
 /// How many timestamp groups one trip to the blocking pool reads ahead.
 /// Reading happens off the async runtime (file I/O blocks); a few dozen
@@ -51,7 +51,7 @@ impl ReplaySensor {
     /// Plays the recording in the file at `path`; `speed` as in
     /// [`ReplayConfig::speed`](super::ReplayConfig::speed). The file is
     /// opened when the sensor runs.
-    pub fn from_path(name: &str, path: impl Into<PathBuf>, speed: f64) -> Result<ReplaySensor, ConfigError> {
+    pub fn from_path(name: &str, path: impl Into<PathBuf>, speed: f64) -> Result<ReplaySensor, SensorConfigError> {
         Ok(ReplaySensor {
             name: name.to_string(),
             source: Source::File(path.into()),
@@ -62,7 +62,7 @@ impl ReplaySensor {
 
     /// Plays a recording held in memory (the embedded demo, a test); errors
     /// name it `name`.
-    pub fn from_bytes(name: &str, bytes: impl Into<Arc<[u8]>>, speed: f64) -> Result<ReplaySensor, ConfigError> {
+    pub fn from_bytes(name: &str, bytes: impl Into<Arc<[u8]>>, speed: f64) -> Result<ReplaySensor, SensorConfigError> {
         Ok(ReplaySensor {
             name: name.to_string(),
             source: Source::Bytes(bytes.into()),
@@ -98,11 +98,11 @@ impl ReplaySensor {
     }
 }
 
-fn check_speed(speed: f64) -> Result<f64, ConfigError> {
+fn check_speed(speed: f64) -> Result<f64, SensorConfigError> {
     if speed.is_finite() && speed >= 0.0 {
         Ok(speed)
     } else {
-        Err(ConfigError::OutOfRange {
+        Err(SensorConfigError::OutOfRange {
             setting: "speed".into(),
             value: speed.to_string(),
             reason: "is not a finite, non-negative number (1 = real time, 10 = ten times faster, 0 = as fast as \

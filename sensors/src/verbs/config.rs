@@ -5,7 +5,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::sensor::VerbsSensor;
-use crate::ConfigError;
+use crate::SensorConfigError;
 
 /// A `verbs` sensor's settings.
 ///
@@ -34,9 +34,9 @@ impl Default for VerbsConfig {
 
 impl VerbsConfig {
     /// Validates the settings and builds the sensor `name`.
-    pub fn build(&self, name: &str) -> Result<VerbsSensor, ConfigError> {
+    pub fn build(&self, name: &str) -> Result<VerbsSensor, SensorConfigError> {
         if self.poll_interval_ms < 100 {
-            return Err(ConfigError::OutOfRange {
+            return Err(SensorConfigError::OutOfRange {
                 setting: "poll_interval_ms".into(),
                 value: self.poll_interval_ms.to_string(),
                 reason: "is below 100".into(),

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use engine::{Nanos, Sample, SensorContext, SeriesId, SeriesTable, Value};
 use gnmi_proto::gnmi::Encoding;
-use sensors::gnmi::mapping::{map_update, Kind, Reading};
+use sensors::gnmi::mapping::{map_update, Reading, ReadingKind};
 use sim::switch::{tree, Model};
 
 use super::context;
@@ -88,8 +88,8 @@ impl SwitchReader {
                 }
             };
             let value = match r.kind {
-                Kind::Counter => Value::Count(r.count),
-                Kind::Gauge => Value::Real(r.level),
+                ReadingKind::Counter => Value::Count(r.count),
+                ReadingKind::Gauge => Value::Real(r.level),
             };
             out.push(Sample { series: id, ts, value });
         }
