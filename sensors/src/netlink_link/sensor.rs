@@ -280,17 +280,6 @@ mod tests {
         }
     }
 
-    fn reading(index: u32, name: &str, carrier: bool, up: u32, down: u32) -> LinkReading {
-        LinkReading {
-            index,
-            name: Some(name.into()),
-            oper_up: Some(carrier),
-            carrier: Some(carrier),
-            up_count: Some(up),
-            down_count: Some(down),
-        }
-    }
-
     /// A sample as `netdev metric{to} value`, sorted, for comparisons.
     type Row = (String, String, f64);
 
@@ -362,7 +351,11 @@ mod tests {
     }
 
     fn two_links() -> Vec<LinkReading> {
-        vec![reading(1, "lo", true, 0, 0), reading(2, "eth0", true, 4, 3), reading(3, "eth1", true, 1, 0)]
+        vec![
+            LinkReading::full(1, "lo", true, 0, 0),
+            LinkReading::full(2, "eth0", true, 4, 3),
+            LinkReading::full(3, "eth1", true, 1, 0),
+        ]
     }
 
     #[tokio::test(start_paused = true)]
@@ -380,7 +373,7 @@ mod tests {
         let mut h = Harness::start("1s", two_links());
         h.next().await;
         tokio::time::sleep(Duration::from_millis(300)).await;
-        h.send(Notice::Link(reading(2, "eth0", false, 4, 4)));
+        h.send(Notice::Link(LinkReading::full(2, "eth0", false, 4, 4)));
         let mut expected = state("eth0", 4, 4, false);
         expected.push(("eth0".into(), "link_transition{to=down}".into(), 0.0));
         assert_eq!(h.next().await, (300 * MS, expected), "the change, not held for the beat");
@@ -403,7 +396,7 @@ mod tests {
         assert_eq!(h.next().await.0, 0, "the dump still goes out at start");
         tokio::time::sleep(Duration::from_secs(10)).await;
         assert!(h.batches.try_recv().is_err(), "nothing while nothing changes");
-        h.send(Notice::Link(reading(3, "eth1", true, 1, 0)));
+        h.send(Notice::Link(LinkReading::full(3, "eth1", true, 1, 0)));
         assert_eq!(h.next().await, (10 * SECOND, state("eth1", 1, 0, true)));
     }
 

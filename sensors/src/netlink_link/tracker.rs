@@ -9,6 +9,7 @@
 //! It also keeps each link's last state, so [`LinkTracker::heartbeat`] can
 //! send it again while nothing changes.
 
+use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, HashSet};
 
 use engine::{CounterSpec, Labels, Nanos, Sample, SampleKind, SensorContext, SensorError, SeriesId, SeriesSpec, Value};
@@ -201,85 +202,115 @@ impl LinkTracker {
         ts: Nanos,
         out: &mut Vec<Sample>,
     ) -> Result<(), SensorError> {
+        if let Some(link) = self.watched(ctx, reading)? {
+            link.update(reading, ts, out);
+        }
+        Ok(())
+    }
+
+    /// The link `reading` is about, its series registered at first sight
+    /// and again under a new name; `None` for a link with no name yet, or
+    /// one the filter leaves out (forgotten, in case it was renamed out).
+    fn watched(&mut self, ctx: &SensorContext, reading: &LinkReading) -> Result<Option<&mut Link>, SensorError> {
         let known_name = self.links.get(&reading.index).map(|l| l.name.clone());
         let Some(name) = reading.name.clone().or(known_name) else {
-            return Ok(());
+            return Ok(None);
         };
         if !self.filter.matches(&name) {
             self.links.remove(&reading.index);
-            return Ok(());
+            return Ok(None);
         }
-        let link = match self.links.get_mut(&reading.index) {
-            Some(link) if link.name == name => link,
-            Some(link) => {
-                // Renamed: the same link under new series; keep its counters.
-                link.ids = Ids::register(ctx, &name)?;
-                link.name = name;
+        let link = match self.links.entry(reading.index) {
+            Entry::Occupied(known) => {
+                let link = known.into_mut();
+                if link.name != name {
+                    // Renamed: the same link under new series; keep its counters.
+                    link.ids = Ids::register(ctx, &name)?;
+                    link.name = name;
+                }
                 link
             }
-            None => {
+            Entry::Vacant(new) => {
                 let ids = Ids::register(ctx, &name)?;
-                self.links.entry(reading.index).or_insert(Link {
-                    name,
-                    ids,
-                    up_count: None,
-                    down_count: None,
-                    oper_up: None,
-                    carrier: None,
-                })
+                new.insert(Link { name, ids, up_count: None, down_count: None, oper_up: None, carrier: None })
             }
         };
-        let ids = link.ids;
-        let sample = |series: SeriesId, value: Value| Sample { series, ts, value };
+        Ok(Some(link))
+    }
+}
 
-        let ups = match (link.up_count, reading.up_count) {
+impl Link {
+    /// Takes `reading`, received at `ts`: its counters and operstate, then
+    /// one `link_transition` per carrier change they count, into `out`. A
+    /// reading older than what was already seen is dropped.
+    fn update(&mut self, reading: &LinkReading, ts: Nanos, out: &mut Vec<Sample>) {
+        let since = |prev: Option<u32>, now: Option<u32>| match (prev, now) {
             (Some(prev), Some(now)) => increase(prev, now),
             _ => Some(0),
         };
-        let downs = match (link.down_count, reading.down_count) {
-            (Some(prev), Some(now)) => increase(prev, now),
-            _ => Some(0),
-        };
-        let (Some(ups), Some(downs)) = (ups, downs) else {
+        let (Some(ups), Some(downs)) =
+            (since(self.up_count, reading.up_count), since(self.down_count, reading.down_count))
+        else {
             // Older than what was already seen: nothing in it is news.
-            return Ok(());
+            return;
         };
-
+        let sample = |series: SeriesId, value: Value| Sample { series, ts, value };
         if let Some(n) = reading.down_count {
-            out.push(sample(ids.down_count, Value::Count(n as u64)));
-            link.down_count = Some(n);
+            out.push(sample(self.ids.down_count, Value::Count(n as u64)));
+            self.down_count = Some(n);
         }
         if let Some(n) = reading.up_count {
-            out.push(sample(ids.up_count, Value::Count(n as u64)));
-            link.up_count = Some(n);
+            out.push(sample(self.ids.up_count, Value::Count(n as u64)));
+            self.up_count = Some(n);
         }
         if let Some(up) = reading.oper_up {
-            out.push(sample(ids.oper_up, oper_value(up)));
-            link.oper_up = Some(up);
+            out.push(sample(self.ids.oper_up, oper_value(up)));
+            self.oper_up = Some(up);
         }
+        self.transitions(ups, downs, ts, out);
+        if let Some(carrier) = reading.carrier {
+            self.carrier = Some(carrier);
+        } else if let (Some(up), Some(down)) = (self.up_count, self.down_count) {
+            self.carrier = Some(up > down);
+        }
+    }
 
-        // Carrier changes alternate, so the order follows from the state
-        // before them: a carrier that was up went down first. The value of
-        // each event is the carrier after it (1 up, 0 down).
+    /// `ups` and `downs` carrier changes as `link_transition` events, in
+    /// the order they happened, at most [`MAX_EVENTS_PER_MESSAGE`] of each.
+    ///
+    /// Carrier changes alternate, so the order follows from the state
+    /// before them: a carrier that was up went down first. The value of
+    /// each event is the carrier after it (1 up, 0 down).
+    fn transitions(&self, ups: u32, downs: u32, ts: Nanos, out: &mut Vec<Sample>) {
         let (mut ups, mut downs) = (ups.min(MAX_EVENTS_PER_MESSAGE), downs.min(MAX_EVENTS_PER_MESSAGE));
-        let mut next_down = link.carrier.unwrap_or(downs >= ups);
+        let mut next_down = self.carrier.unwrap_or(downs >= ups);
         while ups + downs > 0 {
             if (next_down && downs > 0) || ups == 0 {
-                out.push(sample(ids.to_down, Value::Real(0.0)));
+                out.push(Sample { series: self.ids.to_down, ts, value: Value::Real(0.0) });
                 downs -= 1;
                 next_down = false;
             } else {
-                out.push(sample(ids.to_up, Value::Real(1.0)));
+                out.push(Sample { series: self.ids.to_up, ts, value: Value::Real(1.0) });
                 ups -= 1;
                 next_down = true;
             }
         }
-        if let Some(carrier) = reading.carrier {
-            link.carrier = Some(carrier);
-        } else if let (Some(up), Some(down)) = (link.up_count, link.down_count) {
-            link.carrier = Some(up > down);
+    }
+}
+
+#[cfg(test)]
+impl LinkReading {
+    /// A reading that says everything: link `index` named `name`, its
+    /// carrier and operstate both `carrier`, its counters `up` and `down`.
+    pub(super) fn full(index: u32, name: &str, carrier: bool, up: u32, down: u32) -> LinkReading {
+        LinkReading {
+            index,
+            name: Some(name.into()),
+            oper_up: Some(carrier),
+            carrier: Some(carrier),
+            up_count: Some(up),
+            down_count: Some(down),
         }
-        Ok(())
     }
 }
 
@@ -293,17 +324,6 @@ mod tests {
         let (tx, _rx) = mpsc::channel(1);
         let (_stop, shutdown) = watch::channel(false);
         SensorContext::new(table.clone(), "netlink_link", 100, tx, shutdown)
-    }
-
-    fn reading(index: u32, name: &str, carrier: bool, up: u32, down: u32) -> LinkReading {
-        LinkReading {
-            index,
-            name: Some(name.into()),
-            oper_up: Some(carrier),
-            carrier: Some(carrier),
-            up_count: Some(up),
-            down_count: Some(down),
-        }
     }
 
     /// The samples as `(metric, to label, value)`.
@@ -354,7 +374,7 @@ mod tests {
     #[test]
     fn the_first_reading_is_a_baseline_without_events() {
         let mut f = Fixture::new(LinkTracker::default());
-        f.observe(&reading(2, "eth0", true, 7, 6), 10);
+        f.observe(&LinkReading::full(2, "eth0", true, 7, 6), 10);
         assert_eq!(
             shape(&f.table, &f.out),
             vec![
@@ -369,9 +389,9 @@ mod tests {
 
     #[test]
     fn three_downs_between_two_messages_are_three_down_events() {
-        let mut f = Fixture::after(reading(2, "eth0", true, 1, 0));
+        let mut f = Fixture::after(LinkReading::full(2, "eth0", true, 1, 0));
         // Up, then three flaps, ending down: 3 downs and 2 ups, down first.
-        assert_eq!(f.observe(&reading(2, "eth0", false, 3, 3), 1), ["down", "up", "down", "up", "down"]);
+        assert_eq!(f.observe(&LinkReading::full(2, "eth0", false, 3, 3), 1), ["down", "up", "down", "up", "down"]);
         let oper: Vec<f64> =
             shape(&f.table, &f.out).into_iter().filter(|(m, ..)| m == "link_oper_up").map(|t| t.2).collect();
         assert_eq!(oper, [0.0]);
@@ -379,23 +399,23 @@ mod tests {
 
     #[test]
     fn a_counter_wrap_is_one_change_not_four_billion() {
-        let mut f = Fixture::after(reading(2, "eth0", true, u32::MAX, u32::MAX));
-        assert_eq!(f.observe(&reading(2, "eth0", false, u32::MAX, 0), 1), ["down"]);
+        let mut f = Fixture::after(LinkReading::full(2, "eth0", true, u32::MAX, u32::MAX));
+        assert_eq!(f.observe(&LinkReading::full(2, "eth0", false, u32::MAX, 0), 1), ["down"]);
     }
 
     #[test]
     fn a_stale_reading_is_ignored() {
-        let mut f = Fixture::after(reading(2, "eth0", true, 5, 4));
-        f.observe(&reading(2, "eth0", true, 4, 3), 1);
+        let mut f = Fixture::after(LinkReading::full(2, "eth0", true, 5, 4));
+        f.observe(&LinkReading::full(2, "eth0", true, 4, 3), 1);
         assert!(f.out.is_empty(), "{:?}", shape(&f.table, &f.out));
         // And the next fresh one counts from 5/4, not from the stale 4/3.
-        assert_eq!(f.observe(&reading(2, "eth0", false, 5, 5), 2), ["down"]);
+        assert_eq!(f.observe(&LinkReading::full(2, "eth0", false, 5, 5), 2), ["down"]);
     }
 
     #[test]
     fn a_huge_jump_is_bounded() {
-        let mut f = Fixture::after(reading(2, "eth0", false, 0, 0));
-        let t = f.observe(&reading(2, "eth0", false, 100_000, 100_000), 1);
+        let mut f = Fixture::after(LinkReading::full(2, "eth0", false, 0, 0));
+        let t = f.observe(&LinkReading::full(2, "eth0", false, 100_000, 100_000), 1);
         assert_eq!(t.len(), 2 * MAX_EVENTS_PER_MESSAGE as usize);
         assert_eq!(t[0], "up", "a link that was down came up first");
     }
@@ -403,7 +423,7 @@ mod tests {
     #[test]
     fn excluded_and_nameless_links_are_not_watched() {
         let mut f = Fixture::new(LinkTracker::new(NameFilter::default()));
-        f.observe(&reading(1, "lo", true, 0, 0), 0);
+        f.observe(&LinkReading::full(1, "lo", true, 0, 0), 0);
         assert!(f.out.is_empty());
         f.observe(&LinkReading { index: 3, ..LinkReading::default() }, 0);
         assert!(f.out.is_empty());
@@ -413,11 +433,11 @@ mod tests {
     #[test]
     fn a_resync_forgets_deleted_links_and_counts_the_gap() {
         let mut f = Fixture::new(LinkTracker::default());
-        let both = [reading(2, "eth0", true, 1, 0), reading(3, "eth1", true, 1, 0)];
+        let both = [LinkReading::full(2, "eth0", true, 1, 0), LinkReading::full(3, "eth1", true, 1, 0)];
         f.tracker.resync(&f.ctx, &both, 0, &mut f.out).unwrap();
         assert_eq!(f.tracker.names(), ["eth0", "eth1"]);
         f.out.clear();
-        f.tracker.resync(&f.ctx, &[reading(2, "eth0", true, 3, 2)], 1, &mut f.out).unwrap();
+        f.tracker.resync(&f.ctx, &[LinkReading::full(2, "eth0", true, 3, 2)], 1, &mut f.out).unwrap();
         assert_eq!(f.tracker.names(), ["eth0"]);
         assert_eq!(transitions(&f.table, &f.out), ["down", "up", "down", "up"]);
     }
@@ -426,10 +446,15 @@ mod tests {
     fn a_heartbeat_repeats_the_last_state_of_every_link_without_events() {
         let mut f = Fixture::new(LinkTracker::default());
         f.tracker
-            .resync(&f.ctx, &[reading(3, "eth1", true, 1, 0), reading(2, "eth0", true, 4, 3)], 0, &mut f.out)
+            .resync(
+                &f.ctx,
+                &[LinkReading::full(3, "eth1", true, 1, 0), LinkReading::full(2, "eth0", true, 4, 3)],
+                0,
+                &mut f.out,
+            )
             .unwrap();
         // eth0 flaps down: its counters and state move, eth1's do not.
-        f.observe(&reading(2, "eth0", false, 4, 4), 5);
+        f.observe(&LinkReading::full(2, "eth0", false, 4, 4), 5);
         f.out.clear();
         f.tracker.heartbeat(9, &mut f.out);
         let got: Vec<(String, String, f64)> = {
@@ -452,7 +477,7 @@ mod tests {
         assert!(f.out.iter().all(|s| s.ts == 9), "stamped with the beat's time");
         // The same series as the messages', so the engine sees one series per link.
         f.out.clear();
-        f.observe(&reading(2, "eth0", false, 4, 4), 10);
+        f.observe(&LinkReading::full(2, "eth0", false, 4, 4), 10);
         let from_message: HashSet<SeriesId> = f.out.iter().map(|s| s.series).collect();
         f.out.clear();
         f.tracker.heartbeat(11, &mut f.out);
@@ -466,7 +491,11 @@ mod tests {
         f.tracker
             .resync(
                 &f.ctx,
-                &[reading(1, "lo", true, 0, 0), reading(2, "eth0", true, 1, 0), reading(3, "eth1", true, 1, 0)],
+                &[
+                    LinkReading::full(1, "lo", true, 0, 0),
+                    LinkReading::full(2, "eth0", true, 1, 0),
+                    LinkReading::full(3, "eth1", true, 1, 0),
+                ],
                 0,
                 &mut f.out,
             )
@@ -483,8 +512,8 @@ mod tests {
 
     #[test]
     fn a_renamed_link_moves_to_new_series() {
-        let mut f = Fixture::after(reading(2, "eth0", true, 1, 0));
-        assert_eq!(f.observe(&reading(2, "rail0", false, 1, 1), 1), ["down"]);
+        let mut f = Fixture::after(LinkReading::full(2, "eth0", true, 1, 0));
+        assert_eq!(f.observe(&LinkReading::full(2, "rail0", false, 1, 1), 1), ["down"]);
         assert_eq!(f.table.read().labels(f.out[0].series).get("netdev"), Some("rail0"));
     }
 }
