@@ -121,22 +121,61 @@ fn rss_mib() -> f64 {
     kib / 1024.0
 }
 
-fn aggregator(c: &mut Criterion) {
-    let switches = env("ROCEMEND_BENCH_SWITCHES", 64);
-    let ports = env("ROCEMEND_BENCH_PORTS", 64);
-    let per_second = (switches * ports * sim::switch::QUEUES * QUEUE_COUNTERS) as u64;
-    let served = Switches::start(switches, ports);
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    let wall_start = Instant::now();
-    let count = Arc::new(AtomicU64::new(0));
-    // How old the newest batch's first sample was when it was ingested.
-    let lag_ms = Arc::new(AtomicU64::new(u64::MAX));
-    let hist = Arc::new(Mutex::new(vec![0u64; BUCKETS + 1]));
-    // Time spent evaluating the rules: total, longest call, calls.
-    let evaluation = Arc::new(Mutex::new((Duration::ZERO, Duration::ZERO, 0u64)));
-    let health = HealthBoard::default();
-    let (stop, shutdown) = tokio::sync::watch::channel(false);
-    let table = SeriesTable::default();
+/// What the engine side counts while the bench runs, shared with the
+/// thread that feeds the evaluator.
+#[derive(Clone, Default)]
+struct Meters {
+    /// Samples ingested.
+    count: Arc<AtomicU64>,
+    /// How old the newest batch's first sample was when it was ingested, ms.
+    lag_ms: Arc<AtomicU64>,
+    /// Sample age at ingest, by 1 ms bucket.
+    hist: Arc<Mutex<Vec<u64>>>,
+    /// Time spent evaluating the rules: total, longest call, calls.
+    evaluation: Arc<Mutex<(Duration, Duration, u64)>>,
+}
+
+impl Meters {
+    fn new() -> Meters {
+        Meters {
+            lag_ms: Arc::new(AtomicU64::new(u64::MAX)),
+            hist: Arc::new(Mutex::new(vec![0u64; BUCKETS + 1])),
+            ..Meters::default()
+        }
+    }
+
+    /// Counts one batch ingested at `now`.
+    fn ingested(&self, batch: &Batch, now: i64) {
+        {
+            let mut h = self.hist.lock().unwrap();
+            for s in &batch.samples {
+                let ms = ((now - s.ts).max(0) / 1_000_000) as usize;
+                h[ms.min(BUCKETS)] += 1;
+            }
+        }
+        if let Some(first) = batch.samples.first() {
+            self.lag_ms.store(((now - first.ts).max(0) / 1_000_000) as u64, Ordering::Relaxed);
+        }
+        self.count.fetch_add(batch.samples.len() as u64, Ordering::Relaxed);
+    }
+
+    /// Counts one evaluation that took `took`.
+    fn evaluated(&self, took: Duration) {
+        let mut e = self.evaluation.lock().unwrap();
+        *e = (e.0 + took, e.1.max(took), e.2 + 1);
+    }
+}
+
+/// Starts the gnmi sensor over `served` and, as the daemon runs it, the
+/// engine: every batch ingested, the standard rules evaluated every 100 ms.
+fn start_pipeline(
+    runtime: &tokio::runtime::Runtime,
+    served: &Switches,
+    table: &SeriesTable,
+    health: &HealthBoard,
+    shutdown: tokio::sync::watch::Receiver<bool>,
+    meters: &Meters,
+) {
     let rules_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../rules");
     runtime.block_on(async {
         let mut config = String::from("presets = [\"sonic_queues\"]\nsample_interval = \"1s\"\n");
@@ -150,94 +189,70 @@ fn aggregator(c: &mut Criterion) {
         let mut evaluator = Evaluator::new(series.clone(), rules, None).unwrap();
         // The engine's channel: bounded, as in the daemon.
         let (tx, mut rx) = tokio::sync::mpsc::channel::<Batch>(1024);
-        let ctx = SensorContext::new(series, "gnmi", 1 << 21, tx, shutdown.clone()).with_health(health.clone());
+        let ctx = SensorContext::new(series, "gnmi", 1 << 21, tx, shutdown).with_health(health.clone());
         tokio::spawn(engine::Sensor::run(Box::new(sensor), ctx));
-        let (count, hist, evaluation, lag) = (count.clone(), hist.clone(), evaluation.clone(), lag_ms.clone());
-        // The engine, as the daemon runs it: every batch ingested, the rules
-        // evaluated every 100 ms.
+        let meters = meters.clone();
         tokio::task::spawn_blocking(move || {
             let mut events = Vec::new();
             let mut evaluated = Instant::now();
             while let Some(batch) = rx.blocking_recv() {
                 evaluator.ingest(&batch.samples);
                 let now = engine::time::wall_clock_now();
-                {
-                    let mut h = hist.lock().unwrap();
-                    for s in &batch.samples {
-                        let ms = ((now - s.ts).max(0) / 1_000_000) as usize;
-                        h[ms.min(BUCKETS)] += 1;
-                    }
-                }
-                if let Some(first) = batch.samples.first() {
-                    lag.store(((now - first.ts).max(0) / 1_000_000) as u64, Ordering::Relaxed);
-                }
-                count.fetch_add(batch.samples.len() as u64, Ordering::Relaxed);
+                meters.ingested(&batch, now);
                 if evaluated.elapsed() >= Duration::from_millis(100) {
                     let started = Instant::now();
                     evaluator.evaluate(now, &mut events);
                     events.clear();
-                    let took = started.elapsed();
-                    let mut e = evaluation.lock().unwrap();
-                    *e = (e.0 + took, e.1.max(took), e.2 + 1);
+                    meters.evaluated(started.elapsed());
                     evaluated = Instant::now();
                 }
             }
         });
     });
-    // Warm up: every series registered and the initial values in, then the
-    // backlog that registering a million series leaves drained: the newest
-    // batch under 200 ms old for 3 s in a row. Measuring before that would
-    // time the catch-up, not the steady state.
+}
+
+/// Waits until every series is registered and the initial values are in,
+/// then until the backlog that registering a million series leaves is
+/// drained: the newest batch under 200 ms old for 3 s in a row. Measuring
+/// before that would time the catch-up, not the steady state.
+fn warm_up(meters: &Meters, per_second: u64) {
     let deadline = Instant::now() + Duration::from_secs(180);
-    while count.load(Ordering::Relaxed) < 2 * per_second && Instant::now() < deadline {
+    while meters.count.load(Ordering::Relaxed) < 2 * per_second && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
     let mut settled_since = Instant::now();
     while Instant::now() < deadline {
-        if lag_ms.load(Ordering::Relaxed) >= 200 {
+        if meters.lag_ms.load(Ordering::Relaxed) >= 200 {
             settled_since = Instant::now();
         } else if settled_since.elapsed() >= Duration::from_secs(3) {
             break;
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    let warm_up = wall_start.elapsed();
-    let series_registered = table.read().len();
-    hist.lock().unwrap().iter_mut().for_each(|n| *n = 0);
-    let busy0 = health.snapshot()[0].busy_ns;
-    let switches_pid = served.child.id().to_string();
-    let (cpu0, switches_cpu0) = (cpu_seconds("self"), cpu_seconds(&switches_pid));
-    *evaluation.lock().unwrap() = (Duration::ZERO, Duration::ZERO, 0);
-    let wall0 = Instant::now();
+}
 
-    let mut group = c.benchmark_group("gnmi_aggregator");
-    group.sample_size(10).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(12));
-    group.throughput(Throughput::Elements(per_second));
-    group.bench_function(format!("{switches}x{ports}x8x7_sample_1s"), |b| {
-        b.iter_custom(|iters| {
-            let start = Instant::now();
-            let target = count.load(Ordering::Relaxed) + iters * per_second;
-            while count.load(Ordering::Relaxed) < target {
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            start.elapsed()
-        })
-    });
-    group.finish();
+/// The readings taken when the measurement starts, to subtract at its end.
+struct Start {
+    wall: Instant,
+    busy_ns: u64,
+    cpu: f64,
+    switches_cpu: f64,
+}
 
-    let wall = wall0.elapsed().as_secs_f64();
-    let cpu = cpu_seconds("self") - cpu0;
-    let switches_cpu = cpu_seconds(&switches_pid) - switches_cpu0;
-    let (eval_total, eval_max, evaluations) = *evaluation.lock().unwrap();
-    let busy = (health.snapshot()[0].busy_ns - busy0) as f64 / 1e9;
-    let h = hist.lock().unwrap();
+/// Prints what the measured stretch since `start` cost.
+fn report(name: &str, meters: &Meters, health: &HealthBoard, start: &Start, switches_pid: &str, warm_up: Duration) {
+    let wall = start.wall.elapsed().as_secs_f64();
+    let cpu = cpu_seconds("self") - start.cpu;
+    let switches_cpu = cpu_seconds(switches_pid) - start.switches_cpu;
+    let (eval_total, eval_max, evaluations) = *meters.evaluation.lock().unwrap();
+    let busy = (health.snapshot()[0].busy_ns - start.busy_ns) as f64 / 1e9;
+    let h = meters.hist.lock().unwrap();
     let total: u64 = h.iter().sum();
     println!(
-        "gnmi_aggregator {switches}x{ports}x8x7 ({} series): {:.0} updates/s over {wall:.1} s; sample -> engine \
+        "gnmi_aggregator {name}: {:.0} updates/s over {wall:.1} s; sample -> engine \
          p50 {} ms, p99 {} ms; sensor busy {:.1}% of one core; aggregator process {:.1}% of one core, RSS {:.0} MiB; \
          rule evaluation {:.1}% of one core, longest {:.0} ms ({evaluations} calls); simulated switches' process \
          {:.1}% of one core (warm-up {:.0} s)",
-        series_registered,
         total as f64 / wall,
         percentile(&h, 0.50),
         percentile(&h, 0.99),
@@ -249,7 +264,50 @@ fn aggregator(c: &mut Criterion) {
         100.0 * switches_cpu / wall,
         warm_up.as_secs_f64(),
     );
-    drop(h);
+}
+
+fn aggregator(c: &mut Criterion) {
+    let switches = env("ROCEMEND_BENCH_SWITCHES", 64);
+    let ports = env("ROCEMEND_BENCH_PORTS", 64);
+    let per_second = (switches * ports * sim::switch::QUEUES * QUEUE_COUNTERS) as u64;
+    let served = Switches::start(switches, ports);
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let wall_start = Instant::now();
+    let meters = Meters::new();
+    let health = HealthBoard::default();
+    let (stop, shutdown) = tokio::sync::watch::channel(false);
+    let table = SeriesTable::default();
+    start_pipeline(&runtime, &served, &table, &health, shutdown, &meters);
+    warm_up(&meters, per_second);
+    let warmed_up = wall_start.elapsed();
+    let series_registered = table.read().len();
+    meters.hist.lock().unwrap().iter_mut().for_each(|n| *n = 0);
+    let switches_pid = served.child.id().to_string();
+    *meters.evaluation.lock().unwrap() = (Duration::ZERO, Duration::ZERO, 0);
+    let start = Start {
+        busy_ns: health.snapshot()[0].busy_ns,
+        cpu: cpu_seconds("self"),
+        switches_cpu: cpu_seconds(&switches_pid),
+        wall: Instant::now(),
+    };
+
+    let mut group = c.benchmark_group("gnmi_aggregator");
+    group.sample_size(10).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(12));
+    group.throughput(Throughput::Elements(per_second));
+    group.bench_function(format!("{switches}x{ports}x8x7_sample_1s"), |b| {
+        b.iter_custom(|iters| {
+            let start = Instant::now();
+            let target = meters.count.load(Ordering::Relaxed) + iters * per_second;
+            while meters.count.load(Ordering::Relaxed) < target {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            start.elapsed()
+        })
+    });
+    group.finish();
+
+    let name = format!("{switches}x{ports}x8x7 ({series_registered} series)");
+    report(&name, &meters, &health, &start, &switches_pid, warmed_up);
     let _ = stop.send(true);
     drop(served);
 }
