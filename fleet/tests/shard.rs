@@ -225,6 +225,11 @@ async fn until<F: FnMut() -> Result<(), String>>(within: Duration, what: &str, m
     }
 }
 
+/// What each aggregator process publishes it owns, by identity.
+fn published(procs: &[Process]) -> BTreeMap<String, BTreeSet<String>> {
+    procs.iter().map(|p| (p.identity.clone(), p.owned())).collect()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_aggregators_share_48_switches_a_killed_ones_move_within_its_lease_and_a_fourth_takes_a_third() {
     if !etcd_available(
@@ -238,16 +243,26 @@ async fn three_aggregators_share_48_switches_a_killed_ones_move_within_its_lease
     let auditor = Auditor::start(&endpoints).await;
     let mut procs: Vec<Process> =
         ["agg-a", "agg-b", "agg-c"].iter().map(|id| Process::spawn(&endpoints, id, &all)).collect();
-    let published = |procs: &[Process]| -> BTreeMap<String, BTreeSet<String>> {
-        procs.iter().map(|p| (p.identity.clone(), p.owned())).collect()
-    };
+    three_share_the_switches(&auditor, &procs, &all).await;
+    let theirs = agg_b_killed_its_switches_move_within_its_lease(&auditor, &mut procs, &all).await;
+    // The fourth stays in the group until the audit is read.
+    let (_joiner, taken) = a_fourth_joins_and_takes_about_a_third(&endpoints, &auditor, &procs, &all).await;
 
+    let audit = lock(&auditor.audit);
+    assert!(audit.violations.is_empty(), "{:#?}", audit.violations);
+    // 48 claims, then agg-b's again, then agg-d's releases and claims.
+    assert!(audit.events >= 48 + theirs.len() + 2 * taken.len(), "only {} claim events seen", audit.events);
+}
+
+/// The three settle: every switch claimed by the member the hash gives it
+/// to, each owning about a third.
+async fn three_share_the_switches(auditor: &Auditor, procs: &[Process], all: &[String]) {
     until(Duration::from_secs(15), "three aggregators settling", || {
-        disjoint(&published(&procs))?;
-        settled(&auditor.owners(), &published(&procs), &all)
+        disjoint(&published(procs))?;
+        settled(&auditor.owners(), &published(procs), all)
     })
     .await;
-    let shares = published(&procs);
+    let shares = published(procs);
     let union: BTreeSet<&String> = shares.values().flatten().collect();
     assert_eq!(union.len(), 48, "{shares:?}");
     disjoint(&shares).unwrap();
@@ -255,15 +270,23 @@ async fn three_aggregators_share_48_switches_a_killed_ones_move_within_its_lease
         println!("{id} owns {} of 48", set.len());
         assert!((8..=24).contains(&set.len()), "{id} owns {} of 48: {shares:?}", set.len());
     }
+}
 
-    // SIGKILL agg-b: no release, its lease lapses on its own.
+/// agg-b (`procs[1]`) SIGKILLed: no release, its lease lapses on its own,
+/// and its switches are claimed by the others no sooner and not much later.
+/// Returns the switches it had.
+async fn agg_b_killed_its_switches_move_within_its_lease(
+    auditor: &Auditor,
+    procs: &mut Vec<Process>,
+    all: &[String],
+) -> BTreeSet<String> {
     let theirs = procs[1].owned();
     assert!(!theirs.is_empty());
     procs[1].kill();
     let killed = Instant::now();
     let dead = procs.remove(1);
     let failover = loop {
-        disjoint(&published(&procs)).unwrap();
+        disjoint(&published(procs)).unwrap();
         let claimed = {
             let audit = lock(&auditor.audit);
             theirs
@@ -287,16 +310,24 @@ async fn three_aggregators_share_48_switches_a_killed_ones_move_within_its_lease
     // took the switches before.
     assert!(failover >= Duration::from_secs(TTL) / 2, "moved after {failover:?}: before the lease could lapse");
     until(Duration::from_secs(5), "two aggregators settling", || {
-        disjoint(&published(&procs))?;
-        settled(&auditor.owners(), &published(&procs), &all)
+        disjoint(&published(procs))?;
+        settled(&auditor.owners(), &published(procs), all)
     })
     .await;
     drop(dead);
+    theirs
+}
 
-    // A fourth joins, in this process: it takes about a third, and only
-    // switches moving to it move.
+/// A fourth joins, in this process: it takes about a third, and only
+/// switches moving to it move. Returns it and the switches it took.
+async fn a_fourth_joins_and_takes_about_a_third(
+    endpoints: &[String],
+    auditor: &Auditor,
+    procs: &[Process],
+    all: &[String],
+) -> (Shard, BTreeSet<String>) {
     let before = auditor.owners();
-    let joiner = Shard::start(&settings(&endpoints, "agg-d", 1, TTL), GROUP, all.clone()).await.unwrap();
+    let joiner = Shard::start(&settings(endpoints, "agg-d", 1, TTL), GROUP, all.to_vec()).await.unwrap();
     joiner.ready(Duration::from_secs(10)).await.unwrap();
     let joined = Instant::now();
     let with_joiner = |procs: &[Process]| {
@@ -305,8 +336,8 @@ async fn three_aggregators_share_48_switches_a_killed_ones_move_within_its_lease
         p
     };
     until(Duration::from_secs(10), "the fourth aggregator settling", || {
-        disjoint(&with_joiner(&procs))?;
-        settled(&auditor.owners(), &with_joiner(&procs), &all)
+        disjoint(&with_joiner(procs))?;
+        settled(&auditor.owners(), &with_joiner(procs), all)
     })
     .await;
     println!("join: agg-d settled {:?} after its session began", joined.elapsed());
@@ -314,7 +345,7 @@ async fn three_aggregators_share_48_switches_a_killed_ones_move_within_its_lease
     let taken = joiner.owned();
     println!("agg-d owns {} of 48", taken.len());
     assert!((8..=24).contains(&taken.len()), "agg-d owns {} of 48", taken.len());
-    for s in &all {
+    for s in all {
         if before[s] != after[s] {
             assert_eq!(after[s], "agg-d", "{s} moved from {} to {} when agg-d joined", before[s], after[s]);
         }
@@ -324,11 +355,7 @@ async fn three_aggregators_share_48_switches_a_killed_ones_move_within_its_lease
     assert!(joiner.owns(one) && joiner.confirm(one).await, "agg-d cannot confirm {one}");
     let other = all.iter().find(|s| !taken.contains(*s)).unwrap();
     assert!(!joiner.owns(other) && !joiner.confirm(other).await, "agg-d confirms {other}, owned by {}", after[other]);
-
-    let audit = lock(&auditor.audit);
-    assert!(audit.violations.is_empty(), "{:#?}", audit.violations);
-    // 48 claims, then agg-b's again, then agg-d's releases and claims.
-    assert!(audit.events >= 48 + theirs.len() + 2 * taken.len(), "only {} claim events seen", audit.events);
+    (joiner, taken)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
