@@ -153,6 +153,27 @@ pub enum SensorConfigError {
 }
 
 impl SensorConfigError {
+    /// Checks the settings every polling sensor (`rdma_sysfs`, `ethtool`)
+    /// has: `interval_ms` at least `min_interval_ms`, `rescan_every` at
+    /// least 1.
+    pub(crate) fn check_polling(
+        interval_ms: u64,
+        min_interval_ms: u64,
+        rescan_every: u32,
+    ) -> Result<(), SensorConfigError> {
+        if interval_ms < min_interval_ms {
+            return Err(SensorConfigError::OutOfRange {
+                setting: "interval_ms".into(),
+                value: interval_ms.to_string(),
+                reason: format!("is below the minimum of {min_interval_ms} ms"),
+            });
+        }
+        if rescan_every == 0 {
+            return Err(SensorConfigError::Zero { setting: "rescan_every".into() });
+        }
+        Ok(())
+    }
+
     /// A duration outside the range `setting` accepts, shown as humantime
     /// writes it (`50ms`, `1m 30s`).
     pub(crate) fn duration_out_of_range(

@@ -102,16 +102,7 @@ impl EthtoolConfig {
 
     /// Validates the settings and builds the sensor `name`.
     pub fn build(&self, name: &str) -> Result<EthtoolSensor, SensorConfigError> {
-        if self.interval_ms < MIN_INTERVAL_MS {
-            return Err(SensorConfigError::OutOfRange {
-                setting: "interval_ms".into(),
-                value: self.interval_ms.to_string(),
-                reason: format!("is below the minimum of {MIN_INTERVAL_MS} ms"),
-            });
-        }
-        if self.rescan_every == 0 {
-            return Err(SensorConfigError::Zero { setting: "rescan_every".into() });
-        }
+        SensorConfigError::check_polling(self.interval_ms, MIN_INTERVAL_MS, self.rescan_every)?;
         if let Some(bad) = self.interfaces.iter().find(|i| i.is_empty() || i.len() >= libc::IFNAMSIZ) {
             return Err(SensorConfigError::Invalid {
                 setting: "interfaces".into(),

@@ -122,17 +122,48 @@ impl<'de> Deserialize<'de> for Scalar<'de> {
     }
 }
 
+/// A seed that is its own visitor of whatever comes: the table and the
+/// queue below, each answering whether the value had the common shape.
+macro_rules! seed_of_any {
+    ($ty:ty) => {
+        impl<'de> DeserializeSeed<'de> for $ty {
+            type Value = bool;
+            fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
+                d.deserialize_any(self)
+            }
+        }
+    };
+}
+
+/// The visits of values that are never the common shape of the table nor
+/// of a queue: `Ok(false)`, so the general way reads the update and names
+/// what is wrong with it.
+macro_rules! not_the_common_shape {
+    ($de:lifetime) => {
+        fn visit_seq<A: SeqAccess<$de>>(self, _: A) -> Result<bool, A::Error> {
+            Ok(false)
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<bool, E> {
+            Ok(false)
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<bool, E> {
+            Ok(false)
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<bool, E> {
+            Ok(false)
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<bool, E> {
+            Ok(false)
+        }
+    };
+}
+
 /// The whole table; `Ok(false)` when it is not the common shape.
 struct Table<'o> {
     out: &'o mut Vec<Reading>,
 }
 
-impl<'de> DeserializeSeed<'de> for Table<'_> {
-    type Value = bool;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
-        d.deserialize_any(self)
-    }
-}
+seed_of_any!(Table<'_>);
 
 impl<'de> Visitor<'de> for Table<'_> {
     type Value = bool;
@@ -155,22 +186,8 @@ impl<'de> Visitor<'de> for Table<'_> {
         Ok(true)
     }
     // Any other top level is not a table: the general way says so.
-    fn visit_seq<A: SeqAccess<'de>>(self, _: A) -> Result<bool, A::Error> {
-        Ok(false)
-    }
+    not_the_common_shape!('de);
     fn visit_str<E>(self, _: &str) -> Result<bool, E> {
-        Ok(false)
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<bool, E> {
-        Ok(false)
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<bool, E> {
-        Ok(false)
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<bool, E> {
-        Ok(false)
-    }
-    fn visit_bool<E>(self, _: bool) -> Result<bool, E> {
         Ok(false)
     }
     fn visit_unit<E>(self) -> Result<bool, E> {
@@ -185,12 +202,7 @@ struct Queue<'p, 'o> {
     out: &'o mut Vec<Reading>,
 }
 
-impl<'de> DeserializeSeed<'de> for Queue<'_, '_> {
-    type Value = bool;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
-        d.deserialize_any(self)
-    }
-}
+seed_of_any!(Queue<'_, '_>);
 
 impl<'de> Visitor<'de> for Queue<'_, '_> {
     type Value = bool;
@@ -225,21 +237,7 @@ impl<'de> Visitor<'de> for Queue<'_, '_> {
     fn visit_str<E>(self, s: &str) -> Result<bool, E> {
         Ok(absent_text(s))
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, _: A) -> Result<bool, A::Error> {
-        Ok(false)
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<bool, E> {
-        Ok(false)
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<bool, E> {
-        Ok(false)
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<bool, E> {
-        Ok(false)
-    }
-    fn visit_bool<E>(self, _: bool) -> Result<bool, E> {
-        Ok(false)
-    }
+    not_the_common_shape!('de);
 }
 
 #[cfg(test)]

@@ -71,16 +71,7 @@ impl Default for RdmaSysfsConfig {
 impl RdmaSysfsConfig {
     /// Validates the settings and builds the sensor `name`.
     pub fn build(&self, name: &str) -> Result<RdmaSysfsSensor, SensorConfigError> {
-        if self.interval_ms < MIN_INTERVAL_MS {
-            return Err(SensorConfigError::OutOfRange {
-                setting: "interval_ms".into(),
-                value: self.interval_ms.to_string(),
-                reason: format!("is below the minimum of {MIN_INTERVAL_MS} ms"),
-            });
-        }
-        if self.rescan_every == 0 {
-            return Err(SensorConfigError::Zero { setting: "rescan_every".into() });
-        }
+        SensorConfigError::check_polling(self.interval_ms, MIN_INTERVAL_MS, self.rescan_every)?;
         if self.root.as_os_str().is_empty() {
             return Err(SensorConfigError::Empty { setting: "root".into(), consequence: None });
         }
