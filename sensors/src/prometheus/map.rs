@@ -25,7 +25,7 @@ use engine::{CounterSpec, Labels, Nanos, Sample, SampleKind, SensorContext, Seri
 use hashbrown::HashTable;
 use regex::Regex;
 
-use super::parse::{Expected, ParseError, RawLabels, Reader};
+use super::parse::{Expected, ParseError, RawLabels, Reader, SampleRef};
 
 /// A cached series not seen for this many scrapes is dropped: the cache is
 /// swept once every `STALE_SCRAPES` scrapes (when it holds series the
@@ -47,6 +47,23 @@ const NONE: u32 = u32::MAX;
 
 /// A sample waiting for its series to be registered.
 const PLACEHOLDER: SeriesId = SeriesId(u32::MAX);
+
+/// A sample's value as the engine takes it: a counter (and a histogram's
+/// or summary's `_bucket`/`_count`) as its nearest integer, anything else
+/// as it is; `None` for a value that would poison the windows (a negative
+/// or non-finite counter is not a count; a NaN or infinite level breaks
+/// window arithmetic).
+#[inline]
+fn value_of(value: f64, cumulative: bool) -> Option<Value> {
+    if !value.is_finite() {
+        return None;
+    }
+    if cumulative {
+        // Counters are exact integers in the engine.
+        return (value >= 0.0).then(|| Value::Count(value.round().min(u64::MAX as f64) as u64));
+    }
+    Some(Value::Real(value))
+}
 
 /// What became of a series text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -322,81 +339,34 @@ impl Mapper {
         self.map_page(text, ts, retry)
     }
 
+    /// [`map`](Self::map), with whether refused series are offered again.
+    ///
+    /// The loop is the measured hot path (`prometheus_scrape_per_sample` in
+    /// `scripts/instructions.sh`): its parts are functions of their own for
+    /// reading, and inlined, so a known series still costs no call.
     fn map_page(&mut self, text: &str, ts: Nanos, retry_refused: bool) -> Result<Vec<Sample>, ParseError> {
-        let cache = &mut self.cache;
-        cache.generation = cache.generation.wrapping_add(1);
-        if cache.generation == NONE {
-            cache.generation = 0;
-        }
-        cache.touched = 0;
-        self.pending.clear();
-        self.report.refused = 0;
+        self.begin_page();
         let mut out = Vec::with_capacity(self.last_len);
         let mut reader = Reader::new(text);
         let mut prev = NONE;
         loop {
-            let want = cache.next_of(prev);
-            let expected = (want != NONE).then(|| cache.expected(want));
+            let want = self.cache.next_of(prev);
+            let expected = (want != NONE).then(|| self.cache.expected(want));
             let sample = match reader.next_sample(expected) {
                 None => break,
                 Some(Err(e)) => {
-                    cache.end_scrape();
+                    self.cache.end_scrape();
                     return Err(e);
                 }
                 Some(Ok(s)) => s,
             };
-            let i = if sample.expected {
-                want
-            } else {
-                let (hash, found) = cache.find(sample.series);
-                let i = match found {
-                    Some(i) => i,
-                    None => {
-                        if cache.entries.len() >= MAX_ENTRIES {
-                            // Only series of earlier pages go: one page
-                            // holds at most half of MAX_ENTRIES.
-                            let now = cache.generation;
-                            let remap = cache.compact(|e| e.seen == now);
-                            prev = if prev == NONE { NONE } else { remap[prev as usize] };
-                            for p in &mut self.pending {
-                                p.1 = remap[p.1 as usize];
-                            }
-                        }
-                        let allowed = self.allow.is_empty() || self.allow.iter().any(|r| r.is_match(sample.name));
-                        let state = if allowed { State::Unresolved } else { State::Skip };
-                        cache.insert(hash, sample.series, sample.name.len(), state)
-                    }
-                };
-                cache.link(prev, i);
-                i
-            };
-            cache.touch(i);
+            let i = if sample.expected { want } else { self.entry_of(&sample, &mut prev) };
+            self.cache.touch(i);
             prev = i;
             let cumulative = sample.is_cumulative();
-            let value = if cumulative {
-                // Counters are exact integers in the engine: the float's
-                // nearest integer. A negative or non-finite counter is not
-                // a count; skip it.
-                if !sample.value.is_finite() || sample.value < 0.0 {
-                    continue;
-                }
-                Value::Count(sample.value.round().min(u64::MAX as f64) as u64)
-            } else {
-                // A NaN or infinite level would poison window arithmetic.
-                if !sample.value.is_finite() {
-                    continue;
-                }
-                Value::Real(sample.value)
-            };
-            let entry = cache.entries[i as usize];
-            if entry.cumulative != cumulative {
-                // Its family changed type: register it again as what it is now.
-                cache.entries[i as usize].cumulative = cumulative;
-                if entry.state != State::Skip {
-                    cache.set_state(i, State::Unresolved);
-                }
-            }
-            match cache.entries[i as usize].state {
+            let Some(value) = value_of(sample.value, cumulative) else { continue };
+            self.retype(i, cumulative);
+            match self.cache.entries[i as usize].state {
                 State::Series(series) => out.push(Sample { series, ts, value }),
                 State::Skip => {}
                 State::Refused if !retry_refused => self.report.refused += 1,
@@ -406,6 +376,74 @@ impl Mapper {
                 }
             }
         }
+        self.resolve_pending(&mut out);
+        self.cache.end_scrape();
+        self.last_len = out.len();
+        Ok(out)
+    }
+
+    /// A new scrape: the cache's generation moves on, nothing touched or
+    /// pending yet.
+    #[inline]
+    fn begin_page(&mut self) {
+        let cache = &mut self.cache;
+        cache.generation = cache.generation.wrapping_add(1);
+        if cache.generation == NONE {
+            cache.generation = 0;
+        }
+        cache.touched = 0;
+        self.pending.clear();
+        self.report.refused = 0;
+    }
+
+    /// The entry of a sample that is not the one expected after `prev`:
+    /// looked up, or added (allowed or skipped by the allow-list), and
+    /// linked after `prev`. Adding to a full cache first drops the series
+    /// of earlier pages, which renumbers the entries: `prev` and the
+    /// pending samples follow.
+    #[inline]
+    fn entry_of(&mut self, sample: &SampleRef<'_>, prev: &mut u32) -> u32 {
+        let cache = &mut self.cache;
+        let (hash, found) = cache.find(sample.series);
+        let i = match found {
+            Some(i) => i,
+            None => {
+                if cache.entries.len() >= MAX_ENTRIES {
+                    // Only series of earlier pages go: one page
+                    // holds at most half of MAX_ENTRIES.
+                    let now = cache.generation;
+                    let remap = cache.compact(|e| e.seen == now);
+                    *prev = if *prev == NONE { NONE } else { remap[*prev as usize] };
+                    for p in &mut self.pending {
+                        p.1 = remap[p.1 as usize];
+                    }
+                }
+                let allowed = self.allow.is_empty() || self.allow.iter().any(|r| r.is_match(sample.name));
+                let state = if allowed { State::Unresolved } else { State::Skip };
+                cache.insert(hash, sample.series, sample.name.len(), state)
+            }
+        };
+        cache.link(*prev, i);
+        i
+    }
+
+    /// Entry `i`'s family is now `cumulative` or not: if that changed, it
+    /// is registered again as what it is now.
+    #[inline]
+    fn retype(&mut self, i: u32, cumulative: bool) {
+        let entry = self.cache.entries[i as usize];
+        if entry.cumulative != cumulative {
+            self.cache.entries[i as usize].cumulative = cumulative;
+            if entry.state != State::Skip {
+                self.cache.set_state(i, State::Unresolved);
+            }
+        }
+    }
+
+    /// Registers the series of the page's new samples, now that the whole
+    /// page parsed, and drops the samples of refused series and the second
+    /// of two series texts that became one series.
+    fn resolve_pending(&mut self, out: &mut Vec<Sample>) {
         let mut dropped = false;
         for k in 0..self.pending.len() {
             let (slot, i) = self.pending[k];
@@ -430,9 +468,6 @@ impl Mapper {
             let shared = self.cache.shared > 0;
             out.retain(|s| s.series != PLACEHOLDER && (!shared || seen.insert(s.series)));
         }
-        self.cache.end_scrape();
-        self.last_len = out.len();
-        Ok(out)
     }
 
     /// Registers entry `i`'s series; `None` if the engine refused it.
@@ -508,6 +543,16 @@ mod tests {
     }
 
     /// A page of `n` counters, `m<i % 100>{node,dev}` reading `base + i`.
+    /// A thousand stable series, then a thousand whose label values are
+    /// new on every scrape (a `pid` label, say).
+    fn churning_page(scrape: u64) -> String {
+        let mut text = page(1_000, scrape);
+        for i in 0..1_000 {
+            let _ = writeln!(text, "job_step{{pid=\"{}\"}} {i}", scrape * 1_000 + i);
+        }
+        text
+    }
+
     fn page(n: usize, base: u64) -> String {
         let mut text = String::with_capacity(n * 64);
         for i in 0..n {
@@ -551,11 +596,7 @@ mod tests {
         let mut m = mapper(&h);
         let mut largest = 0;
         for scrape in 0..40u64 {
-            let mut text = page(1_000, scrape);
-            for i in 0..1_000 {
-                let _ = writeln!(text, "job_step{{pid=\"{}\"}} {i}", scrape * 1_000 + i);
-            }
-            let samples = m.map(&text, scrape as i64).unwrap();
+            let samples = m.map(&churning_page(scrape), scrape as i64).unwrap();
             assert_eq!(samples.len(), 2_000);
             largest = largest.max(m.cached());
             if (scrape + 1) % u64::from(STALE_SCRAPES) == 0 {
@@ -575,11 +616,7 @@ mod tests {
         let mut m = mapper(&h);
         let mut largest = 0;
         for scrape in 0..20u64 {
-            let mut text = page(1_000, scrape);
-            for i in 0..1_000 {
-                let _ = writeln!(text, "job_step{{pid=\"{}\"}} {i}", scrape * 1_000 + i);
-            }
-            let samples = m.map(&text, scrape as i64).unwrap();
+            let samples = m.map(&churning_page(scrape), scrape as i64).unwrap();
             let refused = m.report().refused;
             assert_eq!(samples.len() + refused, 2_000);
             if scrape == 0 {
