@@ -17,6 +17,23 @@ use engine::{Action, ActuatorError, Labels, Nanos, Outcome, Plan, Proposal, Seve
 
 use crate::settings::{BudgetConfig, FleetConfig, Per};
 
+/// A flag of a probe binary's command line with no value after it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0} needs a value")]
+pub struct MissingValue(pub String);
+
+/// The `--flag value` pairs of a probe binary's command line (without the
+/// program's name), in order: both binaries take only flags with a value.
+pub fn flag_values(args: impl IntoIterator<Item = String>) -> Result<Vec<(String, String)>, MissingValue> {
+    let mut args = args.into_iter();
+    let mut pairs = Vec::new();
+    while let Some(flag) = args.next() {
+        let value = args.next().ok_or_else(|| MissingValue(flag.clone()))?;
+        pairs.push((flag, value));
+    }
+    Ok(pairs)
+}
+
 /// The `[fleet]` table of daemon `identity` on `endpoints`: one fleet-wide
 /// cordon budget of `max` per `window` (none: held until released), a
 /// lease of `ttl_secs`.
@@ -116,5 +133,19 @@ pub fn proposal(kind: &str, node: &str, at: Nanos) -> Proposal {
         sample_at: at,
         decided_at: at,
         restored: false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_come_in_pairs_and_a_missing_value_names_its_flag() {
+        let args = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let pairs = flag_values(args(&["--etcd", "http://a:1", "--ttl", "2"])).unwrap();
+        assert_eq!(pairs, [("--etcd".to_string(), "http://a:1".to_string()), ("--ttl".into(), "2".into())]);
+        let missing = flag_values(args(&["--etcd", "http://a:1", "--ttl"])).unwrap_err();
+        assert_eq!(missing.to_string(), "--ttl needs a value");
     }
 }

@@ -32,17 +32,15 @@ struct Args {
 fn args() -> Result<Args, String> {
     let mut a =
         Args { etcd: vec![], identity: String::new(), node: String::new(), max: 3, window: None, ttl: 10, hold: 0 };
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let mut value = || it.next().ok_or_else(|| format!("{flag} needs a value"));
+    for (flag, value) in probe::flag_values(std::env::args().skip(1)).map_err(|e| e.to_string())? {
         match flag.as_str() {
-            "--etcd" => a.etcd = value()?.split(',').map(str::to_string).collect(),
-            "--identity" => a.identity = value()?,
-            "--node" => a.node = value()?,
-            "--max" => a.max = value()?.parse().map_err(|e| format!("--max: {e}"))?,
-            "--window" => a.window = Some(humantime::parse_duration(&value()?).map_err(|e| format!("--window: {e}"))?),
-            "--ttl" => a.ttl = value()?.parse().map_err(|e| format!("--ttl: {e}"))?,
-            "--hold" => a.hold = value()?.parse().map_err(|e| format!("--hold: {e}"))?,
+            "--etcd" => a.etcd = value.split(',').map(str::to_string).collect(),
+            "--identity" => a.identity = value,
+            "--node" => a.node = value,
+            "--max" => a.max = value.parse().map_err(|e| format!("--max: {e}"))?,
+            "--window" => a.window = Some(humantime::parse_duration(&value).map_err(|e| format!("--window: {e}"))?),
+            "--ttl" => a.ttl = value.parse().map_err(|e| format!("--ttl: {e}"))?,
+            "--hold" => a.hold = value.parse().map_err(|e| format!("--hold: {e}"))?,
             other => return Err(format!("unknown argument {other:?}")),
         }
     }

@@ -26,15 +26,13 @@ struct Args {
 
 fn args() -> Result<Args, String> {
     let mut a = Args { etcd: vec![], identity: String::new(), group: String::new(), switches: vec![], ttl: 10 };
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let mut value = || it.next().ok_or_else(|| format!("{flag} needs a value"));
+    for (flag, value) in fleet::probe::flag_values(std::env::args().skip(1)).map_err(|e| e.to_string())? {
         match flag.as_str() {
-            "--etcd" => a.etcd = value()?.split(',').map(str::to_string).collect(),
-            "--identity" => a.identity = value()?,
-            "--group" => a.group = value()?,
-            "--switches" => a.switches = value()?.split(',').map(str::to_string).collect(),
-            "--ttl" => a.ttl = value()?.parse().map_err(|e| format!("--ttl: {e}"))?,
+            "--etcd" => a.etcd = value.split(',').map(str::to_string).collect(),
+            "--identity" => a.identity = value,
+            "--group" => a.group = value,
+            "--switches" => a.switches = value.split(',').map(str::to_string).collect(),
+            "--ttl" => a.ttl = value.parse().map_err(|e| format!("--ttl: {e}"))?,
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
