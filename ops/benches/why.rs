@@ -5,17 +5,12 @@
 //! `read+analyze` is the verb's work from the file; `analyze` the analysis
 //! alone on what was read. Target: ≤ 2 s for the whole.
 
-// The bench is built with cfg(test) but without the test harness: the
-// modules' unit tests are dropped and leave their imports unused.
-#[allow(dead_code, unused_imports)]
-#[path = "../src/why/mod.rs"]
-mod why;
-
 use std::io::Write;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use engine::topology::{Inventory, Nic, Node, Switch, SwitchRole};
 use engine::{Topology, MS, SECOND};
+use ops::why;
 
 const NODES: usize = 32;
 const NICS: usize = 8;

@@ -1,10 +1,20 @@
-//! The daemon's configuration file.
+//! The daemon's configuration file (`rocemend run --config FILE`), as
+//! written: sections, defaults, paths resolved against the file's
+//! directory. [`crate::plan`] checks it and everything it names.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use engine::config::{parse_toml, TomlError};
+use engine::playbook::Playbook;
+use engine::topology::TopologyError;
+use engine::Topology;
+
+/// The daemon config the verbs look for when none is given.
+pub const DEFAULT_CONFIG: &str = "/etc/rocemend/rocemend.toml";
 
 /// `rocemend run --config FILE`.
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -65,22 +75,22 @@ pub struct EngineSection {
     pub clock: String,
     /// Evaluation tick on the wall clock, for time-driven transitions (`for`, cooldowns, staleness),
     /// while any is under way; while none is, no more often than every 250 ms (the stale scan).
-    #[serde(default = "default_tick")]
-    pub tick: String,
+    #[serde(default = "default_tick", with = "duration::tick")]
+    pub tick: Duration,
     /// Default cap on series per sensor.
     #[serde(default = "default_max_series")]
     pub max_series_per_sensor: usize,
     /// How often the rule directory is checked for changes (hot reload); "0" disables it.
-    #[serde(default = "default_reload_poll")]
-    pub reload_poll: String,
+    #[serde(default = "default_reload_poll", with = "duration::reload_poll")]
+    pub reload_poll: Duration,
     /// Exit once every sensor has ended (replays). By default the daemon runs on until it is
     /// stopped, so approvals, expiry and the control API keep working.
     #[serde(default)]
     pub exit_when_sensors_end: bool,
     /// How far ahead of the clock a sample may be stamped; later ones are refused, counted in
     /// the sensor's health and logged (a switch or node with a wrong clock, a corrupt recording).
-    #[serde(default = "default_max_ahead")]
-    pub max_ahead: String,
+    #[serde(default = "default_max_ahead", with = "duration::max_ahead")]
+    pub max_ahead: Duration,
     /// The share of a core one rule's scripts may spend, measured over 10 s; a rule over it is
     /// quarantined with the figures in its reason (0.05: 5 % of a core).
     #[serde(default = "default_rule_cost_budget")]
@@ -113,71 +123,90 @@ fn default_rule_cost_budget() -> f64 {
     engine::evaluator::cost::DEFAULT_COST_BUDGET
 }
 
-fn default_max_ahead() -> String {
-    "5s".into()
+fn default_max_ahead() -> Duration {
+    Duration::from_secs(5)
 }
 
 fn default_clock() -> String {
     "wall".into()
 }
-fn default_tick() -> String {
-    "50ms".into()
+fn default_tick() -> Duration {
+    Duration::from_millis(50)
 }
 fn default_max_series() -> usize {
     100_000
 }
-fn default_reload_poll() -> String {
-    "2s".into()
+fn default_reload_poll() -> Duration {
+    Duration::from_secs(2)
+}
+
+/// The durations of `[engine]`, written as people write them (`"50ms"`,
+/// `"2s"`, `"1h30m"`, `"0"`) and read with `humantime-serde`; a bad one is
+/// refused naming its key, at its line and column.
+mod duration {
+    macro_rules! key {
+        ($field:ident, $key:literal) => {
+            pub mod $field {
+                use std::time::Duration;
+
+                pub fn serialize<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+                    humantime_serde::serialize(d, s)
+                }
+
+                pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+                    use serde::de::Error;
+                    humantime_serde::deserialize(d).map_err(|e: D::Error| {
+                        // The TOML error's text ends in a newline: the hint goes on its line.
+                        let e = e.to_string();
+                        D::Error::custom(format!("{}: {} (e.g. \"250ms\", \"10s\", \"5m\", \"1h30m\")", $key, e.trim()))
+                    })
+                }
+            }
+        };
+    }
+
+    key!(tick, "engine.tick");
+    key!(reload_poll, "engine.reload_poll");
+    key!(max_ahead, "engine.max_ahead");
 }
 
 /// `[control]`.
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct ControlSection {
     /// The unix socket of the control API (mode 0600, the daemon's user only); default `<state_dir>/control.sock`.
-    #[serde(default)]
     pub socket: Option<PathBuf>,
     /// Also serve the control API on this TCP address (`host:port`), with TLS and a bearer token. Off by default.
-    #[serde(default)]
     pub listen: Option<String>,
     /// PEM certificate chain for the TCP listener. Required with `listen`.
-    #[serde(default)]
     pub tls_cert: Option<PathBuf>,
     /// PEM private key of that certificate. Required with `listen`.
-    #[serde(default)]
     pub tls_key: Option<PathBuf>,
     /// File holding the bearer token that allows every call on TCP (mode 0600, at least 22 characters). Required with `listen`.
-    #[serde(default)]
     pub token_file: Option<PathBuf>,
     /// File holding a second token that allows only the calls that change nothing. Optional.
-    #[serde(default)]
     pub read_token_file: Option<PathBuf>,
 }
 
 /// `[metrics]`.
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct MetricsSection {
     /// Serve `/metrics`, `/healthz` and `/readyz` over HTTP on this address (e.g. `127.0.0.1:9464`). Off by default.
-    #[serde(default)]
     pub listen: Option<String>,
 }
 
 /// `[web]`: the operator's console, a live page served by the daemon.
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct WebSection {
     /// Serve the console on this TCP address (`host:port`). Read-only to anyone who reaches it; off by default.
-    #[serde(default)]
     pub listen: Option<String>,
     /// PEM certificate chain: serve the console over HTTPS. Needed for approve and reject from the page.
-    #[serde(default)]
     pub tls_cert: Option<PathBuf>,
     /// PEM private key of that certificate.
-    #[serde(default)]
     pub tls_key: Option<PathBuf>,
     /// File holding the bearer token that allows approve and reject from the page (mode 0600, at least 22 characters; may be `control.token_file`). Needs TLS.
-    #[serde(default)]
     pub token_file: Option<PathBuf>,
 }
 
@@ -270,9 +299,19 @@ impl DaemonConfig {
         Ok(config)
     }
 
+    /// The control socket: `[control] socket`, else `<state_dir>/control.sock`.
+    pub fn socket(&self) -> PathBuf {
+        self.control.socket.clone().unwrap_or_else(|| self.state_dir.join("control.sock"))
+    }
+
+    /// The rule directory a daemon uses: the config's, else the playbook's.
+    pub fn rules_dir(&self, playbook: &Playbook) -> Option<PathBuf> {
+        self.rules.clone().or_else(|| playbook.rules_dir(&self.playbook))
+    }
+
     /// Uses the files given on the command line instead of those the
     /// config names.
-    pub fn apply(&mut self, overrides: &crate::plan::Overrides) {
+    pub fn apply(&mut self, overrides: &Overrides) {
         if let Some(rules) = &overrides.rules {
             self.rules = Some(rules.clone());
         }
@@ -285,7 +324,22 @@ impl DaemonConfig {
     }
 }
 
+/// Files given on the command line instead of those the config names.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    /// `--rules`.
+    pub rules: Option<PathBuf>,
+    /// `--playbook`.
+    pub playbook: Option<PathBuf>,
+    /// `--inventory`.
+    pub inventory: Option<PathBuf>,
+}
+
+/// Loads an inventory, if one is named.
+pub fn topology(path: Option<&Path>) -> Result<Option<Arc<Topology>>, TopologyError> {
+    path.map(|p| Topology::load(p).map(Arc::new)).transpose()
+}
+
 // docs/config.md is generated from the structs above and checked by this test.
 #[cfg(test)]
-#[path = "config_docs.rs"]
 mod docs;

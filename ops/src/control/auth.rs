@@ -8,7 +8,7 @@
 //! be readable by group or others, for the same reason an SSH key must not.
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use tonic::metadata::MetadataMap;
 use tonic::Status;
@@ -40,25 +40,53 @@ impl std::fmt::Debug for Tokens {
     }
 }
 
+/// A token file that cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TokenError {
+    /// It cannot be read.
+    #[error("control token file {}: {cause}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why (in the message: the file's own error says nothing more).
+        cause: std::io::Error,
+    },
+    /// Group or others may read it.
+    #[error("control token file {}: mode {mode:03o} lets group or others read it; `chmod 600` it", path.display())]
+    Mode {
+        /// The file.
+        path: PathBuf,
+        /// Its permission bits.
+        mode: u32,
+    },
+    /// Its token is too short to be one.
+    #[error(
+        "control token file {}: the token is {length} characters; at least {MIN_TOKEN_LEN} are needed (e.g. `openssl rand -hex 32`)",
+        path.display()
+    )]
+    Short {
+        /// The file.
+        path: PathBuf,
+        /// The token's length.
+        length: usize,
+    },
+    /// The read token is the full one: it would allow writes.
+    #[error("control: the read token is the same as the full token")]
+    SameTokens,
+}
+
 /// Reads one token file: the first line, trimmed.
-pub fn read_token(path: &Path) -> anyhow::Result<String> {
-    let meta = std::fs::metadata(path).map_err(|e| anyhow::anyhow!("control token file {}: {e}", path.display()))?;
-    let mode = meta.permissions().mode() & 0o777;
+pub fn read_token(path: &Path) -> Result<String, TokenError> {
+    let read = |cause| TokenError::Read { path: path.to_path_buf(), cause };
+    let mode = std::fs::metadata(path).map_err(read)?.permissions().mode() & 0o777;
     if mode & 0o077 != 0 {
-        anyhow::bail!(
-            "control token file {}: mode {mode:03o} lets group or others read it; `chmod 600` it",
-            path.display()
-        );
+        return Err(TokenError::Mode { path: path.to_path_buf(), mode });
     }
-    let text =
-        std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("control token file {}: {e}", path.display()))?;
+    let text = std::fs::read_to_string(path).map_err(read)?;
     let token = text.lines().next().unwrap_or("").trim().to_string();
     if token.len() < MIN_TOKEN_LEN {
-        anyhow::bail!(
-            "control token file {}: the token is {} characters; at least {MIN_TOKEN_LEN} are needed (e.g. `openssl rand -hex 32`)",
-            path.display(),
-            token.len()
-        );
+        return Err(TokenError::Short { path: path.to_path_buf(), length: token.len() });
     }
     Ok(token)
 }
@@ -71,11 +99,11 @@ impl Tokens {
     }
 
     /// Reads the token files.
-    pub fn load(full: &Path, read: Option<&Path>) -> anyhow::Result<Tokens> {
+    pub fn load(full: &Path, read: Option<&Path>) -> Result<Tokens, TokenError> {
         let full = read_token(full)?;
         let read = read.map(read_token).transpose()?;
         if read.as_deref() == Some(full.as_str()) {
-            anyhow::bail!("control: the read token is the same as the full token");
+            return Err(TokenError::SameTokens);
         }
         Ok(Tokens { full, read })
     }
@@ -110,7 +138,7 @@ impl Tokens {
 
 /// Compares in time independent of where the strings differ, so the token
 /// cannot be guessed a byte at a time from response times.
-pub(crate) fn same(a: &str, b: &str) -> bool {
+pub fn same(a: &str, b: &str) -> bool {
     let (a, b) = (a.as_bytes(), b.as_bytes());
     let mut diff = a.len() ^ b.len();
     for i in 0..a.len().max(b.len()) {

@@ -2,13 +2,12 @@
 //! and SO_PEERCRED) and, when configured, TCP with TLS (rustls).
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use anyhow::Context as _;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 use tokio::sync::mpsc;
@@ -66,9 +65,55 @@ pub fn owner_only(listener: UnixListener) -> impl Stream<Item = std::io::Result<
     })
 }
 
+/// A TLS certificate or key that cannot serve; errors name the section
+/// (`control`, `web`) whose files they are.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TlsError {
+    /// The certificate file cannot be read.
+    #[error("{section} TLS certificate {}", path.display())]
+    Certificate {
+        /// `control` or `web`.
+        section: String,
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: rustls::pki_types::pem::Error,
+    },
+    /// The certificate file holds no certificate.
+    #[error("{section} TLS certificate {}: no certificate in the file", path.display())]
+    NoCertificate {
+        /// `control` or `web`.
+        section: String,
+        /// The file.
+        path: PathBuf,
+    },
+    /// The key file cannot be read.
+    #[error("{section} TLS key {}", path.display())]
+    Key {
+        /// `control` or `web`.
+        section: String,
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: rustls::pki_types::pem::Error,
+    },
+    /// The key is not the certificate's.
+    #[error("{section} TLS: certificate and key do not match")]
+    Mismatch {
+        /// `control` or `web`.
+        section: String,
+        /// Why.
+        source: rustls::Error,
+    },
+    /// TLS refused the settings.
+    #[error(transparent)]
+    Rustls(#[from] rustls::Error),
+}
+
 /// The server's TLS settings from a PEM certificate chain and key, for
 /// gRPC (ALPN h2).
-pub fn server_tls(cert: &Path, key: &Path) -> anyhow::Result<Arc<rustls::ServerConfig>> {
+pub fn server_tls(cert: &Path, key: &Path) -> Result<Arc<rustls::ServerConfig>, TlsError> {
     let mut config = server_tls_config(cert, key, "control")?;
     // gRPC is HTTP/2; clients such as grpcurl insist on ALPN saying so.
     config.alpn_protocols = vec![b"h2".to_vec()];
@@ -77,23 +122,27 @@ pub fn server_tls(cert: &Path, key: &Path) -> anyhow::Result<Arc<rustls::ServerC
 
 /// TLS settings from a PEM certificate chain and key, without ALPN; errors
 /// name the `section` (`control`, `web`) whose files they are.
-pub fn server_tls_config(cert: &Path, key: &Path, section: &str) -> anyhow::Result<rustls::ServerConfig> {
+pub fn server_tls_config(cert: &Path, key: &Path, section: &str) -> Result<rustls::ServerConfig, TlsError> {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
-        .with_context(|| format!("{section} TLS certificate {}", cert.display()))?
-        .collect::<Result<_, _>>()
-        .with_context(|| format!("{section} TLS certificate {}", cert.display()))?;
+    let section = section.to_string();
+    let unreadable = |source| TlsError::Certificate { section: section.clone(), path: cert.to_path_buf(), source };
+    let certs: Vec<CertificateDer<'static>> =
+        CertificateDer::pem_file_iter(cert).map_err(unreadable)?.collect::<Result<_, _>>().map_err(unreadable)?;
     if certs.is_empty() {
-        anyhow::bail!("{section} TLS certificate {}: no certificate in the file", cert.display());
+        return Err(TlsError::NoCertificate { section, path: cert.to_path_buf() });
     }
-    let key = PrivateKeyDer::from_pem_file(key).with_context(|| format!("{section} TLS key {}", key.display()))?;
+    let key = PrivateKeyDer::from_pem_file(key).map_err(|source| TlsError::Key {
+        section: section.clone(),
+        path: key.to_path_buf(),
+        source,
+    })?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()?
         .with_no_client_auth()
         .with_single_cert(certs, key)
-        .with_context(|| format!("{section} TLS: certificate and key do not match"))
+        .map_err(|source| TlsError::Mismatch { section, source })
 }
 
 /// A TLS connection accepted on the TCP listener.

@@ -6,16 +6,57 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use anyhow::Context;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_rustls::rustls;
 
-use super::auth::Tokens;
-use super::listen::{bind_unix, owner_only, server_tls, tls_incoming};
+use super::auth::{TokenError, Tokens};
+use super::listen::{bind_unix, owner_only, server_tls, tls_incoming, TlsError};
 use super::pb::control_server::ControlServer;
 use super::server::ControlService;
 use crate::config::ControlSection;
+
+/// Why the control API cannot listen or stopped serving.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServeError {
+    /// `[control] listen` without the files TCP needs.
+    #[error("control.listen = {addr:?} needs control.{what}: TCP is served only with TLS and a bearer token")]
+    Needs {
+        /// The address.
+        addr: String,
+        /// The missing key.
+        what: &'static str,
+    },
+    /// The TLS files.
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+    /// The token files.
+    #[error(transparent)]
+    Token(#[from] TokenError),
+    /// The TCP address cannot be resolved or bound.
+    #[error("control.listen {addr}")]
+    Listen {
+        /// The address (quoted when it did not resolve).
+        addr: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The unix socket cannot be bound.
+    #[error("control socket {}", path.display())]
+    Socket {
+        /// The socket.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A listener failed.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// A server stopped on an error.
+    #[error("control API")]
+    Serve(#[source] tonic::transport::Error),
+}
 
 /// The TCP side, ready to serve.
 pub struct TcpSide {
@@ -25,7 +66,7 @@ pub struct TcpSide {
 }
 
 /// The TCP side, checked (TLS loaded, tokens read), not yet bound.
-pub struct TcpPlan {
+pub struct TcpSettings {
     addr: String,
     tls: Arc<rustls::ServerConfig>,
     tokens: Tokens,
@@ -33,27 +74,26 @@ pub struct TcpPlan {
 
 /// Reads the TLS and token files, if `[control] listen` is set: what `run`
 /// would refuse is refused here, for `check` too.
-pub fn tcp_plan(control: &ControlSection) -> anyhow::Result<Option<TcpPlan>> {
+pub fn tcp_settings(control: &ControlSection) -> Result<Option<TcpSettings>, ServeError> {
     let Some(addr) = &control.listen else { return Ok(None) };
-    let need = |what: &str, p: &Option<PathBuf>| -> anyhow::Result<PathBuf> {
-        p.clone().with_context(|| {
-            format!("control.listen = {addr:?} needs control.{what}: TCP is served only with TLS and a bearer token")
-        })
+    let need = |what: &'static str, p: &Option<PathBuf>| {
+        p.clone().ok_or_else(|| ServeError::Needs { addr: addr.clone(), what })
     };
     let cert = need("tls_cert", &control.tls_cert)?;
     let key = need("tls_key", &control.tls_key)?;
     let token = need("token_file", &control.token_file)?;
     let tls = server_tls(&cert, &key)?;
     let tokens = Tokens::load(&token, control.read_token_file.as_deref())?;
-    std::net::ToSocketAddrs::to_socket_addrs(addr.as_str()).with_context(|| format!("control.listen {addr:?}"))?;
-    Ok(Some(TcpPlan { addr: addr.clone(), tls, tokens }))
+    std::net::ToSocketAddrs::to_socket_addrs(addr.as_str())
+        .map_err(|source| ServeError::Listen { addr: format!("{addr:?}"), source })?;
+    Ok(Some(TcpSettings { addr: addr.clone(), tls, tokens }))
 }
 
-impl TcpPlan {
+impl TcpSettings {
     /// Binds the TCP address.
-    pub fn bind(self) -> anyhow::Result<TcpSide> {
-        let listener =
-            std::net::TcpListener::bind(&self.addr).with_context(|| format!("control.listen {}", self.addr))?;
+    pub fn bind(self) -> Result<TcpSide, ServeError> {
+        let listener = std::net::TcpListener::bind(&self.addr)
+            .map_err(|source| ServeError::Listen { addr: self.addr.clone(), source })?;
         listener.set_nonblocking(true)?;
         Ok(TcpSide { listener, tls: self.tls, tokens: self.tokens })
     }
@@ -80,8 +120,8 @@ pub fn start(
     tcp: Option<TcpSide>,
     service: ControlService,
     shutdown: watch::Receiver<bool>,
-) -> anyhow::Result<JoinHandle<anyhow::Result<()>>> {
-    let unix = bind_unix(&socket).with_context(|| format!("control socket {}", socket.display()))?;
+) -> Result<JoinHandle<Result<(), ServeError>>, ServeError> {
+    let unix = bind_unix(&socket).map_err(|source| ServeError::Socket { path: socket.clone(), source })?;
     tracing::info!(message = "Control API listening.", socket = %socket.display());
     let unix_server = tonic::transport::Server::builder()
         .add_service(ControlServer::new(service.clone()))
@@ -109,6 +149,6 @@ pub fn start(
             None => unix_server.await,
         };
         let _ = std::fs::remove_file(&socket);
-        result.context("control API")
+        result.map_err(ServeError::Serve)
     }))
 }

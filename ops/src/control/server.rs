@@ -469,11 +469,7 @@ impl ControlService {
         let why = match incident.state.as_str() {
             "firing" => return Ok(incident),
             "resolved" if !incident.resolved_by.is_empty() => {
-                format!(
-                    "it was resolved by {} at {}",
-                    incident.resolved_by,
-                    engine::time::rfc3339(incident.resolved_ns)
-                )
+                format!("it was resolved by {} at {}", incident.resolved_by, crate::time::rfc3339(incident.resolved_ns))
             }
             "resolved" | "over" => "it is resolved already".to_string(),
             "pending" => "it is pending: its rule has not fired, so nothing was done to end".to_string(),

@@ -14,7 +14,6 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context;
 use bytes::Bytes;
 use engine::contracts::{HealthBoard, HealthState};
 use engine::ledger::Ledger;
@@ -146,16 +145,27 @@ fn reply(status: StatusCode, content_type: &str, body: String) -> Response<Full<
     r
 }
 
+/// The metrics endpoint cannot listen.
+#[derive(Debug, thiserror::Error)]
+#[error("metrics.listen {addr}")]
+pub struct BindError {
+    /// The address.
+    pub addr: String,
+    /// Why.
+    pub source: std::io::Error,
+}
+
 /// Binds `addr` now (so a taken port fails the start) and returns the bound
 /// address and the future that serves until `shutdown` turns true.
 pub fn bind(
     addr: &str,
     endpoint: Endpoint,
     mut shutdown: watch::Receiver<bool>,
-) -> anyhow::Result<(std::net::SocketAddr, impl std::future::Future<Output = ()>)> {
-    let std_listener = std::net::TcpListener::bind(addr).with_context(|| format!("metrics.listen {addr}"))?;
-    std_listener.set_nonblocking(true)?;
-    let local = std_listener.local_addr()?;
+) -> Result<(std::net::SocketAddr, impl std::future::Future<Output = ()>), BindError> {
+    let failed = |source| BindError { addr: addr.to_string(), source };
+    let std_listener = std::net::TcpListener::bind(addr).map_err(failed)?;
+    std_listener.set_nonblocking(true).map_err(failed)?;
+    let local = std_listener.local_addr().map_err(failed)?;
     let serve = async move {
         let listener = match tokio::net::TcpListener::from_std(std_listener) {
             Ok(l) => l,

@@ -87,6 +87,18 @@ fn latency(from: Nanos, to: Nanos) -> Option<f64> {
     (0..=MAX_LATENCY).contains(&d).then(|| d as f64 / 1e9)
 }
 
+/// `metric`, registered in `r` as `name` with `help`: each metric is named
+/// where it is made.
+fn registered<M: prometheus_client::registry::Metric + Clone>(
+    r: &mut Registry,
+    name: &str,
+    help: &str,
+    metric: M,
+) -> M {
+    r.register(name, help, metric.clone());
+    metric
+}
+
 impl Default for Metrics {
     fn default() -> Metrics {
         Metrics::new()
@@ -94,81 +106,103 @@ impl Default for Metrics {
 }
 
 impl Metrics {
-    /// The metrics, registered.
+    /// The metrics, registered in the order they are exposed.
     pub fn new() -> Metrics {
         let mut r = Registry::with_prefix("rocemend");
-        let m = Metrics {
-            samples: Counter::default(),
-            out_of_order: Counter::default(),
-            refused: Family::default(),
-            actions_in_effect: Gauge::default(),
-            actions_drifted: Family::default(),
-            breaker_tripped: Gauge::default(),
-            series: Gauge::default(),
-            evaluations: Counter::default(),
-            evaluation_seconds: Counter::default(),
-            script_calls: Counter::default(),
-            cache_hits: Counter::default(),
-            rules: Family::default(),
-            instances: Family::default(),
-            transitions: Family::default(),
-            decisions: Family::default(),
-            actuator: Family::default(),
-            ledger_records: Gauge::default(),
-            sensor_state: Family::default(),
-            sensor_reads: Family::default(),
-            sensor_errors: Family::default(),
-            fault_to_decision: Histogram::new(exponential_buckets(0.001, 2.0, 18)),
-            decision_to_action: Histogram::new(exponential_buckets(0.001, 2.0, 18)),
-            action_to_recovery: Histogram::new(exponential_buckets(0.1, 2.0, 16)),
-            state: Mutex::default(),
-            registry: Registry::default(),
-        };
-        r.register("samples_ingested", "Samples the engine ingested", m.samples.clone());
-        r.register("samples_out_of_order", "Samples dropped as older than their series' last", m.out_of_order.clone());
-        r.register(
-            "samples_refused",
-            "Samples not believed, by reason (bad_counter, implausible, future)",
-            m.refused.clone(),
-        );
-        r.register("actions_in_effect", "Actions this daemon has in effect", m.actions_in_effect.clone());
-        r.register(
-            "actions_drifted",
-            "Actions in effect found changed on their target, by kind (reverted, changed)",
-            m.actions_drifted.clone(),
-        );
-        r.register("breaker_tripped", "1 while the circuit breaker is tripped", m.breaker_tripped.clone());
-        r.register("series", "Series registered", m.series.clone());
-        r.register("rule_evaluations", "Evaluation passes over the rules", m.evaluations.clone());
-        r.register("rule_evaluation_seconds", "Wall time spent evaluating rules", m.evaluation_seconds.clone());
-        r.register("rule_script_calls", "Rule script calls", m.script_calls.clone());
-        r.register("rule_cache_hits", "Evaluations answered from the cache", m.cache_hits.clone());
-        r.register("rules", "Rules loaded, by health (ok, quarantined)", m.rules.clone());
-        r.register("instances", "Rule instances by state", m.instances.clone());
-        r.register(
-            "rule_transitions",
-            "Rule instance state changes, by rule and new state (to=firing counts detections)",
-            m.transitions.clone(),
-        );
-        r.register("decisions", "Decisions by verdict and mode", m.decisions.clone());
-        r.register("actuator_outcomes", "Actuator calls by actuator and outcome", m.actuator.clone());
-        r.register("ledger_records", "Records in the decision ledger", m.ledger_records.clone());
-        r.register("sensor_state", "1 for each sensor's current state, 0 for the others", m.sensor_state.clone());
-        r.register("sensor_reads", "Successful sensor reads", m.sensor_reads.clone());
-        r.register("sensor_errors", "Failed sensor reads, by kind", m.sensor_errors.clone());
-        let latencies = [
-            (
+        // Buckets doubling from 1 ms (to 2 min) and from 100 ms (to 55 min).
+        let histogram = |start, buckets| Histogram::new(exponential_buckets(start, 2.0, buckets));
+        Metrics {
+            samples: registered(&mut r, "samples_ingested", "Samples the engine ingested", Counter::default()),
+            out_of_order: registered(
+                &mut r,
+                "samples_out_of_order",
+                "Samples dropped as older than their series' last",
+                Counter::default(),
+            ),
+            refused: registered(
+                &mut r,
+                "samples_refused",
+                "Samples not believed, by reason (bad_counter, implausible, future)",
+                Family::default(),
+            ),
+            actions_in_effect: registered(
+                &mut r,
+                "actions_in_effect",
+                "Actions this daemon has in effect",
+                Gauge::default(),
+            ),
+            actions_drifted: registered(
+                &mut r,
+                "actions_drifted",
+                "Actions in effect found changed on their target, by kind (reverted, changed)",
+                Family::default(),
+            ),
+            breaker_tripped: registered(
+                &mut r,
+                "breaker_tripped",
+                "1 while the circuit breaker is tripped",
+                Gauge::default(),
+            ),
+            series: registered(&mut r, "series", "Series registered", Gauge::default()),
+            evaluations: registered(&mut r, "rule_evaluations", "Evaluation passes over the rules", Counter::default()),
+            evaluation_seconds: registered(
+                &mut r,
+                "rule_evaluation_seconds",
+                "Wall time spent evaluating rules",
+                Counter::default(),
+            ),
+            script_calls: registered(&mut r, "rule_script_calls", "Rule script calls", Counter::default()),
+            cache_hits: registered(
+                &mut r,
+                "rule_cache_hits",
+                "Evaluations answered from the cache",
+                Counter::default(),
+            ),
+            rules: registered(&mut r, "rules", "Rules loaded, by health (ok, quarantined)", Family::default()),
+            instances: registered(&mut r, "instances", "Rule instances by state", Family::default()),
+            transitions: registered(
+                &mut r,
+                "rule_transitions",
+                "Rule instance state changes, by rule and new state (to=firing counts detections)",
+                Family::default(),
+            ),
+            decisions: registered(&mut r, "decisions", "Decisions by verdict and mode", Family::default()),
+            actuator: registered(
+                &mut r,
+                "actuator_outcomes",
+                "Actuator calls by actuator and outcome",
+                Family::default(),
+            ),
+            ledger_records: registered(&mut r, "ledger_records", "Records in the decision ledger", Gauge::default()),
+            sensor_state: registered(
+                &mut r,
+                "sensor_state",
+                "1 for each sensor's current state, 0 for the others",
+                Family::default(),
+            ),
+            sensor_reads: registered(&mut r, "sensor_reads", "Successful sensor reads", Family::default()),
+            sensor_errors: registered(&mut r, "sensor_errors", "Failed sensor reads, by kind", Family::default()),
+            fault_to_decision: registered(
+                &mut r,
                 "fault_to_decision_seconds",
                 "From the sample that showed the fault to the decision",
-                &m.fault_to_decision,
+                histogram(0.001, 18),
             ),
-            ("decision_to_action_seconds", "From the decision to the finished actuator call", &m.decision_to_action),
-            ("action_to_recovery_seconds", "From the finished action to the fault clearing", &m.action_to_recovery),
-        ];
-        for (name, help, histogram) in latencies {
-            r.register(name, help, histogram.clone());
+            decision_to_action: registered(
+                &mut r,
+                "decision_to_action_seconds",
+                "From the decision to the finished actuator call",
+                histogram(0.001, 18),
+            ),
+            action_to_recovery: registered(
+                &mut r,
+                "action_to_recovery_seconds",
+                "From the finished action to the fault clearing",
+                histogram(0.1, 16),
+            ),
+            state: Mutex::default(),
+            registry: r,
         }
-        Metrics { registry: r, ..m }
     }
 
     /// Counts one event of the run loop. Called on the loop task: only

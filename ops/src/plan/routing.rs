@@ -4,7 +4,6 @@
 //! `handles = ["lnk.*"]` typo leaves link-flap unrouted), so each is
 //! refused with the rule and the action named, at the playbook line to fix.
 
-use actuators::registry::PlaybookError;
 use engine::config::{Key, TomlError};
 use engine::dispatch::ActuatorRoute;
 use engine::names::{closest, did_you_mean};
@@ -129,16 +128,4 @@ fn unrouted(
             playbook.error(at, format!("{proposes}, which no actuator handles (actuators handle: {handled}); add an actuator for it or set the rule's mode to off"))
         }
     }
-}
-
-/// An actuator that could not be built, placed at its `[[actuator]]`.
-pub fn actuator_error(playbook: &Playbook, error: PlaybookError) -> TomlError {
-    let at: Vec<Key<'_>> = match &error {
-        PlaybookError::Actuator { error, .. } => match playbook.actuator.iter().position(|a| a.name == error.name()) {
-            Some(i) => vec!["actuator".into(), i.into()],
-            None => vec!["actuator".into()],
-        },
-        _ => Vec::new(),
-    };
-    playbook.error(&at, error.to_string())
 }

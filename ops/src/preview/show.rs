@@ -7,7 +7,7 @@ use engine::dispatch::Verdict;
 use engine::Nanos;
 
 use super::simulate::{Line, Preview};
-use crate::report::offset;
+use crate::report::{offset, rfc3339};
 
 /// A decision's verdict in the few words a preview line ends with, and
 /// the category the summary counts it under. Ids are left out of the
@@ -50,7 +50,7 @@ pub fn tell(line: &Line, t0: Nanos, at_of: &dyn Fn(&str) -> Option<Nanos>) -> To
             format!(
                 "waiting for approval until {} ({})",
                 offset(*expires_at, t0).replace(' ', ""),
-                engine::time::rfc3339(*expires_at)
+                rfc3339(*expires_at)
             ),
         ),
         Verdict::Rejected { by } => ("rejected", format!("rejected by {by}")),

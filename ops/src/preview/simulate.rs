@@ -14,14 +14,14 @@ use std::path::Path;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
-use anyhow::Context;
 use engine::dispatch::{ActuatorRoute, Decision, Dispatcher};
 use engine::ledger::{Ledger, Retention};
 use engine::{EngineEvent, Labels, Mode, Nanos, SeriesTable, State, Store};
 
 use super::budget::LocalBudgets;
 use super::planner::{Changed, Planner};
-use crate::plan::PlaybookPart;
+use super::PreviewError;
+use crate::plan::{Components, PlaybookPart};
 use crate::progress::Progress;
 
 /// What the dispatcher did with one proposal, resolution or expiry.
@@ -63,6 +63,8 @@ pub struct Inputs<'a> {
     pub topology: Option<Arc<engine::Topology>>,
     /// The fleet budgets to count locally, if the daemon config has any.
     pub budgets: Option<LocalBudgets>,
+    /// What builds the dispatcher's settings.
+    pub components: &'a dyn Components,
 }
 
 /// The playbook's routes with each actuator replaced by a planning one of
@@ -80,15 +82,14 @@ fn planned_routes(part: &PlaybookPart) -> Vec<ActuatorRoute> {
 }
 
 /// Runs `recording` through `inputs`; `progress` follows the bytes read.
-pub fn run(recording: &Path, inputs: Inputs<'_>, progress: &Progress) -> anyhow::Result<Preview> {
-    let Inputs { part, series, topology, budgets } = inputs;
+pub fn run(recording: &Path, inputs: Inputs<'_>, progress: &Progress) -> Result<Preview, PreviewError> {
+    let Inputs { part, series, topology, budgets, components } = inputs;
     // Undo reads the record of what it undoes from the ledger: a ledger of
     // the preview's own, thrown away with it.
     let state = tempfile::Builder::new().prefix("rocemend-preview-").tempdir()?;
     let store = Store::open(&state.path().join("state.sled"))?;
     let ledger = Ledger::open(&store, Retention::default())?;
-    let config =
-        actuators::registry::dispatch_config(&part.playbook, planned_routes(part), part.policy.clone(), topology);
+    let config = components.dispatch_config(&part.playbook, planned_routes(part), part.policy.clone(), topology);
     let clock = Arc::new(AtomicI64::new(0));
     let now = clock.clone();
     let mut dispatcher = Dispatcher::new(config, Some(ledger)).with_clock(Arc::new(move || now.load(Ordering::SeqCst)));
@@ -96,7 +97,8 @@ pub fn run(recording: &Path, inputs: Inputs<'_>, progress: &Progress) -> anyhow:
         dispatcher = dispatcher.with_coordinator(Arc::new(budgets), part.playbook.scopes());
     }
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    let file = std::fs::File::open(recording).with_context(|| format!("opening {}", recording.display()))?;
+    let file = std::fs::File::open(recording)
+        .map_err(|source| PreviewError::Open { path: recording.to_path_buf(), source })?;
     let mut lines = Vec::new();
     let backtest = engine::backtest::run_steps(
         BufReader::new(progress.reader(file)),

@@ -1,4 +1,9 @@
-//! Printing what the daemon does, for people.
+//! Printing what the daemon does, for people: subjects in a few labels,
+//! verdicts in a few words, one decision explained, the daemon's log lines,
+//! and the one text table of the verbs ([`table`]).
+
+pub mod sensors;
+pub mod table;
 
 use engine::dispatch::{Decision, Verdict};
 use engine::runtime::DaemonEvent;
@@ -102,7 +107,21 @@ pub fn is_notable(to: State) -> bool {
     matches!(to, State::Pending | State::Firing | State::Resolved)
 }
 
-pub use engine::time::rfc3339;
+pub use crate::time::rfc3339;
+
+/// An error and its causes on one line, `what: why: why`, as the binary
+/// prints its errors: for the places that show an error as text (a
+/// problem of `check`, a page of the console).
+pub fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = error.to_string();
+    let mut cause = error.source();
+    while let Some(e) = cause {
+        out.push_str(": ");
+        out.push_str(&e.to_string());
+        cause = e.source();
+    }
+    out
+}
 
 /// One decision with its evidence and every step, as `rocemend explain`
 /// prints it and the web console shows it.

@@ -1,6 +1,6 @@
-//! What a timeline is about: everything, one node, one job, or the subject
-//! of one incident. A scope decides, from labels alone, whether a series, a
-//! rule instance, a decision or a note belongs on the page.
+//! What a timeline is about, its focus: everything, one node, one job, or
+//! the subject of one incident. A focus decides, from labels alone, whether
+//! a series, a rule instance, a decision or a note belongs on the page.
 //!
 //! A node's page also shows the switch ports facing its NICs: a PFC storm
 //! is seen on both ends of the cable, and the switch end is often the only
@@ -15,7 +15,7 @@ use engine::{Labels, Topology};
 
 /// What to keep.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Scope {
+pub enum Focus {
     /// Everything.
     All,
     /// One node's series, and the switch ports facing its NICs.
@@ -37,31 +37,31 @@ pub enum Scope {
     },
 }
 
-impl Scope {
-    /// The scope of an incident on `subject`: its node, else its switch,
+impl Focus {
+    /// The focus of an incident on `subject`: its node, else its switch,
     /// else its job (whose nodes `job_nodes` finds), else everything.
-    pub fn of_subject(subject: &Labels, job_nodes: impl Fn(&str) -> BTreeSet<String>) -> Scope {
+    pub fn of_subject(subject: &Labels, job_nodes: impl Fn(&str) -> BTreeSet<String>) -> Focus {
         if let Some(node) = subject.get("node") {
-            Scope::Node(node.to_string())
+            Focus::Node(node.to_string())
         } else if let Some(switch) = subject.get("switch") {
-            Scope::Switch { switch: switch.to_string(), port: subject.get("port").map(str::to_string) }
+            Focus::Switch { switch: switch.to_string(), port: subject.get("port").map(str::to_string) }
         } else if let Some(job) = subject.get("job") {
-            Scope::Job { job: job.to_string(), nodes: job_nodes(job) }
+            Focus::Job { job: job.to_string(), nodes: job_nodes(job) }
         } else {
-            Scope::All
+            Focus::All
         }
     }
 
-    /// Whether something labelled `labels` belongs to the scope.
+    /// Whether something labelled `labels` belongs to the focus.
     pub fn keeps(&self, labels: &Labels, topology: Option<&Topology>) -> bool {
         match self {
-            Scope::All => true,
-            Scope::Node(node) => labels.get("node") == Some(node.as_str()) || faces(labels, node, topology),
-            Scope::Job { job, nodes } => match labels.get("job") {
+            Focus::All => true,
+            Focus::Node(node) => labels.get("node") == Some(node.as_str()) || faces(labels, node, topology),
+            Focus::Job { job, nodes } => match labels.get("job") {
                 Some(j) => j == job,
                 None => nodes.iter().any(|n| labels.get("node") == Some(n.as_str()) || faces(labels, n, topology)),
             },
-            Scope::Switch { switch, port } => {
+            Focus::Switch { switch, port } => {
                 labels.get("switch") == Some(switch.as_str())
                     && port.as_ref().is_none_or(|p| {
                         // A switch series names its `port`; a NIC series the
@@ -75,16 +75,16 @@ impl Scope {
     /// Said in the page's header.
     pub fn describe(&self) -> String {
         match self {
-            Scope::All => "everything recorded".into(),
-            Scope::Node(n) => format!("node {n} and the switch ports facing its NICs"),
-            Scope::Job { job, nodes } => {
+            Focus::All => "everything recorded".into(),
+            Focus::Node(n) => format!("node {n} and the switch ports facing its NICs"),
+            Focus::Job { job, nodes } => {
                 format!(
                     "job {job} on {}, and the switch ports facing them",
                     nodes.iter().cloned().collect::<Vec<_>>().join(", ")
                 )
             }
-            Scope::Switch { switch, port: Some(p) } => format!("switch {switch} port {p} and the NIC cabled to it"),
-            Scope::Switch { switch, port: None } => format!("switch {switch}"),
+            Focus::Switch { switch, port: Some(p) } => format!("switch {switch} port {p} and the NIC cabled to it"),
+            Focus::Switch { switch, port: None } => format!("switch {switch}"),
         }
     }
 }
@@ -115,7 +115,7 @@ mod tests {
     #[test]
     fn a_node_keeps_its_series_and_the_switch_ports_facing_it_only() {
         let t = example();
-        let s = Scope::Node("node-02".into());
+        let s = Focus::Node("node-02".into());
         assert!(s.keeps(&l(&[("node", "node-02"), ("netdev", "eth3")]), Some(&t)));
         assert!(!s.keeps(&l(&[("node", "node-01"), ("netdev", "eth3")]), Some(&t)));
         // The inventory cables node k (0-based) to Ethernet<4k> on every leaf.
@@ -130,7 +130,7 @@ mod tests {
     #[test]
     fn a_job_keeps_its_signals_and_its_nodes_but_not_another_jobs() {
         let t = example();
-        let s = Scope::Job { job: "llm-7".into(), nodes: ["node-01".to_string()].into() };
+        let s = Focus::Job { job: "llm-7".into(), nodes: ["node-01".to_string()].into() };
         assert!(s.keeps(&l(&[("job", "llm-7")]), Some(&t)));
         assert!(s.keeps(&l(&[("node", "node-01"), ("gpu", "0")]), Some(&t)));
         assert!(s.keeps(&l(&[("switch", "leaf-rail0"), ("port", "Ethernet0")]), Some(&t)));
@@ -141,13 +141,13 @@ mod tests {
     #[test]
     fn an_incident_is_scoped_by_its_subject() {
         let none = |_: &str| BTreeSet::new();
-        assert_eq!(Scope::of_subject(&l(&[("node", "n1"), ("netdev", "eth0")]), none), Scope::Node("n1".into()));
-        let port = Scope::of_subject(&l(&[("switch", "leaf-rail0"), ("port", "Ethernet4")]), none);
+        assert_eq!(Focus::of_subject(&l(&[("node", "n1"), ("netdev", "eth0")]), none), Focus::Node("n1".into()));
+        let port = Focus::of_subject(&l(&[("switch", "leaf-rail0"), ("port", "Ethernet4")]), none);
         assert!(port.keeps(&l(&[("switch", "leaf-rail0"), ("port", "Ethernet4"), ("prio", "3")]), None));
         assert!(!port.keeps(&l(&[("switch", "leaf-rail0"), ("port", "Ethernet8")]), None));
         assert!(port.keeps(&l(&[("node", "node-02"), ("switch", "leaf-rail0"), ("switch_port", "Ethernet4")]), None));
-        let job = Scope::of_subject(&l(&[("job", "j")]), |_| ["n9".to_string()].into());
-        assert_eq!(job, Scope::Job { job: "j".into(), nodes: ["n9".to_string()].into() });
-        assert_eq!(Scope::of_subject(&Labels::default(), none), Scope::All);
+        let job = Focus::of_subject(&l(&[("job", "j")]), |_| ["n9".to_string()].into());
+        assert_eq!(job, Focus::Job { job: "j".into(), nodes: ["n9".to_string()].into() });
+        assert_eq!(Focus::of_subject(&Labels::default(), none), Focus::All);
     }
 }

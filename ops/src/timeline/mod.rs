@@ -2,46 +2,161 @@
 //! signals, rule states, decisions and actions on one time axis — the
 //! answer to "the run slowed down at 03:12: why?".
 //!
-//! It reads only what the daemon already keeps: its recording (`record =`)
-//! for the signals, its ledger (the sled state directory) for decisions and
+//! It reads only what the daemon already keeps ([`crate::recorded`]): its
+//! recording (`record =`) for the signals, its ledger for decisions and
 //! actions, and its rules, through which the recording is replayed for the
 //! rule states (the store keeps no history of them). `--recording` and
 //! `--state` point it at copies of a node's files instead.
 //!
 //! - [`window`]: `--from` / `--to`;
-//! - [`scope`]: `--node`, `--job`, `--incident`;
+//! - [`focus`]: `--node`, `--job`, `--incident`;
 //! - [`signals`]: the recording, as rates and bounded points, ordered by
 //!   how much each series moved (`why`'s ranking), flat ones collapsed;
-//! - [`history`]: the ledger and the replayed rule states;
+//! - [`history`]: the replayed rule states;
 //! - [`page`]: the HTML.
 
-pub(crate) mod history;
+pub mod focus;
+pub mod history;
 mod page;
-mod scope;
-mod signals;
-pub(crate) mod window;
+pub mod signals;
+pub mod window;
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use anyhow::Context;
+use engine::config::TomlError;
 use engine::dispatch::Decision;
 use engine::playbook::Playbook;
 use engine::rule::{self, Helpers};
-use engine::time::{wall_clock_now, Nanos, SECOND};
-use engine::{RuleSet, Topology};
+use engine::time::{Nanos, SECOND};
+use engine::topology::TopologyError;
+use engine::{Errors, RuleErrors, RuleSet, Topology};
 
-use crate::cli::TimelineArgs;
-use crate::config::DaemonConfig;
+use crate::control::incidents::incident_id;
 use crate::progress::Progress;
-use crate::{wiring, Exit};
+use crate::recorded::{self, Files, LedgerError, ReadError};
+use crate::time::{parse_time, rfc3339, TimeError};
 
-use scope::Scope;
-use window::{parse_time, Window};
+use focus::Focus;
+use window::{EmptyWindow, Window};
+
+pub use page::effective_at;
 
 /// Least padding around an incident: enough to see what led to it.
 const INCIDENT_PAD: Nanos = 60 * SECOND;
+
+/// Why a timeline cannot be drawn.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TimelineError {
+    /// The daemon config.
+    #[error(transparent)]
+    Config(#[from] TomlError),
+    /// Neither `--recording` nor a config that records.
+    #[error(
+        "no recording: pass --recording FILE, or --config with a config that sets `record = ...` (the daemon records nothing without it)"
+    )]
+    NoRecording,
+    /// Neither `--state` nor a config.
+    #[error("no ledger: pass --state DIR (the daemon's state_dir) or --config")]
+    NoLedger,
+    /// The inventory.
+    #[error(transparent)]
+    Topology(#[from] TopologyError),
+    /// The config's playbook.
+    #[error(transparent)]
+    Playbook(#[from] Errors<TomlError>),
+    /// Neither the config nor its playbook names a rule directory.
+    #[error("no rule directory: set `rules` in the config or in the playbook")]
+    NoRules,
+    /// The rules.
+    #[error(transparent)]
+    Rules(#[from] RuleErrors),
+    /// `--from` or `--to`.
+    #[error("--{flag}: {cause}")]
+    Time {
+        /// `from` or `to`.
+        flag: &'static str,
+        /// What is wrong with it.
+        cause: TimeError,
+    },
+    /// `--from` without `--incident`.
+    #[error("--from is required (or --incident ID): e.g. --from 2026-12-03T03:00:00Z or --from -30m")]
+    NoFrom,
+    /// An empty window.
+    #[error(transparent)]
+    Window(#[from] EmptyWindow),
+    /// No decision of the ledger belongs to the incident.
+    #[error(
+        "unknown incident {id}: no decision in the ledger {} belongs to it (`rocemend incidents` lists them)",
+        ledger.display()
+    )]
+    UnknownIncident {
+        /// The incident asked for.
+        id: String,
+        /// The state directory read.
+        ledger: PathBuf,
+    },
+    /// No `job_node_info` series names the job.
+    #[error("unknown job {job}: no job_node_info series in {} names it (jobs recorded: {known})", recording.display())]
+    UnknownJob {
+        /// The job asked for.
+        job: String,
+        /// The recording read.
+        recording: PathBuf,
+        /// The jobs recorded, or `none`.
+        known: String,
+    },
+    /// Nothing at all in the window.
+    #[error(
+        "no data in the window {} – {} for {focus} in {} ({held}) nor in the ledger {}",
+        rfc3339(window.from),
+        rfc3339(window.to),
+        recording.display(),
+        ledger.display()
+    )]
+    NoData {
+        /// The window.
+        window: Window,
+        /// What the page is about, in words.
+        focus: String,
+        /// The recording read.
+        recording: PathBuf,
+        /// What the recording holds, in words.
+        held: String,
+        /// The state directory read.
+        ledger: PathBuf,
+    },
+    /// The ledger.
+    #[error(transparent)]
+    Ledger(#[from] LedgerError),
+    /// The recording.
+    #[error(transparent)]
+    Recording(#[from] ReadError),
+    /// The rules could not be replayed.
+    #[error(transparent)]
+    Replay(#[from] engine::backtest::BacktestError),
+}
+
+/// What a timeline is asked to show.
+#[derive(Debug, Clone, Default)]
+pub struct Request {
+    /// Where the daemon's recording, ledger and inventory are.
+    pub files: Files,
+    /// Start, as `--from` takes it; optional with `incident`.
+    pub from: Option<String>,
+    /// End (default: now, or the incident's end).
+    pub to: Option<String>,
+    /// Only this job's signals and nodes.
+    pub job: Option<String>,
+    /// Only this node's series and the switch ports facing its NICs.
+    pub node: Option<String>,
+    /// One incident: its time span, padded, and its subject.
+    pub incident: Option<String>,
+    /// The rule directory to replay for rule states, instead of the config's.
+    pub rules: Option<PathBuf>,
+}
 
 /// Where the inputs are, from the config and the overrides.
 struct Sources {
@@ -53,26 +168,17 @@ struct Sources {
     rules: Option<(PathBuf, RuleSet)>,
 }
 
-fn sources(args: &TimelineArgs) -> anyhow::Result<Sources> {
-    let config = args.config.as_deref().map(DaemonConfig::load).transpose()?;
-    let recording = match args.recording.clone().or_else(|| config.as_ref().and_then(|c| c.record.clone())) {
-        Some(r) => r,
-        None => anyhow::bail!(
-            "no recording: pass --recording FILE, or --config with a config that sets `record = ...` (the daemon records nothing without it)"
-        ),
-    };
-    let state = match (&args.state, config.as_ref()) {
-        (Some(s), _) => s.clone(),
-        (None, Some(c)) => c.state_dir.clone(),
-        (None, None) => anyhow::bail!("no ledger: pass --state DIR (the daemon's state_dir) or --config"),
-    };
-    let inventory = args.inventory.clone().or_else(|| config.as_ref().and_then(|c| c.inventory.clone()));
-    let topology = wiring::topology(inventory.as_deref())?;
+fn sources(request: &Request) -> Result<Sources, TimelineError> {
+    let found = request.files.resolve()?;
+    let recording = found.recording.ok_or(TimelineError::NoRecording)?;
+    let state = found.state.ok_or(TimelineError::NoLedger)?;
+    let topology = crate::config::topology(found.inventory.as_deref())?;
     let helpers = Helpers::new(None, topology.clone());
-    let playbook = config.as_ref().map(|c| Playbook::load(&c.playbook)).transpose()?;
-    let dir = match (&args.rules, &config, &playbook) {
+    let config = found.config.as_ref();
+    let playbook = config.map(|c| Playbook::load(&c.playbook)).transpose()?;
+    let dir = match (&request.rules, config, &playbook) {
         (Some(d), _, _) => Some(d.clone()),
-        (None, Some(c), Some(p)) => Some(wiring::rules_dir(c, p)?),
+        (None, Some(c), Some(p)) => Some(c.rules_dir(p).ok_or(TimelineError::NoRules)?),
         _ => None,
     };
     let rules = match dir {
@@ -86,8 +192,7 @@ fn sources(args: &TimelineArgs) -> anyhow::Result<Sources> {
             Some((dir, set))
         }
     };
-    let socket = config.as_ref().map(|c| c.control.socket.clone().unwrap_or_else(|| c.state_dir.join("control.sock")));
-    Ok(Sources { recording, state, socket, topology, rules })
+    Ok(Sources { recording, state, socket: found.socket, topology, rules })
 }
 
 /// An incident's decisions: those whose rule, subject and first-seen time
@@ -97,98 +202,87 @@ fn incident<'a>(decisions: &'a [Decision], id: &str) -> Vec<&'a Decision> {
         .iter()
         .filter(|d| {
             let p = &d.proposal;
-            crate::control::incidents::incident_id(&p.rule, &p.subject, p.active_at) == id
+            incident_id(&p.rule, &p.subject, p.active_at) == id
         })
         .collect()
 }
 
 /// The page's time window and what it shows: an incident's span (padded)
 /// and subject, or `--from`/`--to` with a job, a node or everything.
-/// The window, the scope, and the incident's start when there is one
+/// The window, the focus, and the incident's start when there is one
 /// (the moment the page's tracks are ranked around).
-fn window_and_scope(
-    args: &TimelineArgs,
+fn window_and_focus(
+    request: &Request,
     src: &Sources,
     decisions: &[Decision],
-) -> anyhow::Result<(Window, Scope, Option<Nanos>)> {
-    let now = wall_clock_now();
-    let time = |flag: &str, t: &Option<String>| {
-        t.as_deref().map(|t| parse_time(t, now)).transpose().map_err(|e| anyhow::anyhow!("--{flag}: {e}"))
+    now: Nanos,
+) -> Result<(Window, Focus, Option<Nanos>), TimelineError> {
+    let time = |flag: &'static str, t: &Option<String>| {
+        t.as_deref().map(|t| parse_time(t, now)).transpose().map_err(|cause| TimelineError::Time { flag, cause })
     };
-    let (from, to) = (time("from", &args.from)?, time("to", &args.to)?);
-    let job_nodes = |job: &str| -> anyhow::Result<BTreeSet<String>> {
+    let (from, to) = (time("from", &request.from)?, time("to", &request.to)?);
+    let job_nodes = |job: &str| -> Result<BTreeSet<String>, TimelineError> {
         Ok(signals::job_nodes(&src.recording)?.remove(job).unwrap_or_default())
     };
-    let (window, scope) = if let Some(id) = &args.incident {
+    if let Some(id) = &request.incident {
         let mine = incident(decisions, id);
-        let first = mine.first().ok_or_else(|| {
-            anyhow::anyhow!(
-                "unknown incident {id}: no decision in the ledger {} belongs to it (`rocemend incidents` lists them)",
-                src.state.display()
-            )
-        })?;
+        let first =
+            mine.first().ok_or_else(|| TimelineError::UnknownIncident { id: id.clone(), ledger: src.state.clone() })?;
         let start = mine.iter().map(|d| d.proposal.active_at).min().unwrap_or(first.proposal.active_at);
-        let end = mine.iter().map(|d| page::effective_at(d)).max().unwrap_or(start);
+        let end = mine.iter().map(|d| effective_at(d)).max().unwrap_or(start);
         let pad = INCIDENT_PAD.max((end - start) / 4);
         let nodes = job_nodes(first.proposal.subject.get("job").unwrap_or_default())?;
-        let scope = Scope::of_subject(&first.proposal.subject, |_| nodes.clone());
-        let window = Window::new(from.unwrap_or(start - pad), to.unwrap_or(end + pad)).map_err(anyhow::Error::msg)?;
-        return Ok((window, scope, Some(start)));
-    } else {
-        let from =
-            from.context("--from is required (or --incident ID): e.g. --from 2026-12-03T03:00:00Z or --from -30m")?;
-        let window = Window::new(from, to.unwrap_or(now)).map_err(anyhow::Error::msg)?;
-        let scope = match (&args.job, &args.node) {
-            (Some(job), _) => {
-                let nodes = job_nodes(job)?;
-                if nodes.is_empty() {
-                    let known: Vec<String> = signals::job_nodes(&src.recording)?.into_keys().collect();
-                    anyhow::bail!(
-                        "unknown job {job}: no job_node_info series in {} names it (jobs recorded: {})",
-                        src.recording.display(),
-                        if known.is_empty() { "none".to_string() } else { known.join(", ") }
-                    );
-                }
-                Scope::Job { job: job.clone(), nodes }
+        let focus = Focus::of_subject(&first.proposal.subject, |_| nodes.clone());
+        let window = Window::new(from.unwrap_or(start - pad), to.unwrap_or(end + pad))?;
+        return Ok((window, focus, Some(start)));
+    }
+    let window = Window::new(from.ok_or(TimelineError::NoFrom)?, to.unwrap_or(now))?;
+    let focus = match (&request.job, &request.node) {
+        (Some(job), _) => {
+            let nodes = job_nodes(job)?;
+            if nodes.is_empty() {
+                let known: Vec<String> = signals::job_nodes(&src.recording)?.into_keys().collect();
+                return Err(TimelineError::UnknownJob {
+                    job: job.clone(),
+                    recording: src.recording.clone(),
+                    known: if known.is_empty() { "none".to_string() } else { known.join(", ") },
+                });
             }
-            (None, Some(node)) => Scope::Node(node.clone()),
-            (None, None) => Scope::All,
-        };
-        (window, scope)
+            Focus::Job { job: job.clone(), nodes }
+        }
+        (None, Some(node)) => Focus::Node(node.clone()),
+        (None, None) => Focus::All,
     };
-    Ok((window, scope, None))
+    Ok((window, focus, None))
 }
 
-/// Runs the verb.
-pub fn run(args: &TimelineArgs) -> anyhow::Result<Exit> {
-    let (html, summary) = render_with(args, true)?;
-    std::fs::write(&args.out, html).with_context(|| format!("writing {}", args.out.display()))?;
-    println!("wrote {}: {summary}", args.out.display());
-    Ok(Exit::Ok)
+/// A timeline drawn.
+#[derive(Debug, Clone)]
+pub struct Drawn {
+    /// The HTML page.
+    pub html: String,
+    /// What is on it, in a line.
+    pub summary: String,
 }
 
-/// The page `args` ask for, and a line saying what is on it. Blocks: it
-/// reads the recording, and a live daemon's ledger over its socket, so an
-/// async caller runs it on a thread of its own.
-pub fn render(args: &TimelineArgs) -> anyhow::Result<(String, String)> {
-    render_with(args, false)
-}
-
-/// [`render`], with progress bars on stderr when `bars` (the verb on a
-/// terminal; never when a server renders a page).
-fn render_with(args: &TimelineArgs, bars: bool) -> anyhow::Result<(String, String)> {
+/// The page `request` asks for, with `now` the time `now` and `-30m` count
+/// from; progress bars on stderr when `bars` (the verb on a terminal; never
+/// when a server renders a page). Blocks: it reads the recording, and a
+/// live daemon's ledger over its socket, so an async caller runs it on a
+/// thread of its own.
+pub fn render(request: &Request, now: Nanos, bars: bool) -> Result<Drawn, TimelineError> {
     let bar = |total: u64, what: &str| if bars { Progress::bytes(total, what) } else { Progress::hidden() };
-    let src = sources(args)?;
-    let decisions = history::decisions(&src.state, src.socket.as_deref())?;
-    let (window, scope, incident_start) = window_and_scope(args, &src, &decisions)?;
+    let src = sources(request)?;
+    let decisions = recorded::decisions(&src.state, src.socket.as_deref())?;
+    let (window, focus, incident_start) = window_and_focus(request, &src, &decisions, now)?;
     let topology = src.topology.as_deref();
     let reading = bar(signals::recorded_bytes(&src.recording), "reading the signals");
-    let mut signals = signals::read(&src.recording, &window, &scope, topology, &reading)?;
+    let mut signals = signals::read(&src.recording, &window, &focus, topology, &reading)?;
     reading.finish();
     // What moved comes first, as `rocemend why` ranks it: around the
     // incident's start, else the job's rise, else the window's middle.
     let split = incident_start
-        .or_else(|| matches!(scope, Scope::Job { .. }).then(|| signals::job_rise(&signals.tracks)).flatten())
+        .or_else(|| matches!(focus, Focus::Job { .. }).then(|| signals::job_rise(&signals.tracks)).flatten())
         .unwrap_or(window.from + (window.to - window.from) / 2);
     signals::rank_tracks(&mut signals.tracks, split);
     let (transitions, rule_states) = match &src.rules {
@@ -197,7 +291,7 @@ fn render_with(args: &TimelineArgs, bars: bool) -> anyhow::Result<(String, Strin
             let all =
                 history::rule_states(&src.recording, signals.until_end, set.clone(), src.topology.clone(), &replaying)?;
             replaying.finish();
-            let kept: Vec<_> = all.into_iter().filter(|t| scope.keeps(&t.subject, topology)).collect();
+            let kept: Vec<_> = all.into_iter().filter(|t| focus.keeps(&t.subject, topology)).collect();
             (
                 kept,
                 format!(
@@ -210,7 +304,7 @@ fn render_with(args: &TimelineArgs, bars: bool) -> anyhow::Result<(String, Strin
     };
     let decisions: Vec<Decision> = decisions
         .into_iter()
-        .filter(|d| scope.keeps(&d.proposal.action.target, topology) || scope.keeps(&d.proposal.subject, topology))
+        .filter(|d| focus.keeps(&d.proposal.action.target, topology) || focus.keeps(&d.proposal.subject, topology))
         .collect();
     let any_decision = decisions
         .iter()
@@ -218,21 +312,20 @@ fn render_with(args: &TimelineArgs, bars: bool) -> anyhow::Result<(String, Strin
     let any_transition = transitions.iter().any(|t| window.contains(t.at));
     if signals.tracks.is_empty() && signals.notes.is_empty() && !any_decision && !any_transition {
         let held = match signals.span {
-            Some((a, b)) => format!("it holds {} – {}", engine::time::rfc3339(a), engine::time::rfc3339(b)),
+            Some((a, b)) => format!("it holds {} – {}", rfc3339(a), rfc3339(b)),
             None => "it holds no samples".into(),
         };
-        anyhow::bail!(
-            "no data in the window {} – {} for {} in {} ({held}) nor in the ledger {}",
-            engine::time::rfc3339(window.from),
-            engine::time::rfc3339(window.to),
-            scope.describe(),
-            src.recording.display(),
-            src.state.display()
-        );
+        return Err(TimelineError::NoData {
+            window,
+            focus: focus.describe(),
+            recording: src.recording,
+            held,
+            ledger: src.state,
+        });
     }
     let html = page::render(&page::Page {
         window,
-        scope: scope.describe(),
+        focus: focus.describe(),
         sources: vec![("recording", src.recording.display().to_string()), ("ledger", src.state.display().to_string())],
         rule_states,
         signals: &signals.tracks,
@@ -247,5 +340,5 @@ fn render_with(args: &TimelineArgs, bars: bool) -> anyhow::Result<(String, Strin
         transitions.iter().filter(|t| window.contains(t.at)).count(),
         decisions.iter().filter(|d| window.contains(d.proposal.decided_at)).count()
     );
-    Ok((html, summary))
+    Ok(Drawn { html, summary })
 }

@@ -12,8 +12,9 @@ use engine::dispatch::{Decision, Verdict};
 use engine::{Labels, Nanos, Note, State};
 
 use super::history::Transition;
-use super::signals::{Kind, SeriesTrack};
+use super::signals::{Group, SeriesTrack};
 use super::window::Window;
+use crate::report::{rfc3339, verdict};
 
 /// Page width in pixels; every section uses it, so their axes line up.
 pub const WIDTH: u32 = 1100;
@@ -22,8 +23,8 @@ pub const WIDTH: u32 = 1100;
 pub struct Page<'a> {
     /// The window.
     pub window: Window,
-    /// What the page is about, in words.
-    pub scope: String,
+    /// What the page is about (its focus), in words.
+    pub focus: String,
     /// Where each input came from: (what, where).
     pub sources: Vec<(&'static str, String)>,
     /// How the rule states were obtained, in words.
@@ -32,10 +33,10 @@ pub struct Page<'a> {
     pub signals: &'a [SeriesTrack],
     /// Series the bound left out.
     pub left_out: usize,
-    /// Rule instance transitions in scope, in time order (earlier ones too,
+    /// Rule instance transitions in focus, in time order (earlier ones too,
     /// for the state at the window's start).
     pub transitions: &'a [Transition],
-    /// Ledger records in scope.
+    /// Ledger records in focus.
     pub decisions: &'a [Decision],
     /// Notes in the window.
     pub notes: &'a [Note],
@@ -225,7 +226,7 @@ const EXTRA_STYLE: &str = ".timeline .span.in-effect rect{fill:#2ca02c;opacity:.
 
 /// The HTML page.
 pub fn render(p: &Page) -> String {
-    let (from, to) = (engine::time::rfc3339(p.window.from), engine::time::rfc3339(p.window.to));
+    let (from, to) = (rfc3339(p.window.from), rfc3339(p.window.to));
     let mut out = String::new();
     let _ = write!(
         out,
@@ -237,7 +238,7 @@ pub fn render(p: &Page) -> String {
     let _ = write!(
         out,
         "<h1>Timeline {from} – {to}</h1><p id=\"scope\">{}. Times are UTC; every section has the same axis.</p><ul id=\"sources\">",
-        escape(&p.scope)
+        escape(&p.focus)
     );
     for (what, at) in &p.sources {
         let _ = write!(out, "<li>{what}: <code>{}</code></li>", escape(at));
@@ -254,18 +255,18 @@ pub fn render(p: &Page) -> String {
     // Tracks come ranked (what moved first); the flat ones of a group are
     // one line listing them, so a node's 40 quiet counters do not bury the
     // one that paused its port.
-    let mut groups: BTreeMap<Kind, (Vec<Track>, Vec<String>)> = BTreeMap::new();
+    let mut groups: BTreeMap<Group, (Vec<Track>, Vec<String>)> = BTreeMap::new();
     for s in p.signals {
         let text = format!("{} {}", label(&s.metric, &s.labels, s.rate), range(&s.points));
-        let group = groups.entry(s.kind).or_default();
+        let group = groups.entry(s.group).or_default();
         if s.flat {
             group.1.push(text);
         } else {
             group.0.push(Track::Series { label: text, points: s.points.clone(), bounds: (None, None) });
         }
     }
-    for (kind, (tracks, flat)) in groups {
-        section_with(&mut out, kind.name(), kind.title(), &p.window, tracks, "", &unchanged(kind.name(), &flat));
+    for (group, (tracks, flat)) in groups {
+        section_with(&mut out, group.name(), group.title(), &p.window, tracks, "", &unchanged(group.name(), &flat));
     }
     section(
         &mut out,
@@ -317,12 +318,12 @@ fn decision_table(out: &mut String, p: &Page) {
         let _ = write!(
             out,
             "<tr><td>{}</td><td>{}</td><td class=\"incident\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            engine::time::rfc3339(pr.decided_at),
+            rfc3339(pr.decided_at),
             escape(&d.id),
             crate::control::incidents::incident_id(&pr.rule, &pr.subject, pr.active_at),
             escape(&pr.rule),
             escape(&pr.action.to_string()),
-            escape(&crate::report::verdict(d))
+            escape(&verdict(d))
         );
     }
     out.push_str("</table>");

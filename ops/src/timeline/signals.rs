@@ -4,7 +4,7 @@
 //! The file (with its rotated predecessors, oldest first) is read through
 //! the engine's recording reader: lines are bounded, a last line cut off
 //! by a daemon still writing is skipped, and each segment (a daemon start)
-//! declares its series afresh. It is streamed once, never held: only the series the scope keeps
+//! declares its series afresh. It is streamed once, never held: only the series the focus keeps
 //! are accumulated, and each into at most [`BUCKETS`] time buckets keeping
 //! the lowest and the highest point, so a dip in NCCL bandwidth and a spike
 //! in pause time both survive however long the window. Counters are drawn
@@ -14,15 +14,16 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 
-use anyhow::Context;
-use engine::recording::{open_with_rotated, Event, Reader, SEGMENT_START};
+use engine::recording::{Event, Reader, SEGMENT_START};
 use engine::{Labels, Nanos, Note, SampleKind, SeriesSpec, Topology, Value};
 
-use super::scope::Scope;
+use super::focus::Focus;
 use super::window::Window;
 use crate::progress::Progress;
+use crate::recorded::{self, ReadError};
 use crate::why::rank;
 use crate::why::rates::CounterRate;
+use crate::why::series::JOB_NODE_INFO;
 
 /// Time buckets per series: about one per pixel of a page 1100 pixels wide.
 pub const BUCKETS: usize = 1000;
@@ -32,12 +33,9 @@ pub const BUCKETS: usize = 1000;
 /// `--node` or `--job` narrow a fleet-wide recording below it.
 pub const MAX_SERIES: usize = 400;
 
-/// The metric that carries the job → nodes mapping (`src/control/jobs.rs`).
-pub const JOB_NODE_INFO: &str = "job_node_info";
-
 /// The groups of signal tracks, in page order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Kind {
+pub enum Group {
     /// NVML / DCGM: `gpu_*`.
     Gpu,
     /// NCCL bus and algorithm bandwidth: `nccl_*`.
@@ -52,51 +50,51 @@ pub enum Kind {
     Other,
 }
 
-impl Kind {
+impl Group {
     /// Section title.
     pub fn title(self) -> &'static str {
         match self {
-            Kind::Gpu => "GPU",
-            Kind::Nccl => "NCCL busbw / algbw",
-            Kind::Nic => "NIC counters",
-            Kind::Switch => "Switch counters",
-            Kind::Job => "Job step time",
-            Kind::Other => "Other signals",
+            Group::Gpu => "GPU",
+            Group::Nccl => "NCCL busbw / algbw",
+            Group::Nic => "NIC counters",
+            Group::Switch => "Switch counters",
+            Group::Job => "Job step time",
+            Group::Other => "Other signals",
         }
     }
 
     /// Class and `data-kind` in the page.
     pub fn name(self) -> &'static str {
         match self {
-            Kind::Gpu => "gpu",
-            Kind::Nccl => "nccl",
-            Kind::Nic => "nic",
-            Kind::Switch => "switch",
-            Kind::Job => "job",
-            Kind::Other => "other",
+            Group::Gpu => "gpu",
+            Group::Nccl => "nccl",
+            Group::Nic => "nic",
+            Group::Switch => "switch",
+            Group::Job => "job",
+            Group::Other => "other",
         }
     }
 
     /// The group of a series; `None` for the job mapping, which is not a signal.
-    pub fn of(metric: &str, labels: &Labels) -> Option<Kind> {
+    pub fn of(metric: &str, labels: &Labels) -> Option<Group> {
         if metric == JOB_NODE_INFO {
             return None;
         }
         Some(if metric.starts_with("gpu_") || metric.starts_with("dcgm_") {
-            Kind::Gpu
+            Group::Gpu
         } else if metric.starts_with("nccl_") {
-            Kind::Nccl
+            Group::Nccl
         } else if metric.starts_with("job_") {
-            Kind::Job
+            Group::Job
         } else if metric.starts_with("switch_") || (labels.get("switch").is_some() && labels.get("port").is_some()) {
-            Kind::Switch
+            Group::Switch
         } else if ["ethtool_", "rdma_", "link_"].iter().any(|p| metric.starts_with(p))
             || labels.get("netdev").is_some()
             || labels.get("rdma_dev").is_some()
         {
-            Kind::Nic
+            Group::Nic
         } else {
-            Kind::Other
+            Group::Other
         })
     }
 }
@@ -105,7 +103,7 @@ impl Kind {
 #[derive(Debug, Clone, PartialEq)]
 pub struct SeriesTrack {
     /// Its group.
-    pub kind: Kind,
+    pub group: Group,
     /// Metric name.
     pub metric: String,
     /// Labels as recorded.
@@ -131,8 +129,8 @@ pub fn rank_tracks(tracks: &mut [SeriesTrack], split: Nanos) {
         t.relevance = if t.flat { 0.0 } else { rank::relevance(&t.metric, &t.points, split) };
     }
     tracks.sort_by(|a, b| {
-        (a.kind, a.flat)
-            .cmp(&(b.kind, b.flat))
+        (a.group, a.flat)
+            .cmp(&(b.group, b.flat))
             .then(b.relevance.total_cmp(&a.relevance))
             .then_with(|| (&a.metric, a.labels.to_string()).cmp(&(&b.metric, b.labels.to_string())))
     });
@@ -147,14 +145,14 @@ pub fn job_rise(tracks: &[SeriesTrack]) -> Option<Nanos> {
     crate::why::window::detect(&signal, crate::why::window::DEFAULT_THRESHOLD).ok().map(|w| w.rise_at)
 }
 
-/// What the recording holds for the window and scope.
+/// What the recording holds for the window and focus.
 #[derive(Debug, Default)]
 pub struct Signals {
     /// Series with points in the window, by group, then metric, then labels.
     pub tracks: Vec<SeriesTrack>,
-    /// Series the scope kept beyond [`MAX_SERIES`].
+    /// Series the focus kept beyond [`MAX_SERIES`].
     pub left_out: usize,
-    /// Notes (fault markers) in the window and scope.
+    /// Notes (fault markers) in the window and focus.
     pub notes: Vec<Note>,
     /// Bytes of the file up to the last line at or before the window's end:
     /// what replaying the rules needs.
@@ -167,7 +165,7 @@ pub struct Signals {
 type Point = (Nanos, f64);
 
 struct Acc {
-    kind: Kind,
+    group: Group,
     spec: SeriesSpec,
     /// A counter's rate, from the previous reading inside the window or not.
     rate: Option<CounterRate>,
@@ -221,9 +219,8 @@ impl Acc {
 
 /// The recording at `path` with its rotated files, oldest first, as one
 /// stream of events (each file starts a segment).
-fn reader(path: &Path, progress: &Progress) -> anyhow::Result<Reader<Box<dyn std::io::BufRead + Send>>> {
-    let (input, _) =
-        open_with_rotated(path).with_context(|| format!("cannot read the recording {}", path.display()))?;
+fn reader(path: &Path, progress: &Progress) -> Result<Reader<Box<dyn std::io::BufRead + Send>>, ReadError> {
+    let input = recorded::open(path)?;
     let input: Box<dyn std::io::BufRead + Send> = Box::new(std::io::BufReader::new(progress.reader(input)));
     Ok(Reader::new(input, &path.display().to_string()))
 }
@@ -241,7 +238,7 @@ pub fn recorded_bytes(path: &Path) -> u64 {
 }
 
 /// The nodes of each job, from its `job_node_info` series.
-pub fn job_nodes(path: &Path) -> anyhow::Result<BTreeMap<String, BTreeSet<String>>> {
+pub fn job_nodes(path: &Path) -> Result<BTreeMap<String, BTreeSet<String>>, ReadError> {
     let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let mut input = reader(path, &Progress::hidden())?;
     while let Some(event) = input.next_event()? {
@@ -260,15 +257,15 @@ pub fn job_nodes(path: &Path) -> anyhow::Result<BTreeMap<String, BTreeSet<String
 /// are only valid within a segment).
 type SeriesKey = (String, String);
 
-/// Reads the signals of `window` that `scope` keeps.
+/// Reads the signals of `window` that `focus` keeps.
 /// `progress` follows the bytes read.
 pub fn read(
     path: &Path,
     window: &Window,
-    scope: &Scope,
+    focus: &Focus,
     topology: Option<&Topology>,
     progress: &Progress,
-) -> anyhow::Result<Signals> {
+) -> Result<Signals, ReadError> {
     let mut kept: HashMap<SeriesKey, Acc> = HashMap::new();
     // This segment's ids → the series they declare.
     let mut ids: HashMap<u32, SeriesKey> = HashMap::new();
@@ -278,15 +275,15 @@ pub fn read(
         let at = match event {
             Event::Series(id, spec) => {
                 let key = (spec.metric.clone(), spec.labels.to_string());
-                let keep = scope.keeps(&spec.labels, topology);
-                match Kind::of(&spec.metric, &spec.labels) {
+                let keep = focus.keeps(&spec.labels, topology);
+                match Group::of(&spec.metric, &spec.labels) {
                     Some(_) if kept.contains_key(&key) => {}
-                    Some(kind) if keep && kept.len() < MAX_SERIES => {
+                    Some(group) if keep && kept.len() < MAX_SERIES => {
                         let rate = match spec.registered_kind() {
                             SampleKind::Counter(c) => Some(CounterRate::new(c)),
                             _ => None,
                         };
-                        kept.insert(key.clone(), Acc { kind, spec, rate, buckets: Vec::new() });
+                        kept.insert(key.clone(), Acc { group, spec, rate, buckets: Vec::new() });
                     }
                     Some(_) if keep => out.left_out += 1,
                     _ => {}
@@ -306,7 +303,7 @@ pub fn read(
             }
             Event::Note(note) => {
                 let t = note.ts;
-                if window.contains(t) && (note.labels.0.is_empty() || scope.keeps(&note.labels, topology)) {
+                if window.contains(t) && (note.labels.0.is_empty() || focus.keeps(&note.labels, topology)) {
                     out.notes.push(note);
                 }
                 Some(t)
@@ -323,7 +320,7 @@ pub fn read(
         .into_values()
         .filter(|a| a.buckets.iter().any(Option::is_some))
         .map(|a| SeriesTrack {
-            kind: a.kind,
+            group: a.group,
             rate: matches!(a.spec.kind, SampleKind::Counter(_)),
             points: a.points(),
             metric: a.spec.metric,
@@ -332,7 +329,7 @@ pub fn read(
             flat: false,
         })
         .collect();
-    tracks.sort_by(|a, b| (a.kind, &a.metric, a.labels.to_string()).cmp(&(b.kind, &b.metric, b.labels.to_string())));
+    tracks.sort_by(|a, b| (a.group, &a.metric, a.labels.to_string()).cmp(&(b.group, &b.metric, b.labels.to_string())));
     out.tracks = tracks;
     out.notes.sort_by_key(|n| n.ts);
     Ok(out)
@@ -366,9 +363,12 @@ mod tests {
     fn counters_become_rates_across_a_wrap_and_gauges_stay_values() {
         let f = file(REC);
         let w = Window::new(0, 3 * SECOND).unwrap();
-        let s = read(f.path(), &w, &Scope::All, None, &Progress::hidden()).unwrap();
-        let kinds: Vec<(Kind, &str)> = s.tracks.iter().map(|t| (t.kind, t.metric.as_str())).collect();
-        assert_eq!(kinds, [(Kind::Gpu, "gpu_utilization_percent"), (Kind::Nic, "ethtool_tx_prio_pause_duration_us")]);
+        let s = read(f.path(), &w, &Focus::All, None, &Progress::hidden()).unwrap();
+        let groups: Vec<(Group, &str)> = s.tracks.iter().map(|t| (t.group, t.metric.as_str())).collect();
+        assert_eq!(
+            groups,
+            [(Group::Gpu, "gpu_utilization_percent"), (Group::Nic, "ethtool_tx_prio_pause_duration_us")]
+        );
         // 4294967000 → 200 wraps a 32-bit counter: 296 + 200 = 496 per second.
         assert_eq!(s.tracks[1].points, [(SECOND, 496.0), (2 * SECOND, 500.0)]);
         assert!(s.tracks[1].rate && !s.tracks[0].rate);
@@ -381,7 +381,7 @@ mod tests {
     #[test]
     fn moved_tracks_come_first_and_flat_ones_are_marked() {
         let track = |metric: &str, node: &str, points: Vec<(Nanos, f64)>| SeriesTrack {
-            kind: Kind::Nic,
+            group: Group::Nic,
             metric: metric.into(),
             labels: engine::Labels::from_pairs([("node", node)]),
             rate: true,
@@ -400,10 +400,10 @@ mod tests {
     }
 
     #[test]
-    fn the_scope_filters_series_and_notes() {
+    fn the_focus_filters_series_and_notes() {
         let f = file(REC);
         let w = Window::new(0, 3 * SECOND).unwrap();
-        let s = read(f.path(), &w, &Scope::Node("n2".into()), None, &Progress::hidden()).unwrap();
+        let s = read(f.path(), &w, &Focus::Node("n2".into()), None, &Progress::hidden()).unwrap();
         assert_eq!(s.tracks.len(), 1);
         assert_eq!(s.tracks[0].labels.get("node"), Some("n2"));
         assert!(s.notes.is_empty(), "the note is about n1");
@@ -413,12 +413,12 @@ mod tests {
     #[test]
     fn a_bad_line_names_the_file_and_line() {
         let f = file("{\"series\":0,\"metric\":\"m\",\"kind\":\"gauge\"}\n{\"s\":3,\"t\":0,\"v\":1}\n");
-        let err = read(f.path(), &Window::new(0, 1).unwrap(), &Scope::All, None, &Progress::hidden())
+        let err = read(f.path(), &Window::new(0, 1).unwrap(), &Focus::All, None, &Progress::hidden())
             .unwrap_err()
             .to_string();
         assert!(err.ends_with(":2: series 3 used before it is declared"), "{err}");
         let f = file("not json\n");
-        let err = read(f.path(), &Window::new(0, 1).unwrap(), &Scope::All, None, &Progress::hidden())
+        let err = read(f.path(), &Window::new(0, 1).unwrap(), &Focus::All, None, &Progress::hidden())
             .unwrap_err()
             .to_string();
         assert!(err.contains(":1: not a recording line"), "{err}");

@@ -27,4 +27,4 @@ pub mod server;
 pub mod settings;
 pub mod sse;
 
-pub use settings::{web_plan, WebPlan};
+pub use settings::{settings, WebError, WebSettings};

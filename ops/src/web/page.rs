@@ -9,8 +9,9 @@ use chaos::report::timeline::escape;
 use engine::dispatch::Decision;
 use serde_json::Value;
 
+use super::fleet::FleetReadError;
 use crate::control::pb;
-use crate::report::{rfc3339, short, verdict_line};
+use crate::report::{explain_text, rfc3339, short, verdict_line};
 
 /// At most this many incidents and decisions are listed: the newest.
 pub const LISTED: usize = 50;
@@ -28,7 +29,7 @@ pub struct Snapshot {
     pub decisions: Vec<Decision>,
     /// The fleet as etcd has it (`fleet::status::FleetStatus` as JSON), or
     /// why it could not be read; `None` without `[fleet]`.
-    pub fleet: Option<Result<Value, String>>,
+    pub fleet: Option<Result<Value, FleetReadError>>,
     /// What could not be read, shown instead of hiding it.
     pub problems: Vec<String>,
 }
@@ -142,12 +143,13 @@ fn daemon(out: &mut String, status: &pb::StatusReply) {
     );
 }
 
-fn fleet(out: &mut String, status: &Result<Value, String>) {
+fn fleet(out: &mut String, status: &Result<Value, FleetReadError>) {
     out.push_str("<section id=\"fleet\"><h2>Fleet</h2>");
     let f = match status {
         Ok(f) => f,
         Err(why) => {
-            let _ = write!(out, "<p class=\"problem\">etcd could not be read: {}</p></section>", escape(why));
+            let why = why.to_string();
+            let _ = write!(out, "<p class=\"problem\">etcd could not be read: {}</p></section>", escape(&why));
             return;
         }
     };
@@ -393,7 +395,7 @@ pub fn why(text: &str) -> String {
 /// One decision and what it is linked to, as `rocemend explain` prints
 /// them, for the page's dialog.
 pub fn explain(chain: &[Decision]) -> String {
-    let text: Vec<String> = chain.iter().map(crate::report::explain_text).collect();
+    let text: Vec<String> = chain.iter().map(explain_text).collect();
     format!("<pre>{}</pre>", escape(&text.join("\n")))
 }
 
@@ -451,7 +453,7 @@ mod tests {
         assert!(html.contains("tripped by node-03: 5 limit hits"), "{html}");
         assert!(html.contains("<td>plane=0</td><td>1 of 1</td><td>node-03 (rail.drain d1)</td>"), "{html}");
         assert!(html.contains("aggregator leader of pod-a: agg-1"), "{html}");
-        s.fleet = Some(Err("no answer".into()));
+        s.fleet = Some(Err(FleetReadError::Fleet(fleet::FleetError::Config("no answer".into()))));
         assert!(sections(&s, Access::ReadOnly).contains("etcd could not be read: no answer"));
     }
 

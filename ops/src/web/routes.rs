@@ -25,12 +25,16 @@ use hyper::{Method, Request, Response, StatusCode};
 use tonic::Request as Call;
 
 use super::page::{self, Access, Snapshot};
+use crate::control::auth::same;
 use crate::control::pb::control_server::Control;
 use crate::control::pb::{
     DecisionRequest, ExplainRequest, ListDecisionsRequest, ListIncidentsRequest, ListInstancesRequest, StatusRequest,
     WatchRequest,
 };
 use crate::control::server::ControlService;
+use crate::recorded::Files;
+use crate::report::chain;
+use crate::{timeline, why};
 
 /// A response body: a whole text, or the event stream.
 pub type Body = BoxBody<Bytes, Infallible>;
@@ -173,30 +177,19 @@ impl Console {
     /// decisions over the control socket: blocking work, on a thread of
     /// its own (it starts a runtime of its own).
     async fn timeline(&self, id: &str) -> Response<Body> {
-        let args = crate::cli::TimelineArgs {
-            config: Some(self.config.clone()),
-            from: None,
-            to: None,
-            job: None,
-            node: None,
-            incident: Some(id.to_string()),
-            recording: None,
-            state: None,
-            rules: None,
-            inventory: None,
-            out: PathBuf::new(),
-        };
+        let request =
+            timeline::Request { files: self.files(), incident: Some(id.to_string()), ..timeline::Request::default() };
         let (tx, rx) = tokio::sync::oneshot::channel();
         std::thread::spawn(move || {
-            let _ = tx.send(crate::timeline::render(&args));
+            let _ = tx.send(timeline::render(&request, engine::time::wall_clock_now(), false));
         });
         match rx.await {
-            Ok(Ok((page, _))) => {
-                let mut r = Response::new(full(page));
+            Ok(Ok(drawn)) => {
+                let mut r = Response::new(full(drawn.html));
                 r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
                 r
             }
-            Ok(Err(e)) => plain(StatusCode::NOT_FOUND, format!("{e:#}\n")),
+            Ok(Err(e)) => plain(StatusCode::NOT_FOUND, format!("{}\n", chain(&e))),
             Err(_) => plain(StatusCode::INTERNAL_SERVER_ERROR, "the timeline could not be drawn\n".into()),
         }
     }
@@ -207,26 +200,23 @@ impl Console {
         if let Err(e) = sensors::job::check_name("job", &job) {
             return plain(StatusCode::BAD_REQUEST, format!("{e}\n"));
         }
-        let args = crate::cli::WhyArgs {
-            job,
-            from: None,
-            to: None,
-            threshold: crate::why::window::DEFAULT_THRESHOLD,
-            json: false,
-            config: Some(self.config.clone()),
-            recording: None,
-            state: None,
-            inventory: None,
-        };
+        let request =
+            why::Request { job, from: None, to: None, threshold: why::window::DEFAULT_THRESHOLD, files: self.files() };
         let (tx, rx) = tokio::sync::oneshot::channel();
         std::thread::spawn(move || {
-            let _ = tx.send(crate::commands::why::answer(&args).map(|(r, _)| crate::why::render::text(&r)));
+            let answer = why::answer(&request, engine::time::wall_clock_now());
+            let _ = tx.send(answer.map(|(r, _)| why::render::text(&r)));
         });
         match rx.await {
             Ok(Ok(text)) => html(StatusCode::OK, page::why(&text)),
-            Ok(Err(e)) => plain(StatusCode::NOT_FOUND, format!("{e:#}\n")),
+            Ok(Err(e)) => plain(StatusCode::NOT_FOUND, format!("{}\n", chain(&e))),
             Err(_) => plain(StatusCode::INTERNAL_SERVER_ERROR, "the analysis could not run\n".into()),
         }
+    }
+
+    /// The daemon's files, as its config names them.
+    fn files(&self) -> Files {
+        Files { config: Some(self.config.clone()), ..Files::default() }
     }
 
     /// Whether this request may write: over TLS, with the full token.
@@ -255,7 +245,7 @@ impl Console {
                 StatusCode::UNAUTHORIZED,
                 "refused: approve and reject need `Authorization: Bearer <token>`\n".into(),
             )),
-            Some(p) if crate::control::auth::same(p, token) => Ok(()),
+            Some(p) if same(p, token) => Ok(()),
             Some(_) => Err((StatusCode::UNAUTHORIZED, "refused: wrong token\n".into())),
         }
     }

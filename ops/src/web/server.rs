@@ -6,14 +6,13 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context;
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
 use tokio_rustls::rustls;
 
 use super::routes::Console;
-use super::WebPlan;
+use super::settings::{WebError, WebSettings};
 
 /// A TLS handshake longer than this is dropped: a slow client holds no
 /// task for ever.
@@ -27,10 +26,11 @@ pub struct WebSide {
     pub token: Option<String>,
 }
 
-impl WebPlan {
+impl WebSettings {
     /// Binds the address.
-    pub fn bind(self) -> anyhow::Result<WebSide> {
-        let listener = std::net::TcpListener::bind(&self.addr).with_context(|| format!("web.listen {}", self.addr))?;
+    pub fn bind(self) -> Result<WebSide, WebError> {
+        let listener = std::net::TcpListener::bind(&self.addr)
+            .map_err(|source| WebError::Listen { addr: self.addr.clone(), source })?;
         listener.set_nonblocking(true)?;
         Ok(WebSide { listener, tls: self.tls, token: self.token })
     }
@@ -43,7 +43,7 @@ impl WebSide {
     }
 
     /// Serves `console` until `shutdown` turns true.
-    pub fn serve(self, console: Console, mut shutdown: watch::Receiver<bool>) -> anyhow::Result<()> {
+    pub fn serve(self, console: Console, mut shutdown: watch::Receiver<bool>) -> Result<(), WebError> {
         let local = self.listener.local_addr()?;
         let listener = tokio::net::TcpListener::from_std(self.listener)?;
         let acceptor = self.tls.map(tokio_rustls::TlsAcceptor::from);

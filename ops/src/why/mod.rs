@@ -1,5 +1,5 @@
 //! "Why is this job slow?", in fabric terms: the analysis behind
-//! `rocemend why` (the verb is `src/commands/why.rs`).
+//! `rocemend why` and the console's `/why`.
 //!
 //! 1. [`window`]: when the job got slow (its step time against its own
 //!    baseline), or the span given;
@@ -13,8 +13,9 @@
 //! 5. [`render`]: the verdict, the table, the decisions, as text or JSON.
 //!
 //! The recording is read once ([`series`]), counters as rates
-//! ([`rates`], shared with the timeline). This module depends on the
-//! engine only, so benches and tests use it directly.
+//! ([`rates`], shared with the timeline). [`analyze`] works on what was
+//! read, so benches and tests call it directly; [`answer`] finds the
+//! daemon's recording and ledger first, as the verb does.
 
 pub mod decisions;
 pub mod path;
@@ -26,9 +27,14 @@ pub mod window;
 
 use std::collections::BTreeSet;
 
+use engine::config::TomlError;
 use engine::dispatch::Decision;
+use engine::topology::TopologyError;
 use engine::{Labels, Nanos, Topology, SECOND};
 use serde::Serialize;
+
+use crate::recorded::{self, Files, LedgerError, ReadError};
+use crate::time::{parse_time, TimeError};
 
 use path::{enriched, Element, JobPath};
 use rank::{Ranked, Signal};
@@ -43,6 +49,77 @@ pub const BUSBW: &str = "nccl_busbw_gbps";
 /// How far before the job's rise a decision still counts as about it: a
 /// rule fires on the cause, which can lead the step time.
 const DECISION_LEAD: Nanos = 30 * SECOND;
+
+/// Why a job's slowdown cannot be explained.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WhyError {
+    /// No `job_node_info` series names the job.
+    #[error("unknown job {job}: no job_node_info series names it (jobs recorded: {known})")]
+    UnknownJob {
+        /// The job asked about.
+        job: String,
+        /// The jobs recorded, or `none`.
+        known: String,
+    },
+    /// The job has no step time nor bandwidth series.
+    #[error("job {job} has no {STEP_TIME} nor {BUSBW} series in the recording")]
+    NoSignal {
+        /// The job.
+        job: String,
+    },
+    /// `--from` is not before `--to`.
+    #[error("the regression window is empty: --from must be before --to")]
+    EmptySpan,
+    /// Too few points to find a regression in.
+    #[error(
+        "the job signal has {points} points; at least {needed} are needed to find a regression (pass --from/--to)"
+    )]
+    TooFewPoints {
+        /// Points of the job signal.
+        points: usize,
+        /// Points needed.
+        needed: usize,
+    },
+    /// The job signal never rose above its threshold for long.
+    #[error(
+        "no regression: the job signal never stayed above {threshold:.4} (baseline {baseline:.4} + {percent:.0} %) after its first quarter (pass --from/--to to compare a span you choose)"
+    )]
+    NoRegression {
+        /// The level that counts as slow.
+        threshold: f64,
+        /// The baseline level.
+        baseline: f64,
+        /// The relative rise asked for, in percent.
+        percent: f64,
+    },
+    /// `--threshold` is no positive fraction.
+    #[error("--threshold must be a positive fraction, e.g. 0.15 for 15 %")]
+    Threshold,
+    /// The daemon config.
+    #[error(transparent)]
+    Config(#[from] TomlError),
+    /// Neither `--recording` nor a config that records.
+    #[error("no recording: pass --recording FILE, or --config with a config that sets `record = ...`")]
+    NoRecording,
+    /// The inventory.
+    #[error(transparent)]
+    Topology(#[from] TopologyError),
+    /// `--from` or `--to`.
+    #[error("--{flag}: {cause}")]
+    Time {
+        /// `from` or `to`.
+        flag: &'static str,
+        /// What is wrong with it.
+        cause: TimeError,
+    },
+    /// The ledger.
+    #[error(transparent)]
+    Ledger(#[from] LedgerError),
+    /// The recording.
+    #[error(transparent)]
+    Recording(#[from] ReadError),
+}
 
 /// What to analyse.
 #[derive(Debug, Clone)]
@@ -115,10 +192,10 @@ fn job_signal(rec: &Recorded, job: &str) -> Option<(String, Vec<(Nanos, f64)>)> 
 }
 
 /// The windows: given, or found in the job signal.
-fn windows_of(q: &Query, signal: &[(Nanos, f64)]) -> Result<Windows, String> {
+fn windows_of(q: &Query, signal: &[(Nanos, f64)]) -> Result<Windows, WhyError> {
     match q.span {
         Some((from, to)) if from < to => Ok(Windows::given(from, to)),
-        Some(_) => Err("the regression window is empty: --from must be before --to".into()),
+        Some(_) => Err(WhyError::EmptySpan),
         None => window::detect(signal, q.threshold),
     }
 }
@@ -174,18 +251,14 @@ pub fn analyze(
     q: &Query,
     all_decisions: &[Decision],
     incident: impl Fn(&Decision) -> String,
-) -> Result<Report, String> {
+) -> Result<Report, WhyError> {
     let nodes: BTreeSet<String> = rec.job_nodes.get(q.job).cloned().unwrap_or_default();
     if nodes.is_empty() {
         let known: Vec<&str> = rec.job_nodes.keys().map(String::as_str).collect();
-        return Err(format!(
-            "unknown job {}: no job_node_info series names it (jobs recorded: {})",
-            q.job,
-            if known.is_empty() { "none".into() } else { known.join(", ") }
-        ));
+        let known = if known.is_empty() { "none".into() } else { known.join(", ") };
+        return Err(WhyError::UnknownJob { job: q.job.to_string(), known });
     }
-    let (metric, signal) = job_signal(rec, q.job)
-        .ok_or_else(|| format!("job {} has no {STEP_TIME} nor {BUSBW} series in the recording", q.job))?;
+    let (metric, signal) = job_signal(rec, q.job).ok_or_else(|| WhyError::NoSignal { job: q.job.to_string() })?;
     let w = windows_of(q, &signal)?;
     let mut levels = window::levels(&signal, &w);
     if metric == BUSBW {
@@ -211,4 +284,51 @@ pub fn analyze(
         compared,
         path,
     })
+}
+
+/// What `rocemend why` is asked.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// The job (as `job push` named it).
+    pub job: String,
+    /// Start of the regression, as `--from` takes it; with `to`.
+    pub from: Option<String>,
+    /// Its end.
+    pub to: Option<String>,
+    /// Relative rise of the step time that counts as a regression.
+    pub threshold: f64,
+    /// Where the daemon's recording, ledger and inventory are.
+    pub files: Files,
+}
+
+/// The analysis `request` asks for, and whether a ledger was read. Blocks:
+/// it reads the recording, and a live daemon's ledger over its socket (the
+/// web console runs it on a thread of its own). The ledger is optional:
+/// without a state directory the answer has no decisions.
+pub fn answer(request: &Request, now: Nanos) -> Result<(Report, bool), WhyError> {
+    if !(request.threshold > 0.0 && request.threshold.is_finite()) {
+        return Err(WhyError::Threshold);
+    }
+    let found = request.files.resolve()?;
+    let recording = found.recording.ok_or(WhyError::NoRecording)?;
+    let topology = crate::config::topology(found.inventory.as_deref())?;
+    let time = |flag: &'static str, t: &Option<String>| {
+        t.as_deref().map(|t| parse_time(t, now)).transpose().map_err(|cause| WhyError::Time { flag, cause })
+    };
+    let span = match (time("from", &request.from)?, time("to", &request.to)?) {
+        (Some(a), Some(b)) => Some((a, b)),
+        _ => None,
+    };
+    let decisions = match &found.state {
+        Some(dir) => recorded::decisions(dir, found.socket.as_deref())?,
+        None => Vec::new(),
+    };
+    let input = recorded::open(&recording)?;
+    let recorded = series::read(input, &recording.display().to_string()).map_err(ReadError::from)?;
+    let query = Query { job: &request.job, span, threshold: request.threshold, topology: topology.as_deref() };
+    let report = analyze(&recorded, &query, &decisions, |d| {
+        let p = &d.proposal;
+        crate::control::incidents::incident_id(&p.rule, &p.subject, p.active_at)
+    })?;
+    Ok((report, found.state.is_some()))
 }

@@ -7,6 +7,7 @@ use engine::{Nanos, MS, SECOND};
 
 use super::rank::{Ranked, Signal};
 use super::Report;
+use crate::time::rfc3339;
 
 /// Elements shown in the text table.
 const SHOWN: usize = 8;
@@ -15,7 +16,7 @@ const SIGNALS: usize = 3;
 
 /// `HH:MM:SS.mmm` in UTC.
 pub fn clock(t: Nanos) -> String {
-    let text = engine::time::rfc3339(t);
+    let text = rfc3339(t);
     text.split_once('T').map(|(_, c)| c.trim_end_matches('Z').to_string()).unwrap_or(text)
 }
 
@@ -146,12 +147,7 @@ pub fn commands(r: &Report) -> Vec<String> {
         r.windows.baseline.0.max(r.windows.regression.0 - (r.windows.regression.1 - r.windows.regression.0)),
         r.windows.regression.1,
     );
-    out.push(format!(
-        "rocemend timeline --job {} --from {} --to {}",
-        r.job,
-        engine::time::rfc3339(a),
-        engine::time::rfc3339(b + SECOND)
-    ));
+    out.push(format!("rocemend timeline --job {} --from {} --to {}", r.job, rfc3339(a), rfc3339(b + SECOND)));
     out
 }
 

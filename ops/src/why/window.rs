@@ -25,6 +25,7 @@ use engine::Nanos;
 use serde::Serialize;
 
 use super::rank::{mad, median};
+use super::WhyError;
 
 /// Points of the job signal that must be above the threshold…
 pub const HOLD: usize = 4;
@@ -100,22 +101,17 @@ fn first_run(points: &[(Nanos, f64)], from: usize, slow: impl Fn(f64) -> bool) -
 }
 
 /// Finds the regression in `signal` (time-ordered, higher is slower).
-pub fn detect(signal: &[(Nanos, f64)], relative: f64) -> Result<Windows, String> {
+pub fn detect(signal: &[(Nanos, f64)], relative: f64) -> Result<Windows, WhyError> {
     if signal.len() < MIN_BASELINE + RUN {
-        return Err(format!(
-            "the job signal has {} points; at least {} are needed to find a regression (pass --from/--to)",
-            signal.len(),
-            MIN_BASELINE + RUN
-        ));
+        return Err(WhyError::TooFewPoints { points: signal.len(), needed: MIN_BASELINE + RUN });
     }
     let quarter = (signal.len() / 4).max(MIN_BASELINE);
     let values: Vec<f64> = signal[..quarter].iter().map(|p| p.1).collect();
     let (base, hi) = threshold_of(&values, relative);
-    let start = first_run(signal, quarter, |v| v > hi).ok_or_else(|| {
-        format!(
-            "no regression: the job signal never stayed above {hi:.4} (baseline {base:.4} + {:.0} %) after its first quarter (pass --from/--to to compare a span you choose)",
-            relative * 100.0
-        )
+    let start = first_run(signal, quarter, |v| v > hi).ok_or(WhyError::NoRegression {
+        threshold: hi,
+        baseline: base,
+        percent: relative * 100.0,
     })?;
     let end = first_run(signal, start + 1, |v| v <= hi).map(|j| signal[j].0).unwrap_or(signal[signal.len() - 1].0);
     let rise_at = signal[start].0;
@@ -169,9 +165,9 @@ mod tests {
 
     #[test]
     fn a_flat_job_has_no_regression_and_says_how_to_choose_one() {
-        let err = detect(&steps(&[1.0; 40]), DEFAULT_THRESHOLD).unwrap_err();
+        let err = detect(&steps(&[1.0; 40]), DEFAULT_THRESHOLD).unwrap_err().to_string();
         assert!(err.contains("no regression") && err.contains("--from/--to"), "{err}");
-        assert!(detect(&steps(&[1.0; 5]), DEFAULT_THRESHOLD).unwrap_err().contains("at least"));
+        assert!(detect(&steps(&[1.0; 5]), DEFAULT_THRESHOLD).unwrap_err().to_string().contains("at least"));
     }
 
     #[test]
