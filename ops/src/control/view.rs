@@ -236,7 +236,7 @@ pub fn status(s: &pb::StatusReply) -> Result<String, DecodeError> {
     let breaker: BreakerState = decode(&s.breaker_json)?;
     let _ = writeln!(out, "mode      {}", s.mode);
     match breaker.tripped_at {
-        Some(at) => _ = writeln!(out, "breaker   TRIPPED at {}: {}", rfc3339(at), breaker.reason),
+        Some(at) => out.push_str(&format!("breaker   TRIPPED at {}: {}\n", rfc3339(at), breaker.reason)),
         None => out.push_str("breaker   closed\n"),
     }
     let window = engine::time::Span(s.breaker_window_ns);

@@ -256,6 +256,29 @@ fn window_and_focus(
     Ok((window, focus, None))
 }
 
+/// The rule instances' transitions that `focus` keeps, replayed from the
+/// first `until_end` bytes of the recording through the rules (none without
+/// rules), and how they were obtained, in words; `bar` makes a progress bar.
+fn rule_states(
+    src: &Sources,
+    until_end: u64,
+    focus: &Focus,
+    bar: impl Fn(u64, &str) -> Progress,
+) -> Result<(Vec<history::Transition>, String), TimelineError> {
+    let Some((dir, set)) = &src.rules else {
+        return Ok((vec![], "not shown: no rules (pass --rules DIR or --config)".to_string()));
+    };
+    let replaying = bar(until_end, "replaying the rules");
+    let all = history::rule_states(&src.recording, until_end, set.clone(), src.topology.clone(), &replaying)?;
+    replaying.finish();
+    let kept = all.into_iter().filter(|t| focus.keeps(&t.subject, src.topology.as_deref())).collect();
+    let how = format!(
+        "replayed from the recording through the rules in {} (the store keeps no history of them)",
+        dir.display()
+    );
+    Ok((kept, how))
+}
+
 /// A timeline drawn.
 #[derive(Debug, Clone)]
 pub struct Drawn {
@@ -285,23 +308,7 @@ pub fn render(request: &Request, now: Nanos, bars: bool) -> Result<Drawn, Timeli
         .or_else(|| matches!(focus, Focus::Job { .. }).then(|| signals::job_rise(&signals.tracks)).flatten())
         .unwrap_or(window.from + (window.to - window.from) / 2);
     signals::rank_tracks(&mut signals.tracks, split);
-    let (transitions, rule_states) = match &src.rules {
-        Some((dir, set)) => {
-            let replaying = bar(signals.until_end, "replaying the rules");
-            let all =
-                history::rule_states(&src.recording, signals.until_end, set.clone(), src.topology.clone(), &replaying)?;
-            replaying.finish();
-            let kept: Vec<_> = all.into_iter().filter(|t| focus.keeps(&t.subject, topology)).collect();
-            (
-                kept,
-                format!(
-                    "replayed from the recording through the rules in {} (the store keeps no history of them)",
-                    dir.display()
-                ),
-            )
-        }
-        None => (vec![], "not shown: no rules (pass --rules DIR or --config)".to_string()),
-    };
+    let (transitions, rule_states) = rule_states(&src, signals.until_end, &focus, bar)?;
     let decisions: Vec<Decision> = decisions
         .into_iter()
         .filter(|d| focus.keeps(&d.proposal.action.target, topology) || focus.keeps(&d.proposal.subject, topology))
