@@ -6,6 +6,8 @@ use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{ArgGroup, Args, Parser, Subcommand};
 use engine::dispatch::Mode;
 use engine::Nanos;
+use ops::control::client::Address;
+use ops::recorded::Files;
 
 /// rocemend watches a RoCE GPU fabric, evaluates rules written in Rhai, and heals what it finds.
 #[derive(Debug, Parser)]
@@ -263,7 +265,7 @@ pub enum Command {
         #[command(flatten)]
         socket: Socket,
         /// Only these kinds (repeatable); "lagged" (events this client missed) always comes.
-        #[arg(long = "kind", value_name = "KIND", value_parser = PossibleValuesParser::new(crate::control::events::KINDS))]
+        #[arg(long = "kind", value_name = "KIND", value_parser = PossibleValuesParser::new(ops::control::events::KINDS))]
         kinds: Vec<String>,
         /// Print JSON lines.
         #[arg(long)]
@@ -348,6 +350,26 @@ pub struct TimelineArgs {
     pub out: PathBuf,
 }
 
+impl TimelineArgs {
+    /// What the page is asked to show.
+    pub fn request(&self) -> ops::timeline::Request {
+        ops::timeline::Request {
+            files: Files {
+                config: self.config.clone(),
+                recording: self.recording.clone(),
+                state: self.state.clone(),
+                inventory: self.inventory.clone(),
+            },
+            from: self.from.clone(),
+            to: self.to.clone(),
+            job: self.job.clone(),
+            node: self.node.clone(),
+            incident: self.incident.clone(),
+            rules: self.rules.clone(),
+        }
+    }
+}
+
 /// `rocemend why`.
 #[derive(Debug, Args)]
 pub struct WhyArgs {
@@ -361,7 +383,7 @@ pub struct WhyArgs {
     #[arg(long, allow_hyphen_values = true, requires = "from")]
     pub to: Option<String>,
     /// Relative rise of the step time that counts as a regression.
-    #[arg(long, default_value_t = crate::why::window::DEFAULT_THRESHOLD)]
+    #[arg(long, default_value_t = ops::why::window::DEFAULT_THRESHOLD)]
     pub threshold: f64,
     /// One JSON document instead of text.
     #[arg(long)]
@@ -378,6 +400,24 @@ pub struct WhyArgs {
     /// The inventory, instead of the config's.
     #[arg(long)]
     pub inventory: Option<PathBuf>,
+}
+
+impl WhyArgs {
+    /// What the analysis is asked.
+    pub fn request(&self) -> ops::why::Request {
+        ops::why::Request {
+            job: self.job.clone(),
+            from: self.from.clone(),
+            to: self.to.clone(),
+            threshold: self.threshold,
+            files: Files {
+                config: self.config.clone(),
+                recording: self.recording.clone(),
+                state: self.state.clone(),
+                inventory: self.inventory.clone(),
+            },
+        }
+    }
 }
 
 /// `rocemend breaker …`.
@@ -423,7 +463,7 @@ pub enum JobCommand {
 #[derive(Debug, Args)]
 pub struct Socket {
     /// The daemon's control socket.
-    #[arg(long = "socket", env = "ROCEMEND_SOCKET", default_value = crate::control::client::DEFAULT_SOCKET)]
+    #[arg(long = "socket", env = "ROCEMEND_SOCKET", default_value = ops::control::client::DEFAULT_SOCKET)]
     pub path: PathBuf,
     /// The daemon's TCP control address (host:port) instead of the socket; needs --ca.
     #[arg(long, env = "ROCEMEND_ADDR", requires = "ca")]
@@ -437,17 +477,16 @@ pub struct Socket {
 }
 
 impl Socket {
-    /// The client's target.
-    pub fn target(&self) -> anyhow::Result<crate::control::client::Target> {
-        use crate::control::client::Target;
-        let Some(addr) = &self.addr else { return Ok(Target::Unix(self.path.clone())) };
+    /// Where the client connects.
+    pub fn address(&self) -> anyhow::Result<Address> {
+        let Some(addr) = &self.addr else { return Ok(Address::Unix(self.path.clone())) };
         let ca =
             self.ca.clone().ok_or_else(|| anyhow::anyhow!("--addr needs --ca: the daemon's TCP listener is TLS"))?;
         let token = match &self.token_file {
-            Some(p) => Some(crate::control::auth::read_token(p)?),
+            Some(p) => Some(ops::control::auth::read_token(p)?),
             None => None,
         };
-        Ok(Target::Tcp { addr: addr.clone(), ca, token })
+        Ok(Address::Tcp { addr: addr.clone(), ca, token })
     }
 }
 

@@ -4,30 +4,13 @@
 
 mod cli;
 mod commands;
-mod config;
-mod control;
 mod embedded;
-mod metrics;
-mod plan;
-mod progress;
-mod report;
-mod timeline;
-mod web;
-mod why;
 mod wiring;
 
 use std::process::ExitCode;
 
 use clap::Parser;
-
-/// What a command found, beyond "it ran".
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Exit {
-    /// Everything as expected.
-    Ok,
-    /// The command ran and found something wrong (exit 1).
-    Findings,
-}
+use commands::Exit;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();

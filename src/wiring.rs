@@ -1,26 +1,72 @@
-//! Wiring: turning configuration into a running daemon's parts: the
-//! inventory, the rules, the configured sensors and fleet coordination.
+//! Wiring: the one place that knows every concrete crate. It builds the
+//! configured sensors and the playbook's actuators for `ops`' build step
+//! ([`Wiring`], its `Components`), tells each host actuator the daemon's
+//! node, loads the rules for reloads and attaches fleet coordination.
 //! The playbook's actuators and dispatcher are `actuators::registry`.
 
 use std::path::Path;
 use std::sync::Arc;
 
-use anyhow::Context;
-use engine::dispatch::Dispatcher;
+use actuators::registry::PlaybookError;
+use engine::config::{Key, TomlError};
+use engine::dispatch::{ActuatorRoute, DispatchConfig, Dispatcher};
 use engine::playbook::Playbook;
+use engine::policy::PolicySettings;
 use engine::rule::{self, Helpers, RuleSet};
 use engine::runtime::SensorSlot;
 use engine::{BuildError, Errors, RuleErrors, Topology};
+use ops::config::DaemonConfig;
+use ops::plan::Components;
 
-use crate::config::DaemonConfig;
+/// The concrete sensors and actuators of this binary, for `ops`' build step.
+pub struct Wiring;
 
-/// This daemon's node: the config's `node`, else this host's short name.
-pub fn node(config: &DaemonConfig) -> anyhow::Result<String> {
-    match &config.node {
-        Some(node) => Ok(node.clone()),
-        None => actuators::link::config::local_node()
-            .context("the config has no `node`, and this host's name cannot be read (set `node`)"),
+impl Components for Wiring {
+    fn local_node(&self) -> std::io::Result<String> {
+        actuators::link::config::local_node()
     }
+
+    fn one_node(&self, playbook: &mut Playbook, node: &str) -> Vec<TomlError> {
+        match one_node(playbook, node) {
+            Ok(()) => Vec::new(),
+            Err(problems) => problems.into_iter().map(|m| playbook.error(&["actuator".into()], m)).collect(),
+        }
+    }
+
+    fn sensors(
+        &self,
+        config: &DaemonConfig,
+        inventory: Option<&Topology>,
+    ) -> Result<Vec<SensorSlot>, Errors<BuildError>> {
+        sensors(config, inventory)
+    }
+
+    fn routes(&self, playbook: &Playbook, inventory: Option<&Topology>) -> Result<Vec<ActuatorRoute>, Vec<TomlError>> {
+        actuators::registry::routes(playbook, inventory)
+            .map_err(|errors| errors.into_iter().map(|e| actuator_error(playbook, e)).collect())
+    }
+
+    fn dispatch_config(
+        &self,
+        playbook: &Playbook,
+        routes: Vec<ActuatorRoute>,
+        policy: PolicySettings,
+        topology: Option<Arc<Topology>>,
+    ) -> DispatchConfig {
+        actuators::registry::dispatch_config(playbook, routes, policy, topology)
+    }
+}
+
+/// An actuator that could not be built, placed at its `[[actuator]]`.
+fn actuator_error(playbook: &Playbook, error: PlaybookError) -> TomlError {
+    let at: Vec<Key<'_>> = match &error {
+        PlaybookError::Actuator { error, .. } => match playbook.actuator.iter().position(|a| a.name == error.name()) {
+            Some(i) => vec!["actuator".into(), i.into()],
+            None => vec!["actuator".into()],
+        },
+        _ => Vec::new(),
+    };
+    playbook.error(&at, error.to_string())
 }
 
 /// Where an actuator kind keeps "the node this daemon runs on": the
@@ -48,7 +94,7 @@ fn table_at<'a>(table: &'a mut toml::Table, path: &[&str]) -> Option<&'a mut tom
 /// `node`: one identity for the series' `node` label and every actuator
 /// that compares an action's node with its own. An actuator that names
 /// another node is an error, for `check` and `run` alike.
-pub fn one_node(playbook: &mut Playbook, node: &str) -> Result<(), Vec<String>> {
+fn one_node(playbook: &mut Playbook, node: &str) -> Result<(), Vec<String>> {
     let mut errors = Vec::new();
     let name = playbook.name.clone();
     for entry in &mut playbook.actuator {
@@ -75,14 +121,6 @@ pub fn one_node(playbook: &mut Playbook, node: &str) -> Result<(), Vec<String>> 
         Ok(())
     } else {
         Err(errors)
-    }
-}
-
-/// Loads an inventory, if one is named.
-pub fn topology(path: Option<&Path>) -> anyhow::Result<Option<Arc<Topology>>> {
-    match path {
-        None => Ok(None),
-        Some(p) => Ok(Some(Arc::new(Topology::load(p)?))),
     }
 }
 
@@ -184,17 +222,8 @@ pub fn sensors(config: &DaemonConfig, inventory: Option<&Topology>) -> Result<Ve
     Errors::or_ok(errors, slots)
 }
 
-/// The rule directory a daemon uses: the config's, else the playbook's.
-pub fn rules_dir(config: &DaemonConfig, playbook: &Playbook) -> anyhow::Result<std::path::PathBuf> {
-    config
-        .rules
-        .clone()
-        .or_else(|| playbook.rules_dir(&config.playbook))
-        .context("no rule directory: set `rules` in the config or in the playbook")
-}
-
 #[cfg(test)]
-mod node_tests {
+mod tests {
     use super::*;
 
     fn playbook(text: &str) -> Playbook {
@@ -224,5 +253,21 @@ mod node_tests {
             "{}",
             errors[0]
         );
+    }
+
+    #[test]
+    fn the_packaged_example_configs_load() {
+        // The switches the aggregator names are those of the example inventory.
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let inventory = Topology::load(&root.join("docs/examples/inventory.toml")).unwrap();
+        for example in ["packaging/examples/node.toml", "packaging/examples/switch-aggregator.toml"] {
+            let config = DaemonConfig::load(&root.join(example)).unwrap_or_else(|e| panic!("{example}: {e}"));
+            assert!(config.metrics.listen.is_some(), "{example} shows the metrics endpoint");
+            for s in &config.sensor {
+                let name = s.name.clone().unwrap_or_else(|| s.kind.clone());
+                sensors::build_in(&s.kind, &name, s.settings.clone(), Some(&inventory))
+                    .unwrap_or_else(|e| panic!("{example}: sensor {name}: {e}"));
+            }
+        }
     }
 }

@@ -12,7 +12,9 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::{daemon_config, decode_lines, have_sh, script, sh_quote, slow_step_playbook, text, toml_path, Daemon};
+use common::{
+    daemon_config, decode_lines, have_sh, script, sh_quote, slow_step_playbook, text, toml_path, Daemon, SLOW_STEP,
+};
 use engine::dispatch::{Decision, Phase, Verdict};
 
 /// The script's call log, one `VERB NODE` a line.
@@ -169,32 +171,25 @@ fn resolve_ends_an_incident_as_its_rule_would_and_only_once() {
     assert!(daemon.stop().success(), "{}", daemon.log());
 }
 
-/// A rule that asks for a cordon (waits for approval) and a drain (one per
-/// window: the second node's is over the limit, which trips the breaker).
-const CORDON_AND_DRAIN: &str = r#"
-fn fire(w) { w.step > 2.0 }
-fn clear(w) { w.step <= 2.0 }
-#{
-    name: "slow-step",
-    description: "A training step took more than 2 s",
-    severity: "warning",
-    mode: "enforce",
-    select: ["job_step_time_seconds"],
-    group_by: ["job", "node"],
-    windows: #{ step: last("job_step_time_seconds") },
-    actions: [
+/// The slow-step rule (`common::SLOW_STEP`) asking for a cordon (waits for
+/// approval) and a drain (one per window: the second node's is over the
+/// limit, which trips the breaker).
+fn cordon_and_drain() -> String {
+    let cordon = r#"actions: [ #{ action: "node.cordon", target: #{ node: "{node}" } } ],"#;
+    assert!(SLOW_STEP.contains(cordon), "SLOW_STEP asks for a cordon");
+    let both = r#"actions: [
         #{ action: "node.cordon", target: #{ node: "{node}" } },
         #{ action: "node.drain", target: #{ node: "{node}" } },
-    ],
+    ],"#;
+    SLOW_STEP.replace(cordon, both)
 }
-"#;
 
 #[test]
 fn status_shows_the_breakers_trips_when_approvals_expire_and_the_silences() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     let playbook = slow_step_playbook(dir);
-    std::fs::write(dir.join("rules/slow_step.rhai"), CORDON_AND_DRAIN).unwrap();
+    std::fs::write(dir.join("rules/slow_step.rhai"), cordon_and_drain()).unwrap();
     let mut text = std::fs::read_to_string(&playbook).unwrap();
     text.push_str(
         "\n[breaker]\ntrip_after = 1\n\n[limits]\nper_kind = { \"node.drain\" = 1 }\n\n\

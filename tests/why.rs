@@ -3,16 +3,13 @@
 //! for their place and strength), and by randomized faults with jitter and
 //! a second small fault. `why` must name the faulty element first.
 
-#[allow(dead_code)]
-#[path = "../src/why/mod.rs"]
-mod why;
-
 mod common;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use engine::{Nanos, Topology, SECOND};
+use ops::why;
 use sim::fabric::Selector;
 use sim::why_cases::{self, Case, Fault, Kind};
 
@@ -54,7 +51,7 @@ fn ranked(case: &Case, topology: &Arc<Topology>, span: Option<(Nanos, Nanos)>) -
     let bytes = why_cases::record(case, topology.clone());
     let rec = why::series::read(&bytes[..], "case").map_err(|e| e.to_string())?;
     let q = why::Query { job: &case.job, span, threshold: why::window::DEFAULT_THRESHOLD, topology: Some(topology) };
-    let report = why::analyze(&rec, &q, &[], |_| String::new())?;
+    let report = why::analyze(&rec, &q, &[], |_| String::new()).map_err(|e| e.to_string())?;
     Ok(report.ranking.iter().map(|r| r.element.to_string()).collect())
 }
 

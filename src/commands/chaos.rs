@@ -14,12 +14,11 @@ use engine::dispatch::{Decision, Mode};
 use engine::playbook::Playbook;
 use engine::{Nanos, Topology};
 
-use crate::config::DaemonConfig;
-use crate::control::client::{self, Target};
-use crate::control::pb::ListDecisionsRequest;
-use crate::progress::Progress;
-use crate::wiring;
-use crate::Exit;
+use ops::config::DaemonConfig;
+use ops::control::client::{self, Address};
+use ops::progress::Progress;
+
+use super::Exit;
 
 /// What `rocemend chaos run` was asked.
 pub struct RunArgs {
@@ -52,15 +51,7 @@ impl AttachedDaemon for ControlSocket {
     }
 
     async fn decisions_since(&self, since: Nanos) -> Result<Vec<Decision>, String> {
-        let request = ListDecisionsRequest { since_ns: since, rule: String::new(), target: String::new() };
-        let mut client = client::connect(&Target::Unix(self.0.clone())).await.map_err(|e| format!("{e:#}"))?;
-        let reply = client.list_decisions(request).await.map_err(|s| s.message().to_string())?;
-        reply
-            .into_inner()
-            .decisions_json
-            .iter()
-            .map(|text| serde_json::from_str(text).map_err(|e| format!("a decision it sent: {e}")))
-            .collect()
+        client::decisions(&Address::Unix(self.0.clone()), since).await.map_err(|e| ops::report::chain(&e))
     }
 }
 
@@ -77,9 +68,12 @@ impl Site {
     fn read(path: &Path) -> anyhow::Result<Site> {
         let config = DaemonConfig::load(path)?;
         let playbook = Playbook::load(&config.playbook)?;
-        let rules = wiring::rules_dir(&config, &playbook).with_context(|| format!("config {}", path.display()))?;
+        let rules = config
+            .rules_dir(&playbook)
+            .context("no rule directory: set `rules` in the config or in the playbook")
+            .with_context(|| format!("config {}", path.display()))?;
         let inventory =
-            wiring::topology(config.inventory.as_deref()).with_context(|| format!("config {}", path.display()))?;
+            ops::config::topology(config.inventory.as_deref()).with_context(|| format!("config {}", path.display()))?;
         Ok(Site { playbook: config.playbook, rules, inventory })
     }
 }

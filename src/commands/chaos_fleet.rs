@@ -15,7 +15,7 @@ use chaos::fleet_day::{self, FleetReport, Options};
 use chaos::run::AttachedDaemon;
 
 use super::chaos::ControlSocket;
-use crate::Exit;
+use super::Exit;
 
 /// Keeps the game's directory (every daemon's config, log and state) and
 /// prints where: for looking into a game after it ran.

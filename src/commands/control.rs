@@ -1,128 +1,155 @@
-//! The verbs that talk to a running daemon over its control API.
+//! The verbs that talk to a running daemon over its control API: each one
+//! call, its reply printed as `ops::control::view` tells it (`--json`: the
+//! daemon's own records, one per line).
 
-use anyhow::Context;
-use engine::dispatch::Decision;
-use engine::policy::BreakerState;
+use engine::Mode;
+use ops::control::client::{Address, Blocking, WatchEnd};
+use ops::control::{pb, view};
 
-use crate::control::client::{connect, Target};
-use crate::control::pb;
-use crate::report::{rfc3339, verdict_line};
-use crate::Exit;
+use super::Exit;
 
-pub(super) fn decode<T: serde::de::DeserializeOwned>(text: &str) -> anyhow::Result<T> {
-    serde_json::from_str(text).context("the daemon sent a record this version cannot read")
-}
-
-/// The daemon's refusal in its own words; INVALID_ARGUMENT (the request
-/// names something the daemon does not have) as a usage error, exit 2.
-pub(super) fn status_error(e: tonic::Status) -> anyhow::Error {
-    match e.code() {
-        tonic::Code::InvalidArgument => anyhow::Error::new(super::Refused(e.message().to_string())),
-        _ => anyhow::anyhow!("{}", e.message()),
-    }
+/// `rocemend status`.
+pub fn status(address: &Address, json: bool) -> anyhow::Result<Exit> {
+    let s = Blocking::connect(address)?.call(async |c| c.status(pb::StatusRequest {}).await)?;
+    print!("{}", if json { view::status_json(&s)? } else { view::status(&s)? });
+    Ok(Exit::Ok)
 }
 
 /// `rocemend decisions`.
 pub fn decisions(
-    daemon: &Target,
+    address: &Address,
     since: Option<i64>,
     rule: Option<String>,
     target: Option<String>,
     json: bool,
 ) -> anyhow::Result<Exit> {
-    let reply = super::runtime()?.block_on(async {
-        let request = pb::ListDecisionsRequest {
-            since_ns: since.unwrap_or(0),
-            rule: rule.unwrap_or_default(),
-            target: target.unwrap_or_default(),
-        };
-        connect(daemon).await?.list_decisions(request).await.map_err(status_error)
-    })?;
-    let list = reply.into_inner().decisions_json;
-    if json {
-        for line in &list {
-            println!("{line}");
-        }
-        return Ok(Exit::Ok);
-    }
-    println!("{:<10}  {:<24}  {:<22}  {:<8}  {:<18}  action / reason", "ID", "DECIDED", "RULE", "MODE", "VERDICT");
-    for text in &list {
-        let d: Decision = decode(text)?;
-        let what = match (&d.undo_of, d.verdict.reason()) {
-            (Some(of), _) => format!("undo of {of}: {}", d.proposal.action),
-            (None, Some(reason)) => format!("{}  — {reason}", d.proposal.action),
-            (None, None) => d.proposal.action.to_string(),
-        };
-        println!(
-            "{:<10}  {:<24}  {:<22}  {:<8}  {:<18}  {what}",
-            d.id,
-            rfc3339(d.proposal.decided_at),
-            d.proposal.rule,
-            d.mode.as_str(),
-            d.verdict.name()
-        );
-    }
-    println!("{} decisions", list.len());
+    let request = pb::ListDecisionsRequest {
+        since_ns: since.unwrap_or(0),
+        rule: rule.unwrap_or_default(),
+        target: target.unwrap_or_default(),
+    };
+    let list = Blocking::connect(address)?.call(async |c| c.list_decisions(request).await)?.decisions_json;
+    print!("{}", if json { view::lines(&list) } else { view::decisions(&list)? });
+    Ok(Exit::Ok)
+}
+
+/// `rocemend explain ID`.
+pub fn explain(address: &Address, id: &str, json: bool) -> anyhow::Result<Exit> {
+    let request = pb::ExplainRequest { id: id.to_string() };
+    let chain = Blocking::connect(address)?.call(async |c| c.explain(request).await)?.decisions_json;
+    print!("{}", if json { view::lines(&chain) } else { view::explain(&chain)? });
     Ok(Exit::Ok)
 }
 
 /// `rocemend approve ID` / `reject ID`.
-pub fn approve(target: &Target, id: &str, by: &str, approve: bool) -> anyhow::Result<Exit> {
-    let reply = super::runtime()?.block_on(async {
-        let mut client = connect(target).await?;
-        let request = pb::DecisionRequest { id: id.to_string(), by: by.to_string() };
-        if approve {
-            client.approve(request).await.map_err(status_error)
-        } else {
-            client.reject(request).await.map_err(status_error)
-        }
-    })?;
-    let d: Decision = decode(&reply.into_inner().decision_json)?;
-    println!("{}  {}  {}", d.id, d.proposal.action, verdict_line(&d));
+pub fn approve(address: &Address, id: &str, by: &str, approve: bool) -> anyhow::Result<Exit> {
+    let request = pb::DecisionRequest { id: id.to_string(), by: by.to_string() };
+    let mut daemon = Blocking::connect(address)?;
+    let reply = if approve {
+        daemon.call(async |c| c.approve(request).await)?
+    } else {
+        daemon.call(async |c| c.reject(request).await)?
+    };
+    print!("{}", view::decided(&reply.decision_json)?);
+    Ok(Exit::Ok)
+}
+
+/// `rocemend undo ID`: exit 1 when the restore failed (the action is
+/// still in effect).
+pub fn undo(address: &Address, id: &str, by: &str) -> anyhow::Result<Exit> {
+    let request = pb::DecisionRequest { id: id.to_string(), by: by.to_string() };
+    let reply = Blocking::connect(address)?.call(async |c| c.undo(request).await)?;
+    let (text, failed) = view::undone(id, &reply.decision_json)?;
+    print!("{text}");
+    Ok(if failed { Exit::Findings } else { Exit::Ok })
+}
+
+/// `rocemend resolve INCIDENT`.
+pub fn resolve(address: &Address, id: &str, by: &str) -> anyhow::Result<Exit> {
+    let request = pb::ResolveIncidentRequest { id: id.to_string(), by: by.to_string() };
+    let reply = Blocking::connect(address)?.call(async |c| c.resolve_incident(request).await)?;
+    print!("{}", view::resolved(id, &reply)?);
     Ok(Exit::Ok)
 }
 
 /// `rocemend breaker reset`.
-pub fn breaker_reset(target: &Target, by: &str) -> anyhow::Result<Exit> {
-    let reply = super::runtime()?.block_on(async {
-        connect(target).await?.reset_breaker(pb::ResetBreakerRequest { by: by.to_string() }).await.map_err(status_error)
-    })?;
-    let previous: BreakerState = decode(&reply.into_inner().previous_json)?;
-    match previous.tripped_at {
-        Some(at) => println!("breaker reset (it had tripped at {}: {})", rfc3339(at), previous.reason),
-        None => println!("breaker reset (it was not tripped)"),
-    }
+pub fn breaker_reset(address: &Address, by: &str) -> anyhow::Result<Exit> {
+    let request = pb::ResetBreakerRequest { by: by.to_string() };
+    let reply = Blocking::connect(address)?.call(async |c| c.reset_breaker(request).await)?;
+    print!("{}", view::breaker_reset(&reply.previous_json)?);
     Ok(Exit::Ok)
 }
 
 /// `rocemend mode MODE`.
-pub fn set_mode(target: &Target, mode: engine::Mode, by: &str) -> anyhow::Result<Exit> {
-    super::runtime()?.block_on(async {
-        let request = pb::SetModeRequest { mode: mode.as_str().to_string(), by: by.to_string() };
-        connect(target).await?.set_mode(request).await.map_err(status_error)
-    })?;
+pub fn set_mode(address: &Address, mode: Mode, by: &str) -> anyhow::Result<Exit> {
+    let request = pb::SetModeRequest { mode: mode.as_str().to_string(), by: by.to_string() };
+    Blocking::connect(address)?.call(async |c| c.set_mode(request).await)?;
     println!("mode {mode}");
     Ok(Exit::Ok)
 }
 
 /// `rocemend reload [--allow-shrink]`: exits non-zero with the daemon's
 /// reasons when it refuses the new rules.
-pub fn reload(target: &Target, allow_shrink: bool) -> anyhow::Result<Exit> {
-    let reply = super::runtime()?.block_on(async {
-        connect(target).await?.reload(pb::ReloadRequest { allow_shrink }).await.map_err(status_error)
-    })?;
-    let r = reply.into_inner();
-    println!(
-        "reloaded: {} unchanged, {} changed, {} added, {} removed",
-        r.unchanged,
-        r.changed.len(),
-        r.added.len(),
-        r.removed.len()
-    );
-    for (what, names) in [("changed", &r.changed), ("added", &r.added), ("removed", &r.removed)] {
-        if !names.is_empty() {
-            println!("  {what}: {}", names.join(", "));
-        }
+pub fn reload(address: &Address, allow_shrink: bool) -> anyhow::Result<Exit> {
+    let reply = Blocking::connect(address)?.call(async |c| c.reload(pb::ReloadRequest { allow_shrink }).await)?;
+    print!("{}", view::reloaded(&reply));
+    Ok(Exit::Ok)
+}
+
+/// `rocemend incidents`.
+pub fn incidents(address: &Address, since: Option<i64>, json: bool) -> anyhow::Result<Exit> {
+    let request = pb::ListIncidentsRequest { since_ns: since.unwrap_or(0) };
+    let list = Blocking::connect(address)?.call(async |c| c.list_incidents(request).await)?.incidents;
+    print!("{}", if json { view::incidents_json(&list) } else { view::incidents(&list) });
+    Ok(Exit::Ok)
+}
+
+/// `rocemend rules`.
+pub fn rules(address: &Address, json: bool) -> anyhow::Result<Exit> {
+    let list = Blocking::connect(address)?.call(async |c| c.list_rules(pb::ListRulesRequest {}).await)?.rules;
+    print!("{}", if json { view::rules_json(&list) } else { view::rules(&list) });
+    Ok(Exit::Ok)
+}
+
+/// `rocemend instances`.
+pub fn instances(address: &Address, rule: Option<String>, json: bool) -> anyhow::Result<Exit> {
+    let request = pb::ListInstancesRequest { rule: rule.unwrap_or_default() };
+    let list = Blocking::connect(address)?.call(async |c| c.list_instances(request).await)?.instances;
+    print!("{}", if json { view::instances_json(&list) } else { view::instances(&list) });
+    Ok(Exit::Ok)
+}
+
+/// `rocemend silence`.
+pub fn silence(address: &Address, request: pb::SilenceRequest, json: bool) -> anyhow::Result<Exit> {
+    let record = Blocking::connect(address)?.call(async |c| c.silence(request).await)?.silence_json;
+    if json {
+        println!("{record}");
+    } else {
+        print!("{}", view::silenced(&record)?);
     }
+    Ok(Exit::Ok)
+}
+
+/// `rocemend unsilence ID`.
+pub fn unsilence(address: &Address, id: &str) -> anyhow::Result<Exit> {
+    let request = pb::UnsilenceRequest { id: id.to_string() };
+    Blocking::connect(address)?.call(async |c| c.unsilence(request).await)?;
+    println!("{id} lifted");
+    Ok(Exit::Ok)
+}
+
+/// `rocemend watch`: prints events until the daemon stops or Ctrl-C.
+pub fn watch(address: &Address, kinds: Vec<String>, json: bool) -> anyhow::Result<Exit> {
+    let end = Blocking::connect(address)?.watch(kinds, |e| print!("{}", view::event(&e, json)))?;
+    if end == WatchEnd::Closed {
+        eprintln!("the daemon closed the stream (it is shutting down)");
+    }
+    Ok(Exit::Ok)
+}
+
+/// `rocemend job push`.
+pub fn job_push(address: &Address, request: pb::PushJobRequest) -> anyhow::Result<Exit> {
+    let reply = Blocking::connect(address)?.call(async |c| c.push_job(request).await)?;
+    println!("{} samples", reply.samples);
     Ok(Exit::Ok)
 }

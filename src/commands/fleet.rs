@@ -1,9 +1,10 @@
 //! `rocemend fleet status` and `rocemend fleet reset-breaker`: the fleet's
 //! shared state, read from and written to etcd directly (no daemon needed).
 
+use ops::config::DaemonConfig;
+
+use super::Exit;
 use crate::cli::FleetSource;
-use crate::config::DaemonConfig;
-use crate::Exit;
 
 /// The settings to reach etcd with: the config's `[fleet]` table, its
 /// endpoints replaced by `--etcd` when given.

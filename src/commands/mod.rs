@@ -1,27 +1,33 @@
-//! One module per verb.
+//! One module per verb, or per family of verbs: each reads its flags,
+//! calls the crates and prints what they return.
 
 mod chaos;
 mod chaos_fleet;
 mod check;
 mod control;
 mod demo;
-mod explain;
 mod fleet;
-mod job;
-mod ops;
 mod preview;
 mod replay;
 mod run;
 mod sensors;
-mod silence;
 mod sim;
-mod status;
 mod test;
-mod undo;
-pub(crate) mod why;
+mod timeline;
+mod why;
+
+use ops::control::client::ClientError;
 
 use crate::cli::{BreakerCommand, ChaosCommand, Cli, Command, FleetCommand, JobCommand, SensorsCommand, SimCommand};
-use crate::Exit;
+
+/// What a command found, beyond "it ran".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// Everything as expected.
+    Ok,
+    /// The command ran and found something wrong (exit 1).
+    Findings,
+}
 
 /// Runs the verb.
 pub fn run(cli: Cli) -> anyhow::Result<Exit> {
@@ -35,7 +41,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
             replay::replay(&recording, &rules, diff.as_deref(), inventory.as_deref(), json)
         }
         Command::Preview { playbook, recording, diff, inventory, config, json } => {
-            preview::preview(&preview::PreviewArgs {
+            preview::preview(&ops::preview::Request {
                 playbook: &playbook,
                 recording: &recording,
                 diff: diff.as_deref(),
@@ -68,7 +74,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
         Command::Chaos { command: ChaosCommand::Fleet { scenario, out, quiet } } => {
             chaos_fleet::run(&scenario, &out, quiet)
         }
-        Command::Timeline(args) => crate::timeline::run(&args),
+        Command::Timeline(args) => timeline::run(&args),
         Command::Why(args) => why::run(&args),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
@@ -96,28 +102,17 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
     }
 }
 
-/// A request the daemon refused as wrongly put (gRPC INVALID_ARGUMENT: an
-/// unknown rule, a bad name): a usage error like those clap finds, exit 2,
-/// only found later because only the daemon knows what it has loaded.
-#[derive(Debug)]
-pub(crate) struct Refused(pub String);
-
-impl std::fmt::Display for Refused {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Refused {}
-
 /// The verbs that talk to a running daemon. Their failures (no daemon, an
 /// unknown id, a refused reload) are failures of the request, not of its
 /// spelling: exit 1, leaving 2 to usage errors, which clap finds before
-/// connecting, or the daemon finds and says so ([`Refused`]).
+/// connecting, or the daemon finds and says so ([`ClientError::Refused`]:
+/// a request the daemon refused as wrongly put, INVALID_ARGUMENT: an
+/// unknown rule, a bad name, found only then because only the daemon knows
+/// what it has loaded).
 fn talk(verb: Command) -> anyhow::Result<Exit> {
     match talk_inner(verb) {
         Ok(outcome) => Ok(outcome),
-        Err(error) if error.downcast_ref::<Refused>().is_some() => Err(error),
+        Err(error) if matches!(error.downcast_ref::<ClientError>(), Some(ClientError::Refused(_))) => Err(error),
         Err(error) => {
             eprintln!("error: {error:#}");
             Ok(Exit::Findings)
@@ -132,60 +127,52 @@ fn since(span: Option<crate::cli::Span>) -> Option<i64> {
 
 fn talk_inner(verb: Command) -> anyhow::Result<Exit> {
     match verb {
-        Command::Status { socket, json } => status::status(&socket.target()?, json),
+        Command::Status { socket, json } => control::status(&socket.address()?, json),
         Command::Decisions { socket, since: s, rule, target, json } => {
-            control::decisions(&socket.target()?, since(s), rule, target, json)
+            control::decisions(&socket.address()?, since(s), rule, target, json)
         }
-        Command::Explain { id, socket, json } => explain::explain(&socket.target()?, &id, json),
-        Command::Approve { id, socket, by } => control::approve(&socket.target()?, &id, &by.name, true),
-        Command::Reject { id, socket, by } => control::approve(&socket.target()?, &id, &by.name, false),
-        Command::Undo { id, socket, by } => undo::undo(&socket.target()?, &id, &by.name),
-        Command::Resolve { id, socket, by } => undo::resolve(&socket.target()?, &id, &by.name),
+        Command::Explain { id, socket, json } => control::explain(&socket.address()?, &id, json),
+        Command::Approve { id, socket, by } => control::approve(&socket.address()?, &id, &by.name, true),
+        Command::Reject { id, socket, by } => control::approve(&socket.address()?, &id, &by.name, false),
+        Command::Undo { id, socket, by } => control::undo(&socket.address()?, &id, &by.name),
+        Command::Resolve { id, socket, by } => control::resolve(&socket.address()?, &id, &by.name),
         Command::Breaker { command: BreakerCommand::Reset { socket, by } } => {
-            control::breaker_reset(&socket.target()?, &by.name)
+            control::breaker_reset(&socket.address()?, &by.name)
         }
-        Command::Mode { mode, by, socket } => control::set_mode(&socket.target()?, mode, &by.name),
-        Command::Reload { allow_shrink, socket } => control::reload(&socket.target()?, allow_shrink),
-        Command::Incidents { socket, since: s, json } => ops::incidents(&socket.target()?, since(s), json),
-        Command::Rules { socket, json } => ops::rules(&socket.target()?, json),
-        Command::Instances { socket, rule, json } => ops::instances(&socket.target()?, rule, json),
+        Command::Mode { mode, by, socket } => control::set_mode(&socket.address()?, mode, &by.name),
+        Command::Reload { allow_shrink, socket } => control::reload(&socket.address()?, allow_shrink),
+        Command::Incidents { socket, since: s, json } => control::incidents(&socket.address()?, since(s), json),
+        Command::Rules { socket, json } => control::rules(&socket.address()?, json),
+        Command::Instances { socket, rule, json } => control::instances(&socket.address()?, rule, json),
         Command::Silence { socket, rule, target, duration, reason, by, json } => {
-            let args = silence::SilenceArgs { rule, target, duration, reason, by: by.name };
-            silence::silence(&socket.target()?, args, json)
+            let request = ops::control::pb::SilenceRequest {
+                rule: rule.unwrap_or_default(),
+                target: target.unwrap_or_default(),
+                duration: duration.text,
+                by: by.name,
+                reason,
+            };
+            control::silence(&socket.address()?, request, json)
         }
-        Command::Unsilence { id, socket } => silence::unsilence(&socket.target()?, &id),
-        Command::Watch { socket, kinds, json } => ops::watch(&socket.target()?, kinds, json),
+        Command::Unsilence { id, socket } => control::unsilence(&socket.address()?, &id),
+        Command::Watch { socket, kinds, json } => control::watch(&socket.address()?, kinds, json),
         Command::Job { command: JobCommand::Push { socket, job, nodes, step_time, busbw, algbw } } => {
-            job::job_push(&socket.target()?, job::JobArgs { job, nodes, step_time, busbw, algbw })
+            let request = ops::control::pb::PushJobRequest {
+                job,
+                nodes,
+                at_ns: 0,
+                step_time_seconds: step_time,
+                busbw_gbps: busbw,
+                algbw_gbps: algbw,
+            };
+            control::job_push(&socket.address()?, request)
         }
         other => anyhow::bail!("internal: {other:?} is not a control verb"),
     }
 }
 
-/// A tokio runtime for the verbs that need one. Two workers: the machine
-/// this daemon targets spends its cores on training, not on us.
-///
-/// Its threads block SIGPIPE. `main` gives the CLI verbs SIGPIPE's default
-/// disposition so that a closed stdout ends them quietly; a daemon that
-/// hangs up on a request (it refuses another user's connection) must not
-/// kill them the same way before they can say so. A write on a socket raises
-/// SIGPIPE in the thread that wrote, and the socket I/O runs on these
-/// threads, so there it stays pending and the write fails with EPIPE.
+/// The runtime of the verbs that run async parts here: the control
+/// client's ([`ops::control::client::runtime`]).
 pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    Ok(tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .on_thread_start(block_sigpipe)
-        .build()?)
-}
-
-fn block_sigpipe() {
-    // SAFETY: the set is initialised by sigemptyset before use, and
-    // pthread_sigmask only changes the calling thread's mask.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, libc::SIGPIPE);
-        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
-    }
+    Ok(ops::control::client::runtime()?)
 }

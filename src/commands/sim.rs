@@ -6,7 +6,7 @@ use std::time::Duration;
 use anyhow::Context;
 use sim::switch::{self, Model};
 
-use crate::Exit;
+use super::Exit;
 
 pub fn switch(listen: &str, ports: usize, tick_ms: u64) -> anyhow::Result<Exit> {
     if ports == 0 || ports > 512 {

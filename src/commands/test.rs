@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use crate::Exit;
+use super::Exit;
 
 /// `rocemend test [rules/ | rules/RULE.rhai]`.
 pub fn test(path: &Path) -> anyhow::Result<Exit> {

@@ -29,8 +29,8 @@ use tokio::sync::{mpsc, watch};
 use self::printer::Printer;
 use self::readback::ReadBack;
 use self::summary::{closed_loop, detections, header};
+use super::Exit;
 use crate::embedded;
-use crate::Exit;
 
 /// `rocemend demo`.
 pub fn demo(speed: f64) -> anyhow::Result<Exit> {

@@ -10,7 +10,7 @@ use engine::runtime::DaemonEvent;
 use engine::{EngineEvent, Nanos, Note};
 
 use super::readback::ReadBack;
-use crate::report::{ms, offset, short, verdict};
+use ops::report::{is_notable, ms, offset, short, verdict};
 
 /// Prints the daemon's events of a demo run.
 pub(super) struct Printer {
@@ -36,9 +36,7 @@ impl Printer {
                 self.faults.push(n.clone());
             }
             DaemonEvent::Note(n) => println!("{}  {:<9} {}", offset(n.ts, self.t0), n.kind, n.text),
-            DaemonEvent::Engine(EngineEvent::Transition { rule, subject, to, at, values, .. })
-                if crate::report::is_notable(*to) =>
-            {
+            DaemonEvent::Engine(EngineEvent::Transition { rule, subject, to, at, values, .. }) if is_notable(*to) => {
                 let values: Vec<String> = values.iter().map(|(k, v)| format!("{k}={}", compact(*v))).collect();
                 println!(
                     "{}  {:<9} {rule} {}  {}",

@@ -7,8 +7,10 @@ use engine::playbook::Playbook;
 use engine::Topology;
 use sim::leaves::LeafServers;
 
+use ops::report::ms;
+use ops::report::table::Table;
+
 use super::printer::Printer;
-use crate::report::ms;
 
 /// What the demo runs on, before it starts.
 pub(super) fn header(
@@ -48,19 +50,18 @@ pub(super) fn header(
 /// Prints which decision answered each fault, and when; returns how many
 /// faults no decision answered.
 pub(super) fn detections(printer: &Printer) -> usize {
-    println!();
-    println!("{:<82} {:<14} {:>24}", "fault", "decided by", "first sample -> decision");
+    let mut t = Table::new(["fault", "decided by", "first sample -> decision"]).right(&[2]);
     let mut missed = 0;
     for (i, fault) in printer.faults.iter().enumerate() {
         match printer.first_decision.get(&i) {
-            Some((rule, at)) => println!("{:<82} {:<14} {:>24}", fault.text, rule, ms(at - fault.ts)),
+            Some((rule, at)) => t.row([fault.text.clone(), rule.clone(), ms(at - fault.ts)]),
             None => {
                 missed += 1;
-                println!("{:<82} {:<14} {:>24}", fault.text, "-", "NOT DETECTED")
+                t.row([fault.text.clone(), "-".into(), "NOT DETECTED".into()]);
             }
         }
     }
-    println!();
+    println!("\n{}", t.render());
     missed
 }
 

@@ -9,18 +9,21 @@ mod signals;
 use std::path::Path;
 
 use engine::runtime;
+use ops::config::Overrides;
+use ops::control::{self, server::ControlService};
+use ops::plan::Blueprint;
+use ops::report;
 use tokio::sync::{mpsc, watch};
 
 use self::parts::Parts;
 use self::signals::{init_logging, spawn_signal_handlers, watch_rules};
-use crate::control::{self, server::ControlService};
-use crate::plan::{Overrides, Plan};
-use crate::{report, wiring, Exit};
+use super::Exit;
+use crate::wiring::{self, Wiring};
 
-/// `rocemend run --config PATH`: builds the same [`Plan`] `check` does, so
-/// it refuses exactly the configs `check` refuses, with the same messages.
+/// `rocemend run --config PATH`: builds the same [`Blueprint`] `check` does,
+/// so it refuses exactly the configs `check` refuses, with the same messages.
 pub fn run(config_path: &Path) -> anyhow::Result<Exit> {
-    let plan = Plan::build(config_path, &Overrides::default()).map_err(|problems| {
+    let plan = Blueprint::build(config_path, &Overrides::default(), &Wiring).map_err(|problems| {
         anyhow::anyhow!(
             "{problems}\n{} problem(s) in the configuration; `rocemend check --config {}` lists them",
             problems.0.len(),
@@ -53,30 +56,26 @@ async fn serve(parts: Parts, config_path: &Path) -> anyhow::Result<()> {
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let (command_tx, command_rx) = mpsc::channel(16);
     let hub = control::events::EventHub::default();
-    let metrics = std::sync::Arc::new(crate::metrics::Metrics::new());
+    let metrics = std::sync::Arc::new(ops::metrics::Metrics::new());
     let service = ControlService::new(command_tx.clone(), ledger.clone(), hub.clone(), job_tx)
         .with_health(health.clone())
         .with_rule_modes(playbook.rule_modes());
     if let Some(web) = web {
-        let fleet = crate::web::fleet::FleetReader::connect(config.fleet.as_ref()).await?;
-        let console = crate::web::routes::Console::new(
-            service.clone(),
-            web.token.clone(),
-            web.is_tls(),
-            config_path.to_path_buf(),
-        )
-        .with_fleet(fleet);
+        let fleet = ops::web::fleet::FleetReader::connect(config.fleet.as_ref()).await?;
+        let console =
+            ops::web::routes::Console::new(service.clone(), web.token.clone(), web.is_tls(), config_path.to_path_buf())
+                .with_fleet(fleet);
         web.serve(console, shutdown_rx.clone())?;
     }
     let control = control::serve::start(settings.socket.clone(), tcp, service, shutdown_rx.clone())?;
     if let Some(addr) = &config.metrics.listen {
-        let endpoint = crate::metrics::http::Endpoint {
+        let endpoint = ops::metrics::http::Endpoint {
             metrics: metrics.clone(),
             commands: command_tx.clone(),
             ledger: Some(ledger),
             health,
         };
-        let (_, serve) = crate::metrics::http::bind(addr, endpoint, shutdown_rx.clone())?;
+        let (_, serve) = ops::metrics::http::bind(addr, endpoint, shutdown_rx.clone())?;
         tokio::spawn(serve);
     }
     spawn_signal_handlers(shutdown_tx.clone(), command_tx.clone())?;
@@ -100,7 +99,7 @@ async fn serve(parts: Parts, config_path: &Path) -> anyhow::Result<()> {
     let _ = shutdown_tx.send(true);
     departure.leave().await;
     if let Ok(Err(error)) = control.await {
-        let error = format!("{error:#}");
+        let error = report::chain(&error);
         tracing::error!(message = "Control API failed.", %error);
     }
     tracing::info!(message = "Stopped.", samples = summary.stats.samples, decisions = summary.decisions);

@@ -1,4 +1,4 @@
-//! The daemon's parts, from its checked [`Plan`]: state store and ledger,
+//! The daemon's parts, from its checked [`Blueprint`]: state store and ledger,
 //! evaluator, dispatcher, sensors (the job sensor of the control API among
 //! them), clock and the control sockets.
 
@@ -10,12 +10,13 @@ use engine::ledger::{Ledger, Retention};
 use engine::playbook::Playbook;
 use engine::runtime::{Daemon, SensorSlot};
 use engine::{Evaluator, HealthBoard, Store};
+use ops::config::DaemonConfig;
+use ops::control;
+use ops::plan::{Blueprint, DaemonSettings};
+use ops::web::server::WebSide;
 use sensors::job::JobPush;
 use tokio::sync::mpsc;
 
-use crate::config::DaemonConfig;
-use crate::control;
-use crate::plan::{DaemonSettings, Plan};
 use crate::wiring;
 
 /// Everything `run` needs, built and checked before anything starts.
@@ -32,14 +33,14 @@ pub(super) struct Parts {
     /// This daemon's node: the `node` label of series that have none.
     pub node: String,
     pub tcp: Option<control::serve::TcpSide>,
-    pub web: Option<crate::web::server::WebSide>,
+    pub web: Option<WebSide>,
 }
 
 impl Parts {
     /// Opens the state and binds the sockets of a checked plan: what is
     /// left to fail here is the machine (a taken port, a locked store).
-    pub fn build(plan: Plan) -> anyhow::Result<Parts> {
-        let Plan { config, settings, node, topology, series, part, mut sensors, tcp, web } = plan;
+    pub fn build(plan: Blueprint) -> anyhow::Result<Parts> {
+        let Blueprint { config, settings, node, topology, series, part, mut sensors, tcp, web } = plan;
         let state_dir = &config.state_dir;
         std::fs::create_dir_all(state_dir)
             .with_context(|| format!("creating state directory {}", state_dir.display()))?;
@@ -61,8 +62,8 @@ impl Parts {
             Some(tx)
         };
         let health = HealthBoard::default();
-        let tcp = tcp.map(control::serve::TcpPlan::bind).transpose()?;
-        let web = web.map(crate::web::WebPlan::bind).transpose()?;
+        let tcp = tcp.map(control::serve::TcpSettings::bind).transpose()?;
+        let web = web.map(ops::web::WebSettings::bind).transpose()?;
         let (loader_dir, loader_playbook) = (part.rules_dir.clone(), part.playbook.clone());
         let daemon = Daemon {
             evaluator,

@@ -9,7 +9,7 @@ use anyhow::Context;
 use engine::runtime::{Command, EngineCommand};
 use tokio::sync::{mpsc, watch};
 
-use crate::plan::LogFormat;
+use ops::plan::LogFormat;
 
 pub(super) fn init_logging(format: LogFormat, level: &str) -> anyhow::Result<()> {
     let filter = tracing_subscriber::EnvFilter::try_new(level).context("log.level")?;

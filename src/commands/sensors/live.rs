@@ -1,13 +1,15 @@
 //! `rocemend sensors watch`: every sample the configured sensors read, as
 //! it comes, filtered by metric.
 
-use crate::{wiring, Exit};
-use engine::{HealthBoard, Labels, SampleKind, SeriesId, SeriesTable, Value};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 
+use engine::{HealthBoard, Labels, SeriesId, SeriesTable};
+use ops::report::sensors::{screen, shown};
+
 use super::{run_sensors, sensors_config};
+use crate::commands::Exit;
 
 /// Series → (its previous raw counter value and time, the value shown).
 type Latest = BTreeMap<SeriesId, (Option<(u64, i64)>, String)>;
@@ -17,7 +19,7 @@ type Latest = BTreeMap<SeriesId, (Option<(u64, i64)>, String)>;
 /// redrawn every second.
 pub fn watch(config_path: Option<&Path>, filter: Option<String>) -> anyhow::Result<Exit> {
     let config = sensors_config(config_path)?;
-    let topology = wiring::topology(config.inventory.as_deref())?;
+    let topology = ops::config::topology(config.inventory.as_deref())?;
     let defaults = config.node.as_deref().map(|n| Labels::from_pairs([("node", n)])).unwrap_or_default();
     let series = SeriesTable::new(topology.clone(), defaults);
     let health = HealthBoard::default();
@@ -49,37 +51,12 @@ pub fn watch(config_path: Option<&Path>, filter: Option<String>) -> anyhow::Resu
     Ok(Exit::Ok)
 }
 
-/// A sample as shown: counters as a per-second rate since the previous
-/// reading (`prev`, updated), everything else as read.
-fn shown(kind: SampleKind, value: Value, ts: i64, prev: &mut Option<(u64, i64)>) -> String {
-    match (kind, value) {
-        (SampleKind::Counter(_), Value::Count(n)) => {
-            let text = match *prev {
-                Some((p, t)) if ts > t && n >= p => format!("{:.1}/s", (n - p) as f64 / ((ts - t) as f64 / 1e9)),
-                _ => format!("{n} (total)"),
-            };
-            *prev = Some((n, ts));
-            text
-        }
-        (_, v) => format!("{}", v.as_f64()),
-    }
-}
-
 /// Redraws the screen: each sensor's state and last error, then the newest
-/// value of every series (the first 200).
+/// value of every series.
 fn draw(series: &SeriesTable, health: &HealthBoard, latest: &Latest) {
     let reg = series.read();
-    let mut out = String::from("\x1b[2J\x1b[H");
-    out.push_str(&format!("rocemend sensors watch — {} series (Ctrl-C to stop)\n", latest.len()));
-    for h in health.snapshot() {
-        let state = serde_json::to_value(h.state).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
-        let error = h.last_error.as_deref().map(|e| format!("  last error: {e}")).unwrap_or_default();
-        out.push_str(&format!("  {:<16} {:<11} {:>8} samples{error}\n", h.name, state, h.samples));
-    }
-    out.push('\n');
-    for (id, (_, shown)) in latest.iter().take(200) {
-        out.push_str(&format!("{:<44} {:>18}  {}\n", reg.metric_name(*id), shown, reg.labels(*id)));
-    }
-    print!("{out}");
+    let rows =
+        latest.iter().map(|(id, (_, shown))| (reg.metric_name(*id), shown.as_str(), reg.labels(*id).to_string()));
+    print!("{}", screen(&health.snapshot(), rows, latest.len()));
     let _ = std::io::stdout().flush();
 }

@@ -10,11 +10,12 @@ use std::path::Path;
 use std::time::Duration;
 
 use engine::{Batch, HealthBoard, Labels, SensorContext, SeriesId, SeriesTable, Topology};
+use ops::config::{DaemonConfig, DEFAULT_CONFIG};
+use ops::report::sensors::Found;
 use tokio::sync::{mpsc, watch};
 
-use crate::config::DaemonConfig;
-use crate::report::rfc3339;
-use crate::{wiring, Exit};
+use super::Exit;
+use crate::wiring;
 
 /// Runs the configured sensors for `duration` (or until Ctrl-C when
 /// `watch`), handing every batch to `on_batch`, and calling `on_tick` once
@@ -94,7 +95,7 @@ type = \"nvml\"
 /// default config file when there is one, else [`NODE_SENSORS`]. Says
 /// which on stderr.
 pub(super) fn sensors_config(path: Option<&Path>) -> anyhow::Result<DaemonConfig> {
-    let default = Path::new(crate::commands::check::DEFAULT_CONFIG);
+    let default = Path::new(DEFAULT_CONFIG);
     match path {
         Some(path) => Ok(DaemonConfig::load(path)?),
         None if default.exists() => {
@@ -111,13 +112,13 @@ pub(super) fn sensors_config(path: Option<&Path>) -> anyhow::Result<DaemonConfig
 /// `rocemend sensors [--config FILE]`.
 pub fn list(config_path: Option<&Path>, seconds: f64) -> anyhow::Result<Exit> {
     let config = sensors_config(config_path)?;
-    let topology = wiring::topology(config.inventory.as_deref())?;
+    let topology = ops::config::topology(config.inventory.as_deref())?;
     let defaults = config.node.as_deref().map(|n| Labels::from_pairs([("node", n)])).unwrap_or_default();
     let series = SeriesTable::new(topology.clone(), defaults);
     let health = HealthBoard::default();
     let mut samples: BTreeMap<u16, u64> = BTreeMap::new();
     let s2 = series.clone();
-    crate::commands::runtime()?.block_on(run_sensors(
+    super::runtime()?.block_on(run_sensors(
         &config,
         topology.as_deref(),
         series.clone(),
@@ -132,46 +133,13 @@ pub fn list(config_path: Option<&Path>, seconds: f64) -> anyhow::Result<Exit> {
         || {},
     ))?;
     let reg = series.read();
-    let usage = reg.sensor_usage();
-    println!(
-        "{:<16} {:<12} {:>8} {:>9} {:>8} {:>10}  detail / last error",
-        "SENSOR", "STATE", "SERIES", "SAMPLES", "ERRORS", "CPU ms"
-    );
-    let mut unhealthy = false;
-    for h in health.snapshot() {
-        let idx = usage.iter().position(|(n, _, _)| *n == h.name);
-        let (n_series, n_samples) = match idx {
-            Some(i) => (usage[i].1, samples.get(&(i as u16)).copied().unwrap_or(0)),
-            None => (0, 0),
-        };
-        let errors: u64 = h.errors.values().sum();
-        let state = format!("{:?}", h.state).to_lowercase();
-        unhealthy |= matches!(h.state, engine::HealthState::Degraded)
-            || (h.state == engine::HealthState::Stopped && h.last_error.is_some());
-        let detail = match (&h.last_error, h.detail.is_empty()) {
-            (Some(e), _) => format!("{} (last error: {e})", h.detail),
-            (None, false) => h.detail.clone(),
-            (None, true) => h.last_ok.map(|t| format!("last read {}", rfc3339(t))).unwrap_or_default(),
-        };
-        println!(
-            "{:<16} {:<12} {:>8} {:>9} {:>8} {:>10.1}  {detail}",
-            h.name,
-            state,
-            n_series,
-            n_samples,
-            errors,
-            h.busy_ns as f64 / 1e6
-        );
-    }
-    println!();
     let mut metrics: BTreeMap<String, usize> = BTreeMap::new();
     for i in 0..reg.len() {
         *metrics.entry(reg.metric_name(SeriesId(i as u32)).to_string()).or_default() += 1;
     }
-    println!("{} series of {} metrics discovered:", reg.len(), metrics.len());
-    for (m, n) in &metrics {
-        println!("  {m:<48} {n:>6}");
-    }
+    let found = Found { health: &health.snapshot(), usage: &reg.sensor_usage(), samples: &samples, metrics: &metrics };
+    print!("{}", found.text());
+    let mut unhealthy = found.unhealthy();
     // Sensors that read nothing at all, without saying that what they read
     // does not exist here, are a finding: the daemon would see nothing.
     let blind = health.not_ready();

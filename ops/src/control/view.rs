@@ -1,0 +1,366 @@
+//! The control API's replies as the verbs print them: tables and lines for
+//! people, and with `--json` one JSON document per line. Each function
+//! returns the whole text; the verb prints it.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+
+use engine::dispatch::{Decision, Drifted, Resolution, Silence, Verdict};
+use engine::policy::{BreakerState, Effect};
+use engine::{Nanos, SensorHealth};
+use serde_json::json;
+
+use super::{decode, pb, DecodeError};
+use crate::report::table::Table;
+use crate::report::{explain_text, rfc3339, verdict_line};
+
+/// Lines as the daemon sent them (`--json`: its own records).
+pub fn lines(records: &[String]) -> String {
+    records.iter().map(|r| format!("{r}\n")).collect()
+}
+
+/// Labels in a stable order: `{node=gpu-01 netdev=eth0}`.
+fn subject(map: &HashMap<String, String>) -> String {
+    let parts: Vec<String> = sorted(map).iter().map(|(k, v)| format!("{k}={v}")).collect();
+    format!("{{{}}}", parts.join(" "))
+}
+
+fn sorted(map: &HashMap<String, String>) -> BTreeMap<&String, &String> {
+    map.iter().collect()
+}
+
+/// `rocemend decisions`: one row per decision, then how many.
+pub fn decisions(records: &[String]) -> Result<String, DecodeError> {
+    let mut t = Table::new(["ID", "DECIDED", "RULE", "MODE", "VERDICT", "action / reason"]);
+    for text in records {
+        let d: Decision = decode(text)?;
+        let what = match (&d.undo_of, d.verdict.reason()) {
+            (Some(of), _) => format!("undo of {of}: {}", d.proposal.action),
+            (None, Some(reason)) => format!("{}  — {reason}", d.proposal.action),
+            (None, None) => d.proposal.action.to_string(),
+        };
+        let decided = rfc3339(d.proposal.decided_at);
+        t.row([
+            d.id.clone(),
+            decided,
+            d.proposal.rule.clone(),
+            d.mode.as_str().to_string(),
+            d.verdict.name().into(),
+            what,
+        ]);
+    }
+    Ok(format!("{}{} decisions\n", t.render(), records.len()))
+}
+
+/// `rocemend explain ID`: the decision and those linked to it, a blank line apart.
+pub fn explain(chain: &[String]) -> Result<String, DecodeError> {
+    let texts: Vec<String> =
+        chain.iter().map(|text| decode(text).map(|d: Decision| explain_text(&d))).collect::<Result<_, _>>()?;
+    Ok(texts.join("\n"))
+}
+
+/// `rocemend approve` / `reject`: the decision as it now stands.
+pub fn decided(record: &str) -> Result<String, DecodeError> {
+    let d: Decision = decode(record)?;
+    Ok(format!("{}  {}  {}\n", d.id, d.proposal.action, verdict_line(&d)))
+}
+
+/// `rocemend breaker reset`: what the breaker was.
+pub fn breaker_reset(previous: &str) -> Result<String, DecodeError> {
+    let previous: BreakerState = decode(previous)?;
+    Ok(match previous.tripped_at {
+        Some(at) => format!("breaker reset (it had tripped at {}: {})\n", rfc3339(at), previous.reason),
+        None => "breaker reset (it was not tripped)\n".to_string(),
+    })
+}
+
+/// `rocemend reload`: what changed.
+pub fn reloaded(r: &pb::ReloadReply) -> String {
+    let mut out = format!(
+        "reloaded: {} unchanged, {} changed, {} added, {} removed\n",
+        r.unchanged,
+        r.changed.len(),
+        r.added.len(),
+        r.removed.len()
+    );
+    for (what, names) in [("changed", &r.changed), ("added", &r.added), ("removed", &r.removed)] {
+        if !names.is_empty() {
+            let _ = writeln!(out, "  {what}: {}", names.join(", "));
+        }
+    }
+    out
+}
+
+/// `rocemend incidents`: one row per incident, its drifts and who resolved
+/// it under it, then how many.
+pub fn incidents(list: &[pb::Incident]) -> String {
+    let mut t = Table::new(["INCIDENT", "STARTED", "RULE", "STATE", "LAST VERDICT", "subject / decisions"]);
+    for i in list {
+        let mut notes: Vec<String> = i.drift.iter().map(|drift| format!("drift: {drift}")).collect();
+        if !i.resolved_by.is_empty() {
+            notes.push(format!("resolved by {} at {}", i.resolved_by, rfc3339(i.resolved_ns)));
+        }
+        let verdict = if i.last_verdict.is_empty() { "-" } else { &i.last_verdict };
+        let what = format!("{}  {}", subject(&i.subject), i.decision_ids.join(","));
+        let row = [i.id.clone(), rfc3339(i.started_ns), i.rule.clone(), i.state.clone(), verdict.to_string(), what];
+        t.row_with_notes(row, notes);
+    }
+    format!("{}{} incidents\n", t.render(), list.len())
+}
+
+/// `rocemend incidents --json`.
+pub fn incidents_json(list: &[pb::Incident]) -> String {
+    let one = |i: &pb::Incident| {
+        json!({"id": i.id, "rule": i.rule, "subject": sorted(&i.subject), "started": i.started_ns,
+               "state": i.state, "decisions": i.decision_ids, "last_verdict": i.last_verdict,
+               "actions": i.actions, "drift": i.drift,
+               "resolved_by": (!i.resolved_by.is_empty()).then_some(&i.resolved_by),
+               "resolved_at": (i.resolved_ns > 0).then_some(i.resolved_ns)})
+    };
+    list.iter().map(|i| format!("{}\n", one(i))).collect()
+}
+
+/// `rocemend rules`: MODE is the mode in effect (global, playbook and rule
+/// file, the most conservative), the one decisions are made in.
+pub fn rules(list: &[pb::Rule]) -> String {
+    let mut t = Table::new(["RULE", "SEVERITY", "MODE", "HEALTH", "FIRING", "PENDING", "last error"]).right(&[4, 5]);
+    for r in list {
+        let error = if r.last_error.is_empty() {
+            "-".to_string()
+        } else {
+            format!("{} ({})", r.last_error, rfc3339(r.last_error_ns))
+        };
+        let (firing, pending) = (r.firing.to_string(), r.pending.to_string());
+        t.row([r.name.clone(), r.severity.clone(), r.mode.clone(), r.health.clone(), firing, pending, error]);
+    }
+    let quarantined = list.iter().filter(|r| r.health != "ok").count();
+    format!("{}{} rules, {quarantined} quarantined\n", t.render(), list.len())
+}
+
+/// `rocemend rules --json`.
+pub fn rules_json(list: &[pb::Rule]) -> String {
+    let one = |r: &pb::Rule| {
+        json!({"name": r.name, "description": r.description, "severity": r.severity, "mode": r.mode,
+               "declared_mode": r.declared_mode, "health": r.health, "last_error": r.last_error, "last_error_at": r.last_error_ns,
+               "firing": r.firing, "pending": r.pending})
+    };
+    list.iter().map(|r| format!("{}\n", one(r))).collect()
+}
+
+/// `rocemend instances`.
+pub fn instances(list: &[pb::Instance]) -> String {
+    let mut t = Table::new(["RULE", "STATE", "SINCE", "STALE", "subject"]);
+    for i in list {
+        let stale = if i.stale { "yes" } else { "no" };
+        t.row([i.rule.clone(), i.state.clone(), rfc3339(i.since_ns), stale.to_string(), subject(&i.subject)]);
+    }
+    format!("{}{} instances\n", t.render(), list.len())
+}
+
+/// `rocemend instances --json`.
+pub fn instances_json(list: &[pb::Instance]) -> String {
+    let one = |i: &pb::Instance| {
+        json!({"rule": i.rule, "subject": sorted(&i.subject), "state": i.state, "since": i.since_ns,
+               "active_at": i.active_at_ns, "stale": i.stale})
+    };
+    list.iter().map(|i| format!("{}\n", one(i))).collect()
+}
+
+/// One event of `rocemend watch`, a line.
+pub fn event(e: &pb::Event, as_json: bool) -> String {
+    if as_json {
+        format!("{{\"at\":{},\"kind\":{:?},\"event\":{}}}\n", e.at_ns, e.kind, e.json)
+    } else {
+        format!("{}  {:<10}  {}\n", rfc3339(e.at_ns), e.kind, e.text)
+    }
+}
+
+/// What a silence holds and for how long: `rule R  target T  until U`.
+pub fn silence_scope(s: &Silence) -> String {
+    let (rule, target) = (s.rule.as_deref().unwrap_or("*"), s.target.as_deref().unwrap_or("*"));
+    format!("rule {rule}  target {target}  until {}", rfc3339(s.until))
+}
+
+/// `rocemend silence`: the silence as set.
+pub fn silenced(record: &str) -> Result<String, DecodeError> {
+    let s: Silence = decode(record)?;
+    Ok(format!("{}  silenced {} (lift early: rocemend unsilence {})\n", s.id, silence_scope(&s), s.id))
+}
+
+/// `rocemend undo ID`: the undo's decision and what it found and did; and
+/// whether the restore failed (the action is still in effect).
+pub fn undone(id: &str, record: &str) -> Result<(String, bool), DecodeError> {
+    let d: Decision = decode(record)?;
+    let mut out =
+        format!("{}  undo of {id}  {}  {}  ({} mode)\n", d.id, d.proposal.action, verdict_line(&d), d.mode.as_str());
+    for step in d.steps.iter().skip(1) {
+        let _ = writeln!(out, "  {}  {}", rfc3339(step.at), step.what);
+    }
+    Ok((out, matches!(d.verdict, Verdict::Failed { .. })))
+}
+
+/// `rocemend resolve INCIDENT`: the resolution and the decisions it made.
+pub fn resolved(id: &str, reply: &pb::ResolveIncidentReply) -> Result<String, DecodeError> {
+    let r: Resolution = decode(&reply.resolution_json)?;
+    let mut out = format!("{id}  {} on {}  resolved by {} at {}\n", r.rule, r.subject, r.by, rfc3339(r.at));
+    if reply.decisions_json.is_empty() {
+        out.push_str("  nothing to undo or expire ([undo] on_resolve lists no kind it put in effect)\n");
+    }
+    for text in &reply.decisions_json {
+        let d: Decision = decode(text)?;
+        let what = match &d.undo_of {
+            Some(of) => format!("undo of {of}"),
+            None => "request".to_string(),
+        };
+        let _ = writeln!(out, "  {}  {what}  {}  {}", d.id, d.proposal.action, verdict_line(&d));
+    }
+    out.push_str("  the rule may fire again if its condition clears and returns (a new incident)\n");
+    Ok(out)
+}
+
+/// Trips listed by `rocemend status`; `--json` has every one the daemon keeps.
+const TRIPS_SHOWN: usize = 5;
+
+/// When a request awaiting approval expires.
+fn expires_at(d: &Decision) -> Option<Nanos> {
+    match d.verdict {
+        Verdict::AwaitingApproval { expires_at } => Some(expires_at),
+        _ => None,
+    }
+}
+
+/// `rocemend status`: mode, breaker, ledger, sensors, requests waiting,
+/// actions in effect and drifted, silences.
+pub fn status(s: &pb::StatusReply) -> Result<String, DecodeError> {
+    let mut out = String::new();
+    let breaker: BreakerState = decode(&s.breaker_json)?;
+    let _ = writeln!(out, "mode      {}", s.mode);
+    match breaker.tripped_at {
+        Some(at) => out.push_str(&format!("breaker   TRIPPED at {}: {}\n", rfc3339(at), breaker.reason)),
+        None => out.push_str("breaker   closed\n"),
+    }
+    let window = engine::time::Span(s.breaker_window_ns);
+    let _ = writeln!(
+        out,
+        "  trips   {} within the last {window} ({} kept)",
+        s.breaker_trips_in_window,
+        breaker.trips.len()
+    );
+    for trip in breaker.trips.iter().rev().take(TRIPS_SHOWN) {
+        let _ = writeln!(out, "  {}  {}", rfc3339(trip.at), trip.reason);
+    }
+    let _ = writeln!(out, "ledger    {} records", s.ledger_records);
+    let _ = writeln!(out, "sensors   {}", s.sensors_json.len());
+    for text in &s.sensors_json {
+        let h: SensorHealth = decode(text)?;
+        let state = serde_json::to_value(h.state).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+        let last = h.last_ok.map(|t| format!("last read {}", rfc3339(t))).unwrap_or_else(|| "never read".into());
+        let error = h.last_error.as_deref().map(|e| format!("; last error: {e}")).unwrap_or_default();
+        let _ = writeln!(out, "  {:<16} {:<11} {} samples  {last}{error}", h.name, state, h.samples);
+    }
+    let _ = writeln!(out, "pending   {}", s.pending_json.len());
+    for p in &s.pending_json {
+        let d: Decision = decode(p)?;
+        let expires = expires_at(&d).map(|t| format!("expires {}", rfc3339(t))).unwrap_or_default();
+        let _ =
+            writeln!(out, "  {}  {}  {}  {expires}  ({})", d.id, d.proposal.rule, d.proposal.action, verdict_line(&d));
+    }
+    let _ = writeln!(out, "in effect {}", s.in_effect_json.len());
+    for e in &s.in_effect_json {
+        let e: Effect = decode(e)?;
+        let _ = writeln!(out, "  {}  {}  {}  since {}", e.id, e.rule, e.action, rfc3339(e.since));
+    }
+    let _ = writeln!(out, "drifted   {}", s.drifted_json.len());
+    for text in &s.drifted_json {
+        let x: Drifted = decode(text)?;
+        let then = match &x.reapplied_by {
+            Some(id) => format!("re-applied as {id}"),
+            None => "left alone".to_string(),
+        };
+        let (kind, found) = (x.drift.kind.name(), &x.drift.found);
+        let _ = writeln!(out, "  {}  {}  {kind} at {}: {found}; {then}", x.id, x.action, rfc3339(x.drift.at));
+    }
+    let _ = writeln!(out, "silences  {} (kept across restarts)", s.silences_json.len());
+    for text in &s.silences_json {
+        let x: Silence = decode(text)?;
+        let _ = writeln!(out, "  {}  {}  by {}  {}", x.id, silence_scope(&x), x.by, x.reason);
+    }
+    Ok(out)
+}
+
+/// `rocemend status --json`: one document.
+pub fn status_json(s: &pb::StatusReply) -> Result<String, DecodeError> {
+    Ok(format!(
+        "{{\"mode\":{:?},\"breaker\":{},\"breaker_trips\":{},\"pending\":[{}],\"pending_expiry\":{},\"in_effect\":[{}],\"drifted\":[{}],\"sensors\":[{}],\"silences\":[{}],\"ledger_records\":{}}}\n",
+        s.mode,
+        s.breaker_json,
+        breaker_trips_json(s)?,
+        s.pending_json.join(","),
+        pending_expiry_json(&s.pending_json)?,
+        s.in_effect_json.join(","),
+        s.drifted_json.join(","),
+        s.sensors_json.join(","),
+        s.silences_json.join(","),
+        s.ledger_records
+    ))
+}
+
+/// `{"window_ns": …, "in_window": n, "last": [{"at": RFC 3339, "at_ns", "reason"}]}`, newest last.
+fn breaker_trips_json(s: &pb::StatusReply) -> Result<serde_json::Value, DecodeError> {
+    let breaker: BreakerState = decode(&s.breaker_json)?;
+    let last: Vec<serde_json::Value> =
+        breaker.trips.iter().map(|t| json!({"at": rfc3339(t.at), "at_ns": t.at, "reason": t.reason})).collect();
+    Ok(json!({"window_ns": s.breaker_window_ns, "in_window": s.breaker_trips_in_window, "last": last}))
+}
+
+/// `[{"id", "expires_at": RFC 3339 UTC, "expires_at_ns"}]` for the requests awaiting approval.
+fn pending_expiry_json(pending: &[String]) -> Result<serde_json::Value, DecodeError> {
+    let mut out = Vec::new();
+    for text in pending {
+        let d: Decision = decode(text)?;
+        if let Some(t) = expires_at(&d) {
+            out.push(json!({"id": d.id, "expires_at": rfc3339(t), "expires_at_ns": t}));
+        }
+    }
+    Ok(serde_json::Value::Array(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rules_table_starts_each_row_with_the_rule_and_counts_the_quarantined() {
+        let rule = |name: &str, health: &str| pb::Rule {
+            name: name.into(),
+            severity: "critical".into(),
+            mode: "shadow".into(),
+            health: health.into(),
+            firing: 2,
+            ..Default::default()
+        };
+        let text = rules(&[rule("slow-step", "ok"), rule("pfc-storm", "quarantined")]);
+        let row = text.lines().find(|l| l.starts_with("slow-step")).unwrap();
+        assert!(row.contains(" shadow "), "{row}");
+        assert!(text.ends_with("2 rules, 1 quarantined\n"), "{text}");
+    }
+
+    #[test]
+    fn an_incidents_drift_and_resolution_are_lines_under_it() {
+        let incident = pb::Incident {
+            id: "inc-0123456789ab".into(),
+            rule: "pfc-storm".into(),
+            state: "resolved".into(),
+            drift: vec!["d1 reverted: pfcwd off".into()],
+            resolved_by: "oncall".into(),
+            resolved_ns: 1,
+            ..Default::default()
+        };
+        let text = incidents(&[incident]);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[1].starts_with("inc-0123456789ab  1970-01-01T00:00:00.000Z  pfc-storm  resolved  -"), "{text}");
+        assert_eq!(lines[2], format!("{:18}drift: d1 reverted: pfcwd off", ""));
+        assert!(lines[3].trim_start().starts_with("resolved by oncall at"), "{text}");
+        assert_eq!(lines[4], "1 incidents");
+    }
+}

@@ -1,0 +1,405 @@
+//! The daemon's own metrics, in the OpenMetrics or the Prometheus text
+//! format (prometheus-client, see [`Format`]), served with `/healthz` and
+//! `/readyz` by [`http`].
+//!
+//! Two sources: events, counted as they happen on the run loop (rule
+//! transitions, decisions, actuator outcomes, the three latency
+//! histograms), and a snapshot taken at each scrape (samples, series, rule evaluations and their cost,
+//! instances by state, ledger size, sensor health), so a scrape costs one
+//! round trip to the loop and nothing between scrapes.
+//!
+//! The latency histograms are the ones an SRE asks about first: how long
+//! from the sample that showed the fault to the decision
+//! (`rocemend_fault_to_decision_seconds`), from the decision to the
+//! finished action (`rocemend_decision_to_action_seconds`), and from the
+//! finished action to the fault clearing (`rocemend_action_to_recovery_seconds`).
+
+pub mod http;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use engine::contracts::{HealthBoard, HealthState};
+use engine::dispatch::Verdict;
+use engine::ledger::Ledger;
+use engine::runtime::{DaemonEvent, DispatchStatus, EngineView};
+use engine::{EngineEvent, Nanos, RuleHealth, State};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+
+type Labels = Vec<(String, String)>;
+
+fn labels(pairs: &[(&str, &str)]) -> Labels {
+    pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+}
+
+/// Latencies longer than this are not observed: they come from a replay on
+/// its own clock, or a clock step, not from the daemon.
+const MAX_LATENCY: Nanos = 86_400 * engine::SECOND;
+
+/// Decision ids remembered so an approval (the same decision, decided
+/// again) is not counted as a second fault→decision latency.
+const SEEN_IDS: usize = 100_000;
+
+/// Every metric the daemon exports.
+pub struct Metrics {
+    registry: Registry,
+    samples: Counter,
+    out_of_order: Counter,
+    refused: Family<Labels, Counter>,
+    actions_in_effect: Gauge,
+    actions_drifted: Family<Labels, Counter>,
+    breaker_tripped: Gauge,
+    series: Gauge,
+    evaluations: Counter,
+    evaluation_seconds: Counter<f64, AtomicU64>,
+    script_calls: Counter,
+    cache_hits: Counter,
+    rules: Family<Labels, Gauge>,
+    instances: Family<Labels, Gauge>,
+    transitions: Family<Labels, Counter>,
+    decisions: Family<Labels, Counter>,
+    actuator: Family<Labels, Counter>,
+    ledger_records: Gauge,
+    sensor_state: Family<Labels, Gauge>,
+    sensor_reads: Family<Labels, Counter>,
+    sensor_errors: Family<Labels, Counter>,
+    fault_to_decision: Histogram,
+    decision_to_action: Histogram,
+    action_to_recovery: Histogram,
+    state: Mutex<Tracking>,
+}
+
+#[derive(Default)]
+struct Tracking {
+    seen: HashSet<String>,
+    /// (rule, subject) → when its action finished, waiting for recovery.
+    acted: HashMap<(String, String), Nanos>,
+    last_evaluation_ns: u64,
+}
+
+fn latency(from: Nanos, to: Nanos) -> Option<f64> {
+    let d = to.checked_sub(from)?;
+    (0..=MAX_LATENCY).contains(&d).then(|| d as f64 / 1e9)
+}
+
+/// `metric`, registered in `r` as `name` with `help`: each metric is named
+/// where it is made.
+fn registered<M: prometheus_client::registry::Metric + Clone>(
+    r: &mut Registry,
+    name: &str,
+    help: &str,
+    metric: M,
+) -> M {
+    r.register(name, help, metric.clone());
+    metric
+}
+
+impl Default for Metrics {
+    fn default() -> Metrics {
+        Metrics::new()
+    }
+}
+
+impl Metrics {
+    /// The metrics, registered in the order they are exposed.
+    pub fn new() -> Metrics {
+        let mut r = Registry::with_prefix("rocemend");
+        // Buckets doubling from 1 ms (to 2 min) and from 100 ms (to 55 min).
+        let histogram = |start, buckets| Histogram::new(exponential_buckets(start, 2.0, buckets));
+        Metrics {
+            samples: registered(&mut r, "samples_ingested", "Samples the engine ingested", Counter::default()),
+            out_of_order: registered(
+                &mut r,
+                "samples_out_of_order",
+                "Samples dropped as older than their series' last",
+                Counter::default(),
+            ),
+            refused: registered(
+                &mut r,
+                "samples_refused",
+                "Samples not believed, by reason (bad_counter, implausible, future)",
+                Family::default(),
+            ),
+            actions_in_effect: registered(
+                &mut r,
+                "actions_in_effect",
+                "Actions this daemon has in effect",
+                Gauge::default(),
+            ),
+            actions_drifted: registered(
+                &mut r,
+                "actions_drifted",
+                "Actions in effect found changed on their target, by kind (reverted, changed)",
+                Family::default(),
+            ),
+            breaker_tripped: registered(
+                &mut r,
+                "breaker_tripped",
+                "1 while the circuit breaker is tripped",
+                Gauge::default(),
+            ),
+            series: registered(&mut r, "series", "Series registered", Gauge::default()),
+            evaluations: registered(&mut r, "rule_evaluations", "Evaluation passes over the rules", Counter::default()),
+            evaluation_seconds: registered(
+                &mut r,
+                "rule_evaluation_seconds",
+                "Wall time spent evaluating rules",
+                Counter::default(),
+            ),
+            script_calls: registered(&mut r, "rule_script_calls", "Rule script calls", Counter::default()),
+            cache_hits: registered(
+                &mut r,
+                "rule_cache_hits",
+                "Evaluations answered from the cache",
+                Counter::default(),
+            ),
+            rules: registered(&mut r, "rules", "Rules loaded, by health (ok, quarantined)", Family::default()),
+            instances: registered(&mut r, "instances", "Rule instances by state", Family::default()),
+            transitions: registered(
+                &mut r,
+                "rule_transitions",
+                "Rule instance state changes, by rule and new state (to=firing counts detections)",
+                Family::default(),
+            ),
+            decisions: registered(&mut r, "decisions", "Decisions by verdict and mode", Family::default()),
+            actuator: registered(
+                &mut r,
+                "actuator_outcomes",
+                "Actuator calls by actuator and outcome",
+                Family::default(),
+            ),
+            ledger_records: registered(&mut r, "ledger_records", "Records in the decision ledger", Gauge::default()),
+            sensor_state: registered(
+                &mut r,
+                "sensor_state",
+                "1 for each sensor's current state, 0 for the others",
+                Family::default(),
+            ),
+            sensor_reads: registered(&mut r, "sensor_reads", "Successful sensor reads", Family::default()),
+            sensor_errors: registered(&mut r, "sensor_errors", "Failed sensor reads, by kind", Family::default()),
+            fault_to_decision: registered(
+                &mut r,
+                "fault_to_decision_seconds",
+                "From the sample that showed the fault to the decision",
+                histogram(0.001, 18),
+            ),
+            decision_to_action: registered(
+                &mut r,
+                "decision_to_action_seconds",
+                "From the decision to the finished actuator call",
+                histogram(0.001, 18),
+            ),
+            action_to_recovery: registered(
+                &mut r,
+                "action_to_recovery_seconds",
+                "From the finished action to the fault clearing",
+                histogram(0.1, 16),
+            ),
+            state: Mutex::default(),
+            registry: r,
+        }
+    }
+
+    /// Counts one event of the run loop. Called on the loop task: only
+    /// atomic increments and a short lock.
+    pub fn observe(&self, event: &DaemonEvent) {
+        match event {
+            DaemonEvent::Decision(d) => {
+                let verdict = d.verdict.name();
+                self.decisions.get_or_create(&labels(&[("verdict", verdict), ("mode", d.mode.as_str())])).inc();
+                let outcome = match &d.verdict {
+                    Verdict::Executed { .. } => Some("success"),
+                    Verdict::Failed { .. } => Some("failure"),
+                    Verdict::Interrupted { .. } => Some("interrupted"),
+                    Verdict::Skipped { .. } => Some("skipped"),
+                    _ => None,
+                };
+                if let (Some(outcome), Some(actuator)) = (outcome, &d.actuator) {
+                    self.actuator.get_or_create(&labels(&[("actuator", actuator), ("outcome", outcome)])).inc();
+                }
+                let mut t = self.state.lock().unwrap_or_else(|p| p.into_inner());
+                if t.seen.len() >= SEEN_IDS {
+                    t.seen.clear();
+                }
+                let first = t.seen.insert(d.id.clone());
+                if first && d.undo_of.is_none() {
+                    if let Some(s) = latency(d.proposal.sample_at, d.dispatched_at) {
+                        self.fault_to_decision.observe(s);
+                    }
+                }
+                let first_execution =
+                    matches!(d.verdict, Verdict::Executed { .. }) && t.seen.insert(format!("{}/executed", d.id));
+                if first_execution && d.undo_of.is_none() {
+                    if let Some(s) = latency(d.dispatched_at, d.finished_at) {
+                        self.decision_to_action.observe(s);
+                    }
+                    t.acted.insert((d.proposal.rule.clone(), d.proposal.subject.to_string()), d.finished_at);
+                }
+            }
+            DaemonEvent::Engine(EngineEvent::Transition { rule, subject, from, to, at, .. }) => {
+                self.transitions.get_or_create(&labels(&[("rule", rule), ("to", to.as_str())])).inc();
+                if *from == State::Firing {
+                    self.recovered(rule, subject, *at);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// An instance of `rule` on `subject` left `firing` at `at`: the end of
+    /// the action → recovery latency, if this daemon acted on it.
+    fn recovered(&self, rule: &str, subject: &engine::Labels, at: Nanos) {
+        let mut t = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(acted) = t.acted.remove(&(rule.to_string(), subject.to_string())) {
+            if let Some(s) = latency(acted, at) {
+                self.action_to_recovery.observe(s);
+            }
+        }
+    }
+
+    /// Updates the snapshot metrics from the loop's view, the ledger and the
+    /// sensors' health board.
+    pub fn refresh(&self, view: &EngineView, ledger: Option<&Ledger>, health: &HealthBoard) {
+        self.samples.inner().store(view.stats.samples, Ordering::Relaxed);
+        self.out_of_order.inner().store(view.stats.out_of_order, Ordering::Relaxed);
+        let refused = view.stats.refused;
+        for (reason, n) in
+            [("bad_counter", refused.bad_counter), ("implausible", refused.implausible), ("future", refused.future)]
+        {
+            self.refused.get_or_create(&labels(&[("reason", reason)])).inner().store(n, Ordering::Relaxed);
+        }
+        self.series.set(view.series as i64);
+        self.evaluations.inner().store(view.evaluations, Ordering::Relaxed);
+        self.script_calls.inner().store(view.stats.script_calls, Ordering::Relaxed);
+        self.cache_hits.inner().store(view.stats.cache_hits, Ordering::Relaxed);
+        {
+            let mut t = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            let delta = view.evaluation_ns.saturating_sub(t.last_evaluation_ns);
+            t.last_evaluation_ns = view.evaluation_ns;
+            self.evaluation_seconds.inc_by(delta as f64 / 1e9);
+        }
+        let quarantined = view.rules.iter().filter(|(_, h)| matches!(h, RuleHealth::Quarantined { .. })).count();
+        self.rules.get_or_create(&labels(&[("health", "ok")])).set((view.rules.len() - quarantined) as i64);
+        self.rules.get_or_create(&labels(&[("health", "quarantined")])).set(quarantined as i64);
+        for state in [State::Pending, State::Firing, State::Resolved] {
+            let n = view.instances.iter().filter(|i| i.instance.state == state).count();
+            self.instances.get_or_create(&labels(&[("state", state.as_str())])).set(n as i64);
+        }
+        if let Some(ledger) = ledger {
+            self.ledger_records.set(ledger.len() as i64);
+        }
+        const STATES: [(HealthState, &str); 5] = [
+            (HealthState::Starting, "starting"),
+            (HealthState::Up, "up"),
+            (HealthState::Degraded, "degraded"),
+            (HealthState::Unavailable, "unavailable"),
+            (HealthState::Stopped, "stopped"),
+        ];
+        for h in health.snapshot() {
+            for (state, name) in STATES {
+                let g = self.sensor_state.get_or_create(&labels(&[("sensor", &h.name), ("state", name)]));
+                g.set(i64::from(h.state == state));
+            }
+            self.sensor_reads.get_or_create(&labels(&[("sensor", &h.name)])).inner().store(h.reads, Ordering::Relaxed);
+            for (kind, n) in &h.errors {
+                self.sensor_errors
+                    .get_or_create(&labels(&[("sensor", &h.name), ("kind", kind)]))
+                    .inner()
+                    .store(*n, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Updates the dispatcher's metrics: actions in effect, drifts, the breaker.
+    pub fn refresh_dispatch(&self, status: &DispatchStatus) {
+        self.actions_in_effect.set(status.in_effect.len() as i64);
+        let (reverted, changed) = status.drift_counts;
+        for (kind, n) in [("reverted", reverted), ("changed", changed)] {
+            self.actions_drifted.get_or_create(&labels(&[("kind", kind)])).inner().store(n, Ordering::Relaxed);
+        }
+        self.breaker_tripped.set(i64::from(status.breaker.tripped_at.is_some()));
+    }
+
+    /// The exposition text in `format`.
+    pub fn encode_as(&self, format: Format) -> String {
+        let mut out = String::new();
+        // Writing to a String cannot fail.
+        let _ = match format {
+            Format::OpenMetrics => prometheus_client::encoding::text::encode(&mut out, &self.registry),
+            Format::Prometheus => prometheus_client::encoding::prometheus_text::encode(&mut out, &self.registry),
+        };
+        out
+    }
+}
+
+/// The two exposition formats `/metrics` speaks.
+///
+/// They differ where tools trip: OpenMetrics names a counter's family
+/// without `_total` (`# HELP rocemend_decisions`, sample
+/// `rocemend_decisions_total`), which the Prometheus text parser of
+/// `promtool check metrics` reads as a family with no help text; the
+/// Prometheus text format names both `rocemend_decisions_total`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// OpenMetrics 1.0.0, for a scraper that asks for it.
+    OpenMetrics,
+    /// The Prometheus text format 0.0.4, for everyone else.
+    Prometheus,
+}
+
+const OPENMETRICS: &str = "application/openmetrics-text";
+
+impl Format {
+    /// The format an `Accept` header asks for: OpenMetrics when it offers
+    /// `application/openmetrics-text` at least as much as `text/plain` (as
+    /// Prometheus' scrape does), else the Prometheus text format, the one
+    /// an `Accept`-less `curl` or client_golang's default gets.
+    pub fn negotiate(accept: Option<&hyper::header::HeaderValue>) -> Format {
+        let Some(accept) = accept.and_then(|a| a.to_str().ok()) else {
+            return Format::Prometheus;
+        };
+        let (mut openmetrics, mut text) = (0.0_f64, 0.0_f64);
+        for range in accept.split(',') {
+            let (media, q) = media_range(range);
+            if media.eq_ignore_ascii_case(OPENMETRICS) {
+                openmetrics = openmetrics.max(q);
+            } else if media.eq_ignore_ascii_case("text/plain") {
+                text = text.max(q);
+            }
+        }
+        if openmetrics > 0.0 && openmetrics >= text {
+            Format::OpenMetrics
+        } else {
+            Format::Prometheus
+        }
+    }
+
+    /// The `Content-Type` of an exposition in this format.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Format::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            Format::Prometheus => prometheus_client::encoding::prometheus_text::CONTENT_TYPE,
+        }
+    }
+}
+
+/// A media range of an `Accept` header: its type and its `q` (1 when absent
+/// or unreadable, as RFC 9110 defaults it).
+fn media_range(range: &str) -> (&str, f64) {
+    let mut parts = range.split(';').map(str::trim);
+    let media = parts.next().unwrap_or_default();
+    let q = parts
+        .filter_map(|p| p.split_once('='))
+        .find(|(k, _)| k.trim().eq_ignore_ascii_case("q"))
+        .and_then(|(_, v)| v.trim().parse().ok())
+        .unwrap_or(1.0);
+    (media, q)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,314 @@
+//! The one build step: a daemon config and every file it names, read,
+//! typed and checked into a [`Blueprint`]. `rocemend check` builds it and
+//! prints what it found ([`check`]); `rocemend run` builds the same
+//! blueprint and starts it. So `check` passes exactly the configs `run`
+//! accepts, and both report every problem of every file at once, each at
+//! `file:line:col`.
+//!
+//! The concrete sensors and actuators are not this crate's: the binary
+//! knows them and builds them through [`Components`], which this step
+//! calls and checks.
+//!
+//! - [`daemon`]: the config's own settings (engine, log, metrics, state);
+//! - [`routing`]: every action a loaded rule can propose reaches exactly one
+//!   actuator that can carry it out; `[rule.NAME]` names a rule;
+//! - [`check`]: what `check` says it checked.
+
+pub mod check;
+pub mod daemon;
+pub mod routing;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use engine::config::{Key, Locator, TomlError};
+use engine::dispatch::{ActuatorRoute, DispatchConfig};
+use engine::playbook::Playbook;
+use engine::policy::PolicySettings;
+use engine::rule::{Helpers, RuleSet};
+use engine::runtime::SensorSlot;
+use engine::{BuildError, Errors, Labels, SeriesTable, Topology};
+
+use crate::config::{DaemonConfig, Overrides};
+use crate::control::serve::{tcp_settings, TcpSettings};
+use crate::report::chain;
+use crate::web::WebSettings;
+pub use daemon::{DaemonSettings, LogFormat};
+
+/// What the binary builds from configuration: the sensors and actuators
+/// it knows, and what each kind of actuator needs to know of the host.
+pub trait Components {
+    /// This host's short name, for a config without `node`.
+    fn local_node(&self) -> std::io::Result<String>;
+
+    /// Gives every actuator of `playbook` that acts on this host the
+    /// daemon's `node`; an actuator naming another node is a problem, placed
+    /// in the playbook.
+    fn one_node(&self, playbook: &mut Playbook, node: &str) -> Vec<TomlError>;
+
+    /// The configured sensors, built; the switches a sensor names are looked
+    /// up in `inventory`.
+    fn sensors(
+        &self,
+        config: &DaemonConfig,
+        inventory: Option<&Topology>,
+    ) -> Result<Vec<SensorSlot>, Errors<BuildError>>;
+
+    /// The playbook's actuators, built, one route per pattern they handle,
+    /// in the playbook's order; each problem placed in the playbook.
+    fn routes(&self, playbook: &Playbook, inventory: Option<&Topology>) -> Result<Vec<ActuatorRoute>, Vec<TomlError>>;
+
+    /// The dispatcher's settings for `playbook` with `routes`.
+    fn dispatch_config(
+        &self,
+        playbook: &Playbook,
+        routes: Vec<ActuatorRoute>,
+        policy: PolicySettings,
+        topology: Option<Arc<Topology>>,
+    ) -> DispatchConfig;
+}
+
+/// Every problem found, one per line, each `file:line:col: message`.
+#[derive(Debug, thiserror::Error)]
+#[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
+pub struct Problems(pub Vec<TomlError>);
+
+/// A daemon, built and checked, ready to start.
+pub struct Blueprint {
+    /// The config as written (fleet settings, sensors' raw tables).
+    pub config: DaemonConfig,
+    /// Its own settings, typed.
+    pub settings: DaemonSettings,
+    /// This daemon's node.
+    pub node: String,
+    /// The inventory.
+    pub topology: Option<Arc<Topology>>,
+    /// The series table the rules and sensors share.
+    pub series: SeriesTable,
+    /// The playbook, its rules and actuators.
+    pub part: PlaybookPart,
+    /// The configured sensors, built.
+    pub sensors: Vec<SensorSlot>,
+    /// The control API's TCP side, checked, if configured.
+    pub tcp: Option<TcpSettings>,
+    /// The web console's listener, checked, if configured.
+    pub web: Option<WebSettings>,
+}
+
+/// A problem of a file without a place in it.
+fn whole_file(path: &Path, message: impl Into<String>) -> TomlError {
+    TomlError { path: path.display().to_string(), line: 0, column: 0, message: message.into() }
+}
+
+impl Blueprint {
+    /// Reads the config at `config_path` and every file it names (or the
+    /// `overrides`), and checks all of it, building its parts with
+    /// `components`; every problem at once.
+    pub fn build(
+        config_path: &Path,
+        overrides: &Overrides,
+        components: &dyn Components,
+    ) -> Result<Blueprint, Problems> {
+        let text = engine::config::read_text(config_path).map_err(|e| Problems(vec![e]))?;
+        let mut config = DaemonConfig::parse(&text, config_path).map_err(|e| Problems(vec![e]))?;
+        config.apply(overrides);
+        let at = Locator::new(&text, &config_path.display().to_string());
+        let mut errors = Vec::new();
+        let settings = daemon::settings(&config, &at, &mut errors);
+        let tcp = tcp_settings(&config.control)
+            .map_err(|e| errors.push(at.error(&["control".into(), "listen".into()], chain(&e))))
+            .ok()
+            .flatten();
+        let web = crate::web::settings(&config.web)
+            .map_err(|e| errors.push(at.error(&["web".into(), "listen".into()], chain(&e))))
+            .ok()
+            .flatten();
+        let node = node(&config, components).map_err(|e| errors.push(at.error(&["node".into()], e))).ok();
+        let topology = match &config.inventory {
+            // A file the config names but that is not there is the config's mistake.
+            Some(path) if overrides.inventory.is_none() && !path.exists() => {
+                errors.push(at.error(&["inventory".into()], format!("inventory {}: no such file", path.display())));
+                None
+            }
+            path => inventory(path.as_deref(), &mut errors),
+        };
+        let node_label = node.clone().unwrap_or_default();
+        let series = SeriesTable::new(topology.clone(), Labels::from_pairs([("node", node_label.as_str())]));
+        let sensors = sensors(&config, topology.as_deref(), components, &at, &mut errors);
+        check_fleet(&config, &sensors, &at, &mut errors);
+        let inputs = PlaybookInputs {
+            path: config.playbook.clone(),
+            rules: config.rules.clone(),
+            node: node.clone(),
+            topology: topology.clone(),
+            series: series.clone(),
+        };
+        let part = PlaybookPart::build(inputs, components, &mut errors);
+        let (Some(settings), Some(node), Some(part), true) = (settings, node, part, errors.is_empty()) else {
+            return Err(Problems(errors));
+        };
+        Ok(Blueprint { config, settings, node, topology, series, part, sensors, tcp, web })
+    }
+}
+
+/// This daemon's node: the config's `node`, else this host's short name.
+fn node(config: &DaemonConfig, components: &dyn Components) -> Result<String, String> {
+    match &config.node {
+        Some(node) => Ok(node.clone()),
+        None => components
+            .local_node()
+            .map_err(|e| format!("the config has no `node`, and this host's name cannot be read (set `node`): {e}")),
+    }
+}
+
+/// The inventory at `path`, if one is named.
+pub fn inventory(path: Option<&Path>, errors: &mut Vec<TomlError>) -> Option<Arc<Topology>> {
+    let path = path?;
+    Topology::load(path).map(Arc::new).map_err(|e| errors.push(whole_file(path, e.to_string()))).ok()
+}
+
+/// The `[fleet]` table, checked as `run` reads it: its settings, a build
+/// that can coordinate at all, and for `shard`, sensors that read switches
+/// to share.
+fn check_fleet(config: &DaemonConfig, sensors: &[SensorSlot], at: &Locator, errors: &mut Vec<TomlError>) {
+    let Some(table) = &config.fleet else { return };
+    let settings = match fleet::FleetSettings::new(table) {
+        Ok(settings) => settings,
+        Err(e) => {
+            let message = e.to_string();
+            // "fleet.lease_ttl = …": placed at the field the message names.
+            let field: String = message
+                .strip_prefix("fleet.")
+                .map(|rest| rest.chars().take_while(|c| c.is_ascii_lowercase() || *c == '_').collect())
+                .unwrap_or_default();
+            let path: Vec<Key<'_>> =
+                if field.is_empty() { vec!["fleet".into()] } else { vec!["fleet".into(), field.as_str().into()] };
+            errors.push(at.error(&path, message));
+            return;
+        }
+    };
+    if settings.shard.is_some() && sensors.iter().all(|slot| slot.sensor.switches().is_empty()) {
+        errors.push(at.error(
+            &["fleet".into(), "shard".into()],
+            "fleet.shard shares the switches the gnmi sensors read, and no [[sensor]] reads switches",
+        ));
+    }
+    if !cfg!(feature = "etcd") {
+        errors.push(at.error(
+            &["fleet".into()],
+            "[fleet] is configured, but this rocemend was built without etcd support; build it with \
+             `cargo build --features etcd`, or remove [fleet] to run standalone",
+        ));
+    }
+}
+
+/// The configured sensors, built; each one refused is placed at its
+/// `[[sensor]]`.
+fn sensors(
+    config: &DaemonConfig,
+    inventory: Option<&Topology>,
+    components: &dyn Components,
+    at: &Locator,
+    errors: &mut Vec<TomlError>,
+) -> Vec<SensorSlot> {
+    components.sensors(config, inventory).unwrap_or_else(|problems| {
+        errors.extend(problems.into_iter().map(|e| {
+            let path: Vec<Key<'_>> = match config.sensor.iter().position(|s| s.name() == e.name()) {
+                Some(i) => vec!["sensor".into(), i.into()],
+                None => vec!["sensor".into()],
+            };
+            at.error(&path, e.to_string())
+        }));
+        Vec::new()
+    })
+}
+
+/// What a playbook is checked with.
+pub struct PlaybookInputs {
+    /// The playbook file.
+    pub path: PathBuf,
+    /// The rule directory, when not the playbook's own.
+    pub rules: Option<PathBuf>,
+    /// The daemon's node, when a daemon config is checked: the playbook's
+    /// host actuators act on it.
+    pub node: Option<String>,
+    /// The inventory.
+    pub topology: Option<Arc<Topology>>,
+    /// The series table the rules read.
+    pub series: SeriesTable,
+}
+
+/// The playbook with what hangs off it: its policy, its rules, its
+/// actuators, checked against each other.
+pub struct PlaybookPart {
+    /// The playbook.
+    pub playbook: Playbook,
+    /// Its file.
+    pub path: PathBuf,
+    /// Its policy.
+    pub policy: PolicySettings,
+    /// Its rule directory.
+    pub rules_dir: PathBuf,
+    /// The rules, the playbook's `off` rules left out.
+    pub rules: RuleSet,
+    /// How many rules the directory holds, `off` ones included.
+    pub rules_in_dir: usize,
+    /// The actuators, built, by the kinds they handle.
+    pub routes: Vec<ActuatorRoute>,
+    /// Unsafe settings `allow_unsafe` lets through.
+    pub allowed_unsafe: Vec<TomlError>,
+}
+
+impl PlaybookPart {
+    /// Loads and checks a playbook and its rules, building its actuators
+    /// with `components`; `None` when they have problems (pushed to
+    /// `errors`).
+    pub fn build(
+        inputs: PlaybookInputs,
+        components: &dyn Components,
+        errors: &mut Vec<TomlError>,
+    ) -> Option<PlaybookPart> {
+        let before = errors.len();
+        let PlaybookInputs { path, rules, node, topology, series } = inputs;
+        let mut playbook = Playbook::load(&path).map_err(|e| errors.extend(e)).ok()?;
+        if let Some(node) = &node {
+            errors.extend(components.one_node(&mut playbook, node));
+        }
+        let Some(rules_dir) = rules.or_else(|| playbook.rules_dir(&path)) else {
+            errors.push(playbook.error(&[], "no rule directory: set `rules` in the playbook or the daemon config"));
+            return None;
+        };
+        let all = engine::rule::load_dir(&rules_dir, Helpers::new(Some(series), topology.clone()))
+            .map_err(|e| errors.extend(e.into_iter().map(rule_error)))
+            .ok();
+        let routes = components.routes(&playbook, topology.as_deref()).map_err(|e| errors.extend(e)).ok();
+        let policy = playbook.policy().map_err(|e| errors.push(playbook.error(&[], e.to_string()))).ok();
+        let rules_in_dir = all.as_ref().map_or(0, |set| set.rules.len());
+        let rules = all.map(|all| {
+            let set = all.clone().without_disabled(&playbook);
+            if let Some(routes) = &routes {
+                errors.extend(routing::check(&playbook, &set, &routing::RuleDirectory::of(&all), routes));
+            }
+            set
+        });
+        if errors.len() > before {
+            return None;
+        }
+        let allowed_unsafe = playbook.allowed_unsafe();
+        Some(PlaybookPart {
+            playbook,
+            path,
+            policy: policy?,
+            rules_dir,
+            rules: rules?,
+            rules_in_dir,
+            routes: routes?,
+            allowed_unsafe,
+        })
+    }
+}
+
+/// A rule's error as a config problem (it names its own file and place).
+pub fn rule_error(e: engine::RuleError) -> TomlError {
+    TomlError { path: e.path, line: e.line, column: e.column, message: e.message }
+}
