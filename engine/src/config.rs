@@ -69,6 +69,12 @@ impl KeyPath {
         self
     }
 
+    /// This path, then every step of `below`.
+    pub fn extend(mut self, below: &KeyPath) -> KeyPath {
+        self.0.extend(below.0.iter().cloned());
+        self
+    }
+
     /// The steps, as [`Locator`] takes them.
     pub fn keys(&self) -> Vec<Key<'_>> {
         (self.0.iter())

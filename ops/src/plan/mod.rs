@@ -21,7 +21,7 @@ pub mod routing;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use engine::config::{Key, Locator, TomlError};
+use engine::config::{Key, KeyPath, Locator, TomlError};
 use engine::dispatch::{ActuatorRoute, DispatchConfig};
 use engine::playbook::Playbook;
 use engine::policy::PolicySettings;
@@ -175,15 +175,12 @@ fn check_fleet(config: &DaemonConfig, sensors: &[SensorSlot], at: &Locator, erro
     let settings = match fleet::FleetSettings::new(table) {
         Ok(settings) => settings,
         Err(e) => {
-            let message = e.to_string();
-            // "fleet.lease_ttl = …": placed at the field the message names.
-            let field: String = message
-                .strip_prefix("fleet.")
-                .map(|rest| rest.chars().take_while(|c| c.is_ascii_lowercase() || *c == '_').collect())
-                .unwrap_or_default();
-            let path: Vec<Key<'_>> =
-                if field.is_empty() { vec!["fleet".into()] } else { vec!["fleet".into(), field.as_str().into()] };
-            errors.push(at.error(&path, message));
+            // Placed at the key the error is about, below `[fleet]`.
+            let key = match &e {
+                fleet::FleetError::Config(config) => KeyPath::default().key("fleet").extend(&config.key()),
+                _ => KeyPath::default().key("fleet"),
+            };
+            errors.push(at.error(&key.keys(), e.to_string()));
             return;
         }
     };

@@ -453,8 +453,9 @@ mod tests {
         assert!(html.contains("tripped by node-03: 5 limit hits"), "{html}");
         assert!(html.contains("<td>plane=0</td><td>1 of 1</td><td>node-03 (rail.drain d1)</td>"), "{html}");
         assert!(html.contains("aggregator leader of pod-a: agg-1"), "{html}");
-        s.fleet = Some(Err(FleetReadError::Fleet(fleet::FleetError::Config("no answer".into()))));
-        assert!(sections(&s, Access::ReadOnly).contains("etcd could not be read: no answer"));
+        let unreachable = fleet::FleetError::Etcd { endpoints: "127.0.0.1:2379".into(), error: "no answer".into() };
+        s.fleet = Some(Err(FleetReadError::Fleet(unreachable)));
+        assert!(sections(&s, Access::ReadOnly).contains("etcd could not be read: etcd at 127.0.0.1:2379: no answer"));
     }
 
     #[test]
