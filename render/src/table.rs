@@ -1,12 +1,17 @@
-//! The rows of the reports' HTML tables, written one way. Every value is
-//! escaped here, so a label with `<` or `&` (a netdev, a rule subject, a
-//! reason from a daemon) cannot break a page; text cells carry
-//! `class="text"` (the page's style aligns figures right and text left)
-//! and failing cells `class="fail"` (red).
+//! HTML tables, written one way. Every value is escaped here, so a label
+//! with `<` or `&` (a netdev, a rule subject, a reason from a daemon)
+//! cannot break a page; text cells carry `class="text"` ([`STYLE`] aligns
+//! figures right and text left) and failing cells `class="fail"` (red).
 
 use std::fmt::{self, Display, Write as _};
 
-use super::timeline::escape;
+use crate::escape;
+
+/// The style of the tables: ruled cells, figures right, the first column,
+/// text and failing cells as [`Row`] marks them.
+pub const STYLE: &str = "table{border-collapse:collapse}\
+td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}td:first-child{text-align:left}\
+.fail{color:#b00}td.text{text-align:left}";
 
 /// `<table id="{id}">` and its header row: one `<th>` per name.
 pub fn table_head(id: &str, names: &[&str]) -> String {

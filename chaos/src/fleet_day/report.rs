@@ -14,11 +14,11 @@ use serde::{Deserialize, Serialize};
 use super::figures::{FaultFigures, FleetFigures};
 use super::game::{PhaseRecord, Played};
 use super::plan::FleetPlan;
-use crate::report::rows::{table_head, Row};
-use crate::report::timeline::escape;
 use crate::report::{html, table, FaultOutcome, FaultRecord, Moments, ProbeSeries, Report, RunOutcome, RunRecord};
 use crate::run::lockstep::decision_record;
 use crate::scenario::plan::Bound;
+use render::escape;
+use render::table::{table_head, Row};
 
 /// A game day's report: the chaos report, and the fleet's figures. Read
 /// as a [`Report`], the same file loses only `fleet`.

@@ -10,10 +10,11 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
+use render::table::{table_head, Row};
+use render::{escape, Mark, Span, Timeline, Track};
+
 use super::record::{Report, RunOutcome, RunRecord, Stats, StepTimeSummary};
 use super::relevance;
-use super::rows::{table_head, Row};
-use super::timeline::{escape, Mark, Span, Timeline, Track};
 
 /// Timelines drawn besides those of failed runs: a page of 100 runs stays
 /// small enough to open.
@@ -267,15 +268,8 @@ fn ms(v: Option<i64>) -> String {
 
 /// The page.
 pub fn render(report: &Report) -> String {
-    let mut out = String::new();
-    let _ = write!(
-        out,
-        "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>chaos: {}</title>\
-         <style>body{{font:14px sans-serif;margin:20px}}table{{border-collapse:collapse}}\
-         td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}}td:first-child{{text-align:left}}\
-         .fail{{color:#b00}}td.text{{text-align:left}}</style></head><body>",
-        escape(&report.scenario)
-    );
+    let style = format!("{}{}", render::page::BODY_STYLE, render::table::STYLE);
+    let mut out = render::page::start(&format!("chaos: {}", report.scenario), &style);
     let _ = write!(
         out,
         "<h1>{}</h1><p>{}</p><p>{} run(s): {} passed, {} failed; {} clock, {:.0} ms sensor interval, {:.0} ms of wall-clock time.</p>",
@@ -338,7 +332,7 @@ pub fn render(report: &Report) -> String {
          document.body.setAttribute('data-timelines',String(drawn));\
          document.body.setAttribute('data-marks',String(document.querySelectorAll('svg.timeline g.mark').length));});</script>",
     );
-    out.push_str("</body></html>");
+    out.push_str(render::page::END);
     out
 }
 

@@ -1,14 +1,12 @@
-//! Reports of chaos runs: the JSON record ([`record`]), the generic SVG
-//! timeline ([`timeline`]), the terminal table ([`table`]) and the HTML page
-//! ([`html`], its table rows from [`rows`], its tracks ordered by
-//! [`relevance`]) built from them.
+//! Reports of chaos runs: the JSON record ([`record`]), the terminal table
+//! ([`table`]) and the HTML page ([`html`], its tracks ordered by
+//! [`relevance`]) built from them. The markup itself (escaping, the page
+//! shell, table rows, the SVG timeline) is the `rocemend-render` crate's.
 
 pub mod html;
 pub mod record;
 pub mod relevance;
-pub mod rows;
 pub mod table;
-pub mod timeline;
 
 pub use record::{
     DecisionRecord, FaultOutcome, FaultRecord, FaultSummary, Moments, ProbeSeries, Report, RunOutcome, RunRecord,
