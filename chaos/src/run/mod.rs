@@ -194,10 +194,7 @@ impl Sources {
             .or_else(|| playbook_path.as_deref().and_then(|p| parsed.rules_dir(p)));
         let (rules, rules_origin) = match (dir, &playbook_path) {
             (Some(dir), _) => (read_rules(&dir)?, dir.display().to_string()),
-            (None, None) => (
-                crate::library::RULES.iter().map(|(p, s)| (p.to_string(), s.to_string())).collect(),
-                "built-in rules/".to_string(),
-            ),
+            (None, None) => (rules::sources(), "built-in rules/".to_string()),
             (None, Some(path)) => {
                 return Err(ChaosError::Daemon(format!(
                     "no rules: the playbook {} names no `rules` directory, and neither the scenario nor --rules does",
