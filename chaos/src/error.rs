@@ -12,7 +12,7 @@ use net::NetError;
 use sim::fabric::FabricError;
 use sim::switch::SwitchError;
 
-use crate::scenario::ScenarioError;
+use crate::spec::ScenarioError;
 
 /// A chaos run could not be made.
 #[derive(Debug, thiserror::Error)]

@@ -28,8 +28,10 @@
 mod error;
 pub mod fleet_day;
 pub mod library;
+pub mod plan;
 pub mod report;
 pub mod run;
 pub mod scenario;
+pub mod spec;
 
 pub use error::ChaosError;

@@ -7,7 +7,8 @@ use std::path::Path;
 
 use chaos::report::{DecisionRecord, FaultRecord, ProbeSeries, RunOutcome, RunRecord, TransitionRecord};
 use chaos::scenario::plan::ScenarioPlan;
-use chaos::scenario::{check, parse, ScenarioError};
+use chaos::scenario::{check, parse};
+use chaos::spec::ScenarioError;
 
 fn err(text: &str) -> ScenarioError {
     parse(text, Path::new("s.toml")).unwrap_err()

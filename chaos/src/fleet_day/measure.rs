@@ -5,32 +5,34 @@
 
 use std::collections::BTreeMap;
 
-use super::figures::{
-    BreakerFigures, CellFigures, DaemonFigures, DaemonKillFigures, FaultFigures, FleetFigures, LeaderKillFigures,
-};
-use super::game::{PhaseRecord, Played};
-use super::plan::{Fault, FleetPlan, Role, Site};
+use super::game::Played;
+use super::plan::{FleetPlan, GameFault};
 use super::spec::BreakerExpect;
 use super::state;
+use crate::plan::site::Location;
+use crate::report::fleet::{
+    BreakerFigures, CellFigures, DaemonFigures, DaemonKillFigures, FaultFigures, FleetFigures, LeaderKillFigures,
+    PhaseRecord, Role,
+};
 use crate::report::Stats;
 use engine::dispatch::{Decision, Verdict};
 use engine::policy::kind_matches;
 use engine::Nanos;
 
-/// Whether a decision's target is at `site`: its node and netdev (a host
-/// action), or its switch and port (a switch action).
-pub fn at_site(site: &Site, target: &BTreeMap<String, String>) -> bool {
-    let is = |k: &str, v: &str| target.get(k).is_some_and(|t| t == v);
-    (is("node", &site.node) && is("netdev", &site.netdev)) || (is("switch", &site.switch) && is("port", &site.port))
+/// Whether a decision's target is at `nic` (a NIC's location): its node
+/// and netdev (a host action), or its switch and port (a switch action).
+pub fn at_site(nic: &Location, target: &BTreeMap<String, String>) -> bool {
+    let is = |k: &str| target.get(k).is_some_and(|t| nic.get(k) == Some(t));
+    (is("node") && is("netdev")) || (is("switch") && is("port"))
 }
 
 /// Whether `d` is a decision about `fault` (started at `start`): its
 /// action, at one of its sites, proposed after it started; undos are not.
-pub fn of_fault(fault: &Fault, start: Nanos, d: &Decision) -> bool {
+pub fn of_fault(fault: &GameFault, start: Nanos, d: &Decision) -> bool {
     d.undo_of.is_none()
         && kind_matches(&fault.action, &d.proposal.action.kind)
         && d.proposal.decided_at >= start
-        && fault.sites.iter().any(|s| at_site(s, &d.proposal.action.target.0))
+        && fault.fault.locations.iter().any(|s| at_site(s, &d.proposal.action.target.0))
 }
 
 /// Why a proposal was held, by who held it.
@@ -143,11 +145,17 @@ fn daemon_figures(d: &super::game::DaemonRun, start: Nanos) -> DaemonFigures {
     f
 }
 
-fn fault_figures(plan: &FleetPlan, played: &Played, i: usize, f: &Fault, tokens: &[state::TokenKey]) -> FaultFigures {
+fn fault_figures(
+    plan: &FleetPlan,
+    played: &Played,
+    i: usize,
+    f: &GameFault,
+    tokens: &[state::TokenKey],
+) -> FaultFigures {
     let start = played.fault_starts[i];
     let mut out = FaultFigures {
         name: f.name.clone(),
-        label: f.label.clone(),
+        label: f.fault.label.clone(),
         action: f.action.clone(),
         by: f.by,
         started_at_ms: start.map(|s| ms(s, played.start)),
@@ -414,13 +422,14 @@ mod tests {
 
     #[test]
     fn a_target_is_at_a_site_by_host_or_by_switch_port() {
-        let site = Site {
-            node: "node-05".into(),
-            netdev: "eth5".into(),
-            switch: "leaf-rail5".into(),
-            port: "Ethernet16".into(),
-        };
         let t = |pairs: &[(&str, &str)]| pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let site: Location = t(&[
+            ("node", "node-05"),
+            ("netdev", "eth5"),
+            ("rail", "5"),
+            ("switch", "leaf-rail5"),
+            ("port", "Ethernet16"),
+        ]);
         assert!(at_site(&site, &t(&[("node", "node-05"), ("netdev", "eth5")])));
         assert!(at_site(&site, &t(&[("switch", "leaf-rail5"), ("port", "Ethernet16"), ("queue", "3")])));
         assert!(!at_site(&site, &t(&[("node", "node-05"), ("netdev", "eth4")])));

@@ -4,6 +4,9 @@
 //! per run and one per fault of each run, and an SVG timeline per run
 //! (every failed run, and the first [`TIMELINES`] runs).
 //!
+//! A fleet game day's report has its own section before the timelines
+//! ([`super::fleet::html`]).
+//!
 //! A figure that is missing (never happened, nothing measured it) is a
 //! dash, never 0 and never NaN.
 
@@ -315,6 +318,9 @@ pub fn render(report: &Report) -> String {
     }
     out.push_str("</table>");
     run_fault_rows(report, &mut out);
+    if let Some(fleet) = &report.fleet {
+        out.push_str(&super::fleet::html::section(fleet));
+    }
     out.push_str("<h2>Timelines</h2>");
     let mut drawn = 0;
     for r in &report.runs {
@@ -388,6 +394,7 @@ mod tests {
             summary: Report::summarize(&runs),
             bounds: Vec::new(),
             runs,
+            fleet: None,
         }
     }
 

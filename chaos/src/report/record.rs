@@ -376,9 +376,12 @@ pub struct Report {
     pub summary: Summary,
     /// The steady-state bounds of the probes.
     #[serde(default)]
-    pub bounds: Vec<crate::scenario::plan::Bound>,
+    pub bounds: Vec<crate::plan::Bound>,
     /// The runs.
     pub runs: Vec<RunRecord>,
+    /// A fleet game day's own figures (absent from a scenario's report).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fleet: Option<super::fleet::FleetFigures>,
 }
 
 impl Report {

@@ -149,6 +149,7 @@ mod tests {
             summary: Summary::default(),
             bounds: Vec::new(),
             runs: (0..=failed).map(|i| run(i, i == 0)).collect(),
+            fleet: None,
         }
     }
 

@@ -17,8 +17,10 @@ use net::link::BlockingLinks;
 use net::netns::{enter, run_tool};
 use net::NetError;
 
+use crate::plan::FaultPlan;
 use crate::report::FaultRecord;
-use crate::scenario::{FaultKind, FaultPlan, ScenarioPlan, Scheduled};
+use crate::scenario::{ScenarioPlan, Scheduled};
+use crate::spec::FaultKind;
 use crate::ChaosError;
 
 /// The `node` label of the daemon under test in its namespace; the
@@ -92,7 +94,7 @@ pub async fn apply(
     // The load refuses them (at their line); a plan made in code may not
     // have been loaded. Not CannotRunHere: no machine could run it.
     if let Some(f) = plan.faults.iter().find(|f| !f.kind.needs_real_links()) {
-        return Err(ChaosError::Scenario(crate::scenario::ScenarioError {
+        return Err(ChaosError::Scenario(crate::spec::ScenarioError {
             path: plan.name.clone(),
             line: 0,
             column: 0,

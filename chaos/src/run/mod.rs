@@ -269,6 +269,7 @@ pub async fn run_scenario(loaded: &Loaded, sources: &Sources, options: &Options)
         summary,
         bounds: plan.probes.clone(),
         runs: records,
+        fleet: None,
     })
 }
 

@@ -8,9 +8,10 @@ use std::ops::Range;
 
 use engine::Nanos;
 
-use super::{Ctx, EtcdPlan, Fault, Phase, SECOND};
+use super::{EtcdPlan, GameFault, PhasePlan, SECOND};
 use crate::fleet_day::spec::PhaseSpec;
-use crate::scenario::ScenarioError;
+use crate::plan::Ctx;
+use crate::spec::ScenarioError;
 
 /// The keys each `do` takes, besides `do`.
 fn allowed(action: &str) -> Option<&'static [&'static str]> {
@@ -27,10 +28,10 @@ fn allowed(action: &str) -> Option<&'static [&'static str]> {
 pub(super) fn resolve(
     ctx: &Ctx,
     specs: &[PhaseSpec],
-    faults: &[Fault],
+    faults: &[GameFault],
     etcd: &EtcdPlan,
     lease_ttl: Nanos,
-) -> Result<Vec<Phase>, ScenarioError> {
+) -> Result<Vec<PhasePlan>, ScenarioError> {
     let mut started = BTreeSet::new();
     let mut settled = BTreeSet::new();
     let mut leader_kills = 0;
@@ -86,7 +87,7 @@ pub(super) fn resolve(
                         return Err(ctx.err(p.action.span(), format!("fault {:?} is started twice", faults[i].name)));
                     }
                 }
-                Phase::Start(list)
+                PhasePlan::Start(list)
             }
             "settle" => {
                 let list = fault_list("the faults to wait for")?;
@@ -99,10 +100,10 @@ pub(super) fn resolve(
                     }
                     settled.insert(i);
                 }
-                Phase::Settle { faults: list, within: ctx.dur_or(&p.within, "within", 20 * SECOND)? }
+                PhasePlan::Settle { faults: list, within: ctx.positive_or(&p.within, "within", 20 * SECOND)? }
             }
             "pause" => match &p.for_ {
-                Some(d) => Phase::Pause(ctx.dur(d, "for")?),
+                Some(d) => PhasePlan::Pause(ctx.positive(d, "for")?),
                 None => return Err(ctx.err(p.action.span(), "do = \"pause\" needs for = \"2s\"")),
             },
             "kill-etcd-leader" => {
@@ -119,7 +120,9 @@ pub(super) fn resolve(
                         ),
                     ));
                 }
-                Phase::KillEtcdLeader { elect_within: ctx.dur_or(&p.elect_within, "elect_within", 5 * SECOND)? }
+                PhasePlan::KillEtcdLeader {
+                    elect_within: ctx.positive_or(&p.elect_within, "elect_within", 5 * SECOND)?,
+                }
             }
             _ => {
                 let Some(name) = &p.fault else {
@@ -137,8 +140,8 @@ pub(super) fn resolve(
                         ),
                     ));
                 }
-                let return_within = ctx.dur_or(&p.return_within, "return_within", lease_ttl + 2 * SECOND)?;
-                Phase::KillTokenHolder { fault: i, return_within }
+                let return_within = ctx.positive_or(&p.return_within, "return_within", lease_ttl + 2 * SECOND)?;
+                PhasePlan::KillTokenHolder { fault: i, return_within }
             }
         };
         out.push(phase);
