@@ -12,6 +12,7 @@ use net::NetError;
 use sim::fabric::FabricError;
 use sim::switch::SwitchError;
 
+use crate::run::AttachError;
 use crate::spec::ScenarioError;
 
 /// A chaos run could not be made.
@@ -54,12 +55,12 @@ pub enum ChaosError {
     #[error("the daemon under test: {0}")]
     Daemon(String),
     /// The attached daemon (a game day) could not be asked.
-    #[error("the daemon at {at}: {reason}")]
+    #[error("the daemon at {at}: {source}")]
     Attached {
         /// Its control socket.
         at: String,
         /// What failed.
-        reason: String,
+        source: AttachError,
     },
     /// The scenario cannot run on this machine; the reason says what is
     /// missing.

@@ -1,17 +1,12 @@
-//! The scenario library and the chaos playbook, built in (the standard
-//! rules are the `rocemend-rules` crate's): `rocemend demo` runs the closed
-//! loop wherever the binary is.
+//! The scenario library, built in with the chaos playbook
+//! ([`crate::run::PLAYBOOK`]) and the standard rules (the `rocemend-rules`
+//! crate): `rocemend demo` runs the closed loop wherever the binary is.
 
 use std::path::Path;
-
-use engine::playbook::Playbook;
 
 use crate::report::Report;
 use crate::run::{run_scenario, Options, Sources};
 use crate::ChaosError;
-
-/// The scenarios' playbook, `playbooks/chaos.toml`.
-pub const PLAYBOOK: &str = include_str!("../../playbooks/chaos.toml");
 
 /// The scenario library, `(path, text)`.
 pub const SCENARIOS: &[(&str, &str)] = &[
@@ -30,14 +25,9 @@ pub const SCENARIOS: &[(&str, &str)] = &[
 /// The scenarios of the closed loop `rocemend demo` shows.
 pub const DEMO: &[&str] = &["pfc_storm", "link_flap_storm"];
 
-/// The built-in rules and playbook.
+/// The built-in rules and playbook ([`Sources::built_in`]).
 pub fn sources() -> Result<Sources, ChaosError> {
-    Ok(Sources {
-        rules: rules::sources(),
-        rules_origin: "built-in rules/".into(),
-        playbook: Playbook::parse(PLAYBOOK, "playbooks/chaos.toml")?,
-        playbook_origin: "built-in playbooks/chaos.toml".into(),
-    })
+    Sources::built_in()
 }
 
 /// Runs the built-in scenario `name` `runs` times.

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use chaos::report::table::{first_failures, table};
 use chaos::report::{html, Report};
-use chaos::run::{run_scenario, AttachedDaemon, Options, Sources};
+use chaos::run::{run_scenario, AttachError, AttachedDaemon, Options, Sources};
 use chaos::scenario::{self, Clock};
 use engine::dispatch::{Decision, Mode};
 use engine::playbook::Playbook;
@@ -51,15 +51,16 @@ impl AttachedDaemon for ControlSocket {
         self.0.display().to_string()
     }
 
-    async fn decisions_since(&self, since: Nanos) -> Result<Vec<Decision>, String> {
+    async fn decisions_since(&self, since: Nanos) -> Result<Vec<Decision>, AttachError> {
         let request = ListDecisionsRequest { since_ns: since, rule: String::new(), target: String::new() };
-        let mut client = client::connect(&Target::Unix(self.0.clone())).await.map_err(|e| format!("{e:#}"))?;
-        let reply = client.list_decisions(request).await.map_err(|s| s.message().to_string())?;
+        let unreachable = |e: anyhow::Error| AttachError::Unreachable(format!("{e:#}"));
+        let mut client = client::connect(&Target::Unix(self.0.clone())).await.map_err(unreachable)?;
+        let reply = client.list_decisions(request).await.map_err(|s| AttachError::Refused(s.message().to_string()))?;
         reply
             .into_inner()
             .decisions_json
             .iter()
-            .map(|text| serde_json::from_str(text).map_err(|e| format!("a decision it sent: {e}")))
+            .map(|text| serde_json::from_str(text).map_err(AttachError::BadDecision))
             .collect()
     }
 }

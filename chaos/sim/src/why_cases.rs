@@ -32,9 +32,10 @@ pub const SLOW_TICK: Nanos = 500 * MS;
 /// The lossless priority.
 const PRIO: usize = 3;
 
-/// A fault kind of the chaos library (`chaos/scenarios/*.toml`).
+/// The kind of a case's fault: one of the chaos library's
+/// (`chaos/scenarios/*.toml`) that slows a job.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Kind {
+pub enum CaseKind {
     /// A NIC storms PFC pause frames (`prio`).
     PfcStorm,
     /// Symbol errors at `ber` on the selected NICs.
@@ -51,34 +52,34 @@ pub enum Kind {
     Congestion,
 }
 
-impl Kind {
+impl CaseKind {
     /// Every kind.
-    pub const ALL: [Kind; 7] = [
-        Kind::PfcStorm,
-        Kind::SymbolErrors,
-        Kind::LinkFlap,
-        Kind::GpuXid,
-        Kind::Incast,
-        Kind::UplinkCongestion,
-        Kind::Congestion,
+    pub const ALL: [CaseKind; 7] = [
+        CaseKind::PfcStorm,
+        CaseKind::SymbolErrors,
+        CaseKind::LinkFlap,
+        CaseKind::GpuXid,
+        CaseKind::Incast,
+        CaseKind::UplinkCongestion,
+        CaseKind::Congestion,
     ];
 
     /// The name the chaos scenarios use.
     pub fn name(self) -> &'static str {
         match self {
-            Kind::PfcStorm => "pfc_storm",
-            Kind::SymbolErrors => "symbol_errors",
-            Kind::LinkFlap => "link_flap",
-            Kind::GpuXid => "gpu_xid",
-            Kind::Incast => "incast",
-            Kind::UplinkCongestion => "uplink_congestion",
-            Kind::Congestion => "congestion",
+            CaseKind::PfcStorm => "pfc_storm",
+            CaseKind::SymbolErrors => "symbol_errors",
+            CaseKind::LinkFlap => "link_flap",
+            CaseKind::GpuXid => "gpu_xid",
+            CaseKind::Incast => "incast",
+            CaseKind::UplinkCongestion => "uplink_congestion",
+            CaseKind::Congestion => "congestion",
         }
     }
 
     /// The kind a scenario names, if it slows a job.
-    pub fn parse(name: &str) -> Option<Kind> {
-        Kind::ALL.into_iter().find(|k| k.name() == name)
+    pub fn parse(name: &str) -> Option<CaseKind> {
+        CaseKind::ALL.into_iter().find(|k| k.name() == name)
     }
 }
 
@@ -86,7 +87,7 @@ impl Kind {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Fault {
     /// Its kind.
-    pub kind: Kind,
+    pub kind: CaseKind,
     /// Which NICs (or, for a GPU XID, the node; for uplink congestion, the
     /// `switch`; for congestion, the `rail`).
     pub select: Selector,
@@ -107,13 +108,13 @@ impl Fault {
     fn effects(&self, fabric: &Fabric) -> Vec<Effect> {
         let nics = || fabric.select(&self.select).unwrap_or_default();
         match self.kind {
-            Kind::PfcStorm => {
+            CaseKind::PfcStorm => {
                 nics().into_iter().map(|nic| Effect::PfcStorm { nic, prio: self.param("prio", 3.0) as u8 }).collect()
             }
-            Kind::SymbolErrors => {
+            CaseKind::SymbolErrors => {
                 nics().into_iter().map(|nic| Effect::Ber { nic, ber: self.param("ber", 1e-9) }).collect()
             }
-            Kind::LinkFlap => nics()
+            CaseKind::LinkFlap => nics()
                 .into_iter()
                 .map(|nic| Effect::Flap {
                     nic,
@@ -121,19 +122,19 @@ impl Fault {
                     down: (self.param("down", 0.15) * 1e9) as Nanos,
                 })
                 .collect(),
-            Kind::GpuXid => vec![Effect::GpuXid {
+            CaseKind::GpuXid => vec![Effect::GpuXid {
                 node: self.select.node.clone().unwrap_or_default(),
                 gpu: self.param("gpu", 0.0) as u32,
                 xid: self.param("xid", 79.0) as u64,
             }],
-            Kind::Incast => {
+            CaseKind::Incast => {
                 nics().into_iter().map(|nic| Effect::Incast { nic, load: self.param("load", 1.0) }).collect()
             }
-            Kind::UplinkCongestion => vec![Effect::UplinkCongestion {
+            CaseKind::UplinkCongestion => vec![Effect::UplinkCongestion {
                 switch: self.select.switch.clone().unwrap_or_default(),
                 load: self.param("load", 1.5),
             }],
-            Kind::Congestion => {
+            CaseKind::Congestion => {
                 vec![Effect::Congestion { rail: self.select.rail.unwrap_or(0), load: self.param("load", 0.8) }]
             }
         }
@@ -344,7 +345,7 @@ pub fn random_case(topology: &Topology, seed: u64) -> Case {
     nodes.sort();
     let netdevs: Vec<String> = inv.node[0].nic.iter().map(|n| n.netdev.clone()).collect();
     let leaves: Vec<(String, u32)> = inv.switch.iter().filter_map(|s| Some((s.name.clone(), s.rail?))).collect();
-    let kind = *pick(&mut rng, &Kind::ALL);
+    let kind = *pick(&mut rng, &CaseKind::ALL);
     let at = (15 + rng.i64(0..=10)) * SECOND;
     let duration = (8 + rng.i64(0..=7)) * SECOND;
     let mut params = BTreeMap::new();
@@ -352,51 +353,51 @@ pub fn random_case(topology: &Topology, seed: u64) -> Case {
     let any_node = pick(&mut rng, &all).clone();
     let dev = pick(&mut rng, &netdevs).clone();
     let select = match kind {
-        Kind::PfcStorm => {
+        CaseKind::PfcStorm => {
             params.insert("prio".into(), 3.0);
             nic(&any_node, &dev)
         }
-        Kind::SymbolErrors => {
+        CaseKind::SymbolErrors => {
             params.insert("ber".into(), 1.5e-7 + rng.f64() * 1e-7);
             nic(&job_node, &dev)
         }
-        Kind::LinkFlap => {
+        CaseKind::LinkFlap => {
             params.insert("period".into(), 0.5 + rng.f64() * 0.4);
             params.insert("down".into(), 0.1 + rng.f64() * 0.1);
             nic(&job_node, &dev)
         }
-        Kind::GpuXid => {
+        CaseKind::GpuXid => {
             params.insert("gpu".into(), rng.u32(0..8) as f64);
             params.insert("xid".into(), *pick(&mut rng, &[79.0, 48.0, 63.0]));
             Selector { node: Some(job_node.clone()), ..Selector::default() }
         }
-        Kind::Incast => {
+        CaseKind::Incast => {
             params.insert("load".into(), 1.5 + rng.f64());
             nic(&any_node, &dev)
         }
-        Kind::UplinkCongestion => {
+        CaseKind::UplinkCongestion => {
             params.insert("load".into(), 2.0 + rng.f64());
             Selector { switch: Some(pick(&mut rng, &leaves).0.clone()), ..Selector::default() }
         }
-        Kind::Congestion => {
+        CaseKind::Congestion => {
             params.insert("load".into(), 0.6 + rng.f64() * 0.4);
             Selector { rail: Some(pick(&mut rng, &leaves).1), ..Selector::default() }
         }
     };
-    let duration = (kind != Kind::GpuXid).then_some(duration);
+    let duration = (kind != CaseKind::GpuXid).then_some(duration);
     let fault = Fault { kind, select, at, duration, params };
     let (other_node, other_dev) = (pick(&mut rng, &all).clone(), pick(&mut rng, &netdevs).clone());
     let distractor = match rng.u8(0..4) {
         0 => None,
         1 => Some(Fault {
-            kind: Kind::SymbolErrors,
+            kind: CaseKind::SymbolErrors,
             select: nic(&other_node, &other_dev),
             at: rng.i64(5..=35) * SECOND,
             duration: None,
             params: [("ber".to_string(), 1e-11)].into(),
         }),
         2 => Some(Fault {
-            kind: Kind::LinkFlap,
+            kind: CaseKind::LinkFlap,
             select: nic(&other_node, &other_dev),
             at: rng.i64(5..=35) * SECOND,
             duration: Some(SECOND),
@@ -405,7 +406,7 @@ pub fn random_case(topology: &Topology, seed: u64) -> Case {
         _ => {
             let outside: Vec<&String> = all.iter().filter(|n| !nodes.contains(n)).collect();
             outside.first().map(|n| Fault {
-                kind: Kind::GpuXid,
+                kind: CaseKind::GpuXid,
                 select: Selector { node: Some((*n).clone()), ..Selector::default() },
                 at: rng.i64(5..=35) * SECOND,
                 duration: None,
@@ -432,7 +433,7 @@ mod tests {
             job: "j".into(),
             nodes: vec!["node-01".into(), "node-02".into()],
             fault: Fault {
-                kind: Kind::LinkFlap,
+                kind: CaseKind::LinkFlap,
                 select: nic("node-02", "eth5"),
                 at: 10 * SECOND,
                 duration: None,
@@ -463,7 +464,7 @@ mod tests {
     fn random_cases_are_reproducible_and_vary() {
         let t = example();
         assert_eq!(random_case(&t, 7), random_case(&t, 7));
-        let kinds: std::collections::BTreeSet<Kind> = (0..60).map(|s| random_case(&t, s).fault.kind).collect();
-        assert_eq!(kinds.len(), Kind::ALL.len());
+        let kinds: std::collections::BTreeSet<CaseKind> = (0..60).map(|s| random_case(&t, s).fault.kind).collect();
+        assert_eq!(kinds.len(), CaseKind::ALL.len());
     }
 }

@@ -23,7 +23,7 @@ use tokio::task::JoinHandle;
 /// A put or a delete.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Kind {
+pub enum Change {
     /// Written.
     Put,
     /// Deleted (by a daemon, or by etcd when its lease expired).
@@ -38,7 +38,7 @@ pub struct Event {
     /// etcd's revision of the change.
     pub revision: i64,
     /// Put or delete.
-    pub kind: Kind,
+    pub change: Change,
     /// The key.
     pub key: String,
     /// The value written (empty for a delete).
@@ -174,7 +174,7 @@ fn parse_response(line: &str, at: Nanos) -> Result<Vec<Event>, String> {
         out.push(Event {
             at,
             revision: if e.kv.mod_revision > 0 { e.kv.mod_revision } else { r.header.revision },
-            kind: if e.kind == 1 { Kind::Delete } else { Kind::Put },
+            change: if e.kind == 1 { Change::Delete } else { Change::Put },
             key: String::from_utf8_lossy(&key).into_owned(),
             value,
             lease: e.kv.lease,
@@ -239,14 +239,14 @@ mod tests {
             vec![Event {
                 at: 7,
                 revision: 5,
-                kind: Kind::Put,
+                change: Change::Put,
                 key: "/a/e".into(),
                 value: b"y".to_vec(),
                 lease: 4111120442822509832
             }]
         );
         let d = parse_response(del, 9).unwrap();
-        assert_eq!((d[0].kind, d[0].revision, d[0].key.as_str(), d[0].value.len()), (Kind::Delete, 8, "/a/e", 0));
+        assert_eq!((d[0].change, d[0].revision, d[0].key.as_str(), d[0].value.len()), (Change::Delete, 8, "/a/e", 0));
         assert!(parse_response("not json", 0).is_err());
     }
 }

@@ -29,12 +29,12 @@ pub const NODE: &str = "chaos-veth";
 
 /// Where faults are applied: in a namespace, or the host's own.
 #[derive(Debug, Clone)]
-pub struct Target {
+pub struct LinkNamespace {
     /// The namespace, or `None` for the host's.
     pub netns: Option<String>,
 }
 
-impl Target {
+impl LinkNamespace {
     fn tool(&self, tool: &str, args: &[&str]) -> Result<(), NetError> {
         match &self.netns {
             Some(ns) => run_tool(tool, &[&["-n", ns.as_str()], args].concat()),
@@ -64,7 +64,7 @@ fn missing_qdisc(plan: &ScenarioPlan, kind: FaultKind, error: &NetError) -> Opti
 /// `target`, before the run: a kernel without `sch_netem` or `sch_tbf`
 /// skips the scenario with the reason ([`ChaosError::CannotRunHere`])
 /// instead of failing it halfway.
-pub fn probe_qdiscs(plan: &ScenarioPlan, target: &Target) -> Result<(), ChaosError> {
+pub fn probe_qdiscs(plan: &ScenarioPlan, target: &LinkNamespace) -> Result<(), ChaosError> {
     let mut probed = Vec::new();
     for f in plan.faults.iter().filter(|f| matches!(f.kind, FaultKind::Netem | FaultKind::Tbf)) {
         let Some(link) = f.link.as_deref() else { continue };
@@ -87,7 +87,7 @@ pub fn probe_qdiscs(plan: &ScenarioPlan, target: &Target) -> Result<(), ChaosErr
 /// start order.
 pub async fn apply(
     plan: &ScenarioPlan,
-    target: Target,
+    target: LinkNamespace,
     start: Nanos,
     seed: u64,
 ) -> Result<Vec<FaultRecord>, ChaosError> {
@@ -119,7 +119,7 @@ fn sleep_until(t: Nanos) {
 /// Applies the faults of `plan` from `start` on, a thread per fault, and
 /// waits for the run's end; returns what was done and when. The first
 /// error of a fault is the run's, once every thread is done.
-fn drive(plan: &ScenarioPlan, target: &Target, start: Nanos, seed: u64) -> Result<Vec<FaultRecord>, ChaosError> {
+fn drive(plan: &ScenarioPlan, target: &LinkNamespace, start: Nanos, seed: u64) -> Result<Vec<FaultRecord>, ChaosError> {
     let end = start + plan.duration;
     let schedule = plan.schedule_real(seed);
     let results: Vec<Result<Vec<FaultRecord>, ChaosError>> = std::thread::scope(|scope| {
@@ -153,7 +153,7 @@ fn drive(plan: &ScenarioPlan, target: &Target, start: Nanos, seed: u64) -> Resul
 /// thread.
 fn drive_fault(
     plan: &ScenarioPlan,
-    target: &Target,
+    target: &LinkNamespace,
     f: &FaultPlan,
     mine: &[&Scheduled],
     start: Nanos,
