@@ -23,6 +23,17 @@ pub fn table_head(id: &str, names: &[&str]) -> String {
     out
 }
 
+/// A whole table: its head ([`table_head`]), one [`Row`] per item drawn
+/// by `row`, and its end.
+pub fn table<T>(id: &str, names: &[&str], items: impl IntoIterator<Item = T>, row: impl Fn(T) -> Row) -> String {
+    let mut out = table_head(id, names);
+    for item in items {
+        let _ = write!(out, "{}", row(item));
+    }
+    out.push_str("</table>");
+    out
+}
+
 /// One `<tr>`, built cell by cell; shown (`Display`) as its HTML.
 #[derive(Debug, Default)]
 pub struct Row {
@@ -102,5 +113,11 @@ mod tests {
     #[test]
     fn a_table_opens_with_its_header_row() {
         assert_eq!(table_head("t", &["", "p50"]), "<table id=\"t\"><tr><th></th><th>p50</th></tr>");
+    }
+
+    #[test]
+    fn a_whole_table_is_its_head_a_row_per_item_and_its_end() {
+        let t = table("t", &["n"], [1, 2], |n| Row::new().cell(n));
+        assert_eq!(t, "<table id=\"t\"><tr><th>n</th></tr><tr><td>1</td></tr><tr><td>2</td></tr></table>");
     }
 }

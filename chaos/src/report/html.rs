@@ -13,7 +13,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use render::table::{table_head, Row};
+use render::table::{table, table_head, Row};
 use render::{escape, Mark, Span, Timeline, Track};
 
 use super::record::{Report, RunOutcome, RunRecord, Stats, StepTimeSummary};
@@ -65,9 +65,9 @@ fn fault_tables(report: &Report, out: &mut String) {
             "<tr><th colspan=\"6\" style=\"text-align:left\">fault {}: {}</th></tr>{}{}{}",
             f.fault,
             escape(&f.label),
-            stats_row("time to detect", &f.detect),
-            stats_row("time to mitigate", &f.mitigate),
-            stats_row("time to recover", &f.recover)
+            stats_row("time to detect", &f.recovery.detect),
+            stats_row("time to mitigate", &f.recovery.mitigate),
+            stats_row("time to recover", &f.recovery.recover)
         );
         if f.step_worst.count > 0 {
             let _ = write!(
@@ -290,16 +290,16 @@ pub fn render(report: &Report) -> String {
         out,
         "<h2>Recovery (ms from the first fault)</h2>{}{}{}{}</table>",
         stats_table("recovery"),
-        stats_row("time to detect", &s.detect),
-        stats_row("time to mitigate", &s.mitigate),
-        stats_row("time to recover", &s.recover)
+        stats_row("time to detect", &s.recovery.detect),
+        stats_row("time to mitigate", &s.recovery.mitigate),
+        stats_row("time to recover", &s.recovery.recover)
     );
     fault_tables(report, &mut out);
     if let Some(step) = &s.step_time {
         step_table(step, &mut out);
     }
     out.push_str("<h2>Runs</h2>");
-    out.push_str(&table_head(
+    out.push_str(&table(
         "runs",
         &[
             "run",
@@ -312,11 +312,9 @@ pub fn render(report: &Report) -> String {
             "step back ms",
             "verdict",
         ],
+        &report.runs,
+        run_row,
     ));
-    for r in &report.runs {
-        let _ = write!(out, "{}", run_row(r));
-    }
-    out.push_str("</table>");
     run_fault_rows(report, &mut out);
     if let Some(fleet) = &report.fleet {
         out.push_str(&super::fleet::html::section(fleet));

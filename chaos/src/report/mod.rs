@@ -12,6 +12,6 @@ pub mod relevance;
 pub mod table;
 
 pub use record::{
-    DecisionRecord, FaultOutcome, FaultRecord, FaultSummary, Moments, ProbeSeries, Report, RunOutcome, RunRecord,
-    Stats, StepTime, StepTimeSummary, Summary, TransitionRecord,
+    DecisionRecord, FaultOutcome, FaultRecord, FaultSummary, Moments, ProbeSeries, RecoveryStats, Report, RunOutcome,
+    RunRecord, Stats, StepTime, StepTimeSummary, Summary, TransitionRecord,
 };

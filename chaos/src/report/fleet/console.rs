@@ -60,16 +60,8 @@ fn faults(f: &FleetFigures) -> String {
 fn budgets(f: &FleetFigures) -> String {
     let mut out = String::from("\n  budget     cell         limit  most at once  over  tokens\n");
     for c in &f.budgets {
-        let _ = writeln!(
-            out,
-            "  {:<10} {:<12} {:>5} {:>13} {:>5}  {}",
-            c.budget,
-            c.cell,
-            c.limit,
-            c.max_concurrent,
-            c.over,
-            c.tokens.join(", ")
-        );
+        let (cell, tokens) = (format!("{:<10} {:<12}", c.budget, c.cell), c.tokens.join(", "));
+        let _ = writeln!(out, "  {cell} {:>5} {:>13} {:>5}  {tokens}", c.limit, c.max_concurrent, c.over);
     }
     let _ = writeln!(out, "  drains over budget: {}", f.over_budget);
     out

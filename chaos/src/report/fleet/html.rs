@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use render::escape;
-use render::table::{table_head, Row};
+use render::table::{table, Row};
 
 use super::{DaemonFigures, DaemonKillFigures, FaultFigures, FleetFigures, LeaderKillFigures};
 
@@ -32,50 +32,34 @@ pub fn section(f: &FleetFigures) -> String {
 
 /// Tokens per budget cell, from etcd.
 fn budget_table(f: &FleetFigures) -> String {
-    let mut out = String::from("<h2>Fleet budget</h2><p>Tokens per budget cell, read from etcd (every put and delete the daemons made, in revision order).</p>");
-    out.push_str(&table_head("fleet-budget", &["budget", "cell", "limit", "most at once", "over", "tokens"]));
-    for c in &f.budgets {
-        let row = Row::new()
-            .cell(&c.budget)
-            .cell(&c.cell)
-            .cell(c.limit)
-            .cell(c.max_concurrent)
-            .cell(c.over)
-            .fail_if(c.over > 0)
-            .text(c.tokens.join(", "));
-        let _ = write!(out, "{row}");
-    }
-    out.push_str("</table>");
-    out
+    let head = "<h2>Fleet budget</h2><p>Tokens per budget cell, read from etcd (every put and delete the daemons made, in revision order).</p>";
+    let names = ["budget", "cell", "limit", "most at once", "over", "tokens"];
+    let rows = table("fleet-budget", &names, &f.budgets, |c| {
+        let over = Row::new().cell(&c.budget).cell(&c.cell).cell(c.limit).cell(c.max_concurrent).cell(c.over);
+        over.fail_if(c.over > 0).text(c.tokens.join(", "))
+    });
+    format!("{head}{rows}")
 }
 
 /// The decisions per fault, across every daemon.
 fn faults_table(f: &FleetFigures) -> String {
-    let mut out = String::from("<h2>Decisions per fault, across every daemon</h2>");
-    out.push_str(&table_head(
-        "fleet-faults",
-        &[
-            "fault",
-            "deciders",
-            "proposals",
-            "executed",
-            "held: fleet budget",
-            "held: own limits",
-            "held: etcd unavailable",
-            "held: breaker",
-            "held: standby",
-            "detect p50 / max ms",
-            "TTD ms",
-            "TTM ms",
-            "executed by",
-            "token",
-        ],
-    ));
-    for x in &f.faults {
-        let _ = write!(out, "{}", fault_row(x));
-    }
-    out.push_str("</table>");
-    out
+    let names = [
+        "fault",
+        "deciders",
+        "proposals",
+        "executed",
+        "held: fleet budget",
+        "held: own limits",
+        "held: etcd unavailable",
+        "held: breaker",
+        "held: standby",
+        "detect p50 / max ms",
+        "TTD ms",
+        "TTM ms",
+        "executed by",
+        "token",
+    ];
+    format!("<h2>Decisions per fault, across every daemon</h2>{}", table("fleet-faults", &names, &f.faults, fault_row))
 }
 
 /// One fault's row of the decisions table.
@@ -132,22 +116,18 @@ fn daemon_kill(k: &DaemonKillFigures) -> String {
 
 /// One row per daemon.
 fn daemons_table(daemons: &[DaemonFigures]) -> String {
-    let mut out = String::from("<h2>Daemons</h2>");
-    out.push_str(&table_head(
-        "fleet-daemons",
-        &[
-            "daemon",
-            "decisions",
-            "executed",
-            "held: fleet budget",
-            "held: own limits",
-            "held: etcd unavailable",
-            "own breaker",
-            "killed at ms",
-        ],
-    ));
-    for d in daemons {
-        let row = Row::new()
+    let names = [
+        "daemon",
+        "decisions",
+        "executed",
+        "held: fleet budget",
+        "held: own limits",
+        "held: etcd unavailable",
+        "own breaker",
+        "killed at ms",
+    ];
+    let rows = table("fleet-daemons", &names, daemons, |d| {
+        Row::new()
             .cell(&d.name)
             .cell(d.decisions)
             .cell(d.executed)
@@ -155,9 +135,7 @@ fn daemons_table(daemons: &[DaemonFigures]) -> String {
             .cell(d.held_local_limit)
             .cell(d.held_unavailable)
             .cell(if d.breaker_tripped { "tripped" } else { "clear" })
-            .cell(ms(d.killed_at_ms));
-        let _ = write!(out, "{row}");
-    }
-    out.push_str("</table>");
-    out
+            .cell(ms(d.killed_at_ms))
+    });
+    format!("<h2>Daemons</h2>{rows}")
 }
