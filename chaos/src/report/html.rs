@@ -16,7 +16,7 @@ use std::fmt::Write;
 use render::table::{table, table_head, Row};
 use render::{escape, Mark, Span, Timeline, Track};
 
-use super::record::{Report, RunOutcome, RunRecord, Stats, StepTimeSummary};
+use super::record::{Moments, Report, RunOutcome, RunRecord, Stats, StepTimeSummary};
 use super::relevance;
 
 /// Timelines drawn besides those of failed runs: a page of 100 runs stays
@@ -155,7 +155,24 @@ pub fn run_timeline(report: &Report, run: &RunRecord) -> Timeline {
             .map(|f| Span { start: f.start, end: f.end, label: f.label.clone(), class: "fault".into() })
             .collect(),
     }];
+    tracks.extend(probe_tracks(report, run));
+    tracks.extend(instance_tracks(run));
+    tracks.push(decision_track(run));
+    tracks.extend(milestone_tracks(&run.outcome));
+    let verdict = if run.outcome.passed { "passed" } else { "FAILED" };
+    Timeline {
+        title: format!("run {} (seed {}): {verdict}", run.run, run.seed),
+        start: run.start,
+        end: run.end,
+        tracks,
+    }
+}
+
+/// The probes that moved, each with its bounds, and one row naming those
+/// that did not.
+fn probe_tracks(report: &Report, run: &RunRecord) -> Vec<Track> {
     let (moved, still) = relevance::order_probes(&run.probes, &run.faults, run.end);
+    let mut tracks = Vec::new();
     for p in moved {
         let bounds = report.bounds.iter().find(|b| b.probe == p.name).map(|b| (b.min, b.max)).unwrap_or((None, None));
         tracks.push(Track::Series { label: p.name.clone(), points: p.points.clone(), bounds });
@@ -168,13 +185,19 @@ pub fn run_timeline(report: &Report, run: &RunRecord) -> Timeline {
         );
         tracks.push(Track::Note { label, text: names.join(", ") });
     }
-    // Rule instances: one row each, a span per state other than inactive.
+    tracks
+}
+
+/// Rule instances: one row each, a span per state other than inactive;
+/// those on a faulted node first.
+fn instance_tracks(run: &RunRecord) -> Vec<Track> {
     let mut instances: BTreeMap<(bool, String, String), Vec<(i64, String)>> = BTreeMap::new();
     for t in &run.transitions {
         // `false` sorts first: instances on a faulted node come first.
         let elsewhere = !relevance::on_faulted_node(t, &run.faults);
         instances.entry((elsewhere, t.rule.clone(), subject(&t.subject))).or_default().push((t.at, t.to.clone()));
     }
+    let mut tracks = Vec::new();
     for ((_, rule, subj), states) in instances {
         let mut spans = Vec::new();
         for (i, (at, state)) in states.iter().enumerate() {
@@ -186,7 +209,12 @@ pub fn run_timeline(report: &Report, run: &RunRecord) -> Timeline {
         }
         tracks.push(Track::Spans { label: format!("{rule} {subj}"), spans });
     }
-    tracks.push(Track::Marks {
+    tracks
+}
+
+/// Every decision, coloured by its verdict, with what the actuator sent.
+fn decision_track(run: &RunRecord) -> Track {
+    Track::Marks {
         label: "decisions".into(),
         marks: run
             .decisions
@@ -204,38 +232,24 @@ pub fn run_timeline(report: &Report, run: &RunRecord) -> Timeline {
                 class: d.verdict.clone(),
             })
             .collect(),
-    });
-    let o = &run.outcome;
-    let mut milestones = Vec::new();
-    let m = &o.moments;
-    for (at, what) in [(m.detected_at, "detected"), (m.mitigated_at, "mitigated"), (m.recovered_at, "recovered")] {
-        if let Some(at) = at {
-            milestones.push(Mark { at, label: what.into(), class: what.into() });
-        }
     }
-    tracks.push(Track::Marks { label: "milestones".into(), marks: milestones });
-    // With several faults, each one's own milestones, named.
+}
+
+/// The run's detected, mitigated and recovered marks; with several faults,
+/// each one's own on a row of their own, named.
+fn milestone_tracks(o: &RunOutcome) -> Vec<Track> {
+    let marks = |m: &Moments, name: &dyn Fn(&str) -> String| -> Vec<Mark> {
+        [(m.detected_at, "detected"), (m.mitigated_at, "mitigated"), (m.recovered_at, "recovered")]
+            .into_iter()
+            .filter_map(|(at, what)| Some(Mark { at: at?, label: name(what), class: what.into() }))
+            .collect()
+    };
+    let mut tracks = vec![Track::Marks { label: "milestones".into(), marks: marks(&o.moments, &|w| w.to_string()) }];
     if o.faults.len() > 1 {
-        let mut marks = Vec::new();
-        for f in &o.faults {
-            let m = &f.moments;
-            for (at, what) in
-                [(m.detected_at, "detected"), (m.mitigated_at, "mitigated"), (m.recovered_at, "recovered")]
-            {
-                if let Some(at) = at {
-                    marks.push(Mark { at, label: format!("{what}: {}", f.label), class: what.into() });
-                }
-            }
-        }
-        tracks.push(Track::Marks { label: "per fault".into(), marks });
+        let per_fault = o.faults.iter().flat_map(|f| marks(&f.moments, &|w| format!("{w}: {}", f.label))).collect();
+        tracks.push(Track::Marks { label: "per fault".into(), marks: per_fault });
     }
-    let verdict = if o.passed { "passed" } else { "FAILED" };
-    Timeline {
-        title: format!("run {} (seed {}): {verdict}", run.run, run.seed),
-        start: run.start,
-        end: run.end,
-        tracks,
-    }
+    tracks
 }
 
 /// One run's row of the runs table: its times, and why it failed in red.
