@@ -12,7 +12,6 @@ use net::NetError;
 use sim::fabric::FabricError;
 use sim::switch::SwitchError;
 
-use crate::run::AttachError;
 use crate::spec::ScenarioError;
 
 /// A chaos run could not be made.
@@ -81,4 +80,19 @@ impl ChaosError {
     pub fn io(what: impl Into<String>, source: std::io::Error) -> ChaosError {
         ChaosError::Io { what: what.into(), source }
     }
+}
+
+/// Why an attached daemon could not tell its decisions.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AttachError {
+    /// Its control socket could not be reached: the client's words.
+    #[error("{0}")]
+    Unreachable(String),
+    /// It refused the call: its status message.
+    #[error("{0}")]
+    Refused(String),
+    /// A decision it sent does not read as one.
+    #[error("a decision it sent: {0}")]
+    BadDecision(#[source] serde_json::Error),
 }

@@ -40,6 +40,8 @@ mod sources;
 pub mod wall;
 
 pub use sources::{Sources, PLAYBOOK};
+// The contract's error sits with ChaosError, which carries it.
+pub use crate::error::AttachError;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -63,21 +65,6 @@ pub trait AttachedDaemon: Send + Sync {
     fn address(&self) -> String;
     /// Every decision since `since` (ns since the epoch), oldest first.
     async fn decisions_since(&self, since: Nanos) -> Result<Vec<Decision>, AttachError>;
-}
-
-/// Why an attached daemon could not tell its decisions.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum AttachError {
-    /// Its control socket could not be reached: the client's words.
-    #[error("{0}")]
-    Unreachable(String),
-    /// It refused the call: its status message.
-    #[error("{0}")]
-    Refused(String),
-    /// A decision it sent does not read as one.
-    #[error("a decision it sent: {0}")]
-    BadDecision(#[source] serde_json::Error),
 }
 
 /// How to run a scenario.
