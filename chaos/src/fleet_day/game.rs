@@ -15,11 +15,11 @@ use engine::dispatch::Decision;
 use engine::time::wall_clock_now;
 use engine::Nanos;
 
+use super::about::{at_site, of_fault};
 use super::config::Shared;
 use super::daemons::Daemons;
 use super::etcd::Cluster;
 use super::fabric::Driver;
-use super::measure::{at_site, of_fault};
 use super::plan::{FleetPlan, PhasePlan};
 use super::state::{self, PREFIX};
 use super::watch::{Event, Watch};

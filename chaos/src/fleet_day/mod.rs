@@ -25,7 +25,8 @@
 //! - `fabric`: the simulated fabric stepped on the wall clock;
 //! - `config`: the daemons' configuration files; `daemons`: their
 //!   processes (`procs`: process groups killed with their guards);
-//! - `game`: the script played; [`measure`]: the figures
+//! - `game`: the script played (`about`: which decisions are about a
+//!   fault); [`measure`]: the figures
 //!   ([`crate::report::fleet`]) and the verdict; [`report`]: the game as a
 //!   chaos [`Report`], its figures in [`Report::fleet`], drawn by the
 //!   report's page and table like any other.
@@ -35,6 +36,7 @@
 //! sockets are asked through [`Options::attach`], which the binary
 //! implements over its control client.
 
+mod about;
 mod config;
 mod daemons;
 mod error;

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use engine::Nanos;
 use serde::{Deserialize, Serialize};
 
-use super::record::Stats;
+use super::stats::Stats;
 use crate::spec::By;
 
 /// What a daemon of a game is.

@@ -9,6 +9,7 @@ pub mod fleet;
 pub mod html;
 pub mod record;
 pub mod relevance;
+mod stats;
 pub mod table;
 
 pub use record::{

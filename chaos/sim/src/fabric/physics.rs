@@ -49,9 +49,6 @@ pub const FLAP_PENALTY: Nanos = SECOND;
 pub const FLAP_STALL: f64 = 4.0;
 /// The largest step-time ratio reported (a stalled job).
 pub const STALLED: f64 = 20.0;
-/// Default WRED `green_min_threshold` (bytes), against which lowered
-/// thresholds are measured.
-pub const DEFAULT_KMIN: f64 = 1_048_576.0;
 /// Bytes per packet (RoCE at 4096 MTU).
 pub const PACKET_BYTES: f64 = 4096.0;
 /// `port_xmit_wait` ticks per second of waiting. The IB spec leaves the

@@ -58,6 +58,7 @@ use tonic::Status;
 use super::config::{self, ConfigDb};
 use super::counters;
 use super::model::State;
+use super::reply::{concrete, elem, glob, json_value, not_found, string};
 
 /// Which tree a path is in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -187,10 +188,6 @@ pub fn classify(path: &Path) -> Result<(Tree, &[PathElem]), Status> {
     Ok((at.tree, &path.elem[at.head..]))
 }
 
-pub(super) fn not_found(path: &Path, why: &str) -> Status {
-    Status::not_found(format!("{}: {why}", path_to_string(path)))
-}
-
 /// A CONFIG_DB table this switch does not have.
 fn not_served(path: &Path, table: &str) -> Status {
     not_found(path, &format!("CONFIG_DB table {table:?} is not served by this switch ({})", config::TABLES.join(", ")))
@@ -198,31 +195,6 @@ fn not_served(path: &Path, table: &str) -> Status {
 
 fn invalid(path: &Path, why: &str) -> Status {
     Status::invalid_argument(format!("{}: {why}", path_to_string(path)))
-}
-
-/// `*`-globs, as sonic-gnmi matches port names.
-pub(super) fn glob(pattern: &str, name: &str) -> bool {
-    let Some((head, tail)) = pattern.split_once('*') else { return pattern == name };
-    let Some(rest) = name.strip_prefix(head) else { return false };
-    tail.is_empty() || (0..=rest.len()).filter(|i| rest.is_char_boundary(*i)).any(|i| glob(tail, &rest[i..]))
-}
-
-pub(super) fn concrete(query: &Path, elems: Vec<PathElem>) -> Path {
-    Path { origin: query.origin.clone(), target: query.target.clone(), elem: elems, ..Path::default() }
-}
-
-pub(super) fn elem(name: &str) -> PathElem {
-    PathElem { name: name.to_string(), key: HashMap::new() }
-}
-
-pub(super) fn json_value(json: &Json, encoding: Encoding) -> TypedValue {
-    let bytes = json.to_string().into_bytes();
-    let value = if encoding == Encoding::Json { TV::JsonVal(bytes) } else { TV::JsonIetfVal(bytes) };
-    TypedValue { value: Some(value) }
-}
-
-pub(super) fn string(s: String) -> TypedValue {
-    TypedValue { value: Some(TV::StringVal(s)) }
 }
 
 /// Reads `path` (a request's path as [`request_path`] makes it, its target
