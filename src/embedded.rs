@@ -3,7 +3,7 @@
 //! recording, all compiled into the binary.
 
 /// The standard rules of `rules/`, as (path, source).
-pub const RULES: &[(&str, &str)] = chaos::library::RULES;
+pub const RULES: &[(&str, &str)] = rules::RULES;
 
 /// The demo playbook: switch actuators enforcing against simulated switches.
 pub const DEMO_PLAYBOOK: &str = include_str!("../playbooks/demo.toml");

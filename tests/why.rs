@@ -11,7 +11,7 @@ use std::sync::Arc;
 use engine::{Nanos, Topology, SECOND};
 use ops::why;
 use sim::fabric::Selector;
-use sim::why_cases::{self, Case, Fault, Kind};
+use sim::why_cases::{self, Case, CaseKind, Fault};
 
 fn example() -> Arc<Topology> {
     Arc::new(Topology::parse(engine::topology::EXAMPLE_INVENTORY, "example").unwrap())
@@ -35,10 +35,10 @@ fn truth(fault: &Fault, topology: &Topology) -> Vec<String> {
             .collect()
     };
     match fault.kind {
-        Kind::GpuXid => {
+        CaseKind::GpuXid => {
             vec![format!("GPU {} of {}", fault.params["gpu"] as u32, fault.select.node.as_deref().unwrap_or_default())]
         }
-        Kind::UplinkCongestion => {
+        CaseKind::UplinkCongestion => {
             let leaf = inv.switch.iter().find(|s| Some(&s.name) == fault.select.switch.as_ref()).unwrap();
             vec![format!("spine/plane {}", leaf.plane.unwrap_or(0))]
         }
@@ -66,7 +66,7 @@ fn library_case(file: &str) -> Option<Case> {
     let text = std::fs::read_to_string(common::repo(&format!("chaos/scenarios/{file}"))).unwrap();
     let doc: toml::Value = toml::from_str(&text).unwrap();
     let fault = doc.get("fault")?.as_array()?.first()?;
-    let kind = Kind::parse(fault.get("kind")?.as_str()?)?;
+    let kind = CaseKind::parse(fault.get("kind")?.as_str()?)?;
     let select: Selector = fault.get("select")?.clone().try_into().unwrap();
     let mut params = BTreeMap::new();
     for key in ["prio", "ber", "load", "gpu", "xid"] {
@@ -109,7 +109,7 @@ fn each_library_fault_kind_is_named_first() {
         // A job the fault does not slow (symbol errors at a BER of 1e-9
         // cost it 0.3 %) has no regression to find: the SRE points at the
         // fault's span instead.
-        let span = (case.fault.kind == Kind::SymbolErrors)
+        let span = (case.fault.kind == CaseKind::SymbolErrors)
             .then(|| (why_cases::START + case.fault.at, why_cases::START + case.length));
         let want = truth(&case.fault, &topology);
         let got = ranked(&case, &topology, span);
@@ -122,7 +122,7 @@ fn each_library_fault_kind_is_named_first() {
     }
     seen.sort();
     seen.dedup();
-    assert_eq!(seen, Kind::ALL, "every kind of the library has a scenario");
+    assert_eq!(seen, CaseKind::ALL, "every kind of the library has a scenario");
     assert!(failures.is_empty(), "top-1 must be 100 % on the library: {failures:#?}");
 }
 

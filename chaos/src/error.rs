@@ -12,7 +12,7 @@ use net::NetError;
 use sim::fabric::FabricError;
 use sim::switch::SwitchError;
 
-use crate::scenario::ScenarioError;
+use crate::spec::ScenarioError;
 
 /// A chaos run could not be made.
 #[derive(Debug, thiserror::Error)]
@@ -54,12 +54,12 @@ pub enum ChaosError {
     #[error("the daemon under test: {0}")]
     Daemon(String),
     /// The attached daemon (a game day) could not be asked.
-    #[error("the daemon at {at}: {reason}")]
+    #[error("the daemon at {at}: {source}")]
     Attached {
         /// Its control socket.
         at: String,
         /// What failed.
-        reason: String,
+        source: AttachError,
     },
     /// The scenario cannot run on this machine; the reason says what is
     /// missing.
@@ -80,4 +80,19 @@ impl ChaosError {
     pub fn io(what: impl Into<String>, source: std::io::Error) -> ChaosError {
         ChaosError::Io { what: what.into(), source }
     }
+}
+
+/// Why an attached daemon could not tell its decisions.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AttachError {
+    /// Its control socket could not be reached: the client's words.
+    #[error("{0}")]
+    Unreachable(String),
+    /// It refused the call: its status message.
+    #[error("{0}")]
+    Refused(String),
+    /// A decision it sent does not read as one.
+    #[error("a decision it sent: {0}")]
+    BadDecision(#[source] serde_json::Error),
 }

@@ -1,31 +1,12 @@
-//! The scenario library, the standard rules and the chaos playbook, built
-//! in: `rocemend demo` runs the closed loop wherever the binary is.
+//! The scenario library, built in with the chaos playbook
+//! ([`crate::run::PLAYBOOK`]) and the standard rules (the `rocemend-rules`
+//! crate): `rocemend demo` runs the closed loop wherever the binary is.
 
 use std::path::Path;
-
-use engine::playbook::Playbook;
 
 use crate::report::Report;
 use crate::run::{run_scenario, Options, Sources};
 use crate::ChaosError;
-
-/// The standard rules of `rules/`, `(path, text)`: what the scenarios run.
-pub const RULES: &[(&str, &str)] = &[
-    ("rules/pfc_storm.rhai", include_str!("../../rules/pfc_storm.rhai")),
-    ("rules/symbol_errors.rhai", include_str!("../../rules/symbol_errors.rhai")),
-    ("rules/link_flap.rhai", include_str!("../../rules/link_flap.rhai")),
-    ("rules/xmit_wait.rhai", include_str!("../../rules/xmit_wait.rhai")),
-    ("rules/cnp_storm.rhai", include_str!("../../rules/cnp_storm.rhai")),
-    ("rules/gpu_xid.rhai", include_str!("../../rules/gpu_xid.rhai")),
-    ("rules/switch_pfc_storm.rhai", include_str!("../../rules/switch_pfc_storm.rhai")),
-    ("rules/switch_egress_congestion.rhai", include_str!("../../rules/switch_egress_congestion.rhai")),
-    ("rules/switch_pfcwd_stormed.rhai", include_str!("../../rules/switch_pfcwd_stormed.rhai")),
-    ("rules/switch_port_flap.rhai", include_str!("../../rules/switch_port_flap.rhai")),
-    ("rules/switch_queue_congestion.rhai", include_str!("../../rules/switch_queue_congestion.rhai")),
-];
-
-/// The scenarios' playbook, `playbooks/chaos.toml`.
-pub const PLAYBOOK: &str = include_str!("../../playbooks/chaos.toml");
 
 /// The scenario library, `(path, text)`.
 pub const SCENARIOS: &[(&str, &str)] = &[
@@ -44,14 +25,9 @@ pub const SCENARIOS: &[(&str, &str)] = &[
 /// The scenarios of the closed loop `rocemend demo` shows.
 pub const DEMO: &[&str] = &["pfc_storm", "link_flap_storm"];
 
-/// The built-in rules and playbook.
+/// The built-in rules and playbook ([`Sources::built_in`]).
 pub fn sources() -> Result<Sources, ChaosError> {
-    Ok(Sources {
-        rules: RULES.iter().map(|(p, s)| (p.to_string(), s.to_string())).collect(),
-        rules_origin: "built-in rules/".into(),
-        playbook: Playbook::parse(PLAYBOOK, "playbooks/chaos.toml")?,
-        playbook_origin: "built-in playbooks/chaos.toml".into(),
-    })
+    Sources::built_in()
 }
 
 /// Runs the built-in scenario `name` `runs` times.
@@ -70,7 +46,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_standard_rule_and_library_scenario_is_built_in() {
+    fn every_library_scenario_is_built_in() {
         let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
         let listed = |dir: &str, ext: &str| -> Vec<String> {
             let mut names: Vec<String> = std::fs::read_dir(repo.join(dir))
@@ -87,7 +63,6 @@ mod tests {
             names.sort();
             names
         };
-        assert_eq!(built(RULES), listed("rules", "rhai"));
         assert_eq!(built(SCENARIOS), listed("chaos/scenarios", "toml"));
     }
 }

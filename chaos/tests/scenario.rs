@@ -7,7 +7,8 @@ use std::path::Path;
 
 use chaos::report::{DecisionRecord, FaultRecord, ProbeSeries, RunOutcome, RunRecord, TransitionRecord};
 use chaos::scenario::plan::ScenarioPlan;
-use chaos::scenario::{check, parse, ScenarioError};
+use chaos::scenario::{check, parse};
+use chaos::spec::ScenarioError;
 
 fn err(text: &str) -> ScenarioError {
     parse(text, Path::new("s.toml")).unwrap_err()
@@ -84,9 +85,13 @@ fn decision(at: i64, action: &str, node: &str, verdict: &str) -> DecisionRecord 
 
 #[test]
 fn a_record_is_checked_against_every_expectation() {
-    let text = "name = \"x\"\nduration = \"3s\"\n[steady_state]\nhold = \"500ns\"\n[[steady_state.probe]]\nname = \"step_time_ratio\"\nmax = 1.5\n\
-        [[fault]]\nkind = \"pfc_storm\"\nselect = { node = \"node-01\", netdev = \"eth0\" }\nat = \"1s\"\n\
-        [expect]\ndetect = { rule = \"r\", within = \"300ns\" }\nmitigate = { action = \"pfcwd.*\", within = \"100ns\" }\nrecover_within = \"1us\"\nmust_not = [{ action = \"node.cordon\" }]\n";
+    // One literal per line: a string continued with `\` hides its braces
+    // from tools that read the source line by line.
+    let text = concat!(
+        "name = \"x\"\nduration = \"3s\"\n[steady_state]\nhold = \"500ns\"\n[[steady_state.probe]]\nname = \"step_time_ratio\"\nmax = 1.5\n",
+        "[[fault]]\nkind = \"pfc_storm\"\nselect = { node = \"node-01\", netdev = \"eth0\" }\nat = \"1s\"\n",
+        "[expect]\ndetect = { rule = \"r\", within = \"300ns\" }\nmitigate = { action = \"pfcwd.*\", within = \"100ns\" }\nrecover_within = \"1us\"\nmust_not = [{ action = \"node.cordon\" }]\n",
+    );
     let plan = parse(text, Path::new("s.toml")).unwrap().plan;
     let points = [(500, 1.0), (1_100, 4.0), (1_300, 4.0), (1_400, 1.0), (2_000, 1.0), (2_900, 1.0)];
     let good = record(&points, vec![decision(1_250, "pfcwd.escalate", "", "executed")]);
@@ -369,9 +374,9 @@ fn two_faults_written_alike_keep_their_own_occurrences() {
 /// its baseline within `after` of the storm's end.
 fn step_plan(after: &str) -> ScenarioPlan {
     let text = format!(
-        "name = \"x\"\nduration = \"8s\"\n[[job]]\nname = \"j\"\nnodes = [\"node-01\"]\n\
-         [[fault]]\nkind = \"pfc_storm\"\nselect = {{ node = \"node-04\", netdev = \"eth3\" }}\nat = \"1s\"\nduration = \"1s\"\n\
-         [expect]\nstep_time = {{ within = 0.05, after = \"{after}\" }}\n"
+        "{}{}[expect]\nstep_time = {{ within = 0.05, after = \"{after}\" }}\n",
+        "name = \"x\"\nduration = \"8s\"\n[[job]]\nname = \"j\"\nnodes = [\"node-01\"]\n",
+        "[[fault]]\nkind = \"pfc_storm\"\nselect = { node = \"node-04\", netdev = \"eth3\" }\nat = \"1s\"\nduration = \"1s\"\n",
     );
     parse(&text, Path::new("s.toml")).unwrap().plan
 }
@@ -424,9 +429,11 @@ fn the_step_time_must_come_back_near_its_baseline_after_the_fault() {
 
 #[test]
 fn a_fault_that_does_not_end_counts_from_its_mitigation() {
-    let text = "name = \"x\"\nduration = \"8s\"\n[[job]]\nname = \"j\"\nnodes = [\"node-01\"]\n\
-        [[fault]]\nkind = \"pfc_storm\"\nselect = { node = \"node-04\", netdev = \"eth3\" }\nat = \"1s\"\n\
-        [expect]\nstep_time = { after = \"500ms\" }\n";
+    let text = concat!(
+        "name = \"x\"\nduration = \"8s\"\n[[job]]\nname = \"j\"\nnodes = [\"node-01\"]\n",
+        "[[fault]]\nkind = \"pfc_storm\"\nselect = { node = \"node-04\", netdev = \"eth3\" }\nat = \"1s\"\n",
+        "[expect]\nstep_time = { after = \"500ms\" }\n",
+    );
     let plan = parse(text, Path::new("s.toml")).unwrap().plan;
     let ratio = series("step_time_ratio", |t| if (1_000..3_000).contains(&t) { 2.0 } else { 1.0 });
     let escalate = executed(2_700, "pfcwd.escalate", &[("switch", "leaf-rail3"), ("port", "Ethernet12")]);

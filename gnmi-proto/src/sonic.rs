@@ -148,6 +148,17 @@ pub const QUEUES: u64 = 8;
 /// The `QUEUE` field naming the queue's WRED profile.
 pub const WRED_PROFILE_FIELD: &str = "wred_profile";
 
+/// The lossless WRED profile SONiC's QoS templates ship (`AZURE_LOSSLESS`):
+/// ECN marking from 1 MiB of queue, 5 % at 2 MiB. The simulated switch's
+/// factory config, and what tests of the ECN actuator can start from.
+pub const LOSSLESS_WRED: [(&str, &str); 5] = [
+    ("green_min_threshold", "1048576"),
+    ("green_max_threshold", "2097152"),
+    ("green_drop_probability", "5"),
+    ("wred_green_enable", "true"),
+    ("ecn", "ecn_all"),
+];
+
 /// The longest WRED profile name (`sonic-wred-profile.yang`: `length 1..32`).
 pub const PROFILE_NAME_MAX: usize = 32;
 

@@ -8,14 +8,14 @@ use std::sync::Arc;
 use anyhow::Context;
 use chaos::report::table::{first_failures, table};
 use chaos::report::{html, Report};
-use chaos::run::{run_scenario, AttachedDaemon, Options, Sources};
+use chaos::run::{run_scenario, AttachError, AttachedDaemon, Options, Sources};
 use chaos::scenario::{self, Clock};
 use engine::dispatch::{Decision, Mode};
 use engine::playbook::Playbook;
 use engine::{Nanos, Topology};
 
 use ops::config::DaemonConfig;
-use ops::control::client::{self, Address};
+use ops::control::client::{self, Address, ClientError};
 use ops::progress::Progress;
 
 use super::Exit;
@@ -50,8 +50,11 @@ impl AttachedDaemon for ControlSocket {
         self.0.display().to_string()
     }
 
-    async fn decisions_since(&self, since: Nanos) -> Result<Vec<Decision>, String> {
-        client::decisions(&Address::Unix(self.0.clone()), since).await.map_err(|e| ops::report::chain(&e))
+    async fn decisions_since(&self, since: Nanos) -> Result<Vec<Decision>, AttachError> {
+        client::decisions(&Address::Unix(self.0.clone()), since).await.map_err(|e| match e {
+            ClientError::Refused(status) | ClientError::Failed(status) => AttachError::Refused(status),
+            other => AttachError::Unreachable(ops::report::chain(&other)),
+        })
     }
 }
 

@@ -11,7 +11,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::Context;
-use chaos::fleet_day::{self, FleetReport, Options};
+use chaos::fleet_day::{self, Options};
+use chaos::report::{fleet, html, table, Report};
 use chaos::run::AttachedDaemon;
 
 use super::chaos::ControlSocket;
@@ -53,23 +54,24 @@ pub fn run(scenario: &Path, out: &Path, quiet: bool) -> anyhow::Result<Exit> {
     );
     let report = super::runtime()?.block_on(fleet_day::run(&plan, &options))?;
     write(&report, out)?;
-    print!("{}", fleet_day::report::console(&report));
-    Ok(if report.fleet.failures.is_empty() { Exit::Ok } else { Exit::Findings })
+    print!("{}", table::table(std::slice::from_ref(&report)));
+    print!("{}", report.fleet.as_ref().map(fleet::console::lines).unwrap_or_default());
+    Ok(if report.failed == 0 { Exit::Ok } else { Exit::Findings })
 }
 
 /// Writes `<name>.json` (the chaos report with the fleet's figures) and
 /// `<name>.html` into `out`.
-fn write(report: &FleetReport, out: &Path) -> anyhow::Result<()> {
+fn write(report: &Report, out: &Path) -> anyhow::Result<()> {
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
-    let name = &report.report.scenario;
+    let name = &report.scenario;
     let json = out.join(format!("{name}.json"));
     let page = out.join(format!("{name}.html"));
     std::fs::write(&json, serde_json::to_vec(report)?).with_context(|| format!("writing {}", json.display()))?;
-    std::fs::write(&page, fleet_day::report::html(report)).with_context(|| format!("writing {}", page.display()))?;
+    std::fs::write(&page, html::render(report)).with_context(|| format!("writing {}", page.display()))?;
     eprintln!(
         "  {} in {:.1} s; report {} and {}",
-        if report.fleet.failures.is_empty() { "passed" } else { "FAILED" },
-        report.report.elapsed_ms / 1e3,
+        if report.failed == 0 { "passed" } else { "FAILED" },
+        report.elapsed_ms / 1e3,
         json.display(),
         page.display()
     );

@@ -32,9 +32,10 @@ pub const SLOW_TICK: Nanos = 500 * MS;
 /// The lossless priority.
 const PRIO: usize = 3;
 
-/// A fault kind of the chaos library (`chaos/scenarios/*.toml`).
+/// The kind of a case's fault: one of the chaos library's
+/// (`chaos/scenarios/*.toml`) that slows a job.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Kind {
+pub enum CaseKind {
     /// A NIC storms PFC pause frames (`prio`).
     PfcStorm,
     /// Symbol errors at `ber` on the selected NICs.
@@ -51,34 +52,34 @@ pub enum Kind {
     Congestion,
 }
 
-impl Kind {
+impl CaseKind {
     /// Every kind.
-    pub const ALL: [Kind; 7] = [
-        Kind::PfcStorm,
-        Kind::SymbolErrors,
-        Kind::LinkFlap,
-        Kind::GpuXid,
-        Kind::Incast,
-        Kind::UplinkCongestion,
-        Kind::Congestion,
+    pub const ALL: [CaseKind; 7] = [
+        CaseKind::PfcStorm,
+        CaseKind::SymbolErrors,
+        CaseKind::LinkFlap,
+        CaseKind::GpuXid,
+        CaseKind::Incast,
+        CaseKind::UplinkCongestion,
+        CaseKind::Congestion,
     ];
 
     /// The name the chaos scenarios use.
     pub fn name(self) -> &'static str {
         match self {
-            Kind::PfcStorm => "pfc_storm",
-            Kind::SymbolErrors => "symbol_errors",
-            Kind::LinkFlap => "link_flap",
-            Kind::GpuXid => "gpu_xid",
-            Kind::Incast => "incast",
-            Kind::UplinkCongestion => "uplink_congestion",
-            Kind::Congestion => "congestion",
+            CaseKind::PfcStorm => "pfc_storm",
+            CaseKind::SymbolErrors => "symbol_errors",
+            CaseKind::LinkFlap => "link_flap",
+            CaseKind::GpuXid => "gpu_xid",
+            CaseKind::Incast => "incast",
+            CaseKind::UplinkCongestion => "uplink_congestion",
+            CaseKind::Congestion => "congestion",
         }
     }
 
     /// The kind a scenario names, if it slows a job.
-    pub fn parse(name: &str) -> Option<Kind> {
-        Kind::ALL.into_iter().find(|k| k.name() == name)
+    pub fn parse(name: &str) -> Option<CaseKind> {
+        CaseKind::ALL.into_iter().find(|k| k.name() == name)
     }
 }
 
@@ -86,7 +87,7 @@ impl Kind {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Fault {
     /// Its kind.
-    pub kind: Kind,
+    pub kind: CaseKind,
     /// Which NICs (or, for a GPU XID, the node; for uplink congestion, the
     /// `switch`; for congestion, the `rail`).
     pub select: Selector,
@@ -107,13 +108,13 @@ impl Fault {
     fn effects(&self, fabric: &Fabric) -> Vec<Effect> {
         let nics = || fabric.select(&self.select).unwrap_or_default();
         match self.kind {
-            Kind::PfcStorm => {
+            CaseKind::PfcStorm => {
                 nics().into_iter().map(|nic| Effect::PfcStorm { nic, prio: self.param("prio", 3.0) as u8 }).collect()
             }
-            Kind::SymbolErrors => {
+            CaseKind::SymbolErrors => {
                 nics().into_iter().map(|nic| Effect::Ber { nic, ber: self.param("ber", 1e-9) }).collect()
             }
-            Kind::LinkFlap => nics()
+            CaseKind::LinkFlap => nics()
                 .into_iter()
                 .map(|nic| Effect::Flap {
                     nic,
@@ -121,19 +122,19 @@ impl Fault {
                     down: (self.param("down", 0.15) * 1e9) as Nanos,
                 })
                 .collect(),
-            Kind::GpuXid => vec![Effect::GpuXid {
+            CaseKind::GpuXid => vec![Effect::GpuXid {
                 node: self.select.node.clone().unwrap_or_default(),
                 gpu: self.param("gpu", 0.0) as u32,
                 xid: self.param("xid", 79.0) as u64,
             }],
-            Kind::Incast => {
+            CaseKind::Incast => {
                 nics().into_iter().map(|nic| Effect::Incast { nic, load: self.param("load", 1.0) }).collect()
             }
-            Kind::UplinkCongestion => vec![Effect::UplinkCongestion {
+            CaseKind::UplinkCongestion => vec![Effect::UplinkCongestion {
                 switch: self.select.switch.clone().unwrap_or_default(),
                 load: self.param("load", 1.5),
             }],
-            Kind::Congestion => {
+            CaseKind::Congestion => {
                 vec![Effect::Congestion { rail: self.select.rail.unwrap_or(0), load: self.param("load", 0.8) }]
             }
         }
@@ -196,75 +197,128 @@ pub fn record(case: &Case, topology: Arc<Topology>) -> Vec<u8> {
         JobSpec { name: case.job.clone(), nodes: case.nodes.clone(), load: 0.6, comm_fraction: 0.3, step_seconds: 0.5 };
     let mut fabric = Fabric::new(topology, &[job], case.seed, START).expect("the inventory builds a fabric");
     let mut rng = fastrand::Rng::with_seed(case.seed ^ 0x5eed);
-    let mut table = Table { specs: Vec::new() };
-    let prio = PRIO.to_string();
-    let nic_ids: Vec<[u32; 6]> = fabric
-        .nics
-        .iter()
-        .map(|n| {
-            let dev: [(&str, &str); 3] = [("node", &n.node), ("rdma_dev", &n.rdma_dev), ("rdma_port", "1")];
-            let net: [(&str, &str); 2] = [("node", &n.node), ("netdev", &n.netdev)];
-            let pause: [(&str, &str); 3] = [("node", &n.node), ("netdev", &n.netdev), ("prio", &prio)];
-            [
-                table.add(NIC_SERIES[0].0, &pause, C64),
-                table.add(NIC_SERIES[1].0, &pause, C64),
-                table.add(NIC_SERIES[2].0, &net, C64),
-                table.add(NIC_SERIES[3].0, &dev, SampleKind::Counter(CounterSpec::saturating(32))),
-                table.add(NIC_SERIES[4].0, &dev, C64),
-                table.add(NIC_SERIES[5].0, &net, SampleKind::Counter(CounterSpec::U32_WRAP)),
-            ]
-        })
-        .collect();
-    let ports: Vec<(String, String)> = fabric
-        .leaves
-        .values()
-        .flat_map(|l| l.model.port_names().into_iter().map(move |p| (l.name.clone(), p)))
-        .collect();
-    let port_ids: Vec<[u32; 5]> = ports
-        .iter()
-        .map(|(s, p)| {
-            let q: [(&str, &str); 4] = [("switch", s), ("port", p), ("queue", &prio), ("prio", &prio)];
-            let pfc: [(&str, &str); 3] = [("switch", s), ("port", p), ("prio", &prio)];
-            [
-                table.add(PORT_SERIES[0].0, &pfc, C64),
-                table.add(PORT_SERIES[1].0, &pfc, C64),
-                table.add(PORT_SERIES[2].0, &q, C64),
-                table.add("switch_pfcwd_stormed", &q, GAUGE),
-                table.add("switch_oper_up", &[("switch", s), ("port", p)], GAUGE),
-            ]
-        })
-        .collect();
-    let step_id = table.add("job_step_time_seconds", &[("job", &case.job)], GAUGE);
-    let info: Vec<u32> =
-        case.nodes.iter().map(|n| table.add("job_node_info", &[("job", &case.job), ("node", n)], GAUGE)).collect();
-    let mut xid_ids: BTreeMap<(String, u32, u64), u32> = BTreeMap::new();
-
-    let mut w = Writer::new(Vec::new());
-    for (id, spec) in table.specs.iter().enumerate() {
-        w.declare(id as u32, spec).expect("writing to memory");
-    }
+    let mut rec = Recorder::declare(&fabric, case);
     let faults: Vec<&Fault> = std::iter::once(&case.fault).chain(case.distractor.as_ref()).collect();
     let effects: Vec<Vec<Effect>> = faults.iter().map(|f| f.effects(&fabric)).collect();
-    let mut nic_jitter = vec![[0u64; 6]; fabric.nics.len()];
-    let mut port_jitter = vec![[0u64; 3]; ports.len()];
     let steps = case.length / TICK;
     for k in 0..=steps {
         let offset = k * TICK;
         for (f, fx) in faults.iter().zip(&effects) {
-            if offset == f.at {
-                fx.iter().for_each(|e| fabric.start(e));
-                let what = format!("{} on {}", f.kind.name(), f.select);
-                let note = Note { ts: START + offset, kind: "fault".into(), text: what, labels: Labels::default() };
-                w.note(&note).expect("writing to memory");
-            }
-            if f.duration.is_some_and(|d| offset == f.at + d) {
-                fx.iter().for_each(|e| fabric.stop(e));
-            }
+            rec.fault(&mut fabric, f, fx, offset);
         }
         if k > 0 {
             fabric.step(TICK).expect("no sysfs tree to write");
         }
         let t = START + offset;
+        rec.nics(&fabric, &mut rng, t);
+        rec.xids(&mut fabric, t);
+        if offset % SLOW_TICK == 0 {
+            rec.ports(&fabric, &mut rng, t);
+            rec.job(&fabric, &mut rng, t);
+        }
+    }
+    rec.w.flush().expect("writing to memory");
+    rec.w.inner().clone()
+}
+
+/// The recording being written: its series, the jitter each has gathered,
+/// and the writer. Every write is to memory: it cannot fail.
+struct Recorder {
+    table: Table,
+    w: Writer<Vec<u8>>,
+    /// Per NIC, its [`NIC_SERIES`].
+    nic_ids: Vec<[u32; 6]>,
+    nic_jitter: Vec<[u64; 6]>,
+    /// Every leaf port, (switch, port).
+    ports: Vec<(String, String)>,
+    /// Per port, its [`PORT_SERIES`], the watchdog's state and oper-status.
+    port_ids: Vec<[u32; 5]>,
+    port_jitter: Vec<[u64; 3]>,
+    step_id: u32,
+    /// The job → node mapping, one series per node.
+    info: Vec<u32>,
+    /// XID series, declared when first raised.
+    xid_ids: BTreeMap<(String, u32, u64), u32>,
+}
+
+impl Recorder {
+    /// Every series of `case` on `fabric`, declared.
+    fn declare(fabric: &Fabric, case: &Case) -> Recorder {
+        let mut table = Table { specs: Vec::new() };
+        let prio = PRIO.to_string();
+        let nic_ids: Vec<[u32; 6]> = fabric
+            .nics
+            .iter()
+            .map(|n| {
+                let dev: [(&str, &str); 3] = [("node", &n.node), ("rdma_dev", &n.rdma_dev), ("rdma_port", "1")];
+                let net: [(&str, &str); 2] = [("node", &n.node), ("netdev", &n.netdev)];
+                let pause: [(&str, &str); 3] = [("node", &n.node), ("netdev", &n.netdev), ("prio", &prio)];
+                [
+                    table.add(NIC_SERIES[0].0, &pause, C64),
+                    table.add(NIC_SERIES[1].0, &pause, C64),
+                    table.add(NIC_SERIES[2].0, &net, C64),
+                    table.add(NIC_SERIES[3].0, &dev, SampleKind::Counter(CounterSpec::saturating(32))),
+                    table.add(NIC_SERIES[4].0, &dev, C64),
+                    table.add(NIC_SERIES[5].0, &net, SampleKind::Counter(CounterSpec::U32_WRAP)),
+                ]
+            })
+            .collect();
+        let ports: Vec<(String, String)> = fabric
+            .leaves
+            .values()
+            .flat_map(|l| l.model.port_names().into_iter().map(move |p| (l.name.clone(), p)))
+            .collect();
+        let port_ids: Vec<[u32; 5]> = ports
+            .iter()
+            .map(|(s, p)| {
+                let q: [(&str, &str); 4] = [("switch", s), ("port", p), ("queue", &prio), ("prio", &prio)];
+                let pfc: [(&str, &str); 3] = [("switch", s), ("port", p), ("prio", &prio)];
+                [
+                    table.add(PORT_SERIES[0].0, &pfc, C64),
+                    table.add(PORT_SERIES[1].0, &pfc, C64),
+                    table.add(PORT_SERIES[2].0, &q, C64),
+                    table.add("switch_pfcwd_stormed", &q, GAUGE),
+                    table.add("switch_oper_up", &[("switch", s), ("port", p)], GAUGE),
+                ]
+            })
+            .collect();
+        let step_id = table.add("job_step_time_seconds", &[("job", &case.job)], GAUGE);
+        let info: Vec<u32> =
+            case.nodes.iter().map(|n| table.add("job_node_info", &[("job", &case.job), ("node", n)], GAUGE)).collect();
+        let mut w = Writer::new(Vec::new());
+        for (id, spec) in table.specs.iter().enumerate() {
+            w.declare(id as u32, spec).expect("writing to memory");
+        }
+        Recorder {
+            nic_jitter: vec![[0u64; 6]; fabric.nics.len()],
+            port_jitter: vec![[0u64; 3]; ports.len()],
+            table,
+            w,
+            nic_ids,
+            ports,
+            port_ids,
+            step_id,
+            info,
+            xid_ids: BTreeMap::new(),
+        }
+    }
+
+    /// Starts fault `f` (its effects `fx`) at its time, with a `fault`
+    /// note, and stops it at its end.
+    fn fault(&mut self, fabric: &mut Fabric, f: &Fault, fx: &[Effect], offset: Nanos) {
+        if offset == f.at {
+            fx.iter().for_each(|e| fabric.start(e));
+            let what = format!("{} on {}", f.kind.name(), f.select);
+            let note = Note { ts: START + offset, kind: "fault".into(), text: what, labels: Labels::default() };
+            self.w.note(&note).expect("writing to memory");
+        }
+        if f.duration.is_some_and(|d| offset == f.at + d) {
+            fx.iter().for_each(|e| fabric.stop(e));
+        }
+    }
+
+    /// Every NIC's counters at `t`, with their jitter.
+    fn nics(&mut self, fabric: &Fabric, rng: &mut fastrand::Rng, t: Nanos) {
         for (i, nic) in fabric.nics.iter().enumerate() {
             let c = &nic.netdev_counters;
             let values = [
@@ -276,14 +330,22 @@ pub fn record(case: &Case, topology: Arc<Topology>) -> Vec<u8> {
                 c.carrier_down as u64,
             ];
             for (j, v) in values.iter().enumerate() {
-                nic_jitter[i][j] += (rng.f64() * NIC_SERIES[j].1) as u64;
-                let v = if j == 3 { (v + nic_jitter[i][j]).min(u32::MAX as u64) } else { v + nic_jitter[i][j] };
-                w.write_raw_sample(nic_ids[i][j], t, Value::Count(v)).expect("writing to memory");
+                self.nic_jitter[i][j] += (rng.f64() * NIC_SERIES[j].1) as u64;
+                let jitter = self.nic_jitter[i][j];
+                // xmit_wait saturates at 32 bits, as the kernel's does.
+                let v = if j == 3 { (v + jitter).min(u32::MAX as u64) } else { v + jitter };
+                self.w.write_raw_sample(self.nic_ids[i][j], t, Value::Count(v)).expect("writing to memory");
             }
         }
+    }
+
+    /// The XIDs the GPUs raised since the last step, each series declared
+    /// when first raised.
+    fn xids(&mut self, fabric: &mut Fabric, t: Nanos) {
         for x in std::mem::take(&mut fabric.xid_events) {
             let key = (x.node.clone(), x.gpu, x.xid);
-            let id = *xid_ids.entry(key).or_insert_with(|| {
+            let (table, w) = (&mut self.table, &mut self.w);
+            let id = *self.xid_ids.entry(key).or_insert_with(|| {
                 let gpu = x.gpu.to_string();
                 let xid = x.xid.to_string();
                 let labels = [("node", x.node.as_str()), ("gpu", &gpu), ("xid", &xid), ("pci_bus_id", &x.pci_bus_id)];
@@ -291,33 +353,38 @@ pub fn record(case: &Case, topology: Arc<Topology>) -> Vec<u8> {
                 w.declare(id, &table.specs[id as usize]).expect("writing to memory");
                 id
             });
-            w.write_raw_sample(id, t, Value::Real(x.xid as f64)).expect("writing to memory");
+            self.w.write_raw_sample(id, t, Value::Real(x.xid as f64)).expect("writing to memory");
         }
-        if offset % SLOW_TICK != 0 {
-            continue;
-        }
-        for (i, (s, p)) in ports.iter().enumerate() {
+    }
+
+    /// Every leaf port's counters and states at `t`, with their jitter.
+    fn ports(&mut self, fabric: &Fabric, rng: &mut fastrand::Rng, t: Nanos) {
+        for (i, (s, p)) in self.ports.iter().enumerate() {
             let state = fabric.leaves[s].model.read();
             let Some(port) = state.port(p) else { continue };
             let q = &port.queues[PRIO.min(QUEUES - 1)];
             let values = [port.pfc[PRIO][2], port.pfc[PRIO][3], q.stats[6]];
             for (j, v) in values.iter().enumerate() {
-                port_jitter[i][j] += (rng.f64() * PORT_SERIES[j].1) as u64;
-                w.write_raw_sample(port_ids[i][j], t, Value::Count(v + port_jitter[i][j])).expect("writing to memory");
+                self.port_jitter[i][j] += (rng.f64() * PORT_SERIES[j].1) as u64;
+                let v = Value::Count(v + self.port_jitter[i][j]);
+                self.w.write_raw_sample(self.port_ids[i][j], t, v).expect("writing to memory");
             }
             let gauges = [q.stormed, port.oper_up];
             for (j, g) in gauges.iter().enumerate() {
-                w.write_raw_sample(port_ids[i][3 + j], t, Value::Real(f64::from(u8::from(*g)))).expect("in memory");
+                let v = Value::Real(f64::from(u8::from(*g)));
+                self.w.write_raw_sample(self.port_ids[i][3 + j], t, v).expect("in memory");
             }
         }
+    }
+
+    /// The job's step time (±3 %) and its nodes at `t`.
+    fn job(&mut self, fabric: &Fabric, rng: &mut fastrand::Rng, t: Nanos) {
         let ratio = fabric.jobs[0].step_ratio * (1.0 + 0.03 * (2.0 * rng.f64() - 1.0));
-        w.write_raw_sample(step_id, t, Value::Real(0.5 * ratio)).expect("writing to memory");
-        for id in &info {
-            w.write_raw_sample(*id, t, Value::Real(1.0)).expect("writing to memory");
+        self.w.write_raw_sample(self.step_id, t, Value::Real(0.5 * ratio)).expect("writing to memory");
+        for id in &self.info {
+            self.w.write_raw_sample(*id, t, Value::Real(1.0)).expect("writing to memory");
         }
     }
-    w.flush().expect("writing to memory");
-    w.inner().clone()
 }
 
 fn pick<'a, T>(rng: &mut fastrand::Rng, items: &'a [T]) -> &'a T {
@@ -344,59 +411,89 @@ pub fn random_case(topology: &Topology, seed: u64) -> Case {
     nodes.sort();
     let netdevs: Vec<String> = inv.node[0].nic.iter().map(|n| n.netdev.clone()).collect();
     let leaves: Vec<(String, u32)> = inv.switch.iter().filter_map(|s| Some((s.name.clone(), s.rail?))).collect();
-    let kind = *pick(&mut rng, &Kind::ALL);
+    let kind = *pick(&mut rng, &CaseKind::ALL);
     let at = (15 + rng.i64(0..=10)) * SECOND;
     let duration = (8 + rng.i64(0..=7)) * SECOND;
-    let mut params = BTreeMap::new();
     let job_node = pick(&mut rng, &nodes).clone();
     let any_node = pick(&mut rng, &all).clone();
     let dev = pick(&mut rng, &netdevs).clone();
+    let places = Places { job_node: &job_node, any_node: &any_node, dev: &dev, leaves: &leaves };
+    let (select, params) = strong(kind, &places, &mut rng);
+    let duration = (kind != CaseKind::GpuXid).then_some(duration);
+    let fault = Fault { kind, select, at, duration, params };
+    let distractor = distractor(&mut rng, &all, &nodes, &netdevs);
+    let end = at + duration.unwrap_or(12 * SECOND) + 5 * SECOND;
+    Case { job: "train-a".into(), nodes, fault, distractor, length: end.max(42 * SECOND), seed }
+}
+
+/// The places a case's fault may be drawn at.
+struct Places<'a> {
+    /// A node of the job.
+    job_node: &'a str,
+    /// Any node.
+    any_node: &'a str,
+    /// A NIC's netdev.
+    dev: &'a str,
+    /// The leaves, with their rails.
+    leaves: &'a [(String, u32)],
+}
+
+/// Where a fault of `kind` lands and how strong it is: enough to slow the
+/// job by more than 15 %. A storm or an incast may be anywhere (its
+/// pauses spread); errors and flaps are on the job's own NICs.
+fn strong(kind: CaseKind, at: &Places, rng: &mut fastrand::Rng) -> (Selector, BTreeMap<String, f64>) {
+    let mut params = BTreeMap::new();
     let select = match kind {
-        Kind::PfcStorm => {
+        CaseKind::PfcStorm => {
             params.insert("prio".into(), 3.0);
-            nic(&any_node, &dev)
+            nic(at.any_node, at.dev)
         }
-        Kind::SymbolErrors => {
+        CaseKind::SymbolErrors => {
             params.insert("ber".into(), 1.5e-7 + rng.f64() * 1e-7);
-            nic(&job_node, &dev)
+            nic(at.job_node, at.dev)
         }
-        Kind::LinkFlap => {
+        CaseKind::LinkFlap => {
             params.insert("period".into(), 0.5 + rng.f64() * 0.4);
             params.insert("down".into(), 0.1 + rng.f64() * 0.1);
-            nic(&job_node, &dev)
+            nic(at.job_node, at.dev)
         }
-        Kind::GpuXid => {
+        CaseKind::GpuXid => {
             params.insert("gpu".into(), rng.u32(0..8) as f64);
-            params.insert("xid".into(), *pick(&mut rng, &[79.0, 48.0, 63.0]));
-            Selector { node: Some(job_node.clone()), ..Selector::default() }
+            params.insert("xid".into(), *pick(rng, &[79.0, 48.0, 63.0]));
+            Selector { node: Some(at.job_node.to_string()), ..Selector::default() }
         }
-        Kind::Incast => {
+        CaseKind::Incast => {
             params.insert("load".into(), 1.5 + rng.f64());
-            nic(&any_node, &dev)
+            nic(at.any_node, at.dev)
         }
-        Kind::UplinkCongestion => {
+        CaseKind::UplinkCongestion => {
             params.insert("load".into(), 2.0 + rng.f64());
-            Selector { switch: Some(pick(&mut rng, &leaves).0.clone()), ..Selector::default() }
+            Selector { switch: Some(pick(rng, at.leaves).0.clone()), ..Selector::default() }
         }
-        Kind::Congestion => {
+        CaseKind::Congestion => {
             params.insert("load".into(), 0.6 + rng.f64() * 0.4);
-            Selector { rail: Some(pick(&mut rng, &leaves).1), ..Selector::default() }
+            Selector { rail: Some(pick(rng, at.leaves).1), ..Selector::default() }
         }
     };
-    let duration = (kind != Kind::GpuXid).then_some(duration);
-    let fault = Fault { kind, select, at, duration, params };
-    let (other_node, other_dev) = (pick(&mut rng, &all).clone(), pick(&mut rng, &netdevs).clone());
-    let distractor = match rng.u8(0..4) {
+    (select, params)
+}
+
+/// In three cases of four, a second small fault that should not be
+/// blamed: a few symbol errors a second, one link flap, or an XID on a
+/// node outside the job (`nodes`).
+fn distractor(rng: &mut fastrand::Rng, all: &[String], nodes: &[String], netdevs: &[String]) -> Option<Fault> {
+    let (other_node, other_dev) = (pick(rng, all).clone(), pick(rng, netdevs).clone());
+    match rng.u8(0..4) {
         0 => None,
         1 => Some(Fault {
-            kind: Kind::SymbolErrors,
+            kind: CaseKind::SymbolErrors,
             select: nic(&other_node, &other_dev),
             at: rng.i64(5..=35) * SECOND,
             duration: None,
             params: [("ber".to_string(), 1e-11)].into(),
         }),
         2 => Some(Fault {
-            kind: Kind::LinkFlap,
+            kind: CaseKind::LinkFlap,
             select: nic(&other_node, &other_dev),
             at: rng.i64(5..=35) * SECOND,
             duration: Some(SECOND),
@@ -405,16 +502,14 @@ pub fn random_case(topology: &Topology, seed: u64) -> Case {
         _ => {
             let outside: Vec<&String> = all.iter().filter(|n| !nodes.contains(n)).collect();
             outside.first().map(|n| Fault {
-                kind: Kind::GpuXid,
+                kind: CaseKind::GpuXid,
                 select: Selector { node: Some((*n).clone()), ..Selector::default() },
                 at: rng.i64(5..=35) * SECOND,
                 duration: None,
                 params: [("gpu".to_string(), 2.0), ("xid".to_string(), 79.0)].into(),
             })
         }
-    };
-    let end = at + duration.unwrap_or(12 * SECOND) + 5 * SECOND;
-    Case { job: "train-a".into(), nodes, fault, distractor, length: end.max(42 * SECOND), seed }
+    }
 }
 
 #[cfg(test)]
@@ -432,7 +527,7 @@ mod tests {
             job: "j".into(),
             nodes: vec!["node-01".into(), "node-02".into()],
             fault: Fault {
-                kind: Kind::LinkFlap,
+                kind: CaseKind::LinkFlap,
                 select: nic("node-02", "eth5"),
                 at: 10 * SECOND,
                 duration: None,
@@ -463,7 +558,7 @@ mod tests {
     fn random_cases_are_reproducible_and_vary() {
         let t = example();
         assert_eq!(random_case(&t, 7), random_case(&t, 7));
-        let kinds: std::collections::BTreeSet<Kind> = (0..60).map(|s| random_case(&t, s).fault.kind).collect();
-        assert_eq!(kinds.len(), Kind::ALL.len());
+        let kinds: std::collections::BTreeSet<CaseKind> = (0..60).map(|s| random_case(&t, s).fault.kind).collect();
+        assert_eq!(kinds.len(), CaseKind::ALL.len());
     }
 }

@@ -17,11 +17,12 @@ use engine::time::wall_clock_now;
 use engine::{Nanos, Store};
 
 use super::config::{self, Place, Shared};
-use super::plan::{FleetPlan, Role, AGGREGATOR};
+use super::plan::{FleetPlan, AGGREGATOR};
 use super::procs::Proc;
 use super::state;
 use super::watch::Watch;
 use super::{Attach, FleetDayError};
+use crate::report::fleet::Role;
 use crate::run::AttachedDaemon;
 
 /// A unix socket path's limit (`sun_path`, 108 bytes with its NUL).

@@ -8,7 +8,7 @@ use engine::Errors;
 use sim::fabric::FabricError;
 use sim::switch::SwitchError;
 
-use crate::scenario::ScenarioError;
+use crate::spec::ScenarioError;
 
 /// A fleet game day could not be played.
 #[derive(Debug, thiserror::Error)]

@@ -14,18 +14,18 @@ use std::time::{Duration, Instant};
 use engine::dispatch::Decision;
 use engine::time::wall_clock_now;
 use engine::Nanos;
-use serde::{Deserialize, Serialize};
 
+use super::about::{at_site, of_fault};
 use super::config::Shared;
 use super::daemons::Daemons;
 use super::etcd::Cluster;
 use super::fabric::Driver;
-use super::measure::{at_site, of_fault};
-use super::plan::{FleetPlan, Phase, Role};
-use super::spec::By;
+use super::plan::{FleetPlan, PhasePlan};
 use super::state::{self, PREFIX};
 use super::watch::{Event, Watch};
 use super::{FleetDayError, Options};
+use crate::report::fleet::{PhaseRecord, Role};
+use crate::spec::By;
 
 /// How long past a deadline the game keeps measuring, so a late figure is
 /// reported (and fails) instead of missing.
@@ -36,76 +36,6 @@ const POLL: Duration = Duration::from_millis(100);
 
 /// How long etcd may take to elect its first leader.
 const ETCD_START: Duration = Duration::from_secs(20);
-
-/// What one phase did.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "do", rename_all = "kebab-case")]
-pub enum PhaseRecord {
-    /// Faults put in force.
-    Start {
-        /// When.
-        at: Nanos,
-        /// Which.
-        faults: Vec<String>,
-    },
-    /// Waited for the daemons' decisions.
-    Settle {
-        /// When it began.
-        at: Nanos,
-        /// Which faults.
-        faults: Vec<String>,
-        /// When every daemon had decided; `None`: not within the deadline.
-        done_at: Option<Nanos>,
-        /// The deadline, ns.
-        within: Nanos,
-        /// Who had not decided on what, at the deadline.
-        missing: Vec<String>,
-    },
-    /// Waited.
-    Pause {
-        /// When.
-        at: Nanos,
-        /// How long, ns.
-        ns: Nanos,
-    },
-    /// etcd's leader killed.
-    KillEtcdLeader {
-        /// When.
-        at: Nanos,
-        /// The member killed.
-        killed: String,
-        /// The raft term it led.
-        term: u64,
-        /// The member that leads next.
-        elected: Option<String>,
-        /// Its term.
-        new_term: Option<u64>,
-        /// When the live members agreed on it.
-        elected_at: Option<Nanos>,
-        /// The deadline, ns.
-        within: Nanos,
-    },
-    /// The daemon holding a fault's token killed.
-    KillTokenHolder {
-        /// When.
-        at: Nanos,
-        /// The fault.
-        fault: String,
-        /// The daemon killed.
-        daemon: Option<String>,
-        /// The decision whose token it held.
-        decision: Option<String>,
-        /// Every token key it held in etcd when it was killed (the fault's
-        /// and any other).
-        tokens: Vec<String>,
-        /// When the last of them was gone from etcd.
-        returned_at: Option<Nanos>,
-        /// The deadline, ns.
-        within: Nanos,
-        /// Why nothing could be killed or measured, if so.
-        problem: Option<String>,
-    },
-}
 
 /// One daemon's part in the game.
 #[derive(Debug, Clone)]
@@ -250,12 +180,12 @@ impl Game<'_> {
         self.daemons.check_alive()
     }
 
-    async fn phase(&mut self, phase: &Phase) -> Result<PhaseRecord, FleetDayError> {
+    async fn phase(&mut self, phase: &PhasePlan) -> Result<PhaseRecord, FleetDayError> {
         self.check()?;
         let plan = self.plan;
         let names = |list: &[usize]| list.iter().map(|&i| plan.faults[i].name.clone()).collect::<Vec<_>>();
         match phase {
-            Phase::Start(list) => {
+            PhasePlan::Start(list) => {
                 let effects: Vec<_> = list.iter().flat_map(|&i| plan.faults[i].effects.clone()).collect();
                 let at = self.driver.start_faults(&effects);
                 for &i in list {
@@ -264,14 +194,14 @@ impl Game<'_> {
                 self.say.say(format!("started {}", names(list).join(", ")));
                 Ok(PhaseRecord::Start { at, faults: names(list) })
             }
-            Phase::Settle { faults, within } => self.settle(faults, *within, names(faults)).await,
-            Phase::Pause(ns) => {
+            PhasePlan::Settle { faults, within } => self.settle(faults, *within, names(faults)).await,
+            PhasePlan::Pause(ns) => {
                 let at = wall_clock_now();
                 self.wait_until(at + ns).await?;
                 Ok(PhaseRecord::Pause { at, ns: *ns })
             }
-            Phase::KillEtcdLeader { elect_within } => self.kill_etcd_leader(*elect_within).await,
-            Phase::KillTokenHolder { fault, return_within } => self.kill_token_holder(*fault, *return_within).await,
+            PhasePlan::KillEtcdLeader { elect_within } => self.kill_etcd_leader(*elect_within).await,
+            PhasePlan::KillTokenHolder { fault, return_within } => self.kill_token_holder(*fault, *return_within).await,
         }
     }
 
@@ -302,9 +232,10 @@ impl Game<'_> {
                         .values()
                         .any(|dec| of_fault(fault, start, dec) && at_site(site, &dec.proposal.action.target.0));
                     if !decided {
+                        let label = |k: &str| site.get(k).map(String::as_str).unwrap_or_default();
                         missing.push(match fault.by {
-                            By::Nodes => format!("{who} {}", site.netdev),
-                            By::Aggregator => format!("{who} {} {}", site.switch, site.port),
+                            By::Nodes => format!("{who} {}", label("netdev")),
+                            By::Aggregator => format!("{who} {} {}", label("switch"), label("port")),
                         });
                     }
                 }

@@ -5,33 +5,18 @@
 
 use std::collections::BTreeMap;
 
-use super::figures::{
-    BreakerFigures, CellFigures, DaemonFigures, DaemonKillFigures, FaultFigures, FleetFigures, LeaderKillFigures,
-};
-use super::game::{PhaseRecord, Played};
-use super::plan::{Fault, FleetPlan, Role, Site};
+use super::about::of_fault;
+use super::game::Played;
+use super::plan::{FleetPlan, GameFault};
 use super::spec::BreakerExpect;
 use super::state;
+use crate::report::fleet::{
+    BreakerFigures, CellFigures, DaemonFigures, DaemonKillFigures, FaultFigures, FleetFigures, LeaderKillFigures,
+    PhaseRecord, Role,
+};
 use crate::report::Stats;
 use engine::dispatch::{Decision, Verdict};
-use engine::policy::kind_matches;
 use engine::Nanos;
-
-/// Whether a decision's target is at `site`: its node and netdev (a host
-/// action), or its switch and port (a switch action).
-pub fn at_site(site: &Site, target: &BTreeMap<String, String>) -> bool {
-    let is = |k: &str, v: &str| target.get(k).is_some_and(|t| t == v);
-    (is("node", &site.node) && is("netdev", &site.netdev)) || (is("switch", &site.switch) && is("port", &site.port))
-}
-
-/// Whether `d` is a decision about `fault` (started at `start`): its
-/// action, at one of its sites, proposed after it started; undos are not.
-pub fn of_fault(fault: &Fault, start: Nanos, d: &Decision) -> bool {
-    d.undo_of.is_none()
-        && kind_matches(&fault.action, &d.proposal.action.kind)
-        && d.proposal.decided_at >= start
-        && fault.sites.iter().any(|s| at_site(s, &d.proposal.action.target.0))
-}
 
 /// Why a proposal was held, by who held it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -143,11 +128,17 @@ fn daemon_figures(d: &super::game::DaemonRun, start: Nanos) -> DaemonFigures {
     f
 }
 
-fn fault_figures(plan: &FleetPlan, played: &Played, i: usize, f: &Fault, tokens: &[state::TokenKey]) -> FaultFigures {
+fn fault_figures(
+    plan: &FleetPlan,
+    played: &Played,
+    i: usize,
+    f: &GameFault,
+    tokens: &[state::TokenKey],
+) -> FaultFigures {
     let start = played.fault_starts[i];
     let mut out = FaultFigures {
         name: f.name.clone(),
-        label: f.label.clone(),
+        label: f.fault.label.clone(),
         action: f.action.clone(),
         by: f.by,
         started_at_ms: start.map(|s| ms(s, played.start)),
@@ -169,7 +160,23 @@ fn fault_figures(plan: &FleetPlan, played: &Played, i: usize, f: &Fault, tokens:
         ttm_ms: None,
         mitigated_by: None,
     };
-    let Some(start) = start else { return out };
+    if let Some(start) = start {
+        count_decisions(&mut out, plan, played, f, start, tokens);
+    }
+    out
+}
+
+/// Counts into `out` every decision about `f` (started at `start`): its
+/// verdicts, who executed it and with which token, and the first
+/// detection and execution.
+fn count_decisions(
+    out: &mut FaultFigures,
+    plan: &FleetPlan,
+    played: &Played,
+    f: &GameFault,
+    start: Nanos,
+    tokens: &[state::TokenKey],
+) {
     let mut first_per_daemon: BTreeMap<&str, Nanos> = BTreeMap::new();
     let mut first: Option<(Nanos, String)> = None;
     let mut mitigated: Option<(Nanos, String)> = None;
@@ -217,7 +224,6 @@ fn fault_figures(plan: &FleetPlan, played: &Played, i: usize, f: &Fault, tokens:
         out.ttm_ms = Some(ms(t, start));
         out.mitigated_by = Some(by);
     }
-    out
 }
 
 fn leader_kills(plan: &FleetPlan, played: &Played) -> Vec<LeaderKillFigures> {
@@ -310,7 +316,8 @@ fn breaker(plan: &FleetPlan, played: &Played, daemons: &[DaemonFigures]) -> Brea
     }
 }
 
-/// Each expectation that failed, in words.
+/// Each expectation that failed, in words: the budget, each fault, the
+/// settle phases, the kills, the breaker.
 fn failures(plan: &FleetPlan, f: &FleetFigures) -> Vec<String> {
     let mut out = Vec::new();
     for c in f.budgets.iter().filter(|c| c.over > 0) {
@@ -324,50 +331,71 @@ fn failures(plan: &FleetPlan, f: &FleetFigures) -> Vec<String> {
         ));
     }
     for (fault, figures) in plan.faults.iter().zip(&f.faults) {
-        let name = &fault.name;
-        if let Some(n) = fault.executed {
-            if figures.executed != n {
-                out.push(format!(
-                    "{name}: {} {} executed across the fleet; expected exactly {n} ({})",
-                    figures.executed,
-                    fault.action,
-                    figures.executed_by.join(", ")
-                ));
-            }
-        }
-        if figures.executed_without_token > 0 {
-            out.push(format!(
-                "{name}: {} fleet-scoped action(s) executed with no token in etcd",
-                figures.executed_without_token
-            ));
-        }
-        let late = |what: &str, got: Option<f64>, within: Option<Nanos>| -> Option<String> {
-            let within = within? as f64 / 1e6;
-            match got {
-                Some(t) if t <= within => None,
-                Some(t) => Some(format!("{name}: {what} after {t:.0} ms; expected within {within:.0} ms")),
-                None => Some(format!("{name}: never {what}; expected within {within:.0} ms")),
-            }
-        };
-        out.extend(late("detected", figures.ttd_ms, fault.detect_within));
-        out.extend(late("mitigated", figures.ttm_ms, fault.mitigate_within));
+        out.extend(fault_failures(fault, figures));
     }
-    for p in &f.phases {
-        if let PhaseRecord::Settle { faults, done_at: None, within, missing, .. } = p {
-            let shown: Vec<&str> = missing.iter().take(8).map(String::as_str).collect();
+    out.extend(f.phases.iter().filter_map(settle_failure));
+    out.extend(kill_failures(f));
+    match (plan.breaker, f.breaker.tripped) {
+        (Some(BreakerExpect::Clear), true) => out.push(format!("the fleet breaker tripped: {}", f.breaker.explanation)),
+        (Some(BreakerExpect::Tripped), false) => {
+            out.push(format!("the fleet breaker did not trip: {}", f.breaker.explanation))
+        }
+        _ => {}
+    }
+    out
+}
+
+/// What the daemons did wrong about one fault: not exactly the executions
+/// expected, one without a token, a detection or mitigation late.
+fn fault_failures(fault: &GameFault, figures: &FaultFigures) -> Vec<String> {
+    let name = &fault.name;
+    let mut out = Vec::new();
+    if let Some(n) = fault.executed {
+        if figures.executed != n {
             out.push(format!(
-                "{}: not every daemon decided within {} ms: {}{}",
-                faults.join(", "),
-                within / 1_000_000,
-                shown.join(", "),
-                if missing.len() > shown.len() {
-                    format!(" and {} more", missing.len() - shown.len())
-                } else {
-                    String::new()
-                }
+                "{name}: {} {} executed across the fleet; expected exactly {n} ({})",
+                figures.executed,
+                fault.action,
+                figures.executed_by.join(", ")
             ));
         }
     }
+    if figures.executed_without_token > 0 {
+        out.push(format!(
+            "{name}: {} fleet-scoped action(s) executed with no token in etcd",
+            figures.executed_without_token
+        ));
+    }
+    let late = |what: &str, got: Option<f64>, within: Option<Nanos>| -> Option<String> {
+        let within = within? as f64 / 1e6;
+        match got {
+            Some(t) if t <= within => None,
+            Some(t) => Some(format!("{name}: {what} after {t:.0} ms; expected within {within:.0} ms")),
+            None => Some(format!("{name}: never {what}; expected within {within:.0} ms")),
+        }
+    };
+    out.extend(late("detected", figures.ttd_ms, fault.detect_within));
+    out.extend(late("mitigated", figures.ttm_ms, fault.mitigate_within));
+    out
+}
+
+/// A settle phase whose deadline passed with daemons still undecided.
+fn settle_failure(p: &PhaseRecord) -> Option<String> {
+    let PhaseRecord::Settle { faults, done_at: None, within, missing, .. } = p else { return None };
+    let shown: Vec<&str> = missing.iter().take(8).map(String::as_str).collect();
+    Some(format!(
+        "{}: not every daemon decided within {} ms: {}{}",
+        faults.join(", "),
+        within / 1_000_000,
+        shown.join(", "),
+        if missing.len() > shown.len() { format!(" and {} more", missing.len() - shown.len()) } else { String::new() }
+    ))
+}
+
+/// etcd electing no new leader in time, and a dead daemon's tokens not
+/// gone in time.
+fn kill_failures(f: &FleetFigures) -> Vec<String> {
+    let mut out = Vec::new();
     for k in &f.leader_kills {
         match k.elected_after_ms {
             Some(t) if t <= k.within_ms => {}
@@ -387,13 +415,6 @@ fn failures(plan: &FleetPlan, f: &FleetFigures) -> Vec<String> {
             (None, None) => out.push(format!("{who}'s token(s) still in etcd after its SIGKILL")),
         }
     }
-    match (plan.breaker, f.breaker.tripped) {
-        (Some(BreakerExpect::Clear), true) => out.push(format!("the fleet breaker tripped: {}", f.breaker.explanation)),
-        (Some(BreakerExpect::Tripped), false) => {
-            out.push(format!("the fleet breaker did not trip: {}", f.breaker.explanation))
-        }
-        _ => {}
-    }
     out
 }
 
@@ -410,20 +431,5 @@ mod tests {
         assert_eq!(held("coordination unavailable: no session with etcd"), Held::Unavailable);
         assert_eq!(held("fleet circuit breaker tripped by n07: x"), Held::Breaker);
         assert_eq!(held("max_rails_per_plane: plane 0 already has 1 rail drained"), Held::LocalLimit);
-    }
-
-    #[test]
-    fn a_target_is_at_a_site_by_host_or_by_switch_port() {
-        let site = Site {
-            node: "node-05".into(),
-            netdev: "eth5".into(),
-            switch: "leaf-rail5".into(),
-            port: "Ethernet16".into(),
-        };
-        let t = |pairs: &[(&str, &str)]| pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        assert!(at_site(&site, &t(&[("node", "node-05"), ("netdev", "eth5")])));
-        assert!(at_site(&site, &t(&[("switch", "leaf-rail5"), ("port", "Ethernet16"), ("queue", "3")])));
-        assert!(!at_site(&site, &t(&[("node", "node-05"), ("netdev", "eth4")])));
-        assert!(!at_site(&site, &t(&[("switch", "leaf-rail5"), ("port", "Ethernet20")])));
     }
 }

@@ -16,28 +16,32 @@
 //!
 //! # Layout
 //!
-//! - [`spec`]: the game file as written; [`plan`]: checked and resolved;
+//! - [`spec`]: the game file as written (its faults are the shared
+//!   [`FaultSpec`](crate::spec::FaultSpec)); [`plan`]: checked and
+//!   resolved on the shared plan (`crate::plan`);
 //! - `etcd`: the etcd cluster (`etcd`, `etcdctl`); `watch`: every key the
 //!   daemons write, as etcd's own client sees it; `state`: the budget,
 //!   sessions and breaker replayed from it;
 //! - `fabric`: the simulated fabric stepped on the wall clock;
 //! - `config`: the daemons' configuration files; `daemons`: their
 //!   processes (`procs`: process groups killed with their guards);
-//! - `game`: the script played; [`measure`]: the [`figures`] and the
-//!   verdict; [`report`]: the chaos report, its HTML page and console
-//!   table.
+//! - `game`: the script played (`about`: which decisions are about a
+//!   fault); [`measure`]: the figures
+//!   ([`crate::report::fleet`]) and the verdict; [`report`]: the game as a
+//!   chaos [`Report`], its figures in [`Report::fleet`], drawn by the
+//!   report's page and table like any other.
 //!
 //! The chaos crate does not depend on the binary: the daemons are the
 //! `rocemend` executable given in [`Options::binary`], and their control
 //! sockets are asked through [`Options::attach`], which the binary
 //! implements over its control client.
 
+mod about;
 mod config;
 mod daemons;
 mod error;
 mod etcd;
 mod fabric;
-pub mod figures;
 mod game;
 pub mod measure;
 pub mod plan;
@@ -52,10 +56,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 pub use error::FleetDayError;
-pub use game::PhaseRecord;
 pub use plan::{load, FleetPlan};
-pub use report::FleetReport;
 
+use crate::report::Report;
 use crate::run::AttachedDaemon;
 
 /// Reaches a daemon's control socket (the binary's control client).
@@ -84,7 +87,7 @@ pub fn missing_part() -> Option<String> {
 /// Plays `plan` and reports it. Ctrl-C or SIGTERM stop the game: every
 /// process it started is killed and its directory removed before this
 /// returns [`FleetDayError::Interrupted`].
-pub async fn run(plan: &FleetPlan, options: &Options) -> Result<FleetReport, FleetDayError> {
+pub async fn run(plan: &FleetPlan, options: &Options) -> Result<Report, FleetDayError> {
     use tokio::signal::unix::{signal, SignalKind};
     let began = Instant::now();
     let mut term = signal(SignalKind::terminate()).map_err(|e| FleetDayError::io("handling SIGTERM", e))?;

@@ -1,44 +1,35 @@
-//! A fleet game day file, checked and resolved: durations in
-//! nanoseconds, paths found and made absolute (the daemons' configs live in
-//! a temporary directory), faults turned into fabric effects on the NICs
+//! A fleet game day file, checked and resolved on the shared plan
+//! (`crate::plan`): durations in nanoseconds, paths found and made
+//! absolute (the daemons' configs live in a temporary directory), faults
+//! resolved as a scenario's are and turned into fabric effects on the NICs
 //! they select, and the script's phases typed. Every error names
 //! `file:line:col`.
 
 use std::collections::BTreeMap;
-use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use engine::coordination::Scope;
 use engine::playbook::Playbook;
 use engine::policy::kind_matches;
-use engine::time::parse_duration;
 use engine::{Nanos, Topology};
-use sim::fabric::{Effect, Fabric, Nic};
+use sim::fabric::{Effect, Fabric};
 use toml::Spanned;
 
 use fleet::settings::BudgetConfig;
 
-use super::spec::{AggregatorSpec, BreakerExpect, BudgetSpec, By, Dur, FaultSpec, FleetScenario};
+use super::spec::{AggregatorSpec, BreakerExpect, BudgetSpec, FleetScenario};
 use super::FleetDayError;
+use crate::plan::site::Location;
+use crate::plan::{Ctx, FaultPlan};
+use crate::report::fleet::Role;
+use crate::spec::{By, Dur, FaultKind, FaultSpec, Keyed, ScenarioError};
 
 mod phases;
-use crate::scenario::plan::locate;
-use crate::scenario::{FaultKind, ScenarioError};
 
 /// The identity of the switch aggregator's daemon (node daemons are named
 /// after their node).
 pub const AGGREGATOR: &str = "aggregator";
-
-/// What a daemon is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Role {
-    /// The daemon of one node.
-    Node,
-    /// The switch aggregator.
-    Aggregator,
-}
 
 /// A playbook's scopes: (action-kind pattern, scope), first match wins.
 pub type Scopes = Vec<(String, Scope)>;
@@ -71,9 +62,9 @@ pub struct FleetPlan {
     /// The switch aggregator.
     pub aggregator: AggregatorPlan,
     /// The faults.
-    pub faults: Vec<Fault>,
+    pub faults: Vec<GameFault>,
     /// The script.
-    pub phases: Vec<Phase>,
+    pub phases: Vec<PhasePlan>,
     /// The fleet breaker's expected state, if any.
     pub breaker: Option<BreakerExpect>,
     /// Hits of its own limits within its window that trip a daemon's
@@ -118,17 +109,17 @@ pub struct EtcdPlan {
 pub struct FleetTable {
     /// Lease TTL.
     pub lease_ttl: Nanos,
-    /// As written (`"4s"`).
+    /// As written (`"4s"`): what the daemons' configs say.
     pub lease_ttl_text: String,
     /// As written (`"2s"`).
     pub request_timeout_text: String,
     /// The budgets.
-    pub budgets: Vec<Budget>,
+    pub budgets: Vec<BudgetPlan>,
 }
 
 /// A budget, with its limit per cell.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct Budget {
+pub struct BudgetPlan {
     /// As written: what every daemon is given as its `[[fleet.budget]]`.
     #[serde(flatten)]
     pub config: BudgetConfig,
@@ -150,30 +141,17 @@ pub struct AggregatorPlan {
     pub sample_interval: String,
 }
 
-/// Where a fault lands: one NIC, named as the daemons' targets name it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Site {
-    /// The node.
-    pub node: String,
-    /// Its netdev.
-    pub netdev: String,
-    /// Its leaf.
-    pub switch: String,
-    /// The leaf port.
-    pub port: String,
-}
-
-/// One fault.
+/// A game's fault: a fault resolved as a scenario's is, named, with its
+/// effects on the game's fabric and what the daemons must do about it.
 #[derive(Debug, Clone)]
-pub struct Fault {
+pub struct GameFault {
     /// Its name.
     pub name: String,
-    /// What and where, for people: `symbol_errors {plane=0}`.
-    pub label: String,
+    /// The fault: its label (`symbol_errors {plane=0}`) and where it lands
+    /// (one NIC location per NIC it hits, in the fabric's order).
+    pub fault: FaultPlan,
     /// What it does to the fabric.
     pub effects: Vec<Effect>,
-    /// The NICs it hits.
-    pub sites: Vec<Site>,
     /// The action the daemons propose for it.
     pub action: String,
     /// Who proposes it.
@@ -186,25 +164,31 @@ pub struct Fault {
     pub mitigate_within: Option<Nanos>,
 }
 
-impl Fault {
-    /// The daemons that decide about it, each with the sites it decides
-    /// on.
-    pub fn deciders(&self) -> BTreeMap<String, Vec<&Site>> {
-        let mut out: BTreeMap<String, Vec<&Site>> = BTreeMap::new();
-        for s in &self.sites {
+impl GameFault {
+    /// The daemons that decide about it, each with the NICs it decides on.
+    pub fn deciders(&self) -> BTreeMap<String, Vec<&Location>> {
+        let mut out: BTreeMap<String, Vec<&Location>> = BTreeMap::new();
+        for nic in &self.fault.locations {
             let who = match self.by {
-                By::Nodes => s.node.clone(),
+                By::Nodes => nic.get("node").cloned().unwrap_or_default(),
                 By::Aggregator => AGGREGATOR.to_string(),
             };
-            out.entry(who).or_default().push(s);
+            out.entry(who).or_default().push(nic);
         }
         out
+    }
+
+    /// The nodes of the NICs it hits.
+    pub fn nodes(&self) -> Vec<String> {
+        let nodes: std::collections::BTreeSet<&String> =
+            self.fault.locations.iter().filter_map(|l| l.get("node")).collect();
+        nodes.into_iter().cloned().collect()
     }
 }
 
 /// One step of the script.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Phase {
+pub enum PhasePlan {
     /// Start these faults (indices into the plan's faults).
     Start(Vec<usize>),
     /// Wait until every live daemon that decides about these faults has
@@ -233,50 +217,14 @@ pub enum Phase {
     },
 }
 
-struct Ctx<'a> {
-    text: &'a str,
-    origin: &'a str,
-    base: PathBuf,
-}
-
-impl Ctx<'_> {
-    fn err(&self, span: Range<usize>, message: impl Into<String>) -> ScenarioError {
-        let (line, column) =
-            if span.is_empty() && span.start == 0 { (0, 0) } else { engine::config::line_col(self.text, span.start) };
-        ScenarioError { path: self.origin.to_string(), line, column, message: message.into() }
-    }
-
-    fn dur(&self, d: &Dur, field: &str) -> Result<Nanos, ScenarioError> {
-        match parse_duration(d.get_ref()) {
-            Ok(ns) if ns > 0 => Ok(ns),
-            Ok(_) => Err(self.err(d.span(), format!("{field} = {:?}: must be more than zero", d.get_ref()))),
-            Err(e) => Err(self.err(d.span(), format!("{field}: {e}"))),
-        }
-    }
-
-    fn dur_or(&self, d: &Option<Dur>, field: &str, default: Nanos) -> Result<Nanos, ScenarioError> {
-        d.as_ref().map(|d| self.dur(d, field)).transpose().map(|v| v.unwrap_or(default))
-    }
-
-    /// An existing file or directory, from the game's folder then the
-    /// current directory, made absolute.
-    fn path(&self, p: &Spanned<String>, what: &str) -> Result<PathBuf, ScenarioError> {
-        let found = locate(&self.base, p.get_ref()).ok_or_else(|| {
-            self.err(
-                p.span(),
-                format!(
-                    "{what} {:?}: neither {} (from the game's folder) nor {} (from the current directory) exists",
-                    p.get_ref(),
-                    self.base.join(p.get_ref()).display(),
-                    p.get_ref()
-                ),
-            )
-        })?;
-        std::fs::canonicalize(&found).map_err(|e| self.err(p.span(), format!("{what} {}: {e}", found.display())))
-    }
-}
-
 const SECOND: Nanos = engine::SECOND;
+
+/// An existing file or directory, from the game's folder then the current
+/// directory, made absolute: the daemons' configs name it from elsewhere.
+fn absolute(ctx: &Ctx, p: &Spanned<String>, what: &str) -> Result<PathBuf, ScenarioError> {
+    let found = ctx.path(p, what)?;
+    std::fs::canonicalize(&found).map_err(|e| ctx.err(p.span(), format!("{what} {}: {e}", found.display())))
+}
 
 /// Reads and resolves the game at `path`.
 pub fn load(path: &Path) -> Result<FleetPlan, FleetDayError> {
@@ -288,49 +236,20 @@ pub fn load(path: &Path) -> Result<FleetPlan, FleetDayError> {
 pub fn parse(text: &str, path: &Path) -> Result<FleetPlan, FleetDayError> {
     let origin = path.display().to_string();
     let spec: FleetScenario = engine::config::parse_toml(text, &origin).map_err(ScenarioError::from)?;
-    let ctx = Ctx { text, origin: &origin, base: path.parent().map(Path::to_path_buf).unwrap_or_default() };
-    let inventory = ctx.path(&spec.inventory, "inventory")?;
-    let topology = Topology::load(&inventory).map_err(|e| ctx.err(spec.inventory.span(), e.to_string()))?;
-    if topology.inventory().node.iter().any(|n| n.name == AGGREGATOR) {
-        return Err(ctx
-            .err(spec.inventory.span(), format!("a node is called {AGGREGATOR:?}, the aggregator's name"))
-            .into());
-    }
-    let topology = Arc::new(topology);
-    let node_playbook = ctx.path(&spec.playbook, "playbook")?;
+    let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let ctx = Ctx { text, origin: &origin, base, what: "game" };
+    let topology = Arc::new(topology(&ctx, &spec.inventory)?);
+    let node_playbook = absolute(&ctx, &spec.playbook, "playbook")?;
     let aggregator = aggregator(&ctx, &spec.aggregator)?;
     let (node_book, aggregator_book) = (Playbook::load(&node_playbook)?, Playbook::load(&aggregator.playbook)?);
     let trip_after = (node_book.breaker.trip_after, aggregator_book.breaker.trip_after);
     let scopes = (node_book.scopes(), aggregator_book.scopes());
-    let rules = spec.rules.as_ref().map(|r| ctx.path(r, "rules")).transpose()?;
+    let rules = spec.rules.as_ref().map(|r| absolute(&ctx, r, "rules")).transpose()?;
     let fleet_size = topology.node_count() as u32;
     let faults = faults(&ctx, &spec.fault, &topology)?;
-    let lease_ttl = ctx.dur(&spec.fleet.lease_ttl, "fleet.lease_ttl")?;
-    if lease_ttl < 2 * SECOND || lease_ttl % SECOND != 0 {
-        return Err(ctx
-            .err(spec.fleet.lease_ttl.span(), "fleet.lease_ttl: etcd leases are whole seconds, at least 2s")
-            .into());
-    }
-    let request_timeout = spec.fleet.request_timeout.clone().unwrap_or_else(|| Spanned::new(0..0, "2s".into()));
-    ctx.dur(&request_timeout, "fleet.request_timeout")?;
-    let fleet = FleetTable {
-        lease_ttl,
-        lease_ttl_text: spec.fleet.lease_ttl.get_ref().clone(),
-        request_timeout_text: request_timeout.get_ref().clone(),
-        budgets: budgets(&ctx, &spec.fleet.budget, fleet_size)?,
-    };
-    let members = spec.etcd.members.as_ref().map(|m| (*m.get_ref(), m.span())).unwrap_or((3, 0..0));
-    if !(1..=7).contains(&members.0) {
-        return Err(ctx.err(members.1, format!("etcd.members = {}: expected 1 to 7", members.0)).into());
-    }
-    let ms =
-        |d: &Option<Dur>, field: &str, default: Nanos| ctx.dur_or(d, field, default).map(|ns| (ns / 1_000_000) as u64);
-    let etcd = EtcdPlan {
-        members: members.0,
-        heartbeat_ms: ms(&spec.etcd.heartbeat, "etcd.heartbeat", 50_000_000)?,
-        election_ms: ms(&spec.etcd.election_timeout, "etcd.election_timeout", 500_000_000)?,
-    };
-    let phases = phases::resolve(&ctx, &spec.phase, &faults, &etcd, lease_ttl)?;
+    let fleet = fleet_table(&ctx, &spec, fleet_size)?;
+    let etcd = etcd(&ctx, &spec)?;
+    let phases = phases::resolve(&ctx, &spec.phase, &faults, &etcd, fleet.lease_ttl)?;
     Ok(FleetPlan {
         name: spec.name.clone(),
         description: spec.description.clone(),
@@ -338,9 +257,9 @@ pub fn parse(text: &str, path: &Path) -> Result<FleetPlan, FleetDayError> {
         topology,
         node_playbook,
         rules,
-        step: ctx.dur_or(&spec.step, "step", 100_000_000)?,
+        step: ctx.positive_or(&spec.step, "step", 100_000_000)?,
         seed: spec.seed,
-        startup_within: ctx.dur_or(&spec.startup_within, "startup_within", 60 * SECOND)?,
+        startup_within: ctx.positive_or(&spec.startup_within, "startup_within", 60 * SECOND)?,
         etcd,
         fleet,
         aggregator,
@@ -352,25 +271,68 @@ pub fn parse(text: &str, path: &Path) -> Result<FleetPlan, FleetDayError> {
     })
 }
 
+/// The inventory: one node daemon per node, none called as the aggregator.
+fn topology(ctx: &Ctx, inventory: &Spanned<String>) -> Result<Topology, ScenarioError> {
+    let topology = Topology::load(&absolute(ctx, inventory, "inventory")?)
+        .map_err(|e| ctx.err(inventory.span(), e.to_string()))?;
+    if topology.inventory().node.iter().any(|n| n.name == AGGREGATOR) {
+        return Err(ctx.err(inventory.span(), format!("a node is called {AGGREGATOR:?}, the aggregator's name")));
+    }
+    Ok(topology)
+}
+
+/// Every daemon's `[fleet]` table: a lease TTL etcd can grant (whole
+/// seconds), a request timeout, the budgets.
+fn fleet_table(ctx: &Ctx, spec: &FleetScenario, fleet_size: u32) -> Result<FleetTable, ScenarioError> {
+    let lease_ttl = ctx.positive(&spec.fleet.lease_ttl, "fleet.lease_ttl")?;
+    if lease_ttl < 2 * SECOND || lease_ttl % SECOND != 0 {
+        return Err(ctx.err(spec.fleet.lease_ttl.span(), "fleet.lease_ttl: etcd leases are whole seconds, at least 2s"));
+    }
+    let request_timeout = spec.fleet.request_timeout.clone().unwrap_or_else(|| Dur::new(0..0, "2s"));
+    ctx.positive(&request_timeout, "fleet.request_timeout")?;
+    Ok(FleetTable {
+        lease_ttl,
+        lease_ttl_text: spec.fleet.lease_ttl.text().to_string(),
+        request_timeout_text: request_timeout.text().to_string(),
+        budgets: budgets(ctx, &spec.fleet.budget, fleet_size)?,
+    })
+}
+
+/// The etcd cluster: 1 to 7 members, its raft timing in ms.
+fn etcd(ctx: &Ctx, spec: &FleetScenario) -> Result<EtcdPlan, ScenarioError> {
+    let members = spec.etcd.members.as_ref().map(|m| (*m.get_ref(), m.span())).unwrap_or((3, 0..0));
+    if !(1..=7).contains(&members.0) {
+        return Err(ctx.err(members.1, format!("etcd.members = {}: expected 1 to 7", members.0)));
+    }
+    let ms = |d: &Option<Dur>, field: &str, default: Nanos| {
+        ctx.positive_or(d, field, default).map(|ns| (ns / 1_000_000) as u64)
+    };
+    Ok(EtcdPlan {
+        members: members.0,
+        heartbeat_ms: ms(&spec.etcd.heartbeat, "etcd.heartbeat", 50_000_000)?,
+        election_ms: ms(&spec.etcd.election_timeout, "etcd.election_timeout", 500_000_000)?,
+    })
+}
+
 fn aggregator(ctx: &Ctx, a: &AggregatorSpec) -> Result<AggregatorPlan, ScenarioError> {
-    let interval = a.sample_interval.clone().unwrap_or_else(|| Spanned::new(0..0, "1s".into()));
-    ctx.dur(&interval, "aggregator.sample_interval")?;
+    let interval = a.sample_interval.clone().unwrap_or_else(|| Dur::new(0..0, "1s"));
+    ctx.positive(&interval, "aggregator.sample_interval")?;
     Ok(AggregatorPlan {
-        playbook: ctx.path(&a.playbook, "aggregator.playbook")?,
+        playbook: absolute(ctx, &a.playbook, "aggregator.playbook")?,
         election: a.election.clone(),
         presets: a.presets.clone().unwrap_or_else(|| vec!["sonic_pfc".into()]),
-        sample_interval: interval.get_ref().clone(),
+        sample_interval: interval.text().to_string(),
     })
 }
 
 /// The budgets, checked as `fleet::settings` checks them (the daemons
 /// check them again at start).
-fn budgets(ctx: &Ctx, specs: &[BudgetSpec], fleet_size: u32) -> Result<Vec<Budget>, ScenarioError> {
-    let mut out: Vec<Budget> = Vec::new();
+fn budgets(ctx: &Ctx, specs: &[BudgetSpec], fleet_size: u32) -> Result<Vec<BudgetPlan>, ScenarioError> {
+    let mut out: Vec<BudgetPlan> = Vec::new();
     for spec in specs {
         let b = &spec.value;
         let name = &b.name;
-        let at = |m: String| ctx.err(spec.name_span.clone(), format!("fleet.budget {name:?}: {m}"));
+        let at = |m: String| ctx.err(spec.value_span("name", ctx.text), format!("fleet.budget {name:?}: {m}"));
         if name.is_empty() || name.contains('/') {
             return Err(at("the name must be non-empty and without '/'".into()));
         }
@@ -387,7 +349,7 @@ fn budgets(ctx: &Ctx, specs: &[BudgetSpec], fleet_size: u32) -> Result<Vec<Budge
             }
             limit = limit.min((f64::from(fleet_size) * p / 100.0).floor() as u32);
         }
-        out.push(Budget { config: b.clone(), limit });
+        out.push(BudgetPlan { config: b.clone(), limit });
     }
     if out.is_empty() {
         return Err(ctx.err(0..0, "[fleet] declares no [[fleet.budget]]: a game day checks the budgets it declares"));
@@ -395,87 +357,92 @@ fn budgets(ctx: &Ctx, specs: &[BudgetSpec], fleet_size: u32) -> Result<Vec<Budge
     Ok(out)
 }
 
-/// The name of a fault kind as written.
-fn kind_name(kind: FaultKind) -> &'static str {
-    match kind {
-        FaultKind::SymbolErrors => "symbol_errors",
-        FaultKind::PfcStorm => "pfc_storm",
-        _ => "other",
-    }
-}
+/// The keys of a game day's fault; the others time a scenario's faults or
+/// act on real links, and a game's phases start its faults.
+const GAME_KEYS: &[&str] = &["name", "kind", "select", "ber", "prio", "expect"];
 
-fn faults(ctx: &Ctx, specs: &[FaultSpec], topology: &Arc<Topology>) -> Result<Vec<Fault>, ScenarioError> {
+fn faults(ctx: &Ctx, specs: &[Keyed<FaultSpec>], topology: &Arc<Topology>) -> Result<Vec<GameFault>, ScenarioError> {
     // A fabric only to select NICs: its NICs are in inventory order, as the
     // game's fabric's are, so the indices hold there too.
     let fabric = Fabric::new(topology.clone(), &[], 0, 0).map_err(|e| ctx.err(0..0, e.to_string()))?;
-    let mut out: Vec<Fault> = Vec::new();
+    let mut out: Vec<GameFault> = Vec::new();
     for f in specs {
-        let name = f.name.get_ref();
-        if out.iter().any(|o| &o.name == name) {
-            return Err(ctx.err(f.name.span(), format!("fault {name:?} is declared twice")));
-        }
-        let selector = f.select.as_ref().map(|s| s.get_ref().clone()).unwrap_or_default();
-        let nics = fabric.select(&selector).map_err(|e| {
-            ctx.err(f.select.as_ref().map(|s| s.span()).unwrap_or(f.name.span()), format!("fault {name:?}: {e}"))
-        })?;
-        let kind = *f.kind.get_ref();
-        let effects = match kind {
-            FaultKind::SymbolErrors => {
-                let ber = f.ber.unwrap_or(1e-9);
-                if !(ber > 0.0 && ber < 1.0) {
-                    return Err(ctx.err(f.name.span(), format!("fault {name:?}: ber = {ber}: expected in (0, 1)")));
-                }
-                nics.iter().map(|&nic| Effect::Ber { nic, ber }).collect()
-            }
-            FaultKind::PfcStorm => {
-                let prio = f.prio.unwrap_or(3);
-                if prio > 7 {
-                    return Err(ctx.err(f.name.span(), format!("fault {name:?}: prio = {prio}: expected 0 to 7")));
-                }
-                nics.iter().map(|&nic| Effect::PfcStorm { nic, prio }).collect()
-            }
-            _ => {
-                return Err(ctx.err(
-                    f.kind.span(),
-                    "a fleet game day takes symbol_errors (the node daemons read the NICs' sysfs counters) and \
-                     pfc_storm (the aggregator reads the leaves' PFC counters)",
-                ))
-            }
-        };
-        let sites = nics.iter().map(|&i| site(&fabric.nics[i])).collect();
-        let action = f.expect.action.get_ref();
-        if action.is_empty() || !action.contains('.') {
-            return Err(
-                ctx.err(f.expect.action.span(), format!("expect.action = {action:?}: write a kind like rail.drain"))
-            );
-        }
-        out.push(Fault {
-            name: name.clone(),
-            label: format!("{} {selector}", kind_name(kind)),
-            effects,
-            sites,
-            action: action.clone(),
-            by: f.expect.by,
-            executed: f.expect.executed,
-            detect_within: f.expect.detect_within.as_ref().map(|d| ctx.dur(d, "expect.detect_within")).transpose()?,
-            mitigate_within: f
-                .expect
-                .mitigate_within
-                .as_ref()
-                .map(|d| ctx.dur(d, "expect.mitigate_within"))
-                .transpose()?,
-        });
+        out.push(game_fault(ctx, f, &fabric, &out)?);
     }
     Ok(out)
 }
 
-fn site(nic: &Nic) -> Site {
-    Site {
-        node: nic.node.clone(),
-        netdev: nic.netdev.clone(),
-        switch: nic.switch.clone(),
-        port: nic.switch_port.clone(),
+/// One fault of the game, checked as only a game checks it (its keys, its
+/// name, its kind, its BER and priority, its expectation), then resolved
+/// on the shared plan; `before` are the faults already resolved.
+fn game_fault(
+    ctx: &Ctx,
+    f: &Keyed<FaultSpec>,
+    fabric: &Fabric,
+    before: &[GameFault],
+) -> Result<GameFault, ScenarioError> {
+    if let Some((key, span)) = f.first_key_not(|k| GAME_KEYS.contains(&k)) {
+        return Err(ctx.err(
+            span,
+            format!(
+                "`{key}` does not apply to a game day's fault (it takes {}; its phases start it)",
+                GAME_KEYS.join(", ")
+            ),
+        ));
     }
+    let spec = &f.value;
+    let Some(name_at) = &spec.name else { return Err(ctx.err(spec.kind.span(), "missing field `name`")) };
+    let name = name_at.get_ref();
+    if before.iter().any(|o| &o.name == name) {
+        return Err(ctx.err(name_at.span(), format!("fault {name:?} is declared twice")));
+    }
+    let selector = spec.select.as_ref().map(|s| s.get_ref().clone()).unwrap_or_default();
+    fabric.select(&selector).map_err(|e| {
+        ctx.err(spec.select.as_ref().map(|s| s.span()).unwrap_or(name_at.span()), format!("fault {name:?}: {e}"))
+    })?;
+    match spec.kind.get_ref() {
+        FaultKind::SymbolErrors => {
+            let ber = spec.ber.unwrap_or(1e-9);
+            if !(ber > 0.0 && ber < 1.0) {
+                return Err(ctx.err(name_at.span(), format!("fault {name:?}: ber = {ber}: expected in (0, 1)")));
+            }
+        }
+        FaultKind::PfcStorm => {
+            let prio = spec.prio.unwrap_or(3);
+            if prio > 7 {
+                return Err(ctx.err(name_at.span(), format!("fault {name:?}: prio = {prio}: expected 0 to 7")));
+            }
+        }
+        _ => {
+            return Err(ctx.err(
+                spec.kind.span(),
+                "a fleet game day takes symbol_errors (the node daemons read the NICs' sysfs counters) and \
+                 pfc_storm (the aggregator reads the leaves' PFC counters)",
+            ))
+        }
+    }
+    let Some(expect) = &spec.expect else {
+        return Err(ctx.err(name_at.span(), format!("fault {name:?}: missing field `expect`")));
+    };
+    let action = expect.action.get_ref();
+    if action.is_empty() || !action.contains('.') {
+        return Err(ctx.err(expect.action.span(), format!("expect.action = {action:?}: write a kind like rail.drain")));
+    }
+    let fault = spec.resolve(ctx, fabric, None, None)?;
+    Ok(GameFault {
+        name: name.clone(),
+        effects: fault.effects(fabric),
+        fault,
+        action: action.clone(),
+        by: expect.by,
+        executed: expect.executed,
+        detect_within: expect.detect_within.as_ref().map(|d| ctx.positive(d, "expect.detect_within")).transpose()?,
+        mitigate_within: expect
+            .mitigate_within
+            .as_ref()
+            .map(|d| ctx.positive(d, "expect.mitigate_within"))
+            .transpose()?,
+    })
 }
 
 #[cfg(test)]
@@ -520,13 +487,13 @@ fault = "p0"
     #[test]
     fn a_game_resolves_its_faults_sites_and_phases() {
         let plan = game(GAME).unwrap();
-        assert_eq!(plan.faults[0].sites.len(), 64, "16 nodes x the 4 NICs of plane 0");
+        assert_eq!(plan.faults[0].fault.locations.len(), 64, "16 nodes x the 4 NICs of plane 0");
         assert_eq!(plan.faults[0].deciders().len(), 16);
-        assert_eq!(plan.faults[0].label, "symbol_errors {plane=0}");
+        assert_eq!(plan.faults[0].fault.label, "symbol_errors {plane=0}");
         assert_eq!(plan.fleet.budgets[0].limit, 1);
         assert_eq!(
             plan.phases[2],
-            Phase::KillTokenHolder { fault: 0, return_within: 6 * SECOND },
+            PhasePlan::KillTokenHolder { fault: 0, return_within: 6 * SECOND },
             "default: the lease TTL + 2 s"
         );
         assert_eq!(plan.trip_after, (5, 5));

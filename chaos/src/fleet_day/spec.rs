@@ -1,6 +1,7 @@
 //! The schema of a fleet game day file (`chaos/scenarios/fleet/*.toml`,
-//! `docs/chaos.md`, "Fleet game day"), as written. [`super::plan`] checks
-//! it and resolves it into what the runner needs.
+//! `docs/chaos.md`, "Fleet game day"), as written: its faults are the
+//! [`FaultSpec`]s a scenario writes too (`crate::spec`). [`super::plan`]
+//! checks it and resolves it into what the runner needs.
 //!
 //! A game is a script: `[[phase]]` tables run in order, each one a `do`
 //! (start faults, wait until the daemons have decided on them, pause, kill
@@ -9,19 +10,12 @@
 //! every error's `file:line:col` comes from) does not survive serde's
 //! buffering of internally tagged enums.
 
-use std::ops::Range;
-
-use serde::de::{DeserializeSeed, IntoDeserializer, MapAccess, Visitor};
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
 use toml::Spanned;
 
 use fleet::settings::BudgetConfig;
-use sim::fabric::Selector;
 
-use crate::scenario::FaultKind;
-
-/// A duration as written (`"300ms"`), with where it was written.
-pub type Dur = Spanned<String>;
+use crate::spec::{Dur, FaultSpec, Keyed};
 
 /// A fleet game day file.
 #[derive(Debug, Clone, Deserialize)]
@@ -58,9 +52,10 @@ pub struct FleetScenario {
     pub fleet: FleetSpec,
     /// The switch aggregator.
     pub aggregator: AggregatorSpec,
-    /// The faults, started by `start` phases.
+    /// The faults, started by `start` phases, each with where its keys
+    /// were written.
     #[serde(default)]
-    pub fault: Vec<FaultSpec>,
+    pub fault: Vec<Keyed<FaultSpec>>,
     /// The script, in order.
     #[serde(default)]
     pub phase: Vec<PhaseSpec>,
@@ -107,7 +102,7 @@ pub struct FleetSpec {
 
 /// One `[[fleet.budget]]`: the daemons' own schema, with where its name
 /// was written for the plan's errors.
-pub type BudgetSpec = Named<BudgetConfig>;
+pub type BudgetSpec = Keyed<BudgetConfig>;
 
 /// The switch aggregator: one daemon reading every leaf over gNMI.
 #[derive(Debug, Clone, Deserialize)]
@@ -124,57 +119,6 @@ pub struct AggregatorSpec {
     /// The gNMI sensor's sample interval (default 1 s, as SONiC refreshes).
     #[serde(default)]
     pub sample_interval: Option<Dur>,
-}
-
-/// Which daemons decide about a fault.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum By {
-    /// The node daemon of each NIC the fault hits.
-    Nodes,
-    /// The switch aggregator, for the leaf port of each NIC.
-    Aggregator,
-}
-
-/// One fault.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FaultSpec {
-    /// Its name, for phases and the report.
-    pub name: Spanned<String>,
-    /// What (`symbol_errors`, `pfc_storm`).
-    pub kind: Spanned<FaultKind>,
-    /// The NICs it hits; every NIC when absent.
-    #[serde(default)]
-    pub select: Option<Spanned<Selector>>,
-    /// Bit error rate (`symbol_errors`, default 1e-9).
-    #[serde(default)]
-    pub ber: Option<f64>,
-    /// PFC priority (`pfc_storm`, default 3).
-    #[serde(default)]
-    pub prio: Option<u8>,
-    /// What the daemons must do about it.
-    pub expect: FaultExpectSpec,
-}
-
-/// What the daemons must do about one fault.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FaultExpectSpec {
-    /// The action kind the daemons propose for it (`rail.drain`).
-    pub action: Spanned<String>,
-    /// Who proposes it.
-    pub by: By,
-    /// Exactly this many executed, across every daemon (the budget held:
-    /// not fewer, the daemons worked; not more, no token was spent twice).
-    #[serde(default)]
-    pub executed: Option<usize>,
-    /// The first daemon detects it within this long of its start.
-    #[serde(default)]
-    pub detect_within: Option<Dur>,
-    /// Its first action is executed within this long of its start.
-    #[serde(default)]
-    pub mitigate_within: Option<Dur>,
 }
 
 /// One `[[phase]]`, as written: `do` says which keys apply.
@@ -227,86 +171,4 @@ pub struct ExpectSpec {
     /// when absent.
     #[serde(default)]
     pub fleet_breaker: Option<BreakerExpect>,
-}
-
-/// A table read as `T` (another crate's schema, `deny_unknown_fields` and
-/// all), with where its `name` key's value was written: the plan's errors
-/// about it point there. `Spanned<T>` would point at the table's header,
-/// and flattening `T` beside a `Spanned<String>` name cannot work (serde
-/// would keep `name` from `T`, and buffering loses the spans).
-#[derive(Debug, Clone)]
-pub struct Named<T> {
-    /// The table.
-    pub value: T,
-    /// Where its name was written (`0..0` without one: `T` then refuses
-    /// the table for its missing name anyway).
-    pub name_span: Range<usize>,
-}
-
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for Named<T> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_map(NamedVisitor(std::marker::PhantomData))
-    }
-}
-
-struct NamedVisitor<T>(std::marker::PhantomData<T>);
-
-impl<'de, T: Deserialize<'de>> Visitor<'de> for NamedVisitor<T> {
-    type Value = Named<T>;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a table")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Named<T>, A::Error> {
-        let mut name_span = None;
-        let tapped = NameTap { inner: map, span: &mut name_span, at_name: false };
-        let value = T::deserialize(serde::de::value::MapAccessDeserializer::new(tapped))?;
-        Ok(Named { value, name_span: name_span.unwrap_or(0..0) })
-    }
-}
-
-/// Hands a table's entries on to `T` unchanged, noting the span of the
-/// `name` value on the way. Every other key and value is read straight
-/// from the TOML deserializer, so their errors keep their own positions.
-struct NameTap<'a, A> {
-    inner: A,
-    span: &'a mut Option<Range<usize>>,
-    /// The key just read was `name`.
-    at_name: bool,
-}
-
-impl<'de, A: MapAccess<'de>> MapAccess<'de> for NameTap<'_, A> {
-    type Error = A::Error;
-
-    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, A::Error> {
-        self.inner.next_key_seed(KeyTap { seed, is_name: &mut self.at_name })
-    }
-
-    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, A::Error> {
-        if !self.at_name {
-            return self.inner.next_value_seed(seed);
-        }
-        let name: Spanned<String> = self.inner.next_value()?;
-        *self.span = Some(name.span());
-        seed.deserialize(name.into_inner().into_deserializer())
-    }
-}
-
-/// Reads a key as a string, notes whether it is `name`, and gives it to
-/// `T`'s key seed inside the TOML deserializer's own call, so that an
-/// unknown key is still reported at its position.
-struct KeyTap<'a, K> {
-    seed: K,
-    is_name: &'a mut bool,
-}
-
-impl<'de, K: DeserializeSeed<'de>> DeserializeSeed<'de> for KeyTap<'_, K> {
-    type Value = K::Value;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<K::Value, D::Error> {
-        let key = String::deserialize(d)?;
-        *self.is_name = key == "name";
-        self.seed.deserialize(key.into_deserializer())
-    }
 }

@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use engine::Nanos;
 use serde::{Deserialize, Serialize};
 
-use super::watch::{Event, Kind};
+use super::watch::{Change, Event};
 
 /// The prefix the daemons keep their state under (`fleet::keys`' default).
 pub const PREFIX: &str = "/rocemend/fleet/";
@@ -96,8 +96,8 @@ pub fn cells(events: &[Event]) -> BTreeMap<(String, String), CellHistory> {
         let cell = (t.budget.clone(), t.cell.clone());
         let history = out.entry(cell.clone()).or_default();
         let tokens = live.entry(cell).or_default();
-        match e.kind {
-            Kind::Put => {
+        match e.change {
+            Change::Put => {
                 let value: Option<TokenValue> = serde_json::from_slice(&e.value).ok();
                 let kind = value.as_ref().map(|v| v.kind.clone()).unwrap_or_default();
                 if !history.tokens.iter().any(|(k, _)| k == &t) {
@@ -105,7 +105,7 @@ pub fn cells(events: &[Event]) -> BTreeMap<(String, String), CellHistory> {
                 }
                 tokens.insert(t, value.and_then(|v| v.expires_at_ms));
             }
-            Kind::Delete => {
+            Change::Delete => {
                 tokens.remove(&t);
             }
         }
@@ -135,9 +135,9 @@ fn present(events: &[Event]) -> BTreeSet<String> {
     ordered.sort_by_key(|e| e.revision);
     let mut keys = BTreeSet::new();
     for e in ordered {
-        match e.kind {
-            Kind::Put => keys.insert(e.key.clone()),
-            Kind::Delete => keys.remove(&e.key),
+        match e.change {
+            Change::Put => keys.insert(e.key.clone()),
+            Change::Delete => keys.remove(&e.key),
         };
     }
     keys
@@ -145,7 +145,7 @@ fn present(events: &[Event]) -> BTreeSet<String> {
 
 /// When `key` was deleted at or after `since`, if it was.
 pub fn deleted_after(events: &[Event], key: &str, since: Nanos) -> Option<Nanos> {
-    events.iter().filter(|e| e.kind == Kind::Delete && e.key == key && e.at >= since).map(|e| e.at).min()
+    events.iter().filter(|e| e.change == Change::Delete && e.key == key && e.at >= since).map(|e| e.at).min()
 }
 
 /// The daemons with a session at the end of the log.
@@ -158,7 +158,7 @@ pub fn members(events: &[Event]) -> BTreeSet<String> {
 pub fn sessions_opened_since(events: &[Event], since: Nanos) -> BTreeSet<String> {
     events
         .iter()
-        .filter(|e| e.kind == Kind::Put && e.at >= since)
+        .filter(|e| e.change == Change::Put && e.at >= since)
         .filter_map(|e| member(&e.key).map(str::to_string))
         .collect()
 }
@@ -172,9 +172,9 @@ pub fn member_series(events: &[Event]) -> Vec<(Nanos, usize)> {
     let mut out = Vec::new();
     for e in ordered {
         let Some(m) = member(&e.key) else { continue };
-        match e.kind {
-            Kind::Put => live.insert(m.to_string()),
-            Kind::Delete => live.remove(m),
+        match e.change {
+            Change::Put => live.insert(m.to_string()),
+            Change::Delete => live.remove(m),
         };
         out.push((e.at, live.len()));
     }
@@ -184,7 +184,7 @@ pub fn member_series(events: &[Event]) -> Vec<(Nanos, usize)> {
 /// The first trip of the fleet breaker, with when the game saw it.
 pub fn breaker(events: &[Event]) -> Option<(Nanos, Breaker)> {
     let key = format!("{PREFIX}breaker");
-    events.iter().find(|e| e.kind == Kind::Put && e.key == key).map(|e| {
+    events.iter().find(|e| e.change == Change::Put && e.key == key).map(|e| {
         let value = serde_json::from_slice(&e.value).unwrap_or_else(|error| Breaker {
             by: "unknown".into(),
             reason: format!("unreadable breaker record: {error}"),
@@ -198,8 +198,15 @@ pub fn breaker(events: &[Event]) -> Option<(Nanos, Breaker)> {
 mod tests {
     use super::*;
 
-    fn ev(revision: i64, kind: Kind, key: &str, value: &str) -> Event {
-        Event { at: revision * 1_000_000, revision, kind, key: key.into(), value: value.as_bytes().to_vec(), lease: 1 }
+    fn ev(revision: i64, change: Change, key: &str, value: &str) -> Event {
+        Event {
+            at: revision * 1_000_000,
+            revision,
+            change,
+            key: key.into(),
+            value: value.as_bytes().to_vec(),
+            lease: 1,
+        }
     }
 
     const A: &str = "/rocemend/fleet/budget/rail/plane=0/token/node-01/d1";
@@ -210,17 +217,17 @@ mod tests {
         let token = r#"{"holder":"node-01","decision":"d1","kind":"rail.drain","taken_at_ms":1}"#;
         // Arrival order is not revision order: the replay sorts.
         let events = vec![
-            ev(3, Kind::Delete, A, ""),
-            ev(2, Kind::Put, A, token),
-            ev(4, Kind::Put, B, token),
-            ev(5, Kind::Put, "/rocemend/fleet/budget/rail/plane=0/guard", "d7"),
+            ev(3, Change::Delete, A, ""),
+            ev(2, Change::Put, A, token),
+            ev(4, Change::Put, B, token),
+            ev(5, Change::Put, "/rocemend/fleet/budget/rail/plane=0/guard", "d7"),
         ];
         let c = &cells(&events)[&("rail".to_string(), "plane=0".to_string())];
         assert_eq!(c.max_concurrent, 1, "A was gone before B came");
         assert_eq!(c.tokens.len(), 2);
         assert_eq!(c.tokens[0].1, "rail.drain");
         assert_eq!(c.series, vec![(2_000_000, 1), (3_000_000, 0), (4_000_000, 1)]);
-        let both = vec![ev(2, Kind::Put, A, token), ev(4, Kind::Put, B, token)];
+        let both = vec![ev(2, Change::Put, A, token), ev(4, Change::Put, B, token)];
         assert_eq!(cells(&both)[&("rail".to_string(), "plane=0".to_string())].max_concurrent, 2);
         assert_eq!(tokens_of(&both, "node-02", Some("d7")), vec![B.to_string()]);
         assert_eq!(tokens_of(&both, "node-02", Some("d1")), Vec::<String>::new());
@@ -235,8 +242,8 @@ mod tests {
         let k1 = "/rocemend/fleet/budget/cordon/all/token/n/d1";
         let k2 = "/rocemend/fleet/budget/cordon/all/token/n/d2";
         let events = vec![
-            ev(2, Kind::Put, k1, old),
-            ev(4, Kind::Put, k2, old.replace("\"expires_at_ms\":3", "\"expires_at_ms\":9").as_str()),
+            ev(2, Change::Put, k1, old),
+            ev(4, Change::Put, k2, old.replace("\"expires_at_ms\":3", "\"expires_at_ms\":9").as_str()),
         ];
         assert_eq!(cells(&events)[&("cordon".to_string(), "all".to_string())].max_concurrent, 1);
     }
@@ -245,11 +252,11 @@ mod tests {
     fn sessions_and_the_breaker_are_read_from_their_keys() {
         let m = |r, k, who: &str| ev(r, k, &format!("/rocemend/fleet/member/{who}"), "{}");
         let events = vec![
-            m(1, Kind::Put, "a"),
-            m(2, Kind::Put, "b"),
-            m(3, Kind::Delete, "a"),
-            m(4, Kind::Put, "b"),
-            ev(5, Kind::Put, "/rocemend/fleet/breaker", r#"{"by":"b","reason":"5 limit hits","at_ms":5}"#),
+            m(1, Change::Put, "a"),
+            m(2, Change::Put, "b"),
+            m(3, Change::Delete, "a"),
+            m(4, Change::Put, "b"),
+            ev(5, Change::Put, "/rocemend/fleet/breaker", r#"{"by":"b","reason":"5 limit hits","at_ms":5}"#),
         ];
         assert_eq!(members(&events), BTreeSet::from(["b".to_string()]));
         assert_eq!(sessions_opened_since(&events, 2_000_000).len(), 1);

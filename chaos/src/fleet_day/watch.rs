@@ -23,7 +23,7 @@ use tokio::task::JoinHandle;
 /// A put or a delete.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Kind {
+pub enum Change {
     /// Written.
     Put,
     /// Deleted (by a daemon, or by etcd when its lease expired).
@@ -38,7 +38,7 @@ pub struct Event {
     /// etcd's revision of the change.
     pub revision: i64,
     /// Put or delete.
-    pub kind: Kind,
+    pub change: Change,
     /// The key.
     pub key: String,
     /// The value written (empty for a delete).
@@ -99,7 +99,37 @@ async fn keep_watching(prefix: String, endpoints: impl Fn() -> Vec<String>, log:
     }
 }
 
-async fn watch_once(prefix: &str, endpoints: &[String], from: i64, log: &Log) -> Result<(), String> {
+/// Why `etcdctl watch` ended, or a line of it was not understood.
+#[derive(Debug, thiserror::Error)]
+enum WatchError {
+    /// It could not be started.
+    #[error("starting etcdctl watch: {0}")]
+    Start(#[source] std::io::Error),
+    /// Its output could not be read, or its end waited for.
+    #[error("reading etcdctl watch: {0}")]
+    Read(#[source] std::io::Error),
+    /// It ended (it always does, sooner or later: the game starts another).
+    #[error("etcdctl watch exited ({0})")]
+    Exited(std::process::ExitStatus),
+    /// A line that is not a watch response.
+    #[error("{source}: {line}")]
+    Line {
+        /// The line.
+        line: String,
+        /// Why it is not one.
+        source: serde_json::Error,
+    },
+    /// A key or value that is not base64.
+    #[error("a {what} that is not base64: {text}")]
+    NotBase64 {
+        /// `key` or `value`.
+        what: &'static str,
+        /// As etcdctl printed it.
+        text: String,
+    },
+}
+
+async fn watch_once(prefix: &str, endpoints: &[String], from: i64, log: &Log) -> Result<(), WatchError> {
     let mut command = std::process::Command::new("etcdctl");
     // Against dead members it would retry for ever: it must not outlive a
     // runner that was SIGKILLed. Killed early with a runtime thread, it is
@@ -115,18 +145,17 @@ async fn watch_once(prefix: &str, endpoints: &[String], from: i64, log: &Log) ->
         .stderr(Stdio::null())
         .kill_on_drop(true)
         .spawn()
-        .map_err(|e| format!("starting etcdctl watch: {e}"))?;
-    let stdout = child.stdout.take().ok_or("etcdctl watch has no stdout")?;
+        .map_err(WatchError::Start)?;
+    let stdout = child.stdout.take().ok_or(WatchError::Read(std::io::ErrorKind::BrokenPipe.into()))?;
     let mut lines = BufReader::new(stdout).lines();
-    while let Some(line) = lines.next_line().await.map_err(|e| format!("reading etcdctl watch: {e}"))? {
+    while let Some(line) = lines.next_line().await.map_err(WatchError::Read)? {
         let at = wall_clock_now();
         match parse_response(&line, at) {
             Ok(events) => lock(log).extend(events),
             Err(why) => tracing::warn!(message = "etcd watch line not understood.", %why),
         }
     }
-    let status = child.wait().await.map_err(|e| e.to_string())?;
-    Err(format!("etcdctl watch exited ({status})"))
+    Err(WatchError::Exited(child.wait().await.map_err(WatchError::Read)?))
 }
 
 /// One `WatchResponse` as `etcdctl -w json` prints it: keys and values in
@@ -164,17 +193,19 @@ struct RawKv {
 }
 
 /// The events of one response line, stamped `at`.
-fn parse_response(line: &str, at: Nanos) -> Result<Vec<Event>, String> {
-    let r: Response = serde_json::from_str(line).map_err(|e| format!("{e}: {line}"))?;
+fn parse_response(line: &str, at: Nanos) -> Result<Vec<Event>, WatchError> {
+    let r: Response = serde_json::from_str(line).map_err(|source| WatchError::Line { line: line.into(), source })?;
     let mut out = Vec::new();
     for e in r.events.unwrap_or_default() {
-        let key = base64(&e.kv.key).ok_or_else(|| format!("a key that is not base64: {}", e.kv.key))?;
-        let value =
-            e.kv.value.as_deref().map(base64).unwrap_or(Some(Vec::new())).ok_or("a value that is not base64")?;
+        let key = base64(&e.kv.key).ok_or_else(|| WatchError::NotBase64 { what: "key", text: e.kv.key.clone() })?;
+        let value = match e.kv.value.as_deref() {
+            Some(v) => base64(v).ok_or_else(|| WatchError::NotBase64 { what: "value", text: v.into() })?,
+            None => Vec::new(),
+        };
         out.push(Event {
             at,
             revision: if e.kv.mod_revision > 0 { e.kv.mod_revision } else { r.header.revision },
-            kind: if e.kind == 1 { Kind::Delete } else { Kind::Put },
+            change: if e.kind == 1 { Change::Delete } else { Change::Put },
             key: String::from_utf8_lossy(&key).into_owned(),
             value,
             lease: e.kv.lease,
@@ -183,34 +214,15 @@ fn parse_response(line: &str, at: Nanos) -> Result<Vec<Event>, String> {
     Ok(out)
 }
 
-/// Standard base64 (with padding), as Go's `encoding/json` writes `[]byte`.
+/// Standard base64, as Go's `encoding/json` writes `[]byte` (padded; an
+/// unpadded one is read too).
 fn base64(text: &str) -> Option<Vec<u8>> {
-    fn sextet(c: u8) -> Option<u32> {
-        Some(match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => return None,
-        } as u32)
-    }
-    let bytes = text.trim_end_matches('=').as_bytes();
-    let mut out = Vec::with_capacity(bytes.len() * 3 / 4);
-    for chunk in bytes.chunks(4) {
-        let mut n = 0u32;
-        for (i, &c) in chunk.iter().enumerate() {
-            n |= sextet(c)? << (18 - 6 * i);
-        }
-        let produced = match chunk.len() {
-            4 => 3,
-            3 => 2,
-            2 => 1,
-            _ => return None,
-        };
-        out.extend_from_slice(&n.to_be_bytes()[1..1 + produced]);
-    }
-    Some(out)
+    use ::base64::engine::{general_purpose, DecodePaddingMode, Engine as _, GeneralPurpose};
+    const GO: GeneralPurpose = GeneralPurpose::new(
+        &::base64::alphabet::STANDARD,
+        general_purpose::PAD.with_decode_padding_mode(DecodePaddingMode::Indifferent),
+    );
+    GO.decode(text).ok()
 }
 
 #[cfg(test)]
@@ -239,14 +251,14 @@ mod tests {
             vec![Event {
                 at: 7,
                 revision: 5,
-                kind: Kind::Put,
+                change: Change::Put,
                 key: "/a/e".into(),
                 value: b"y".to_vec(),
                 lease: 4111120442822509832
             }]
         );
         let d = parse_response(del, 9).unwrap();
-        assert_eq!((d[0].kind, d[0].revision, d[0].key.as_str(), d[0].value.len()), (Kind::Delete, 8, "/a/e", 0));
+        assert_eq!((d[0].change, d[0].revision, d[0].key.as_str(), d[0].value.len()), (Change::Delete, 8, "/a/e", 0));
         assert!(parse_response("not json", 0).is_err());
     }
 }

@@ -4,16 +4,20 @@
 //! per run and one per fault of each run, and an SVG timeline per run
 //! (every failed run, and the first [`TIMELINES`] runs).
 //!
+//! A fleet game day's report has its own section before the timelines
+//! ([`super::fleet::html`]).
+//!
 //! A figure that is missing (never happened, nothing measured it) is a
 //! dash, never 0 and never NaN.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use super::record::{Report, RunOutcome, RunRecord, Stats, StepTimeSummary};
+use render::table::{table, table_head, Row};
+use render::{escape, Mark, Span, Timeline, Track};
+
+use super::record::{Moments, Report, RunOutcome, RunRecord, Stats, StepTimeSummary};
 use super::relevance;
-use super::rows::{table_head, Row};
-use super::timeline::{escape, Mark, Span, Timeline, Track};
 
 /// Timelines drawn besides those of failed runs: a page of 100 runs stays
 /// small enough to open.
@@ -61,9 +65,9 @@ fn fault_tables(report: &Report, out: &mut String) {
             "<tr><th colspan=\"6\" style=\"text-align:left\">fault {}: {}</th></tr>{}{}{}",
             f.fault,
             escape(&f.label),
-            stats_row("time to detect", &f.detect),
-            stats_row("time to mitigate", &f.mitigate),
-            stats_row("time to recover", &f.recover)
+            stats_row("time to detect", &f.recovery.detect),
+            stats_row("time to mitigate", &f.recovery.mitigate),
+            stats_row("time to recover", &f.recovery.recover)
         );
         if f.step_worst.count > 0 {
             let _ = write!(
@@ -151,7 +155,24 @@ pub fn run_timeline(report: &Report, run: &RunRecord) -> Timeline {
             .map(|f| Span { start: f.start, end: f.end, label: f.label.clone(), class: "fault".into() })
             .collect(),
     }];
+    tracks.extend(probe_tracks(report, run));
+    tracks.extend(instance_tracks(run));
+    tracks.push(decision_track(run));
+    tracks.extend(milestone_tracks(&run.outcome));
+    let verdict = if run.outcome.passed { "passed" } else { "FAILED" };
+    Timeline {
+        title: format!("run {} (seed {}): {verdict}", run.run, run.seed),
+        start: run.start,
+        end: run.end,
+        tracks,
+    }
+}
+
+/// The probes that moved, each with its bounds, and one row naming those
+/// that did not.
+fn probe_tracks(report: &Report, run: &RunRecord) -> Vec<Track> {
     let (moved, still) = relevance::order_probes(&run.probes, &run.faults, run.end);
+    let mut tracks = Vec::new();
     for p in moved {
         let bounds = report.bounds.iter().find(|b| b.probe == p.name).map(|b| (b.min, b.max)).unwrap_or((None, None));
         tracks.push(Track::Series { label: p.name.clone(), points: p.points.clone(), bounds });
@@ -164,13 +185,19 @@ pub fn run_timeline(report: &Report, run: &RunRecord) -> Timeline {
         );
         tracks.push(Track::Note { label, text: names.join(", ") });
     }
-    // Rule instances: one row each, a span per state other than inactive.
+    tracks
+}
+
+/// Rule instances: one row each, a span per state other than inactive;
+/// those on a faulted node first.
+fn instance_tracks(run: &RunRecord) -> Vec<Track> {
     let mut instances: BTreeMap<(bool, String, String), Vec<(i64, String)>> = BTreeMap::new();
     for t in &run.transitions {
         // `false` sorts first: instances on a faulted node come first.
         let elsewhere = !relevance::on_faulted_node(t, &run.faults);
         instances.entry((elsewhere, t.rule.clone(), subject(&t.subject))).or_default().push((t.at, t.to.clone()));
     }
+    let mut tracks = Vec::new();
     for ((_, rule, subj), states) in instances {
         let mut spans = Vec::new();
         for (i, (at, state)) in states.iter().enumerate() {
@@ -182,7 +209,12 @@ pub fn run_timeline(report: &Report, run: &RunRecord) -> Timeline {
         }
         tracks.push(Track::Spans { label: format!("{rule} {subj}"), spans });
     }
-    tracks.push(Track::Marks {
+    tracks
+}
+
+/// Every decision, coloured by its verdict, with what the actuator sent.
+fn decision_track(run: &RunRecord) -> Track {
+    Track::Marks {
         label: "decisions".into(),
         marks: run
             .decisions
@@ -200,38 +232,24 @@ pub fn run_timeline(report: &Report, run: &RunRecord) -> Timeline {
                 class: d.verdict.clone(),
             })
             .collect(),
-    });
-    let o = &run.outcome;
-    let mut milestones = Vec::new();
-    let m = &o.moments;
-    for (at, what) in [(m.detected_at, "detected"), (m.mitigated_at, "mitigated"), (m.recovered_at, "recovered")] {
-        if let Some(at) = at {
-            milestones.push(Mark { at, label: what.into(), class: what.into() });
-        }
     }
-    tracks.push(Track::Marks { label: "milestones".into(), marks: milestones });
-    // With several faults, each one's own milestones, named.
+}
+
+/// The run's detected, mitigated and recovered marks; with several faults,
+/// each one's own on a row of their own, named.
+fn milestone_tracks(o: &RunOutcome) -> Vec<Track> {
+    let marks = |m: &Moments, name: &dyn Fn(&str) -> String| -> Vec<Mark> {
+        [(m.detected_at, "detected"), (m.mitigated_at, "mitigated"), (m.recovered_at, "recovered")]
+            .into_iter()
+            .filter_map(|(at, what)| Some(Mark { at: at?, label: name(what), class: what.into() }))
+            .collect()
+    };
+    let mut tracks = vec![Track::Marks { label: "milestones".into(), marks: marks(&o.moments, &|w| w.to_string()) }];
     if o.faults.len() > 1 {
-        let mut marks = Vec::new();
-        for f in &o.faults {
-            let m = &f.moments;
-            for (at, what) in
-                [(m.detected_at, "detected"), (m.mitigated_at, "mitigated"), (m.recovered_at, "recovered")]
-            {
-                if let Some(at) = at {
-                    marks.push(Mark { at, label: format!("{what}: {}", f.label), class: what.into() });
-                }
-            }
-        }
-        tracks.push(Track::Marks { label: "per fault".into(), marks });
+        let per_fault = o.faults.iter().flat_map(|f| marks(&f.moments, &|w| format!("{w}: {}", f.label))).collect();
+        tracks.push(Track::Marks { label: "per fault".into(), marks: per_fault });
     }
-    let verdict = if o.passed { "passed" } else { "FAILED" };
-    Timeline {
-        title: format!("run {} (seed {}): {verdict}", run.run, run.seed),
-        start: run.start,
-        end: run.end,
-        tracks,
-    }
+    tracks
 }
 
 /// One run's row of the runs table: its times, and why it failed in red.
@@ -267,15 +285,8 @@ fn ms(v: Option<i64>) -> String {
 
 /// The page.
 pub fn render(report: &Report) -> String {
-    let mut out = String::new();
-    let _ = write!(
-        out,
-        "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>chaos: {}</title>\
-         <style>body{{font:14px sans-serif;margin:20px}}table{{border-collapse:collapse}}\
-         td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}}td:first-child{{text-align:left}}\
-         .fail{{color:#b00}}td.text{{text-align:left}}</style></head><body>",
-        escape(&report.scenario)
-    );
+    let style = format!("{}{}", render::page::BODY_STYLE, render::table::STYLE);
+    let mut out = render::page::start(&format!("chaos: {}", report.scenario), &style);
     let _ = write!(
         out,
         "<h1>{}</h1><p>{}</p><p>{} run(s): {} passed, {} failed; {} clock, {:.0} ms sensor interval, {:.0} ms of wall-clock time.</p>",
@@ -293,16 +304,16 @@ pub fn render(report: &Report) -> String {
         out,
         "<h2>Recovery (ms from the first fault)</h2>{}{}{}{}</table>",
         stats_table("recovery"),
-        stats_row("time to detect", &s.detect),
-        stats_row("time to mitigate", &s.mitigate),
-        stats_row("time to recover", &s.recover)
+        stats_row("time to detect", &s.recovery.detect),
+        stats_row("time to mitigate", &s.recovery.mitigate),
+        stats_row("time to recover", &s.recovery.recover)
     );
     fault_tables(report, &mut out);
     if let Some(step) = &s.step_time {
         step_table(step, &mut out);
     }
     out.push_str("<h2>Runs</h2>");
-    out.push_str(&table_head(
+    out.push_str(&table(
         "runs",
         &[
             "run",
@@ -315,12 +326,13 @@ pub fn render(report: &Report) -> String {
             "step back ms",
             "verdict",
         ],
+        &report.runs,
+        run_row,
     ));
-    for r in &report.runs {
-        let _ = write!(out, "{}", run_row(r));
-    }
-    out.push_str("</table>");
     run_fault_rows(report, &mut out);
+    if let Some(fleet) = &report.fleet {
+        out.push_str(&super::fleet::html::section(fleet));
+    }
     out.push_str("<h2>Timelines</h2>");
     let mut drawn = 0;
     for r in &report.runs {
@@ -338,7 +350,7 @@ pub fn render(report: &Report) -> String {
          document.body.setAttribute('data-timelines',String(drawn));\
          document.body.setAttribute('data-marks',String(document.querySelectorAll('svg.timeline g.mark').length));});</script>",
     );
-    out.push_str("</body></html>");
+    out.push_str(render::page::END);
     out
 }
 
@@ -394,6 +406,7 @@ mod tests {
             summary: Report::summarize(&runs),
             bounds: Vec::new(),
             runs,
+            fleet: None,
         }
     }
 

@@ -1,16 +1,18 @@
-//! Reports of chaos runs: the JSON record ([`record`]), the generic SVG
-//! timeline ([`timeline`]), the terminal table ([`table`]) and the HTML page
-//! ([`html`], its table rows from [`rows`], its tracks ordered by
-//! [`relevance`]) built from them.
+//! Reports of chaos runs, one shape for a scenario's runs and a fleet game
+//! day's: the JSON record ([`record`], a game's own figures in
+//! [`fleet`]), the terminal table ([`table`]) and the HTML page ([`html`],
+//! its tracks ordered by [`relevance`]) built from them. The markup itself
+//! (escaping, the page shell, table rows, the SVG timeline) is the
+//! `rocemend-render` crate's.
 
+pub mod fleet;
 pub mod html;
 pub mod record;
 pub mod relevance;
-pub mod rows;
+mod stats;
 pub mod table;
-pub mod timeline;
 
 pub use record::{
-    DecisionRecord, FaultOutcome, FaultRecord, FaultSummary, Moments, ProbeSeries, Report, RunOutcome, RunRecord,
-    Stats, StepTime, StepTimeSummary, Summary, TransitionRecord,
+    DecisionRecord, FaultOutcome, FaultRecord, FaultSummary, Moments, ProbeSeries, RecoveryStats, Report, RunOutcome,
+    RunRecord, Stats, StepTime, StepTimeSummary, Summary, TransitionRecord,
 };

@@ -10,6 +10,8 @@ use std::collections::BTreeMap;
 use engine::time::Nanos;
 use serde::{Deserialize, Serialize};
 
+pub use super::stats::Stats;
+
 /// One fault occurrence.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FaultRecord {
@@ -77,73 +79,72 @@ pub struct ProbeSeries {
 
 /// The instants a recovery is measured by, the same for a whole run and
 /// for each of its faults, so the durations between them are computed in
-/// one place. Flattened into both, so the JSON keeps its keys.
+/// one place. Flattened into both, so the JSON keeps its keys; each is
+/// absent (`None`) when it did not happen.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Moments {
     /// The (first) fault's start.
-    #[serde(default)]
     pub fault_at: Option<Nanos>,
     /// The start of the last fault occurrence at or before detection (the
     /// flap that made the count, the storm itself).
-    #[serde(default)]
     pub trigger_at: Option<Nanos>,
     /// When a detecting rule first fired.
-    #[serde(default)]
     pub detected_at: Option<Nanos>,
     /// When a mitigating action was first executed (undos and
     /// notifications do not count).
-    #[serde(default)]
     pub mitigated_at: Option<Nanos>,
     /// When the steady state held again (and kept holding); `None` when it
     /// never did, or when the scenario has no steady state to hold.
-    #[serde(default)]
     pub recovered_at: Option<Nanos>,
+}
+
+/// From `from` to `to`, ns, when both happened.
+fn between(from: Option<Nanos>, to: Option<Nanos>) -> Option<Nanos> {
+    Some(to? - from?)
 }
 
 impl Moments {
     /// Time to detect, ns from the fault's start.
     pub fn ttd(&self) -> Option<Nanos> {
-        Some(self.detected_at? - self.fault_at?)
+        between(self.fault_at, self.detected_at)
     }
     /// Time to mitigate, ns from the fault's start.
     pub fn ttm(&self) -> Option<Nanos> {
-        Some(self.mitigated_at? - self.fault_at?)
+        between(self.fault_at, self.mitigated_at)
     }
     /// Time to recover, ns from the fault's start.
     pub fn ttr(&self) -> Option<Nanos> {
-        Some(self.recovered_at? - self.fault_at?)
+        between(self.fault_at, self.recovered_at)
     }
     /// Time from the trigger to detection, ns.
     pub fn trigger_ttd(&self) -> Option<Nanos> {
-        Some(self.detected_at? - self.trigger_at?)
+        between(self.trigger_at, self.detected_at)
     }
     /// Time from the trigger to mitigation, ns.
     pub fn trigger_ttm(&self) -> Option<Nanos> {
-        Some(self.mitigated_at? - self.trigger_at?)
+        between(self.trigger_at, self.mitigated_at)
     }
 }
 
 /// How a run ended against its expectations.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct RunOutcome {
     /// Every expectation held.
     pub passed: bool,
     /// Why the run was aborted early, if it was.
-    #[serde(default)]
     pub aborted: Option<String>,
     /// Each expectation that failed, in words.
-    #[serde(default)]
     pub failures: Vec<String>,
     /// From the first fault's start to recovery, over every fault.
     #[serde(flatten)]
     pub moments: Moments,
     /// Each `[[fault]]` of the scenario (all its occurrences) with its own
     /// detection, mitigation and recovery, in the scenario's order.
-    #[serde(default)]
     pub faults: Vec<FaultOutcome>,
     /// The jobs' step time, when the run recorded it (a scenario with a
     /// `[[job]]`).
-    #[serde(default)]
     pub step_time: Option<StepTime>,
 }
 
@@ -151,7 +152,7 @@ impl RunOutcome {
     /// Time from the first fault's start until the step time was back
     /// within tolerance of its baseline, ns.
     pub fn step_back(&self) -> Option<Nanos> {
-        Some(self.step_time.as_ref()?.back_at? - self.moments.fault_at?)
+        between(self.moments.fault_at, self.step_time.as_ref()?.back_at)
     }
 }
 
@@ -160,13 +161,13 @@ impl RunOutcome {
 /// *it* (a rule firing, an action executed, on its location) and the
 /// steady state held again after it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct FaultOutcome {
     /// Its index among the scenario's `[[fault]]`s.
     pub fault: usize,
     /// What and where (its occurrences' label).
     pub label: String,
     /// Its occurrences in the run (repeats, flaps).
-    #[serde(default)]
     pub occurrences: usize,
     /// From its first occurrence's start; a rule firing on a subject at
     /// its location, an action executed on a target there, the steady
@@ -175,29 +176,24 @@ pub struct FaultOutcome {
     pub moments: Moments,
     /// Its last occurrence's end, when every occurrence ended within the
     /// run.
-    #[serde(default)]
     pub ended_at: Option<Nanos>,
     /// The rule and subject that detected it (`link-flap {node=node-03,
     /// netdev=eth5}`).
-    #[serde(default)]
     pub detected_by: Option<String>,
     /// The action and target that mitigated it.
-    #[serde(default)]
     pub mitigated_by: Option<String>,
     /// The highest step-time ratio from its start until the next fault
     /// that starts after it ended (or the run's end).
-    #[serde(default)]
     pub step_worst: Option<f64>,
     /// When the step time was back within tolerance of the baseline (and
     /// stayed), over the same span.
-    #[serde(default)]
     pub step_back_at: Option<Nanos>,
 }
 
 impl FaultOutcome {
     /// Time until the step time was back, ns from its first start.
     pub fn step_back(&self) -> Option<Nanos> {
-        Some(self.step_back_at? - self.moments.fault_at?)
+        between(self.moments.fault_at, self.step_back_at)
     }
 }
 
@@ -254,47 +250,11 @@ pub struct RunRecord {
     pub outcome: RunOutcome,
 }
 
-/// Percentiles of one duration across runs, milliseconds.
+/// Time to detect, to mitigate and to recover across runs, and to detect
+/// from the trigger: for a scenario as a whole and for each of its faults.
+/// Flattened into both, so the JSON keeps its keys.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Stats {
-    /// Runs that have the duration.
-    pub count: usize,
-    /// Median.
-    pub p50: Option<f64>,
-    /// 90th percentile.
-    pub p90: Option<f64>,
-    /// 99th percentile.
-    pub p99: Option<f64>,
-    /// Largest.
-    pub max: Option<f64>,
-}
-
-impl Stats {
-    /// The nearest-rank percentiles of `values` (ns), in ms.
-    pub fn of(values: &[Nanos]) -> Stats {
-        let ms: Vec<f64> = values.iter().map(|n| *n as f64 / 1e6).collect();
-        Stats::of_values(&ms)
-    }
-
-    /// The nearest-rank percentiles of `values` as they are (ratios); a
-    /// value that is not a number is left out, so no percentile is NaN.
-    pub fn of_values(values: &[f64]) -> Stats {
-        let mut v: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
-        v.sort_by(f64::total_cmp);
-        let rank = |p: f64| -> Option<f64> {
-            if v.is_empty() {
-                return None;
-            }
-            let i = ((p * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1;
-            Some(v[i])
-        };
-        Stats { count: v.len(), p50: rank(0.50), p90: rank(0.90), p99: rank(0.99), max: v.last().copied() }
-    }
-}
-
-/// MTTD, time to mitigate and MTTR across runs.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Summary {
+pub struct RecoveryStats {
     /// Time to detect.
     pub detect: Stats,
     /// Time to mitigate.
@@ -304,6 +264,27 @@ pub struct Summary {
     /// Time from the trigger to detection.
     #[serde(default)]
     pub detect_from_trigger: Stats,
+}
+
+impl RecoveryStats {
+    /// The percentiles of `moments`, one per run.
+    fn of<'a>(moments: impl Iterator<Item = &'a Moments> + Clone) -> RecoveryStats {
+        let of = |f: fn(&Moments) -> Option<Nanos>| Stats::of(&moments.clone().filter_map(f).collect::<Vec<_>>());
+        RecoveryStats {
+            detect: of(Moments::ttd),
+            mitigate: of(Moments::ttm),
+            recover: of(Moments::ttr),
+            detect_from_trigger: of(Moments::trigger_ttd),
+        }
+    }
+}
+
+/// MTTD, time to mitigate and MTTR across runs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// From the first fault's start.
+    #[serde(flatten)]
+    pub recovery: RecoveryStats,
     /// Time from the trigger to mitigation.
     #[serde(default)]
     pub mitigate_from_trigger: Stats,
@@ -322,15 +303,9 @@ pub struct FaultSummary {
     pub fault: usize,
     /// What and where.
     pub label: String,
-    /// Time to detect.
-    pub detect: Stats,
-    /// Time to mitigate.
-    pub mitigate: Stats,
-    /// Time to recover.
-    pub recover: Stats,
-    /// Time from its trigger to its detection.
-    #[serde(default)]
-    pub detect_from_trigger: Stats,
+    /// From its first start.
+    #[serde(flatten)]
+    pub recovery: RecoveryStats,
     /// The worst step-time ratio during it (a ratio, not ms).
     #[serde(default)]
     pub step_worst: Stats,
@@ -376,23 +351,21 @@ pub struct Report {
     pub summary: Summary,
     /// The steady-state bounds of the probes.
     #[serde(default)]
-    pub bounds: Vec<crate::scenario::plan::Bound>,
+    pub bounds: Vec<crate::plan::Bound>,
     /// The runs.
     pub runs: Vec<RunRecord>,
+    /// A fleet game day's own figures (absent from a scenario's report).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fleet: Option<super::fleet::FleetFigures>,
 }
 
 impl Report {
     /// The summary of `runs`.
     pub fn summarize(runs: &[RunRecord]) -> Summary {
-        let collect = |f: fn(&Moments) -> Option<Nanos>| -> Vec<Nanos> {
-            runs.iter().filter_map(|r| f(&r.outcome.moments)).collect()
-        };
+        let moments = runs.iter().map(|r| &r.outcome.moments);
         Summary {
-            detect: Stats::of(&collect(Moments::ttd)),
-            mitigate: Stats::of(&collect(Moments::ttm)),
-            recover: Stats::of(&collect(Moments::ttr)),
-            detect_from_trigger: Stats::of(&collect(Moments::trigger_ttd)),
-            mitigate_from_trigger: Stats::of(&collect(Moments::trigger_ttm)),
+            recovery: RecoveryStats::of(moments.clone()),
+            mitigate_from_trigger: Stats::of(&moments.filter_map(Moments::trigger_ttm).collect::<Vec<_>>()),
             faults: Self::summarize_faults(runs),
             step_time: Self::summarize_step_time(runs),
         }
@@ -408,18 +381,12 @@ impl Report {
         by_fault
             .into_iter()
             .map(|(fault, list)| {
-                let collect = |f: fn(&Moments) -> Option<Nanos>| -> Vec<Nanos> {
-                    list.iter().filter_map(|o| f(&o.moments)).collect()
-                };
                 let worst: Vec<f64> = list.iter().filter_map(|o| o.step_worst).collect();
                 let back: Vec<Nanos> = list.iter().filter_map(|o| o.step_back()).collect();
                 FaultSummary {
                     fault,
                     label: list[0].label.clone(),
-                    detect: Stats::of(&collect(Moments::ttd)),
-                    mitigate: Stats::of(&collect(Moments::ttm)),
-                    recover: Stats::of(&collect(Moments::ttr)),
-                    detect_from_trigger: Stats::of(&collect(Moments::trigger_ttd)),
+                    recovery: RecoveryStats::of(list.iter().map(|o| &o.moments)),
                     step_worst: Stats::of_values(&worst),
                     step_back: Stats::of(&back),
                 }
@@ -447,21 +414,6 @@ impl Report {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn percentiles_are_nearest_rank() {
-        let values: Vec<Nanos> = (1..=100).map(|i| i * 1_000_000).collect();
-        let s = Stats::of(&values);
-        assert_eq!((s.count, s.p50, s.p90, s.p99, s.max), (100, Some(50.0), Some(90.0), Some(99.0), Some(100.0)));
-        assert_eq!(Stats::of(&[]).p50, None);
-        assert_eq!(Stats::of(&[7_000_000]).p99, Some(7.0));
-    }
-
-    #[test]
-    fn a_ratio_that_is_not_a_number_is_left_out_of_the_percentiles() {
-        let s = Stats::of_values(&[1.5, f64::NAN, 1.0, f64::INFINITY]);
-        assert_eq!((s.count, s.p50, s.max), (2, Some(1.0), Some(1.5)));
-    }
 
     fn run(faults: Vec<FaultOutcome>, step_time: Option<StepTime>) -> RunRecord {
         RunRecord {
@@ -508,11 +460,11 @@ mod tests {
         ];
         let s = Report::summarize(&runs);
         assert_eq!(s.faults.len(), 2);
-        assert_eq!((s.faults[0].label.as_str(), s.faults[0].detect.max), ("f0", Some(300.0)));
-        assert_eq!((s.faults[1].detect.p50, s.faults[1].detect.max), (Some(500.0), Some(700.0)));
+        assert_eq!((s.faults[0].label.as_str(), s.faults[0].recovery.detect.max), ("f0", Some(300.0)));
+        assert_eq!((s.faults[1].recovery.detect.p50, s.faults[1].recovery.detect.max), (Some(500.0), Some(700.0)));
         // One run of fault 0 recovered, no run of fault 1: a count, never 0 ms.
-        assert_eq!((s.faults[0].recover.count, s.faults[0].recover.max), (1, Some(400.0)));
-        assert_eq!((s.faults[1].recover.count, s.faults[1].recover.p50), (0, None));
+        assert_eq!((s.faults[0].recovery.recover.count, s.faults[0].recovery.recover.max), (1, Some(400.0)));
+        assert_eq!((s.faults[1].recovery.recover.count, s.faults[1].recovery.recover.p50), (0, None));
         let st = s.step_time.unwrap();
         assert_eq!((st.worst.max, st.back.p50, st.back.max, st.within), (Some(4.0), Some(900.0), Some(1_100.0), 0.05));
         assert_eq!(Report::summarize(&[run(Vec::new(), None)]).step_time, None, "no job, no step time");

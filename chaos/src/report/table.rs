@@ -60,9 +60,9 @@ pub fn table(reports: &[Report]) -> String {
             r.scenario,
             r.runs.len(),
             r.failed,
-            cells(&s.detect),
-            cells(&s.mitigate),
-            cells(&s.recover),
+            cells(&s.recovery.detect),
+            cells(&s.recovery.mitigate),
+            cells(&s.recovery.recover),
         ));
         // Each fault on its own (from its own start), named at the end of
         // its row: labels are longer than the first column.
@@ -72,9 +72,9 @@ pub fn table(reports: &[Report]) -> String {
                 format!("fault {}", f.fault),
                 "",
                 "",
-                cells(&f.detect),
-                cells(&f.mitigate),
-                cells(&f.recover),
+                cells(&f.recovery.detect),
+                cells(&f.recovery.mitigate),
+                cells(&f.recovery.recover),
                 f.label,
             ));
         }
@@ -86,13 +86,13 @@ pub fn table(reports: &[Report]) -> String {
         // Scenarios whose deadlines run from the fault that triggered the
         // rule (the third flap, say): those latencies too.
         let s = &r.summary;
-        if s.detect_from_trigger.count > 0 && s.detect_from_trigger.p50 != s.detect.p50 {
+        if s.recovery.detect_from_trigger.count > 0 && s.recovery.detect_from_trigger.p50 != s.recovery.detect.p50 {
             out.push_str(&format!(
                 "  {:<18} from the trigger: TTD p50 {} p99 {} max {}, TTM p50 {} p99 {} max {}\n",
                 r.scenario,
-                tenths(s.detect_from_trigger.p50),
-                tenths(s.detect_from_trigger.p99),
-                tenths(s.detect_from_trigger.max),
+                tenths(s.recovery.detect_from_trigger.p50),
+                tenths(s.recovery.detect_from_trigger.p99),
+                tenths(s.recovery.detect_from_trigger.max),
                 tenths(s.mitigate_from_trigger.p50),
                 tenths(s.mitigate_from_trigger.p99),
                 tenths(s.mitigate_from_trigger.max),
@@ -123,7 +123,7 @@ pub fn first_failures(report: &Report) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::record::{RunOutcome, RunRecord, Summary};
+    use crate::report::record::{RecoveryStats, RunOutcome, RunRecord, Summary};
 
     fn report(failed: u32) -> Report {
         let run = |run: u32, passed: bool| RunRecord {
@@ -149,6 +149,7 @@ mod tests {
             summary: Summary::default(),
             bounds: Vec::new(),
             runs: (0..=failed).map(|i| run(i, i == 0)).collect(),
+            fleet: None,
         }
     }
 
@@ -165,18 +166,18 @@ mod tests {
     fn each_fault_has_its_row_and_a_recovery_nothing_measured_is_a_dash() {
         use crate::report::record::FaultSummary;
         let mut r = report(0);
-        r.summary.detect = Stats::of(&[200_000_000]);
+        r.summary.recovery.detect = Stats::of(&[200_000_000]);
         r.summary.faults = vec![
             FaultSummary {
                 fault: 0,
                 label: "pfc_storm {node=node-04}".into(),
-                detect: Stats::of(&[200_000_000]),
+                recovery: RecoveryStats { detect: Stats::of(&[200_000_000]), ..RecoveryStats::default() },
                 ..FaultSummary::default()
             },
             FaultSummary {
                 fault: 1,
                 label: "link_flap {node=node-03}".into(),
-                detect: Stats::of(&[1_500_000_000]),
+                recovery: RecoveryStats { detect: Stats::of(&[1_500_000_000]), ..RecoveryStats::default() },
                 ..FaultSummary::default()
             },
         ];
@@ -206,8 +207,8 @@ mod tests {
     #[test]
     fn a_latency_that_is_missing_prints_a_dash_never_nan() {
         let mut r = report(0);
-        r.summary.detect = Stats::of(&[2_000_000]);
-        r.summary.detect_from_trigger = Stats::of(&[1_000_000]);
+        r.summary.recovery.detect = Stats::of(&[2_000_000]);
+        r.summary.recovery.detect_from_trigger = Stats::of(&[1_000_000]);
         let text = table(&[r]);
         assert!(text.contains("from the trigger: TTD p50 1.0 p99 1.0 max 1.0, TTM p50 - p99 - max -"), "{text}");
         assert!(!text.contains("NaN"), "{text}");

@@ -17,8 +17,10 @@ use net::link::BlockingLinks;
 use net::netns::{enter, run_tool};
 use net::NetError;
 
+use crate::plan::FaultPlan;
 use crate::report::FaultRecord;
-use crate::scenario::{FaultKind, FaultPlan, ScenarioPlan, Scheduled};
+use crate::scenario::{ScenarioPlan, Scheduled};
+use crate::spec::FaultKind;
 use crate::ChaosError;
 
 /// The `node` label of the daemon under test in its namespace; the
@@ -27,12 +29,12 @@ pub const NODE: &str = "chaos-veth";
 
 /// Where faults are applied: in a namespace, or the host's own.
 #[derive(Debug, Clone)]
-pub struct Target {
+pub struct LinkNamespace {
     /// The namespace, or `None` for the host's.
     pub netns: Option<String>,
 }
 
-impl Target {
+impl LinkNamespace {
     fn tool(&self, tool: &str, args: &[&str]) -> Result<(), NetError> {
         match &self.netns {
             Some(ns) => run_tool(tool, &[&["-n", ns.as_str()], args].concat()),
@@ -62,7 +64,7 @@ fn missing_qdisc(plan: &ScenarioPlan, kind: FaultKind, error: &NetError) -> Opti
 /// `target`, before the run: a kernel without `sch_netem` or `sch_tbf`
 /// skips the scenario with the reason ([`ChaosError::CannotRunHere`])
 /// instead of failing it halfway.
-pub fn probe_qdiscs(plan: &ScenarioPlan, target: &Target) -> Result<(), ChaosError> {
+pub fn probe_qdiscs(plan: &ScenarioPlan, target: &LinkNamespace) -> Result<(), ChaosError> {
     let mut probed = Vec::new();
     for f in plan.faults.iter().filter(|f| matches!(f.kind, FaultKind::Netem | FaultKind::Tbf)) {
         let Some(link) = f.link.as_deref() else { continue };
@@ -85,14 +87,14 @@ pub fn probe_qdiscs(plan: &ScenarioPlan, target: &Target) -> Result<(), ChaosErr
 /// start order.
 pub async fn apply(
     plan: &ScenarioPlan,
-    target: Target,
+    target: LinkNamespace,
     start: Nanos,
     seed: u64,
 ) -> Result<Vec<FaultRecord>, ChaosError> {
     // The load refuses them (at their line); a plan made in code may not
     // have been loaded. Not CannotRunHere: no machine could run it.
     if let Some(f) = plan.faults.iter().find(|f| !f.kind.needs_real_links()) {
-        return Err(ChaosError::Scenario(crate::scenario::ScenarioError {
+        return Err(ChaosError::Scenario(crate::spec::ScenarioError {
             path: plan.name.clone(),
             line: 0,
             column: 0,
@@ -117,7 +119,7 @@ fn sleep_until(t: Nanos) {
 /// Applies the faults of `plan` from `start` on, a thread per fault, and
 /// waits for the run's end; returns what was done and when. The first
 /// error of a fault is the run's, once every thread is done.
-fn drive(plan: &ScenarioPlan, target: &Target, start: Nanos, seed: u64) -> Result<Vec<FaultRecord>, ChaosError> {
+fn drive(plan: &ScenarioPlan, target: &LinkNamespace, start: Nanos, seed: u64) -> Result<Vec<FaultRecord>, ChaosError> {
     let end = start + plan.duration;
     let schedule = plan.schedule_real(seed);
     let results: Vec<Result<Vec<FaultRecord>, ChaosError>> = std::thread::scope(|scope| {
@@ -151,7 +153,7 @@ fn drive(plan: &ScenarioPlan, target: &Target, start: Nanos, seed: u64) -> Resul
 /// thread.
 fn drive_fault(
     plan: &ScenarioPlan,
-    target: &Target,
+    target: &LinkNamespace,
     f: &FaultPlan,
     mine: &[&Scheduled],
     start: Nanos,

@@ -28,13 +28,20 @@
 //!   (`ip link`, the scheduler's drain and cordon);
 //! - [`wall`]: scenarios on real links (veth pairs in network namespaces)
 //!   on the wall clock, or attached to a running daemon (a game day);
-//! - [`faults`]: the wall-clock faults, applied with rtnetlink and `tc`.
+//! - [`faults`]: the wall-clock faults, applied with rtnetlink and `tc`;
+//! - [`Sources`]: the rules and playbook a scenario runs with, read from
+//!   disk or built in.
 
 pub mod fabric_actuator;
 pub mod faults;
 pub mod lockstep;
 pub mod readers;
+mod sources;
 pub mod wall;
+
+pub use sources::{Sources, PLAYBOOK};
+// The contract's error sits with ChaosError, which carries it.
+pub use crate::error::AttachError;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -57,7 +64,7 @@ pub trait AttachedDaemon: Send + Sync {
     /// Where it is (its control socket), for messages.
     fn address(&self) -> String;
     /// Every decision since `since` (ns since the epoch), oldest first.
-    async fn decisions_since(&self, since: Nanos) -> Result<Vec<Decision>, String>;
+    async fn decisions_since(&self, since: Nanos) -> Result<Vec<Decision>, AttachError>;
 }
 
 /// How to run a scenario.
@@ -142,73 +149,6 @@ pub fn with_modes(playbook: &Playbook, overrides: &[(String, Mode)]) -> Result<P
     Ok(out)
 }
 
-/// The rules of a rule directory, `(path, text)`, in name order.
-fn read_rules(dir: &Path) -> Result<Vec<(String, String)>, ChaosError> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(|e| ChaosError::io(format!("rule directory {}", dir.display()), e))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "rhai"))
-        .collect();
-    files.sort();
-    files
-        .into_iter()
-        .map(|p| {
-            let text =
-                std::fs::read_to_string(&p).map_err(|e| ChaosError::io(format!("reading {}", p.display()), e))?;
-            Ok((p.display().to_string(), text))
-        })
-        .collect()
-}
-
-/// What a scenario runs with: its rules and playbook, read from disk or
-/// built in.
-pub struct Sources {
-    /// Rule sources.
-    pub rules: Vec<(String, String)>,
-    /// Where the rules were read from (a directory, or "built-in rules/").
-    pub rules_origin: String,
-    /// The playbook.
-    pub playbook: Playbook,
-    /// Where the playbook was read from.
-    pub playbook_origin: String,
-}
-
-impl Sources {
-    /// The rules and playbook `loaded` runs with. The playbook: `playbook`,
-    /// else the scenario's, else the built-in `playbooks/chaos.toml`. The
-    /// rules: `rules`, else the scenario's `rules`, else the playbook's
-    /// `rules` (as the daemon finds them), else, with the built-in
-    /// playbook, the built-in standard rules.
-    pub fn read(loaded: &Loaded, rules: Option<&Path>, playbook: Option<&Path>) -> Result<Sources, ChaosError> {
-        let playbook_path = playbook.map(Path::to_path_buf).or_else(|| loaded.plan.playbook.clone());
-        let (parsed, playbook_origin) = match &playbook_path {
-            Some(path) => (Playbook::load(path)?, path.display().to_string()),
-            None => (
-                Playbook::parse(crate::library::PLAYBOOK, crate::scenario::plan::DEFAULT_PLAYBOOK)?,
-                format!("built-in {}", crate::scenario::plan::DEFAULT_PLAYBOOK),
-            ),
-        };
-        let dir = rules
-            .map(Path::to_path_buf)
-            .or_else(|| loaded.plan.rules_dir.clone())
-            .or_else(|| playbook_path.as_deref().and_then(|p| parsed.rules_dir(p)));
-        let (rules, rules_origin) = match (dir, &playbook_path) {
-            (Some(dir), _) => (read_rules(&dir)?, dir.display().to_string()),
-            (None, None) => (
-                crate::library::RULES.iter().map(|(p, s)| (p.to_string(), s.to_string())).collect(),
-                "built-in rules/".to_string(),
-            ),
-            (None, Some(path)) => {
-                return Err(ChaosError::Daemon(format!(
-                    "no rules: the playbook {} names no `rules` directory, and neither the scenario nor --rules does",
-                    path.display()
-                )))
-            }
-        };
-        Ok(Sources { rules, rules_origin, playbook: parsed, playbook_origin })
-    }
-}
-
 /// Runs on the virtual clock in flight at once.
 const CONCURRENT_RUNS: u32 = 4;
 
@@ -272,6 +212,7 @@ pub async fn run_scenario(loaded: &Loaded, sources: &Sources, options: &Options)
         summary,
         bounds: plan.probes.clone(),
         runs: records,
+        fleet: None,
     })
 }
 

@@ -21,7 +21,7 @@ use net::netns::Netns;
 use sensors::NetlinkLinkConfig;
 use tokio::sync::{mpsc, watch};
 
-use super::faults::{self, Target, NODE};
+use super::faults::{self, LinkNamespace, NODE};
 use super::lockstep::decision_record;
 use super::{AttachedDaemon, Options, Sources};
 use crate::report::{DecisionRecord, RunRecord, TransitionRecord};
@@ -46,7 +46,7 @@ fn namespace(name: &str, plan: &ScenarioPlan, pairs: &BTreeMap<String, String>) 
     for (link, peer) in pairs {
         ns.add_veth(link, peer)?;
     }
-    faults::probe_qdiscs(plan, &Target { netns: Some(ns.name.clone()) })?;
+    faults::probe_qdiscs(plan, &LinkNamespace { netns: Some(ns.name.clone()) })?;
     Ok(ns)
 }
 
@@ -148,7 +148,7 @@ pub async fn run(
     // Let the sensor subscribe and read every link once before the faults.
     tokio::time::sleep(Duration::from_millis(200)).await;
     let start = wall_clock_now();
-    let faults = faults::apply(plan, Target { netns: Some(ns.name.clone()) }, start, seed).await;
+    let faults = faults::apply(plan, LinkNamespace { netns: Some(ns.name.clone()) }, start, seed).await;
     // The last decisions of a fault at the end of the run.
     tokio::time::sleep(Duration::from_millis(100)).await;
     let _ = stop_tx.send(true);
@@ -197,10 +197,10 @@ async fn attached(
     seed: u64,
 ) -> Result<RunRecord, ChaosError> {
     let start = wall_clock_now();
-    let faults = faults::apply(plan, Target { netns: None }, start, seed).await?;
+    let faults = faults::apply(plan, LinkNamespace { netns: None }, start, seed).await?;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let found =
-        daemon.decisions_since(start).await.map_err(|reason| ChaosError::Attached { at: daemon.address(), reason })?;
+        daemon.decisions_since(start).await.map_err(|source| ChaosError::Attached { at: daemon.address(), source })?;
     let mut decisions = Vec::new();
     let mut transitions = Vec::new();
     for d in found {

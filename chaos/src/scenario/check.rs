@@ -12,8 +12,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use engine::policy::kind_matches;
 use engine::time::Nanos;
 
-use super::plan::{Bound, ExpectPlan, ScenarioPlan};
+use super::plan::{ExpectPlan, ScenarioPlan};
 use super::spec::ActionMatch;
+use crate::plan::Bound;
 use crate::report::record::{DecisionRecord, Moments, ProbeSeries, RunOutcome, RunRecord};
 
 fn ms(ns: Nanos) -> String {

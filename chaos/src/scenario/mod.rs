@@ -4,10 +4,12 @@
 //! `docs/chaos.md`; [`load`] reads a file and [`Scenario::resolve`] checks
 //! it, every error naming `file:line:col`.
 //!
-//! - [`spec`]: the file's schema;
-//! - [`plan`]: the resolved scenario: durations in nanoseconds, faults
-//!   turned into fabric [`Effect`](sim::fabric::Effect)s with their times
-//!   for one run ([`ScenarioPlan::schedule`]);
+//! - [`spec`]: the file's schema (its faults are the shared
+//!   [`FaultSpec`](crate::spec::FaultSpec));
+//! - [`plan`]: the resolved scenario, on the shared plan (`crate::plan`):
+//!   durations in nanoseconds, faults turned into fabric
+//!   [`Effect`](sim::fabric::Effect)s with their times for one run
+//!   ([`ScenarioPlan::schedule`]);
 //! - [`check`]: a run's record against the expectations.
 
 pub mod check;
@@ -20,28 +22,10 @@ use std::sync::Arc;
 use engine::Topology;
 
 pub use check::check;
-pub use plan::{FaultPlan, ScenarioPlan, Scheduled};
-pub use spec::{ActionMatch, Clock, Expect, FaultKind, FaultSpec, Probe, Scenario};
+pub use plan::{ScenarioPlan, Scheduled};
+pub use spec::{ActionMatch, Clock, Expect, Probe, Scenario};
 
-/// A scenario file is wrong; the message says where.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{path}:{line}:{column}: {message}")]
-pub struct ScenarioError {
-    /// The file.
-    pub path: String,
-    /// 1-based line (0 when not known).
-    pub line: usize,
-    /// 1-based column.
-    pub column: usize,
-    /// What is wrong.
-    pub message: String,
-}
-
-impl From<engine::config::TomlError> for ScenarioError {
-    fn from(e: engine::config::TomlError) -> Self {
-        ScenarioError { path: e.path, line: e.line, column: e.column, message: e.message }
-    }
-}
+use crate::spec::ScenarioError;
 
 /// A scenario file, read and resolved.
 #[derive(Debug, Clone)]

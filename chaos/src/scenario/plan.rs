@@ -1,102 +1,22 @@
-//! A scenario resolved: durations in nanoseconds, paths resolved, the
-//! inventory loaded, selectors checked against it; and the schedule of one
-//! run.
+//! A scenario resolved on the shared plan (`crate::plan`): durations in
+//! nanoseconds, paths resolved, the inventory loaded, selectors checked
+//! against it; and the schedule of one run.
 //!
-//! - [`site`]: where each fault lands, as the labels rules and actions
-//!   use, for its own time to detect, to mitigate and to recover;
 //! - [`links`]: the veth names of the wall-clock faults, checked.
 
 pub mod links;
-pub mod site;
 
-use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use engine::time::{parse_duration, Nanos, MS};
+use engine::time::{Nanos, MS};
 use engine::Topology;
-use serde::{Deserialize, Serialize};
+use sim::fabric::{Effect, Fabric, JobSpec};
 use toml::Spanned;
 
-use super::spec::{Abort, ActionMatch, Clock, Dur, Expect, FaultKind, FaultSpec, Probe, Scenario};
-use super::ScenarioError;
-use sim::fabric::{Effect, Fabric, JobSpec, Selector};
-
-/// A probe's bounds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Bound {
-    /// The probe.
-    pub probe: String,
-    /// Lowest allowed.
-    pub min: Option<f64>,
-    /// Highest allowed.
-    pub max: Option<f64>,
-}
-
-impl Bound {
-    /// Whether `v` is within.
-    pub fn holds(&self, v: f64) -> bool {
-        self.min.is_none_or(|m| v >= m) && self.max.is_none_or(|m| v <= m)
-    }
-
-    /// Whether it bounds anything: a probe recorded only to be reported
-    /// has no `min` and no `max`, and says nothing about the steady state.
-    pub fn bounds(&self) -> bool {
-        self.min.is_some() || self.max.is_some()
-    }
-}
-
-/// One fault, resolved.
-#[derive(Debug, Clone)]
-pub struct FaultPlan {
-    /// What.
-    pub kind: FaultKind,
-    /// Where.
-    pub select: Selector,
-    /// Offset from the run's start.
-    pub at: Nanos,
-    /// Random extra delay, at most.
-    pub jitter: Nanos,
-    /// How long, if not to the end.
-    pub duration: Option<Nanos>,
-    /// Times.
-    pub repeats: u32,
-    /// Between repeats.
-    pub every: Nanos,
-    /// PFC priority.
-    pub prio: u8,
-    /// BER.
-    pub ber: f64,
-    /// Flap period.
-    pub period: Nanos,
-    /// Time down per flap.
-    pub down: Nanos,
-    /// Link rate fraction.
-    pub rate: f64,
-    /// Loss fraction.
-    pub loss: f64,
-    /// Competing load.
-    pub load: f64,
-    /// The GPU of a `gpu_xid`.
-    pub gpu: u32,
-    /// The XID of a `gpu_xid`.
-    pub xid: u64,
-    /// netem delay.
-    pub delay: Nanos,
-    /// tbf rate.
-    pub rate_mbit: u64,
-    /// veth link.
-    pub link: Option<String>,
-    /// The veth's other end, the one a `veth_flap` flaps (real-link faults
-    /// only): the fault's `peer`, else `<link>p`.
-    pub peer: Option<String>,
-    /// What and where, for people, unique within the scenario: a run's
-    /// fault records carry it ([`Scheduled::label`]), which ties each
-    /// occurrence to its fault.
-    pub label: String,
-    /// Where it lands, as labels ([`site`]).
-    pub locations: Vec<site::Location>,
-}
+use super::spec::{Abort, ActionMatch, Clock, Expect, Probe, Scenario};
+use crate::plan::{locate, site, span_or, Bound, Ctx, FaultPlan};
+use crate::spec::{Dur, FaultKind, FaultSpec, Keyed, ScenarioError};
 
 /// The jobs' step time must come back: `step_time` in `[expect]`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -210,59 +130,8 @@ pub struct Scheduled {
     pub nodes: Vec<String>,
 }
 
-struct Ctx<'a> {
-    text: &'a str,
-    origin: &'a str,
-}
-
-impl Ctx<'_> {
-    fn err(&self, span: Range<usize>, message: impl Into<String>) -> ScenarioError {
-        let (line, column) =
-            if span.is_empty() && span.start == 0 { (0, 0) } else { engine::config::line_col(self.text, span.start) };
-        ScenarioError { path: self.origin.to_string(), line, column, message: message.into() }
-    }
-
-    fn dur(&self, d: &Dur, field: &str) -> Result<Nanos, ScenarioError> {
-        parse_duration(d.get_ref()).map_err(|e| self.err(d.span(), format!("{field}: {e}")))
-    }
-
-    fn opt(&self, d: &Option<Dur>, field: &str, default: Nanos) -> Result<Nanos, ScenarioError> {
-        d.as_ref().map(|d| self.dur(d, field)).transpose().map(|v| v.unwrap_or(default))
-    }
-
-    /// The file or directory `p` names: from the scenario's folder `base`,
-    /// then from the current directory; an error naming both when neither
-    /// has it.
-    fn path(&self, base: &Path, p: &Spanned<String>, what: &str) -> Result<PathBuf, ScenarioError> {
-        locate(base, p.get_ref()).ok_or_else(|| {
-            self.err(
-                p.span(),
-                format!(
-                    "{what} {:?}: neither {} (from the scenario's folder) nor {} (from the current directory) exists",
-                    p.get_ref(),
-                    base.join(p.get_ref()).display(),
-                    Path::new(p.get_ref()).display()
-                ),
-            )
-        })
-    }
-}
-
 /// The playbook a scenario runs with when it names none.
 pub const DEFAULT_PLAYBOOK: &str = "playbooks/chaos.toml";
-
-/// `rel` from `base`, else from the current directory, whichever exists
-/// first (an absolute `rel` is itself).
-pub fn locate(base: &Path, rel: &str) -> Option<PathBuf> {
-    let rel = Path::new(rel);
-    [base.join(rel), rel.to_path_buf()].into_iter().find(|p| p.exists())
-}
-
-/// Where an optional field was written, or `or` when it was not (`0..0`:
-/// no location).
-fn span_or<T>(field: &Option<Spanned<T>>, or: Range<usize>) -> Range<usize> {
-    field.as_ref().map(|f| f.span()).unwrap_or(or)
-}
 
 fn probe_known(name: &Spanned<String>, ctx: &Ctx) -> Result<String, ScenarioError> {
     if sim::fabric::physics::PROBES.iter().any(|(p, _)| p == name.get_ref()) {
@@ -284,16 +153,16 @@ impl Scenario {
         base: &Path,
         inventory: Option<Arc<Topology>>,
     ) -> Result<ScenarioPlan, ScenarioError> {
-        let ctx = Ctx { text, origin };
+        let ctx = Ctx { text, origin, base: base.to_path_buf(), what: "scenario" };
         // The first error stops the resolution, so this order decides which
         // of several mistakes is reported: keep it.
         let topology = match inventory {
             Some(topology) => topology,
-            None => Arc::new(self.topology(&ctx, base)?),
+            None => Arc::new(self.topology(&ctx)?),
         };
-        let rules_dir = self.rules.as_ref().map(|r| ctx.path(base, r, "rules")).transpose()?;
+        let rules_dir = self.rules.as_ref().map(|r| ctx.path(r, "rules")).transpose()?;
         let playbook = match &self.playbook {
-            Some(p) => Some(ctx.path(base, p, "playbook")?),
+            Some(p) => Some(ctx.path(p, "playbook")?),
             None => locate(base, DEFAULT_PLAYBOOK),
         };
         let (step, duration) = self.timing(&ctx)?;
@@ -306,7 +175,7 @@ impl Scenario {
         let hold = ctx.opt(&self.steady_state.hold, "steady_state.hold", 500 * MS)?;
         let fabric = self.check_fabric(&topology, &ctx)?;
         let mut faults =
-            self.fault.iter().map(|f| f.resolve(self.clock, &fabric, &ctx)).collect::<Result<Vec<_>, _>>()?;
+            self.fault.iter().map(|f| resolve_fault(f, self.clock, &fabric, &ctx)).collect::<Result<Vec<_>, _>>()?;
         let mut labels: Vec<String> = faults.iter().map(|f| f.label.clone()).collect();
         site::unique(&mut labels);
         for (f, label) in faults.iter_mut().zip(labels) {
@@ -338,12 +207,12 @@ impl Scenario {
 
     /// The inventory: the documentation's example, or the file named
     /// (relative to `base`).
-    fn topology(&self, ctx: &Ctx, base: &Path) -> Result<Topology, ScenarioError> {
+    fn topology(&self, ctx: &Ctx) -> Result<Topology, ScenarioError> {
         if self.inventory.get_ref() == "example" {
             Topology::parse(engine::topology::EXAMPLE_INVENTORY, "docs/examples/inventory.toml")
                 .map_err(|e| ctx.err(self.inventory.span(), e.to_string()))
         } else {
-            Topology::load(&ctx.path(base, &self.inventory, "inventory")?)
+            Topology::load(&ctx.path(&self.inventory, "inventory")?)
                 .map_err(|e| ctx.err(self.inventory.span(), format!("inventory: {e}")))
         }
     }
@@ -352,7 +221,7 @@ impl Scenario {
     fn timing(&self, ctx: &Ctx) -> Result<(Nanos, Nanos), ScenarioError> {
         let step = ctx.opt(&self.step, "step", 100 * MS)?;
         if step < MS {
-            return Err(ctx.err(span_or(&self.step, 0..0), "step must be at least 1ms"));
+            return Err(ctx.err(self.step.as_ref().map(Dur::span).unwrap_or(0..0), "step must be at least 1ms"));
         }
         let duration = ctx.dur(&self.duration, "duration")?;
         if duration < step {
@@ -404,7 +273,7 @@ impl Scenario {
             // a fault that starts by then leaves no point before it.
             if first.at <= step {
                 return Err(ctx.err(
-                    self.fault[i].at.span(),
+                    self.fault[i].value.place(),
                     format!(
                         "step_time needs a baseline before the first fault, which starts at {} ms, by the end of the first step ({} ms)",
                         first.at / MS,
@@ -424,88 +293,60 @@ impl Probe {
     }
 }
 
-impl FaultSpec {
-    /// The fault resolved, its target checked against `fabric` (and
-    /// `clock`), its defaults filled in and its values clamped to sense.
-    fn resolve(&self, clock: Clock, fabric: &Fabric, ctx: &Ctx) -> Result<FaultPlan, ScenarioError> {
-        let select = self.select.as_ref().map(|s| s.get_ref().clone()).unwrap_or_default();
-        self.check_target(&select, clock, fabric, ctx)?;
-        let repeats = self.repeats.max(1);
-        let every = ctx.opt(&self.every, "every", 0)?;
-        if repeats > 1 && every == 0 {
-            return Err(ctx.err(self.at.span(), "repeats > 1 needs `every`"));
-        }
-        let ber = self.ber.unwrap_or(1e-9);
-        if !(0.0..1.0).contains(&ber) {
-            return Err(ctx.err(self.at.span(), format!("ber {ber} is not a rate in [0, 1)")));
-        }
-        let (link, peer) = links::pair(self, ctx)?;
-        let label = site::label(self.kind, &select, link.as_deref());
-        let locations = site::locations(self.kind, &select, link.as_deref(), fabric);
-        Ok(FaultPlan {
-            kind: self.kind,
-            select,
-            at: ctx.dur(&self.at, "at")?,
-            jitter: ctx.opt(&self.jitter, "jitter", 0)?,
-            duration: self.duration.as_ref().map(|d| ctx.dur(d, "duration")).transpose()?,
-            repeats,
-            every,
-            prio: self.prio.unwrap_or(3).min(7),
-            ber,
-            period: ctx.opt(&self.period, "period", 2_000 * MS)?,
-            down: ctx.opt(&self.down, "down", 200 * MS)?,
-            rate: self.rate.unwrap_or(0.5).clamp(0.01, 1.0),
-            loss: self.loss.unwrap_or(0.01).clamp(0.0, 1.0),
-            load: self
-                .load
-                .unwrap_or(match self.kind {
-                    FaultKind::Incast => 1.0,
-                    FaultKind::UplinkCongestion => 1.5,
-                    _ => 0.8,
-                })
-                .max(0.0),
-            gpu: self.gpu.unwrap_or(0),
-            xid: self.xid.unwrap_or(79),
-            delay: ctx.opt(&self.delay, "delay", 0)?,
-            rate_mbit: self.rate_mbit.unwrap_or(100),
-            link,
-            peer,
-            label,
-            locations,
-        })
-    }
+/// The keys of a fault that are a game day's: its name, and what the
+/// daemons must do about it.
+const GAME_KEYS: &[&str] = &["name", "expect"];
 
-    /// Whether the fault can land: real-link faults need the wall clock and
-    /// a `link`; `gnmi_silent` a leaf to silence; every other fault a
-    /// selector that matches NICs of `fabric`.
-    fn check_target(&self, select: &Selector, clock: Clock, fabric: &Fabric, ctx: &Ctx) -> Result<(), ScenarioError> {
-        let select_span = span_or(&self.select, self.at.span());
-        if self.kind.needs_real_links() {
-            if clock != Clock::Wall {
-                return Err(
-                    ctx.err(self.at.span(), format!("fault {:?} needs real links: set clock = \"wall\"", self.kind))
-                );
-            }
-            if self.link.is_none() {
-                return Err(ctx.err(self.at.span(), format!("fault {:?} needs `link`, the veth to impair", self.kind)));
-            }
-        } else if clock == Clock::Wall {
-            // The wall clock has real links and no simulated fabric: a
-            // fabric fault would have nothing to act on.
-            return Err(ctx.err(
-                self.at.span(),
-                format!("fault {:?} is a simulator fault: it needs clock = \"virtual\"", self.kind),
-            ));
-        } else if !matches!(self.kind, FaultKind::GnmiSilent | FaultKind::UplinkCongestion) {
-            fabric.select(select).map_err(|e| ctx.err(select_span, e.to_string()))?;
-        } else if select.switch.as_ref().is_none_or(|s| fabric.leaf(s).is_none()) {
-            return Err(ctx.err(
-                select_span,
-                format!("{} needs `select.switch`, a leaf of the inventory", site::kind_name(self.kind)),
-            ));
-        }
-        Ok(())
+/// A fault resolved on the shared plan, after what only a scenario
+/// checks: its keys, its start, its target (and `clock`), its repeats, its
+/// BER, its real link.
+fn resolve_fault(f: &Keyed<FaultSpec>, clock: Clock, fabric: &Fabric, ctx: &Ctx) -> Result<FaultPlan, ScenarioError> {
+    if let Some((key, span)) = f.first_key_not(|k| !GAME_KEYS.contains(&k)) {
+        return Err(
+            ctx.err(span, format!("`{key}` is a fleet game day's key (`rocemend chaos fleet`), not a scenario's"))
+        );
     }
+    let spec = &f.value;
+    if spec.at.is_none() {
+        return Err(ctx.err(spec.kind.span(), "missing field `at`: when the fault starts, from the run's start"));
+    }
+    check_target(spec, clock, fabric, ctx)?;
+    let every = ctx.opt(&spec.every, "every", 0)?;
+    if spec.repeats > 1 && every == 0 {
+        return Err(ctx.err(spec.place(), "repeats > 1 needs `every`"));
+    }
+    let ber = spec.ber.unwrap_or(1e-9);
+    if !(0.0..1.0).contains(&ber) {
+        return Err(ctx.err(spec.place(), format!("ber {ber} is not a rate in [0, 1)")));
+    }
+    let (link, peer) = links::pair(spec, ctx)?;
+    spec.resolve(ctx, fabric, link, peer)
+}
+
+/// Whether the fault can land: real-link faults need the wall clock and
+/// a `link`; `gnmi_silent` a leaf to silence; every other fault a
+/// selector that matches NICs of `fabric`.
+fn check_target(spec: &FaultSpec, clock: Clock, fabric: &Fabric, ctx: &Ctx) -> Result<(), ScenarioError> {
+    let kind = *spec.kind.get_ref();
+    let select = spec.select.as_ref().map(|s| s.get_ref().clone()).unwrap_or_default();
+    let select_span = span_or(&spec.select, spec.place());
+    if kind.needs_real_links() {
+        if clock != Clock::Wall {
+            return Err(ctx.err(spec.place(), format!("fault {kind:?} needs real links: set clock = \"wall\"")));
+        }
+        if spec.link.is_none() {
+            return Err(ctx.err(spec.place(), format!("fault {kind:?} needs `link`, the veth to impair")));
+        }
+    } else if clock == Clock::Wall {
+        // The wall clock has real links and no simulated fabric: a
+        // fabric fault would have nothing to act on.
+        return Err(ctx.err(spec.place(), format!("fault {kind:?} is a simulator fault: it needs clock = \"virtual\"")));
+    } else if !matches!(kind, FaultKind::GnmiSilent | FaultKind::UplinkCongestion) {
+        fabric.select(&select).map_err(|e| ctx.err(select_span, e.to_string()))?;
+    } else if select.switch.as_ref().is_none_or(|s| fabric.leaf(s).is_none()) {
+        return Err(ctx.err(select_span, format!("{} needs `select.switch`, a leaf of the inventory", kind.name())));
+    }
+    Ok(())
 }
 
 impl Expect {
@@ -603,48 +444,14 @@ impl ScenarioPlan {
         for (fi, f) in self.faults.iter().enumerate() {
             let nics = fabric.select(&f.select).unwrap_or_default();
             let jitter = if f.jitter > 0 { rng.i64(0..=f.jitter) } else { 0 };
+            let effects: Vec<Effect> = f.effects(fabric);
+            let mut nodes: Vec<String> = nics.iter().map(|&i| fabric.nics[i].node.clone()).collect();
+            nodes.sort();
+            nodes.dedup();
             for r in 0..f.repeats {
                 let start = f.at + jitter + r as i64 * f.every;
                 let end = f.duration.map(|d| start + d);
-                let effects: Vec<Effect> = match f.kind {
-                    FaultKind::PfcStorm => nics.iter().map(|&nic| Effect::PfcStorm { nic, prio: f.prio }).collect(),
-                    FaultKind::SymbolErrors => nics.iter().map(|&nic| Effect::Ber { nic, ber: f.ber }).collect(),
-                    FaultKind::LinkFlap => {
-                        nics.iter().map(|&nic| Effect::Flap { nic, period: f.period, down: f.down }).collect()
-                    }
-                    FaultKind::DegradedLink => nics.iter().map(|&nic| Effect::Degraded { nic, rate: f.rate }).collect(),
-                    FaultKind::PacketLoss => nics.iter().map(|&nic| Effect::Loss { nic, loss: f.loss }).collect(),
-                    FaultKind::Congestion => {
-                        let mut rails: Vec<u32> = nics.iter().map(|&i| fabric.nics[i].rail).collect();
-                        rails.dedup();
-                        rails.into_iter().map(|rail| Effect::Congestion { rail, load: f.load }).collect()
-                    }
-                    FaultKind::SensorOutage => {
-                        let mut nodes: Vec<String> = nics.iter().map(|&i| fabric.nics[i].node.clone()).collect();
-                        nodes.dedup();
-                        nodes.into_iter().map(|node| Effect::SensorOutage { node }).collect()
-                    }
-                    FaultKind::GnmiSilent => {
-                        f.select.switch.iter().map(|s| Effect::GnmiSilent { switch: s.clone() }).collect()
-                    }
-                    FaultKind::Incast => nics.iter().map(|&nic| Effect::Incast { nic, load: f.load }).collect(),
-                    FaultKind::UplinkCongestion => f
-                        .select
-                        .switch
-                        .iter()
-                        .map(|s| Effect::UplinkCongestion { switch: s.clone(), load: f.load })
-                        .collect(),
-                    FaultKind::GpuXid => {
-                        let mut nodes: Vec<String> = nics.iter().map(|&i| fabric.nics[i].node.clone()).collect();
-                        nodes.dedup();
-                        nodes.into_iter().map(|node| Effect::GpuXid { node, gpu: f.gpu, xid: f.xid }).collect()
-                    }
-                    FaultKind::VethFlap | FaultKind::Netem | FaultKind::Tbf => Vec::new(),
-                };
-                let mut nodes: Vec<String> = nics.iter().map(|&i| fabric.nics[i].node.clone()).collect();
-                nodes.sort();
-                nodes.dedup();
-                let label = f.label.clone();
+                let (effects, nodes, label) = (effects.clone(), nodes.clone(), f.label.clone());
                 out.push(Scheduled { fault: fi, kind: f.kind, label, start, end, effects, nodes });
             }
         }

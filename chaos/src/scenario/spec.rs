@@ -1,14 +1,14 @@
-//! The schema of a scenario file (see `docs/chaos.md`).
+//! The schema of a scenario file (see `docs/chaos.md`). Its faults are the
+//! [`FaultSpec`]s a game day writes too (`crate::spec`).
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
-use sim::fabric::{JobSpec, Selector};
+use sim::fabric::JobSpec;
 
-/// A duration as written (`"300ms"`), with where it was written.
-pub type Dur = Spanned<String>;
+use crate::spec::{Dur, FaultSpec, Keyed};
 
 /// Which clock a scenario runs on.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -61,9 +61,9 @@ pub struct Scenario {
     /// The steady-state hypothesis.
     #[serde(default)]
     pub steady_state: SteadyState,
-    /// The faults.
+    /// The faults, each with where its keys were written.
     #[serde(default)]
-    pub fault: Vec<FaultSpec>,
+    pub fault: Vec<Keyed<FaultSpec>>,
     /// What the daemon must achieve.
     #[serde(default)]
     pub expect: Expect,
@@ -107,120 +107,6 @@ pub struct Probe {
     /// Highest value in steady state.
     #[serde(default)]
     pub max: Option<f64>,
-}
-
-/// What a fault does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FaultKind {
-    /// A NIC storms PAUSE frames on `prio` (default 3).
-    PfcStorm,
-    /// A symbol-error burst: the link's BER rises to `ber` (default 1e-9).
-    SymbolErrors,
-    /// The carrier goes down every `period` (default 2 s) for `down`
-    /// (default 200 ms).
-    LinkFlap,
-    /// The link trains at `rate` of its speed (default 0.5).
-    DegradedLink,
-    /// `loss` of packets is lost (default 0.01).
-    PacketLoss,
-    /// A competing job offers `load` (default 0.8 of line rate) on the rail.
-    Congestion,
-    /// The other NICs of each selected NIC's rail send it `load` more
-    /// (default 1.0 of its line rate): an incast onto a receiver.
-    Incast,
-    /// The selected leaf's (`select.switch`) uplink toward the spine is
-    /// offered `load` times what it carries (default 1.5).
-    UplinkCongestion,
-    /// The node's sensors see nothing new.
-    SensorOutage,
-    /// The switch stops answering gNMI.
-    GnmiSilent,
-    /// GPU `gpu` (default 0) of each selected node raises XID `xid`
-    /// (default 79, fallen off the bus) and stays lost until the fault ends.
-    GpuXid,
-    /// Real link in a network namespace: `ip link set down`, then up after
-    /// `down`, every `period` (wall clock only).
-    VethFlap,
-    /// Real link: `tc qdisc … netem` with `loss`, `delay` (wall clock only).
-    Netem,
-    /// Real link: `tc qdisc … tbf` at `rate_mbit` (wall clock only).
-    Tbf,
-}
-
-impl FaultKind {
-    /// Whether the fault needs real links (the wall clock).
-    pub fn needs_real_links(self) -> bool {
-        matches!(self, FaultKind::VethFlap | FaultKind::Netem | FaultKind::Tbf)
-    }
-}
-
-/// One fault.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FaultSpec {
-    /// What.
-    pub kind: FaultKind,
-    /// Where: the NICs it hits (node, netdev, rail, plane, switch); every
-    /// NIC when absent.
-    #[serde(default)]
-    pub select: Option<Spanned<Selector>>,
-    /// When, from the start of the run.
-    pub at: Dur,
-    /// A random delay up to this much is added to `at`, per run (seeded),
-    /// so runs do not all line up with the sensor's poll.
-    #[serde(default)]
-    pub jitter: Option<Dur>,
-    /// How long it lasts (default: until the end of the run).
-    #[serde(default)]
-    pub duration: Option<Dur>,
-    /// How many times it happens (default 1).
-    #[serde(default = "one")]
-    pub repeats: u32,
-    /// Time between repeats' starts.
-    #[serde(default)]
-    pub every: Option<Dur>,
-    /// PFC priority (pfc_storm).
-    #[serde(default)]
-    pub prio: Option<u8>,
-    /// Bit error rate (symbol_errors).
-    #[serde(default)]
-    pub ber: Option<f64>,
-    /// Flap period (link_flap, veth_flap).
-    #[serde(default)]
-    pub period: Option<Dur>,
-    /// Time down per flap (link_flap, veth_flap).
-    #[serde(default)]
-    pub down: Option<Dur>,
-    /// Fraction of the link rate (degraded_link).
-    #[serde(default)]
-    pub rate: Option<f64>,
-    /// Fraction lost (packet_loss, netem).
-    #[serde(default)]
-    pub loss: Option<f64>,
-    /// Offered load (congestion).
-    #[serde(default)]
-    pub load: Option<f64>,
-    /// The GPU's NVML index (gpu_xid).
-    #[serde(default)]
-    pub gpu: Option<u32>,
-    /// The XID (gpu_xid).
-    #[serde(default)]
-    pub xid: Option<u64>,
-    /// Added delay (netem).
-    #[serde(default)]
-    pub delay: Option<Dur>,
-    /// Rate in Mbit/s (tbf).
-    #[serde(default)]
-    pub rate_mbit: Option<u64>,
-    /// The veth link (veth_flap, netem, tbf): the end the daemon watches.
-    #[serde(default)]
-    pub link: Option<Spanned<String>>,
-    /// The veth's other end (veth_flap, netem, tbf): the end `veth_flap`
-    /// sets down and up, so `link` loses carrier. Default `<link>p`
-    /// (`rcv0` → `rcv0p`).
-    #[serde(default)]
-    pub peer: Option<Spanned<String>>,
 }
 
 /// An action the daemon took, to match.

@@ -7,9 +7,10 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use chaos::report::timeline::{escape, Axis, Mark, Span, Timeline, Track, STYLE};
 use engine::dispatch::{Decision, Verdict};
 use engine::{Labels, Nanos, Note, State};
+use render::escape;
+use render::timeline::{Axis, Mark, Span, Timeline, Track, STYLE};
 
 use super::history::Transition;
 use super::signals::{Group, SeriesTrack};

@@ -5,8 +5,8 @@
 
 use std::fmt::Write as _;
 
-use chaos::report::timeline::escape;
 use engine::dispatch::Decision;
+use render::escape;
 use serde_json::Value;
 
 use super::fleet::FleetReadError;

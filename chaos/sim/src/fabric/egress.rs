@@ -19,9 +19,12 @@
 
 use std::collections::BTreeMap;
 
-use super::physics::DEFAULT_KMIN;
 use super::Fabric;
 use crate::switch::{config, Model};
+
+/// Default WRED `green_min_threshold` (bytes), against which lowered
+/// thresholds are measured.
+pub const DEFAULT_KMIN: f64 = 1_048_576.0;
 
 /// The lossless queue the jobs' RoCE traffic uses.
 pub const LOSSLESS_QUEUE: usize = 3;

@@ -49,9 +49,6 @@ pub const FLAP_PENALTY: Nanos = SECOND;
 pub const FLAP_STALL: f64 = 4.0;
 /// The largest step-time ratio reported (a stalled job).
 pub const STALLED: f64 = 20.0;
-/// Default WRED `green_min_threshold` (bytes), against which lowered
-/// thresholds are measured.
-pub const DEFAULT_KMIN: f64 = 1_048_576.0;
 /// Bytes per packet (RoCE at 4096 MTU).
 pub const PACKET_BYTES: f64 = 4096.0;
 /// `port_xmit_wait` ticks per second of waiting. The IB spec leaves the
@@ -418,17 +415,27 @@ fn flaps(fabric: &mut Fabric, now: Nanos) {
 }
 
 /// The leaves and spines: their own clock (storms, watchdog), then what
-/// the NICs did to their ports.
+/// the NICs did to their ports, what the uplinks carried, and the pauses a
+/// stormed leaf sends its spine. Per step, a few loops over the NICs and
+/// leaves: split by concern, not by speed.
 fn switches(fabric: &mut Fabric, dt: Nanos, egress: &Egress) {
     let d = std::time::Duration::from_nanos(dt.max(0) as u64);
-    let secs = dt as f64 / SECOND as f64;
-    let us = (dt / 1_000).max(0) as u64;
     for leaf in fabric.leaves.values() {
         leaf.model.advance(d);
     }
     for spine in fabric.spines.values() {
         spine.model.advance(d);
     }
+    nic_ports(fabric, dt, egress);
+    uplinks(fabric, dt, egress);
+    spine_pauses(fabric, dt);
+}
+
+/// Each NIC's leaf port: carrier, the pauses the leaf sends while the NIC
+/// waits, bytes, errors, and the egress queue toward the NIC.
+fn nic_ports(fabric: &Fabric, dt: Nanos, egress: &Egress) {
+    let secs = dt as f64 / SECOND as f64;
+    let us = (dt / 1_000).max(0) as u64;
     for (nic, queue) in fabric.nics.iter().zip(&egress.to_nic) {
         let Some(leaf) = fabric.leaves.get(&nic.switch) else { continue };
         let up = nic.lit();
@@ -461,7 +468,11 @@ fn switches(fabric: &mut Fabric, dt: Nanos, egress: &Egress) {
             record_queue(&mut p.queues[3], occ, marks);
         });
     }
-    // The uplinks' queues toward the spine, as wide as the leaf's NIC ports.
+}
+
+/// The uplinks' queues toward the spine, as wide as the leaf's NIC ports.
+fn uplinks(fabric: &Fabric, dt: Nanos, egress: &Egress) {
+    let secs = dt as f64 / SECOND as f64;
     for (name, queue) in &egress.uplink {
         let Some(leaf) = fabric.leaves.get(name) else { continue };
         let Some(port) = leaf.uplink.clone() else { continue };
@@ -474,7 +485,12 @@ fn switches(fabric: &mut Fabric, dt: Nanos, egress: &Egress) {
             }
         });
     }
-    // A blocked leaf pauses its spine: RX pause on the spine's port to it.
+}
+
+/// A blocked leaf pauses its spine: RX pause on the spine's port to it,
+/// TX pause on the leaf's uplink.
+fn spine_pauses(fabric: &Fabric, dt: Nanos) {
+    let us = (dt / 1_000).max(0) as u64;
     for leaf in fabric.leaves.values() {
         let stormed = fabric.nics.iter().any(|n| n.switch == leaf.name && n.storm.is_some());
         if !stormed {

@@ -41,16 +41,7 @@ pub fn defaults<'a>(ports: impl Iterator<Item = &'a str>) -> ConfigDb {
                 .insert(sonic::queue_key(port, queue), entry(&[(sonic::WRED_PROFILE_FIELD, LOSSLESS_PROFILE)]));
         }
     }
-    db.entry("WRED_PROFILE".into()).or_default().insert(
-        LOSSLESS_PROFILE.into(),
-        entry(&[
-            ("green_min_threshold", "1048576"),
-            ("green_max_threshold", "2097152"),
-            ("green_drop_probability", "5"),
-            ("wred_green_enable", "true"),
-            ("ecn", "ecn_all"),
-        ]),
-    );
+    db.entry("WRED_PROFILE".into()).or_default().insert(LOSSLESS_PROFILE.into(), entry(&sonic::LOSSLESS_WRED));
     db
 }
 

@@ -19,7 +19,7 @@ use tonic::Status;
 
 use super::config;
 use super::model::{Port, State, QUEUE_STATS};
-use super::tree::{concrete, elem, glob, json_value, not_found, string};
+use super::reply::{concrete, elem, glob, json_value, not_found, string};
 
 /// A port's OID: SAI's port object type in the top bits, as on a real
 /// switch (`oid:0x1000000000001` for the first port).

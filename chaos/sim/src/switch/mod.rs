@@ -39,6 +39,7 @@
 pub mod config;
 pub mod counters;
 pub mod model;
+mod reply;
 pub mod service;
 pub mod tree;
 

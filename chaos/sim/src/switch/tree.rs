@@ -58,6 +58,7 @@ use tonic::Status;
 use super::config::{self, ConfigDb};
 use super::counters;
 use super::model::State;
+use super::reply::{concrete, elem, glob, json_value, not_found, string};
 
 /// Which tree a path is in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -187,10 +188,6 @@ pub fn classify(path: &Path) -> Result<(Tree, &[PathElem]), Status> {
     Ok((at.tree, &path.elem[at.head..]))
 }
 
-pub(super) fn not_found(path: &Path, why: &str) -> Status {
-    Status::not_found(format!("{}: {why}", path_to_string(path)))
-}
-
 /// A CONFIG_DB table this switch does not have.
 fn not_served(path: &Path, table: &str) -> Status {
     not_found(path, &format!("CONFIG_DB table {table:?} is not served by this switch ({})", config::TABLES.join(", ")))
@@ -198,31 +195,6 @@ fn not_served(path: &Path, table: &str) -> Status {
 
 fn invalid(path: &Path, why: &str) -> Status {
     Status::invalid_argument(format!("{}: {why}", path_to_string(path)))
-}
-
-/// `*`-globs, as sonic-gnmi matches port names.
-pub(super) fn glob(pattern: &str, name: &str) -> bool {
-    let Some((head, tail)) = pattern.split_once('*') else { return pattern == name };
-    let Some(rest) = name.strip_prefix(head) else { return false };
-    tail.is_empty() || (0..=rest.len()).filter(|i| rest.is_char_boundary(*i)).any(|i| glob(tail, &rest[i..]))
-}
-
-pub(super) fn concrete(query: &Path, elems: Vec<PathElem>) -> Path {
-    Path { origin: query.origin.clone(), target: query.target.clone(), elem: elems, ..Path::default() }
-}
-
-pub(super) fn elem(name: &str) -> PathElem {
-    PathElem { name: name.to_string(), key: HashMap::new() }
-}
-
-pub(super) fn json_value(json: &Json, encoding: Encoding) -> TypedValue {
-    let bytes = json.to_string().into_bytes();
-    let value = if encoding == Encoding::Json { TV::JsonVal(bytes) } else { TV::JsonIetfVal(bytes) };
-    TypedValue { value: Some(value) }
-}
-
-pub(super) fn string(s: String) -> TypedValue {
-    TypedValue { value: Some(TV::StringVal(s)) }
 }
 
 /// Reads `path` (a request's path as [`request_path`] makes it, its target
@@ -373,90 +345,133 @@ fn entry_value(path: &Path, value: Option<&TypedValue>) -> Result<BTreeMap<Strin
 /// nothing. Returns the results, one per operation, in request order.
 pub fn set(state: &mut State, request: &SetRequest) -> Result<Vec<UpdateResult>, Status> {
     let mut db = state.config.clone();
-    let mut touched = Vec::new();
+    // (table, key, full path) of every entry the request writes.
+    let mut touched: Vec<(String, String, Path)> = Vec::new();
     let mut results = Vec::new();
     let prefix = request.prefix.as_ref();
-    let mut locate = |path: &Path| -> Result<(Path, Vec<String>), Status> {
-        let full = request_path(prefix, path);
-        let (tree, elems) = classify(&full)?;
-        if tree != Tree::Config {
-            return Err(invalid(&full, "read-only state; only CONFIG_DB can be set"));
-        }
-        let names: Vec<String> = elems.iter().map(|e| e.name.clone()).collect();
-        match names.first() {
-            None => return Err(invalid(&full, "name a CONFIG_DB table entry or field")),
-            Some(t) if !config::TABLES.contains(&t.as_str()) => return Err(not_served(&full, t)),
-            _ => {}
-        }
-        if names.len() == 1 {
-            return Err(invalid(&full, "a whole table cannot be set; name an entry or a field"));
-        }
-        if names.len() > 3 {
-            return Err(not_found(&full, "CONFIG_DB paths are CONFIG_DB/<table>/<key>/<field>"));
-        }
-        if names.len() == 3 && !sonic::known_field(&names[0], &names[2]) {
-            return Err(not_found(&full, &format!("{} has no field {:?}", names[0], names[2])));
-        }
-        let port = match names[0].as_str() {
-            "PFC_WD" if names[1] != "GLOBAL" => Some(names[1].as_str()),
-            "PORT" => Some(names[1].as_str()),
-            // A queue's port is a leafref to PORT (`sonic-queue.yang`).
-            sonic::QUEUE => sonic::parse_queue_key(&names[1]).map(|(port, _)| port),
-            _ => None,
-        };
-        if let Some(port) = port.filter(|p| state.port(p).is_none()) {
-            return Err(not_found(&full, &format!("no port {port:?}")));
-        }
-        sonic::check_key(&names[0], &names[1]).map_err(|e| invalid(&full, &e.to_string()))?;
+    let mut target = |path: &Path| -> Result<(Path, Vec<String>), Status> {
+        let (full, names) = config_target(state, prefix, path)?;
         touched.push((names[0].clone(), names[1].clone(), full.clone()));
         Ok((full, names))
     };
     for path in &request.delete {
-        let (_, names) = locate(path)?;
-        let table = db.entry(names[0].clone()).or_default();
-        match names.get(2) {
-            None => {
-                table.remove(&names[1]);
-            }
-            Some(field) => {
-                if let Some(entry) = table.get_mut(&names[1]) {
-                    entry.remove(field);
-                }
-            }
-        }
+        let (_, names) = target(path)?;
+        delete(&mut db, &names);
         results.push(UpdateResult { path: Some(path.clone()), op: Operation::Delete as i32, ..Default::default() });
     }
     for (updates, op) in [(&request.replace, Operation::Replace), (&request.update, Operation::Update)] {
         for update in updates {
             let path = update.path.clone().unwrap_or_default();
-            let (full, names) = locate(&path)?;
-            let table = db.entry(names[0].clone()).or_default();
-            match names.get(2) {
-                None => {
-                    let fields = entry_value(&full, update.val.as_ref())?;
-                    if op == Operation::Replace {
-                        table.insert(names[1].clone(), fields);
-                    } else {
-                        table.entry(names[1].clone()).or_default().extend(fields);
-                    }
-                }
-                Some(field) => {
-                    let value = field_value(&full, update.val.as_ref())?;
-                    sonic::check_field(&names[0], field, &value).map_err(|e| invalid(&full, &e.to_string()))?;
-                    table.entry(names[1].clone()).or_default().insert(field.clone(), value);
-                }
-            }
+            let (full, names) = target(&path)?;
+            write(&mut db, &full, &names, update.val.as_ref(), op)?;
             results.push(UpdateResult { path: Some(path.clone()), op: op as i32, ..Default::default() });
         }
     }
-    for (table, key, full) in &touched {
-        if let Some(entry) = db.get(table).and_then(|t| t.get(key)) {
+    check_written(&state.config, &db, &touched)?;
+    state.config = db;
+    state.apply_admin_status();
+    Ok(results)
+}
+
+/// The full path of a Set's `path` under `prefix`, and its elements'
+/// names (`[table, key]` or `[table, key, field]`), checked: CONFIG_DB
+/// only, a table this switch serves, an entry or a field (never a whole
+/// table), a field the table has, a port that exists, a key of the
+/// table's shape.
+fn config_target(state: &State, prefix: Option<&Path>, path: &Path) -> Result<(Path, Vec<String>), Status> {
+    let full = request_path(prefix, path);
+    let (tree, elems) = classify(&full)?;
+    if tree != Tree::Config {
+        return Err(invalid(&full, "read-only state; only CONFIG_DB can be set"));
+    }
+    let names: Vec<String> = elems.iter().map(|e| e.name.clone()).collect();
+    match names.first() {
+        None => return Err(invalid(&full, "name a CONFIG_DB table entry or field")),
+        Some(t) if !config::TABLES.contains(&t.as_str()) => return Err(not_served(&full, t)),
+        _ => {}
+    }
+    if names.len() == 1 {
+        return Err(invalid(&full, "a whole table cannot be set; name an entry or a field"));
+    }
+    if names.len() > 3 {
+        return Err(not_found(&full, "CONFIG_DB paths are CONFIG_DB/<table>/<key>/<field>"));
+    }
+    if names.len() == 3 && !sonic::known_field(&names[0], &names[2]) {
+        return Err(not_found(&full, &format!("{} has no field {:?}", names[0], names[2])));
+    }
+    let port = match names[0].as_str() {
+        "PFC_WD" if names[1] != "GLOBAL" => Some(names[1].as_str()),
+        "PORT" => Some(names[1].as_str()),
+        // A queue's port is a leafref to PORT (`sonic-queue.yang`).
+        sonic::QUEUE => sonic::parse_queue_key(&names[1]).map(|(port, _)| port),
+        _ => None,
+    };
+    if let Some(port) = port.filter(|p| state.port(p).is_none()) {
+        return Err(not_found(&full, &format!("no port {port:?}")));
+    }
+    sonic::check_key(&names[0], &names[1]).map_err(|e| invalid(&full, &e.to_string()))?;
+    Ok((full, names))
+}
+
+/// Deletes the entry or the field `names` locates from `db`.
+fn delete(db: &mut config::ConfigDb, names: &[String]) {
+    let table = db.entry(names[0].clone()).or_default();
+    match names.get(2) {
+        None => {
+            table.remove(&names[1]);
+        }
+        Some(field) => {
+            if let Some(entry) = table.get_mut(&names[1]) {
+                entry.remove(field);
+            }
+        }
+    }
+}
+
+/// Writes `value` at the entry or field `names` locates (`full`): a whole
+/// entry replaced or merged as `op` says, a field checked against the
+/// schema.
+fn write(
+    db: &mut config::ConfigDb,
+    full: &Path,
+    names: &[String],
+    value: Option<&TypedValue>,
+    op: Operation,
+) -> Result<(), Status> {
+    let table = db.entry(names[0].clone()).or_default();
+    match names.get(2) {
+        None => {
+            let fields = entry_value(full, value)?;
+            if op == Operation::Replace {
+                table.insert(names[1].clone(), fields);
+            } else {
+                table.entry(names[1].clone()).or_default().extend(fields);
+            }
+        }
+        Some(field) => {
+            let value = field_value(full, value)?;
+            sonic::check_field(&names[0], field, &value).map_err(|e| invalid(full, &e.to_string()))?;
+            table.entry(names[1].clone()).or_default().insert(field.clone(), value);
+        }
+    }
+    Ok(())
+}
+
+/// Every entry the request wrote (`touched`) as a whole, and the
+/// references between tables from `before` to `after`; an error is named
+/// at the operation that wrote the entry it is about.
+fn check_written(
+    before: &config::ConfigDb,
+    after: &config::ConfigDb,
+    touched: &[(String, String, Path)],
+) -> Result<(), Status> {
+    for (table, key, full) in touched {
+        if let Some(entry) = after.get(table).and_then(|t| t.get(key)) {
             sonic::check_entry(table, entry).map_err(|e| invalid(full, &format!("{table}|{key}: {e}")))?;
         }
     }
     let keys: Vec<(String, String)> = touched.iter().map(|(t, k, _)| (t.clone(), k.clone())).collect();
-    if let Err(e) = config::dangling(&state.config, &db, &keys) {
-        // Named at the operation that wrote the entry the error is about.
+    if let Err(e) = config::dangling(before, after, &keys) {
         let about = match &e {
             sonic::SchemaError::Dangling { table, key, .. } | sonic::SchemaError::InUse { table, key, .. } => {
                 touched.iter().find(|(t, k, _)| t == table && k == key)
@@ -466,9 +481,7 @@ pub fn set(state: &mut State, request: &SetRequest) -> Result<Vec<UpdateResult>,
         let path = about.or(touched.first()).map(|(_, _, full)| full.clone()).unwrap_or_default();
         return Err(invalid(&path, &e.to_string()));
     }
-    state.config = db;
-    state.apply_admin_status();
-    Ok(results)
+    Ok(())
 }
 
 #[cfg(test)]

@@ -13,16 +13,17 @@
 //! up to the start of the first fault that began after it ended (or the
 //! run's end): damage done while two faults overlap counts for both.
 //!
-//! [`FaultPlan::label`]: crate::scenario::FaultPlan::label
-//! [`FaultPlan::locations`]: crate::scenario::FaultPlan::locations
+//! [`FaultPlan::label`]: crate::plan::FaultPlan::label
+//! [`FaultPlan::locations`]: crate::plan::FaultPlan::locations
 
 use std::collections::BTreeMap;
 
 use engine::time::Nanos;
 
 use super::{executed, labels_text, recovered_within, step_time, Window};
+use crate::plan::{site, FaultPlan};
 use crate::report::record::{FaultOutcome, FaultRecord, RunRecord, StepTime};
-use crate::scenario::plan::{site, FaultPlan, ScenarioPlan};
+use crate::scenario::plan::ScenarioPlan;
 
 /// The index of the fault whose occurrence `r` is.
 fn fault_of(plan: &ScenarioPlan, r: &FaultRecord) -> Option<usize> {

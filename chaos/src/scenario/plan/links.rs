@@ -11,9 +11,8 @@ use std::collections::BTreeMap;
 use engine::time::Nanos;
 use toml::Spanned;
 
-use super::{Ctx, FaultPlan};
-use crate::scenario::spec::{FaultKind, FaultSpec};
-use crate::scenario::ScenarioError;
+use crate::plan::{Ctx, FaultPlan};
+use crate::spec::{FaultKind, FaultSpec, Keyed, ScenarioError};
 
 /// The longest interface name, in bytes: `IFNAMSIZ` (16) less its NUL.
 pub const MAX_IFNAME: usize = 15;
@@ -52,7 +51,7 @@ fn check(name: &Spanned<String>, what: &str, ctx: &Ctx) -> Result<String, Scenar
 /// The link and peer of `spec`, checked: `(None, None)` for a simulator
 /// fault, which may not name a peer.
 pub(super) fn pair(spec: &FaultSpec, ctx: &Ctx) -> Result<(Option<String>, Option<String>), ScenarioError> {
-    if !spec.kind.needs_real_links() {
+    if !spec.kind.get_ref().needs_real_links() {
         if let Some(peer) = &spec.peer {
             return Err(ctx.err(peer.span(), "`peer` is for the real-link faults (veth_flap, netem, tbf)"));
         }
@@ -81,7 +80,7 @@ pub(super) fn pair(spec: &FaultSpec, ctx: &Ctx) -> Result<(Option<String>, Optio
 
 /// Where the peer was written, or the link when it was not.
 fn span_of_peer(spec: &FaultSpec) -> std::ops::Range<usize> {
-    spec.peer.as_ref().or(spec.link.as_ref()).map(|s| s.span()).unwrap_or(spec.at.span())
+    spec.peer.as_ref().or(spec.link.as_ref()).map(|s| s.span()).unwrap_or(spec.place())
 }
 
 /// Across the faults: each link has one peer (faults on one link agree), no
@@ -89,13 +88,13 @@ fn span_of_peer(spec: &FaultSpec) -> std::ops::Range<usize> {
 /// faults of one link never overlap (a link has one root qdisc) in a run
 /// of `duration`.
 pub(super) fn check_all(
-    specs: &[FaultSpec],
+    specs: &[Keyed<FaultSpec>],
     plans: &[FaultPlan],
     duration: Nanos,
     ctx: &Ctx,
 ) -> Result<(), ScenarioError> {
     let mut peers: BTreeMap<&str, (&str, usize)> = BTreeMap::new();
-    for (i, (spec, plan)) in specs.iter().zip(plans).enumerate() {
+    for (i, (spec, plan)) in specs.iter().map(|k| &k.value).zip(plans).enumerate() {
         let (Some(link), Some(peer)) = (plan.link.as_deref(), plan.peer.as_deref()) else { continue };
         if let Some((other, j)) = peers.get(link).copied() {
             if other != peer {
@@ -111,7 +110,7 @@ pub(super) fn check_all(
     for link in peers.keys() {
         ends.insert(link, link);
     }
-    for (i, spec) in specs.iter().enumerate() {
+    for (i, spec) in specs.iter().map(|k| &k.value).enumerate() {
         let (Some(link), Some(peer)) = (plans[i].link.as_deref(), plans[i].peer.as_deref()) else { continue };
         if let Some(owner) = ends.get(peer).filter(|owner| **owner != link) {
             return Err(ctx.err(
@@ -137,7 +136,7 @@ fn end_name(end: &str, owner: &str) -> String {
 /// The first pair of qdisc faults (netem, tbf) on one link that may be in
 /// force at once, including a fault's own repeats.
 fn overlapping_qdiscs(
-    specs: &[FaultSpec],
+    specs: &[Keyed<FaultSpec>],
     plans: &[FaultPlan],
     duration: Nanos,
     ctx: &Ctx,
@@ -153,7 +152,7 @@ fn overlapping_qdiscs(
         // The jitter is drawn once per fault: its repeats keep their spacing.
         if b.repeats > 1 && b.duration.is_none_or(|d| d > b.every) {
             return Err(ctx.err(
-                specs[i].at.span(),
+                specs[i].value.place(),
                 "its repeats may overlap (`every` shorter than `duration`): a link has one root qdisc",
             ));
         }
@@ -162,7 +161,7 @@ fn overlapping_qdiscs(
             let (a_start, a_end) = window(a);
             if a_start < b_end && b_start < a_end {
                 return Err(ctx.err(
-                    specs[i].at.span(),
+                    specs[i].value.place(),
                     format!(
                         "this fault may be in force with fault {j} on link {:?}: a link has one root qdisc; start it after the other ends",
                         b.link.as_deref().unwrap_or("?")

@@ -1,12 +1,17 @@
-//! The rows of the reports' HTML tables, written one way. Every value is
-//! escaped here, so a label with `<` or `&` (a netdev, a rule subject, a
-//! reason from a daemon) cannot break a page; text cells carry
-//! `class="text"` (the page's style aligns figures right and text left)
-//! and failing cells `class="fail"` (red).
+//! HTML tables, written one way. Every value is escaped here, so a label
+//! with `<` or `&` (a netdev, a rule subject, a reason from a daemon)
+//! cannot break a page; text cells carry `class="text"` ([`STYLE`] aligns
+//! figures right and text left) and failing cells `class="fail"` (red).
 
 use std::fmt::{self, Display, Write as _};
 
-use super::timeline::escape;
+use crate::escape;
+
+/// The style of the tables: ruled cells, figures right, the first column,
+/// text and failing cells as [`Row`] marks them.
+pub const STYLE: &str = "table{border-collapse:collapse}\
+td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}td:first-child{text-align:left}\
+.fail{color:#b00}td.text{text-align:left}";
 
 /// `<table id="{id}">` and its header row: one `<th>` per name.
 pub fn table_head(id: &str, names: &[&str]) -> String {
@@ -15,6 +20,17 @@ pub fn table_head(id: &str, names: &[&str]) -> String {
         let _ = write!(out, "<th>{}</th>", escape(name));
     }
     out.push_str("</tr>");
+    out
+}
+
+/// A whole table: its head ([`table_head`]), one [`Row`] per item drawn
+/// by `row`, and its end.
+pub fn table<T>(id: &str, names: &[&str], items: impl IntoIterator<Item = T>, row: impl Fn(T) -> Row) -> String {
+    let mut out = table_head(id, names);
+    for item in items {
+        let _ = write!(out, "{}", row(item));
+    }
+    out.push_str("</table>");
     out
 }
 
@@ -97,5 +113,11 @@ mod tests {
     #[test]
     fn a_table_opens_with_its_header_row() {
         assert_eq!(table_head("t", &["", "p50"]), "<table id=\"t\"><tr><th></th><th>p50</th></tr>");
+    }
+
+    #[test]
+    fn a_whole_table_is_its_head_a_row_per_item_and_its_end() {
+        let t = table("t", &["n"], [1, 2], |n| Row::new().cell(n));
+        assert_eq!(t, "<table id=\"t\"><tr><th>n</th></tr><tr><td>1</td></tr><tr><td>2</td></tr></table>");
     }
 }

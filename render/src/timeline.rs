@@ -1,7 +1,8 @@
 //! A generic SVG timeline: tracks of series, spans and marks on one shared
 //! time axis. The chaos report draws a run with it (probes as series, rule
 //! instance states and faults as spans, decisions and the recovery point as
-//! marks); anything else with timestamps can use it the same way.
+//! marks), the `timeline` page a daemon's history; anything else with
+//! timestamps can use it the same way.
 //!
 //! The output is plain SVG 1.1 with inline styles by class, so it renders
 //! in any browser without scripts. Every drawn element carries a class
@@ -9,7 +10,7 @@
 //! `data-label`, so tests and scripts can find what was drawn.
 //!
 //! ```
-//! use chaos::report::timeline::{Mark, Span, Timeline, Track};
+//! use render::timeline::{Mark, Span, Timeline, Track};
 //!
 //! let svg = Timeline {
 //!     title: "storm".into(),
@@ -26,8 +27,9 @@
 //! ```
 
 use std::fmt::Write;
+use std::time::{Duration, UNIX_EPOCH};
 
-use engine::time::Nanos;
+use crate::{escape, Nanos};
 
 /// A time range on a track.
 #[derive(Debug, Clone, PartialEq)]
@@ -118,11 +120,6 @@ const ROW_H: f64 = 34.0;
 const SERIES_H: f64 = 60.0;
 const TOP: f64 = 24.0;
 const AXIS_H: f64 = 26.0;
-
-/// Escapes text for SVG/HTML.
-pub fn escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
-}
 
 /// The styles the classes refer to, for pages that embed several timelines.
 pub const STYLE: &str = "\
@@ -419,9 +416,12 @@ fn range(points: &[(Nanos, f64)], bounds: (Option<f64>, Option<f64>)) -> (f64, f
 }
 
 /// `HH:MM:SS` UTC, with milliseconds when ticks are closer than a second.
+/// A time before the epoch (no clock axis has one) is labelled in seconds
+/// from it rather than refused.
 fn clock_label(at: Nanos, step: f64) -> String {
-    let text = engine::time::rfc3339(at);
-    // rfc3339 is `YYYY-MM-DDTHH:MM:SS.mmmZ`: the time of day is bytes 11..23.
+    let Ok(since_epoch) = u64::try_from(at) else { return format!("{:.1}s", at as f64 / 1e9) };
+    let text = humantime::format_rfc3339_millis(UNIX_EPOCH + Duration::from_nanos(since_epoch)).to_string();
+    // `YYYY-MM-DDTHH:MM:SS.mmmZ`: the time of day is bytes 11..23.
     let end = if step < 1e9 { 23 } else { 19 };
     text.get(11..end).unwrap_or(&text).to_string()
 }

@@ -1,16 +1,103 @@
-//! The figures of a fleet game day, as its report keeps them (`fleet` in
-//! the JSON beside the chaos report): per daemon, per fault, per budget
-//! cell, per kill, the fleet breaker, and the failures. Times are ms, from
-//! the game's start or from the event they follow.
+//! A fleet game day's own part of its report, [`Report::fleet`]: per
+//! daemon, per fault, per budget cell, per kill, the fleet breaker, the
+//! phases as played and the failures. Times are ms, from the game's start
+//! or from the event they follow. The rest of a game's report is a chaos
+//! report of one wall-clock run, drawn as any other; this part is drawn
+//! by [`html`] (a section of the page) and [`console`] (lines after the
+//! recovery table).
+//!
+//! [`Report::fleet`]: super::Report::fleet
+
+pub mod console;
+pub mod html;
 
 use std::collections::BTreeMap;
 
+use engine::Nanos;
 use serde::{Deserialize, Serialize};
 
-use super::game::PhaseRecord;
-use super::plan::Role;
-use super::spec::By;
-use crate::report::Stats;
+use super::stats::Stats;
+use crate::spec::By;
+
+/// What a daemon of a game is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Role {
+    /// The daemon of one node.
+    Node,
+    /// The switch aggregator.
+    Aggregator,
+}
+
+/// What one phase did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "do", rename_all = "kebab-case")]
+pub enum PhaseRecord {
+    /// Faults put in force.
+    Start {
+        /// When.
+        at: Nanos,
+        /// Which.
+        faults: Vec<String>,
+    },
+    /// Waited for the daemons' decisions.
+    Settle {
+        /// When it began.
+        at: Nanos,
+        /// Which faults.
+        faults: Vec<String>,
+        /// When every daemon had decided; `None`: not within the deadline.
+        done_at: Option<Nanos>,
+        /// The deadline, ns.
+        within: Nanos,
+        /// Who had not decided on what, at the deadline.
+        missing: Vec<String>,
+    },
+    /// Waited.
+    Pause {
+        /// When.
+        at: Nanos,
+        /// How long, ns.
+        ns: Nanos,
+    },
+    /// etcd's leader killed.
+    KillEtcdLeader {
+        /// When.
+        at: Nanos,
+        /// The member killed.
+        killed: String,
+        /// The raft term it led.
+        term: u64,
+        /// The member that leads next.
+        elected: Option<String>,
+        /// Its term.
+        new_term: Option<u64>,
+        /// When the live members agreed on it.
+        elected_at: Option<Nanos>,
+        /// The deadline, ns.
+        within: Nanos,
+    },
+    /// The daemon holding a fault's token killed.
+    KillTokenHolder {
+        /// When.
+        at: Nanos,
+        /// The fault.
+        fault: String,
+        /// The daemon killed.
+        daemon: Option<String>,
+        /// The decision whose token it held.
+        decision: Option<String>,
+        /// Every token key it held in etcd when it was killed (the fault's
+        /// and any other).
+        tokens: Vec<String>,
+        /// When the last of them was gone from etcd.
+        returned_at: Option<Nanos>,
+        /// The deadline, ns.
+        within: Nanos,
+        /// Why nothing could be killed or measured, if so.
+        problem: Option<String>,
+    },
+}
 
 /// One daemon's figures.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

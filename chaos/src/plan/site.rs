@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 
 use sim::fabric::{Fabric, Nic, Selector};
 
-use crate::scenario::spec::FaultKind;
+use crate::spec::FaultKind;
 
 /// The labels that say where: a subject's or target's other labels
 /// (`prio`, `queue`, `job`, the inventory's `rack` or `zone`) say what or
@@ -67,7 +67,7 @@ fn nic(n: &Nic) -> Location {
 /// gNMI server is its switch, a congested uplink is the leaf's uplink
 /// port, and a real-link fault is its link, whatever
 /// node the daemon calls itself.
-pub(super) fn locations(kind: FaultKind, select: &Selector, link: Option<&str>, fabric: &Fabric) -> Vec<Location> {
+pub fn locations(kind: FaultKind, select: &Selector, link: Option<&str>, fabric: &Fabric) -> Vec<Location> {
     let one =
         |pairs: &[(&str, String)]| -> Location { pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect() };
     if kind.needs_real_links() {
@@ -87,22 +87,19 @@ pub(super) fn locations(kind: FaultKind, select: &Selector, link: Option<&str>, 
             .collect(),
         _ => nics.iter().map(|&i| nic(&fabric.nics[i])).collect(),
     };
-    out.sort();
-    out.dedup();
+    // In the fabric's NIC order, each place once: a game day lists its
+    // sites in that order.
+    let mut seen = std::collections::BTreeSet::new();
+    out.retain(|l| seen.insert(l.clone()));
     out
-}
-
-/// A fault kind's name as scenarios write it (`pfc_storm`).
-pub(super) fn kind_name(kind: FaultKind) -> String {
-    serde_json::to_value(kind).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default()
 }
 
 /// What and where, for people: `pfc_storm {node=node-04, netdev=eth3}`,
 /// `veth_flap rcv0`.
-pub(super) fn label(kind: FaultKind, select: &Selector, link: Option<&str>) -> String {
+pub fn label(kind: FaultKind, select: &Selector, link: Option<&str>) -> String {
     match link {
-        Some(link) if kind.needs_real_links() => format!("{} {link}", kind_name(kind)),
-        _ => format!("{} {select}", kind_name(kind)),
+        Some(link) if kind.needs_real_links() => format!("{} {link}", kind.name()),
+        _ => format!("{} {select}", kind.name()),
     }
 }
 
@@ -110,7 +107,7 @@ pub(super) fn label(kind: FaultKind, select: &Selector, link: Option<&str>) -> S
 /// has gets ` (2)`, ` (3)`, … A run's fault records carry only the label,
 /// so it is what ties an occurrence to its `[[fault]]`; the first of a
 /// kind keeps its plain label, so reports read as before.
-pub(super) fn unique(labels: &mut [String]) {
+pub fn unique(labels: &mut [String]) {
     for i in 1..labels.len() {
         let same = labels[..i].iter().filter(|l| **l == labels[i]).count();
         if same > 0 {
