@@ -7,7 +7,7 @@
 //! generated into docs/config.md; regenerate it with
 //! `ROCEMEND_BLESS_DOCS=1 cargo test --test bad_configs`.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Stdio};

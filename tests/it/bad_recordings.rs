@@ -3,7 +3,7 @@
 //! whatever one bad line adds (regression tests of phantom actions and
 //! missed faults seen with the release build).
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Output;

@@ -9,7 +9,7 @@
 //! and etcd's `etcd` and `etcdctl`; without them it says why it is skipped.
 //! `.ci/run` runs it with both.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::process::{Command, Output};

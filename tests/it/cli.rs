@@ -125,5 +125,5 @@ speed = 0.0
 }
 
 fn chaos_recording() -> &'static [u8] {
-    include_bytes!("../chaos/sim/data/demo.jsonl")
+    include_bytes!("../../chaos/sim/data/demo.jsonl")
 }

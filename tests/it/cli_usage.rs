@@ -4,7 +4,7 @@
 //! too; a refused reload exits non-zero; `--json` means JSON; and no Rust
 //! debug text reaches a person.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};

@@ -20,7 +20,7 @@
 //! 1,000-cycle figures of docs/safety.md come from `scripts/kill-loop.sh`),
 //! `ROCEMEND_KILL_SEED` the seed (printed, to replay a failure).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -4,7 +4,7 @@
 //! the escalation through the policy while the storm goes on, and undoes it
 //! when the storm ends.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -14,7 +14,7 @@
 //! `tests/interop/requirements.txt` installed (`.ci/run` sets it up); skips,
 //! saying why, without it.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

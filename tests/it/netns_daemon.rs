@@ -3,7 +3,7 @@
 //! link-flap rule, a veth flapped with `ip link`, and the decision read back
 //! over the control socket. Needs root and iproute2; skipped otherwise.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

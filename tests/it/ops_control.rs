@@ -3,7 +3,7 @@
 //! the unix socket for its owner only, and silence / unsilence / job push /
 //! watch / incidents / rules / instances through the CLI.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

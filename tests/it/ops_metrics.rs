@@ -3,7 +3,7 @@
 //! config and storage, scraping every second) that scrapes it: its query
 //! API must return our series.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

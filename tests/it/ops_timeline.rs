@@ -6,7 +6,7 @@
 //! decision, narrow to a node, a job or an incident, refuse bad input with
 //! exit 2, and render in headless Chromium.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

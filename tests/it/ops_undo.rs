@@ -7,7 +7,7 @@
 //! node and appends every call to a log, so the tests read what was really
 //! done to the "fabric", not only what the ledger says.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

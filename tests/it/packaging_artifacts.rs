@@ -8,7 +8,7 @@
 //! Skipped, with the reason printed, where `promtool` (Debian package
 //! `prometheus`) is not installed.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::io::{Read, Write};

@@ -3,7 +3,7 @@
 //! +11 s, a rail drained at +15 s), and `--diff` between two playbooks; and
 //! `replay --diff`'s exit code and summary.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -2,7 +2,7 @@
 //! between an action's intent and its outcome, approvals and the breaker
 //! through the CLI, and who may talk to the control socket.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

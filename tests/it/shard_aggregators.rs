@@ -15,7 +15,7 @@
 //! It needs the `etcd` feature and etcd's `etcd` and `etcdctl`; without
 //! them it says why it is skipped. `.ci/run` runs it with both.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{SocketAddr, TcpListener};

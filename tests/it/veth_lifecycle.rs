@@ -21,7 +21,7 @@
 //! about as long as the rule's window (a minute): resolving is defined by a
 //! window without carrier losses.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

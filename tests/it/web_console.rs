@@ -11,7 +11,7 @@
 //! (`.ci/run` installs it: `npm install --prefix target/web-test
 //! playwright-core`); without them it says why it is skipped.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;

@@ -4,10 +4,10 @@
 //! a second small fault. `why` must name the faulty element first.
 
 #[allow(dead_code)]
-#[path = "../src/why/mod.rs"]
+#[path = "../../src/why/mod.rs"]
 mod why;
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

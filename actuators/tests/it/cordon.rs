@@ -5,7 +5,7 @@
 //! The Slurm test needs root and the Debian packages `slurmctld slurmd munge`;
 //! without them it prints `skipped: <reason>` and passes.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

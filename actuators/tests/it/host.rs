@@ -6,7 +6,7 @@
 //! The veth test needs root and `ip` (iproute2); without them it prints
 //! `skipped: <reason>` and passes.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;

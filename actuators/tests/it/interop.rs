@@ -6,7 +6,7 @@
 //! Needs `$ROCEMEND_PYTHON` with `tests/interop/requirements.txt` installed
 //! (`.ci/run` sets it up); without it each test prints `skipped: <reason>`.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

@@ -6,7 +6,7 @@
 //! (`setns(CLONE_NEWNET)`) before any netlink socket was opened, with its own
 //! current-thread runtime: a socket belongs to the namespace it was created in.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

@@ -6,7 +6,7 @@
 //! The Slurm test needs root and `slurmctld slurmd munge`; without them it
 //! prints `skipped: <reason>` and passes.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;

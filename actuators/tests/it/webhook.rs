@@ -6,7 +6,7 @@
 //! Without the Alertmanager binary the first test prints `skipped: <reason>`
 //! and passes.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;

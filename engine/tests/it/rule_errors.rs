@@ -1,7 +1,7 @@
 //! Rule files that must not load: each error names the file, the line and
 //! the column, and says what was expected.
 
-mod common;
+use crate::common;
 
 use common::{load_errors, storm};
 use engine::{rule, Helpers};

@@ -2,7 +2,7 @@
 //! while standby its switch changes are held, once it leads they go through.
 #![cfg(feature = "etcd")]
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -3,7 +3,7 @@
 //! token, and etcd stopped and started again under a running daemon.
 #![cfg(feature = "etcd")]
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};

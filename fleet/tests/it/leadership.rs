@@ -2,7 +2,7 @@
 //! real etcd and the simulated SONiC switch.
 #![cfg(feature = "etcd")]
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

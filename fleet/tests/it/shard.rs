@@ -8,7 +8,7 @@
 
 // The helper re-exports what other fleet tests use.
 #[allow(unused_imports)]
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};

@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-mod gnmi_harness;
+use crate::gnmi_harness;
 
 use engine::{Batch, Labels, Value};
 use gnmi_harness::{start, Harness};

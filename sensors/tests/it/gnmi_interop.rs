@@ -13,7 +13,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-mod gnmi_harness;
+use crate::gnmi_harness;
 
 use engine::{Labels, Value};
 use gnmi_harness::Harness;
