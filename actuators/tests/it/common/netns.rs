@@ -2,6 +2,12 @@
 //! way to run code inside it ([`net::netns`], with the tests' names).
 
 use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// Namespaces made by this process so far: the files of the test binary
+/// run at once in one process, and `Netns::create` deletes a namespace of
+/// the same name first, so each needs a name of its own.
+static MADE: AtomicU32 = AtomicU32::new(0);
 
 /// A network namespace with a veth pair, deleted (links and all) on drop.
 pub struct Namespace {
@@ -15,7 +21,8 @@ pub struct Namespace {
 impl Namespace {
     pub fn create() -> Namespace {
         let id = std::process::id() % 100_000;
-        let inner = net::netns::Netns::create(&format!("rocemend-link-{id}")).unwrap();
+        let n = MADE.fetch_add(1, Ordering::Relaxed);
+        let inner = net::netns::Netns::create(&format!("rocemend-link-{id}-{n}")).unwrap();
         let veth = format!("rmv{id}a");
         inner.add_veth(&veth, &format!("rmv{id}b")).unwrap();
         Namespace { name: inner.name.clone(), inner, veth }
