@@ -130,7 +130,7 @@ fn until(what: &str, daemon: &Daemon, target: &SonicTarget, mut probe: impl FnMu
 fn storm_is_escalated_read_back_and_restored(style: &str, form: Form) {
     let target = match SonicTarget::start(&[]) {
         Ok(target) => target,
-        Err(reason) => return eprintln!("skipped: {reason}"),
+        Err(reason) => return test_peers::missing(reason),
     };
     let dir = tempfile::tempdir().unwrap();
     let config = write_config(dir.path(), &target, style, form);

@@ -9,6 +9,11 @@
 //!
 //! Helpers the files share are in [`common`]: a daemon as a child process,
 //! bounded waits, a headless browser, an independent gNMI target.
+//!
+//! Tests that need a real peer (root and network namespaces, etcd,
+//! Prometheus, chromium, node with playwright-core, the interop Python) say
+//! so through `test_peers`: skipped on a laptop, failed in CI, which sets
+//! `ROCEMEND_REQUIRE_PEERS=1`.
 
 mod common;
 

@@ -134,8 +134,7 @@ fn tcp_without_tls_settings_does_not_start() {
 fn the_unix_socket_refuses_other_users_even_when_its_mode_is_opened() {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        eprintln!("SKIP: not root; connecting as another user needs setuid");
-        return;
+        return test_peers::missing("not root; connecting as another user needs setuid");
     }
     use std::os::unix::fs::PermissionsExt;
     use std::os::unix::process::CommandExt;

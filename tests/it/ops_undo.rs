@@ -79,7 +79,7 @@ fn json_lines(out: &str) -> Vec<serde_json::Value> {
 
 #[test]
 fn undo_restores_the_target_reads_it_back_and_refuses_what_is_not_in_effect() {
-    if !have_sh("undo_restores_the_target_reads_it_back_and_refuses_what_is_not_in_effect") {
+    if !have_sh() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -131,7 +131,7 @@ fn undo_restores_the_target_reads_it_back_and_refuses_what_is_not_in_effect() {
 
 #[test]
 fn resolve_ends_an_incident_as_its_rule_would_and_only_once() {
-    if !have_sh("resolve_ends_an_incident_as_its_rule_would_and_only_once") {
+    if !have_sh() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -269,7 +269,7 @@ fn a_silence_survives_a_sigkill_and_still_suppresses() {
 
 #[test]
 fn an_undo_recorded_before_a_sigkill_is_not_repeated_at_restart() {
-    if !have_sh("an_undo_recorded_before_a_sigkill_is_not_repeated_at_restart") {
+    if !have_sh() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();

@@ -29,7 +29,7 @@ const FROM_PROMETHEUS: &[&str] = &["up"];
 fn have_promtool() -> bool {
     let found = Command::new("promtool").arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok();
     if !found {
-        eprintln!("SKIPPED: promtool is not on PATH (Debian package prometheus)");
+        test_peers::missing("promtool is not on PATH (Debian package prometheus)");
     }
     found
 }

@@ -125,7 +125,7 @@ handles = ["*"]
 
 #[test]
 fn a_daemon_killed_between_intent_and_outcome_verifies_and_does_not_repeat() {
-    if !have_sh("a_daemon_killed_between_intent_and_outcome_verifies_and_does_not_repeat") {
+    if !have_sh() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -172,7 +172,7 @@ fn a_daemon_killed_between_intent_and_outcome_verifies_and_does_not_repeat() {
 /// proposes again, so the burst never gets a decision.
 #[test]
 fn a_proposal_queued_behind_a_hung_action_is_decided_after_a_crash() {
-    if !have_sh("a_proposal_queued_behind_a_hung_action_is_decided_after_a_crash") {
+    if !have_sh() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();

@@ -230,15 +230,14 @@ fn write_config(dir: &Path, playbook: &Path, socket: &Path) -> PathBuf {
 #[test]
 fn a_flapping_veth_is_isolated_then_resolves_once_back_up_and_never_goes_stale() {
     if let Some(reason) = netns::missing_part(&["ip"]) {
-        println!("skipped: {reason}");
-        return;
+        return test_peers::missing(reason);
     }
     let ns = match Netns::create(&format!("rm-life-{}", std::process::id())) {
         Ok(ns) => ns,
-        Err(e) => return println!("skipped: cannot create a network namespace: {e}"),
+        Err(e) => return test_peers::missing(format!("cannot create a network namespace: {e}")),
     };
     if let Err(e) = ns.add_veth("veth0", "veth1") {
-        return println!("skipped: cannot create a veth pair: {e}");
+        return test_peers::missing(format!("cannot create a veth pair: {e}"));
     }
     let rule = link_flap_rule();
     let (clear_within, stale_after) = (clear_time(&rule), Duration::from_nanos(rule.stale_after as u64));

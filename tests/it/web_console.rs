@@ -169,8 +169,7 @@ fn not_blank(png: &Path) {
 #[test]
 fn in_a_browser_the_console_follows_the_daemon_live_and_approves_only_with_the_token() {
     if let Some(reason) = skip_reason() {
-        eprintln!("SKIPPED: {reason}");
-        return;
+        return test_peers::missing(reason);
     }
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
@@ -270,7 +269,7 @@ struct Etcd {
 impl Etcd {
     fn start() -> Option<Etcd> {
         if !Command::new("etcd").arg("--version").output().is_ok_and(|o| o.status.success()) {
-            eprintln!("SKIPPED: no `etcd` here (Debian etcd-server)");
+            test_peers::missing("no `etcd` here (Debian etcd-server)");
             return None;
         }
         let free = || std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();

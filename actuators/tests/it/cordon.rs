@@ -34,8 +34,7 @@ fn cordon(node: &str, incident: &str) -> Action {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_real_slurm_node_is_drained_with_our_reason_and_resumed_only_while_it_is_ours() {
     if let Some(reason) = slurm_missing() {
-        println!("skipped: {reason}");
-        return;
+        return test_peers::missing(reason);
     }
     let dir = tempfile::tempdir().unwrap();
     let cluster = tokio::task::block_in_place(|| Cluster::start(dir.path()));
@@ -89,8 +88,7 @@ async fn a_real_slurm_node_is_drained_with_our_reason_and_resumed_only_while_it_
 #[tokio::test]
 async fn an_unreachable_slurm_controller_fails_with_scontrols_message() {
     if let Some(reason) = slurm_missing() {
-        println!("skipped: {reason}");
-        return;
+        return test_peers::missing(reason);
     }
     let dir = tempfile::tempdir().unwrap();
     // No cluster: scontrol cannot reach a controller, and says so.

@@ -119,8 +119,7 @@ async fn a_write_that_fails_part_way_rolls_the_earlier_knobs_back() {
 #[test]
 fn pfc_storm_prevention_on_a_veth_is_not_supported() {
     if let Some(reason) = missing() {
-        eprintln!("skipped: {reason}");
-        return;
+        return test_peers::missing(reason);
     }
     let ns = Namespace::create();
     let veth = ns.veth.clone();

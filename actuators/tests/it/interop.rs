@@ -19,7 +19,7 @@ fn target() -> Option<SonicTarget> {
     match SonicTarget::start(&[]) {
         Ok(target) => Some(target),
         Err(reason) => {
-            eprintln!("skipped: {reason}");
+            test_peers::missing(reason);
             None
         }
     }

@@ -7,7 +7,8 @@
 //! `tests/`, where it would link a binary of its own.
 //!
 //! [`common`] holds the peers the files share: namespaces, a one-node Slurm,
-//! a fake Kubernetes API, the independent SONiC target.
+//! a fake Kubernetes API, the independent SONiC target. A missing peer
+//! skips the test on a laptop and fails it in CI (`test_peers`).
 
 mod common;
 

@@ -76,8 +76,7 @@ async fn the_nccl_file_excludes_each_drained_rail_and_undo_removes_only_its_own(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slurm_features_of_a_real_node_mark_the_rail_drained_and_undo_gives_them_back() {
     if let Some(reason) = slurm_missing() {
-        eprintln!("skipped: {reason}");
-        return;
+        return test_peers::missing(reason);
     }
     let dir = tempfile::tempdir().unwrap();
     let cluster = tokio::task::block_in_place(|| Cluster::start(dir.path()));

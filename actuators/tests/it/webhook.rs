@@ -59,8 +59,7 @@ async fn our_alert(base: &Url) -> Option<serde_json::Value> {
 #[tokio::test]
 async fn a_real_alertmanager_shows_the_alert_and_undo_resolves_it() {
     if !Path::new(ALERTMANAGER).exists() {
-        println!("skipped: {ALERTMANAGER} is missing (apt-get install prometheus-alertmanager)");
-        return;
+        return test_peers::missing(format!("{ALERTMANAGER} is missing (apt-get install prometheus-alertmanager)"));
     }
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("alertmanager.yml");

@@ -14,7 +14,7 @@ const PREFIX: &str = "/rocemend/fleet/";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_aggregator_daemon_holds_switch_changes_while_standby_and_takes_them_once_it_leads() {
-    if !etcd_available("an_aggregator_daemon_holds_switch_changes_while_standby_and_takes_them_once_it_leads") {
+    if !etcd_available() {
         return;
     }
     let cluster = Cluster::start(1).await;
@@ -88,7 +88,7 @@ async fn an_aggregator_daemon_holds_switch_changes_while_standby_and_takes_them_
 /// the owner's name.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sharded_aggregators_change_only_the_switches_they_own() {
-    if !etcd_available("sharded_aggregators_change_only_the_switches_they_own") {
+    if !etcd_available() {
         return;
     }
     let cluster = Cluster::start(1).await;

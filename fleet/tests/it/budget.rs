@@ -42,7 +42,7 @@ fn request(decision: &str) -> TokenRequest {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn twenty_daemons_see_one_spine_fault_and_cordon_exactly_three() {
-    if !etcd_available("twenty_daemons_see_one_spine_fault_and_cordon_exactly_three") {
+    if !etcd_available() {
         return;
     }
     let cluster = Cluster::start(1).await;
@@ -89,7 +89,7 @@ async fn twenty_daemons_see_one_spine_fault_and_cordon_exactly_three() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_three_member_cluster_losing_its_leader_never_exceeds_the_budget() {
-    if !etcd_available("a_three_member_cluster_losing_its_leader_never_exceeds_the_budget") {
+    if !etcd_available() {
         return;
     }
     let mut cluster = Cluster::start(3).await;
@@ -141,7 +141,7 @@ async fn a_three_member_cluster_losing_its_leader_never_exceeds_the_budget() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_daemons_token_returns_after_its_lease_and_not_before() {
-    if !etcd_available("a_killed_daemons_token_returns_after_its_lease_and_not_before") {
+    if !etcd_available() {
         return;
     }
     let cluster = Cluster::start(1).await;
@@ -180,7 +180,7 @@ async fn a_killed_daemons_token_returns_after_its_lease_and_not_before() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn etcd_stopped_holds_fleet_actions_takes_local_ones_and_recovers_without_restart() {
-    if !etcd_available("etcd_stopped_holds_fleet_actions_takes_local_ones_and_recovers_without_restart") {
+    if !etcd_available() {
         return;
     }
     let mut cluster = Cluster::start(1).await;
@@ -232,7 +232,7 @@ async fn etcd_stopped_holds_fleet_actions_takes_local_ones_and_recovers_without_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dead_member_is_skipped_not_asked_again() {
-    if !etcd_available("a_dead_member_is_skipped_not_asked_again") {
+    if !etcd_available() {
         return;
     }
     let mut cluster = Cluster::start(3).await;

@@ -6,6 +6,8 @@
 //! (`cargo test -p rocemend-fleet --features etcd --test it -- shard::`).
 //!
 //! [`common`] starts etcd clusters and wires daemons' dispatchers to them.
+//! Without an `etcd` binary a test skips on a laptop and fails in CI
+//! (`test_peers`).
 
 mod common;
 

@@ -227,9 +227,7 @@ async fn until<F: FnMut() -> Result<(), String>>(within: Duration, what: &str, m
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_aggregators_share_48_switches_a_killed_ones_move_within_its_lease_and_a_fourth_takes_a_third() {
-    if !etcd_available(
-        "three_aggregators_share_48_switches_a_killed_ones_move_within_its_lease_and_a_fourth_takes_a_third",
-    ) {
+    if !etcd_available() {
         return;
     }
     let cluster = Cluster::start(1).await;
@@ -333,7 +331,7 @@ async fn three_aggregators_share_48_switches_a_killed_ones_move_within_its_lease
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_aggregator_cut_from_etcd_owns_nothing_within_its_lease_and_claims_again_when_it_returns() {
-    if !etcd_available("an_aggregator_cut_from_etcd_owns_nothing_within_its_lease_and_claims_again_when_it_returns") {
+    if !etcd_available() {
         return;
     }
     let mut cluster = Cluster::start(1).await;
@@ -447,7 +445,7 @@ async fn pump(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, cut: Arc<AtomicBo
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_partitioned_aggregator_stops_owning_within_its_lease_before_another_claims() {
-    if !etcd_available("a_partitioned_aggregator_stops_owning_within_its_lease_before_another_claims") {
+    if !etcd_available() {
         return;
     }
     let cluster = Cluster::start(1).await;
@@ -511,7 +509,7 @@ async fn a_partitioned_aggregator_stops_owning_within_its_lease_before_another_c
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn aggregators_starting_together_disagree_for_a_moment_and_never_both_own_a_switch() {
-    if !etcd_available("aggregators_starting_together_disagree_for_a_moment_and_never_both_own_a_switch") {
+    if !etcd_available() {
         return;
     }
     let cluster = Cluster::start(1).await;
@@ -550,7 +548,7 @@ async fn aggregators_starting_together_disagree_for_a_moment_and_never_both_own_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_held_switch_is_claimed_only_once_free_and_a_double_owner_is_caught() {
-    if !etcd_available("a_held_switch_is_claimed_only_once_free_and_a_double_owner_is_caught") {
+    if !etcd_available() {
         return;
     }
     let cluster = Cluster::start(1).await;
@@ -602,7 +600,7 @@ async fn a_held_switch_is_claimed_only_once_free_and_a_double_owner_is_caught() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_aggregator_that_leaves_hands_its_switches_over_at_once() {
-    if !etcd_available("an_aggregator_that_leaves_hands_its_switches_over_at_once") {
+    if !etcd_available() {
         return;
     }
     let cluster = Cluster::start(1).await;

@@ -94,10 +94,7 @@ macro_rules! target_or_skip {
     ($args:expr) => {
         match Target::start($args) {
             Ok(target) => target,
-            Err(reason) => {
-                println!("skipped: {reason}");
-                return;
-            }
+            Err(reason) => return test_peers::missing(reason),
         }
     };
 }

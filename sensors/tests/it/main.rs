@@ -9,6 +9,9 @@
 //! Shared by several files: [`gnmi_harness`] (a gnmi sensor on a simulated
 //! switch) and [`netlink_link_util`] (a namespace with a veth pair; the
 //! link-flap bench includes it too).
+//!
+//! A missing peer (root, iproute2, node_exporter, the interop Python) skips
+//! the test on a laptop and fails it in CI (`test_peers`).
 
 mod gnmi_harness;
 mod netlink_link_util;

@@ -70,7 +70,7 @@ impl Seen {
 async fn ten_fast_flaps_are_ten_down_and_ten_up_transitions() {
     let ns = match Netns::create("flap") {
         Ok(ns) => ns,
-        Err(reason) => return println!("skipped: {reason}"),
+        Err(reason) => return test_peers::missing(reason),
     };
     let mut running = ns.run_sensor(veth_sensor(), SeriesTable::default());
 
@@ -108,7 +108,7 @@ async fn ten_fast_flaps_are_ten_down_and_ten_up_transitions() {
 async fn a_deleted_and_recreated_link_starts_from_its_own_counters() {
     let ns = match Netns::create("recreate") {
         Ok(ns) => ns,
-        Err(reason) => return println!("skipped: {reason}"),
+        Err(reason) => return test_peers::missing(reason),
     };
     let mut running = ns.run_sensor(veth_sensor(), SeriesTable::default());
     let mut old = Seen::default();
@@ -147,7 +147,7 @@ async fn a_deleted_and_recreated_link_starts_from_its_own_counters() {
 async fn the_link_flap_rule_isolates_a_flapping_veth() {
     let ns = match Netns::create("rule") {
         Ok(ns) => ns,
-        Err(reason) => return println!("skipped: {reason}"),
+        Err(reason) => return test_peers::missing(reason),
     };
     let rules = link_flap_rules();
     let series = SeriesTable::new(None, Labels::from_pairs([("node", "test-node")]));
@@ -208,7 +208,7 @@ fn veth0_in(series: &SeriesTable, batch: &Batch) -> Option<(Nanos, Seen)> {
 async fn an_isolated_veth_is_sent_again_every_heartbeat() {
     let ns = match Netns::create("beat") {
         Ok(ns) => ns,
-        Err(reason) => return println!("skipped: {reason}"),
+        Err(reason) => return test_peers::missing(reason),
     };
     let mut running = ns.run_sensor(veth_sensor_beating("200ms"), SeriesTable::default());
     let first = running.next(WAIT).await.expect("the initial dump");
@@ -240,7 +240,7 @@ async fn quiet_veth_events(tag: &str, heartbeat: &str) -> Option<Vec<EngineEvent
     let ns = match Netns::create(tag) {
         Ok(ns) => ns,
         Err(reason) => {
-            println!("skipped: {reason}");
+            test_peers::missing(reason);
             return None;
         }
     };

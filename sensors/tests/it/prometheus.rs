@@ -144,8 +144,7 @@ const NODE_EXPORTER: &str = "/usr/bin/prometheus-node-exporter";
 #[tokio::test]
 async fn a_real_node_exporter_is_scraped() {
     if !std::path::Path::new(NODE_EXPORTER).exists() {
-        println!("skipped: {NODE_EXPORTER} is missing (Debian package prometheus-node-exporter)");
-        return;
+        return test_peers::missing(format!("{NODE_EXPORTER} is missing (Debian package prometheus-node-exporter)"));
     }
     let port = closed_port().await;
     let mut child = tokio::process::Command::new(NODE_EXPORTER)

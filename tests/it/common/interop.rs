@@ -9,7 +9,7 @@
 //! ```ignore
 //! let target = match SonicTarget::start(&["--styles", "sonic-db-origin"]) {
 //!     Ok(target) => target,
-//!     Err(reason) => return eprintln!("skipped: {reason}"),
+//!     Err(reason) => return test_peers::missing(reason),
 //! };
 //! target.storm("Ethernet4", 3, true);
 //! ```

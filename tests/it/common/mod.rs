@@ -52,26 +52,31 @@ pub fn sh_quote(path: &Path) -> String {
     format!("'{}'", path.display().to_string().replace('\'', "'\\''"))
 }
 
-/// Why a test of daemons coordinating through a real etcd cannot run with
-/// this build here, if it cannot: it needs the `etcd` feature (the daemons
-/// are this binary) and etcd's `etcd` and `etcdctl`.
-pub fn etcd_skip_reason() -> Option<String> {
+/// Whether a test of daemons coordinating through a real etcd can run with
+/// this build here: it needs the `etcd` feature (the daemons are this
+/// binary) and etcd's `etcd` and `etcdctl`. If not, says why (a missing
+/// etcd fails under `ROCEMEND_REQUIRE_PEERS=1`).
+pub fn etcd_here() -> bool {
     if !cfg!(feature = "etcd") {
-        return Some("the test binary is built without the etcd feature (cargo test --features etcd)".into());
+        // Not a missing peer: `cargo test --workspace` builds without the
+        // feature, and .ci/run runs these tests again in a build with it.
+        test_peers::skip("the test binary is built without the etcd feature (cargo test --features etcd)");
+        return false;
     }
     for (tool, arg) in [("etcd", "--version"), ("etcdctl", "version")] {
         if !Command::new(tool).arg(arg).output().is_ok_and(|o| o.status.success()) {
-            return Some(format!("no `{tool}` here (Debian etcd-server, etcd-client)"));
+            test_peers::missing(format!("no `{tool}` here (Debian etcd-server, etcd-client)"));
+            return false;
         }
     }
-    None
+    true
 }
 
-/// Whether `/bin/sh` exists; if not, says why the calling test is skipped.
-pub fn have_sh(test: &str) -> bool {
+/// Whether `/bin/sh` exists; if not, says why the calling test cannot run.
+pub fn have_sh() -> bool {
     let there = Path::new("/bin/sh").exists();
     if !there {
-        eprintln!("skipping {test}: /bin/sh is missing, and the test's actuator is a shell script");
+        test_peers::missing("/bin/sh is missing, and the test's actuator is a shell script");
     }
     there
 }
@@ -341,11 +346,11 @@ pub struct Browser {
 }
 
 impl Browser {
-    /// The browser, its profile in `dir`; `None` (and a printed reason)
-    /// when none is installed.
+    /// The browser, its profile in `dir`; `None` (and the reason, which
+    /// fails under `ROCEMEND_REQUIRE_PEERS=1`) when none is installed.
     pub fn find(dir: &Path) -> Option<Browser> {
         let Some(path) = chromium() else {
-            eprintln!("skipped: chromium is not installed");
+            test_peers::missing("chromium is not installed (Debian chromium)");
             return None;
         };
         Some(Browser { path, profile: dir.join("profile") })

@@ -15,13 +15,9 @@ fn python() -> String {
 async fn pygnmi_talks_to_the_simulated_switch() {
     let python = python();
     match std::process::Command::new(&python).args(["-c", "import pygnmi"]).output() {
-        Err(e) => {
-            println!("skipped: cannot run {python}: {e}");
-            return;
-        }
+        Err(e) => return test_peers::missing(format!("cannot run {python}: {e}")),
         Ok(out) if !out.status.success() => {
-            println!("skipped: {python} has no pygnmi module (pip install pygnmi)");
-            return;
+            return test_peers::missing(format!("{python} has no pygnmi module (pip install pygnmi)"));
         }
         Ok(_) => {}
     }
