@@ -1,16 +1,18 @@
 //! The crate layout's arrows run one way (docs/architecture.md). Read from
 //! `cargo metadata`, so a crate that gains a forbidden dependency fails
-//! here, in CI, before anyone builds on it:
+//! here, in CI, before anyone builds on it. The rules are [`RULES`]:
 //!
 //! - engine, net and gnmi-proto depend on no other crate of the workspace;
 //! - sensors and actuators never depend on each other, nor on chaos;
 //! - sim depends on none of sensors, actuators, chaos, fleet;
 //! - outside dev-dependencies only chaos and the binary depend on sim;
-//! - fleet's runtime dependencies are the engine only;
-//! - only the binary depends on chaos.
+//! - fleet's runtime dependencies are the engine only (chaos depends on
+//!   fleet: a fleet game day reads the daemons' `[[fleet.budget]]`);
+//! - only the binary depends on chaos;
+//! - the tools depend on no sibling; only tests use test-peers; nothing
+//!   uses house.
 
-use std::collections::BTreeMap;
-use std::process::Command;
+use crate::metadata::{DepKind, Workspace};
 
 /// One dependency of a workspace crate on another: (from, to, dev?).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,26 +22,25 @@ struct Edge {
     dev: bool,
 }
 
-/// The workspace's internal dependency edges, from `cargo metadata` JSON.
-fn edges(metadata: &serde_json::Value) -> Vec<Edge> {
-    let packages = metadata["packages"].as_array().expect("packages");
-    let ours: Vec<&str> = packages.iter().filter_map(|p| p["name"].as_str()).collect();
+/// The rules, as the check's messages and docs/architecture.md state them.
+pub const RULES: [&str; 7] = [NO_SIBLING, EACH_OTHER, CHAOS, SIM_BELOW, SIM_USERS, FLEET, TOOLS];
+const NO_SIBLING: &str = "engine, net and gnmi-proto depend on no sibling";
+const EACH_OTHER: &str = "sensors and actuators never depend on each other";
+const CHAOS: &str = "only the binary depends on chaos";
+const SIM_BELOW: &str = "sim depends on no sensor, actuator, chaos or fleet crate (their tests depend on it)";
+const SIM_USERS: &str = "outside dev-dependencies only chaos and the binary depend on sim";
+const FLEET: &str = "fleet's runtime dependencies are the engine only";
+const TOOLS: &str = "the tools depend on no sibling; only tests depend on test-peers; nothing depends on house";
+
+/// The workspace's internal dependency edges.
+fn edges(workspace: &Workspace) -> Vec<Edge> {
     let mut out = Vec::new();
-    for p in packages {
-        let from = short(p["name"].as_str().unwrap_or_default());
-        for d in p["dependencies"].as_array().into_iter().flatten() {
-            let name = d["name"].as_str().unwrap_or_default();
-            if ours.contains(&name) {
-                out.push(Edge { from: from.clone(), to: short(name), dev: d["kind"].as_str() == Some("dev") });
-            }
+    for p in &workspace.packages {
+        for d in &p.deps {
+            out.push(Edge { from: p.short.clone(), to: d.to.clone(), dev: d.kind == DepKind::Dev });
         }
     }
     out
-}
-
-/// `rocemend-sim` → `sim`; the binary stays `rocemend`.
-fn short(name: &str) -> String {
-    name.strip_prefix("rocemend-").unwrap_or(name).to_string()
 }
 
 /// Every edge the layout forbids, with the rule it breaks.
@@ -50,65 +51,78 @@ fn violations(edges: &[Edge]) -> Vec<String> {
     for e in edges {
         let (from, to) = (e.from.as_str(), e.to.as_str());
         if matches!(from, "engine" | "net" | "gnmi-proto") && !e.dev {
-            forbid(e, "engine, net and gnmi-proto depend on no sibling");
+            forbid(e, NO_SIBLING);
         }
         if matches!((from, to), ("sensors", "actuators") | ("actuators", "sensors")) {
-            forbid(e, "sensors and actuators never depend on each other");
+            forbid(e, EACH_OTHER);
         }
         if to == "chaos" && from != "rocemend" {
-            forbid(e, "only the binary depends on chaos");
+            forbid(e, CHAOS);
         }
         if from == "sim" && matches!(to, "sensors" | "actuators" | "chaos" | "fleet") {
-            forbid(e, "sim depends on no sensor, actuator, chaos or fleet crate (their tests depend on it)");
+            forbid(e, SIM_BELOW);
         }
         if to == "sim" && !e.dev && !matches!(from, "chaos" | "rocemend") {
-            forbid(e, "outside dev-dependencies only chaos and the binary depend on sim");
+            forbid(e, SIM_USERS);
         }
         if from == "fleet" && !e.dev && to != "engine" {
-            forbid(e, "fleet's runtime dependencies are the engine only");
+            forbid(e, FLEET);
+        }
+        if matches!(from, "house" | "test-peers") || to == "house" || (to == "test-peers" && !e.dev) {
+            forbid(e, TOOLS);
         }
     }
     out
 }
 
-#[test]
-fn the_workspace_layering_holds() {
-    let out = Command::new(env!("CARGO"))
-        .args(["metadata", "--no-deps", "--offline", "--format-version", "1"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("cargo metadata runs");
-    assert!(out.status.success(), "cargo metadata: {}", String::from_utf8_lossy(&out.stderr));
-    let metadata: serde_json::Value = serde_json::from_slice(&out.stdout).expect("cargo metadata prints JSON");
-    let edges = edges(&metadata);
-    let crates: BTreeMap<&str, ()> = edges.iter().map(|e| (e.from.as_str(), ())).collect();
-    for expected in ["rocemend", "sensors", "actuators", "chaos", "sim", "fleet"] {
-        assert!(crates.contains_key(expected), "no dependencies read for {expected}: {edges:?}");
-    }
-    let bad = violations(&edges);
-    assert!(bad.is_empty(), "forbidden dependencies:\n{}", bad.join("\n"));
+/// The check: one finding per forbidden arrow.
+pub fn check(workspace: &Workspace) -> Vec<String> {
+    violations(&edges(workspace))
 }
 
-#[test]
-fn the_checker_catches_each_forbidden_arrow() {
-    let edge = |from: &str, to: &str, dev: bool| Edge { from: from.into(), to: to.into(), dev };
-    let cases = [
-        (edge("engine", "net", false), "no sibling"),
-        (edge("actuators", "sensors", false), "each other"),
-        (edge("sensors", "chaos", true), "only the binary depends on chaos"),
-        (edge("sim", "sensors", false), "sim depends on no"),
-        (edge("sensors", "sim", false), "only chaos and the binary depend on sim"),
-        (edge("fleet", "gnmi-proto", false), "fleet's runtime"),
-    ];
-    for (e, rule) in cases {
-        let found = violations(std::slice::from_ref(&e));
-        assert!(found.iter().any(|v| v.contains(rule)), "{e:?} should break {rule:?}: {found:?}");
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_workspace_layering_holds() {
+        let workspace = Workspace::read().expect("cargo metadata runs");
+        let edges = edges(&workspace);
+        let crates: std::collections::BTreeSet<&str> = edges.iter().map(|e| e.from.as_str()).collect();
+        for expected in ["rocemend", "sensors", "actuators", "chaos", "sim", "fleet"] {
+            assert!(crates.contains(expected), "no dependencies read for {expected}: {edges:?}");
+        }
+        let bad = violations(&edges);
+        assert!(bad.is_empty(), "forbidden dependencies:\n{}", bad.join("\n"));
     }
-    let allowed = [
-        edge("sensors", "sim", true),
-        edge("chaos", "sim", false),
-        edge("fleet", "sim", true),
-        edge("rocemend", "chaos", false),
-    ];
-    assert_eq!(violations(&allowed), Vec::<String>::new());
+
+    #[test]
+    fn the_checker_catches_each_forbidden_arrow() {
+        let edge = |from: &str, to: &str, dev: bool| Edge { from: from.into(), to: to.into(), dev };
+        let cases = [
+            (edge("engine", "net", false), "no sibling"),
+            (edge("actuators", "sensors", false), "each other"),
+            (edge("sensors", "chaos", true), "only the binary depends on chaos"),
+            (edge("fleet", "chaos", false), "only the binary depends on chaos"),
+            (edge("sim", "sensors", false), "sim depends on no"),
+            (edge("sensors", "sim", false), "only chaos and the binary depend on sim"),
+            (edge("fleet", "gnmi-proto", false), "fleet's runtime"),
+            (edge("engine", "test-peers", false), "only tests depend on test-peers"),
+            (edge("rocemend", "house", true), "nothing depends on house"),
+            (edge("house", "engine", false), "the tools depend on no sibling"),
+        ];
+        for (e, rule) in cases {
+            let found = violations(std::slice::from_ref(&e));
+            assert!(found.iter().any(|v| v.contains(rule)), "{e:?} should break {rule:?}: {found:?}");
+        }
+        let allowed = [
+            edge("sensors", "sim", true),
+            edge("chaos", "sim", false),
+            edge("chaos", "fleet", false),
+            edge("fleet", "sim", true),
+            edge("rocemend", "chaos", false),
+            edge("net", "test-peers", true),
+        ];
+        assert_eq!(violations(&allowed), Vec::<String>::new());
+    }
 }
