@@ -5,7 +5,7 @@
 //! and `rocemend run --config` must both exit 2 and both name the problem
 //! at its `file:line:col`. The table of cases and the messages they get is
 //! generated into docs/config.md; regenerate it with
-//! `ROCEMEND_BLESS_DOCS=1 cargo test --test bad_configs`.
+//! `ROCEMEND_BLESS_DOCS=1 cargo test --test it -- bad_configs::`.
 
 use crate::common;
 
@@ -322,6 +322,6 @@ fn every_bad_input_is_refused_by_check_and_run_with_the_same_message() {
     if std::env::var_os("ROCEMEND_BLESS_DOCS").is_some() {
         std::fs::write(&docs, &want).unwrap();
     } else {
-        assert!(text == want, "docs/config.md's table of bad inputs is out of date; regenerate it with\n  ROCEMEND_BLESS_DOCS=1 cargo test --test bad_configs\n{table}");
+        assert!(text == want, "docs/config.md's table of bad inputs is out of date; regenerate it with\n  ROCEMEND_BLESS_DOCS=1 cargo test --test it -- bad_configs::\n{table}");
     }
 }

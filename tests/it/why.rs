@@ -161,7 +161,7 @@ fn randomized_faults_are_named_first_at_least_nine_times_in_ten() {
     assert!(top1 >= 0.9, "top-1 {top1}: {misses:#?}");
 }
 
-/// The full set: `cargo test --release --test why -- --ignored --nocapture`.
+/// The full set: `cargo test --release --test it -- why:: --ignored --nocapture`.
 #[test]
 #[ignore = "200 simulated hour-scale cases take 6 min in a debug build; the 40-case test above runs in CI"]
 fn two_hundred_randomized_faults() {

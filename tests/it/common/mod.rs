@@ -299,7 +299,7 @@ pub fn daemon_config(dir: &Path, playbook: &Path, recording: Option<&Path>) -> P
     path
 }
 
-/// A rule on the job signal (tests/ops_control.rs, tests/ops_timeline.rs): a step slower than 2 s cordons the node.
+/// A rule on the job signal (tests/it/ops_control.rs, tests/it/ops_timeline.rs): a step slower than 2 s cordons the node.
 pub const SLOW_STEP: &str = r#"
 fn fire(w) { w.step > 2.0 }
 fn clear(w) { w.step <= 2.0 }

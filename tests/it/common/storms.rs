@@ -1,5 +1,5 @@
 //! PFC storms against simulated SONiC leaves, for the tests that attack
-//! the action path (tests/crash_loop.rs, tests/drift.rs): eight leaves
+//! the action path (tests/it/crash_loop.rs, tests/it/drift.rs): eight leaves
 //! served in the test process, a recording of node-01's NICs storming one
 //! after the other, and a daemon in enforce mode escalating the leaves'
 //! PFC watchdogs over gNMI and undoing them when the storms end.
