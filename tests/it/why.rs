@@ -3,7 +3,9 @@
 //! for their place and strength), and by randomized faults with jitter and
 //! a second small fault. `why` must name the faulty element first.
 
-#[allow(dead_code)]
+// The binary's `why` module, compiled in under its own name: in the one
+// test binary this file is the module `why` too.
+#[allow(dead_code, clippy::module_inception)]
 #[path = "../../src/why/mod.rs"]
 mod why;
 
