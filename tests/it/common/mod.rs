@@ -55,7 +55,8 @@ pub fn sh_quote(path: &Path) -> String {
 /// Whether a test of daemons coordinating through a real etcd can run with
 /// this build here: it needs the `etcd` feature (the daemons are this
 /// binary) and etcd's `etcd` and `etcdctl`. If not, says why (a missing
-/// etcd fails under `ROCEMEND_REQUIRE_PEERS=1`).
+/// etcd fails under `ROCEMEND_REQUIRE_PEERS=1`, at the caller's line).
+#[track_caller]
 pub fn etcd_here() -> bool {
     if !cfg!(feature = "etcd") {
         // Not a missing peer: `cargo test --workspace` builds without the
@@ -73,6 +74,7 @@ pub fn etcd_here() -> bool {
 }
 
 /// Whether `/bin/sh` exists; if not, says why the calling test cannot run.
+#[track_caller]
 pub fn have_sh() -> bool {
     let there = Path::new("/bin/sh").exists();
     if !there {
@@ -348,6 +350,7 @@ pub struct Browser {
 impl Browser {
     /// The browser, its profile in `dir`; `None` (and the reason, which
     /// fails under `ROCEMEND_REQUIRE_PEERS=1`) when none is installed.
+    #[track_caller]
     pub fn find(dir: &Path) -> Option<Browser> {
         let Some(path) = chromium() else {
             test_peers::missing("chromium is not installed (Debian chromium)");

@@ -15,7 +15,8 @@ use fleet::settings::FleetSettings;
 use fleet::{probe, EtcdCoordinator};
 
 /// Whether the `etcd` binary is here; says why the test cannot run if not
-/// (which fails it under `ROCEMEND_REQUIRE_PEERS=1`).
+/// (which fails it under `ROCEMEND_REQUIRE_PEERS=1`, at the caller's line).
+#[track_caller]
 pub fn etcd_available() -> bool {
     match Command::new("etcd").arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status() {
         Ok(s) if s.success() => true,
