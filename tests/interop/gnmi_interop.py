@@ -8,7 +8,7 @@ Calls Capabilities, Get, Set and a STREAM Subscribe on the switch at
     python3 tests/interop/gnmi_interop.py --address 127.0.0.1:9339 \
         --username admin --password secret
 
-Run by chaos/sim/tests/switch_interop.rs, which starts the switch.
+Run by chaos/sim/src/tests/switch_interop.rs, which starts the switch.
 """
 
 import argparse

@@ -1,5 +1,5 @@
 // Drives the web console in headless Chromium (playwright-core over CDP).
-// Run by tests/web_console.rs, which starts the daemon and pushes the job
+// Run by tests/it/web_console.rs, which starts the daemon and pushes the job
 // step that makes it ask for approval once this script says READY.
 //
 //   node console.mjs URL TOKEN OUTDIR CHROMIUM PLAYWRIGHT_CORE_DIR

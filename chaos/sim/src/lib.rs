@@ -45,6 +45,14 @@
 
 #![deny(missing_docs)]
 
+// The tests in `src/tests/` use the crate by its name, as its users do: they
+// were an integration-test binary of their own, and joined the crate's unit
+// tests so that `cargo test --workspace` links fewer binaries.
+#[cfg(test)]
+extern crate self as sim;
+#[cfg(test)]
+mod tests;
+
 pub mod demo;
 pub mod fabric;
 pub mod leaves;

@@ -259,7 +259,7 @@ const CROSS_CHECK_VALUES: [f64; 6] = [0.0, 1.0, -1.0, f64::NAN, f64::INFINITY, 1
 /// answer `None` natively is a script error); a predicate that does not is
 /// dropped, so the condition runs on Rhai. This is a guard against a bug in
 /// the compiler, never expected to trigger: the property tests of
-/// `engine/tests/native_predicates.rs` hold the two to the same answers.
+/// `engine/tests/it/native_predicates.rs` hold the two to the same answers.
 fn cross_check(scripts: &RuleScripts, rule: &mut Rule) {
     for cond in [Condition::Fire, Condition::Clear] {
         if !rule.runs(cond).is_native() {

@@ -1,0 +1,327 @@
+//! Wrong input is refused, loudly, and `check` and `run` agree on it.
+//!
+//! Each case below breaks one thing of an otherwise valid daemon config,
+//! playbook or rule directory. For every case, `rocemend check --config`
+//! and `rocemend run --config` must both exit 2 and both name the problem
+//! at its `file:line:col`. The table of cases and the messages they get is
+//! generated into docs/config.md; regenerate it with
+//! `ROCEMEND_BLESS_DOCS=1 cargo test --test it -- bad_configs::`.
+
+use crate::common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{bin, repo, text};
+
+/// One bad input.
+struct Case {
+    /// What is wrong, for the docs.
+    what: &'static str,
+    /// Top-level keys added to the daemon config.
+    config_top: &'static str,
+    /// Tables appended to the daemon config.
+    config_tables: &'static str,
+    /// Top-level keys added to the playbook.
+    playbook_top: &'static str,
+    /// Tables appended to the playbook (before its actuators).
+    playbook_tables: &'static str,
+    /// The playbook's actuators, when not the standard ones.
+    actuators: Option<&'static str>,
+    /// An extra rule file (name, source) in the rule directory.
+    rule: Option<(&'static str, &'static str)>,
+    /// Every fragment the refusal must contain, in the order written.
+    expect: &'static [&'static str],
+}
+
+const NONE: Case = Case {
+    what: "",
+    config_top: "",
+    config_tables: "",
+    playbook_top: "",
+    playbook_tables: "",
+    actuators: None,
+    rule: None,
+    expect: &[],
+};
+
+/// One log actuator per action family of the standard rules.
+const ACTUATORS: &str = "\
+[[actuator]]\nname = \"pfcwd\"\ntype = \"log\"\nhandles = [\"pfcwd.*\"]\n\
+[[actuator]]\nname = \"ecn\"\ntype = \"log\"\nhandles = [\"ecn.*\"]\n\
+[[actuator]]\nname = \"link\"\ntype = \"log\"\nhandles = [\"link.*\"]\n\
+[[actuator]]\nname = \"rail\"\ntype = \"log\"\nhandles = [\"rail.*\"]\n\
+[[actuator]]\nname = \"cordon\"\ntype = \"log\"\nhandles = [\"node.*\"]\n\
+[[actuator]]\nname = \"notify\"\ntype = \"log\"\nhandles = [\"webhook.*\"]\ndestructive = false\n";
+
+fn cases() -> Vec<Case> {
+    vec![
+        // The daemon config's own settings.
+        Case { what: "`control.listen` without TLS", config_tables: "[control]\nlisten = \"127.0.0.1:0\"\n", expect: &["rocemend.toml:", "needs control.tls_cert"], ..NONE },
+        Case { what: "a bad `log.level`", config_tables: "[log]\nlevel = \"loud\"\n", expect: &["rocemend.toml:", "log.level \"loud\": \"loud\" is not a level"], ..NONE },
+        Case { what: "an unknown `log.format`", config_tables: "[log]\nformat = \"xml\"\n", expect: &["rocemend.toml:", "log.format \"xml\": expected human or json"], ..NONE },
+        Case { what: "a `metrics.listen` that is no address", config_tables: "[metrics]\nlisten = \"nowhere\"\n", expect: &["rocemend.toml:", "metrics.listen \"nowhere\""], ..NONE },
+        Case { what: "`state_dir` is a file", config_top: "state_dir = \"a-file\"\n", expect: &["rocemend.toml:", "a-file: is not a directory"], ..NONE },
+        Case { what: "`state_dir` cannot be created", config_top: "state_dir = \"a-file/state\"\n", expect: &["rocemend.toml:", "cannot be created"], ..NONE },
+        Case { what: "an unknown `engine.clock`", config_tables: "[engine]\nclock = \"walll\"\n", expect: &["rocemend.toml:", "engine.clock \"walll\": expected wall or samples"], ..NONE },
+        Case { what: "an `engine.tick` that is no duration", config_tables: "[engine]\ntick = \"fast\"\n", expect: &["rocemend.toml:", "engine.tick"], ..NONE },
+        Case { what: "an `engine.tick` of 0", config_tables: "[engine]\ntick = \"0s\"\n", expect: &["rocemend.toml:", "expected 1ms to 60s"], ..NONE },
+        Case { what: "an `engine.reload_poll` that is no duration", config_tables: "[engine]\nreload_poll = \"2x\"\n", expect: &["rocemend.toml:", "engine.reload_poll"], ..NONE },
+        Case { what: "an `engine.rule_cost_budget` of 0", config_tables: "[engine]\nrule_cost_budget = 0.0\n", expect: &["rocemend.toml:", "engine.rule_cost_budget = 0"], ..NONE },
+        Case { what: "an `engine.max_series_per_sensor` of 0", config_tables: "[engine]\nmax_series_per_sensor = 0\n", expect: &["rocemend.toml:", "at least 1"], ..NONE },
+        Case { what: "a misspelt key", config_tables: "[engine]\ntickk = \"50ms\"\n", expect: &["rocemend.toml:", "unknown field `tickk`"], ..NONE },
+        Case { what: "`record_keep = 0`", config_top: "record = \"rec/recording.jsonl\"\nrecord_keep = 0\n", expect: &["rocemend.toml:5:1", "record_keep = 0: expected at least 1"], ..NONE },
+        Case { what: "a sensor of an unknown type", config_tables: "[[sensor]]\ntype = \"sniffer\"\n", expect: &["rocemend.toml:", "unknown kind \"sniffer\""], ..NONE },
+        Case { what: "a sensor setting of the wrong type", config_tables: "[[sensor]]\ntype = \"rdma_sysfs\"\ninterval = 5\n", expect: &["rocemend.toml:", "sensor \"rdma_sysfs\""], ..NONE },
+        Case { what: "a missing inventory", config_top: "inventory = \"no-such-inventory.toml\"\n", expect: &["rocemend.toml:4:1", "no-such-inventory.toml: no such file"], ..NONE },
+        // The fleet table: checked by `check` as `run` reads it.
+        Case { what: "a `fleet.lease_ttl` under 2 s", config_tables: "[fleet]\netcd = [\"http://127.0.0.1:2379\"]\nidentity = \"n1\"\nlease_ttl = \"500ms\"\n", expect: &["rocemend.toml:", "fleet.lease_ttl = \"500ms\": etcd leases are whole seconds"], ..NONE },
+        Case { what: "a `fleet.etcd` that is no URL", config_tables: "[fleet]\netcd = [\"127.0.0.1:2379\"]\nidentity = \"n1\"\n", expect: &["rocemend.toml:", "fleet.etcd: \"127.0.0.1:2379\" is not an http:// or https:// URL"], ..NONE },
+        Case { what: "`fleet.shard` without a sensor that reads switches", config_tables: "[fleet]\netcd = [\"http://127.0.0.1:2379\"]\nidentity = \"agg-1\"\nshard = \"pod-a\"\n", expect: &["rocemend.toml:", "fleet.shard shares the switches the gnmi sensors read, and no [[sensor]] reads switches"], ..NONE },
+        // The playbook: limits that switch safety off or contradict themselves.
+        Case { what: "`breaker.trip_after = 0`", playbook_tables: "[breaker]\ntrip_after = 0\n", expect: &["playbook.toml:", "breaker.trip_after: 0 means the circuit breaker never trips"], ..NONE },
+        Case { what: "a breaker window of `\"0\"`", playbook_tables: "[breaker]\nwindow = \"0\"\n", expect: &["playbook.toml:", "breaker.window"], ..NONE },
+        Case { what: "`target.max_per_window = 0`", playbook_tables: "[target]\nmax_per_window = 0\n", expect: &["playbook.toml:", "target.max_per_window"], ..NONE },
+        Case { what: "`limits.max_rails_per_plane = 0`", playbook_tables: "[limits]\nmax_rails_per_plane = 0\n", expect: &["playbook.toml:", "limits.max_rails_per_plane"], ..NONE },
+        Case { what: "a cooldown longer than its window", playbook_tables: "[target]\ncooldown = \"2h\"\nwindow = \"1m\"\n", expect: &["playbook.toml:", "is longer than the target window"], ..NONE },
+        Case { what: "`action_timeout = \"0\"`", playbook_top: "action_timeout = \"0\"\n", expect: &["playbook.toml:", "action_timeout"], ..NONE },
+        Case { what: "`retry.attempts = 4e9`", playbook_tables: "[retry]\nattempts = 4000000000\n", expect: &["playbook.toml:", "attempts"], ..NONE },
+        // The playbook: routing mistakes.
+        Case { what: "an unknown rule in `[rule.NAME]`", playbook_tables: "[rule.link-flaps]\nmode = \"off\"\n", expect: &["playbook.toml:", "[rule.link-flaps] names no rule", "did you mean \"link-flap\"?"], ..NONE },
+        Case { what: "an unknown kind in `[[approval]]`", playbook_tables: "[[approval]]\nactions = [\"node.cordn\"]\n", expect: &["playbook.toml:", "approval: no rule proposes \"node.cordn\"", "did you mean \"node.cordon\"?"], ..NONE },
+        Case { what: "an unknown kind in `[undo]`", playbook_tables: "[undo]\non_resolve = [\"ecn.lowr\"]\n", expect: &["playbook.toml:", "undo.on_resolve: no rule proposes \"ecn.lowr\"", "did you mean \"ecn.lower\"?"], ..NONE },
+        Case { what: "`handles = [\"*\", \"\"]`", actuators: Some("[[actuator]]\nname = \"all\"\ntype = \"log\"\nhandles = [\"*\", \"\"]\n"), expect: &["playbook.toml:", "\"\" is not an action kind"], ..NONE },
+        Case {
+            what: "two actuators for `pfcwd.*`",
+            actuators: Some(TWO_PFCWD),
+            expect: &["playbook.toml:", "actuator \"pfcwd-2\": \"pfcwd.*\" never reaches it"],
+            ..NONE
+        },
+        Case { what: "no actuator for `node.*`", actuators: Some(WITHOUT_NODE), expect: &["playbook.toml:", "rule \"gpu-xid\"", "proposes \"node.cordon\", which no actuator handles"], ..NONE },
+        Case { what: "`handles = [\"lnk.*\"]`", actuators: Some(LNK), expect: &["playbook.toml:", "rule \"link-flap\"", "proposes \"link.isolate\", which no actuator handles: is \"lnk.*\" meant to be \"link.*\"?"], ..NONE },
+        Case { what: "a pfcwd actuator without `[gnmi]`", actuators: Some(PFCWD_NO_GNMI), expect: &["playbook.toml:", "rule \"pfc-storm\"", "proposes \"pfcwd.escalate\", routed to actuator \"pfcwd\"", "no [gnmi] settings"], ..NONE },
+        Case { what: "an actuator of an unknown type", actuators: Some(TELEPORT), expect: &["playbook.toml:", "unknown kind \"teleport\""], ..NONE },
+        Case { what: "an actuator for another node", actuators: Some(OTHER_NODE), expect: &["playbook.toml:", "node = \"node-99\" is not this daemon's node \"node-01\""], ..NONE },
+        // Switches: written once, in the inventory; named everywhere else.
+        Case {
+            what: "a switch the inventory does not have",
+            config_top: "inventory = \"inventory.toml\"\n",
+            actuators: Some(PFCWD_NAMED_TYPO),
+            expect: &["playbook.toml:", "gnmi.switches: switch \"leaf-rial0\" is not in the inventory; did you mean \"leaf-rail0\"?"],
+            ..NONE
+        },
+        Case { what: "a switch named without an inventory", actuators: Some(PFCWD_NAMED), expect: &["playbook.toml:", "is named, but there is no inventory"], ..NONE },
+        Case {
+            what: "a named switch with access settings in the playbook",
+            config_top: "inventory = \"inventory.toml\"\n",
+            actuators: Some(PFCWD_NAMED_STYLED),
+            expect: &["playbook.toml:", "switches named from the inventory are reached as the inventory says"],
+            ..NONE
+        },
+        Case {
+            what: "a gnmi sensor target the inventory does not have",
+            config_top: "inventory = \"inventory.toml\"\n",
+            config_tables: "[[sensor]]\ntype = \"gnmi\"\npresets = [\"sonic_pfc\"]\n[[sensor.targets]]\nname = \"leaf-rial0\"\n",
+            expect: &["rocemend.toml:", "switch \"leaf-rial0\" is not in the inventory; did you mean \"leaf-rail0\"?"],
+            ..NONE
+        },
+        Case {
+            what: "an inline gNMI password",
+            config_tables: "[[sensor]]\ntype = \"gnmi\"\npresets = [\"sonic_pfc\"]\n[[sensor.targets]]\nname = \"leaf-rail0\"\naddress = \"127.0.0.1:1\"\npassword = \"s3cret\"\n",
+            expect: &["rocemend.toml:", "an inline username or password is refused"],
+            ..NONE
+        },
+        // Rules.
+        Case {
+            what: "a rule with three mistakes",
+            rule: Some(("broken.rhai", "#{\n  name: \"broken\",\n  selct: [\"x\"],\n  severity: \"warn\",\n  cooldown: \"10\",\n}\n")),
+            expect: &["broken.rhai:3:", "selct", "broken.rhai:4:", "severity", "broken.rhai:5:", "cooldown"],
+            ..NONE
+        },
+        Case {
+            what: "two rules of one name",
+            rule: Some(("again.rhai", "fn fire(w) { w.n > 1.0 }\n#{ name: \"link-flap\", select: [\"link_carrier_down_count\"], windows: #{ n: last(\"link_carrier_down_count\") } }\n")),
+            expect: &[".rhai:", "rule name \"link-flap\" is also used by"],
+            ..NONE
+        },
+    ]
+}
+
+const TWO_PFCWD: &str = "\
+[[actuator]]\nname = \"pfcwd\"\ntype = \"log\"\nhandles = [\"pfcwd.*\"]\n\
+[[actuator]]\nname = \"pfcwd-2\"\ntype = \"log\"\nhandles = [\"pfcwd.*\"]\n\
+[[actuator]]\nname = \"rest\"\ntype = \"log\"\nhandles = [\"*\"]\n";
+
+const WITHOUT_NODE: &str = "\
+[[actuator]]\nname = \"pfcwd\"\ntype = \"log\"\nhandles = [\"pfcwd.*\"]\n\
+[[actuator]]\nname = \"ecn\"\ntype = \"log\"\nhandles = [\"ecn.*\"]\n\
+[[actuator]]\nname = \"link\"\ntype = \"log\"\nhandles = [\"link.*\"]\n\
+[[actuator]]\nname = \"rail\"\ntype = \"log\"\nhandles = [\"rail.*\"]\n\
+[[actuator]]\nname = \"notify\"\ntype = \"log\"\nhandles = [\"webhook.*\"]\n";
+
+const LNK: &str = "\
+[[actuator]]\nname = \"pfcwd\"\ntype = \"log\"\nhandles = [\"pfcwd.*\", \"ecn.*\", \"rail.*\", \"node.*\", \"webhook.*\"]\n\
+[[actuator]]\nname = \"link\"\ntype = \"log\"\nhandles = [\"lnk.*\"]\n";
+
+const PFCWD_NO_GNMI: &str = "\
+[[actuator]]\nname = \"pfcwd\"\ntype = \"pfcwd\"\nhandles = [\"pfcwd.*\"]\n[actuator.host]\nnetdevs = [\"eth0\"]\n\
+[[actuator]]\nname = \"rest\"\ntype = \"log\"\nhandles = [\"*\"]\n";
+
+/// A pfcwd actuator naming `leaf-rail0` (or a typo of it) from the inventory.
+const PFCWD_NAMED: &str = "\
+[[actuator]]\nname = \"pfcwd\"\ntype = \"pfcwd\"\nhandles = [\"pfcwd.*\"]\n[actuator.gnmi]\nswitches = [\"leaf-rail0\"]\n\
+[[actuator]]\nname = \"rest\"\ntype = \"log\"\nhandles = [\"*\"]\n";
+
+const PFCWD_NAMED_TYPO: &str = "\
+[[actuator]]\nname = \"pfcwd\"\ntype = \"pfcwd\"\nhandles = [\"pfcwd.*\"]\n[actuator.gnmi]\nswitches = [\"leaf-rial0\"]\n\
+[[actuator]]\nname = \"rest\"\ntype = \"log\"\nhandles = [\"*\"]\n";
+
+const PFCWD_NAMED_STYLED: &str = "\
+[[actuator]]\nname = \"pfcwd\"\ntype = \"pfcwd\"\nhandles = [\"pfcwd.*\"]\n[actuator.gnmi]\nswitches = [\"leaf-rail0\"]\npath_style = \"auto\"\n\
+[[actuator]]\nname = \"rest\"\ntype = \"log\"\nhandles = [\"*\"]\n";
+
+const TELEPORT: &str = "\
+[[actuator]]\nname = \"beam\"\ntype = \"teleport\"\nhandles = [\"*\"]\n";
+
+const OTHER_NODE: &str = "\
+[[actuator]]\nname = \"link\"\ntype = \"link\"\nhandles = [\"link.*\"]\nnode = \"node-99\"\n\
+[[actuator]]\nname = \"rest\"\ntype = \"log\"\nhandles = [\"*\"]\n";
+
+/// Writes the case's files into `dir` and returns the config's path.
+fn write(dir: &Path, case: &Case) -> std::path::PathBuf {
+    let rules = dir.join("rules");
+    std::fs::create_dir_all(&rules).unwrap();
+    for entry in std::fs::read_dir(repo("rules")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "rhai") {
+            std::fs::copy(&path, rules.join(path.file_name().unwrap())).unwrap();
+        }
+    }
+    if let Some((name, source)) = case.rule {
+        std::fs::write(rules.join(name), source).unwrap();
+    }
+    std::fs::write(dir.join("a-file"), "").unwrap();
+    // The inventory the switch cases name (`inventory = "inventory.toml"`).
+    std::fs::write(
+        dir.join("inventory.toml"),
+        "[[switch]]\nname = \"leaf-rail0\"\nrole = \"leaf\"\naddress = \"127.0.0.1:1\"\n",
+    )
+    .unwrap();
+    let actuators = case.actuators.unwrap_or(ACTUATORS);
+    let playbook = format!(
+        "name = \"p\"\nmode = \"enforce\"\nrules = \"rules\"\n{}{}{actuators}",
+        case.playbook_top, case.playbook_tables
+    );
+    std::fs::write(dir.join("playbook.toml"), playbook).unwrap();
+    let state = if case.config_top.contains("state_dir") { String::new() } else { "state_dir = \"state\"\n".into() };
+    // Reload polling is off unless the case sets it: a refused config never
+    // gets that far, and a wrongly accepted one is stopped anyway.
+    let poll = if case.config_tables.contains("reload_poll") { "" } else { "reload_poll = \"0\"\n" };
+    let config = format!(
+        "node = \"node-01\"\n{state}playbook = \"playbook.toml\"\n{}[engine]\n{poll}{}",
+        case.config_top,
+        case.config_tables.replace("[engine]\n", "")
+    );
+    let path = dir.join("rocemend.toml");
+    std::fs::write(&path, config).unwrap();
+    path
+}
+
+/// The first of `fragments` that `out` does not contain after the ones
+/// before it.
+fn first_missing<'a>(out: &str, fragments: &[&'a str]) -> Option<&'a str> {
+    let mut rest = out;
+    for fragment in fragments {
+        let Some(at) = rest.find(fragment) else { return Some(fragment) };
+        rest = &rest[at + fragment.len()..];
+    }
+    None
+}
+
+/// `check` and `run` on one case: both exit 2, and the refusal of each. A
+/// `run` that accepts the config starts the daemon: it is stopped after
+/// [`common::WAIT`] and the case fails.
+fn refusals(config: &Path) -> Result<(String, String), String> {
+    let check = Command::new(bin()).args(["check", "--config"]).arg(config).output().unwrap();
+    if check.status.code() != Some(2) {
+        return Err(format!("check exits {:?}:\n{}", check.status.code(), text(&check)));
+    }
+    let mut run = Command::new(bin())
+        .args(["run", "--config"])
+        .arg(config)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while run.try_wait().unwrap().is_none() {
+        if started.elapsed() > common::WAIT {
+            run.kill().unwrap();
+            return Err(format!("run accepted it (check refused it):\n{}", text(&check)));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let run = run.wait_with_output().unwrap();
+    if run.status.code() != Some(2) {
+        return Err(format!("run exits {:?}:\n{}", run.status.code(), text(&run)));
+    }
+    Ok((text(&check), text(&run)))
+}
+
+/// The first line of `out` naming the first expected fragment, the temp
+/// directory cut off.
+fn message(out: &str, case: &Case, dir: &Path) -> String {
+    let dir = format!("{}/", dir.display());
+    let line = out
+        .lines()
+        .find(|l| l.contains(case.expect[0]) && case.expect.get(1).is_none_or(|f| out.contains(f)))
+        .unwrap_or("");
+    line.trim_start_matches("error  ").trim_start_matches("error: ").replace(&dir, "").replace('|', "\\|")
+}
+
+#[test]
+fn the_base_config_passes_check() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = write(tmp.path(), &NONE);
+    let out = Command::new(bin()).args(["check", "--config"]).arg(&config).output().unwrap();
+    assert!(out.status.success(), "the base of every case must be valid:\n{}", text(&out));
+    assert!(text(&out).contains("rules "), "{}", text(&out));
+}
+
+#[test]
+fn every_bad_input_is_refused_by_check_and_run_with_the_same_message() {
+    let mut rows = Vec::new();
+    let mut failures = Vec::new();
+    for case in cases() {
+        let tmp = tempfile::tempdir().unwrap();
+        let config = write(tmp.path(), &case);
+        let (check, run) = match refusals(&config) {
+            Ok(outputs) => outputs,
+            Err(failure) => {
+                failures.push(format!("{}: {failure}", case.what));
+                continue;
+            }
+        };
+        for (verb, out) in [("check", &check), ("run", &run)] {
+            if let Some(fragment) = first_missing(out, case.expect) {
+                failures.push(format!("{}: `{verb}` does not say {fragment:?} (in order):\n{out}", case.what));
+            }
+        }
+        rows.push(format!("| {} | `{}` |", case.what, message(&check, &case, tmp.path())));
+    }
+    assert!(failures.is_empty(), "{} of {} cases fail:\n\n{}", failures.len(), cases().len(), failures.join("\n\n"));
+    let table = format!("| input | `check` and `run` say |\n|---|---|\n{}", rows.join("\n"));
+    let docs = repo("docs/config.md");
+    let text = std::fs::read_to_string(&docs).unwrap();
+    const BEGIN: &str = "<!-- BEGIN bad-inputs (generated by tests/bad_configs.rs) -->";
+    const END: &str = "<!-- END bad-inputs -->";
+    let (head, rest) = text.split_once(BEGIN).expect("docs/config.md has the bad-inputs BEGIN marker");
+    let (_, tail) = rest.split_once(END).expect("docs/config.md has the bad-inputs END marker");
+    let want = format!("{head}{BEGIN}\n{table}\n{END}{tail}");
+    if std::env::var_os("ROCEMEND_BLESS_DOCS").is_some() {
+        std::fs::write(&docs, &want).unwrap();
+    } else {
+        assert!(text == want, "docs/config.md's table of bad inputs is out of date; regenerate it with\n  ROCEMEND_BLESS_DOCS=1 cargo test --test it -- bad_configs::\n{table}");
+    }
+}

@@ -1,0 +1,150 @@
+//! `rocemend preview`: a playbook's rules and whole safety policy on the
+//! demo recording (a PFC storm escalated at +3.2 s, a link flap isolated at
+//! +11 s, a rail drained at +15 s), and `--diff` between two playbooks; and
+//! `replay --diff`'s exit code and summary.
+
+use crate::common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::{bin, repo, text, toml_path};
+
+/// A playbook in `dir` named `name`: every action kind to a log actuator,
+/// in enforce mode, the repository's rules, then `extra` (tables).
+fn playbook(dir: &Path, name: &str, extra: &str) -> PathBuf {
+    let path = dir.join(format!("{name}.toml"));
+    // Limits of zero switch a safety off: accepted only when asked for.
+    let body = format!(
+        "name = \"{name}\"\nmode = \"enforce\"\nrules = {}\nallow_unsafe = true\n\n\
+         [[actuator]]\nname = \"fabric\"\ntype = \"log\"\nhandles = [\"pfcwd.*\", \"ecn.*\", \"rail.*\", \"link.*\", \"node.*\"]\n\n\
+         [[actuator]]\nname = \"notify\"\ntype = \"log\"\nhandles = [\"webhook.*\"]\ndestructive = false\n\n{extra}",
+        toml_path(&repo("rules"))
+    );
+    std::fs::write(&path, body).unwrap();
+    path
+}
+
+fn rocemend(args: &[&str]) -> Output {
+    Command::new(bin()).args(args).current_dir(repo(".")).output().unwrap()
+}
+
+fn preview(playbook: &Path, more: &[&str]) -> Output {
+    let mut args = vec!["preview", "--playbook", playbook.to_str().unwrap(), "chaos/sim/data/demo.jsonl"];
+    args.extend_from_slice(more);
+    rocemend(&args)
+}
+
+/// The lines about the rail drain.
+fn drain_lines(out: &Output) -> Vec<String> {
+    String::from_utf8_lossy(&out.stdout).lines().filter(|l| l.contains("rail.drain")).map(str::to_string).collect()
+}
+
+#[test]
+fn a_limit_that_holds_the_drain_shows_it_held_with_its_reason() {
+    let tmp = tempfile::tempdir().unwrap();
+    let open = playbook(tmp.path(), "open", "");
+    let out = preview(&open, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let lines = drain_lines(&out);
+    assert!(lines.len() == 1 && lines[0].contains("+ 15.000s  enforce  symbol-errors rail.drain"), "{lines:?}");
+    assert!(lines[0].ends_with("would execute"), "{lines:?}");
+
+    let strict = playbook(tmp.path(), "strict", "[limits]\nper_kind = { \"rail.drain\" = 0 }\n");
+    let out = preview(&strict, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let lines = drain_lines(&out);
+    assert_eq!(lines.len(), 1, "{}", text(&out));
+    assert!(lines[0].contains("held: ") && lines[0].contains("rail.drain"), "the reason names the limit: {lines:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.lines().last().unwrap().contains("1 held"), "{stdout}");
+    // The other actions are untouched by a limit on drains.
+    assert!(stdout.contains("pfcwd.escalate") && stdout.contains("would execute"), "{stdout}");
+}
+
+#[test]
+fn an_action_that_needs_approval_waits_and_expires_on_the_recordings_clock() {
+    let tmp = tempfile::tempdir().unwrap();
+    let approve = playbook(tmp.path(), "approve", "[[approval]]\nactions = [\"rail.drain\"]\ntimeout = \"5s\"\n");
+    let out = preview(&approve, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let lines = drain_lines(&out);
+    assert_eq!(lines.len(), 2, "a request, then its expiry: {}", text(&out));
+    assert!(lines[0].starts_with("+ 15.000s") && lines[0].contains("waiting for approval until +20.000s"), "{lines:?}");
+    // Nobody approves in a preview: the request expires 5 s later, in recorded time.
+    assert!(lines[1].starts_with("+ 20.000s") && lines[1].contains("expired"), "{lines:?}");
+
+    let out = preview(&approve, &["--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let docs: Vec<serde_json::Value> =
+        String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let waiting = docs.iter().find(|d| d["verdict"] == "awaiting-approval").expect("a request waiting");
+    assert_eq!(waiting["action"], "rail.drain");
+    assert_eq!(waiting["mode"], "enforce");
+    let summary = &docs.last().unwrap()["summary"];
+    assert_eq!(summary["by_category"]["waiting for approval"], 1, "{summary}");
+    assert_eq!(summary["decisions"].as_u64(), Some(docs.len() as u64 - 1));
+}
+
+#[test]
+fn diff_lists_the_changed_decision_and_exits_1_and_0_when_identical() {
+    let tmp = tempfile::tempdir().unwrap();
+    let old = playbook(tmp.path(), "old", "");
+    let new = playbook(tmp.path(), "new", "[limits]\nper_kind = { \"rail.drain\" = 0 }\n");
+    let out = preview(&new, &["--diff", old.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 3, "a header, the one changed decision, the summary:\n{stdout}");
+    assert!(lines[1].starts_with("+ 15.000s  symbol-errors rail.drain"), "{stdout}");
+    assert!(lines[1].contains("OLD would execute [enforce]") && lines[1].contains("NEW held: "), "{stdout}");
+    assert_eq!(lines[2], "1 decision differs: 1 would now be held");
+
+    let out = preview(&old, &["--diff", old.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).ends_with("no decision differs\n"), "{}", text(&out));
+
+    let out = preview(&new, &["--diff", old.to_str().unwrap(), "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let docs: Vec<serde_json::Value> =
+        String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(docs.len(), 2, "{docs:?}");
+    assert_eq!(
+        (docs[0]["old"]["verdict"].as_str(), docs[0]["new"]["verdict"].as_str()),
+        (Some("executed"), Some("held"))
+    );
+    assert_eq!(docs[1]["summary"]["differ"], 1);
+}
+
+#[test]
+fn a_malformed_playbook_is_refused_with_exit_2_at_its_line_and_column() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bad = playbook(tmp.path(), "bad", "[limits]\nmax_rails_per_plane = \"one\"\n");
+    let out = preview(&bad, &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let written = std::fs::read_to_string(&bad).unwrap();
+    let line = written.lines().position(|l| l.starts_with("max_rails_per_plane")).unwrap() + 1;
+    // The column of the value, after `max_rails_per_plane = `.
+    let place = format!("{}:{line}:23: ", bad.display());
+    assert!(stderr.contains(&place) && stderr.contains("expected u32"), "{place} in:\n{stderr}");
+    assert!(out.stdout.is_empty(), "nothing previewed: {}", text(&out));
+}
+
+#[test]
+fn replay_diff_prints_what_differs_and_a_summary_and_exits_as_diff_does() {
+    let tmp = tempfile::tempdir().unwrap();
+    let without = common::standard_rules_without(tmp.path(), "link_flap.rhai");
+    let out =
+        rocemend(&["replay", "chaos/sim/data/demo.jsonl", "--rules", "rules", "--diff", without.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 3, "a header, the isolation only A proposes, the summary:\n{stdout}");
+    assert!(lines[1].contains("A     + 11.000s") && lines[1].contains("link.isolate"), "{stdout}");
+    assert_eq!(lines[2], "1 proposal differs: 1 only in A, 0 only in B, 0 at another time in B; 2 the same");
+
+    let out = rocemend(&["replay", "chaos/sim/data/demo.jsonl", "--rules", "rules", "--diff", "rules"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).ends_with("no proposal differs (3 the same)\n"), "{}", text(&out));
+}
