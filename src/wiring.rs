@@ -88,7 +88,7 @@ pub fn topology(path: Option<&Path>) -> anyhow::Result<Option<Arc<Topology>>> {
 
 /// Loads the rule directory and applies the playbook.
 pub fn load_rules(dir: &Path, helpers: Helpers, playbook: &Playbook) -> Result<RuleSet, RuleErrors> {
-    Ok(rule::load_dir(dir, helpers)?.without_disabled(playbook))
+    Ok(rule::load_dir(dir, helpers)?.without_disabled(&playbook.disabled_rules()))
 }
 
 /// Attaches fleet coordination when the configuration has a `[fleet]`

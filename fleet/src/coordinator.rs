@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use engine::coordination::{
+use engine::contracts::{
     Admission, Adopted, CoordinationError, Coordinator, FleetBreaker, Health, Release, Token, TokenRequest,
 };
 use engine::dispatch::Decision;

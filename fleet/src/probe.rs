@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use engine::coordination::Coordinator;
+use engine::contracts::Coordinator;
 use engine::dispatch::{ActuatorRoute, DispatchConfig, Dispatcher, Mode};
 use engine::policy::{BreakerConfig, Limits, PolicySettings, RetryConfig, TargetLimits, UndoConfig};
 use engine::{Action, ActuatorError, Labels, Nanos, Outcome, Plan, Proposal, Severity};

@@ -80,7 +80,7 @@ fn sources(args: &TimelineArgs) -> anyhow::Result<Sources> {
         Some(dir) => {
             let set = rule::load_dir(&dir, helpers)?;
             let set = match &playbook {
-                Some(p) => set.without_disabled(p),
+                Some(p) => set.without_disabled(&p.disabled_rules()),
                 None => set,
             };
             Some((dir, set))

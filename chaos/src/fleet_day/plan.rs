@@ -9,7 +9,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use engine::coordination::Scope;
+use engine::contracts::Scope;
 use engine::playbook::Playbook;
 use engine::policy::kind_matches;
 use engine::time::parse_duration;

@@ -142,7 +142,7 @@ impl<'a> Run<'a> {
         let fabric: SharedFabric = Arc::new(Mutex::new(fabric));
 
         let helpers = Helpers::new(Some(series.clone()), Some(plan.topology.clone()));
-        let rules = rule::load_sources(setup.rules, helpers)?.without_disabled(setup.playbook);
+        let rules = rule::load_sources(setup.rules, helpers)?.without_disabled(&setup.playbook.disabled_rules());
         let evaluator = Evaluator::new(series.clone(), rules, None)?;
         let store = Store::open(&root.join("state.sled"))?;
         let ledger = Ledger::open(&store, Retention::default())?;

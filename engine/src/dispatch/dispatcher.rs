@@ -33,14 +33,15 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::silence::{Silence, Silences};
-use super::types::{Decision, Drift, DriftKind, Drifted, Mode, Phase, Step, Verdict};
-use crate::action::Proposal;
+use crate::contracts::Proposal;
 use crate::contracts::{Actuator, ActuatorError, Outcome, Verification};
-use crate::coordination::{Adopted, Coordinator, Scope, Standalone, Token};
+use crate::contracts::{Adopted, Coordinator, Scope, Standalone, Token};
+use crate::contracts::{Decision, Drift, DriftKind, Drifted, Phase, Step, Verdict};
 use crate::labels::Labels;
 use crate::ledger::{Ledger, ModeSet};
+use crate::mode::Mode;
 use crate::policy::{kind_matches, BreakerState, Check, CheckFor, Effect, Policy, PolicySettings};
+use crate::silence::{Silence, Silences};
 use crate::time::{wall_clock_now, Nanos, Span};
 use crate::topology::Topology;
 
@@ -89,7 +90,7 @@ pub struct Dispatcher {
     last_verified: Nanos,
     /// Actions found drifted: the latest, and how many of each kind.
     drifts: DriftLog,
-    /// Operators' silences (see [`super::silence`]).
+    /// Operators' silences (see [`crate::silence`]).
     silences: Silences,
     /// Fleet coordination ([`Standalone`] unless configured).
     fleet: super::fleet::Fleet,
@@ -141,7 +142,7 @@ pub enum DispatchError {
     },
     /// The silence was refused.
     #[error(transparent)]
-    Silence(#[from] super::silence::SilenceError),
+    Silence(#[from] crate::silence::SilenceError),
     /// An undo by hand was refused: the decision is not an action in effect
     /// that we may restore (already undone, not executed, drifted).
     #[error("cannot undo {id}: {reason}")]
@@ -267,7 +268,7 @@ impl Dispatcher {
         (self.clock)()
     }
 
-    /// Adds a silence (see [`super::silence`]); returns it with its id.
+    /// Adds a silence (see [`crate::silence`]); returns it with its id.
     /// It is in the ledger, on disk, before this returns.
     pub fn silence(&mut self, silence: Silence) -> Result<Silence, DispatchError> {
         let set = self.silences.add(silence).map_err(DispatchError::Silence)?;

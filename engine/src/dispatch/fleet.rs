@@ -9,8 +9,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::types::{Decision, Step, Verdict};
-use crate::coordination::{Admission, Coordinator, Release, Scope, Token, TokenRequest};
+use crate::contracts::{Admission, Coordinator, Release, Scope, Token, TokenRequest};
+use crate::contracts::{Decision, Step, Verdict};
 use crate::policy::{kind_matches, Effect, Impact};
 use crate::time::Nanos;
 

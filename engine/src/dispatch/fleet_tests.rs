@@ -2,9 +2,9 @@
 //! local ones never ask; unreachable means held; tokens go back.
 
 use super::*;
-use crate::action::{Action, Proposal};
+use crate::contracts::{Action, Proposal};
 use crate::contracts::{Actuator, ActuatorError, Outcome, Plan};
-use crate::coordination::{
+use crate::contracts::{
     Admission, CoordinationError, Coordinator, FleetBreaker, Health, Release, Scope, Token, TokenRequest,
 };
 use crate::labels::Labels;
@@ -282,7 +282,7 @@ async fn the_local_breaker_tripping_trips_the_fleet_breaker() {
 struct Sharing {
     recorded: Mutex<Vec<(String, String)>>,
     restored: Mutex<Vec<String>>,
-    offered: Mutex<Vec<crate::coordination::Adopted>>,
+    offered: Mutex<Vec<crate::contracts::Adopted>>,
 }
 
 #[async_trait]
@@ -329,7 +329,7 @@ impl Coordinator for Sharing {
     async fn switch_restored(&self, action: &Action, _switch: &str) {
         self.restored.lock().unwrap().push(action.dedup_key());
     }
-    fn take_adopted(&self) -> Vec<crate::coordination::Adopted> {
+    fn take_adopted(&self) -> Vec<crate::contracts::Adopted> {
         std::mem::take(&mut *self.offered.lock().unwrap())
     }
 }
@@ -368,7 +368,7 @@ async fn an_action_taken_over_is_adopted_once_under_an_id_of_our_own_and_not_sen
     );
     taken.verdict =
         Verdict::Executed { outcome: Outcome { summary: "escalated".into(), requests: vec![], prior: None } };
-    let offer = crate::coordination::Adopted { decision: taken, from: "agg-1".into(), switch: "leaf-1".into() };
+    let offer = crate::contracts::Adopted { decision: taken, from: "agg-1".into(), switch: "leaf-1".into() };
     sharing.offered.lock().unwrap().push(offer.clone());
     d.adopt_taken_over(2 * SECOND).await;
     let in_effect: Vec<&crate::policy::Effect> = d.policy().in_effect().collect();

@@ -9,7 +9,7 @@ use async_trait::async_trait;
 
 use super::tests::{dispatcher, ledger, proposal, Setup};
 use super::*;
-use crate::action::Action;
+use crate::contracts::Action;
 use crate::contracts::{Actuator, ActuatorError, Outcome, Plan};
 use crate::labels::Labels;
 use crate::policy::{BreakerConfig, Limits, PolicySettings, RetryConfig, TargetLimits, UndoConfig};

@@ -3,7 +3,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::*;
-use crate::action::Proposal;
+use crate::contracts::Proposal;
 use crate::labels::Labels;
 use crate::ledger::{Ledger, Retention};
 use crate::mode::Mode;
@@ -276,5 +276,5 @@ async fn a_rule_silence_covers_only_that_rule_and_can_be_lifted_early() {
 fn a_silence_with_neither_rule_nor_target_is_refused() {
     let mut s = silence::Silences::default();
     let err = s.add(silence(None, None, SECOND)).unwrap_err();
-    assert_eq!(err, super::silence::SilenceError::Unscoped);
+    assert_eq!(err, crate::silence::SilenceError::Unscoped);
 }

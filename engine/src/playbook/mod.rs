@@ -36,8 +36,8 @@ use crate::errors::Errors;
 
 mod checks;
 
-use crate::coordination::Scope;
-use crate::dispatch::Mode;
+use crate::contracts::Scope;
+use crate::mode::Mode;
 use crate::policy::{
     ApprovalRule, BreakerConfig, Limits, PolicySettings, RetryConfig, TargetLimits, UndoConfig, VerifyConfig,
 };

@@ -40,6 +40,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::contracts::kind_matches;
 use crate::time::{parse_duration, Nanos};
 
 /// `[limits]`: blast-radius limits in topology terms.
@@ -221,14 +222,6 @@ fn three() -> u32 {
 }
 fn five() -> u32 {
     5
-}
-
-/// Whether an action kind matches a pattern: exact, `prefix.*`, or `*`.
-pub fn kind_matches(pattern: &str, kind: &str) -> bool {
-    match pattern.strip_suffix('*') {
-        Some(prefix) => kind.starts_with(prefix),
-        None => pattern == kind,
-    }
 }
 
 /// The settings with every duration parsed: what the policy runs on.

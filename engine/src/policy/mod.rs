@@ -19,9 +19,10 @@
 
 mod config;
 
+pub use crate::contracts::{kind_matches, Impact};
 pub use config::{
-    kind_matches, ApprovalRule, BreakerConfig, Limits, PolicyError, PolicySettings, RetryConfig, TargetLimits,
-    UndoConfig, VerifyConfig,
+    ApprovalRule, BreakerConfig, Limits, PolicyError, PolicySettings, RetryConfig, TargetLimits, UndoConfig,
+    VerifyConfig,
 };
 
 use std::collections::{HashMap, VecDeque};
@@ -29,7 +30,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::action::{Action, Proposal};
+use crate::contracts::{Action, Proposal};
 use crate::labels::Labels;
 use crate::time::{Nanos, Span};
 use crate::topology::Topology;
@@ -115,19 +116,6 @@ impl BreakerState {
     pub fn trips_since(&self, since: Nanos) -> usize {
         self.trips.iter().filter(|t| t.at > since).count()
     }
-}
-
-/// Where an action lands in the topology.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Impact {
-    /// The node it acts on.
-    pub node: Option<String>,
-    /// The rail.
-    pub rail: Option<String>,
-    /// The plane.
-    pub plane: Option<String>,
-    /// The switch.
-    pub switch: Option<String>,
 }
 
 /// An action in effect.

@@ -1,6 +1,6 @@
 use super::*;
+use crate::contracts::Severity;
 use crate::mode::Mode;
-use crate::rule::Severity;
 use crate::time::{MS, SECOND};
 use std::collections::BTreeMap;
 

@@ -9,7 +9,8 @@
 //! - [`decl`]: reading the declaration map into a [`Rule`];
 //! - [`script`]: calling `fire` / `clear` with window values;
 //! - [`native`]: `fire` / `clear` bodies compiled into native predicates;
-//! - [`helpers`]: cross-series functions scripts may call.
+//! - [`helpers`]: cross-series functions scripts may call;
+//! - [`template`]: action templates filled for a subject.
 
 pub mod decl;
 pub mod helpers;
@@ -17,31 +18,23 @@ pub mod native;
 pub mod sandbox;
 pub mod script;
 pub mod selector;
+pub mod template;
 
 use crate::errors::Errors;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
-
 pub use decl::{ActionTemplate, Rule, MAX_GROUP_BY};
 pub use helpers::{HelperState, Helpers};
 pub use native::{NativePredicate, Runs};
 pub use script::{Condition, RuleScripts, ScriptError};
 pub use selector::Selector;
+pub use template::TemplateError;
 
-/// How bad a rule's finding is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    /// Worth knowing.
-    Info,
-    /// Degrades the fabric.
-    Warning,
-    /// Stalls training.
-    Critical,
-}
+/// How bad a rule's finding is: carried by its proposals, so it is defined
+/// with them.
+pub use crate::contracts::Severity;
 
 /// A rule file could not be loaded. Every variant names the file and, where
 /// it is known, the line and column.
@@ -92,9 +85,9 @@ impl RuleSet {
         self.rules.iter().find(|r| r.name == name)
     }
 
-    /// The set without the rules `playbook` switches off (`mode = "off"`).
-    pub fn without_disabled(mut self, playbook: &crate::playbook::Playbook) -> RuleSet {
-        let off = playbook.disabled_rules();
+    /// The set without the rules named in `off` (those a playbook switches
+    /// off: [`Playbook::disabled_rules`](crate::playbook::Playbook::disabled_rules)).
+    pub fn without_disabled(mut self, off: &[&str]) -> RuleSet {
         self.rules.retain(|r| !off.contains(&r.name.as_str()));
         self
     }

@@ -7,7 +7,7 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 
-use crate::action::Action;
+use crate::contracts::Action;
 use crate::contracts::{Actuator, ActuatorError, Outcome, Plan, Verification};
 use crate::labels::Labels;
 

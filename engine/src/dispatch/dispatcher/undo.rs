@@ -124,7 +124,7 @@ impl Dispatcher {
             rule: effect.rule.clone(),
             rule_hash: String::new(),
             rule_mode: Mode::Enforce,
-            severity: crate::rule::Severity::Info,
+            severity: crate::contracts::Severity::Info,
             subject: effect.subject.clone(),
             action: effect.action.clone(),
             values: vec![],

@@ -1,7 +1,7 @@
 //! Fleet coordination: the contract between the dispatcher and whatever
 //! keeps a safety budget shared by every daemon of the fleet.
 //!
-//! One daemon runs per node, so the local [`policy`](crate::policy) sees
+//! One daemon runs per node, so the local safety policy sees
 //! only what this daemon did. Limits such as "at most 3 nodes cordoned per
 //! 10 minutes" are fleet-wide: when a spine fails, every daemon in its blast
 //! radius sees the fault at once, and without a shared budget all of them
@@ -21,9 +21,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::action::Action;
-use crate::dispatch::Decision;
-use crate::policy::{kind_matches, Impact};
+use super::action::{kind_matches, Action, Impact};
+use super::decision::Decision;
 use crate::time::Nanos;
 
 /// Where an action's limits are kept.

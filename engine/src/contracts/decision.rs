@@ -1,10 +1,12 @@
-//! What the dispatcher decides, as stored in the ledger.
+//! What the dispatcher decides about a proposal ([`Decision`]), as the
+//! ledger stores it and a [`Coordinator`](super::Coordinator) hands it over.
 
 use serde::{Deserialize, Serialize};
 
-use crate::action::Proposal;
-use crate::contracts::{Outcome, Plan};
-pub use crate::mode::Mode;
+use super::action::{Action, Proposal};
+use super::actuator::{Outcome, Plan};
+use crate::labels::Labels;
+use crate::mode::Mode;
 use crate::time::Nanos;
 
 /// What became of a proposal.
@@ -154,7 +156,7 @@ pub struct Drifted {
     /// The decision that had put it in effect.
     pub id: String,
     /// The action.
-    pub action: crate::action::Action,
+    pub action: Action,
     /// What was found.
     pub drift: Drift,
     /// The decision that re-applied it, if it was re-applied.
@@ -190,7 +192,7 @@ pub struct Resolution {
     /// The incident's rule.
     pub rule: String,
     /// Its subject.
-    pub subject: crate::labels::Labels,
+    pub subject: Labels,
     /// When its fault was first seen: with rule and subject, the incident.
     pub started: Nanos,
     /// Who ended it.
