@@ -63,6 +63,9 @@
 //!   NCCL environment file, Slurm features, a Kubernetes label and taint;
 //! - [`sonic`]: the CONFIG_DB client over gNMI the switch actuators share;
 //! - [`http`]: the minimal HTTP/1.1 client they share;
+//! - [`declare`]: how a generic actuator (`exec`, `webhook`, `log`) says
+//!   how the safety policy counts the action kinds it carries out; the
+//!   others declare their own ([`declared`]);
 //! - [`ConfigError`], [`LabelError`], [`ParseError`]: why settings, a name
 //!   or a tool's output were refused, by setting and value;
 //! - [`build`]: the one place that knows every actuator kind ([`KINDS`]).
@@ -70,6 +73,7 @@
 #![deny(missing_docs)]
 
 pub mod cordon;
+pub mod declare;
 pub mod ecn;
 mod error;
 pub mod exec;
@@ -96,7 +100,7 @@ pub use webhook::{WebhookActuator, WebhookConfig};
 
 use std::sync::Arc;
 
-use engine::{Actuator, BuildError, Component};
+use engine::{ActionKindDecl, Actuator, BuildError, Component};
 
 /// The actuator kinds [`build`] knows.
 pub const KINDS: &[&str] = &["log", "exec", "cordon", "link", "webhook", "pfcwd", "ecn", "rail"];
@@ -123,7 +127,7 @@ pub fn build_in(
     }
     let it = Component { component: "actuator", name, kind };
     match kind {
-        "log" => it.build(settings, |c: LogConfig| Ok::<_, std::convert::Infallible>(c.build(name))).map(shared),
+        "log" => it.build(settings, |c: LogConfig| c.build(name)).map(shared),
         "exec" => it.build(settings, |c: ExecConfig| c.build(name)).map(shared),
         "cordon" => it.build(settings, |c: CordonConfig| c.build(name)).map(shared),
         "link" => it.build(settings, |c: LinkConfig| c.build(name)).map(shared),
@@ -132,6 +136,21 @@ pub fn build_in(
         "ecn" => it.build(settings, |c: EcnConfig| c.build_in(name, inventory)).map(shared),
         "rail" => it.build(settings, |c: RailConfig| c.build_in(name, inventory)).map(shared),
         _ => Err(it.unknown(KINDS)),
+    }
+}
+
+/// The action kinds the actuators of type `kind` carry out, each as they
+/// declare it, for the types whose kinds are their own (`cordon`, `link`,
+/// `pfcwd`, `ecn`, `rail`); `None` for the generic ones, whose settings
+/// declare theirs ([`declare`]).
+pub fn declared(kind: &str) -> Option<Vec<ActionKindDecl>> {
+    match kind {
+        "cordon" => Some(cordon::kinds()),
+        "link" => Some(link::kinds()),
+        "pfcwd" => Some(pfcwd::kinds()),
+        "ecn" => Some(ecn::kinds()),
+        "rail" => Some(rail::kinds()),
+        _ => None,
     }
 }
 

@@ -156,7 +156,7 @@ async fn ecn_lowers_one_queue_through_its_own_copy_and_undo_rebinds_the_original
         )],
         "one Set: the copy, then the binding"
     );
-    let prior = applied.prior.as_ref().unwrap();
+    let prior = applied.prior.as_ref().unwrap().as_json();
     assert_eq!(
         (prior["before"]["wred_profile"].as_str(), prior["copy_existed"].as_bool()),
         (Some("AZURE_LOSSLESS"), Some(false))

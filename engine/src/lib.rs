@@ -56,6 +56,7 @@
 //! - [`contracts`]: the [`Sensor`], [`Actuator`] and
 //!   [`Coordinator`](contracts::Coordinator) traits and what they exchange: proposals, actions,
 //!   decisions; everything below in this list sits above them;
+//! - [`catalog`]: the playbook's routes and what their actuators declare about each action kind;
 //! - [`instance`]: the per-(rule, subject) state machine;
 //! - [`evaluator`]: ingest and evaluation;
 //! - [`policy`]: the safety policy: limits, breaker, cooldowns, approval;
@@ -75,6 +76,7 @@
 #![deny(missing_docs)]
 
 pub mod backtest;
+pub mod catalog;
 pub mod config;
 pub mod contracts;
 pub mod counter;
@@ -103,8 +105,9 @@ pub mod topology;
 pub mod window;
 
 pub use contracts::{
-    Action, Actuator, ActuatorError, Batch, HealthBoard, HealthState, Note, Outcome, Plan, Proposal, Sensor,
-    SensorContext, SensorError, SensorHealth, Verification,
+    Action, ActionKindDecl, Actuator, ActuatorError, Batch, Change, HealthBoard, HealthState, LimitClass, Note,
+    Outcome, Prepared, Prior, Proposal, RequestPlan, Scope, Sensor, SensorContext, SensorError, SensorHealth,
+    Verification,
 };
 pub use counter::{CounterSpec, Overflow, RateBound};
 pub use errors::{BuildError, Component, Errors};

@@ -67,7 +67,7 @@ pub fn check(
             match routes.iter().zip(&places).find(|(r, _)| kind_matches(&r.pattern, kind)) {
                 None => errors.push(unrouted(playbook, &proposes, kind, &patterns, &places)),
                 Some((route, &(i, j))) => {
-                    if let Some(why) = route.actuator.cannot(kind) {
+                    if let Some(why) = route.cannot(kind) {
                         let message = format!(
                             "{proposes}, routed to actuator {:?} (handles {:?}), which cannot carry it out: {why}",
                             route.actuator.name(),

@@ -37,8 +37,7 @@ pub struct EcnConfig {
     /// every lossless queue of the switch; such an action's target names no
     /// single port or queue (`port = "*"` or none).
     #[serde(default)]
-    #[serde(rename = "lowers")]
-    pub scope: Scope,
+    pub lowers: Lowers,
     /// With `lowers = "queue"`, the queue lowered when the action's target
     /// has no `queue` label: 0 to 7. Default 3, RoCE's lossless priority.
     #[serde(default = "default_queue")]
@@ -61,10 +60,10 @@ pub struct EcnConfig {
     pub host: Option<HostConfig>,
 }
 
-/// What `ecn.lower` changes ([`EcnConfig::scope`]).
+/// What `ecn.lower` changes ([`EcnConfig::lowers`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Scope {
+pub enum Lowers {
     /// One queue of one port: a copy of its profile, bound to it alone.
     #[default]
     Queue,
@@ -122,8 +121,9 @@ impl EcnConfig {
         let host = self.host.as_ref().map(HostConfig::build).transpose()?;
         Ok(EcnActuator {
             name: name.to_string(),
+            kinds: super::kinds(),
             sonic,
-            scope: self.scope,
+            lowers: self.lowers,
             queue: self.queue,
             profile: self.profile.clone(),
             factor: self.factor,
@@ -157,9 +157,9 @@ mod tests {
     fn defaults_and_bad_settings() {
         let config: EcnConfig = toml::from_str("").unwrap();
         assert_eq!((config.profile.as_str(), config.factor, config.floor), ("AZURE_LOSSLESS", 0.5, 262144));
-        assert_eq!((config.scope, config.queue), (Scope::Queue, 3));
+        assert_eq!((config.lowers, config.queue), (Lowers::Queue, 3));
         let config: EcnConfig = toml::from_str("lowers = \"profile\"\nqueue = 4").unwrap();
-        assert_eq!((config.scope, config.queue), (Scope::Profile, 4));
+        assert_eq!((config.lowers, config.queue), (Lowers::Profile, 4));
         assert!(toml::from_str::<EcnConfig>("lowers = \"port\"").is_err());
         for (text, expected) in [
             ("factor = 1.0", "factor \"1\""),

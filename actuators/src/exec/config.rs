@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::actuator::Commands;
 use super::actuator::ExecActuator;
 use super::template::{ArgvTemplate, Scope};
+use crate::declare::{declarations, KindSettings, Like};
 use crate::ConfigError;
 
 /// The longest timeout accepted. An action holds a dispatch slot while its
@@ -59,6 +60,14 @@ pub struct ExecConfig {
     /// command replaced; it is recorded with the outcome for `{prior}`.
     #[serde(default, skip_serializing_if = "is_false")]
     pub prior_from_stdout: bool,
+    /// The actuator types whose kinds it counts as they declare them (see
+    /// [`crate::declare`]).
+    #[serde(default, skip_serializing_if = "Like::is_empty")]
+    pub like: Like,
+    /// How the safety policy counts each kind it carries out, by kind
+    /// (see [`crate::declare`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub kinds: BTreeMap<String, KindSettings>,
 }
 
 fn is_false(value: &bool) -> bool {
@@ -82,7 +91,15 @@ impl ExecConfig {
             verify_argv: None,
             undo_argv: None,
             prior_from_stdout: false,
+            like: Like::default(),
+            kinds: BTreeMap::new(),
         }
+    }
+
+    /// The kinds it declares: any command it is routed, undoable when it
+    /// has an `undo_argv`.
+    pub fn declarations(&self) -> Result<Vec<engine::ActionKindDecl>, ConfigError> {
+        declarations(&self.like, &self.kinds, self.undo_argv.is_some())
     }
 
     /// Validates the settings and builds the actuator `name`.
@@ -104,7 +121,8 @@ impl ExecConfig {
                 return Err(entry("has a value that contains a NUL byte"));
             }
         }
-        Ok(ExecActuator::new(name, commands, timeout, self.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect()))
+        let env = self.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        Ok(ExecActuator::new(name, self.declarations()?, commands, timeout, env))
     }
 }
 

@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use engine::{Action, ActuatorError};
+use engine::{Action, ActuatorError, Prior};
 use serde_json::Value;
 
 use crate::{ConfigError, LabelError};
@@ -137,7 +137,7 @@ impl Placeholder {
 
     /// The value this placeholder takes for `action` and the `prior` state
     /// of the outcome being undone. The error completes "placeholder {slot} …".
-    fn value<'a>(&self, action: &'a Action, prior: Option<&'a Value>) -> Result<&'a str, String> {
+    fn value<'a>(&self, action: &'a Action, prior: Option<&'a Prior>) -> Result<&'a str, String> {
         match self {
             Placeholder::Kind => Ok(&action.kind),
             Placeholder::Verb => Ok(action.verb()),
@@ -149,7 +149,7 @@ impl Placeholder {
                 let known: Vec<&str> = action.params.keys().map(String::as_str).collect();
                 format!("has no value: the action has no parameter {name:?} (it has: {})", known.join(", "))
             }),
-            Placeholder::Prior => match prior {
+            Placeholder::Prior => match prior.map(Prior::as_json) {
                 Some(Value::String(value)) => Ok(value),
                 // Only a string is a value a command can take as is; turning
                 // a number or an object into text would be a guess.
@@ -207,7 +207,7 @@ impl ArgvTemplate {
 
     /// The argv for `action` (and, for `{prior}`, the `prior` state of the
     /// outcome being undone), each substituted value checked first.
-    pub fn render(&self, action: &Action, prior: Option<&Value>) -> Result<Vec<String>, ActuatorError> {
+    pub fn render(&self, action: &Action, prior: Option<&Prior>) -> Result<Vec<String>, ActuatorError> {
         self.args
             .iter()
             .map(|pieces| {
@@ -347,7 +347,7 @@ mod tests {
         let template =
             ArgvTemplate::parse("undo_argv", &["/bin/x".into(), "--restore={prior}".into()], Scope::Undo).unwrap();
         let action = Action { kind: "qos.set".into(), target: Default::default(), params: Default::default() };
-        let render = |prior: Option<Value>| template.render(&action, prior.as_ref());
+        let render = |prior: Option<Value>| template.render(&action, prior.map(Prior::from_json).as_ref());
         assert_eq!(render(Some(Value::from("ecn-min=3"))).unwrap(), ["/bin/x", "--restore=ecn-min=3"]);
         let refused = |prior: Option<Value>| match render(prior) {
             Err(ActuatorError::Invalid(message)) => message,

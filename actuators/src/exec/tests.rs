@@ -6,7 +6,7 @@ use std::future::Future;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use engine::{Action, Actuator, ActuatorError, Labels, Outcome, Verification};
+use engine::{Action, Actuator, ActuatorError, Labels, Outcome, Prior, Verification};
 use serde_json::Value;
 
 use super::template::display;
@@ -274,7 +274,7 @@ async fn undo_receives_the_prior_state_that_execute_read_from_stdout() {
     let out = dir.path().join("argv.txt");
     let exec = undoable(dir.path(), &out, &["  ecn-min=5,ecn-max=9  ", "second line"]);
     let applied = exec.execute(&action("node-03")).await.unwrap();
-    assert_eq!(applied.prior, Some(Value::from("ecn-min=5,ecn-max=9")));
+    assert_eq!(applied.prior, Some(Prior::from_json(Value::from("ecn-min=5,ecn-max=9"))));
     let plan = exec.dry_run_undo(&action("node-03"), &applied).await.unwrap();
     assert!(!out.exists(), "a dry run ran the undo command");
     let node_03 = action("node-03");
@@ -329,7 +329,7 @@ async fn a_prior_that_is_not_a_safe_string_never_reaches_the_undo_command() {
         ),
         (Value::from("--all"), "invalid action: placeholder {prior} value \"--all\" is refused: it starts with '-'"),
     ] {
-        let applied = Outcome { summary: String::new(), requests: Vec::new(), prior: Some(prior) };
+        let applied = Outcome { summary: String::new(), requests: Vec::new(), prior: Some(Prior::from_json(prior)) };
         for result in [
             exec.dry_run_undo(&action("node-03"), &applied).await.map(|_| ()),
             exec.undo(&action("node-03"), &applied).await.map(|_| ()),

@@ -84,7 +84,7 @@ impl PfcwdConfig {
                 .map_err(|source| ConfigError::Action { setting: format!("levels.{level_name}"), source })?;
         }
         let host = self.host.as_ref().map(HostConfig::build).transpose()?;
-        Ok(PfcwdActuator { name: name.to_string(), sonic, levels, host })
+        Ok(PfcwdActuator::new(name, sonic, levels, host))
     }
 }
 

@@ -90,7 +90,7 @@ impl RailConfig {
         }
         let slurm = self.slurm.as_ref().map(|s| Slurm::new(s, timeout));
         let kube = self.kubernetes.as_ref().map(|k| Kube::new(k, timeout)).transpose()?;
-        Ok(RailActuator { name: name.to_string(), sonic, nccl, slurm, kube })
+        Ok(RailActuator { name: name.to_string(), kinds: super::kinds(), sonic, nccl, slurm, kube })
     }
 }
 

@@ -7,6 +7,7 @@ use engine::SECOND;
 use serde::{Deserialize, Serialize};
 
 use super::WebhookActuator;
+use crate::declare::{declarations, KindSettings, Like};
 use crate::http::Url;
 use crate::ConfigError;
 
@@ -48,6 +49,14 @@ pub struct WebhookConfig {
     /// Extra request headers, e.g. `{ Authorization = "Bearer …" }`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub headers: BTreeMap<String, String>,
+    /// The actuator types whose kinds it counts as they declare them (see
+    /// [`crate::declare`]).
+    #[serde(default, skip_serializing_if = "Like::is_empty")]
+    pub like: Like,
+    /// How the safety policy counts each kind it reports, by kind (see
+    /// [`crate::declare`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub kinds: BTreeMap<String, KindSettings>,
 }
 
 /// The payloads a webhook can send.
@@ -83,7 +92,15 @@ impl WebhookConfig {
             alert_lifetime: default_lifetime(),
             generator_url: None,
             headers: BTreeMap::new(),
+            like: Like::default(),
+            kinds: BTreeMap::new(),
         }
+    }
+
+    /// The kinds it declares: it reports any, and undoes (resolves or
+    /// reports the undo of) what it reported.
+    pub fn declarations(&self) -> Result<Vec<engine::ActionKindDecl>, ConfigError> {
+        declarations(&self.like, &self.kinds, true)
     }
 
     /// Validates the settings and builds the actuator `name`.
@@ -123,7 +140,8 @@ impl WebhookConfig {
             lifetime,
             self.generator_url.clone(),
             self.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-        ))
+        )
+        .declaring(self.declarations()?))
     }
 }
 

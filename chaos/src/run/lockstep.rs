@@ -72,7 +72,8 @@ fn dispatcher(
         if speaks_gnmi(entry) {
             actuators::registry::build_entry(entry, Some(&served))
         } else {
-            Ok(Arc::new(FabricActuator::new(&entry.name, fabric.clone())) as Arc<dyn engine::Actuator>)
+            let kinds = actuators::registry::declarations(entry)?;
+            Ok(Arc::new(FabricActuator::new(&entry.name, kinds, fabric.clone())) as Arc<dyn engine::Actuator>)
         }
     };
     Ok(actuators::registry::dispatcher_with(&playbook, Some(served.clone()), Some(ledger), &mut build)?)

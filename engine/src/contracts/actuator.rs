@@ -1,29 +1,23 @@
-//! The actuator contract: an [`Actuator`] says what it would send
-//! ([`Plan`]), sends it ([`Outcome`]), reads the target back
-//! ([`Verification`]) and restores it; its errors say whether a retry can
-//! help ([`ActuatorError`]).
+//! The actuator contract: an [`Actuator`] declares the action kinds it
+//! carries out ([`ActionKindDecl`]), says what it would send
+//! ([`RequestPlan`]), reads the target first ([`Prepared`]), sends it
+//! ([`Outcome`]), reads the target back ([`Verification`]) and restores it;
+//! its errors say whether a retry can help ([`ActuatorError`]).
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use super::action::Action;
+use super::kinds::ActionKindDecl;
+use super::prior::{Prepared, Prior};
 
 /// Exactly what an actuator would send for an action, without sending it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Plan {
+pub struct RequestPlan {
     /// The actuator.
     pub actuator: String,
     /// Each request it would make, as text (an argv, a gNMI Set, an HTTP body).
     pub requests: Vec<String>,
-}
-
-/// Whether a prepared `prior` (see [`Actuator::prepare`]) says the target
-/// already holds what the action sets.
-pub fn already_holds(prior: &serde_json::Value) -> bool {
-    match (prior.get("before"), prior.get("after")) {
-        (Some(before), Some(after)) => before == after,
-        _ => false,
-    }
 }
 
 /// What an actuator did.
@@ -31,11 +25,11 @@ pub fn already_holds(prior: &serde_json::Value) -> bool {
 pub struct Outcome {
     /// One line for people.
     pub summary: String,
-    /// What was sent, request by request (the same text as the [`Plan`]).
+    /// What was sent, request by request (the same text as the [`RequestPlan`]).
     pub requests: Vec<String>,
     /// The target's state before the change, for undo.
     #[serde(default)]
-    pub prior: Option<serde_json::Value>,
+    pub prior: Option<Prior>,
 }
 
 /// An actuator failed.
@@ -75,48 +69,54 @@ pub enum Verification {
 ///
 /// The engine drives timeouts, retries and verification; an actuator only
 /// says what it would send, sends it, reads the target back and restores it.
+/// An actuator parses an [`Action`] into its own typed form at the edge, in
+/// one place, and keeps what it reads from a target as its own serde type
+/// (a [`Prior`]); the engine never reads inside either.
 #[async_trait]
 pub trait Actuator: Send + Sync {
     /// The actuator's name, as the playbook calls it.
     fn name(&self) -> &str;
 
-    /// Why this actuator, as configured, cannot carry out actions of
-    /// `kind`: a verb it does not know, or a side (switches, the host) it
-    /// has no settings for. A playbook whose rules propose such a kind is
-    /// refused by `check` and `run` alike. `None`: it can, as far as the kind
-    /// alone tells (the default: notifications and commands take any kind).
+    /// The action kinds it carries out, each as the safety policy counts it.
+    /// A playbook whose rules propose a kind the actuator it is routed to
+    /// does not declare is refused by `check` and `run` alike.
+    fn kinds(&self) -> &[ActionKindDecl];
+
+    /// Why this actuator, as configured, cannot carry out `kind`, a kind it
+    /// declares: a side (switches, the host) it has no settings for.
+    /// `None`: it can, as far as the kind alone tells.
     fn cannot(&self, kind: &str) -> Option<String> {
         let _ = kind;
         None
     }
 
     /// Exactly what [`Actuator::execute`] would send for `action`.
-    async fn dry_run(&self, action: &Action) -> Result<Plan, ActuatorError>;
+    async fn dry_run(&self, action: &Action) -> Result<RequestPlan, ActuatorError>;
 
     /// Carries out `action`. The outcome's `prior` is the target's state
     /// before, so [`Actuator::undo`] can restore it.
     async fn execute(&self, action: &Action) -> Result<Outcome, ActuatorError>;
 
     /// Reads the target before acting: what it holds now and what `action`
-    /// would make it hold, as the outcome's `prior` carries them
-    /// (`{"before": …, "after": …}`). The dispatcher writes this into the
-    /// intent, durably, before [`Actuator::apply`] changes anything, so a
-    /// crash between the change and its record can always be reconciled
-    /// and undone. When `before` already equals `after`, the target holds
-    /// what the action sets: nothing is sent and nothing is recorded as ours.
+    /// would make it hold, as the actuator's own record ([`Prepared::prior`]).
+    /// The dispatcher writes that record into the intent, durably, before
+    /// [`Actuator::apply`] changes anything, so a crash between the change
+    /// and its record can always be reconciled and undone. When the target
+    /// already holds what the action sets ([`Prepared::holds_already`]),
+    /// nothing is sent and nothing is recorded as ours.
     ///
     /// `Ok(None)`: this actuator has no state to read (a notification, a
     /// command); the dispatcher calls [`Actuator::execute`] instead.
-    async fn prepare(&self, action: &Action) -> Result<Option<serde_json::Value>, ActuatorError> {
+    async fn prepare(&self, action: &Action) -> Result<Option<Prepared>, ActuatorError> {
         let _ = action;
         Ok(None)
     }
 
     /// Carries out `action` on a target read by [`Actuator::prepare`] as
-    /// `prior`: changes exactly `prior["after"]`, and returns the outcome with
-    /// `prior` as its prior. Actuators that prepare implement it (and their
-    /// [`Actuator::execute`] as prepare then apply).
-    async fn apply(&self, action: &Action, prior: &serde_json::Value) -> Result<Outcome, ActuatorError> {
+    /// `prior`: changes exactly what the prior says the action sets, and
+    /// returns the outcome with `prior` as its prior. Actuators that prepare
+    /// implement it (and their [`Actuator::execute`] as prepare then apply).
+    async fn apply(&self, action: &Action, prior: &Prior) -> Result<Outcome, ActuatorError> {
         let _ = prior;
         self.execute(action).await
     }
@@ -129,7 +129,7 @@ pub trait Actuator: Send + Sync {
     }
 
     /// Exactly what [`Actuator::undo`] would send.
-    async fn dry_run_undo(&self, action: &Action, applied: &Outcome) -> Result<Plan, ActuatorError> {
+    async fn dry_run_undo(&self, action: &Action, applied: &Outcome) -> Result<RequestPlan, ActuatorError> {
         let _ = (action, applied);
         Err(ActuatorError::NotSupported(format!("{} cannot undo {}", self.name(), action.kind)))
     }

@@ -4,7 +4,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::action::{Action, Proposal};
-use super::actuator::{Outcome, Plan};
+use super::actuator::{Outcome, RequestPlan};
+use super::prior::Prior;
 use crate::labels::Labels;
 use crate::mode::Mode;
 use crate::time::Nanos;
@@ -21,7 +22,7 @@ pub enum Verdict {
     /// Dry-run: what would have been sent.
     DryRun {
         /// The plan.
-        plan: Plan,
+        plan: RequestPlan,
     },
     /// Shadow mode: recorded only.
     Shadowed,
@@ -223,11 +224,12 @@ pub struct Decision {
     /// For an executed action: the undo that reversed it.
     #[serde(default)]
     pub undone_by: Option<String>,
-    /// What the target held before and what the action sets
-    /// (`{"before": …, "after": …}`), read before acting and written into the
-    /// intent, so a crash after the change can be reconciled and undone.
+    /// What the target held before and what the action sets, as the
+    /// actuator records it (most: `{"before": …, "after": …}`), read before
+    /// acting and written into the intent, so a crash after the change can
+    /// be reconciled and undone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prior: Option<serde_json::Value>,
+    pub prior: Option<Prior>,
     /// For an executed action: re-verification found it no longer in effect.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drift: Option<Drift>,

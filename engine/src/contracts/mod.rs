@@ -12,7 +12,10 @@
 //! - [`sensor`]: [`Sensor`], what it is given and what it sends;
 //! - [`action`]: [`Proposal`]s and the [`Action`]s in them, kind patterns,
 //!   [`Impact`];
-//! - [`actuator`]: [`Actuator`], its [`Plan`], [`Outcome`] and errors;
+//! - [`kinds`]: the action kinds actuators declare ([`ActionKindDecl`]), their
+//!   [`Scope`] and [`LimitClass`];
+//! - [`actuator`]: [`Actuator`], its [`RequestPlan`], [`Outcome`] and errors;
+//! - [`prior`]: what an actuator reads before acting ([`Prepared`], [`Prior`]);
 //! - [`decision`]: the [`Decision`] about a proposal, as the ledger keeps it;
 //! - [`coordinator`]: [`Coordinator`], the fleet-wide budget.
 
@@ -20,13 +23,16 @@ pub mod action;
 pub mod actuator;
 pub mod coordinator;
 pub mod decision;
+pub mod kinds;
+pub mod prior;
 pub mod sensor;
 
 pub use action::{kind_matches, Action, Impact, Proposal, Severity};
-pub use actuator::{already_holds, Actuator, ActuatorError, Outcome, Plan, Verification};
+pub use actuator::{Actuator, ActuatorError, Outcome, RequestPlan, Verification};
 pub use coordinator::{
-    Admission, Adopted, CoordinationError, Coordinator, FleetBreaker, Health, Release, Scope, Standalone, Token,
-    TokenRequest, FLEET_KINDS,
+    Admission, Adopted, CoordinationError, Coordinator, FleetBreaker, Health, Release, Standalone, Token, TokenRequest,
 };
 pub use decision::{Decision, Drift, DriftKind, Drifted, Phase, Resolution, Step, Verdict};
+pub use kinds::{ActionKindDecl, LimitClass, Scope};
+pub use prior::{Change, Prepared, Prior};
 pub use sensor::{Batch, HealthBoard, HealthState, Note, Sensor, SensorContext, SensorError, SensorHealth};

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::contracts::{Action, Proposal};
-use crate::contracts::{Actuator, ActuatorError, Outcome, Plan};
+use crate::contracts::{ActionKindDecl, Actuator, ActuatorError, LimitClass, Outcome, RequestPlan};
 use crate::contracts::{
     Admission, CoordinationError, Coordinator, FleetBreaker, Health, Release, Scope, Token, TokenRequest,
 };
@@ -83,11 +83,27 @@ impl Coordinator for Budget {
     }
 }
 
-/// Succeeds, or fails every call when `fail` is set.
-#[derive(Default)]
+/// Succeeds, or fails every call when `fail` is set. It declares the
+/// kinds these tests propose as fleet-scoped, as the fabric's actuators do.
 struct Recorder {
+    kinds: Vec<ActionKindDecl>,
     executed: AtomicUsize,
     fail: AtomicBool,
+}
+
+impl Default for Recorder {
+    fn default() -> Recorder {
+        Recorder {
+            kinds: vec![
+                ActionKindDecl::new("node.cordon", &["node"]).fleet().limited_by(LimitClass::NodeCordon),
+                ActionKindDecl::new("rail.drain", &["node", "rail"]).fleet().limited_by(LimitClass::RailDrain),
+                ActionKindDecl::new("pfcwd.escalate", &["switch", "port"]).fleet().lost_on_switch_restart(),
+                ActionKindDecl::new("*", &[]),
+            ],
+            executed: AtomicUsize::default(),
+            fail: AtomicBool::default(),
+        }
+    }
 }
 
 #[async_trait]
@@ -95,8 +111,11 @@ impl Actuator for Recorder {
     fn name(&self) -> &str {
         "recorder"
     }
-    async fn dry_run(&self, action: &Action) -> Result<Plan, ActuatorError> {
-        Ok(Plan { actuator: "recorder".into(), requests: vec![action.to_string()] })
+    fn kinds(&self) -> &[ActionKindDecl] {
+        &self.kinds
+    }
+    async fn dry_run(&self, action: &Action) -> Result<RequestPlan, ActuatorError> {
+        Ok(RequestPlan { actuator: "recorder".into(), requests: vec![action.to_string()] })
     }
     async fn execute(&self, action: &Action) -> Result<Outcome, ActuatorError> {
         if self.fail.load(Ordering::SeqCst) {

@@ -11,10 +11,11 @@
 mod dispatcher;
 mod fleet;
 
+pub use crate::catalog::ActuatorRoute;
 pub use crate::contracts::{Decision, Drift, DriftKind, Drifted, Phase, Resolution, Step, Verdict};
 pub use crate::mode::Mode;
 pub use crate::silence::{self, Silence};
-pub use dispatcher::{ActuatorRoute, Clock, DispatchConfig, DispatchError, Dispatcher, COMPACTION_INTERVAL};
+pub use dispatcher::{Clock, DispatchConfig, DispatchError, Dispatcher, COMPACTION_INTERVAL};
 
 #[cfg(test)]
 mod fleet_tests;

@@ -237,8 +237,7 @@ pub struct NamedKind<'a> {
 
 impl Playbook {
     /// The action kinds `[[approval]]`, `[undo]` and `[verify]` name, where
-    /// the playbook writes them. `[verify]`'s built-in default (the switch
-    /// actions) is left out: it names them whether or not the playbook has them.
+    /// the playbook writes them.
     pub fn named_kinds(&self) -> Vec<NamedKind<'_>> {
         let mut named = Vec::new();
         for (i, a) in self.approval.iter().enumerate() {
@@ -257,8 +256,8 @@ impl Playbook {
                 what: "undo.on_resolve",
             });
         }
-        if self.source.0.as_ref().is_some_and(|at| at.has(&["verify".into(), "reapply_reverted".into()])) {
-            for (j, pattern) in self.verify.reapply_reverted.iter().enumerate() {
+        if let Some(kinds) = &self.verify.reapply_reverted {
+            for (j, pattern) in kinds.iter().enumerate() {
                 named.push(NamedKind {
                     at: vec!["verify".into(), "reapply_reverted".into(), j.into()],
                     pattern,

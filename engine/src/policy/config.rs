@@ -33,7 +33,7 @@
 //! [verify]
 //! every = "10s"                       # actions in effect are read back this often
 //! reapply_changed = false             # someone else's change to our target is left alone
-//! reapply_reverted = ["pfcwd.escalate", "ecn.lower", "rail.drain"]   # lost on a switch restart: re-applied
+//! reapply_reverted = ["pfcwd.escalate", "ecn.lower"]   # default: the kinds lost on a switch restart
 //! ```
 
 use std::collections::BTreeMap;
@@ -160,22 +160,19 @@ pub struct VerifyConfig {
     #[serde(default)]
     pub reapply_changed: bool,
     /// The action kinds re-applied when their target goes back to what it
-    /// held before (while the incident fires). Default: the switch actions,
-    /// which a switch loses when it restarts with its saved configuration.
-    /// A host link brought back up or a node resumed is more likely an
-    /// operator's doing: recorded, and left alone unless listed here.
-    #[serde(default = "switch_kinds")]
-    pub reapply_reverted: Vec<String>,
+    /// held before (while the incident fires). Default: the kinds their
+    /// actuators declare a switch loses when it restarts with its saved
+    /// configuration (a PFC watchdog escalation, an ECN lowering, a rail's
+    /// switch ports). A host link brought back up or a node resumed is more
+    /// likely an operator's doing: recorded, and left alone unless listed here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reapply_reverted: Option<Vec<String>>,
 }
 
 impl Default for VerifyConfig {
     fn default() -> VerifyConfig {
-        VerifyConfig { every: ten_seconds(), reapply_changed: false, reapply_reverted: switch_kinds() }
+        VerifyConfig { every: ten_seconds(), reapply_changed: false, reapply_reverted: None }
     }
-}
-
-fn switch_kinds() -> Vec<String> {
-    ["pfcwd.escalate", "ecn.lower", "rail.drain"].map(String::from).to_vec()
 }
 
 /// `[retry]`.
@@ -253,8 +250,9 @@ pub struct PolicySettings {
     pub verify_every: Nanos,
     /// Whether someone else's change to our target is overwritten.
     pub reapply_changed: bool,
-    /// Kinds re-applied when their target went back to its prior values.
-    pub reapply_reverted: Vec<String>,
+    /// Kinds re-applied when their target went back to its prior values;
+    /// `None`: those whose actuator declares it.
+    pub reapply_reverted: Option<Vec<String>>,
 }
 
 /// A safety policy setting was refused; the message names the field.
@@ -298,7 +296,7 @@ impl PolicySettings {
             backoff: d("retry.backoff", &retry.backoff)?,
             verify_every: 10 * crate::time::SECOND,
             reapply_changed: false,
-            reapply_reverted: switch_kinds(),
+            reapply_reverted: None,
         })
     }
 
@@ -330,9 +328,11 @@ impl PolicySettings {
     }
 
     /// Whether an action of `kind` whose target went back to its prior
-    /// values is re-applied (while its incident fires).
-    pub fn reapply_reverted(&self, kind: &str) -> bool {
-        self.reapply_reverted.iter().any(|p| kind_matches(p, kind))
+    /// values is re-applied (while its incident fires), if the playbook
+    /// says; `None`: as its actuator declares
+    /// ([`Policy::reapply_reverted`](super::Policy::reapply_reverted)).
+    pub fn reapply_reverted(&self, kind: &str) -> Option<bool> {
+        self.reapply_reverted.as_ref().map(|kinds| kinds.iter().any(|p| kind_matches(p, kind)))
     }
 
     /// Whether `kind` is undone when its instance resolves.

@@ -38,7 +38,6 @@ impl Dispatcher {
 
     async fn dispatch_inner(&mut self, proposal: Proposal) -> Decision {
         let now = proposal.decided_at;
-        let route = self.route(&proposal.action.kind);
         let mode = self.effective_mode(&proposal.rule, proposal.rule_mode);
         let first = Step {
             at: now,
@@ -51,8 +50,7 @@ impl Dispatcher {
         };
         let id = self.next_id();
         let mut d = Decision::new(id, proposal, mode, first, self.now());
-        d.actuator = route.as_ref().map(|r| r.actuator.name().to_string());
-        d.destructive = route.as_ref().is_none_or(|r| r.destructive);
+        self.route_decision(&mut d);
         if let Some(silence) = self.silences.matching(&d.proposal, now) {
             let reason = silence.describe();
             d.steps.push(Step { at: now, what: reason.clone() });

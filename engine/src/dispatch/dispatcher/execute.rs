@@ -9,7 +9,6 @@
 //! prior values mean it did not; anything else is someone else's.
 
 use super::*;
-use crate::contracts::already_holds;
 
 impl Dispatcher {
     pub(super) async fn act(&mut self, mut d: Decision, now: Nanos) -> Decision {
@@ -28,12 +27,12 @@ impl Dispatcher {
         for attempt in 1..=attempts {
             d.attempts = attempt;
             let result = match self.prepare_intent(&mut d, actuator.as_ref(), now).await {
-                Ok(Prepared::Held(detail)) => {
+                Ok(Intent::Held(detail)) => {
                     d.steps.push(Step { at: now, what: format!("the target already holds it ({detail}); not sent") });
                     d.verdict = Verdict::AlreadyHeld { detail };
                     return self.finish(d, false);
                 }
-                Ok(Prepared::Ready) => match &d.prior {
+                Ok(Intent::Ready) => match &d.prior {
                     Some(prior) => self.call(actuator.apply(&action, prior)).await,
                     None => self.call(actuator.execute(&action)).await,
                 },
@@ -103,21 +102,21 @@ impl Dispatcher {
         d: &mut Decision,
         actuator: &dyn Actuator,
         now: Nanos,
-    ) -> Result<Prepared, ActuatorError> {
+    ) -> Result<Intent, ActuatorError> {
         if d.phase != Phase::Intent {
-            let prior = self.call(actuator.prepare(&d.proposal.action)).await?;
-            if let Some(prior) = &prior {
-                if already_holds(prior) {
-                    return Ok(Prepared::Held(describe_prior(prior)));
+            let prepared = self.call(actuator.prepare(&d.proposal.action)).await?;
+            if let Some(prepared) = &prepared {
+                if prepared.holds_already {
+                    return Ok(Intent::Held(prepared.sets.clone()));
                 }
             }
-            d.prior = prior;
+            d.prior = prepared.map(|p| p.prior);
             d.phase = Phase::Intent;
             let read = if d.prior.is_some() { "target read; " } else { "" };
             d.steps.push(Step { at: now, what: format!("{read}intent on disk; calling {}", actuator.name()) });
             self.save(d, true);
         }
-        Ok(Prepared::Ready)
+        Ok(Intent::Ready)
     }
 
     /// A failed or timed-out call may still have taken effect: looks before
@@ -150,20 +149,9 @@ impl Dispatcher {
 }
 
 /// What reading the target before acting found.
-enum Prepared {
+enum Intent {
     /// Go on: the intent is on disk.
     Ready,
-    /// The target already holds what the action sets.
+    /// The target already holds what the action sets (what, for people).
     Held(String),
-}
-
-/// The values a prior holds, for people: `action="drop", detection_time="200"`.
-pub(super) fn describe_prior(prior: &serde_json::Value) -> String {
-    match prior.get("after") {
-        Some(serde_json::Value::Object(fields)) => {
-            fields.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ")
-        }
-        Some(other) => other.to_string(),
-        None => prior.to_string(),
-    }
 }
