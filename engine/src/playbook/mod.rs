@@ -14,15 +14,13 @@
 //! name = "journal"
 //! type = "log"
 //! handles = ["*"]             # action kinds: "node.cordon", "pfcwd.*", "*"
-//! scope = "local"             # local | fleet; default by kind (see below)
+//! scope = "local"             # local | fleet; default: as the actuator declares each kind
 //! ```
 //!
 //! An actuator's `scope` says whether its actions need a token from the
 //! fleet's shared budget ([`Scope::Fleet`]) or only this daemon's policy
-//! ([`Scope::Local`]). Without it, each action kind takes
-//! [`Scope::default_for`]: cordons, rail drains and switch configuration
-//! changes are fleet-scoped; host links and the NIC's PFC storm prevention
-//! are local.
+//! ([`Scope::Local`]). Without it, each action kind takes the scope its
+//! actuator declares for it ([`ActionKindDecl`](crate::contracts::ActionKindDecl)).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -143,10 +141,12 @@ pub struct ActuatorEntry {
     /// The action kinds it handles.
     pub handles: Vec<String>,
     /// Whether its actions change the fabric (blast-radius limits and the
-    /// breaker apply). Set false for notifications.
+    /// breaker apply). Set false for notifications; a kind its actuator
+    /// declares harmless is not destructive either way.
     #[serde(default = "destructive_default")]
     pub destructive: bool,
-    /// Whether its actions take a fleet token; `None`: by action kind.
+    /// Whether its actions take a fleet token; `None`: as its actuator
+    /// declares each kind.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<Scope>,
     /// Type-specific settings.
@@ -231,8 +231,8 @@ impl Playbook {
     }
 
     /// The scopes the playbook sets, as (action-kind pattern, scope), in
-    /// actuator order: the dispatcher takes the first match, else
-    /// [`Scope::default_for`].
+    /// actuator order: the dispatcher takes the first match, else the scope
+    /// the kind's actuator declares.
     pub fn scopes(&self) -> Vec<(String, Scope)> {
         self.actuator
             .iter()

@@ -44,7 +44,7 @@
 //! ```
 //!
 //! - [`expand`]: the expanding notation of values;
-//! - [`format`]: the test file's schema;
+//! - [`format`](mod@format): the test file's schema;
 //! - `case`: validating a test file into cases (every `at` on the step grid);
 //! - `runner`: running one case against an evaluator;
 //! - `shadow`: window values for failure reports;
