@@ -16,6 +16,7 @@
 //!   needs them (routing a new series, growing the table).
 
 use hashbrown::HashTable;
+use std::hash::Hasher;
 
 use crate::labels::{LabelSet, Sym};
 use crate::rule::MAX_GROUP_BY;
@@ -193,10 +194,12 @@ pub(super) fn key_of(labels: &LabelSet, group_by: &[Sym]) -> SubjectKey {
 fn hash_key(key: &SubjectKey) -> u64 {
     // FNV-1a over the symbols, then a multiplicative finish: keys are small
     // integers, so SipHash's protection against chosen inputs buys nothing.
-    let mut x: u64 = 0xcbf2_9ce4_8422_2325;
+    // Hashed when a series is first routed, never per sample.
+    let mut h = fnv::FnvHasher::default();
     for k in key {
-        x = (x ^ *k as u64).wrapping_mul(0x0100_0000_01b3);
+        h.write_u32(*k);
     }
+    let x = h.finish();
     (x ^ (x >> 29)).wrapping_mul(0xbf58_476d_1ce4_e5b9)
 }
 

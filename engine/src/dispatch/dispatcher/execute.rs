@@ -22,7 +22,7 @@ impl Dispatcher {
             return self.dry_run(d, actuator.as_ref(), now).await;
         }
         let action = d.proposal.action.clone();
-        let mut backoff = self.policy.settings().backoff.max(0) as u64;
+        let mut waits = retry_waits(Duration::from_nanos(self.policy.settings().backoff.max(0) as u64));
         let attempts = self.policy.settings().attempts;
         for attempt in 1..=attempts {
             d.attempts = attempt;
@@ -61,9 +61,10 @@ impl Dispatcher {
                         d.verdict = Verdict::Failed { error: format!("{e} (after {attempt} attempts)") };
                         break;
                     }
-                    d.steps.push(Step { at: now, what: format!("retrying in {}", Span(backoff as i64)) });
-                    tokio::time::sleep(Duration::from_nanos(backoff)).await;
-                    backoff = backoff.saturating_mul(2);
+                    let wait = waits.next().unwrap_or_default();
+                    let shown = Span(i64::try_from(wait.as_nanos()).unwrap_or(i64::MAX));
+                    d.steps.push(Step { at: now, what: format!("retrying in {shown}") });
+                    tokio::time::sleep(wait).await;
                 }
             }
         }
@@ -148,10 +149,45 @@ impl Dispatcher {
     }
 }
 
+/// The waits before each retry: `first`, then doubled each time (backon's
+/// exponential backoff, without jitter or cap: the attempts are few,
+/// `MAX_ATTEMPTS`). backon multiplies in `f32`; every wait is `first` times
+/// a power of two, so it is rounded back to a whole multiple of `first` and
+/// stays exact to the nanosecond (the decision says how long it waited).
+fn retry_waits(first: Duration) -> impl Iterator<Item = Duration> {
+    use backon::BackoffBuilder;
+    let waits = backon::ExponentialBuilder::new()
+        .with_min_delay(first)
+        .with_factor(2.0)
+        .without_max_delay()
+        .without_max_times()
+        .build();
+    waits.map(move |wait| {
+        if first.is_zero() {
+            return wait;
+        }
+        let times = (wait.as_secs_f64() / first.as_secs_f64()).round();
+        first.checked_mul(times as u32).unwrap_or(Duration::MAX)
+    })
+}
+
 /// What reading the target before acting found.
 enum Intent {
     /// Go on: the intent is on disk.
     Ready,
     /// The target already holds what the action sets (what, for people).
     Held(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_waits_double_exactly_from_the_first() {
+        let waits: Vec<Duration> = retry_waits(Duration::from_millis(200)).take(10).collect();
+        let expected: Vec<Duration> = (0..10).map(|k| Duration::from_millis(200) * (1 << k)).collect();
+        assert_eq!(waits, expected);
+        assert_eq!(retry_waits(Duration::ZERO).next(), Some(Duration::ZERO));
+    }
 }
