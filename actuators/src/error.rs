@@ -10,7 +10,6 @@
 
 use std::path::PathBuf;
 
-use engine::time::DurationError;
 use engine::ActuatorError;
 use net::http::{TlsError, UrlError};
 
@@ -22,14 +21,6 @@ use crate::exec::template::TemplateError;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConfigError {
-    /// A duration does not parse.
-    #[error("{setting}: {source}")]
-    Duration {
-        /// The setting.
-        setting: String,
-        /// Why it does not parse.
-        source: DurationError,
-    },
     /// A value is outside the range the setting accepts.
     #[error("{setting} {value:?} must be {expected}")]
     OutOfRange {
@@ -268,31 +259,30 @@ pub enum ParseError {
 
 /// At most the first 200 bytes of `text`, cut at a character boundary: an
 /// excerpt of a tool's output for an error.
-/// The duration `setting` (`text`), which must be above 0 and at most
-/// `max`: every actuator's call timeout is checked by this one rule.
-pub(crate) fn bounded_duration(
-    setting: &str,
-    text: &str,
-    max: engine::Nanos,
-) -> Result<std::time::Duration, ConfigError> {
-    let d = engine::time::parse_duration(text)
-        .map_err(|source| ConfigError::Duration { setting: setting.into(), source })?;
-    if d <= 0 || d > max {
-        return Err(ConfigError::OutOfRange {
-            setting: setting.into(),
-            value: text.to_string(),
-            expected: format!("above 0 and at most {}", engine::time::Span(max)),
-        });
-    }
-    Ok(std::time::Duration::from_nanos(d as u64))
-}
-
 pub(crate) fn excerpt(text: &str) -> String {
     let mut end = text.len().min(200);
     while !text.is_char_boundary(end) {
         end -= 1;
     }
     text[..end].to_string()
+}
+
+/// The duration `setting`, which must be above 0 and at most `max`: every
+/// actuator's call timeout is checked by this one rule.
+pub(crate) fn bounded_duration(
+    setting: &str,
+    d: std::time::Duration,
+    max: engine::Nanos,
+) -> Result<std::time::Duration, ConfigError> {
+    let ns = engine::config::duration::nanos(d);
+    if ns <= 0 || ns > max {
+        return Err(ConfigError::OutOfRange {
+            setting: setting.into(),
+            value: engine::config::duration::show(d),
+            expected: format!("above 0 and at most {}", engine::time::Span(max)),
+        });
+    }
+    Ok(d)
 }
 
 #[cfg(test)]

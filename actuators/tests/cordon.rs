@@ -105,7 +105,7 @@ async fn an_unreachable_slurm_controller_fails_with_scontrols_message() {
     .unwrap();
     let mut config = CordonConfig::slurm();
     config.slurm.slurm_conf = Some(conf);
-    config.timeout = "20s".into();
+    config.timeout = std::time::Duration::from_secs(20);
     let err = config.build("slurm").unwrap().verify(&cordon("n1", "inc-1"), None).await.unwrap_err();
     assert!(
         matches!(&err, ActuatorError::Failed(m) if m.starts_with("/usr/bin/scontrol show node n1 exited with")),

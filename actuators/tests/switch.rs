@@ -347,11 +347,11 @@ async fn ecn_profile_scope_lowers_the_shared_profile_for_every_queue_and_undo_re
 fn ecn_dispatcher(ecn: Arc<dyn Actuator>) -> Dispatcher {
     let policy = PolicySettings::new(
         &Limits::default(),
-        &BreakerConfig { trip_after: 5, window: "10m".into() },
+        &BreakerConfig { trip_after: 5, window: std::time::Duration::from_secs(600) },
         &TargetLimits::default(),
         &[],
         &UndoConfig { on_resolve: vec!["ecn.lower".into()] },
-        &RetryConfig { attempts: 1, backoff: "10ms".into() },
+        &RetryConfig { attempts: 1, backoff: std::time::Duration::from_millis(10) },
     )
     .unwrap();
     Dispatcher::new(
@@ -519,11 +519,11 @@ async fn an_unreachable_switch_fails_with_the_reason_is_retried_and_nothing_is_a
 
     let policy = PolicySettings::new(
         &Limits::default(),
-        &BreakerConfig { trip_after: 5, window: "10m".into() },
+        &BreakerConfig { trip_after: 5, window: std::time::Duration::from_secs(600) },
         &TargetLimits::default(),
         &[],
         &UndoConfig::default(),
-        &RetryConfig { attempts: 3, backoff: "10ms".into() },
+        &RetryConfig { attempts: 3, backoff: std::time::Duration::from_millis(10) },
     )
     .unwrap();
     let mut dispatcher = Dispatcher::new(

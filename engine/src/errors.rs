@@ -140,7 +140,10 @@ impl Component<'_> {
         C: serde::de::DeserializeOwned,
         E: fmt::Display,
     {
-        let config: C = settings.try_into().map_err(|e: toml::de::Error| self.invalid(e.message().trim()))?;
+        let config: C = settings
+            .clone()
+            .try_into()
+            .map_err(|e: toml::de::Error| self.invalid(named(&settings, e.message().trim())))?;
         build(config).map_err(|e| self.invalid(e))
     }
 
@@ -173,6 +176,26 @@ impl Component<'_> {
             hint: hint.to_string(),
         }
     }
+}
+
+/// `message`, with the setting it is about in front when it is a duration
+/// that does not parse (`timeout: invalid duration "soon": …`): settings
+/// read from a table carry no place of their own.
+fn named(settings: &toml::Table, message: &str) -> String {
+    let Some(rest) = message.strip_prefix(crate::config::duration::INVALID) else { return message.to_string() };
+    match key_of_text(settings, rest.trim_start()) {
+        Some(key) => format!("{key}: {message}"),
+        None => message.to_string(),
+    }
+}
+
+/// The dotted key of the string setting whose quoted text `rest` starts with.
+fn key_of_text(table: &toml::Table, rest: &str) -> Option<String> {
+    table.iter().find_map(|(key, value)| match value {
+        toml::Value::String(text) if rest.starts_with(&format!("{text:?}:")) => Some(key.clone()),
+        toml::Value::Table(inner) => key_of_text(inner, rest).map(|k| format!("{key}.{k}")),
+        _ => None,
+    })
 }
 
 #[cfg(test)]

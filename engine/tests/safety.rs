@@ -56,12 +56,12 @@ fn knobs() -> Arc<Knobs> {
 fn dispatcher(policy: Policy, knobs: Arc<Knobs>, topology: Option<Arc<Topology>>) -> Dispatcher {
     let settings = PolicySettings::new(
         &policy.limits,
-        &BreakerConfig { trip_after: policy.trip_after, window: "10m".into() },
+        &BreakerConfig { trip_after: policy.trip_after, window: std::time::Duration::from_secs(600) },
         &policy.target,
         &[],
         &UndoConfig { on_resolve: policy.undo },
         // One attempt: the knobs never fail, and a retry would hide a second call.
-        &RetryConfig { attempts: 1, backoff: "10ms".into() },
+        &RetryConfig { attempts: 1, backoff: std::time::Duration::from_millis(10) },
     )
     .expect("the test policy parses");
     let ledger =
@@ -249,7 +249,11 @@ async fn a_flapping_rule_produces_at_most_one_action_per_cooldown() {
         // A target cooldown no longer than the rule's lets the second through;
         // the per-target rate limit (two per hour) stops the third.
         (
-            TargetLimits { cooldown: "30s".into(), max_per_window: 2, window: "1h".into() },
+            TargetLimits {
+                cooldown: std::time::Duration::from_secs(30),
+                max_per_window: 2,
+                window: std::time::Duration::from_secs(3600),
+            },
             2,
             "rate limit: 2 actions on {node=\"n1\"} within 3600s (at most 2)",
         ),

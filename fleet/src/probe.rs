@@ -98,7 +98,7 @@ pub fn dispatcher(actuator: Arc<Counting>, coordinator: Arc<dyn Coordinator>) ->
         &TargetLimits::default(),
         &[],
         &UndoConfig::default(),
-        &RetryConfig { attempts: 1, backoff: "1ms".into() },
+        &RetryConfig { attempts: 1, backoff: std::time::Duration::from_millis(1) },
     )
     .expect("the default policy settings are valid");
     Dispatcher::new(

@@ -1,6 +1,7 @@
 //! The settings of a `cordon` actuator.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use engine::SECOND;
 use serde::{Deserialize, Serialize};
@@ -37,8 +38,8 @@ pub struct CordonConfig {
     pub scheduler: Scheduler,
     /// How long one call to the scheduler (one `scontrol` run, one HTTP
     /// request) may take, e.g. `"10s"`; at most five minutes.
-    #[serde(default = "default_timeout")]
-    pub timeout: String,
+    #[serde(default = "default_timeout", with = "engine::config::duration")]
+    pub timeout: Duration,
     /// Slurm settings, used when `scheduler = "slurm"`.
     #[serde(default)]
     pub slurm: SlurmConfig,
@@ -102,8 +103,8 @@ pub struct KubernetesConfig {
     pub drain: bool,
 }
 
-fn default_timeout() -> String {
-    "10s".into()
+fn default_timeout() -> Duration {
+    Duration::from_secs(10)
 }
 
 fn default_scontrol() -> PathBuf {
@@ -123,7 +124,7 @@ impl CordonConfig {
 
     /// Validates the settings and builds the actuator `name`.
     pub fn build(&self, name: &str) -> Result<CordonActuator, ConfigError> {
-        let timeout = crate::error::bounded_duration("timeout", &self.timeout, MAX_TIMEOUT)?;
+        let timeout = crate::error::bounded_duration("timeout", self.timeout, MAX_TIMEOUT)?;
         match self.scheduler {
             Scheduler::Slurm => {
                 if self.kubernetes.is_some() {

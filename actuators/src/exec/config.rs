@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::time::Duration;
 
 use engine::SECOND;
 use serde::{Deserialize, Serialize};
@@ -37,8 +38,8 @@ pub struct ExecConfig {
     pub argv: Vec<String>,
     /// How long the command may run before it is killed and the action fails
     /// with a timeout, e.g. `"500ms"`, `"10s"`, `"2m"`; at most one hour.
-    #[serde(default = "default_timeout")]
-    pub timeout: String,
+    #[serde(default = "default_timeout", with = "engine::config::duration")]
+    pub timeout: Duration,
     /// Environment variables set for the command, on top of the daemon's own.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, String>,
@@ -76,8 +77,8 @@ fn is_false(value: &bool) -> bool {
 
 /// Long enough for a local tool to talk to a scheduler or a switch, short
 /// enough that a hung one does not hold up the remediation behind it.
-fn default_timeout() -> String {
-    "10s".into()
+fn default_timeout() -> Duration {
+    Duration::from_secs(10)
 }
 
 impl ExecConfig {
@@ -110,7 +111,7 @@ impl ExecConfig {
             undo: self.undo_argv.as_deref().map(|argv| command("undo_argv", argv, Scope::Undo)).transpose()?,
             prior_from_stdout: self.prior_from_stdout,
         };
-        let timeout = crate::error::bounded_duration("timeout", &self.timeout, MAX_TIMEOUT)?;
+        let timeout = crate::error::bounded_duration("timeout", self.timeout, MAX_TIMEOUT)?;
         for (key, value) in &self.env {
             let entry =
                 |reason: &str| ConfigError::Entry { setting: "env".into(), key: key.clone(), reason: reason.into() };
@@ -148,8 +149,10 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
+    /// Builds `text` the way a playbook's actuator is built.
     fn build(text: &str) -> Result<ExecActuator, String> {
-        toml::from_str::<ExecConfig>(text).map_err(|e| e.to_string())?.build("x").map_err(|e| e.to_string())
+        let it = engine::Component { component: "actuator", name: "x", kind: "exec" };
+        it.build(toml::from_str(text).unwrap(), |c: ExecConfig| c.build("x")).map_err(|e| e.to_string())
     }
 
     #[test]
@@ -178,7 +181,8 @@ mod tests {
 
     #[test]
     fn refusals_name_the_setting_for_callers_that_match() {
-        let config = |argv: &[&str]| ExecConfig { timeout: "2h".into(), ..ExecConfig::new(argv.iter().copied()) };
+        let config =
+            |argv: &[&str]| ExecConfig { timeout: Duration::from_secs(7200), ..ExecConfig::new(argv.iter().copied()) };
         match config(&["/bin/x"]).build("x") {
             Err(ConfigError::OutOfRange { setting, value, .. }) => {
                 assert_eq!((setting.as_str(), value.as_str()), ("timeout", "2h"))
@@ -202,7 +206,7 @@ mod tests {
             ("argv = [\"/opt/{target.node}/tool\"]", "argv[0] \"/opt/{target.node}/tool\" holds a placeholder"),
             ("argv = [\"/bin/x\", \"{node}\"]", "argv[1] \"{node}\": unknown placeholder {node}"),
             ("argv = [\"/bin/x\"]\ntimeout = \"soon\"", "timeout: invalid duration \"soon\""),
-            ("argv = [\"/bin/x\"]\ntimeout = \"0\"", "timeout \"0\" must be above 0 and at most 3600s"),
+            ("argv = [\"/bin/x\"]\ntimeout = \"0\"", "timeout \"0s\" must be above 0 and at most 3600s"),
             ("argv = [\"/bin/x\"]\ntimeout = \"2h\"", "timeout \"2h\" must be above 0"),
             ("argv = [\"/bin/x\"]\nenv = { \"A=B\" = \"1\" }", "env: \"A=B\" is not a variable name"),
             ("argv = [\"/bin/x\"]\nshell = true", "unknown field `shell`"),

@@ -154,7 +154,7 @@ async fn dry_run_shows_exactly_what_execute_ran() {
 #[tokio::test]
 async fn a_command_that_outlives_its_timeout_is_a_timeout() {
     let mut config = ExecConfig::new(["/bin/sleep", "30"]);
-    config.timeout = "200ms".into();
+    config.timeout = std::time::Duration::from_millis(200);
     let err = config.build("slow").unwrap().execute(&action("node-03")).await.unwrap_err();
     assert_eq!(err, ActuatorError::Timeout(200));
 }
@@ -239,7 +239,7 @@ async fn a_verify_status_above_two_fails_with_the_status_and_stderr() {
 async fn a_verify_command_that_outlives_its_timeout_is_a_timeout() {
     let mut config = ExecConfig::new(["/bin/true"]);
     config.verify_argv = Some(vec!["/bin/sleep".into(), "30".into()]);
-    config.timeout = "200ms".into();
+    config.timeout = std::time::Duration::from_millis(200);
     let err = config.build("slow").unwrap().verify(&action("node-03"), None).await.unwrap_err();
     assert_eq!(err, ActuatorError::Timeout(200));
 }

@@ -2,6 +2,7 @@
 
 use engine::SECOND;
 use serde::{Deserialize, Serialize};
+use std::time::Duration;
 
 use super::{check_netdev, LinkActuator};
 use crate::ConfigError;
@@ -32,8 +33,8 @@ pub struct LinkConfig {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub netdevs: Vec<String>,
     /// How long one netlink request may take, e.g. `"5s"`; at most a minute.
-    #[serde(default = "default_timeout")]
-    pub timeout: String,
+    #[serde(default = "default_timeout", with = "engine::config::duration")]
+    pub timeout: Duration,
 }
 
 impl Default for LinkConfig {
@@ -42,14 +43,14 @@ impl Default for LinkConfig {
     }
 }
 
-fn default_timeout() -> String {
-    "5s".into()
+fn default_timeout() -> Duration {
+    Duration::from_secs(5)
 }
 
 impl LinkConfig {
     /// Validates the settings and builds the actuator `name`.
     pub fn build(&self, name: &str) -> Result<LinkActuator, ConfigError> {
-        let timeout = crate::error::bounded_duration("timeout", &self.timeout, MAX_TIMEOUT)?;
+        let timeout = crate::error::bounded_duration("timeout", self.timeout, MAX_TIMEOUT)?;
         check_netdevs("netdevs", &self.netdevs)?;
         let node = node_or_local("node", self.node.as_deref())?;
         Ok(LinkActuator::new(name, node, self.netdevs.clone(), timeout))

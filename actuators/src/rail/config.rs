@@ -2,6 +2,7 @@
 //! reaches what it changes.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use engine::SECOND;
 use serde::{Deserialize, Serialize};
@@ -37,8 +38,8 @@ const MAX_TIMEOUT: i64 = 300 * SECOND;
 #[serde(deny_unknown_fields)]
 pub struct RailConfig {
     /// How long one scheduler call may take, e.g. `"10s"`; at most five minutes.
-    #[serde(default = "default_timeout")]
-    pub timeout: String,
+    #[serde(default = "default_timeout", with = "engine::config::duration")]
+    pub timeout: Duration,
     /// Switch side.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gnmi: Option<SonicConfig>,
@@ -64,8 +65,8 @@ pub struct NcclConfig {
     pub node: Option<String>,
 }
 
-fn default_timeout() -> String {
-    "10s".into()
+fn default_timeout() -> Duration {
+    Duration::from_secs(10)
 }
 
 impl RailConfig {
@@ -76,7 +77,7 @@ impl RailConfig {
 
     /// [`Self::build`], with the inventory that names the switches of `[gnmi]`.
     pub fn build_in(&self, name: &str, inventory: Option<&engine::Topology>) -> Result<RailActuator, ConfigError> {
-        let timeout = crate::error::bounded_duration("timeout", &self.timeout, MAX_TIMEOUT)?;
+        let timeout = crate::error::bounded_duration("timeout", self.timeout, MAX_TIMEOUT)?;
         if self.gnmi.is_none() && self.nccl.is_none() && self.slurm.is_none() && self.kubernetes.is_none() {
             return Err(ConfigError::Missing {
                 setting: "gnmi, nccl, slurm or kubernetes".into(),

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use engine::topology::AccessError;
 use engine::{Topology, SECOND};
@@ -58,8 +59,8 @@ pub struct SonicConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<GnmiTls>,
     /// How long connecting and each call may take, e.g. `"5s"`; at most a minute.
-    #[serde(default = "default_timeout")]
-    pub timeout: String,
+    #[serde(default = "default_timeout", with = "engine::config::duration")]
+    pub timeout: Duration,
     /// With switches by address: how they address CONFIG_DB:
     /// `prefix-target` (the default: the database as the request's prefix
     /// target, classic SONiC telemetry), `sonic-db-origin` (origin
@@ -88,8 +89,8 @@ pub use engine::topology::SwitchTls as GnmiTls;
 /// `localhost`, which sonic-gnmi has required on single-ASIC switches since 2024.
 const DEFAULT_NAMESPACE: &str = "localhost";
 
-fn default_timeout() -> String {
-    "5s".into()
+fn default_timeout() -> Duration {
+    Duration::from_secs(5)
 }
 
 fn read(path: &Path, setting: &str) -> Result<Vec<u8>, ConfigError> {
@@ -100,7 +101,7 @@ impl SonicConfig {
     /// Validates the settings, reads the files they name, and builds the
     /// client; switches by name are looked up in `inventory`.
     pub fn build(&self, inventory: Option<&Topology>) -> Result<Sonic, ConfigError> {
-        let timeout = crate::error::bounded_duration("gnmi.timeout", &self.timeout, MAX_TIMEOUT)?;
+        let timeout = crate::error::bounded_duration("gnmi.timeout", self.timeout, MAX_TIMEOUT)?;
         let switches = match &self.switches {
             SwitchList::Names(names) => self.named(names, inventory)?,
             SwitchList::Addresses(addresses) => self.addressed(addresses)?,

@@ -1,8 +1,8 @@
 //! The settings of a `webhook` actuator.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
-use engine::time::parse_duration;
 use engine::SECOND;
 use serde::{Deserialize, Serialize};
 
@@ -34,14 +34,14 @@ pub struct WebhookConfig {
     /// appended); for `json`, the URL that receives the POST.
     pub url: String,
     /// How long one request may take, e.g. `"5s"`; at most a minute.
-    #[serde(default = "default_timeout")]
-    pub timeout: String,
+    #[serde(default = "default_timeout", with = "engine::config::duration")]
+    pub timeout: Duration,
     /// For `alertmanager`: how long an alert stays firing if it is never
     /// resolved (its `endsAt`). Alertmanager expects alerts to be re-sent;
     /// rocemend sends one per action, so it sets an end far enough out that
     /// the alert outlives the incident, and resolves it by undo.
-    #[serde(default = "default_lifetime")]
-    pub alert_lifetime: String,
+    #[serde(default = "default_lifetime", with = "engine::config::duration")]
+    pub alert_lifetime: Duration,
     /// For `alertmanager`: the alerts' `generatorURL`, a link back to where
     /// they came from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -69,17 +69,12 @@ pub enum Format {
     Json,
 }
 
-fn default_timeout() -> String {
-    "5s".into()
+fn default_timeout() -> Duration {
+    Duration::from_secs(5)
 }
 
-fn default_lifetime() -> String {
-    "24h".into()
-}
-
-/// Parses the duration `setting`.
-fn duration(setting: &str, text: &str) -> Result<engine::Nanos, ConfigError> {
-    parse_duration(text).map_err(|source| ConfigError::Duration { setting: setting.into(), source })
+fn default_lifetime() -> Duration {
+    Duration::from_secs(24 * 3600)
 }
 
 impl WebhookConfig {
@@ -113,12 +108,12 @@ impl WebhookConfig {
                 reason: "is refused: https is not supported by this actuator yet; use http or a local proxy",
             });
         }
-        let timeout = crate::error::bounded_duration("timeout", &self.timeout, MAX_TIMEOUT)?;
-        let lifetime = duration("alert_lifetime", &self.alert_lifetime)?;
+        let timeout = crate::error::bounded_duration("timeout", self.timeout, MAX_TIMEOUT)?;
+        let lifetime = engine::config::duration::nanos(self.alert_lifetime);
         if lifetime <= 0 {
             return Err(ConfigError::OutOfRange {
                 setting: "alert_lifetime".into(),
-                value: self.alert_lifetime.clone(),
+                value: engine::config::duration::show(self.alert_lifetime),
                 expected: "above 0".into(),
             });
         }
@@ -153,7 +148,7 @@ mod tests {
     fn the_example_round_trips_and_bad_settings_are_refused() {
         let text = "format = \"alertmanager\"\nurl = \"http://am:9093\"\ngenerator_url = \"https://r.example/d\"\n";
         let config: WebhookConfig = toml::from_str(text).unwrap();
-        assert_eq!(config.timeout, "5s");
+        assert_eq!(config.timeout, Duration::from_secs(5));
         assert_eq!(toml::from_str::<WebhookConfig>(&toml::to_string(&config).unwrap()).unwrap(), config);
         assert!(config.build("x").is_ok());
         for (text, expected) in [

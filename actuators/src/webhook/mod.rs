@@ -272,7 +272,7 @@ mod tests {
 
     fn fixed(format: Format) -> WebhookActuator {
         let mut config = WebhookConfig::new(format, "http://am:9093");
-        config.alert_lifetime = "1h".into();
+        config.alert_lifetime = Duration::from_secs(3600);
         config.build("notify").unwrap().with_clock(Arc::new(|| 1_796_230_105_123_000_000))
     }
 

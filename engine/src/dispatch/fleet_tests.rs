@@ -134,11 +134,11 @@ fn proposal(kind: &str, node: &str, at: i64) -> Proposal {
 fn dispatcher(actuator: Arc<Recorder>, mode: Mode, undo: Vec<String>) -> Dispatcher {
     let policy = PolicySettings::new(
         &Limits::default(),
-        &BreakerConfig { trip_after: 100, window: "10m".into() },
+        &BreakerConfig { trip_after: 100, window: std::time::Duration::from_secs(600) },
         &TargetLimits::default(),
         &[],
         &UndoConfig { on_resolve: undo },
-        &RetryConfig { attempts: 1, backoff: "1ms".into() },
+        &RetryConfig { attempts: 1, backoff: std::time::Duration::from_millis(1) },
     )
     .unwrap();
     Dispatcher::new(
@@ -257,11 +257,11 @@ async fn the_local_breaker_tripping_trips_the_fleet_breaker() {
     let budget = Budget::new(10);
     let policy = PolicySettings::new(
         &Limits::default(),
-        &BreakerConfig { trip_after: 1, window: "10m".into() },
+        &BreakerConfig { trip_after: 1, window: std::time::Duration::from_secs(600) },
         &TargetLimits::default(),
         &[],
         &UndoConfig::default(),
-        &RetryConfig { attempts: 1, backoff: "1ms".into() },
+        &RetryConfig { attempts: 1, backoff: std::time::Duration::from_millis(1) },
     )
     .unwrap();
     let mut d = Dispatcher::new(

@@ -126,7 +126,7 @@ async fn an_undo_by_hand_of_a_kind_without_undo_or_not_executed_is_refused() {
         &TargetLimits::default(),
         &[],
         &UndoConfig::default(),
-        &RetryConfig { attempts: 1, backoff: "10ms".into() },
+        &RetryConfig { attempts: 1, backoff: std::time::Duration::from_millis(10) },
     )
     .unwrap();
     let config = DispatchConfig {
@@ -161,7 +161,10 @@ async fn an_undo_by_hand_of_a_kind_without_undo_or_not_executed_is_refused() {
 async fn an_incident_resolved_by_hand_undoes_expires_and_is_refused_twice() {
     let knobs = knobs();
     let l = ledger();
-    let approval = vec![crate::policy::ApprovalRule { actions: vec!["node.cordon".into()], timeout: "15m".into() }];
+    let approval = vec![crate::policy::ApprovalRule {
+        actions: vec!["node.cordon".into()],
+        timeout: std::time::Duration::from_secs(900),
+    }];
     let mut d = dispatcher(Setup { undo: vec!["node.*".into()], ..Setup::default() }, knobs.clone(), Some(l.clone()));
     let acted = d.dispatch(proposal("r", "a", 0)).await;
     let mut waits = dispatcher(Setup { approval, ..Setup::default() }, knobs.clone(), Some(ledger()));

@@ -54,11 +54,11 @@ impl Default for Setup {
 pub(super) fn dispatcher(setup: Setup, knobs: Arc<Knobs>, ledger: Option<Ledger>) -> Dispatcher {
     let policy = PolicySettings::new(
         &setup.limits,
-        &BreakerConfig { trip_after: setup.trip_after, window: "10m".into() },
+        &BreakerConfig { trip_after: setup.trip_after, window: std::time::Duration::from_secs(600) },
         &TargetLimits::default(),
         &setup.approval,
         &UndoConfig { on_resolve: setup.undo },
-        &RetryConfig { attempts: 3, backoff: "10ms".into() },
+        &RetryConfig { attempts: 3, backoff: std::time::Duration::from_millis(10) },
     )
     .unwrap();
     let mut policy = policy;
@@ -120,7 +120,8 @@ async fn fifty_faults_three_cordons_forty_seven_held_and_the_breaker_trips() {
 #[tokio::test]
 async fn approval_executes_rejection_and_expiry_do_not() {
     let knobs = knobs();
-    let approval = vec![ApprovalRule { actions: vec!["node.cordon".into()], timeout: "15m".into() }];
+    let approval =
+        vec![ApprovalRule { actions: vec!["node.cordon".into()], timeout: std::time::Duration::from_secs(900) }];
     let mut d = dispatcher(Setup { approval, ..Setup::default() }, knobs.clone(), Some(ledger()));
     let a = d.dispatch(proposal("gpu-xid", "a", 0)).await;
     let b = d.dispatch(proposal("gpu-xid", "b", 0)).await;

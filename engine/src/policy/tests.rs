@@ -176,7 +176,9 @@ fn an_action_in_effect_is_not_sent_again_and_a_target_cools_down() {
 
 #[test]
 fn approval_is_asked_for_with_an_expiry() {
-    let s = settings(|_, _, a| a.push(ApprovalRule { actions: vec!["node.*".into()], timeout: "15m".into() }));
+    let s = settings(|_, _, a| {
+        a.push(ApprovalRule { actions: vec!["node.*".into()], timeout: std::time::Duration::from_secs(900) })
+    });
     let mut policy = Policy::new(s, None, catalog());
     let p = proposal("node.cordon", &[("node", "n")]);
     assert_eq!(policy.check(&p, true, 0), Check::NeedsApproval { expires_at: 900 * SECOND });
