@@ -30,7 +30,7 @@ use std::collections::BTreeMap;
 use engine::{ActionKindDecl, LimitClass, Scope};
 use serde::{Deserialize, Serialize};
 
-use crate::ConfigError;
+use crate::ActuatorConfigError;
 
 /// How the safety policy counts one action kind a generic actuator carries
 /// out (`[actuator.kinds."<kind>"]`).
@@ -114,10 +114,10 @@ pub fn declarations(
     like: &Like,
     kinds: &BTreeMap<String, KindSettings>,
     undoable: bool,
-) -> Result<Vec<ActionKindDecl>, ConfigError> {
+) -> Result<Vec<ActionKindDecl>, ActuatorConfigError> {
     let mut out = Vec::new();
     for name in &like.0 {
-        let declared = crate::declared(name).ok_or_else(|| ConfigError::Invalid {
+        let declared = crate::declared(name).ok_or_else(|| ActuatorConfigError::Invalid {
             setting: "like".into(),
             value: name.to_string(),
             reason: "names no actuator type that declares its action kinds (cordon, link, pfcwd, ecn, rail)",
@@ -127,7 +127,7 @@ pub fn declarations(
     }
     for (kind, settings) in kinds {
         if !well_formed(kind) {
-            return Err(ConfigError::Entry {
+            return Err(ActuatorConfigError::Entry {
                 setting: "kinds".into(),
                 key: kind.clone(),
                 reason: "is not an action kind: write \"actuator.verb\", \"actuator.*\" or \"*\"".into(),

@@ -66,7 +66,7 @@
 //! - [`declare`]: how a generic actuator (`exec`, `webhook`, `log`) says
 //!   how the safety policy counts the action kinds it carries out; the
 //!   others declare their own ([`declared`]);
-//! - [`ConfigError`], [`LabelError`], [`ParseError`]: why settings, a name
+//! - [`ActuatorConfigError`], [`LabelError`], [`ParseError`]: why settings, a name
 //!   or a tool's output were refused, by setting and value;
 //! - [`build`]: the one place that knows every actuator kind ([`KINDS`]).
 
@@ -90,7 +90,7 @@ pub mod webhook;
 
 pub use cordon::{CordonActuator, CordonConfig};
 pub use ecn::{EcnActuator, EcnConfig};
-pub use error::{ConfigError, LabelError, ParseError};
+pub use error::{ActuatorConfigError, LabelError, ParseError};
 pub use exec::{ExecActuator, ExecConfig};
 pub use link::{LinkActuator, LinkConfig};
 pub use log::{LogActuator, LogConfig};
@@ -191,10 +191,16 @@ mod tests {
         assert!(err.starts_with("actuator \"audit\" (kind \"log\"): unknown field `level`"), "{err}");
         let err = build("exec", "drain", table("argv = [\"/bin/true\"]\ntimeout = 5")).err().unwrap().to_string();
         assert!(err.starts_with("actuator \"drain\" (kind \"exec\"): invalid type: integer `5`"), "{err}");
-        let err = build("exec", "drain", table("argv = [\"true\"]")).err().unwrap().to_string();
+        let err = build("exec", "drain", table("argv = [\"true\"]")).err().unwrap();
         assert!(
-            err.starts_with("actuator \"drain\" (kind \"exec\"): argv[0] \"true\" is not an absolute path"),
+            err.to_string().starts_with("actuator \"drain\" (kind \"exec\"): argv[0] \"true\" is not an absolute path"),
             "{err}"
+        );
+        // The actuator's own error, kept as it is.
+        let refused = err.source_as::<ActuatorConfigError>();
+        assert!(
+            matches!(refused, Some(ActuatorConfigError::Invalid { setting, .. }) if setting == "argv[0]"),
+            "{err:?}"
         );
     }
 }

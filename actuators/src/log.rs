@@ -16,7 +16,7 @@ use engine::{Action, ActionKindDecl, Actuator, ActuatorError, Outcome, RequestPl
 use serde::{Deserialize, Serialize};
 
 use crate::declare::{declarations, KindSettings, Like};
-use crate::ConfigError;
+use crate::ActuatorConfigError;
 
 /// How many applied actions are remembered. Keys are `kind` plus target
 /// (a couple of hundred bytes), so this caps the memory at roughly 16 MiB
@@ -46,12 +46,12 @@ pub struct LogConfig {
 
 impl LogConfig {
     /// Builds the actuator `name`.
-    pub fn build(&self, name: &str) -> Result<LogActuator, ConfigError> {
+    pub fn build(&self, name: &str) -> Result<LogActuator, ActuatorConfigError> {
         Ok(LogActuator::declaring(name, self.declarations()?))
     }
 
     /// The kinds it declares: it logs any, and undoes what it logged.
-    pub fn declarations(&self) -> Result<Vec<ActionKindDecl>, ConfigError> {
+    pub fn declarations(&self) -> Result<Vec<ActionKindDecl>, ActuatorConfigError> {
         declarations(&self.like, &self.kinds, true)
     }
 }

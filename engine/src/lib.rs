@@ -110,7 +110,7 @@ pub use contracts::{
     Verification,
 };
 pub use counter::{CounterSpec, Overflow, RateBound};
-pub use errors::{BuildError, Component, Errors};
+pub use errors::{BuildError, Component, Errors, SchemaError};
 pub use evaluator::{EngineEvent, EngineStats, Evaluator, InstanceView, ReloadReport, RuleHealth};
 pub use instance::{Instance, State};
 pub use labels::Labels;

@@ -7,7 +7,7 @@ use engine::SECOND;
 use serde::{Deserialize, Serialize};
 
 use super::{kubernetes, slurm, CordonActuator};
-use crate::ConfigError;
+use crate::ActuatorConfigError;
 
 /// The longest timeout accepted for one scheduler call: a cordon holds a
 /// dispatch slot while it runs, and a scheduler that needs more than five
@@ -123,12 +123,12 @@ impl CordonConfig {
     }
 
     /// Validates the settings and builds the actuator `name`.
-    pub fn build(&self, name: &str) -> Result<CordonActuator, ConfigError> {
+    pub fn build(&self, name: &str) -> Result<CordonActuator, ActuatorConfigError> {
         let timeout = crate::error::bounded_duration("timeout", self.timeout, MAX_TIMEOUT)?;
         match self.scheduler {
             Scheduler::Slurm => {
                 if self.kubernetes.is_some() {
-                    return Err(ConfigError::Conflict {
+                    return Err(ActuatorConfigError::Conflict {
                         setting: "kubernetes".into(),
                         reason: "a [kubernetes] table is given but scheduler is \"slurm\"",
                     });
@@ -137,7 +137,7 @@ impl CordonConfig {
                 Ok(CordonActuator::slurm(name, slurm::Slurm::new(&self.slurm, timeout)))
             }
             Scheduler::Kubernetes => {
-                let kube = self.kubernetes.as_ref().ok_or(ConfigError::Missing {
+                let kube = self.kubernetes.as_ref().ok_or(ActuatorConfigError::Missing {
                     setting: "kubernetes".into(),
                     reason: "scheduler is \"kubernetes\" but there is no [kubernetes] table",
                 })?;
@@ -149,11 +149,11 @@ impl CordonConfig {
 
 /// Refuses a `slurm.scontrol` that is not an absolute path: a program
 /// looked up in PATH could be anything.
-pub(crate) fn check_scontrol(scontrol: &Path) -> Result<(), ConfigError> {
+pub(crate) fn check_scontrol(scontrol: &Path) -> Result<(), ActuatorConfigError> {
     if scontrol.is_absolute() {
         Ok(())
     } else {
-        Err(ConfigError::Invalid {
+        Err(ActuatorConfigError::Invalid {
             setting: "slurm.scontrol".into(),
             value: scontrol.display().to_string(),
             reason: "is not an absolute path",

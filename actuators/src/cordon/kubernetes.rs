@@ -24,7 +24,7 @@ use super::config::KubernetesConfig;
 use super::Request;
 use crate::http::{HttpError, Response, Url};
 use crate::kube::{KubeApi, KubeSettings};
-use crate::ConfigError;
+use crate::ActuatorConfigError;
 
 /// The taint rocemend sets; its value is the incident.
 pub const TAINT_KEY: &str = "rocemend.io/cordoned";
@@ -44,7 +44,7 @@ pub struct Kubernetes {
 }
 
 impl Kubernetes {
-    pub(super) fn new(config: &KubernetesConfig, timeout: Duration) -> Result<Kubernetes, ConfigError> {
+    pub(super) fn new(config: &KubernetesConfig, timeout: Duration) -> Result<Kubernetes, ActuatorConfigError> {
         let settings = KubeSettings {
             api_server: &config.api_server,
             token: config.token.as_deref(),

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::{switch, EcnActuator, HostSide};
 use crate::link::config::{check_netdevs, node_or_local};
 use crate::sonic::SonicConfig;
-use crate::ConfigError;
+use crate::ActuatorConfigError;
 
 /// An `ecn` actuator's settings.
 ///
@@ -105,19 +105,23 @@ fn default_root() -> PathBuf {
 
 impl EcnConfig {
     /// Validates the settings and builds the actuator `name`.
-    pub fn build(&self, name: &str) -> Result<EcnActuator, ConfigError> {
+    pub fn build(&self, name: &str) -> Result<EcnActuator, ActuatorConfigError> {
         self.build_in(name, None)
     }
 
     /// [`Self::build`], with the inventory that names the switches of `[gnmi]`.
-    pub fn build_in(&self, name: &str, inventory: Option<&engine::Topology>) -> Result<EcnActuator, ConfigError> {
+    pub fn build_in(
+        &self,
+        name: &str,
+        inventory: Option<&engine::Topology>,
+    ) -> Result<EcnActuator, ActuatorConfigError> {
         let sonic = self.gnmi.as_ref().map(|g| g.build(inventory)).transpose()?;
         switch::check_profile("profile", &self.profile)
-            .map_err(|source| ConfigError::Action { setting: "profile".into(), source })?;
+            .map_err(|source| ActuatorConfigError::Action { setting: "profile".into(), source })?;
         crate::target::integer("queue", &self.queue.to_string(), 0, gnmi_proto::sonic::QUEUES - 1, "")
-            .map_err(|source| ConfigError::Action { setting: "queue".into(), source })?;
+            .map_err(|source| ActuatorConfigError::Action { setting: "queue".into(), source })?;
         switch::check_factor(&self.factor.to_string())
-            .map_err(|source| ConfigError::Action { setting: "factor".into(), source })?;
+            .map_err(|source| ActuatorConfigError::Action { setting: "factor".into(), source })?;
         let host = self.host.as_ref().map(HostConfig::build).transpose()?;
         Ok(EcnActuator {
             name: name.to_string(),
@@ -135,10 +139,10 @@ impl EcnConfig {
 
 impl HostConfig {
     /// The host side, checked.
-    fn build(&self) -> Result<HostSide, ConfigError> {
+    fn build(&self) -> Result<HostSide, ActuatorConfigError> {
         check_netdevs("host.netdevs", &self.netdevs)?;
         if !self.sysfs_root.is_absolute() {
-            return Err(ConfigError::Invalid {
+            return Err(ActuatorConfigError::Invalid {
                 setting: "host.sysfs_root".into(),
                 value: self.sysfs_root.display().to_string(),
                 reason: "is not an absolute path",

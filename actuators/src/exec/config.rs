@@ -9,9 +9,9 @@ use serde::{Deserialize, Serialize};
 
 use super::actuator::Commands;
 use super::actuator::ExecActuator;
-use super::template::{ArgvTemplate, Scope};
+use super::template::{ArgvTemplate, PlaceholderSet};
 use crate::declare::{declarations, KindSettings, Like};
-use crate::ConfigError;
+use crate::ActuatorConfigError;
 
 /// The longest timeout accepted. An action holds a dispatch slot while its
 /// command runs; a command that needs more than an hour is a job, not an
@@ -99,22 +99,29 @@ impl ExecConfig {
 
     /// The kinds it declares: any command it is routed, undoable when it
     /// has an `undo_argv`.
-    pub fn declarations(&self) -> Result<Vec<engine::ActionKindDecl>, ConfigError> {
+    pub fn declarations(&self) -> Result<Vec<engine::ActionKindDecl>, ActuatorConfigError> {
         declarations(&self.like, &self.kinds, self.undo_argv.is_some())
     }
 
     /// Validates the settings and builds the actuator `name`.
-    pub fn build(&self, name: &str) -> Result<ExecActuator, ConfigError> {
+    pub fn build(&self, name: &str) -> Result<ExecActuator, ActuatorConfigError> {
         let commands = Commands {
-            execute: command("argv", &self.argv, Scope::Action)?,
-            verify: self.verify_argv.as_deref().map(|argv| command("verify_argv", argv, Scope::Action)).transpose()?,
-            undo: self.undo_argv.as_deref().map(|argv| command("undo_argv", argv, Scope::Undo)).transpose()?,
+            execute: command("argv", &self.argv, PlaceholderSet::Action)?,
+            verify: self
+                .verify_argv
+                .as_deref()
+                .map(|argv| command("verify_argv", argv, PlaceholderSet::Action))
+                .transpose()?,
+            undo: self.undo_argv.as_deref().map(|argv| command("undo_argv", argv, PlaceholderSet::Undo)).transpose()?,
             prior_from_stdout: self.prior_from_stdout,
         };
         let timeout = crate::error::bounded_duration("timeout", self.timeout, MAX_TIMEOUT)?;
         for (key, value) in &self.env {
-            let entry =
-                |reason: &str| ConfigError::Entry { setting: "env".into(), key: key.clone(), reason: reason.into() };
+            let entry = |reason: &str| ActuatorConfigError::Entry {
+                setting: "env".into(),
+                key: key.clone(),
+                reason: reason.into(),
+            };
             if key.is_empty() || key.contains(['=', '\0']) {
                 return Err(entry("is not a variable name"));
             }
@@ -129,12 +136,13 @@ impl ExecConfig {
 
 /// Parses the command `field`: a fixed, absolute program and the
 /// placeholders of `scope`.
-fn command(field: &str, argv: &[String], scope: Scope) -> Result<ArgvTemplate, ConfigError> {
+fn command(field: &str, argv: &[String], scope: PlaceholderSet) -> Result<ArgvTemplate, ActuatorConfigError> {
     let program = argv
         .first()
-        .ok_or_else(|| ConfigError::Empty { setting: field.into(), need: "it needs at least the program" })?;
+        .ok_or_else(|| ActuatorConfigError::Empty { setting: field.into(), need: "it needs at least the program" })?;
     let template = ArgvTemplate::parse(field, argv, scope)?;
-    let invalid = |reason| ConfigError::Invalid { setting: format!("{field}[0]"), value: program.clone(), reason };
+    let invalid =
+        |reason| ActuatorConfigError::Invalid { setting: format!("{field}[0]"), value: program.clone(), reason };
     if template.has_placeholder(0) {
         return Err(invalid("holds a placeholder; the program must be fixed"));
     }
@@ -184,18 +192,18 @@ mod tests {
         let config =
             |argv: &[&str]| ExecConfig { timeout: Duration::from_secs(7200), ..ExecConfig::new(argv.iter().copied()) };
         match config(&["/bin/x"]).build("x") {
-            Err(ConfigError::OutOfRange { setting, value, .. }) => {
+            Err(ActuatorConfigError::OutOfRange { setting, value, .. }) => {
                 assert_eq!((setting.as_str(), value.as_str()), ("timeout", "2h"))
             }
             other => panic!("{other:?}"),
         }
         match config(&["x"]).build("x") {
-            Err(ConfigError::Invalid { setting, value, .. }) => {
+            Err(ActuatorConfigError::Invalid { setting, value, .. }) => {
                 assert_eq!((setting.as_str(), value.as_str()), ("argv[0]", "x"))
             }
             other => panic!("{other:?}"),
         }
-        assert!(matches!(config(&[]).build("x"), Err(ConfigError::Empty { setting, .. }) if setting == "argv"));
+        assert!(matches!(config(&[]).build("x"), Err(ActuatorConfigError::Empty { setting, .. }) if setting == "argv"));
     }
 
     #[test]

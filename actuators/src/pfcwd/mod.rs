@@ -255,7 +255,7 @@ mod tests {
     fn bad_levels_are_refused_when_built() {
         let text = "[levels.1]\ndetection_time = 6000\n";
         let err = toml::from_str::<PfcwdConfig>(text).unwrap().build("p").unwrap_err();
-        assert!(matches!(&err, crate::ConfigError::Action { setting, .. } if setting == "levels.1"), "{err:?}");
+        assert!(matches!(&err, crate::ActuatorConfigError::Action { setting, .. } if setting == "levels.1"), "{err:?}");
         assert!(err.to_string().contains("levels.1: invalid action: detection_time 6000 is out of range"), "{err}");
     }
 }

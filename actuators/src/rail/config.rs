@@ -14,7 +14,7 @@ use crate::cordon::slurm::Slurm;
 use crate::cordon::SlurmConfig;
 use crate::link::config::node_or_local;
 use crate::sonic::SonicConfig;
-use crate::ConfigError;
+use crate::ActuatorConfigError;
 
 /// The longest timeout of one scheduler call (as for `cordon`).
 const MAX_TIMEOUT: i64 = 300 * SECOND;
@@ -71,15 +71,19 @@ fn default_timeout() -> Duration {
 
 impl RailConfig {
     /// Validates the settings and builds the actuator `name`.
-    pub fn build(&self, name: &str) -> Result<RailActuator, ConfigError> {
+    pub fn build(&self, name: &str) -> Result<RailActuator, ActuatorConfigError> {
         self.build_in(name, None)
     }
 
     /// [`Self::build`], with the inventory that names the switches of `[gnmi]`.
-    pub fn build_in(&self, name: &str, inventory: Option<&engine::Topology>) -> Result<RailActuator, ConfigError> {
+    pub fn build_in(
+        &self,
+        name: &str,
+        inventory: Option<&engine::Topology>,
+    ) -> Result<RailActuator, ActuatorConfigError> {
         let timeout = crate::error::bounded_duration("timeout", self.timeout, MAX_TIMEOUT)?;
         if self.gnmi.is_none() && self.nccl.is_none() && self.slurm.is_none() && self.kubernetes.is_none() {
-            return Err(ConfigError::Missing {
+            return Err(ActuatorConfigError::Missing {
                 setting: "gnmi, nccl, slurm or kubernetes".into(),
                 reason: "no step is configured: give at least one of [gnmi], [nccl], [slurm], [kubernetes]",
             });
@@ -97,9 +101,9 @@ impl RailConfig {
 
 impl NcclConfig {
     /// The environment file and the node it is on, checked.
-    fn build(&self) -> Result<(PathBuf, String), ConfigError> {
+    fn build(&self) -> Result<(PathBuf, String), ActuatorConfigError> {
         if !self.env_file.is_absolute() || self.env_file.file_name().is_none() {
-            return Err(ConfigError::Invalid {
+            return Err(ActuatorConfigError::Invalid {
                 setting: "nccl.env_file".into(),
                 value: self.env_file.display().to_string(),
                 reason: "is not an absolute file path",

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::WebhookActuator;
 use crate::declare::{declarations, KindSettings, Like};
 use crate::http::Url;
-use crate::ConfigError;
+use crate::ActuatorConfigError;
 
 /// The longest timeout accepted: a notification that takes more than a
 /// minute to deliver holds a dispatch slot for nothing.
@@ -94,15 +94,15 @@ impl WebhookConfig {
 
     /// The kinds it declares: it reports any, and undoes (resolves or
     /// reports the undo of) what it reported.
-    pub fn declarations(&self) -> Result<Vec<engine::ActionKindDecl>, ConfigError> {
+    pub fn declarations(&self) -> Result<Vec<engine::ActionKindDecl>, ActuatorConfigError> {
         declarations(&self.like, &self.kinds, true)
     }
 
     /// Validates the settings and builds the actuator `name`.
-    pub fn build(&self, name: &str) -> Result<WebhookActuator, ConfigError> {
-        let url = Url::parse(&self.url).map_err(|source| ConfigError::Url { setting: "url".into(), source })?;
+    pub fn build(&self, name: &str) -> Result<WebhookActuator, ActuatorConfigError> {
+        let url = Url::parse(&self.url).map_err(|source| ActuatorConfigError::Url { setting: "url".into(), source })?;
         if url.https {
-            return Err(ConfigError::Invalid {
+            return Err(ActuatorConfigError::Invalid {
                 setting: "url".into(),
                 value: self.url.clone(),
                 reason: "is refused: https is not supported by this actuator yet; use http or a local proxy",
@@ -111,7 +111,7 @@ impl WebhookConfig {
         let timeout = crate::error::bounded_duration("timeout", self.timeout, MAX_TIMEOUT)?;
         let lifetime = engine::config::duration::nanos(self.alert_lifetime);
         if lifetime <= 0 {
-            return Err(ConfigError::OutOfRange {
+            return Err(ActuatorConfigError::OutOfRange {
                 setting: "alert_lifetime".into(),
                 value: engine::config::duration::show(self.alert_lifetime),
                 expected: "above 0".into(),
@@ -120,7 +120,7 @@ impl WebhookConfig {
         for (key, value) in &self.headers {
             let bad_name = key.is_empty() || !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
             if bad_name || value.chars().any(|c| c.is_control()) {
-                return Err(ConfigError::Entry {
+                return Err(ActuatorConfigError::Entry {
                     setting: "headers".into(),
                     key: key.clone(),
                     reason: "is not a header name, or its value holds a control character".into(),
