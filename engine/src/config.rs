@@ -205,9 +205,19 @@ pub mod duration {
         parse(&text).map_err(serde::de::Error::custom)
     }
 
+    /// A duration in a configuration file does not parse.
+    #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+    #[error("{INVALID} {text:?}: {source}")]
+    pub struct InvalidDuration {
+        /// The text as written.
+        pub text: String,
+        /// Why it does not parse.
+        pub source: humantime::DurationError,
+    }
+
     /// Parses `text` as a duration; the error names it.
-    pub fn parse(text: &str) -> Result<Duration, String> {
-        humantime::parse_duration(text.trim()).map_err(|e| format!("{INVALID} {text:?}: {e}"))
+    pub fn parse(text: &str) -> Result<Duration, InvalidDuration> {
+        humantime::parse_duration(text.trim()).map_err(|source| InvalidDuration { text: text.to_string(), source })
     }
 
     /// `d` as a configuration file writes it, for messages (`10m`, `200ms`).

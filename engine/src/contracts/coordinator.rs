@@ -104,6 +104,20 @@ pub enum Health {
     Unreachable(String),
 }
 
+/// A switch this daemon may not change now: the aggregators of its shard
+/// group share their switches, and this one is another's (or nobody's
+/// yet, or this daemon's claim is not confirmed under a live lease).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("switch {switch} is not this aggregator's to change: shard group {group} gives it to {owner}")]
+pub struct NotOwner {
+    /// The switch.
+    pub switch: String,
+    /// The shard group.
+    pub group: String,
+    /// Who has it, in words (an identity, "nobody yet", …).
+    pub owner: String,
+}
+
 /// The coordination backend could not do what was asked.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CoordinationError {
@@ -153,7 +167,7 @@ pub trait Coordinator: Send + Sync {
     /// ones they own, confirmed with the store right before. `Err` is the
     /// reason to hold the action (who owns the switch). Without sharing,
     /// every switch may be changed.
-    async fn may_change_switch(&self, switch: &str) -> Result<(), String> {
+    async fn may_change_switch(&self, switch: &str) -> Result<(), NotOwner> {
         let _ = switch;
         Ok(())
     }

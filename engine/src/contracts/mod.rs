@@ -30,7 +30,8 @@ pub mod sensor;
 pub use action::{kind_matches, Action, Impact, Proposal, Severity};
 pub use actuator::{Actuator, ActuatorError, Outcome, RequestPlan, Verification};
 pub use coordinator::{
-    Admission, Adopted, CoordinationError, Coordinator, FleetBreaker, Health, Release, Standalone, Token, TokenRequest,
+    Admission, Adopted, CoordinationError, Coordinator, FleetBreaker, Health, NotOwner, Release, Standalone, Token,
+    TokenRequest,
 };
 pub use decision::{Decision, Drift, DriftKind, Drifted, Phase, Resolution, Step, Verdict};
 pub use kinds::{ActionKindDecl, LimitClass, Scope};

@@ -68,7 +68,8 @@ impl Fleet {
         // Ownership before scope: a local switch action (a PFC watchdog
         // escalation) still changes a switch another aggregator may own.
         if let Some(switch) = &impact.switch {
-            if let Err(reason) = self.coordinator.may_change_switch(switch).await {
+            if let Err(refused) = self.coordinator.may_change_switch(switch).await {
+                let reason = refused.to_string();
                 d.steps.push(Step { at: now, what: format!("held: {reason}") });
                 return Err(reason);
             }

@@ -335,11 +335,11 @@ impl Coordinator for Sharing {
     fn health(&self) -> Health {
         Health::Reachable
     }
-    async fn may_change_switch(&self, switch: &str) -> Result<(), String> {
+    async fn may_change_switch(&self, switch: &str) -> Result<(), crate::contracts::NotOwner> {
         if switch == "leaf-1" {
             Ok(())
         } else {
-            Err(format!("switch {switch} is not this aggregator's to change"))
+            Err(crate::contracts::NotOwner { switch: switch.into(), group: "pod-a".into(), owner: "agg-2".into() })
         }
     }
     async fn switch_changed(&self, decision: &Decision, switch: &str) {
@@ -366,7 +366,10 @@ async fn a_sharing_aggregator_changes_only_its_switches_and_records_what_it_chan
     let scopes = vec![("pfcwd.*".to_string(), Scope::Local)];
     let mut d = dispatcher(actuator.clone(), Mode::Enforce, vec![]).with_coordinator(sharing.clone(), scopes);
     let theirs = d.dispatch(on_switch("leaf-2", SECOND)).await;
-    assert_eq!(theirs.verdict.reason(), Some("switch leaf-2 is not this aggregator's to change"));
+    assert_eq!(
+        theirs.verdict.reason(),
+        Some("switch leaf-2 is not this aggregator's to change: shard group pod-a gives it to agg-2")
+    );
     let ours = d.dispatch(on_switch("leaf-1", 2 * SECOND)).await;
     assert!(matches!(ours.verdict, Verdict::Executed { .. }), "{:?}", ours.verdict);
     assert_eq!(actuator.executed.load(Ordering::SeqCst), 1);

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use rhai::{Dynamic, Map, AST};
 use sha2::{Digest, Sha256};
 
-use super::native::{NativePredicate, Runs};
+use super::native::{NativePredicate, NotNative, Runs};
 use super::script::{Condition, RuleScripts, ScriptError, WindowValues};
 use super::selector::Selector;
 use super::{RuleError, RuleErrors, Severity};
@@ -206,9 +206,9 @@ pub(super) fn compile(scripts: &RuleScripts, path: &str, source: &str) -> Result
         window_names.iter().map(String::as_str).zip(window_booleans.iter().copied()).collect();
     let native_fire = NativePredicate::compile(&ast, "fire", &typed);
     let native_clear = if has_clear { NativePredicate::compile(&ast, "clear", &typed) } else { native_fire.clone() };
-    let runs = |p: &Result<NativePredicate, String>| match p {
+    let runs = |p: &Result<NativePredicate, NotNative>| match p {
         Ok(_) => Runs::Native,
-        Err(why) => Runs::Rhai(why.clone()),
+        Err(why) => Runs::Rhai(why.to_string()),
     };
     let (fire_runs, clear_runs) = (runs(&native_fire), runs(&native_clear));
     let mut rule = Rule {

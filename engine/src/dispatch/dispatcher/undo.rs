@@ -87,7 +87,8 @@ impl Dispatcher {
             return self.finish(d, false);
         }
         if let Some(switch) = &effect.impact.switch {
-            if let Err(reason) = self.fleet.coordinator().may_change_switch(switch).await {
+            if let Err(refused) = self.fleet.coordinator().may_change_switch(switch).await {
+                let reason = refused.to_string();
                 // The switch's owner has adopted the action and undoes it
                 // itself; its record stays for it.
                 d.steps.push(Step { at: now, what: format!("held: {reason}") });
