@@ -113,11 +113,12 @@ async fn an_unreachable_slurm_controller_fails_with_scontrols_message() {
     );
 }
 
-#[tokio::test]
-async fn kubernetes_cordon_patches_evicts_verifies_and_undoes_only_its_own() {
+/// What the API server is asked, in order, and answers, for a cordon of
+/// `gpu-07` with `drain = true` (two pods evicted, one by a DaemonSet left
+/// alone, one blocked by a disruption budget), its verify, its undo, and a
+/// verify and an undo after someone cordoned the node by hand.
+fn kubernetes_script() -> Vec<common::kube::Exchange> {
     use serde_json::json;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
     let node = "/api/v1/nodes/gpu-07";
     let ours = json!({ "spec": { "unschedulable": true, "taints": [
         { "key": "other", "effect": "NoExecute" },
@@ -134,7 +135,7 @@ async fn kubernetes_cordon_patches_evicts_verifies_and_undoes_only_its_own() {
     let eviction = |name: &str| json!({ "apiVersion": "policy/v1", "kind": "Eviction", "metadata": { "name": name, "namespace": "train" } });
     let pod = |ns: &str, name: &str, owner: &str| json!({ "metadata": { "name": name, "namespace": ns, "ownerReferences": [{ "kind": owner, "name": "x" }] } });
     let strategic = "application/strategic-merge-patch+json";
-    let script = vec![
+    vec![
         exchange("GET", node, 200, json!({ "metadata": { "name": "gpu-07" }, "spec": {} })),
         with_body(exchange("PATCH", node, 200, json!({})), strategic, cordon_patch),
         exchange(
@@ -164,7 +165,16 @@ async fn kubernetes_cordon_patches_evicts_verifies_and_undoes_only_its_own() {
         with_body(exchange("PATCH", node, 200, json!({})), strategic, undo_patch),
         exchange("GET", node, 200, by_hand.clone()),
         exchange("GET", node, 200, by_hand),
-    ];
+    ]
+}
+
+#[tokio::test]
+async fn kubernetes_cordon_patches_evicts_verifies_and_undoes_only_its_own() {
+    use serde_json::json;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let node = "/api/v1/nodes/gpu-07";
+    let script = kubernetes_script();
     let server = tokio::spawn(fake_api_server(listener, script));
 
     let dir = tempfile::tempdir().unwrap();

@@ -68,10 +68,12 @@ async fn injection_attempts_never_reach_argv() {
 async fn a_missing_value_names_the_placeholder() {
     let exec = actuator(&["/bin/echo", "{target.rail}"]);
     let err = exec.dry_run(&action("node-03")).await.unwrap_err();
+    let target = r#"{netdev="eth6",node="node-03",switch="leaf-rail6"}"#;
     assert_eq!(
         err.to_string(),
-        "invalid action: placeholder {target.rail} has no value: the action's target \
-         {netdev=\"eth6\",node=\"node-03\",switch=\"leaf-rail6\"} has no label \"rail\""
+        format!(
+            r#"invalid action: placeholder {{target.rail}} has no value: the action's target {target} has no label "rail""#
+        )
     );
     let exec = actuator(&["/bin/echo", "{params.level}"]);
     let err = exec.execute(&action("node-03")).await.unwrap_err();
