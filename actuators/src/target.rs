@@ -2,7 +2,7 @@
 //! the action and what is missing, shared by the actuators.
 
 use engine::contracts::kinds::undeclared;
-use engine::{Action, ActionKindDecl, ActuatorError};
+use engine::{Action, ActionKindDecl, ActuatorError, Change, Outcome};
 
 use crate::LabelError;
 
@@ -16,6 +16,16 @@ pub fn label<'a>(action: &'a Action, name: &str) -> Result<&'a str, ActuatorErro
 /// The refusal of `kind` by an actuator that declares `kinds` and not it.
 pub fn unsupported(kinds: &[ActionKindDecl], kind: &str) -> ActuatorError {
     ActuatorError::NotSupported(undeclared(kinds, kind).unwrap_or_else(|| format!("{kind} is not carried out here")))
+}
+
+/// The change (values before and after) an applied outcome recorded, for
+/// the actuators whose prior is a [`Change`].
+pub fn recorded<T: serde::de::DeserializeOwned>(applied: &Outcome) -> Result<Change<T>, ActuatorError> {
+    applied
+        .prior
+        .as_ref()
+        .ok_or_else(|| ActuatorError::Invalid("the applied outcome carries no prior values to restore".into()))?
+        .read()
 }
 
 /// [`engine::Actuator::cannot`]'s answer from the refusal of a side (no

@@ -126,6 +126,12 @@ fn bindings(model: &Model) -> BTreeMap<String, String> {
     queues.into_iter().filter_map(|(key, entry)| Some((key, entry.get("wred_profile")?.clone()))).collect()
 }
 
+/// Every queue is bound to AZURE_LOSSLESS, the only WRED profile (`why`).
+fn only_the_shared_profile(model: &Model, why: &str) {
+    assert!(bindings(model).values().all(|p| p == "AZURE_LOSSLESS"), "{why}");
+    assert_eq!(model.read().config["WRED_PROFILE"].len(), 1, "{why}");
+}
+
 fn green(model: &Model, profile: &str) -> (String, String) {
     let entry = model.config_entry("WRED_PROFILE", profile).unwrap_or_default();
     let get = |f: &str| entry.get(f).cloned().unwrap_or_default();
@@ -305,8 +311,7 @@ async fn ecn_refuses_a_queue_without_a_profile_and_a_queue_scope_profile_paramet
     let missing = action("ecn.lower", &[("switch", "leaf-rail1"), ("port", "Ethernet400")], &[]);
     let err = ecn.execute(&missing).await.unwrap_err();
     assert!(matches!(&err, ActuatorError::Invalid(_)), "{err:?}");
-    assert!(bindings(&sw.model).values().all(|p| p == "AZURE_LOSSLESS"));
-    assert_eq!(sw.model.read().config["WRED_PROFILE"].len(), 1, "no copy was made");
+    only_the_shared_profile(&sw.model, "no copy was made");
     sw.stop().await.unwrap();
 }
 
@@ -417,8 +422,7 @@ async fn four_congested_ports_each_get_their_own_copy_and_the_shared_profile_is_
             "{port}: {undone:?}"
         );
     }
-    assert!(bindings(&sw.model).values().all(|p| p == "AZURE_LOSSLESS"));
-    assert_eq!(sw.model.read().config["WRED_PROFILE"].len(), 1, "only AZURE_LOSSLESS is left");
+    only_the_shared_profile(&sw.model, "only AZURE_LOSSLESS is left");
     sw.stop().await.unwrap();
 }
 

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use engine::contracts::Coordinator;
 use engine::dispatch::{ActuatorRoute, DispatchConfig, Dispatcher, Mode};
-use engine::policy::{BreakerConfig, Limits, PolicySettings, RetryConfig, TargetLimits, UndoConfig};
+use engine::policy::PolicySettings;
 use engine::{
     Action, ActionKindDecl, ActuatorError, Labels, LimitClass, Nanos, Outcome, Proposal, RequestPlan, Severity,
 };
@@ -92,15 +92,7 @@ impl engine::Actuator for Counting {
 /// A daemon's dispatcher in enforce mode, every action kind routed to
 /// `actuator` (one attempt), consulting `coordinator`.
 pub fn dispatcher(actuator: Arc<Counting>, coordinator: Arc<dyn Coordinator>) -> Dispatcher {
-    let policy = PolicySettings::new(
-        &Limits::default(),
-        &BreakerConfig::default(),
-        &TargetLimits::default(),
-        &[],
-        &UndoConfig::default(),
-        &RetryConfig { attempts: 1, backoff: std::time::Duration::from_millis(1) },
-    )
-    .expect("the default policy settings are valid");
+    let policy = PolicySettings::defaults().with_retry(1, std::time::Duration::from_millis(1));
     Dispatcher::new(
         DispatchConfig {
             mode: Mode::Enforce,

@@ -35,7 +35,7 @@ use engine::{
 };
 
 use crate::sonic::{self, Fields, Sonic};
-use crate::target::{host_netdev, label, no_host, side_missing, unsupported};
+use crate::target::{host_netdev, label, no_host, recorded, side_missing, unsupported};
 use queue::QueuePrior;
 
 /// The action kinds the `ecn` actuator carries out.
@@ -217,15 +217,6 @@ impl EcnActuator {
             prior: Some(Prior::of(&change.reversed())?),
         })
     }
-}
-
-/// The change an applied outcome recorded.
-fn recorded<T: serde::de::DeserializeOwned>(applied: &Outcome) -> Result<Change<T>, ActuatorError> {
-    applied
-        .prior
-        .as_ref()
-        .ok_or_else(|| ActuatorError::Invalid("the applied outcome carries no prior values to restore".into()))?
-        .read()
 }
 
 /// The knob values an applied `ecn.dcqcn` recorded, checked against the

@@ -26,7 +26,7 @@ use engine::{
 };
 
 use crate::sonic::Sonic;
-use crate::target::{host_netdev, no_host, side_missing, unsupported};
+use crate::target::{host_netdev, no_host, recorded, side_missing, unsupported};
 use host::{Host, Prevention};
 use switch::{Escalation, Level, WatchdogChange};
 
@@ -95,15 +95,6 @@ impl PfcwdActuator {
     fn plan(&self, requests: Vec<String>) -> RequestPlan {
         RequestPlan { actuator: self.name.clone(), requests }
     }
-}
-
-/// The change an applied outcome recorded.
-fn recorded<T: serde::de::DeserializeOwned>(applied: &Outcome) -> Result<Change<T>, ActuatorError> {
-    applied
-        .prior
-        .as_ref()
-        .ok_or_else(|| ActuatorError::Invalid("the applied outcome carries no prior values to restore".into()))?
-        .read()
 }
 
 #[async_trait]

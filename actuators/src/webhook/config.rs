@@ -127,16 +127,17 @@ impl WebhookConfig {
                 });
             }
         }
-        Ok(WebhookActuator::new(
-            name,
-            self.format,
+        Ok(WebhookActuator {
+            name: name.to_string(),
+            kinds: self.declarations()?,
+            format: self.format,
             url,
             timeout,
             lifetime,
-            self.generator_url.clone(),
-            self.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-        )
-        .declaring(self.declarations()?))
+            generator_url: self.generator_url.clone(),
+            headers: self.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            clock: std::sync::Arc::new(engine::time::wall_clock_now),
+        })
     }
 }
 

@@ -71,34 +71,6 @@ enum Event {
 }
 
 impl WebhookActuator {
-    fn new(
-        name: &str,
-        format: Format,
-        url: Url,
-        timeout: Duration,
-        lifetime: Nanos,
-        generator_url: Option<String>,
-        headers: Vec<(String, String)>,
-    ) -> WebhookActuator {
-        WebhookActuator {
-            name: name.to_string(),
-            kinds: vec![ActionKindDecl::new("*", &[])],
-            format,
-            url,
-            timeout,
-            lifetime,
-            generator_url,
-            headers,
-            clock: Arc::new(engine::time::wall_clock_now),
-        }
-    }
-
-    /// The same actuator declaring `kinds`.
-    fn declaring(mut self, kinds: Vec<ActionKindDecl>) -> WebhookActuator {
-        self.kinds = kinds;
-        self
-    }
-
     /// The same actuator reading time from `clock`.
     pub fn with_clock(mut self, clock: Clock) -> WebhookActuator {
         self.clock = clock;

@@ -12,7 +12,7 @@ use super::*;
 use crate::contracts::Action;
 use crate::contracts::{ActionKindDecl, Actuator, ActuatorError, Outcome, RequestPlan};
 use crate::labels::Labels;
-use crate::policy::{BreakerConfig, Limits, PolicySettings, RetryConfig, TargetLimits, UndoConfig};
+use crate::policy::{Limits, PolicySettings};
 use crate::time::{wall_clock_now, SECOND};
 
 fn node(n: &str) -> Labels {
@@ -120,15 +120,7 @@ impl Actuator for NoUndo {
 
 #[tokio::test]
 async fn an_undo_by_hand_of_a_kind_without_undo_or_not_executed_is_refused() {
-    let policy = PolicySettings::new(
-        &Limits::default(),
-        &BreakerConfig::default(),
-        &TargetLimits::default(),
-        &[],
-        &UndoConfig::default(),
-        &RetryConfig { attempts: 1, backoff: std::time::Duration::from_millis(10) },
-    )
-    .unwrap();
+    let policy = PolicySettings::defaults().with_retry(1, std::time::Duration::from_millis(10));
     let config = DispatchConfig {
         mode: Mode::Enforce,
         rule_modes: HashMap::new(),

@@ -321,6 +321,14 @@ impl PolicySettings {
         .expect("the defaults parse")
     }
 
+    /// The settings with `attempts` per action, the first retry after
+    /// `backoff`.
+    pub fn with_retry(mut self, attempts: u32, backoff: Duration) -> PolicySettings {
+        self.attempts = attempts;
+        self.backoff = nanos(backoff);
+        self
+    }
+
     /// The approval timeout for `kind`, if it needs approval.
     pub fn approval_timeout(&self, kind: &str) -> Option<Nanos> {
         self.approvals.iter().find(|(pats, _)| pats.iter().any(|p| kind_matches(p, kind))).map(|(_, t)| *t)
