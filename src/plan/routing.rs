@@ -79,6 +79,7 @@ pub fn check(
             }
         }
     }
+    errors.extend(playbook.undo_refusals(&engine::catalog::Catalog::new(routes.to_vec())));
     errors.sort_by_key(|e| (e.line, e.column));
     errors.dedup_by(|a, b| a.message == b.message && a.line == b.line);
     errors

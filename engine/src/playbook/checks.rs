@@ -17,6 +17,7 @@
 use std::collections::BTreeSet;
 
 use super::Playbook;
+use crate::catalog::Catalog;
 use crate::config::duration::{nanos, show};
 use crate::config::{Key, TomlError};
 use crate::time::{Nanos, Span};
@@ -254,6 +255,35 @@ impl Playbook {
     }
 }
 
+impl Playbook {
+    /// The `[undo] on_resolve` patterns that name a kind the actuator it is
+    /// routed to declares it cannot undo (a command without `undo_argv`):
+    /// each at its line. The undo would only fail when the incident ends.
+    pub fn undo_refusals(&self, catalog: &Catalog) -> Vec<TomlError> {
+        let mut out = Vec::new();
+        for (j, pattern) in self.undo.on_resolve.iter().enumerate() {
+            let routes = catalog.routes();
+            for (n, route) in routes.iter().enumerate() {
+                // The kinds an earlier route takes whole never reach this one.
+                if !overlaps(&route.pattern, pattern) || routes[..n].iter().any(|r| covers(&r.pattern, pattern)) {
+                    continue;
+                }
+                let refused = route.actuator.kinds().iter().filter(|d| !d.undoable);
+                for d in refused.filter(|d| overlaps(&d.kind, pattern) && overlaps(&d.kind, &route.pattern)) {
+                    let message = format!(
+                        "undo.on_resolve: {pattern:?} is routed to actuator {:?} (handles {:?}), which cannot undo {}",
+                        route.actuator.name(),
+                        route.pattern,
+                        d.kind
+                    );
+                    out.push(self.error(&["undo".into(), "on_resolve".into(), j.into()], message));
+                }
+            }
+        }
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -324,6 +354,33 @@ mod tests {
         assert!(found[0].starts_with("p.toml:3:10: limits.window: invalid duration \"5 parsecs\""), "{found:#?}");
         let found = errors(&format!("name = \"p\"\naction_timeout = \"soon\"\n{ACTUATORS}"));
         assert!(found[0].starts_with("p.toml:2:18: action_timeout: invalid duration \"soon\""), "{found:#?}");
+    }
+
+    #[test]
+    fn an_undo_on_resolve_of_a_kind_its_actuator_cannot_undo_is_refused_at_its_line() {
+        use crate::catalog::ActuatorRoute;
+        use crate::contracts::ActionKindDecl;
+        use crate::testing::Knobs;
+        let p = Playbook::parse(&format!("name = \"p\"\n[undo]\non_resolve = [\"pfcwd.*\"]\n{ACTUATORS}"), "p.toml")
+            .unwrap();
+        let route = |kinds: Vec<ActionKindDecl>| ActuatorRoute {
+            pattern: "pfcwd.*".into(),
+            actuator: std::sync::Arc::new(Knobs::declaring(kinds)),
+            destructive: true,
+        };
+        let once = route(vec![ActionKindDecl::new("pfcwd.escalate", &[]).not_undoable()]);
+        let found = p.undo_refusals(&Catalog::new(vec![once]));
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(
+            found[0].to_string().starts_with(
+                "p.toml:3:15: undo.on_resolve: \"pfcwd.*\" is routed to actuator \"knobs\" (handles \"pfcwd.*\"), \
+                 which cannot undo pfcwd.escalate"
+            ),
+            "{}",
+            found[0]
+        );
+        let undoable = route(vec![ActionKindDecl::new("pfcwd.escalate", &[])]);
+        assert!(p.undo_refusals(&Catalog::new(vec![undoable])).is_empty());
     }
 
     #[test]
