@@ -126,7 +126,7 @@ fn one_node(playbook: &mut Playbook, node: &str) -> Result<(), Vec<String>> {
 
 /// Loads the rule directory and applies the playbook.
 pub fn load_rules(dir: &Path, helpers: Helpers, playbook: &Playbook) -> Result<RuleSet, RuleErrors> {
-    Ok(rule::load_dir(dir, helpers)?.without_disabled(playbook))
+    Ok(rule::load_dir(dir, helpers)?.without_disabled(&playbook.disabled_rules()))
 }
 
 /// Attaches fleet coordination when the configuration has a `[fleet]`

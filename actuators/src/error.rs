@@ -1,5 +1,5 @@
 //! The errors of the actuators crate that are not an action's failure:
-//! settings refused when an actuator is built ([`ConfigError`]), a name
+//! settings refused when an actuator is built ([`ActuatorConfigError`]), a name
 //! refused before it reaches a command line, a path or a URL
 //! ([`LabelError`]), and a tool's output or a value that does not parse
 //! ([`ParseError`]).
@@ -10,26 +10,15 @@
 
 use std::path::PathBuf;
 
-use engine::time::DurationError;
 use engine::ActuatorError;
 use net::http::{TlsError, UrlError};
-
-use crate::exec::template::TemplateError;
 
 /// An actuator's settings were refused when it was built; each variant
 /// names the setting (as the playbook spells it, e.g. `gnmi.timeout`,
 /// `argv[0]`, `host.netdevs`) and what was wrong with it.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum ConfigError {
-    /// A duration does not parse.
-    #[error("{setting}: {source}")]
-    Duration {
-        /// The setting.
-        setting: String,
-        /// Why it does not parse.
-        source: DurationError,
-    },
+pub enum ActuatorConfigError {
     /// A value is outside the range the setting accepts.
     #[error("{setting} {value:?} must be {expected}")]
     OutOfRange {
@@ -174,7 +163,7 @@ pub enum ConfigError {
         /// The element as given.
         value: String,
         /// What is wrong with it.
-        source: TemplateError,
+        source: PlaceholderError,
     },
     /// A value is none of the forms the setting accepts.
     #[error("{setting}: {source}")]
@@ -193,6 +182,67 @@ pub enum ConfigError {
         /// The check's refusal.
         source: ActuatorError,
     },
+}
+
+/// Why an element of a command template (an `exec` actuator's argv) does
+/// not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PlaceholderError {
+    /// A `}` with no `{` before it.
+    #[error("'}}' without '{{' (braces are reserved for placeholders)")]
+    UnopenedBrace,
+    /// A `{` with no `}` after it.
+    #[error("'{{' without '}}'")]
+    UnclosedBrace,
+    /// A `{` between a `{` and its `}`.
+    #[error("'{{' inside a placeholder")]
+    NestedBrace,
+    /// A NUL byte, which no argv element can hold.
+    #[error("contains a NUL byte")]
+    Nul,
+    /// `{target.}` or `{params.a-b}`: the label or parameter name is empty
+    /// or not made of letters, digits and `_`.
+    #[error("placeholder {{{prefix}.{name}}} needs a name of letters, digits and '_'")]
+    BadName {
+        /// `target` or `params`.
+        prefix: &'static str,
+        /// The name as given.
+        name: String,
+    },
+    /// `{prior}` outside `undo_argv`.
+    #[error(
+        "placeholder {{prior}} is only available in undo_argv \
+         (it is the state the action replaced, known once the action ran)"
+    )]
+    PriorOutsideUndo,
+    /// A placeholder that is none of those the scope allows.
+    #[error("unknown placeholder {{{name}}} (expected {})", expected(.scope))]
+    Unknown {
+        /// What was between the braces.
+        name: String,
+        /// The scope of the command, which decides what is allowed.
+        scope: PlaceholderSet,
+    },
+}
+
+/// The placeholders `scope` allows, for an error.
+fn expected(scope: &PlaceholderSet) -> &'static str {
+    match scope {
+        PlaceholderSet::Action => "{kind}, {verb}, {target.<label>} or {params.<name>}",
+        PlaceholderSet::Undo => "{kind}, {verb}, {target.<label>}, {params.<name>} or {prior}",
+    }
+}
+
+/// What a command's placeholders may draw on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlaceholderSet {
+    /// The action alone: `argv` and `verify_argv`, which run before any
+    /// outcome exists or without one (after a crash mid-action).
+    Action,
+    /// The action and the outcome being undone: `undo_argv`, which may use
+    /// `{prior}`.
+    Undo,
 }
 
 /// A name (a label value, a netdev, a node) refused before it reaches a
@@ -268,25 +318,6 @@ pub enum ParseError {
 
 /// At most the first 200 bytes of `text`, cut at a character boundary: an
 /// excerpt of a tool's output for an error.
-/// The duration `setting` (`text`), which must be above 0 and at most
-/// `max`: every actuator's call timeout is checked by this one rule.
-pub(crate) fn bounded_duration(
-    setting: &str,
-    text: &str,
-    max: engine::Nanos,
-) -> Result<std::time::Duration, ConfigError> {
-    let d = engine::time::parse_duration(text)
-        .map_err(|source| ConfigError::Duration { setting: setting.into(), source })?;
-    if d <= 0 || d > max {
-        return Err(ConfigError::OutOfRange {
-            setting: setting.into(),
-            value: text.to_string(),
-            expected: format!("above 0 and at most {}", engine::time::Span(max)),
-        });
-    }
-    Ok(std::time::Duration::from_nanos(d as u64))
-}
-
 pub(crate) fn excerpt(text: &str) -> String {
     let mut end = text.len().min(200);
     while !text.is_char_boundary(end) {
@@ -295,16 +326,38 @@ pub(crate) fn excerpt(text: &str) -> String {
     text[..end].to_string()
 }
 
+/// The duration `setting`, which must be above 0 and at most `max`: every
+/// actuator's call timeout is checked by this one rule.
+pub(crate) fn bounded_duration(
+    setting: &str,
+    d: std::time::Duration,
+    max: engine::Nanos,
+) -> Result<std::time::Duration, ActuatorConfigError> {
+    let ns = engine::config::duration::nanos(d);
+    if ns <= 0 || ns > max {
+        return Err(ActuatorConfigError::OutOfRange {
+            setting: setting.into(),
+            value: engine::config::duration::show(d),
+            expected: format!("above 0 and at most {}", engine::time::Span(max)),
+        });
+    }
+    Ok(d)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn errors_read_as_the_setting_and_what_was_wrong() {
-        let e =
-            ConfigError::OutOfRange { setting: "timeout".into(), value: "2h".into(), expected: "at most 60s".into() };
+        let e = ActuatorConfigError::OutOfRange {
+            setting: "timeout".into(),
+            value: "2h".into(),
+            expected: "at most 60s".into(),
+        };
         assert_eq!(e.to_string(), "timeout \"2h\" must be at most 60s");
-        let e = ConfigError::Unsafe { setting: "netdevs".into(), value: "a/b".into(), source: LabelError::Dots };
+        let e =
+            ActuatorConfigError::Unsafe { setting: "netdevs".into(), value: "a/b".into(), source: LabelError::Dots };
         assert_eq!(e.to_string(), "netdevs: \"a/b\": it is not a name");
         assert_eq!(LabelError::Leading { found: '-' }.to_string(), "it starts with '-' and would be read as an option");
         assert_eq!(

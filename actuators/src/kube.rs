@@ -21,7 +21,7 @@ use std::time::{Duration, SystemTime};
 use serde_json::Value;
 
 use crate::http::{Client, HttpError, Request, Response, Url, MAX_RESPONSE};
-use crate::ConfigError;
+use crate::ActuatorConfigError;
 
 /// Where the bearer token comes from.
 enum Token {
@@ -74,9 +74,9 @@ pub struct KubeSettings<'a> {
 
 /// Refuses a token that is empty or could break the `Authorization`
 /// header; the error names `setting`, never the token.
-fn check_token(setting: &str, token: &str) -> Result<(), ConfigError> {
+fn check_token(setting: &str, token: &str) -> Result<(), ActuatorConfigError> {
     if token.is_empty() || token.chars().any(|c| c.is_control() || c == ' ') {
-        return Err(ConfigError::Secret {
+        return Err(ActuatorConfigError::Secret {
             setting: setting.into(),
             reason: "the token is empty or holds spaces or control characters",
         });
@@ -89,8 +89,12 @@ fn stamp(path: &Path) -> std::io::Result<(Option<SystemTime>, u64)> {
     Ok((meta.modified().ok(), meta.len()))
 }
 
-fn read_token(path: &Path) -> Result<FileToken, ConfigError> {
-    let why = |source| ConfigError::Read { setting: "kubernetes.token_file".into(), path: path.to_path_buf(), source };
+fn read_token(path: &Path) -> Result<FileToken, ActuatorConfigError> {
+    let why = |source| ActuatorConfigError::Read {
+        setting: "kubernetes.token_file".into(),
+        path: path.to_path_buf(),
+        source,
+    };
     let stamp = stamp(path).map_err(why)?;
     let token = std::fs::read_to_string(path).map_err(why)?.trim().to_string();
     check_token("kubernetes.token_file", &token)?;
@@ -100,12 +104,12 @@ fn read_token(path: &Path) -> Result<FileToken, ConfigError> {
 impl KubeApi {
     /// Checks the settings; reads the token file once, so a missing or
     /// unreadable file is refused at start.
-    pub fn new(settings: KubeSettings<'_>, timeout: Duration) -> Result<KubeApi, ConfigError> {
+    pub fn new(settings: KubeSettings<'_>, timeout: Duration) -> Result<KubeApi, ActuatorConfigError> {
         let base = Url::parse(settings.api_server)
-            .map_err(|source| ConfigError::Url { setting: "kubernetes.api_server".into(), source })?;
+            .map_err(|source| ActuatorConfigError::Url { setting: "kubernetes.api_server".into(), source })?;
         let token = match (settings.token, settings.token_file) {
             (Some(_), Some(_)) => {
-                return Err(ConfigError::Conflict {
+                return Err(ActuatorConfigError::Conflict {
                     setting: "kubernetes".into(),
                     reason: "give token or token_file, not both",
                 })
@@ -119,9 +123,9 @@ impl KubeApi {
         };
         let client = match (settings.ca_file, base.https) {
             (Some(ca), true) => Client::with_ca(ca, MAX_RESPONSE)
-                .map_err(|source| ConfigError::Tls { setting: "kubernetes.ca_file".into(), source })?,
+                .map_err(|source| ActuatorConfigError::Tls { setting: "kubernetes.ca_file".into(), source })?,
             (None, true) => {
-                return Err(ConfigError::Missing {
+                return Err(ActuatorConfigError::Missing {
                     setting: "kubernetes.ca_file".into(),
                     reason: "kubernetes: an https api_server needs ca_file",
                 })
@@ -282,15 +286,18 @@ mod tests {
         let s = |api_server, token, ca_file| KubeSettings { api_server, token, token_file: None, ca_file };
         let err = |settings| KubeApi::new(settings, Duration::from_secs(1)).unwrap_err();
         let https = err(s("https://k8s:6443", Some("t"), None));
-        assert!(matches!(&https, ConfigError::Missing { setting, .. } if setting == "kubernetes.ca_file"), "{https:?}");
+        assert!(
+            matches!(&https, ActuatorConfigError::Missing { setting, .. } if setting == "kubernetes.ca_file"),
+            "{https:?}"
+        );
         assert!(https.to_string().contains("ca_file"));
         let spaced = err(s("http://k8s", Some("a b"), None));
-        assert!(matches!(&spaced, ConfigError::Secret { setting, .. } if setting == "kubernetes.token"));
+        assert!(matches!(&spaced, ActuatorConfigError::Secret { setting, .. } if setting == "kubernetes.token"));
         assert!(spaced.to_string().contains("spaces"));
         assert!(!format!("{spaced} {spaced:?}").contains("a b"), "the token never shows in the error");
         let missing = KubeSettings { token_file: Some(Path::new("/nonexistent/token")), ..s("http://k8s", None, None) };
         let missing = err(missing);
-        assert!(matches!(&missing, ConfigError::Read { path, .. } if path == Path::new("/nonexistent/token")));
+        assert!(matches!(&missing, ActuatorConfigError::Read { path, .. } if path == Path::new("/nonexistent/token")));
         assert!(missing.to_string().contains("/nonexistent/token"));
     }
 }

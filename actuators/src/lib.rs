@@ -63,13 +63,17 @@
 //!   NCCL environment file, Slurm features, a Kubernetes label and taint;
 //! - [`sonic`]: the CONFIG_DB client over gNMI the switch actuators share;
 //! - [`http`]: the minimal HTTP/1.1 client they share;
-//! - [`ConfigError`], [`LabelError`], [`ParseError`]: why settings, a name
+//! - [`declare`]: how a generic actuator (`exec`, `webhook`, `log`) says
+//!   how the safety policy counts the action kinds it carries out; the
+//!   others declare their own ([`declared`]);
+//! - [`ActuatorConfigError`], [`LabelError`], [`ParseError`]: why settings, a name
 //!   or a tool's output were refused, by setting and value;
 //! - [`build`]: the one place that knows every actuator kind ([`KINDS`]).
 
 #![deny(missing_docs)]
 
 pub mod cordon;
+pub mod declare;
 pub mod ecn;
 mod error;
 pub mod exec;
@@ -86,7 +90,7 @@ pub mod webhook;
 
 pub use cordon::{CordonActuator, CordonConfig};
 pub use ecn::{EcnActuator, EcnConfig};
-pub use error::{ConfigError, LabelError, ParseError};
+pub use error::{ActuatorConfigError, LabelError, ParseError};
 pub use exec::{ExecActuator, ExecConfig};
 pub use link::{LinkActuator, LinkConfig};
 pub use log::{LogActuator, LogConfig};
@@ -96,7 +100,7 @@ pub use webhook::{WebhookActuator, WebhookConfig};
 
 use std::sync::Arc;
 
-use engine::{Actuator, BuildError, Component};
+use engine::{ActionKindDecl, Actuator, BuildError, Component};
 
 /// The actuator kinds [`build`] knows.
 pub const KINDS: &[&str] = &["log", "exec", "cordon", "link", "webhook", "pfcwd", "ecn", "rail"];
@@ -123,7 +127,7 @@ pub fn build_in(
     }
     let it = Component { component: "actuator", name, kind };
     match kind {
-        "log" => it.build(settings, |c: LogConfig| Ok::<_, std::convert::Infallible>(c.build(name))).map(shared),
+        "log" => it.build(settings, |c: LogConfig| c.build(name)).map(shared),
         "exec" => it.build(settings, |c: ExecConfig| c.build(name)).map(shared),
         "cordon" => it.build(settings, |c: CordonConfig| c.build(name)).map(shared),
         "link" => it.build(settings, |c: LinkConfig| c.build(name)).map(shared),
@@ -132,6 +136,21 @@ pub fn build_in(
         "ecn" => it.build(settings, |c: EcnConfig| c.build_in(name, inventory)).map(shared),
         "rail" => it.build(settings, |c: RailConfig| c.build_in(name, inventory)).map(shared),
         _ => Err(it.unknown(KINDS)),
+    }
+}
+
+/// The action kinds the actuators of type `kind` carry out, each as they
+/// declare it, for the types whose kinds are their own (`cordon`, `link`,
+/// `pfcwd`, `ecn`, `rail`); `None` for the generic ones, whose settings
+/// declare theirs ([`declare`]).
+pub fn declared(kind: &str) -> Option<Vec<ActionKindDecl>> {
+    match kind {
+        "cordon" => Some(cordon::kinds()),
+        "link" => Some(link::kinds()),
+        "pfcwd" => Some(pfcwd::kinds()),
+        "ecn" => Some(ecn::kinds()),
+        "rail" => Some(rail::kinds()),
+        _ => None,
     }
 }
 
@@ -172,10 +191,16 @@ mod tests {
         assert!(err.starts_with("actuator \"audit\" (kind \"log\"): unknown field `level`"), "{err}");
         let err = build("exec", "drain", table("argv = [\"/bin/true\"]\ntimeout = 5")).err().unwrap().to_string();
         assert!(err.starts_with("actuator \"drain\" (kind \"exec\"): invalid type: integer `5`"), "{err}");
-        let err = build("exec", "drain", table("argv = [\"true\"]")).err().unwrap().to_string();
+        let err = build("exec", "drain", table("argv = [\"true\"]")).err().unwrap();
         assert!(
-            err.starts_with("actuator \"drain\" (kind \"exec\"): argv[0] \"true\" is not an absolute path"),
+            err.to_string().starts_with("actuator \"drain\" (kind \"exec\"): argv[0] \"true\" is not an absolute path"),
             "{err}"
+        );
+        // The actuator's own error, kept as it is.
+        let refused = err.source_as::<ActuatorConfigError>();
+        assert!(
+            matches!(refused, Some(ActuatorConfigError::Invalid { setting, .. }) if setting == "argv[0]"),
+            "{err:?}"
         );
     }
 }

@@ -8,12 +8,15 @@
 //! and not undone since, [`Verification::NotInEffect`] otherwise. The memory
 //! ends with the process, as a log line cannot be read back.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::{Mutex, PoisonError};
 
 use async_trait::async_trait;
-use engine::{Action, Actuator, ActuatorError, Outcome, Plan, Verification};
+use engine::{Action, ActionKindDecl, Actuator, ActuatorError, Outcome, RequestPlan, Verification};
 use serde::{Deserialize, Serialize};
+
+use crate::declare::{declarations, KindSettings, Like};
+use crate::ActuatorConfigError;
 
 /// How many applied actions are remembered. Keys are `kind` plus target
 /// (a couple of hundred bytes), so this caps the memory at roughly 16 MiB
@@ -23,16 +26,33 @@ use serde::{Deserialize, Serialize};
 /// `NotInEffect` it could no longer vouch for.
 pub const MAX_APPLIED: usize = 65_536;
 
-/// The `log` actuator's settings: there are none, and any given is an error
-/// (a typo must not pass silently).
+/// The `log` actuator's settings: only how the safety policy counts what it
+/// logs, as if it were carried out (see [`crate::declare`]). Any other
+/// setting is an error (a typo must not pass silently).
+///
+/// ```toml
+/// like = "cordon"     # count node.cordon as the cordon actuator does
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct LogConfig {}
+pub struct LogConfig {
+    /// The actuator types whose kinds it counts as they declare them.
+    #[serde(default, skip_serializing_if = "Like::is_empty")]
+    pub like: Like,
+    /// How the safety policy counts each kind it logs, by kind.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub kinds: BTreeMap<String, KindSettings>,
+}
 
 impl LogConfig {
     /// Builds the actuator `name`.
-    pub fn build(&self, name: &str) -> LogActuator {
-        LogActuator::new(name)
+    pub fn build(&self, name: &str) -> Result<LogActuator, ActuatorConfigError> {
+        Ok(LogActuator::declaring(name, self.declarations()?))
+    }
+
+    /// The kinds it declares: it logs any, and undoes what it logged.
+    pub fn declarations(&self) -> Result<Vec<ActionKindDecl>, ActuatorConfigError> {
+        declarations(&self.like, &self.kinds, true)
     }
 }
 
@@ -41,6 +61,7 @@ impl LogConfig {
 #[derive(Debug)]
 pub struct LogActuator {
     name: String,
+    kinds: Vec<ActionKindDecl>,
     applied: Mutex<Applied>,
 }
 
@@ -65,9 +86,14 @@ impl LogActuator {
         );
     }
 
-    /// A log actuator called `name`.
+    /// A log actuator called `name`, counting every kind plainly.
     pub fn new(name: &str) -> LogActuator {
-        LogActuator { name: name.to_string(), applied: Mutex::default() }
+        LogActuator::declaring(name, vec![ActionKindDecl::new("*", &[])])
+    }
+
+    /// A log actuator called `name` that declares `kinds`.
+    pub fn declaring(name: &str, kinds: Vec<ActionKindDecl>) -> LogActuator {
+        LogActuator { name: name.to_string(), kinds, applied: Mutex::default() }
     }
 
     fn request(action: &Action) -> String {
@@ -91,8 +117,12 @@ impl Actuator for LogActuator {
         &self.name
     }
 
-    async fn dry_run(&self, action: &Action) -> Result<Plan, ActuatorError> {
-        Ok(Plan { actuator: self.name.clone(), requests: vec![Self::request(action)] })
+    fn kinds(&self) -> &[ActionKindDecl] {
+        &self.kinds
+    }
+
+    async fn dry_run(&self, action: &Action) -> Result<RequestPlan, ActuatorError> {
+        Ok(RequestPlan { actuator: self.name.clone(), requests: vec![Self::request(action)] })
     }
 
     async fn execute(&self, action: &Action) -> Result<Outcome, ActuatorError> {
@@ -130,8 +160,8 @@ impl Actuator for LogActuator {
         })
     }
 
-    async fn dry_run_undo(&self, action: &Action, _applied: &Outcome) -> Result<Plan, ActuatorError> {
-        Ok(Plan { actuator: self.name.clone(), requests: vec![Self::undo_request(action)] })
+    async fn dry_run_undo(&self, action: &Action, _applied: &Outcome) -> Result<RequestPlan, ActuatorError> {
+        Ok(RequestPlan { actuator: self.name.clone(), requests: vec![Self::undo_request(action)] })
     }
 
     async fn undo(&self, action: &Action, _applied: &Outcome) -> Result<Outcome, ActuatorError> {

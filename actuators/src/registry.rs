@@ -11,9 +11,9 @@ use std::sync::Arc;
 
 use engine::dispatch::{ActuatorRoute, DispatchConfig, Dispatcher};
 use engine::ledger::Ledger;
-use engine::playbook::{ActuatorEntry, Playbook};
+use engine::playbook::{covers, ActuatorEntry, Playbook};
 use engine::policy::{PolicyError, PolicySettings};
-use engine::{Actuator, BuildError, Errors, Topology};
+use engine::{ActionKindDecl, Actuator, BuildError, Component, Errors, Scope, Topology};
 
 /// Why a playbook's dispatcher could not be built.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -44,6 +44,58 @@ pub type Builder<'a> = dyn FnMut(&ActuatorEntry) -> Result<Arc<dyn Actuator>, Bu
 /// switches named from `inventory`.
 pub fn build_entry(entry: &ActuatorEntry, inventory: Option<&Topology>) -> Result<Arc<dyn Actuator>, BuildError> {
     crate::build_in(&entry.kind, &entry.name, entry.settings.clone(), inventory)
+}
+
+/// What the actuator an entry asks for declares about the action kinds it
+/// carries out, without building it: its type's own kinds, or, for a
+/// generic actuator, what its settings say. For an actuator standing in
+/// for the entry's (the chaos runner's simulated fabric, the preview's
+/// planner), so the safety policy counts its actions as the real one's.
+pub fn declarations(entry: &ActuatorEntry) -> Result<Vec<ActionKindDecl>, BuildError> {
+    if let Some(kinds) = crate::declared(&entry.kind) {
+        return Ok(kinds);
+    }
+    let it = Component { component: "actuator", name: &entry.name, kind: &entry.kind };
+    let settings = entry.settings.clone();
+    match entry.kind.as_str() {
+        "log" => it.build(settings, |c: crate::LogConfig| c.declarations()),
+        "exec" => it.build(settings, |c: crate::ExecConfig| c.declarations()),
+        "webhook" => it.build(settings, |c: crate::WebhookConfig| c.declarations()),
+        _ => Err(it.unknown(crate::KINDS)),
+    }
+}
+
+/// The scopes of the action kinds `playbook` routes, as (action-kind
+/// pattern, scope) in its order, first match wins: the scope an
+/// `[[actuator]]` sets for every kind it handles, else the scope its
+/// actuator declares for each kind. For a plan of what will take a fleet
+/// token, made without building the actuators.
+pub fn scopes(playbook: &Playbook) -> Result<Vec<(String, Scope)>, Errors<PlaybookError>> {
+    let mut out = Vec::new();
+    let mut errors = Vec::new();
+    for entry in &playbook.actuator {
+        let declared = match declarations(entry) {
+            Ok(declared) => declared,
+            Err(error) => {
+                errors.push(PlaybookError::Actuator { playbook: playbook.name.clone(), error });
+                continue;
+            }
+        };
+        for pattern in &entry.handles {
+            if let Some(scope) = entry.scope {
+                out.push((pattern.clone(), scope));
+                continue;
+            }
+            for d in &declared {
+                if covers(pattern, &d.kind) {
+                    out.push((d.kind.clone(), d.scope));
+                } else if covers(&d.kind, pattern) {
+                    out.push((pattern.clone(), d.scope));
+                }
+            }
+        }
+    }
+    Errors::or_ok(errors, out)
 }
 
 /// The routes of `playbook`'s actuators, in its order, their switches

@@ -1,7 +1,10 @@
 //! Reading an action's target labels and parameters, with errors that name
 //! the action and what is missing, shared by the actuators.
 
-use engine::{Action, ActuatorError};
+use engine::contracts::kinds::undeclared;
+use engine::{Action, ActionKindDecl, ActuatorError, Change, Outcome};
+
+use crate::LabelError;
 
 /// The target label `name`; invalid when the target lacks it.
 pub fn label<'a>(action: &'a Action, name: &str) -> Result<&'a str, ActuatorError> {
@@ -10,36 +13,52 @@ pub fn label<'a>(action: &'a Action, name: &str) -> Result<&'a str, ActuatorErro
     })
 }
 
-/// Refuses an action whose verb is not one of `verbs`.
-pub fn verb<'a>(action: &'a Action, family: &str, verbs: &[&str]) -> Result<&'a str, ActuatorError> {
-    verb_of(&action.kind, family, verbs)
+/// The refusal of `kind` by an actuator that declares `kinds` and not it.
+pub fn unsupported(kinds: &[ActionKindDecl], kind: &str) -> ActuatorError {
+    ActuatorError::NotSupported(undeclared(kinds, kind).unwrap_or_else(|| format!("{kind} is not carried out here")))
 }
 
-/// The verb of `kind` (`pfcwd.escalate` → `escalate`), refused when it is
-/// not one of `verbs` of the kinds' `family` (`pfcwd`, `node`, …).
-pub fn verb_of<'a>(kind: &'a str, family: &str, verbs: &[&str]) -> Result<&'a str, ActuatorError> {
-    let verb = kind.split_once('.').map_or(kind, |(_, v)| v);
-    if verbs.contains(&verb) {
-        Ok(verb)
-    } else {
-        let kinds: Vec<String> = verbs.iter().map(|v| format!("{family}.{v}")).collect();
-        Err(ActuatorError::NotSupported(format!("this actuator carries out {}, not {kind}", kinds.join(" and "))))
-    }
+/// The change (values before and after) an applied outcome recorded, for
+/// the actuators whose prior is a [`Change`].
+pub fn recorded<T: serde::de::DeserializeOwned>(applied: &Outcome) -> Result<Change<T>, ActuatorError> {
+    applied
+        .prior
+        .as_ref()
+        .ok_or_else(|| ActuatorError::Invalid("the applied outcome carries no prior values to restore".into()))?
+        .read()
 }
 
-/// [`engine::Actuator::cannot`] for an actuator that carries out `verbs` of
-/// `family`: why it cannot carry out `kind`, a verb it does not know or
-/// what `side` says the verb lacks.
-pub fn cannot(
-    kind: &str,
-    family: &str,
-    verbs: &[&str],
-    side: impl Fn(&str) -> Result<(), ActuatorError>,
-) -> Option<String> {
-    verb_of(kind, family, verbs).and_then(side).err().map(|e| match e {
+/// [`engine::Actuator::cannot`]'s answer from the refusal of a side (no
+/// `[gnmi]`, no `[host]`) the kind needs: its reason, if any.
+pub fn side_missing(side: Result<(), ActuatorError>) -> Option<String> {
+    side.err().map(|e| match e {
         ActuatorError::NotSupported(why) => why,
         other => other.to_string(),
     })
+}
+
+/// The longest netdev name, in bytes: `IFNAMSIZ` − 1.
+pub const MAX_NETDEV_LEN: usize = 15;
+
+/// Checks a netdev name: 1 to 15 bytes (`IFNAMSIZ` − 1), no `/`, `:`, white
+/// space or control characters, not `.` or `..`.
+pub fn check_netdev(name: &str) -> Result<(), LabelError> {
+    if name.is_empty() {
+        return Err(LabelError::Empty);
+    }
+    if name.len() > MAX_NETDEV_LEN {
+        return Err(LabelError::TooLong { len: name.len(), max: MAX_NETDEV_LEN });
+    }
+    if let Some(found) = name.chars().find(|c| matches!(c, '/' | ':') || c.is_whitespace() || c.is_control()) {
+        return Err(LabelError::Char {
+            found,
+            allowed: "a netdev name has no '/', ':', white space or control characters",
+        });
+    }
+    if name == "." || name == ".." {
+        return Err(LabelError::Dots);
+    }
+    Ok(())
 }
 
 /// Checks that `node` is the node a host-side actuator runs on: it changes
@@ -67,8 +86,7 @@ pub fn host_netdev<'a>(
 ) -> Result<&'a str, ActuatorError> {
     this_node(action, actuator, own)?;
     let netdev = label(action, "netdev")?;
-    crate::link::check_netdev(netdev)
-        .map_err(|e| ActuatorError::Invalid(format!("netdev {netdev:?} is refused: {e}")))?;
+    check_netdev(netdev).map_err(|e| ActuatorError::Invalid(format!("netdev {netdev:?} is refused: {e}")))?;
     if !allowed.is_empty() && !allowed.iter().any(|n| n == netdev) {
         return Err(ActuatorError::Invalid(format!("netdev {netdev:?} is not one {actuator} may change")));
     }

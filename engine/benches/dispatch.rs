@@ -11,17 +11,31 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use engine::dispatch::{ActuatorRoute, DispatchConfig, Dispatcher, Mode};
 use engine::ledger::{Ledger, Retention};
 use engine::policy::{BreakerConfig, Limits, PolicySettings, RetryConfig, TargetLimits, UndoConfig};
-use engine::{Action, Actuator, ActuatorError, Labels, Outcome, Plan, Proposal, Severity, Store};
+use engine::{
+    Action, ActionKindDecl, Actuator, ActuatorError, Labels, LimitClass, Outcome, Proposal, RequestPlan, Severity,
+    Store,
+};
 
-struct Noop;
+/// Changes nothing; declares `node.cordon` as the cordon actuator does, so
+/// the cordon limit is counted as in the daemon.
+struct Noop(Vec<ActionKindDecl>);
+
+impl Noop {
+    fn new() -> Noop {
+        Noop(vec![ActionKindDecl::new("node.cordon", &["node"]).fleet().limited_by(LimitClass::NodeCordon)])
+    }
+}
 
 #[async_trait]
 impl Actuator for Noop {
     fn name(&self) -> &str {
         "noop"
     }
-    async fn dry_run(&self, action: &Action) -> Result<Plan, ActuatorError> {
-        Ok(Plan { actuator: "noop".into(), requests: vec![action.to_string()] })
+    fn kinds(&self) -> &[ActionKindDecl] {
+        &self.0
+    }
+    async fn dry_run(&self, action: &Action) -> Result<RequestPlan, ActuatorError> {
+        Ok(RequestPlan { actuator: "noop".into(), requests: vec![action.to_string()] })
     }
     async fn execute(&self, action: &Action) -> Result<Outcome, ActuatorError> {
         Ok(Outcome { summary: "ok".into(), requests: vec![action.to_string()], prior: None })
@@ -71,7 +85,7 @@ fn dispatcher(dir: &std::path::Path) -> Dispatcher {
         DispatchConfig {
             mode: Mode::Enforce,
             rule_modes: HashMap::new(),
-            routes: vec![ActuatorRoute { pattern: "*".into(), actuator: Arc::new(Noop), destructive: true }],
+            routes: vec![ActuatorRoute { pattern: "*".into(), actuator: Arc::new(Noop::new()), destructive: true }],
             timeout: Duration::from_secs(1),
             policy,
             topology: None,

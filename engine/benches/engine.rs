@@ -274,44 +274,76 @@ fn jitter(i: usize, t: i64) -> u64 {
     x
 }
 
+/// Heap in use at each step of building the fleet (see `live`), for the
+/// memory report.
+#[derive(Default)]
+struct Heap {
+    topology_bytes: isize,
+    topology: isize,
+    registry: isize,
+    rules: isize,
+    scaffold: isize,
+    routed: isize,
+    evaluated: isize,
+    settled: isize,
+}
+
+/// How long each setup step took, and how many rules run natively.
+struct Setup {
+    register: std::time::Duration,
+    load: std::time::Duration,
+    route: std::time::Duration,
+    native: usize,
+}
+
+/// Registers every counter of the fleet: [`PER_PORT`] per NIC port. The
+/// heap before the first registration is `heap.topology`.
+fn register_counters(series: &SeriesTable, names: &[String], heap: &mut Heap) -> Vec<SeriesId> {
+    let sensor = series.add_sensor("bench", SERIES);
+    let mut ids = Vec::with_capacity(SERIES);
+    heap.topology = live();
+    for port in 0..NODES * NICS {
+        let (node, nic) = (port / NICS, port % NICS);
+        for j in 0..PER_PORT {
+            let metric = &names[(port % 10) * PER_PORT + j];
+            let node_name = format!("gpu-node-{node:04}");
+            let netdev = format!("eth{nic}");
+            let mut labels = Labels::from_pairs([("node", node_name.as_str()), ("netdev", netdev.as_str())]);
+            if metric.contains("prio") {
+                labels.insert("prio", "3");
+            }
+            let spec = SeriesSpec { metric: metric.clone(), labels, kind: SampleKind::Counter(CounterSpec::U64) };
+            ids.push(series.register(sensor, &spec).expect("under the cap"));
+        }
+    }
+    ids
+}
+
+/// The bench's rules and the probe rule.
+fn load_rules(names: &[String]) -> rule::RuleSet {
+    let mut sources: Vec<(String, String)> =
+        (0..RULES).map(|r| (format!("r{r:04}.rhai"), rule_source(r, &names[r / RULES_PER_METRIC]))).collect();
+    sources.push(probe_source());
+    rule::load_sources(&sources, Helpers::default()).unwrap_or_else(|e| panic!("{:?}", &e[..1]))
+}
+
 impl Fleet {
     fn build() -> Fleet {
+        let mut heap = Heap::default();
         let heap_start = live();
         let topology = Arc::new(Topology::from_inventory(inventory()).expect("the bench inventory is consistent"));
-        let topology_bytes = live() - heap_start;
-
+        heap.topology_bytes = live() - heap_start;
         let series = SeriesTable::new(Some(topology.clone()), Labels::default());
-        let sensor = series.add_sensor("bench", SERIES);
         let names = metric_names();
-        let mut ids = Vec::with_capacity(SERIES);
-        let heap_topology = live();
         let started = Instant::now();
-        for port in 0..NODES * NICS {
-            let (node, nic) = (port / NICS, port % NICS);
-            for j in 0..PER_PORT {
-                let metric = &names[(port % 10) * PER_PORT + j];
-                let node_name = format!("gpu-node-{node:04}");
-                let netdev = format!("eth{nic}");
-                let mut labels = Labels::from_pairs([("node", node_name.as_str()), ("netdev", netdev.as_str())]);
-                if metric.contains("prio") {
-                    labels.insert("prio", "3");
-                }
-                let spec = SeriesSpec { metric: metric.clone(), labels, kind: SampleKind::Counter(CounterSpec::U64) };
-                ids.push(series.register(sensor, &spec).expect("under the cap"));
-            }
-        }
-        let register_time = started.elapsed();
-        let heap_registry = live();
-
+        let ids = register_counters(&series, &names, &mut heap);
+        let register = started.elapsed();
+        heap.registry = live();
         let started = Instant::now();
-        let mut sources: Vec<(String, String)> =
-            (0..RULES).map(|r| (format!("r{r:04}.rhai"), rule_source(r, &names[r / RULES_PER_METRIC]))).collect();
-        sources.push(probe_source());
-        let rules = rule::load_sources(&sources, Helpers::default()).unwrap_or_else(|e| panic!("{:?}", &e[..1]));
-        let load_time = started.elapsed();
+        let rules = load_rules(&names);
+        let load = started.elapsed();
         let native = rules.rules.iter().filter(|r| r.runs_natively()).count();
-        drop(sources);
-        let heap_rules = live();
+        heap.rules = live();
 
         let probe = register_probe(&series);
         let batches: Vec<Vec<Sample>> = ids
@@ -321,43 +353,46 @@ impl Fleet {
         let readings = vec![0u64; SERIES];
         let state = tempfile::tempdir().expect("a state directory");
         let store = Store::open(&state.path().join("state.sled")).expect("open the store");
-        let heap_scaffold = live();
+        heap.scaffold = live();
 
         let ev = Evaluator::new(series.clone(), rules, Some(store)).expect("an empty store");
         let mut fleet = Fleet { ev, _state: state, series, readings, batches, probe, second: 0, events: Vec::new() };
+        let route = fleet.settle(&mut heap);
+        fleet.report(&heap, &Setup { register, load, route, native }, &names);
+        fleet
+    }
+
+    /// Routes every series with its first sample, evaluates, and runs two
+    /// quiet seconds: the steady state. How long routing took.
+    fn settle(&mut self, heap: &mut Heap) -> std::time::Duration {
         let started = Instant::now();
-        for b in 0..fleet.batches.len() {
-            fleet.fill(b, Traffic::Quiet);
-            fleet.ev.ingest(&fleet.batches[b]);
+        for b in 0..self.batches.len() {
+            self.fill(b, Traffic::Quiet);
+            self.ev.ingest(&self.batches[b]);
         }
-        let route_time = started.elapsed();
-        let heap_routed = live();
-        fleet.ev.evaluate(fleet.batch_time(fleet.batches.len() - 1), &mut fleet.events);
-        fleet.events.clear();
-        let heap_evaluated = live();
+        let route = started.elapsed();
+        heap.routed = live();
+        self.ev.evaluate(self.batch_time(self.batches.len() - 1), &mut self.events);
+        self.events.clear();
+        heap.evaluated = live();
         // Two quiet seconds: routing has settled and the evaluator has
         // trimmed its vectors; this is the steady state.
-        fleet.second(Traffic::Quiet);
-        fleet.second(Traffic::Quiet);
-        fleet.events.clear();
-        let heap_settled = live();
+        self.second(Traffic::Quiet);
+        self.second(Traffic::Quiet);
+        self.events.clear();
+        heap.settled = live();
+        route
+    }
 
-        let (routes, subjects) = count_subjects(&fleet.series, &names);
-        let reg = fleet.series.read();
+    /// Prints the fleet's shape, the setup times and the memory per series.
+    fn report(&self, heap: &Heap, setup: &Setup, names: &[String]) {
+        let (routes, subjects) = count_subjects(&self.series, names);
+        let reg = self.series.read();
         let labels_per_series = (0..SERIES).map(|i| reg.info(SeriesId(i as u32)).labels.pairs().len()).sum::<usize>()
             as f64
             / SERIES as f64;
         let example = reg.labels(SeriesId(3));
         drop(reg);
-        let per = |bytes: isize| bytes as f64 / SERIES as f64;
-        let state = fleet.ev.state_bytes();
-        let settled_per_series = per(heap_settled - heap_scaffold);
-        // Registry estimate from the types: the SeriesInfo, its label pairs
-        // (shared with the by_key entry), the by_key entry, at hashbrown's
-        // 7/8 load factor.
-        let info = std::mem::size_of::<SeriesInfo>();
-        let pairs = 16.0 + 8.0 * labels_per_series;
-        let by_key = (std::mem::size_of::<((Sym, LabelSet), SeriesId)>() + 1) as f64 * 8.0 / 7.0;
         eprintln!();
         eprintln!(
             "== fleet: {SERIES} series, {RULES} rules (+1 probe), {NODES} nodes x {NICS} NICs x {PER_PORT} counters"
@@ -365,21 +400,34 @@ impl Fleet {
         eprintln!("   example series labels ({labels_per_series:.1} per series): {example}");
         eprintln!(
             "   setup: register {:.2} s ({:.1} µs/series), load rules {:.2} s ({:.0} µs/rule), first sample of every series (routing) {:.2} s ({:.1} µs/series)",
-            register_time.as_secs_f64(),
-            register_time.as_secs_f64() * 1e6 / SERIES as f64,
-            load_time.as_secs_f64(),
-            load_time.as_secs_f64() * 1e6 / (RULES + 1) as f64,
-            route_time.as_secs_f64(),
-            route_time.as_secs_f64() * 1e6 / SERIES as f64,
+            setup.register.as_secs_f64(),
+            setup.register.as_secs_f64() * 1e6 / SERIES as f64,
+            setup.load.as_secs_f64(),
+            setup.load.as_secs_f64() * 1e6 / (RULES + 1) as f64,
+            setup.route.as_secs_f64(),
+            setup.route.as_secs_f64() * 1e6 / SERIES as f64,
         );
         eprintln!(
             "   {:.3} rules match each series; {:.3} rule subjects per series ({subjects} in all)",
             routes as f64 / SERIES as f64,
             subjects as f64 / SERIES as f64,
         );
+        self.report_memory(heap, setup.native, labels_per_series);
+    }
+
+    /// The memory part of [`Fleet::report`].
+    fn report_memory(&self, heap: &Heap, native: usize, labels_per_series: f64) {
+        let per = |bytes: isize| bytes as f64 / SERIES as f64;
+        let state = self.ev.state_bytes();
+        // Registry estimate from the types: the SeriesInfo, its label pairs
+        // (shared with the by_key entry), the by_key entry, at hashbrown's
+        // 7/8 load factor.
+        let info = std::mem::size_of::<SeriesInfo>();
+        let pairs = 16.0 + 8.0 * labels_per_series;
+        let by_key = (std::mem::size_of::<((Sym, LabelSet), SeriesId)>() + 1) as f64 * 8.0 / 7.0;
         eprintln!("== memory per series (target: engine state <= 256 B per active series)");
         eprintln!("   Evaluator::state_bytes() / series:             {:>7.1} B", state as f64 / SERIES as f64);
-        let parts = fleet.ev.state_breakdown();
+        let parts = self.ev.state_breakdown();
         eprintln!(
             "     of which per series: series {:.1}, routes {:.1}, subjects {:.1}, windows {:.1}, subject index {:.1}, instances {:.1}, dirty lists {:.1}",
             parts.series as f64 / SERIES as f64,
@@ -392,22 +440,21 @@ impl Fleet {
         );
         eprintln!(
             "   evaluator heap once routing settled / series:  {:>7.1} B (right after routing: {:.1} B; after the first evaluate: {:.1} B)",
-            settled_per_series,
-            per(heap_routed - heap_scaffold),
-            per(heap_evaluated - heap_scaffold),
+            per(heap.settled - heap.scaffold),
+            per(heap.routed - heap.scaffold),
+            per(heap.evaluated - heap.scaffold),
         );
         eprintln!(
             "   SeriesTable registry heap / series:            {:>7.1} B (estimate from types: {:.1} B)",
-            per(heap_registry - heap_topology),
+            per(heap.registry - heap.topology),
             info as f64 + pairs + by_key,
         );
         eprintln!(
             "   compiled rules: {:.1} KiB per rule; topology: {:.1} MiB; {native} of {} rules run natively (both conditions)",
-            (heap_rules - heap_registry) as f64 / 1024.0 / (RULES + 1) as f64,
-            topology_bytes as f64 / (1024.0 * 1024.0),
+            (heap.rules - heap.registry) as f64 / 1024.0 / (RULES + 1) as f64,
+            heap.topology_bytes as f64 / (1024.0 * 1024.0),
             RULES + 1,
         );
-        fleet
     }
 
     /// The time the sensors stamp batch `b` of the current second with:

@@ -66,7 +66,7 @@ fn history(dir: &Path) {
         );
         d.phase = Phase::Done;
         d.verdict = if i >= RECORDS - IN_EFFECT {
-            let prior = serde_json::json!({ "before": "default", "after": "ours" });
+            let prior = engine::Prior::from_json(serde_json::json!({ "before": "default", "after": "ours" }));
             Verdict::Executed { outcome: Outcome { summary: "set".into(), requests: vec![], prior: Some(prior) } }
         } else {
             Verdict::Held { reason: "limit: at most 3 per 10m".into() }

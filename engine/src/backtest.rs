@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use std::io::BufRead;
 use std::sync::Arc;
 
-use crate::action::Proposal;
 use crate::contracts::Note;
+use crate::contracts::Proposal;
 use crate::evaluator::{EngineEvent, Evaluator};
 use crate::labels::Labels;
 use crate::recording::SEGMENT_START;

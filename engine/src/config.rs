@@ -139,6 +139,11 @@ impl Locator {
         self.find(path).1
     }
 
+    /// The string the file gives the top-level key `name`, as written.
+    pub fn string_at(&self, name: &str) -> Option<&str> {
+        self.doc.as_ref()?.get(name)?.as_str()
+    }
+
     /// The span of the deepest part of `path` found, and whether all of it was.
     fn find(&self, path: &[Key<'_>]) -> (Option<std::ops::Range<usize>>, bool) {
         let Some(doc) = &self.doc else { return (None, false) };
@@ -211,12 +216,88 @@ impl TomlError {
 }
 
 /// Parses TOML text into `T`, naming `origin` and the line and column of any
-/// error.
+/// error. A duration that does not parse is named by its key as well
+/// (`limits.window: invalid duration "5x": …`).
 pub fn parse_toml<T: serde::de::DeserializeOwned>(text: &str, origin: &str) -> Result<T, TomlError> {
     toml::from_str(text).map_err(|e| {
         let (line, column) = e.span().map(|s| line_col(text, s.start)).unwrap_or((0, 0));
-        TomlError { path: origin.to_string(), line, column, message: e.message().trim().to_string() }
+        let mut message = e.message().trim().to_string();
+        if message.starts_with(duration::INVALID) {
+            if let Some(key) = e.span().and_then(|s| key_at(text, s.start)) {
+                message = format!("{key}: {message}");
+            }
+        }
+        TomlError { path: origin.to_string(), line, column, message }
     })
+}
+
+/// The dotted key whose value starts at `offset`: the key left of the `=`
+/// on its line, under the last table header above it.
+fn key_at(text: &str, offset: usize) -> Option<String> {
+    let before = text.get(..offset)?;
+    let line = &before[before.rfind('\n').map_or(0, |nl| nl + 1)..];
+    let key = line.split_once('=')?.0.trim();
+    let header = before
+        .lines()
+        .rev()
+        .skip(1)
+        .map(str::trim)
+        .find(|l| l.starts_with('['))
+        .map(|h| h.trim_matches(|c| c == '[' || c == ']').trim());
+    Some(match header {
+        Some(table) if !table.is_empty() => format!("{table}.{key}"),
+        _ => key.to_string(),
+    })
+}
+
+/// Durations in configuration files, as people write them (`"200ms"`,
+/// `"10s"`, `"5m"`, `"1h30m"`): `#[serde(with = "engine::config::duration")]`
+/// on a [`std::time::Duration`]. Read with humantime, written back with
+/// humantime-serde; a value that does not parse is refused naming it
+/// (`invalid duration "soon": …`), and [`parse_toml`] adds its key.
+pub mod duration {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    /// How the error of a duration that does not parse starts.
+    pub const INVALID: &str = "invalid duration";
+
+    /// Writes `d` as humantime does (`10m`, `200ms`).
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        humantime_serde::serialize(d, s)
+    }
+
+    /// Reads a duration; the error names the text.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let text = String::deserialize(d)?;
+        parse(&text).map_err(serde::de::Error::custom)
+    }
+
+    /// A duration in a configuration file does not parse.
+    #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+    #[error("{INVALID} {text:?}: {source}")]
+    pub struct InvalidDuration {
+        /// The text as written.
+        pub text: String,
+        /// Why it does not parse.
+        pub source: humantime::DurationError,
+    }
+
+    /// Parses `text` as a duration; the error names it.
+    pub fn parse(text: &str) -> Result<Duration, InvalidDuration> {
+        humantime::parse_duration(text.trim()).map_err(|source| InvalidDuration { text: text.to_string(), source })
+    }
+
+    /// `d` as a configuration file writes it, for messages (`10m`, `200ms`).
+    pub fn show(d: Duration) -> String {
+        humantime::format_duration(d).to_string()
+    }
+
+    /// `d` in nanoseconds, saturating: the engine's time.
+    pub fn nanos(d: Duration) -> crate::time::Nanos {
+        i64::try_from(d.as_nanos()).unwrap_or(i64::MAX)
+    }
 }
 
 /// Reads a configuration file, naming it in the error.

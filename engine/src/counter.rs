@@ -21,8 +21,27 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::series::Value;
 use crate::time::{Nanos, MS, SECOND};
+
+/// The value of a sample: counters carry their exact integer reading, since
+/// a 64-bit byte counter passes 2^53 within days and an `f64` would lose it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Value {
+    /// A raw counter reading.
+    Count(u64),
+    /// A gauge level or an event payload.
+    Real(f64),
+}
+
+impl Value {
+    /// The value as a float (lossy for counters above 2^53).
+    pub fn as_f64(self) -> f64 {
+        match self {
+            Value::Count(n) => n as f64,
+            Value::Real(x) => x,
+        }
+    }
+}
 
 /// What a counter does when it reaches the top of its width.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -6,6 +6,7 @@
 //! per line), so callers propagate it with `?` instead of joining strings.
 
 use std::fmt;
+use std::sync::Arc;
 
 /// Every problem found, in the order found; never empty when returned as
 /// an error.
@@ -68,7 +69,7 @@ impl<'a, E> IntoIterator for &'a Errors<E> {
 
 /// A sensor or actuator of the configuration could not be built; names the
 /// component, so a list of them reads as a report of the config.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum BuildError {
     /// The `type` is not one this build knows.
@@ -95,8 +96,10 @@ pub enum BuildError {
         /// How to get a build with it.
         hint: String,
     },
-    /// Its settings were refused.
-    #[error("{component} {name:?} (kind {kind:?}): {reason}")]
+    /// Its settings were refused: not of its schema (a [`SchemaError`]), or
+    /// refused by the component's own check (its crate's error, kept as it
+    /// is: [`BuildError::source_as`] reads it back).
+    #[error("{component} {name:?} (kind {kind:?}): {source}")]
     Invalid {
         /// `sensor` or `actuator`.
         component: &'static str,
@@ -105,9 +108,25 @@ pub enum BuildError {
         /// Its kind.
         kind: String,
         /// Why.
-        reason: String,
+        source: Arc<dyn std::error::Error + Send + Sync>,
     },
 }
+
+/// Settings that are not of a component's schema: an unknown setting, a
+/// wrong type, a duration that does not parse (serde's words).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SchemaError(pub String);
+
+impl PartialEq for BuildError {
+    /// Build errors compare by what they say: the source of a refusal is
+    /// another crate's error, compared by its message.
+    fn eq(&self, other: &BuildError) -> bool {
+        self.to_string() == other.to_string()
+    }
+}
+
+impl Eq for BuildError {}
 
 impl BuildError {
     /// The name of the component, as the config calls it.
@@ -116,6 +135,15 @@ impl BuildError {
             BuildError::UnknownKind { name, .. }
             | BuildError::NotInBuild { name, .. }
             | BuildError::Invalid { name, .. } => name,
+        }
+    }
+
+    /// Why the settings were refused, as the component's own error `E`
+    /// (an actuator's or a sensor's configuration error), if it is one.
+    pub fn source_as<E: std::error::Error + 'static>(&self) -> Option<&E> {
+        match self {
+            BuildError::Invalid { source, .. } => source.downcast_ref::<E>(),
+            _ => None,
         }
     }
 }
@@ -134,31 +162,32 @@ pub struct Component<'a> {
 
 impl Component<'_> {
     /// Deserializes `settings` as `C` and builds the component with `build`;
-    /// either failure becomes [`BuildError::Invalid`].
+    /// either failure becomes [`BuildError::Invalid`], the component's own
+    /// error kept as it is.
     pub fn build<C, T, E>(&self, settings: toml::Table, build: impl FnOnce(C) -> Result<T, E>) -> Result<T, BuildError>
     where
         C: serde::de::DeserializeOwned,
-        E: fmt::Display,
+        E: std::error::Error + Send + Sync + 'static,
     {
-        let config: C = settings.try_into().map_err(|e: toml::de::Error| self.invalid(e.message().trim()))?;
+        let config: C = self.settings(settings)?;
         build(config).map_err(|e| self.invalid(e))
     }
 
     /// Deserializes `settings` as `C`; a value of the wrong type or one that
     /// does not parse names its key (`timeout: invalid value: string
-    /// "soon", expected a duration`), which [`build`](Self::build) leaves
-    /// out, so that a message about a value says which setting it is.
+    /// "soon", expected a duration`), so that a message about a value says
+    /// which setting it is.
     pub fn settings<C: serde::de::DeserializeOwned>(&self, settings: toml::Table) -> Result<C, BuildError> {
-        settings.try_into().map_err(|e: toml::de::Error| self.invalid(keyed(&e)))
+        settings.try_into().map_err(|e: toml::de::Error| self.invalid(SchemaError(keyed(&e))))
     }
 
-    /// Its settings were refused for `reason`.
-    pub fn invalid(&self, reason: impl fmt::Display) -> BuildError {
+    /// Its settings were refused: `source` says why.
+    pub fn invalid(&self, source: impl std::error::Error + Send + Sync + 'static) -> BuildError {
         BuildError::Invalid {
             component: self.component,
             name: self.name.to_string(),
             kind: self.kind.to_string(),
-            reason: reason.to_string(),
+            source: Arc::new(source),
         }
     }
 
@@ -240,12 +269,9 @@ mod tests {
 
     #[test]
     fn a_build_error_names_the_component() {
-        let e = BuildError::Invalid {
-            component: "actuator",
-            name: "wd".into(),
-            kind: "pfcwd".into(),
-            reason: "no [gnmi]".into(),
-        };
+        let it = Component { component: "actuator", name: "wd", kind: "pfcwd" };
+        let e = it.invalid(SchemaError("no [gnmi]".into()));
         assert_eq!(e.to_string(), "actuator \"wd\" (kind \"pfcwd\"): no [gnmi]");
+        assert_eq!(e.source_as::<SchemaError>(), Some(&SchemaError("no [gnmi]".into())));
     }
 }

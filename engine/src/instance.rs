@@ -52,15 +52,20 @@ impl State {
     }
 }
 
+/// A word that names no instance state.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown state {0:?}: expected inactive, pending, firing or resolved")]
+pub struct UnknownState(pub String);
+
 impl std::str::FromStr for State {
-    type Err = String;
-    fn from_str(s: &str) -> Result<State, String> {
+    type Err = UnknownState;
+    fn from_str(s: &str) -> Result<State, UnknownState> {
         match s {
             "inactive" => Ok(State::Inactive),
             "pending" => Ok(State::Pending),
             "firing" => Ok(State::Firing),
             "resolved" => Ok(State::Resolved),
-            other => Err(format!("unknown state {other:?}: expected inactive, pending, firing or resolved")),
+            other => Err(UnknownState(other.to_string())),
         }
     }
 }

@@ -37,10 +37,10 @@
 use serde::{de::DeserializeOwned, Serialize};
 use sled::Transactional;
 
-use crate::action::Proposal;
-use crate::dispatch::{Decision, Phase, Resolution, Silence, Verdict};
+use crate::contracts::{Decision, Phase, Proposal, Resolution, Verdict};
 use crate::labels::Labels;
 use crate::policy::BreakerState;
+use crate::silence::Silence;
 use crate::store::{Store, StoreError};
 use crate::time::{Nanos, SECOND};
 
@@ -415,11 +415,11 @@ impl Ledger {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::action::Action;
+    use crate::contracts::Action;
     use crate::contracts::Outcome;
-    use crate::dispatch::Mode;
+    use crate::contracts::Severity;
     use crate::labels::Labels;
-    use crate::rule::Severity;
+    use crate::mode::Mode;
 
     fn decision(ledger: &Ledger, decided_at: Nanos, verdict: Verdict) -> Decision {
         Decision {

@@ -52,19 +52,21 @@
 //! - [`stats`]: robust statistics (median, median absolute deviation);
 //! - [`rule`]: rule files, the Rhai sandbox, cross-series helpers, native predicates;
 //! - [`rule_test`]: the offline rule test runner (`<rule>.test.toml`);
+//! - [`mode`]: how far a rule's findings may go (enforce, dry-run, shadow, off);
+//! - [`contracts`]: the [`Sensor`], [`Actuator`] and
+//!   [`Coordinator`](contracts::Coordinator) traits and what they exchange: proposals, actions,
+//!   decisions; everything below in this list sits above them;
+//! - [`catalog`]: the playbook's routes and what their actuators declare about each action kind;
 //! - [`instance`]: the per-(rule, subject) state machine;
 //! - [`evaluator`]: ingest and evaluation;
-//! - [`action`]: proposals and target templates;
-//! - [`mode`]: how far a rule's findings may go (enforce, dry-run, shadow, off);
-//! - [`dispatch`]: the dispatch point: modes and de-duplication;
 //! - [`policy`]: the safety policy: limits, breaker, cooldowns, approval;
-//! - [`coordination`]: the fleet-wide budget the dispatcher consults for fleet-scoped actions;
 //! - [`playbook`]: which rules run in which mode, and which actuators act;
-//! - [`backtest`]: what a rule set would have done on a recording;
-//! - [`runtime`]: the async run loop wiring sensors, evaluator and dispatcher;
+//! - [`silence`]: operators' silences;
 //! - [`store`]: instance state in sled;
 //! - [`ledger`]: every decision, durably, with crash reconciliation;
-//! - [`contracts`]: the [`Sensor`](contracts::Sensor) and [`Actuator`](contracts::Actuator) traits;
+//! - [`dispatch`]: the dispatch point: modes, de-duplication, the policy's verdict, the actuators' calls;
+//! - [`runtime`]: the async run loop wiring sensors, evaluator and dispatcher;
+//! - [`backtest`]: what a rule set would have done on a recording;
 //! - [`recording`]: JSON-lines recordings for replay;
 //! - [`config`]: TOML helpers with line/column errors;
 //! - `testing` (feature `test-util`): fakes shared by the workspace's tests;
@@ -73,11 +75,10 @@
 
 #![deny(missing_docs)]
 
-pub mod action;
 pub mod backtest;
+pub mod catalog;
 pub mod config;
 pub mod contracts;
-pub mod coordination;
 pub mod counter;
 pub mod dispatch;
 pub mod errors;
@@ -94,6 +95,7 @@ pub mod rule;
 pub mod rule_test;
 pub mod runtime;
 pub mod series;
+pub mod silence;
 pub mod stats;
 pub mod store;
 #[cfg(any(test, feature = "test-util"))]
@@ -102,13 +104,13 @@ pub mod time;
 pub mod topology;
 pub mod window;
 
-pub use action::{Action, Proposal};
 pub use contracts::{
-    Actuator, ActuatorError, Batch, HealthBoard, HealthState, Note, Outcome, Plan, Sensor, SensorContext, SensorError,
-    SensorHealth, Verification,
+    Action, ActionKindDecl, Actuator, ActuatorError, Batch, Change, HealthBoard, HealthState, LimitClass, Note,
+    Outcome, Prepared, Prior, Proposal, RequestPlan, Scope, Sensor, SensorContext, SensorError, SensorHealth,
+    Verification,
 };
 pub use counter::{CounterSpec, Overflow, RateBound};
-pub use errors::{BuildError, Component, Errors};
+pub use errors::{BuildError, Component, Errors, SchemaError};
 pub use evaluator::{EngineEvent, EngineStats, Evaluator, InstanceView, ReloadReport, RuleHealth};
 pub use instance::{Instance, State};
 pub use labels::Labels;

@@ -48,15 +48,20 @@ impl std::fmt::Display for Mode {
     }
 }
 
+/// A word that names no mode.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown mode {0:?}: expected enforce, dry-run, shadow or off")]
+pub struct UnknownMode(pub String);
+
 impl std::str::FromStr for Mode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Mode, String> {
+    type Err = UnknownMode;
+    fn from_str(s: &str) -> Result<Mode, UnknownMode> {
         match s {
             "enforce" => Ok(Mode::Enforce),
             "dry-run" => Ok(Mode::DryRun),
             "shadow" => Ok(Mode::Shadow),
             "off" => Ok(Mode::Off),
-            other => Err(format!("unknown mode {other:?}: expected enforce, dry-run, shadow or off")),
+            other => Err(UnknownMode(other.to_string())),
         }
     }
 }

@@ -15,6 +15,7 @@ use std::sync::{Arc, RwLock, RwLockReadGuard};
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::counter::Value;
 use crate::counter::{CounterSpec, RateBound};
 use crate::labels::{Interner, LabelSet, Labels, Sym};
 use crate::time::Nanos;
@@ -46,26 +47,6 @@ pub struct Sample {
     pub ts: Nanos,
     /// What was read.
     pub value: Value,
-}
-
-/// The value of a sample: counters carry their exact integer reading, since
-/// a 64-bit byte counter passes 2^53 within days and an `f64` would lose it.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Value {
-    /// A raw counter reading.
-    Count(u64),
-    /// A gauge level or an event payload.
-    Real(f64),
-}
-
-impl Value {
-    /// The value as a float (lossy for counters above 2^53).
-    pub fn as_f64(self) -> f64 {
-        match self {
-            Value::Count(n) => n as f64,
-            Value::Real(x) => x,
-        }
-    }
 }
 
 /// What a sensor declares about a series when it registers it.

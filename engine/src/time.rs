@@ -75,25 +75,20 @@ pub fn parse_duration(input: &str) -> Result<Nanos, DurationError> {
 /// e.g. `2026-12-02T16:48:25.123Z`: for people and for APIs that want it
 /// (Alertmanager's `startsAt`).
 pub fn rfc3339(ts: Nanos) -> String {
-    let secs = ts.div_euclid(SECOND);
-    let millis = ts.rem_euclid(SECOND) / MS;
-    let (days, day_secs) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // Civil date from days since 1970-01-01 (Howard Hinnant's civil_from_days).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
-        day_secs / 3600,
-        day_secs % 3600 / 60,
-        day_secs % 60
-    )
+    // humantime formats instants from the epoch on. The Gregorian calendar
+    // repeats every 400 years (146,097 days), so an earlier instant (a
+    // sentinel, a clock gone wrong) is formatted 400 years later and its
+    // year put back.
+    const CYCLE_SECS: u64 = 146_097 * 86_400;
+    let (secs, nanos) = (ts.div_euclid(SECOND), ts.rem_euclid(SECOND) as u32);
+    let shifted = secs < 0;
+    let secs = if shifted { (secs + CYCLE_SECS as i64) as u64 } else { secs as u64 };
+    let at = std::time::UNIX_EPOCH + std::time::Duration::new(secs, nanos);
+    let text = humantime::format_rfc3339_millis(at).to_string();
+    match (shifted, text.get(..4).and_then(|y| y.parse::<u32>().ok())) {
+        (true, Some(year)) => format!("{:04}{}", year - 400, &text[4..]),
+        _ => text,
+    }
 }
 
 /// A duration in nanoseconds, displayed the way it is written in rules.
@@ -145,6 +140,7 @@ mod tests {
         assert_eq!(rfc3339(1_700_000_000_123_000_000), "2023-11-14T22:13:20.123Z");
         assert_eq!(rfc3339(951_782_400_000_000_000), "2000-02-29T00:00:00.000Z");
         assert_eq!(rfc3339(-1), "1969-12-31T23:59:59.999Z");
+        assert_eq!(rfc3339(Nanos::MIN), "1677-09-21T00:12:43.145Z");
     }
 
     #[test]

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use engine::coordination::{Admission, Coordinator, Release, TokenRequest};
+use engine::contracts::{Admission, Coordinator, Release, TokenRequest};
 use engine::policy::Impact;
 use fleet::settings::FleetSettings;
 use fleet::EtcdCoordinator;

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use engine::coordination::{
-    Admission, Adopted, CoordinationError, Coordinator, FleetBreaker, Health, Release, Token, TokenRequest,
+use engine::contracts::{
+    Admission, Adopted, CoordinationError, Coordinator, FleetBreaker, Health, NotOwner, Release, Token, TokenRequest,
 };
 use engine::dispatch::Decision;
 use etcd_client::{Client, Compare, CompareOp, ConnectOptions, GetOptions, PutOptions, Txn, TxnOp};
@@ -369,7 +369,7 @@ impl Coordinator for EtcdCoordinator {
         self.shard.as_ref().map(|(_, handover)| handover.take()).unwrap_or_default()
     }
 
-    async fn may_change_switch(&self, switch: &str) -> Result<(), String> {
+    async fn may_change_switch(&self, switch: &str) -> Result<(), NotOwner> {
         let Some((shard, _)) = &self.shard else { return Ok(()) };
         if shard.confirm(switch).await {
             return Ok(());
@@ -381,10 +381,7 @@ impl Coordinator for EtcdCoordinator {
             Some(holder) => holder,
             None => "nobody yet".to_string(),
         };
-        Err(format!(
-            "switch {switch} is not this aggregator's to change: shard group {} gives it to {owner}",
-            shard.group()
-        ))
+        Err(NotOwner { switch: switch.to_string(), group: shard.group().to_string(), owner })
     }
 
     async fn trip(&self, reason: &str) -> Result<(), CoordinationError> {

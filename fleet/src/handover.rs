@@ -17,7 +17,7 @@
 //!   adopter, in its name.
 //! - **Adopted** by the next owner: when a switch enters its owned set, it
 //!   reads the switch's records and hands each to its dispatcher
-//!   ([`engine::coordination::Coordinator::take_adopted`]), which records it
+//!   ([`engine::contracts::Coordinator::take_adopted`]), which records it
 //!   in its own ledger and counts it in effect; it is then reverified, and
 //!   undone when the new owner's instance of its rule resolves, as if the
 //!   new owner had taken it. A subject's `node` label that was the previous
@@ -34,7 +34,7 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use engine::coordination::Adopted;
+use engine::contracts::Adopted;
 use engine::dispatch::Decision;
 use engine::Action;
 use etcd_client::{Client, GetOptions};

@@ -11,7 +11,7 @@
 //! - [`settings`]: the `[fleet]` table and its budgets (always compiled);
 //! - [`keys`]: the key layout in etcd and the values stored (always);
 //! - `coordinator` (feature `etcd`): [`EtcdCoordinator`], the
-//!   [`engine::coordination::Coordinator`] the dispatcher consults for
+//!   [`engine::contracts::Coordinator`] the dispatcher consults for
 //!   fleet-scoped actions: a token per action, taken in one transaction,
 //!   under the daemon's lease; the fleet breaker, watched;
 //! - `retry` (feature `etcd`): a request that never reached a member (a

@@ -10,10 +10,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use engine::coordination::Coordinator;
+use engine::contracts::Coordinator;
 use engine::dispatch::{ActuatorRoute, DispatchConfig, Dispatcher, Mode};
-use engine::policy::{BreakerConfig, Limits, PolicySettings, RetryConfig, TargetLimits, UndoConfig};
-use engine::{Action, ActuatorError, Labels, Nanos, Outcome, Plan, Proposal, Severity};
+use engine::policy::PolicySettings;
+use engine::{
+    Action, ActionKindDecl, ActuatorError, Labels, LimitClass, Nanos, Outcome, Proposal, RequestPlan, Severity,
+};
 
 use crate::settings::{BudgetConfig, FleetConfig, Per};
 
@@ -66,11 +68,25 @@ pub fn cordon_budget(
 }
 
 /// Counts what it is asked to do; changes nothing. The decisions are what
-/// the checks look at.
-#[derive(Debug, Default)]
+/// the checks look at. It declares the kinds the checks propose as the
+/// fabric's actuators declare them: a cordon and a PFC watchdog escalation
+/// fleet-scoped, anything else (a host link) local.
+#[derive(Debug)]
 pub struct Counting {
     /// Executes so far.
     pub executed: AtomicUsize,
+    kinds: Vec<ActionKindDecl>,
+}
+
+impl Default for Counting {
+    fn default() -> Counting {
+        let kinds = vec![
+            ActionKindDecl::new("node.cordon", &["node"]).fleet().limited_by(LimitClass::NodeCordon),
+            ActionKindDecl::new("pfcwd.escalate", &["switch", "port", "queue"]).fleet().lost_on_switch_restart(),
+            ActionKindDecl::new("*", &[]),
+        ];
+        Counting { executed: AtomicUsize::default(), kinds }
+    }
 }
 
 #[async_trait::async_trait]
@@ -78,8 +94,11 @@ impl engine::Actuator for Counting {
     fn name(&self) -> &str {
         "counting"
     }
-    async fn dry_run(&self, action: &Action) -> Result<Plan, ActuatorError> {
-        Ok(Plan { actuator: "counting".into(), requests: vec![action.to_string()] })
+    fn kinds(&self) -> &[ActionKindDecl] {
+        &self.kinds
+    }
+    async fn dry_run(&self, action: &Action) -> Result<RequestPlan, ActuatorError> {
+        Ok(RequestPlan { actuator: "counting".into(), requests: vec![action.to_string()] })
     }
     async fn execute(&self, action: &Action) -> Result<Outcome, ActuatorError> {
         self.executed.fetch_add(1, Ordering::SeqCst);
@@ -90,15 +109,7 @@ impl engine::Actuator for Counting {
 /// A daemon's dispatcher in enforce mode, every action kind routed to
 /// `actuator` (one attempt), consulting `coordinator`.
 pub fn dispatcher(actuator: Arc<Counting>, coordinator: Arc<dyn Coordinator>) -> Dispatcher {
-    let policy = PolicySettings::new(
-        &Limits::default(),
-        &BreakerConfig::default(),
-        &TargetLimits::default(),
-        &[],
-        &UndoConfig::default(),
-        &RetryConfig { attempts: 1, backoff: "1ms".into() },
-    )
-    .expect("the default policy settings are valid");
+    let policy = PolicySettings::defaults().with_retry(1, std::time::Duration::from_millis(1));
     Dispatcher::new(
         DispatchConfig {
             mode: Mode::Enforce,

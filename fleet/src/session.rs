@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use engine::coordination::{FleetBreaker, Health};
+use engine::contracts::{FleetBreaker, Health};
 use etcd_client::{
     Client, EventType, GetOptions, GetResponse, LeaseKeepAliveStream, LeaseKeeper, PutOptions, Txn, TxnOp, TxnResponse,
     WatchOptions,

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use engine::coordination::FleetBreaker;
+use engine::contracts::FleetBreaker;
 use etcd_client::{Client, GetOptions};
 use serde::Serialize;
 

@@ -86,8 +86,8 @@ fn switch_of(d: &Decision) -> &str {
 }
 
 /// The fields a prior says the action set (or found), as the switch shows them.
-fn fields(prior: Option<&serde_json::Value>, which: &str) -> BTreeMap<String, Option<String>> {
-    let object = prior.and_then(|p| p.get(which)).and_then(|v| v.as_object()).cloned().unwrap_or_default();
+fn fields(prior: Option<&engine::Prior>, which: &str) -> BTreeMap<String, Option<String>> {
+    let object = prior.and_then(|p| p.as_json().get(which)).and_then(|v| v.as_object()).cloned().unwrap_or_default();
     object.into_iter().map(|(k, v)| (k, v.as_str().map(str::to_string))).collect()
 }
 

@@ -55,7 +55,7 @@ fn daemon(dir: &Path) -> (Daemon, String) {
     std::fs::write(
         &playbook,
         format!(
-            "name = \"metrics\"\nmode = \"enforce\"\nrules = {}\n[[actuator]]\nname = \"journal\"\ntype = \"log\"\nhandles = [\"*\"]\n",
+            "name = \"metrics\"\nmode = \"enforce\"\nrules = {}\n[[actuator]]\nname = \"journal\"\ntype = \"log\"\nhandles = [\"*\"]\nlike = [\"pfcwd\", \"ecn\", \"rail\", \"link\", \"cordon\"]\n",
             toml_path(&repo("rules"))
         ),
     )

@@ -41,7 +41,7 @@ fn cordon_daemon(dir: &Path, extra: &str) -> PathBuf {
     let a = toml_path(&actuator);
     let text = format!(
         "name = \"undo\"\nmode = \"enforce\"\nrules = {rules}\n\n[target]\ncooldown = \"0s\"\n\n\
-         [[actuator]]\nname = \"cordon\"\ntype = \"exec\"\nhandles = [\"node.cordon\"]\n\
+         [[actuator]]\nname = \"cordon\"\ntype = \"exec\"\nhandles = [\"node.cordon\"]\nlike = \"cordon\"\n\
          argv = [{a}, \"apply\", \"{{target.node}}\"]\n\
          verify_argv = [{a}, \"verify\", \"{{target.node}}\"]\n\
          undo_argv = [{a}, \"undo\", \"{{target.node}}\"]\n{extra}",

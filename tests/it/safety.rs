@@ -66,6 +66,7 @@ action_timeout = "60s"
 name = "isolate"
 type = "exec"
 handles = ["link.*"]
+like = "link"
 argv = [{isolate}, "{{kind}}", "{{target.node}}", "{{target.netdev}}"]
 verify_argv = [{verify}, "{{target.node}}", "{{target.netdev}}"]
 timeout = "60s"
@@ -74,6 +75,7 @@ timeout = "60s"
 name = "journal"
 type = "log"
 handles = ["*"]
+like = ["pfcwd", "ecn", "rail", "link", "cordon"]
 "#,
                 rules = toml_path(&repo("rules")),
                 isolate = toml_path(&dir.join("isolate.sh")),
@@ -236,6 +238,7 @@ rules = {rules}
 name = "journal"
 type = "log"
 handles = ["*"]
+like = ["pfcwd", "ecn", "rail", "link", "cordon"]
 
 [[approval]]
 actions = ["*"]

@@ -191,7 +191,8 @@ fn write_playbook(dir: &Path) -> PathBuf {
              [[actuator]]\n\
              name = \"journal\"\n\
              type = \"log\"\n\
-             handles = [\"*\"]\n",
+             handles = [\"*\"]\n\
+             like = [\"pfcwd\", \"ecn\", \"rail\", \"link\", \"cordon\"]\n",
             rules = toml_path(&repo("rules")),
         ),
     )

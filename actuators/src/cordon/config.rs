@@ -1,12 +1,13 @@
 //! The settings of a `cordon` actuator.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use engine::SECOND;
 use serde::{Deserialize, Serialize};
 
 use super::{kubernetes, slurm, CordonActuator};
-use crate::ConfigError;
+use crate::ActuatorConfigError;
 
 /// The longest timeout accepted for one scheduler call: a cordon holds a
 /// dispatch slot while it runs, and a scheduler that needs more than five
@@ -37,8 +38,8 @@ pub struct CordonConfig {
     pub scheduler: Scheduler,
     /// How long one call to the scheduler (one `scontrol` run, one HTTP
     /// request) may take, e.g. `"10s"`; at most five minutes.
-    #[serde(default = "default_timeout")]
-    pub timeout: String,
+    #[serde(default = "default_timeout", with = "engine::config::duration")]
+    pub timeout: Duration,
     /// Slurm settings, used when `scheduler = "slurm"`.
     #[serde(default)]
     pub slurm: SlurmConfig,
@@ -102,8 +103,8 @@ pub struct KubernetesConfig {
     pub drain: bool,
 }
 
-fn default_timeout() -> String {
-    "10s".into()
+fn default_timeout() -> Duration {
+    Duration::from_secs(10)
 }
 
 fn default_scontrol() -> PathBuf {
@@ -122,12 +123,12 @@ impl CordonConfig {
     }
 
     /// Validates the settings and builds the actuator `name`.
-    pub fn build(&self, name: &str) -> Result<CordonActuator, ConfigError> {
-        let timeout = crate::error::bounded_duration("timeout", &self.timeout, MAX_TIMEOUT)?;
+    pub fn build(&self, name: &str) -> Result<CordonActuator, ActuatorConfigError> {
+        let timeout = crate::error::bounded_duration("timeout", self.timeout, MAX_TIMEOUT)?;
         match self.scheduler {
             Scheduler::Slurm => {
                 if self.kubernetes.is_some() {
-                    return Err(ConfigError::Conflict {
+                    return Err(ActuatorConfigError::Conflict {
                         setting: "kubernetes".into(),
                         reason: "a [kubernetes] table is given but scheduler is \"slurm\"",
                     });
@@ -136,7 +137,7 @@ impl CordonConfig {
                 Ok(CordonActuator::slurm(name, slurm::Slurm::new(&self.slurm, timeout)))
             }
             Scheduler::Kubernetes => {
-                let kube = self.kubernetes.as_ref().ok_or(ConfigError::Missing {
+                let kube = self.kubernetes.as_ref().ok_or(ActuatorConfigError::Missing {
                     setting: "kubernetes".into(),
                     reason: "scheduler is \"kubernetes\" but there is no [kubernetes] table",
                 })?;
@@ -148,11 +149,11 @@ impl CordonConfig {
 
 /// Refuses a `slurm.scontrol` that is not an absolute path: a program
 /// looked up in PATH could be anything.
-pub(crate) fn check_scontrol(scontrol: &Path) -> Result<(), ConfigError> {
+pub(crate) fn check_scontrol(scontrol: &Path) -> Result<(), ActuatorConfigError> {
     if scontrol.is_absolute() {
         Ok(())
     } else {
-        Err(ConfigError::Invalid {
+        Err(ActuatorConfigError::Invalid {
             setting: "slurm.scontrol".into(),
             value: scontrol.display().to_string(),
             reason: "is not an absolute path",

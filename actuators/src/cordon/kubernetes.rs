@@ -16,14 +16,15 @@
 
 use std::time::Duration;
 
-use engine::{ActuatorError, Outcome, Verification};
+use engine::{ActuatorError, Outcome, Prior, Verification};
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::config::KubernetesConfig;
 use super::Request;
 use crate::http::{HttpError, Response, Url};
 use crate::kube::{KubeApi, KubeSettings};
-use crate::ConfigError;
+use crate::ActuatorConfigError;
 
 /// The taint rocemend sets; its value is the incident.
 pub const TAINT_KEY: &str = "rocemend.io/cordoned";
@@ -43,7 +44,7 @@ pub struct Kubernetes {
 }
 
 impl Kubernetes {
-    pub(super) fn new(config: &KubernetesConfig, timeout: Duration) -> Result<Kubernetes, ConfigError> {
+    pub(super) fn new(config: &KubernetesConfig, timeout: Duration) -> Result<Kubernetes, ActuatorConfigError> {
         let settings = KubeSettings {
             api_server: &config.api_server,
             token: config.token.as_deref(),
@@ -150,11 +151,7 @@ impl Kubernetes {
         if self.drain {
             summary.push_str(&self.evict_all(&request.node).await?);
         }
-        Ok(Outcome {
-            summary,
-            requests: self.plan_cordon(request),
-            prior: Some(json!({ "unschedulable": before.unschedulable, "taint": before.taint })),
-        })
+        Ok(Outcome { summary, requests: self.plan_cordon(request), prior: Some(Prior::of(&before)?) })
     }
 
     /// Evicts the node's pods; the summary of what happened, pod by pod.
@@ -227,18 +224,20 @@ impl Kubernetes {
         Ok(Outcome {
             summary: format!("uncordoned {}", request.node),
             requests: self.plan_uncordon(request, applied)?,
-            prior: Some(json!({ "unschedulable": node.unschedulable, "taint": node.taint })),
+            prior: Some(Prior::of(&node)?),
         })
     }
 }
 
-/// Whether the outcome of a cordon says the node was unschedulable before.
+/// Whether the outcome of a cordon says the node was unschedulable before;
+/// an outcome without a readable prior says it was not.
 fn was_unschedulable(applied: &Outcome) -> bool {
-    applied.prior.as_ref().and_then(|p| p.get("unschedulable")).and_then(Value::as_bool).unwrap_or(false)
+    applied.prior.as_ref().and_then(|p| p.read::<NodeView>().ok()).is_some_and(|v| v.unschedulable)
 }
 
-/// What a cordon cares about in a Node object.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What a cordon cares about in a Node object; a cordon's prior
+/// (`{"unschedulable": …, "taint": …}`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 struct NodeView {
     unschedulable: bool,
     /// The value of our taint, if the node has it.

@@ -29,9 +29,18 @@ pub mod slurm;
 pub use config::{CordonConfig, KubernetesConfig, Scheduler, SlurmConfig};
 
 use async_trait::async_trait;
-use engine::{Action, Actuator, ActuatorError, Outcome, Plan, Verification};
+use engine::{Action, ActionKindDecl, Actuator, ActuatorError, LimitClass, Outcome, RequestPlan, Verification};
 
+use crate::target::unsupported;
 use crate::LabelError;
+
+/// The action kinds the `cordon` actuator carries out.
+pub fn kinds() -> Vec<ActionKindDecl> {
+    // The scheduler is the fleet's: a node out of it is a node fewer for
+    // every job, counted against the cordons per window and the share of
+    // the fleet. A node resumed by hand is an operator's doing.
+    vec![ActionKindDecl::new("node.cordon", &["node"]).fleet().limited_by(LimitClass::NodeCordon)]
+}
 
 /// What marks a drain reason, a taint or an annotation as rocemend's own.
 pub const REASON_PREFIX: &str = "rocemend:";
@@ -49,6 +58,7 @@ pub const MAX_NODE_LEN: usize = 63;
 #[derive(Debug)]
 pub struct CordonActuator {
     name: String,
+    kinds: Vec<ActionKindDecl>,
     backend: Backend,
 }
 
@@ -61,15 +71,15 @@ enum Backend {
 
 impl CordonActuator {
     pub(crate) fn slurm(name: &str, slurm: slurm::Slurm) -> CordonActuator {
-        CordonActuator { name: name.to_string(), backend: Backend::Slurm(slurm) }
+        CordonActuator { name: name.to_string(), kinds: kinds(), backend: Backend::Slurm(slurm) }
     }
 
     pub(crate) fn kubernetes(name: &str, kube: kubernetes::Kubernetes) -> CordonActuator {
-        CordonActuator { name: name.to_string(), backend: Backend::Kubernetes(kube) }
+        CordonActuator { name: name.to_string(), kinds: kinds(), backend: Backend::Kubernetes(kube) }
     }
 
-    fn plan(&self, requests: Vec<String>) -> Plan {
-        Plan { actuator: self.name.clone(), requests }
+    fn plan(&self, requests: Vec<String>) -> RequestPlan {
+        RequestPlan { actuator: self.name.clone(), requests }
     }
 }
 
@@ -88,11 +98,8 @@ impl Request {
     /// Reads `action`: only `node.cordon` is accepted, with a valid `node`
     /// target label and printable parameters.
     pub fn from_action(action: &Action) -> Result<Request, ActuatorError> {
-        if action.verb() != "cordon" {
-            return Err(ActuatorError::NotSupported(format!(
-                "the cordon actuator only carries out node.cordon, not {}",
-                action.kind
-            )));
+        if action.kind != "node.cordon" {
+            return Err(unsupported(&kinds(), &action.kind));
         }
         let node = action
             .target
@@ -152,11 +159,11 @@ impl Actuator for CordonActuator {
         &self.name
     }
 
-    fn cannot(&self, kind: &str) -> Option<String> {
-        crate::target::cannot(kind, "node", &["cordon"], |_| Ok(()))
+    fn kinds(&self) -> &[ActionKindDecl] {
+        &self.kinds
     }
 
-    async fn dry_run(&self, action: &Action) -> Result<Plan, ActuatorError> {
+    async fn dry_run(&self, action: &Action) -> Result<RequestPlan, ActuatorError> {
         let request = Request::from_action(action)?;
         Ok(self.plan(match &self.backend {
             Backend::Slurm(s) => s.plan_cordon(&request),
@@ -180,7 +187,7 @@ impl Actuator for CordonActuator {
         }
     }
 
-    async fn dry_run_undo(&self, action: &Action, applied: &Outcome) -> Result<Plan, ActuatorError> {
+    async fn dry_run_undo(&self, action: &Action, applied: &Outcome) -> Result<RequestPlan, ActuatorError> {
         let request = Request::from_action(action)?;
         Ok(self.plan(match &self.backend {
             Backend::Slurm(s) => s.plan_resume(&request),

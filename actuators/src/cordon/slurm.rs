@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
-use engine::{ActuatorError, Outcome, Verification};
-use serde_json::json;
+use engine::{ActuatorError, Outcome, Prior, Verification};
+use serde::{Deserialize, Serialize};
 use tokio::process::Command;
 
 use super::config::SlurmConfig;
@@ -31,8 +31,9 @@ pub struct Slurm {
     timeout: Duration,
 }
 
-/// A node as `scontrol show node` shows it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A node as `scontrol show node` shows it; a cordon's prior
+/// (`{"state": …, "reason": …}`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NodeState {
     /// `State=`, e.g. `IDLE+DRAIN`.
     pub state: String,
@@ -50,10 +51,6 @@ impl NodeState {
     /// Whether the reason is rocemend's.
     pub fn ours(&self) -> bool {
         self.reason.starts_with(REASON_PREFIX)
-    }
-
-    fn to_json(&self) -> serde_json::Value {
-        json!({ "state": self.state, "reason": self.reason })
     }
 }
 
@@ -133,7 +130,7 @@ impl Slurm {
         Ok(Outcome {
             summary: format!("drained {} ({}; was {})", request.node, request.reason, before.state),
             requests: vec![display(&argv)],
-            prior: Some(before.to_json()),
+            prior: Some(Prior::of(&before)?),
         })
     }
 
@@ -154,7 +151,7 @@ impl Slurm {
             return Ok(Outcome {
                 summary: format!("{} is not drained ({}); nothing to resume", request.node, now.state),
                 requests: Vec::new(),
-                prior: Some(now.to_json()),
+                prior: Some(Prior::of(&now)?),
             });
         }
         if !now.ours() {
@@ -168,7 +165,7 @@ impl Slurm {
         Ok(Outcome {
             summary: format!("resumed {} (was {}: {})", request.node, now.state, now.reason),
             requests: vec![display(&argv)],
-            prior: Some(now.to_json()),
+            prior: Some(Prior::of(&now)?),
         })
     }
 

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::{switch, EcnActuator, HostSide};
 use crate::link::config::{check_netdevs, node_or_local};
 use crate::sonic::SonicConfig;
-use crate::ConfigError;
+use crate::ActuatorConfigError;
 
 /// An `ecn` actuator's settings.
 ///
@@ -37,8 +37,7 @@ pub struct EcnConfig {
     /// every lossless queue of the switch; such an action's target names no
     /// single port or queue (`port = "*"` or none).
     #[serde(default)]
-    #[serde(rename = "lowers")]
-    pub scope: Scope,
+    pub lowers: Lowers,
     /// With `lowers = "queue"`, the queue lowered when the action's target
     /// has no `queue` label: 0 to 7. Default 3, RoCE's lossless priority.
     #[serde(default = "default_queue")]
@@ -61,10 +60,10 @@ pub struct EcnConfig {
     pub host: Option<HostConfig>,
 }
 
-/// What `ecn.lower` changes ([`EcnConfig::scope`]).
+/// What `ecn.lower` changes ([`EcnConfig::lowers`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Scope {
+pub enum Lowers {
     /// One queue of one port: a copy of its profile, bound to it alone.
     #[default]
     Queue,
@@ -106,24 +105,29 @@ fn default_root() -> PathBuf {
 
 impl EcnConfig {
     /// Validates the settings and builds the actuator `name`.
-    pub fn build(&self, name: &str) -> Result<EcnActuator, ConfigError> {
+    pub fn build(&self, name: &str) -> Result<EcnActuator, ActuatorConfigError> {
         self.build_in(name, None)
     }
 
     /// [`Self::build`], with the inventory that names the switches of `[gnmi]`.
-    pub fn build_in(&self, name: &str, inventory: Option<&engine::Topology>) -> Result<EcnActuator, ConfigError> {
+    pub fn build_in(
+        &self,
+        name: &str,
+        inventory: Option<&engine::Topology>,
+    ) -> Result<EcnActuator, ActuatorConfigError> {
         let sonic = self.gnmi.as_ref().map(|g| g.build(inventory)).transpose()?;
         switch::check_profile("profile", &self.profile)
-            .map_err(|source| ConfigError::Action { setting: "profile".into(), source })?;
+            .map_err(|source| ActuatorConfigError::Action { setting: "profile".into(), source })?;
         crate::target::integer("queue", &self.queue.to_string(), 0, gnmi_proto::sonic::QUEUES - 1, "")
-            .map_err(|source| ConfigError::Action { setting: "queue".into(), source })?;
+            .map_err(|source| ActuatorConfigError::Action { setting: "queue".into(), source })?;
         switch::check_factor(&self.factor.to_string())
-            .map_err(|source| ConfigError::Action { setting: "factor".into(), source })?;
+            .map_err(|source| ActuatorConfigError::Action { setting: "factor".into(), source })?;
         let host = self.host.as_ref().map(HostConfig::build).transpose()?;
         Ok(EcnActuator {
             name: name.to_string(),
+            kinds: super::kinds(),
             sonic,
-            scope: self.scope,
+            lowers: self.lowers,
             queue: self.queue,
             profile: self.profile.clone(),
             factor: self.factor,
@@ -135,10 +139,10 @@ impl EcnConfig {
 
 impl HostConfig {
     /// The host side, checked.
-    fn build(&self) -> Result<HostSide, ConfigError> {
+    fn build(&self) -> Result<HostSide, ActuatorConfigError> {
         check_netdevs("host.netdevs", &self.netdevs)?;
         if !self.sysfs_root.is_absolute() {
-            return Err(ConfigError::Invalid {
+            return Err(ActuatorConfigError::Invalid {
                 setting: "host.sysfs_root".into(),
                 value: self.sysfs_root.display().to_string(),
                 reason: "is not an absolute path",
@@ -157,9 +161,9 @@ mod tests {
     fn defaults_and_bad_settings() {
         let config: EcnConfig = toml::from_str("").unwrap();
         assert_eq!((config.profile.as_str(), config.factor, config.floor), ("AZURE_LOSSLESS", 0.5, 262144));
-        assert_eq!((config.scope, config.queue), (Scope::Queue, 3));
+        assert_eq!((config.lowers, config.queue), (Lowers::Queue, 3));
         let config: EcnConfig = toml::from_str("lowers = \"profile\"\nqueue = 4").unwrap();
-        assert_eq!((config.scope, config.queue), (Scope::Profile, 4));
+        assert_eq!((config.lowers, config.queue), (Lowers::Profile, 4));
         assert!(toml::from_str::<EcnConfig>("lowers = \"port\"").is_err());
         for (text, expected) in [
             ("factor = 1.0", "factor \"1\""),

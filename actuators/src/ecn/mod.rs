@@ -24,24 +24,41 @@ pub mod host;
 pub mod queue;
 pub mod switch;
 
-pub use config::{EcnConfig, Scope};
+pub use config::{EcnConfig, Lowers};
 
 use std::path::PathBuf;
 
 use async_trait::async_trait;
-use engine::{Action, Actuator, ActuatorError, Outcome, Plan, Verification};
-use serde_json::json;
+use engine::{
+    Action, ActionKindDecl, Actuator, ActuatorError, Change, LimitClass, Outcome, Prepared, Prior, RequestPlan,
+    Verification,
+};
 
-use crate::sonic::{self, Sonic};
-use crate::target::{cannot, host_netdev, label, no_host, verb};
+use crate::sonic::{self, Fields, Sonic};
+use crate::target::{host_netdev, label, no_host, recorded, side_missing, unsupported};
 use queue::QueuePrior;
+
+/// The action kinds the `ecn` actuator carries out.
+pub fn kinds() -> Vec<ActionKindDecl> {
+    vec![
+        // A switch queue's thresholds are shared by every flow through it,
+        // and a switch restarted with its saved configuration loses them.
+        ActionKindDecl::new("ecn.lower", &["switch", "port", "queue"])
+            .fleet()
+            .limited_by(LimitClass::SwitchEcnQueue)
+            .lost_on_switch_restart(),
+        // The NIC's own DCQCN knobs: this node alone.
+        ActionKindDecl::new("ecn.dcqcn", &["node", "netdev"]),
+    ]
+}
 
 /// Lowers ECN thresholds and sets DCQCN knobs, built from an [`EcnConfig`].
 #[derive(Debug)]
 pub struct EcnActuator {
     name: String,
+    kinds: Vec<ActionKindDecl>,
     sonic: Option<Sonic>,
-    scope: Scope,
+    lowers: Lowers,
     queue: u64,
     profile: String,
     factor: f64,
@@ -56,13 +73,40 @@ struct HostSide {
     netdevs: Vec<String>,
 }
 
-const VERBS: &[&str] = &["lower", "dcqcn"];
+/// An `ecn` action, parsed once from its kind, target and parameters.
+enum Command<'a> {
+    /// `ecn.lower` (the values; how it is made depends on the settings now,
+    /// or, once made, on its prior).
+    Lower(&'a Action),
+    /// `ecn.dcqcn`: the netdev and the knobs to write.
+    Dcqcn(String, Vec<host::Knob>),
+}
+
+/// What an `ecn.dcqcn` reads and records: the knobs' values before and
+/// those it writes, in the knobs' order.
+type KnobChange = Change<Vec<String>>;
+
+/// What a profile-scope `ecn.lower` reads and records.
+type ProfileChange = Change<Fields>;
 
 impl EcnActuator {
     fn sonic(&self) -> Result<&Sonic, ActuatorError> {
         self.sonic.as_ref().ok_or_else(|| {
             ActuatorError::NotSupported(format!("{} has no [gnmi] settings, so it cannot change switches", self.name))
         })
+    }
+
+    /// The one place an action's kind is read.
+    fn parse<'a>(&self, action: &'a Action) -> Result<Command<'a>, ActuatorError> {
+        match action.kind.as_str() {
+            "ecn.lower" => Ok(Command::Lower(action)),
+            "ecn.dcqcn" => {
+                let host = self.host.as_ref().ok_or_else(|| no_host(&self.name))?;
+                let netdev = host_netdev(action, &self.name, &host.node, &host.netdevs)?;
+                Ok(Command::Dcqcn(netdev.to_string(), host::knobs(&host.root, netdev, action)?))
+            }
+            other => Err(unsupported(&self.kinds, other)),
+        }
     }
 
     fn lowering<'a>(&self, action: &'a Action) -> Result<switch::Lowering<'a>, ActuatorError> {
@@ -73,38 +117,116 @@ impl EcnActuator {
         queue::lowering(action, self.queue, self.factor, self.floor)
     }
 
-    /// A queue lowering's prior, from an applied outcome, checked against
-    /// the action; `None` for a profile-scope outcome. What was applied
-    /// decides, not the settings now: a lowering made before `lowers` or
-    /// `queue` changed is verified and undone as it was made.
-    fn queue_prior(&self, action: &Action, applied: &Outcome) -> Result<Option<QueuePrior>, ActuatorError> {
-        let Some(prior) = QueuePrior::from_json(applied.prior.as_ref())? else { return Ok(None) };
+    /// A queue lowering's prior, from a record, checked against the action;
+    /// `None` for a profile-scope record. What was applied decides, not the
+    /// settings now: a lowering made before `lowers` or `queue` changed is
+    /// verified and undone as it was made.
+    fn queue_prior(&self, action: &Action, prior: Option<&Prior>) -> Result<Option<QueuePrior>, ActuatorError> {
+        let Some(prior) = QueuePrior::from_prior(prior)? else { return Ok(None) };
         prior.check_for(action)?;
         Ok(Some(prior))
     }
 
-    fn knobs(&self, action: &Action) -> Result<(String, Vec<host::Knob>), ActuatorError> {
-        let host = self.host.as_ref().ok_or_else(|| no_host(&self.name))?;
-        let netdev = host_netdev(action, &self.name, &host.node, &host.netdevs)?;
-        Ok((netdev.to_string(), host::knobs(&host.root, netdev, action)?))
+    fn plan(&self, requests: Vec<String>) -> RequestPlan {
+        RequestPlan { actuator: self.name.clone(), requests }
     }
 
-    fn plan(&self, requests: Vec<String>) -> Plan {
-        Plan { actuator: self.name.clone(), requests }
+    /// Reads a lowering's target as the settings now say to lower it.
+    async fn prepare_lowering(&self, action: &Action) -> Result<Prepared, ActuatorError> {
+        if self.lowers == Lowers::Queue {
+            let l = self.queue_lowering(action)?;
+            return queue::plan(self.sonic()?, &l).await?.prepared();
+        }
+        switch::check_switch_wide(action)?;
+        let l = self.lowering(action)?;
+        let (before, after) = switch::plan(self.sonic()?, &l).await?;
+        Change { before, after }.prepared()
+    }
+
+    /// Sets exactly what the prior says a lowering sets: relative to the
+    /// values read then, not to whatever the profile holds now.
+    async fn apply_lowering(&self, action: &Action, prior: &Prior) -> Result<Outcome, ActuatorError> {
+        if let Some(queue_prior) = self.queue_prior(action, Some(prior))? {
+            let switch = label(action, "switch")?;
+            let request = self.sonic()?.set_changes(switch, &queue_prior.apply_changes()).await?;
+            return Ok(Outcome {
+                summary: queue_prior.applied_summary(switch),
+                requests: vec![request],
+                prior: Some(prior.clone()),
+            });
+        }
+        let l = self.lowering(action)?;
+        let change: ProfileChange = prior.read()?;
+        let request = self.sonic()?.set(l.switch, switch::TABLE, &l.profile, &change.after).await?;
+        Ok(Outcome {
+            summary: format!(
+                "lowered {}|{} on {} to {}",
+                switch::TABLE,
+                l.profile,
+                l.switch,
+                sonic::show(&change.after)
+            ),
+            requests: vec![request],
+            prior: Some(prior.clone()),
+        })
+    }
+
+    async fn verify_lowering(&self, action: &Action, applied: Option<&Outcome>) -> Result<Verification, ActuatorError> {
+        // Without the applied outcome there is no knowing what "lowered" was.
+        let Some(applied) = applied else { return Ok(Verification::Unknown) };
+        if let Some(prior) = self.queue_prior(action, applied.prior.as_ref())? {
+            return queue::verify(self.sonic()?, label(action, "switch")?, &prior).await;
+        }
+        let l = self.lowering(action)?;
+        let change: ProfileChange = recorded(applied)?;
+        sonic::verify(self.sonic()?, switch::TABLE, l.switch, &l.profile, &change.after, Some(&change.before)).await
+    }
+
+    async fn plan_undo_lowering(&self, action: &Action, applied: &Outcome) -> Result<String, ActuatorError> {
+        if let Some(prior) = self.queue_prior(action, applied.prior.as_ref())? {
+            return self.sonic()?.describe_changes(label(action, "switch")?, &prior.undo_changes());
+        }
+        let l = self.lowering(action)?;
+        let change: ProfileChange = recorded(applied)?;
+        self.sonic()?.describe(l.switch, switch::TABLE, &l.profile, &change.before)
+    }
+
+    async fn undo_lowering(&self, action: &Action, applied: &Outcome) -> Result<Outcome, ActuatorError> {
+        if let Some(prior) = self.queue_prior(action, applied.prior.as_ref())? {
+            let switch = label(action, "switch")?;
+            let request = self.sonic()?.set_changes(switch, &prior.undo_changes()).await?;
+            let undone = Change { before: prior.after.clone(), after: prior.before.clone() };
+            return Ok(Outcome {
+                summary: prior.undone_summary(switch),
+                requests: vec![request],
+                prior: Some(Prior::of(&undone)?),
+            });
+        }
+        let l = self.lowering(action)?;
+        let change: ProfileChange = recorded(applied)?;
+        let request = self.sonic()?.set(l.switch, switch::TABLE, &l.profile, &change.before).await?;
+        Ok(Outcome {
+            summary: format!(
+                "restored {}|{} on {} to {}",
+                switch::TABLE,
+                l.profile,
+                l.switch,
+                sonic::show(&change.before)
+            ),
+            requests: vec![request],
+            prior: Some(Prior::of(&change.reversed())?),
+        })
     }
 }
 
-/// The knob values before and after, from an applied `ecn.dcqcn`.
-fn knob_values(applied: &Outcome, which: &str, n: usize) -> Result<Vec<String>, ActuatorError> {
-    let values: Option<Vec<String>> = applied
-        .prior
-        .as_ref()
-        .and_then(|p| p.get(which))
-        .and_then(|v| v.as_array())
-        .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect());
-    match values {
-        Some(v) if v.len() == n => Ok(v),
-        _ => Err(ActuatorError::Invalid(format!("the applied outcome has no {which} values of the {n} knob(s)"))),
+/// The knob values an applied `ecn.dcqcn` recorded, checked against the
+/// knobs the action sets.
+fn knob_change(applied: &Outcome, n: usize) -> Result<KnobChange, ActuatorError> {
+    match recorded::<Vec<String>>(applied) {
+        Ok(change) if change.before.len() == n && change.after.len() == n => Ok(change),
+        _ => Err(ActuatorError::Invalid(format!(
+            "the applied outcome has no before and after values of the {n} knob(s)"
+        ))),
     }
 }
 
@@ -114,163 +236,115 @@ impl Actuator for EcnActuator {
         &self.name
     }
 
+    fn kinds(&self) -> &[ActionKindDecl] {
+        &self.kinds
+    }
+
     fn cannot(&self, kind: &str) -> Option<String> {
-        cannot(kind, "ecn", VERBS, |verb| match verb {
-            "lower" => self.sonic().map(drop),
+        side_missing(match kind {
+            "ecn.lower" => self.sonic().map(drop),
             _ => self.host.as_ref().map(drop).ok_or_else(|| no_host(&self.name)),
         })
     }
 
-    async fn dry_run(&self, action: &Action) -> Result<Plan, ActuatorError> {
-        if verb(action, "ecn", VERBS)? == "dcqcn" {
-            let (_, knobs) = self.knobs(action)?;
-            return Ok(self.plan(knobs.iter().map(host::request).collect()));
-        }
-        let sonic = self.sonic()?;
-        if self.scope == Scope::Queue {
-            let l = self.queue_lowering(action)?;
-            let prior = queue::plan(sonic, &l).await?;
-            return Ok(self.plan(vec![sonic.describe_changes(l.switch(), &prior.apply_changes())?]));
-        }
-        switch::check_switch_wide(action)?;
-        let l = self.lowering(action)?;
-        let (_, after) = switch::plan(sonic, &l).await?;
-        Ok(self.plan(vec![sonic.describe(l.switch, switch::TABLE, &l.profile, &after)?]))
+    async fn dry_run(&self, action: &Action) -> Result<RequestPlan, ActuatorError> {
+        let (_, knobs) = match self.parse(action)? {
+            Command::Dcqcn(netdev, knobs) => (netdev, knobs),
+            Command::Lower(action) => {
+                let sonic = self.sonic()?;
+                if self.lowers == Lowers::Queue {
+                    let l = self.queue_lowering(action)?;
+                    let prior = queue::plan(sonic, &l).await?;
+                    return Ok(self.plan(vec![sonic.describe_changes(l.switch(), &prior.apply_changes())?]));
+                }
+                switch::check_switch_wide(action)?;
+                let l = self.lowering(action)?;
+                let (_, after) = switch::plan(sonic, &l).await?;
+                return Ok(self.plan(vec![sonic.describe(l.switch, switch::TABLE, &l.profile, &after)?]));
+            }
+        };
+        Ok(self.plan(knobs.iter().map(host::request).collect()))
     }
 
     async fn execute(&self, action: &Action) -> Result<Outcome, ActuatorError> {
-        let prior = self.prepare(action).await?.expect("ecn always reads its target");
-        self.apply(action, &prior).await
+        let prepared = self.prepare(action).await?.expect("ecn always reads its target");
+        self.apply(action, &prepared.prior).await
     }
 
-    async fn prepare(&self, action: &Action) -> Result<Option<serde_json::Value>, ActuatorError> {
-        if verb(action, "ecn", VERBS)? == "dcqcn" {
-            let (netdev, knobs) = self.knobs(action)?;
-            let before = host::read(&netdev, &knobs)?;
-            let after: Vec<String> = knobs.iter().map(|k| k.value.clone()).collect();
-            return Ok(Some(json!({ "before": before, "after": after })));
-        }
-        if self.scope == Scope::Queue {
-            let l = self.queue_lowering(action)?;
-            return Ok(Some(queue::plan(self.sonic()?, &l).await?.to_json()));
-        }
-        switch::check_switch_wide(action)?;
-        let l = self.lowering(action)?;
-        let (before, after) = switch::plan(self.sonic()?, &l).await?;
-        Ok(Some(json!({ "before": sonic::to_json(&before), "after": sonic::to_json(&after) })))
+    async fn prepare(&self, action: &Action) -> Result<Option<Prepared>, ActuatorError> {
+        let prepared = match self.parse(action)? {
+            Command::Dcqcn(netdev, knobs) => {
+                let before = host::read(&netdev, &knobs)?;
+                Change { before, after: knobs.iter().map(|k| k.value.clone()).collect() }.prepared()?
+            }
+            Command::Lower(action) => self.prepare_lowering(action).await?,
+        };
+        Ok(Some(prepared))
     }
 
-    /// Sets exactly what `prepare` computed (`prior["after"]`): a lowering
-    /// relative to the values read then, not to whatever the profile holds now.
-    async fn apply(&self, action: &Action, prior: &serde_json::Value) -> Result<Outcome, ActuatorError> {
+    async fn apply(&self, action: &Action, prior: &Prior) -> Result<Outcome, ActuatorError> {
+        let (netdev, knobs) = match self.parse(action)? {
+            Command::Dcqcn(netdev, knobs) => (netdev, knobs),
+            Command::Lower(action) => return self.apply_lowering(action, prior).await,
+        };
         let applied = Outcome { summary: String::new(), requests: vec![], prior: Some(prior.clone()) };
-        if verb(action, "ecn", VERBS)? == "dcqcn" {
-            let (netdev, knobs) = self.knobs(action)?;
-            let before = knob_values(&applied, "before", knobs.len())?;
-            let after = knob_values(&applied, "after", knobs.len())?;
-            host::write(&knobs, &after, &before)?;
-            return Ok(Outcome {
-                summary: format!("set {} DCQCN knob(s) of {netdev}", knobs.len()),
-                requests: knobs.iter().map(host::request).collect(),
-                prior: Some(prior.clone()),
-            });
-        }
-        if let Some(prior) = self.queue_prior(action, &applied)? {
-            let switch = label(action, "switch")?;
-            let request = self.sonic()?.set_changes(switch, &prior.apply_changes()).await?;
-            return Ok(Outcome {
-                summary: prior.applied_summary(switch),
-                requests: vec![request],
-                prior: Some(prior.to_json()),
-            });
-        }
-        let l = self.lowering(action)?;
-        let (_, after) = sonic::before_after(&applied)?;
-        let request = self.sonic()?.set(l.switch, switch::TABLE, &l.profile, &after).await?;
+        let change = knob_change(&applied, knobs.len())?;
+        host::write(&knobs, &change.after, &change.before)?;
         Ok(Outcome {
-            summary: format!("lowered {}|{} on {} to {}", switch::TABLE, l.profile, l.switch, sonic::show(&after)),
-            requests: vec![request],
+            summary: format!("set {} DCQCN knob(s) of {netdev}", knobs.len()),
+            requests: knobs.iter().map(host::request).collect(),
             prior: Some(prior.clone()),
         })
     }
 
     async fn verify(&self, action: &Action, applied: Option<&Outcome>) -> Result<Verification, ActuatorError> {
-        if verb(action, "ecn", VERBS)? == "dcqcn" {
-            let (netdev, knobs) = self.knobs(action)?;
-            let now = host::read(&netdev, &knobs)?;
-            let after: Vec<String> = knobs.iter().map(|k| k.value.clone()).collect();
-            let before = applied.map(|a| knob_values(a, "before", knobs.len())).transpose()?;
-            return Ok(if now == after {
-                Verification::InEffect
-            } else if before.is_none_or(|b| b == now) {
-                Verification::NotInEffect
-            } else {
-                Verification::Changed(format!("the DCQCN knobs of {netdev} now hold {}", now.join(", ")))
-            });
-        }
-        // Without the applied outcome there is no knowing what "lowered" was.
-        let Some(applied) = applied else { return Ok(Verification::Unknown) };
-        if let Some(prior) = self.queue_prior(action, applied)? {
-            return queue::verify(self.sonic()?, label(action, "switch")?, &prior).await;
-        }
-        let l = self.lowering(action)?;
-        let (before, after) = sonic::before_after(applied)?;
-        sonic::verify(self.sonic()?, switch::TABLE, l.switch, &l.profile, &after, Some(&before)).await
+        let (netdev, knobs) = match self.parse(action)? {
+            Command::Dcqcn(netdev, knobs) => (netdev, knobs),
+            Command::Lower(action) => return self.verify_lowering(action, applied).await,
+        };
+        let now = host::read(&netdev, &knobs)?;
+        let after: Vec<String> = knobs.iter().map(|k| k.value.clone()).collect();
+        let before = applied.map(|a| knob_change(a, knobs.len())).transpose()?.map(|c| c.before);
+        Ok(if now == after {
+            Verification::InEffect
+        } else if before.is_none_or(|b| b == now) {
+            Verification::NotInEffect
+        } else {
+            Verification::Changed(format!("the DCQCN knobs of {netdev} now hold {}", now.join(", ")))
+        })
     }
 
-    async fn dry_run_undo(&self, action: &Action, applied: &Outcome) -> Result<Plan, ActuatorError> {
-        if verb(action, "ecn", VERBS)? == "dcqcn" {
-            let (_, mut knobs) = self.knobs(action)?;
-            let before = knob_values(applied, "before", knobs.len())?;
-            for (k, v) in knobs.iter_mut().zip(before) {
-                k.value = v;
-            }
-            return Ok(self.plan(knobs.iter().rev().map(host::request).collect()));
+    async fn dry_run_undo(&self, action: &Action, applied: &Outcome) -> Result<RequestPlan, ActuatorError> {
+        let mut knobs = match self.parse(action)? {
+            Command::Dcqcn(_, knobs) => knobs,
+            Command::Lower(action) => return Ok(self.plan(vec![self.plan_undo_lowering(action, applied).await?])),
+        };
+        let before = knob_change(applied, knobs.len())?.before;
+        for (k, v) in knobs.iter_mut().zip(before) {
+            k.value = v;
         }
-        if let Some(prior) = self.queue_prior(action, applied)? {
-            let switch = label(action, "switch")?;
-            return Ok(self.plan(vec![self.sonic()?.describe_changes(switch, &prior.undo_changes())?]));
-        }
-        let l = self.lowering(action)?;
-        let (before, _) = sonic::before_after(applied)?;
-        Ok(self.plan(vec![self.sonic()?.describe(l.switch, switch::TABLE, &l.profile, &before)?]))
+        Ok(self.plan(knobs.iter().rev().map(host::request).collect()))
     }
 
     async fn undo(&self, action: &Action, applied: &Outcome) -> Result<Outcome, ActuatorError> {
-        if verb(action, "ecn", VERBS)? == "dcqcn" {
-            let (netdev, knobs) = self.knobs(action)?;
-            let before = knob_values(applied, "before", knobs.len())?;
-            let now = host::read(&netdev, &knobs)?;
-            // Restored newest first, the reverse of the order they were set in.
-            let mut reversed: Vec<host::Knob> = knobs.iter().rev().cloned().collect();
-            for (k, v) in reversed.iter_mut().zip(before.iter().rev()) {
-                k.value = v.clone();
-            }
-            let values: Vec<String> = reversed.iter().map(|k| k.value.clone()).collect();
-            let now_reversed: Vec<String> = now.iter().rev().cloned().collect();
-            host::write(&reversed, &values, &now_reversed)?;
-            return Ok(Outcome {
-                summary: format!("restored {} DCQCN knob(s) of {netdev}", knobs.len()),
-                requests: reversed.iter().map(host::request).collect(),
-                prior: Some(json!({ "before": now, "after": before })),
-            });
+        let (netdev, knobs) = match self.parse(action)? {
+            Command::Dcqcn(netdev, knobs) => (netdev, knobs),
+            Command::Lower(action) => return self.undo_lowering(action, applied).await,
+        };
+        let before = knob_change(applied, knobs.len())?.before;
+        let now = host::read(&netdev, &knobs)?;
+        // Restored newest first, the reverse of the order they were set in.
+        let mut reversed: Vec<host::Knob> = knobs.iter().rev().cloned().collect();
+        for (k, v) in reversed.iter_mut().zip(before.iter().rev()) {
+            k.value = v.clone();
         }
-        if let Some(prior) = self.queue_prior(action, applied)? {
-            let switch = label(action, "switch")?;
-            let request = self.sonic()?.set_changes(switch, &prior.undo_changes()).await?;
-            return Ok(Outcome {
-                summary: prior.undone_summary(switch),
-                requests: vec![request],
-                prior: Some(json!({ "before": prior.after, "after": prior.before })),
-            });
-        }
-        let l = self.lowering(action)?;
-        let (before, after) = sonic::before_after(applied)?;
-        let request = self.sonic()?.set(l.switch, switch::TABLE, &l.profile, &before).await?;
+        let values: Vec<String> = reversed.iter().map(|k| k.value.clone()).collect();
+        let now_reversed: Vec<String> = now.iter().rev().cloned().collect();
+        host::write(&reversed, &values, &now_reversed)?;
         Ok(Outcome {
-            summary: format!("restored {}|{} on {} to {}", switch::TABLE, l.profile, l.switch, sonic::show(&before)),
-            requests: vec![request],
-            prior: Some(json!({ "before": sonic::to_json(&after), "after": sonic::to_json(&before) })),
+            summary: format!("restored {} DCQCN knob(s) of {netdev}", knobs.len()),
+            requests: reversed.iter().map(host::request).collect(),
+            prior: Some(Prior::of(&Change { before: now, after: before })?),
         })
     }
 }

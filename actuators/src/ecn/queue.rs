@@ -30,7 +30,7 @@
 //! bound to its queue (left by an undo that was skipped, say) is
 //! overwritten with a fresh copy, and given back as it was on undo.
 
-use engine::{Action, ActuatorError, Verification};
+use engine::{Action, ActuatorError, Prepared, Prior, Verification};
 use gnmi_proto::sonic as sonic_schema;
 use serde::{Deserialize, Serialize};
 
@@ -141,19 +141,24 @@ pub struct QueuePrior {
 }
 
 impl QueuePrior {
-    /// As the outcome's `prior`.
-    pub fn to_json(&self) -> serde_json::Value {
-        serde_json::to_value(self).unwrap_or_default()
+    /// What preparing the lowering found: it holds already when the queue
+    /// is bound to a copy that holds the lowered values.
+    pub fn prepared(&self) -> Result<Prepared, ActuatorError> {
+        Prepared::from_record(self, &self.before, &self.after)
     }
 
     /// From an outcome's `prior`; `None` when it is not a queue prior (a
-    /// profile-scope one, `{"before": fields, "after": fields}`).
-    pub fn from_json(prior: Option<&serde_json::Value>) -> Result<Option<QueuePrior>, ActuatorError> {
-        let Some(prior) = prior.filter(|p| p.get("scope").and_then(|s| s.as_str()) == Some(SCOPE)) else {
+    /// profile-scope one, `{"before": fields, "after": fields}`, which has
+    /// no `scope`).
+    pub fn from_prior(prior: Option<&Prior>) -> Result<Option<QueuePrior>, ActuatorError> {
+        #[derive(Deserialize)]
+        struct Scoped {
+            scope: Option<String>,
+        }
+        let Some(prior) = prior.filter(|p| p.read::<Scoped>().is_ok_and(|s| s.scope.as_deref() == Some(SCOPE))) else {
             return Ok(None);
         };
-        let p: QueuePrior = serde_json::from_value(prior.clone())
-            .map_err(|e| ActuatorError::Invalid(format!("the applied outcome's queue prior is unreadable: {e}")))?;
+        let p: QueuePrior = prior.read()?;
         if p.copy_existed != p.before.copy.is_some() || p.after.copy.is_none() {
             return Err(ActuatorError::Invalid(format!(
                 "the applied outcome's queue prior for {} contradicts itself (copy_existed {}, copy before {}, after {})",
@@ -430,10 +435,11 @@ mod tests {
             "bound after the copy exists"
         );
         // The prior carries the original binding and that there was no copy.
-        let json = p.to_json();
+        let recorded = Prior::of(&p).unwrap();
+        let json = recorded.as_json();
         assert_eq!(json["before"]["wred_profile"], "AZURE_LOSSLESS");
         assert_eq!((json["copy_existed"].as_bool(), json["before"]["copy"].is_null()), (Some(false), true));
-        assert_eq!(QueuePrior::from_json(Some(&json)).unwrap(), Some(p.clone()));
+        assert_eq!(QueuePrior::from_prior(Some(&recorded)).unwrap(), Some(p.clone()));
         // Undo: the copy deleted, the original bound again, in one Set.
         assert_eq!(
             p.undo_changes(),
@@ -520,13 +526,14 @@ mod tests {
     #[test]
     fn a_profile_scope_prior_is_not_read_as_a_queue_prior_and_a_broken_one_is_refused() {
         let legacy = serde_json::json!({ "before": { "green_min_threshold": "1" }, "after": {} });
-        assert_eq!(QueuePrior::from_json(Some(&legacy)).unwrap(), None);
-        assert_eq!(QueuePrior::from_json(None).unwrap(), None);
+        assert_eq!(QueuePrior::from_prior(Some(&Prior::from_json(legacy))).unwrap(), None);
+        assert_eq!(QueuePrior::from_prior(None).unwrap(), None);
         let a = action(&[("switch", "leaf-rail1"), ("port", "Ethernet12")], &[]);
         let l = lowering(&a, 3, 0.5, FLOOR).unwrap();
-        let mut json = prior(&l, "AZURE_LOSSLESS", azure(), None).to_json();
+        let mut json = Prior::of(&prior(&l, "AZURE_LOSSLESS", azure(), None)).unwrap().as_json().clone();
         json["copy_existed"] = serde_json::Value::Bool(true);
-        assert!(QueuePrior::from_json(Some(&json)).unwrap_err().to_string().contains("contradicts itself"));
+        let err = QueuePrior::from_prior(Some(&Prior::from_json(json))).unwrap_err();
+        assert!(err.to_string().contains("contradicts itself"));
         let p = prior(&l, "AZURE_LOSSLESS", azure(), None);
         assert_eq!(p.check_for(&a), Ok(()));
         let with_queue = action(&[("switch", "leaf-rail1"), ("port", "Ethernet12"), ("queue", "3")], &[]);

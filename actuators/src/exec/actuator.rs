@@ -4,8 +4,7 @@ use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use engine::{Action, Actuator, ActuatorError, Outcome, Plan, Verification};
-use serde_json::Value;
+use engine::{Action, ActionKindDecl, Actuator, ActuatorError, Outcome, Prior, RequestPlan, Verification};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Command;
 
@@ -24,6 +23,7 @@ const CHANGED_WITHOUT_REASON: &str = "changed by someone else";
 #[derive(Debug, Clone)]
 pub struct ExecActuator {
     name: String,
+    kinds: Vec<ActionKindDecl>,
     commands: Commands,
     timeout: Duration,
     env: Vec<(String, String)>,
@@ -61,8 +61,14 @@ impl Role {
 }
 
 impl ExecActuator {
-    pub(super) fn new(name: &str, commands: Commands, timeout: Duration, env: Vec<(String, String)>) -> Self {
-        ExecActuator { name: name.to_string(), commands, timeout, env }
+    pub(super) fn new(
+        name: &str,
+        kinds: Vec<ActionKindDecl>,
+        commands: Commands,
+        timeout: Duration,
+        env: Vec<(String, String)>,
+    ) -> Self {
+        ExecActuator { name: name.to_string(), kinds, commands, timeout, env }
     }
 
     /// How long each command may run.
@@ -173,13 +179,14 @@ impl ExecActuator {
         ActuatorError::Failed(message)
     }
 
-    /// The prior state `execute`'s command reported on its first stdout line.
-    fn prior(&self, action: &Action, stdout: &Captured) -> Option<Value> {
+    /// The prior state `execute`'s command reported on its first stdout
+    /// line, recorded as a JSON string.
+    fn prior(&self, action: &Action, stdout: &Captured) -> Option<Prior> {
         // The command has changed the target by now, so a missing prior is
         // not a failure (a retry would change it again): the action stands,
         // and only an undo that needs `{prior}` will be refused.
         let why = match stdout.first_line() {
-            Some(line) if !line.is_empty() => return Some(Value::String(line)),
+            Some(line) if !line.is_empty() => return Some(Prior::from_json(serde_json::Value::String(line))),
             Some(_) => "the command printed no first line",
             None => "the first line is longer than the output kept",
         };
@@ -258,9 +265,13 @@ impl Actuator for ExecActuator {
         &self.name
     }
 
-    async fn dry_run(&self, action: &Action) -> Result<Plan, ActuatorError> {
+    fn kinds(&self) -> &[ActionKindDecl] {
+        &self.kinds
+    }
+
+    async fn dry_run(&self, action: &Action) -> Result<RequestPlan, ActuatorError> {
         let argv = self.render(action)?;
-        Ok(Plan { actuator: self.name.clone(), requests: vec![template::display(&argv)] })
+        Ok(RequestPlan { actuator: self.name.clone(), requests: vec![template::display(&argv)] })
     }
 
     async fn execute(&self, action: &Action) -> Result<Outcome, ActuatorError> {
@@ -304,9 +315,9 @@ impl Actuator for ExecActuator {
         Ok(verification)
     }
 
-    async fn dry_run_undo(&self, action: &Action, applied: &Outcome) -> Result<Plan, ActuatorError> {
+    async fn dry_run_undo(&self, action: &Action, applied: &Outcome) -> Result<RequestPlan, ActuatorError> {
         let argv = self.render_undo(action, applied)?;
-        Ok(Plan { actuator: self.name.clone(), requests: vec![template::display(&argv)] })
+        Ok(RequestPlan { actuator: self.name.clone(), requests: vec![template::display(&argv)] })
     }
 
     async fn undo(&self, action: &Action, applied: &Outcome) -> Result<Outcome, ActuatorError> {

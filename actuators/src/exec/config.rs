@@ -2,14 +2,16 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::time::Duration;
 
 use engine::SECOND;
 use serde::{Deserialize, Serialize};
 
 use super::actuator::Commands;
 use super::actuator::ExecActuator;
-use super::template::{ArgvTemplate, Scope};
-use crate::ConfigError;
+use super::template::{ArgvTemplate, PlaceholderSet};
+use crate::declare::{declarations, KindSettings, Like};
+use crate::ActuatorConfigError;
 
 /// The longest timeout accepted. An action holds a dispatch slot while its
 /// command runs; a command that needs more than an hour is a job, not an
@@ -36,8 +38,8 @@ pub struct ExecConfig {
     pub argv: Vec<String>,
     /// How long the command may run before it is killed and the action fails
     /// with a timeout, e.g. `"500ms"`, `"10s"`, `"2m"`; at most one hour.
-    #[serde(default = "default_timeout")]
-    pub timeout: String,
+    #[serde(default = "default_timeout", with = "engine::config::duration")]
+    pub timeout: Duration,
     /// Environment variables set for the command, on top of the daemon's own.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, String>,
@@ -59,6 +61,14 @@ pub struct ExecConfig {
     /// command replaced; it is recorded with the outcome for `{prior}`.
     #[serde(default, skip_serializing_if = "is_false")]
     pub prior_from_stdout: bool,
+    /// The actuator types whose kinds it counts as they declare them (see
+    /// [`crate::declare`]).
+    #[serde(default, skip_serializing_if = "Like::is_empty")]
+    pub like: Like,
+    /// How the safety policy counts each kind it carries out, by kind
+    /// (see [`crate::declare`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub kinds: BTreeMap<String, KindSettings>,
 }
 
 fn is_false(value: &bool) -> bool {
@@ -67,8 +77,8 @@ fn is_false(value: &bool) -> bool {
 
 /// Long enough for a local tool to talk to a scheduler or a switch, short
 /// enough that a hung one does not hold up the remediation behind it.
-fn default_timeout() -> String {
-    "10s".into()
+fn default_timeout() -> Duration {
+    Duration::from_secs(10)
 }
 
 impl ExecConfig {
@@ -82,21 +92,36 @@ impl ExecConfig {
             verify_argv: None,
             undo_argv: None,
             prior_from_stdout: false,
+            like: Like::default(),
+            kinds: BTreeMap::new(),
         }
     }
 
+    /// The kinds it declares: any command it is routed, undoable when it
+    /// has an `undo_argv`.
+    pub fn declarations(&self) -> Result<Vec<engine::ActionKindDecl>, ActuatorConfigError> {
+        declarations(&self.like, &self.kinds, self.undo_argv.is_some())
+    }
+
     /// Validates the settings and builds the actuator `name`.
-    pub fn build(&self, name: &str) -> Result<ExecActuator, ConfigError> {
+    pub fn build(&self, name: &str) -> Result<ExecActuator, ActuatorConfigError> {
         let commands = Commands {
-            execute: command("argv", &self.argv, Scope::Action)?,
-            verify: self.verify_argv.as_deref().map(|argv| command("verify_argv", argv, Scope::Action)).transpose()?,
-            undo: self.undo_argv.as_deref().map(|argv| command("undo_argv", argv, Scope::Undo)).transpose()?,
+            execute: command("argv", &self.argv, PlaceholderSet::Action)?,
+            verify: self
+                .verify_argv
+                .as_deref()
+                .map(|argv| command("verify_argv", argv, PlaceholderSet::Action))
+                .transpose()?,
+            undo: self.undo_argv.as_deref().map(|argv| command("undo_argv", argv, PlaceholderSet::Undo)).transpose()?,
             prior_from_stdout: self.prior_from_stdout,
         };
-        let timeout = crate::error::bounded_duration("timeout", &self.timeout, MAX_TIMEOUT)?;
+        let timeout = crate::error::bounded_duration("timeout", self.timeout, MAX_TIMEOUT)?;
         for (key, value) in &self.env {
-            let entry =
-                |reason: &str| ConfigError::Entry { setting: "env".into(), key: key.clone(), reason: reason.into() };
+            let entry = |reason: &str| ActuatorConfigError::Entry {
+                setting: "env".into(),
+                key: key.clone(),
+                reason: reason.into(),
+            };
             if key.is_empty() || key.contains(['=', '\0']) {
                 return Err(entry("is not a variable name"));
             }
@@ -104,18 +129,20 @@ impl ExecConfig {
                 return Err(entry("has a value that contains a NUL byte"));
             }
         }
-        Ok(ExecActuator::new(name, commands, timeout, self.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect()))
+        let env = self.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        Ok(ExecActuator::new(name, self.declarations()?, commands, timeout, env))
     }
 }
 
 /// Parses the command `field`: a fixed, absolute program and the
 /// placeholders of `scope`.
-fn command(field: &str, argv: &[String], scope: Scope) -> Result<ArgvTemplate, ConfigError> {
+fn command(field: &str, argv: &[String], scope: PlaceholderSet) -> Result<ArgvTemplate, ActuatorConfigError> {
     let program = argv
         .first()
-        .ok_or_else(|| ConfigError::Empty { setting: field.into(), need: "it needs at least the program" })?;
+        .ok_or_else(|| ActuatorConfigError::Empty { setting: field.into(), need: "it needs at least the program" })?;
     let template = ArgvTemplate::parse(field, argv, scope)?;
-    let invalid = |reason| ConfigError::Invalid { setting: format!("{field}[0]"), value: program.clone(), reason };
+    let invalid =
+        |reason| ActuatorConfigError::Invalid { setting: format!("{field}[0]"), value: program.clone(), reason };
     if template.has_placeholder(0) {
         return Err(invalid("holds a placeholder; the program must be fixed"));
     }
@@ -130,8 +157,10 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
+    /// Builds `text` the way a playbook's actuator is built.
     fn build(text: &str) -> Result<ExecActuator, String> {
-        toml::from_str::<ExecConfig>(text).map_err(|e| e.to_string())?.build("x").map_err(|e| e.to_string())
+        let it = engine::Component { component: "actuator", name: "x", kind: "exec" };
+        it.build(toml::from_str(text).unwrap(), |c: ExecConfig| c.build("x")).map_err(|e| e.to_string())
     }
 
     #[test]
@@ -160,20 +189,21 @@ mod tests {
 
     #[test]
     fn refusals_name_the_setting_for_callers_that_match() {
-        let config = |argv: &[&str]| ExecConfig { timeout: "2h".into(), ..ExecConfig::new(argv.iter().copied()) };
+        let config =
+            |argv: &[&str]| ExecConfig { timeout: Duration::from_secs(7200), ..ExecConfig::new(argv.iter().copied()) };
         match config(&["/bin/x"]).build("x") {
-            Err(ConfigError::OutOfRange { setting, value, .. }) => {
+            Err(ActuatorConfigError::OutOfRange { setting, value, .. }) => {
                 assert_eq!((setting.as_str(), value.as_str()), ("timeout", "2h"))
             }
             other => panic!("{other:?}"),
         }
         match config(&["x"]).build("x") {
-            Err(ConfigError::Invalid { setting, value, .. }) => {
+            Err(ActuatorConfigError::Invalid { setting, value, .. }) => {
                 assert_eq!((setting.as_str(), value.as_str()), ("argv[0]", "x"))
             }
             other => panic!("{other:?}"),
         }
-        assert!(matches!(config(&[]).build("x"), Err(ConfigError::Empty { setting, .. }) if setting == "argv"));
+        assert!(matches!(config(&[]).build("x"), Err(ActuatorConfigError::Empty { setting, .. }) if setting == "argv"));
     }
 
     #[test]
@@ -184,7 +214,7 @@ mod tests {
             ("argv = [\"/opt/{target.node}/tool\"]", "argv[0] \"/opt/{target.node}/tool\" holds a placeholder"),
             ("argv = [\"/bin/x\", \"{node}\"]", "argv[1] \"{node}\": unknown placeholder {node}"),
             ("argv = [\"/bin/x\"]\ntimeout = \"soon\"", "timeout: invalid duration \"soon\""),
-            ("argv = [\"/bin/x\"]\ntimeout = \"0\"", "timeout \"0\" must be above 0 and at most 3600s"),
+            ("argv = [\"/bin/x\"]\ntimeout = \"0\"", "timeout \"0s\" must be above 0 and at most 3600s"),
             ("argv = [\"/bin/x\"]\ntimeout = \"2h\"", "timeout \"2h\" must be above 0"),
             ("argv = [\"/bin/x\"]\nenv = { \"A=B\" = \"1\" }", "env: \"A=B\" is not a variable name"),
             ("argv = [\"/bin/x\"]\nshell = true", "unknown field `shell`"),

@@ -4,10 +4,11 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use engine::{Action, ActuatorError};
+use engine::{Action, ActuatorError, Prior};
 use serde_json::Value;
 
-use crate::{ConfigError, LabelError};
+pub use crate::error::{PlaceholderError, PlaceholderSet};
+use crate::{ActuatorConfigError, LabelError};
 
 /// The longest value a placeholder may take, in bytes: above any real label
 /// value (a DNS name is at most 253), far below the kernel's argv limits.
@@ -37,55 +38,6 @@ pub fn check_value(value: &str) -> Result<(), LabelError> {
     Ok(())
 }
 
-/// Why an element of a command template does not parse.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum TemplateError {
-    /// A `}` with no `{` before it.
-    #[error("'}}' without '{{' (braces are reserved for placeholders)")]
-    UnopenedBrace,
-    /// A `{` with no `}` after it.
-    #[error("'{{' without '}}'")]
-    UnclosedBrace,
-    /// A `{` between a `{` and its `}`.
-    #[error("'{{' inside a placeholder")]
-    NestedBrace,
-    /// A NUL byte, which no argv element can hold.
-    #[error("contains a NUL byte")]
-    Nul,
-    /// `{target.}` or `{params.a-b}`: the label or parameter name is empty
-    /// or not made of letters, digits and `_`.
-    #[error("placeholder {{{prefix}.{name}}} needs a name of letters, digits and '_'")]
-    BadName {
-        /// `target` or `params`.
-        prefix: &'static str,
-        /// The name as given.
-        name: String,
-    },
-    /// `{prior}` outside `undo_argv`.
-    #[error(
-        "placeholder {{prior}} is only available in undo_argv \
-         (it is the state the action replaced, known once the action ran)"
-    )]
-    PriorOutsideUndo,
-    /// A placeholder that is none of those the scope allows.
-    #[error("unknown placeholder {{{name}}} (expected {})", expected(.scope))]
-    Unknown {
-        /// What was between the braces.
-        name: String,
-        /// The scope of the command, which decides what is allowed.
-        scope: Scope,
-    },
-}
-
-/// The placeholders `scope` allows, for an error.
-fn expected(scope: &Scope) -> &'static str {
-    match scope {
-        Scope::Action => "{kind}, {verb}, {target.<label>} or {params.<name>}",
-        Scope::Undo => "{kind}, {verb}, {target.<label>}, {params.<name>} or {prior}",
-    }
-}
-
 /// What a placeholder stands for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Placeholder {
@@ -98,28 +50,17 @@ pub enum Placeholder {
     /// `{params.<name>}`: a parameter of the action.
     Param(String),
     /// `{prior}`: the target's state before the action, as its outcome
-    /// recorded it; only in an undo command ([`Scope::Undo`]).
+    /// recorded it; only in an undo command ([`PlaceholderSet::Undo`]).
     Prior,
 }
 
-/// What a command's placeholders may draw on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scope {
-    /// The action alone: `argv` and `verify_argv`, which run before any
-    /// outcome exists or without one (after a crash mid-action).
-    Action,
-    /// The action and the outcome being undone: `undo_argv`, which may use
-    /// `{prior}`.
-    Undo,
-}
-
 impl Placeholder {
-    fn parse(inner: &str, scope: Scope) -> Result<Placeholder, TemplateError> {
+    fn parse(inner: &str, scope: PlaceholderSet) -> Result<Placeholder, PlaceholderError> {
         let named = |prefix: &'static str, name: &str| {
             if !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
                 Ok(name.to_string())
             } else {
-                Err(TemplateError::BadName { prefix, name: name.to_string() })
+                Err(PlaceholderError::BadName { prefix, name: name.to_string() })
             }
         };
         match inner.split_once('.') {
@@ -128,16 +69,16 @@ impl Placeholder {
             Some(("target", label)) => Ok(Placeholder::Target(named("target", label)?)),
             Some(("params", name)) => Ok(Placeholder::Param(named("params", name)?)),
             None if inner == "prior" => match scope {
-                Scope::Undo => Ok(Placeholder::Prior),
-                Scope::Action => Err(TemplateError::PriorOutsideUndo),
+                PlaceholderSet::Undo => Ok(Placeholder::Prior),
+                PlaceholderSet::Action => Err(PlaceholderError::PriorOutsideUndo),
             },
-            _ => Err(TemplateError::Unknown { name: inner.to_string(), scope }),
+            _ => Err(PlaceholderError::Unknown { name: inner.to_string(), scope }),
         }
     }
 
     /// The value this placeholder takes for `action` and the `prior` state
     /// of the outcome being undone. The error completes "placeholder {slot} …".
-    fn value<'a>(&self, action: &'a Action, prior: Option<&'a Value>) -> Result<&'a str, String> {
+    fn value<'a>(&self, action: &'a Action, prior: Option<&'a Prior>) -> Result<&'a str, String> {
         match self {
             Placeholder::Kind => Ok(&action.kind),
             Placeholder::Verb => Ok(action.verb()),
@@ -149,7 +90,7 @@ impl Placeholder {
                 let known: Vec<&str> = action.params.keys().map(String::as_str).collect();
                 format!("has no value: the action has no parameter {name:?} (it has: {})", known.join(", "))
             }),
-            Placeholder::Prior => match prior {
+            Placeholder::Prior => match prior.map(Prior::as_json) {
                 Some(Value::String(value)) => Ok(value),
                 // Only a string is a value a command can take as is; turning
                 // a number or an object into text would be a guess.
@@ -188,10 +129,10 @@ impl ArgvTemplate {
     /// Parses each element's placeholders, allowing those of `scope`.
     /// Braces are reserved for placeholders, so a stray `{` or `}` is an
     /// error rather than text. Errors name the element as `field[i]`.
-    pub fn parse(field: &str, argv: &[String], scope: Scope) -> Result<ArgvTemplate, ConfigError> {
+    pub fn parse(field: &str, argv: &[String], scope: PlaceholderSet) -> Result<ArgvTemplate, ActuatorConfigError> {
         let mut args = Vec::with_capacity(argv.len());
         for (i, arg) in argv.iter().enumerate() {
-            args.push(parse_arg(arg, scope).map_err(|source| ConfigError::Template {
+            args.push(parse_arg(arg, scope).map_err(|source| ActuatorConfigError::Template {
                 setting: format!("{field}[{i}]"),
                 value: arg.clone(),
                 source,
@@ -207,7 +148,7 @@ impl ArgvTemplate {
 
     /// The argv for `action` (and, for `{prior}`, the `prior` state of the
     /// outcome being undone), each substituted value checked first.
-    pub fn render(&self, action: &Action, prior: Option<&Value>) -> Result<Vec<String>, ActuatorError> {
+    pub fn render(&self, action: &Action, prior: Option<&Prior>) -> Result<Vec<String>, ActuatorError> {
         self.args
             .iter()
             .map(|pieces| {
@@ -232,20 +173,20 @@ impl ArgvTemplate {
     }
 }
 
-fn parse_arg(arg: &str, scope: Scope) -> Result<Vec<Piece>, TemplateError> {
+fn parse_arg(arg: &str, scope: PlaceholderSet) -> Result<Vec<Piece>, PlaceholderError> {
     let mut pieces = Vec::new();
     let mut rest = arg;
     while let Some(open) = rest.find(['{', '}']) {
         if rest[open..].starts_with('}') {
-            return Err(TemplateError::UnopenedBrace);
+            return Err(PlaceholderError::UnopenedBrace);
         }
         if open > 0 {
             pieces.push(Piece::Text(rest[..open].to_string()));
         }
-        let close = rest[open..].find('}').ok_or(TemplateError::UnclosedBrace)? + open;
+        let close = rest[open..].find('}').ok_or(PlaceholderError::UnclosedBrace)? + open;
         let inner = &rest[open + 1..close];
         if inner.contains('{') {
-            return Err(TemplateError::NestedBrace);
+            return Err(PlaceholderError::NestedBrace);
         }
         pieces.push(Piece::Slot(Placeholder::parse(inner, scope)?));
         rest = &rest[close + 1..];
@@ -254,7 +195,7 @@ fn parse_arg(arg: &str, scope: Scope) -> Result<Vec<Piece>, TemplateError> {
         pieces.push(Piece::Text(rest.to_string()));
     }
     if arg.contains('\0') {
-        return Err(TemplateError::Nul);
+        return Err(PlaceholderError::Nul);
     }
     Ok(pieces)
 }
@@ -310,7 +251,7 @@ mod tests {
     #[test]
     fn malformed_templates_are_refused_with_the_element() {
         let parse = |arg: &str| {
-            ArgvTemplate::parse("argv", &["/bin/x".into(), arg.into()], Scope::Action).unwrap_err().to_string()
+            ArgvTemplate::parse("argv", &["/bin/x".into(), arg.into()], PlaceholderSet::Action).unwrap_err().to_string()
         };
         assert_eq!(parse("{node}"), "argv[1] \"{node}\": unknown placeholder {node} (expected {kind}, {verb}, {target.<label>} or {params.<name>})");
         assert_eq!(parse("--x={target.node"), "argv[1] \"--x={target.node\": '{' without '}'");
@@ -329,10 +270,15 @@ mod tests {
     #[test]
     fn an_undo_template_takes_prior_and_names_its_field() {
         let argv = ["/bin/x".to_string(), "--restore={prior}".to_string()];
-        assert!(ArgvTemplate::parse("undo_argv", &argv, Scope::Undo).unwrap().has_placeholder(1));
-        let err = ArgvTemplate::parse("undo_argv", &["/bin/x".into(), "{node}".into()], Scope::Undo).unwrap_err();
+        assert!(ArgvTemplate::parse("undo_argv", &argv, PlaceholderSet::Undo).unwrap().has_placeholder(1));
+        let err =
+            ArgvTemplate::parse("undo_argv", &["/bin/x".into(), "{node}".into()], PlaceholderSet::Undo).unwrap_err();
         match &err {
-            ConfigError::Template { setting, value, source: TemplateError::Unknown { name, scope: Scope::Undo } } => {
+            ActuatorConfigError::Template {
+                setting,
+                value,
+                source: PlaceholderError::Unknown { name, scope: PlaceholderSet::Undo },
+            } => {
                 assert_eq!((setting.as_str(), value.as_str(), name.as_str()), ("undo_argv[1]", "{node}", "node"));
             }
             other => panic!("{other:?}"),
@@ -345,9 +291,10 @@ mod tests {
     #[test]
     fn prior_must_be_a_json_string_that_passes_the_value_check() {
         let template =
-            ArgvTemplate::parse("undo_argv", &["/bin/x".into(), "--restore={prior}".into()], Scope::Undo).unwrap();
+            ArgvTemplate::parse("undo_argv", &["/bin/x".into(), "--restore={prior}".into()], PlaceholderSet::Undo)
+                .unwrap();
         let action = Action { kind: "qos.set".into(), target: Default::default(), params: Default::default() };
-        let render = |prior: Option<Value>| template.render(&action, prior.as_ref());
+        let render = |prior: Option<Value>| template.render(&action, prior.map(Prior::from_json).as_ref());
         assert_eq!(render(Some(Value::from("ecn-min=3"))).unwrap(), ["/bin/x", "--restore=ecn-min=3"]);
         let refused = |prior: Option<Value>| match render(prior) {
             Err(ActuatorError::Invalid(message)) => message,

@@ -6,7 +6,7 @@ use std::future::Future;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use engine::{Action, Actuator, ActuatorError, Labels, Outcome, Verification};
+use engine::{Action, Actuator, ActuatorError, Labels, Outcome, Prior, Verification};
 use serde_json::Value;
 
 use super::template::display;
@@ -68,10 +68,12 @@ async fn injection_attempts_never_reach_argv() {
 async fn a_missing_value_names_the_placeholder() {
     let exec = actuator(&["/bin/echo", "{target.rail}"]);
     let err = exec.dry_run(&action("node-03")).await.unwrap_err();
+    let target = r#"{netdev="eth6",node="node-03",switch="leaf-rail6"}"#;
     assert_eq!(
         err.to_string(),
-        "invalid action: placeholder {target.rail} has no value: the action's target \
-         {netdev=\"eth6\",node=\"node-03\",switch=\"leaf-rail6\"} has no label \"rail\""
+        format!(
+            r#"invalid action: placeholder {{target.rail}} has no value: the action's target {target} has no label "rail""#
+        )
     );
     let exec = actuator(&["/bin/echo", "{params.level}"]);
     let err = exec.execute(&action("node-03")).await.unwrap_err();
@@ -154,7 +156,7 @@ async fn dry_run_shows_exactly_what_execute_ran() {
 #[tokio::test]
 async fn a_command_that_outlives_its_timeout_is_a_timeout() {
     let mut config = ExecConfig::new(["/bin/sleep", "30"]);
-    config.timeout = "200ms".into();
+    config.timeout = std::time::Duration::from_millis(200);
     let err = config.build("slow").unwrap().execute(&action("node-03")).await.unwrap_err();
     assert_eq!(err, ActuatorError::Timeout(200));
 }
@@ -239,7 +241,7 @@ async fn a_verify_status_above_two_fails_with_the_status_and_stderr() {
 async fn a_verify_command_that_outlives_its_timeout_is_a_timeout() {
     let mut config = ExecConfig::new(["/bin/true"]);
     config.verify_argv = Some(vec!["/bin/sleep".into(), "30".into()]);
-    config.timeout = "200ms".into();
+    config.timeout = std::time::Duration::from_millis(200);
     let err = config.build("slow").unwrap().verify(&action("node-03"), None).await.unwrap_err();
     assert_eq!(err, ActuatorError::Timeout(200));
 }
@@ -274,7 +276,7 @@ async fn undo_receives_the_prior_state_that_execute_read_from_stdout() {
     let out = dir.path().join("argv.txt");
     let exec = undoable(dir.path(), &out, &["  ecn-min=5,ecn-max=9  ", "second line"]);
     let applied = exec.execute(&action("node-03")).await.unwrap();
-    assert_eq!(applied.prior, Some(Value::from("ecn-min=5,ecn-max=9")));
+    assert_eq!(applied.prior, Some(Prior::from_json(Value::from("ecn-min=5,ecn-max=9"))));
     let plan = exec.dry_run_undo(&action("node-03"), &applied).await.unwrap();
     assert!(!out.exists(), "a dry run ran the undo command");
     let node_03 = action("node-03");
@@ -329,7 +331,7 @@ async fn a_prior_that_is_not_a_safe_string_never_reaches_the_undo_command() {
         ),
         (Value::from("--all"), "invalid action: placeholder {prior} value \"--all\" is refused: it starts with '-'"),
     ] {
-        let applied = Outcome { summary: String::new(), requests: Vec::new(), prior: Some(prior) };
+        let applied = Outcome { summary: String::new(), requests: Vec::new(), prior: Some(Prior::from_json(prior)) };
         for result in [
             exec.dry_run_undo(&action("node-03"), &applied).await.map(|_| ()),
             exec.undo(&action("node-03"), &applied).await.map(|_| ()),

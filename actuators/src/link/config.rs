@@ -2,9 +2,10 @@
 
 use engine::SECOND;
 use serde::{Deserialize, Serialize};
+use std::time::Duration;
 
 use super::{check_netdev, LinkActuator};
-use crate::ConfigError;
+use crate::ActuatorConfigError;
 
 /// The longest timeout accepted: a netlink request is answered by the local
 /// kernel in microseconds; one that takes a minute means a wedged kernel.
@@ -32,8 +33,8 @@ pub struct LinkConfig {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub netdevs: Vec<String>,
     /// How long one netlink request may take, e.g. `"5s"`; at most a minute.
-    #[serde(default = "default_timeout")]
-    pub timeout: String,
+    #[serde(default = "default_timeout", with = "engine::config::duration")]
+    pub timeout: Duration,
 }
 
 impl Default for LinkConfig {
@@ -42,14 +43,14 @@ impl Default for LinkConfig {
     }
 }
 
-fn default_timeout() -> String {
-    "5s".into()
+fn default_timeout() -> Duration {
+    Duration::from_secs(5)
 }
 
 impl LinkConfig {
     /// Validates the settings and builds the actuator `name`.
-    pub fn build(&self, name: &str) -> Result<LinkActuator, ConfigError> {
-        let timeout = crate::error::bounded_duration("timeout", &self.timeout, MAX_TIMEOUT)?;
+    pub fn build(&self, name: &str) -> Result<LinkActuator, ActuatorConfigError> {
+        let timeout = crate::error::bounded_duration("timeout", self.timeout, MAX_TIMEOUT)?;
         check_netdevs("netdevs", &self.netdevs)?;
         let node = node_or_local("node", self.node.as_deref())?;
         Ok(LinkActuator::new(name, node, self.netdevs.clone(), timeout))
@@ -57,9 +58,9 @@ impl LinkConfig {
 }
 
 /// Checks each netdev the list `setting` allows.
-pub(crate) fn check_netdevs(setting: &str, netdevs: &[String]) -> Result<(), ConfigError> {
+pub(crate) fn check_netdevs(setting: &str, netdevs: &[String]) -> Result<(), ActuatorConfigError> {
     for netdev in netdevs {
-        check_netdev(netdev).map_err(|source| ConfigError::Unsafe {
+        check_netdev(netdev).map_err(|source| ActuatorConfigError::Unsafe {
             setting: setting.into(),
             value: netdev.clone(),
             source,
@@ -70,14 +71,14 @@ pub(crate) fn check_netdevs(setting: &str, netdevs: &[String]) -> Result<(), Con
 
 /// The node a host-side actuator changes: `node` as the setting `setting`
 /// gives it, else this host's name.
-pub(crate) fn node_or_local(setting: &str, node: Option<&str>) -> Result<String, ConfigError> {
+pub(crate) fn node_or_local(setting: &str, node: Option<&str>) -> Result<String, ActuatorConfigError> {
     match node {
-        Some("") => Err(ConfigError::Empty {
+        Some("") => Err(ActuatorConfigError::Empty {
             setting: setting.into(),
             need: "name the node this daemon runs on, or leave it out for this host's name",
         }),
         Some(node) => Ok(node.to_string()),
-        None => local_node().map_err(|source| ConfigError::Hostname { setting: setting.into(), source }),
+        None => local_node().map_err(|source| ActuatorConfigError::Hostname { setting: setting.into(), source }),
     }
 }
 

@@ -22,50 +22,37 @@ pub use config::LinkConfig;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use engine::{Action, Actuator, ActuatorError, Outcome, Plan, Verification};
+use engine::{
+    Action, ActionKindDecl, Actuator, ActuatorError, LimitClass, Outcome, Prepared, Prior, RequestPlan, Verification,
+};
 use net::link::Handle;
-pub use net::link::LinkState;
 use net::NetError;
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 
-use crate::LabelError;
+pub use crate::target::{check_netdev, MAX_NETDEV_LEN};
+use crate::target::{label, unsupported};
+pub use net::link::LinkState;
+
+/// The action kinds the `link` actuator carries out.
+pub fn kinds() -> Vec<ActionKindDecl> {
+    // A host link down takes the switch port at its other end out too:
+    // counted against the ports of that switch isolated at once.
+    vec![ActionKindDecl::new("link.isolate", &["node", "netdev"]).limited_by(LimitClass::SwitchPortIsolation)]
+}
 
 /// Takes host links down and up, built from a [`LinkConfig`].
 #[derive(Debug)]
 pub struct LinkActuator {
     name: String,
+    kinds: Vec<ActionKindDecl>,
     node: String,
     netdevs: Vec<String>,
     timeout: Duration,
 }
 
-/// The longest netdev name, in bytes: `IFNAMSIZ` − 1.
-pub const MAX_NETDEV_LEN: usize = 15;
-
-/// Checks a netdev name: 1 to 15 bytes (`IFNAMSIZ` − 1), no `/`, `:`, white
-/// space or control characters, not `.` or `..`.
-pub fn check_netdev(name: &str) -> Result<(), LabelError> {
-    if name.is_empty() {
-        return Err(LabelError::Empty);
-    }
-    if name.len() > MAX_NETDEV_LEN {
-        return Err(LabelError::TooLong { len: name.len(), max: MAX_NETDEV_LEN });
-    }
-    if let Some(found) = name.chars().find(|c| matches!(c, '/' | ':') || c.is_whitespace() || c.is_control()) {
-        return Err(LabelError::Char {
-            found,
-            allowed: "a netdev name has no '/', ':', white space or control characters",
-        });
-    }
-    if name == "." || name == ".." {
-        return Err(LabelError::Dots);
-    }
-    Ok(())
-}
-
 impl LinkActuator {
     fn new(name: &str, node: String, netdevs: Vec<String>, timeout: Duration) -> LinkActuator {
-        LinkActuator { name: name.to_string(), node, netdevs, timeout }
+        LinkActuator { name: name.to_string(), kinds: kinds(), node, netdevs, timeout }
     }
 
     /// How long one netlink request may take.
@@ -73,20 +60,13 @@ impl LinkActuator {
         self.timeout
     }
 
-    /// The netdev `action` is about, checked against the node and the allow list.
+    /// The one place an action is read: the netdev a `link.isolate` is
+    /// about, checked against the node and the allow list.
     fn netdev<'a>(&self, action: &'a Action) -> Result<&'a str, ActuatorError> {
-        if action.verb() != "isolate" {
-            return Err(ActuatorError::NotSupported(format!(
-                "the link actuator only carries out link.isolate, not {}",
-                action.kind
-            )));
+        if action.kind != "link.isolate" {
+            return Err(unsupported(&self.kinds, &action.kind));
         }
-        let label = |name: &str| {
-            action
-                .target
-                .get(name)
-                .ok_or_else(|| ActuatorError::Invalid(format!("the target {} has no label {name:?}", action.target)))
-        };
+        let label = |name: &str| label(action, name);
         let node = label("node")?;
         if node != self.node {
             return Err(ActuatorError::NotSupported(format!(
@@ -136,30 +116,92 @@ impl LinkActuator {
     }
 }
 
-fn up_down(up: bool) -> &'static str {
-    if up {
-        "up"
-    } else {
-        "down"
+/// A link's administrative state, as a prior records it (`"up"`, `"down"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Admin {
+    /// Up.
+    Up,
+    /// Down.
+    Down,
+}
+
+impl Admin {
+    fn of(up: bool) -> Admin {
+        if up {
+            Admin::Up
+        } else {
+            Admin::Down
+        }
+    }
+
+    fn as_str(self) -> &'static str {
+        match self {
+            Admin::Up => "up",
+            Admin::Down => "down",
+        }
     }
 }
 
-/// An isolation's prior: the link's admin state before and after (down),
-/// and its operational state before, for people.
-fn prior(state: &LinkState) -> serde_json::Value {
-    json!({
-        "before": { "admin": up_down(state.admin_up) },
-        "after": { "admin": "down" },
-        "oper": up_down(state.oper_up),
-    })
+/// One side of an isolation's prior: `{"admin": "up"}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AdminState {
+    /// The administrative state.
+    pub admin: Admin,
+}
+
+/// What an isolation reads and records.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum LinkPrior {
+    /// The link's admin state before and after (down), and its operational
+    /// state before, for people.
+    Isolated {
+        /// Before.
+        before: AdminState,
+        /// After: down.
+        after: AdminState,
+        /// The operational state before.
+        oper: Admin,
+    },
+    /// What older versions recorded: the admin state before, alone.
+    Before {
+        /// The administrative state before.
+        admin: Admin,
+    },
+}
+
+impl LinkPrior {
+    /// The prior of an isolation of a link found in `state`.
+    fn isolating(state: &LinkState) -> LinkPrior {
+        LinkPrior::Isolated {
+            before: AdminState { admin: Admin::of(state.admin_up) },
+            after: AdminState { admin: Admin::Down },
+            oper: Admin::of(state.oper_up),
+        }
+    }
+
+    /// Whether the link was administratively up before.
+    fn was_up(&self) -> bool {
+        let before = match self {
+            LinkPrior::Isolated { before, .. } => before.admin,
+            LinkPrior::Before { admin } => *admin,
+        };
+        before == Admin::Up
+    }
+
+    fn prepared(&self) -> Result<Prepared, ActuatorError> {
+        match self {
+            LinkPrior::Isolated { before, after, .. } => Prepared::from_record(self, before, after),
+            LinkPrior::Before { .. } => Err(ActuatorError::Invalid("an isolation records the state after too".into())),
+        }
+    }
 }
 
 /// Whether the outcome of an isolate says the link was administratively up
-/// before (`before.admin`; records of older versions kept it at the top).
-fn was_up(applied: &Outcome) -> bool {
-    let prior = applied.prior.as_ref();
-    let admin = prior.and_then(|p| p.pointer("/before/admin").or_else(|| p.get("admin")));
-    admin.and_then(|a| a.as_str()) == Some("up")
+/// before; an outcome without a prior says it was not.
+fn was_up(applied: &Outcome) -> Result<bool, ActuatorError> {
+    applied.prior.as_ref().map(|p| p.read::<LinkPrior>().map(|p| p.was_up())).transpose().map(|up| up.unwrap_or(false))
 }
 
 #[async_trait]
@@ -168,33 +210,37 @@ impl Actuator for LinkActuator {
         &self.name
     }
 
-    fn cannot(&self, kind: &str) -> Option<String> {
-        crate::target::cannot(kind, "link", &["isolate"], |_| Ok(()))
+    fn kinds(&self) -> &[ActionKindDecl] {
+        &self.kinds
     }
 
-    async fn dry_run(&self, action: &Action) -> Result<Plan, ActuatorError> {
+    async fn dry_run(&self, action: &Action) -> Result<RequestPlan, ActuatorError> {
         let netdev = self.netdev(action)?;
-        Ok(Plan { actuator: self.name.clone(), requests: vec![Self::request(netdev, false)] })
+        Ok(RequestPlan { actuator: self.name.clone(), requests: vec![Self::request(netdev, false)] })
     }
 
     async fn execute(&self, action: &Action) -> Result<Outcome, ActuatorError> {
-        let prior = self.prepare(action).await?.expect("the link actuator always reads the link");
-        self.apply(action, &prior).await
+        let prepared = self.prepare(action).await?.expect("the link actuator always reads the link");
+        self.apply(action, &prepared.prior).await
     }
 
-    async fn prepare(&self, action: &Action) -> Result<Option<serde_json::Value>, ActuatorError> {
+    async fn prepare(&self, action: &Action) -> Result<Option<Prepared>, ActuatorError> {
         let netdev = self.netdev(action)?;
         let state = self.read(netdev).await?.ok_or_else(|| ActuatorError::Invalid(format!("no link {netdev}")))?;
-        Ok(Some(prior(&state)))
+        LinkPrior::isolating(&state).prepared().map(Some)
     }
 
-    async fn apply(&self, action: &Action, prior: &serde_json::Value) -> Result<Outcome, ActuatorError> {
+    async fn apply(&self, action: &Action, prior: &Prior) -> Result<Outcome, ActuatorError> {
         let netdev = self.netdev(action)?;
+        let recorded: Option<LinkPrior> = prior.read().ok();
         tracing::info!(message = "Taking link down.", actuator = %self.name, netdev, action = %action);
         let before = self.set(netdev, false).await?;
-        let was = prior.pointer("/before/admin").and_then(|a| a.as_str()).unwrap_or(up_down(before.admin_up));
+        let was = match recorded {
+            Some(LinkPrior::Isolated { before, .. }) => before.admin,
+            _ => Admin::of(before.admin_up),
+        };
         Ok(Outcome {
-            summary: format!("took {netdev} down (was admin {was})"),
+            summary: format!("took {netdev} down (was admin {})", was.as_str()),
             requests: vec![Self::request(netdev, false)],
             prior: Some(prior.clone()),
         })
@@ -209,15 +255,15 @@ impl Actuator for LinkActuator {
         })
     }
 
-    async fn dry_run_undo(&self, action: &Action, applied: &Outcome) -> Result<Plan, ActuatorError> {
+    async fn dry_run_undo(&self, action: &Action, applied: &Outcome) -> Result<RequestPlan, ActuatorError> {
         let netdev = self.netdev(action)?;
-        let requests = if was_up(applied) { vec![Self::request(netdev, true)] } else { Vec::new() };
-        Ok(Plan { actuator: self.name.clone(), requests })
+        let requests = if was_up(applied)? { vec![Self::request(netdev, true)] } else { Vec::new() };
+        Ok(RequestPlan { actuator: self.name.clone(), requests })
     }
 
     async fn undo(&self, action: &Action, applied: &Outcome) -> Result<Outcome, ActuatorError> {
         let netdev = self.netdev(action)?;
-        if !was_up(applied) {
+        if !was_up(applied)? {
             // It was down before we took it down: down is its previous state.
             return Ok(Outcome {
                 summary: format!("{netdev} was down before the isolate; left down"),
@@ -230,7 +276,7 @@ impl Actuator for LinkActuator {
         Ok(Outcome {
             summary: format!("brought {netdev} up"),
             requests: vec![Self::request(netdev, true)],
-            prior: Some(prior(&before)),
+            prior: Some(Prior::of(&LinkPrior::isolating(&before))?),
         })
     }
 }
@@ -242,6 +288,7 @@ mod tests {
     use engine::Labels;
 
     use super::*;
+    use crate::LabelError;
 
     fn actuator() -> LinkActuator {
         LinkConfig { node: Some("gpu-07".into()), netdevs: vec!["eth2".into()], ..Default::default() }
@@ -287,7 +334,7 @@ mod tests {
         let was = |admin: &str| Outcome {
             summary: String::new(),
             requests: Vec::new(),
-            prior: Some(json!({ "admin": admin })),
+            prior: Some(Prior::from_json(serde_json::json!({ "admin": admin }))),
         };
         assert_eq!(link.dry_run_undo(&action, &was("up")).await.unwrap().requests, ["rtnetlink RTM_SETLINK eth2 up"]);
         assert!(link.dry_run_undo(&action, &was("down")).await.unwrap().requests.is_empty());

@@ -10,7 +10,7 @@ use super::switch::Level;
 use super::PfcwdActuator;
 use crate::link::config::{check_netdevs, node_or_local};
 use crate::sonic::SonicConfig;
-use crate::ConfigError;
+use crate::ActuatorConfigError;
 
 /// A `pfcwd` actuator's settings.
 ///
@@ -67,12 +67,16 @@ fn default_prevention() -> String {
 
 impl PfcwdConfig {
     /// Validates the settings and builds the actuator `name`.
-    pub fn build(&self, name: &str) -> Result<PfcwdActuator, ConfigError> {
+    pub fn build(&self, name: &str) -> Result<PfcwdActuator, ActuatorConfigError> {
         self.build_in(name, None)
     }
 
     /// [`Self::build`], with the inventory that names the switches of `[gnmi]`.
-    pub fn build_in(&self, name: &str, inventory: Option<&engine::Topology>) -> Result<PfcwdActuator, ConfigError> {
+    pub fn build_in(
+        &self,
+        name: &str,
+        inventory: Option<&engine::Topology>,
+    ) -> Result<PfcwdActuator, ActuatorConfigError> {
         let sonic = self.gnmi.as_ref().map(|g| g.build(inventory)).transpose()?;
         let mut levels = self.levels.clone();
         if levels.is_empty() {
@@ -81,19 +85,19 @@ impl PfcwdConfig {
         for (level_name, level) in &levels {
             level
                 .fields(&BTreeMap::new())
-                .map_err(|source| ConfigError::Action { setting: format!("levels.{level_name}"), source })?;
+                .map_err(|source| ActuatorConfigError::Action { setting: format!("levels.{level_name}"), source })?;
         }
         let host = self.host.as_ref().map(HostConfig::build).transpose()?;
-        Ok(PfcwdActuator { name: name.to_string(), sonic, levels, host })
+        Ok(PfcwdActuator::new(name, sonic, levels, host))
     }
 }
 
 impl HostConfig {
     /// The host side, checked.
-    fn build(&self) -> Result<Host, ConfigError> {
+    fn build(&self) -> Result<Host, ActuatorConfigError> {
         check_netdevs("host.netdevs", &self.netdevs)?;
         let prevention = Prevention::parse(&self.prevention)
-            .map_err(|source| ConfigError::Parse { setting: "host.prevention".into(), source })?;
+            .map_err(|source| ActuatorConfigError::Parse { setting: "host.prevention".into(), source })?;
         let node = node_or_local("host.node", self.node.as_deref())?;
         Ok(Host { node, netdevs: self.netdevs.clone(), prevention })
     }

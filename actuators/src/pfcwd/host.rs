@@ -25,7 +25,8 @@ const ETHTOOL_TUNABLE_U16: u32 = 2;
 /// `PFC_STORM_PREVENTION_AUTO`.
 const AUTO: u16 = 0xffff;
 
-/// A `pfc-prevention-tout` value.
+/// A `pfc-prevention-tout` value; recorded as `ethtool` spells it (`auto`,
+/// `0`, milliseconds).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Prevention {
     /// The driver's default (100 ms on mlx5).
@@ -77,6 +78,19 @@ impl std::fmt::Display for Prevention {
             Prevention::Off => f.write_str("0"),
             Prevention::Ms(n) => write!(f, "{n}"),
         }
+    }
+}
+
+impl serde::Serialize for Prevention {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Prevention {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Prevention, D::Error> {
+        let text = String::deserialize(d)?;
+        Prevention::parse(&text).map_err(serde::de::Error::custom)
     }
 }
 

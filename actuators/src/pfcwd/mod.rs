@@ -21,51 +21,80 @@ pub use config::PfcwdConfig;
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;
-use engine::{Action, Actuator, ActuatorError, Outcome, Plan, Verification};
-use serde_json::json;
+use engine::{
+    Action, ActionKindDecl, Actuator, ActuatorError, Change, Outcome, Prepared, Prior, RequestPlan, Verification,
+};
 
 use crate::sonic::Sonic;
-use crate::target::{cannot, host_netdev, no_host, verb};
+use crate::target::{host_netdev, no_host, recorded, side_missing, unsupported};
 use host::{Host, Prevention};
-use switch::Level;
+use switch::{Escalation, Level, WatchdogChange};
+
+/// The action kinds the `pfcwd` actuator carries out.
+pub fn kinds() -> Vec<ActionKindDecl> {
+    vec![
+        // A switch port's watchdog is shared by every node behind the port,
+        // and a switch restarted with its saved configuration loses it.
+        ActionKindDecl::new("pfcwd.escalate", &["switch", "port", "queue"]).fleet().lost_on_switch_restart(),
+        // The NIC's own storm prevention: this node alone.
+        ActionKindDecl::new("pfcwd.prevent", &["node", "netdev"]),
+    ]
+}
 
 /// Escalates PFC watchdogs and NIC storm prevention, built from a [`PfcwdConfig`].
 #[derive(Debug)]
 pub struct PfcwdActuator {
     name: String,
+    kinds: Vec<ActionKindDecl>,
     sonic: Option<Sonic>,
     levels: BTreeMap<String, Level>,
     host: Option<Host>,
 }
 
+/// A `pfcwd` action, parsed once from its kind, target and parameters.
+#[derive(Debug)]
+enum Command<'a> {
+    /// `pfcwd.escalate`.
+    Escalate(Escalation<'a>),
+    /// `pfcwd.prevent`: the netdev and the value to set.
+    Prevent(&'a str, Prevention),
+}
+
+/// What a `pfcwd.prevent` reads and records: the tunable before, and the
+/// value it sets.
+type PreventionChange = Change<Prevention>;
+
 impl PfcwdActuator {
+    pub(crate) fn new(name: &str, sonic: Option<Sonic>, levels: BTreeMap<String, Level>, host: Option<Host>) -> Self {
+        PfcwdActuator { name: name.to_string(), kinds: kinds(), sonic, levels, host }
+    }
+
     fn sonic(&self) -> Result<&Sonic, ActuatorError> {
         self.sonic.as_ref().ok_or_else(|| {
             ActuatorError::NotSupported(format!("{} has no [gnmi] settings, so it cannot change switches", self.name))
         })
     }
 
-    /// The host settings and the netdev and value a `pfcwd.prevent` asks for.
-    fn prevention<'a>(&self, action: &'a Action) -> Result<(&'a str, Prevention), ActuatorError> {
-        let host = self.host.as_ref().ok_or_else(|| no_host(&self.name))?;
-        let netdev = host_netdev(action, &self.name, &host.node, &host.netdevs)?;
-        let value = match action.params.get("timeout") {
-            Some(text) => Prevention::parse(text).map_err(|e| ActuatorError::Invalid(e.to_string()))?,
-            None => host.prevention,
-        };
-        Ok((netdev, value))
+    /// The one place an action is read: its kind, target and parameters.
+    fn parse<'a>(&'a self, action: &'a Action) -> Result<Command<'a>, ActuatorError> {
+        match action.kind.as_str() {
+            "pfcwd.escalate" => Ok(Command::Escalate(switch::escalation(action, &self.levels)?)),
+            "pfcwd.prevent" => {
+                let host = self.host.as_ref().ok_or_else(|| no_host(&self.name))?;
+                let netdev = host_netdev(action, &self.name, &host.node, &host.netdevs)?;
+                let value = match action.params.get("timeout") {
+                    Some(text) => Prevention::parse(text).map_err(|e| ActuatorError::Invalid(e.to_string()))?,
+                    None => host.prevention,
+                };
+                Ok(Command::Prevent(netdev, value))
+            }
+            other => Err(unsupported(&self.kinds, other)),
+        }
     }
 
-    fn plan(&self, requests: Vec<String>) -> Plan {
-        Plan { actuator: self.name.clone(), requests }
+    fn plan(&self, requests: Vec<String>) -> RequestPlan {
+        RequestPlan { actuator: self.name.clone(), requests }
     }
-}
-
-fn prior_prevention(applied: &Outcome) -> Result<Prevention, ActuatorError> {
-    let text = applied.prior.as_ref().and_then(|p| p.get("before")).and_then(|v| v.as_str());
-    let text =
-        text.ok_or_else(|| ActuatorError::Invalid("the applied outcome has no prior pfc-prevention-tout".into()))?;
-    Prevention::parse(text).map_err(|e| ActuatorError::Invalid(e.to_string()))
 }
 
 #[async_trait]
@@ -74,107 +103,99 @@ impl Actuator for PfcwdActuator {
         &self.name
     }
 
+    fn kinds(&self) -> &[ActionKindDecl] {
+        &self.kinds
+    }
+
     fn cannot(&self, kind: &str) -> Option<String> {
-        cannot(kind, "pfcwd", &["escalate", "prevent"], |verb| match verb {
-            "escalate" => self.sonic().map(drop),
+        side_missing(match kind {
+            "pfcwd.escalate" => self.sonic().map(drop),
             _ => self.host.as_ref().map(drop).ok_or_else(|| no_host(&self.name)),
         })
     }
 
-    async fn dry_run(&self, action: &Action) -> Result<Plan, ActuatorError> {
-        if verb(action, "pfcwd", &["escalate", "prevent"])? == "prevent" {
-            let (netdev, value) = self.prevention(action)?;
-            return Ok(self.plan(vec![host::request(netdev, value)]));
-        }
-        let e = switch::escalation(action, &self.levels)?;
-        Ok(self.plan(vec![self.sonic()?.describe(e.switch, switch::TABLE, e.port, &e.fields)?]))
+    async fn dry_run(&self, action: &Action) -> Result<RequestPlan, ActuatorError> {
+        Ok(self.plan(vec![match self.parse(action)? {
+            Command::Prevent(netdev, value) => host::request(netdev, value),
+            Command::Escalate(e) => self.sonic()?.describe(e.switch, switch::TABLE, e.port, &e.fields)?,
+        }]))
     }
 
     async fn execute(&self, action: &Action) -> Result<Outcome, ActuatorError> {
-        let prior = self.prepare(action).await?.expect("pfcwd always reads its target");
-        self.apply(action, &prior).await
+        let prepared = self.prepare(action).await?.expect("pfcwd always reads its target");
+        self.apply(action, &prepared.prior).await
     }
 
-    async fn prepare(&self, action: &Action) -> Result<Option<serde_json::Value>, ActuatorError> {
-        if verb(action, "pfcwd", &["escalate", "prevent"])? == "prevent" {
-            let (netdev, value) = self.prevention(action)?;
-            let before = host::get(netdev)?;
-            return Ok(Some(json!({ "before": before.to_string(), "after": value.to_string() })));
-        }
-        let e = switch::escalation(action, &self.levels)?;
-        Ok(Some(switch::prepare(self.sonic()?, &e).await?))
+    async fn prepare(&self, action: &Action) -> Result<Option<Prepared>, ActuatorError> {
+        let prepared = match self.parse(action)? {
+            Command::Prevent(netdev, value) => Change { before: host::get(netdev)?, after: value }.prepared()?,
+            Command::Escalate(e) => switch::prepare(self.sonic()?, &e).await?.prepared()?,
+        };
+        Ok(Some(prepared))
     }
 
-    async fn apply(&self, action: &Action, prior: &serde_json::Value) -> Result<Outcome, ActuatorError> {
-        if verb(action, "pfcwd", &["escalate", "prevent"])? == "prevent" {
-            let (netdev, value) = self.prevention(action)?;
-            let before = prior.get("before").and_then(|b| b.as_str()).unwrap_or("unknown");
-            host::set(netdev, value)?;
-            return Ok(Outcome {
-                summary: format!("set pfc-prevention-tout of {netdev} to {value} (was {before})"),
-                requests: vec![host::request(netdev, value)],
-                prior: Some(prior.clone()),
-            });
+    async fn apply(&self, action: &Action, prior: &Prior) -> Result<Outcome, ActuatorError> {
+        match self.parse(action)? {
+            Command::Prevent(netdev, _) => {
+                let change: PreventionChange = prior.read()?;
+                host::set(netdev, change.after)?;
+                Ok(Outcome {
+                    summary: format!("set pfc-prevention-tout of {netdev} to {} (was {})", change.after, change.before),
+                    requests: vec![host::request(netdev, change.after)],
+                    prior: Some(prior.clone()),
+                })
+            }
+            Command::Escalate(e) => switch::escalate(self.sonic()?, &e, &prior.read()?, prior).await,
         }
-        let e = switch::escalation(action, &self.levels)?;
-        switch::escalate(self.sonic()?, &e, prior).await
     }
 
     async fn verify(&self, action: &Action, applied: Option<&Outcome>) -> Result<Verification, ActuatorError> {
-        if verb(action, "pfcwd", &["escalate", "prevent"])? == "prevent" {
-            let (netdev, value) = self.prevention(action)?;
-            let now = host::get(netdev)?;
-            let before = applied.map(prior_prevention).transpose()?;
-            return Ok(if now == value {
-                Verification::InEffect
-            } else if before.is_none_or(|b| b == now) {
-                Verification::NotInEffect
-            } else {
-                Verification::Changed(format!("pfc-prevention-tout of {netdev} is now {now}"))
-            });
-        }
-        let e = switch::escalation(action, &self.levels)?;
-        let (wanted, before) = match applied {
-            Some(applied) => {
-                let (before, after) = crate::sonic::before_after(applied)?;
-                (after, Some(before))
+        match self.parse(action)? {
+            Command::Prevent(netdev, value) => {
+                let now = host::get(netdev)?;
+                let before = applied.map(recorded::<Prevention>).transpose()?.map(|c| c.before);
+                Ok(if now == value {
+                    Verification::InEffect
+                } else if before.is_none_or(|b| b == now) {
+                    Verification::NotInEffect
+                } else {
+                    Verification::Changed(format!("pfc-prevention-tout of {netdev} is now {now}"))
+                })
             }
-            None => (e.fields.clone(), None),
-        };
-        crate::sonic::verify(self.sonic()?, switch::TABLE, e.switch, e.port, &wanted, before.as_ref()).await
+            Command::Escalate(e) => {
+                let (wanted, before) = match applied.map(recorded::<crate::sonic::Fields>).transpose()? {
+                    Some(change) => (change.after, Some(change.before)),
+                    None => (e.fields.clone(), None),
+                };
+                crate::sonic::verify(self.sonic()?, switch::TABLE, e.switch, e.port, &wanted, before.as_ref()).await
+            }
+        }
     }
 
-    async fn dry_run_undo(&self, action: &Action, applied: &Outcome) -> Result<Plan, ActuatorError> {
-        if verb(action, "pfcwd", &["escalate", "prevent"])? == "prevent" {
-            let (netdev, _) = self.prevention(action)?;
-            return Ok(self.plan(vec![host::request(netdev, prior_prevention(applied)?)]));
-        }
-        let e = switch::escalation(action, &self.levels)?;
-        let (before, _) = crate::sonic::before_after(applied)?;
-        Ok(self.plan(vec![self.sonic()?.describe(e.switch, switch::TABLE, e.port, &before)?]))
+    async fn dry_run_undo(&self, action: &Action, applied: &Outcome) -> Result<RequestPlan, ActuatorError> {
+        Ok(self.plan(vec![match self.parse(action)? {
+            Command::Prevent(netdev, _) => host::request(netdev, recorded::<Prevention>(applied)?.before),
+            Command::Escalate(e) => {
+                let change: WatchdogChange = recorded(applied)?;
+                self.sonic()?.describe(e.switch, switch::TABLE, e.port, &change.before)?
+            }
+        }]))
     }
 
     async fn undo(&self, action: &Action, applied: &Outcome) -> Result<Outcome, ActuatorError> {
-        if verb(action, "pfcwd", &["escalate", "prevent"])? == "prevent" {
-            let (netdev, _) = self.prevention(action)?;
-            let before = prior_prevention(applied)?;
-            let now = host::get(netdev)?;
-            host::set(netdev, before)?;
-            return Ok(Outcome {
-                summary: format!("restored pfc-prevention-tout of {netdev} to {before}"),
-                requests: vec![host::request(netdev, before)],
-                prior: Some(json!({ "before": now.to_string(), "after": before.to_string() })),
-            });
+        match self.parse(action)? {
+            Command::Prevent(netdev, _) => {
+                let before = recorded::<Prevention>(applied)?.before;
+                let now = host::get(netdev)?;
+                host::set(netdev, before)?;
+                Ok(Outcome {
+                    summary: format!("restored pfc-prevention-tout of {netdev} to {before}"),
+                    requests: vec![host::request(netdev, before)],
+                    prior: Some(Prior::of(&Change { before: now, after: before })?),
+                })
+            }
+            Command::Escalate(e) => switch::restore(self.sonic()?, &e, recorded(applied)?).await,
         }
-        let e = switch::escalation(action, &self.levels)?;
-        let (before, after) = crate::sonic::before_after(applied)?;
-        let sonic = self.sonic()?;
-        let request = sonic.set(e.switch, switch::TABLE, e.port, &before).await?;
-        Ok(Outcome {
-            summary: format!("restored the PFC watchdog of {} {} to {}", e.switch, e.port, crate::sonic::show(&before)),
-            requests: vec![request],
-            prior: Some(json!({ "before": crate::sonic::to_json(&after), "after": crate::sonic::to_json(&before) })),
-        })
     }
 }
 
@@ -225,7 +246,7 @@ mod tests {
     fn bad_levels_are_refused_when_built() {
         let text = "[levels.1]\ndetection_time = 6000\n";
         let err = toml::from_str::<PfcwdConfig>(text).unwrap().build("p").unwrap_err();
-        assert!(matches!(&err, crate::ConfigError::Action { setting, .. } if setting == "levels.1"), "{err:?}");
+        assert!(matches!(&err, crate::ActuatorConfigError::Action { setting, .. } if setting == "levels.1"), "{err:?}");
         assert!(err.to_string().contains("levels.1: invalid action: detection_time 6000 is out of range"), "{err}");
     }
 }

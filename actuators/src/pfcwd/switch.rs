@@ -11,10 +11,9 @@
 
 use std::collections::BTreeMap;
 
-use engine::{Action, ActuatorError, Outcome};
+use engine::{Action, ActuatorError, Change, Outcome, Prior};
 use gnmi_proto::sonic as sonic_schema;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 use crate::sonic::{self, Fields, Sonic};
 use crate::target::label;
@@ -73,49 +72,80 @@ impl Level {
     }
 }
 
-/// Where an escalation goes and what it sets.
+/// A `pfcwd.escalate` action, parsed once: where the escalation goes, which
+/// level it takes and the fields that level (with the action's parameters
+/// on top) sets.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Escalation<'a> {
     /// The switch.
     pub switch: &'a str,
     /// The port (`EthernetN`).
     pub port: &'a str,
+    /// The queue, as the target names it (informative: SONiC's watchdog is
+    /// configured per port).
+    pub queue: Option<&'a str>,
+    /// The level's name.
+    pub level: &'a str,
     /// The fields to set.
     pub fields: Fields,
 }
 
+/// What an escalation reads and records: the watchdog's fields before, and
+/// those it sets (JSON `{"before": {field: value|null}, "after": …}`).
+pub type WatchdogChange = Change<Fields>;
+
 /// Reads a `pfcwd.escalate` action: its switch, port and the level's fields.
-pub fn escalation<'a>(action: &'a Action, levels: &BTreeMap<String, Level>) -> Result<Escalation<'a>, ActuatorError> {
+pub fn escalation<'a>(
+    action: &'a Action,
+    levels: &'a BTreeMap<String, Level>,
+) -> Result<Escalation<'a>, ActuatorError> {
     let switch = label(action, "switch")?;
     let port = label(action, "port")?;
     sonic::check_name("port", port)?;
-    let level = match action.params.get("level") {
-        Some(name) => levels.get(name).ok_or_else(|| {
+    let (level, settings) = match action.params.get("level") {
+        Some(name) => levels.get_key_value(name).ok_or_else(|| {
             ActuatorError::Invalid(format!(
                 "escalation level {name:?} is not defined (levels: {})",
                 levels.keys().cloned().collect::<Vec<_>>().join(", ")
             ))
         })?,
         // Without a level, the lowest one, with the parameters on top.
-        None => {
-            levels.values().next().ok_or_else(|| ActuatorError::Invalid("no escalation level is defined".into()))?
-        }
+        None => levels.iter().next().ok_or_else(|| ActuatorError::Invalid("no escalation level is defined".into()))?,
     };
-    Ok(Escalation { switch, port, fields: level.fields(&action.params)? })
+    Ok(Escalation {
+        switch,
+        port,
+        queue: action.target.get("queue"),
+        level: level.as_str(),
+        fields: settings.fields(&action.params)?,
+    })
 }
 
-/// Reads the fields an escalation sets: the prior, `{"before": …, "after": …}`.
-pub async fn prepare(sonic: &Sonic, e: &Escalation<'_>) -> Result<serde_json::Value, ActuatorError> {
+/// Reads the fields an escalation sets, as they are and as it sets them.
+pub async fn prepare(sonic: &Sonic, e: &Escalation<'_>) -> Result<WatchdogChange, ActuatorError> {
     let fields: Vec<&str> = e.fields.keys().map(String::as_str).collect();
     let before = sonic.get(e.switch, TABLE, e.port, &fields).await?;
-    Ok(json!({ "before": sonic::to_json(&before), "after": sonic::to_json(&e.fields) }))
+    Ok(Change { before, after: e.fields.clone() })
 }
 
-/// Carries out an escalation read as `prior`; the outcome carries it.
-pub async fn escalate(sonic: &Sonic, e: &Escalation<'_>, prior: &serde_json::Value) -> Result<Outcome, ActuatorError> {
-    let request = sonic.set(e.switch, TABLE, e.port, &e.fields).await?;
+/// Sets what `change` says the escalation sets; the outcome records `prior`.
+pub async fn escalate(
+    sonic: &Sonic,
+    e: &Escalation<'_>,
+    change: &WatchdogChange,
+    prior: &Prior,
+) -> Result<Outcome, ActuatorError> {
+    let request = sonic.set(e.switch, TABLE, e.port, &change.after).await?;
     Ok(Outcome {
-        summary: format!("escalated the PFC watchdog of {} {} to {}", e.switch, e.port, sonic::show(&e.fields)),
+        summary: format!("escalated the PFC watchdog of {} {} to {}", e.switch, e.port, sonic::show(&change.after)),
         requests: vec![request],
         prior: Some(prior.clone()),
     })
+}
+
+/// Restores what `change` found; the outcome records the reverse change.
+pub async fn restore(sonic: &Sonic, e: &Escalation<'_>, change: WatchdogChange) -> Result<Outcome, ActuatorError> {
+    let request = sonic.set(e.switch, TABLE, e.port, &change.before).await?;
+    let summary = format!("restored the PFC watchdog of {} {} to {}", e.switch, e.port, sonic::show(&change.before));
+    Ok(Outcome { summary, requests: vec![request], prior: Some(Prior::of(&change.reversed())?) })
 }

@@ -2,6 +2,7 @@
 //! reaches what it changes.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use engine::SECOND;
 use serde::{Deserialize, Serialize};
@@ -13,7 +14,7 @@ use crate::cordon::slurm::Slurm;
 use crate::cordon::SlurmConfig;
 use crate::link::config::node_or_local;
 use crate::sonic::SonicConfig;
-use crate::ConfigError;
+use crate::ActuatorConfigError;
 
 /// The longest timeout of one scheduler call (as for `cordon`).
 const MAX_TIMEOUT: i64 = 300 * SECOND;
@@ -37,8 +38,8 @@ const MAX_TIMEOUT: i64 = 300 * SECOND;
 #[serde(deny_unknown_fields)]
 pub struct RailConfig {
     /// How long one scheduler call may take, e.g. `"10s"`; at most five minutes.
-    #[serde(default = "default_timeout")]
-    pub timeout: String,
+    #[serde(default = "default_timeout", with = "engine::config::duration")]
+    pub timeout: Duration,
     /// Switch side.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gnmi: Option<SonicConfig>,
@@ -64,21 +65,25 @@ pub struct NcclConfig {
     pub node: Option<String>,
 }
 
-fn default_timeout() -> String {
-    "10s".into()
+fn default_timeout() -> Duration {
+    Duration::from_secs(10)
 }
 
 impl RailConfig {
     /// Validates the settings and builds the actuator `name`.
-    pub fn build(&self, name: &str) -> Result<RailActuator, ConfigError> {
+    pub fn build(&self, name: &str) -> Result<RailActuator, ActuatorConfigError> {
         self.build_in(name, None)
     }
 
     /// [`Self::build`], with the inventory that names the switches of `[gnmi]`.
-    pub fn build_in(&self, name: &str, inventory: Option<&engine::Topology>) -> Result<RailActuator, ConfigError> {
-        let timeout = crate::error::bounded_duration("timeout", &self.timeout, MAX_TIMEOUT)?;
+    pub fn build_in(
+        &self,
+        name: &str,
+        inventory: Option<&engine::Topology>,
+    ) -> Result<RailActuator, ActuatorConfigError> {
+        let timeout = crate::error::bounded_duration("timeout", self.timeout, MAX_TIMEOUT)?;
         if self.gnmi.is_none() && self.nccl.is_none() && self.slurm.is_none() && self.kubernetes.is_none() {
-            return Err(ConfigError::Missing {
+            return Err(ActuatorConfigError::Missing {
                 setting: "gnmi, nccl, slurm or kubernetes".into(),
                 reason: "no step is configured: give at least one of [gnmi], [nccl], [slurm], [kubernetes]",
             });
@@ -90,15 +95,15 @@ impl RailConfig {
         }
         let slurm = self.slurm.as_ref().map(|s| Slurm::new(s, timeout));
         let kube = self.kubernetes.as_ref().map(|k| Kube::new(k, timeout)).transpose()?;
-        Ok(RailActuator { name: name.to_string(), sonic, nccl, slurm, kube })
+        Ok(RailActuator { name: name.to_string(), kinds: super::kinds(), sonic, nccl, slurm, kube })
     }
 }
 
 impl NcclConfig {
     /// The environment file and the node it is on, checked.
-    fn build(&self) -> Result<(PathBuf, String), ConfigError> {
+    fn build(&self) -> Result<(PathBuf, String), ActuatorConfigError> {
         if !self.env_file.is_absolute() || self.env_file.file_name().is_none() {
-            return Err(ConfigError::Invalid {
+            return Err(ActuatorConfigError::Invalid {
                 setting: "nccl.env_file".into(),
                 value: self.env_file.display().to_string(),
                 reason: "is not an absolute file path",

@@ -19,7 +19,7 @@ use serde_json::{json, Value};
 
 use crate::http::{HttpError, Url};
 use crate::kube::{KubeApi, KubeSettings};
-use crate::ConfigError;
+use crate::ActuatorConfigError;
 
 /// The content type of a JSON merge patch (RFC 7386).
 pub const MERGE_PATCH: &str = "application/merge-patch+json";
@@ -67,7 +67,7 @@ pub struct NodeView {
 
 impl Kube {
     /// Checks the settings.
-    pub fn new(config: &RailKubernetesConfig, timeout: Duration) -> Result<Kube, ConfigError> {
+    pub fn new(config: &RailKubernetesConfig, timeout: Duration) -> Result<Kube, ActuatorConfigError> {
         let settings = KubeSettings {
             api_server: &config.api_server,
             token: None,

@@ -33,14 +33,25 @@ pub use config::RailConfig;
 use std::path::PathBuf;
 
 use async_trait::async_trait;
-use engine::{Action, Actuator, ActuatorError, Outcome, Plan, Verification};
-use serde_json::{json, Value};
+use engine::{Action, ActionKindDecl, Actuator, ActuatorError, LimitClass, Outcome, Prior, RequestPlan, Verification};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::cordon::check_node;
 use crate::cordon::slurm::Slurm;
 use crate::sonic::{self, Fields, Sonic};
-use crate::target::{cannot, label, verb};
+use crate::target::{label, unsupported};
 use kubernetes::Kube;
+
+/// The action kinds the `rail` actuator carries out.
+pub fn kinds() -> Vec<ActionKindDecl> {
+    // A rail is the fleet's: every node's NIC on it, and the switch ports
+    // a switch restarted with its saved configuration brings back up.
+    vec![ActionKindDecl::new("rail.drain", &["node", "rail", "plane", "switch", "port", "rdma_dev"])
+        .fleet()
+        .limited_by(LimitClass::RailDrain)
+        .lost_on_switch_restart()]
+}
 
 /// The CONFIG_DB table of ports.
 pub const PORT_TABLE: &str = "PORT";
@@ -49,6 +60,7 @@ pub const PORT_TABLE: &str = "PORT";
 #[derive(Debug)]
 pub struct RailActuator {
     name: String,
+    kinds: Vec<ActionKindDecl>,
     sonic: Option<Sonic>,
     /// The file and the node it is on.
     nccl: Option<(PathBuf, String)>,
@@ -85,6 +97,54 @@ struct Drain<'a> {
     action: &'a Action,
 }
 
+/// What one step of a drain found before it ran: the drain's prior holds
+/// one per step run, in order (`{"step": "switch", "before": …}`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "step", content = "before", rename_all = "lowercase")]
+enum Found {
+    /// The port's `admin_status` (null when absent).
+    Switch(Fields),
+    /// The devices the NCCL file excluded.
+    Nccl(Vec<String>),
+    /// The node's features, and whether it had the rail's feature
+    /// (available, active).
+    Slurm(SlurmFound),
+    /// The rail's label and the node's taints.
+    Kubernetes(KubeFound),
+}
+
+/// What the Slurm step found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct SlurmFound {
+    available: Vec<String>,
+    active: Vec<String>,
+    had: [bool; 2],
+}
+
+/// What the Kubernetes step found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct KubeFound {
+    label: Option<String>,
+    taints: Vec<Value>,
+}
+
+impl Found {
+    fn step(&self) -> Step {
+        match self {
+            Found::Switch(_) => Step::Switch,
+            Found::Nccl(_) => Step::Nccl,
+            Found::Slurm(_) => Step::Slurm,
+            Found::Kubernetes(_) => Step::Kubernetes,
+        }
+    }
+}
+
+/// A drain's prior: what each step found, in the order they ran.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct DrainPrior {
+    steps: Vec<Found>,
+}
+
 /// A step ready to run: its request, what it found, and what to write.
 enum Change {
     Switch { switch: String, port: String, fields: Fields },
@@ -111,8 +171,12 @@ impl RailActuator {
         steps
     }
 
+    /// The one place an action is read: a `rail.drain`'s node, rail,
+    /// plane and incident, checked.
     fn drain<'a>(&self, action: &'a Action) -> Result<Drain<'a>, ActuatorError> {
-        verb(action, "rail", &["drain"])?;
+        if action.kind != "rail.drain" {
+            return Err(unsupported(&self.kinds, &action.kind));
+        }
         let node = label(action, "node")?;
         check_node(node).map_err(|e| ActuatorError::Invalid(format!("node name {node:?} is refused: {e}")))?;
         let rail = label(action, "rail")?;
@@ -160,7 +224,7 @@ impl RailActuator {
     }
 
     /// Reads what `step` would change; the change and what it found.
-    async fn prepare(&self, step: Step, d: &Drain<'_>) -> Result<(Change, Value), ActuatorError> {
+    async fn prepare(&self, step: Step, d: &Drain<'_>) -> Result<(Change, Found), ActuatorError> {
         match step {
             Step::Switch => {
                 let (switch, port) = self.switch_port(d)?;
@@ -169,13 +233,13 @@ impl RailActuator {
                 let before = sonic.get(switch, PORT_TABLE, port, &["admin_status"]).await?;
                 let fields: Fields = [("admin_status".to_string(), Some("down".to_string()))].into();
                 let change = Change::Switch { switch: switch.into(), port: port.into(), fields };
-                Ok((change, sonic::to_json(&before)))
+                Ok((change, Found::Switch(before)))
             }
             Step::Nccl => {
                 let dev = self.rdma_dev(d)?;
                 let path = self.nccl_file(d)?;
                 let mut file = nccl::read(path)?;
-                let before = json!(file.excluded);
+                let before = Found::Nccl(file.excluded.clone());
                 if !file.excluded.iter().any(|x| x == dev) {
                     file.excluded.push(dev.to_string());
                 }
@@ -185,43 +249,43 @@ impl RailActuator {
                 let slurm = self.slurm.as_ref().ok_or_else(|| ActuatorError::NotSupported("no [slurm]".into()))?;
                 let now = slurm::show(slurm, d.node).await?;
                 let feature = slurm::rail_feature(d.rail);
-                let had = (now.available.contains(&feature), now.active.contains(&feature));
-                let before = json!({ "available": now.available, "active": now.active, "had": [had.0, had.1] });
+                let had = [now.available.contains(&feature), now.active.contains(&feature)];
+                let before =
+                    Found::Slurm(SlurmFound { available: now.available.clone(), active: now.active.clone(), had });
                 Ok((Change::Slurm(now.drained(d.rail)), before))
             }
             Step::Kubernetes => {
                 let kube = self.kube.as_ref().ok_or_else(|| ActuatorError::NotSupported("no [kubernetes]".into()))?;
                 let view = kube.node(d.node, d.rail).await?;
-                let before = json!({ "label": view.label, "taints": view.taints });
+                let before = Found::Kubernetes(KubeFound { label: view.label.clone(), taints: view.taints.clone() });
                 Ok((Change::Kubernetes(Kube::patch(&view, d.rail, Some(&d.incident))), before))
             }
         }
     }
 
-    /// What undoing `step` would change, from the current state and what the drain found.
-    async fn prepare_undo(&self, step: Step, d: &Drain<'_>, before: &Value) -> Result<Change, ActuatorError> {
-        match step {
-            Step::Switch => {
+    /// What undoing a step would change, from the current state and what
+    /// the drain found.
+    async fn prepare_undo(&self, found: &Found, d: &Drain<'_>) -> Result<Change, ActuatorError> {
+        match found {
+            Found::Switch(before) => {
                 let (switch, port) = self.switch_port(d)?;
-                Ok(Change::Switch { switch: switch.into(), port: port.into(), fields: sonic::from_json(Some(before))? })
+                Ok(Change::Switch { switch: switch.into(), port: port.into(), fields: before.clone() })
             }
-            Step::Nccl => {
+            Found::Nccl(before) => {
                 let dev = self.rdma_dev(d)?;
                 let mut file = nccl::read(self.nccl_file(d)?)?;
                 // Excluded before the drain: someone else's, and it stays.
-                let was = before.as_array().is_some_and(|a| a.iter().any(|x| x.as_str() == Some(dev)));
-                if !was {
+                if !before.iter().any(|x| x == dev) {
                     file.excluded.retain(|x| x != dev);
                 }
                 Ok(Change::Nccl(file))
             }
-            Step::Slurm => {
+            Found::Slurm(before) => {
                 let slurm = self.slurm.as_ref().ok_or_else(|| ActuatorError::NotSupported("no [slurm]".into()))?;
                 let now = slurm::show(slurm, d.node).await?;
-                let had = |i: usize| before.pointer(&format!("/had/{i}")).and_then(Value::as_bool).unwrap_or(false);
-                Ok(Change::Slurm(now.undrained(d.rail, (had(0), had(1)))))
+                Ok(Change::Slurm(now.undrained(d.rail, (before.had[0], before.had[1]))))
             }
-            Step::Kubernetes => {
+            Found::Kubernetes(_) => {
                 let kube = self.kube.as_ref().ok_or_else(|| ActuatorError::NotSupported("no [kubernetes]".into()))?;
                 let view = kube.node(d.node, d.rail).await?;
                 Ok(Change::Kubernetes(Kube::patch(&view, d.rail, None)))
@@ -294,29 +358,17 @@ impl RailActuator {
     }
 
     /// The steps a drain's outcome recorded, with what each found, in the order they ran.
-    fn recorded(applied: &Outcome) -> Result<Vec<(Step, Value)>, ActuatorError> {
-        let steps = applied.prior.as_ref().and_then(|p| p.get("steps")).and_then(Value::as_array);
-        let steps = steps.ok_or_else(|| ActuatorError::Invalid("the applied outcome records no drain steps".into()))?;
-        steps
-            .iter()
-            .map(|s| {
-                let step = match s.get("step").and_then(Value::as_str) {
-                    Some("switch") => Step::Switch,
-                    Some("nccl") => Step::Nccl,
-                    Some("slurm") => Step::Slurm,
-                    Some("kubernetes") => Step::Kubernetes,
-                    other => return Err(ActuatorError::Invalid(format!("unknown drain step {other:?}"))),
-                };
-                Ok((step, s.get("before").cloned().unwrap_or(Value::Null)))
-            })
-            .collect()
+    fn recorded(applied: &Outcome) -> Result<Vec<Found>, ActuatorError> {
+        let prior = applied.prior.as_ref();
+        let prior = prior.ok_or_else(|| ActuatorError::Invalid("the applied outcome records no drain steps".into()))?;
+        Ok(prior.read::<DrainPrior>()?.steps)
     }
 
-    /// Undoes `done` (steps with what they found), newest first; the requests sent.
-    async fn undo_steps(&self, d: &Drain<'_>, done: &[(Step, Value)]) -> Result<Vec<String>, ActuatorError> {
+    /// Undoes `done` (what each step found), newest first; the requests sent.
+    async fn undo_steps(&self, d: &Drain<'_>, done: &[Found]) -> Result<Vec<String>, ActuatorError> {
         let mut requests = Vec::new();
-        for (step, before) in done.iter().rev() {
-            let change = self.prepare_undo(*step, d, before).await?;
+        for found in done.iter().rev() {
+            let change = self.prepare_undo(found, d).await?;
             requests.push(self.apply(d, &change).await?);
         }
         Ok(requests)
@@ -329,23 +381,23 @@ impl Actuator for RailActuator {
         &self.name
     }
 
-    fn cannot(&self, kind: &str) -> Option<String> {
-        cannot(kind, "rail", &["drain"], |_| Ok(()))
+    fn kinds(&self) -> &[ActionKindDecl] {
+        &self.kinds
     }
 
-    async fn dry_run(&self, action: &Action) -> Result<Plan, ActuatorError> {
+    async fn dry_run(&self, action: &Action) -> Result<RequestPlan, ActuatorError> {
         let d = self.drain(action)?;
         let mut requests = Vec::new();
         for step in self.steps() {
             let (change, _) = self.prepare(step, &d).await?;
             requests.push(self.describe(&d, &change)?);
         }
-        Ok(Plan { actuator: self.name.clone(), requests })
+        Ok(RequestPlan { actuator: self.name.clone(), requests })
     }
 
     async fn execute(&self, action: &Action) -> Result<Outcome, ActuatorError> {
         let d = self.drain(action)?;
-        let mut done: Vec<(Step, Value)> = Vec::new();
+        let mut done: Vec<Found> = Vec::new();
         let mut requests = Vec::new();
         for step in self.steps() {
             let result = match self.prepare(step, &d).await {
@@ -355,7 +407,7 @@ impl Actuator for RailActuator {
             match result {
                 Ok((request, before)) => {
                     requests.push(request);
-                    done.push((step, before));
+                    done.push(before);
                 }
                 Err(e) => {
                     let rolled = match self.undo_steps(&d, &done).await {
@@ -372,17 +424,13 @@ impl Actuator for RailActuator {
                 }
             }
         }
-        let steps: Vec<Value> = done.iter().map(|(s, before)| json!({ "step": s.name(), "before": before })).collect();
-        Ok(Outcome {
-            summary: format!(
-                "drained rail {} of {} ({})",
-                d.rail,
-                d.node,
-                done.iter().map(|(s, _)| s.name()).collect::<Vec<_>>().join(", ")
-            ),
-            requests,
-            prior: Some(json!({ "steps": steps })),
-        })
+        let summary = format!(
+            "drained rail {} of {} ({})",
+            d.rail,
+            d.node,
+            done.iter().map(|f| f.step().name()).collect::<Vec<_>>().join(", ")
+        );
+        Ok(Outcome { summary, requests, prior: Some(Prior::of(&DrainPrior { steps: done })?) })
     }
 
     async fn verify(&self, action: &Action, _applied: Option<&Outcome>) -> Result<Verification, ActuatorError> {
@@ -401,14 +449,14 @@ impl Actuator for RailActuator {
         Ok(Verification::Changed(format!("the drain is only partly in effect ({})", parts.join(", "))))
     }
 
-    async fn dry_run_undo(&self, action: &Action, applied: &Outcome) -> Result<Plan, ActuatorError> {
+    async fn dry_run_undo(&self, action: &Action, applied: &Outcome) -> Result<RequestPlan, ActuatorError> {
         let d = self.drain(action)?;
         let mut requests = Vec::new();
-        for (step, before) in Self::recorded(applied)?.iter().rev() {
-            let change = self.prepare_undo(*step, &d, before).await?;
+        for found in Self::recorded(applied)?.iter().rev() {
+            let change = self.prepare_undo(found, &d).await?;
             requests.push(self.describe(&d, &change)?);
         }
-        Ok(Plan { actuator: self.name.clone(), requests })
+        Ok(RequestPlan { actuator: self.name.clone(), requests })
     }
 
     async fn undo(&self, action: &Action, applied: &Outcome) -> Result<Outcome, ActuatorError> {

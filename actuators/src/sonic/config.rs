@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use engine::topology::AccessError;
 use engine::{Topology, SECOND};
@@ -10,7 +11,7 @@ use gnmi_proto::TlsConfig;
 use serde::{Deserialize, Serialize};
 
 use super::{Endpoint, Sonic};
-use crate::ConfigError;
+use crate::ActuatorConfigError;
 
 /// The longest timeout accepted for one gNMI call: a switch that needs more
 /// than a minute to answer a Set of a few fields is not healthy, and the
@@ -58,8 +59,8 @@ pub struct SonicConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<GnmiTls>,
     /// How long connecting and each call may take, e.g. `"5s"`; at most a minute.
-    #[serde(default = "default_timeout")]
-    pub timeout: String,
+    #[serde(default = "default_timeout", with = "engine::config::duration")]
+    pub timeout: Duration,
     /// With switches by address: how they address CONFIG_DB:
     /// `prefix-target` (the default: the database as the request's prefix
     /// target, classic SONiC telemetry), `sonic-db-origin` (origin
@@ -88,25 +89,29 @@ pub use engine::topology::SwitchTls as GnmiTls;
 /// `localhost`, which sonic-gnmi has required on single-ASIC switches since 2024.
 const DEFAULT_NAMESPACE: &str = "localhost";
 
-fn default_timeout() -> String {
-    "5s".into()
+fn default_timeout() -> Duration {
+    Duration::from_secs(5)
 }
 
-fn read(path: &Path, setting: &str) -> Result<Vec<u8>, ConfigError> {
-    std::fs::read(path).map_err(|source| ConfigError::Read { setting: setting.into(), path: path.into(), source })
+fn read(path: &Path, setting: &str) -> Result<Vec<u8>, ActuatorConfigError> {
+    std::fs::read(path).map_err(|source| ActuatorConfigError::Read {
+        setting: setting.into(),
+        path: path.into(),
+        source,
+    })
 }
 
 impl SonicConfig {
     /// Validates the settings, reads the files they name, and builds the
     /// client; switches by name are looked up in `inventory`.
-    pub fn build(&self, inventory: Option<&Topology>) -> Result<Sonic, ConfigError> {
-        let timeout = crate::error::bounded_duration("gnmi.timeout", &self.timeout, MAX_TIMEOUT)?;
+    pub fn build(&self, inventory: Option<&Topology>) -> Result<Sonic, ActuatorConfigError> {
+        let timeout = crate::error::bounded_duration("gnmi.timeout", self.timeout, MAX_TIMEOUT)?;
         let switches = match &self.switches {
             SwitchList::Names(names) => self.named(names, inventory)?,
             SwitchList::Addresses(addresses) => self.addressed(addresses)?,
         };
         if switches.is_empty() {
-            return Err(ConfigError::Empty {
+            return Err(ActuatorConfigError::Empty {
                 setting: "gnmi.switches".into(),
                 need: "name the switches this actuator may change",
             });
@@ -115,9 +120,13 @@ impl SonicConfig {
     }
 
     /// Switches of the inventory, each reached as it says.
-    fn named(&self, names: &[String], inventory: Option<&Topology>) -> Result<BTreeMap<String, Endpoint>, ConfigError> {
+    fn named(
+        &self,
+        names: &[String],
+        inventory: Option<&Topology>,
+    ) -> Result<BTreeMap<String, Endpoint>, ActuatorConfigError> {
         if self.credentials_file.is_some() || self.tls.is_some() || self.path_style.is_some() {
-            return Err(ConfigError::Conflict {
+            return Err(ActuatorConfigError::Conflict {
                 setting: "gnmi".into(),
                 reason: "switches named from the inventory are reached as the inventory says: set \
                          credentials_file, tls and path_style on its [[switch]] or its [gnmi], not here",
@@ -126,13 +135,13 @@ impl SonicConfig {
         let every: Vec<String>;
         let names = if names.iter().any(|n| n == "*") {
             if names.len() > 1 {
-                return Err(ConfigError::Conflict {
+                return Err(ActuatorConfigError::Conflict {
                     setting: "gnmi.switches".into(),
                     reason: "\"*\" (every switch of the inventory) stands alone",
                 });
             }
             let source = AccessError::NoInventory { name: "*".into() };
-            let inventory = inventory.ok_or(ConfigError::Switch { setting: "gnmi.switches".into(), source })?;
+            let inventory = inventory.ok_or(ActuatorConfigError::Switch { setting: "gnmi.switches".into(), source })?;
             every =
                 inventory.inventory().switch.iter().filter(|s| s.address.is_some()).map(|s| s.name.clone()).collect();
             &every[..]
@@ -142,7 +151,7 @@ impl SonicConfig {
         let mut switches = BTreeMap::new();
         for name in names {
             let access = Topology::access_in(inventory, name)
-                .map_err(|source| ConfigError::Switch { setting: "gnmi.switches".into(), source })?;
+                .map_err(|source| ActuatorConfigError::Switch { setting: "gnmi.switches".into(), source })?;
             let endpoint = Endpoint {
                 address: access.address,
                 credentials: access.credentials_file.as_deref().map(credentials).transpose()?,
@@ -156,10 +165,13 @@ impl SonicConfig {
     }
 
     /// Switches by address, all reached with this table's settings.
-    fn addressed(&self, addresses: &BTreeMap<String, String>) -> Result<BTreeMap<String, Endpoint>, ConfigError> {
+    fn addressed(
+        &self,
+        addresses: &BTreeMap<String, String>,
+    ) -> Result<BTreeMap<String, Endpoint>, ActuatorConfigError> {
         for (name, address) in addresses {
             if name.is_empty() || address.is_empty() || address.chars().any(|c| c.is_whitespace()) {
-                return Err(ConfigError::Entry {
+                return Err(ActuatorConfigError::Entry {
                     setting: "gnmi.switches".into(),
                     key: name.clone(),
                     reason: format!("= {address:?} is not a name and a host:port"),
@@ -180,19 +192,19 @@ impl SonicConfig {
 }
 
 /// The username and password in the credentials file at `path`.
-fn credentials(path: &Path) -> Result<(String, String), ConfigError> {
+fn credentials(path: &Path) -> Result<(String, String), ActuatorConfigError> {
     let c = gnmi_proto::credentials::read_file(path)
-        .map_err(|source| ConfigError::Credentials { setting: "gnmi.credentials_file".into(), source })?;
+        .map_err(|source| ActuatorConfigError::Credentials { setting: "gnmi.credentials_file".into(), source })?;
     Ok((c.username, c.password))
 }
 
 /// The client's TLS settings, its PEM files read.
-fn tls_config(tls: &GnmiTls) -> Result<TlsConfig, ConfigError> {
+fn tls_config(tls: &GnmiTls) -> Result<TlsConfig, ActuatorConfigError> {
     let identity = match (&tls.cert_file, &tls.key_file) {
         (Some(cert), Some(key)) => Some((read(cert, "gnmi.tls.cert_file")?, read(key, "gnmi.tls.key_file")?)),
         (None, None) => None,
         _ => {
-            return Err(ConfigError::Conflict {
+            return Err(ActuatorConfigError::Conflict {
                 setting: "gnmi.tls".into(),
                 reason: "cert_file and key_file go together",
             })

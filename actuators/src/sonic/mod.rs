@@ -35,7 +35,7 @@ pub use gnmi_proto::sonic::PathStyle;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use engine::{ActuatorError, Outcome, Verification};
+use engine::{ActuatorError, Verification};
 use gnmi_proto::gnmi::{Encoding, Update};
 use gnmi_proto::sonic::{self as sonic_schema, CONFIG_DB};
 use gnmi_proto::{ClientConfig, ClientError, GnmiClient, SetOps, TlsConfig};
@@ -385,42 +385,11 @@ pub fn holds(now: &Fields, wanted: &Fields) -> bool {
     wanted.iter().all(|(k, v)| now.get(k).cloned().flatten() == *v)
 }
 
-/// Fields as JSON, for an outcome's `prior` (absent fields as `null`).
-pub fn to_json(fields: &Fields) -> serde_json::Value {
-    serde_json::Value::Object(
-        fields
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone().map(serde_json::Value::String).unwrap_or(serde_json::Value::Null)))
-            .collect(),
-    )
-}
-
-/// Fields from an outcome's JSON (see [`to_json`]).
-pub fn from_json(value: Option<&serde_json::Value>) -> Result<Fields, ActuatorError> {
-    let object = value
-        .and_then(|v| v.as_object())
-        .ok_or_else(|| ActuatorError::Invalid("the applied outcome carries no prior values to restore".to_string()))?;
-    object
-        .iter()
-        .map(|(k, v)| match v {
-            serde_json::Value::String(s) => Ok((k.clone(), Some(s.clone()))),
-            serde_json::Value::Null => Ok((k.clone(), None)),
-            other => Err(ActuatorError::Invalid(format!("prior value of {k} is {other}, not a string"))),
-        })
-        .collect()
-}
-
 /// `action=drop, detection_time=200`.
 pub fn show(fields: &Fields) -> String {
     let parts: Vec<String> =
         fields.iter().map(|(k, v)| format!("{k}={}", v.as_deref().unwrap_or("(absent)"))).collect();
     parts.join(", ")
-}
-
-/// The values before and after, from an applied outcome.
-pub fn before_after(applied: &Outcome) -> Result<(Fields, Fields), ActuatorError> {
-    let prior = applied.prior.as_ref();
-    Ok((from_json(prior.and_then(|p| p.get("before")))?, from_json(prior.and_then(|p| p.get("after")))?))
 }
 
 /// Reads the fields back: in effect when they hold what was set, not in
@@ -502,9 +471,10 @@ mod tests {
     #[test]
     fn fields_round_trip_through_json_and_compare() {
         let fields: Fields = [("action".to_string(), Some("drop".to_string())), ("x".to_string(), None)].into();
-        assert_eq!(from_json(Some(&to_json(&fields))).unwrap(), fields);
+        let json = serde_json::to_value(&fields).unwrap();
+        assert_eq!(json, serde_json::json!({ "action": "drop", "x": null }), "absent fields are null in a prior");
+        assert_eq!(serde_json::from_value::<Fields>(json).unwrap(), fields);
         assert!(holds(&fields, &[("action".to_string(), Some("drop".to_string()))].into()));
         assert!(!holds(&fields, &[("action".to_string(), Some("alert".to_string()))].into()));
-        assert!(from_json(None).is_err());
     }
 }

@@ -1,14 +1,15 @@
 //! The settings of a `webhook` actuator.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
-use engine::time::parse_duration;
 use engine::SECOND;
 use serde::{Deserialize, Serialize};
 
 use super::WebhookActuator;
+use crate::declare::{declarations, KindSettings, Like};
 use crate::http::Url;
-use crate::ConfigError;
+use crate::ActuatorConfigError;
 
 /// The longest timeout accepted: a notification that takes more than a
 /// minute to deliver holds a dispatch slot for nothing.
@@ -33,14 +34,14 @@ pub struct WebhookConfig {
     /// appended); for `json`, the URL that receives the POST.
     pub url: String,
     /// How long one request may take, e.g. `"5s"`; at most a minute.
-    #[serde(default = "default_timeout")]
-    pub timeout: String,
+    #[serde(default = "default_timeout", with = "engine::config::duration")]
+    pub timeout: Duration,
     /// For `alertmanager`: how long an alert stays firing if it is never
     /// resolved (its `endsAt`). Alertmanager expects alerts to be re-sent;
     /// rocemend sends one per action, so it sets an end far enough out that
     /// the alert outlives the incident, and resolves it by undo.
-    #[serde(default = "default_lifetime")]
-    pub alert_lifetime: String,
+    #[serde(default = "default_lifetime", with = "engine::config::duration")]
+    pub alert_lifetime: Duration,
     /// For `alertmanager`: the alerts' `generatorURL`, a link back to where
     /// they came from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -48,6 +49,14 @@ pub struct WebhookConfig {
     /// Extra request headers, e.g. `{ Authorization = "Bearer …" }`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub headers: BTreeMap<String, String>,
+    /// The actuator types whose kinds it counts as they declare them (see
+    /// [`crate::declare`]).
+    #[serde(default, skip_serializing_if = "Like::is_empty")]
+    pub like: Like,
+    /// How the safety policy counts each kind it reports, by kind (see
+    /// [`crate::declare`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub kinds: BTreeMap<String, KindSettings>,
 }
 
 /// The payloads a webhook can send.
@@ -60,17 +69,12 @@ pub enum Format {
     Json,
 }
 
-fn default_timeout() -> String {
-    "5s".into()
+fn default_timeout() -> Duration {
+    Duration::from_secs(5)
 }
 
-fn default_lifetime() -> String {
-    "24h".into()
-}
-
-/// Parses the duration `setting`.
-fn duration(setting: &str, text: &str) -> Result<engine::Nanos, ConfigError> {
-    parse_duration(text).map_err(|source| ConfigError::Duration { setting: setting.into(), source })
+fn default_lifetime() -> Duration {
+    Duration::from_secs(24 * 3600)
 }
 
 impl WebhookConfig {
@@ -83,47 +87,57 @@ impl WebhookConfig {
             alert_lifetime: default_lifetime(),
             generator_url: None,
             headers: BTreeMap::new(),
+            like: Like::default(),
+            kinds: BTreeMap::new(),
         }
     }
 
+    /// The kinds it declares: it reports any, and undoes (resolves or
+    /// reports the undo of) what it reported.
+    pub fn declarations(&self) -> Result<Vec<engine::ActionKindDecl>, ActuatorConfigError> {
+        declarations(&self.like, &self.kinds, true)
+    }
+
     /// Validates the settings and builds the actuator `name`.
-    pub fn build(&self, name: &str) -> Result<WebhookActuator, ConfigError> {
-        let url = Url::parse(&self.url).map_err(|source| ConfigError::Url { setting: "url".into(), source })?;
+    pub fn build(&self, name: &str) -> Result<WebhookActuator, ActuatorConfigError> {
+        let url = Url::parse(&self.url).map_err(|source| ActuatorConfigError::Url { setting: "url".into(), source })?;
         if url.https {
-            return Err(ConfigError::Invalid {
+            return Err(ActuatorConfigError::Invalid {
                 setting: "url".into(),
                 value: self.url.clone(),
                 reason: "is refused: https is not supported by this actuator yet; use http or a local proxy",
             });
         }
-        let timeout = crate::error::bounded_duration("timeout", &self.timeout, MAX_TIMEOUT)?;
-        let lifetime = duration("alert_lifetime", &self.alert_lifetime)?;
+        let timeout = crate::error::bounded_duration("timeout", self.timeout, MAX_TIMEOUT)?;
+        let lifetime = engine::config::duration::nanos(self.alert_lifetime);
         if lifetime <= 0 {
-            return Err(ConfigError::OutOfRange {
+            return Err(ActuatorConfigError::OutOfRange {
                 setting: "alert_lifetime".into(),
-                value: self.alert_lifetime.clone(),
+                value: engine::config::duration::show(self.alert_lifetime),
                 expected: "above 0".into(),
             });
         }
         for (key, value) in &self.headers {
             let bad_name = key.is_empty() || !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
             if bad_name || value.chars().any(|c| c.is_control()) {
-                return Err(ConfigError::Entry {
+                return Err(ActuatorConfigError::Entry {
                     setting: "headers".into(),
                     key: key.clone(),
                     reason: "is not a header name, or its value holds a control character".into(),
                 });
             }
         }
-        Ok(WebhookActuator::new(
-            name,
-            self.format,
+        Ok(WebhookActuator {
+            name: name.to_string(),
+            kinds: self.declarations()?,
+            format: self.format,
             url,
             timeout,
             lifetime,
-            self.generator_url.clone(),
-            self.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-        ))
+            generator_url: self.generator_url.clone(),
+            headers: self.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            clock: std::sync::Arc::new(engine::time::wall_clock_now),
+        })
     }
 }
 
@@ -135,7 +149,7 @@ mod tests {
     fn the_example_round_trips_and_bad_settings_are_refused() {
         let text = "format = \"alertmanager\"\nurl = \"http://am:9093\"\ngenerator_url = \"https://r.example/d\"\n";
         let config: WebhookConfig = toml::from_str(text).unwrap();
-        assert_eq!(config.timeout, "5s");
+        assert_eq!(config.timeout, Duration::from_secs(5));
         assert_eq!(toml::from_str::<WebhookConfig>(&toml::to_string(&config).unwrap()).unwrap(), config);
         assert!(config.build("x").is_ok());
         for (text, expected) in [

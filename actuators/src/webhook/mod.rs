@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use engine::time::Nanos;
-use engine::{Action, Actuator, ActuatorError, Outcome, Plan, Verification};
+use engine::{Action, ActionKindDecl, Actuator, ActuatorError, Outcome, RequestPlan, Verification};
 use serde_json::{json, Map, Value};
 
 use crate::http::{rfc3339, Client, HttpError, Request, Response, Url, MAX_RESPONSE};
@@ -40,6 +40,7 @@ pub type Clock = Arc<dyn Fn() -> Nanos + Send + Sync>;
 /// Posts notifications, built from a [`WebhookConfig`].
 pub struct WebhookActuator {
     name: String,
+    kinds: Vec<ActionKindDecl>,
     format: Format,
     url: Url,
     timeout: Duration,
@@ -70,27 +71,6 @@ enum Event {
 }
 
 impl WebhookActuator {
-    fn new(
-        name: &str,
-        format: Format,
-        url: Url,
-        timeout: Duration,
-        lifetime: Nanos,
-        generator_url: Option<String>,
-        headers: Vec<(String, String)>,
-    ) -> WebhookActuator {
-        WebhookActuator {
-            name: name.to_string(),
-            format,
-            url,
-            timeout,
-            lifetime,
-            generator_url,
-            headers,
-            clock: Arc::new(engine::time::wall_clock_now),
-        }
-    }
-
     /// The same actuator reading time from `clock`.
     pub fn with_clock(mut self, clock: Clock) -> WebhookActuator {
         self.clock = clock;
@@ -207,9 +187,13 @@ impl Actuator for WebhookActuator {
         &self.name
     }
 
-    async fn dry_run(&self, action: &Action) -> Result<Plan, ActuatorError> {
+    fn kinds(&self) -> &[ActionKindDecl] {
+        &self.kinds
+    }
+
+    async fn dry_run(&self, action: &Action) -> Result<RequestPlan, ActuatorError> {
         let (url, body) = self.plan(action, Event::Execute);
-        Ok(Plan { actuator: self.name.clone(), requests: vec![Self::describe(&url, &body)] })
+        Ok(RequestPlan { actuator: self.name.clone(), requests: vec![Self::describe(&url, &body)] })
     }
 
     async fn execute(&self, action: &Action) -> Result<Outcome, ActuatorError> {
@@ -232,9 +216,9 @@ impl Actuator for WebhookActuator {
         Ok(if active { Verification::InEffect } else { Verification::NotInEffect })
     }
 
-    async fn dry_run_undo(&self, action: &Action, _applied: &Outcome) -> Result<Plan, ActuatorError> {
+    async fn dry_run_undo(&self, action: &Action, _applied: &Outcome) -> Result<RequestPlan, ActuatorError> {
         let (url, body) = self.plan(action, Event::Undo);
-        Ok(Plan { actuator: self.name.clone(), requests: vec![Self::describe(&url, &body)] })
+        Ok(RequestPlan { actuator: self.name.clone(), requests: vec![Self::describe(&url, &body)] })
     }
 
     async fn undo(&self, action: &Action, _applied: &Outcome) -> Result<Outcome, ActuatorError> {
@@ -260,7 +244,7 @@ mod tests {
 
     fn fixed(format: Format) -> WebhookActuator {
         let mut config = WebhookConfig::new(format, "http://am:9093");
-        config.alert_lifetime = "1h".into();
+        config.alert_lifetime = Duration::from_secs(3600);
         config.build("notify").unwrap().with_clock(Arc::new(|| 1_796_230_105_123_000_000))
     }
 

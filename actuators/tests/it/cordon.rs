@@ -52,7 +52,10 @@ async fn a_real_slurm_node_is_drained_with_our_reason_and_resumed_only_while_it_
 
     let applied = slurm.execute(&action).await.unwrap();
     assert_eq!(applied.requests, plan.requests, "dry_run and execute differ");
-    assert_eq!(applied.prior, Some(serde_json::json!({ "state": "IDLE", "reason": "" })));
+    assert_eq!(
+        applied.prior.as_ref().map(|p| p.as_json().clone()),
+        Some(serde_json::json!({ "state": "IDLE", "reason": "" }))
+    );
     let node = parse_show_node(&cluster.show().unwrap()).unwrap();
     assert!(node.drained(), "{node:?}");
     assert_eq!(node.reason, "rocemend: xid inc-42");
@@ -100,7 +103,7 @@ async fn an_unreachable_slurm_controller_fails_with_scontrols_message() {
     .unwrap();
     let mut config = CordonConfig::slurm();
     config.slurm.slurm_conf = Some(conf);
-    config.timeout = "20s".into();
+    config.timeout = std::time::Duration::from_secs(20);
     let err = config.build("slurm").unwrap().verify(&cordon("n1", "inc-1"), None).await.unwrap_err();
     assert!(
         matches!(&err, ActuatorError::Failed(m) if m.starts_with("/usr/bin/scontrol show node n1 exited with")),
@@ -108,11 +111,12 @@ async fn an_unreachable_slurm_controller_fails_with_scontrols_message() {
     );
 }
 
-#[tokio::test]
-async fn kubernetes_cordon_patches_evicts_verifies_and_undoes_only_its_own() {
+/// What the API server is asked, in order, and answers, for a cordon of
+/// `gpu-07` with `drain = true` (two pods evicted, one by a DaemonSet left
+/// alone, one blocked by a disruption budget), its verify, its undo, and a
+/// verify and an undo after someone cordoned the node by hand.
+fn kubernetes_script() -> Vec<common::kube::Exchange> {
     use serde_json::json;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
     let node = "/api/v1/nodes/gpu-07";
     let ours = json!({ "spec": { "unschedulable": true, "taints": [
         { "key": "other", "effect": "NoExecute" },
@@ -129,7 +133,7 @@ async fn kubernetes_cordon_patches_evicts_verifies_and_undoes_only_its_own() {
     let eviction = |name: &str| json!({ "apiVersion": "policy/v1", "kind": "Eviction", "metadata": { "name": name, "namespace": "train" } });
     let pod = |ns: &str, name: &str, owner: &str| json!({ "metadata": { "name": name, "namespace": ns, "ownerReferences": [{ "kind": owner, "name": "x" }] } });
     let strategic = "application/strategic-merge-patch+json";
-    let script = vec![
+    vec![
         exchange("GET", node, 200, json!({ "metadata": { "name": "gpu-07" }, "spec": {} })),
         with_body(exchange("PATCH", node, 200, json!({})), strategic, cordon_patch),
         exchange(
@@ -159,7 +163,16 @@ async fn kubernetes_cordon_patches_evicts_verifies_and_undoes_only_its_own() {
         with_body(exchange("PATCH", node, 200, json!({})), strategic, undo_patch),
         exchange("GET", node, 200, by_hand.clone()),
         exchange("GET", node, 200, by_hand),
-    ];
+    ]
+}
+
+#[tokio::test]
+async fn kubernetes_cordon_patches_evicts_verifies_and_undoes_only_its_own() {
+    use serde_json::json;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let node = "/api/v1/nodes/gpu-07";
+    let script = kubernetes_script();
     let server = tokio::spawn(fake_api_server(listener, script));
 
     let dir = tempfile::tempdir().unwrap();
@@ -193,7 +206,10 @@ async fn kubernetes_cordon_patches_evicts_verifies_and_undoes_only_its_own() {
         applied.summary
     );
     assert!(applied.summary.ends_with("left alone: 1"), "{}", applied.summary);
-    assert_eq!(applied.prior, Some(json!({ "unschedulable": false, "taint": null })));
+    assert_eq!(
+        applied.prior.as_ref().map(|p| p.as_json().clone()),
+        Some(json!({ "unschedulable": false, "taint": null }))
+    );
     assert_eq!(kube.verify(&action, Some(&applied)).await.unwrap(), Verification::InEffect);
 
     let undo_plan = kube.dry_run_undo(&action, &applied).await.unwrap();

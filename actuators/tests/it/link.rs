@@ -43,7 +43,7 @@ fn a_veth_in_a_namespace_is_taken_down_verified_and_brought_back_up() {
     assert_eq!(plan.requests, [format!("rtnetlink RTM_SETLINK {} down", ns.veth)]);
     assert_eq!(applied.requests, plan.requests, "dry_run and execute differ");
     let prior = serde_json::json!({ "before": { "admin": "up" }, "after": { "admin": "down" }, "oper": "up" });
-    assert_eq!(applied.prior, Some(prior));
+    assert_eq!(applied.prior.as_ref().map(|p| p.as_json().clone()), Some(prior));
     assert_eq!(in_effect, Verification::InEffect);
     let shown = ns.show();
     assert!(!shown.contains(",UP") && shown.contains("state DOWN"), "{shown}");

@@ -126,11 +126,21 @@ fn bindings(model: &Model) -> BTreeMap<String, String> {
     queues.into_iter().filter_map(|(key, entry)| Some((key, entry.get("wred_profile")?.clone()))).collect()
 }
 
+/// Every queue is bound to AZURE_LOSSLESS, the only WRED profile (`why`).
+fn only_the_shared_profile(model: &Model, why: &str) {
+    assert!(bindings(model).values().all(|p| p == "AZURE_LOSSLESS"), "{why}");
+    assert_eq!(model.read().config["WRED_PROFILE"].len(), 1, "{why}");
+}
+
 fn green(model: &Model, profile: &str) -> (String, String) {
     let entry = model.config_entry("WRED_PROFILE", profile).unwrap_or_default();
     let get = |f: &str| entry.get(f).cloned().unwrap_or_default();
     (get("green_min_threshold"), get("green_max_threshold"))
 }
+
+/// The copy and the queue binding of `Ethernet12` queue 3, as gNMI paths.
+const COPY: &str = "CONFIG_DB@/WRED_PROFILE/ROCEMEND_Ethernet12_3";
+const QUEUE: &str = "CONFIG_DB@/QUEUE/Ethernet12|3";
 
 #[tokio::test]
 async fn ecn_lowers_one_queue_through_its_own_copy_and_undo_rebinds_the_original() {
@@ -145,18 +155,17 @@ async fn ecn_lowers_one_queue_through_its_own_copy_and_undo_rebinds_the_original
         action("ecn.lower", &[("switch", "leaf-rail1"), ("port", "Ethernet12"), ("queue", "3")], &[("factor", "0.5")]);
 
     let applied = round_trip(&ecn, &lower).await;
-    let (copy, queue) = ("CONFIG_DB@/WRED_PROFILE/ROCEMEND_Ethernet12_3", "CONFIG_DB@/QUEUE/Ethernet12|3");
     assert_eq!(
         applied.requests,
         [format!(
-            "gNMI Set to leaf-rail1 ({}): update {copy}/ecn = \"ecn_all\", update {copy}/green_drop_probability = \"5\", \
-             update {copy}/green_max_threshold = \"1048576\", update {copy}/green_min_threshold = \"524288\", \
-             update {copy}/wred_green_enable = \"true\", update {queue}/wred_profile = \"ROCEMEND_Ethernet12_3\"",
+            "gNMI Set to leaf-rail1 ({}): update {COPY}/ecn = \"ecn_all\", update {COPY}/green_drop_probability = \"5\", \
+             update {COPY}/green_max_threshold = \"1048576\", update {COPY}/green_min_threshold = \"524288\", \
+             update {COPY}/wred_green_enable = \"true\", update {QUEUE}/wred_profile = \"ROCEMEND_Ethernet12_3\"",
             sw.addr
         )],
         "one Set: the copy, then the binding"
     );
-    let prior = applied.prior.as_ref().unwrap();
+    let prior = applied.prior.as_ref().unwrap().as_json();
     assert_eq!(
         (prior["before"]["wred_profile"].as_str(), prior["copy_existed"].as_bool()),
         (Some("AZURE_LOSSLESS"), Some(false))
@@ -165,78 +174,94 @@ async fn ecn_lowers_one_queue_through_its_own_copy_and_undo_rebinds_the_original
     assert_eq!(bindings(&sw.model), shared);
     assert_eq!(sw.model.config_entry("WRED_PROFILE", "ROCEMEND_Ethernet12_3"), None, "undo deletes the copy");
 
-    // Applied again and read on the switch: only that queue changed.
     let applied = ecn.execute(&lower).await.unwrap();
-    let now = bindings(&sw.model);
-    for (key, profile) in &now {
+    only_ethernet12_queue3_changed(&sw.model, &azure);
+    lowered_again_to_the_floor_and_undone_newest_first(&sw, &ecn, &lower, &applied, &shared).await;
+    a_rebinding_by_hand_is_theirs(&sw.model, &ecn, &lower).await;
+    sw.stop().await.unwrap();
+}
+
+/// Read on the switch after one lowering of `Ethernet12` queue 3: only
+/// that queue changed.
+fn only_ethernet12_queue3_changed(model: &Model, azure: &BTreeMap<String, String>) {
+    for (key, profile) in &bindings(model) {
         let want = if key == "Ethernet12|3" { "ROCEMEND_Ethernet12_3" } else { "AZURE_LOSSLESS" };
         assert_eq!(profile, want, "{key}");
     }
     assert_eq!(
-        sw.model.config_entry("WRED_PROFILE", "AZURE_LOSSLESS").unwrap(),
-        azure,
+        model.config_entry("WRED_PROFILE", "AZURE_LOSSLESS").unwrap(),
+        *azure,
         "the shared profile is untouched"
     );
     let mut copy_entry = azure.clone();
     copy_entry.insert("green_min_threshold".into(), "524288".into());
     copy_entry.insert("green_max_threshold".into(), "1048576".into());
-    assert_eq!(sw.model.config_entry("WRED_PROFILE", "ROCEMEND_Ethernet12_3").unwrap(), copy_entry);
+    assert_eq!(model.config_entry("WRED_PROFILE", "ROCEMEND_Ethernet12_3").unwrap(), copy_entry);
     // What the fabric's physics reads: only Ethernet12 queue 3 marks earlier.
-    {
-        let state = sw.model.read();
-        let kmin = |port: &str, queue: usize| sim::switch::config::queue_green_min(&state.config, port, queue);
-        assert_eq!(kmin("Ethernet12", 3), Some(524288.0));
-        assert_eq!(kmin("Ethernet12", 4), Some(1048576.0));
-        assert_eq!(kmin("Ethernet8", 3), Some(1048576.0));
-    }
+    let state = model.read();
+    let kmin = |port: &str, queue: usize| sim::switch::config::queue_green_min(&state.config, port, queue);
+    assert_eq!(kmin("Ethernet12", 3), Some(524288.0));
+    assert_eq!(kmin("Ethernet12", 4), Some(1048576.0));
+    assert_eq!(kmin("Ethernet8", 3), Some(1048576.0));
+}
 
-    // A second lowering of the same queue lowers its copy again, and only that.
-    let second = ecn.execute(&lower).await.unwrap();
+/// A second lowering of the same queue (`applied` the first) lowers its
+/// copy again, and only that, down to the floor; undone newest first, the
+/// queue is bound to the `shared` profile again and the copy deleted.
+async fn lowered_again_to_the_floor_and_undone_newest_first(
+    sw: &RunningSwitch,
+    ecn: &actuators::EcnActuator,
+    lower: &Action,
+    applied: &engine::Outcome,
+    shared: &BTreeMap<String, String>,
+) {
+    let second = ecn.execute(lower).await.unwrap();
     assert_eq!(
         second.requests,
         [format!(
-            "gNMI Set to leaf-rail1 ({}): update {copy}/green_max_threshold = \"524288\", \
-             update {copy}/green_min_threshold = \"262144\"",
+            "gNMI Set to leaf-rail1 ({}): update {COPY}/green_max_threshold = \"524288\", \
+             update {COPY}/green_min_threshold = \"262144\"",
             sw.addr
         )]
     );
     assert_eq!(green(&sw.model, "ROCEMEND_Ethernet12_3"), ("262144".into(), "524288".into()));
-    assert_eq!(ecn.verify(&lower, Some(&second)).await.unwrap(), Verification::InEffect);
+    assert_eq!(ecn.verify(lower, Some(&second)).await.unwrap(), Verification::InEffect);
     // The first lowering is no longer as it left it: not ours to undo.
-    assert!(matches!(ecn.verify(&lower, Some(&applied)).await.unwrap(), Verification::Changed(_)));
-    let third = ecn.execute(&lower).await.unwrap();
+    assert!(matches!(ecn.verify(lower, Some(applied)).await.unwrap(), Verification::Changed(_)));
+    let third = ecn.execute(lower).await.unwrap();
     assert_eq!(green(&sw.model, "ROCEMEND_Ethernet12_3"), ("262144".into(), "262144".into()));
-    let err = ecn.execute(&lower).await.unwrap_err();
+    let err = ecn.execute(lower).await.unwrap_err();
     assert!(matches!(&err, ActuatorError::Invalid(m) if m.contains("already at the floor")), "{err:?}");
     // Undone newest first: the copy's thresholds, then the binding and the copy.
-    let undone = ecn.undo(&lower, &third).await.unwrap();
-    assert_eq!(undone.requests, ecn.dry_run_undo(&lower, &third).await.unwrap().requests);
-    ecn.undo(&lower, &second).await.unwrap();
-    assert_eq!(ecn.verify(&lower, Some(&applied)).await.unwrap(), Verification::InEffect);
-    let undone = ecn.undo(&lower, &applied).await.unwrap();
+    let undone = ecn.undo(lower, &third).await.unwrap();
+    assert_eq!(undone.requests, ecn.dry_run_undo(lower, &third).await.unwrap().requests);
+    ecn.undo(lower, &second).await.unwrap();
+    assert_eq!(ecn.verify(lower, Some(applied)).await.unwrap(), Verification::InEffect);
+    let undone = ecn.undo(lower, applied).await.unwrap();
     assert_eq!(
         undone.requests,
         [format!(
-            "gNMI Set to leaf-rail1 ({}): delete {copy}, update {queue}/wred_profile = \"AZURE_LOSSLESS\"",
+            "gNMI Set to leaf-rail1 ({}): delete {COPY}, update {QUEUE}/wred_profile = \"AZURE_LOSSLESS\"",
             sw.addr
         )]
     );
-    assert_eq!(bindings(&sw.model), shared);
+    assert_eq!(bindings(&sw.model), *shared);
     assert_eq!(sw.model.config_entry("WRED_PROFILE", "ROCEMEND_Ethernet12_3"), None);
-    assert_eq!(ecn.verify(&lower, Some(&applied)).await.unwrap(), Verification::NotInEffect);
+    assert_eq!(ecn.verify(lower, Some(applied)).await.unwrap(), Verification::NotInEffect);
+}
 
-    // Someone re-binds the queue by hand while it is lowered: theirs, not undone.
-    let applied = ecn.execute(&lower).await.unwrap();
-    sw.model.write(|s| {
+/// Someone re-binds the queue by hand while it is lowered: theirs, not undone.
+async fn a_rebinding_by_hand_is_theirs(model: &Model, ecn: &actuators::EcnActuator, lower: &Action) {
+    let applied = ecn.execute(lower).await.unwrap();
+    model.write(|s| {
         let entry = s.config.get_mut("QUEUE").unwrap().get_mut("Ethernet12|3").unwrap();
         entry.insert("wred_profile".into(), "AZURE_LOSSLESS".into());
     });
-    let found = ecn.verify(&lower, Some(&applied)).await.unwrap();
+    let found = ecn.verify(lower, Some(&applied)).await.unwrap();
     assert!(
         matches!(&found, Verification::Changed(m) if m.contains("bound to AZURE_LOSSLESS") && m.contains("ROCEMEND_Ethernet12_3 holds")),
         "{found:?}"
     );
-    sw.stop().await.unwrap();
 }
 
 #[tokio::test]
@@ -286,8 +311,7 @@ async fn ecn_refuses_a_queue_without_a_profile_and_a_queue_scope_profile_paramet
     let missing = action("ecn.lower", &[("switch", "leaf-rail1"), ("port", "Ethernet400")], &[]);
     let err = ecn.execute(&missing).await.unwrap_err();
     assert!(matches!(&err, ActuatorError::Invalid(_)), "{err:?}");
-    assert!(bindings(&sw.model).values().all(|p| p == "AZURE_LOSSLESS"));
-    assert_eq!(sw.model.read().config["WRED_PROFILE"].len(), 1, "no copy was made");
+    only_the_shared_profile(&sw.model, "no copy was made");
     sw.stop().await.unwrap();
 }
 
@@ -347,11 +371,11 @@ async fn ecn_profile_scope_lowers_the_shared_profile_for_every_queue_and_undo_re
 fn ecn_dispatcher(ecn: Arc<dyn Actuator>) -> Dispatcher {
     let policy = PolicySettings::new(
         &Limits::default(),
-        &BreakerConfig { trip_after: 5, window: "10m".into() },
+        &BreakerConfig { trip_after: 5, window: std::time::Duration::from_secs(600) },
         &TargetLimits::default(),
         &[],
         &UndoConfig { on_resolve: vec!["ecn.lower".into()] },
-        &RetryConfig { attempts: 1, backoff: "10ms".into() },
+        &RetryConfig { attempts: 1, backoff: std::time::Duration::from_millis(10) },
     )
     .unwrap();
     Dispatcher::new(
@@ -398,8 +422,7 @@ async fn four_congested_ports_each_get_their_own_copy_and_the_shared_profile_is_
             "{port}: {undone:?}"
         );
     }
-    assert!(bindings(&sw.model).values().all(|p| p == "AZURE_LOSSLESS"));
-    assert_eq!(sw.model.read().config["WRED_PROFILE"].len(), 1, "only AZURE_LOSSLESS is left");
+    only_the_shared_profile(&sw.model, "only AZURE_LOSSLESS is left");
     sw.stop().await.unwrap();
 }
 
@@ -519,11 +542,11 @@ async fn an_unreachable_switch_fails_with_the_reason_is_retried_and_nothing_is_a
 
     let policy = PolicySettings::new(
         &Limits::default(),
-        &BreakerConfig { trip_after: 5, window: "10m".into() },
+        &BreakerConfig { trip_after: 5, window: std::time::Duration::from_secs(600) },
         &TargetLimits::default(),
         &[],
         &UndoConfig::default(),
-        &RetryConfig { attempts: 3, backoff: "10ms".into() },
+        &RetryConfig { attempts: 3, backoff: std::time::Duration::from_millis(10) },
     )
     .unwrap();
     let mut dispatcher = Dispatcher::new(

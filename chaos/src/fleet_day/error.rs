@@ -20,6 +20,10 @@ pub enum FleetDayError {
     /// A playbook the game names does not load.
     #[error(transparent)]
     Playbook(#[from] Errors<TomlError>),
+    /// An actuator of a playbook the game names does not say how it counts
+    /// the action kinds it carries out.
+    #[error(transparent)]
+    Actuators(#[from] Errors<actuators::registry::PlaybookError>),
     /// A part the game needs is not on this machine (etcd, etcdctl): the
     /// game is skipped, with this reason.
     #[error("{0}")]

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use engine::coordination::Scope;
+use engine::contracts::Scope;
 use engine::playbook::Playbook;
 use engine::policy::kind_matches;
 use engine::{Nanos, Topology};
@@ -76,7 +76,8 @@ pub struct FleetPlan {
 
 impl FleetPlan {
     /// Whether an action of `kind` by a daemon of `role` takes a fleet
-    /// token: its playbook's scope, else the kind's default, and a budget
+    /// token: its scope as its playbook sets it or its actuator declares it,
+    /// and a budget
     /// of the game counting it (a fleet-scoped kind no budget counts is
     /// granted without a token).
     pub fn takes_token(&self, role: Role, kind: &str) -> bool {
@@ -84,11 +85,8 @@ impl FleetPlan {
             Role::Node => &self.scopes.0,
             Role::Aggregator => &self.scopes.1,
         };
-        let scope = scopes
-            .iter()
-            .find(|(pattern, _)| kind_matches(pattern, kind))
-            .map(|(_, s)| *s)
-            .unwrap_or_else(|| Scope::default_for(kind));
+        let scope =
+            scopes.iter().find(|(pattern, _)| kind_matches(pattern, kind)).map(|(_, s)| *s).unwrap_or(Scope::Local);
         scope == Scope::Fleet && self.fleet.budgets.iter().any(|b| b.config.kinds.iter().any(|k| kind_matches(k, kind)))
     }
 }
@@ -243,7 +241,7 @@ pub fn parse(text: &str, path: &Path) -> Result<FleetPlan, FleetDayError> {
     let aggregator = aggregator(&ctx, &spec.aggregator)?;
     let (node_book, aggregator_book) = (Playbook::load(&node_playbook)?, Playbook::load(&aggregator.playbook)?);
     let trip_after = (node_book.breaker.trip_after, aggregator_book.breaker.trip_after);
-    let scopes = (node_book.scopes(), aggregator_book.scopes());
+    let scopes = (actuators::registry::scopes(&node_book)?, actuators::registry::scopes(&aggregator_book)?);
     let rules = spec.rules.as_ref().map(|r| absolute(&ctx, r, "rules")).transpose()?;
     let fleet_size = topology.node_count() as u32;
     let faults = faults(&ctx, &spec.fault, &topology)?;

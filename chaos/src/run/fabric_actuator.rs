@@ -13,7 +13,7 @@
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use engine::{Action, Actuator, ActuatorError, Outcome, Plan, Verification};
+use engine::{Action, ActionKindDecl, Actuator, ActuatorError, Outcome, Prior, RequestPlan, Verification};
 use serde_json::json;
 use sim::fabric::Fabric;
 
@@ -28,13 +28,15 @@ pub fn lock(fabric: &SharedFabric) -> std::sync::MutexGuard<'_, Fabric> {
 /// Acts on the simulated fabric.
 pub struct FabricActuator {
     name: String,
+    kinds: Vec<ActionKindDecl>,
     fabric: SharedFabric,
 }
 
 impl FabricActuator {
-    /// The actuator `name` (as the playbook calls it) on `fabric`.
-    pub fn new(name: &str, fabric: SharedFabric) -> FabricActuator {
-        FabricActuator { name: name.to_string(), fabric }
+    /// The actuator `name` (as the playbook calls it) on `fabric`,
+    /// declaring the `kinds` of the actuator it stands in for.
+    pub fn new(name: &str, kinds: Vec<ActionKindDecl>, fabric: SharedFabric) -> FabricActuator {
+        FabricActuator { name: name.to_string(), kinds, fabric }
     }
 }
 
@@ -164,16 +166,24 @@ impl Actuator for FabricActuator {
         &self.name
     }
 
-    async fn dry_run(&self, action: &Action) -> Result<Plan, ActuatorError> {
+    fn kinds(&self) -> &[ActionKindDecl] {
+        &self.kinds
+    }
+
+    async fn dry_run(&self, action: &Action) -> Result<RequestPlan, ActuatorError> {
         let (change, _) = self.plan(action)?;
-        Ok(Plan { actuator: self.name.clone(), requests: change.requests() })
+        Ok(RequestPlan { actuator: self.name.clone(), requests: change.requests() })
     }
 
     async fn execute(&self, action: &Action) -> Result<Outcome, ActuatorError> {
         let (change, prior) = self.plan(action)?;
         self.apply(&change)?;
         let requests = change.requests();
-        Ok(Outcome { summary: format!("{action} on the simulated fabric"), requests, prior: Some(prior) })
+        Ok(Outcome {
+            summary: format!("{action} on the simulated fabric"),
+            requests,
+            prior: Some(Prior::from_json(prior)),
+        })
     }
 
     async fn verify(&self, action: &Action, _applied: Option<&Outcome>) -> Result<Verification, ActuatorError> {
@@ -181,13 +191,13 @@ impl Actuator for FabricActuator {
         Ok(if self.in_effect(&change) { Verification::InEffect } else { Verification::NotInEffect })
     }
 
-    async fn dry_run_undo(&self, action: &Action, applied: &Outcome) -> Result<Plan, ActuatorError> {
-        let prior = applied.prior.clone().unwrap_or_default();
-        Ok(Plan { actuator: self.name.clone(), requests: self.restore(action, &prior)?.requests() })
+    async fn dry_run_undo(&self, action: &Action, applied: &Outcome) -> Result<RequestPlan, ActuatorError> {
+        let prior = applied.prior.as_ref().map(|p| p.as_json().clone()).unwrap_or_default();
+        Ok(RequestPlan { actuator: self.name.clone(), requests: self.restore(action, &prior)?.requests() })
     }
 
     async fn undo(&self, action: &Action, applied: &Outcome) -> Result<Outcome, ActuatorError> {
-        let prior = applied.prior.clone().unwrap_or_default();
+        let prior = applied.prior.as_ref().map(|p| p.as_json().clone()).unwrap_or_default();
         let change = self.restore(action, &prior)?;
         self.apply(&change)?;
         Ok(Outcome {

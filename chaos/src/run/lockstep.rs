@@ -72,7 +72,8 @@ fn dispatcher(
         if speaks_gnmi(entry) {
             actuators::registry::build_entry(entry, Some(&served))
         } else {
-            Ok(Arc::new(FabricActuator::new(&entry.name, fabric.clone())) as Arc<dyn engine::Actuator>)
+            let kinds = actuators::registry::declarations(entry)?;
+            Ok(Arc::new(FabricActuator::new(&entry.name, kinds, fabric.clone())) as Arc<dyn engine::Actuator>)
         }
     };
     Ok(actuators::registry::dispatcher_with(&playbook, Some(served.clone()), Some(ledger), &mut build)?)
@@ -142,7 +143,7 @@ impl<'a> Run<'a> {
         let fabric: SharedFabric = Arc::new(Mutex::new(fabric));
 
         let helpers = Helpers::new(Some(series.clone()), Some(plan.topology.clone()));
-        let rules = rule::load_sources(setup.rules, helpers)?.without_disabled(setup.playbook);
+        let rules = rule::load_sources(setup.rules, helpers)?.without_disabled(&setup.playbook.disabled_rules());
         let evaluator = Evaluator::new(series.clone(), rules, None)?;
         let store = Store::open(&root.join("state.sled"))?;
         let ledger = Ledger::open(&store, Retention::default())?;

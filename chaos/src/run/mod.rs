@@ -130,10 +130,10 @@ pub enum RuleModeError {
 /// Parses `RULE=MODE`.
 pub fn parse_rule_mode(text: &str) -> Result<(String, Mode), RuleModeError> {
     let (rule, mode) = text.split_once('=').ok_or_else(|| RuleModeError::NoEquals { text: text.to_string() })?;
-    let parsed = mode.parse().map_err(|reason| RuleModeError::UnknownMode {
+    let parsed = mode.parse().map_err(|reason: engine::mode::UnknownMode| RuleModeError::UnknownMode {
         rule: rule.to_string(),
         mode: mode.to_string(),
-        reason,
+        reason: reason.to_string(),
     })?;
     Ok((rule.to_string(), parsed))
 }

@@ -95,7 +95,7 @@ fn daemon_in(
         rt.block_on(async move {
             let series = SeriesTable::new(Some(topology.clone()), Labels::from_pairs([("node", NODE)]));
             let helpers = Helpers::new(Some(series.clone()), Some(topology.clone()));
-            let rules = rule::load_sources(&rules_src, helpers)?.without_disabled(&playbook);
+            let rules = rule::load_sources(&rules_src, helpers)?.without_disabled(&playbook.disabled_rules());
             let evaluator = Evaluator::new(series, rules, None)?;
             let dispatcher = actuators::registry::dispatcher(&playbook, Some(topology), None)?;
             let sensor = NetlinkLinkConfig { include: links, ..NetlinkLinkConfig::default() }

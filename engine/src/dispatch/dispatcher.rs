@@ -33,29 +33,18 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::silence::{Silence, Silences};
-use super::types::{Decision, Drift, DriftKind, Drifted, Mode, Phase, Step, Verdict};
-use crate::action::Proposal;
+use crate::catalog::{ActuatorRoute, Catalog};
+use crate::contracts::Proposal;
 use crate::contracts::{Actuator, ActuatorError, Outcome, Verification};
-use crate::coordination::{Adopted, Coordinator, Scope, Standalone, Token};
+use crate::contracts::{Adopted, Coordinator, Scope, Standalone, Token};
+use crate::contracts::{Decision, Drift, DriftKind, Drifted, Phase, Step, Verdict};
 use crate::labels::Labels;
 use crate::ledger::{Ledger, ModeSet};
-use crate::policy::{kind_matches, BreakerState, Check, CheckFor, Effect, Policy, PolicySettings};
+use crate::mode::Mode;
+use crate::policy::{BreakerState, Check, CheckFor, Effect, Policy, PolicySettings};
+use crate::silence::{Silence, Silences};
 use crate::time::{wall_clock_now, Nanos, Span};
 use crate::topology::Topology;
-
-/// Which actuator handles which action kinds: `pfcwd.escalate` exactly,
-/// `pfcwd.*` for every verb, or `*` for everything.
-#[derive(Clone)]
-pub struct ActuatorRoute {
-    /// The pattern.
-    pub pattern: String,
-    /// The actuator.
-    pub actuator: Arc<dyn Actuator>,
-    /// Whether its actions count against blast-radius limits and stop when
-    /// the breaker trips (false for notifications).
-    pub destructive: bool,
-}
 
 /// The dispatcher's configuration.
 #[derive(Clone)]
@@ -78,6 +67,8 @@ pub struct DispatchConfig {
 /// the policy's counts are never raced.
 pub struct Dispatcher {
     config: DispatchConfig,
+    /// The routes and what their actuators declare, shared with the policy.
+    catalog: Arc<Catalog>,
     policy: Policy,
     ledger: Option<Ledger>,
     /// Decisions awaiting approval, by id.
@@ -89,7 +80,7 @@ pub struct Dispatcher {
     last_verified: Nanos,
     /// Actions found drifted: the latest, and how many of each kind.
     drifts: DriftLog,
-    /// Operators' silences (see [`super::silence`]).
+    /// Operators' silences (see [`crate::silence`]).
     silences: Silences,
     /// Fleet coordination ([`Standalone`] unless configured).
     fleet: super::fleet::Fleet,
@@ -141,7 +132,7 @@ pub enum DispatchError {
     },
     /// The silence was refused.
     #[error(transparent)]
-    Silence(#[from] super::silence::SilenceError),
+    Silence(#[from] crate::silence::SilenceError),
     /// An undo by hand was refused: the decision is not an action in effect
     /// that we may restore (already undone, not executed, drifted).
     #[error("cannot undo {id}: {reason}")]
@@ -205,7 +196,8 @@ impl Dispatcher {
     /// [`Dispatcher::reconcile`] next to settle interrupted actions.
     pub fn new(config: DispatchConfig, ledger: Option<Ledger>) -> Dispatcher {
         let mut config = config;
-        let mut policy = Policy::new(config.policy.clone(), config.topology.clone());
+        let catalog = Arc::new(Catalog::new(config.routes.clone()));
+        let mut policy = Policy::new(config.policy.clone(), config.topology.clone(), catalog.clone());
         if let Some(set) = ledger.as_ref().and_then(|l| l.mode().unwrap_or(None)) {
             tracing::warn!(
                 message = "Mode kept from before the restart.",
@@ -242,6 +234,7 @@ impl Dispatcher {
         }
         Dispatcher {
             config,
+            catalog: catalog.clone(),
             policy,
             ledger,
             pending,
@@ -250,7 +243,7 @@ impl Dispatcher {
             last_verified: Nanos::MIN,
             drifts: DriftLog::default(),
             silences,
-            fleet: super::fleet::Fleet::new(Arc::new(Standalone), Vec::new()),
+            fleet: super::fleet::Fleet::new(Arc::new(Standalone), Vec::new(), catalog),
             clock: Arc::new(wall_clock_now),
         }
     }
@@ -267,7 +260,7 @@ impl Dispatcher {
         (self.clock)()
     }
 
-    /// Adds a silence (see [`super::silence`]); returns it with its id.
+    /// Adds a silence (see [`crate::silence`]); returns it with its id.
     /// It is in the ledger, on disk, before this returns.
     pub fn silence(&mut self, silence: Silence) -> Result<Silence, DispatchError> {
         let set = self.silences.add(silence).map_err(DispatchError::Silence)?;
@@ -306,10 +299,11 @@ impl Dispatcher {
     }
 
     /// Consults `coordinator` for fleet-scoped actions: those whose kind
-    /// matches a pattern of `scopes` set to [`Scope::Fleet`] (first match
-    /// wins), else whose kind [`Scope::default_for`] makes fleet-scoped.
+    /// matches a pattern of `scopes` (the playbook's) set to
+    /// [`Scope::Fleet`] (first match wins), else whose actuator declares
+    /// them fleet-scoped.
     pub fn with_coordinator(mut self, coordinator: Arc<dyn Coordinator>, scopes: Vec<(String, Scope)>) -> Dispatcher {
-        self.fleet = super::fleet::Fleet::new(coordinator, scopes);
+        self.fleet = super::fleet::Fleet::new(coordinator, scopes, self.catalog.clone());
         self
     }
 
@@ -395,7 +389,15 @@ impl Dispatcher {
     }
 
     fn route(&self, kind: &str) -> Option<ActuatorRoute> {
-        self.config.routes.iter().find(|r| kind_matches(&r.pattern, kind)).cloned()
+        self.catalog.route(kind).cloned()
+    }
+
+    /// Which actuator a decision goes to, and whether its action is
+    /// destructive (blast-radius limits and the breaker apply).
+    fn route_decision(&self, d: &mut Decision) {
+        let kind = &d.proposal.action.kind;
+        d.actuator = self.catalog.route(kind).map(|r| r.actuator.name().to_string());
+        d.destructive = self.catalog.destructive(kind);
     }
 
     fn save(&self, d: &Decision, durable: bool) {

@@ -9,22 +9,25 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::types::{Decision, Step, Verdict};
-use crate::coordination::{Admission, Coordinator, Release, Scope, Token, TokenRequest};
-use crate::policy::{kind_matches, Effect, Impact};
+use crate::catalog::Catalog;
+use crate::contracts::{kind_matches, Admission, Coordinator, Impact, Release, Scope, Token, TokenRequest};
+use crate::contracts::{Decision, Step, Verdict};
+use crate::policy::Effect;
 use crate::time::Nanos;
 
-/// The coordinator, the playbook's scopes and the tokens held.
+/// The coordinator, the playbook's scopes, the actuators' declarations and
+/// the tokens held.
 pub(super) struct Fleet {
     coordinator: Arc<dyn Coordinator>,
     scopes: Vec<(String, Scope)>,
+    catalog: Arc<Catalog>,
     /// Tokens of executed actions still in effect, by decision id.
     held: HashMap<String, Token>,
 }
 
 impl Fleet {
-    pub(super) fn new(coordinator: Arc<dyn Coordinator>, scopes: Vec<(String, Scope)>) -> Fleet {
-        Fleet { coordinator, scopes, held: HashMap::new() }
+    pub(super) fn new(coordinator: Arc<dyn Coordinator>, scopes: Vec<(String, Scope)>, catalog: Arc<Catalog>) -> Fleet {
+        Fleet { coordinator, scopes, catalog, held: HashMap::new() }
     }
 
     pub(super) fn coordinator(&self) -> &Arc<dyn Coordinator> {
@@ -35,14 +38,14 @@ impl Fleet {
         self.held.values()
     }
 
-    /// The scope of `kind`: the playbook's first matching pattern, else the
-    /// kind's default.
+    /// The scope of `kind`: the playbook's first matching pattern, else
+    /// what its actuator declares.
     pub(super) fn scope(&self, kind: &str) -> Scope {
         self.scopes
             .iter()
             .find(|(pattern, _)| kind_matches(pattern, kind))
             .map(|(_, s)| *s)
-            .unwrap_or_else(|| Scope::default_for(kind))
+            .unwrap_or_else(|| self.catalog.scope(kind))
     }
 
     /// Admits a destructive action the local policy allowed: the fleet
@@ -65,7 +68,8 @@ impl Fleet {
         // Ownership before scope: a local switch action (a PFC watchdog
         // escalation) still changes a switch another aggregator may own.
         if let Some(switch) = &impact.switch {
-            if let Err(reason) = self.coordinator.may_change_switch(switch).await {
+            if let Err(refused) = self.coordinator.may_change_switch(switch).await {
+                let reason = refused.to_string();
                 d.steps.push(Step { at: now, what: format!("held: {reason}") });
                 return Err(reason);
             }

@@ -2,9 +2,9 @@
 //! local ones never ask; unreachable means held; tokens go back.
 
 use super::*;
-use crate::action::{Action, Proposal};
-use crate::contracts::{Actuator, ActuatorError, Outcome, Plan};
-use crate::coordination::{
+use crate::contracts::{Action, Proposal};
+use crate::contracts::{ActionKindDecl, Actuator, ActuatorError, LimitClass, Outcome, RequestPlan};
+use crate::contracts::{
     Admission, CoordinationError, Coordinator, FleetBreaker, Health, Release, Scope, Token, TokenRequest,
 };
 use crate::labels::Labels;
@@ -83,11 +83,27 @@ impl Coordinator for Budget {
     }
 }
 
-/// Succeeds, or fails every call when `fail` is set.
-#[derive(Default)]
+/// Succeeds, or fails every call when `fail` is set. It declares the
+/// kinds these tests propose as fleet-scoped, as the fabric's actuators do.
 struct Recorder {
+    kinds: Vec<ActionKindDecl>,
     executed: AtomicUsize,
     fail: AtomicBool,
+}
+
+impl Default for Recorder {
+    fn default() -> Recorder {
+        Recorder {
+            kinds: vec![
+                ActionKindDecl::new("node.cordon", &["node"]).fleet().limited_by(LimitClass::NodeCordon),
+                ActionKindDecl::new("rail.drain", &["node", "rail"]).fleet().limited_by(LimitClass::RailDrain),
+                ActionKindDecl::new("pfcwd.escalate", &["switch", "port"]).fleet().lost_on_switch_restart(),
+                ActionKindDecl::new("*", &[]),
+            ],
+            executed: AtomicUsize::default(),
+            fail: AtomicBool::default(),
+        }
+    }
 }
 
 #[async_trait]
@@ -95,8 +111,11 @@ impl Actuator for Recorder {
     fn name(&self) -> &str {
         "recorder"
     }
-    async fn dry_run(&self, action: &Action) -> Result<Plan, ActuatorError> {
-        Ok(Plan { actuator: "recorder".into(), requests: vec![action.to_string()] })
+    fn kinds(&self) -> &[ActionKindDecl] {
+        &self.kinds
+    }
+    async fn dry_run(&self, action: &Action) -> Result<RequestPlan, ActuatorError> {
+        Ok(RequestPlan { actuator: "recorder".into(), requests: vec![action.to_string()] })
     }
     async fn execute(&self, action: &Action) -> Result<Outcome, ActuatorError> {
         if self.fail.load(Ordering::SeqCst) {
@@ -115,11 +134,11 @@ fn proposal(kind: &str, node: &str, at: i64) -> Proposal {
 fn dispatcher(actuator: Arc<Recorder>, mode: Mode, undo: Vec<String>) -> Dispatcher {
     let policy = PolicySettings::new(
         &Limits::default(),
-        &BreakerConfig { trip_after: 100, window: "10m".into() },
+        &BreakerConfig { trip_after: 100, window: std::time::Duration::from_secs(600) },
         &TargetLimits::default(),
         &[],
         &UndoConfig { on_resolve: undo },
-        &RetryConfig { attempts: 1, backoff: "1ms".into() },
+        &RetryConfig { attempts: 1, backoff: std::time::Duration::from_millis(1) },
     )
     .unwrap();
     Dispatcher::new(
@@ -238,11 +257,11 @@ async fn the_local_breaker_tripping_trips_the_fleet_breaker() {
     let budget = Budget::new(10);
     let policy = PolicySettings::new(
         &Limits::default(),
-        &BreakerConfig { trip_after: 1, window: "10m".into() },
+        &BreakerConfig { trip_after: 1, window: std::time::Duration::from_secs(600) },
         &TargetLimits::default(),
         &[],
         &UndoConfig::default(),
-        &RetryConfig { attempts: 1, backoff: "1ms".into() },
+        &RetryConfig { attempts: 1, backoff: std::time::Duration::from_millis(1) },
     )
     .unwrap();
     let mut d = Dispatcher::new(
@@ -282,7 +301,7 @@ async fn the_local_breaker_tripping_trips_the_fleet_breaker() {
 struct Sharing {
     recorded: Mutex<Vec<(String, String)>>,
     restored: Mutex<Vec<String>>,
-    offered: Mutex<Vec<crate::coordination::Adopted>>,
+    offered: Mutex<Vec<crate::contracts::Adopted>>,
 }
 
 #[async_trait]
@@ -316,11 +335,11 @@ impl Coordinator for Sharing {
     fn health(&self) -> Health {
         Health::Reachable
     }
-    async fn may_change_switch(&self, switch: &str) -> Result<(), String> {
+    async fn may_change_switch(&self, switch: &str) -> Result<(), crate::contracts::NotOwner> {
         if switch == "leaf-1" {
             Ok(())
         } else {
-            Err(format!("switch {switch} is not this aggregator's to change"))
+            Err(crate::contracts::NotOwner { switch: switch.into(), group: "pod-a".into(), owner: "agg-2".into() })
         }
     }
     async fn switch_changed(&self, decision: &Decision, switch: &str) {
@@ -329,7 +348,7 @@ impl Coordinator for Sharing {
     async fn switch_restored(&self, action: &Action, _switch: &str) {
         self.restored.lock().unwrap().push(action.dedup_key());
     }
-    fn take_adopted(&self) -> Vec<crate::coordination::Adopted> {
+    fn take_adopted(&self) -> Vec<crate::contracts::Adopted> {
         std::mem::take(&mut *self.offered.lock().unwrap())
     }
 }
@@ -347,7 +366,10 @@ async fn a_sharing_aggregator_changes_only_its_switches_and_records_what_it_chan
     let scopes = vec![("pfcwd.*".to_string(), Scope::Local)];
     let mut d = dispatcher(actuator.clone(), Mode::Enforce, vec![]).with_coordinator(sharing.clone(), scopes);
     let theirs = d.dispatch(on_switch("leaf-2", SECOND)).await;
-    assert_eq!(theirs.verdict.reason(), Some("switch leaf-2 is not this aggregator's to change"));
+    assert_eq!(
+        theirs.verdict.reason(),
+        Some("switch leaf-2 is not this aggregator's to change: shard group pod-a gives it to agg-2")
+    );
     let ours = d.dispatch(on_switch("leaf-1", 2 * SECOND)).await;
     assert!(matches!(ours.verdict, Verdict::Executed { .. }), "{:?}", ours.verdict);
     assert_eq!(actuator.executed.load(Ordering::SeqCst), 1);
@@ -368,7 +390,7 @@ async fn an_action_taken_over_is_adopted_once_under_an_id_of_our_own_and_not_sen
     );
     taken.verdict =
         Verdict::Executed { outcome: Outcome { summary: "escalated".into(), requests: vec![], prior: None } };
-    let offer = crate::coordination::Adopted { decision: taken, from: "agg-1".into(), switch: "leaf-1".into() };
+    let offer = crate::contracts::Adopted { decision: taken, from: "agg-1".into(), switch: "leaf-1".into() };
     sharing.offered.lock().unwrap().push(offer.clone());
     d.adopt_taken_over(2 * SECOND).await;
     let in_effect: Vec<&crate::policy::Effect> = d.policy().in_effect().collect();

@@ -7,13 +7,12 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::tests::{dispatcher, ledger, proposal, Setup};
+use super::tests::{dispatcher, knobs, ledger, proposal, Setup};
 use super::*;
-use crate::action::Action;
-use crate::contracts::{Actuator, ActuatorError, Outcome, Plan};
+use crate::contracts::Action;
+use crate::contracts::{ActionKindDecl, Actuator, ActuatorError, Outcome, RequestPlan};
 use crate::labels::Labels;
-use crate::policy::{BreakerConfig, Limits, PolicySettings, RetryConfig, TargetLimits, UndoConfig};
-use crate::testing::Knobs;
+use crate::policy::{Limits, PolicySettings};
 use crate::time::{wall_clock_now, SECOND};
 
 fn node(n: &str) -> Labels {
@@ -22,7 +21,7 @@ fn node(n: &str) -> Labels {
 
 #[tokio::test]
 async fn an_undo_by_hand_restores_reads_back_records_who_and_is_not_done_twice() {
-    let knobs = Arc::new(Knobs::default());
+    let knobs = knobs();
     let l = ledger();
     let mut d = dispatcher(Setup::default(), knobs.clone(), Some(l.clone()));
     let acted = d.dispatch(proposal("r", "a", 0)).await;
@@ -70,7 +69,7 @@ async fn an_undo_by_hand_restores_reads_back_records_who_and_is_not_done_twice()
 
 #[tokio::test]
 async fn an_undo_by_hand_in_dry_run_is_planned_and_the_action_stays_in_effect() {
-    let knobs = Arc::new(Knobs::default());
+    let knobs = knobs();
     let l = ledger();
     let mut d = dispatcher(Setup::default(), knobs.clone(), Some(l.clone()));
     let acted = d.dispatch(proposal("r", "a", 0)).await;
@@ -106,8 +105,12 @@ impl Actuator for NoUndo {
         "once"
     }
 
-    async fn dry_run(&self, action: &Action) -> Result<Plan, ActuatorError> {
-        Ok(Plan { actuator: "once".into(), requests: vec![action.to_string()] })
+    fn kinds(&self) -> &[ActionKindDecl] {
+        &[]
+    }
+
+    async fn dry_run(&self, action: &Action) -> Result<RequestPlan, ActuatorError> {
+        Ok(RequestPlan { actuator: "once".into(), requests: vec![action.to_string()] })
     }
 
     async fn execute(&self, action: &Action) -> Result<Outcome, ActuatorError> {
@@ -117,15 +120,7 @@ impl Actuator for NoUndo {
 
 #[tokio::test]
 async fn an_undo_by_hand_of_a_kind_without_undo_or_not_executed_is_refused() {
-    let policy = PolicySettings::new(
-        &Limits::default(),
-        &BreakerConfig::default(),
-        &TargetLimits::default(),
-        &[],
-        &UndoConfig::default(),
-        &RetryConfig { attempts: 1, backoff: "10ms".into() },
-    )
-    .unwrap();
+    let policy = PolicySettings::defaults().with_retry(1, std::time::Duration::from_millis(10));
     let config = DispatchConfig {
         mode: Mode::Enforce,
         rule_modes: HashMap::new(),
@@ -156,9 +151,12 @@ async fn an_undo_by_hand_of_a_kind_without_undo_or_not_executed_is_refused() {
 
 #[tokio::test]
 async fn an_incident_resolved_by_hand_undoes_expires_and_is_refused_twice() {
-    let knobs = Arc::new(Knobs::default());
+    let knobs = knobs();
     let l = ledger();
-    let approval = vec![crate::policy::ApprovalRule { actions: vec!["node.cordon".into()], timeout: "15m".into() }];
+    let approval = vec![crate::policy::ApprovalRule {
+        actions: vec!["node.cordon".into()],
+        timeout: std::time::Duration::from_secs(900),
+    }];
     let mut d = dispatcher(Setup { undo: vec!["node.*".into()], ..Setup::default() }, knobs.clone(), Some(l.clone()));
     let acted = d.dispatch(proposal("r", "a", 0)).await;
     let mut waits = dispatcher(Setup { approval, ..Setup::default() }, knobs.clone(), Some(ledger()));
@@ -192,7 +190,7 @@ async fn an_incident_resolved_by_hand_undoes_expires_and_is_refused_twice() {
 
 #[tokio::test]
 async fn silences_are_kept_in_the_ledger_and_ended_ones_dropped_at_start() {
-    let knobs = Arc::new(Knobs::default());
+    let knobs = knobs();
     let l = ledger();
     let mut d = dispatcher(Setup::default(), knobs.clone(), Some(l.clone()));
     let now = wall_clock_now();
@@ -225,7 +223,7 @@ async fn silences_are_kept_in_the_ledger_and_ended_ones_dropped_at_start() {
 
 #[tokio::test]
 async fn the_breaker_keeps_its_trips_through_a_reset_and_a_restart() {
-    let knobs = Arc::new(Knobs::default());
+    let knobs = knobs();
     let l = ledger();
     let setup =
         || Setup { limits: Limits { max_cordons: Some(1), ..Limits::default() }, trip_after: 1, ..Setup::default() };

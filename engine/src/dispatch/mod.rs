@@ -5,17 +5,17 @@
 //! mode (`enforce`, `dry-run`, `shadow`; the most conservative of global,
 //! playbook and rule wins), the [`policy`](crate::policy) verdict with its
 //! reason, approvals, the fleet token for fleet-scoped actions (see
-//! [`coordination`](crate::coordination)), the actuator's outcome, retries,
+//! [`Coordinator`](crate::contracts::Coordinator)), the actuator's outcome, retries,
 //! and undo.
 
 mod dispatcher;
 mod fleet;
-pub mod silence;
-mod types;
 
-pub use dispatcher::{ActuatorRoute, Clock, DispatchConfig, DispatchError, Dispatcher, COMPACTION_INTERVAL};
-pub use silence::Silence;
-pub use types::{Decision, Drift, DriftKind, Drifted, Mode, Phase, Resolution, Step, Verdict};
+pub use crate::catalog::ActuatorRoute;
+pub use crate::contracts::{Decision, Drift, DriftKind, Drifted, Phase, Resolution, Step, Verdict};
+pub use crate::mode::Mode;
+pub use crate::silence::{self, Silence};
+pub use dispatcher::{Clock, DispatchConfig, DispatchError, Dispatcher, COMPACTION_INTERVAL};
 
 #[cfg(test)]
 mod fleet_tests;

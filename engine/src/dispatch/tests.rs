@@ -3,7 +3,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::*;
-use crate::action::Proposal;
+use crate::contracts::{ActionKindDecl, LimitClass, Proposal};
 use crate::labels::Labels;
 use crate::ledger::{Ledger, Retention};
 use crate::mode::Mode;
@@ -16,6 +16,16 @@ pub(super) fn proposal(rule: &str, node: &str, at: i64) -> Proposal {
     let mut p = crate::testing::proposal(rule, "node.cordon", node, Labels::from_pairs([("node", node)]), at);
     p.values = vec![("xids".into(), 1.0)];
     p
+}
+
+/// Knobs standing in for a cordon actuator: they declare `node.cordon` as
+/// it does (fleet-scoped, counted by the cordon limits), and every other
+/// kind plainly.
+pub(super) fn knobs() -> Arc<Knobs> {
+    Arc::new(Knobs::declaring(vec![
+        ActionKindDecl::new("node.cordon", &["node"]).fleet().limited_by(LimitClass::NodeCordon),
+        ActionKindDecl::new("*", &[]),
+    ]))
 }
 
 pub(super) struct Setup {
@@ -44,16 +54,16 @@ impl Default for Setup {
 pub(super) fn dispatcher(setup: Setup, knobs: Arc<Knobs>, ledger: Option<Ledger>) -> Dispatcher {
     let policy = PolicySettings::new(
         &setup.limits,
-        &BreakerConfig { trip_after: setup.trip_after, window: "10m".into() },
+        &BreakerConfig { trip_after: setup.trip_after, window: std::time::Duration::from_secs(600) },
         &TargetLimits::default(),
         &setup.approval,
         &UndoConfig { on_resolve: setup.undo },
-        &RetryConfig { attempts: 3, backoff: "10ms".into() },
+        &RetryConfig { attempts: 3, backoff: std::time::Duration::from_millis(10) },
     )
     .unwrap();
     let mut policy = policy;
     if let Some(kinds) = setup.reapply_reverted {
-        policy.reapply_reverted = kinds;
+        policy.reapply_reverted = Some(kinds);
     }
     Dispatcher::new(
         DispatchConfig {
@@ -74,7 +84,7 @@ pub(super) fn ledger() -> Ledger {
 
 #[tokio::test]
 async fn fifty_faults_three_cordons_forty_seven_held_and_the_breaker_trips() {
-    let knobs = Arc::new(Knobs::default());
+    let knobs = knobs();
     let limits = Limits { max_cordons: Some(3), ..Limits::default() };
     let l = ledger();
     let mut d = dispatcher(Setup { limits, ..Setup::default() }, knobs.clone(), Some(l.clone()));
@@ -109,8 +119,9 @@ async fn fifty_faults_three_cordons_forty_seven_held_and_the_breaker_trips() {
 
 #[tokio::test]
 async fn approval_executes_rejection_and_expiry_do_not() {
-    let knobs = Arc::new(Knobs::default());
-    let approval = vec![ApprovalRule { actions: vec!["node.cordon".into()], timeout: "15m".into() }];
+    let knobs = knobs();
+    let approval =
+        vec![ApprovalRule { actions: vec!["node.cordon".into()], timeout: std::time::Duration::from_secs(900) }];
     let mut d = dispatcher(Setup { approval, ..Setup::default() }, knobs.clone(), Some(ledger()));
     let a = d.dispatch(proposal("gpu-xid", "a", 0)).await;
     let b = d.dispatch(proposal("gpu-xid", "b", 0)).await;
@@ -136,7 +147,7 @@ async fn approval_executes_rejection_and_expiry_do_not() {
 
 #[tokio::test]
 async fn undo_restores_our_change_and_skips_a_target_changed_by_hand() {
-    let knobs = Arc::new(Knobs::default());
+    let knobs = knobs();
     let undo = vec!["node.*".into()];
     let l = ledger();
     let mut d = dispatcher(Setup { undo, ..Setup::default() }, knobs.clone(), Some(l.clone()));
@@ -162,7 +173,7 @@ async fn undo_restores_our_change_and_skips_a_target_changed_by_hand() {
 
 #[tokio::test]
 async fn a_failed_call_is_retried_with_backoff_and_recorded() {
-    let knobs = Arc::new(Knobs::default());
+    let knobs = knobs();
     knobs.fail_next(2);
     let mut d = dispatcher(Setup::default(), knobs.clone(), None);
     let decision = d.dispatch(proposal("r", "a", 0)).await;
@@ -173,7 +184,7 @@ async fn a_failed_call_is_retried_with_backoff_and_recorded() {
 
 #[tokio::test]
 async fn an_interrupted_intent_is_verified_not_repeated() {
-    let knobs = Arc::new(Knobs::default());
+    let knobs = knobs();
     let l = ledger();
     // A record left in the intent phase, as a crash leaves it, whose action did take.
     let mut d = dispatcher(Setup::default(), knobs.clone(), Some(l.clone()));
@@ -201,7 +212,7 @@ async fn an_interrupted_intent_is_verified_not_repeated() {
 
 #[tokio::test]
 async fn dry_run_plans_and_shadow_only_records() {
-    let knobs = Arc::new(Knobs::default());
+    let knobs = knobs();
     let mut d = dispatcher(Setup { mode: Mode::DryRun, ..Setup::default() }, knobs.clone(), None);
     let planned = d.dispatch(proposal("r", "a", 0)).await;
     assert!(
@@ -226,7 +237,7 @@ fn silence(rule: Option<&str>, target: Option<&str>, until: i64) -> Silence {
 
 #[tokio::test]
 async fn a_silenced_target_is_recorded_as_suppressed_and_nothing_is_sent_until_the_silence_ends() {
-    let knobs = Arc::new(Knobs::default());
+    let knobs = knobs();
     let l = ledger();
     let mut d = dispatcher(Setup::default(), knobs.clone(), Some(l.clone()));
     let s = d.silence(silence(None, Some("node-07"), 10 * SECOND)).unwrap();
@@ -256,7 +267,7 @@ async fn a_silenced_target_is_recorded_as_suppressed_and_nothing_is_sent_until_t
 
 #[tokio::test]
 async fn a_rule_silence_covers_only_that_rule_and_can_be_lifted_early() {
-    let knobs = Arc::new(Knobs::default());
+    let knobs = knobs();
     let mut d = dispatcher(Setup::default(), knobs.clone(), None);
     let s = d.silence(silence(Some("gpu-xid"), None, 100 * SECOND)).unwrap();
     assert_eq!(d.silences(SECOND).len(), 1);
@@ -276,5 +287,5 @@ async fn a_rule_silence_covers_only_that_rule_and_can_be_lifted_early() {
 fn a_silence_with_neither_rule_nor_target_is_refused() {
     let mut s = silence::Silences::default();
     let err = s.add(silence(None, None, SECOND)).unwrap_err();
-    assert_eq!(err, super::silence::SilenceError::Unscoped);
+    assert_eq!(err, crate::silence::SilenceError::Unscoped);
 }

@@ -2,12 +2,9 @@
 //! target decides what the ledger says, and nothing is applied twice or
 //! left behind.
 
-use std::sync::Arc;
-
-use super::tests::{dispatcher, ledger, proposal, Setup};
+use super::tests::{dispatcher, knobs, ledger, proposal, Setup};
 use super::*;
 use crate::labels::Labels;
-use crate::testing::Knobs;
 use crate::time::SECOND;
 
 fn undoing() -> Setup {
@@ -31,12 +28,15 @@ async fn crash_after_the_change(d: &mut Dispatcher, l: &crate::ledger::Ledger, n
 
 #[tokio::test]
 async fn a_change_whose_outcome_was_lost_is_found_in_effect_and_undone_with_the_intents_prior() {
-    let knobs = Arc::new(Knobs::default());
+    let knobs = knobs();
     knobs.set_by_hand(&node("a"), "operator-value");
     let l = ledger();
     let mut d = dispatcher(undoing(), knobs.clone(), Some(l.clone()));
     let rec = crash_after_the_change(&mut d, &l, "a").await;
-    assert_eq!(rec.prior, Some(serde_json::json!({ "before": "operator-value", "after": "ours" })));
+    assert_eq!(
+        rec.prior.as_ref().map(|p| p.as_json().clone()),
+        Some(serde_json::json!({ "before": "operator-value", "after": "ours" }))
+    );
 
     let mut restarted = dispatcher(undoing(), knobs.clone(), Some(l.clone()));
     let settled = restarted.reconcile(SECOND).await;
@@ -51,7 +51,7 @@ async fn a_change_whose_outcome_was_lost_is_found_in_effect_and_undone_with_the_
 
 #[tokio::test]
 async fn a_change_that_did_not_land_is_recorded_so_and_the_fault_is_decided_afresh() {
-    let knobs = Arc::new(Knobs::default());
+    let knobs = knobs();
     let l = ledger();
     let mut d = dispatcher(undoing(), knobs.clone(), Some(l.clone()));
     let rec = crash_after_the_change(&mut d, &l, "a").await;
@@ -75,7 +75,7 @@ async fn a_change_that_did_not_land_is_recorded_so_and_the_fault_is_decided_afre
 #[tokio::test]
 async fn an_undo_cut_off_by_a_crash_runs_again_once_and_a_finished_one_is_recognised() {
     for undo_landed in [false, true] {
-        let knobs = Arc::new(Knobs::default());
+        let knobs = knobs();
         let l = ledger();
         let mut d = dispatcher(undoing(), knobs.clone(), Some(l.clone()));
         let original = d.dispatch(proposal("r", "a", 0)).await;
@@ -102,7 +102,7 @@ async fn an_undo_cut_off_by_a_crash_runs_again_once_and_a_finished_one_is_recogn
 
 #[tokio::test]
 async fn a_target_that_already_holds_the_change_is_neither_sent_nor_recorded_as_ours() {
-    let knobs = Arc::new(Knobs::default());
+    let knobs = knobs();
     knobs.set_by_hand(&node("a"), "ours");
     let l = ledger();
     let mut d = dispatcher(undoing(), knobs.clone(), Some(l.clone()));
@@ -116,7 +116,7 @@ async fn a_target_that_already_holds_the_change_is_neither_sent_nor_recorded_as_
 
 #[tokio::test]
 async fn a_change_the_target_lost_is_reapplied_while_the_incident_fires_and_someone_elses_is_left_alone() {
-    let knobs = Arc::new(Knobs::default());
+    let knobs = knobs();
     let l = ledger();
     let mut d = dispatcher(undoing(), knobs.clone(), Some(l.clone()));
     let lost = d.dispatch(proposal("r", "a", 0)).await;
@@ -142,7 +142,7 @@ async fn a_change_the_target_lost_is_reapplied_while_the_incident_fires_and_some
 
 #[tokio::test]
 async fn an_action_that_outlived_its_incident_across_a_restart_is_undone() {
-    let knobs = Arc::new(Knobs::default());
+    let knobs = knobs();
     let l = ledger();
     let mut d = dispatcher(undoing(), knobs.clone(), Some(l.clone()));
     d.dispatch(proposal("r", "a", 0)).await;
@@ -158,7 +158,7 @@ async fn an_action_that_outlived_its_incident_across_a_restart_is_undone() {
 
 #[tokio::test]
 async fn a_reverted_host_action_not_listed_for_reapply_is_left_to_the_operator() {
-    let knobs = Arc::new(Knobs::default());
+    let knobs = knobs();
     let setup = Setup { undo: vec!["node.*".into()], ..Setup::default() };
     let mut d = dispatcher(setup, knobs.clone(), Some(ledger()));
     d.dispatch(proposal("r", "a", 0)).await;
@@ -171,7 +171,7 @@ async fn a_reverted_host_action_not_listed_for_reapply_is_left_to_the_operator()
 
 #[tokio::test]
 async fn a_mode_an_operator_set_is_kept_across_a_restart() {
-    let knobs = Arc::new(Knobs::default());
+    let knobs = knobs();
     let l = ledger();
     let mut d = dispatcher(undoing(), knobs.clone(), Some(l.clone()));
     assert_eq!(d.mode(), Mode::Enforce);

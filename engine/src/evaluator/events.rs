@@ -1,6 +1,6 @@
 //! What the evaluator reports and counts.
 
-use crate::action::Proposal;
+use crate::contracts::Proposal;
 use crate::instance::{Instance, State};
 use crate::labels::Labels;
 use crate::rule::ScriptError;

@@ -4,11 +4,12 @@
 
 use std::collections::BTreeMap;
 
-use super::refusal::Refusal;
+use super::refusal::{Refusal, Refusals};
 use super::rule_state::{Route, SeriesState, UNROUTED};
 use super::subject::{key_of, reserve_for_push, Epoch, Subject, NEVER};
+use super::EngineStats;
 use super::Evaluator;
-use crate::counter::{self, Increase};
+use crate::counter::{self, CounterSpec, Increase};
 use crate::instance::State;
 use crate::labels::Sym;
 use crate::series::{Sample, SampleKind, SeriesId};
@@ -147,28 +148,8 @@ impl Evaluator {
         }
         let obs = match st.kind {
             SampleKind::Counter(spec) => {
-                let prev = st.has_last().then_some((st.last, st.last_ts));
-                let decoded = match counter::decode(spec, prev, s.value, s.ts) {
-                    Ok(decoded) => decoded,
-                    Err(bad) => {
-                        self.stats.refused.bad_counter += 1;
-                        self.refusals.note(s, Refusal::Counter(bad));
-                        return;
-                    }
-                };
-                match decoded.increase {
-                    Some(Increase::Wrapped(_)) => self.stats.counter_wraps += 1,
-                    Some(Increase::Reset) => self.stats.counter_resets += 1,
-                    Some(Increase::Saturated(_)) => self.stats.counter_saturated += 1,
-                    Some(Increase::Implausible(amount)) => {
-                        self.stats.refused.implausible += 1;
-                        self.refusals.note(s, Refusal::Implausible { amount, dt: decoded.dt });
-                    }
-                    Some(Increase::Normal(_)) | None => {}
-                }
-                let (step, level) = decoded.step_and_rate();
-                st.last = decoded.raw;
-                Observation { ts: s.ts, step, level, value: decoded.raw as f64 }
+                let Some(obs) = counter_observation(&mut self.stats, &mut self.refusals, st, s, spec) else { return };
+                obs
             }
             SampleKind::Gauge => {
                 let x = s.value.as_f64();
@@ -214,4 +195,40 @@ impl Evaluator {
             }
         }
     }
+}
+
+/// A counter sample decoded into the observation its windows fold, its
+/// wraps, resets and saturations counted; `None` when it is refused
+/// (counted and reported). Always inlined: it is the per-sample path, split
+/// out of [`Evaluator::ingest_one`] for reading, not for a call.
+#[inline(always)]
+fn counter_observation(
+    stats: &mut EngineStats,
+    refusals: &mut Refusals,
+    st: &mut SeriesState,
+    s: &Sample,
+    spec: CounterSpec,
+) -> Option<Observation> {
+    let prev = st.has_last().then_some((st.last, st.last_ts));
+    let decoded = match counter::decode(spec, prev, s.value, s.ts) {
+        Ok(decoded) => decoded,
+        Err(bad) => {
+            stats.refused.bad_counter += 1;
+            refusals.note(s, Refusal::Counter(bad));
+            return None;
+        }
+    };
+    match decoded.increase {
+        Some(Increase::Wrapped(_)) => stats.counter_wraps += 1,
+        Some(Increase::Reset) => stats.counter_resets += 1,
+        Some(Increase::Saturated(_)) => stats.counter_saturated += 1,
+        Some(Increase::Implausible(amount)) => {
+            stats.refused.implausible += 1;
+            refusals.note(s, Refusal::Implausible { amount, dt: decoded.dt });
+        }
+        Some(Increase::Normal(_)) | None => {}
+    }
+    let (step, level) = decoded.step_and_rate();
+    st.last = decoded.raw;
+    Some(Observation { ts: s.ts, step, level, value: decoded.raw as f64 })
 }

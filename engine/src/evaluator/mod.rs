@@ -14,11 +14,11 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::action::{self, Proposal};
+use crate::contracts::Proposal;
 use crate::instance::{self, Instance, State};
 use crate::labels::{Labels, Sym};
 use crate::mode::Mode;
-use crate::rule::{Condition, Helpers, Rule, RuleScripts, RuleSet, ScriptError};
+use crate::rule::{self, Condition, Helpers, Rule, RuleScripts, RuleSet, ScriptError};
 use crate::series::SeriesTable;
 use crate::store::{Store, StoreError};
 use crate::time::{Nanos, MS};
@@ -519,7 +519,7 @@ impl Evaluator {
     ) {
         let rt = &self.rules[ri];
         for template in &rt.rule.actions {
-            match action::resolve(template, labels) {
+            match rule::template::resolve(template, labels) {
                 Ok(action) => {
                     self.proposal_seq += 1;
                     out.push(EngineEvent::Proposal(Proposal {

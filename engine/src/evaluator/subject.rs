@@ -191,8 +191,11 @@ pub(super) fn key_of(labels: &LabelSet, group_by: &[Sym]) -> SubjectKey {
 }
 
 fn hash_key(key: &SubjectKey) -> u64 {
-    // FNV-1a over the symbols, then a multiplicative finish: keys are small
-    // integers, so SipHash's protection against chosen inputs buys nothing.
+    // FNV's multiply over the symbols, a word at a time, then a
+    // multiplicative finish: keys are small integers, so SipHash's
+    // protection against chosen inputs buys nothing. Not the fnv crate: its
+    // FNV-1a goes byte by byte, four rounds per symbol, which measured 7 %
+    // more instructions per ingested sample (scripts/instructions.sh).
     let mut x: u64 = 0xcbf2_9ce4_8422_2325;
     for k in key {
         x = (x ^ *k as u64).wrapping_mul(0x0100_0000_01b3);

@@ -17,8 +17,10 @@
 use std::collections::BTreeSet;
 
 use super::Playbook;
+use crate::catalog::Catalog;
+use crate::config::duration::{nanos, show};
 use crate::config::{Key, TomlError};
-use crate::time::{parse_duration, Nanos, Span};
+use crate::time::{Nanos, Span};
 
 /// The most attempts an action may get: more only keeps a dispatch slot
 /// busy on a target that is not answering.
@@ -56,31 +58,15 @@ pub(super) fn check(p: &Playbook) -> Checked {
     c
 }
 
-/// Every duration of the playbook, parsed where it is written.
+/// The action timeout is above 0 and bounded. (Every duration parses when
+/// the playbook is read: a bad one is refused there, at its line.)
 fn durations(p: &Playbook, errors: &mut Vec<TomlError>) {
-    let parse = |path: &[Key<'_>], text: &str, errors: &mut Vec<TomlError>| -> Option<Nanos> {
-        parse_duration(text).map_err(|e| errors.push(p.error(path, format!("{}: {e}", dotted(path))))).ok()
-    };
     let timeout = ["action_timeout".into()];
-    if let Some(t) = parse(&timeout, &p.action_timeout, errors) {
-        if t <= 0 || t > MAX_ACTION_TIMEOUT {
-            let expected = format!("above 0 and at most {}", Span(MAX_ACTION_TIMEOUT));
-            errors.push(p.error(&timeout, format!("action_timeout = {:?}: expected {expected}", p.action_timeout)));
-        }
-    }
-    let sections: [(&str, &str, &String); 6] = [
-        ("limits", "window", &p.limits.window),
-        ("breaker", "window", &p.breaker.window),
-        ("target", "cooldown", &p.target.cooldown),
-        ("target", "window", &p.target.window),
-        ("retry", "backoff", &p.retry.backoff),
-        ("verify", "every", &p.verify.every),
-    ];
-    for (section, key, text) in sections {
-        parse(&[section.into(), key.into()], text, errors);
-    }
-    for (i, a) in p.approval.iter().enumerate() {
-        parse(&["approval".into(), i.into(), "timeout".into()], &a.timeout, errors);
+    let t = nanos(p.action_timeout);
+    if t <= 0 || t > MAX_ACTION_TIMEOUT {
+        let expected = format!("above 0 and at most {}", Span(MAX_ACTION_TIMEOUT));
+        let written = p.written("action_timeout").map_or_else(|| show(p.action_timeout), str::to_string);
+        errors.push(p.error(&timeout, format!("action_timeout = {written:?}: expected {expected}")));
     }
 }
 
@@ -99,20 +85,20 @@ fn dotted(path: &[Key<'_>]) -> String {
 /// Limits that switch a safety off or contradict themselves.
 fn limits(p: &Playbook, out: &mut Vec<TomlError>) {
     let mut flag = |path: &[Key<'_>], why: String| out.push(p.error(path, format!("{}: {why}", dotted(path))));
-    let positive = |text: &str| parse_duration(text).ok().filter(|ns| *ns > 0);
+    let positive = |d: std::time::Duration| Some(nanos(d)).filter(|ns| *ns > 0);
     if p.breaker.trip_after == 0 {
         flag(&["breaker".into(), "trip_after".into()], "0 means the circuit breaker never trips".into());
     }
-    if parse_duration(&p.breaker.window).is_ok_and(|ns| ns <= 0) {
+    if p.breaker.window.is_zero() {
         flag(&["breaker".into(), "window".into()], "a window of 0 counts no hits: the breaker never trips".into());
     }
-    if parse_duration(&p.limits.window).is_ok_and(|ns| ns <= 0) {
+    if p.limits.window.is_zero() {
         flag(&["limits".into(), "window".into()], "a window of 0 counts nothing: every per-window limit is off".into());
     }
     if p.target.max_per_window == 0 {
         flag(&["target".into(), "max_per_window".into()], "0 suppresses every action on every target".into());
     }
-    if let (Some(cooldown), Some(window)) = (positive(&p.target.cooldown), positive(&p.target.window)) {
+    if let (Some(cooldown), Some(window)) = (positive(p.target.cooldown), positive(p.target.window)) {
         if cooldown > window {
             flag(
                 &["target".into(), "cooldown".into()],
@@ -237,8 +223,7 @@ pub struct NamedKind<'a> {
 
 impl Playbook {
     /// The action kinds `[[approval]]`, `[undo]` and `[verify]` name, where
-    /// the playbook writes them. `[verify]`'s built-in default (the switch
-    /// actions) is left out: it names them whether or not the playbook has them.
+    /// the playbook writes them.
     pub fn named_kinds(&self) -> Vec<NamedKind<'_>> {
         let mut named = Vec::new();
         for (i, a) in self.approval.iter().enumerate() {
@@ -257,8 +242,8 @@ impl Playbook {
                 what: "undo.on_resolve",
             });
         }
-        if self.source.0.as_ref().is_some_and(|at| at.has(&["verify".into(), "reapply_reverted".into()])) {
-            for (j, pattern) in self.verify.reapply_reverted.iter().enumerate() {
+        if let Some(kinds) = &self.verify.reapply_reverted {
+            for (j, pattern) in kinds.iter().enumerate() {
                 named.push(NamedKind {
                     at: vec!["verify".into(), "reapply_reverted".into(), j.into()],
                     pattern,
@@ -267,6 +252,35 @@ impl Playbook {
             }
         }
         named
+    }
+}
+
+impl Playbook {
+    /// The `[undo] on_resolve` patterns that name a kind the actuator it is
+    /// routed to declares it cannot undo (a command without `undo_argv`):
+    /// each at its line. The undo would only fail when the incident ends.
+    pub fn undo_refusals(&self, catalog: &Catalog) -> Vec<TomlError> {
+        let mut out = Vec::new();
+        for (j, pattern) in self.undo.on_resolve.iter().enumerate() {
+            let routes = catalog.routes();
+            for (n, route) in routes.iter().enumerate() {
+                // The kinds an earlier route takes whole never reach this one.
+                if !overlaps(&route.pattern, pattern) || routes[..n].iter().any(|r| covers(&r.pattern, pattern)) {
+                    continue;
+                }
+                let refused = route.actuator.kinds().iter().filter(|d| !d.undoable);
+                for d in refused.filter(|d| overlaps(&d.kind, pattern) && overlaps(&d.kind, &route.pattern)) {
+                    let message = format!(
+                        "undo.on_resolve: {pattern:?} is routed to actuator {:?} (handles {:?}), which cannot undo {}",
+                        route.actuator.name(),
+                        route.pattern,
+                        d.kind
+                    );
+                    out.push(self.error(&["undo".into(), "on_resolve".into(), j.into()], message));
+                }
+            }
+        }
+        out
     }
 }
 
@@ -332,6 +346,41 @@ mod tests {
             errors(&format!("name = \"p\"\naction_timeout = \"0\"\n[retry]\nattempts = 4000000000\n{ACTUATORS}"));
         assert!(found[0].starts_with("p.toml:2:1: action_timeout = \"0\": expected above 0"), "{found:#?}");
         assert!(found[1].starts_with("p.toml:4:1: retry.attempts: 4000000000: expected 1 to 10"), "{found:#?}");
+    }
+
+    #[test]
+    fn a_duration_that_does_not_parse_is_named_by_its_key_and_value_at_its_line() {
+        let found = errors(&format!("name = \"p\"\n[limits]\nwindow = \"5 parsecs\"\n{ACTUATORS}"));
+        assert!(found[0].starts_with("p.toml:3:10: limits.window: invalid duration \"5 parsecs\""), "{found:#?}");
+        let found = errors(&format!("name = \"p\"\naction_timeout = \"soon\"\n{ACTUATORS}"));
+        assert!(found[0].starts_with("p.toml:2:18: action_timeout: invalid duration \"soon\""), "{found:#?}");
+    }
+
+    #[test]
+    fn an_undo_on_resolve_of_a_kind_its_actuator_cannot_undo_is_refused_at_its_line() {
+        use crate::catalog::ActuatorRoute;
+        use crate::contracts::ActionKindDecl;
+        use crate::testing::Knobs;
+        let p = Playbook::parse(&format!("name = \"p\"\n[undo]\non_resolve = [\"pfcwd.*\"]\n{ACTUATORS}"), "p.toml")
+            .unwrap();
+        let route = |kinds: Vec<ActionKindDecl>| ActuatorRoute {
+            pattern: "pfcwd.*".into(),
+            actuator: std::sync::Arc::new(Knobs::declaring(kinds)),
+            destructive: true,
+        };
+        let once = route(vec![ActionKindDecl::new("pfcwd.escalate", &[]).not_undoable()]);
+        let found = p.undo_refusals(&Catalog::new(vec![once]));
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(
+            found[0].to_string().starts_with(
+                "p.toml:3:15: undo.on_resolve: \"pfcwd.*\" is routed to actuator \"knobs\" (handles \"pfcwd.*\"), \
+                 which cannot undo pfcwd.escalate"
+            ),
+            "{}",
+            found[0]
+        );
+        let undoable = route(vec![ActionKindDecl::new("pfcwd.escalate", &[])]);
+        assert!(p.undo_refusals(&Catalog::new(vec![undoable])).is_empty());
     }
 
     #[test]

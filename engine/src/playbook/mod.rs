@@ -14,15 +14,13 @@
 //! name = "journal"
 //! type = "log"
 //! handles = ["*"]             # action kinds: "node.cordon", "pfcwd.*", "*"
-//! scope = "local"             # local | fleet; default by kind (see below)
+//! scope = "local"             # local | fleet; default: as the actuator declares each kind
 //! ```
 //!
 //! An actuator's `scope` says whether its actions need a token from the
 //! fleet's shared budget ([`Scope::Fleet`]) or only this daemon's policy
-//! ([`Scope::Local`]). Without it, each action kind takes
-//! [`Scope::default_for`]: cordons, rail drains and switch configuration
-//! changes are fleet-scoped; host links and the NIC's PFC storm prevention
-//! are local.
+//! ([`Scope::Local`]). Without it, each action kind takes the scope its
+//! actuator declares for it ([`ActionKindDecl`](crate::contracts::ActionKindDecl)).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -36,12 +34,11 @@ use crate::errors::Errors;
 
 mod checks;
 
-use crate::coordination::Scope;
-use crate::dispatch::Mode;
+use crate::contracts::Scope;
+use crate::mode::Mode;
 use crate::policy::{
     ApprovalRule, BreakerConfig, Limits, PolicySettings, RetryConfig, TargetLimits, UndoConfig, VerifyConfig,
 };
-use crate::time::parse_duration;
 pub use checks::{covers, overlaps, NamedKind};
 
 /// A playbook file.
@@ -60,8 +57,8 @@ pub struct Playbook {
     #[serde(default)]
     pub rules: Option<PathBuf>,
     /// How long one actuator call may take.
-    #[serde(default = "default_timeout")]
-    pub action_timeout: String,
+    #[serde(default = "default_timeout", with = "crate::config::duration")]
+    pub action_timeout: std::time::Duration,
     /// Per-rule policy, by rule name.
     #[serde(default)]
     pub rule: BTreeMap<String, RulePolicy>,
@@ -118,8 +115,8 @@ fn destructive_default() -> bool {
     true
 }
 
-fn default_timeout() -> String {
-    "10s".to_string()
+fn default_timeout() -> std::time::Duration {
+    std::time::Duration::from_secs(10)
 }
 
 /// What the playbook says about one rule.
@@ -143,10 +140,12 @@ pub struct ActuatorEntry {
     /// The action kinds it handles.
     pub handles: Vec<String>,
     /// Whether its actions change the fabric (blast-radius limits and the
-    /// breaker apply). Set false for notifications.
+    /// breaker apply). Set false for notifications; a kind its actuator
+    /// declares harmless is not destructive either way.
     #[serde(default = "destructive_default")]
     pub destructive: bool,
-    /// Whether its actions take a fleet token; `None`: by action kind.
+    /// Whether its actions take a fleet token; `None`: as its actuator
+    /// declares each kind.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<Scope>,
     /// Type-specific settings.
@@ -197,6 +196,12 @@ impl Playbook {
         }
     }
 
+    /// The string the playbook file gives its top-level key `name`, as
+    /// written (a duration as the user spelled it, for messages).
+    pub fn written(&self, name: &str) -> Option<&str> {
+        self.source.0.as_ref()?.string_at(name)
+    }
+
     /// The rule directory, resolved against the playbook's own directory.
     pub fn rules_dir(&self, playbook_path: &Path) -> Option<PathBuf> {
         let dir = self.rules.as_ref()?;
@@ -216,23 +221,22 @@ impl Playbook {
         self.rule.iter().filter_map(|(name, p)| Some((name.clone(), p.mode?))).collect()
     }
 
-    /// The action timeout. [`Playbook::parse`] refuses one that does not
-    /// parse or is not above 0, so `check` and `run` agree; the default
-    /// here only serves a playbook built in code.
+    /// The action timeout. [`Playbook::parse`] refuses one that is not
+    /// above 0, so `check` and `run` agree; the default here only serves a
+    /// playbook built in code.
     pub fn timeout(&self) -> std::time::Duration {
-        let ns = parse_duration(&self.action_timeout).ok().filter(|ns| *ns > 0).unwrap_or(10_000_000_000);
-        std::time::Duration::from_nanos(ns as u64)
+        Some(self.action_timeout).filter(|t| !t.is_zero()).unwrap_or_else(default_timeout)
     }
 
     /// The safety policy settings, durations parsed.
     pub fn policy(&self) -> Result<PolicySettings, crate::policy::PolicyError> {
-        PolicySettings::new(&self.limits, &self.breaker, &self.target, &self.approval, &self.undo, &self.retry)?
-            .verified(&self.verify)
+        Ok(PolicySettings::new(&self.limits, &self.breaker, &self.target, &self.approval, &self.undo, &self.retry)?
+            .verified(&self.verify))
     }
 
     /// The scopes the playbook sets, as (action-kind pattern, scope), in
-    /// actuator order: the dispatcher takes the first match, else
-    /// [`Scope::default_for`].
+    /// actuator order: the dispatcher takes the first match, else the scope
+    /// the kind's actuator declares.
     pub fn scopes(&self) -> Vec<(String, Scope)> {
         self.actuator
             .iter()

@@ -33,22 +33,26 @@
 //! [verify]
 //! every = "10s"                       # actions in effect are read back this often
 //! reapply_changed = false             # someone else's change to our target is left alone
-//! reapply_reverted = ["pfcwd.escalate", "ecn.lower", "rail.drain"]   # lost on a switch restart: re-applied
+//! reapply_reverted = ["pfcwd.escalate", "ecn.lower"]   # default: the kinds lost on a switch restart
 //! ```
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::time::{parse_duration, Nanos};
+use std::time::Duration;
+
+use crate::config::duration::{self, nanos};
+use crate::contracts::kind_matches;
+use crate::time::Nanos;
 
 /// `[limits]`: blast-radius limits in topology terms.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Limits {
     /// The window counts are taken over.
-    #[serde(default = "ten_minutes")]
-    pub window: String,
+    #[serde(default = "ten_minutes", with = "duration")]
+    pub window: Duration,
     /// At most this many `node.cordon` per window.
     #[serde(default)]
     pub max_cordons: Option<u32>,
@@ -94,8 +98,8 @@ pub struct BreakerConfig {
     #[serde(default = "five")]
     pub trip_after: u32,
     /// The window hits are counted over.
-    #[serde(default = "ten_minutes")]
-    pub window: String,
+    #[serde(default = "ten_minutes", with = "duration")]
+    pub window: Duration,
 }
 
 impl Default for BreakerConfig {
@@ -109,14 +113,14 @@ impl Default for BreakerConfig {
 #[serde(deny_unknown_fields)]
 pub struct TargetLimits {
     /// After an action on a target, further actions on it are suppressed this long.
-    #[serde(default = "five_minutes")]
-    pub cooldown: String,
+    #[serde(default = "five_minutes", with = "duration")]
+    pub cooldown: Duration,
     /// At most this many actions on one target per `window`.
     #[serde(default = "three")]
     pub max_per_window: u32,
     /// The window for `max_per_window`.
-    #[serde(default = "one_hour")]
-    pub window: String,
+    #[serde(default = "one_hour", with = "duration")]
+    pub window: Duration,
 }
 
 impl Default for TargetLimits {
@@ -132,8 +136,8 @@ pub struct ApprovalRule {
     /// Action kinds (`node.cordon`, `rail.*`, `*`).
     pub actions: Vec<String>,
     /// How long a request waits before it expires.
-    #[serde(default = "fifteen_minutes")]
-    pub timeout: String,
+    #[serde(default = "fifteen_minutes", with = "duration")]
+    pub timeout: Duration,
 }
 
 /// `[undo]`.
@@ -152,29 +156,26 @@ pub struct VerifyConfig {
     /// How often every action in effect is read back ("0": only when a
     /// sensor reconnects to its target). A change the target lost while its
     /// incident still fires is re-applied through the policy.
-    #[serde(default = "ten_seconds")]
-    pub every: String,
+    #[serde(default = "ten_seconds", with = "duration")]
+    pub every: Duration,
     /// Re-apply an action whose target someone else changed since. By
     /// default their change stands: it is recorded and left alone.
     #[serde(default)]
     pub reapply_changed: bool,
     /// The action kinds re-applied when their target goes back to what it
-    /// held before (while the incident fires). Default: the switch actions,
-    /// which a switch loses when it restarts with its saved configuration.
-    /// A host link brought back up or a node resumed is more likely an
-    /// operator's doing: recorded, and left alone unless listed here.
-    #[serde(default = "switch_kinds")]
-    pub reapply_reverted: Vec<String>,
+    /// held before (while the incident fires). Default: the kinds their
+    /// actuators declare a switch loses when it restarts with its saved
+    /// configuration (a PFC watchdog escalation, an ECN lowering, a rail's
+    /// switch ports). A host link brought back up or a node resumed is more
+    /// likely an operator's doing: recorded, and left alone unless listed here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reapply_reverted: Option<Vec<String>>,
 }
 
 impl Default for VerifyConfig {
     fn default() -> VerifyConfig {
-        VerifyConfig { every: ten_seconds(), reapply_changed: false, reapply_reverted: switch_kinds() }
+        VerifyConfig { every: ten_seconds(), reapply_changed: false, reapply_reverted: None }
     }
-}
-
-fn switch_kinds() -> Vec<String> {
-    ["pfcwd.escalate", "ecn.lower", "rail.drain"].map(String::from).to_vec()
 }
 
 /// `[retry]`.
@@ -185,8 +186,8 @@ pub struct RetryConfig {
     #[serde(default = "three")]
     pub attempts: u32,
     /// Wait before the second attempt; doubled for each further one.
-    #[serde(default = "two_hundred_ms")]
-    pub backoff: String,
+    #[serde(default = "two_hundred_ms", with = "duration")]
+    pub backoff: Duration,
 }
 
 impl Default for RetryConfig {
@@ -195,23 +196,23 @@ impl Default for RetryConfig {
     }
 }
 
-fn ten_seconds() -> String {
-    "10s".into()
+fn ten_seconds() -> Duration {
+    Duration::from_secs(10)
 }
-fn ten_minutes() -> String {
-    "10m".into()
+fn ten_minutes() -> Duration {
+    Duration::from_secs(600)
 }
-fn five_minutes() -> String {
-    "5m".into()
+fn five_minutes() -> Duration {
+    Duration::from_secs(300)
 }
-fn fifteen_minutes() -> String {
-    "15m".into()
+fn fifteen_minutes() -> Duration {
+    Duration::from_secs(900)
 }
-fn one_hour() -> String {
-    "1h".into()
+fn one_hour() -> Duration {
+    Duration::from_secs(3600)
 }
-fn two_hundred_ms() -> String {
-    "200ms".into()
+fn two_hundred_ms() -> Duration {
+    Duration::from_millis(200)
 }
 fn one() -> Option<u32> {
     Some(1)
@@ -221,14 +222,6 @@ fn three() -> u32 {
 }
 fn five() -> u32 {
     5
-}
-
-/// Whether an action kind matches a pattern: exact, `prefix.*`, or `*`.
-pub fn kind_matches(pattern: &str, kind: &str) -> bool {
-    match pattern.strip_suffix('*') {
-        Some(prefix) => kind.starts_with(prefix),
-        None => pattern == kind,
-    }
 }
 
 /// The settings with every duration parsed: what the policy runs on.
@@ -260,8 +253,9 @@ pub struct PolicySettings {
     pub verify_every: Nanos,
     /// Whether someone else's change to our target is overwritten.
     pub reapply_changed: bool,
-    /// Kinds re-applied when their target went back to its prior values.
-    pub reapply_reverted: Vec<String>,
+    /// Kinds re-applied when their target went back to its prior values;
+    /// `None`: those whose actuator declares it.
+    pub reapply_reverted: Option<Vec<String>>,
 }
 
 /// A safety policy setting was refused; the message names the field.
@@ -270,7 +264,7 @@ pub struct PolicySettings {
 pub struct PolicyError(String);
 
 impl PolicySettings {
-    /// Parses the durations of the raw settings; errors name the field.
+    /// The settings of the raw ones, checked; errors name the field.
     pub fn new(
         limits: &Limits,
         breaker: &BreakerConfig,
@@ -279,7 +273,6 @@ impl PolicySettings {
         undo: &UndoConfig,
         retry: &RetryConfig,
     ) -> Result<PolicySettings, PolicyError> {
-        let d = |what: &str, text: &str| parse_duration(text).map_err(|e| PolicyError(format!("{what}: {e}")));
         if let Some(p) = limits.max_cordon_percent {
             if !(0.0..=100.0).contains(&p) {
                 return Err(PolicyError(format!("limits.max_cordon_percent = {p}: expected 0..=100")));
@@ -290,31 +283,28 @@ impl PolicySettings {
         }
         Ok(PolicySettings {
             limits: limits.clone(),
-            limits_window: d("limits.window", &limits.window)?,
+            limits_window: nanos(limits.window),
             trip_after: breaker.trip_after,
-            breaker_window: d("breaker.window", &breaker.window)?,
-            target_cooldown: d("target.cooldown", &target.cooldown)?,
+            breaker_window: nanos(breaker.window),
+            target_cooldown: nanos(target.cooldown),
             target_max: target.max_per_window,
-            target_window: d("target.window", &target.window)?,
-            approvals: approval
-                .iter()
-                .map(|a| Ok((a.actions.clone(), d("approval.timeout", &a.timeout)?)))
-                .collect::<Result<_, PolicyError>>()?,
+            target_window: nanos(target.window),
+            approvals: approval.iter().map(|a| (a.actions.clone(), nanos(a.timeout))).collect(),
             undo_on_resolve: undo.on_resolve.clone(),
             attempts: retry.attempts,
-            backoff: d("retry.backoff", &retry.backoff)?,
+            backoff: nanos(retry.backoff),
             verify_every: 10 * crate::time::SECOND,
             reapply_changed: false,
-            reapply_reverted: switch_kinds(),
+            reapply_reverted: None,
         })
     }
 
     /// The settings with the `[verify]` section applied.
-    pub fn verified(mut self, verify: &VerifyConfig) -> Result<PolicySettings, PolicyError> {
-        self.verify_every = parse_duration(&verify.every).map_err(|e| PolicyError(format!("verify.every: {e}")))?;
+    pub fn verified(mut self, verify: &VerifyConfig) -> PolicySettings {
+        self.verify_every = nanos(verify.every);
         self.reapply_changed = verify.reapply_changed;
         self.reapply_reverted = verify.reapply_reverted.clone();
-        Ok(self)
+        self
     }
 
     /// Settings with every default: no cordon limits, one rail per plane,
@@ -331,15 +321,25 @@ impl PolicySettings {
         .expect("the defaults parse")
     }
 
+    /// The settings with `attempts` per action, the first retry after
+    /// `backoff`.
+    pub fn with_retry(mut self, attempts: u32, backoff: Duration) -> PolicySettings {
+        self.attempts = attempts;
+        self.backoff = nanos(backoff);
+        self
+    }
+
     /// The approval timeout for `kind`, if it needs approval.
     pub fn approval_timeout(&self, kind: &str) -> Option<Nanos> {
         self.approvals.iter().find(|(pats, _)| pats.iter().any(|p| kind_matches(p, kind))).map(|(_, t)| *t)
     }
 
     /// Whether an action of `kind` whose target went back to its prior
-    /// values is re-applied (while its incident fires).
-    pub fn reapply_reverted(&self, kind: &str) -> bool {
-        self.reapply_reverted.iter().any(|p| kind_matches(p, kind))
+    /// values is re-applied (while its incident fires), if the playbook
+    /// says; `None`: as its actuator declares
+    /// ([`Policy::reapply_reverted`](super::Policy::reapply_reverted)).
+    pub fn reapply_reverted(&self, kind: &str) -> Option<bool> {
+        self.reapply_reverted.as_ref().map(|kinds| kinds.iter().any(|p| kind_matches(p, kind)))
     }
 
     /// Whether `kind` is undone when its instance resolves.

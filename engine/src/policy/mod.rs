@@ -9,7 +9,9 @@
 //! 3. for destructive actions, the **circuit breaker** (tripped: nothing
 //!    destructive goes out until a human resets it) and the **blast-radius
 //!    limits** in topology terms (cordons per window and share of the fleet,
-//!    rails per plane, isolated ports per switch, actions per kind);
+//!    rails per plane, isolated ports per switch, actions per kind), each
+//!    counting the kinds whose actuator declares it counts them
+//!    ([`LimitClass`], read from the [`Catalog`]);
 //!    a proposal over a limit is held with the reason and counts towards
 //!    tripping the breaker;
 //! 4. **approval**: some kinds wait for `rocemend approve ID`.
@@ -19,9 +21,10 @@
 
 mod config;
 
+pub use crate::contracts::{kind_matches, Impact};
 pub use config::{
-    kind_matches, ApprovalRule, BreakerConfig, Limits, PolicyError, PolicySettings, RetryConfig, TargetLimits,
-    UndoConfig, VerifyConfig,
+    ApprovalRule, BreakerConfig, Limits, PolicyError, PolicySettings, RetryConfig, TargetLimits, UndoConfig,
+    VerifyConfig,
 };
 
 use std::collections::{HashMap, VecDeque};
@@ -29,7 +32,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::action::{Action, Proposal};
+use crate::catalog::Catalog;
+use crate::contracts::{Action, LimitClass, Proposal};
 use crate::labels::Labels;
 use crate::time::{Nanos, Span};
 use crate::topology::Topology;
@@ -117,19 +121,6 @@ impl BreakerState {
     }
 }
 
-/// Where an action lands in the topology.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Impact {
-    /// The node it acts on.
-    pub node: Option<String>,
-    /// The rail.
-    pub rail: Option<String>,
-    /// The plane.
-    pub plane: Option<String>,
-    /// The switch.
-    pub switch: Option<String>,
-}
-
 /// An action in effect.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Effect {
@@ -195,6 +186,11 @@ impl History {
         self.by_target.get(target).into_iter().flatten()
     }
 
+    /// The kinds acted on within the kept history.
+    fn kinds(&self) -> impl Iterator<Item = &str> {
+        self.by_kind.keys().map(String::as_str)
+    }
+
     fn of_kind_since(&self, kind: &str, since: Nanos) -> u32 {
         self.by_kind.get(kind).map(|q| q.iter().rev().take_while(|at| **at > since).count() as u32).unwrap_or(0)
     }
@@ -204,25 +200,17 @@ impl History {
 pub struct Policy {
     settings: PolicySettings,
     topology: Option<Arc<Topology>>,
+    catalog: Arc<Catalog>,
     history: History,
     in_effect: HashMap<String, Effect>,
     hits: VecDeque<Nanos>,
     breaker: BreakerState,
 }
 
-/// Action kinds the cordon limits apply to.
-pub const CORDON_KINDS: &[&str] = &["node.cordon"];
-/// Action kinds the rails-per-plane limit applies to.
-pub const RAIL_DRAIN_KINDS: &[&str] = &["rail.drain"];
-/// Action kinds the ports-per-switch limit applies to.
-pub const PORT_ISOLATION_KINDS: &[&str] = &["link.isolate", "port.shutdown"];
-
-/// Action kinds that lower a switch queue's ECN thresholds.
-pub const ECN_KINDS: &[&str] = &["ecn.lower"];
-
-/// How many of a switch's queues an ECN lowering reaches, out of `max`: one
-/// for a queue's own lowering; all of them for a switch-wide one (no port,
-/// or port `"*"`: the shared profile).
+/// How many of a switch's queues an action counted by
+/// [`LimitClass::SwitchEcnQueue`] reaches, out of `max`: one for a queue's
+/// own; all of them for a switch-wide one (no port, or port `"*"`: the
+/// shared profile).
 fn ecn_queues(action: &Action, max: u32) -> u32 {
     if action.target.get("port").is_none_or(|p| p == "*") {
         max
@@ -233,11 +221,13 @@ fn ecn_queues(action: &Action, max: u32) -> u32 {
 
 impl Policy {
     /// A policy with `settings`; `topology` resolves targets to rails,
-    /// planes and switches, and gives the fleet size.
-    pub fn new(settings: PolicySettings, topology: Option<Arc<Topology>>) -> Policy {
+    /// planes and switches, and gives the fleet size; `catalog` says which
+    /// limit counts which kind.
+    pub fn new(settings: PolicySettings, topology: Option<Arc<Topology>>, catalog: Arc<Catalog>) -> Policy {
         Policy {
             settings,
             topology,
+            catalog,
             history: History::default(),
             in_effect: HashMap::new(),
             hits: VecDeque::new(),
@@ -248,6 +238,13 @@ impl Policy {
     /// The settings.
     pub fn settings(&self) -> &PolicySettings {
         &self.settings
+    }
+
+    /// Whether an action of `kind` whose target went back to its prior
+    /// values is re-applied (while its incident fires): as `[verify]
+    /// reapply_reverted` lists, else as its actuator declares.
+    pub fn reapply_reverted(&self, kind: &str) -> bool {
+        self.settings.reapply_reverted(kind).unwrap_or_else(|| self.catalog.reapply_reverted(kind))
     }
 
     /// The breaker.
@@ -377,97 +374,110 @@ impl Policy {
         Some(Check::Hold(reason))
     }
 
+    /// The first blast-radius limit `action` would go over at `now`: its
+    /// kind's own limit, then the topology limit its actuator declares it
+    /// counts against.
     fn over_limit(&self, action: &Action, now: Nanos) -> Option<String> {
-        let limits = &self.settings.limits;
+        self.over_kind_limit(action, now).or_else(|| match self.catalog.limit(&action.kind) {
+            LimitClass::None => None,
+            LimitClass::NodeCordon => self.over_cordon_limits(now),
+            LimitClass::RailDrain => self.over_rail_limit(action),
+            LimitClass::SwitchPortIsolation => self.over_port_limit(action),
+            LimitClass::SwitchEcnQueue => self.over_ecn_limit(action),
+        })
+    }
+
+    /// `[limits] per_kind`: actions of one kind per window.
+    fn over_kind_limit(&self, action: &Action, now: Nanos) -> Option<String> {
         let window = self.settings.limits_window;
         let kind = action.kind.as_str();
-        let in_window = |k: &str| self.history.of_kind_since(k, now - window);
-        if let Some(max) = limits.per_kind.iter().find(|(p, _)| kind_matches(p, kind)).map(|(_, m)| *m) {
-            let n = in_window(kind);
+        let max = self.settings.limits.per_kind.iter().find(|(p, _)| kind_matches(p, kind)).map(|(_, m)| *m)?;
+        let n = self.history.of_kind_since(kind, now - window);
+        (n >= max).then(|| format!("limit: at most {max} {kind} per {}; {n} already", Span(window)))
+    }
+
+    /// The effects in effect whose kind `class` counts.
+    fn in_effect_of(&self, class: LimitClass) -> impl Iterator<Item = &Effect> {
+        self.in_effect.values().filter(move |e| self.catalog.limit(&e.action.kind) == class)
+    }
+
+    /// Cordons per window, and the share of the fleet cordoned at once.
+    fn over_cordon_limits(&self, now: Nanos) -> Option<String> {
+        let limits = &self.settings.limits;
+        let window = self.settings.limits_window;
+        if let Some(max) = limits.max_cordons {
+            let since = now - window;
+            let n: u32 = self
+                .history
+                .kinds()
+                .filter(|kind| self.catalog.limit(kind) == LimitClass::NodeCordon)
+                .map(|kind| self.history.of_kind_since(kind, since))
+                .sum();
             if n >= max {
-                return Some(format!("limit: at most {max} {kind} per {}; {n} already", Span(window)));
+                return Some(format!("limit: at most {max} nodes cordoned per {}; {n} already", Span(window)));
             }
         }
+        let pct = limits.max_cordon_percent?;
+        let fleet = self.topology.as_ref().map(|t| t.node_count()).unwrap_or(0);
+        if fleet == 0 {
+            return Some("limit: max_cordon_percent is set but the fleet size is unknown (no inventory)".into());
+        }
+        let cordoned = self.in_effect_of(LimitClass::NodeCordon).count();
+        let after = (cordoned + 1) as f64 * 100.0 / fleet as f64;
+        (after > pct).then(|| {
+            format!(
+                "limit: at most {pct}% of the fleet cordoned; {cordoned} of {fleet} nodes already, one more is {after:.1}%"
+            )
+        })
+    }
+
+    /// Rails of one plane drained at once.
+    fn over_rail_limit(&self, action: &Action) -> Option<String> {
+        let max = self.settings.limits.max_rails_per_plane?;
         let impact = self.impact(action);
-        if CORDON_KINDS.contains(&kind) {
-            if let Some(max) = limits.max_cordons {
-                let n = in_window(kind);
-                if n >= max {
-                    return Some(format!("limit: at most {max} nodes cordoned per {}; {n} already", Span(window)));
-                }
-            }
-            if let Some(pct) = limits.max_cordon_percent {
-                let fleet = self.topology.as_ref().map(|t| t.node_count()).unwrap_or(0);
-                if fleet == 0 {
-                    return Some(
-                        "limit: max_cordon_percent is set but the fleet size is unknown (no inventory)".into(),
-                    );
-                }
-                let cordoned =
-                    self.in_effect.values().filter(|e| CORDON_KINDS.contains(&e.action.kind.as_str())).count();
-                let after = (cordoned + 1) as f64 * 100.0 / fleet as f64;
-                if after > pct {
-                    return Some(format!(
-                        "limit: at most {pct}% of the fleet cordoned; {cordoned} of {fleet} nodes already, one more is {after:.1}%"
-                    ));
-                }
-            }
-        }
-        if RAIL_DRAIN_KINDS.contains(&kind) {
-            if let (Some(max), Some(plane)) = (limits.max_rails_per_plane, &impact.plane) {
-                let mut rails: Vec<&str> = self
-                    .in_effect
-                    .values()
-                    .filter(|e| {
-                        RAIL_DRAIN_KINDS.contains(&e.action.kind.as_str()) && e.impact.plane.as_ref() == Some(plane)
-                    })
-                    .filter_map(|e| e.impact.rail.as_deref())
-                    .filter(|r| Some(*r) != impact.rail.as_deref())
-                    .collect();
-                rails.sort_unstable();
-                rails.dedup();
-                if rails.len() as u32 >= max {
-                    return Some(format!(
-                        "limit: at most {max} rail(s) of plane {plane} drained at once; rail {} already drained",
-                        rails.join(", ")
-                    ));
-                }
-            }
-        }
-        if PORT_ISOLATION_KINDS.contains(&kind) {
-            if let (Some(max), Some(switch)) = (limits.max_isolated_ports_per_switch, &impact.switch) {
-                let n = self
-                    .in_effect
-                    .values()
-                    .filter(|e| {
-                        PORT_ISOLATION_KINDS.contains(&e.action.kind.as_str())
-                            && e.impact.switch.as_ref() == Some(switch)
-                    })
-                    .count() as u32;
-                if n >= max {
-                    return Some(format!(
-                        "limit: at most {max} ports of switch {switch} isolated at once; {n} already"
-                    ));
-                }
-            }
-        }
-        if ECN_KINDS.contains(&kind) {
-            if let (Some(max), Some(switch)) = (limits.max_ecn_queues_per_switch, &impact.switch) {
-                let n: u32 = self
-                    .in_effect
-                    .values()
-                    .filter(|e| ECN_KINDS.contains(&e.action.kind.as_str()) && e.impact.switch.as_ref() == Some(switch))
-                    .map(|e| ecn_queues(&e.action, max))
-                    .sum();
-                if n + ecn_queues(action, max) > max {
-                    return Some(format!(
-                        "limit: at most {max} queues of switch {switch} with ECN lowered at once; {n} already \
-                         (a switch-wide lowering counts as all {max})"
-                    ));
-                }
-            }
-        }
-        None
+        let plane = impact.plane.as_ref()?;
+        let mut rails: Vec<&str> = self
+            .in_effect_of(LimitClass::RailDrain)
+            .filter(|e| e.impact.plane.as_ref() == Some(plane))
+            .filter_map(|e| e.impact.rail.as_deref())
+            .filter(|r| Some(*r) != impact.rail.as_deref())
+            .collect();
+        rails.sort_unstable();
+        rails.dedup();
+        (rails.len() as u32 >= max).then(|| {
+            format!(
+                "limit: at most {max} rail(s) of plane {plane} drained at once; rail {} already drained",
+                rails.join(", ")
+            )
+        })
+    }
+
+    /// Ports of one switch isolated at once.
+    fn over_port_limit(&self, action: &Action) -> Option<String> {
+        let max = self.settings.limits.max_isolated_ports_per_switch?;
+        let switch = self.impact(action).switch?;
+        let n = self
+            .in_effect_of(LimitClass::SwitchPortIsolation)
+            .filter(|e| e.impact.switch.as_ref() == Some(&switch))
+            .count() as u32;
+        (n >= max).then(|| format!("limit: at most {max} ports of switch {switch} isolated at once; {n} already"))
+    }
+
+    /// Queues of one switch with ECN lowered at once.
+    fn over_ecn_limit(&self, action: &Action) -> Option<String> {
+        let max = self.settings.limits.max_ecn_queues_per_switch?;
+        let switch = self.impact(action).switch?;
+        let n: u32 = self
+            .in_effect_of(LimitClass::SwitchEcnQueue)
+            .filter(|e| e.impact.switch.as_ref() == Some(&switch))
+            .map(|e| ecn_queues(&e.action, max))
+            .sum();
+        (n + ecn_queues(action, max) > max).then(|| {
+            format!(
+                "limit: at most {max} queues of switch {switch} with ECN lowered at once; {n} already \
+                 (a switch-wide lowering counts as all {max})"
+            )
+        })
     }
 
     /// Records that the decision `id` acted (executed, or planned in dry-run)

@@ -1,8 +1,24 @@
 use super::*;
+use crate::catalog::ActuatorRoute;
+use crate::contracts::{ActionKindDecl, Severity};
 use crate::mode::Mode;
-use crate::rule::Severity;
+use crate::testing::Knobs;
 use crate::time::{MS, SECOND};
 use std::collections::BTreeMap;
+
+/// The kinds these tests propose, declared as the workspace's actuators
+/// declare them: the policy names none of them itself.
+fn catalog() -> Arc<Catalog> {
+    let kinds = vec![
+        ActionKindDecl::new("node.cordon", &["node"]).fleet().limited_by(LimitClass::NodeCordon),
+        ActionKindDecl::new("rail.drain", &["node", "rail"]).fleet().limited_by(LimitClass::RailDrain),
+        ActionKindDecl::new("link.isolate", &["node", "netdev"]).limited_by(LimitClass::SwitchPortIsolation),
+        ActionKindDecl::new("ecn.lower", &["switch", "port", "queue"]).fleet().limited_by(LimitClass::SwitchEcnQueue),
+        ActionKindDecl::new("*", &[]),
+    ];
+    let route = ActuatorRoute { pattern: "*".into(), actuator: Arc::new(Knobs::declaring(kinds)), destructive: true };
+    Arc::new(Catalog::new(vec![route]))
+}
 
 fn topology() -> Arc<Topology> {
     Arc::new(Topology::parse(crate::topology::EXAMPLE_INVENTORY, "inventory").unwrap())
@@ -41,7 +57,7 @@ fn fifty_node_faults_with_a_limit_of_three_cordons_hold_forty_seven() {
         l.max_cordons = Some(3);
         b.trip_after = 10;
     });
-    let mut policy = Policy::new(s, None);
+    let mut policy = Policy::new(s, None, catalog());
     let mut allowed = 0;
     let mut held = Vec::new();
     for i in 0..50 {
@@ -72,7 +88,7 @@ fn a_tripped_breaker_stays_tripped_until_reset_and_spares_non_destructive_action
         l.max_cordons = Some(0);
         b.trip_after = 1;
     });
-    let mut policy = Policy::new(s, None);
+    let mut policy = Policy::new(s, None, catalog());
     assert!(matches!(policy.check(&proposal("node.cordon", &[("node", "a")]), true, 0), Check::Hold(_)));
     assert!(policy.breaker().tripped_at.is_some());
     // An hour later it is still tripped.
@@ -87,7 +103,7 @@ fn a_tripped_breaker_stays_tripped_until_reset_and_spares_non_destructive_action
 
 #[test]
 fn two_rails_of_one_plane_are_never_drained_together() {
-    let mut policy = Policy::new(settings(|_, _, _| {}), Some(topology()));
+    let mut policy = Policy::new(settings(|_, _, _| {}), Some(topology()), catalog());
     // Rails 1 and 2 are both in plane 0 in the example inventory; rail 5 is in plane 1.
     let rail1 = proposal("rail.drain", &[("node", "node-01"), ("netdev", "eth1"), ("rail", "1")]);
     let rail2 = proposal("rail.drain", &[("node", "node-03"), ("netdev", "eth2"), ("rail", "2")]);
@@ -106,7 +122,8 @@ fn two_rails_of_one_plane_are_never_drained_together() {
 
 #[test]
 fn ports_of_one_switch_are_limited() {
-    let mut policy = Policy::new(settings(|l, _, _| l.max_isolated_ports_per_switch = Some(1)), Some(topology()));
+    let mut policy =
+        Policy::new(settings(|l, _, _| l.max_isolated_ports_per_switch = Some(1)), Some(topology()), catalog());
     let a = proposal("link.isolate", &[("node", "node-01"), ("netdev", "eth4")]);
     let b = proposal("link.isolate", &[("node", "node-02"), ("netdev", "eth4")]);
     let c = proposal("link.isolate", &[("node", "node-02"), ("netdev", "eth5")]);
@@ -118,7 +135,8 @@ fn ports_of_one_switch_are_limited() {
 
 #[test]
 fn ecn_lowerings_count_the_queues_they_reach() {
-    let mut policy = Policy::new(settings(|l, _, _| l.max_ecn_queues_per_switch = Some(2)), Some(topology()));
+    let mut policy =
+        Policy::new(settings(|l, _, _| l.max_ecn_queues_per_switch = Some(2)), Some(topology()), catalog());
     let queue = |port: &str| proposal("ecn.lower", &[("switch", "leaf-rail5"), ("port", port), ("queue", "3")]);
     let switch_wide = proposal("ecn.lower", &[("switch", "leaf-rail5"), ("port", "*")]);
     assert_eq!(policy.check(&switch_wide, true, 0), Check::Allow, "nothing lowered yet");
@@ -137,7 +155,7 @@ fn ecn_lowerings_count_the_queues_they_reach() {
 #[test]
 fn the_share_of_the_fleet_cordoned_is_limited() {
     // 4 nodes: 25% allows one node, not two.
-    let mut policy = Policy::new(settings(|l, _, _| l.max_cordon_percent = Some(25.0)), Some(topology()));
+    let mut policy = Policy::new(settings(|l, _, _| l.max_cordon_percent = Some(25.0)), Some(topology()), catalog());
     let a = proposal("node.cordon", &[("node", "node-01")]);
     assert_eq!(policy.check(&a, true, 0), Check::Allow);
     policy.commit("a", &a, 0);
@@ -147,7 +165,7 @@ fn the_share_of_the_fleet_cordoned_is_limited() {
 
 #[test]
 fn an_action_in_effect_is_not_sent_again_and_a_target_cools_down() {
-    let mut policy = Policy::new(settings(|_, _, _| {}), None);
+    let mut policy = Policy::new(settings(|_, _, _| {}), None, catalog());
     let p = proposal("ecn.lower", &[("switch", "s"), ("port", "Ethernet0")]);
     policy.commit("first", &p, 0);
     assert_eq!(policy.check(&p, true, SECOND), Check::Duplicate { of: "first".into(), resolved: false });
@@ -158,8 +176,10 @@ fn an_action_in_effect_is_not_sent_again_and_a_target_cools_down() {
 
 #[test]
 fn approval_is_asked_for_with_an_expiry() {
-    let s = settings(|_, _, a| a.push(ApprovalRule { actions: vec!["node.*".into()], timeout: "15m".into() }));
-    let mut policy = Policy::new(s, None);
+    let s = settings(|_, _, a| {
+        a.push(ApprovalRule { actions: vec!["node.*".into()], timeout: std::time::Duration::from_secs(900) })
+    });
+    let mut policy = Policy::new(s, None, catalog());
     let p = proposal("node.cordon", &[("node", "n")]);
     assert_eq!(policy.check(&p, true, 0), Check::NeedsApproval { expires_at: 900 * SECOND });
     assert_eq!(policy.check_approved(&p, true, 10 * SECOND), Check::Allow);

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use rhai::{Dynamic, Map, AST};
 use sha2::{Digest, Sha256};
 
-use super::native::{NativePredicate, Runs};
+use super::native::{NativePredicate, NotNative, Runs};
 use super::script::{Condition, RuleScripts, ScriptError, WindowValues};
 use super::selector::Selector;
 use super::{RuleError, RuleErrors, Severity};
@@ -165,13 +165,14 @@ pub(super) fn field_position(source: &str, field: &str, fallback: (usize, usize)
     }
 }
 
-pub(super) fn compile(scripts: &RuleScripts, path: &str, source: &str) -> Result<Rule, RuleErrors> {
+/// The script compiled and its declaration map evaluated, with where the
+/// map starts (for errors about the map as a whole).
+fn declaration_map(scripts: &RuleScripts, path: &str, source: &str) -> Result<(AST, Map, (usize, usize)), RuleErrors> {
     let engine = scripts.engine();
     let ast = engine.compile(source).map_err(|e| {
         let pos = e.position();
         err(path, (pos.line().unwrap_or(0), pos.position().unwrap_or(0)), e.0.to_string())
     })?;
-    // Where the declaration map starts, for errors about the map as a whole.
     let decl_pos = top_level_map_start(source).map(|i| crate::config::line_col(source, i)).unwrap_or((1, 1));
     let value: Dynamic = engine.eval_ast(&ast).map_err(|e| {
         let e = ScriptError::from_rhai(&e);
@@ -180,7 +181,25 @@ pub(super) fn compile(scripts: &RuleScripts, path: &str, source: &str) -> Result
     let map: Map = value.try_cast::<Map>().ok_or_else(|| {
         err(path, decl_pos, "the file must end with the rule's declaration map `#{ name: …, select: […], … }`")
     })?;
+    Ok((ast, map, decl_pos))
+}
 
+/// Says, in the log, whether each condition of `rule` runs natively.
+fn log_where_conditions_run(rule: &Rule) {
+    for cond in [Condition::Fire, Condition::Clear] {
+        match rule.runs(cond) {
+            Runs::Native => {
+                tracing::debug!(message = "Rule condition runs natively.", rule = %rule.name, condition = ?cond)
+            }
+            Runs::Rhai(reason) => {
+                tracing::info!(message = "Rule condition runs on Rhai.", rule = %rule.name, condition = ?cond, %reason)
+            }
+        }
+    }
+}
+
+pub(super) fn compile(scripts: &RuleScripts, path: &str, source: &str) -> Result<Rule, RuleErrors> {
+    let (ast, map, decl_pos) = declaration_map(scripts, path, source)?;
     let mut decl = Declaration { map, source, path, decl_pos, errors: Vec::new() };
     decl.refuse_unknown_fields();
     let name = decl.name();
@@ -206,9 +225,9 @@ pub(super) fn compile(scripts: &RuleScripts, path: &str, source: &str) -> Result
         window_names.iter().map(String::as_str).zip(window_booleans.iter().copied()).collect();
     let native_fire = NativePredicate::compile(&ast, "fire", &typed);
     let native_clear = if has_clear { NativePredicate::compile(&ast, "clear", &typed) } else { native_fire.clone() };
-    let runs = |p: &Result<NativePredicate, String>| match p {
+    let runs = |p: &Result<NativePredicate, NotNative>| match p {
         Ok(_) => Runs::Native,
-        Err(why) => Runs::Rhai(why.clone()),
+        Err(why) => Runs::Rhai(why.to_string()),
     };
     let (fire_runs, clear_runs) = (runs(&native_fire), runs(&native_clear));
     let mut rule = Rule {
@@ -238,16 +257,7 @@ pub(super) fn compile(scripts: &RuleScripts, path: &str, source: &str) -> Result
     };
     trial_run(scripts, &rule, source)?;
     cross_check(scripts, &mut rule);
-    for cond in [Condition::Fire, Condition::Clear] {
-        match rule.runs(cond) {
-            Runs::Native => {
-                tracing::debug!(message = "Rule condition runs natively.", rule = %rule.name, condition = ?cond)
-            }
-            Runs::Rhai(reason) => {
-                tracing::info!(message = "Rule condition runs on Rhai.", rule = %rule.name, condition = ?cond, %reason)
-            }
-        }
-    }
+    log_where_conditions_run(&rule);
     Ok(rule)
 }
 

@@ -9,7 +9,8 @@
 //! - [`decl`]: reading the declaration map into a [`Rule`];
 //! - [`script`]: calling `fire` / `clear` with window values;
 //! - [`native`]: `fire` / `clear` bodies compiled into native predicates;
-//! - [`helpers`]: cross-series functions scripts may call.
+//! - [`helpers`]: cross-series functions scripts may call;
+//! - [`template`]: action templates filled for a subject.
 
 pub mod decl;
 pub mod helpers;
@@ -17,31 +18,23 @@ pub mod native;
 pub mod sandbox;
 pub mod script;
 pub mod selector;
+pub mod template;
 
 use crate::errors::Errors;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
-
 pub use decl::{ActionTemplate, Rule, MAX_GROUP_BY};
 pub use helpers::{HelperState, Helpers};
 pub use native::{NativePredicate, Runs};
 pub use script::{Condition, RuleScripts, ScriptError};
 pub use selector::Selector;
+pub use template::TemplateError;
 
-/// How bad a rule's finding is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    /// Worth knowing.
-    Info,
-    /// Degrades the fabric.
-    Warning,
-    /// Stalls training.
-    Critical,
-}
+/// How bad a rule's finding is: carried by its proposals, so it is defined
+/// with them.
+pub use crate::contracts::Severity;
 
 /// A rule file could not be loaded. Every variant names the file and, where
 /// it is known, the line and column.
@@ -92,9 +85,9 @@ impl RuleSet {
         self.rules.iter().find(|r| r.name == name)
     }
 
-    /// The set without the rules `playbook` switches off (`mode = "off"`).
-    pub fn without_disabled(mut self, playbook: &crate::playbook::Playbook) -> RuleSet {
-        let off = playbook.disabled_rules();
+    /// The set without the rules named in `off` (those a playbook switches
+    /// off: [`Playbook::disabled_rules`](crate::playbook::Playbook::disabled_rules)).
+    pub fn without_disabled(mut self, off: &[&str]) -> RuleSet {
         self.rules.retain(|r| !off.contains(&r.name.as_str()));
         self
     }
@@ -124,7 +117,9 @@ pub fn load_dir(dir: &Path, helpers: Helpers) -> Result<RuleSet, RuleErrors> {
     for path in &files {
         match read_rule_file(path) {
             Ok(source) => sources.push((path.display().to_string(), source)),
-            Err(message) => errors.push(RuleError { path: path.display().to_string(), line: 0, column: 0, message }),
+            Err(e) => {
+                errors.push(RuleError { path: path.display().to_string(), line: 0, column: 0, message: e.to_string() })
+            }
         }
     }
     match load_sources(&sources, helpers) {
@@ -140,27 +135,41 @@ pub fn load_dir(dir: &Path, helpers: Helpers) -> Result<RuleSet, RuleErrors> {
 /// Reads one rule file: a regular file (checked on the open file, so it
 /// cannot be swapped for a FIFO in between) of at most [`MAX_RULE_FILE`]
 /// bytes. Opened without blocking, so a FIFO is refused, not waited on.
-pub fn read_rule_file(path: &Path) -> Result<String, String> {
+pub fn read_rule_file(path: &Path) -> Result<String, RuleFileError> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| format!("cannot read: {e}"))?;
-    let meta = file.metadata().map_err(|e| format!("cannot read: {e}"))?;
+    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path)?;
+    let meta = file.metadata()?;
     if !meta.file_type().is_file() {
-        return Err(format!("not a regular file ({}); rules are read from regular files only", kind_of(&meta)));
+        return Err(RuleFileError::NotAFile(kind_of(&meta)));
     }
     if meta.len() > MAX_RULE_FILE {
-        return Err(format!("{} bytes; a rule file is at most {MAX_RULE_FILE} bytes", meta.len()));
+        return Err(RuleFileError::TooLarge(meta.len()));
     }
     let mut text = String::new();
-    file.take(MAX_RULE_FILE + 1).read_to_string(&mut text).map_err(|e| format!("cannot read: {e}"))?;
+    file.take(MAX_RULE_FILE + 1).read_to_string(&mut text)?;
     if text.len() as u64 > MAX_RULE_FILE {
-        return Err(format!("grew past {MAX_RULE_FILE} bytes while being read"));
+        return Err(RuleFileError::Grew);
     }
     Ok(text)
+}
+
+/// A rule file could not be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RuleFileError {
+    /// Opening or reading it failed.
+    #[error("cannot read: {0}")]
+    Unreadable(#[from] std::io::Error),
+    /// It is a FIFO, a directory, a socket or a device.
+    #[error("not a regular file ({0}); rules are read from regular files only")]
+    NotAFile(&'static str),
+    /// It is larger than [`MAX_RULE_FILE`] (its size in bytes).
+    #[error("{0} bytes; a rule file is at most {MAX_RULE_FILE} bytes")]
+    TooLarge(u64),
+    /// It grew past [`MAX_RULE_FILE`] while being read.
+    #[error("grew past {MAX_RULE_FILE} bytes while being read")]
+    Grew,
 }
 
 fn kind_of(meta: &std::fs::Metadata) -> &'static str {

@@ -171,16 +171,22 @@ pub struct NativePredicate {
     nodes: usize,
 }
 
+/// Why a condition stays on Rhai: the construct the native compiler does
+/// not take, in words for `check`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct NotNative(pub String);
+
 impl NativePredicate {
     /// Compiles function `func` (one parameter) of `ast`. `windows` are the
     /// rule's windows in value order: name, and whether scripts see it as a
     /// bool. `Err` says why the body stays on Rhai.
-    pub fn compile(ast: &AST, func: &str, windows: &[(&str, bool)]) -> Result<NativePredicate, String> {
+    pub fn compile(ast: &AST, func: &str, windows: &[(&str, bool)]) -> Result<NativePredicate, NotNative> {
         let mut compiler = Compiler { ast, windows, nodes: 0, stack: Vec::new() };
-        let root = compiler.function(func)?;
+        let root = compiler.function(func).map_err(NotNative)?;
         match root {
             Node::B(root) => Ok(NativePredicate { root, nodes: compiler.nodes }),
-            other => Err(format!("{func}(w) returns {}, not a bool", other.type_name())),
+            other => Err(NotNative(format!("{func}(w) returns {}, not a bool", other.type_name()))),
         }
     }
 
@@ -564,7 +570,7 @@ fn stmt_kind(stmt: &Stmt) -> &'static str {
 mod tests {
     use super::*;
 
-    fn compile(body: &str, windows: &[(&str, bool)]) -> Result<NativePredicate, String> {
+    fn compile(body: &str, windows: &[(&str, bool)]) -> Result<NativePredicate, NotNative> {
         let engine = super::super::sandbox::engine(super::super::Helpers::default());
         let ast = engine.compile(format!("fn fire(w) {{ {body} }}")).expect("parses");
         NativePredicate::compile(&ast, "fire", windows)
@@ -607,7 +613,7 @@ mod tests {
             ("label(\"node\") == \"a\"", "arguments other than w"),
         ] {
             let e = compile(body, &w).err().unwrap_or_else(|| panic!("{body} compiled"));
-            assert!(e.contains(why), "{body}: {e}");
+            assert!(e.0.contains(why), "{body}: {e}");
         }
     }
 

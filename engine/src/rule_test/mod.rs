@@ -44,7 +44,7 @@
 //! ```
 //!
 //! - [`expand`]: the expanding notation of values;
-//! - [`format`]: the test file's schema;
+//! - [`format`](mod@format): the test file's schema;
 //! - `case`: validating a test file into cases (every `at` on the step grid);
 //! - `runner`: running one case against an evaluator;
 //! - `shadow`: window values for failure reports;
@@ -182,7 +182,8 @@ fn outcome(rule_path: &Path) -> FileOutcome {
             Err(e) => FileResult::Error(e),
         }
     } else {
-        match rule::read_rule_file(rule_path).map_err(|message| {
+        match rule::read_rule_file(rule_path).map_err(|e| {
+            let message = e.to_string();
             TestFileError::Rule(RuleError { path: rule_path.display().to_string(), line: 0, column: 0, message }.into())
         }) {
             Err(e) => FileResult::Error(e),

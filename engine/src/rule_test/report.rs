@@ -5,7 +5,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 use super::TestFileError;
-use crate::action::Action;
+use crate::contracts::Action;
 use crate::instance::State;
 use crate::labels::Labels;
 use crate::time::{Nanos, Span};

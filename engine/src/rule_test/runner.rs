@@ -8,7 +8,7 @@ use super::case::{Case, Locator};
 use super::report::{CaseReport, Failure};
 use super::shadow::Shadow;
 use super::{TestFileError, CASE_EPOCH};
-use crate::action::Proposal;
+use crate::contracts::Proposal;
 use crate::evaluator::{EngineEvent, Evaluator};
 use crate::instance::State;
 use crate::labels::Labels;

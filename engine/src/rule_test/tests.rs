@@ -242,12 +242,9 @@ fn a_directory_reports_untested_rules_and_orphan_tests() {
     );
 }
 
-#[test]
-fn shadow_windows_agree_with_the_engine_on_every_transition() {
-    // Counters that wrap, saturate and reset, a gauge and events, through
-    // every window function: the values a failure report shows must be the
-    // ones the engine decided on.
-    let rule = r#"
+/// A rule reading every window function, over counters that wrap and
+/// saturate, a gauge and events.
+const EVERY_WINDOW: &str = r#"
 fn fire(w) { w.inc > 5.0 || w.hi > 3.0 || w.ev >= 2.0 }
 fn clear(w) { w.inc < 1.0 && w.hi < 1.0 && w.ev < 1.0 }
 #{
@@ -261,56 +258,73 @@ fn clear(w) { w.inc < 1.0 && w.hi < 1.0 && w.ev < 1.0 }
     },
 }
 "#;
-    let rules = rule::load_sources(&[("all.rhai".into(), rule.into())], Helpers::default()).unwrap();
+
+/// The series of [`EVERY_WINDOW`], in the order of its samples.
+const EVERY_WINDOW_SERIES: [(&str, SampleKind); 4] = [
+    ("c", SampleKind::Counter(CounterSpec::wrapping(8))),
+    ("s", SampleKind::Counter(CounterSpec::saturating(8))),
+    ("g", SampleKind::Gauge),
+    ("e", SampleKind::Event),
+];
+
+/// The samples of step `k` at `now`: a counter that wraps and resets, one
+/// that saturates, a gauge, and events on some steps.
+fn every_window_step(ids: &[crate::series::SeriesId], k: usize, now: crate::time::Nanos) -> Vec<Sample> {
+    const C: [u64; 16] = [250, 253, 2, 9, 9, 9, 1, 1, 1, 40, 41, 41, 41, 41, 41, 41];
+    const S: [u64; 16] = [10, 100, 200, 255, 255, 255, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12];
+    const G: [f64; 16] = [0.0, 1.0, 5.0, 2.0, 0.5, 0.0, 0.0, 4.0, 4.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0];
+    // An event on steps 1, 2, 8 and 9 (NaN: none).
+    const E: [f64; 16] = [
+        f64::NAN,
+        79.0,
+        48.0,
+        f64::NAN,
+        f64::NAN,
+        f64::NAN,
+        f64::NAN,
+        f64::NAN,
+        1.0,
+        2.0,
+        f64::NAN,
+        f64::NAN,
+        f64::NAN,
+        f64::NAN,
+        f64::NAN,
+        f64::NAN,
+    ];
+    let mut samples = vec![
+        Sample { series: ids[0], ts: now, value: Value::Count(C[k]) },
+        Sample { series: ids[1], ts: now, value: Value::Count(S[k]) },
+        Sample { series: ids[2], ts: now, value: Value::Real(G[k]) },
+    ];
+    if !E[k].is_nan() {
+        samples.push(Sample { series: ids[3], ts: now, value: Value::Real(E[k]) });
+    }
+    samples
+}
+
+#[test]
+fn shadow_windows_agree_with_the_engine_on_every_transition() {
+    // Through every window function: the values a failure report shows
+    // must be the ones the engine decided on.
+    let rules = rule::load_sources(&[("all.rhai".into(), EVERY_WINDOW.into())], Helpers::default()).unwrap();
     let the_rule = rules.rules[0].clone();
     let table = SeriesTable::default();
     let mut ev = Evaluator::new(table.clone(), rules, None).unwrap();
     let sensor = table.add_sensor("t", 10);
-    let kinds = [
-        ("c", SampleKind::Counter(CounterSpec::wrapping(8))),
-        ("s", SampleKind::Counter(CounterSpec::saturating(8))),
-        ("g", SampleKind::Gauge),
-        ("e", SampleKind::Event),
-    ];
-    let ids: Vec<_> = kinds
+    let ids: Vec<_> = EVERY_WINDOW_SERIES
         .iter()
         .map(|(m, kind)| {
             let spec = SeriesSpec { metric: m.to_string(), labels: Labels::from_pairs([("node", "n1")]), kind: *kind };
             table.register(sensor, &spec).unwrap()
         })
         .collect();
-    let routes: Vec<_> = kinds.iter().map(|(m, k)| (Some(0), m.to_string(), *k)).collect();
+    let routes: Vec<_> = EVERY_WINDOW_SERIES.iter().map(|(m, k)| (Some(0), m.to_string(), *k)).collect();
     let mut shadow = shadow::Shadow::new(&the_rule, &routes, 1);
-    let c = [250u64, 253, 2, 9, 9, 9, 1, 1, 1, 40, 41, 41, 41, 41, 41, 41];
-    let s = [10u64, 100, 200, 255, 255, 255, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12];
-    let g = [0.0, 1.0, 5.0, 2.0, 0.5, 0.0, 0.0, 4.0, 4.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0];
-    let e = [
-        None,
-        Some(79.0),
-        Some(48.0),
-        None,
-        None,
-        None,
-        None,
-        None,
-        Some(1.0),
-        Some(2.0),
-        None,
-        None,
-        None,
-        None,
-        None,
-        None,
-    ];
     let mut transitions = 0;
-    for k in 0..c.len() {
+    for k in 0..16 {
         let now = CASE_EPOCH + k as i64 * 700 * crate::time::MS;
-        let mut samples = vec![
-            Sample { series: ids[0], ts: now, value: Value::Count(c[k]) },
-            Sample { series: ids[1], ts: now, value: Value::Count(s[k]) },
-            Sample { series: ids[2], ts: now, value: Value::Real(g[k]) },
-        ];
-        samples.extend(e[k].map(|x| Sample { series: ids[3], ts: now, value: Value::Real(x) }));
+        let samples = every_window_step(&ids, k, now);
         for (i, sample) in samples.iter().enumerate() {
             shadow.observe(i, sample);
         }

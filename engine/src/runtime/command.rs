@@ -117,7 +117,7 @@ pub enum DispatchCommand {
         /// The answer.
         reply: oneshot::Sender<DispatchStatus>,
     },
-    /// Silence a rule or a target for a while (see [`crate::dispatch::silence`]).
+    /// Silence a rule or a target for a while (see [`crate::silence`]).
     Silence {
         /// The silence; its id is assigned by the dispatcher.
         silence: Silence,

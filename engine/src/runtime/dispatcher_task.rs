@@ -7,7 +7,7 @@ use tokio::task::JoinHandle;
 
 use super::command::DispatchCommand;
 use super::{DispatchStatus, DISPATCH_CHANNEL};
-use crate::action::Proposal;
+use crate::contracts::Proposal;
 use crate::dispatch::{Decision, Dispatcher};
 use crate::evaluator::FiringSnapshot;
 use crate::labels::Labels;

@@ -11,7 +11,7 @@ use tokio::task::JoinSet;
 use super::command::{Command, DispatchCommand, EngineCommand};
 use super::dispatcher_task::{DispatcherTask, ToDispatcher};
 use super::refusals::RefusalReporter;
-use super::reload::{shrink_refusal, ReloadRequest, Reloading};
+use super::reload::{shrink_refusal, ReloadError, ReloadRequest, Reloading};
 use super::time_guard::{TimeGuard, SEGMENT_START};
 use super::{ClockMode, DaemonEvent, EngineView, RuleLoader, RunSummary, SensorSlot, BATCH_CHANNEL};
 use crate::contracts::{Batch, HealthBoard, HealthState, Note, SensorContext, SensorError};
@@ -323,10 +323,9 @@ impl EventLoop {
             return;
         }
         let Some(loader) = &self.loader else {
-            let reason = "this daemon has no rule directory to reload".to_string();
-            observe(&DaemonEvent::ReloadFailed(vec![reason.clone()]));
+            observe(&DaemonEvent::ReloadFailed(vec![ReloadError::NoRuleDirectory.to_string()]));
             if let Some(reply) = request.reply {
-                let _ = reply.send(Err(reason));
+                let _ = reply.send(Err(ReloadError::NoRuleDirectory));
             }
             return;
         };
@@ -367,7 +366,7 @@ impl EventLoop {
         }
         for request in reloading.requests {
             if let Some(reply) = request.reply {
-                let _ = reply.send(result.clone().map_err(|errors| errors.join("\n")));
+                let _ = reply.send(result.clone().map_err(ReloadError::Refused));
             }
         }
         let mut queued = reloading.queued.into_iter();

@@ -23,7 +23,7 @@ pub mod reload;
 pub mod time_guard;
 
 pub use command::{Command, DispatchCommand, EngineCommand};
-pub use reload::{ReloadRequest, ReloadResult};
+pub use reload::{ReloadError, ReloadRequest, ReloadResult};
 pub use time_guard::{TimeGuard, DEFAULT_MAX_AHEAD};
 
 use std::path::PathBuf;

@@ -19,7 +19,20 @@ use crate::rule::{Helpers, RuleSet};
 pub const RELOAD_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// What a reload request gets back: what changed, or why the running rules stay.
-pub type ReloadResult = Result<ReloadReport, String>;
+pub type ReloadResult = Result<ReloadReport, ReloadError>;
+
+/// Why a reload was refused; the running rules stay.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReloadError {
+    /// The daemon runs rules that were not read from a directory.
+    #[error("this daemon has no rule directory to reload")]
+    NoRuleDirectory,
+    /// The rules do not load, or the new set would leave none or drop more
+    /// than half of them: every reason, one per line.
+    #[error("{}", .0.join("\n"))]
+    Refused(Vec<String>),
+}
 
 /// A request to reload: whether it may shrink the rule set, and where to answer.
 #[derive(Debug)]

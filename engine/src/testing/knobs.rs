@@ -7,23 +7,43 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 
-use crate::action::Action;
-use crate::contracts::{Actuator, ActuatorError, Outcome, Plan, Verification};
+use crate::contracts::{
+    Action, ActionKindDecl, Actuator, ActuatorError, Change, Outcome, Prepared, Prior, RequestPlan, Verification,
+};
 use crate::labels::Labels;
 
 /// One knob per target: `prepare` reads it ("default" when unset), `apply`
 /// sets it to "ours", `undo` puts back what `prepare` read, `verify` reads
 /// it: ours, as before, or someone else's. [`Knobs::set_by_hand`] is the operator; [`Knobs::fail_next`] a busy
-/// switch.
-#[derive(Debug, Default)]
+/// switch. It declares every kind (`*`): local, no topology limit,
+/// destructive, undoable; [`Knobs::declaring`] says otherwise.
+#[derive(Debug)]
 pub struct Knobs {
+    kinds: Vec<ActionKindDecl>,
     values: Mutex<HashMap<String, String>>,
     executes: AtomicUsize,
     undos: AtomicUsize,
     failures_left: AtomicUsize,
 }
 
+impl Default for Knobs {
+    fn default() -> Knobs {
+        Knobs::declaring(vec![ActionKindDecl::new("*", &[])])
+    }
+}
+
 impl Knobs {
+    /// Knobs that declare `kinds`, as an actuator of the playbook would.
+    pub fn declaring(kinds: Vec<ActionKindDecl>) -> Knobs {
+        Knobs {
+            kinds,
+            values: Mutex::default(),
+            executes: AtomicUsize::default(),
+            undos: AtomicUsize::default(),
+            failures_left: AtomicUsize::default(),
+        }
+    }
+
     /// The knob of `target`, if it was ever set.
     pub fn value(&self, target: &Labels) -> Option<String> {
         self.values.lock().unwrap_or_else(|p| p.into_inner()).get(&target.to_string()).cloned()
@@ -56,21 +76,25 @@ impl Actuator for Knobs {
         "knobs"
     }
 
-    async fn dry_run(&self, action: &Action) -> Result<Plan, ActuatorError> {
-        Ok(Plan { actuator: "knobs".into(), requests: vec![format!("set {} ours", action.target)] })
+    fn kinds(&self) -> &[ActionKindDecl] {
+        &self.kinds
+    }
+
+    async fn dry_run(&self, action: &Action) -> Result<RequestPlan, ActuatorError> {
+        Ok(RequestPlan { actuator: "knobs".into(), requests: vec![format!("set {} ours", action.target)] })
     }
 
     async fn execute(&self, action: &Action) -> Result<Outcome, ActuatorError> {
-        let prior = self.prepare(action).await?.expect("knobs always read their target");
-        self.apply(action, &prior).await
+        let prepared = self.prepare(action).await?.expect("knobs always read their target");
+        self.apply(action, &prepared.prior).await
     }
 
-    async fn prepare(&self, action: &Action) -> Result<Option<serde_json::Value>, ActuatorError> {
+    async fn prepare(&self, action: &Action) -> Result<Option<Prepared>, ActuatorError> {
         let before = self.value(&action.target).unwrap_or_else(|| "default".into());
-        Ok(Some(serde_json::json!({ "before": before, "after": "ours" })))
+        Change { before, after: "ours".to_string() }.prepared().map(Some)
     }
 
-    async fn apply(&self, action: &Action, prior: &serde_json::Value) -> Result<Outcome, ActuatorError> {
+    async fn apply(&self, action: &Action, prior: &Prior) -> Result<Outcome, ActuatorError> {
         self.executes.fetch_add(1, Ordering::SeqCst);
         let failing = self.failures_left.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
         if failing.is_ok() {
@@ -86,7 +110,7 @@ impl Actuator for Knobs {
     }
 
     async fn verify(&self, action: &Action, applied: Option<&Outcome>) -> Result<Verification, ActuatorError> {
-        let before = applied.and_then(|a| a.prior.as_ref()).and_then(|p| p.get("before")).and_then(|b| b.as_str());
+        let before = applied.map(before);
         let now = self.value(&action.target).unwrap_or_else(|| "default".into());
         Ok(if now == "ours" {
             Verification::InEffect
@@ -97,8 +121,11 @@ impl Actuator for Knobs {
         })
     }
 
-    async fn dry_run_undo(&self, action: &Action, applied: &Outcome) -> Result<Plan, ActuatorError> {
-        Ok(Plan { actuator: "knobs".into(), requests: vec![format!("set {} {}", action.target, before(applied))] })
+    async fn dry_run_undo(&self, action: &Action, applied: &Outcome) -> Result<RequestPlan, ActuatorError> {
+        Ok(RequestPlan {
+            actuator: "knobs".into(),
+            requests: vec![format!("set {} {}", action.target, before(applied))],
+        })
     }
 
     async fn undo(&self, action: &Action, applied: &Outcome) -> Result<Outcome, ActuatorError> {
@@ -111,5 +138,6 @@ impl Actuator for Knobs {
 
 /// What a knob held before `applied` set it.
 fn before(applied: &Outcome) -> String {
-    applied.prior.as_ref().and_then(|p| p.get("before")).and_then(|b| b.as_str()).unwrap_or("default").to_string()
+    let change = applied.prior.as_ref().and_then(|p| p.read::<Change<String>>().ok());
+    change.map_or_else(|| "default".to_string(), |c| c.before)
 }

@@ -16,11 +16,11 @@ use std::collections::BTreeMap;
 
 use tokio::sync::{mpsc, watch};
 
-use crate::action::{Action, Proposal};
+use crate::contracts::Severity;
+use crate::contracts::{Action, Proposal};
 use crate::contracts::{Batch, SensorContext};
 use crate::labels::Labels;
 use crate::mode::Mode;
-use crate::rule::Severity;
 use crate::series::SeriesTable;
 use crate::time::Nanos;
 

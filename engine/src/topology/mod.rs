@@ -8,7 +8,7 @@
 //! It is loaded from TOML ([`Topology::load`]); sensors emit device-local
 //! labels and [`Topology::enrich`] adds the rest, so rules and safety limits
 //! can speak of "this rail", "this plane", "this switch". It is also the one
-//! list of switches and how to reach them ([`access`]:
+//! list of switches and how to reach them (`access`:
 //! [`Topology::switch_access`]), which the gnmi sensor and the switch
 //! actuators refer to by name.
 

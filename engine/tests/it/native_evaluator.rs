@@ -57,16 +57,10 @@ struct Run {
     script_calls: u64,
 }
 
-fn run(seed: u64) -> Run {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../rules");
-    let series = SeriesTable::default();
-    let load = || rule::load_dir(&dir, Helpers::default()).expect("the standard rules load");
-    let mut native = Evaluator::new(series.clone(), load(), None).expect("no store");
-    let mut rhai = Evaluator::new(series.clone(), load(), None).expect("no store");
-    rhai.set_native_predicates(false);
-
+/// Registers every metric of [`METRICS`] for each of the [`SUBJECTS`].
+fn register(series: &SeriesTable) -> Vec<(SeriesId, SampleKind)> {
     let sensor = series.add_sensor("test", METRICS.len() * SUBJECTS);
-    let mut ids: Vec<(SeriesId, SampleKind)> = Vec::new();
+    let mut ids = Vec::new();
     for k in 0..SUBJECTS {
         for (metric, kind) in METRICS {
             let (node, netdev, rdma, sw, port) =
@@ -85,50 +79,84 @@ fn run(seed: u64) -> Run {
             ids.push((series.register(sensor, &spec).expect("registers"), *kind));
         }
     }
+    ids
+}
 
-    let mut rng = Rng(seed);
-    let mut readings = vec![0u64; ids.len()];
-    // How each series moves now: 0 still, 1 a little, 2 a lot, 3 enormously;
-    // changed now and then, so rules fire, hold and resolve.
-    let mut modes = vec![0u64; ids.len()];
+/// Random traffic on a set of series: each moves in a mode (0 still, 1 a
+/// little, 2 a lot, 3 enormously), changed now and then, so rules fire,
+/// hold and resolve.
+struct Traffic {
+    rng: Rng,
+    readings: Vec<u64>,
+    modes: Vec<u64>,
+}
+
+impl Traffic {
+    fn new(seed: u64, series: usize) -> Traffic {
+        Traffic { rng: Rng(seed), readings: vec![0; series], modes: vec![0; series] }
+    }
+
+    /// The samples of the series `ids` at `now`.
+    fn samples(&mut self, ids: &[(SeriesId, SampleKind)], now: i64) -> Vec<Sample> {
+        let mut samples = Vec::new();
+        for (i, (id, kind)) in ids.iter().enumerate() {
+            if self.rng.below(40) == 0 {
+                self.modes[i] = self.rng.below(4);
+            }
+            // A series that stops reporting now and then (stale subjects).
+            if self.modes[i] == 0 && self.rng.below(3) == 0 {
+                continue;
+            }
+            if let Some(value) = self.value(i, *kind) {
+                samples.push(Sample { series: *id, ts: now, value });
+            }
+        }
+        samples
+    }
+
+    /// The next value of series `i`, of `kind`; `None`: no event now.
+    fn value(&mut self, i: usize, kind: SampleKind) -> Option<Value> {
+        let (rng, mode) = (&mut self.rng, self.modes[i]);
+        Some(match kind {
+            SampleKind::Counter(_) => {
+                self.readings[i] += match mode {
+                    0 => 0,
+                    1 => rng.below(10),
+                    2 => rng.below(1_000_000),
+                    _ => rng.below(1 << 40),
+                };
+                Value::Count(self.readings[i])
+            }
+            SampleKind::Gauge => Value::Real(match mode {
+                0 => 0.0,
+                1 => 1.0,
+                2 => rng.below(4_000_000) as f64,
+                _ => f64::from(rng.below(3) as u8) * 0.5,
+            }),
+            SampleKind::Event => {
+                if mode < 2 || rng.below(10) != 0 {
+                    return None;
+                }
+                Value::Real(79.0)
+            }
+        })
+    }
+}
+
+fn run(seed: u64) -> Run {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../rules");
+    let series = SeriesTable::default();
+    let load = || rule::load_dir(&dir, Helpers::default()).expect("the standard rules load");
+    let mut native = Evaluator::new(series.clone(), load(), None).expect("no store");
+    let mut rhai = Evaluator::new(series.clone(), load(), None).expect("no store");
+    rhai.set_native_predicates(false);
+    let ids = register(&series);
+    let mut traffic = Traffic::new(seed, ids.len());
     let (mut events_a, mut events_b) = (Vec::new(), Vec::new());
     let mut result = Run { events: 0, firings: 0, native_calls: 0, script_calls: 0 };
     for step in 1..=900i64 {
         let now = step * 100 * MS;
-        let mut samples = Vec::new();
-        for (i, (id, kind)) in ids.iter().enumerate() {
-            if rng.below(40) == 0 {
-                modes[i] = rng.below(4);
-            }
-            // A series that stops reporting now and then (stale subjects).
-            if modes[i] == 0 && rng.below(3) == 0 {
-                continue;
-            }
-            let value = match kind {
-                SampleKind::Counter(_) => {
-                    readings[i] += match modes[i] {
-                        0 => 0,
-                        1 => rng.below(10),
-                        2 => rng.below(1_000_000),
-                        _ => rng.below(1 << 40),
-                    };
-                    Value::Count(readings[i])
-                }
-                SampleKind::Gauge => Value::Real(match modes[i] {
-                    0 => 0.0,
-                    1 => 1.0,
-                    2 => rng.below(4_000_000) as f64,
-                    _ => f64::from(rng.below(3) as u8) * 0.5,
-                }),
-                SampleKind::Event => {
-                    if modes[i] < 2 || rng.below(10) != 0 {
-                        continue;
-                    }
-                    Value::Real(79.0)
-                }
-            };
-            samples.push(Sample { series: *id, ts: now, value });
-        }
+        let samples = traffic.samples(&ids, now);
         native.ingest(&samples);
         rhai.ingest(&samples);
         native.evaluate(now, &mut events_a);

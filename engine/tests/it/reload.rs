@@ -71,13 +71,13 @@ async fn a_fifo_named_like_a_rule_is_refused_without_blocking_and_an_empty_direc
     if !status.is_ok_and(|s| s.success()) {
         return test_peers::missing("mkfifo is not available (Debian coreutils)");
     }
-    let refused = reload(&commands, false).await.expect_err("a FIFO is not a rule file");
+    let refused = reload(&commands, false).await.expect_err("a FIFO is not a rule file").to_string();
     assert!(refused.contains("x.rhai") && refused.contains("not a regular file (a FIFO)"), "{refused}");
     assert_eq!(view(&commands).await.rules.len(), 1, "the running rule stays");
 
     std::fs::remove_file(&fifo).unwrap();
     std::fs::remove_file(dir.path().join("pfc-storm.rhai")).unwrap();
-    let refused = reload(&commands, false).await.expect_err("an emptied directory is refused");
+    let refused = reload(&commands, false).await.expect_err("an emptied directory is refused").to_string();
     assert!(refused.contains("empty") && refused.contains("--allow-shrink"), "{refused}");
     assert_eq!(view(&commands).await.rules.len(), 1);
 

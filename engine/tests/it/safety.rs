@@ -17,7 +17,8 @@ use engine::policy::{BreakerConfig, Limits, PolicySettings, RetryConfig, TargetL
 use engine::testing::Knobs;
 use engine::topology::EXAMPLE_INVENTORY;
 use engine::{
-    CounterSpec, EngineEvent, Helpers, Labels, Nanos, SampleKind, SeriesId, SeriesTable, State, Store, Topology,
+    ActionKindDecl, CounterSpec, EngineEvent, Helpers, Labels, LimitClass, Nanos, SampleKind, SeriesId, SeriesTable,
+    State, Store, Topology,
 };
 
 /// The policy knobs a test sets; everything else is the playbook default.
@@ -39,17 +40,28 @@ impl Default for Policy {
     }
 }
 
+/// Knobs standing in for the fabric's actuators: they declare the kinds
+/// these rules propose as the cordon and rail actuators do, so the limits
+/// count them.
+fn knobs() -> Arc<Knobs> {
+    Arc::new(Knobs::declaring(vec![
+        ActionKindDecl::new("node.cordon", &["node"]).fleet().limited_by(LimitClass::NodeCordon),
+        ActionKindDecl::new("rail.drain", &["node", "rail"]).fleet().limited_by(LimitClass::RailDrain),
+        ActionKindDecl::new("*", &[]),
+    ]))
+}
+
 /// A dispatcher in enforce mode sending every kind to `knobs` (destructive),
 /// recording to a temporary ledger.
 fn dispatcher(policy: Policy, knobs: Arc<Knobs>, topology: Option<Arc<Topology>>) -> Dispatcher {
     let settings = PolicySettings::new(
         &policy.limits,
-        &BreakerConfig { trip_after: policy.trip_after, window: "10m".into() },
+        &BreakerConfig { trip_after: policy.trip_after, window: std::time::Duration::from_secs(600) },
         &policy.target,
         &[],
         &UndoConfig { on_resolve: policy.undo },
         // One attempt: the knobs never fail, and a retry would hide a second call.
-        &RetryConfig { attempts: 1, backoff: "10ms".into() },
+        &RetryConfig { attempts: 1, backoff: std::time::Duration::from_millis(10) },
     )
     .expect("the test policy parses");
     let ledger =
@@ -131,7 +143,7 @@ async fn fifty_simultaneous_node_faults_with_a_limit_of_three_cordons() {
     // An application XID on a 51st node is not the node's fault: no proposal.
     batch.push((rig.series_of("gpu_xid", &[("node", "node-50"), ("xid", "13")], SampleKind::Event), 13));
 
-    let knobs = Arc::new(Knobs::default());
+    let knobs = knobs();
     let policy =
         Policy { limits: Limits { max_cordons: Some(3), ..Limits::default() }, trip_after: 5, ..Policy::default() };
     let mut run = Loop { rig, dispatcher: dispatcher(policy, knobs.clone(), None), proposals: vec![] };
@@ -184,7 +196,7 @@ async fn two_rails_of_one_plane_failing_together_drain_only_one() {
         })
         .collect();
 
-    let knobs = Arc::new(Knobs::default());
+    let knobs = knobs();
     let mut run =
         Loop { rig, dispatcher: dispatcher(Policy::default(), knobs.clone(), Some(topology)), proposals: vec![] };
     let quiet: Vec<(SeriesId, u64)> = ids.iter().map(|id| (*id, 0)).collect();
@@ -237,7 +249,11 @@ async fn a_flapping_rule_produces_at_most_one_action_per_cooldown() {
         // A target cooldown no longer than the rule's lets the second through;
         // the per-target rate limit (two per hour) stops the third.
         (
-            TargetLimits { cooldown: "30s".into(), max_per_window: 2, window: "1h".into() },
+            TargetLimits {
+                cooldown: std::time::Duration::from_secs(30),
+                max_per_window: 2,
+                window: std::time::Duration::from_secs(3600),
+            },
             2,
             "rate limit: 2 actions on {node=\"n1\"} within 3600s (at most 2)",
         ),
@@ -246,7 +262,7 @@ async fn a_flapping_rule_produces_at_most_one_action_per_cooldown() {
         let what = format!("{target:?}");
         let rig = Rig::new(&[("flapping.rhai", FLAPPING)]);
         let flag = rig.series_of("flap_flag", &[("node", "n1")], SampleKind::Gauge);
-        let knobs = Arc::new(Knobs::default());
+        let knobs = knobs();
         let policy = Policy { target, undo: vec!["ecn.*".into()], ..Policy::default() };
         let mut run = Loop { rig, dispatcher: dispatcher(policy, knobs.clone(), None), proposals: vec![] };
         let mut decisions = Vec::new();
@@ -281,7 +297,7 @@ async fn undo_skips_a_target_changed_by_hand() {
     let rig = Rig::new(&[("flapping.rhai", FLAPPING)]);
     let ours = rig.series_of("flap_flag", &[("node", "a")], SampleKind::Gauge);
     let theirs = rig.series_of("flap_flag", &[("node", "b")], SampleKind::Gauge);
-    let knobs = Arc::new(Knobs::default());
+    let knobs = knobs();
     let policy = Policy { undo: vec!["ecn.*".into()], ..Policy::default() };
     let mut run = Loop { rig, dispatcher: dispatcher(policy, knobs.clone(), None), proposals: vec![] };
     let (a, b) = (Labels::from_pairs([("node", "a")]), Labels::from_pairs([("node", "b")]));

@@ -15,7 +15,7 @@ use std::io::Write;
 use std::sync::Arc;
 use std::time::Duration;
 
-use engine::coordination::Coordinator;
+use engine::contracts::Coordinator;
 use fleet::settings::FleetSettings;
 use fleet::{probe, EtcdCoordinator};
 

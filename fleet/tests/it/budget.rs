@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{coordinator, dispatcher, etcd_available, proposal, settings, Cluster, Counting};
-use engine::coordination::{Admission, Coordinator, Health, TokenRequest};
+use engine::contracts::{Admission, Coordinator, Health, TokenRequest};
 use engine::dispatch::Verdict;
 use engine::policy::Impact;
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{coordinator, dispatcher, etcd_available, proposal, settings, Cluster, Counting};
-use engine::coordination::Coordinator;
+use engine::contracts::Coordinator;
 use engine::dispatch::Verdict;
 use fleet::election::{leader, Candidate, Leadership};
 use gnmi_proto::gnmi::Update;

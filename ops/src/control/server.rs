@@ -349,7 +349,7 @@ impl Control for ControlService {
     async fn set_mode(&self, request: Request<SetModeRequest>) -> Result<Response<SetModeReply>, Status> {
         self.allow(&request, Access::Write, "SetMode")?;
         let r = request.into_inner();
-        let mode = r.mode.parse().map_err(Status::invalid_argument)?;
+        let mode = r.mode.parse().map_err(|e: engine::mode::UnknownMode| Status::invalid_argument(e.to_string()))?;
         let by = if r.by.is_empty() { "unknown".to_string() } else { r.by };
         self.commands.send(DispatchCommand::SetMode { mode, by }.into()).await.map_err(|_| gone())?;
         Ok(Response::new(SetModeReply {}))
@@ -360,7 +360,7 @@ impl Control for ControlService {
         let (reply, answer) = tokio::sync::oneshot::channel();
         let request = ReloadRequestCommand { allow_shrink: request.into_inner().allow_shrink, reply: Some(reply) };
         self.commands.send(EngineCommand::Reload(request).into()).await.map_err(|_| gone())?;
-        let report = answer.await.map_err(|_| gone())?.map_err(Status::failed_precondition)?;
+        let report = answer.await.map_err(|_| gone())?.map_err(|e| Status::failed_precondition(e.to_string()))?;
         Ok(Response::new(ReloadReply {
             unchanged: report.unchanged.len() as u32,
             changed: report.changed,

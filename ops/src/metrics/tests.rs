@@ -1,5 +1,5 @@
 use super::*;
-use engine::action::{Action, Proposal};
+use engine::contracts::{Action, Proposal};
 use engine::dispatch::{Decision, Mode, Phase};
 use engine::{Labels, Severity, SECOND};
 

@@ -282,7 +282,7 @@ impl PlaybookPart {
         let policy = playbook.policy().map_err(|e| errors.push(playbook.error(&[], e.to_string()))).ok();
         let rules_in_dir = all.as_ref().map_or(0, |set| set.rules.len());
         let rules = all.map(|all| {
-            let set = all.clone().without_disabled(&playbook);
+            let set = all.clone().without_disabled(&playbook.disabled_rules());
             if let Some(routes) = &routes {
                 errors.extend(routing::check(&playbook, &set, &routing::RuleDirectory::of(&all), routes));
             }

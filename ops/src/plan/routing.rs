@@ -66,7 +66,7 @@ pub fn check(
             match routes.iter().zip(&places).find(|(r, _)| kind_matches(&r.pattern, kind)) {
                 None => errors.push(unrouted(playbook, &proposes, kind, &patterns, &places)),
                 Some((route, &(i, j))) => {
-                    if let Some(why) = route.actuator.cannot(kind) {
+                    if let Some(why) = route.cannot(kind) {
                         let message = format!(
                             "{proposes}, routed to actuator {:?} (handles {:?}), which cannot carry it out: {why}",
                             route.actuator.name(),
@@ -78,6 +78,7 @@ pub fn check(
             }
         }
     }
+    errors.extend(playbook.undo_refusals(&engine::catalog::Catalog::new(routes.to_vec())));
     errors.sort_by_key(|e| (e.line, e.column));
     errors.dedup_by(|a, b| a.message == b.message && a.line == b.line);
     errors

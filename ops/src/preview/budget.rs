@@ -8,7 +8,7 @@
 
 use std::sync::Mutex;
 
-use engine::coordination::{
+use engine::contracts::{
     Admission, CoordinationError, Coordinator, FleetBreaker, Health, Release, Token, TokenRequest,
 };
 use engine::Nanos;

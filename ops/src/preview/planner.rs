@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use engine::contracts::Verification;
-use engine::{Action, Actuator, ActuatorError, Outcome, Plan};
+use engine::{Action, ActionKindDecl, Actuator, ActuatorError, Change, Outcome, Prepared, Prior, RequestPlan};
 
 /// What the planning actuators changed, shared by all of them: one
 /// fabric, whichever actuator acted on it.
@@ -21,13 +21,14 @@ pub type Changed = Arc<Mutex<BTreeSet<String>>>;
 /// One actuator of the playbook, planned.
 pub struct Planner {
     name: String,
+    kinds: Vec<ActionKindDecl>,
     changed: Changed,
 }
 
 impl Planner {
-    /// The actuator the playbook calls `name`.
-    pub fn new(name: &str, changed: Changed) -> Planner {
-        Planner { name: name.to_string(), changed }
+    /// The actuator the playbook calls `name`, declaring its `kinds`.
+    pub fn new(name: &str, kinds: Vec<ActionKindDecl>, changed: Changed) -> Planner {
+        Planner { name: name.to_string(), kinds, changed }
     }
 
     fn key(action: &Action) -> String {
@@ -38,8 +39,8 @@ impl Planner {
         self.changed.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn plan(&self, what: String) -> Plan {
-        Plan { actuator: self.name.clone(), requests: vec![what] }
+    fn plan(&self, what: String) -> RequestPlan {
+        RequestPlan { actuator: self.name.clone(), requests: vec![what] }
     }
 }
 
@@ -49,23 +50,27 @@ impl Actuator for Planner {
         &self.name
     }
 
-    async fn dry_run(&self, action: &Action) -> Result<Plan, ActuatorError> {
+    fn kinds(&self) -> &[ActionKindDecl] {
+        &self.kinds
+    }
+
+    async fn dry_run(&self, action: &Action) -> Result<RequestPlan, ActuatorError> {
         Ok(self.plan(format!("{action}")))
     }
 
     async fn execute(&self, action: &Action) -> Result<Outcome, ActuatorError> {
-        let prior = self.prepare(action).await?.unwrap_or_default();
-        self.apply(action, &prior).await
+        let prepared = self.prepare(action).await?.expect("the planner always reads its target");
+        self.apply(action, &prepared.prior).await
     }
 
-    async fn prepare(&self, action: &Action) -> Result<Option<serde_json::Value>, ActuatorError> {
+    async fn prepare(&self, action: &Action) -> Result<Option<Prepared>, ActuatorError> {
         // A target counts as untouched until this preview changed it: the
         // preview knows nothing of the fabric beyond the recording.
         let before = if self.changed().contains(&Self::key(action)) { "changed" } else { "as found" };
-        Ok(Some(serde_json::json!({ "before": before, "after": "changed" })))
+        Change { before: before.to_string(), after: "changed".to_string() }.prepared().map(Some)
     }
 
-    async fn apply(&self, action: &Action, prior: &serde_json::Value) -> Result<Outcome, ActuatorError> {
+    async fn apply(&self, action: &Action, prior: &Prior) -> Result<Outcome, ActuatorError> {
         self.changed().insert(Self::key(action));
         Ok(Outcome {
             summary: format!("{} would carry out {action} (preview: nothing sent)", self.name),
@@ -78,7 +83,7 @@ impl Actuator for Planner {
         Ok(if self.changed().contains(&Self::key(action)) { Verification::InEffect } else { Verification::NotInEffect })
     }
 
-    async fn dry_run_undo(&self, action: &Action, _applied: &Outcome) -> Result<Plan, ActuatorError> {
+    async fn dry_run_undo(&self, action: &Action, _applied: &Outcome) -> Result<RequestPlan, ActuatorError> {
         Ok(self.plan(format!("undo {action}")))
     }
 
@@ -101,7 +106,7 @@ mod tests {
     #[tokio::test(flavor = "current_thread")]
     async fn it_remembers_what_it_would_have_changed_and_sends_nothing() {
         let changed = Changed::default();
-        let planner = Planner::new("cordon", changed.clone());
+        let planner = Planner::new("cordon", vec![ActionKindDecl::new("node.cordon", &["node"])], changed.clone());
         let action = Action {
             kind: "node.cordon".into(),
             target: Labels::from_pairs([("node", "n1")]),

@@ -75,7 +75,7 @@ fn planned_routes(part: &PlaybookPart) -> Vec<ActuatorRoute> {
         .iter()
         .map(|r| ActuatorRoute {
             pattern: r.pattern.clone(),
-            actuator: Arc::new(Planner::new(r.actuator.name(), changed.clone())),
+            actuator: Arc::new(Planner::new(r.actuator.name(), r.actuator.kinds().to_vec(), changed.clone())),
             destructive: r.destructive,
         })
         .collect()

@@ -186,7 +186,7 @@ fn sources(request: &Request) -> Result<Sources, TimelineError> {
         Some(dir) => {
             let set = rule::load_dir(&dir, helpers)?;
             let set = match &playbook {
-                Some(p) => set.without_disabled(p),
+                Some(p) => set.without_disabled(&p.disabled_rules()),
                 None => set,
             };
             Some((dir, set))

@@ -45,7 +45,7 @@ pub fn demo(speed: f64) -> anyhow::Result<Exit> {
     // The playbook names the leaves; this inventory says where they are served.
     let served = Arc::new(leaves.inventory(&topology));
     let sources: Vec<(String, String)> = embedded::RULES.iter().map(|(p, s)| (p.to_string(), s.to_string())).collect();
-    let rules = rule::load_sources(&sources, helpers)?.without_disabled(&playbook);
+    let rules = rule::load_sources(&sources, helpers)?.without_disabled(&playbook.disabled_rules());
     let rule_count = rules.rules.len();
     let store = Store::open(&state.path().join("state.sled"))?;
     let ledger = Ledger::open(&store, Retention::default())?;

@@ -28,7 +28,7 @@ impl ReadBack {
     pub fn client(inventory: &Topology) -> anyhow::Result<Sonic> {
         let config = SonicConfig {
             switches: SwitchList::Names(vec!["*".into()]),
-            timeout: "2s".into(),
+            timeout: std::time::Duration::from_secs(2),
             credentials_file: None,
             tls: None,
             path_style: None,

@@ -398,7 +398,7 @@ pub fn log_playbook(dir: &Path, name: &str, mode: Option<&str>, rules: &Path) ->
     std::fs::write(
         &playbook,
         format!(
-            "name = \"{name}\"\n{mode}rules = {}\n[[actuator]]\nname = \"journal\"\ntype = \"log\"\nhandles = [\"*\"]\n",
+            "name = \"{name}\"\n{mode}rules = {}\n[[actuator]]\nname = \"journal\"\ntype = \"log\"\nhandles = [\"*\"]\nlike = [\"pfcwd\", \"ecn\", \"rail\", \"link\", \"cordon\"]\n",
             toml_path(rules)
         ),
     )

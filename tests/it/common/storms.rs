@@ -138,6 +138,7 @@ detection_time = 400
 name = "journal"
 type = "log"
 handles = ["*"]
+like = ["pfcwd", "ecn", "rail", "link", "cordon"]
 
 [target]
 cooldown = "0s"

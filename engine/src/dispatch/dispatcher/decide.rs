@@ -38,7 +38,6 @@ impl Dispatcher {
 
     async fn dispatch_inner(&mut self, proposal: Proposal) -> Decision {
         let now = proposal.decided_at;
-        let route = self.route(&proposal.action.kind);
         let mode = self.effective_mode(&proposal.rule, proposal.rule_mode);
         let first = Step {
             at: now,
@@ -51,8 +50,7 @@ impl Dispatcher {
         };
         let id = self.next_id();
         let mut d = Decision::new(id, proposal, mode, first, self.now());
-        d.actuator = route.as_ref().map(|r| r.actuator.name().to_string());
-        d.destructive = route.as_ref().is_none_or(|r| r.destructive);
+        self.route_decision(&mut d);
         if let Some(silence) = self.silences.matching(&d.proposal, now) {
             let reason = silence.describe();
             d.steps.push(Step { at: now, what: reason.clone() });
@@ -67,27 +65,8 @@ impl Dispatcher {
     }
 
     pub(super) async fn decide(&mut self, mut d: Decision, now: Nanos, what: CheckFor) -> Decision {
-        let destructive = d.destructive;
         let tripped_before = self.policy.breaker().tripped_at;
-        let mut check = self.policy.check_for(what, &d.proposal, destructive, now);
-        if let Check::Duplicate { of, resolved: true } = &check {
-            // The instance that asked for it is gone: believe "in effect" only
-            // if the target says so.
-            let of = of.clone();
-            let found = match self.route(&d.proposal.action.kind) {
-                Some(r) => {
-                    self.call(r.actuator.verify(&d.proposal.action, None)).await.unwrap_or(Verification::Unknown)
-                }
-                None => Verification::Unknown,
-            };
-            if found == Verification::InEffect {
-                check = Check::Duplicate { of, resolved: true };
-            } else {
-                d.steps.push(Step { at: now, what: format!("{of} is no longer known to be in effect ({found:?})") });
-                self.policy.remove_effect(&d.proposal.action);
-                check = self.policy.check_for(what, &d.proposal, destructive, now);
-            }
-        }
+        let check = self.check(&mut d, now, what).await;
         match check {
             Check::Duplicate { of, .. } => {
                 d.steps.push(Step { at: now, what: format!("already in effect through {of}") });
@@ -122,30 +101,52 @@ impl Dispatcher {
                 self.pending.insert(d.id.clone(), d.clone());
                 d
             }
-            Check::Allow => {
-                let enforced = destructive && d.mode == Mode::Enforce;
-                let impact = self.policy.impact(&d.proposal.action);
-                let token = if enforced {
-                    let scope = self.fleet.scope(&d.proposal.action.kind);
-                    match self.fleet.admit(&mut d, scope, impact.clone(), now).await {
-                        Ok(token) => token,
-                        Err(reason) => {
-                            d.verdict = Verdict::Held { reason };
-                            return self.finish(d, false);
-                        }
-                    }
-                } else {
-                    None
-                };
-                let d = self.act(d, now).await;
-                if let Some(token) = token {
-                    self.fleet.settle(&d, token).await;
-                }
-                if enforced && matches!(d.verdict, Verdict::Executed { .. }) {
-                    self.fleet.executed(&d, &impact).await;
-                }
-                d
-            }
+            Check::Allow => self.admit_and_act(d, now).await,
         }
+    }
+
+    /// The policy's verdict on `d`. A duplicate of an action whose instance
+    /// has resolved since is believed in effect only if its target says so;
+    /// otherwise the effect is forgotten and `d` checked afresh.
+    async fn check(&mut self, d: &mut Decision, now: Nanos, what: CheckFor) -> Check {
+        let check = self.policy.check_for(what, &d.proposal, d.destructive, now);
+        let Check::Duplicate { of, resolved: true } = &check else { return check };
+        let found = match self.route(&d.proposal.action.kind) {
+            Some(r) => self.call(r.actuator.verify(&d.proposal.action, None)).await.unwrap_or(Verification::Unknown),
+            None => Verification::Unknown,
+        };
+        if found == Verification::InEffect {
+            return check;
+        }
+        d.steps.push(Step { at: now, what: format!("{of} is no longer known to be in effect ({found:?})") });
+        self.policy.remove_effect(&d.proposal.action);
+        self.policy.check_for(what, &d.proposal, d.destructive, now)
+    }
+
+    /// An allowed decision: the fleet's admission for an enforced
+    /// destructive action, then the call, then the fleet told.
+    async fn admit_and_act(&mut self, mut d: Decision, now: Nanos) -> Decision {
+        let enforced = d.destructive && d.mode == Mode::Enforce;
+        let impact = self.policy.impact(&d.proposal.action);
+        let token = if enforced {
+            let scope = self.fleet.scope(&d.proposal.action.kind);
+            match self.fleet.admit(&mut d, scope, impact.clone(), now).await {
+                Ok(token) => token,
+                Err(reason) => {
+                    d.verdict = Verdict::Held { reason };
+                    return self.finish(d, false);
+                }
+            }
+        } else {
+            None
+        };
+        let d = self.act(d, now).await;
+        if let Some(token) = token {
+            self.fleet.settle(&d, token).await;
+        }
+        if enforced && matches!(d.verdict, Verdict::Executed { .. }) {
+            self.fleet.executed(&d, &impact).await;
+        }
+        d
     }
 }

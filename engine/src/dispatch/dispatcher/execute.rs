@@ -9,7 +9,6 @@
 //! prior values mean it did not; anything else is someone else's.
 
 use super::*;
-use crate::contracts::already_holds;
 
 impl Dispatcher {
     pub(super) async fn act(&mut self, mut d: Decision, now: Nanos) -> Decision {
@@ -23,17 +22,17 @@ impl Dispatcher {
             return self.dry_run(d, actuator.as_ref(), now).await;
         }
         let action = d.proposal.action.clone();
-        let mut backoff = self.policy.settings().backoff.max(0) as u64;
+        let mut waits = retry_waits(Duration::from_nanos(self.policy.settings().backoff.max(0) as u64));
         let attempts = self.policy.settings().attempts;
         for attempt in 1..=attempts {
             d.attempts = attempt;
             let result = match self.prepare_intent(&mut d, actuator.as_ref(), now).await {
-                Ok(Prepared::Held(detail)) => {
+                Ok(Intent::Held(detail)) => {
                     d.steps.push(Step { at: now, what: format!("the target already holds it ({detail}); not sent") });
                     d.verdict = Verdict::AlreadyHeld { detail };
                     return self.finish(d, false);
                 }
-                Ok(Prepared::Ready) => match &d.prior {
+                Ok(Intent::Ready) => match &d.prior {
                     Some(prior) => self.call(actuator.apply(&action, prior)).await,
                     None => self.call(actuator.execute(&action)).await,
                 },
@@ -62,9 +61,10 @@ impl Dispatcher {
                         d.verdict = Verdict::Failed { error: format!("{e} (after {attempt} attempts)") };
                         break;
                     }
-                    d.steps.push(Step { at: now, what: format!("retrying in {}", Span(backoff as i64)) });
-                    tokio::time::sleep(Duration::from_nanos(backoff)).await;
-                    backoff = backoff.saturating_mul(2);
+                    let wait = waits.next().unwrap_or_default();
+                    let shown = Span(i64::try_from(wait.as_nanos()).unwrap_or(i64::MAX));
+                    d.steps.push(Step { at: now, what: format!("retrying in {shown}") });
+                    tokio::time::sleep(wait).await;
                 }
             }
         }
@@ -103,21 +103,21 @@ impl Dispatcher {
         d: &mut Decision,
         actuator: &dyn Actuator,
         now: Nanos,
-    ) -> Result<Prepared, ActuatorError> {
+    ) -> Result<Intent, ActuatorError> {
         if d.phase != Phase::Intent {
-            let prior = self.call(actuator.prepare(&d.proposal.action)).await?;
-            if let Some(prior) = &prior {
-                if already_holds(prior) {
-                    return Ok(Prepared::Held(describe_prior(prior)));
+            let prepared = self.call(actuator.prepare(&d.proposal.action)).await?;
+            if let Some(prepared) = &prepared {
+                if prepared.holds_already {
+                    return Ok(Intent::Held(prepared.sets.clone()));
                 }
             }
-            d.prior = prior;
+            d.prior = prepared.map(|p| p.prior);
             d.phase = Phase::Intent;
             let read = if d.prior.is_some() { "target read; " } else { "" };
             d.steps.push(Step { at: now, what: format!("{read}intent on disk; calling {}", actuator.name()) });
             self.save(d, true);
         }
-        Ok(Prepared::Ready)
+        Ok(Intent::Ready)
     }
 
     /// A failed or timed-out call may still have taken effect: looks before
@@ -149,21 +149,45 @@ impl Dispatcher {
     }
 }
 
+/// The waits before each retry: `first`, then doubled each time (backon's
+/// exponential backoff, without jitter or cap: the attempts are few,
+/// `MAX_ATTEMPTS`). backon multiplies in `f32`; every wait is `first` times
+/// a power of two, so it is rounded back to a whole multiple of `first` and
+/// stays exact to the nanosecond (the decision says how long it waited).
+fn retry_waits(first: Duration) -> impl Iterator<Item = Duration> {
+    use backon::BackoffBuilder;
+    let waits = backon::ExponentialBuilder::new()
+        .with_min_delay(first)
+        .with_factor(2.0)
+        .without_max_delay()
+        .without_max_times()
+        .build();
+    waits.map(move |wait| {
+        if first.is_zero() {
+            return wait;
+        }
+        let times = (wait.as_secs_f64() / first.as_secs_f64()).round();
+        first.checked_mul(times as u32).unwrap_or(Duration::MAX)
+    })
+}
+
 /// What reading the target before acting found.
-enum Prepared {
+enum Intent {
     /// Go on: the intent is on disk.
     Ready,
-    /// The target already holds what the action sets.
+    /// The target already holds what the action sets (what, for people).
     Held(String),
 }
 
-/// The values a prior holds, for people: `action="drop", detection_time="200"`.
-pub(super) fn describe_prior(prior: &serde_json::Value) -> String {
-    match prior.get("after") {
-        Some(serde_json::Value::Object(fields)) => {
-            fields.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ")
-        }
-        Some(other) => other.to_string(),
-        None => prior.to_string(),
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_waits_double_exactly_from_the_first() {
+        let waits: Vec<Duration> = retry_waits(Duration::from_millis(200)).take(10).collect();
+        let expected: Vec<Duration> = (0..10).map(|k| Duration::from_millis(200) * (1 << k)).collect();
+        assert_eq!(waits, expected);
+        assert_eq!(retry_waits(Duration::ZERO).next(), Some(Duration::ZERO));
     }
 }

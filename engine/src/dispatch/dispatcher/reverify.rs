@@ -3,9 +3,9 @@
 //! target. An action the target lost (it holds its values from before
 //! again: a switch restarted with its saved config) is re-applied through
 //! the policy while its incident still fires, counted against the limits
-//! and the breaker, for the kinds `[verify] reapply_reverted` lists (the
-//! switch actions by default: a link brought back up by hand is an
-//! operator's doing). An action someone else changed is theirs: recorded
+//! and the breaker, for the kinds `[verify] reapply_reverted` lists (by
+//! default those whose actuator declares a switch restart loses them: a
+//! link brought back up by hand is an operator's doing). An action someone else changed is theirs: recorded
 //! and left alone, unless the playbook says `reapply_changed`. Either way the
 //! original decision records the drift, and `status`, `incidents` and the
 //! metrics show it.
@@ -78,11 +78,10 @@ impl Dispatcher {
         self.mark_original(&effect.id, step, |o| o.drift = Some(drift));
         self.policy.remove_effect(&effect.action);
         self.fleet.undone(&effect).await;
-        let settings = self.policy.settings();
         let reapply = !effect.resolved
             && match kind {
-                DriftKind::Reverted => settings.reapply_reverted(&effect.action.kind),
-                DriftKind::Changed => settings.reapply_changed,
+                DriftKind::Reverted => self.policy.reapply_reverted(&effect.action.kind),
+                DriftKind::Changed => self.policy.settings().reapply_changed,
             };
         if !reapply {
             self.drifts.push(record);
@@ -97,9 +96,7 @@ impl Dispatcher {
         record.reapplied_by = Some(id.clone());
         self.drifts.push(record);
         let mut d = Decision::new(id, proposal, mode, Step { at: now, what }, self.now());
-        let route = self.route(&d.proposal.action.kind);
-        d.actuator = route.as_ref().map(|r| r.actuator.name().to_string());
-        d.destructive = route.as_ref().is_none_or(|r| r.destructive);
+        self.route_decision(&mut d);
         Some(self.decide(d, now, CheckFor::Reapplied).await)
     }
 }

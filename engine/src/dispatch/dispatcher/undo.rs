@@ -87,7 +87,8 @@ impl Dispatcher {
             return self.finish(d, false);
         }
         if let Some(switch) = &effect.impact.switch {
-            if let Err(reason) = self.fleet.coordinator().may_change_switch(switch).await {
+            if let Err(refused) = self.fleet.coordinator().may_change_switch(switch).await {
+                let reason = refused.to_string();
                 // The switch's owner has adopted the action and undoes it
                 // itself; its record stays for it.
                 d.steps.push(Step { at: now, what: format!("held: {reason}") });
@@ -124,7 +125,7 @@ impl Dispatcher {
             rule: effect.rule.clone(),
             rule_hash: String::new(),
             rule_mode: Mode::Enforce,
-            severity: crate::rule::Severity::Info,
+            severity: crate::contracts::Severity::Info,
             subject: effect.subject.clone(),
             action: effect.action.clone(),
             values: vec![],

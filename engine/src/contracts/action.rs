@@ -1,4 +1,6 @@
-//! Action proposals: what a firing rule asks the dispatcher to do.
+//! Actions and proposals: what a firing rule asks for ([`Proposal`]), what
+//! an actuator receives ([`Action`]), how action kinds are matched
+//! ([`kind_matches`]) and where an action lands in the topology ([`Impact`]).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -7,8 +9,19 @@ use serde::{Deserialize, Serialize};
 
 use crate::labels::Labels;
 use crate::mode::Mode;
-use crate::rule::{ActionTemplate, Severity};
 use crate::time::Nanos;
+
+/// How bad a rule's finding is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// Worth knowing.
+    Info,
+    /// Degrades the fabric.
+    Warning,
+    /// Stalls training.
+    Critical,
+}
 
 /// An action with its target resolved: what an actuator receives.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -96,55 +109,30 @@ pub mod window_values {
     }
 }
 
-/// An action template could not be filled for a subject.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct TemplateError(String);
-
-/// Fills `{label}` placeholders from `labels`; a missing label is an error,
-/// so an action never goes out with a hole in its target.
-pub fn render(template: &str, labels: &Labels) -> Result<String, TemplateError> {
-    let mut out = String::with_capacity(template.len());
-    let mut rest = template;
-    while let Some(open) = rest.find('{') {
-        out.push_str(&rest[..open]);
-        let close =
-            rest[open..].find('}').ok_or_else(|| TemplateError(format!("unclosed '{{' in {template:?}")))? + open;
-        let name = &rest[open + 1..close];
-        let value = labels.get(name).ok_or_else(|| {
-            TemplateError(format!("template {template:?} needs label {name:?}, which the subject {labels} lacks"))
-        })?;
-        out.push_str(value);
-        rest = &rest[close + 1..];
+/// Whether an action kind matches a pattern: exact, `prefix.*`, or `*`.
+pub fn kind_matches(pattern: &str, kind: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some(prefix) => kind.starts_with(prefix),
+        None => pattern == kind,
     }
-    out.push_str(rest);
-    Ok(out)
 }
 
-/// Resolves an action template for a subject.
-pub fn resolve(template: &ActionTemplate, labels: &Labels) -> Result<Action, TemplateError> {
-    let render_map = |m: &BTreeMap<String, String>| -> Result<BTreeMap<String, String>, TemplateError> {
-        m.iter().map(|(k, v)| Ok((k.clone(), render(v, labels)?))).collect()
-    };
-    Ok(Action {
-        kind: template.kind.clone(),
-        target: Labels(render_map(&template.target)?),
-        params: render_map(&template.params)?,
-    })
+/// Where an action lands in the topology.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Impact {
+    /// The node it acts on.
+    pub node: Option<String>,
+    /// The rail.
+    pub rail: Option<String>,
+    /// The plane.
+    pub plane: Option<String>,
+    /// The switch.
+    pub switch: Option<String>,
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn templates_fill_labels_and_refuse_holes() {
-        let labels = Labels::from_pairs([("switch", "leaf-rail3"), ("switch_port", "Ethernet8")]);
-        assert_eq!(render("{switch}/{switch_port}", &labels).unwrap(), "leaf-rail3/Ethernet8");
-        assert_eq!(render("plain", &labels).unwrap(), "plain");
-        let err = render("{node}", &labels).unwrap_err().to_string();
-        assert!(err.contains("needs label \"node\""), "{err}");
-    }
 
     #[test]
     fn an_empty_window_in_the_evidence_survives_json() {

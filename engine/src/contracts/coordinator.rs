@@ -1,14 +1,15 @@
 //! Fleet coordination: the contract between the dispatcher and whatever
 //! keeps a safety budget shared by every daemon of the fleet.
 //!
-//! One daemon runs per node, so the local [`policy`](crate::policy) sees
+//! One daemon runs per node, so the local safety policy sees
 //! only what this daemon did. Limits such as "at most 3 nodes cordoned per
 //! 10 minutes" are fleet-wide: when a spine fails, every daemon in its blast
 //! radius sees the fault at once, and without a shared budget all of them
 //! act. A [`Coordinator`] keeps that budget.
 //!
-//! The dispatcher consults it only for actions whose playbook [`Scope`] is
-//! [`Scope::Fleet`], and only after the local policy admitted them, so the
+//! The dispatcher consults it only for actions whose [`Scope`] is
+//! [`Scope::Fleet`] (as their actuator declares it, unless the playbook
+//! sets another), and only after the local policy admitted them, so the
 //! path of local actions makes no network call. [`Standalone`] is the
 //! default: it grants everything the local policy admitted, which is
 //! exactly the behaviour of a daemon without coordination.
@@ -21,48 +22,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::action::Action;
-use crate::dispatch::Decision;
-use crate::policy::{kind_matches, Impact};
+#[cfg(doc)]
+use super::kinds::Scope;
+
+use super::action::{Action, Impact};
+use super::decision::Decision;
 use crate::time::Nanos;
-
-/// Where an action's limits are kept.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Scope {
-    /// This daemon's policy alone decides (a host link, the NIC's PFC storm
-    /// prevention): what it changes is local to the node.
-    Local,
-    /// A token from the fleet's shared budget is needed as well (a cordon,
-    /// a rail drain, a switch configuration change): what it changes is
-    /// shared by many nodes.
-    Fleet,
-}
-
-/// Action kinds that change something shared by many nodes, and so take a
-/// fleet token unless the playbook says otherwise.
-pub const FLEET_KINDS: &[&str] = &["node.cordon", "node.drain", "rail.*", "pfcwd.*", "ecn.*", "switch.*", "port.*"];
-
-impl Scope {
-    /// The scope of `kind` when the playbook does not set one: the kinds of
-    /// [`FLEET_KINDS`] are fleet-scoped, everything else (`link.*` on a
-    /// host, `nic.*`, notifications) is local.
-    pub fn default_for(kind: &str) -> Scope {
-        if FLEET_KINDS.iter().any(|p| kind_matches(p, kind)) {
-            Scope::Fleet
-        } else {
-            Scope::Local
-        }
-    }
-
-    /// Lower-case name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Scope::Local => "local",
-            Scope::Fleet => "fleet",
-        }
-    }
-}
 
 /// What a daemon asks the coordinator for before a fleet-scoped action.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -139,6 +104,20 @@ pub enum Health {
     Unreachable(String),
 }
 
+/// A switch this daemon may not change now: the aggregators of its shard
+/// group share their switches, and this one is another's (or nobody's
+/// yet, or this daemon's claim is not confirmed under a live lease).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("switch {switch} is not this aggregator's to change: shard group {group} gives it to {owner}")]
+pub struct NotOwner {
+    /// The switch.
+    pub switch: String,
+    /// The shard group.
+    pub group: String,
+    /// Who has it, in words (an identity, "nobody yet", …).
+    pub owner: String,
+}
+
 /// The coordination backend could not do what was asked.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CoordinationError {
@@ -188,7 +167,7 @@ pub trait Coordinator: Send + Sync {
     /// ones they own, confirmed with the store right before. `Err` is the
     /// reason to hold the action (who owns the switch). Without sharing,
     /// every switch may be changed.
-    async fn may_change_switch(&self, switch: &str) -> Result<(), String> {
+    async fn may_change_switch(&self, switch: &str) -> Result<(), NotOwner> {
         let _ = switch;
         Ok(())
     }
@@ -278,16 +257,6 @@ impl Coordinator for Standalone {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn shared_fabric_kinds_default_to_fleet_and_host_kinds_to_local() {
-        for kind in ["node.cordon", "rail.drain", "pfcwd.escalate", "ecn.lower", "switch.set"] {
-            assert_eq!(Scope::default_for(kind), Scope::Fleet, "{kind}");
-        }
-        for kind in ["link.isolate", "nic.pfc_prevent", "notify.slack", "node.label"] {
-            assert_eq!(Scope::default_for(kind), Scope::Local, "{kind}");
-        }
-    }
 
     #[tokio::test]
     async fn standalone_grants_with_no_budget_and_never_trips() {

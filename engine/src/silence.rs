@@ -12,7 +12,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::action::Proposal;
+use crate::contracts::Proposal;
 use crate::time::Nanos;
 
 /// One silence.

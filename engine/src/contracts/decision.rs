@@ -1,10 +1,13 @@
-//! What the dispatcher decides, as stored in the ledger.
+//! What the dispatcher decides about a proposal ([`Decision`]), as the
+//! ledger stores it and a [`Coordinator`](super::Coordinator) hands it over.
 
 use serde::{Deserialize, Serialize};
 
-use crate::action::Proposal;
-use crate::contracts::{Outcome, Plan};
-pub use crate::mode::Mode;
+use super::action::{Action, Proposal};
+use super::actuator::{Outcome, RequestPlan};
+use super::prior::Prior;
+use crate::labels::Labels;
+use crate::mode::Mode;
 use crate::time::Nanos;
 
 /// What became of a proposal.
@@ -19,7 +22,7 @@ pub enum Verdict {
     /// Dry-run: what would have been sent.
     DryRun {
         /// The plan.
-        plan: Plan,
+        plan: RequestPlan,
     },
     /// Shadow mode: recorded only.
     Shadowed,
@@ -154,7 +157,7 @@ pub struct Drifted {
     /// The decision that had put it in effect.
     pub id: String,
     /// The action.
-    pub action: crate::action::Action,
+    pub action: Action,
     /// What was found.
     pub drift: Drift,
     /// The decision that re-applied it, if it was re-applied.
@@ -190,7 +193,7 @@ pub struct Resolution {
     /// The incident's rule.
     pub rule: String,
     /// Its subject.
-    pub subject: crate::labels::Labels,
+    pub subject: Labels,
     /// When its fault was first seen: with rule and subject, the incident.
     pub started: Nanos,
     /// Who ended it.
@@ -221,11 +224,12 @@ pub struct Decision {
     /// For an executed action: the undo that reversed it.
     #[serde(default)]
     pub undone_by: Option<String>,
-    /// What the target held before and what the action sets
-    /// (`{"before": …, "after": …}`), read before acting and written into the
-    /// intent, so a crash after the change can be reconciled and undone.
+    /// What the target held before and what the action sets, as the
+    /// actuator records it (most: `{"before": …, "after": …}`), read before
+    /// acting and written into the intent, so a crash after the change can
+    /// be reconciled and undone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prior: Option<serde_json::Value>,
+    pub prior: Option<Prior>,
     /// For an executed action: re-verification found it no longer in effect.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drift: Option<Drift>,
