@@ -190,7 +190,7 @@ mod tests {
         let err = build("log", "audit", table("level = \"debug\"")).err().unwrap().to_string();
         assert!(err.starts_with("actuator \"audit\" (kind \"log\"): unknown field `level`"), "{err}");
         let err = build("exec", "drain", table("argv = [\"/bin/true\"]\ntimeout = 5")).err().unwrap().to_string();
-        assert!(err.starts_with("actuator \"drain\" (kind \"exec\"): invalid type: integer `5`"), "{err}");
+        assert!(err.starts_with("actuator \"drain\" (kind \"exec\"): timeout: invalid type: integer `5`"), "{err}");
         let err = build("exec", "drain", table("argv = [\"true\"]")).err().unwrap();
         assert!(
             err.to_string().starts_with("actuator \"drain\" (kind \"exec\"): argv[0] \"true\" is not an absolute path"),
