@@ -1,0 +1,1 @@
+//! The peer (to come).
