@@ -299,10 +299,11 @@ impl AsicFamily {
                 let duration = duration_over(0.99)?;
                 occupied && tx_same && duration
             }
-            // pfc_detect_vs.lua.
+            // pfc_detect_vs.lua: (occupancy > 0, packets unchanged, PFC RX grew) or (occupancy 0,
+            // packets unchanged, duration > 0.8 × poll).
             AsicFamily::Vs => {
                 let duration = duration_over(0.8)?;
-                (occupied && tx_same && rx_grew) || (!occupied && tx_same && duration)
+                tx_same && if occupied { rx_grew } else { duration }
             }
             // pfc_detect_broadcom.lua: RX grew, ON2OFF unchanged, paused at both polls (it also
             // requires the queue's packet and occupancy counters, read above).

@@ -84,10 +84,14 @@ impl ConfigDb {
         ConfigDb { db }
     }
 
-    /// Applies `changes` in one `MULTI`/`EXEC`, in order: all of them or, if Redis refuses one
-    /// before `EXEC`, none. Checked before sending: a table name must be non-empty and free of
-    /// the separator (else the key would land in another table), a key and field names
-    /// non-empty, a Set or Replace must carry fields.
+    /// Applies `changes` in one `MULTI`/`EXEC`, in order: no other client's command runs
+    /// between them, and if Redis refuses one while queueing it (a malformed command) none is
+    /// applied. Redis does not roll back a command that fails while `EXEC` runs (one aimed at
+    /// a key that is not a hash); CONFIG_DB holds only hashes, and the error is returned.
+    ///
+    /// Checked before sending: a table name must be non-empty and free of the separator (else
+    /// the key would land in another table), a key and field names non-empty, a Set or Replace
+    /// must carry fields.
     pub async fn apply(&self, changes: &[Change]) -> Result<(), DbError> {
         let separator = self.db.database().separator;
         let mut pipe = redis::pipe();
