@@ -3,6 +3,7 @@
 //! here, in CI, before anyone builds on it:
 //!
 //! - engine, net and gnmi-proto depend on no other crate of the workspace;
+//! - sonic depends on none but gnmi-proto (sensors, actuators and sim build on it);
 //! - sensors and actuators never depend on each other, nor on chaos;
 //! - sim depends on none of sensors, actuators, chaos, fleet;
 //! - outside dev-dependencies only chaos and the binary depend on sim;
@@ -52,6 +53,9 @@ fn violations(edges: &[Edge]) -> Vec<String> {
         if matches!(from, "engine" | "net" | "gnmi-proto") && !e.dev {
             forbid(e, "engine, net and gnmi-proto depend on no sibling");
         }
+        if from == "sonic" && to != "gnmi-proto" {
+            forbid(e, "sonic depends on no crate but gnmi-proto");
+        }
         if matches!((from, to), ("sensors", "actuators") | ("actuators", "sensors")) {
             forbid(e, "sensors and actuators never depend on each other");
         }
@@ -99,6 +103,8 @@ fn the_checker_catches_each_forbidden_arrow() {
         (edge("sim", "sensors", false), "sim depends on no"),
         (edge("sensors", "sim", false), "only chaos and the binary depend on sim"),
         (edge("fleet", "gnmi-proto", false), "fleet's runtime"),
+        (edge("sonic", "engine", false), "sonic depends on no crate but gnmi-proto"),
+        (edge("sonic", "sim", true), "sonic depends on no crate but gnmi-proto"),
     ];
     for (e, rule) in cases {
         let found = violations(std::slice::from_ref(&e));
@@ -109,6 +115,8 @@ fn the_checker_catches_each_forbidden_arrow() {
         edge("chaos", "sim", false),
         edge("fleet", "sim", true),
         edge("rocemend", "chaos", false),
+        edge("sonic", "gnmi-proto", false),
+        edge("sensors", "sonic", false),
     ];
     assert_eq!(violations(&allowed), Vec::<String>::new());
 }

@@ -219,12 +219,18 @@ pub struct WatchdogReader {
 }
 
 impl WatchdogReader {
-    /// Opens the databases. ASIC_DB is optional: without it [`PortState::pfc_mask`] stays `None`.
+    /// Opens the databases. ASIC_DB is optional: a layout without it leaves
+    /// [`PortState::pfc_mask`] `None` (the action in force then cannot be told); a layout with
+    /// it that cannot be reached is an error like the others.
     pub async fn open(switch: &Switch) -> Result<Self, DbError> {
+        let asic = match switch.layout().database(dbs::ASIC_DB) {
+            Ok(_) => Some(switch.database(dbs::ASIC_DB).await?),
+            Err(_) => None,
+        };
         Ok(WatchdogReader {
             counters: switch.database(dbs::COUNTERS_DB).await?,
             appl: switch.database(dbs::APPL_DB).await?,
-            asic: switch.database(dbs::ASIC_DB).await.ok(),
+            asic,
         })
     }
 

@@ -213,6 +213,36 @@ impl Db {
         }
     }
 
+    /// [`Db::hash`] of many keys in one round trip (one transaction): what a sensor polling
+    /// every port's counters each interval needs. The answers are in the order of `keys`.
+    pub async fn hashes(&self, keys: &[String]) -> Result<Vec<Option<Entry>>, DbError> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut pipe = redis::pipe();
+        pipe.atomic();
+        for key in keys {
+            pipe.cmd("EXISTS").arg(key).cmd("HGETALL").arg(key);
+        }
+        let mut conn = self.connection();
+        let what = format!("{} and {} more", keys[0], keys.len() - 1);
+        let replies: Vec<(u64, Entry)> = self.run("EXISTS+HGETALL", &what, pipe.query_async(&mut conn)).await?;
+        keys.iter()
+            .zip(replies)
+            .map(|(key, (exists, fields))| match (exists, fields.is_empty()) {
+                (0, _) => Ok(None),
+                (_, false) => Ok(Some(fields)),
+                (_, true) => Err(self.malformed(key, "exists but HGETALL returned no fields")),
+            })
+            .collect()
+    }
+
+    /// COUNTERS_DB's counters of object `oid` (`COUNTERS:oid:0x…`); `None` only when Redis
+    /// says there are none.
+    pub async fn counters(&self, oid: &str) -> Result<Option<Entry>, DbError> {
+        self.entry(crate::names::queues::COUNTERS, oid).await
+    }
+
     /// One field of `table|key`.
     pub async fn field(&self, table: &str, key: &str, field: &str) -> Result<FieldRead, DbError> {
         let redis_key = self.key(table, key);

@@ -41,6 +41,9 @@ impl PortNames {
     /// scan of the keys).
     pub async fn read(config: &Db) -> Result<Self, NameError> {
         let names = config.keys(PORT).await?;
+        if names.is_empty() {
+            return Ok(PortNames::default());
+        }
         let mut pipe = redis::pipe();
         for name in &names {
             pipe.cmd("HGET").arg(config.key(PORT, name)).arg(ALIAS);

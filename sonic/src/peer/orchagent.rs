@@ -639,20 +639,8 @@ impl Orchagent {
         if status.as_deref() == Some("disable") || self.registry.queues.is_empty() {
             return;
         }
-        let handled: BTreeMap<String, Action> = self
-            .entries
-            .iter()
-            .filter(|(_, e)| matches!(e.handler, Some(Handler { kind: HandlerKind::Lossy { .. }, .. })))
-            .map(|(q, e)| (q.clone(), e.action))
-            .collect();
         let now = Instant::now();
-        let written = {
-            let plane = &mut *self.shared.plane.lock().unwrap_or_else(|e| e.into_inner());
-            plane.advance(now, &handled);
-            // The pipeline is built under the lock and sent after it (a std lock is not held
-            // across an await).
-            plane.clone()
-        };
+        let written = self.advance_plane(now);
         if let Err(e) = syncd::write_pfc_wd_group(&mut conn, self.family, &written, &self.registry, now).await {
             self.note_error(e);
             return;
@@ -665,6 +653,20 @@ impl Orchagent {
             }
         }
         self.shared.polls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Moves the data plane to `now` (PFC off where a drop or forward handler holds a queue)
+    /// and returns a copy to write from (a std lock is not held across an await).
+    fn advance_plane(&self, now: Instant) -> super::dataplane::DataPlane {
+        let handled: BTreeMap<String, Action> = self
+            .entries
+            .iter()
+            .filter(|(_, e)| matches!(e.handler, Some(Handler { kind: HandlerKind::Lossy { .. }, .. })))
+            .map(|(q, e)| (q.clone(), e.action))
+            .collect();
+        let mut plane = self.shared.plane.lock().unwrap_or_else(|e| e.into_inner());
+        plane.advance(now, &handled);
+        plane.clone()
     }
 
     /// Every second: handlers' periodic commits, pending tasks retried, the PORT group polled.
@@ -686,7 +688,8 @@ impl Orchagent {
         if !self.to_sync.0.is_empty() {
             self.do_task().await;
         }
-        let plane = self.shared.plane.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        // The data plane moves whether or not the watchdog polls.
+        let plane = self.advance_plane(Instant::now());
         let mut conn = self.counters.connection();
         if let Err(e) = syncd::write_port_group(&mut conn, self.family, &plane).await {
             self.note_error(e);

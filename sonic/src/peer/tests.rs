@@ -404,6 +404,12 @@ async fn absent_is_redis_saying_so_and_never_an_error() {
     let mut conn = config.connection();
     redis::cmd("SET").arg("PFC_WD|Ethernet7").arg("x").query_async::<()>(&mut conn).await.unwrap();
     assert!(matches!(config.entry("PFC_WD", "Ethernet7").await, Err(DbError::Command { .. })));
+    // Many at once: each answer in its place, absent only where Redis said so.
+    let keys = ["PFC_WD|Ethernet4".to_string(), "PFC_WD|Ethernet9".to_string()];
+    let both = config.hashes(&keys).await.unwrap();
+    assert_eq!((both[0].as_ref().map(|e| e["action"].as_str()), both[1].is_none()), (Some("drop"), true));
+    let with_bad = ["PFC_WD|Ethernet4".to_string(), "PFC_WD|Ethernet7".to_string()];
+    assert!(config.hashes(&with_bad).await.is_err(), "one key that is not a hash fails the read, not silently");
     // Changes that would not do what they say are refused before sending.
     let empty = Change::Set { table: "PFC_WD".into(), key: "Ethernet4".into(), fields: BTreeMap::new() };
     assert!(matches!(config.apply(&[empty]).await, Err(DbError::InvalidChange(_))));
@@ -422,6 +428,41 @@ async fn absent_is_redis_saying_so_and_never_an_error() {
     let e = counters.entry("COUNTERS", "oid:0x1").await.unwrap_err();
     assert!(e.is_transient(), "a lost connection can come back: {e}");
     assert!(switch.database(dbs::CONFIG_DB).await.is_err());
+}
+
+#[tokio::test]
+async fn the_watchdog_waits_for_pfcwd_sw_enable_and_starts_when_it_appears() {
+    let Some(prereq) = prerequisites("the_watchdog_waits_for_pfcwd_sw_enable_and_starts_when_it_appears") else {
+        return;
+    };
+    // sonic-utilities' PORT_QOS_MAP as captured: pfc_enable only.
+    let peer = SonicPeer::builder(AsicFamily::Mellanox)
+        .only_ports(["Ethernet4"])
+        .image_defaults(false)
+        .config("PFC_WD|Ethernet4", &[("detection_time", "200")])
+        .start(&prereq)
+        .await
+        .unwrap();
+    let counters = peer.switch().database(dbs::COUNTERS_DB).await.unwrap();
+    let w = watched(peer.switch(), "Ethernet4").await;
+    let queue3 = w.queues.at("Ethernet4", 3).unwrap().oid.clone();
+    let detection = |entry: Option<crate::client::Entry>| entry.and_then(|e| e.get("PFC_WD_DETECTION_TIME").cloned());
+    // The capture's own record stays: orchagent has not started the watchdog (no watched priority).
+    sleep(Duration::from_millis(1500)).await;
+    assert_eq!(detection(counters.counters(&queue3).await.unwrap()).as_deref(), Some("600000"));
+    assert!(w.qos.watchdog_queues(&w.queues, "Ethernet4").is_empty());
+    // db_migrator's field appears: the pending task is retried and the watchdog starts.
+    let config = peer.config_db().await.unwrap();
+    let sw_enable = fields(&[("pfcwd_sw_enable", "3,4")]);
+    config
+        .apply(&[Change::Set { table: "PORT_QOS_MAP".into(), key: "Ethernet4".into(), fields: sw_enable }])
+        .await
+        .unwrap();
+    eventually!(
+        "the watchdog to start",
+        detection(counters.counters(&queue3).await.unwrap()).filter(|d| d == "200000")
+    );
+    assert!(peer.errors().is_empty(), "{:?}", peer.errors());
 }
 
 /// SONiC's detectors, run on one pair of samples each, agree with [`AsicFamily::storming`].
