@@ -24,7 +24,10 @@
 //!   `PFC_WD_TABLE_INSTORM:<port>` `<priority>` = `storm`; `restore` undoes it.
 //! - Every second, each handler's counters are committed (`pfcwdsworch.cpp:597-609`).
 //!
-//! Not modelled: the big red switch, warm reboot (APPL_DB `PFC_WD_TABLE` and `bake`),
+//! - At start, `bake` (`pfcwdsworch.cpp:708-735`): every `*_last` and `*_LEFT` counter field
+//!   deleted, so the detectors start from nothing.
+//!
+//! Not modelled: the big red switch, warm reboot's replay of APPL_DB `PFC_WD_TABLE`,
 //! Broadcom's ACL drop rule and DLR (PFC is turned off as for every lossy handler), Cisco's
 //! platform, asymmetric PFC, `pfc_stat_history`'s estimates beyond what the Lua scripts do.
 
