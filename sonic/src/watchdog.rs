@@ -173,7 +173,10 @@ impl QueueState {
     }
 }
 
-/// What a storm got, as the switch's SAI state shows it.
+/// What a storm got, as the switch's SAI state shows it. Read from the port's PFC mask, which
+/// every drop and forward handler clears for the priority — except on Broadcom with PFC DLR
+/// init and on Cisco 8000, whose handlers leave the mask (`pfcactionhandler.cpp:548-553`) and
+/// so read as [`InForce::Alert`] here.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InForce {
     /// PFC is still on for the priority: an alert handler.
@@ -391,10 +394,9 @@ impl RestartWatch {
             let event = match tokio::time::timeout_at(deadline, self.keyspace.next()).await {
                 Err(_) => break,
                 Ok(None) => {
-                    return Err(DbError::Malformed {
-                        database: dbs::COUNTERS_DB.into(),
-                        key: "keyspace".into(),
-                        problem: "the subscription ended before the restart was seen".into(),
+                    return Err(DbError::SubscriptionEnded {
+                        database: self.counters.name().into(),
+                        subscription: format!("the counters of {} queues", self.stopped.len()),
                     })
                 }
                 Ok(Some(event)) => event?,

@@ -60,6 +60,15 @@ pub enum DbError {
     /// separator inside a table name, a Set with no fields).
     #[error("refused before sending: {0}")]
     InvalidChange(String),
+    /// A subscription ended (the connection to Redis was lost): the notifications since are
+    /// gone, so whatever was being waited for cannot be known from it.
+    #[error("{database}: the subscription to {subscription} ended; notifications since then are lost")]
+    SubscriptionEnded {
+        /// The database.
+        database: String,
+        /// What was subscribed to.
+        subscription: String,
+    },
     /// Something SONiC's daemons write is not there yet (orchagent has not written the name
     /// maps): the switch is not ready, which is not the same as "nothing there".
     #[error("{database}: {key} is missing: {why}")]
@@ -78,7 +87,7 @@ impl DbError {
     /// a malformed value or a change refused before sending cannot.
     pub fn is_transient(&self) -> bool {
         match self {
-            DbError::Timeout { .. } | DbError::NotReady { .. } => true,
+            DbError::Timeout { .. } | DbError::NotReady { .. } | DbError::SubscriptionEnded { .. } => true,
             DbError::Connect { source, .. } | DbError::Command { source, .. } => {
                 source.is_io_error() || source.is_timeout() || source.is_connection_dropped()
             }

@@ -16,8 +16,9 @@ const STARTUP: Duration = Duration::from_secs(5);
 pub struct RedisServer {
     child: Child,
     socket: PathBuf,
-    // Dropped after the child is killed (field order), so the socket's dir outlives the server.
-    _dir: tempfile::TempDir,
+    // Removed after the child is killed (`Drop` runs before the fields drop), so the socket's
+    // directory outlives the server.
+    dir: tempfile::TempDir,
 }
 
 impl RedisServer {
@@ -44,7 +45,7 @@ impl RedisServer {
             .stderr(Stdio::null())
             .spawn()
             .map_err(|e| PeerError::Start(format!("{}: {e}", binary.display())))?;
-        let server = RedisServer { child, socket, _dir: dir };
+        let server = RedisServer { child, socket, dir };
         server.wait_ready().await?;
         Ok(server)
     }
@@ -60,7 +61,7 @@ impl RedisServer {
                 }
             }
             if tokio::time::Instant::now() > deadline {
-                let log = std::fs::read_to_string(self._dir.path().join("redis.log")).unwrap_or_default();
+                let log = std::fs::read_to_string(self.dir.path().join("redis.log")).unwrap_or_default();
                 return Err(PeerError::Start(format!(
                     "redis-server did not answer on {} within {STARTUP:?}; its log:\n{log}",
                     self.socket.display()
