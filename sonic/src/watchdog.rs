@@ -133,15 +133,19 @@ impl QueueState {
     /// Reads orchagent's fields from a queue's counters hash; `key` names it in errors. A field
     /// that is there but does not read is an error (the whole record is then in doubt); one that
     /// is absent is `None` (or 0 for the counts).
-    pub fn from_counters(oid: &str, key: &str, counters: &Entry) -> Result<Self, String> {
-        let bad = |field: &str, value: &str| format!("{key} {field} {value:?} is not what orchagent writes");
-        let micros = |field: &str| -> Result<Option<Duration>, String> {
+    pub fn from_counters(oid: &str, key: &str, counters: &Entry) -> Result<Self, DbError> {
+        let bad = |field: &str, value: &str| DbError::Malformed {
+            database: dbs::COUNTERS_DB.into(),
+            key: key.to_string(),
+            problem: format!("{field} {value:?} is not what orchagent writes"),
+        };
+        let micros = |field: &str| -> Result<Option<Duration>, DbError> {
             match counters.get(field).map(String::as_str) {
                 None | Some("") => Ok(None),
                 Some(v) => v.parse::<u64>().map(|us| Some(Duration::from_micros(us))).map_err(|_| bad(field, v)),
             }
         };
-        let count = |field: &str| -> Result<u64, String> {
+        let count = |field: &str| -> Result<u64, DbError> {
             counters.get(field).map_or(Ok(0), |v| v.parse::<u64>().map_err(|_| bad(field, v)))
         };
         let status = match counters.get(fields::STATUS).map(String::as_str) {
@@ -242,9 +246,7 @@ impl WatchdogReader {
         let key = self.counters.key(COUNTERS, oid);
         match self.counters.hash(&key).await? {
             None => Ok(None),
-            Some(entry) => QueueState::from_counters(oid, &key, &entry)
-                .map(Some)
-                .map_err(|problem| DbError::Malformed { database: self.counters.name().into(), key, problem }),
+            Some(entry) => QueueState::from_counters(oid, &key, &entry).map(Some),
         }
     }
 
@@ -313,11 +315,16 @@ pub struct WatchdogEvent {
 
 impl WatchdogEvent {
     /// Parses a message's text.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, DbError> {
+        let bad = |problem: String| DbError::Malformed {
+            database: dbs::COUNTERS_DB.into(),
+            key: ACTION_CHANNEL.into(),
+            problem,
+        };
         let items: Vec<String> =
-            serde_json::from_str(text).map_err(|e| format!("{text:?} is not a JSON list of strings: {e}"))?;
+            serde_json::from_str(text).map_err(|e| bad(format!("{text:?} is not a JSON list of strings: {e}")))?;
         if items.len() < 2 || items.len() % 2 != 0 {
-            return Err(format!("{text:?}: expected [queue, event, field, value, …]"));
+            return Err(bad(format!("{text:?}: expected [queue, event, field, value, …]")));
         }
         let kind = match items[1].as_str() {
             "storm" => EventKind::Storm,
@@ -348,11 +355,7 @@ impl Events {
             Ok(text) => text,
             Err(e) => return Some(Err(e)),
         };
-        Some(WatchdogEvent::parse(&text).map_err(|problem| DbError::Malformed {
-            database: dbs::COUNTERS_DB.into(),
-            key: ACTION_CHANNEL.into(),
-            problem,
-        }))
+        Some(WatchdogEvent::parse(&text))
     }
 }
 
@@ -446,8 +449,8 @@ mod tests {
         assert!(q.is_watched());
         let bad = entry(&[("PFC_WD_STATUS", "on fire")]);
         assert_eq!(
-            QueueState::from_counters("oid:0x1", "COUNTERS:oid:0x1", &bad).unwrap_err(),
-            "COUNTERS:oid:0x1 PFC_WD_STATUS \"on fire\" is not what orchagent writes"
+            QueueState::from_counters("oid:0x1", "COUNTERS:oid:0x1", &bad).unwrap_err().to_string(),
+            "COUNTERS_DB: COUNTERS:oid:0x1: PFC_WD_STATUS \"on fire\" is not what orchagent writes"
         );
     }
 

@@ -225,7 +225,10 @@ impl Db {
             pipe.cmd("EXISTS").arg(key).cmd("HGETALL").arg(key);
         }
         let mut conn = self.connection();
-        let what = format!("{} and {} more", keys[0], keys.len() - 1);
+        let what = match keys.len() {
+            1 => keys[0].clone(),
+            n => format!("{} and {} more", keys[0], n - 1),
+        };
         let replies: Vec<(u64, Entry)> = self.run("EXISTS+HGETALL", &what, pipe.query_async(&mut conn)).await?;
         keys.iter()
             .zip(replies)
