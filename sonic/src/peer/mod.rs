@@ -383,7 +383,9 @@ async fn write_tables(switch: &Switch, name: &str, tables: &Tables) -> Result<()
     Ok(())
 }
 
-/// The data plane and portsorch's ports, from the seeded COUNTERS_DB.
+/// The data plane and portsorch's ports, from the seeded COUNTERS_DB. Read here from the seed
+/// itself rather than through the library's [`Queues`](crate::names::Queues): the switch must
+/// not share the client's reading of its own maps, or a fault there would hide on both sides.
 fn model(counters: &Tables) -> (DataPlane, BTreeMap<String, PortInfo>) {
     let empty = Entry::new();
     let map = |name: &str| counters.get(name).unwrap_or(&empty);
