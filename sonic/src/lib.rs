@@ -19,6 +19,8 @@
 //! - [`watchdog`]: the PFC watchdog's record per queue and port ([`WatchdogReader`]), its
 //!   storm/restore channel ([`watchdog::Events`]), and the evidence that a change took effect
 //!   ([`watchdog::RestartWatch`], [`watchdog::InForce`]);
+//! - `gnmi_front` (feature `gnmi-server`): a gNMI server that routes, serves and refuses as
+//!   sonic-gnmi does, over the switch's Redis or an in-memory store of SONiC's databases;
 //! - `peer` (feature `test-peer`): a SONiC switch for tests — a real `redis-server` seeded with
 //!   sonic-utilities' databases, and an orchagent-like watchdog running SONiC's own Lua
 //!   detectors.
@@ -52,6 +54,8 @@
 
 pub mod asic;
 pub mod client;
+#[cfg(feature = "gnmi-server")]
+pub mod gnmi_front;
 pub mod layout;
 pub mod names;
 #[cfg(any(test, feature = "test-peer"))]
