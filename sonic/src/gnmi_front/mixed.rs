@@ -15,7 +15,7 @@ use tonic::Code;
 
 use super::backend::Backend;
 use super::errors::GoError;
-use super::render::{counters_table_has_keys, redis_error, Encoding, TablePath};
+use super::render::{counters_table_has_keys, Encoding, TablePath};
 
 /// The default namespace's name in paths (`HOSTNAME`, `mixed_db_client.go:55`).
 pub const LOCALHOST: &str = "localhost";
@@ -36,8 +36,6 @@ pub(crate) struct Mixed {
     pub paths: Vec<Path>,
     /// The database (`CONFIG_DB`).
     pub target: String,
-    /// The namespace (empty: default).
-    pub namespace: String,
     pub sep: char,
     pub encoding: Encoding,
 }
@@ -94,7 +92,6 @@ impl Mixed {
             prefix: prefix.cloned(),
             paths: paths.to_vec(),
             target,
-            namespace,
             sep: info.separator,
             encoding,
         })
@@ -208,9 +205,4 @@ fn typed_text(value: Option<&Typed>) -> String {
         Some(Typed::AsciiVal(s)) => format!("ascii_val:{s:?}"),
         Some(other) => format!("{other:?}"),
     }
-}
-
-/// Reads of the mixed client fail with the Redis error's text.
-pub(crate) fn read_error(e: impl std::fmt::Display) -> GoError {
-    redis_error(e)
 }

@@ -363,6 +363,14 @@ async fn apply_patch(shared: &Shared, mixed: &Mixed, running: Map<String, Json>,
             names.join(", ")
         )));
     }
+    // `StrictPatchSorter.sort`: every table the patch touches must have a YANG model. This
+    // front takes the tables CONFIG_DB already has, and those rocemend writes, as modelled.
+    for op in patch {
+        let table = op.path.split('/').nth(1).unwrap_or_default().replace("~1", "/").replace("~0", "~");
+        if !running.contains_key(&table) && !gnmi_proto::sonic::TABLES.contains(&table.as_str()) {
+            return Err(updater_error("Given patch is not valid because it has changes to tables without YANG models".into()));
+        }
+    }
     let backend = shared.backend.as_ref();
     validate(backend, mixed, &running, &target).await.map_err(|e| {
         updater_error(format!("Given patch will produce invalid config. Error: {e}"))
@@ -471,7 +479,20 @@ async fn validate(
 ) -> Result<(), String> {
     use gnmi_proto::sonic;
     for (table, entries_json) in target {
-        if running.get(table) == Some(entries_json) || !sonic::TABLES.contains(&table.as_str()) {
+        if running.get(table) == Some(entries_json) {
+            continue;
+        }
+        // A table is an object of entries, an entry an object of fields (strings or lists).
+        let Some(table_entries) = entries_json.as_object() else {
+            return Err(format!("{table}: a table is an object of entries"));
+        };
+        for (key, entry) in table_entries {
+            let fields_ok = entry.as_object().is_some_and(|f| f.values().all(|v| v.is_string() || v.is_array()));
+            if !fields_ok {
+                return Err(format!("{table}|{key}: an entry is an object of string or list fields"));
+            }
+        }
+        if !sonic::TABLES.contains(&table.as_str()) {
             continue;
         }
         let before = entries(running.get(table));

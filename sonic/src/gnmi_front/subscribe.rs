@@ -122,6 +122,18 @@ impl Ctx {
         let _ = self.tx.send(Err(status(Code::InvalidArgument, e.to_string()))).await;
     }
 
+    /// Sends `msi` as an update of `path`; false when the stream is over (closed, or ended by
+    /// the value's error).
+    async fn send_msi(&self, path: &Path, msi: &Msi) -> bool {
+        match self.msi_value(msi) {
+            Ok(val) => self.send(self.update(path, val)).await,
+            Err(e) => {
+                self.fatal(e.text()).await;
+                false
+            }
+        }
+    }
+
     fn msi_value(&self, msi: &Msi) -> Result<TypedValue, GoError> {
         match self.flavor {
             Flavor::Db => Ok(json_value(msi)),
@@ -487,11 +499,9 @@ async fn run(ctx: Ctx, work: Work) {
                 Err(e) => return ctx.fatal(e.text()).await,
             };
             if !on_change || !msi.is_empty() {
-                match ctx.msi_value(&msi) {
-                    Ok(val) if ctx.send(ctx.update(&path, val)).await => {}
-                    Ok(_) => return,
-                    Err(e) => return ctx.fatal(e.text()).await,
-                }
+                if !ctx.send_msi(&path, &msi).await {
+    return;
+}
             }
         },
         Work::Table { path, tps, interval, updates_only, mut msi_all, watches } => {
@@ -508,11 +518,9 @@ async fn run(ctx: Ctx, work: Work) {
                 tokio::select! {
                     _ = stop.changed() => return,
                     _ = &mut next_tick => {
-                        match ctx.msi_value(&msi_all) {
-                            Ok(val) if ctx.send(ctx.update(&path, val)).await => {}
-                            Ok(_) => return,
-                            Err(e) => return ctx.fatal(e.text()).await,
-                        }
+                        if !ctx.send_msi(&path, &msi_all).await {
+    return;
+}
                         if updates_only {
                             msi_all.clear();
                         }
@@ -553,11 +561,9 @@ async fn run(ctx: Ctx, work: Work) {
                                 continue;
                             }
                             if interval.is_none() {
-                                match ctx.msi_value(&new) {
-                                    Ok(val) if ctx.send(ctx.update(&path, val)).await => {}
-                                    Ok(_) => return,
-                                    Err(e) => return ctx.fatal(e.text()).await,
-                                }
+                                if !ctx.send_msi(&path, &new).await {
+    return;
+}
                             } else {
                                 msi_all.extend(new);
                             }
