@@ -207,7 +207,10 @@ mod tests {
         let e = GoError::status(Code::Unimplemented, "Invalid elem length");
         assert_eq!(e.text(), "rpc error: code = Unimplemented desc = Invalid elem length");
         let s = e.wrapped(Code::NotFound);
-        assert_eq!((s.code(), s.message()), (Code::NotFound, "rpc error: code = Unimplemented desc = Invalid elem length"));
+        assert_eq!(
+            (s.code(), s.message()),
+            (Code::NotFound, "rpc error: code = Unimplemented desc = Invalid elem length")
+        );
         assert_eq!(e.passed_or(Code::NotFound).code(), Code::Unimplemented);
         assert_eq!(GoError::plain("redis: nil").passed_or(Code::NotFound).code(), Code::NotFound);
     }

@@ -16,7 +16,9 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use gnmi_proto::gnmi::{get_request::DataType, Encoding as GnmiEncoding, GetRequest, GetResponse, Notification, Update};
+use gnmi_proto::gnmi::{
+    get_request::DataType, Encoding as GnmiEncoding, GetRequest, GetResponse, Notification, Update,
+};
 use tonic::{Code, Status};
 
 use super::db_paths::Resolver;
@@ -48,12 +50,14 @@ pub(crate) fn mixed_encoding(encoding: i32) -> Encoding {
 
 pub(crate) async fn get(shared: &Shared, req: GetRequest) -> Result<GetResponse, Status> {
     if req.r#type != DataType::All as i32 {
-        let name = DataType::try_from(req.r#type).map_or_else(|_| req.r#type.to_string(), |t| t.as_str_name().to_string());
+        let name =
+            DataType::try_from(req.r#type).map_or_else(|_| req.r#type.to_string(), |t| t.as_str_name().to_string());
         return Err(status(Code::Unimplemented, format!("unsupported request type: {name}")));
     }
     let encoding = GnmiEncoding::try_from(req.encoding).ok().filter(|e| SUPPORTED.contains(e));
     if encoding.is_none() {
-        let name = GnmiEncoding::try_from(req.encoding).map_or_else(|_| req.encoding.to_string(), |e| e.as_str_name().to_string());
+        let name = GnmiEncoding::try_from(req.encoding)
+            .map_or_else(|_| req.encoding.to_string(), |e| e.as_str_name().to_string());
         return Err(status(Code::Unimplemented, format!("unsupported encoding: {name}")));
     }
     let prefix = req.prefix.as_ref();
@@ -70,7 +74,10 @@ pub(crate) async fn get(shared: &Shared, req: GetRequest) -> Result<GetResponse,
         });
     };
     if matches!(target, "OPERATIONAL" | "OTHERS" | "SHOW") {
-        return Err(status(Code::Unimplemented, format!("target {target} (non-database data) is not reproduced by this front")));
+        return Err(status(
+            Code::Unimplemented,
+            format!("target {target} (non-database data) is not reproduced by this front"),
+        ));
     }
     if target_db(target, !shared.config.namespaces.is_empty()).valid {
         let resolver = Resolver { backend, maps: &shared.maps, namespaces: &shared.config.namespaces };

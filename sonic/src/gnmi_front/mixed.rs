@@ -88,13 +88,7 @@ impl Mixed {
         let Some(info) = backend.database(&target).filter(|_| known_ns) else {
             return Err(GoError::status(Code::Unimplemented, format!("Invalid target: ns {namespace}, container ")));
         };
-        Ok(Mixed {
-            prefix: prefix.cloned(),
-            paths: paths.to_vec(),
-            target,
-            sep: info.separator,
-            encoding,
-        })
+        Ok(Mixed { prefix: prefix.cloned(), paths: paths.to_vec(), target, sep: info.separator, encoding })
     }
 
     /// The path's elements after the database and the instance (`gnmiFullPath`).
@@ -164,7 +158,9 @@ impl Mixed {
                                 keys.join(" ")
                             )))
                         }
-                        Err(e) => return Err(GoError::plain(format!("Failed to find {} {db_path} {e} []", self.target))),
+                        Err(e) => {
+                            return Err(GoError::plain(format!("Failed to find {} {db_path} {e} []", self.target)))
+                        }
                     }
                 }
             }
@@ -180,9 +176,8 @@ impl Mixed {
                     tp.field = slice[3].clone();
                 }
                 if slice.len() == 5 {
-                    let index = slice[4]
-                        .parse::<i64>()
-                        .map_err(|_| GoError::plain(format!("Invalid index {}", slice[4])))?;
+                    let index =
+                        slice[4].parse::<i64>().map_err(|_| GoError::plain(format!("Invalid index {}", slice[4])))?;
                     // A negative index reads as no index (`tblPath.index >= 0`).
                     tp.index = usize::try_from(index).ok();
                 }

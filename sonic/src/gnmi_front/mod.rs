@@ -242,9 +242,8 @@ pub async fn serve(
     let mut server = tonic::transport::Server::builder();
     if let Some(tls) = tls {
         let identity = tonic::transport::Identity::from_pem(tls.cert_pem, tls.key_pem);
-        server = server
-            .tls_config(tonic::transport::ServerTlsConfig::new().identity(identity))
-            .map_err(ServeError::Tls)?;
+        server =
+            server.tls_config(tonic::transport::ServerTlsConfig::new().identity(identity)).map_err(ServeError::Tls)?;
     }
     let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
     server

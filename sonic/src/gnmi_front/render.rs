@@ -167,10 +167,7 @@ pub(crate) async fn table_data_to_msi(
                     msi.extend(fv.into_iter().map(|(k, v)| (k, Json::String(v))));
                 } else {
                     let Some((_, key)) = dbkey.split_once(tp.sep) else {
-                        return Err(GoError::plain(format!(
-                            "dbkey: {dbkey}, failed split from delimitor {}",
-                            tp.sep
-                        )));
+                        return Err(GoError::plain(format!("dbkey: {dbkey}, failed split from delimitor {}", tp.sep)));
                     };
                     msi.insert(key.to_string(), object(&fv));
                 }
@@ -217,7 +214,10 @@ pub(crate) fn mixed_value(msi: &Msi, encoding: Encoding) -> Result<TypedValue, G
         Encoding::JsonIetf => Ok(json_value(msi)),
         Encoding::Proto => match msi.get("pb") {
             Some(Json::String(pb)) => Ok(TypedValue { value: Some(Typed::ProtoBytes(pb.clone().into_bytes())) }),
-            _ => Err(GoError::plain(format!("No proto bytes found in msi {}", go_value(&Json::Object(msi.clone().into_iter().collect()))))),
+            _ => Err(GoError::plain(format!(
+                "No proto bytes found in msi {}",
+                go_value(&Json::Object(msi.clone().into_iter().collect()))
+            ))),
         },
         Encoding::Other(name) => Err(GoError::plain(format!("Unknown encoding {name}"))),
     }

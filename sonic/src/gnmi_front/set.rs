@@ -215,7 +215,9 @@ async fn read_tables(backend: &dyn Backend, mixed: &Mixed, touched: &[String]) -
             let mut entry = Map::new();
             for (f, v) in fields {
                 match f.strip_suffix('@') {
-                    Some(name) => entry.insert(name.into(), Json::Array(v.split(',').map(|s| Json::String(s.into())).collect())),
+                    Some(name) => {
+                        entry.insert(name.into(), Json::Array(v.split(',').map(|s| Json::String(s.into())).collect()))
+                    }
                     None => entry.insert(f, Json::String(v)),
                 };
             }
@@ -240,7 +242,11 @@ fn parse(value: &str) -> Result<Json, GoError> {
     serde_json::from_str(value).map_err(|_| GoError::plain(format!("Fail to parse {value}")))
 }
 
-fn object<'a>(parent: &'a mut Map<String, Json>, name: &str, missing: impl FnOnce(&Map<String, Json>) -> String) -> Result<&'a mut Map<String, Json>, GoError> {
+fn object<'a>(
+    parent: &'a mut Map<String, Json>,
+    name: &str,
+    missing: impl FnOnce(&Map<String, Json>) -> String,
+) -> Result<&'a mut Map<String, Json>, GoError> {
     let shown = missing(parent);
     match parent.get_mut(name) {
         None => Err(GoError::plain(shown)),
@@ -346,7 +352,12 @@ fn updater_error(text: String) -> GoError {
 
 /// The updater (`PatchApplier.apply`, sonic-utilities `generic_updater.py:106-160`): the
 /// target configuration, its checks, and the difference written entry by entry.
-async fn apply_patch(shared: &Shared, mixed: &Mixed, running: Map<String, Json>, patch: &[PatchOp]) -> Result<(), GoError> {
+async fn apply_patch(
+    shared: &Shared,
+    mixed: &Mixed,
+    running: Map<String, Json>,
+    patch: &[PatchOp],
+) -> Result<(), GoError> {
     let mut target = Json::Object(running.clone());
     for op in patch {
         simulate(&mut target, op).map_err(updater_error)?;
@@ -354,7 +365,8 @@ async fn apply_patch(shared: &Shared, mixed: &Mixed, running: Map<String, Json>,
     let Json::Object(target) = target else {
         return Err(updater_error("the patch removed the whole configuration".into()));
     };
-    let empty: Vec<&String> = target.iter().filter(|(_, t)| t.as_object().is_some_and(Map::is_empty)).map(|(k, _)| k).collect();
+    let empty: Vec<&String> =
+        target.iter().filter(|(_, t)| t.as_object().is_some_and(Map::is_empty)).map(|(k, _)| k).collect();
     if !empty.is_empty() {
         let names: Vec<&str> = empty.iter().map(|s| s.as_str()).collect();
         return Err(updater_error(format!(
@@ -368,13 +380,15 @@ async fn apply_patch(shared: &Shared, mixed: &Mixed, running: Map<String, Json>,
     for op in patch {
         let table = op.path.split('/').nth(1).unwrap_or_default().replace("~1", "/").replace("~0", "~");
         if !running.contains_key(&table) && !gnmi_proto::sonic::TABLES.contains(&table.as_str()) {
-            return Err(updater_error("Given patch is not valid because it has changes to tables without YANG models".into()));
+            return Err(updater_error(
+                "Given patch is not valid because it has changes to tables without YANG models".into(),
+            ));
         }
     }
     let backend = shared.backend.as_ref();
-    validate(backend, mixed, &running, &target).await.map_err(|e| {
-        updater_error(format!("Given patch will produce invalid config. Error: {e}"))
-    })?;
+    validate(backend, mixed, &running, &target)
+        .await
+        .map_err(|e| updater_error(format!("Given patch will produce invalid config. Error: {e}")))?;
     let mut ops = Vec::new();
     let tables: std::collections::BTreeSet<&String> = running.keys().chain(target.keys()).collect();
     for table in tables {
@@ -416,7 +430,8 @@ fn entries(table: Option<&Json>) -> BTreeMap<String, Entry> {
         for (f, v) in entry.as_object().into_iter().flatten() {
             match v {
                 Json::Array(items) => {
-                    let items: Vec<String> = items.iter().map(|i| i.as_str().map_or_else(|| i.to_string(), str::to_string)).collect();
+                    let items: Vec<String> =
+                        items.iter().map(|i| i.as_str().map_or_else(|| i.to_string(), str::to_string)).collect();
                     fields.insert(format!("{f}@"), items.join(","));
                 }
                 Json::String(s) => {
@@ -434,8 +449,7 @@ fn entries(table: Option<&Json>) -> BTreeMap<String, Entry> {
 
 /// One JSON patch operation on the configuration, as python's `jsonpatch` applies it.
 fn simulate(doc: &mut Json, op: &PatchOp) -> Result<(), String> {
-    let parts: Vec<String> =
-        op.path.split('/').skip(1).map(|p| p.replace("~1", "/").replace("~0", "~")).collect();
+    let parts: Vec<String> = op.path.split('/').skip(1).map(|p| p.replace("~1", "/").replace("~0", "~")).collect();
     let Some((last, parents)) = parts.split_last() else {
         return match op.op {
             "remove" => Err("removing the whole configuration is not allowed".into()),

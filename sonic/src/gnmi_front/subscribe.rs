@@ -79,11 +79,25 @@ impl Client {
 /// One subscription's ongoing work after its first update.
 enum Work {
     /// A table or entry path, followed by keyspace notifications (`dbTableKeySubscribe`).
-    Table { path: Path, tps: Vec<TablePath>, interval: Option<Duration>, updates_only: bool, msi_all: Msi, watches: Vec<Watch> },
+    Table {
+        path: Path,
+        tps: Vec<TablePath>,
+        interval: Option<Duration>,
+        updates_only: bool,
+        msi_all: Msi,
+        watches: Vec<Watch>,
+    },
     /// One field, read every interval (`dbFieldSubscribe`).
     Field { path: Path, tp: TablePath, on_change: bool, interval: Duration, last: String },
     /// A field of many entries (`dbFieldMultiSubscribe`).
-    FieldMulti { path: Path, tps: Vec<TablePath>, on_change: bool, updates_only: bool, interval: Duration, seen: Vec<Option<String>> },
+    FieldMulti {
+        path: Path,
+        tps: Vec<TablePath>,
+        on_change: bool,
+        updates_only: bool,
+        interval: Duration,
+        seen: Vec<Option<String>>,
+    },
 }
 
 /// What a Subscribe shares with its tasks.
@@ -498,10 +512,8 @@ async fn run(ctx: Ctx, work: Work) {
                 Ok(msi) => msi,
                 Err(e) => return ctx.fatal(e.text()).await,
             };
-            if !on_change || !msi.is_empty() {
-                if !ctx.send_msi(&path, &msi).await {
-    return;
-}
+            if (!on_change || !msi.is_empty()) && !ctx.send_msi(&path, &msi).await {
+                return;
             }
         },
         Work::Table { path, tps, interval, updates_only, mut msi_all, watches } => {
@@ -516,60 +528,60 @@ async fn run(ctx: Ctx, work: Work) {
             let mut next_tick = Box::pin(tick(interval));
             loop {
                 tokio::select! {
-                    _ = stop.changed() => return,
-                    _ = &mut next_tick => {
-                        if !ctx.send_msi(&path, &msi_all).await {
-    return;
-}
-                        if updates_only {
-                            msi_all.clear();
-                        }
-                        next_tick = Box::pin(tick(interval));
-                    }
-                    event = events.next() => {
-                        // The subscriptions ended (the switch's Redis went away): sonic-gnmi
-                        // keeps the stream open and silent.
-                        let Some(event) = event else {
-                            let _ = stop.changed().await;
-                            return;
-                        };
-                        for (i, tp) in tps.iter().enumerate() {
-                            let Some(entry) = about(tp, &event.key) else { continue };
-                            let mut new = Msi::new();
-                            match event.event.as_str() {
-                                "del" | "hdel" if tp.key.is_empty() => {
-                                    new.insert(entry.to_string(), Json::Object(Default::default()));
-                                }
-                                "hset" => {
-                                    let read = if tp.key.is_empty() {
-                                        let one = TablePath { key: entry.to_string(), ..tp.clone() };
-                                        table_data_to_msi(ctx.backend(), &one, true, ctx.flavor, &mut new).await
-                                    } else {
-                                        table_data_to_msi(ctx.backend(), tp, false, ctx.flavor, &mut new).await
-                                    };
-                                    if let Err(e) = read {
-                                        return ctx.fatal(e.text()).await;
-                                    }
-                                    if new == last[i] {
-                                        continue;
-                                    }
-                                    last[i] = new.clone();
-                                }
-                                _ => continue,
-                            }
-                            if new.is_empty() {
-                                continue;
-                            }
-                            if interval.is_none() {
-                                if !ctx.send_msi(&path, &new).await {
-    return;
-}
-                            } else {
-                                msi_all.extend(new);
-                            }
-                        }
-                    }
+                                    _ = stop.changed() => return,
+                                    _ = &mut next_tick => {
+                                        if !ctx.send_msi(&path, &msi_all).await {
+                    return;
                 }
+                                        if updates_only {
+                                            msi_all.clear();
+                                        }
+                                        next_tick = Box::pin(tick(interval));
+                                    }
+                                    event = events.next() => {
+                                        // The subscriptions ended (the switch's Redis went away): sonic-gnmi
+                                        // keeps the stream open and silent.
+                                        let Some(event) = event else {
+                                            let _ = stop.changed().await;
+                                            return;
+                                        };
+                                        for (i, tp) in tps.iter().enumerate() {
+                                            let Some(entry) = about(tp, &event.key) else { continue };
+                                            let mut new = Msi::new();
+                                            match event.event.as_str() {
+                                                "del" | "hdel" if tp.key.is_empty() => {
+                                                    new.insert(entry.to_string(), Json::Object(Default::default()));
+                                                }
+                                                "hset" => {
+                                                    let read = if tp.key.is_empty() {
+                                                        let one = TablePath { key: entry.to_string(), ..tp.clone() };
+                                                        table_data_to_msi(ctx.backend(), &one, true, ctx.flavor, &mut new).await
+                                                    } else {
+                                                        table_data_to_msi(ctx.backend(), tp, false, ctx.flavor, &mut new).await
+                                                    };
+                                                    if let Err(e) = read {
+                                                        return ctx.fatal(e.text()).await;
+                                                    }
+                                                    if new == last[i] {
+                                                        continue;
+                                                    }
+                                                    last[i] = new.clone();
+                                                }
+                                                _ => continue,
+                                            }
+                                            if new.is_empty() {
+                                                continue;
+                                            }
+                                            if interval.is_none() {
+                                                if !ctx.send_msi(&path, &new).await {
+                    return;
+                }
+                                            } else {
+                                                msi_all.extend(new);
+                                            }
+                                        }
+                                    }
+                                }
             }
         }
     }
@@ -596,7 +608,13 @@ async fn read_all(
 }
 
 /// `PollRun`: a read of every path per poll, a delete for a path whose data went away.
-async fn poll(ctx: Ctx, client: Client, paths: Vec<Path>, resolved: Vec<Vec<TablePath>>, mut polls: mpsc::Receiver<()>) {
+async fn poll(
+    ctx: Ctx,
+    client: Client,
+    paths: Vec<Path>,
+    resolved: Vec<Vec<TablePath>>,
+    mut polls: mpsc::Receiver<()>,
+) {
     let mut had: BTreeMap<usize, bool> = BTreeMap::new();
     while polls.recv().await.is_some() {
         // An error ends the polling silently (`db_client.go:352-354`): later polls get nothing.

@@ -86,11 +86,22 @@ fn refusal<T: std::fmt::Debug>(result: Result<T, ClientError>) -> (Code, String)
 }
 
 fn sub(path: Path, mode: SubscriptionMode, interval: Duration) -> Subscription {
-    Subscription { path: Some(path), mode: mode as i32, sample_interval: interval.as_nanos() as u64, ..Default::default() }
+    Subscription {
+        path: Some(path),
+        mode: mode as i32,
+        sample_interval: interval.as_nanos() as u64,
+        ..Default::default()
+    }
 }
 
 fn list(prefix: Option<Path>, subs: Vec<Subscription>, mode: ListMode) -> SubscriptionList {
-    SubscriptionList { prefix, subscription: subs, mode: mode as i32, encoding: Encoding::JsonIetf as i32, ..Default::default() }
+    SubscriptionList {
+        prefix,
+        subscription: subs,
+        mode: mode as i32,
+        encoding: Encoding::JsonIetf as i32,
+        ..Default::default()
+    }
 }
 
 /// The status a subscription ends with, whether at its start or at its first message.
@@ -117,7 +128,8 @@ fn sonic_db(path: &str) -> Path {
 #[tokio::test]
 async fn each_route_answers_and_refuses_as_sonic_gnmi_does() {
     let Some(prereq) = prerequisites("each_route_answers_and_refuses_as_sonic_gnmi_does") else { return };
-    let peer = SonicPeer::builder(AsicFamily::Mellanox).only_ports(["Ethernet0", "Ethernet4"]).start(&prereq).await.unwrap();
+    let peer =
+        SonicPeer::builder(AsicFamily::Mellanox).only_ports(["Ethernet0", "Ethernet4"]).start(&prereq).await.unwrap();
     let backend: Arc<dyn Backend> = Arc::new(RedisBackend::new(peer.switch().clone()));
     let front = start(backend.clone(), FrontConfig::default()).await;
     let mut c = client(&front).await;
@@ -131,13 +143,17 @@ async fn each_route_answers_and_refuses_as_sonic_gnmi_does() {
     // Prefix target: the DB client.
     let map = c.get(target("COUNTERS_DB"), vec![elems(&["COUNTERS_PORT_NAME_MAP"])], Encoding::JsonIetf).await.unwrap();
     assert!(value(&map)["Ethernet4"].as_str().unwrap().starts_with("oid:0x"), "{}", value(&map));
-    let action = c.get(target("CONFIG_DB"), vec![elems(&["PFC_WD", "Ethernet4", "action"])], Encoding::Json).await.unwrap();
+    let action =
+        c.get(target("CONFIG_DB"), vec![elems(&["PFC_WD", "Ethernet4", "action"])], Encoding::Json).await.unwrap();
     assert_eq!(value(&action), json!("drop"), "a field is a string");
     let absent = c.get(target("CONFIG_DB"), vec![elems(&["PFC_WD", "Ethernet9"])], Encoding::Json).await;
     assert_eq!(refusal(absent), (Code::NotFound, "No valid entry found on CONFIG_DB with key PFC_WD|Ethernet9".into()));
     // A fourth element that is no field of the entry is a second key part.
     let field = c.get(target("CONFIG_DB"), vec![elems(&["PFC_WD", "Ethernet4", "nothing"])], Encoding::Json).await;
-    assert_eq!(refusal(field), (Code::NotFound, "No valid entry found on CONFIG_DB with key PFC_WD|Ethernet4|nothing".into()));
+    assert_eq!(
+        refusal(field),
+        (Code::NotFound, "No valid entry found on CONFIG_DB with key PFC_WD|Ethernet4|nothing".into())
+    );
 
     // Origin sonic-db: the mixed client, which drops two elements.
     let with_instance = sonic_db("sonic-db:/COUNTERS_DB/localhost/COUNTERS_PORT_NAME_MAP");
@@ -151,9 +167,11 @@ async fn each_route_answers_and_refuses_as_sonic_gnmi_does() {
     assert_eq!(refusal(without), (Code::NotFound, "Failed to find CONFIG_DB Ethernet4 <nil> []".into()));
     let entry = c.get(None, vec![sonic_db("sonic-db:/CONFIG_DB/localhost/PFC_WD/Ethernet4")], Encoding::JsonIetf).await;
     assert_eq!(value(&entry.unwrap())["action"], json!("drop"));
-    let field = c.get(None, vec![sonic_db("sonic-db:/CONFIG_DB/localhost/PFC_WD/Ethernet4/action")], Encoding::JsonIetf).await;
+    let field =
+        c.get(None, vec![sonic_db("sonic-db:/CONFIG_DB/localhost/PFC_WD/Ethernet4/action")], Encoding::JsonIetf).await;
     assert_eq!(value(&field.unwrap()), json!("drop"));
-    let absent = c.get(None, vec![sonic_db("sonic-db:/CONFIG_DB/localhost/PFC_WD/Ethernet9")], Encoding::JsonIetf).await;
+    let absent =
+        c.get(None, vec![sonic_db("sonic-db:/CONFIG_DB/localhost/PFC_WD/Ethernet9")], Encoding::JsonIetf).await;
     assert_eq!(
         refusal(absent),
         (
@@ -165,12 +183,21 @@ async fn each_route_answers_and_refuses_as_sonic_gnmi_does() {
     assert_eq!(refusal(short), (Code::NotFound, "rpc error: code = Unimplemented desc = Invalid elem length".into()));
 
     // Anything else: translib.
-    let oc = c.get(None, vec![parse_path("openconfig:/interfaces/interface[name=Ethernet0]/state").unwrap()], Encoding::JsonIetf).await;
+    let oc = c
+        .get(
+            None,
+            vec![parse_path("openconfig:/interfaces/interface[name=Ethernet0]/state").unwrap()],
+            Encoding::JsonIetf,
+        )
+        .await;
     assert_eq!(refusal(oc).0, Code::Unimplemented);
 
     // Writes: the route is the origin; the prefix target is never read.
     let pfc_wd = |p: &str| SetOps {
-        update: vec![update(sonic_db(p), json!({"action": "drop", "detection_time": "200", "restoration_time": "200"}))],
+        update: vec![update(
+            sonic_db(p),
+            json!({"action": "drop", "detection_time": "200", "restoration_time": "200"}),
+        )],
         ..SetOps::default()
     };
     let by_target = SetOps {
@@ -193,7 +220,10 @@ async fn each_route_answers_and_refuses_as_sonic_gnmi_does() {
     let alias_key = c.set(pfc_wd("sonic-db:/CONFIG_DB/localhost/PFC_WD/etp2")).await;
     let (code, text) = refusal(alias_key);
     assert_eq!(code, Code::Unknown);
-    assert!(text.starts_with("Failed to apply patch due to: Given patch will produce invalid config. Error:"), "{text}");
+    assert!(
+        text.starts_with("Failed to apply patch due to: Given patch will produce invalid config. Error:"),
+        "{text}"
+    );
     let replace_absent = SetOps {
         replace: vec![update(sonic_db("sonic-db:/CONFIG_DB/localhost/PFC_WD/Ethernet0/action"), json!("drop"))],
         ..SetOps::default()
@@ -203,14 +233,16 @@ async fn each_route_answers_and_refuses_as_sonic_gnmi_does() {
     assert!(!config.exists("PFC_WD", "etp2").await.unwrap(), "a refused Set writes nothing");
 
     // The write flags.
-    for (native_write, translib_write, expected) in [
-        (false, false, "GNMI is in read-only mode"),
-        (false, true, "GNMI native write is disabled"),
-    ] {
+    for (native_write, translib_write, expected) in
+        [(false, false, "GNMI is in read-only mode"), (false, true, "GNMI native write is disabled")]
+    {
         let flags = FrontConfig { native_write, translib_write, ..FrontConfig::default() };
         let other = start(backend.clone(), flags).await;
         let mut c = client(&other).await;
-        assert_eq!(refusal(c.set(pfc_wd("sonic-db:/CONFIG_DB/localhost/PFC_WD/Ethernet4")).await), (Code::Unimplemented, expected.into()));
+        assert_eq!(
+            refusal(c.set(pfc_wd("sonic-db:/CONFIG_DB/localhost/PFC_WD/Ethernet4")).await),
+            (Code::Unimplemented, expected.into())
+        );
         let caps = c.capabilities().await.unwrap();
         assert_eq!(caps.supported_models[0].name, "sonic-db", "listed whether native write is on or not");
     }
@@ -219,7 +251,8 @@ async fn each_route_answers_and_refuses_as_sonic_gnmi_does() {
 
 #[tokio::test]
 async fn virtual_paths_are_keyed_by_alias_with_every_queue_and_the_azure_pfcwd_queues() {
-    let Some(prereq) = prerequisites("virtual_paths_are_keyed_by_alias_with_every_queue_and_the_azure_pfcwd_queues") else {
+    let Some(prereq) = prerequisites("virtual_paths_are_keyed_by_alias_with_every_queue_and_the_azure_pfcwd_queues")
+    else {
         return;
     };
     let peer = SonicPeer::builder(AsicFamily::Broadcom)
@@ -244,7 +277,10 @@ async fn virtual_paths_are_keyed_by_alias_with_every_queue_and_the_azure_pfcwd_q
     assert!(value(&c.get(p, paths, e).await.unwrap())["SAI_PORT_STAT_PFC_3_RX_PKTS"].is_string());
     // By an alias that does not: a plain key, absent.
     let (p, paths, e) = get(elems(&["COUNTERS", "etp2"]));
-    assert_eq!(refusal(c.get(p, paths, e).await), (Code::NotFound, "No valid entry found on COUNTERS_DB with key COUNTERS:etp2".into()));
+    assert_eq!(
+        refusal(c.get(p, paths, e).await),
+        (Code::NotFound, "No valid entry found on COUNTERS_DB with key COUNTERS:etp2".into())
+    );
 
     // Queues: every queue with counters, multicast ones included (sonic-utilities' Ethernet4:15
     // is multicast; its :20-:29 have no counters and are left out), keyed by the name as asked.
@@ -252,7 +288,9 @@ async fn virtual_paths_are_keyed_by_alias_with_every_queue_and_the_azure_pfcwd_q
     let queues = value(&c.get(p, paths, e).await.unwrap());
     let names: Vec<&String> = queues.as_object().unwrap().keys().filter(|k| !k.ends_with(":periodic")).collect();
     assert_eq!(names.len(), 20, "{names:?}");
-    assert!(queues.get("Ethernet4:15").is_some() && queues.get("Ethernet4:25").is_none() && queues.get("etp2:3").is_none());
+    assert!(
+        queues.get("Ethernet4:15").is_some() && queues.get("Ethernet4:25").is_none() && queues.get("etp2:3").is_none()
+    );
     let (p, paths, e) = get(elems(&["COUNTERS", "Ethernet*", "Queues"]));
     let all = value(&c.get(p, paths, e).await.unwrap());
     assert!(all.get("etp2:3").is_some() && all.get("Ethernet1/1:15").is_some(), "wildcards by alias, multicast too");
@@ -270,12 +308,17 @@ async fn virtual_paths_are_keyed_by_alias_with_every_queue_and_the_azure_pfcwd_q
     c.get(target("COUNTERS_DB/asic0"), paths.clone(), e).await.expect("single ASIC: the namespace is ignored");
     let multi = start(backend, FrontConfig { namespaces: vec!["asic0".into()], ..FrontConfig::default() }).await;
     let refused = client(&multi).await.get(target("COUNTERS_DB/asic0"), paths, e).await;
-    assert_eq!(refusal(refused), (Code::NotFound, "Target having asic0 namespace is not supported for V2R Dataset".into()));
+    assert_eq!(
+        refusal(refused),
+        (Code::NotFound, "Target having asic0 namespace is not supported for V2R Dataset".into())
+    );
 }
 
 #[tokio::test]
 async fn sampling_under_a_second_is_refused_and_a_second_streams_counters() {
-    let Some(prereq) = prerequisites("sampling_under_a_second_is_refused_and_a_second_streams_counters") else { return };
+    let Some(prereq) = prerequisites("sampling_under_a_second_is_refused_and_a_second_streams_counters") else {
+        return;
+    };
     let peer = SonicPeer::builder(AsicFamily::Mellanox)
         .only_ports(["Ethernet4"])
         .config("PFC_WD|GLOBAL", &[("POLL_INTERVAL", "100")])
@@ -286,18 +329,33 @@ async fn sampling_under_a_second_is_refused_and_a_second_streams_counters() {
     let mut c = client(&front).await;
     let ports = || elems(&["COUNTERS", "Ethernet*"]);
 
-    let fast = list(target("COUNTERS_DB"), vec![sub(ports(), SubscriptionMode::Sample, Duration::from_millis(200))], ListMode::Stream);
+    let fast = list(
+        target("COUNTERS_DB"),
+        vec![sub(ports(), SubscriptionMode::Sample, Duration::from_millis(200))],
+        ListMode::Stream,
+    );
     assert_eq!(
         ended_with(&mut c, fast).await,
         (Code::InvalidArgument, "invalid interval: 200ms. It cannot be less than 1s".into())
     );
-    let defined = list(target("COUNTERS_DB"), vec![sub(ports(), SubscriptionMode::TargetDefined, Duration::ZERO)], ListMode::Stream);
-    assert_eq!(ended_with(&mut c, defined).await, (Code::InvalidArgument, "unsupported subscription mode, TARGET_DEFINED".into()));
+    let defined = list(
+        target("COUNTERS_DB"),
+        vec![sub(ports(), SubscriptionMode::TargetDefined, Duration::ZERO)],
+        ListMode::Stream,
+    );
+    assert_eq!(
+        ended_with(&mut c, defined).await,
+        (Code::InvalidArgument, "unsupported subscription mode, TARGET_DEFINED".into())
+    );
 
     // One second: the counters now, sync, then the counters again as they move.
     peer.start_storm("Ethernet4", 3).unwrap();
     let mut c = client(&front).await;
-    let second = list(target("COUNTERS_DB"), vec![sub(ports(), SubscriptionMode::Sample, Duration::from_secs(1))], ListMode::Stream);
+    let second = list(
+        target("COUNTERS_DB"),
+        vec![sub(ports(), SubscriptionMode::Sample, Duration::from_secs(1))],
+        ListMode::Stream,
+    );
     let mut s = c.subscribe(second).await.unwrap();
     let first = update_value(&next(&mut s).await).expect("an update first");
     assert!(matches!(next(&mut s).await.response, Some(Resp::SyncResponse(true))));
@@ -314,7 +372,8 @@ async fn sampling_under_a_second_is_refused_and_a_second_streams_counters() {
     assert!(moved, "PFC frames of the storm show in the samples");
 
     // A second Subscribe on the same connection ends the first (stream multiplexing off).
-    let on_change = list(target("COUNTERS_DB"), vec![sub(ports(), SubscriptionMode::OnChange, Duration::ZERO)], ListMode::Stream);
+    let on_change =
+        list(target("COUNTERS_DB"), vec![sub(ports(), SubscriptionMode::OnChange, Duration::ZERO)], ListMode::Stream);
     let mut other = c.subscribe(on_change).await.unwrap();
     assert!(update_value(&next(&mut other).await).is_some());
     let ended = loop {
@@ -329,7 +388,10 @@ async fn sampling_under_a_second_is_refused_and_a_second_streams_counters() {
     let mut c = client(&front).await;
     let once = list(
         target("CONFIG_DB"),
-        vec![sub(elems(&["PFC_WD", "Ethernet4"]), SubscriptionMode::TargetDefined, Duration::ZERO), sub(elems(&["PFC_WD", "Ethernet9"]), SubscriptionMode::TargetDefined, Duration::ZERO)],
+        vec![
+            sub(elems(&["PFC_WD", "Ethernet4"]), SubscriptionMode::TargetDefined, Duration::ZERO),
+            sub(elems(&["PFC_WD", "Ethernet9"]), SubscriptionMode::TargetDefined, Duration::ZERO),
+        ],
         ListMode::Once,
     );
     let mut s = c.subscribe(once).await.unwrap();
@@ -398,13 +460,18 @@ async fn one_set_rewriting_pfc_wd_changes_it_in_place_and_a_delete_then_a_write_
 /// A switch in memory: two ports with aliases, their queues, a watchdog on Ethernet4.
 fn memory_switch() -> MemoryStore {
     let store = MemoryStore::new(DatabaseLayout::standard());
-    let e = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> { pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect() };
+    let e = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    };
     let mut config = vec![
         ("PORT|Ethernet0".to_string(), e(&[("alias", "etp1")])),
         ("PORT|Ethernet4".to_string(), e(&[("alias", "etp2")])),
         ("PORT_QOS_MAP|Ethernet4".to_string(), e(&[("pfc_enable", "3,4")])),
         ("MAP_PFC_PRIORITY_TO_QUEUE|AZURE".to_string(), e(&[("3", "3"), ("4", "4")])),
-        ("PFC_WD|Ethernet4".to_string(), e(&[("action", "alert"), ("detection_time", "400"), ("restoration_time", "400")])),
+        (
+            "PFC_WD|Ethernet4".to_string(),
+            e(&[("action", "alert"), ("detection_time", "400"), ("restoration_time", "400")]),
+        ),
         ("PFC_WD|GLOBAL".to_string(), e(&[("POLL_INTERVAL", "200")])),
     ];
     let mut counters = vec![
@@ -417,7 +484,10 @@ fn memory_switch() -> MemoryStore {
         for q in 0..8 {
             let oid = format!("oid:0x{:x}", base + q);
             queue_map.insert(format!("{port}:{q}"), oid.clone());
-            counters.push((format!("COUNTERS:{oid}"), e(&[("SAI_QUEUE_STAT_PACKETS", "0"), ("PFC_WD_STATUS", "operational")])));
+            counters.push((
+                format!("COUNTERS:{oid}"),
+                e(&[("SAI_QUEUE_STAT_PACKETS", "0"), ("PFC_WD_STATUS", "operational")]),
+            ));
         }
     }
     counters.push(("COUNTERS_QUEUE_NAME_MAP".to_string(), queue_map));
@@ -430,16 +500,31 @@ fn memory_switch() -> MemoryStore {
 #[tokio::test]
 async fn the_memory_store_is_served_as_redis_is_and_written_in_place() {
     let store = memory_switch();
-    let front = start(Arc::new(store.clone()), FrontConfig { gcu_step: Duration::from_millis(10), ..FrontConfig::default() }).await;
+    let front =
+        start(Arc::new(store.clone()), FrontConfig { gcu_step: Duration::from_millis(10), ..FrontConfig::default() })
+            .await;
     let mut c = client(&front).await;
-    let ports = value(&c.get(target("COUNTERS_DB"), vec![elems(&["COUNTERS", "Ethernet*"])], Encoding::JsonIetf).await.unwrap());
-    assert_eq!(ports, json!({"etp1": {"SAI_PORT_STAT_PFC_3_RX_PKTS": "1"}, "etp2": {"SAI_PORT_STAT_PFC_3_RX_PKTS": "2"}}));
-    let pfcwd = value(&c.get(target("COUNTERS_DB"), vec![elems(&["COUNTERS", "Ethernet*", "Pfcwd"])], Encoding::JsonIetf).await.unwrap());
+    let ports = value(
+        &c.get(target("COUNTERS_DB"), vec![elems(&["COUNTERS", "Ethernet*"])], Encoding::JsonIetf).await.unwrap(),
+    );
+    assert_eq!(
+        ports,
+        json!({"etp1": {"SAI_PORT_STAT_PFC_3_RX_PKTS": "1"}, "etp2": {"SAI_PORT_STAT_PFC_3_RX_PKTS": "2"}})
+    );
+    let pfcwd = value(
+        &c.get(target("COUNTERS_DB"), vec![elems(&["COUNTERS", "Ethernet*", "Pfcwd"])], Encoding::JsonIetf)
+            .await
+            .unwrap(),
+    );
     assert_eq!(pfcwd.as_object().unwrap().keys().collect::<Vec<_>>(), ["etp2:3", "etp2:4"]);
 
     // ON_CHANGE on the entry, and the keyspace events the writes make.
     let mut events = store.watch("CONFIG_DB", "PFC_WD|Ethernet4").await.unwrap();
-    let follow = list(target("CONFIG_DB"), vec![sub(elems(&["PFC_WD", "Ethernet4"]), SubscriptionMode::OnChange, Duration::ZERO)], ListMode::Stream);
+    let follow = list(
+        target("CONFIG_DB"),
+        vec![sub(elems(&["PFC_WD", "Ethernet4"]), SubscriptionMode::OnChange, Duration::ZERO)],
+        ListMode::Stream,
+    );
     let mut s = client(&front).await.subscribe(follow).await.unwrap();
     assert_eq!(update_value(&next(&mut s).await).unwrap()["action"], "alert");
     assert!(matches!(next(&mut s).await.response, Some(Resp::SyncResponse(true))));
@@ -454,23 +539,37 @@ async fn the_memory_store_is_served_as_redis_is_and_written_in_place() {
     assert_eq!(update_value(&next(&mut s).await).unwrap()["action"], "drop");
 
     c.set(SetOps { delete: vec![entry()], ..SetOps::default() }).await.unwrap();
-    c.set(SetOps { update: vec![update(entry(), json!({"action": "forward", "detection_time": "200"}))], ..SetOps::default() }).await.unwrap();
+    c.set(SetOps {
+        update: vec![update(entry(), json!({"action": "forward", "detection_time": "200"}))],
+        ..SetOps::default()
+    })
+    .await
+    .unwrap();
     let kinds = [events.next().await.unwrap().event, events.next().await.unwrap().event];
     assert_eq!(kinds, ["del".to_string(), "hset".to_string()]);
-    assert_eq!(store.get("CONFIG_DB", "PFC_WD|Ethernet4").unwrap().get("restoration_time"), None, "an update of an entry replaces it whole");
+    assert_eq!(
+        store.get("CONFIG_DB", "PFC_WD|Ethernet4").unwrap().get("restoration_time"),
+        None,
+        "an update of an entry replaces it whole"
+    );
 
     // A field update, and a value that is not JSON_IETF.
     let field = sonic_db("sonic-db:/CONFIG_DB/localhost/PFC_WD/Ethernet4/action");
     c.set(SetOps { update: vec![update(field.clone(), json!("alert"))], ..SetOps::default() }).await.unwrap();
     assert_eq!(store.get("CONFIG_DB", "PFC_WD|Ethernet4").unwrap()["action"], "alert");
     let text = Update { path: Some(field), val: Some(gnmi_proto::value::string("drop")), ..Default::default() };
-    assert_eq!(refusal(c.set(SetOps { update: vec![text], ..SetOps::default() }).await), (Code::Unknown, "Fail to parse ".into()));
+    assert_eq!(
+        refusal(c.set(SetOps { update: vec![text], ..SetOps::default() }).await),
+        (Code::Unknown, "Fail to parse ".into())
+    );
 }
 
 #[tokio::test]
 async fn a_port_without_an_alias_fails_the_first_counters_request_only() {
     let store = memory_switch();
-    store.load("CONFIG_DB", [("PORT|Ethernet8".to_string(), BTreeMap::from([("mtu".to_string(), "9100".to_string())]))]).unwrap();
+    store
+        .load("CONFIG_DB", [("PORT|Ethernet8".to_string(), BTreeMap::from([("mtu".to_string(), "9100".to_string())]))])
+        .unwrap();
     let front = start(Arc::new(store), FrontConfig::default()).await;
     let mut c = client(&front).await;
     let ask = || (target("COUNTERS_DB"), vec![elems(&["COUNTERS", "Ethernet*"])], Encoding::JsonIetf);
@@ -478,7 +577,10 @@ async fn a_port_without_an_alias_fails_the_first_counters_request_only() {
     assert_eq!(refusal(c.get(p, paths, e).await), (Code::NotFound, "redis: nil".into()));
     // The alias map is now loaded, empty: the ports have no namespace.
     let (p, paths, e) = ask();
-    assert_eq!(refusal(c.get(p, paths, e).await), (Code::NotFound, "Ethernet0 does not have namespace associated".into()));
+    assert_eq!(
+        refusal(c.get(p, paths, e).await),
+        (Code::NotFound, "Ethernet0 does not have namespace associated".into())
+    );
 }
 
 #[tokio::test]
@@ -491,7 +593,8 @@ async fn an_independent_client_reads_a_virtual_path() {
             return;
         }
     };
-    let peer = SonicPeer::builder(AsicFamily::Mellanox).only_ports(["Ethernet0", "Ethernet4"]).start(&prereq).await.unwrap();
+    let peer =
+        SonicPeer::builder(AsicFamily::Mellanox).only_ports(["Ethernet0", "Ethernet4"]).start(&prereq).await.unwrap();
     let front = start(Arc::new(RedisBackend::new(peer.switch().clone())), FrontConfig::default()).await;
     let (host, port) = front.addr.rsplit_once(':').unwrap();
     let script = format!(

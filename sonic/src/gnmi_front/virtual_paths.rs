@@ -203,9 +203,13 @@ async fn pfcwd_map(
     // The first key that is not GLOBAL, in the order Redis lists them; an empty key when all
     // are GLOBAL, whose HGET then fails.
     let qos_key = qos.iter().find(|k| !k.contains("GLOBAL") && !k.contains("global")).cloned().unwrap_or_default();
-    let priorities =
-        backend.hget("CONFIG_DB", &qos_key, "pfc_enable").await.map_err(redis_error)?.ok_or(GoError::plain("redis: nil"))?;
-    let azure = backend.hgetall("CONFIG_DB", &format!("MAP_PFC_PRIORITY_TO_QUEUE{sep}AZURE")).await.map_err(redis_error)?;
+    let priorities = backend
+        .hget("CONFIG_DB", &qos_key, "pfc_enable")
+        .await
+        .map_err(redis_error)?
+        .ok_or(GoError::plain("redis: nil"))?;
+    let azure =
+        backend.hgetall("CONFIG_DB", &format!("MAP_PFC_PRIORITY_TO_QUEUE{sep}AZURE")).await.map_err(redis_error)?;
     let indices: Vec<&String> = priorities.split(',').filter_map(|p| azure.get(p)).collect();
     if queues.is_empty() {
         return Ok(BTreeMap::new());
@@ -224,7 +228,12 @@ async fn pfcwd_map(
 
 /// Translates virtual path `kind` of `elems` (database, table, key, field) into table paths
 /// (`v2r*`, `virtual_db.go:730-1030`). Errors are sonic-gnmi's texts.
-pub(crate) fn translate(kind: Virtual, elems: &[String], maps: &NameMaps, sep: char) -> Result<Vec<TablePath>, GoError> {
+pub(crate) fn translate(
+    kind: Virtual,
+    elems: &[String],
+    maps: &NameMaps,
+    sep: char,
+) -> Result<Vec<TablePath>, GoError> {
     let db = elems[0].clone();
     let table = elems[1].clone();
     let key = elems.get(2).cloned().unwrap_or_default();
@@ -329,7 +338,8 @@ pub(crate) fn translate(kind: Virtual, elems: &[String], maps: &NameMaps, sep: c
                     }
                     for (que, oid) in queues {
                         let index = que.split(sep).nth(1).unwrap_or_default();
-                        let json_key = format!("{}{sep}{index}", alias_or_name(que.split(sep).next().unwrap_or_default()));
+                        let json_key =
+                            format!("{}{sep}{index}", alias_or_name(que.split(sep).next().unwrap_or_default()));
                         out.push(TablePath { key: oid.clone(), json_table_key: json_key, ..base.clone() });
                     }
                 }
@@ -343,7 +353,11 @@ pub(crate) fn translate(kind: Virtual, elems: &[String], maps: &NameMaps, sep: c
                 }
                 for (que, oid) in maps.pfcwd.get(&name).into_iter().flatten() {
                     let index = que.split(sep).nth(1).unwrap_or_default();
-                    out.push(TablePath { key: oid.clone(), json_table_key: format!("{key}{sep}{index}"), ..base.clone() });
+                    out.push(TablePath {
+                        key: oid.clone(),
+                        json_table_key: format!("{key}{sep}{index}"),
+                        ..base.clone()
+                    });
                 }
             }
         }
