@@ -4,6 +4,8 @@
 //!
 //! - engine, net, gnmi-proto, render and rules depend on no other crate of
 //!   the workspace;
+//! - sonic depends on none but gnmi-proto (sensors, actuators and sim build
+//!   on it);
 //! - sensors and actuators never depend on each other, nor on chaos;
 //! - sim depends on none of sensors, actuators, chaos, fleet;
 //! - outside dev-dependencies only chaos and the binary depend on sim;
@@ -26,8 +28,9 @@ struct Edge {
 }
 
 /// The rules, as the check's messages and docs/architecture.md state them.
-pub const RULES: [&str; 8] = [NO_SIBLING, EACH_OTHER, CHAOS, OPS, SIM_BELOW, SIM_USERS, FLEET, TOOLS];
+pub const RULES: [&str; 9] = [NO_SIBLING, SONIC, EACH_OTHER, CHAOS, OPS, SIM_BELOW, SIM_USERS, FLEET, TOOLS];
 const NO_SIBLING: &str = "engine, net, gnmi-proto, render and rules depend on no sibling";
+const SONIC: &str = "sonic depends on no crate but gnmi-proto";
 const EACH_OTHER: &str = "sensors and actuators never depend on each other";
 const CHAOS: &str = "only the binary depends on chaos";
 const OPS: &str = "only the binary depends on ops, and ops never on actuators (the binary builds them)";
@@ -56,6 +59,9 @@ fn violations(edges: &[Edge]) -> Vec<String> {
         let (from, to) = (e.from.as_str(), e.to.as_str());
         if matches!(from, "engine" | "net" | "gnmi-proto" | "render" | "rules") && !e.dev {
             forbid(e, NO_SIBLING);
+        }
+        if from == "sonic" && to != "gnmi-proto" && !(e.dev && to == "test-peers") {
+            forbid(e, SONIC);
         }
         if matches!((from, to), ("sensors", "actuators") | ("actuators", "sensors")) {
             forbid(e, EACH_OTHER);
@@ -118,6 +124,8 @@ mod tests {
             (edge("sim", "sensors", false), "sim depends on no"),
             (edge("sensors", "sim", false), "only chaos and the binary depend on sim"),
             (edge("fleet", "gnmi-proto", false), "fleet's runtime"),
+            (edge("sonic", "engine", false), "sonic depends on no crate but gnmi-proto"),
+            (edge("sonic", "sim", true), "sonic depends on no crate but gnmi-proto"),
             (edge("engine", "test-peers", false), "only tests depend on test-peers"),
             (edge("rocemend", "house", true), "nothing depends on house"),
             (edge("house", "engine", false), "the tools depend on no sibling"),
@@ -139,6 +147,8 @@ mod tests {
             edge("chaos", "render", false),
             edge("chaos", "rules", false),
             edge("rocemend", "rules", false),
+            edge("sonic", "gnmi-proto", false),
+            edge("sensors", "sonic", false),
         ];
         assert_eq!(violations(&allowed), Vec::<String>::new());
     }
