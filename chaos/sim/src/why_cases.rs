@@ -21,7 +21,6 @@ use engine::recording::Writer;
 use engine::{CounterSpec, Labels, Nanos, Note, SampleKind, SeriesSpec, Topology, Value, MS, SECOND};
 
 use crate::fabric::{Effect, Fabric, JobSpec, Selector};
-use crate::switch::model::QUEUES;
 
 /// When every case starts, ns since the epoch (2023-11-14T22:13:20Z).
 pub const START: Nanos = 1_700_000_000 * SECOND;
@@ -361,15 +360,17 @@ impl Recorder {
     fn ports(&mut self, fabric: &Fabric, rng: &mut fastrand::Rng, t: Nanos) {
         for (i, (s, p)) in self.ports.iter().enumerate() {
             let state = fabric.leaves[s].model.read();
-            let Some(port) = state.port(p) else { continue };
-            let q = &port.queues[PRIO.min(QUEUES - 1)];
-            let values = [port.pfc[PRIO][2], port.pfc[PRIO][3], q.stats[6]];
+            let Some(index) = state.index(p) else { continue };
+            let port = &state.ports[index];
+            let q = &port.queues[PRIO];
+            let values = [port.pfc[PRIO].rx_pause_us, port.pfc[PRIO].tx_pause_us, q.ecn_marked_packets];
+            let stormed = state.watchdog.queues.get(&(index, PRIO as u8)).is_some_and(|w| w.stormed);
             for (j, v) in values.iter().enumerate() {
                 self.port_jitter[i][j] += (rng.f64() * PORT_SERIES[j].1) as u64;
                 let v = Value::Count(v + self.port_jitter[i][j]);
                 self.w.write_raw_sample(self.port_ids[i][j], t, v).expect("writing to memory");
             }
-            let gauges = [q.stormed, port.oper_up];
+            let gauges = [stormed, port.oper_up];
             for (j, g) in gauges.iter().enumerate() {
                 let v = Value::Real(f64::from(u8::from(*g)));
                 self.w.write_raw_sample(self.port_ids[i][3 + j], t, v).expect("in memory");

@@ -49,32 +49,49 @@ impl MemoryStore {
     }
 
     fn apply(&self, db: &str, op: &WriteOp) {
-        let event = {
+        let (key, events): (&String, &[&str]) = {
             let mut data = self.data.lock().unwrap_or_else(|e| e.into_inner());
             let tables = data.entry(db.to_string()).or_default();
             match op {
+                // Redis refuses an HSET of no field: nothing happens.
+                WriteOp::HSet { fields, .. } if fields.is_empty() => return,
                 WriteOp::HSet { key, fields } => {
-                    tables.entry(key.clone()).or_default().extend(fields.clone());
-                    Some((key, "hset"))
+                    match tables.get_mut(key) {
+                        Some(entry) => entry.extend(fields.iter().map(|(f, v)| (f.clone(), v.clone()))),
+                        None => {
+                            tables.insert(key.clone(), fields.clone());
+                        }
+                    }
+                    (key, &["hset"])
                 }
                 WriteOp::HDel { key, fields } => {
                     let Some(entry) = tables.get_mut(key) else { return };
                     let before = entry.len();
                     entry.retain(|f, _| !fields.contains(f));
-                    let removed = before != entry.len();
-                    if entry.is_empty() {
-                        tables.remove(key);
+                    if before == entry.len() {
+                        // Redis notifies only a deletion that deleted something.
+                        return;
                     }
-                    // Redis notifies only a deletion that deleted something.
-                    removed.then_some((key, "hdel"))
+                    if entry.is_empty() {
+                        // The last field takes the key with it: Redis notifies `hdel`, then `del`.
+                        tables.remove(key);
+                        (key, &["hdel", "del"])
+                    } else {
+                        (key, &["hdel"])
+                    }
                 }
-                WriteOp::Del { key } => tables.remove(key).map(|_| (key, "del")),
+                WriteOp::Del { key } => match tables.remove(key) {
+                    Some(_) => (key, &["del"]),
+                    None => return,
+                },
             }
-            .map(|(key, event)| KeyEvent { key: key.clone(), event: event.to_string() })
         };
-        if let Some(event) = event {
-            // Nobody watching is not an error.
-            let _ = self.events.send((db.to_string(), event));
+        // Nobody watching is not an error, and costs nothing.
+        if self.events.receiver_count() == 0 {
+            return;
+        }
+        for event in events {
+            let _ = self.events.send((db.to_string(), KeyEvent { key: key.clone(), event: event.to_string() }));
         }
     }
 
@@ -98,6 +115,47 @@ impl MemoryStore {
         self.check(db)?;
         self.apply(db, &WriteOp::Del { key: key.to_string() });
         Ok(())
+    }
+
+    /// Deletes `fields` of `key` (as `HDEL`, notified when one was there; the key goes with its
+    /// last field).
+    pub fn hdel<F: Into<String>>(&self, db: &str, key: &str, fields: impl IntoIterator<Item = F>) -> Result<(), BackendError> {
+        self.check(db)?;
+        let fields: Vec<String> = fields.into_iter().map(Into::into).collect();
+        if !fields.is_empty() {
+            self.apply(db, &WriteOp::HDel { key: key.to_string(), fields });
+        }
+        Ok(())
+    }
+
+    /// Applies `ops` in order, each notified on its own: [`Backend::write`] for callers that
+    /// are not async (a simulator's clock).
+    pub fn write_now(&self, db: &str, ops: &[WriteOp]) -> Result<(), BackendError> {
+        self.check(db)?;
+        for op in ops {
+            self.apply(db, op);
+        }
+        Ok(())
+    }
+
+    /// The keys of `db` matching the Redis glob `pattern`, in order: [`Backend::keys`] for
+    /// callers that are not async.
+    pub fn keys_now(&self, db: &str, pattern: &str) -> Result<Vec<String>, BackendError> {
+        self.check(db)?;
+        let data = self.data.lock().unwrap_or_else(|e| e.into_inner());
+        let keys = data.get(db).into_iter().flat_map(|t| t.keys()).filter(|k| glob_match(pattern, k));
+        Ok(keys.cloned().collect())
+    }
+
+    /// Every entry of `db` whose key starts with `prefix` (`PFC_WD|`), key and fields, in order.
+    pub fn entries_with_prefix(&self, db: &str, prefix: &str) -> Vec<(String, Entry)> {
+        let data = self.data.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(tables) = data.get(db) else { return Vec::new() };
+        tables
+            .range(prefix.to_string()..)
+            .take_while(|(k, _)| k.starts_with(prefix))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
     }
 
     /// Every field of `key`, `None` when it does not exist.
@@ -140,18 +198,11 @@ impl Backend for MemoryStore {
     }
 
     async fn keys(&self, db: &str, pattern: &str) -> Result<Vec<String>, BackendError> {
-        self.check(db)?;
-        let data = self.data.lock().unwrap_or_else(|e| e.into_inner());
-        let keys = data.get(db).into_iter().flat_map(|t| t.keys()).filter(|k| glob_match(pattern, k));
-        Ok(keys.cloned().collect())
+        self.keys_now(db, pattern)
     }
 
     async fn write(&self, db: &str, ops: &[WriteOp]) -> Result<(), BackendError> {
-        self.check(db)?;
-        for op in ops {
-            self.apply(db, op);
-        }
-        Ok(())
+        self.write_now(db, ops)
     }
 
     async fn watch(&self, db: &str, pattern: &str) -> Result<Watch, BackendError> {

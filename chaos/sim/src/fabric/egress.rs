@@ -20,7 +20,7 @@
 use std::collections::BTreeMap;
 
 use super::Fabric;
-use crate::switch::{config, Model};
+use crate::switch::Model;
 
 /// Default WRED `green_min_threshold` (bytes), against which lowered
 /// thresholds are measured.
@@ -73,9 +73,11 @@ impl Queue {
 }
 
 /// Kmin of `port`'s lossless queue on `model`: the `green_min_threshold` of
-/// the WRED profile bound to `QUEUE|<port>|3` (SONiC's default when unbound).
+/// the WRED profile qosorch bound to `QUEUE|<port>|3` (SONiC's default when unbound).
 pub fn kmin(model: &Model, port: &str) -> f64 {
-    config::queue_green_min(&model.read().config, port, LOSSLESS_QUEUE).unwrap_or(DEFAULT_KMIN)
+    let state = model.read();
+    let queue = state.port(port).and_then(|p| p.queues.get(LOSSLESS_QUEUE));
+    queue.and_then(|q| q.wred_green_min).unwrap_or(DEFAULT_KMIN)
 }
 
 /// Every lossless egress queue of the leaves in one step.

@@ -9,14 +9,15 @@
 //! it reads on a real cluster:
 //!
 //! - per node, a sysfs tree ([`sysfs`]) for the `rdma_sysfs` sensor;
-//! - per leaf, the simulated SONiC switch's data tree (COUNTERS_DB,
-//!   CONFIG_DB, OpenConfig), served over gNMI by [`crate::switch`] or read
-//!   in process with [`crate::switch::tree::read`];
+//! - per leaf, the simulated SONiC switch's databases (COUNTERS_DB with the
+//!   leaf's ASIC family's counters, CONFIG_DB, APPL_DB, STATE_DB), served
+//!   over gNMI as sonic-gnmi serves them by [`crate::switch`];
 //! - per job, Prometheus text ([`prom`]) with its step time.
 //!
-//! What actuators change lands here too: the PFC watchdog action and the
-//! WRED thresholds in each leaf's CONFIG_DB (written through gNMI Set or
-//! [`crate::switch::tree::set`]) are read back at every step;
+//! What actuators change lands here too: the PFC watchdog and the WRED
+//! thresholds in each leaf's CONFIG_DB (written through gNMI Set) reach the
+//! leaf's ASIC as orchagent applies them, and the physics reads the ASIC at
+//! every step;
 //! [`Fabric::set_admin`], [`Fabric::drain`] and [`Fabric::cordon`] are the
 //! host and scheduler side.
 //!
@@ -38,7 +39,8 @@ use engine::time::Nanos;
 use engine::Topology;
 use serde::{Deserialize, Serialize};
 
-use crate::switch::Model;
+use crate::switch::{Model, Profile};
+use sonic::watchdog::Action;
 pub use nic::{Counters, Flap, NetdevCounters, Nic};
 
 /// Nominal line rate of a NIC port, bytes per second (400 Gb/s).
@@ -365,19 +367,26 @@ fn cabled_nics(inv: &engine::topology::Inventory) -> Result<Vec<Nic>, FabricErro
     Ok(nics)
 }
 
-/// The leaves (by name) and spines (by plane) of the inventory, their PFC
-/// watchdogs in `alert` mode. A leaf has one port per cabled NIC
-/// (Ethernet0, 4, …) and its uplink after the last; a spine one port per
-/// leaf of its plane.
-fn switches(inv: &engine::topology::Inventory, nics: &[Nic]) -> (BTreeMap<String, Switch>, BTreeMap<u32, Switch>) {
+/// The leaves (by name) and spines (by plane) of the inventory, each of the
+/// kind `profile_of` gives its name, their PFC watchdogs started in `alert`
+/// mode. A leaf has one port per cabled NIC (Ethernet0, 4, …) and its uplink
+/// after the last; a spine one port per leaf of its plane.
+fn switches(
+    inv: &engine::topology::Inventory,
+    nics: &[Nic],
+    profile_of: &dyn Fn(&str) -> Profile,
+) -> (BTreeMap<String, Switch>, BTreeMap<u32, Switch>) {
+    let model = |name: &str, ports: usize| {
+        let profile = Profile { pfcwd_action: Action::Alert, ..profile_of(name) };
+        Model::with_profile(ports, profile)
+    };
     let mut leaves = BTreeMap::new();
     let mut spines = BTreeMap::new();
     for sw in &inv.switch {
         let plane = sw.plane.unwrap_or(0);
         if sw.role.as_str() == "spine" {
             let fan = inv.switch.iter().filter(|s| s.role.as_str() == "leaf" && s.plane == sw.plane).count();
-            let model = Model::new(fan.max(1));
-            alert_mode(&model);
+            let model = model(&sw.name, fan.max(1));
             spines.insert(plane, Switch { name: sw.name.clone(), rail: None, plane, model, uplink: None });
             continue;
         }
@@ -387,8 +396,7 @@ fn switches(inv: &engine::topology::Inventory, nics: &[Nic]) -> (BTreeMap<String
             .filter_map(|n| n.switch_port.strip_prefix("Ethernet")?.parse::<usize>().ok())
             .max();
         let ports = highest.map(|h| h / 4 + 2).unwrap_or(1);
-        let model = Model::new(ports);
-        alert_mode(&model);
+        let model = model(&sw.name, ports);
         let uplink = Some(format!("Ethernet{}", (ports - 1) * 4));
         leaves.insert(sw.name.clone(), Switch { name: sw.name.clone(), rail: sw.rail, plane, model, uplink });
     }
@@ -419,10 +427,23 @@ impl Fabric {
     /// lets them spread) — the daemon's `pfcwd.escalate` is what turns
     /// `drop` on.
     pub fn new(topology: Arc<Topology>, jobs: &[JobSpec], seed: u64, start: Nanos) -> Result<Fabric, FabricError> {
+        Fabric::with_profiles(topology, jobs, seed, start, &|_| Profile::default())
+    }
+
+    /// [`Fabric::new`] with each switch of the kind `profile_of` gives its
+    /// name (an ASIC family per switch: Mellanox, Broadcom, Marvell); its
+    /// watchdog starts in `alert` whatever the profile says.
+    pub fn with_profiles(
+        topology: Arc<Topology>,
+        jobs: &[JobSpec],
+        seed: u64,
+        start: Nanos,
+        profile_of: &dyn Fn(&str) -> Profile,
+    ) -> Result<Fabric, FabricError> {
         let inv = topology.inventory();
         let nodes: Vec<String> = inv.node.iter().map(|n| n.name.clone()).collect();
         let nics = cabled_nics(inv)?;
-        let (leaves, spines) = switches(inv, &nics);
+        let (leaves, spines) = switches(inv, &nics, profile_of);
         for nic in &nics {
             let leaf = leaves.get(&nic.switch).ok_or_else(|| {
                 FabricError::Inventory(format!(
@@ -624,15 +645,4 @@ impl Fabric {
     pub(crate) fn rng(&mut self) -> &mut fastrand::Rng {
         &mut self.rng
     }
-}
-
-/// Every port's watchdog to `alert`: storms are reported, not contained.
-fn alert_mode(model: &Model) {
-    model.write(|s| {
-        if let Some(table) = s.config.get_mut("PFC_WD") {
-            for entry in table.values_mut() {
-                entry.insert("action".into(), "alert".into());
-            }
-        }
-    });
 }

@@ -11,8 +11,10 @@
 //!    `xmit_wait` rises and the leaf counts TX pause on those ports); after
 //!    [`SPREAD_HOP`] the spine of the plane is full too and the other rails
 //!    of the plane are paused half the time. Once the leaf's watchdog has
-//!    declared the queue stormed *and* its `PFC_WD` action is `drop`, the
-//!    queue drops instead of honouring the pause and the spread stops.
+//!    declared the queue stormed *and* handles it with `drop` (or `forward`)
+//!    — the action the port's watchdog was started with, which an in-place
+//!    change of `PFC_WD` does not change — PFC is off for the priority, the
+//!    queue no longer honours the pause and the spread stops.
 //! 3. **Congestion** has a direction ([`super::egress`]). A leaf egress
 //!    queue offered more than its link carries (a competing job on the
 //!    rail, an incast onto one NIC, a congested uplink) fills; it marks the
@@ -34,7 +36,6 @@ use engine::time::{Nanos, MS, SECOND};
 
 use super::egress::Egress;
 use super::{Fabric, Job, Nic, LINE_BYTES_PER_S};
-use crate::switch::config;
 
 /// How long an uncontained storm takes to fill the spine and pause the
 /// other rails of its plane.
@@ -124,16 +125,19 @@ fn storms(fabric: &Fabric) -> Vec<Storm> {
     fabric.nics.iter().filter_map(|nic| storm(fabric, nic)).collect()
 }
 
-/// The storm `nic` causes at its leaf, if it storms; the PFC watchdog's
-/// state and action decide whether it is contained.
+/// The storm `nic` causes at its leaf, if it storms. It is contained when
+/// the leaf's watchdog handles it by turning PFC off for the priority: a
+/// `drop` or `forward` handler, which the action *in force* decides (the one
+/// the port's watchdog was started with; an in-place change of `PFC_WD`
+/// does not change it).
 fn storm(fabric: &Fabric, nic: &Nic) -> Option<Storm> {
     let prio = nic.storm?;
     let leaf = fabric.leaves.get(&nic.switch)?;
     let state = leaf.model.read();
-    let wd = config::watchdog(&state.config, &nic.switch_port);
-    let port = state.port(&nic.switch_port);
-    let queue = port.map(|p| &p.queues[prio as usize]);
-    let contained = queue.is_some_and(|q| q.stormed) && wd.action == "drop";
+    let index = state.index(&nic.switch_port);
+    let port = index.map(|i| &state.ports[i]);
+    let contained = port.is_some_and(|p| !p.pfc_on(prio as usize));
+    let queue = port.and_then(|p| p.queues.get(prio as usize));
     let since = queue.and_then(|q| q.storm_since).map(|d| d.as_nanos() as Nanos).unwrap_or(0);
     let age = state.now.as_nanos() as Nanos - since;
     Some(Storm { leaf: nic.switch.clone(), plane: nic.plane, contained, age })
@@ -450,22 +454,21 @@ fn nic_ports(fabric: &Fabric, dt: Nanos, egress: &Egress) {
         let symbols = nic.counters.symbol_error;
         let occ = queue.occupancy().map(|o| o as u64);
         leaf.model.write(|s| {
-            let Some(i) = s.ports.iter().position(|p| p.name == port) else { return };
-            let p = &mut s.ports[i];
-            if p.oper_up != up {
-                p.oper_up = up;
-                p.carrier_transitions += 1;
+            let Some(i) = s.index(&port) else { return };
+            if s.ports[i].link_up != up {
+                s.set_link(i, up);
             }
+            let p = &mut s.ports[i];
             if !up {
                 return;
             }
             // The leaf pauses this port (TX pause) as long as the NIC waits.
-            p.pfc[3][1] += (paused_us as f64 / 50.0) as u64;
-            p.pfc[3][3] += paused_us;
-            p.stats[0] += bytes / 1000;
-            p.stats[2] = errors;
-            p.stats[3] = symbols;
-            record_queue(&mut p.queues[3], occ, marks);
+            p.pfc[LOSSLESS_PRIO].tx_pkts += (paused_us as f64 / PAUSE_US_PER_FRAME) as u64;
+            p.pfc[LOSSLESS_PRIO].tx_pause_us += paused_us;
+            p.in_octets += bytes / 1000;
+            p.in_errors = errors;
+            p.fec_symbol_errors = symbols;
+            record_queue(&mut p.queues[LOSSLESS_PRIO], occ, marks);
         });
     }
 }
@@ -480,8 +483,8 @@ fn uplinks(fabric: &Fabric, dt: Nanos, egress: &Egress) {
         let sent = queue.utilisation.min(1.0) * width * LINE_BYTES_PER_S * secs / PACKET_BYTES;
         let (occ, marks) = (queue.occupancy().map(|o| o as u64), (sent * queue.marked()) as u64);
         leaf.model.write(|s| {
-            if let Some(p) = s.ports.iter_mut().find(|p| p.name == port) {
-                record_queue(&mut p.queues[3], occ, marks);
+            if let Some(i) = s.index(&port) {
+                record_queue(&mut s.ports[i].queues[LOSSLESS_PRIO], occ, marks);
             }
         });
     }
@@ -503,16 +506,16 @@ fn spine_pauses(fabric: &Fabric, dt: Nanos) {
             let idx = rails.iter().position(|r| *r == rail).unwrap_or(0);
             spine.model.write(|s| {
                 if let Some(p) = s.ports.get_mut(idx) {
-                    p.pfc[3][2] += us;
-                    p.pfc[3][0] += us / 50;
+                    p.pfc[LOSSLESS_PRIO].rx_pause_us += us;
+                    p.pfc[LOSSLESS_PRIO].rx_pkts += us / 50;
                 }
             });
             if let Some(uplink) = &leaf.uplink {
-                let up = uplink.clone();
                 leaf.model.write(|s| {
-                    if let Some(p) = s.ports.iter_mut().find(|p| p.name == up) {
-                        p.pfc[3][3] += us;
-                        p.pfc[3][1] += us / 50;
+                    if let Some(i) = s.index(uplink) {
+                        let p = &mut s.ports[i];
+                        p.pfc[LOSSLESS_PRIO].tx_pause_us += us;
+                        p.pfc[LOSSLESS_PRIO].tx_pkts += us / 50;
                     }
                 });
             }
@@ -522,12 +525,11 @@ fn spine_pauses(fabric: &Fabric, dt: Nanos) {
 
 /// Counts what an egress queue held (`occupancy`, while full) and marked in
 /// a step: current occupancy, its watermark, the ECN-marked packets.
-fn record_queue(q: &mut crate::switch::model::Queue, occupancy: Option<u64>, marks: u64) {
+fn record_queue(q: &mut crate::switch::asic::Queue, occupancy: Option<u64>, marks: u64) {
     if let Some(o) = occupancy {
-        q.stats[5] = o;
-        q.stats[4] = q.stats[4].max(o);
+        q.hold(o);
     }
-    q.stats[6] += marks;
+    q.ecn_marked_packets += marks;
 }
 
 /// A Poisson draw with mean `mean` (Knuth's method below 30, a rounded
@@ -564,7 +566,10 @@ pub fn probe(fabric: &Fabric, name: &str) -> Option<f64> {
             fabric
                 .leaves
                 .values()
-                .flat_map(|l| l.model.read().ports.iter().map(|p| p.queues[3].stats[5]).collect::<Vec<_>>())
+                .flat_map(|l| {
+                    let state = l.model.read();
+                    state.ports.iter().map(|p| p.queues[LOSSLESS_PRIO].occupancy_bytes).collect::<Vec<_>>()
+                })
                 .max()
                 .unwrap_or(0) as f64,
         ),

@@ -1,18 +1,27 @@
-//! A simulated SONiC switch speaking gNMI, for tests, benchmarks and the
-//! fabric simulator.
+//! A simulated SONiC switch speaking gNMI, for tests, benchmarks and the fabric simulator,
+//! as strict as a real one.
 //!
-//! A [`Model`] holds one switch: ports `Ethernet0`, `Ethernet4`, … with 8
-//! queues each, PFC counters per priority, queue counters and watermarks,
-//! the PFC watchdog's status and stats per queue, oper-status, and the
-//! CONFIG_DB tables `PFC_WD`, `WRED_PROFILE`, `PORT` and `QUEUE`. [`serve`] runs the gNMI
-//! service over it (Capabilities, Get, Set, Subscribe in STREAM — SAMPLE
-//! and ON_CHANGE —, ONCE and POLL modes) at the paths sonic-gnmi uses; see
-//! [`tree`] for the path table. The database comes from the request
-//! prefix's target or from origin `sonic-db` with the database as the first
-//! element ([`Options::styles`]); a target outside the prefix is ignored, as
-//! the gNMI specification says. Set (CONFIG_DB only) validates like SONiC
-//! and answers `INVALID_ARGUMENT` for bad values, `NOT_FOUND` for unknown
-//! paths.
+//! A [`Model`] keeps the switch's state in SONiC's own shape — CONFIG_DB, COUNTERS_DB,
+//! APPL_DB, STATE_DB and ASIC_DB in a [`sonic::gnmi_front::MemoryStore`], keyed as Redis keys
+//! them (`PORT|Ethernet0` with its alias, `COUNTERS:oid:0x…` and the name maps, `PFC_WD|…`,
+//! `PORT_QOS_MAP`, `MAP_PFC_PRIORITY_TO_QUEUE|AZURE`, `DEVICE_METADATA|localhost`) — over an
+//! ASIC whose counters syncd copies there with the counter set of the switch's ASIC family,
+//! and an orchagent whose PFC watchdog behaves as orchagent's does. [`serve`] answers gNMI
+//! over it with [`sonic::gnmi_front::GnmiFront`], which routes, serves and refuses as
+//! sonic-gnmi does, with the image's settings ([`Profile`]):
+//!
+//! - Subscribe SAMPLE under 1 s is refused ("invalid interval: 200ms. It cannot be less than
+//!   1s"); reads by prefix target (`COUNTERS_DB`: the virtual paths `COUNTERS/Ethernet*`,
+//!   `…/Queues`, `…/Pfcwd`, keyed by the ports' **aliases**) or by origin `sonic-db`, whose
+//!   first two elements (database, instance `localhost`) are always dropped;
+//! - writes only as origin `sonic-db` `/CONFIG_DB/localhost/TABLE/KEY/field` with native write
+//!   on; "GNMI is in read-only mode", "GNMI native write is disabled", "Translib write is
+//!   disabled" otherwise; a Set is applied by the config updater as a difference, so a Set that
+//!   deletes and rewrites an entry changes it in place;
+//! - the PFC watchdog keeps a started port's action through an in-place change (its times
+//!   change); only a deletion and a new entry restart it with the new action;
+//! - counters refresh at SONiC's polls (ports 1 s, queues 10 s, watermarks 60 s, the watchdog's
+//!   own group every 200 ms), with each ASIC family's PFC counters.
 //!
 //! ```no_run
 //! # async fn example() -> Result<(), sim::switch::SwitchError> {
@@ -21,7 +30,7 @@
 //! // Eight switches of 32 ports on loopback ports the OS picks.
 //! let switches = spawn_many(8, 32).await?;
 //! switches[0].model.inject_pfc_storm("Ethernet8", 3).unwrap();
-//! switches[0].model.advance(std::time::Duration::from_millis(300));
+//! switches[0].model.advance(std::time::Duration::from_millis(600));
 //! for switch in switches {
 //!     println!("{} at {}", switch.name, switch.addr);
 //!     switch.stop().await.unwrap();
@@ -29,19 +38,23 @@
 //! # Ok(()) }
 //! ```
 //!
+//! - [`profile`]: the switch's kind (ASIC family, aliases, queues, front settings, polls);
 //! - [`model`]: the switch's state and what drives it ([`Model::advance`],
 //!   [`Model::inject_pfc_storm`], [`drive`]);
-//! - [`config`]: CONFIG_DB defaults and SONiC's validation;
-//! - [`counters`]: COUNTERS_DB: OIDs, name maps, sonic-gnmi's virtual paths;
-//! - [`tree`]: gNMI paths → values, and Set;
-//! - [`service`]: the tonic gNMI service.
+//! - [`asic`]: what the hardware counts; [`syncd`]: the counter groups that copy it into
+//!   COUNTERS_DB; [`orchagent`]: CONFIG_DB applied to the ASIC; [`watchdog`]: the PFC
+//!   watchdog; [`seed`]: the databases at boot; [`config`]: CONFIG_DB as tables;
+//! - [`service`]: the tonic gNMI service (the front, and the container around it).
 
+pub mod asic;
 pub mod config;
-pub mod counters;
 pub mod model;
-mod reply;
+pub mod orchagent;
+pub mod profile;
+pub mod seed;
 pub mod service;
-pub mod tree;
+pub mod syncd;
+pub mod watchdog;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -53,9 +66,9 @@ use tokio::task::JoinHandle;
 use tokio_stream::wrappers::TcpListenerStream;
 use tonic::transport::{Certificate, Identity, Server, ServerTlsConfig};
 
-pub use model::{drive, Clients, Model, ModelError, QUEUES};
+pub use model::{drive, Clients, Model, ModelError, State};
+pub use profile::{Aliases, Polls, Profile};
 pub use service::Service;
-pub use tree::Style;
 
 /// Largest message the switch accepts: a Set of a few hundred fields is a
 /// few kilobytes; 4 MiB (gRPC's default) leaves room and bounds memory.
@@ -77,40 +90,9 @@ pub struct ServerTls {
 pub struct Options {
     /// TLS, or plain HTTP/2 when `None`.
     pub tls: Option<ServerTls>,
-    /// Require `username`/`password` metadata, as SONiC's telemetry does
-    /// with password authentication on.
+    /// Require `username`/`password` metadata, as SONiC's telemetry does with password
+    /// authentication on.
     pub credentials: Option<(String, String)>,
-    /// Which ways of naming a database the switch takes ([`tree::Style`]):
-    /// both, as a recent sonic-gnmi does, or one, as older releases (prefix
-    /// target only) and write-only setups do, so clients' `auto` can be
-    /// tested.
-    pub styles: Styles,
-    /// Ignore a subscription's `heartbeat_interval`, as targets that do not
-    /// implement it do: ON_CHANGE then sends on change only.
-    pub ignore_heartbeat_interval: bool,
-}
-
-/// The ways of naming a SONiC database a switch takes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Styles {
-    /// The prefix's target and origin `sonic-db`.
-    #[default]
-    Both,
-    /// Only the prefix's target (classic SONiC telemetry).
-    PrefixTargetOnly,
-    /// Only origin `sonic-db` with the database as the first element.
-    SonicDbOriginOnly,
-}
-
-impl Styles {
-    /// Whether `style` is taken.
-    pub fn serves(self, style: tree::Style) -> bool {
-        match self {
-            Styles::Both => true,
-            Styles::PrefixTargetOnly => style == tree::Style::PrefixTarget,
-            Styles::SonicDbOriginOnly => style == tree::Style::SonicDbOrigin,
-        }
-    }
 }
 
 /// The switch could not serve.
@@ -142,9 +124,8 @@ pub async fn serve(
     serve_with(listener, model, Options::default(), shutdown).await
 }
 
-/// Serves `model` on `listener` with `options` until `shutdown` resolves.
-/// Open subscriptions then end with `UNAVAILABLE`, as when a switch's
-/// telemetry container restarts.
+/// Serves `model` on `listener` with `options` until `shutdown` resolves. Open subscriptions
+/// then end with `UNAVAILABLE`, as when a switch's telemetry container restarts.
 pub async fn serve_with(
     listener: TcpListener,
     model: Model,
@@ -160,9 +141,7 @@ pub async fn serve_with(
         }
         builder = builder.tls_config(config).map_err(|e| SwitchError::Tls(e.to_string()))?;
     }
-    let service = Service::new(model, options.credentials.clone(), stop_rx)
-        .with_styles(options.styles)
-        .with_heartbeat_interval(!options.ignore_heartbeat_interval);
+    let service = Service::new(model, options.credentials.clone(), stop_rx);
     let shutdown = async move {
         shutdown.await;
         let _ = stop_tx.send(true);

@@ -1,60 +1,29 @@
-//! The model of one simulated SONiC switch: ports, queues, PFC counters,
-//! the PFC watchdog, oper-status, and the CONFIG_DB tables the daemon may
-//! change (`PFC_WD`, `WRED_PROFILE`, `PORT`, and `QUEUE`, which binds each
-//! lossless queue to its WRED profile: [`config::queue_green_min`]).
+//! One simulated SONiC switch: its ASIC ([`super::asic`]) and its databases, kept in SONiC's
+//! own shape in a [`MemoryStore`] (CONFIG_DB, COUNTERS_DB, APPL_DB, STATE_DB, ASIC_DB, keyed as
+//! Redis keys them), with the daemons between the two:
 //!
-//! A port is operationally up when it is administratively up (CONFIG_DB
-//! `PORT|<port>` `admin_status`) and its link is up ([`Model::set_oper_up`]
-//! plays the link); admin-down forces it down whatever the link does.
+//! - what CONFIG_DB says reaches the ASIC through [`super::orchagent`] (ports, QoS, the PFC
+//!   watchdog, counter polls), as each write lands;
+//! - what the ASIC counts reaches COUNTERS_DB through syncd's counter groups
+//!   ([`super::syncd`]) at their polls, on the model's clock;
+//! - the PFC watchdog ([`super::watchdog`]) polls, detects and handles storms on that clock.
 //!
-//! Every mutation bumps a generation number on a `watch` channel, so
-//! ON_CHANGE subscriptions re-read their paths and send what differs.
-//! Time is the caller's: [`Model::advance`] moves the model's clock, and
-//! with it traffic and any PFC storm, so tests step through a storm
-//! deterministically.
+//! Time is the caller's: [`Model::advance`] moves the clock, and with it traffic, storms, the
+//! watchdog and the counter polls, so tests step through a storm deterministically.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use tokio::sync::watch;
+use sonic::gnmi_front::{Backend, BackendError, Entry, MemoryStore, WriteOp};
+use sonic::DatabaseLayout;
 
-use super::config::{self, ConfigDb};
-
-/// Queues (and PFC priorities) per port, as on every SONiC platform.
-pub const QUEUES: usize = 8;
-
-/// The queue counters each queue has, in the order of [`Queue::stats`].
-pub const QUEUE_STATS: [&str; 7] = [
-    "SAI_QUEUE_STAT_PACKETS",
-    "SAI_QUEUE_STAT_BYTES",
-    "SAI_QUEUE_STAT_DROPPED_PACKETS",
-    "SAI_QUEUE_STAT_DROPPED_BYTES",
-    "SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES",
-    "SAI_QUEUE_STAT_CURR_OCCUPANCY_BYTES",
-    "SAI_QUEUE_STAT_WRED_ECN_MARKED_PACKETS",
-];
-
-/// The per-priority PFC counters of a port, `SAI_PORT_STAT_PFC_<p>_<suffix>`.
-pub const PFC_STATS: [&str; 4] = ["RX_PKTS", "TX_PKTS", "RX_PAUSE_DURATION_US", "TX_PAUSE_DURATION_US"];
-
-/// Port counters other than PFC.
-pub const PORT_STATS: [&str; 4] = [
-    "SAI_PORT_STAT_IF_IN_OCTETS",
-    "SAI_PORT_STAT_IF_OUT_OCTETS",
-    "SAI_PORT_STAT_IF_IN_ERRORS",
-    "SAI_PORT_STAT_IF_IN_FCS_ERRORS",
-];
-
-/// Packets per second each queue carries when the model's clock advances:
-/// enough that counters visibly move, small enough to stay readable.
-const BASELINE_PPS: u64 = 1_000;
-/// Bytes per packet of the baseline traffic.
-const PACKET_BYTES: u64 = 1_024;
-/// PAUSE frames per second a storming peer sends (one per ~quanta refresh
-/// at 100G, order of magnitude).
-const STORM_PAUSE_PPS: u64 = 20_000;
+use super::asic::{self, Port, Queue};
+use super::config::ConfigDb;
+use super::profile::{Polls, Profile};
+use super::watchdog::{Task, Watchdog};
+use super::{orchagent, seed, syncd, watchdog};
 
 /// A model operation named something that does not exist.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -64,107 +33,51 @@ pub enum ModelError {
     #[error("no port {0:?} on this switch")]
     UnknownPort(String),
     /// No such queue.
-    #[error("no queue {queue} on {port} (queues are 0..{QUEUES})")]
+    #[error("no queue {queue} on {port} (queues are 0..{count})")]
     UnknownQueue {
         /// The port.
         port: String,
         /// The queue.
         queue: usize,
+        /// Queues per port.
+        count: usize,
     },
     /// No such counter.
     #[error("no counter {0:?}")]
     UnknownCounter(String),
+    /// The switch's ASIC family does not report the counter.
+    #[error("{asic} does not report {field} (each ASIC family has its own PFC counters)")]
+    NotReported {
+        /// The counter.
+        field: String,
+        /// The family.
+        asic: String,
+    },
+    /// A database refused a write.
+    #[error("{0}")]
+    Store(String),
 }
 
-/// One queue's counters and watchdog state.
-#[derive(Debug, Clone, Default)]
-pub struct Queue {
-    /// Counters in the order of [`QUEUE_STATS`].
-    pub stats: [u64; 7],
-    /// When a PFC storm on this queue started (model time), if one runs.
-    pub storm_since: Option<Duration>,
-    /// When the storm ended (model time), while the watchdog waits to restore.
-    pub storm_ended: Option<Duration>,
-    /// Whether the watchdog declared the queue stormed.
-    pub stormed: bool,
-    /// Storms detected.
-    pub deadlock_detected: u64,
-    /// Storms restored.
-    pub deadlock_restored: u64,
-    /// Packets the watchdog dropped on transmit.
-    pub wd_tx_dropped: u64,
-    /// Packets the watchdog dropped on receive.
-    pub wd_rx_dropped: u64,
-}
-
-/// One port.
+/// The flex counter groups as flexcounterorch last applied them.
 #[derive(Debug, Clone)]
-pub struct Port {
-    /// `EthernetN`.
-    pub name: String,
-    /// Oper-status: admin-up and the link up.
-    pub oper_up: bool,
-    /// Administratively up (CONFIG_DB `admin_status`).
-    pub admin_up: bool,
-    /// The physical link (carrier), as a fault or a peer leaves it.
-    pub link_up: bool,
-    /// OpenConfig `carrier-transitions`.
-    pub carrier_transitions: u64,
-    /// [`PORT_STATS`] in order.
-    pub stats: [u64; 4],
-    /// Per priority: [`PFC_STATS`] in order.
-    pub pfc: [[u64; 4]; QUEUES],
-    /// The queues.
-    pub queues: [Queue; QUEUES],
+pub struct Flex {
+    /// The groups' polls.
+    pub polls: Polls,
+    /// `WRED_ECN_QUEUE`'s poll.
+    pub wred: Duration,
+    /// Groups whose `FLEX_COUNTER_STATUS` is `disable`.
+    pub disabled: BTreeSet<String>,
 }
 
-impl Port {
-    /// The port's COUNTERS_DB fields (`SAI_PORT_STAT_*`) as SONiC names them.
-    pub fn counter_fields(&self) -> Vec<(String, u64)> {
-        let mut out = Vec::with_capacity(QUEUES * 4 + 4);
-        for (p, row) in self.pfc.iter().enumerate() {
-            for (i, suffix) in PFC_STATS.iter().enumerate() {
-                out.push((format!("SAI_PORT_STAT_PFC_{p}_{suffix}"), row[i]));
-            }
-        }
-        for (i, name) in PORT_STATS.iter().enumerate() {
-            out.push((name.to_string(), self.stats[i]));
-        }
-        out
-    }
-
-    /// One `SAI_PORT_STAT_*` field.
-    pub fn counter(&self, field: &str) -> Option<u64> {
-        if let Some(i) = PORT_STATS.iter().position(|n| *n == field) {
-            return Some(self.stats[i]);
-        }
-        let rest = field.strip_prefix("SAI_PORT_STAT_PFC_")?;
-        let (p, suffix) = rest.split_once('_')?;
-        let p: usize = p.parse().ok().filter(|p| *p < QUEUES)?;
-        let i = PFC_STATS.iter().position(|s| *s == suffix)?;
-        Some(self.pfc[p][i])
-    }
-
-    /// Recomputes oper-status from admin-status and the link; a change
-    /// counts a carrier transition.
-    pub fn update_oper(&mut self) {
-        let up = self.admin_up && self.link_up;
-        if self.oper_up != up {
-            self.oper_up = up;
-            self.carrier_transitions += 1;
-        }
-    }
-
-    fn counter_mut(&mut self, field: &str) -> Option<&mut u64> {
-        if let Some(i) = PORT_STATS.iter().position(|n| *n == field) {
-            return Some(&mut self.stats[i]);
-        }
-        let rest = field.strip_prefix("SAI_PORT_STAT_PFC_")?;
-        let (p, suffix) = rest.split_once('_')?;
-        let p: usize = p.parse().ok().filter(|p| *p < QUEUES)?;
-        let i = PFC_STATS.iter().position(|s| *s == suffix)?;
-        Some(&mut self.pfc[p][i])
-    }
+/// When each periodic job runs next (model time).
+#[derive(Debug, Clone, Default)]
+struct Timers {
+    pfcwd: Duration,
+    port: Duration,
+    queue: Duration,
+    wred: Duration,
+    watermark: Duration,
+    second: Duration,
 }
 
 /// Everything the model holds; read it through [`Model::read`].
@@ -172,39 +85,143 @@ impl Port {
 pub struct State {
     /// The ports, Ethernet0, Ethernet4, ….
     pub ports: Vec<Port>,
-    /// CONFIG_DB.
-    pub config: ConfigDb,
     /// The model's clock: how far [`Model::advance`] has moved it.
     pub now: Duration,
-    /// The telemetry server has stopped answering (a hung container):
-    /// every gNMI call fails with `UNAVAILABLE`.
+    /// The telemetry server has stopped answering (a hung container): every gNMI call fails
+    /// with `UNAVAILABLE`.
     pub silent: bool,
+    /// The PFC watchdog.
+    pub watchdog: Watchdog,
+    /// The counter groups.
+    pub flex: Flex,
+    pub(super) store: MemoryStore,
+    pub(super) profile: Arc<Profile>,
+    by_name: HashMap<String, usize>,
+    next: Timers,
 }
+
+/// The shortest period a job runs at: a zero poll must not stall the clock.
+const MIN_PERIOD: Duration = Duration::from_millis(1);
 
 impl State {
     /// The port called `name`.
     pub fn port(&self, name: &str) -> Option<&Port> {
-        // Ports are Ethernet0, 4, 8…: the index is the number over four.
-        let i = name.strip_prefix("Ethernet")?.parse::<usize>().ok()?;
-        self.ports.get(i / 4).filter(|p| p.name == name)
+        self.by_name.get(name).map(|&i| &self.ports[i])
     }
 
-    /// Applies CONFIG_DB `PORT|<port>` `admin_status` to every port (after a Set).
-    pub fn apply_admin_status(&mut self) {
-        for port in &mut self.ports {
-            let admin = self.config.get("PORT").and_then(|t| t.get(&port.name)).and_then(|e| e.get("admin_status"));
-            // SONiC's default for a port without the field is down; this
-            // switch's ports all start with it set to up.
-            port.admin_up = admin.map(String::as_str) == Some("up");
-            port.update_oper();
+    /// The index of the port called `name`.
+    pub fn index(&self, name: &str) -> Option<usize> {
+        self.by_name.get(name).copied()
+    }
+
+    pub(super) fn port_mut(&mut self, name: &str) -> Result<&mut Port, ModelError> {
+        let i = self.index(name).ok_or_else(|| ModelError::UnknownPort(name.to_string()))?;
+        Ok(&mut self.ports[i])
+    }
+
+    /// The object id of queue `q` of the port at `index`.
+    pub fn queue_oid(&self, index: usize, q: usize) -> String {
+        asic::queue_oid(index, q)
+    }
+
+    /// Sets fields of `COUNTERS:<oid>` in COUNTERS_DB.
+    pub(super) fn counters_hset<K: Into<String>, V: Into<String>>(
+        &self,
+        oid: &str,
+        fields: impl IntoIterator<Item = (K, V)>,
+    ) {
+        // The store knows COUNTERS_DB: a write there cannot fail.
+        let _ = self.store.hset("COUNTERS_DB", &format!("COUNTERS:{oid}"), fields);
+    }
+
+    /// Whether flex counter group `group` polls.
+    pub(super) fn group_enabled(&self, group: &str) -> bool {
+        !self.flex.disabled.contains(group)
+    }
+
+    /// CONFIG_DB as tables.
+    pub fn config(&self) -> ConfigDb {
+        super::config::tables(self.store.entries_with_prefix("CONFIG_DB", ""))
+    }
+
+    /// APPL_DB and STATE_DB `PORT_TABLE` of the port at `index`, as portsorch keeps them.
+    pub(super) fn publish_port_state(&self, index: usize) {
+        let port = &self.ports[index];
+        let _ = self.store.hset("APPL_DB", &format!("PORT_TABLE:{}", port.name), seed::appl_port(port, index));
+        let _ = self.store.hset("STATE_DB", &format!("PORT_TABLE|{}", port.name), seed::state_port(port));
+    }
+
+    /// The physical link of the port at `index` up or down (a peer, a cable); oper-status
+    /// follows unless the port is admin-down, and portsorch records the change.
+    pub fn set_link(&mut self, index: usize, up: bool) {
+        let port = &mut self.ports[index];
+        port.link_up = up;
+        if port.update_oper() {
+            self.publish_port_state(index);
         }
     }
 
-    fn port_mut(&mut self, name: &str) -> Result<&mut Port, ModelError> {
-        let i = name.strip_prefix("Ethernet").and_then(|n| n.parse::<usize>().ok());
-        i.and_then(|i| self.ports.get_mut(i / 4))
-            .filter(|p| p.name == name)
-            .ok_or_else(|| ModelError::UnknownPort(name.to_string()))
+    fn next_due(&self) -> Duration {
+        let n = &self.next;
+        [n.pfcwd, n.port, n.queue, n.wred, n.watermark, n.second].into_iter().min().unwrap_or(self.now)
+    }
+
+    /// Runs every job due now, in the order a switch's would interleave within one instant:
+    /// the watchdog's poll, then the counter groups, then the once-a-second work.
+    fn run_due(&mut self) {
+        let now = self.now;
+        if self.next.pfcwd <= now {
+            watchdog::poll(self);
+            self.next.pfcwd = now + self.watchdog.poll.max(MIN_PERIOD);
+        }
+        if self.next.port <= now {
+            if self.group_enabled("PORT") {
+                syncd::port_group(self);
+            }
+            self.next.port = now + self.flex.polls.port.max(MIN_PERIOD);
+        }
+        if self.next.queue <= now {
+            if self.group_enabled("QUEUE") {
+                syncd::queue_group(self);
+            }
+            self.next.queue = now + self.flex.polls.queue.max(MIN_PERIOD);
+        }
+        if self.next.wred <= now {
+            if self.group_enabled("WRED_ECN_QUEUE") {
+                syncd::wred_group(self);
+            }
+            self.next.wred = now + self.flex.wred.max(MIN_PERIOD);
+        }
+        if self.next.watermark <= now {
+            if self.group_enabled("QUEUE_WATERMARK") {
+                syncd::watermark_group(self);
+            }
+            self.next.watermark = now + self.flex.polls.watermark.max(MIN_PERIOD);
+        }
+        if self.next.second <= now {
+            watchdog::every_second(self);
+            self.next.second = now + Duration::from_secs(1);
+        }
+    }
+
+    /// Moves the clock by `dt`, stopping at every job due on the way.
+    fn advance(&mut self, dt: Duration) {
+        let target = self.now + dt;
+        loop {
+            let next = self.next_due().min(target);
+            let step = next.saturating_sub(self.now);
+            if !step.is_zero() {
+                for i in 0..self.ports.len() {
+                    let dropping = self.watchdog.dropping(i);
+                    asic::advance_port(&mut self.ports[i], step, dropping);
+                }
+            }
+            self.now = next;
+            self.run_due();
+            if self.now >= target {
+                return;
+            }
+        }
     }
 }
 
@@ -212,12 +229,13 @@ impl State {
 #[derive(Debug, Clone)]
 pub struct Model {
     state: Arc<Mutex<State>>,
-    generation: Arc<watch::Sender<u64>>,
+    store: MemoryStore,
+    profile: Arc<Profile>,
     clients: Arc<Clients>,
 }
 
-/// What clients of the switch's gNMI service did: tests check who reads a
-/// switch and how often it was changed.
+/// What clients of the switch's gNMI service did: tests check who reads a switch and how
+/// often it was changed.
 #[derive(Debug, Default)]
 pub struct Clients {
     /// Subscriptions started (STREAM, POLL and ONCE).
@@ -228,30 +246,89 @@ pub struct Clients {
     pub sets: AtomicUsize,
 }
 
+fn new_port(index: usize, profile: &Profile) -> Port {
+    let unicast = usize::from(profile.unicast_queues);
+    Port {
+        name: format!("Ethernet{}", index * 4),
+        alias: profile.aliases.alias(index),
+        oid: asic::port_oid(index),
+        oper_up: true,
+        admin_up: true,
+        link_up: true,
+        oper_transitions: 0,
+        in_octets: 0,
+        out_octets: 0,
+        in_errors: 0,
+        fec_symbol_errors: 0,
+        pfc: Default::default(),
+        pfc_off: 0,
+        queues: (0..profile.queues()).map(|q| Queue { multicast: q >= unicast, ..Queue::default() }).collect(),
+    }
+}
+
 impl Model {
-    /// A switch with `ports` ports (Ethernet0, Ethernet4, …), all up, the
-    /// default watchdog on every port and the AZURE_LOSSLESS WRED profile,
-    /// bound to queues 3 and 4 of every port ([`config::defaults`]).
+    /// A switch of `ports` ports (Ethernet0, Ethernet4, …, aliased `etp1`, …) with the image's
+    /// defaults on an NVIDIA Spectrum ASIC ([`Profile::default`]).
     pub fn new(ports: usize) -> Model {
-        let ports: Vec<Port> = (0..ports)
-            .map(|i| Port {
-                name: format!("Ethernet{}", i * 4),
-                oper_up: true,
-                admin_up: true,
-                link_up: true,
-                carrier_transitions: 0,
-                stats: [0; 4],
-                pfc: [[0; 4]; QUEUES],
-                queues: Default::default(),
-            })
-            .collect();
-        let config = config::defaults(ports.iter().map(|p| p.name.as_str()));
-        let state = State { ports, config, now: Duration::ZERO, silent: false };
-        Model {
-            state: Arc::new(Mutex::new(state)),
-            generation: Arc::new(watch::channel(0).0),
-            clients: Arc::new(Clients::default()),
+        Model::with_profile(ports, Profile::default())
+    }
+
+    /// A switch of `ports` ports of kind `profile`: its databases seeded as a booted image
+    /// holds them, the watchdog started on every port from `PFC_WD`, the counters polled once.
+    pub fn with_profile(ports: usize, profile: Profile) -> Model {
+        let ports: Vec<Port> = (0..ports).map(|i| new_port(i, &profile)).collect();
+        let store = MemoryStore::new(DatabaseLayout::standard());
+        let (appl, state_db, asic_db) = seed::port_tables(&ports, &profile);
+        for (db, tables) in [
+            ("CONFIG_DB", seed::config_db(&ports, &profile)),
+            ("COUNTERS_DB", seed::counters_db(&ports, &profile)),
+            ("APPL_DB", appl),
+            ("STATE_DB", state_db),
+            ("ASIC_DB", asic_db),
+        ] {
+            // The standard layout has these databases.
+            let _ = store.load(db, tables);
         }
+        let by_name = ports.iter().enumerate().map(|(i, p)| (p.name.clone(), i)).collect();
+        let profile = Arc::new(profile);
+        let watchdog = Watchdog { poll: profile.polls.pfcwd, ..Watchdog::default() };
+        let flex = Flex { polls: profile.polls, wred: profile.polls.queue, disabled: BTreeSet::new() };
+        let mut state = State {
+            ports,
+            now: Duration::ZERO,
+            silent: false,
+            watchdog,
+            flex,
+            store: store.clone(),
+            profile: profile.clone(),
+            by_name,
+            next: Timers::default(),
+        };
+        // orchagent at start: the watchdog table as it is, then the QoS.
+        for (key, fields) in store.entries_with_prefix("CONFIG_DB", "PFC_WD|") {
+            watchdog::task(&mut state, &key["PFC_WD|".len()..], Task::Set(fields));
+        }
+        orchagent::apply_wred(&mut state);
+        // syncd's first polls, at time zero; the watchdog's first a poll later.
+        state.next.pfcwd = state.watchdog.poll;
+        state.run_due();
+        Model { state: Arc::new(Mutex::new(state)), store, profile, clients: Arc::new(Clients::default()) }
+    }
+
+    /// What kind of switch this is.
+    pub fn profile(&self) -> &Profile {
+        &self.profile
+    }
+
+    /// The switch's databases, as Redis would hold them.
+    pub fn store(&self) -> &MemoryStore {
+        &self.store
+    }
+
+    /// The databases as sonic-gnmi reaches them: reads from the store, CONFIG_DB writes handed
+    /// to orchagent as they land.
+    pub fn backend(&self) -> Arc<dyn Backend> {
+        Arc::new(SimBackend { model: self.clone() })
     }
 
     /// Reads the state.
@@ -259,11 +336,9 @@ impl Model {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Changes the state and tells the subscribers.
+    /// Changes the state (the ASIC: what the fabric's physics counts).
     pub fn write<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {
-        let out = f(&mut self.read());
-        self.generation.send_modify(|g| *g += 1);
-        out
+        f(&mut self.read())
     }
 
     /// What the switch's clients did so far.
@@ -271,122 +346,94 @@ impl Model {
         &self.clients
     }
 
-    /// A receiver that wakes on every change.
-    pub fn changes(&self) -> watch::Receiver<u64> {
-        self.generation.subscribe()
-    }
-
     /// The port names, in order.
     pub fn port_names(&self) -> Vec<String> {
         self.read().ports.iter().map(|p| p.name.clone()).collect()
     }
 
-    /// Sets a port counter (`SAI_PORT_STAT_PFC_3_RX_PKTS`, `SAI_PORT_STAT_IF_IN_ERRORS`, …).
+    /// The alias of port `name` (`PORT|<name>` `alias`).
+    pub fn alias(&self, name: &str) -> Option<String> {
+        self.read().port(name).map(|p| p.alias.clone())
+    }
+
+    /// Sets a port counter by its SAI name (`SAI_PORT_STAT_PFC_3_RX_PKTS`) and writes it to
+    /// COUNTERS_DB at once, as if syncd had just polled: a test's hand on the counter. A
+    /// counter the ASIC family does not report is refused.
     pub fn set_port_counter(&self, port: &str, field: &str, value: u64) -> Result<(), ModelError> {
-        self.try_write(|s| {
-            let counter =
-                s.port_mut(port)?.counter_mut(field).ok_or_else(|| ModelError::UnknownCounter(field.to_string()))?;
-            *counter = value;
-            Ok(())
-        })
-    }
-
-    /// Sets a queue counter (one of [`QUEUE_STATS`]).
-    pub fn set_queue_counter(&self, port: &str, queue: usize, field: &str, value: u64) -> Result<(), ModelError> {
-        let i = QUEUE_STATS.iter().position(|n| *n == field).ok_or_else(|| ModelError::UnknownCounter(field.into()))?;
-        self.try_write(|s| {
-            let p = s.port_mut(port)?;
-            let q = p.queues.get_mut(queue).ok_or(ModelError::UnknownQueue { port: port.into(), queue })?;
-            q.stats[i] = value;
-            Ok(())
-        })
-    }
-
-    /// Sets the port's link up or down; oper-status follows unless the port
-    /// is admin-down. A change of oper-status counts a carrier transition.
-    pub fn set_oper_up(&self, port: &str, up: bool) -> Result<(), ModelError> {
-        self.try_write(|s| {
-            let p = s.port_mut(port)?;
-            p.link_up = up;
-            p.update_oper();
-            Ok(())
-        })
-    }
-
-    /// Starts a PFC storm on `port`'s priority `queue`: the peer pauses it
-    /// without end. The watchdog declares it after the port's
-    /// `detection_time` of model time.
-    pub fn inject_pfc_storm(&self, port: &str, queue: usize) -> Result<(), ModelError> {
-        self.try_write(|s| {
-            let now = s.now;
-            let p = s.port_mut(port)?;
-            let q = p.queues.get_mut(queue).ok_or(ModelError::UnknownQueue { port: port.into(), queue })?;
-            q.storm_since.get_or_insert(now);
-            q.storm_ended = None;
-            Ok(())
-        })
-    }
-
-    /// Ends a PFC storm; the watchdog restores after `restoration_time`.
-    pub fn clear_pfc_storm(&self, port: &str, queue: usize) -> Result<(), ModelError> {
-        self.try_write(|s| {
-            let now = s.now;
-            let p = s.port_mut(port)?;
-            let q = p.queues.get_mut(queue).ok_or(ModelError::UnknownQueue { port: port.into(), queue })?;
-            if q.storm_since.take().is_some() {
-                q.storm_ended = Some(now);
-            }
-            Ok(())
-        })
-    }
-
-    /// Moves the model's clock by `dt`: baseline traffic on every up port,
-    /// pause counters of storming queues, and the watchdog.
-    pub fn advance(&self, dt: Duration) {
+        let family = self.profile.asic;
+        if !syncd::reports(family, field) {
+            return Err(if asic::is_port_counter(field) {
+                ModelError::NotReported { field: field.into(), asic: family.name().into() }
+            } else {
+                ModelError::UnknownCounter(field.into())
+            });
+        }
         self.write(|s| {
-            s.now += dt;
+            let p = s.port_mut(port)?;
+            *p.counter_mut(field).ok_or_else(|| ModelError::UnknownCounter(field.into()))? = value;
+            let oid = p.oid.clone();
+            s.counters_hset(&oid, [(field, value.to_string())]);
+            Ok(())
+        })
+    }
+
+    /// Sets a queue counter by its SAI name and writes it to COUNTERS_DB at once.
+    pub fn set_queue_counter(&self, port: &str, queue: usize, field: &str, value: u64) -> Result<(), ModelError> {
+        self.write(|s| {
+            let index = s.index(port).ok_or_else(|| ModelError::UnknownPort(port.into()))?;
+            let count = s.ports[index].queues.len();
+            let q = s.ports[index].queues.get_mut(queue).ok_or(ModelError::UnknownQueue {
+                port: port.into(),
+                queue,
+                count,
+            })?;
+            *q.counter_mut(field).ok_or_else(|| ModelError::UnknownCounter(field.into()))? = value;
+            let oid = s.queue_oid(index, queue);
+            s.counters_hset(&oid, [(field, value.to_string())]);
+            Ok(())
+        })
+    }
+
+    /// Sets the port's link up or down; oper-status follows unless the port is admin-down,
+    /// and APPL_DB's `PORT_TABLE` records it (`oper_status`, `flap_count`).
+    pub fn set_oper_up(&self, port: &str, up: bool) -> Result<(), ModelError> {
+        self.write(|s| {
+            let index = s.index(port).ok_or_else(|| ModelError::UnknownPort(port.into()))?;
+            s.set_link(index, up);
+            Ok(())
+        })
+    }
+
+    /// Starts a PFC storm on `port`'s priority `priority`: the peer pauses it without end.
+    /// The watchdog declares it once its detector has seen a storm for the detection time.
+    pub fn inject_pfc_storm(&self, port: &str, priority: usize) -> Result<(), ModelError> {
+        self.storm(port, priority, true)
+    }
+
+    /// Ends a PFC storm; the watchdog restores once the frames have stopped for the
+    /// restoration time.
+    pub fn clear_pfc_storm(&self, port: &str, priority: usize) -> Result<(), ModelError> {
+        self.storm(port, priority, false)
+    }
+
+    fn storm(&self, port: &str, priority: usize, on: bool) -> Result<(), ModelError> {
+        self.write(|s| {
             let now = s.now;
-            let us = dt.as_micros() as u64;
-            let pkts = BASELINE_PPS * dt.as_millis() as u64 / 1000;
-            for port in &mut s.ports {
-                let wd = config::watchdog(&s.config, &port.name);
-                if port.oper_up {
-                    port.stats[0] += pkts * PACKET_BYTES * QUEUES as u64;
-                    port.stats[1] += pkts * PACKET_BYTES * QUEUES as u64;
-                }
-                for (qi, q) in port.queues.iter_mut().enumerate() {
-                    if port.oper_up && q.storm_since.is_none() {
-                        q.stats[0] += pkts;
-                        q.stats[1] += pkts * PACKET_BYTES;
-                        q.stats[5] = 0;
-                    }
-                    if let Some(since) = q.storm_since {
-                        // Paused by the peer: nothing leaves, PAUSE frames arrive.
-                        port.pfc[qi][0] += STORM_PAUSE_PPS * dt.as_millis() as u64 / 1000;
-                        port.pfc[qi][2] += us;
-                        q.stats[5] = q.stats[5].max(PACKET_BYTES * 1024);
-                        q.stats[4] = q.stats[4].max(q.stats[5]);
-                        if !q.stormed && now.saturating_sub(since) >= wd.detection {
-                            q.stormed = true;
-                            q.deadlock_detected += 1;
-                        }
-                        if q.stormed && wd.action == "drop" {
-                            q.wd_tx_dropped += pkts;
-                            q.stats[2] += pkts;
-                            q.stats[3] += pkts * PACKET_BYTES;
-                        }
-                    } else if let Some(ended) = q.storm_ended {
-                        if now.saturating_sub(ended) >= wd.restoration {
-                            q.storm_ended = None;
-                            if q.stormed {
-                                q.stormed = false;
-                                q.deadlock_restored += 1;
-                            }
-                        }
-                    }
-                }
-            }
-        });
+            let p = s.port_mut(port)?;
+            let count = asic::PRIORITIES;
+            let q = p.queues.get_mut(priority).filter(|_| priority < count).ok_or(ModelError::UnknownQueue {
+                port: port.into(),
+                queue: priority,
+                count,
+            })?;
+            q.storm_since = if on { Some(q.storm_since.unwrap_or(now)) } else { None };
+            Ok(())
+        })
+    }
+
+    /// Moves the model's clock by `dt`: traffic, storms, the watchdog, the counter polls.
+    pub fn advance(&self, dt: Duration) {
+        self.write(|s| s.advance(dt));
     }
 
     /// The model's clock.
@@ -395,22 +442,107 @@ impl Model {
     }
 
     /// A CONFIG_DB entry (`PFC_WD`, `Ethernet0`), if it exists.
-    pub fn config_entry(&self, table: &str, key: &str) -> Option<BTreeMap<String, String>> {
-        self.read().config.get(table).and_then(|t| t.get(key)).cloned()
+    pub fn config_entry(&self, table: &str, key: &str) -> Option<Entry> {
+        self.store.get("CONFIG_DB", &format!("{table}|{key}"))
     }
 
-    fn try_write<T>(&self, f: impl FnOnce(&mut State) -> Result<T, ModelError>) -> Result<T, ModelError> {
-        let out = f(&mut self.read());
-        if out.is_ok() {
-            self.generation.send_modify(|g| *g += 1);
-        }
-        out
+    /// CONFIG_DB as tables.
+    pub fn config(&self) -> ConfigDb {
+        self.read().config()
+    }
+
+    /// `HSET` of a CONFIG_DB entry's fields, as `sonic-db-cli CONFIG_DB hset` would: no
+    /// validation, and orchagent sees it as any write.
+    pub fn set_config<K: Into<String>, V: Into<String>>(
+        &self,
+        table: &str,
+        key: &str,
+        fields: impl IntoIterator<Item = (K, V)>,
+    ) -> Result<(), ModelError> {
+        let fields: Entry = fields.into_iter().map(|(k, v)| (k.into(), v.into())).collect();
+        self.config_write(&[WriteOp::HSet { key: format!("{table}|{key}"), fields }])
+    }
+
+    /// `HDEL` of fields of a CONFIG_DB entry.
+    pub fn delete_config_fields(&self, table: &str, key: &str, fields: &[&str]) -> Result<(), ModelError> {
+        let fields = fields.iter().map(|f| f.to_string()).collect();
+        self.config_write(&[WriteOp::HDel { key: format!("{table}|{key}"), fields }])
+    }
+
+    /// `DEL` of a CONFIG_DB entry.
+    pub fn delete_config(&self, table: &str, key: &str) -> Result<(), ModelError> {
+        self.config_write(&[WriteOp::Del { key: format!("{table}|{key}") }])
+    }
+
+    fn config_write(&self, ops: &[WriteOp]) -> Result<(), ModelError> {
+        self.store.write_now("CONFIG_DB", ops).map_err(|e| ModelError::Store(e.to_string()))?;
+        self.write(|s| orchagent::config_written(s, ops));
+        Ok(())
+    }
+
+    /// A COUNTERS_DB hash by its Redis key (`COUNTERS:oid:0x…`).
+    pub fn counters(&self, key: &str) -> Option<Entry> {
+        self.store.get("COUNTERS_DB", key)
+    }
+
+    /// The COUNTERS_DB hash of port `name`, found through `COUNTERS_PORT_NAME_MAP`.
+    pub fn port_counters(&self, name: &str) -> Option<Entry> {
+        let oid = self.store.get("COUNTERS_DB", "COUNTERS_PORT_NAME_MAP")?.get(name)?.clone();
+        self.counters(&format!("COUNTERS:{oid}"))
+    }
+
+    /// The COUNTERS_DB hash of queue `queue` of port `name`, found through
+    /// `COUNTERS_QUEUE_NAME_MAP`.
+    pub fn queue_counters(&self, name: &str, queue: usize) -> Option<Entry> {
+        let oid = self.store.get("COUNTERS_DB", "COUNTERS_QUEUE_NAME_MAP")?.get(&format!("{name}:{queue}"))?.clone();
+        self.counters(&format!("COUNTERS:{oid}"))
     }
 }
 
-/// Advances `model` by `period` every `period` of real time until
-/// `shutdown` resolves: a switch that lives on its own, for `rocemend sim
-/// switch`.
+/// The databases as the gNMI front reaches them: the store, with CONFIG_DB writes applied by
+/// orchagent before the write returns.
+#[derive(Debug)]
+struct SimBackend {
+    model: Model,
+}
+
+#[async_trait::async_trait]
+impl Backend for SimBackend {
+    fn database(&self, name: &str) -> Option<sonic::gnmi_front::DbInfo> {
+        self.model.store.database(name)
+    }
+
+    async fn hgetall(&self, db: &str, key: &str) -> Result<Entry, BackendError> {
+        self.model.store.hgetall(db, key).await
+    }
+
+    async fn hget(&self, db: &str, key: &str, field: &str) -> Result<Option<String>, BackendError> {
+        self.model.store.hget(db, key, field).await
+    }
+
+    async fn exists(&self, db: &str, key: &str) -> Result<bool, BackendError> {
+        self.model.store.exists(db, key).await
+    }
+
+    async fn keys(&self, db: &str, pattern: &str) -> Result<Vec<String>, BackendError> {
+        self.model.store.keys_now(db, pattern)
+    }
+
+    async fn write(&self, db: &str, ops: &[WriteOp]) -> Result<(), BackendError> {
+        self.model.store.write_now(db, ops)?;
+        if db == "CONFIG_DB" {
+            self.model.write(|s| orchagent::config_written(s, ops));
+        }
+        Ok(())
+    }
+
+    async fn watch(&self, db: &str, pattern: &str) -> Result<sonic::gnmi_front::Watch, BackendError> {
+        self.model.store.watch(db, pattern).await
+    }
+}
+
+/// Advances `model` by `period` every `period` of real time until `shutdown` resolves: a
+/// switch that lives on its own, for `rocemend sim switch`.
 pub async fn drive(model: Model, period: Duration, shutdown: impl std::future::Future<Output = ()>) {
     let mut tick = tokio::time::interval(period);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -420,60 +552,5 @@ pub async fn drive(model: Model, period: Duration, shutdown: impl std::future::F
             _ = &mut shutdown => return,
             _ = tick.tick() => model.advance(period),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ports_step_by_four() {
-        let model = Model::new(3);
-        assert_eq!(model.port_names(), ["Ethernet0", "Ethernet4", "Ethernet8"]);
-        assert!(model.read().port("Ethernet8").is_some());
-        assert!(model.read().port("Ethernet9").is_none());
-        assert!(model.read().port("Ethernet12").is_none());
-    }
-
-    #[test]
-    fn counters_are_set_by_their_sonic_names() {
-        let model = Model::new(2);
-        model.set_port_counter("Ethernet4", "SAI_PORT_STAT_PFC_3_RX_PKTS", 77).unwrap();
-        assert_eq!(model.read().port("Ethernet4").unwrap().counter("SAI_PORT_STAT_PFC_3_RX_PKTS"), Some(77));
-        assert_eq!(model.read().port("Ethernet4").unwrap().pfc[3][0], 77);
-        assert_eq!(
-            model.set_port_counter("Ethernet4", "SAI_PORT_STAT_PFC_8_RX_PKTS", 1),
-            Err(ModelError::UnknownCounter("SAI_PORT_STAT_PFC_8_RX_PKTS".into()))
-        );
-        assert_eq!(model.set_oper_up("Ethernet5", false), Err(ModelError::UnknownPort("Ethernet5".into())));
-    }
-
-    #[test]
-    fn a_storm_is_detected_after_the_detection_time_and_restored_after_the_restoration_time() {
-        let model = Model::new(1);
-        model.inject_pfc_storm("Ethernet0", 3).unwrap();
-        model.advance(Duration::from_millis(100));
-        assert!(!model.read().ports[0].queues[3].stormed, "detection_time is 200 ms");
-        model.advance(Duration::from_millis(100));
-        let s = model.read().ports[0].clone();
-        assert!(s.queues[3].stormed);
-        assert_eq!(s.queues[3].deadlock_detected, 1);
-        assert_eq!(s.pfc[3][2], 200_000, "paused for 200 ms");
-        assert_eq!(s.pfc[4][2], 0);
-        model.clear_pfc_storm("Ethernet0", 3).unwrap();
-        model.advance(Duration::from_millis(200));
-        let q = model.read().ports[0].queues[3].clone();
-        assert!(!q.stormed);
-        assert_eq!(q.deadlock_restored, 1);
-    }
-
-    #[test]
-    fn oper_status_changes_count_carrier_transitions() {
-        let model = Model::new(1);
-        model.set_oper_up("Ethernet0", false).unwrap();
-        model.set_oper_up("Ethernet0", false).unwrap();
-        model.set_oper_up("Ethernet0", true).unwrap();
-        assert_eq!(model.read().ports[0].carrier_transitions, 2);
     }
 }
