@@ -1,8 +1,10 @@
-//! The engine's integration tests through its public API, linked as one
-//! test binary (`it`); each file below was a binary of its own and keeps its
-//! tests' names under its module (`cargo test -p rocemend-engine --test it
-//! -- safety::`). A new file gets a `mod` line here, not a place directly
-//! under `tests/`, where it would link a binary of its own.
+//! The engine's tests through its public API, as a user of the crate
+//! writes them (`use engine::…`, see `extern crate self` in `lib.rs`). They
+//! were an integration-test binary of their own; as unit tests they link
+//! into the crate's one test binary instead (`cargo test -p rocemend-engine
+//! -- tests::safety::`). Keep them to the public API all the same. A new
+//! file gets a `mod` line here, never a place under `tests/`, where it would
+//! link a binary of its own.
 //!
 //! [`common`] holds what the files share: rules, playbooks and a loop to
 //! drive them.
