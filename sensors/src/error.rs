@@ -10,7 +10,6 @@ use std::path::PathBuf;
 
 use gnmi_proto::PathError;
 
-
 /// A sensor's settings were refused when it was built; each variant names
 /// the setting (as the config spells it, e.g. `interval_ms`,
 /// `target "leaf01": ca`) and what was wrong with it.
