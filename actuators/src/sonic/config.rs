@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use engine::topology::AccessError;
+use engine::topology::SwitchTls;
 use engine::{Topology, SECOND};
 use gnmi_proto::TlsConfig;
 use serde::{Deserialize, Serialize};
@@ -57,7 +58,7 @@ pub struct SonicConfig {
     /// With switches by address: TLS; plain HTTP/2 when absent (a lab or a
     /// loopback simulator only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tls: Option<GnmiTls>,
+    pub tls: Option<SwitchTls>,
     /// How long connecting and each call may take, e.g. `"5s"`; at most a minute.
     #[serde(default = "default_timeout", with = "engine::config::duration")]
     pub timeout: Duration,
@@ -81,24 +82,12 @@ pub enum SwitchList {
     Addresses(BTreeMap<String, String>),
 }
 
-/// TLS settings of the switch connections, PEM files (the inventory's
-/// `[gnmi.tls]` and `[switch.tls]` have the same fields).
-pub use engine::topology::SwitchTls as GnmiTls;
-
 /// The namespace element of the `sonic-db-origin` style when none is set:
 /// `localhost`, which sonic-gnmi has required on single-ASIC switches since 2024.
 const DEFAULT_NAMESPACE: &str = "localhost";
 
 fn default_timeout() -> Duration {
     Duration::from_secs(5)
-}
-
-fn read(path: &Path, setting: &str) -> Result<Vec<u8>, ActuatorConfigError> {
-    std::fs::read(path).map_err(|source| ActuatorConfigError::Read {
-        setting: setting.into(),
-        path: path.into(),
-        source,
-    })
 }
 
 impl SonicConfig {
@@ -199,18 +188,9 @@ fn credentials(path: &Path) -> Result<(String, String), ActuatorConfigError> {
 }
 
 /// The client's TLS settings, its PEM files read.
-fn tls_config(tls: &GnmiTls) -> Result<TlsConfig, ActuatorConfigError> {
-    let identity = match (&tls.cert_file, &tls.key_file) {
-        (Some(cert), Some(key)) => Some((read(cert, "gnmi.tls.cert_file")?, read(key, "gnmi.tls.key_file")?)),
-        (None, None) => None,
-        _ => {
-            return Err(ActuatorConfigError::Conflict {
-                setting: "gnmi.tls".into(),
-                reason: "cert_file and key_file go together",
-            })
-        }
-    };
-    Ok(TlsConfig { ca_pem: Some(read(&tls.ca_file, "gnmi.tls.ca_file")?), identity, domain: tls.domain.clone() })
+fn tls_config(tls: &SwitchTls) -> Result<TlsConfig, ActuatorConfigError> {
+    TlsConfig::from_files(&tls.ca_file, tls.cert_file.as_deref(), tls.key_file.as_deref(), tls.domain.clone())
+        .map_err(|source| ActuatorConfigError::TlsFiles { setting: "gnmi.tls".into(), source })
 }
 
 #[cfg(test)]
@@ -276,6 +256,10 @@ mod tests {
             ("switches = { a = \"x 1\" }", "is not a name and a host:port"),
             ("switches = { a = \"x:1\" }\ncredentials_file = \"/nonexistent\"", "gnmi.credentials_file: /nonexistent"),
             ("switches = { a = \"x:1\" }\n[tls]\nca_file = \"/ca.pem\"\ncert_file = \"/c\"", "together"),
+            (
+                "switches = { a = \"x:1\" }\n[tls]\nca_file = \"/nonexistent-ca.pem\"",
+                "gnmi.tls: ca_file /nonexistent-ca.pem",
+            ),
         ] {
             let config: SonicConfig = toml::from_str(text).unwrap();
             let err = config.build(None).err().unwrap().to_string();

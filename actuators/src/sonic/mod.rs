@@ -28,7 +28,7 @@
 pub mod config;
 pub mod style;
 
-pub use config::{GnmiTls, SonicConfig};
+pub use config::SonicConfig;
 pub use engine::topology::PathStyleSetting;
 pub use gnmi_proto::sonic::PathStyle;
 
