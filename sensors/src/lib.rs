@@ -79,6 +79,7 @@ pub mod nvml;
 pub mod prometheus;
 pub mod rdma_sysfs;
 pub mod replay;
+pub mod switch_series;
 #[cfg(feature = "verbs")]
 pub mod verbs;
 
