@@ -27,7 +27,9 @@
 //! `null`) is absent: no reading, and no error. Fields of a known table
 //! that are not in the table (SONiC has hundreds of `SAI_PORT_STAT_*`) are
 //! skipped; a path of no known shape, or a value that does not parse, is an
-//! error the sensor counts and logs.
+//! error the sensor counts and logs. One bad field is one error: the
+//! update's other fields are still mapped into `out` (the first error is
+//! returned), so a storm in the next field is not lost with it.
 
 use std::collections::HashMap;
 
@@ -200,6 +202,19 @@ fn json_u64(path: &str, field: &str, v: &Json) -> Result<Option<u64>, MapError> 
     }
 }
 
+/// Keeps the first of an update's errors, so that one bad field is one error and the update's
+/// other fields are still mapped (a storm in the next field must not be lost with it).
+fn keep_first(first: &mut Option<MapError>, result: Result<(), MapError>) {
+    if let Err(e) = result {
+        first.get_or_insert(e);
+    }
+}
+
+/// `Err` with the first error kept, else `Ok`.
+fn first_error(first: Option<MapError>) -> Result<(), MapError> {
+    first.map_or(Ok(()), Err)
+}
+
 /// A port's `SAI_PORT_STAT_*` field, if it is one we map.
 fn port_field(path: &str, port: &str, field: &str, v: &Json, out: &mut Vec<Reading>) -> Result<(), MapError> {
     let Some(rest) = field.strip_prefix("SAI_PORT_STAT_PFC_") else { return Ok(()) };
@@ -249,37 +264,44 @@ fn queue_entry(
     if absent_json(fields) {
         return Ok(());
     }
+    let mut first = None;
     for (field, v) in object(path, fields)? {
         if absent_json(v) {
             continue;
         }
         if which.watchdog && field == "PFC_WD_STATUS" {
-            let level = match v.as_str() {
-                Some("stormed") => 1.0,
-                Some("operational") => 0.0,
-                _ => {
-                    return Err(MapError::BadValue {
+            match v.as_str() {
+                Some("stormed") => out.push(gauge("switch_pfcwd_stormed", port, Some(q), 1.0)),
+                Some("operational") => out.push(gauge("switch_pfcwd_stormed", port, Some(q), 0.0)),
+                _ => keep_first(
+                    &mut first,
+                    Err(MapError::BadValue {
                         path: format!("{path} {key} {field}"),
                         problem: format!("{v} is neither stormed nor operational"),
-                    })
-                }
-            };
-            out.push(gauge("switch_pfcwd_stormed", port, Some(q), level));
+                    }),
+                ),
+            }
         } else if let Some((_, metric)) = PFCWD_FIELDS.iter().find(|(f, _)| f == field).filter(|_| which.watchdog) {
-            if let Some(n) = json_u64(path, field, v)? {
-                out.push(counter(metric, port, Some(q), None, n));
+            match json_u64(path, field, v) {
+                Ok(Some(n)) => out.push(counter(metric, port, Some(q), None, n)),
+                Ok(None) => {}
+                Err(e) => keep_first(&mut first, Err(e)),
             }
         } else if let Some((_, metric, kind)) =
             QUEUE_FIELDS.iter().find(|(f, _, _)| f == field).filter(|_| which.counters)
         {
-            let Some(n) = json_u64(path, field, v)? else { continue };
-            out.push(queue_reading(metric, *kind, port, q, n));
+            match json_u64(path, field, v) {
+                Ok(Some(n)) => out.push(queue_reading(metric, *kind, port, q, n)),
+                Ok(None) => {}
+                Err(e) => keep_first(&mut first, Err(e)),
+            }
         }
     }
-    Ok(())
+    first_error(first)
 }
 
 pub(super) fn queue_table(path: &str, json: &Json, which: QueueFields, out: &mut Vec<Reading>) -> Result<(), MapError> {
+    let mut first = None;
     for (key, fields) in object(path, json)? {
         // SONiC keeps the periodic watermarks beside the queue's own entry
         // (`Ethernet0:3:periodic`); the entry has the watermark already.
@@ -287,14 +309,18 @@ pub(super) fn queue_table(path: &str, json: &Json, which: QueueFields, out: &mut
             continue;
         }
         let Some((port, q)) = port_queue(key) else {
-            return Err(MapError::BadValue {
-                path: path.to_string(),
-                problem: format!("key {key:?} is not <port>:<queue>"),
-            });
+            keep_first(
+                &mut first,
+                Err(MapError::BadValue {
+                    path: path.to_string(),
+                    problem: format!("key {key:?} is not <port>:<queue>"),
+                }),
+            );
+            continue;
         };
-        queue_entry(path, key, port, q, fields, which, out)?;
+        keep_first(&mut first, queue_entry(path, key, port, q, fields, which, out));
     }
-    Ok(())
+    first_error(first)
 }
 
 /// What the OIDs of COUNTERS_DB stand for. sonic-gnmi's port-name paths
@@ -395,22 +421,25 @@ fn map_counters(
         [port] if port.contains('*') => {
             // sonic-gnmi's wildcard answer: one object keyed by port.
             let path = text();
+            let mut first = None;
             for (port, fields) in object(&path, &json()?)? {
                 if absent_json(fields) {
                     continue;
                 }
-                for (field, v) in object(&path, fields)? {
-                    port_field(&path, port, field, v, out)?;
+                match object(&path, fields) {
+                    Ok(fields) => fields.iter().for_each(|(f, v)| keep_first(&mut first, port_field(&path, port, f, v, out))),
+                    Err(e) => keep_first(&mut first, Err(e)),
                 }
             }
-            return Ok(());
+            return first_error(first);
         }
         [port] => {
             let path = text();
+            let mut first = None;
             for (field, v) in object(&path, &json()?)? {
-                port_field(&path, port, field, v, out)?;
+                keep_first(&mut first, port_field(&path, port, field, v, out));
             }
-            return Ok(());
+            return first_error(first);
         }
         [_, "Queues"] => {
             use gnmi_proto::gnmi::typed_value::Value as V;
@@ -451,10 +480,11 @@ fn map_oid(
     if let Some(port) = oids.ports.get(oid) {
         return match fields {
             [] => {
+                let mut first = None;
                 for (field, v) in object(path, &json_of(path, val)?)? {
-                    port_field(path, port, field, v, out)?;
+                    keep_first(&mut first, port_field(path, port, field, v, out));
                 }
-                Ok(())
+                first_error(first)
             }
             [field] => {
                 let n = value::to_u64(val).map_err(|e| bad(path, e))?;
@@ -508,6 +538,25 @@ mod tests {
     fn map(path: &str, val: TypedValue) -> Result<Vec<Reading>, MapError> {
         let mut out = Vec::new();
         map_update(&parse_path(path).unwrap(), &val, &mut out).map(|_| out)
+    }
+
+    #[test]
+    fn one_bad_pfc_field_is_one_error_and_the_storm_in_the_next_field_still_counts() {
+        let json = serde_json::json!({
+            "SAI_PORT_STAT_PFC_3_RX_PKTS": "lots",
+            "SAI_PORT_STAT_PFC_3_RX_PAUSE_DURATION_US": "990000",
+        });
+        let mut out = Vec::new();
+        let path = parse_path("COUNTERS_DB@/COUNTERS/Ethernet8").unwrap();
+        let e = map_update(&path, &value::json_ietf(&json), &mut out).unwrap_err();
+        assert!(e.to_string().contains("SAI_PORT_STAT_PFC_3_RX_PKTS"), "{e}");
+        assert_eq!(out, [counter("switch_pfc_rx_pause_duration_us", "Ethernet8", None, Some(3), 990_000)]);
+        // The same in a queue table: the bad status costs only itself.
+        let json = serde_json::json!({"Ethernet8:3": {"PFC_WD_STATUS": "on fire", "PFC_WD_QUEUE_STATS_DEADLOCK_DETECTED": "2"}});
+        let mut out = Vec::new();
+        let path = parse_path("COUNTERS_DB@/COUNTERS/Ethernet8/Pfcwd").unwrap();
+        assert!(map_update(&path, &value::json_ietf(&json), &mut out).is_err());
+        assert_eq!(out, [counter("switch_pfcwd_deadlock_detected", "Ethernet8", Some(3), None, 2)]);
     }
 
     #[test]

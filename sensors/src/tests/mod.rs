@@ -27,4 +27,5 @@ mod netlink_link;
 mod nvml;
 mod prometheus;
 mod rdma_sysfs;
+mod sonic_redis;
 mod verbs;
