@@ -147,6 +147,7 @@ impl Launcher {
             memory: Memory::default(),
             oids: OidNames::default(),
             warnings: WarnLimit::default(),
+            last_heard: None,
             streams: self.streams.clone(),
             rng: seed(&plan.name, i),
             plan,
@@ -324,6 +325,10 @@ pub(super) struct TargetTask {
     /// (`sonic-db-origin` style).
     pub(super) oids: OidNames,
     pub(super) warnings: WarnLimit,
+    /// The wall time of the target's last message: where a gap begins. A stream that goes
+    /// silent is noticed only a stall later, and its gap is measured from its silence, not
+    /// from the notice.
+    pub(super) last_heard: Option<i64>,
     streams: Arc<Streams>,
     rng: u64,
 }
@@ -403,7 +408,8 @@ impl TargetTask {
             }
             self.ctx.read_failed(failure.kind, &message);
             self.mark(false, &message);
-            lost_at.get_or_insert_with(engine::time::wall_clock_now);
+            // The gap began with the last message heard, not when its end was noticed.
+            lost_at.get_or_insert_with(|| self.last_heard.unwrap_or_else(engine::time::wall_clock_now));
             if synced {
                 delays = self.backoff.delays();
             }

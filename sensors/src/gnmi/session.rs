@@ -80,6 +80,7 @@ impl TargetTask {
                         Some(Event::Message(i, response)) => (i, response?),
                     };
                     last_message = Instant::now();
+                    self.last_heard = Some(engine::time::wall_clock_now());
                     match response.response {
                         Some(SubResponse::SyncResponse(true)) => {
                             unsynced.remove(&i);

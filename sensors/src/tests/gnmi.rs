@@ -469,3 +469,76 @@ async fn a_restarted_target_gets_a_reconnected_note_and_the_gap_is_the_outage_pl
     h.stop().await;
     sw.stop().await.unwrap();
 }
+
+/// A target that answers every Subscribe with its initial sync and then says nothing more,
+/// keeping the stream open: a telemetry server whose collector hung.
+struct SilentTarget;
+
+#[tonic::async_trait]
+impl gnmi_proto::gnmi::g_nmi_server::GNmi for SilentTarget {
+    async fn capabilities(
+        &self,
+        _: tonic::Request<gnmi_proto::gnmi::CapabilityRequest>,
+    ) -> Result<tonic::Response<gnmi_proto::gnmi::CapabilityResponse>, tonic::Status> {
+        Err(tonic::Status::unimplemented("silent target"))
+    }
+
+    async fn get(
+        &self,
+        _: tonic::Request<gnmi_proto::gnmi::GetRequest>,
+    ) -> Result<tonic::Response<gnmi_proto::gnmi::GetResponse>, tonic::Status> {
+        Err(tonic::Status::unimplemented("silent target"))
+    }
+
+    async fn set(
+        &self,
+        _: tonic::Request<gnmi_proto::gnmi::SetRequest>,
+    ) -> Result<tonic::Response<gnmi_proto::gnmi::SetResponse>, tonic::Status> {
+        Err(tonic::Status::unimplemented("silent target"))
+    }
+
+    type SubscribeStream = std::pin::Pin<
+        Box<dyn tokio_stream::Stream<Item = Result<gnmi_proto::gnmi::SubscribeResponse, tonic::Status>> + Send>,
+    >;
+
+    async fn subscribe(
+        &self,
+        _: tonic::Request<tonic::Streaming<gnmi_proto::gnmi::SubscribeRequest>>,
+    ) -> Result<tonic::Response<Self::SubscribeStream>, tonic::Status> {
+        use gnmi_proto::gnmi::subscribe_response::Response as R;
+        use tokio_stream::StreamExt;
+        let sync = gnmi_proto::gnmi::SubscribeResponse { response: Some(R::SyncResponse(true)), extension: vec![] };
+        Ok(tonic::Response::new(Box::pin(tokio_stream::once(Ok(sync)).chain(tokio_stream::pending()))))
+    }
+}
+
+/// A stream that goes silent is found dead a stall (three intervals) later; the gap it reports
+/// runs from its last message, not from when the silence was noticed (which read "down for
+/// 0.1 s" after ten silent seconds).
+#[tokio::test]
+async fn a_silent_streams_gap_is_measured_from_its_last_message() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let service = gnmi_proto::gnmi::g_nmi_server::GNmiServer::new(SilentTarget);
+    let server = tokio::spawn(
+        tonic::transport::Server::builder()
+            .add_service(service)
+            .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),
+    );
+    let mut h = start(&format!(
+        "presets = [\"sonic_pfc\"]\nsample_interval = \"1s\"\ntimeout = \"1s\"\nbackoff_initial = \"50ms\"\n\
+         [[targets]]\nname = \"leaf01\"\naddress = \"{addr}\"\npath_style = \"prefix-target\"\n"
+    ));
+    let mut gap = None;
+    h.until(|_, b| {
+        gap = gap.clone().or_else(|| b.notes.iter().find(|n| n.kind == "gap").map(|n| n.text.clone()));
+        gap.is_some()
+    })
+    .await;
+    let text = gap.unwrap();
+    let secs: f64 = text.split("down for ").nth(1).and_then(|t| t.split(' ').next()).unwrap().parse().unwrap();
+    // Silent from the sync on: noticed 3 s (three 1 s intervals) later, back 50 ms after.
+    assert!((2.9..10.0).contains(&secs), "{text}");
+    h.stop().await;
+    server.abort();
+}
