@@ -18,7 +18,7 @@ async fn switch(model: Model) -> RunningSwitch {
 }
 
 fn config(targets: &[(&str, String)], extra: &str) -> String {
-    let mut text = format!("presets = [\"sonic_pfc\", \"sonic_pfcwd\", \"openconfig_interfaces\"]\nsample_interval = \"100ms\"\ntimeout = \"1s\"\nbackoff_initial = \"50ms\"\nbackoff_max = \"200ms\"\n{extra}\n");
+    let mut text = format!("presets = [\"sonic_pfc\", \"sonic_pfcwd\", \"openconfig_interfaces\"]\nsample_interval = \"1s\"\ntimeout = \"1s\"\nbackoff_initial = \"50ms\"\nbackoff_max = \"200ms\"\n{extra}\n");
     for (name, address) in targets {
         text.push_str(&format!("[[targets]]\nname = \"{name}\"\naddress = \"{address}\"\n"));
     }
@@ -29,7 +29,7 @@ fn config(targets: &[(&str, String)], extra: &str) -> String {
 /// and the default backoff.
 fn styled(address: &str, path_style: &str) -> String {
     format!(
-        "presets = [\"sonic_pfc\", \"sonic_queues\", \"sonic_pfcwd\"]\nsample_interval = \"100ms\"\ntimeout = \"1s\"\n\
+        "presets = [\"sonic_pfc\", \"sonic_queues\", \"sonic_pfcwd\"]\nsample_interval = \"1s\"\ntimeout = \"1s\"\n\
          [[targets]]\nname = \"leaf01\"\naddress = \"{address}\"\npath_style = \"{path_style}\"\n"
     )
 }
@@ -290,7 +290,7 @@ async fn tls_with_a_test_ca_and_client_certificates() {
     };
     let sw = spawn("leaf01", ([127, 0, 0, 1], 0).into(), model, options).await.unwrap();
     let text = format!(
-        "presets = [\"sonic_pfc\"]\nsample_interval = \"100ms\"\ntimeout = \"2s\"\n[[targets]]\nname = \"leaf01\"\naddress = \"{}\"\ncredentials_file = \"{credentials}\"\ntls = {{ ca_file = \"{ca_path}\", cert_file = \"{cert_path}\", key_file = \"{key_path}\", domain = \"leaf01.test\" }}\n",
+        "presets = [\"sonic_pfc\"]\nsample_interval = \"1s\"\ntimeout = \"2s\"\n[[targets]]\nname = \"leaf01\"\naddress = \"{}\"\ncredentials_file = \"{credentials}\"\ntls = {{ ca_file = \"{ca_path}\", cert_file = \"{cert_path}\", key_file = \"{key_path}\", domain = \"leaf01.test\" }}\n",
         sw.addr
     );
     let mut h = start(&text);
