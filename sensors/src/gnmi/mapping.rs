@@ -7,6 +7,8 @@
 //! | … `_TX_PKTS` | `switch_pfc_tx_pkts` | counter 64 | `port`, `prio` |
 //! | … `_RX_PAUSE_DURATION_US` | `switch_pfc_rx_pause_duration_us` | counter 64 | `port`, `prio` |
 //! | … `_TX_PAUSE_DURATION_US` | `switch_pfc_tx_pause_duration_us` | counter 64 | `port`, `prio` |
+//! | … `_RX_PAUSE_DURATION`, `_TX_PAUSE_DURATION` (Marvell, µs as SONiC's detector reads them) | the same two | counter 64 | `port`, `prio` |
+//! | … `_ON2OFF_RX_PKTS` (Broadcom's XON frames) | `switch_pfc_on2off_rx_pkts` | counter 64 | `port`, `prio` |
 //! | `COUNTERS/<port>/Queues` `<port>:<q>` `SAI_QUEUE_STAT_PACKETS`, `_BYTES`, `_DROPPED_PACKETS`, `_DROPPED_BYTES` | `switch_queue_packets`, `…_bytes`, `…_dropped_packets`, `…_dropped_bytes` | counter 64 | `port`, `queue`, `prio` |
 //! | … `SAI_QUEUE_STAT_WRED_ECN_MARKED_PACKETS` (SONiC's `WRED_ECN_QUEUE` flex counter group) | `switch_queue_ecn_marked_packets` | counter 64 | `port`, `queue`, `prio` |
 //! | … `SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES`, `_CURR_OCCUPANCY_BYTES` | `switch_queue_watermark_bytes`, `switch_queue_occupancy_bytes` | gauge | `port`, `queue`, `prio` |
@@ -107,11 +109,17 @@ pub enum MapError {
     },
 }
 
-const PFC_SUFFIXES: [(&str, &str); 4] = [
+/// Each ASIC family's PFC counters (sonic-swss `orchdaemon.cpp`): Mellanox and VS count pause
+/// time in µs (`_US`), Marvell without the suffix (µs as SONiC's own Marvell detector reads it;
+/// no family has both), Broadcom no time at all but XON frames (`ON2OFF`).
+const PFC_SUFFIXES: [(&str, &str); 7] = [
     ("RX_PKTS", "switch_pfc_rx_pkts"),
     ("TX_PKTS", "switch_pfc_tx_pkts"),
+    ("ON2OFF_RX_PKTS", "switch_pfc_on2off_rx_pkts"),
     ("RX_PAUSE_DURATION_US", "switch_pfc_rx_pause_duration_us"),
     ("TX_PAUSE_DURATION_US", "switch_pfc_tx_pause_duration_us"),
+    ("RX_PAUSE_DURATION", "switch_pfc_rx_pause_duration_us"),
+    ("TX_PAUSE_DURATION", "switch_pfc_tx_pause_duration_us"),
 ];
 
 pub(super) const QUEUE_FIELDS: [(&str, &str, ReadingKind); 7] = [
@@ -219,7 +227,7 @@ fn first_error(first: Option<MapError>) -> Result<(), MapError> {
 fn port_field(path: &str, port: &str, field: &str, v: &Json, out: &mut Vec<Reading>) -> Result<(), MapError> {
     let Some(rest) = field.strip_prefix("SAI_PORT_STAT_PFC_") else { return Ok(()) };
     let Some((p, suffix)) = rest.split_once('_') else { return Ok(()) };
-    let Some(prio) = p.parse::<u8>().ok().filter(|p| *p < 8) else { return Ok(()) };
+    let Some(prio) = p.parse::<u8>().ok().filter(|n| *n < 8 && p.len() == 1) else { return Ok(()) };
     if let Some((_, metric)) = PFC_SUFFIXES.iter().find(|(s, _)| *s == suffix) {
         if let Some(n) = json_u64(path, field, v)? {
             out.push(counter(metric, port, None, Some(prio), n));
@@ -557,6 +565,23 @@ mod tests {
         let path = parse_path("COUNTERS_DB@/COUNTERS/Ethernet8/Pfcwd").unwrap();
         assert!(map_update(&path, &value::json_ietf(&json), &mut out).is_err());
         assert_eq!(out, [counter("switch_pfcwd_deadlock_detected", "Ethernet8", Some(3), None, 2)]);
+    }
+
+    #[test]
+    fn each_asic_familys_pfc_counters_map() {
+        let json = serde_json::json!({
+            "SAI_PORT_STAT_PFC_3_ON2OFF_RX_PKTS": "4",
+            "SAI_PORT_STAT_PFC_3_RX_PAUSE_DURATION": "700",
+            "SAI_PORT_STAT_PFC_03_RX_PKTS": "1",
+        });
+        let out = map("COUNTERS_DB@/COUNTERS/Ethernet8", value::json_ietf(&json)).unwrap();
+        assert_eq!(
+            out,
+            [
+                counter("switch_pfc_on2off_rx_pkts", "Ethernet8", None, Some(3), 4),
+                counter("switch_pfc_rx_pause_duration_us", "Ethernet8", None, Some(3), 700),
+            ]
+        );
     }
 
     #[test]
