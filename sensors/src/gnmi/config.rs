@@ -561,13 +561,16 @@ fn reads_sonic(place: &Place) -> bool {
 /// would refuse it at every connection, and `check` says so before a storm does.
 fn sonic_sampling(specs: &[SubSpec]) -> Result<(), SensorConfigError> {
     let min = SONIC_MIN_SAMPLE.as_nanos() as u64;
-    let short = specs.iter().find(|s| s.mode == SubscriptionMode::Sample && s.sample_interval < min && reads_sonic(&s.place));
+    let short =
+        specs.iter().find(|s| s.mode == SubscriptionMode::Sample && s.sample_interval < min && reads_sonic(&s.place));
     match short {
         None => Ok(()),
         Some(spec) => {
             let setting = match &spec.place {
                 Place::Sonic { .. } => "sample_interval".to_string(),
-                Place::Plain { path, .. } => format!("subscription {:?}: sample_interval", gnmi_proto::path_to_string(path)),
+                Place::Plain { path, .. } => {
+                    format!("subscription {:?}: sample_interval", gnmi_proto::path_to_string(path))
+                }
             };
             let reason = "is below sonic-gnmi's minimum of 1s for SONiC's databases (it refuses the subscription: \"invalid interval … It cannot be less than 1s\")".to_string();
             Err(SensorConfigError::duration_out_of_range(&setting, Duration::from_nanos(spec.sample_interval), reason))

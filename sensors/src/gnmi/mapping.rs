@@ -435,7 +435,9 @@ fn map_counters(
                     continue;
                 }
                 match object(&path, fields) {
-                    Ok(fields) => fields.iter().for_each(|(f, v)| keep_first(&mut first, port_field(&path, port, f, v, out))),
+                    Ok(fields) => {
+                        fields.iter().for_each(|(f, v)| keep_first(&mut first, port_field(&path, port, f, v, out)))
+                    }
                     Err(e) => keep_first(&mut first, Err(e)),
                 }
             }

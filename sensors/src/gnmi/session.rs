@@ -1,6 +1,9 @@
 //! One session with a target: connect, find the path style (`auto`),
-//! subscribe one stream per request prefix, then take what comes and beat
-//! the heartbeat until the connection fails.
+//! subscribe one stream per request prefix, each on a connection of its own
+//! (sonic-gnmi ends a connection's Subscribe when a second one arrives on
+//! it), then take what comes and beat the heartbeat until the connection
+//! fails. A stream the target refuses, at once or in its first answer, is
+//! counted and logged and the others go on.
 
 use std::collections::BTreeSet;
 
@@ -26,6 +29,14 @@ const MAX_BATCH_SAMPLES: usize = 16_384;
 /// (one short string per port) every SONiC switch has
 /// (`gnmi_get -xpath_target COUNTERS_DB -xpath COUNTERS_PORT_NAME_MAP`).
 const PROBE_TABLE: &str = "COUNTERS_PORT_NAME_MAP";
+
+/// A stream as a log line names it.
+fn stream_name(plan: &StreamPlan) -> String {
+    match plan.list.prefix.as_ref() {
+        Some(prefix) => format!("the stream of prefix {}", gnmi_proto::path_to_string(prefix)),
+        None => format!("the stream of {} subscriptions without prefix", plan.list.subscription.len()),
+    }
+}
 
 /// What the merged streams yield.
 // `End` comes once per stream, `Message` for every response: boxing the
@@ -62,7 +73,9 @@ impl TargetTask {
     pub(super) async fn session(&mut self, synced: &mut bool, lost_at: &mut Option<i64>) -> Result<(), Failure> {
         let mut client = GnmiClient::connect(&self.plan.client).await?;
         let streams = self.streams(&mut client).await?;
-        let (mut merged, mut unsynced) = self.subscribe(&mut client, &streams).await?;
+        let (mut merged, mut unsynced, _clients) = self.subscribe(client, &streams).await?;
+        // Streams the target refused in their first answer: their end is no failure.
+        let mut refused_streams: BTreeSet<usize> = BTreeSet::new();
         let mut beat = self.heartbeat.map(|period| {
             let mut beat = tokio::time::interval_at(Instant::now() + period, period);
             beat.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -76,7 +89,24 @@ impl TargetTask {
                 event = merged.next() => {
                     let (i, response) = match event {
                         None => return Ok(()),
+                        Some(Event::End(i)) if refused_streams.contains(&i) => continue,
                         Some(Event::End(i)) => return Err(self.ended(&streams[i])),
+                        Some(Event::Message(i, Err(e))) if refused(&e) && !refused_streams.contains(&i) => {
+                            self.refused(&stream_name(&streams[i]), &e);
+                            refused_streams.insert(i);
+                            unsynced.remove(&i);
+                            if refused_streams.len() == streams.len() {
+                                return Err(e.into());
+                            }
+                            if unsynced.is_empty() && !*synced {
+                                *synced = true;
+                                self.mark(true, "");
+                                if let Some(since) = lost_at.take() {
+                                    self.reconnected(since).await?;
+                                }
+                            }
+                            continue;
+                        }
                         Some(Event::Message(i, response)) => (i, response?),
                     };
                     last_message = Instant::now();
@@ -145,23 +175,29 @@ impl TargetTask {
     /// Subscribes to every stream, merged into one; the streams not yet
     /// synced. One stream refused (a preset the switch does not serve)
     /// costs only itself; the session fails when none is left.
+    /// Subscribes each stream on a connection of its own (the first on `client`); the
+    /// connections are returned to be kept for the session.
     async fn subscribe(
         &self,
-        client: &mut GnmiClient,
+        client: GnmiClient,
         streams: &[StreamPlan],
-    ) -> Result<(SelectAll<BoxStream<'static, Event>>, BTreeSet<usize>), Failure> {
+    ) -> Result<(SelectAll<BoxStream<'static, Event>>, BTreeSet<usize>, Vec<GnmiClient>), Failure> {
         let mut merged: SelectAll<BoxStream<'static, Event>> = SelectAll::new();
         let mut unsynced: BTreeSet<usize> = BTreeSet::new();
         let mut last_refusal = None;
+        let mut first = Some(client);
+        let mut clients = Vec::with_capacity(streams.len());
         for (i, plan) in streams.iter().enumerate() {
-            let subscription = match client.subscribe(plan.list.clone()).await {
+            let mut client = match first.take() {
+                Some(client) => client,
+                None => GnmiClient::connect(&self.plan.client).await?,
+            };
+            let subscribed = client.subscribe(plan.list.clone()).await;
+            clients.push(client);
+            let subscription = match subscribed {
                 Ok(subscription) => subscription,
                 Err(e) if refused(&e) => {
-                    let what = match plan.list.prefix.as_ref() {
-                        Some(prefix) => format!("the stream of prefix {}", gnmi_proto::path_to_string(prefix)),
-                        None => format!("the stream of {} subscriptions without prefix", plan.list.subscription.len()),
-                    };
-                    self.refused(&what, &e);
+                    self.refused(&stream_name(plan), &e);
                     last_refusal = Some(e);
                     continue;
                 }
@@ -173,7 +209,7 @@ impl TargetTask {
         }
         match (unsynced.is_empty(), last_refusal) {
             (true, Some(e)) => Err(e.into()),
-            _ => Ok((merged, unsynced)),
+            _ => Ok((merged, unsynced, clients)),
         }
     }
 

@@ -100,10 +100,18 @@ impl SonicRedisConfig {
             reason,
         };
         if self.interval_ms < MIN_INTERVAL_MS {
-            return Err(range("interval_ms", self.interval_ms, format!("is below the minimum of {MIN_INTERVAL_MS} ms")));
+            return Err(range(
+                "interval_ms",
+                self.interval_ms,
+                format!("is below the minimum of {MIN_INTERVAL_MS} ms"),
+            ));
         }
         if self.interval_ms > MAX_INTERVAL_MS {
-            return Err(range("interval_ms", self.interval_ms, format!("is above the maximum of {MAX_INTERVAL_MS} ms")));
+            return Err(range(
+                "interval_ms",
+                self.interval_ms,
+                format!("is above the maximum of {MAX_INTERVAL_MS} ms"),
+            ));
         }
         if self.timeout_ms == 0 {
             return Err(SensorConfigError::Zero { setting: "timeout_ms".into() });

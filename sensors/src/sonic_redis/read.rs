@@ -63,7 +63,11 @@ impl PollKeys {
                 .into_iter()
                 .map(|((port, position), oid)| ((port.to_string(), position), counter_key(oid)))
                 .collect(),
-            status: view.port_oids().into_iter().map(|(name, _)| (name.to_string(), appl.key(PORT_TABLE, name))).collect(),
+            status: view
+                .port_oids()
+                .into_iter()
+                .map(|(name, _)| (name.to_string(), appl.key(PORT_TABLE, name)))
+                .collect(),
         }
     }
 
@@ -108,7 +112,14 @@ pub fn map_poll(view: &SwitchView, keys: &PollKeys, counters: &[Option<Entry>], 
 }
 
 /// One queue's hash into `mapped`.
-pub fn map_queue(view: &SwitchView, queue: (&str, u8), key: &str, hash: &Entry, which: QueueFields, mapped: &mut Mapped) {
+pub fn map_queue(
+    view: &SwitchView,
+    queue: (&str, u8),
+    key: &str,
+    hash: &Entry,
+    which: QueueFields,
+    mapped: &mut Mapped,
+) {
     let mut errors = Vec::new();
     queue_entry(view, queue, hash, which, &mut mapped.readings, &mut errors);
     mapped.errors.extend(errors.into_iter().map(|e| (key.to_string(), e)));

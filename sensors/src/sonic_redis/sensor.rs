@@ -90,8 +90,13 @@ impl Sensor for SonicRedisSensor {
     async fn run(self: Box<Self>, ctx: SensorContext) -> Result<(), SensorError> {
         let config = self.config;
         tracing::info!(message = "SONiC Redis sensor started.", sensor = %ctx.name(), switch = %config.switch, layout = %config.database_config.display());
-        let mut run =
-            Run { ctx: &ctx, config: &config, series: SwitchSeries::new(&config.switch), last_ok: None, warned: BTreeSet::new() };
+        let mut run = Run {
+            ctx: &ctx,
+            config: &config,
+            series: SwitchSeries::new(&config.switch),
+            last_ok: None,
+            warned: BTreeSet::new(),
+        };
         let mut backoff = FIRST_BACKOFF;
         let mut lost_at: Option<i64> = None;
         loop {
@@ -133,8 +138,8 @@ impl Run<'_> {
         let appl = switch.database(dbs::APPL_DB).await?;
         let keyspace = self.subscribe(&appl).await?;
         let tables = read::view_tables(&config_db, &counters).await?;
-        let (view, problems) = SwitchView::build(&tables, self.config.pause_unit)
-            .map_err(|e| End::Failed("names", e.to_string()))?;
+        let (view, problems) =
+            SwitchView::build(&tables, self.config.pause_unit).map_err(|e| End::Failed("names", e.to_string()))?;
         for problem in &problems {
             tracing::warn!(message = "SONiC Redis sensor cannot name part of what it reads.", sensor = %self.ctx.name(), switch = %self.config.switch, problem = %problem);
         }
@@ -211,7 +216,8 @@ impl Run<'_> {
             }
         } else {
             let watchdog = QueueFields { watchdog: true, ..QueueFields::default() };
-            let queues: Vec<&((String, u8), String)> = session.keys.queues.iter().filter(|((p, _), _)| p == port).collect();
+            let queues: Vec<&((String, u8), String)> =
+                session.keys.queues.iter().filter(|((p, _), _)| p == port).collect();
             let keys: Vec<String> = queues.iter().map(|(_, k)| k.clone()).collect();
             let hashes = session.counters.hashes(&keys).await?;
             for (((port, position), key), hash) in queues.into_iter().zip(hashes) {

@@ -256,7 +256,9 @@ pub fn queue_entry(
         let error = |problem: String| FieldError { field: field.to_string(), problem };
         if field == PFCWD_STATUS && which.watchdog {
             match value {
-                Scalar::Text("stormed") => out.push(Reading::gauge("switch_pfcwd_stormed", port, Some(position), Some(position), 1.0)),
+                Scalar::Text("stormed") => {
+                    out.push(Reading::gauge("switch_pfcwd_stormed", port, Some(position), Some(position), 1.0))
+                }
                 Scalar::Text("operational") => {
                     out.push(Reading::gauge("switch_pfcwd_stormed", port, Some(position), Some(position), 0.0))
                 }
@@ -278,7 +280,9 @@ pub fn queue_entry(
                 Ok(None) => {}
                 Err(problem) => errors.push(error(problem)),
             }
-        } else if let Some((_, metric, kind)) = QUEUE_FIELDS.iter().find(|(f, _, _)| *f == field).filter(|_| which.counters) {
+        } else if let Some((_, metric, kind)) =
+            QUEUE_FIELDS.iter().find(|(f, _, _)| *f == field).filter(|_| which.counters)
+        {
             match value.count() {
                 Ok(Some(n)) => out.push(queue_reading(metric, *kind, port, position, prio, n)),
                 Ok(None) => {}
@@ -289,7 +293,14 @@ pub fn queue_entry(
 }
 
 /// Queue `position`'s `metric` of `kind` on `port`, read as `n`.
-pub fn queue_reading(metric: &'static str, kind: ReadingKind, port: &str, position: u8, prio: Option<u8>, n: u64) -> Reading {
+pub fn queue_reading(
+    metric: &'static str,
+    kind: ReadingKind,
+    port: &str,
+    position: u8,
+    prio: Option<u8>,
+    n: u64,
+) -> Reading {
     match kind {
         ReadingKind::Counter => Reading::counter(metric, port, Some(position), prio, n),
         ReadingKind::Gauge => Reading::gauge(metric, port, Some(position), prio, n as f64),
@@ -355,10 +366,8 @@ mod tests {
         let marvell = entry(&[("SAI_PORT_STAT_PFC_3_RX_PAUSE_DURATION", "200000")]);
         let (out, _) = port(&SwitchView::unnamed(), &marvell);
         assert_eq!(out, [Reading::counter("switch_pfc_rx_pause_duration_us", "Ethernet4", None, Some(3), 200_000)]);
-        let both = entry(&[
-            ("SAI_PORT_STAT_PFC_3_RX_PAUSE_DURATION", "1"),
-            ("SAI_PORT_STAT_PFC_3_RX_PAUSE_DURATION_US", "5"),
-        ]);
+        let both =
+            entry(&[("SAI_PORT_STAT_PFC_3_RX_PAUSE_DURATION", "1"), ("SAI_PORT_STAT_PFC_3_RX_PAUSE_DURATION_US", "5")]);
         let (out, _) = port(&SwitchView::unnamed(), &both);
         assert_eq!(out, [Reading::counter("switch_pfc_rx_pause_duration_us", "Ethernet4", None, Some(3), 5)]);
         // As quanta at the port's speed when told so.

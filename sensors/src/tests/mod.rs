@@ -22,6 +22,7 @@ mod build;
 mod ethtool;
 mod gnmi;
 mod gnmi_interop;
+mod gnmi_sonic;
 mod nccl_tests;
 mod netlink_link;
 mod nvml;

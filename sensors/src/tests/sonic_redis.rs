@@ -217,7 +217,10 @@ async fn the_watchdogs_storm_arrives_on_change_between_polls() {
     })
     .await;
     let after: Vec<&Seen> = h.seen[polled..].iter().collect();
-    assert!(after.iter().all(|s| s.metric.starts_with("switch_pfcwd_")), "only the watchdog's fields were read: {after:?}");
+    assert!(
+        after.iter().all(|s| s.metric.starts_with("switch_pfcwd_")),
+        "only the watchdog's fields were read: {after:?}"
+    );
 }
 
 /// A field that does not read costs only itself: the rest of the port's counters (the storm
