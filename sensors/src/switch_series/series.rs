@@ -76,9 +76,9 @@ mod tests {
         let mut series = SwitchSeries::new("leaf01");
         let reading = Reading::counter("switch_pfc_rx_pkts", "Ethernet0", None, Some(3), 7);
         let mut out = Vec::new();
-        assert!(series.samples(&ctx, &[reading.clone()], 100, &mut out).is_none());
-        assert!(series.samples(&ctx, &[reading.clone()], 100, &mut out).is_none());
-        assert!(series.samples(&ctx, &[reading.clone()], 50, &mut out).is_none());
+        assert!(series.samples(&ctx, std::slice::from_ref(&reading), 100, &mut out).is_none());
+        assert!(series.samples(&ctx, std::slice::from_ref(&reading), 100, &mut out).is_none());
+        assert!(series.samples(&ctx, std::slice::from_ref(&reading), 50, &mut out).is_none());
         let stamps: Vec<i64> = out.iter().map(|s| s.ts).collect();
         assert_eq!(stamps, [100, 101, 102]);
         assert!(out.iter().all(|s| s.series == out[0].series));
