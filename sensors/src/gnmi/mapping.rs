@@ -343,6 +343,9 @@ pub struct OidNames {
     pub queues: HashMap<String, (String, u8)>,
     /// Which fields of a queue's hash to map.
     pub queue_fields: QueueFields,
+    /// Port alias → SONiC name (CONFIG_DB `PORT|<name>` `alias`): sonic-gnmi keys its virtual
+    /// paths by alias, and every series is labelled with the name. Empty: keys are names.
+    pub aliases: HashMap<String, String>,
 }
 
 impl OidNames {
@@ -353,6 +356,22 @@ impl OidNames {
             let Some(oid) = oid.as_str() else { continue };
             self.ports.insert(oid.to_string(), name.clone());
         }
+        Ok(())
+    }
+
+    /// Reads CONFIG_DB `PORT` (`{"Ethernet0": {"alias": "etp1", …}}`) into the aliases. Two
+    /// ports with one alias leave every key as it is (which port would it be?), and say so.
+    pub fn add_aliases(&mut self, ports: &Json) -> Result<(), MapError> {
+        let pairs = object("CONFIG_DB PORT", ports)?
+            .iter()
+            .map(|(name, fields)| (name.clone(), fields.get("alias").and_then(Json::as_str).map(str::to_string)));
+        let names = sonic::PortNames::new(pairs)
+            .map_err(|e| MapError::BadValue { path: "CONFIG_DB PORT".into(), problem: e.to_string() })?;
+        self.aliases = names
+            .names()
+            .filter_map(|name| Some((names.alias(name)?.to_string(), name.to_string())))
+            .filter(|(alias, name)| alias != name)
+            .collect();
         Ok(())
     }
 
@@ -397,8 +416,23 @@ pub fn map_update(path: &Path, val: &TypedValue, out: &mut Vec<Reading>) -> Resu
     map_update_with(path, val, &OidNames::default(), out)
 }
 
-/// [`map_update`], with `COUNTERS/<oid>` named by `names`.
+/// [`map_update`], with `COUNTERS/<oid>` named by `oids`, and ports keyed by alias named by
+/// their SONiC name.
 pub fn map_update_with(path: &Path, val: &TypedValue, oids: &OidNames, out: &mut Vec<Reading>) -> Result<(), MapError> {
+    let before = out.len();
+    let result = map_keyed(path, val, oids, out);
+    if !oids.aliases.is_empty() {
+        for r in &mut out[before..] {
+            if let Some(name) = oids.aliases.get(r.port.as_str()) {
+                r.port = CompactString::from(name.as_str());
+            }
+        }
+    }
+    result
+}
+
+/// [`map_update_with`] before aliases are named.
+fn map_keyed(path: &Path, val: &TypedValue, oids: &OidNames, out: &mut Vec<Reading>) -> Result<(), MapError> {
     // On the stack for every path of SONiC's and OpenConfig's shapes.
     let names: SmallVec<[&str; 8]> = path.elem.iter().map(|e| e.name.as_str()).collect();
     let known = names.contains(&"COUNTERS") || matches!(names[..], ["interfaces", "interface", "state", ..]);

@@ -30,6 +30,16 @@ const MAX_BATCH_SAMPLES: usize = 16_384;
 /// (`gnmi_get -xpath_target COUNTERS_DB -xpath COUNTERS_PORT_NAME_MAP`).
 const PROBE_TABLE: &str = "COUNTERS_PORT_NAME_MAP";
 
+/// The first JSON value of a Get's answer (a `string_val` holding JSON text too).
+fn first_json(response: &gnmi_proto::gnmi::GetResponse) -> Option<serde_json::Value> {
+    response.notification.iter().flat_map(|n| &n.update).filter_map(|u| u.val.as_ref()).find_map(|val| {
+        match gnmi_proto::value::to_json(val) {
+            Some(Ok(json)) => Some(json),
+            _ => gnmi_proto::value::to_text(val).ok().and_then(|t| serde_json::from_str(&t).ok()),
+        }
+    })
+}
+
 /// A stream as a log line names it.
 fn stream_name(plan: &StreamPlan) -> String {
     match plan.list.prefix.as_ref() {
@@ -166,6 +176,13 @@ impl TargetTask {
                 Err(e) => return Err(e.into()),
             }
         }
+        if style == PathStyle::PrefixTarget {
+            match self.read_aliases(client, &style).await {
+                Ok(aliases) => self.oids.aliases = aliases,
+                Err(e) if refused(&e) => self.refused("CONFIG_DB PORT (the port aliases)", &e),
+                Err(e) => return Err(e.into()),
+            }
+        }
         if !streams.iter().any(|s| s.list.updates_only) {
             self.memory.forget_beats();
         }
@@ -234,6 +251,24 @@ impl TargetTask {
 
     /// `COUNTERS_PORT_NAME_MAP` and `COUNTERS_QUEUE_NAME_MAP`, as far as
     /// the OID plan needs them.
+    /// CONFIG_DB `PORT`'s aliases (alias → SONiC name): sonic-gnmi keys its virtual paths by
+    /// them. A table that does not read is counted (`parse`) and leaves the keys as they come.
+    async fn read_aliases(
+        &self,
+        client: &mut GnmiClient,
+        style: &PathStyle,
+    ) -> Result<std::collections::HashMap<String, String>, ClientError> {
+        let (prefix, path) = style.request("CONFIG_DB", &["PORT"]);
+        let response = client.get(prefix, vec![path], Encoding::JsonIetf).await?;
+        let json = first_json(&response).unwrap_or_default();
+        let mut names = OidNames::default();
+        if let Err(e) = names.add_aliases(&json) {
+            self.ctx.read_failed("parse", &format!("target {}: {e}", self.plan.name));
+            tracing::warn!(message = "The port aliases do not read; series are labelled as the switch keys them.", sensor = %self.ctx.name(), target = %self.plan.name, error = %e);
+        }
+        Ok(names.aliases)
+    }
+
     async fn read_oids(&self, client: &mut GnmiClient, style: &PathStyle) -> Result<OidNames, ClientError> {
         let Some(plan) = &self.plan.oids else { return Ok(OidNames::default()) };
         let mut names = OidNames { queue_fields: plan.queue_fields, ..OidNames::default() };
@@ -245,16 +280,7 @@ impl TargetTask {
             }
             let (prefix, path) = style.request(COUNTERS_DB, &[table]);
             let response = client.get(prefix, vec![path], Encoding::JsonIetf).await?;
-            let json = response
-                .notification
-                .iter()
-                .flat_map(|n| &n.update)
-                .filter_map(|u| u.val.as_ref())
-                .find_map(|val| match gnmi_proto::value::to_json(val) {
-                    Some(Ok(json)) => Some(json),
-                    _ => gnmi_proto::value::to_text(val).ok().and_then(|t| serde_json::from_str(&t).ok()),
-                })
-                .unwrap_or_default();
+            let json = first_json(&response).unwrap_or_default();
             let read = if table == "COUNTERS_PORT_NAME_MAP" { names.add_ports(&json) } else { names.add_queues(&json) };
             if let Err(e) = read {
                 self.ctx.read_failed("parse", &format!("target {}: {e}", self.plan.name));

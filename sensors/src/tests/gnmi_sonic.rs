@@ -62,3 +62,96 @@ async fn each_stream_has_its_own_connection_and_a_refused_one_silences_no_other(
     assert!(distinct.len() >= 3, "{} sample times of switch_pfc_rx_pkts: {errors:?}", distinct.len());
     h.stop().await;
 }
+
+/// A storm on Ethernet4 (alias `etp2`, which sonic-gnmi keys its virtual paths by) priority 3,
+/// sampled at 1 s in the prefix-target style: seen within two samples of its start (plus one
+/// for starting between two), on the series switch-pfc-storm reads on that family, labelled
+/// with the SONiC name.
+async fn storm_over_gnmi(family: AsicFamily) {
+    let prereq = match sonic::peer::prereq::find() {
+        Ok(found) => found,
+        Err(why) => return test_peers::missing(why),
+    };
+    let peer = SonicPeer::builder(family)
+        .only_ports(["Ethernet4"])
+        .config("PFC_WD|Ethernet4", &[("action", "alert"), ("detection_time", "400"), ("restoration_time", "2000")])
+        .start(&prereq)
+        .await
+        .unwrap();
+    let (addr, _stop) = front(&peer).await;
+    let mut h = start(&format!(
+        "presets = [\"sonic_pfc\"]\nsample_interval = \"1s\"\ntimeout = \"2s\"\n\
+         [[targets]]\nname = \"leaf01\"\naddress = \"{addr}\"\npath_style = \"prefix-target\"\n"
+    ));
+    let labels = [("port", "Ethernet4"), ("prio", "3")];
+    let mut rx: Vec<(i64, u64)> = Vec::new();
+    h.until(|h, b| {
+        rx.extend(samples(h, b, "switch_pfc_rx_pkts", &labels));
+        rx.len() >= 2
+    })
+    .await;
+    peer.start_storm("Ethernet4", 3).unwrap();
+    let started = tokio::time::Instant::now();
+    let (mut duration, mut xon): (Vec<(i64, u64)>, Vec<(i64, u64)>) = (Vec::new(), Vec::new());
+    let rx_before = rx.len();
+    h.until(|h, b| {
+        rx.extend(samples(h, b, "switch_pfc_rx_pkts", &labels));
+        duration.extend(samples(h, b, "switch_pfc_rx_pause_duration_us", &labels));
+        xon.extend(samples(h, b, "switch_pfc_on2off_rx_pkts", &labels));
+        match family {
+            // Frames rising over two samples, XON still.
+            AsicFamily::Broadcom => {
+                let storm = &rx[rx_before.saturating_sub(1)..];
+                storm.windows(3).any(|w| w[2].1 > w[1].1 && w[1].1 > w[0].1)
+                    && xon.len() >= 2
+                    && xon[xon.len() - 2].1 == xon[xon.len() - 1].1
+            }
+            // Paused more than half of the time between two samples.
+            _ => duration.windows(2).any(|w| (w[1].1 - w[0].1) as f64 * 1e3 > 0.5 * (w[1].0 - w[0].0) as f64),
+        }
+    })
+    .await;
+    let took = started.elapsed();
+    assert!(took < Duration::from_millis(3_500), "{family:?}: the storm took {took:?} at 1 s samples");
+    let aliased = h.table.read();
+    assert!(
+        (0..aliased.len()).all(|i| aliased.labels(engine::SeriesId(i as u32)).get("port") != Some("etp2")),
+        "no series is labelled by the alias"
+    );
+    drop(aliased);
+    h.stop().await;
+}
+
+/// `(ts, count)` of `metric` with `labels` in batch `b`.
+fn samples(
+    h: &super::gnmi_harness::Harness,
+    b: &engine::Batch,
+    metric: &str,
+    labels: &[(&str, &str)],
+) -> Vec<(i64, u64)> {
+    let table = h.table.read();
+    b.samples
+        .iter()
+        .filter(|s| table.metric_name(s.series) == metric)
+        .filter(|s| labels.iter().all(|(k, v)| table.labels(s.series).get(k) == Some(v)))
+        .filter_map(|s| match s.value {
+            engine::Value::Count(n) => Some((s.ts, n)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn broadcom_storm_over_sonic_gnmi_at_one_second_under_the_sonic_name() {
+    storm_over_gnmi(AsicFamily::Broadcom).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mellanox_storm_over_sonic_gnmi_at_one_second_under_the_sonic_name() {
+    storm_over_gnmi(AsicFamily::Mellanox).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn marvell_storm_over_sonic_gnmi_at_one_second_under_the_sonic_name() {
+    storm_over_gnmi(AsicFamily::MarvellTeralynx).await;
+}
