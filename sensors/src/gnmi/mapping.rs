@@ -12,6 +12,7 @@
 //! | `COUNTERS/<port>/Queues` `<port>:<q>` `SAI_QUEUE_STAT_PACKETS`, `_BYTES`, `_DROPPED_PACKETS`, `_DROPPED_BYTES` | `switch_queue_packets`, `…_bytes`, `…_dropped_packets`, `…_dropped_bytes` | counter 64 | `port`, `queue`, `prio` |
 //! | … `SAI_QUEUE_STAT_WRED_ECN_MARKED_PACKETS` (SONiC's `WRED_ECN_QUEUE` flex counter group) | `switch_queue_ecn_marked_packets` | counter 64 | `port`, `queue`, `prio` |
 //! | … `SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES`, `_CURR_OCCUPANCY_BYTES` | `switch_queue_watermark_bytes`, `switch_queue_occupancy_bytes` | gauge | `port`, `queue`, `prio` |
+//! | … `SAI_QUEUE_ATTR_PAUSE_STATUS` (Broadcom) | `switch_pfc_queue_paused` (1 paused) | gauge | `port`, `queue`, `prio`: one series per lossless priority whose unicast queue it is ([`OidNames::view`]) |
 //! | `COUNTERS/<port>/Pfcwd` `<port>:<q>` `PFC_WD_STATUS` | `switch_pfcwd_stormed` (1 stormed, 0 operational) | gauge | `port`, `queue`, `prio` |
 //! | … `PFC_WD_QUEUE_STATS_DEADLOCK_DETECTED`, `_RESTORED`, `_TX_DROPPED_PACKETS`, `_RX_DROPPED_PACKETS` | `switch_pfcwd_deadlock_detected`, `…_restored`, `…_tx_dropped_packets`, `…_rx_dropped_packets` | counter 64 | `port`, `queue`, `prio` |
 //! | `/interfaces/interface[name=X]/state/oper-status` | `switch_oper_up` (1 when `UP`) | gauge | `port` |
@@ -43,6 +44,12 @@ use serde_json::Value as Json;
 use smallvec::SmallVec;
 
 use super::queues::{self, Streamed};
+use crate::switch_series::SwitchView;
+
+/// Broadcom's queue pause status (a queue attribute its watchdog reads), in the queue tables.
+pub const PAUSE_STATUS: &str = "SAI_QUEUE_ATTR_PAUSE_STATUS";
+/// Its series: 1 while the queue is paused, one per lossless priority whose queue it is.
+const PAUSED: &str = "switch_pfc_queue_paused";
 
 /// Counter or gauge.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,7 +70,8 @@ pub struct Reading {
     /// The port. Inline up to 24 bytes (every port name of SONiC and
     /// OpenConfig), so a reading allocates nothing.
     pub port: CompactString,
-    /// The queue (also the priority), for queue and PFC metrics.
+    /// The queue (also the priority, unless `prio` says otherwise), for queue and PFC
+    /// metrics.
     pub queue: Option<u8>,
     /// The priority without a queue (port PFC counters).
     pub prio: Option<u8>,
@@ -81,7 +89,7 @@ impl Reading {
         let mut labels = Labels::from_pairs([("switch", switch), ("port", self.port.as_str())]);
         if let Some(q) = self.queue {
             labels.insert("queue", q.to_string());
-            labels.insert("prio", q.to_string());
+            labels.insert("prio", self.prio.unwrap_or(q).to_string());
         } else if let Some(p) = self.prio {
             labels.insert("prio", p.to_string());
         }
@@ -289,6 +297,19 @@ fn queue_entry(
                     }),
                 ),
             }
+        } else if which.counters && field == PAUSE_STATUS {
+            match v.as_str() {
+                // The priorities it holds back are named in `map_update_with`.
+                Some("true") => out.push(gauge(PAUSED, port, Some(q), 1.0)),
+                Some("false") => out.push(gauge(PAUSED, port, Some(q), 0.0)),
+                _ => keep_first(
+                    &mut first,
+                    Err(MapError::BadValue {
+                        path: format!("{path} {key} {field}"),
+                        problem: format!("{v} is neither true nor false"),
+                    }),
+                ),
+            }
         } else if let Some((_, metric)) = PFCWD_FIELDS.iter().find(|(f, _)| f == field).filter(|_| which.watchdog) {
             match json_u64(path, field, v) {
                 Ok(Some(n)) => out.push(counter(metric, port, Some(q), None, n)),
@@ -335,7 +356,7 @@ pub(super) fn queue_table(path: &str, json: &Json, which: QueueFields, out: &mut
 /// (`COUNTERS/Ethernet0`, `…/Queues`, `…/Pfcwd`) are virtual paths of the
 /// prefix-target style; with origin `sonic-db` the `COUNTERS` keys are the
 /// SAI OIDs, named by `COUNTERS_PORT_NAME_MAP` and `COUNTERS_QUEUE_NAME_MAP`.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default)]
 pub struct OidNames {
     /// Port OID → port name.
     pub ports: HashMap<String, String>,
@@ -346,6 +367,9 @@ pub struct OidNames {
     /// Port alias → SONiC name (CONFIG_DB `PORT|<name>` `alias`): sonic-gnmi keys its virtual
     /// paths by alias, and every series is labelled with the name. Empty: keys are names.
     pub aliases: HashMap<String, String>,
+    /// The switch's QoS and queue maps, when read: which lossless priorities a paused queue
+    /// holds back (`None`: queue *q* below 8 is priority *q*, the image's `AZURE` map).
+    pub view: Option<std::sync::Arc<SwitchView>>,
 }
 
 impl OidNames {
@@ -425,6 +449,21 @@ pub fn map_update_with(path: &Path, val: &TypedValue, oids: &OidNames, out: &mut
         for r in &mut out[before..] {
             if let Some(name) = oids.aliases.get(r.port.as_str()) {
                 r.port = CompactString::from(name.as_str());
+            }
+        }
+    }
+    if out[before..].iter().any(|r| r.metric == PAUSED && r.prio.is_none()) {
+        let mapped = out.split_off(before);
+        let unnamed = SwitchView::unnamed();
+        let view = oids.view.as_deref().unwrap_or(&unnamed);
+        for r in mapped {
+            match (r.metric, r.queue, r.prio) {
+                (PAUSED, Some(q), None) => {
+                    for p in view.paused_priorities(&r.port, q) {
+                        out.push(Reading { prio: Some(p), ..r.clone() });
+                    }
+                }
+                _ => out.push(r),
             }
         }
     }
@@ -601,6 +640,54 @@ mod tests {
         let path = parse_path("COUNTERS_DB@/COUNTERS/Ethernet8/Pfcwd").unwrap();
         assert!(map_update(&path, &value::json_ietf(&json), &mut out).is_err());
         assert_eq!(out, [counter("switch_pfcwd_deadlock_detected", "Ethernet8", Some(3), None, 2)]);
+    }
+
+    #[test]
+    fn a_paused_queue_is_reported_for_the_lossless_priorities_the_qos_maps_send_to_it() {
+        use crate::switch_series::ViewTables;
+        let json = serde_json::json!({"etp2:5": {"SAI_QUEUE_ATTR_PAUSE_STATUS": "true"}, "etp2:3": {"SAI_QUEUE_ATTR_PAUSE_STATUS": "false"}});
+        let path = parse_path("COUNTERS_DB@/COUNTERS/etp2/Queues").unwrap();
+        let paused = |oids: &OidNames| {
+            let mut out = Vec::new();
+            map_update_with(&path, &value::json_ietf(&json), oids, &mut out).unwrap();
+            out.iter().map(|r| (r.port.to_string(), r.queue, r.prio, r.level)).collect::<Vec<_>>()
+        };
+        // Without the maps, queue q is priority q (the image's AZURE map).
+        let keys = OidNames::default();
+        assert_eq!(
+            paused(&keys),
+            [("etp2".into(), Some(3), None, 0.0), ("etp2".into(), Some(5), None, 1.0)]
+                .map(|(p, q, _, l): (String, _, Option<u8>, _)| (p, q, q, l))
+        );
+        // Priority 3 (lossless) mapped to queue 5: queue 5's status is priority 3's; queue 3 is no
+        // lossless priority's.
+        let entry = |pairs: &[(&str, &str)]| pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let mut maps = sonic::NameMaps::default();
+        maps.ports.insert("Ethernet4".into(), "oid:0x1".into());
+        for q in 0..8u32 {
+            let oid = format!("oid:0x10{q}");
+            maps.queues.insert(format!("Ethernet4:{q}"), oid.clone());
+            maps.queue_index.insert(oid.clone(), q.to_string());
+            maps.queue_type.insert(oid, "SAI_QUEUE_TYPE_UNICAST".into());
+        }
+        let azure: sonic::client::Entry =
+            (0..8).map(|p| (p.to_string(), if p == 3 { "5".into() } else { p.to_string() })).collect();
+        let tables = ViewTables {
+            ports: Some([("Ethernet4".to_string(), entry(&[("alias", "etp2")]))].into()),
+            port_qos: Some(
+                [("Ethernet4".to_string(), entry(&[("pfc_enable", "3"), ("pfc_to_queue_map", "AZURE")]))].into(),
+            ),
+            pfc_maps: Some([("AZURE".to_string(), azure)].into()),
+            name_maps: Some(maps),
+            ..ViewTables::default()
+        };
+        let (view, problems) = SwitchView::build(&tables, Default::default()).unwrap();
+        assert!(problems.is_empty(), "{problems:?}");
+        let mut named = OidNames { view: Some(std::sync::Arc::new(view)), ..OidNames::default() };
+        named.add_aliases(&serde_json::json!({"Ethernet4": {"alias": "etp2"}})).unwrap();
+        assert_eq!(paused(&named), [("Ethernet4".to_string(), Some(5), Some(3), 1.0)]);
+        let spec = counter("x", "p", Some(5), Some(3), 1).spec("leaf01");
+        assert_eq!((spec.labels.get("queue"), spec.labels.get("prio")), (Some("5"), Some("3")));
     }
 
     #[test]

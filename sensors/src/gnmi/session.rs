@@ -40,6 +40,30 @@ fn first_json(response: &gnmi_proto::gnmi::GetResponse) -> Option<serde_json::Va
     })
 }
 
+/// What names the priorities of a paused queue: CONFIG_DB's ports and QoS maps, COUNTERS_DB's
+/// name maps (in this order; `read_view` reads them by position).
+const VIEW_TABLES: [(&str, &str); 7] = [
+    ("CONFIG_DB", "PORT"),
+    ("CONFIG_DB", "PORT_QOS_MAP"),
+    ("CONFIG_DB", "MAP_PFC_PRIORITY_TO_QUEUE"),
+    (COUNTERS_DB, "COUNTERS_PORT_NAME_MAP"),
+    (COUNTERS_DB, "COUNTERS_QUEUE_NAME_MAP"),
+    (COUNTERS_DB, "COUNTERS_QUEUE_INDEX_MAP"),
+    (COUNTERS_DB, "COUNTERS_QUEUE_TYPE_MAP"),
+];
+
+/// A JSON object of strings as a hash (other values left out).
+fn entry_of(json: &serde_json::Value) -> sonic::client::Entry {
+    let Some(object) = json.as_object() else { return Default::default() };
+    object.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string()))).collect()
+}
+
+/// A JSON object of objects as a table of hashes.
+fn entries_of(json: &serde_json::Value) -> std::collections::BTreeMap<String, sonic::client::Entry> {
+    let Some(object) = json.as_object() else { return Default::default() };
+    object.iter().map(|(k, v)| (k.clone(), entry_of(v))).collect()
+}
+
 /// A stream as a log line names it.
 fn stream_name(plan: &StreamPlan) -> String {
     match plan.list.prefix.as_ref() {
@@ -183,6 +207,7 @@ impl TargetTask {
                 Err(e) => return Err(e.into()),
             }
         }
+        self.oids.view = self.read_view(client, &style).await?.map(std::sync::Arc::new);
         if !streams.iter().any(|s| s.list.updates_only) {
             self.memory.forget_beats();
         }
@@ -258,15 +283,80 @@ impl TargetTask {
         client: &mut GnmiClient,
         style: &PathStyle,
     ) -> Result<std::collections::HashMap<String, String>, ClientError> {
-        let (prefix, path) = style.request("CONFIG_DB", &["PORT"]);
-        let response = client.get(prefix, vec![path], Encoding::JsonIetf).await?;
-        let json = first_json(&response).unwrap_or_default();
+        let json = self.get_table(client, style, "CONFIG_DB", "PORT").await?;
         let mut names = OidNames::default();
         if let Err(e) = names.add_aliases(&json) {
             self.ctx.read_failed("parse", &format!("target {}: {e}", self.plan.name));
             tracing::warn!(message = "The port aliases do not read; series are labelled as the switch keys them.", sensor = %self.ctx.name(), target = %self.plan.name, error = %e);
         }
         Ok(names.aliases)
+    }
+
+    /// One table (or map) of `db` as JSON, by a Get.
+    async fn get_table(
+        &self,
+        client: &mut GnmiClient,
+        style: &PathStyle,
+        db: &str,
+        table: &str,
+    ) -> Result<serde_json::Value, ClientError> {
+        let (prefix, path) = style.request(db, &[table]);
+        let response = client.get(prefix, vec![path], Encoding::JsonIetf).await?;
+        Ok(first_json(&response).unwrap_or_default())
+    }
+
+    /// The QoS and queue maps that say which priorities a queue's pause status is about, when
+    /// the sensor maps pause status (`sonic_queues`). A table the switch refuses leaves the
+    /// view out (`None`: queue *q* is priority *q*), logged; a failure is a failure.
+    async fn read_view(
+        &self,
+        client: &mut GnmiClient,
+        style: &PathStyle,
+    ) -> Result<Option<crate::switch_series::SwitchView>, Failure> {
+        use crate::switch_series::{SwitchView, ViewTables};
+        if !self.plan.reads_queues() {
+            return Ok(None);
+        }
+        let mut json = Vec::new();
+        for (db, table) in VIEW_TABLES {
+            match self.get_table(client, style, db, table).await {
+                Ok(j) => json.push(j),
+                Err(e) if refused(&e) => {
+                    // Not an error of the sensor: the pause status is then read as SONiC's
+                    // image maps it (queue q for lossless priority q), and said so.
+                    tracing::warn!(message = "The switch does not serve its QoS maps over gNMI; a paused queue q is taken for priority q.", sensor = %self.ctx.name(), target = %self.plan.name, table = %format!("{db} {table}"), error = %e);
+                    return Ok(None);
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let maps = |j: &serde_json::Value| entry_of(j);
+        let name_maps = sonic::NameMaps {
+            ports: maps(&json[3]),
+            queues: maps(&json[4]),
+            queue_index: maps(&json[5]),
+            queue_type: maps(&json[6]),
+            queue_port: Default::default(),
+        };
+        let tables = ViewTables {
+            ports: Some(entries_of(&json[0])),
+            port_qos: Some(entries_of(&json[1])),
+            pfc_maps: Some(entries_of(&json[2])),
+            name_maps: Some(name_maps),
+            ..ViewTables::default()
+        };
+        match SwitchView::build(&tables, Default::default()) {
+            Ok((view, problems)) => {
+                for p in problems {
+                    tracing::warn!(message = "Part of the switch's QoS maps does not read.", sensor = %self.ctx.name(), target = %self.plan.name, problem = %p);
+                }
+                Ok(Some(view))
+            }
+            Err(e) => {
+                self.ctx.read_failed("parse", &format!("target {}: {e}", self.plan.name));
+                Ok(None)
+            }
+        }
     }
 
     async fn read_oids(&self, client: &mut GnmiClient, style: &PathStyle) -> Result<OidNames, ClientError> {

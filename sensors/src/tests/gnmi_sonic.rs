@@ -80,10 +80,13 @@ async fn storm_over_gnmi(family: AsicFamily) {
         .unwrap();
     let (addr, _stop) = front(&peer).await;
     let mut h = start(&format!(
-        "presets = [\"sonic_pfc\"]\nsample_interval = \"1s\"\ntimeout = \"2s\"\n\
+        "presets = [\"sonic_pfc\", \"sonic_queues\"]\nsample_interval = \"1s\"\ntimeout = \"2s\"\n\
          [[targets]]\nname = \"leaf01\"\naddress = \"{addr}\"\npath_style = \"prefix-target\"\n"
     ));
     let labels = [("port", "Ethernet4"), ("prio", "3")];
+    // Priority 3's queue (3 by the image's AZURE map), read through the QoS maps.
+    let queue3 = [("port", "Ethernet4"), ("queue", "3"), ("prio", "3")];
+    let mut paused = false;
     let mut rx: Vec<(i64, u64)> = Vec::new();
     h.until(|h, b| {
         rx.extend(samples(h, b, "switch_pfc_rx_pkts", &labels));
@@ -98,11 +101,15 @@ async fn storm_over_gnmi(family: AsicFamily) {
         rx.extend(samples(h, b, "switch_pfc_rx_pkts", &labels));
         duration.extend(samples(h, b, "switch_pfc_rx_pause_duration_us", &labels));
         xon.extend(samples(h, b, "switch_pfc_on2off_rx_pkts", &labels));
+        if let Some(level) = h.find(b, "switch_pfc_queue_paused", &queue3) {
+            paused = level == engine::Value::Real(1.0);
+        }
         match family {
-            // Frames rising over two samples, XON still.
+            // Frames rising over two samples, XON still, the queue paused.
             AsicFamily::Broadcom => {
                 let storm = &rx[rx_before.saturating_sub(1)..];
-                storm.windows(3).any(|w| w[2].1 > w[1].1 && w[1].1 > w[0].1)
+                paused
+                    && storm.windows(3).any(|w| w[2].1 > w[1].1 && w[1].1 > w[0].1)
                     && xon.len() >= 2
                     && xon[xon.len() - 2].1 == xon[xon.len() - 1].1
             }
