@@ -393,7 +393,18 @@ impl TargetTask {
             if failure.kind == "closed" {
                 return; // the engine is gone
             }
-            let message = format!("target {} ({}): {}", self.plan.name, self.plan.client.address, failure.message);
+            let mut message = format!("target {} ({}): {}", self.plan.name, self.plan.client.address, failure.message);
+            // A plaintext client against a TLS target learns only "transport error" or
+            // "operation was canceled" from HTTP/2: ask the target, and name the mismatch.
+            if !synced
+                && self.plan.client.tls.is_none()
+                && !failure.refused
+                && speaks_tls(&self.plan.client.address).await
+            {
+                message.push_str(
+                    ": the target speaks TLS and this target has no `tls` setting (the client spoke plaintext)",
+                );
+            }
             // The first failure of an outage, a new kind of failure, and
             // then one every RETRY_WARN_EVERY are warnings; the retries in
             // between are counted in the health.
@@ -459,6 +470,22 @@ impl TargetTask {
         };
         self.ctx.send(Batch { samples: vec![], notes: vec![reconnected, gap] }).await.map_err(closed)
     }
+}
+
+/// Whether `address` answers as a TLS server does: to the HTTP/2 preface (which no TLS server
+/// takes for a ClientHello) with a TLS alert record (content type 21, version 3.x). Bounded
+/// by a second; anything else, a silence included, is "no".
+pub(super) async fn speaks_tls(address: &str) -> bool {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let address = address.split_once("://").map_or(address, |(_, rest)| rest).trim_end_matches('/');
+    let probe = async {
+        let mut stream = tokio::net::TcpStream::connect(address).await.ok()?;
+        stream.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n").await.ok()?;
+        let mut head = [0u8; 2];
+        stream.read_exact(&mut head).await.ok()?;
+        Some(head == [0x15, 0x03])
+    };
+    matches!(tokio::time::timeout(Duration::from_secs(1), probe).await, Ok(Some(true)))
 }
 
 pub(super) fn closed(_: SensorError) -> Failure {

@@ -542,3 +542,20 @@ async fn a_silent_streams_gap_is_measured_from_its_last_message() {
     h.stop().await;
     server.abort();
 }
+
+/// A plaintext client against a TLS target is told so, not "operation was canceled".
+#[tokio::test]
+async fn a_plaintext_client_against_a_tls_target_is_told_so() {
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = rcgen::CertificateParams::new(vec!["leaf01.test".to_string()]).unwrap().self_signed(&key).unwrap();
+    let tls =
+        ServerTls { cert_pem: cert.pem().into_bytes(), key_pem: key.serialize_pem().into_bytes(), client_ca_pem: None };
+    let sw = switch_with(Model::new(1), Options { tls: Some(tls), ..Options::default() }).await;
+    let h = start(&styled(&sw.addr.to_string(), "prefix-target"));
+    let health = h.health_until(|health| health.last_error.is_some()).await;
+    let last = health.last_error.unwrap_or_default();
+    assert!(last.contains("TLS"), "{last}");
+    assert!(!last.contains("operation was canceled") || last.contains("plaintext"), "{last}");
+    h.stop().await;
+    sw.stop().await.unwrap();
+}
