@@ -399,6 +399,8 @@ impl TargetTask {
             if !synced
                 && self.plan.client.tls.is_none()
                 && !failure.refused
+                // A target that says nothing is no TLS server: those answer, with an alert.
+                && failure.kind != "timeout"
                 && speaks_tls(&self.plan.client.address).await
             {
                 message.push_str(
