@@ -88,6 +88,13 @@ enum Event {
 /// credentials or time.
 fn refused(error: &ClientError) -> bool {
     use gnmi_proto::Code;
+    // tonic's own failure to carry the call (the connection broke, the peer spoke no HTTP/2)
+    // comes as a status too: no answer of the target's.
+    if let ClientError::Status { status, .. } = error {
+        if status.code() == Code::Unknown && status.message() == "transport error" {
+            return false;
+        }
+    }
     error.code().is_some_and(|code| {
         !matches!(
             code,
