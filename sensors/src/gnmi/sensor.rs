@@ -362,6 +362,24 @@ impl TargetTask {
         }
     }
 
+    /// The failure as the health and the log say it: with the target's name, and, for a
+    /// plaintext client against a TLS target (HTTP/2 says only "transport error" or "operation
+    /// was canceled"), the mismatch named, after asking the target.
+    async fn described(&self, failure: &Failure, synced: bool) -> String {
+        let mut message = format!("target {} ({}): {}", self.plan.name, self.plan.client.address, failure.message);
+        if !synced
+            && self.plan.client.tls.is_none()
+            && !failure.refused
+            // A target that says nothing is no TLS server: those answer, with an alert.
+            && failure.kind != "timeout"
+            && speaks_tls(&self.plan.client.address).await
+        {
+            message
+                .push_str(": the target speaks TLS and this target has no `tls` setting (the client spoke plaintext)");
+        }
+        message
+    }
+
     async fn run(mut self) {
         let mut delays = self.backoff.delays();
         let mut lost_at: Option<i64> = None;
@@ -393,20 +411,7 @@ impl TargetTask {
             if failure.kind == "closed" {
                 return; // the engine is gone
             }
-            let mut message = format!("target {} ({}): {}", self.plan.name, self.plan.client.address, failure.message);
-            // A plaintext client against a TLS target learns only "transport error" or
-            // "operation was canceled" from HTTP/2: ask the target, and name the mismatch.
-            if !synced
-                && self.plan.client.tls.is_none()
-                && !failure.refused
-                // A target that says nothing is no TLS server: those answer, with an alert.
-                && failure.kind != "timeout"
-                && speaks_tls(&self.plan.client.address).await
-            {
-                message.push_str(
-                    ": the target speaks TLS and this target has no `tls` setting (the client spoke plaintext)",
-                );
-            }
+            let message = self.described(&failure, synced).await;
             // The first failure of an outage, a new kind of failure, and
             // then one every RETRY_WARN_EVERY are warnings; the retries in
             // between are counted in the health.
