@@ -62,6 +62,10 @@
 //!   configured by `VerbsConfig`;
 //! - [`prometheus`]: scrapes Prometheus exporters over HTTP:
 //!   [`PrometheusSensor`], configured by [`PrometheusConfig`];
+//! - [`sonic_redis`]: a SONiC switch read from its own Redis, on the switch:
+//!   [`SonicRedisSensor`], configured by [`SonicRedisConfig`];
+//! - [`switch_series`]: SONiC's counters as the switch series both switch
+//!   sensors produce;
 //! - [`job`]: job signals pushed over the daemon's control API
 //!   (`rocemend job push`): [`job::JobSensor`], fed by [`job::channel`];
 //! - [`build`]: the one place that knows every sensor kind ([`KINDS`]);
@@ -87,6 +91,8 @@ pub mod nvml;
 pub mod prometheus;
 pub mod rdma_sysfs;
 pub mod replay;
+pub mod sonic_redis;
+pub mod switch_series;
 #[cfg(feature = "verbs")]
 pub mod verbs;
 
@@ -99,6 +105,7 @@ pub use nvml::{NvmlConfig, NvmlSensor};
 pub use prometheus::{PrometheusConfig, PrometheusSensor};
 pub use rdma_sysfs::{RdmaSysfsConfig, RdmaSysfsSensor};
 pub use replay::{ReplayConfig, ReplaySensor};
+pub use sonic_redis::{SonicRedisConfig, SonicRedisSensor};
 #[cfg(feature = "verbs")]
 pub use verbs::{VerbsConfig, VerbsSensor};
 
@@ -114,6 +121,7 @@ pub const KINDS: &[&str] = &[
     "gnmi",
     "ethtool",
     "prometheus",
+    "sonic_redis",
     #[cfg(feature = "verbs")]
     "verbs",
 ];
@@ -145,6 +153,7 @@ pub fn build_in(
         "ethtool" => make(it, settings, |c: EthtoolConfig| c.build(name)),
         "prometheus" => make(it, settings, |c: PrometheusConfig| c.build(name)),
         "replay" => make(it, settings, |c: ReplayConfig| c.build(name)),
+        "sonic_redis" => make(it, settings, |c: SonicRedisConfig| c.build(name)),
         #[cfg(feature = "verbs")]
         "verbs" => make(it, settings, |c: VerbsConfig| c.build(name)),
         #[cfg(not(feature = "verbs"))]

@@ -81,7 +81,7 @@ fn write_config(dir: &Path, target: &SonicTarget, style: &str, form: Form) -> st
              [engine]\nreload_poll = \"0\"\n\
              [log]\nlevel = \"info\"\n\
              [control]\nsocket = {socket}\n\
-             [[sensor]]\ntype = \"gnmi\"\npresets = [\"sonic_pfc\"]\nsample_interval = \"200ms\"\n\
+             [[sensor]]\ntype = \"gnmi\"\npresets = [\"sonic_pfc\"]\nsample_interval = \"1s\"\n\
              [[sensor.targets]]\nname = \"leaf-rail0\"\n{sensor_target}",
             socket = toml_path(&dir.join("control.sock")),
         ),

@@ -202,7 +202,7 @@ fn write_configs(dir: &Path, leaves: &Leaves, etcd: &Etcd) -> BTreeMap<&'static 
                  [control]\nsocket = {socket}\n\
                  [fleet]\netcd = [\"{endpoint}\"]\nidentity = \"{identity}\"\nlease_ttl = \"{ttl}s\"\n\
                  request_timeout = \"1s\"\nshard = \"{GROUP}\"\n\
-                 [[sensor]]\ntype = \"gnmi\"\npresets = [\"sonic_pfc\"]\nsample_interval = \"200ms\"\n{targets}",
+                 [[sensor]]\ntype = \"gnmi\"\npresets = [\"sonic_pfc\"]\nsample_interval = \"1s\"\n{targets}",
                 playbook = toml_path(&dir.join("playbook.toml")),
                 inventory = toml_path(&dir.join("inventory.toml")),
                 socket = toml_path(&home.join("control.sock")),

@@ -18,7 +18,7 @@ async fn switch(model: Model) -> RunningSwitch {
 }
 
 fn config(targets: &[(&str, String)], extra: &str) -> String {
-    let mut text = format!("presets = [\"sonic_pfc\", \"sonic_pfcwd\", \"openconfig_interfaces\"]\nsample_interval = \"100ms\"\ntimeout = \"1s\"\nbackoff_initial = \"50ms\"\nbackoff_max = \"200ms\"\n{extra}\n");
+    let mut text = format!("presets = [\"sonic_pfc\", \"sonic_pfcwd\", \"openconfig_interfaces\"]\nsample_interval = \"1s\"\ntimeout = \"1s\"\nbackoff_initial = \"50ms\"\nbackoff_max = \"200ms\"\n{extra}\n");
     for (name, address) in targets {
         text.push_str(&format!("[[targets]]\nname = \"{name}\"\naddress = \"{address}\"\n"));
     }
@@ -29,7 +29,7 @@ fn config(targets: &[(&str, String)], extra: &str) -> String {
 /// and the default backoff.
 fn styled(address: &str, path_style: &str) -> String {
     format!(
-        "presets = [\"sonic_pfc\", \"sonic_queues\", \"sonic_pfcwd\"]\nsample_interval = \"100ms\"\ntimeout = \"1s\"\n\
+        "presets = [\"sonic_pfc\", \"sonic_queues\", \"sonic_pfcwd\"]\nsample_interval = \"1s\"\ntimeout = \"1s\"\n\
          [[targets]]\nname = \"leaf01\"\naddress = \"{address}\"\npath_style = \"{path_style}\"\n"
     )
 }
@@ -290,7 +290,7 @@ async fn tls_with_a_test_ca_and_client_certificates() {
     };
     let sw = spawn("leaf01", ([127, 0, 0, 1], 0).into(), model, options).await.unwrap();
     let text = format!(
-        "presets = [\"sonic_pfc\"]\nsample_interval = \"100ms\"\ntimeout = \"2s\"\n[[targets]]\nname = \"leaf01\"\naddress = \"{}\"\ncredentials_file = \"{credentials}\"\ntls = {{ ca_file = \"{ca_path}\", cert_file = \"{cert_path}\", key_file = \"{key_path}\", domain = \"leaf01.test\" }}\n",
+        "presets = [\"sonic_pfc\"]\nsample_interval = \"1s\"\ntimeout = \"2s\"\n[[targets]]\nname = \"leaf01\"\naddress = \"{}\"\ncredentials_file = \"{credentials}\"\ntls = {{ ca_file = \"{ca_path}\", cert_file = \"{cert_path}\", key_file = \"{key_path}\", domain = \"leaf01.test\" }}\n",
         sw.addr
     );
     let mut h = start(&text);
@@ -466,6 +466,96 @@ async fn a_restarted_target_gets_a_reconnected_note_and_the_gap_is_the_outage_pl
     println!("outage {outage:?}: gap in samples {gap:?} (outage + {:?})", gap.saturating_sub(outage));
     assert!(gap < outage + Duration::from_millis(1500), "gap {gap:?} after an outage of {outage:?}");
     assert!(gap >= outage, "gap {gap:?} shorter than the outage {outage:?}?");
+    h.stop().await;
+    sw.stop().await.unwrap();
+}
+
+/// A target that answers every Subscribe with its initial sync and then says nothing more,
+/// keeping the stream open: a telemetry server whose collector hung.
+struct SilentTarget;
+
+#[tonic::async_trait]
+impl gnmi_proto::gnmi::g_nmi_server::GNmi for SilentTarget {
+    async fn capabilities(
+        &self,
+        _: tonic::Request<gnmi_proto::gnmi::CapabilityRequest>,
+    ) -> Result<tonic::Response<gnmi_proto::gnmi::CapabilityResponse>, tonic::Status> {
+        Err(tonic::Status::unimplemented("silent target"))
+    }
+
+    async fn get(
+        &self,
+        _: tonic::Request<gnmi_proto::gnmi::GetRequest>,
+    ) -> Result<tonic::Response<gnmi_proto::gnmi::GetResponse>, tonic::Status> {
+        Err(tonic::Status::unimplemented("silent target"))
+    }
+
+    async fn set(
+        &self,
+        _: tonic::Request<gnmi_proto::gnmi::SetRequest>,
+    ) -> Result<tonic::Response<gnmi_proto::gnmi::SetResponse>, tonic::Status> {
+        Err(tonic::Status::unimplemented("silent target"))
+    }
+
+    type SubscribeStream = std::pin::Pin<
+        Box<dyn tokio_stream::Stream<Item = Result<gnmi_proto::gnmi::SubscribeResponse, tonic::Status>> + Send>,
+    >;
+
+    async fn subscribe(
+        &self,
+        _: tonic::Request<tonic::Streaming<gnmi_proto::gnmi::SubscribeRequest>>,
+    ) -> Result<tonic::Response<Self::SubscribeStream>, tonic::Status> {
+        use gnmi_proto::gnmi::subscribe_response::Response as R;
+        use tokio_stream::StreamExt;
+        let sync = gnmi_proto::gnmi::SubscribeResponse { response: Some(R::SyncResponse(true)), extension: vec![] };
+        Ok(tonic::Response::new(Box::pin(tokio_stream::once(Ok(sync)).chain(tokio_stream::pending()))))
+    }
+}
+
+/// A stream that goes silent is found dead a stall (three intervals) later; the gap it reports
+/// runs from its last message, not from when the silence was noticed (which read "down for
+/// 0.1 s" after ten silent seconds).
+#[tokio::test]
+async fn a_silent_streams_gap_is_measured_from_its_last_message() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let service = gnmi_proto::gnmi::g_nmi_server::GNmiServer::new(SilentTarget);
+    let server = tokio::spawn(
+        tonic::transport::Server::builder()
+            .add_service(service)
+            .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),
+    );
+    let mut h = start(&format!(
+        "presets = [\"sonic_pfc\"]\nsample_interval = \"1s\"\ntimeout = \"1s\"\nbackoff_initial = \"50ms\"\n\
+         [[targets]]\nname = \"leaf01\"\naddress = \"{addr}\"\npath_style = \"prefix-target\"\n"
+    ));
+    let mut gap = None;
+    h.until(|_, b| {
+        gap = gap.clone().or_else(|| b.notes.iter().find(|n| n.kind == "gap").map(|n| n.text.clone()));
+        gap.is_some()
+    })
+    .await;
+    let text = gap.unwrap();
+    let secs: f64 = text.split("down for ").nth(1).and_then(|t| t.split(' ').next()).unwrap().parse().unwrap();
+    // Silent from the sync on: noticed 3 s (three 1 s intervals) later, back 50 ms after.
+    assert!((2.9..10.0).contains(&secs), "{text}");
+    h.stop().await;
+    server.abort();
+}
+
+/// A plaintext client against a TLS target is told so, not "operation was canceled".
+#[tokio::test]
+async fn a_plaintext_client_against_a_tls_target_is_told_so() {
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = rcgen::CertificateParams::new(vec!["leaf01.test".to_string()]).unwrap().self_signed(&key).unwrap();
+    let tls =
+        ServerTls { cert_pem: cert.pem().into_bytes(), key_pem: key.serialize_pem().into_bytes(), client_ca_pem: None };
+    let sw = switch_with(Model::new(1), Options { tls: Some(tls), ..Options::default() }).await;
+    let h = start(&styled(&sw.addr.to_string(), "prefix-target"));
+    let health = h.health_until(|health| health.last_error.is_some()).await;
+    let last = health.last_error.unwrap_or_default();
+    assert!(last.contains("TLS"), "{last}");
+    assert!(!last.contains("operation was canceled") || last.contains("plaintext"), "{last}");
     h.stop().await;
     sw.stop().await.unwrap();
 }

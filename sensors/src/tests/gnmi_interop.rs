@@ -101,7 +101,7 @@ macro_rules! target_or_skip {
 
 fn start(address: &str, target_lines: &str) -> Harness {
     gnmi_harness::start(&format!(
-        "presets = [\"sonic_pfc\", \"sonic_queues\", \"sonic_pfcwd\"]\nsample_interval = \"200ms\"\ntimeout = \"2s\"\n\
+        "presets = [\"sonic_pfc\", \"sonic_queues\", \"sonic_pfcwd\"]\nsample_interval = \"1s\"\ntimeout = \"2s\"\n\
          [[targets]]\nname = \"leaf01\"\naddress = \"{address}\"\n{target_lines}\n"
     ))
 }
