@@ -15,6 +15,7 @@ mod native_evaluator;
 mod native_predicates;
 mod reload;
 mod restarts;
+mod run_loop;
 mod rule_errors;
 mod safety;
 mod standard_rules;

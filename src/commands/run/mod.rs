@@ -78,7 +78,7 @@ async fn serve(parts: Parts, config_path: &Path) -> anyhow::Result<()> {
         let (_, serve) = ops::metrics::http::bind(addr, endpoint, shutdown_rx.clone())?;
         tokio::spawn(serve);
     }
-    spawn_signal_handlers(shutdown_tx.clone(), command_tx.clone())?;
+    spawn_signal_handlers(shutdown_tx.clone(), command_tx.clone(), settings.engine.shutdown_timeout)?;
     if let Some(every) = settings.engine.reload_poll {
         tokio::spawn(watch_rules(rules_dir, every, command_tx));
     }

@@ -76,6 +76,7 @@ impl Parts {
             record: settings.record.clone(),
             stop_when_sensors_end: engine.exit_when_sensors_end,
             health: health.clone(),
+            shutdown_grace: engine.shutdown_timeout / 2,
         };
         Ok(Parts {
             daemon,
