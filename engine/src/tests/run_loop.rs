@@ -3,7 +3,7 @@
 //! shutdown grace whatever the dispatcher is doing. Each test guards its
 //! run with a timeout that fails it instead of hanging the suite.
 
-use crate::common;
+use super::common;
 
 use std::collections::HashMap;
 use std::sync::Arc;
