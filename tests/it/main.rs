@@ -39,6 +39,7 @@ mod packaging_artifacts;
 mod preview;
 mod safety;
 mod shard_aggregators;
+mod two_daemons;
 mod veth_lifecycle;
 mod web_console;
 mod why;

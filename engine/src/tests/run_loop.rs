@@ -11,12 +11,13 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use engine::dispatch::{ActuatorRoute, DispatchConfig, Dispatcher, Verdict};
+use engine::ledger::{Ledger, Retention};
 use engine::policy::{BreakerConfig, Limits, PolicySettings, RetryConfig, TargetLimits, UndoConfig};
 use engine::runtime::{self, ClockMode, Daemon, DaemonEvent, RunSummary, SensorSlot};
 use engine::testing::{Knobs, Scripted};
 use engine::{
     Action, ActionKindDecl, Actuator, ActuatorError, Evaluator, HealthBoard, Helpers, Labels, Mode, Nanos, Outcome,
-    RequestPlan, SampleKind, SeriesSpec, SeriesTable, Value, SECOND,
+    RequestPlan, SampleKind, SeriesSpec, SeriesTable, Store, Value, SECOND,
 };
 use tokio::sync::{mpsc, watch};
 
@@ -37,7 +38,8 @@ fn clear(w) { w.level <= 0.5 }
 
 /// A dispatcher in enforce mode sending everything to `actuator`, undoing
 /// `link.isolate` when its instance resolves, with no cooldown or rate
-/// limit in the way and one attempt per call.
+/// limit in the way and one attempt per call. Its ledger is in memory: an
+/// undo needs the record of what the action changed.
 fn dispatcher(actuator: Arc<dyn Actuator>, timeout: Duration) -> Dispatcher {
     let policy = PolicySettings::new(
         &Limits::default(),
@@ -57,7 +59,7 @@ fn dispatcher(actuator: Arc<dyn Actuator>, timeout: Duration) -> Dispatcher {
             policy,
             topology: None,
         },
-        None,
+        Some(Ledger::open(&Store::temporary().expect("a store in memory"), Retention::default()).expect("a ledger")),
     )
 }
 
@@ -87,7 +89,10 @@ fn flapping(ports: usize, periods: usize) -> Scripted {
     let series = (0..ports)
         .map(|i| SeriesSpec {
             metric: "flap_gauge".into(),
-            labels: Labels::from_pairs([("node", format!("n{}", i / 8).as_str()), ("netdev", &format!("eth{}", i % 8))]),
+            labels: Labels::from_pairs([
+                ("node", format!("n{}", i / 8).as_str()),
+                ("netdev", &format!("eth{}", i % 8)),
+            ]),
             kind: SampleKind::Gauge,
         })
         .collect();
@@ -179,21 +184,27 @@ async fn a_stop_ends_the_loop_within_its_grace_while_the_dispatcher_waits_on_an_
     let grace = Duration::from_millis(300);
     let daemon = daemon(&[("flap.rhai", FLAP)], flapping(800, 2), dispatcher(hangs, Duration::from_secs(3600)), grace);
     let (stop, shutdown) = watch::channel(false);
-    let (proposals_tx, mut proposals) = mpsc::unbounded_channel();
-    let observe = move |event: &DaemonEvent| {
-        if let DaemonEvent::Engine(engine::EngineEvent::Proposal(_)) = event {
-            let _ = proposals_tx.send(());
+    // Each proposal and each resolution is a message to the dispatcher,
+    // observed once the inbox took it.
+    let (sent_tx, mut sent) = mpsc::unbounded_channel();
+    let observe = move |event: &DaemonEvent| match event {
+        DaemonEvent::Engine(engine::EngineEvent::Proposal(_))
+        | DaemonEvent::Engine(engine::EngineEvent::Transition { from: engine::State::Firing, .. }) => {
+            let _ = sent_tx.send(());
         }
+        _ => {}
     };
     let (_commands, rx) = mpsc::channel(16);
     let running = tokio::spawn(runtime::run(daemon, shutdown, rx, observe));
-    // The loop has made more proposals than the inbox holds: it waits on it.
-    for _ in 0..1_100 {
-        tokio::time::timeout(Duration::from_secs(60), proposals.recv())
+    // Close to what the inbox holds (1,024 behind the one in hand)…
+    for _ in 0..1_000 {
+        tokio::time::timeout(Duration::from_secs(60), sent.recv())
             .await
-            .expect("the rule proposes isolations")
+            .expect("the rule proposes and resolves")
             .expect("the loop runs");
     }
+    // …and the loop, at full speed, fills the rest and waits on it.
+    tokio::time::sleep(Duration::from_millis(300)).await;
     let asked = std::time::Instant::now();
     stop.send(true).unwrap();
     let summary = tokio::time::timeout(Duration::from_secs(30), running)

@@ -44,6 +44,11 @@ impl Checked {
                 if let Some(listen) = plan.settings.metrics_listen {
                     report.checked.push(format!("metrics on {listen}"));
                 }
+                // The file was just read whole; read again only for positions.
+                if let Ok(text) = engine::config::read_text(path) {
+                    let at = engine::config::Locator::new(&text, &path.display().to_string());
+                    report.errors.extend(super::taken::in_use(&plan.config, &plan.settings.socket, &at));
+                }
             }
             Err(problems) => report.errors = problems.0,
         }
