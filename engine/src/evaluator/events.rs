@@ -85,8 +85,12 @@ pub enum RuleHealth {
 pub struct EngineStats {
     /// Samples ingested.
     pub samples: u64,
-    /// Samples dropped because they were older than the series' last one.
+    /// Samples dropped because they were a little older than the series'
+    /// last one (at most [`super::STEP_BACK_AFTER`]: reordered on the way).
     pub out_of_order: u64,
+    /// Samples far older than their series' last one: its clock stepped
+    /// back. Each resynchronizes its series ([`super::SteppedBack`]).
+    pub steps_back: u64,
     /// Counter readings that wrapped.
     pub counter_wraps: u64,
     /// Counter readings that went backwards (resets).

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use super::refusal::{Refusal, Refusals};
+use super::refusal::{Refusal, Refusals, SteppedBack};
 use super::rule_state::{Route, SeriesState, UNROUTED};
 use super::subject::{key_of, reserve_for_push, Epoch, Subject, NEVER};
 use super::EngineStats;
@@ -141,11 +141,15 @@ impl Evaluator {
             self.route(idx);
             self.routed_at = Some(s.ts);
         }
-        let st = &mut self.states[idx];
+        let st = &self.states[idx];
         if st.has_last() && s.ts < st.last_ts {
-            self.stats.out_of_order += 1;
-            return;
+            if st.last_ts - s.ts <= super::STEP_BACK_AFTER {
+                self.stats.out_of_order += 1;
+                return;
+            }
+            self.step_back(idx, s);
         }
+        let st = &mut self.states[idx];
         let obs = match st.kind {
             SampleKind::Counter(spec) => {
                 let Some(obs) = counter_observation(&mut self.stats, &mut self.refusals, st, s, spec) else { return };
@@ -193,6 +197,34 @@ impl Evaluator {
                 }
                 rt.dirty.push(r.subject);
             }
+        }
+    }
+}
+
+impl Evaluator {
+    /// The clock of series `idx` stepped back (sample `s`, far older than
+    /// its last): counted, noted for the caller, and the series taken up
+    /// again from `s` as if new: a new counter baseline, the windows it
+    /// feeds emptied for its subjects (what they hold is stamped in a future
+    /// the series would not reach for as long as the step), and their last
+    /// sample time moved back with it, so a subject fed only by a wrong
+    /// clock goes stale rather than firing on.
+    #[cold]
+    fn step_back(&mut self, idx: usize, s: &Sample) {
+        let st = &mut self.states[idx];
+        self.stats.steps_back += 1;
+        if self.steps_back.len() < Refusals::KEPT {
+            self.steps_back.push(SteppedBack { series: s.series, from: st.last_ts, to: s.ts });
+        }
+        st.last_ts = Nanos::MIN;
+        let (start, len) = (st.route_start as usize, st.route_len as usize);
+        for r in &self.routes[start..start + len] {
+            let rt = &mut self.rules[r.rule as usize];
+            let subject = r.subject as usize;
+            for &w in &rt.metric_windows[r.slot as usize].1 {
+                rt.columns[w as usize].reset(subject);
+            }
+            rt.subjects[subject].last_seen = NEVER;
         }
     }
 }

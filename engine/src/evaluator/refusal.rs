@@ -29,6 +29,20 @@ pub enum Refusal {
     },
 }
 
+/// A series whose clock stepped back: a sample at `to`, after one at
+/// `from`, more than [`super::STEP_BACK_AFTER`] later. The series is
+/// resynchronized at `to` (a new counter baseline, its windows emptied)
+/// rather than every later sample dropped until its clock is back at `from`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SteppedBack {
+    /// The series.
+    pub series: SeriesId,
+    /// Its last time before the step.
+    pub from: Nanos,
+    /// Its first time after.
+    pub to: Nanos,
+}
+
 /// One refused sample.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Refused {

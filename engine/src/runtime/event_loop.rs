@@ -248,6 +248,8 @@ impl EventLoop {
         self.evaluator.ingest(&batch.samples);
         let refused = self.evaluator.take_refusals();
         self.refusals.report(&refused, self.evaluator.series(), &self.health);
+        let stepped = self.evaluator.take_steps_back();
+        self.refusals.report_steps_back(&stepped, self.evaluator.series(), &self.health);
         let now = match self.clock {
             ClockMode::Wall => wall_clock_now(),
             ClockMode::Samples => self.guard.clock().unwrap_or(self.last_now),
@@ -264,7 +266,8 @@ impl EventLoop {
         let wall = wall_clock_now();
         let mut refused = Vec::new();
         let guard = &mut self.guard;
-        batch.samples.retain(|s| match guard.admit(Some(s.series), s.ts, wall) {
+        let series = self.evaluator.series();
+        batch.samples.retain(|s| match guard.admit_from(Some(s.series), s.ts, wall, |id| source_of(series, id)) {
             Ok(()) => true,
             Err(refusal) => {
                 refused.push(Refused { series: s.series, ts: s.ts, refusal });
@@ -278,6 +281,14 @@ impl EventLoop {
             }
             guard.admit(None, n.ts, wall).is_ok()
         });
+        for step in guard.take_steps_back() {
+            tracing::warn!(
+                message = "The recording's clock stepped back; evaluation goes on from there.",
+                by = %crate::time::Span(step.from - step.to),
+                from = %crate::time::rfc3339(step.from),
+                to = %crate::time::rfc3339(step.to),
+            );
+        }
         self.tally.refused_future += refused.len() as u64;
         self.refusals.report(&refused, self.evaluator.series(), &self.health);
     }
@@ -453,6 +464,19 @@ impl EventLoop {
         self.tally.decisions += 1;
         observe(&DaemonEvent::Decision(Box::new(decision)));
     }
+}
+
+/// Whose clock stamps the samples of `series`: its node's, else its
+/// switch's, else its sensor's (see [`super::time_guard`]).
+fn source_of(series: &crate::series::SeriesTable, id: crate::series::SeriesId) -> super::time_guard::Source {
+    let reg = series.read();
+    let info = reg.info(id);
+    for (tag, key) in [(1u64, "node"), (2, "switch")] {
+        if let Some(value) = reg.interner().get(key).and_then(|sym| info.labels.get(sym)) {
+            return tag << 32 | u64::from(value.0);
+        }
+    }
+    3 << 32 | u64::from(info.sensor.0)
 }
 
 /// Resolves once `shutdown` is true (at once if it is already).

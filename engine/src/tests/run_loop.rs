@@ -40,7 +40,7 @@ fn clear(w) { w.level <= 0.5 }
 /// `link.isolate` when its instance resolves, with no cooldown or rate
 /// limit in the way and one attempt per call. Its ledger is in memory: an
 /// undo needs the record of what the action changed.
-fn dispatcher(actuator: Arc<dyn Actuator>, timeout: Duration) -> Dispatcher {
+pub(super) fn dispatcher(actuator: Arc<dyn Actuator>, timeout: Duration) -> Dispatcher {
     let policy = PolicySettings::new(
         &Limits::default(),
         &BreakerConfig { trip_after: 0, window: Duration::from_secs(600) },
@@ -65,7 +65,7 @@ fn dispatcher(actuator: Arc<dyn Actuator>, timeout: Duration) -> Dispatcher {
 
 /// A daemon on the recording's clock over `rules`, reading `sensor`,
 /// acting through `dispatcher`, ending when the sensor does.
-fn daemon(rules: &[(&str, &str)], sensor: Scripted, dispatcher: Dispatcher, grace: Duration) -> Daemon {
+pub(super) fn daemon(rules: &[(&str, &str)], sensor: Scripted, dispatcher: Dispatcher, grace: Duration) -> Daemon {
     let series = SeriesTable::default();
     let rules = common::load(rules, Helpers::new(Some(series.clone()), None));
     Daemon {
@@ -108,7 +108,7 @@ fn flapping(ports: usize, periods: usize) -> Scripted {
 }
 
 /// Runs `daemon` to its end, or fails the test after `limit`.
-async fn run_within(
+pub(super) async fn run_within(
     limit: Duration,
     daemon: Daemon,
     shutdown: watch::Receiver<bool>,
