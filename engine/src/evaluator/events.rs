@@ -117,12 +117,14 @@ pub struct RefusedCounts {
     pub implausible: u64,
     /// Samples stamped too far ahead of the clock (counted by the run loop).
     pub future: u64,
+    /// Samples of a series with a label value its kind does not allow.
+    pub bad_label: u64,
 }
 
 impl RefusedCounts {
     /// All refusals.
     pub fn total(&self) -> u64 {
-        self.bad_counter + self.implausible + self.future
+        self.bad_counter + self.implausible + self.future + self.bad_label
     }
 }
 

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use super::refusal::{Refusal, Refusals, SteppedBack};
-use super::rule_state::{Route, SeriesState, UNROUTED};
+use super::rule_state::{Route, SeriesState, REFUSED, UNROUTED};
 use super::subject::{key_of, reserve_for_push, Epoch, Subject, NEVER};
 use super::EngineStats;
 use super::Evaluator;
@@ -64,6 +64,11 @@ impl Evaluator {
         }
         let id = SeriesId(idx as u32);
         let info = reg.info(id);
+        if info.bad_label.is_some() {
+            // Feeds no rule: its labels would reach targets and commands.
+            self.states[idx].route_len = REFUSED;
+            return;
+        }
         let labels = info.labels.to_labels(reg.interner());
         if let Some((job, node)) = self.job_syms {
             if let (Some(j), Some(n)) = (info.labels.get(job), info.labels.get(node)) {
@@ -142,6 +147,10 @@ impl Evaluator {
             self.routed_at = Some(s.ts);
         }
         let st = &self.states[idx];
+        if st.route_len == REFUSED {
+            self.refuse_label(s);
+            return;
+        }
         if st.has_last() && s.ts < st.last_ts {
             if st.last_ts - s.ts <= super::STEP_BACK_AFTER {
                 self.stats.out_of_order += 1;
@@ -202,6 +211,16 @@ impl Evaluator {
 }
 
 impl Evaluator {
+    /// Refuses sample `s` of a series with a bad label: counted, and noted
+    /// with the reason for its sensor's health and the log.
+    #[cold]
+    fn refuse_label(&mut self, s: &Sample) {
+        self.stats.refused.bad_label += 1;
+        if let Some(bad) = self.series.read().info(s.series).bad_label {
+            self.refusals.note(s, Refusal::Label(bad));
+        }
+    }
+
     /// The clock of series `idx` stepped back (sample `s`, far older than
     /// its last): counted, noted for the caller, and the series taken up
     /// again from `s` as if new: a new counter baseline, the windows it

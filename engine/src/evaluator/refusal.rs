@@ -19,6 +19,9 @@ pub enum Refusal {
         /// The time between the readings, ns.
         dt: Nanos,
     },
+    /// A sample of a series with a label its kind does not allow.
+    #[error("{0}")]
+    Label(#[from] crate::label_check::BadLabel),
     /// A sample too far ahead of the clock.
     #[error("its time is {span} ahead of the clock (at most {skew} allowed)", span = Span(*.ahead), skew = Span(*.skew))]
     Future {

@@ -12,6 +12,7 @@
 mod common;
 
 mod bad_data;
+mod bad_labels;
 mod clock_steps;
 mod evaluator;
 mod native_evaluator;

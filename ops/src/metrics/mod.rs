@@ -343,9 +343,12 @@ impl Metrics {
         self.intake.samples.inner().store(view.stats.samples, Ordering::Relaxed);
         self.intake.out_of_order.inner().store(view.stats.out_of_order, Ordering::Relaxed);
         let refused = view.stats.refused;
-        for (reason, n) in
-            [("bad_counter", refused.bad_counter), ("implausible", refused.implausible), ("future", refused.future)]
-        {
+        for (reason, n) in [
+            ("bad_counter", refused.bad_counter),
+            ("implausible", refused.implausible),
+            ("future", refused.future),
+            ("bad_label", refused.bad_label),
+        ] {
             self.intake.refused.get_or_create(&labels(&[("reason", reason)])).inner().store(n, Ordering::Relaxed);
         }
         self.evaluation.series.set(view.series as i64);
