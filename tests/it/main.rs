@@ -37,6 +37,7 @@ mod ops_timeline;
 mod ops_undo;
 mod packaging_artifacts;
 mod preview;
+mod replay_flood;
 mod safety;
 mod shard_aggregators;
 mod two_daemons;
