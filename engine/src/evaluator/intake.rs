@@ -44,6 +44,8 @@ impl Evaluator {
 
     /// Computes the routes of series `idx`: which rules it feeds, as which
     /// subject, through which windows. Runs once per series (and after a reload).
+    /// A series with a bad label feeds no rule: its labels would reach
+    /// targets and commands; its samples are refused ([`REFUSED`]).
     #[cold]
     fn route(&mut self, idx: usize) {
         let reg = self.series.read();
@@ -65,7 +67,6 @@ impl Evaluator {
         let id = SeriesId(idx as u32);
         let info = reg.info(id);
         if info.bad_label.is_some() {
-            // Feeds no rule: its labels would reach targets and commands.
             self.states[idx].route_len = REFUSED;
             return;
         }

@@ -131,7 +131,7 @@ impl EventLoop {
                             let set = ModeSet { mode: *mode, by: by.clone(), at: wall_clock_now() };
                             observe(&DaemonEvent::ModeSet(set));
                         }
-                        self.to_dispatcher(ToDispatcher::Command(command, self.last_now), observe).await;
+                        self.send_to_dispatcher(ToDispatcher::Command(command, self.last_now), observe).await;
                     }
                     None => commands_open = false,
                 },
@@ -241,7 +241,7 @@ impl EventLoop {
         for note in &batch.notes {
             if note.kind == Note::RECONNECTED {
                 let reconnected = ToDispatcher::Reconnected { target: note.labels.clone(), at: note.ts };
-                self.to_dispatcher(reconnected, observe).await;
+                self.send_to_dispatcher(reconnected, observe).await;
             }
             observe(&DaemonEvent::Note(note.clone()));
         }
@@ -256,7 +256,7 @@ impl EventLoop {
         };
         self.evaluate(now, observe).await;
         if self.clock == ClockMode::Samples {
-            self.to_dispatcher(ToDispatcher::Tick(now), observe).await;
+            self.send_to_dispatcher(ToDispatcher::Tick(now), observe).await;
         }
     }
 
@@ -306,7 +306,7 @@ impl EventLoop {
         let early = (tick.as_nanos() as Nanos).min(DISPATCHER_TICK);
         if now.saturating_sub(self.tally.dispatcher_ticked) >= DISPATCHER_TICK - early {
             self.tally.dispatcher_ticked = now;
-            self.to_dispatcher(ToDispatcher::Tick(now), observe).await;
+            self.send_to_dispatcher(ToDispatcher::Tick(now), observe).await;
         }
     }
 
@@ -320,10 +320,10 @@ impl EventLoop {
         let mut events = std::mem::take(&mut self.events);
         for event in events.drain(..) {
             match &event {
-                EngineEvent::Proposal(p) => self.to_dispatcher(ToDispatcher::Proposal(p.clone()), observe).await,
+                EngineEvent::Proposal(p) => self.send_to_dispatcher(ToDispatcher::Proposal(p.clone()), observe).await,
                 EngineEvent::Transition { rule, subject, from: State::Firing, at, .. } => {
                     let resolved = ToDispatcher::Resolved { rule: rule.clone(), subject: subject.clone(), at: *at };
-                    self.to_dispatcher(resolved, observe).await;
+                    self.send_to_dispatcher(resolved, observe).await;
                 }
                 _ => {}
             }
@@ -342,7 +342,7 @@ impl EventLoop {
     /// message is dropped, as a crash would drop it (a firing instance
     /// proposes again at the next start; an action that outlived its
     /// incident is undone then).
-    async fn to_dispatcher(&mut self, msg: ToDispatcher, observe: &mut (impl FnMut(&DaemonEvent) + Send)) {
+    async fn send_to_dispatcher(&mut self, msg: ToDispatcher, observe: &mut (impl FnMut(&DaemonEvent) + Send)) {
         if self.stopping {
             return;
         }
