@@ -38,10 +38,15 @@ fn a_second_daemon_on_the_same_socket_is_refused_and_the_first_stays_in_control(
     first.wait_ready();
     let refusal = format!("another rocemend (pid {}) serves {}", first.pid(), socket.display());
 
-    let checked = Command::new(bin()).arg("check").arg("--config").arg(&second_config).stdin(Stdio::null()).output();
-    let checked = checked.unwrap();
+    let check =
+        |config: &Path| Command::new(bin()).arg("check").arg("--config").arg(config).stdin(Stdio::null()).output();
+    let checked = check(&second_config).unwrap();
     assert!(!checked.status.success(), "check passed a config whose socket is served:\n{}", text(&checked));
     assert!(text(&checked).contains(&refusal), "check names the daemon that serves it:\n{}", text(&checked));
+    // The first daemon's own config still passes: what is in use is its own.
+    let own = check(&first_config).unwrap();
+    assert!(own.status.success(), "check of the running daemon's own config:\n{}", text(&own));
+    assert!(text(&own).contains(&format!("its daemon runs (pid {})", first.pid())), "{}", text(&own));
 
     let log = second_refused(&second_config, &socket, &dir.join("second.log"));
     assert!(log.contains(&refusal), "the refusal names the first daemon's pid:\n{log}");

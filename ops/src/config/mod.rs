@@ -95,10 +95,11 @@ pub struct EngineSection {
     /// quarantined with the figures in its reason (0.05: 5 % of a core).
     #[serde(default = "default_rule_cost_budget")]
     pub rule_cost_budget: f64,
-    /// How long the daemon may take to stop after SIGTERM or SIGINT: the dispatcher gets half of
-    /// it to finish the actions in hand, and at the end of it the process exits whatever is still
-    /// running (a second signal exits at once). Below the supervisor's own timeout
-    /// (`TimeoutStopSec=30s`, `terminationGracePeriodSeconds: 30`).
+    /// How long the daemon may take to stop after SIGTERM or SIGINT (1 s to 10 min): the dispatcher
+    /// gets half of it to finish the actions in hand, then is stopped where it waits (an intent is on
+    /// disk before any change; the next start settles it), and at the end of it the process exits
+    /// whatever is still running (a second signal exits at once). Below the supervisor's own
+    /// timeout (`TimeoutStopSec=30s`, `terminationGracePeriodSeconds: 30`).
     #[serde(default = "default_shutdown_timeout", with = "duration::shutdown_timeout")]
     pub shutdown_timeout: Duration,
 }

@@ -187,10 +187,11 @@ mod tests {
     fn a_daemon_removes_only_the_socket_it_bound() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("control.sock");
-        let first = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        let _first = std::os::unix::net::UnixListener::bind(&path).unwrap();
         let owned = OwnedSocket::bound(&path).unwrap();
-        drop(first);
-        std::fs::remove_file(&path).unwrap();
+        // Moved away, not removed: its inode stays taken, so the second
+        // socket cannot reuse its number.
+        std::fs::rename(&path, dir.path().join("moved.sock")).unwrap();
         let _second = std::os::unix::net::UnixListener::bind(&path).unwrap();
         assert!(!owned.remove(), "another process's socket in its place is not removed");
         assert!(path.exists());

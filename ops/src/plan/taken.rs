@@ -12,9 +12,26 @@ use engine::config::{Locator, TomlError};
 use crate::config::DaemonConfig;
 use crate::control::socket::{probe, Probe, SocketError};
 
+/// What `check` found in use: problems, and what is in use by this
+/// config's own daemon, running (not a problem: `check` of a live config).
+#[derive(Debug, Default)]
+pub struct InUse {
+    /// Taken by another process.
+    pub errors: Vec<TomlError>,
+    /// The pid of the daemon running on this config's `state_dir`, if one is.
+    pub own_daemon: Option<u32>,
+}
+
 /// Every socket and address of `config` that is already in use; `socket`
-/// is the control socket the daemon would bind.
-pub fn in_use(config: &DaemonConfig, socket: &Path, at: &Locator) -> Vec<TomlError> {
+/// is the control socket the daemon would bind. When a daemon holds this
+/// config's `state_dir` (its lock file, see `rocemend run`), the socket it
+/// serves and the addresses in use are its own: `check` of the config a
+/// daemon runs on is not refused for them.
+pub fn in_use(config: &DaemonConfig, socket: &Path, at: &Locator) -> InUse {
+    let own = state_holder(&config.state_dir);
+    if own.is_some() {
+        return InUse { errors: Vec::new(), own_daemon: own };
+    }
     let mut errors = Vec::new();
     let socket_key: Vec<engine::config::Key<'_>> = if config.control.socket.is_some() {
         vec!["control".into(), "socket".into()]
@@ -39,7 +56,26 @@ pub fn in_use(config: &DaemonConfig, socket: &Path, at: &Locator) -> Vec<TomlErr
             errors.push(at.error(&[section.into(), "listen".into()], format!("{section}.listen {addr:?}: {why}")));
         }
     }
-    errors
+    InUse { errors, own_daemon: None }
+}
+
+/// The lock file a running daemon holds in its state directory, with its pid.
+pub const PID_FILE: &str = "rocemend.pid";
+
+/// The pid of the daemon holding `state_dir`'s lock, if one does: the lock
+/// is tried without waiting and let go at once.
+pub fn state_holder(state_dir: &Path) -> Option<u32> {
+    use std::io::Read;
+    use std::os::unix::io::AsRawFd;
+    let mut file = std::fs::File::open(state_dir.join(PID_FILE)).ok()?;
+    // SAFETY: flock on an fd this function owns; no memory is involved.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) } == 0 {
+        return None; // Nobody holds it (closing the file lets it go).
+    }
+    let mut text = String::new();
+    // Bounded: a pid is a few bytes.
+    file.by_ref().take(64).read_to_string(&mut text).ok()?;
+    text.trim().parse().ok()
 }
 
 /// Why `addr` cannot be bound because another process holds it, if so. A

@@ -17,8 +17,7 @@ pub(super) struct StateLock {
     _file: File,
 }
 
-/// The file that holds the lock and the pid.
-pub(super) const PID_FILE: &str = "rocemend.pid";
+use ops::plan::taken::PID_FILE;
 
 /// The state directory cannot be claimed.
 #[derive(Debug, thiserror::Error)]
