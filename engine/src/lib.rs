@@ -47,6 +47,7 @@
 //!
 //! - [`time`]: nanosecond timestamps and rule durations;
 //! - [`labels`], [`series`], [`counter`]: the data model and counter arithmetic;
+//! - [`label_check`]: label values checked by what they name (netdev, port, host);
 //! - [`topology`]: the inventory and label enrichment;
 //! - [`window`]: native window accumulators;
 //! - [`stats`]: robust statistics (median, median absolute deviation);
@@ -92,6 +93,7 @@ pub mod dispatch;
 pub mod errors;
 pub mod evaluator;
 pub mod instance;
+pub mod label_check;
 pub mod labels;
 pub mod ledger;
 pub mod mode;

@@ -19,9 +19,10 @@ pub const FLUSH_EVERY_MS: u64 = 500;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StoreError {
-    /// sled failed.
+    /// sled failed. Its error is in the message and deliberately not a
+    /// `source`: a chain printed whole (`{:#}`) would say it twice.
     #[error("state database: {0}")]
-    Sled(#[from] sled::Error),
+    Sled(sled::Error),
     /// A stored record is not what this version writes.
     #[error("state database: corrupt record {key:?}: {message}")]
     Corrupt {
@@ -30,6 +31,12 @@ pub enum StoreError {
         /// The decoding error.
         message: String,
     },
+}
+
+impl From<sled::Error> for StoreError {
+    fn from(error: sled::Error) -> StoreError {
+        StoreError::Sled(error)
+    }
 }
 
 /// Handle to the state database; cheap to clone.

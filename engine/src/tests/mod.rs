@@ -12,12 +12,15 @@
 mod common;
 
 mod bad_data;
+mod bad_labels;
+mod clock_steps;
 mod evaluator;
 mod native_evaluator;
 mod native_predicates;
 mod reload;
 mod restarts;
 mod rule_errors;
+mod run_loop;
 mod safety;
 mod standard_rules;
 mod subject_times;

@@ -41,6 +41,7 @@ fn daemon(dir: &Path) -> Daemon {
         tick: Duration::from_millis(20),
         record: None,
         stop_when_sensors_end: false,
+        shutdown_grace: runtime::DEFAULT_SHUTDOWN_GRACE,
         health: HealthBoard::default(),
     }
 }

@@ -62,6 +62,7 @@ pub struct Metrics {
 struct Intake {
     samples: Counter,
     out_of_order: Counter,
+    steps_back: Counter,
     refused: Family<Labels, Counter>,
 }
 
@@ -72,13 +73,19 @@ impl Intake {
             out_of_order: registered(
                 r,
                 "samples_out_of_order",
-                "Samples dropped as older than their series' last",
+                "Samples dropped as a little older than their series' last (reordered on the way)",
+                Counter::default(),
+            ),
+            steps_back: registered(
+                r,
+                "series_clock_steps_back",
+                "Samples far older than their series' last: its clock stepped back, the series resynchronized",
                 Counter::default(),
             ),
             refused: registered(
                 r,
                 "samples_refused",
-                "Samples not believed, by reason (bad_counter, implausible, future)",
+                "Samples not believed, by reason (bad_counter, implausible, future, bad_label)",
                 Family::default(),
             ),
         }
@@ -342,10 +349,14 @@ impl Metrics {
     pub fn refresh(&self, view: &EngineView, ledger: Option<&Ledger>, health: &HealthBoard) {
         self.intake.samples.inner().store(view.stats.samples, Ordering::Relaxed);
         self.intake.out_of_order.inner().store(view.stats.out_of_order, Ordering::Relaxed);
+        self.intake.steps_back.inner().store(view.stats.steps_back, Ordering::Relaxed);
         let refused = view.stats.refused;
-        for (reason, n) in
-            [("bad_counter", refused.bad_counter), ("implausible", refused.implausible), ("future", refused.future)]
-        {
+        for (reason, n) in [
+            ("bad_counter", refused.bad_counter),
+            ("implausible", refused.implausible),
+            ("future", refused.future),
+            ("bad_label", refused.bad_label),
+        ] {
             self.intake.refused.get_or_create(&labels(&[("reason", reason)])).inner().store(n, Ordering::Relaxed);
         }
         self.evaluation.series.set(view.series as i64);

@@ -12,11 +12,13 @@
 //! - [`daemon`]: the config's own settings (engine, log, metrics, state);
 //! - [`routing`]: every action a loaded rule can propose reaches exactly one
 //!   actuator that can carry it out; `[rule.NAME]` names a rule;
-//! - [`check`]: what `check` says it checked.
+//! - [`check`]: what `check` says it checked;
+//! - [`taken`]: a control socket or listen address already in use, for `check`.
 
 pub mod check;
 pub mod daemon;
 pub mod routing;
+pub mod taken;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

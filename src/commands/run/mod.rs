@@ -1,10 +1,12 @@
 //! `rocemend run`: the daemon.
 //!
 //! - [`parts`]: the daemon's parts built from its configuration;
-//! - [`signals`]: logging, signals and the rule directory watched.
+//! - [`signals`]: logging, signals and the rule directory watched;
+//! - [`state_lock`]: one daemon per state directory.
 
 mod parts;
 mod signals;
+mod state_lock;
 
 use std::path::Path;
 
@@ -49,7 +51,8 @@ pub fn run(config_path: &Path) -> anyhow::Result<Exit> {
 /// Runs the daemon with its control API, metrics, signal handlers and rule
 /// watch until it is stopped.
 async fn serve(parts: Parts, config_path: &Path) -> anyhow::Result<()> {
-    let Parts { mut daemon, ledger, job_tx, health, rules_dir, playbook, settings, config, node, tcp, web } = parts;
+    let Parts { mut daemon, state_lock, ledger, job_tx, health, rules_dir, playbook, settings, config, node, tcp, web } =
+        parts;
     let (dispatcher, departure) =
         wiring::fleet(daemon.dispatcher, &mut daemon.sensors, config.fleet.as_ref(), &playbook, &node).await?;
     daemon.dispatcher = dispatcher;
@@ -78,7 +81,7 @@ async fn serve(parts: Parts, config_path: &Path) -> anyhow::Result<()> {
         let (_, serve) = ops::metrics::http::bind(addr, endpoint, shutdown_rx.clone())?;
         tokio::spawn(serve);
     }
-    spawn_signal_handlers(shutdown_tx.clone(), command_tx.clone())?;
+    spawn_signal_handlers(shutdown_tx.clone(), command_tx.clone(), settings.engine.shutdown_timeout)?;
     if let Some(every) = settings.engine.reload_poll {
         tokio::spawn(watch_rules(rules_dir, every, command_tx));
     }
@@ -102,6 +105,7 @@ async fn serve(parts: Parts, config_path: &Path) -> anyhow::Result<()> {
         let error = report::chain(&error);
         tracing::error!(message = "Control API failed.", %error);
     }
+    drop(state_lock);
     tracing::info!(message = "Stopped.", samples = summary.stats.samples, decisions = summary.decisions);
     Ok(())
 }
