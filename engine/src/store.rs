@@ -17,8 +17,9 @@
 //! database again, so the handles of the whole daemon (ledger, instances)
 //! see the new one. What was written but not flushed before the failure is
 //! lost with the old handle: the ledger keeps such records in memory and
-//! writes them again ([`crate::ledger::Ledger::recover`]), the evaluator
-//! writes its instances again when [`Store::generation`] changes.
+//! writes them again ([`crate::ledger::Ledger::recover`]); an instance's
+//! state is written again at its next change (a restart meanwhile sees it
+//! as it was at the last flush, which a crash risks anyway).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -314,6 +314,11 @@ impl Ledger {
         }
     }
 
+    /// Why the ledger cannot be written now, if it cannot.
+    pub fn unwritable(&self) -> Option<String> {
+        self.store.unwritable()
+    }
+
     /// Whether the ledger can be written now, and since when not.
     pub fn write_health(&self) -> WriteHealth {
         self.store.write_health()

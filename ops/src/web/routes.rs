@@ -131,11 +131,9 @@ impl Console {
             Err(e) => problems.push(problem("rule states", e)),
         }
         let since = engine::time::wall_clock_now() - DECISIONS_SINCE;
-        let request = ListDecisionsRequest { since_ns: since, rule: String::new(), target: String::new() };
-        match s.list_decisions(Call::new(request)).await {
-            Ok(r) => {
-                snap.decisions =
-                    r.into_inner().decisions_json.iter().filter_map(|l| serde_json::from_str(l).ok()).collect();
+        match decisions_since(s, since).await {
+            Ok(decisions) => {
+                snap.decisions = decisions;
                 snap.decisions.sort_by_key(|d| std::cmp::Reverse(d.proposal.decided_at));
             }
             Err(e) => problems.push(problem("decisions", e)),
@@ -373,5 +371,20 @@ mod tests {
         assert_eq!(by(&h), "alice (web console)");
         h.insert("x-rocemend-by", HeaderValue::from_str(&"a".repeat(500)).unwrap());
         assert_eq!(by(&h), format!("{} (web console)", "a".repeat(MAX_BY)));
+    }
+}
+
+/// The page's decisions: every page of the ledger's listing since `since`
+/// (one reply is bounded; the day's decisions may fill several).
+async fn decisions_since(s: &ControlService, since: i64) -> Result<Vec<engine::dispatch::Decision>, tonic::Status> {
+    let mut request = ListDecisionsRequest { since_ns: since, ..ListDecisionsRequest::default() };
+    let mut decisions = Vec::new();
+    loop {
+        let reply = s.list_decisions(Call::new(request.clone())).await?.into_inner();
+        decisions.extend(reply.decisions_json.iter().filter_map(|l| serde_json::from_str(l).ok()));
+        if reply.next_after.is_empty() {
+            return Ok(decisions);
+        }
+        request.after = reply.next_after;
     }
 }
