@@ -444,7 +444,7 @@ mod tests {
         store.put_instance("r", "a", &firing()).unwrap();
         store.inject_write_failure(Some(std::io::ErrorKind::StorageFull));
         let error = store.put_instance("r", "b", &firing()).unwrap_err();
-        assert!(matches!(&error, StoreError::Unwritable { cause } if cause.contains("storage full")), "{error}");
+        assert!(matches!(&error, StoreError::Unwritable { cause } if cause.contains("no storage space")), "{error}");
         // Refused at once from now on, and counted; reads go on.
         assert!(matches!(store.flush(), Err(StoreError::Unwritable { .. })));
         let health = store.write_health();

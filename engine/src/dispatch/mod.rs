@@ -20,6 +20,8 @@ pub use dispatcher::{Clock, DispatchConfig, DispatchError, Dispatcher, COMPACTIO
 #[cfg(test)]
 mod fleet_tests;
 #[cfg(test)]
+mod ledger_tests;
+#[cfg(test)]
 mod manual_tests;
 #[cfg(test)]
 mod tests;
