@@ -93,6 +93,8 @@ pub struct Dispatcher {
     /// listed in effect ([`Dispatcher::changed_in_effect`]). Pruned on the
     /// tick to the policy's effects.
     planned: std::collections::HashSet<String>,
+    /// When the ledger was last tried again while it could not be written.
+    last_recovery: Nanos,
     /// When decisions reach the dispatcher and become final.
     clock: Clock,
 }
@@ -208,6 +210,10 @@ pub const COMPACTION_STEP: usize = 2_000;
 /// The reason of a decision held because its intent could not be written.
 pub const LEDGER_UNWRITABLE: &str = "ledger unwritable";
 
+/// How often a ledger that cannot be written is tried again: each try
+/// writes a probe of [`crate::store::PROBE_BYTES`], too much for every tick.
+pub const LEDGER_RETRY: Nanos = crate::time::SECOND;
+
 impl Dispatcher {
     /// A dispatcher. With a ledger, it restores the breaker, the actions in
     /// effect and the requests awaiting approval; call
@@ -264,6 +270,7 @@ impl Dispatcher {
             fleet: super::fleet::Fleet::new(Arc::new(Standalone), Vec::new(), catalog),
             held_undos: Vec::new(),
             planned: Default::default(),
+            last_recovery: Nanos::MIN,
             clock: Arc::new(wall_clock_now),
         }
     }
@@ -462,6 +469,10 @@ impl Dispatcher {
     pub async fn keep_ledger(&mut self, now: Nanos) -> Vec<Decision> {
         let Some(ledger) = self.ledger.clone() else { return Vec::new() };
         if ledger.unwritable().is_some() {
+            if now.saturating_sub(self.last_recovery) < LEDGER_RETRY {
+                return Vec::new();
+            }
+            self.last_recovery = now;
             match ledger.recover() {
                 Ok(true) => self.save_breaker(),
                 Ok(false) => return Vec::new(),
