@@ -205,6 +205,7 @@ async fn write(dir: &Path, records: usize) -> usize {
             written += 1;
         }
         written += d.instance_resolved(&rule, &subject, at + SECOND).await.len();
+        d.keep_ledger(at + SECOND).await;
         d.maintain(at + SECOND);
         n += 1;
     }
@@ -228,8 +229,6 @@ fn main() {
     let all = ledger.list(&Default::default()).expect("list");
     let json: usize = all.iter().map(|d| serde_json::to_vec(d).unwrap().len()).sum();
     println!("JSON: {} bytes/record", json / all.len().max(1));
-    let lines: Vec<String> = all.iter().map(|d| serde_json::to_string(d).unwrap()).collect();
-    std::fs::write("/tmp/records.jsonl", lines.join("\n")).unwrap();
     drop(ledger);
     store.flush().expect("flush");
     drop(store);

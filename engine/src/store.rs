@@ -1,5 +1,5 @@
 //! The sled database: rule instance state that survives a restart, and the
-//! trees of the ledger ([`crate::ledger`]).
+//! trees of the ledger (module `ledger`).
 //!
 //! Keys of `instances` are `rule \0 subject-key`; values are the instance as
 //! JSON. Only instances that are not idle are stored, so the database holds
@@ -17,7 +17,7 @@
 //! database again, so the handles of the whole daemon (ledger, instances)
 //! see the new one. What was written but not flushed before the failure is
 //! lost with the old handle: the ledger keeps such records in memory and
-//! writes them again ([`crate::ledger::Ledger::recover`]); an instance's
+//! writes them again (`Ledger::recover`); an instance's
 //! state is written again at its next change (a restart meanwhile sees it
 //! as it was at the last flush, which a crash risks anyway).
 
