@@ -22,7 +22,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use engine::contracts::{ActionKindDecl, Actuator, ActuatorError, Change, Outcome, Prepared, Prior, RequestPlan, Verification};
+use engine::contracts::{
+    ActionKindDecl, Actuator, ActuatorError, Change, Outcome, Prepared, Prior, RequestPlan, Verification,
+};
 use engine::dispatch::{ActuatorRoute, DispatchConfig, Dispatcher, Mode};
 use engine::ledger::{Ledger, Retention};
 use engine::policy::PolicySettings;

@@ -134,7 +134,9 @@ fn a_disk_that_fills_mid_storm_holds_every_action_without_its_intent_and_leaves_
         .count();
     let held_undos = decisions
         .iter()
-        .filter(|d| d.undo_of.is_some() && matches!(&d.verdict, Verdict::Held { reason } if reason == LEDGER_UNWRITABLE))
+        .filter(|d| {
+            d.undo_of.is_some() && matches!(&d.verdict, Verdict::Held { reason } if reason == LEDGER_UNWRITABLE)
+        })
         .count();
     let (mut escalations, mut restores) = (0, 0);
     for (leaf, original) in leaves.iter().zip(&originals) {

@@ -62,7 +62,8 @@ async fn nothing_is_sent_while_the_ledger_is_unwritable_and_held_undos_run_once_
 #[tokio::test]
 async fn a_dry_run_is_not_listed_in_effect() {
     let knobs = knobs();
-    let mut d = dispatcher(Setup { mode: Mode::DryRun, ..Setup::default() }, knobs.clone(), Some(super::tests::ledger()));
+    let mut d =
+        dispatcher(Setup { mode: Mode::DryRun, ..Setup::default() }, knobs.clone(), Some(super::tests::ledger()));
     let planned = d.dispatch(proposal("r", "a", 0)).await;
     assert!(matches!(planned.verdict, Verdict::DryRun { .. }), "{planned:?}");
     // The policy counts it (a second proposal is a duplicate)…

@@ -15,7 +15,9 @@ pub use crate::catalog::ActuatorRoute;
 pub use crate::contracts::{Decision, Drift, DriftKind, Drifted, Phase, Resolution, Step, Verdict};
 pub use crate::mode::Mode;
 pub use crate::silence::{self, Silence};
-pub use dispatcher::{Clock, DispatchConfig, DispatchError, Dispatcher, COMPACTION_INTERVAL, COMPACTION_STEP, LEDGER_UNWRITABLE};
+pub use dispatcher::{
+    Clock, DispatchConfig, DispatchError, Dispatcher, COMPACTION_INTERVAL, COMPACTION_STEP, LEDGER_UNWRITABLE,
+};
 
 #[cfg(test)]
 mod fleet_tests;

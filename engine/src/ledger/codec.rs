@@ -133,7 +133,9 @@ mod tests {
         assert_eq!(decode::<serde_json::Value>(b"k", &encoded).unwrap(), serde_json::json!({"a": 1}));
         let mut cut = encoded.clone();
         cut.truncate(encoded.len() - 2);
-        assert!(matches!(decode::<serde_json::Value>(b"id7", &cut), Err(StoreError::Corrupt { key, .. }) if key == "id7"));
+        assert!(
+            matches!(decode::<serde_json::Value>(b"id7", &cut), Err(StoreError::Corrupt { key, .. }) if key == "id7")
+        );
         assert!(decode::<serde_json::Value>(b"k", &[ZSTD_V1, 1, 2, 3]).is_err());
     }
 }

@@ -80,7 +80,8 @@ impl Journal {
             self.lost += 1;
             if self.lost == 1 || self.lost.is_power_of_two() {
                 tracing::error!(
-                    message = "Ledger records forgotten: the state database cannot be written and too many wait in memory.",
+                    message =
+                        "Ledger records forgotten: the state database cannot be written and too many wait in memory.",
                     lost = self.lost,
                     kept = MAX_UNSAVED,
                 );

@@ -197,8 +197,7 @@ fn json<T: DeserializeOwned>(key: &[u8], value: &[u8]) -> Result<T, StoreError> 
 impl Ledger {
     /// The ledger inside `store`.
     pub fn open(store: &Store, retention: Retention) -> Result<Ledger, StoreError> {
-        let ledger =
-            Ledger { store: store.clone(), retention, journal: Arc::default(), count: Arc::default() };
+        let ledger = Ledger { store: store.clone(), retention, journal: Arc::default(), count: Arc::default() };
         for name in [DECISIONS, LIVE, BY_SUBJECT, META, SILENCES, RESOLUTIONS] {
             store.tree(name)?;
         }
@@ -396,10 +395,9 @@ impl Ledger {
         let limit = limit.clamp(1, MAX_PAGE);
         let decisions = self.tree(DECISIONS)?;
         let range = match after {
-            Some(after) => decisions.range::<&[u8], _>((
-                std::ops::Bound::Excluded(after.as_bytes()),
-                std::ops::Bound::Unbounded,
-            )),
+            Some(after) => {
+                decisions.range::<&[u8], _>((std::ops::Bound::Excluded(after.as_bytes()), std::ops::Bound::Unbounded))
+            }
             None => decisions.iter(),
         };
         let mut out = Vec::new();
@@ -420,9 +418,7 @@ impl Ledger {
         // and not past the page's last record when more follow.
         let last = if more { out.last().map(|d| d.id.clone()) } else { None };
         let in_page = |d: &Decision| {
-            filter.matches(d)
-                && after.is_none_or(|a| d.id.as_str() > a)
-                && last.as_ref().is_none_or(|l| &d.id <= l)
+            filter.matches(d) && after.is_none_or(|a| d.id.as_str() > a) && last.as_ref().is_none_or(|l| &d.id <= l)
         };
         let mut out = self.overlay(out, in_page);
         more |= out.len() > limit;
@@ -469,12 +465,8 @@ impl Ledger {
             break;
         }
         let journal = self.journal();
-        let in_memory = journal
-            .unsaved
-            .values()
-            .rev()
-            .find(|d| d.undo_of.is_none() && same_subject(&d.proposal, p))
-            .cloned();
+        let in_memory =
+            journal.unsaved.values().rev().find(|d| d.undo_of.is_none() && same_subject(&d.proposal, p)).cloned();
         drop(journal);
         if let Some(d) = in_memory {
             if latest.as_ref().is_none_or(|l: &Decision| l.id < d.id) {
