@@ -39,7 +39,7 @@ async fn nothing_is_sent_while_the_ledger_is_unwritable_and_held_undos_run_once_
     assert_eq!(undos.len(), 1);
     assert!(held_unwritable(&undos[0]), "{undos:?}");
     assert_eq!(knobs.undos(), 0);
-    assert_eq!(d.changed_in_effect().map(|e| e.id.clone()).collect::<Vec<_>>(), [first.id.clone()]);
+    assert_eq!(d.changed_in_effect().map(|e| e.id.as_str()).collect::<Vec<_>>(), [first.id.as_str()]);
     // Still full: the tick changes nothing.
     assert!(d.keep_ledger(3 * SECOND).await.is_empty());
     assert_eq!(knobs.undos(), 0);

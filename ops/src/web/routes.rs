@@ -349,6 +349,21 @@ fn asset(content_type: &'static str, text: &'static str) -> Response<Body> {
     r
 }
 
+/// The page's decisions: every page of the ledger's listing since `since`
+/// (one reply is bounded; the day's decisions may fill several).
+async fn decisions_since(s: &ControlService, since: i64) -> Result<Vec<engine::dispatch::Decision>, tonic::Status> {
+    let mut request = ListDecisionsRequest { since_ns: since, ..ListDecisionsRequest::default() };
+    let mut decisions = Vec::new();
+    loop {
+        let reply = s.list_decisions(Call::new(request.clone())).await?.into_inner();
+        decisions.extend(reply.decisions_json.iter().filter_map(|l| serde_json::from_str(l).ok()));
+        if reply.next_after.is_empty() {
+            return Ok(decisions);
+        }
+        request.after = reply.next_after;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -371,20 +386,5 @@ mod tests {
         assert_eq!(by(&h), "alice (web console)");
         h.insert("x-rocemend-by", HeaderValue::from_str(&"a".repeat(500)).unwrap());
         assert_eq!(by(&h), format!("{} (web console)", "a".repeat(MAX_BY)));
-    }
-}
-
-/// The page's decisions: every page of the ledger's listing since `since`
-/// (one reply is bounded; the day's decisions may fill several).
-async fn decisions_since(s: &ControlService, since: i64) -> Result<Vec<engine::dispatch::Decision>, tonic::Status> {
-    let mut request = ListDecisionsRequest { since_ns: since, ..ListDecisionsRequest::default() };
-    let mut decisions = Vec::new();
-    loop {
-        let reply = s.list_decisions(Call::new(request.clone())).await?.into_inner();
-        decisions.extend(reply.decisions_json.iter().filter_map(|l| serde_json::from_str(l).ok()));
-        if reply.next_after.is_empty() {
-            return Ok(decisions);
-        }
-        request.after = reply.next_after;
     }
 }
