@@ -27,6 +27,7 @@ mod chaos_veth;
 mod cli;
 mod cli_usage;
 mod crash_loop;
+mod disk_full;
 mod drift;
 mod interop_loop;
 mod netns_daemon;

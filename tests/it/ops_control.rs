@@ -339,3 +339,50 @@ fn usage_errors_exit_2_and_completions_are_printed() {
         assert!(script.contains("rocemend") && script.contains("silence"), "{shell}: {script}");
     }
 }
+
+#[test]
+fn a_hundred_thousand_decisions_are_listed_through_the_cli_in_pages() {
+    use engine::dispatch::{Decision, Mode, Step};
+    use engine::ledger::{Ledger, Retention};
+    let dir = tempfile::tempdir().unwrap();
+    let config = setup(dir.path(), "");
+    // 100,000 records of about 1 KiB of JSON each: 100 MB, which one reply
+    // of gRPC's 4 MiB could not carry (it failed at 6,200).
+    let now = engine::time::wall_clock_now();
+    {
+        let store = engine::Store::open(&dir.path().join("state").join("state.sled")).unwrap();
+        let ledger = Ledger::open(&store, Retention::default()).unwrap();
+        for i in 0..100_000 {
+            let node = format!("gpu-{:03}", i % 500);
+            let target = engine::Labels::from_pairs([("node", node.as_str())]);
+            let at = now - 1_000_000 + i;
+            let proposal = engine::Proposal {
+                id: format!("p{i}"),
+                rule: "slow-step".into(),
+                rule_hash: "ab".repeat(32),
+                rule_mode: Mode::Enforce,
+                severity: engine::Severity::Warning,
+                subject: target.clone(),
+                action: engine::Action { kind: "node.cordon".into(), target, params: Default::default() },
+                values: vec![("step".into(), 2.5)],
+                active_at: at,
+                sample_at: at,
+                decided_at: at,
+                restored: false,
+            };
+            let first = Step { at: now, what: format!("proposed by slow-step for node {node}; shadow mode: recorded") };
+            ledger.put(&Decision::new(ledger.next_id().unwrap(), proposal, Mode::Shadow, first, now)).unwrap();
+        }
+        ledger.flush().unwrap();
+    }
+    let log = dir.path().join("daemon.log");
+    let mut daemon = Daemon::start(&config, &dir.path().join("control.sock"), &log);
+    daemon.wait_ready();
+    let listed = daemon.decisions();
+    assert_eq!(listed.len(), 100_000);
+    assert!(listed.windows(2).all(|w| w[0].id < w[1].id), "oldest first, none twice");
+    // A filter still applies: one node's records, every page of them.
+    let out = daemon.cli_ok(&["decisions", "--json", "--target", "gpu-007"]);
+    assert_eq!(decode_lines(&out).len(), 200);
+    daemon.stop();
+}

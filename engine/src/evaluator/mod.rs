@@ -503,8 +503,11 @@ impl Evaluator {
         let named = self.rules[ri].named_values(values);
         if let Some(store) = &self.store {
             let key = self.rules[ri].subject_key(&labels);
-            if let Err(error) = store.put_instance(&rule.name, &key, inst) {
-                tracing::error!(message = "Could not persist instance state.", rule = %rule.name, %error);
+            match store.put_instance(&rule.name, &key, inst) {
+                // An unwritable store says so itself, once, then sums up
+                // the writes it refused: not once per instance per sample.
+                Ok(()) | Err(crate::store::StoreError::Unwritable { .. } | crate::store::StoreError::Reopening) => {}
+                Err(error) => tracing::error!(message = "Could not persist instance state.", rule = %rule.name, %error),
             }
         }
         for t in transitions {

@@ -140,8 +140,12 @@ pub struct DispatchStatus {
     pub breaker_window: crate::time::Nanos,
     /// Requests awaiting approval.
     pub pending: Vec<Decision>,
-    /// Actions in effect.
+    /// Actions in effect: what changed a target and is not undone (not
+    /// what a dry-run planned or shadow mode recorded).
     pub in_effect: Vec<crate::policy::Effect>,
+    /// Whether the ledger can be written (`None`: no ledger); while it
+    /// cannot, no action or undo is sent.
+    pub ledger: Option<crate::store::WriteHealth>,
     /// Silences in force.
     pub silences: Vec<Silence>,
     /// The latest actions found drifted.

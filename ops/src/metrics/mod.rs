@@ -97,6 +97,7 @@ struct DispatchMetrics {
     actions_in_effect: Gauge,
     actions_drifted: Family<Labels, Counter>,
     breaker_tripped: Gauge,
+    ledger_writable: Gauge,
 }
 
 impl DispatchMetrics {
@@ -119,6 +120,18 @@ impl DispatchMetrics {
                 "breaker_tripped",
                 "1 while the circuit breaker is tripped",
                 Gauge::default(),
+            ),
+            ledger_writable: registered(
+                r,
+                "ledger_writable",
+                "0 while the ledger cannot be written (a full disk): no action or undo is sent",
+                // Writable until the dispatcher says otherwise: 0 at start
+                // would raise the alert on every daemon that just started.
+                {
+                    let g = Gauge::default();
+                    g.set(1);
+                    g
+                },
             ),
         }
     }
@@ -414,6 +427,7 @@ impl Metrics {
             self.dispatch.actions_drifted.get_or_create(&labels(&[("kind", kind)])).inner().store(n, Ordering::Relaxed);
         }
         self.dispatch.breaker_tripped.set(i64::from(status.breaker.tripped_at.is_some()));
+        self.dispatch.ledger_writable.set(i64::from(status.ledger.as_ref().is_none_or(|h| h.writable)));
     }
 
     /// The exposition text in `format`.
