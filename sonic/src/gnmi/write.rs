@@ -157,8 +157,8 @@ mod tests {
             key: "Ethernet4".into(),
             fields: entry(&[("action", "drop"), ("detection_time", "200")]),
         };
-        let sets = sets("localhost", &[replace]).unwrap();
-        let texts: Vec<&str> = sets.iter().map(|s| s.text.as_str()).collect();
+        let two = sets("localhost", &[replace]).unwrap();
+        let texts: Vec<&str> = two.iter().map(|s| s.text.as_str()).collect();
         assert_eq!(
             texts,
             [
