@@ -75,6 +75,14 @@
 
 #![deny(missing_docs)]
 
+// The tests in `src/tests/` use the crate by its name, as its users do: they
+// were an integration-test binary of their own, and joined the crate's unit
+// tests so that `cargo test --workspace` links fewer binaries.
+#[cfg(test)]
+extern crate self as engine;
+#[cfg(test)]
+mod tests;
+
 pub mod backtest;
 pub mod catalog;
 pub mod config;

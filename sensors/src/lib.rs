@@ -69,6 +69,14 @@
 
 #![deny(missing_docs)]
 
+// The tests in `src/tests/` use the crate by its name, as its users do: they
+// were an integration-test binary of their own, and joined the crate's unit
+// tests so that `cargo test --workspace` links fewer binaries.
+#[cfg(test)]
+extern crate self as sensors;
+#[cfg(test)]
+mod tests;
+
 mod error;
 pub mod ethtool;
 pub mod gnmi;
@@ -163,44 +171,4 @@ where
     let config: C = it.settings(settings)?;
     let sensor = build(config).map_err(|e| it.invalid(e))?;
     Ok(Box::new(sensor))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn table(text: &str) -> toml::Table {
-        toml::from_str(text).unwrap()
-    }
-
-    #[test]
-    fn builds_a_replay_sensor_with_its_name() {
-        let sensor = build("replay", "incident-42", table("path = \"rec.jsonl\"\nspeed = 10.0")).unwrap();
-        assert_eq!(sensor.name(), "incident-42");
-    }
-
-    #[test]
-    fn an_unknown_kind_lists_the_known_ones() {
-        let err = build("sonar", "s1", toml::Table::new()).err().unwrap().to_string();
-        assert_eq!(err, format!("sensor \"s1\": unknown kind \"sonar\" (known kinds: {})", KINDS.join(", ")));
-        assert!(err.contains("replay"), "{err}");
-    }
-
-    #[test]
-    fn an_unknown_setting_is_named() {
-        let err = build("replay", "r", table("path = \"rec.jsonl\"\nsped = 2.0")).err().unwrap().to_string();
-        assert!(err.starts_with("sensor \"r\" (kind \"replay\"): unknown field `sped`"), "{err}");
-    }
-
-    #[test]
-    fn a_missing_path_is_named() {
-        let err = build("replay", "r", table("speed = 2.0")).err().unwrap().to_string();
-        assert!(err.contains("missing field `path`"), "{err}");
-    }
-
-    #[test]
-    fn a_negative_speed_is_refused() {
-        let err = build("replay", "r", table("path = \"rec.jsonl\"\nspeed = -1.0")).err().unwrap().to_string();
-        assert!(err.contains("speed -1 "), "{err}");
-    }
 }

@@ -55,7 +55,16 @@ const ACTUATORS: &str = "\
 [[actuator]]\nname = \"cordon\"\ntype = \"log\"\nhandles = [\"node.*\"]\n\
 [[actuator]]\nname = \"notify\"\ntype = \"log\"\nhandles = [\"webhook.*\"]\ndestructive = false\n";
 
+/// Every case, in the order of the table in docs/config.md. The lists below
+/// keep a case a line, as that table does (`rustfmt::skip`: rustfmt would
+/// spread each over seven).
 fn cases() -> Vec<Case> {
+    [config_cases(), playbook_cases(), switch_and_rule_cases()].into_iter().flatten().collect()
+}
+
+/// The daemon config's own settings and its fleet table.
+#[rustfmt::skip]
+fn config_cases() -> Vec<Case> {
     vec![
         // The daemon config's own settings.
         Case { what: "`control.listen` without TLS", config_tables: "[control]\nlisten = \"127.0.0.1:0\"\n", expect: &["rocemend.toml:", "needs control.tls_cert"], ..NONE },
@@ -79,6 +88,13 @@ fn cases() -> Vec<Case> {
         Case { what: "a `fleet.lease_ttl` under 2 s", config_tables: "[fleet]\netcd = [\"http://127.0.0.1:2379\"]\nidentity = \"n1\"\nlease_ttl = \"500ms\"\n", expect: &["rocemend.toml:", "fleet.lease_ttl = \"500ms\": etcd leases are whole seconds"], ..NONE },
         Case { what: "a `fleet.etcd` that is no URL", config_tables: "[fleet]\netcd = [\"127.0.0.1:2379\"]\nidentity = \"n1\"\n", expect: &["rocemend.toml:", "fleet.etcd: \"127.0.0.1:2379\" is not an http:// or https:// URL"], ..NONE },
         Case { what: "`fleet.shard` without a sensor that reads switches", config_tables: "[fleet]\netcd = [\"http://127.0.0.1:2379\"]\nidentity = \"agg-1\"\nshard = \"pod-a\"\n", expect: &["rocemend.toml:", "fleet.shard shares the switches the gnmi sensors read, and no [[sensor]] reads switches"], ..NONE },
+    ]
+}
+
+/// The playbook: limits that switch safety off or contradict themselves, and routing mistakes.
+#[rustfmt::skip]
+fn playbook_cases() -> Vec<Case> {
+    vec![
         // The playbook: limits that switch safety off or contradict themselves.
         Case { what: "`breaker.trip_after = 0`", playbook_tables: "[breaker]\ntrip_after = 0\n", expect: &["playbook.toml:", "breaker.trip_after: 0 means the circuit breaker never trips"], ..NONE },
         Case { what: "a breaker window of `\"0\"`", playbook_tables: "[breaker]\nwindow = \"0\"\n", expect: &["playbook.toml:", "breaker.window"], ..NONE },
@@ -103,6 +119,13 @@ fn cases() -> Vec<Case> {
         Case { what: "a pfcwd actuator without `[gnmi]`", actuators: Some(PFCWD_NO_GNMI), expect: &["playbook.toml:", "rule \"pfc-storm\"", "proposes \"pfcwd.escalate\", routed to actuator \"pfcwd\"", "no [gnmi] settings"], ..NONE },
         Case { what: "an actuator of an unknown type", actuators: Some(TELEPORT), expect: &["playbook.toml:", "unknown kind \"teleport\""], ..NONE },
         Case { what: "an actuator for another node", actuators: Some(OTHER_NODE), expect: &["playbook.toml:", "node = \"node-99\" is not this daemon's node \"node-01\""], ..NONE },
+    ]
+}
+
+/// Switches named outside the inventory, and broken rules.
+#[rustfmt::skip]
+fn switch_and_rule_cases() -> Vec<Case> {
+    vec![
         // Switches: written once, in the inventory; named everywhere else.
         Case {
             what: "a switch the inventory does not have",

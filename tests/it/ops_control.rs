@@ -229,6 +229,17 @@ fn silence_job_push_watch_and_the_lists_through_the_cli() {
     assert_eq!(rules.len(), 1, "{rules:#?}");
     assert_eq!((rules[0]["name"].as_str(), rules[0]["health"].as_str()), (Some("slow-step"), Some("ok")));
 
+    silence_gpu_02(&daemon);
+    let silenced = push_while_watching(&daemon);
+    the_lists_show_both_nodes_firing(&daemon);
+    unsilence_and_refuse_a_bad_job_name(&daemon);
+    let explain = decode_lines(&daemon.cli_ok(&["explain", &silenced, "--json"]));
+    assert_eq!(explain[0].id, silenced);
+    assert!(daemon.stop().success(), "{}", daemon.log());
+}
+
+/// `silence --target gpu-02` answers silence s1; a silence of nothing is a usage error.
+fn silence_gpu_02(daemon: &Daemon) {
     let silence = daemon.cli_ok(&[
         "silence",
         "--target",
@@ -245,7 +256,12 @@ fn silence_job_push_watch_and_the_lists_through_the_cli() {
     assert_eq!(silence["id"], "s1");
     let usage = daemon.cli(&["silence", "--for", "1h"]);
     assert_eq!(usage.status.code(), Some(2), "a silence of nothing is a usage error: {}", text(&usage));
+}
 
+/// A job pushed on gpu-01 and gpu-02 while `watch` follows the daemon: the
+/// watch sees both decisions, gpu-01's executed and gpu-02's suppressed by
+/// the silence. Returns the suppressed decision's id.
+fn push_while_watching(daemon: &Daemon) -> String {
     let watch = Watch::start(&daemon.socket);
     // The watch stream is open once the daemon answers the next call; give the
     // subscription a moment to be registered before the push.
@@ -274,7 +290,12 @@ fn silence_job_push_watch_and_the_lists_through_the_cli() {
     assert_eq!(silenced.verdict.name(), "suppressed");
     let reason = silenced.verdict.reason().unwrap();
     assert!(reason.contains("silenced (s1, target gpu-02, by oncall") && reason.ends_with(": maintenance"), "{reason}");
+    silenced.id.clone()
+}
 
+/// `status`, `instances`, `rules` and `incidents` (JSON and table) show the
+/// silence and the two firing instances, one incident each.
+fn the_lists_show_both_nodes_firing(daemon: &Daemon) {
     let status = daemon.status();
     assert_eq!(status["silences"][0]["id"], "s1", "{status}");
     let instances = json_lines(&daemon.cli_ok(&["instances", "--json"]));
@@ -291,7 +312,11 @@ fn silence_job_push_watch_and_the_lists_through_the_cli() {
     }
     let table = daemon.cli_ok(&["incidents"]);
     assert!(table.contains("slow-step") && table.contains("2 incidents"), "{table}");
+}
 
+/// `unsilence s1` works once, then says there is no s1; a job name with a
+/// space is a usage error.
+fn unsilence_and_refuse_a_bad_job_name(daemon: &Daemon) {
     daemon.cli_ok(&["unsilence", "s1"]);
     let again = daemon.cli(&["unsilence", "s1"]);
     assert_eq!(again.status.code(), Some(1), "{}", text(&again));
@@ -301,9 +326,6 @@ fn silence_job_push_watch_and_the_lists_through_the_cli() {
     let bad = daemon.cli(&["job", "push", "--job", "has space", "--step-time", "1"]);
     assert_eq!(bad.status.code(), Some(2), "a bad job name is a usage error: {}", text(&bad));
     assert!(text(&bad).contains("contains ' '"), "{}", text(&bad));
-    let explain = decode_lines(&daemon.cli_ok(&["explain", &silenced.id, "--json"]));
-    assert_eq!(explain[0].id, silenced.id);
-    assert!(daemon.stop().success(), "{}", daemon.log());
 }
 
 #[test]

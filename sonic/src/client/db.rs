@@ -17,6 +17,9 @@ use crate::layout::{Database, DatabaseLayout, Endpoint};
 /// a caller that waits longer holds up the sensor or actuator behind it.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// COUNTERS_DB's table of counters, keyed by object id (`COUNTERS:oid:0x…`).
+pub const COUNTERS: &str = "COUNTERS";
+
 /// Every field of one Redis hash (a CONFIG_DB entry, a counters hash), as Redis holds it.
 pub type Entry = BTreeMap<String, String>;
 
@@ -243,7 +246,7 @@ impl Db {
     /// COUNTERS_DB's counters of object `oid` (`COUNTERS:oid:0x…`); `None` only when Redis
     /// says there are none.
     pub async fn counters(&self, oid: &str) -> Result<Option<Entry>, DbError> {
-        self.entry(crate::names::queues::COUNTERS, oid).await
+        self.entry(COUNTERS, oid).await
     }
 
     /// One field of `table|key`.

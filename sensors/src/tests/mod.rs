@@ -1,10 +1,12 @@
 //! The sensors against what they read — simulated switches, real veth
 //! links in network namespaces, sysfs trees, local HTTP servers, an
-//! independent gNMI target — linked as one test binary (`it`); each file
-//! below was a binary of its own and keeps its tests' names under its module
-//! (`cargo test -p rocemend-sensors --test it -- netlink_link::`). A new
-//! file gets a `mod` line here, not a place directly under `tests/`, where
-//! it would link a binary of its own.
+//! independent gNMI target — through the crate's public API, as a user of
+//! the crate writes them (`use sensors::…`, see `extern crate self` in
+//! `lib.rs`). They were an integration-test binary of their own; as unit
+//! tests they link into the crate's one test binary instead (`cargo test -p
+//! rocemend-sensors -- tests::netlink_link::`). Keep them to the public API
+//! all the same. A new file gets a `mod` line here, never a place under
+//! `tests/`, where it would link a binary of its own.
 //!
 //! Shared by several files: [`gnmi_harness`] (a gnmi sensor on a simulated
 //! switch) and [`netlink_link_util`] (a namespace with a veth pair; the
@@ -16,6 +18,7 @@
 mod gnmi_harness;
 mod netlink_link_util;
 
+mod build;
 mod ethtool;
 mod gnmi;
 mod gnmi_interop;

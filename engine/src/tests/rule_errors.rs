@@ -1,7 +1,7 @@
 //! Rule files that must not load: each error names the file, the line and
 //! the column, and says what was expected.
 
-use crate::common;
+use super::common;
 
 use common::{load_errors, storm};
 use engine::{rule, Helpers};

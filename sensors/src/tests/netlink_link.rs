@@ -2,7 +2,7 @@
 //! network namespace, flapped with `ip link set`, and left alone to see the
 //! heartbeat keep it fresh. Needs root; skips with a reason otherwise.
 
-use crate::netlink_link_util;
+use super::netlink_link_util;
 
 use std::time::{Duration, Instant};
 

@@ -4,7 +4,7 @@
 //! loop forwards them, with [`Knobs`], an actuator whose targets the tests
 //! can read and change by hand.
 
-use crate::common;
+use super::common;
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use crate::gnmi_harness;
+use super::gnmi_harness;
 
 use engine::{Batch, Labels, Value};
 use gnmi_harness::{start, Harness};

@@ -2,7 +2,7 @@
 //! FIFO named like a rule neither blocks the loop nor is read; a reload
 //! that would empty the rule set is refused unless asked for.
 
-use crate::common;
+use super::common;
 
 use std::collections::HashMap;
 use std::path::Path;

@@ -3,7 +3,7 @@
 //! rules, cross-series helpers and the series cap. Restarts are in
 //! `restarts.rs`; rule files that must not load in `rule_errors.rs`.
 
-use crate::common;
+use super::common;
 
 use std::sync::Arc;
 

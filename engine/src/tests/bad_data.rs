@@ -4,7 +4,7 @@
 //! case is the regression test of a phantom action or a stall seen with the
 //! release build.
 
-use crate::common;
+use super::common;
 
 use common::{proposals_of, secs, storm, Rig, PAUSE};
 use engine::{CounterSpec, EngineEvent, RuleHealth, Sample, SeriesId, Value};

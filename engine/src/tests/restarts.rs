@@ -2,7 +2,7 @@
 //! proposes again once (marked restored) and is not resolved on the empty
 //! windows of the new process's first samples.
 
-use crate::common;
+use super::common;
 
 use common::{load, pause_counter, proposals, secs, storm, storm_with, transitions, Rig, HEALTHY, STORMING};
 use engine::{EngineEvent, Helpers, SeriesTable, State, Store};

@@ -13,7 +13,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use crate::gnmi_harness;
+use super::gnmi_harness;
 
 use engine::{Labels, Value};
 use gnmi_harness::Harness;

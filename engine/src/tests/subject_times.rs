@@ -1,7 +1,7 @@
 //! Subject times are kept in 100 ms ticks since the evaluator's first
 //! sample, rounded up. These tests pin the consequences a rule can see.
 
-use crate::common;
+use super::common;
 
 use common::transitions;
 use engine::instance::State;
