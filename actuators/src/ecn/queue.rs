@@ -245,6 +245,9 @@ fn changes(queue: &str, copy: &str, from: &QueueState, to: &QueueState) -> Vec<C
     match (&from.copy, &to.copy) {
         (Some(_), None) => out.push(Change::Delete { table: switch::TABLE.into(), key: copy.into() }),
         (None, None) => {}
+        // A new copy is written whole: sonic-gnmi's config updater refuses fields of an entry
+        // that is not there.
+        (None, Some(now)) => out.push(Change::Create { table: switch::TABLE.into(), key: copy.into(), fields: now.clone() }),
         (was, Some(now)) => {
             let empty = Entry::new();
             let was = was.as_ref().unwrap_or(&empty);
@@ -421,10 +424,10 @@ mod tests {
         assert_eq!(p.after.copy.as_ref(), Some(&copy), "every field of the bound profile, the greens halved");
         let changes = p.apply_changes();
         assert_eq!(changes.len(), 2);
-        let Change::Fields { table, key, fields } = &changes[0] else { panic!("{changes:?}") };
+        let Change::Create { table, key, fields } = &changes[0] else { panic!("{changes:?}") };
         assert_eq!((table.as_str(), key.as_str(), fields.len()), ("WRED_PROFILE", "ROCEMEND_Ethernet12_3", 5));
-        assert_eq!(fields["green_min_threshold"].as_deref(), Some("524288"));
-        assert_eq!(fields["ecn"].as_deref(), Some("ecn_all"), "the copy keeps what it does not lower");
+        assert_eq!(fields["green_min_threshold"], "524288");
+        assert_eq!(fields["ecn"], "ecn_all", "the copy keeps what it does not lower");
         assert_eq!(
             changes[1],
             Change::Fields {

@@ -2,8 +2,6 @@
 //! is absent. rocemend decides "absent" only from these, compared whole, and names a refusal
 //! by them (sonic-gnmi 5ec1c20, `gnmi_server/server.go`, `sonic_data_client/*.go`).
 
-use std::collections::BTreeMap;
-
 use gnmi_proto::gnmi::Path;
 
 /// Neither write flag is on (`server.go:1117`, Unimplemented).
@@ -26,26 +24,9 @@ pub fn no_entry_for_path(path: &Path) -> String {
     format!("No valid entry found for path {}", go_path(path))
 }
 
-/// Go's `%v` of a `*gnmipb.Path` (protobuf's compact text format, fields in number order):
-/// `origin:"sonic-db" elem:{name:"CONFIG_DB"} elem:{name:"PFC_WD" key:{key:"k" value:"v"}}`.
+/// Go's `%v` of a `*gnmipb.Path` ([`gnmi_proto::path::go_path`]).
 pub fn go_path(path: &Path) -> String {
-    let quote = |s: &str| format!("{s:?}");
-    let mut parts = Vec::new();
-    if !path.origin.is_empty() {
-        parts.push(format!("origin:{}", quote(&path.origin)));
-    }
-    for elem in &path.elem {
-        let mut inner = vec![format!("name:{}", quote(&elem.name))];
-        let keys: BTreeMap<&String, &String> = elem.key.iter().collect();
-        for (k, v) in keys {
-            inner.push(format!("key:{{key:{} value:{}}}", quote(k), quote(v)));
-        }
-        parts.push(format!("elem:{{{}}}", inner.join(" ")));
-    }
-    if !path.target.is_empty() {
-        parts.push(format!("target:{}", quote(&path.target)));
-    }
-    parts.join(" ")
+    gnmi_proto::path::go_path(path)
 }
 
 /// Why sonic-gnmi refuses writes, from a Set's status message; `None` for any other text.

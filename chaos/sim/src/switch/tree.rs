@@ -248,7 +248,12 @@ fn read_config(
         }
         [table, key] => match db.get(table).and_then(|t| t.get(key)) {
             Some(entry) => json_value(&entry_json(entry), encoding),
-            None => return Err(not_found(path, &format!("key {key:?} not found in CONFIG_DB table {table}"))),
+            // sonic-gnmi's own words, which are what a client may take as "absent".
+            None if path.origin == "sonic-db" => {
+                let text = format!("No valid entry found for path {}", gnmi_proto::path::go_path(path));
+                return Err(Status::not_found(text));
+            }
+            None => return Err(Status::not_found(format!("No valid entry found on CONFIG_DB with key {table}|{key}"))),
         },
         [table, key, field] => match db.get(table).and_then(|t| t.get(key)).and_then(|e| e.get(field)) {
             Some(v) => string(v.clone()),
