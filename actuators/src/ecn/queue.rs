@@ -247,7 +247,9 @@ fn changes(queue: &str, copy: &str, from: &QueueState, to: &QueueState) -> Vec<C
         (None, None) => {}
         // A new copy is written whole: sonic-gnmi's config updater refuses fields of an entry
         // that is not there.
-        (None, Some(now)) => out.push(Change::Create { table: switch::TABLE.into(), key: copy.into(), fields: now.clone() }),
+        (None, Some(now)) => {
+            out.push(Change::Create { table: switch::TABLE.into(), key: copy.into(), fields: now.clone() })
+        }
         (was, Some(now)) => {
             let empty = Entry::new();
             let was = was.as_ref().unwrap_or(&empty);

@@ -114,6 +114,13 @@ impl Actuator for PfcwdActuator {
         })
     }
 
+    async fn check_targets(&self) -> Vec<(String, Result<String, ActuatorError>)> {
+        match &self.sonic {
+            Some(sonic) => sonic.check_switches().await,
+            None => Vec::new(),
+        }
+    }
+
     async fn dry_run(&self, action: &Action) -> Result<RequestPlan, ActuatorError> {
         Ok(self.plan(vec![match self.parse(action)? {
             Command::Prevent(netdev, value) => host::request(netdev, value),

@@ -381,7 +381,8 @@ mod tests {
             "localhost",
             Duration::from_secs(1),
         );
-        let sonic = Sonic::new([("leaf".to_string(), Arc::new(gnmi) as Arc<dyn Transport>)].into(), Duration::from_secs(1));
+        let sonic =
+            Sonic::new([("leaf".to_string(), Arc::new(gnmi) as Arc<dyn Transport>)].into(), Duration::from_secs(1));
         let changes = [
             Change::Delete { table: "WRED_PROFILE".into(), key: "ROCEMEND_Ethernet12_3".into() },
             Change::Fields {

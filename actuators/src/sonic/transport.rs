@@ -136,13 +136,7 @@ impl GnmiTransport {
         instance: &str,
         timeout: Duration,
     ) -> Self {
-        let config = ClientConfig {
-            address: address.to_string(),
-            tls,
-            credentials,
-            connect_timeout: timeout,
-            timeout,
-        };
+        let config = ClientConfig { address: address.to_string(), tls, credentials, connect_timeout: timeout, timeout };
         let style = match style {
             PathStyleSetting::Auto => StyleSetting::Auto,
             PathStyleSetting::PrefixTarget => StyleSetting::PrefixTarget,
@@ -248,7 +242,10 @@ impl Transport for GnmiTransport {
 
     fn describe(&self, changes: &[Change]) -> Result<Vec<String>, ActuatorError> {
         let sets = write::sets(&self.instance, changes).map_err(|e| ActuatorError::Invalid(e.to_string()))?;
-        Ok(sets.into_iter().map(|s| format!("gNMI Set to {} ({}): {}", self.switch, self.config.address, s.text)).collect())
+        Ok(sets
+            .into_iter()
+            .map(|s| format!("gNMI Set to {} ({}): {}", self.switch, self.config.address, s.text))
+            .collect())
     }
 
     async fn apply(&self, changes: &[Change]) -> Result<Vec<String>, ActuatorError> {
@@ -272,7 +269,8 @@ impl Transport for GnmiTransport {
                     // The switch was reconfigured since its probe: probe it again next time.
                     self.profiles.forget(&self.switch);
                 }
-                let done = if n == 0 { "nothing was applied".to_string() } else { format!("{n} Set(s) before it were") };
+                let done =
+                    if n == 0 { "nothing was applied".to_string() } else { format!("{n} Set(s) before it were") };
                 let error = gnmi_error(e);
                 return Err(match error {
                     ActuatorError::Failed(m) if n > 0 => ActuatorError::Failed(format!("{m} ({done})")),

@@ -468,7 +468,10 @@ async fn rail_switch_side_takes_the_port_admin_down_and_back_up() {
     let plan = rail.dry_run(&drain).await.unwrap();
     assert_eq!(
         plan.requests,
-        [format!("gNMI Set to leaf-rail1 ({}): update sonic-db:/CONFIG_DB/localhost/PORT/Ethernet12/admin_status = \"down\"", sw.addr)]
+        [format!(
+            "gNMI Set to leaf-rail1 ({}): update sonic-db:/CONFIG_DB/localhost/PORT/Ethernet12/admin_status = \"down\"",
+            sw.addr
+        )]
     );
     let applied = rail.execute(&drain).await.unwrap();
     assert_eq!(applied.requests, plan.requests, "dry_run and execute differ");
@@ -511,7 +514,10 @@ async fn invalid_values_are_refused_before_sending_and_by_the_switch() {
     let pfcwd = toml::from_str::<PfcwdConfig>(&gnmi("leaf-rail1", &sw.addr.to_string())).unwrap().build("p").unwrap();
     let missing = [("switch", "leaf-rail1"), ("port", "Ethernet400")];
     let err = pfcwd.execute(&action("pfcwd.escalate", &missing, &[])).await.unwrap_err();
-    assert!(matches!(&err, ActuatorError::Invalid(m) if m.contains("no port is named or aliased \"Ethernet400\"")), "{err:?}");
+    assert!(
+        matches!(&err, ActuatorError::Invalid(m) if m.contains("no port is named or aliased \"Ethernet400\"")),
+        "{err:?}"
+    );
     sw.stop().await.unwrap();
 }
 

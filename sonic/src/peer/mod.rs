@@ -347,6 +347,15 @@ impl SonicPeer {
         true
     }
 
+    /// Every hash of database `name` (`CONFIG_DB`), by Redis key: what a test compares before
+    /// and after a change to show nothing else changed.
+    pub async fn dump(&self, name: &str) -> Result<BTreeMap<String, Entry>, PeerError> {
+        let db = self.switch.database(name).await?;
+        let keys = db.scan("*").await?;
+        let hashes = db.hashes(&keys).await?;
+        Ok(keys.into_iter().zip(hashes).filter_map(|(k, h)| Some((k, h?))).collect())
+    }
+
     /// What went wrong inside the watchdog so far (Redis errors, scripts refused): a test that
     /// expects a healthy switch asserts this is empty.
     pub fn errors(&self) -> Vec<String> {
