@@ -271,16 +271,31 @@ fn changes(queue: &str, copy: &str, from: &QueueState, to: &QueueState) -> Vec<C
     out
 }
 
-/// Reads the queue's binding; refused when the queue has none.
+/// Reads the queue's binding; refused when the queue has none, saying whether the queue's
+/// entry is missing (or the whole `QUEUE` table: a switch whose QoS was never configured) or
+/// only its `wred_profile` field.
 async fn binding(sonic: &Sonic, l: &QueueLowering<'_>) -> Result<String, ActuatorError> {
-    let bound = sonic.get(l.switch(), TABLE, &l.key, &[BINDING]).await?;
-    bound.get(BINDING).cloned().flatten().ok_or_else(|| {
+    let switch = l.switch();
+    let Some(entry) = sonic.get_entry(switch, TABLE, &l.key).await? else {
+        let reason = if sonic.table_keys(switch, TABLE).await?.is_empty() {
+            format!(
+                "{switch} has no {TABLE} table in CONFIG_DB: no queue has a WRED profile bound (QoS not \
+                 configured), so there are no thresholds to lower"
+            )
+        } else {
+            format!(
+                "{TABLE}|{} does not exist on {switch}: the queue has no WRED profile (or is bound through a range \
+                 key such as {}|3-4, which rocemend does not split), so there are no thresholds to lower",
+                l.key, l.port
+            )
+        };
+        return Err(ActuatorError::Invalid(reason));
+    };
+    entry.get(BINDING).cloned().ok_or_else(|| {
         ActuatorError::Invalid(format!(
-            "{TABLE}|{} on {} has no {BINDING}: the queue has no WRED profile (or is bound through a range key such \
-             as {}|3-4, which rocemend does not split), so there are no thresholds to lower",
-            l.key,
-            l.switch(),
-            l.port
+            "{TABLE}|{} on {switch} has no {BINDING}: the queue has no WRED profile, so there are no thresholds \
+             to lower",
+            l.key
         ))
     })
 }

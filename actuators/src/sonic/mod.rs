@@ -243,6 +243,12 @@ impl Sonic {
         self.transport(switch)?.entry(table, key).await
     }
 
+    /// The keys of CONFIG_DB `table` on `switch` (empty: the table has no entries).
+    pub async fn table_keys(&self, switch: &str, table: &str) -> Result<Vec<String>, ActuatorError> {
+        check_name("table", table)?;
+        self.transport(switch)?.table_keys(table).await
+    }
+
     /// The queues of `port` on `switch` in COUNTERS_DB, with their counters.
     pub async fn queues(&self, switch: &str, port: &str) -> Result<Vec<QueueRecord>, ActuatorError> {
         check_port(port)?;

@@ -59,6 +59,9 @@ pub trait Transport: Send + Sync + std::fmt::Debug {
     /// entry is absent.
     async fn entry(&self, table: &str, key: &str) -> Result<Option<Entry>, ActuatorError>;
 
+    /// The keys of CONFIG_DB `table`'s entries (empty: the table has none).
+    async fn table_keys(&self, table: &str) -> Result<Vec<String>, ActuatorError>;
+
     /// The texts of what [`Transport::apply`] sends for `changes`, in order.
     fn describe(&self, changes: &[Change]) -> Result<Vec<String>, ActuatorError>;
 
@@ -240,6 +243,12 @@ impl Transport for GnmiTransport {
         gnmi.entry(CONFIG_DB, table, key).await.map_err(gnmi_error)
     }
 
+    async fn table_keys(&self, table: &str) -> Result<Vec<String>, ActuatorError> {
+        let profile = self.profile().await?;
+        let mut gnmi = self.connect(&profile).await?;
+        Ok(gnmi.table(CONFIG_DB, table).await.map_err(gnmi_error)?.into_keys().collect())
+    }
+
     fn describe(&self, changes: &[Change]) -> Result<Vec<String>, ActuatorError> {
         let sets = write::sets(&self.instance, changes).map_err(|e| ActuatorError::Invalid(e.to_string()))?;
         Ok(sets
@@ -361,6 +370,11 @@ impl Transport for RedisTransport {
     async fn entry(&self, table: &str, key: &str) -> Result<Option<Entry>, ActuatorError> {
         let config = self.redis.config_db().await.map_err(|e| self.db_error(e))?;
         config.entry(table, key).await.map_err(|e| self.db_error(e))
+    }
+
+    async fn table_keys(&self, table: &str) -> Result<Vec<String>, ActuatorError> {
+        let config = self.redis.config_db().await.map_err(|e| self.db_error(e))?;
+        config.keys(table).await.map_err(|e| self.db_error(e))
     }
 
     fn describe(&self, changes: &[Change]) -> Result<Vec<String>, ActuatorError> {

@@ -20,7 +20,7 @@ use actuators::PfcwdConfig;
 use engine::{Action, Actuator, ActuatorError, Labels, Verification};
 use sonic::gnmi_front::{serve, FrontConfig, GnmiFront, RedisBackend};
 use sonic::layout::db as dbs;
-use sonic::peer::{Prerequisites, SonicPeer};
+use sonic::peer::{ExtraPort, Prerequisites, SonicPeer};
 use sonic::watchdog::{Action as WdAction, InForce, PortState, Status, WatchdogReader};
 use sonic::{AsicFamily, NameMaps, Qos, Queues};
 use tokio::time::{sleep, Instant};
@@ -257,4 +257,43 @@ async fn a_switch_that_cannot_be_written_is_reported_at_start_and_nothing_is_sen
         assert!(matches!(&err, ActuatorError::NotSupported(m) if m.contains(gate)), "{err:?}");
         assert_eq!(peer.dump(dbs::CONFIG_DB).await.unwrap(), before, "nothing was written");
     }
+}
+
+#[tokio::test]
+async fn a_port_named_with_a_slash_is_escalated_and_a_change_the_watchdog_does_not_take_is_an_error() {
+    let Some(prereq) = prerequisites() else { return };
+    let peer = SonicPeer::builder(AsicFamily::Mellanox)
+        .only_ports(["Ethernet4"])
+        .config("PFC_WD|GLOBAL", &[("POLL_INTERVAL", "100")])
+        .add_port(ExtraPort::new("Ethernet1/1").alias("etp1/1").lossless("3,4").watchdog("alert", 600, 600))
+        // PFC off: orchagent watches none of its queues, whatever its PFC_WD entry says.
+        .add_port(ExtraPort::new("Ethernet1/2").alias("etp1/2"))
+        .start(&prereq)
+        .await
+        .expect("the peer starts");
+    let address = front(&peer, FrontConfig::default()).await;
+    let config = format!("[gnmi]\nswitches = {{ leaf-rail0 = \"{address}\" }}\ntimeout = \"2s\"\n{LEVELS}");
+    let pfcwd = toml::from_str::<PfcwdConfig>(&config).unwrap().build("pfcwd").unwrap();
+    let config_db = peer.config_db().await.unwrap();
+
+    let slash = escalate("etp1/1");
+    let applied = eventually("the escalation of Ethernet1/1 once its watchdog runs", || async {
+        pfcwd.execute(&slash).await.ok()
+    })
+    .await;
+    assert!(applied.summary.contains("Ethernet1/1") && applied.summary.contains("in effect"), "{}", applied.summary);
+    let now = config_db.entry("PFC_WD", "Ethernet1/1").await.unwrap().unwrap();
+    assert_eq!((now["action"].as_str(), now["detection_time"].as_str()), ("drop", "200"));
+    pfcwd.undo(&slash, &applied).await.unwrap();
+    assert_eq!(config_db.entry("PFC_WD", "Ethernet1/1").await.unwrap().unwrap()["action"], "alert");
+
+    // Written, but the watchdog never takes it: an error saying so, not "executed".
+    let unwatched = escalate("Ethernet1/2");
+    let err = pfcwd.execute(&unwatched).await.unwrap_err();
+    assert!(
+        matches!(&err, ActuatorError::Failed(m) if m.contains("PFC_WD|Ethernet1/2 was written but is not in effect")
+            && m.contains("no queue of Ethernet1/2 watched")),
+        "{err:?}"
+    );
+    assert!(peer.errors().is_empty(), "{:?}", peer.errors());
 }

@@ -302,9 +302,18 @@ async fn ecn_refuses_a_queue_without_a_profile_and_a_queue_scope_profile_paramet
     let lossy = action("ecn.lower", &[("switch", "leaf-rail1"), ("port", "Ethernet4"), ("queue", "0")], &[]);
     let err = ecn.execute(&lossy).await.unwrap_err();
     assert!(
-        matches!(&err, ActuatorError::Invalid(m) if m.contains("QUEUE|Ethernet4|0 on leaf-rail1 has no wred_profile")),
+        matches!(&err, ActuatorError::Invalid(m) if m.contains("QUEUE|Ethernet4|0 does not exist on leaf-rail1")),
         "{err:?}"
     );
+    // A switch whose QoS was never configured: its missing table is said as such.
+    let queues = sw.model.write(|s| s.config.remove("QUEUE"));
+    let lossless = action("ecn.lower", &[("switch", "leaf-rail1"), ("port", "Ethernet4"), ("queue", "3")], &[]);
+    let err = ecn.execute(&lossless).await.unwrap_err();
+    assert!(
+        matches!(&err, ActuatorError::Invalid(m) if m.contains("leaf-rail1 has no QUEUE table in CONFIG_DB")),
+        "{err:?}"
+    );
+    sw.model.write(|s| s.config.insert("QUEUE".into(), queues.unwrap()));
     let named =
         action("ecn.lower", &[("switch", "leaf-rail1"), ("port", "Ethernet4")], &[("profile", "AZURE_LOSSLESS")]);
     assert!(
