@@ -314,8 +314,23 @@ async fn an_in_place_change_keeps_the_running_action_and_a_replace_takes_the_new
         (state.queues[&3].status == Some(Status::Operational)).then_some(())
     });
 
+    replace_takes_the_new_action(&peer, &w, &reader, &queues, escalation).await;
+    assert!(peer.errors().is_empty(), "{:?}", peer.errors());
+}
+
+/// Replaced (DEL then HSET in one MULTI, as `pfcwd start`): the watchdog restarts, and the next
+/// storm gets the new action.
+async fn replace_takes_the_new_action(
+    peer: &SonicPeer,
+    w: &Watched,
+    reader: &WatchdogReader,
+    queues: &[String],
+    escalation: BTreeMap<String, String>,
+) {
+    let config = peer.config_db().await.unwrap();
+    let counters = peer.switch().database(dbs::COUNTERS_DB).await.unwrap();
     // Replaced (DEL then HSET in one MULTI, as `pfcwd start`): the watchdog restarts ...
-    let mut restart = RestartWatch::start(&counters, &queues).await.unwrap();
+    let mut restart = RestartWatch::start(&counters, queues).await.unwrap();
     config
         .apply(&[Change::Replace { table: "PFC_WD".into(), key: "Ethernet4".into(), fields: escalation }])
         .await
@@ -340,7 +355,6 @@ async fn an_in_place_change_keeps_the_running_action_and_a_replace_takes_the_new
         config.entry("PFC_WD", "Ethernet4").await.unwrap().unwrap(),
         fields(&[("action", "drop"), ("detection_time", "200"), ("restoration_time", "400")])
     );
-    assert!(peer.errors().is_empty(), "{:?}", peer.errors());
 }
 
 async fn next(keyspace: &mut crate::client::subscribe::Keyspace) -> crate::client::subscribe::KeyspaceEvent {
