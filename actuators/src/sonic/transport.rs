@@ -168,9 +168,15 @@ impl GnmiTransport {
 
     /// A client in the profile's read style.
     async fn connect(&self, profile: &SwitchProfile) -> Result<SwitchGnmi, ActuatorError> {
-        let client = GnmiClient::connect(&self.config).await.map_err(|source| {
-            gnmi_error(GnmiError::Call { what: format!("connect to {}", self.config.address), source, hint: None })
-        })?;
+        let client = match GnmiClient::connect(&self.config).await {
+            Ok(client) => client,
+            Err(source) => {
+                // A TLS mismatch named as such, not "operation was canceled".
+                let address = &self.config.address;
+                let hint = sonic::gnmi::transport::diagnose(address, self.config.tls.is_some(), &source).await;
+                return Err(gnmi_error(GnmiError::Call { what: format!("connect to {address}"), source, hint }));
+            }
+        };
         Ok(SwitchGnmi::new(client, self.config.tls.is_some(), profile.reads.clone(), profile.instance.clone()))
     }
 

@@ -13,17 +13,23 @@
 //! `test_peers::missing` (and fails under `ROCEMEND_REQUIRE_PEERS=1`).
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use actuators::PfcwdConfig;
 use engine::{Action, Actuator, ActuatorError, Labels, Verification};
-use sonic::gnmi_front::{serve, FrontConfig, GnmiFront, RedisBackend};
+use gnmi_proto::gnmi::g_nmi_server::{GNmi, GNmiServer};
+use gnmi_proto::gnmi::{
+    CapabilityRequest, CapabilityResponse, GetRequest, GetResponse, SetRequest, SetResponse, SubscribeRequest,
+};
+use sonic::gnmi_front::{serve, FrontConfig, GnmiFront, RedisBackend, ResponseStream};
 use sonic::layout::db as dbs;
 use sonic::peer::{ExtraPort, Prerequisites, SonicPeer};
 use sonic::watchdog::{Action as WdAction, InForce, PortState, Status, WatchdogReader};
 use sonic::{AsicFamily, NameMaps, Qos, Queues};
 use tokio::time::{sleep, Instant};
+use tonic::{Request, Response, Streaming};
 
 /// Long enough for a storm to be detected and handled at a 100 ms poll on a loaded machine.
 const DEADLINE: Duration = Duration::from_secs(20);
@@ -296,4 +302,72 @@ async fn a_port_named_with_a_slash_is_escalated_and_a_change_the_watchdog_does_n
         "{err:?}"
     );
     assert!(peer.errors().is_empty(), "{:?}", peer.errors());
+}
+
+/// A front that answers every Get about `PFC_WD` with no notification while `silent` is set
+/// (a misbehaving peer: sonic-gnmi answers an entry Get with its fields or NOT_FOUND).
+#[derive(Clone)]
+struct Silent {
+    front: GnmiFront,
+    silent: Arc<AtomicBool>,
+}
+
+#[tonic::async_trait]
+impl GNmi for Silent {
+    async fn capabilities(&self, r: Request<CapabilityRequest>) -> Result<Response<CapabilityResponse>, tonic::Status> {
+        GNmi::capabilities(&self.front, r).await
+    }
+
+    async fn get(&self, r: Request<GetRequest>) -> Result<Response<GetResponse>, tonic::Status> {
+        let about_pfc_wd = r.get_ref().path.iter().any(|p| p.elem.iter().any(|e| e.name == "PFC_WD"));
+        if about_pfc_wd && self.silent.load(Ordering::SeqCst) {
+            return Ok(Response::new(GetResponse::default()));
+        }
+        GNmi::get(&self.front, r).await
+    }
+
+    async fn set(&self, r: Request<SetRequest>) -> Result<Response<SetResponse>, tonic::Status> {
+        GNmi::set(&self.front, r).await
+    }
+
+    type SubscribeStream = ResponseStream;
+
+    async fn subscribe(
+        &self,
+        r: Request<Streaming<SubscribeRequest>>,
+    ) -> Result<Response<Self::SubscribeStream>, tonic::Status> {
+        GNmi::subscribe(&self.front, r).await
+    }
+}
+
+#[tokio::test]
+async fn an_empty_answer_is_never_absence_and_an_undo_does_not_skip_on_one() {
+    let Some(prereq) = prerequisites() else { return };
+    let peer = peer(&prereq, AsicFamily::Mellanox).await;
+    let silent = Arc::new(AtomicBool::new(true));
+    let front = GnmiFront::new(Arc::new(RedisBackend::new(peer.switch().clone())), FrontConfig::default());
+    let server = GNmiServer::new(Silent { front, silent: silent.clone() });
+    // A free port: bound, read, released, then served on.
+    let address = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    tokio::spawn(tonic::transport::Server::builder().add_service(server).serve(address));
+    sleep(Duration::from_millis(200)).await;
+    let config = format!("[gnmi]\nswitches = {{ leaf-rail0 = \"{address}\" }}\ntimeout = \"5s\"\n{LEVELS}");
+    let pfcwd = toml::from_str::<PfcwdConfig>(&config).unwrap().build("pfcwd").unwrap();
+    let action = escalate("Ethernet4");
+    let before = peer.dump(dbs::CONFIG_DB).await.unwrap();
+
+    // No prior from an empty answer: nothing is sent, and the failure is retried.
+    let err = pfcwd.execute(&action).await.unwrap_err();
+    assert!(matches!(&err, ActuatorError::Failed(m) if m.contains("no notification")), "{err:?}");
+    assert_eq!(peer.dump(dbs::CONFIG_DB).await.unwrap(), before, "nothing was written");
+
+    silent.store(false, Ordering::SeqCst);
+    let applied = pfcwd.execute(&action).await.unwrap();
+    silent.store(true, Ordering::SeqCst);
+    // A read-back that says nothing is an error, never "not in effect" (which would drop it).
+    let err = pfcwd.verify(&action, Some(&applied)).await.unwrap_err();
+    assert!(matches!(&err, ActuatorError::Failed(m) if m.contains("no notification")), "{err:?}");
+    // The undo does not decide from a read: it writes the entry found before, and checks it.
+    pfcwd.undo(&action, &applied).await.unwrap();
+    assert_eq!(peer.dump(dbs::CONFIG_DB).await.unwrap(), before, "restored");
 }
