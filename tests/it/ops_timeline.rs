@@ -207,9 +207,9 @@ fn the_page_shows_every_kind_of_track_the_decision_and_narrows_by_node_job_and_i
 /// note and the clock.
 fn the_whole_page_shows_every_track_in_order(all: &str) {
     let kinds = ["gpu", "nccl", "nic", "switch", "job", "rules", "decisions", "actions"];
-    let at: Vec<usize> = kinds.iter().map(|k| position(&all, k)).collect();
+    let at: Vec<usize> = kinds.iter().map(|k| position(all, k)).collect();
     assert!(at.windows(2).all(|w| w[0] < w[1]), "sections in the order {kinds:?}: {at:?}");
-    let labels = series_labels(&all);
+    let labels = series_labels(all);
     for want in [
         "gpu_utilization_percent node-02 gpu=0",
         "nccl_busbw_gbps llm-7 node-02",
@@ -226,11 +226,11 @@ fn the_whole_page_shows_every_track_in_order(all: &str) {
     assert!(!labels.iter().any(|l| l.starts_with("job_node_info")), "the job mapping is not a signal: {labels:#?}");
     // node-01 never moved: its five series are one line per group.
     assert_eq!(labels.len(), 5, "{labels:#?}");
-    let flat = unchanged_labels(&all);
+    let flat = unchanged_labels(all);
     assert_eq!(flat.len(), 5, "{flat:#?}");
     assert!(flat.iter().all(|l| l.contains("node-01") || l.contains("Ethernet0")), "{flat:#?}");
     assert!(all.contains("1 series unchanged"), "each group says how many it collapsed");
-    let rules = &all[position(&all, "rules")..position(&all, "decisions")];
+    let rules = &all[position(all, "rules")..position(all, "decisions")];
     assert!(rules.contains(r#"<g class="span firing" data-label="slow-step firing llm-7 node-02""#), "{rules}");
     assert!(all.contains(r#"<g class="mark executed" data-label="slow-step: node.cordon"#), "the decision mark");
     assert!(all.contains(r#"<g class="span in-effect""#), "the cordon in effect");

@@ -316,7 +316,7 @@ async fn send_once(ctx: Ctx, paths: Vec<Path>, values: Result<Vec<Option<TypedVa
         Ok(values) => {
             for (path, value) in paths.iter().zip(values) {
                 if let Some(val) = value {
-                    if !ctx.send(ctx.update(&path, val)).await {
+                    if !ctx.send(ctx.update(path, val)).await {
                         return;
                     }
                 }

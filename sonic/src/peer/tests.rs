@@ -336,7 +336,7 @@ async fn replace_takes_the_new_action(
         .await
         .unwrap();
     assert_eq!(restart.wait(DEADLINE).await.unwrap(), Vec::<String>::new(), "orchagent restarted both queues");
-    let before = w.state(&reader, "Ethernet4").await.queues[&3].clone();
+    let before = w.state(reader, "Ethernet4").await.queues[&3].clone();
     assert_eq!(
         (before.action, before.detection_time, before.restoration_time),
         (Some(Action::Drop), Some(Duration::from_millis(200)), Some(Duration::from_millis(400)))
@@ -344,7 +344,7 @@ async fn replace_takes_the_new_action(
     // ... and the next storm gets drop: PFC off for the priority, the queue's packets dropped.
     peer.start_storm("Ethernet4", 3).unwrap();
     let state = eventually!("the storm dropped after the replace", {
-        let state = w.state(&reader, "Ethernet4").await;
+        let state = w.state(reader, "Ethernet4").await;
         (state.queues[&3].status == Some(Status::Stormed) && state.queues[&3].tx_dropped > before.tx_dropped)
             .then_some(state)
     });

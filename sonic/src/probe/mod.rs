@@ -266,8 +266,8 @@ pub enum ProbeError {
     Unreachable {
         /// The switch.
         switch: String,
-        /// What failed.
-        source: GnmiError,
+        /// What failed (boxed: a client error is large, and this is the rare path).
+        source: Box<GnmiError>,
     },
     /// It does not serve the configured style.
     #[error("switch {switch} does not serve path_style = \"{style}\": {why}")]

@@ -23,7 +23,7 @@ pub async fn probe(target: &ProbeTarget) -> Result<SwitchProfile, ProbeError> {
     let switch = target.switch.clone();
     let address = target.client.address.clone();
     let tls = target.client.tls.is_some();
-    let unreachable = |source| ProbeError::Unreachable { switch: switch.clone(), source };
+    let unreachable = |source| ProbeError::Unreachable { switch: switch.clone(), source: Box::new(source) };
     let mut client = match GnmiClient::connect(&target.client).await {
         Ok(client) => client,
         Err(source) => {
@@ -112,7 +112,9 @@ async fn ports(gnmi: &mut SwitchGnmi, switch: &str) -> Result<PortNames, ProbeEr
     let read = |problem: String| ProbeError::Read { switch: switch.to_string(), problem };
     let table = match gnmi.table(CONFIG_DB, PORT).await {
         Ok(table) => table,
-        Err(e) if e.is_transport() => return Err(ProbeError::Unreachable { switch: switch.into(), source: e }),
+        Err(e) if e.is_transport() => {
+            return Err(ProbeError::Unreachable { switch: switch.into(), source: Box::new(e) })
+        }
         Err(e) => return Err(read(format!("reading its ports: {e}"))),
     };
     if table.is_empty() {
@@ -142,7 +144,9 @@ async fn writes(gnmi: &mut SwitchGnmi, switch: &str) -> Result<WriteAccess, Prob
     for set in &sets {
         match gnmi.set(set).await {
             Ok(()) => {}
-            Err(e) if e.is_transport() => return Err(ProbeError::Unreachable { switch: switch.into(), source: e }),
+            Err(e) if e.is_transport() => {
+                return Err(ProbeError::Unreachable { switch: switch.into(), source: Box::new(e) })
+            }
             Err(e) => match e.write_gate() {
                 Some(gate) => return Ok(WriteAccess::Refused(gate)),
                 // A target that refuses to delete what is not there has let the write through
