@@ -217,6 +217,14 @@ pub async fn verify(
     before: Option<&Watchdog>,
 ) -> Result<Verification, ActuatorError> {
     let now = sonic.get_entry(switch, TABLE, &wanted.port).await?;
+    if now.is_none() && wanted.entry.is_some() && before.is_some_and(|b| b.entry.is_some()) {
+        // The middle of our own replace (the entry deleted, not yet written): a restart between
+        // the two Sets leaves it so. Counted as ours and in effect, so that the undo (or its
+        // reconciliation after the restart) writes the entry found before back: "not in effect"
+        // would leave the port's watchdog off for good.
+        tracing::warn!(message = "PFC_WD entry absent between the two Sets of a replace.", %switch, port = %wanted.port);
+        return Ok(Verification::InEffect);
+    }
     if now != wanted.entry {
         let theirs = before.is_some_and(|b| b.entry != now);
         return Ok(if theirs {
