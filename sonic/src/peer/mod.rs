@@ -180,19 +180,8 @@ impl PeerBuilder {
         self
     }
 
-    /// Starts redis-server, seeds it, and starts the watchdog.
-    pub async fn start(self, prereq: &Prerequisites) -> Result<SonicPeer, PeerError> {
-        let server = RedisServer::start(&prereq.redis_server).await?;
-        let instance = Instance {
-            name: "redis".into(),
-            hostname: "127.0.0.1".into(),
-            port: 0,
-            unix_socket_path: Some(server.socket().to_path_buf()),
-        };
-        let layout =
-            DatabaseLayout::load(&prereq.utilities_file("database_config.json"))?.with_instance("redis", instance);
-        let switch = Switch::new(layout, None);
-
+    /// sonic-utilities' databases shaped as asked, written into `switch`'s Redis.
+    async fn seed(&self, prereq: &Prerequisites, switch: &Switch) -> Result<Seed, PeerError> {
         let mut seed = Seed::load(prereq)?;
         if let Some(keep) = &self.keep {
             seed.keep_ports(keep)?;
@@ -215,29 +204,31 @@ impl PeerBuilder {
             (dbs::STATE_DB, &seed.state),
             (dbs::ASIC_DB, &seed.asic),
         ] {
-            write_tables(&switch, name, tables).await?;
+            write_tables(switch, name, tables).await?;
         }
+        Ok(seed)
+    }
+
+    /// Starts redis-server, seeds it, and starts the watchdog.
+    pub async fn start(self, prereq: &Prerequisites) -> Result<SonicPeer, PeerError> {
+        let server = RedisServer::start(&prereq.redis_server).await?;
+        let instance = Instance {
+            name: "redis".into(),
+            hostname: "127.0.0.1".into(),
+            port: 0,
+            unix_socket_path: Some(server.socket().to_path_buf()),
+        };
+        let layout =
+            DatabaseLayout::load(&prereq.utilities_file("database_config.json"))?.with_instance("redis", instance);
+        let switch = Switch::new(layout, None);
+
+        let seed = self.seed(prereq, &switch).await?;
 
         let (plane, ports) = model(&seed.counters);
         let shared = Arc::new(Shared { plane: Mutex::new(plane), errors: Mutex::default(), polls: AtomicU64::new(0) });
         let counters = switch.database(dbs::COUNTERS_DB).await?;
-        let load = |name: String| {
-            let counters = counters.clone();
-            async move {
-                let path = prereq.swss_file(&name);
-                let text = std::fs::read_to_string(&path)
-                    .map_err(|e| PeerError::Script(format!("{}: {e}", path.display())))?;
-                let mut conn = counters.connection();
-                redis::cmd("SCRIPT")
-                    .arg("LOAD")
-                    .arg(text)
-                    .query_async::<String>(&mut conn)
-                    .await
-                    .map_err(|e| PeerError::Script(format!("{name}: {e}")))
-            }
-        };
-        let detect_sha = load(self.family.detector_script()).await?;
-        let restore_sha = load("pfc_restore.lua".to_string()).await?;
+        let detect_sha = load_script(prereq, &counters, &self.family.detector_script()).await?;
+        let restore_sha = load_script(prereq, &counters, "pfc_restore.lua").await?;
         let config = switch.database(dbs::CONFIG_DB).await?;
         // Subscribed before the watchdog reads the table, so no change falls between.
         let config_events = config.watch_table(watchdog::PFC_WD).await?;
@@ -264,6 +255,19 @@ impl PeerBuilder {
             ))),
         }
     }
+}
+
+/// Loads SONiC's Lua script `name` into the peer's Redis; its SHA.
+async fn load_script(prereq: &Prerequisites, counters: &crate::client::Db, name: &str) -> Result<String, PeerError> {
+    let path = prereq.swss_file(name);
+    let text = std::fs::read_to_string(&path).map_err(|e| PeerError::Script(format!("{}: {e}", path.display())))?;
+    let mut conn = counters.connection();
+    redis::cmd("SCRIPT")
+        .arg("LOAD")
+        .arg(text)
+        .query_async::<String>(&mut conn)
+        .await
+        .map_err(|e| PeerError::Script(format!("{name}: {e}")))
 }
 
 /// What the watchdog task and the test's handle share.
@@ -345,6 +349,15 @@ impl SonicPeer {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         true
+    }
+
+    /// Every hash of database `name` (`CONFIG_DB`), by Redis key: what a test compares before
+    /// and after a change to show nothing else changed.
+    pub async fn dump(&self, name: &str) -> Result<BTreeMap<String, Entry>, PeerError> {
+        let db = self.switch.database(name).await?;
+        let keys = db.scan("*").await?;
+        let hashes = db.hashes(&keys).await?;
+        Ok(keys.into_iter().zip(hashes).filter_map(|(k, h)| Some((k, h?))).collect())
     }
 
     /// What went wrong inside the watchdog so far (Redis errors, scripts refused): a test that

@@ -51,8 +51,22 @@ pub fn run(config_path: &Path) -> anyhow::Result<Exit> {
 /// Runs the daemon with its control API, metrics, signal handlers and rule
 /// watch until it is stopped.
 async fn serve(parts: Parts, config_path: &Path) -> anyhow::Result<()> {
-    let Parts { mut daemon, state_lock, ledger, job_tx, health, rules_dir, playbook, settings, config, node, tcp, web } =
-        parts;
+    let Parts {
+        mut daemon,
+        state_lock,
+        ledger,
+        job_tx,
+        health,
+        rules_dir,
+        playbook,
+        settings,
+        config,
+        node,
+        tcp,
+        web,
+        actuators,
+    } = parts;
+    check_targets_in_background(actuators);
     let (dispatcher, departure) =
         wiring::fleet(daemon.dispatcher, &mut daemon.sensors, config.fleet.as_ref(), &playbook, &node).await?;
     daemon.dispatcher = dispatcher;
@@ -108,4 +122,18 @@ async fn serve(parts: Parts, config_path: &Path) -> anyhow::Result<()> {
     drop(state_lock);
     tracing::info!(message = "Stopped.", samples = summary.stats.samples, decisions = summary.decisions);
     Ok(())
+}
+
+/// Reaches each switch an actuator may change now, so one that cannot be
+/// written (a read-only sonic-gnmi, native write off) is in the log at
+/// start, not found in a storm. Each result is logged where it is found;
+/// the task only keeps the start from waiting on it.
+fn check_targets_in_background(actuators: Vec<std::sync::Arc<dyn engine::Actuator>>) {
+    tokio::spawn(async move {
+        let found = crate::commands::check::targets(&actuators).await;
+        let refused = found.iter().filter(|(_, _, r)| r.is_err()).count();
+        if refused > 0 {
+            tracing::warn!(message = "Some targets of the actuators cannot be changed.", refused);
+        }
+    });
 }

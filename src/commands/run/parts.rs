@@ -37,6 +37,8 @@ pub(super) struct Parts {
     pub node: String,
     pub tcp: Option<control::serve::TcpSide>,
     pub web: Option<WebSide>,
+    /// The actuators, each once: their targets are checked (and logged) at start.
+    pub actuators: Vec<Arc<dyn engine::Actuator>>,
 }
 
 impl Parts {
@@ -53,6 +55,7 @@ impl Parts {
         let engine = &settings.engine;
         let mut evaluator = Evaluator::new(series, part.rules, Some(store))?;
         evaluator.set_cost_budget(engine.rule_cost_budget);
+        let actuators = crate::commands::check::distinct(part.routes.iter().map(|r| r.actuator.clone()));
         let dispatch = actuators::registry::dispatch_config(&part.playbook, part.routes, part.policy, topology);
         let dispatcher = engine::dispatch::Dispatcher::new(dispatch, Some(ledger.clone()));
         // Job signals pushed over the control API enter as one more sensor;
@@ -95,6 +98,7 @@ impl Parts {
             node,
             tcp,
             web,
+            actuators,
         })
     }
 }

@@ -66,14 +66,21 @@ fn queue_hash(state: &State, port: &Port, q: usize) -> Map<String, Json> {
     let mut hash: Map<String, Json> =
         QUEUE_STATS.iter().zip(queue.stats).map(|(k, v)| (k.to_string(), Json::String(v.to_string()))).collect();
     let wd = config::watchdog(&state.config, &port.name);
+    // orchagent writes the restoration time only when the entry sets one (empty otherwise).
+    let entry = state.config.get("PFC_WD").and_then(|t| t.get(&port.name));
+    let restoration = match entry.and_then(|e| e.get("restoration_time")) {
+        Some(_) => wd.restoration.as_micros().to_string(),
+        None => String::new(),
+    };
     let watchdog = json!({
         "PFC_WD_STATUS": if queue.stormed { "stormed" } else { "operational" },
         "PFC_WD_QUEUE_STATS_DEADLOCK_DETECTED": queue.deadlock_detected.to_string(),
         "PFC_WD_QUEUE_STATS_DEADLOCK_RESTORED": queue.deadlock_restored.to_string(),
         "PFC_WD_QUEUE_STATS_TX_DROPPED_PACKETS": queue.wd_tx_dropped.to_string(),
         "PFC_WD_QUEUE_STATS_RX_DROPPED_PACKETS": queue.wd_rx_dropped.to_string(),
-        "PFC_WD_DETECTION_TIME": wd.detection.as_millis().to_string(),
-        "PFC_WD_RESTORATION_TIME": wd.restoration.as_millis().to_string(),
+        // In µs, as orchagent writes them (`pfcwdsworch.cpp`).
+        "PFC_WD_DETECTION_TIME": wd.detection.as_micros().to_string(),
+        "PFC_WD_RESTORATION_TIME": restoration,
         "PFC_WD_ACTION": wd.action,
     });
     if let Json::Object(fields) = watchdog {
