@@ -97,27 +97,6 @@ fn holds(entry: &Entry, wanted: &BTreeMap<String, Option<String>>) -> bool {
     wanted.iter().all(|(k, v)| entry.as_ref().and_then(|e| e.get(k)).cloned() == *v)
 }
 
-/// The changes in a port's `history`: each is a replace (the entry deleted, then written, as
-/// `pfcwd start` does), so the deletes are first halves, not changes of their own; and a kill
-/// between the two halves leaves the delete alone, after which the entry found before is
-/// written back, which changes nothing.
-fn changes_of(history: Vec<Entry>, original: &Entry) -> Vec<Entry> {
-    let mut changes: Vec<Entry> = Vec::new();
-    let mut after_delete = false;
-    for entry in history {
-        if entry.is_none() && original.is_some() {
-            after_delete = true;
-            continue;
-        }
-        let half = after_delete && &entry == original && changes.last() == Some(&entry);
-        after_delete = false;
-        if !half {
-            changes.push(entry);
-        }
-    }
-    changes
-}
-
 /// After a kill: every port that differs from its original holds what a
 /// live record (an intent, or an action in effect) of its switch set there.
 fn check_changes_have_records(leaves: &[Leaf], originals: &[Entry], decisions: &[Decision], cycle: usize) {
@@ -212,7 +191,7 @@ fn sigkill_at_random_points_loses_no_undo_applies_nothing_twice_and_leaves_nothi
             );
         }
         let history = leaf.history.lock().unwrap().clone();
-        let history = changes_of(history, original);
+        let history = storms::changes_of(history, original);
         // Every change alternates: escalated, restored, escalated, ...
         for (i, entry) in history.iter().enumerate() {
             let escalated = entry != original;

@@ -141,7 +141,7 @@ fn a_disk_that_fills_mid_storm_holds_every_action_without_its_intent_and_leaves_
     let (mut escalations, mut restores) = (0, 0);
     for (leaf, original) in leaves.iter().zip(&originals) {
         assert_eq!(&leaf.now(), original, "{} was left changed:\n{log}", leaf.name);
-        let history = leaf.history.lock().unwrap().clone();
+        let history = storms::changes_of(leaf.history.lock().unwrap().clone(), original);
         let sent = history.iter().filter(|e| e != &original).count();
         let restored = history.len() - 1 - sent;
         assert_eq!(sent, executed(&decisions, &leaf.name, false), "{}: an escalation without its record", leaf.name);
