@@ -347,7 +347,8 @@ impl Fleet {
             || self.logs(),
             || (self.leaves.watchdog_restoration(stormed).as_deref() == Some("2000")).then_some(()),
         );
-        assert_eq!(self.leaves.sets(stormed), 1, "one Set on {stormed}");
+        // An escalation is a replace, which is two Sets (the entry deleted, then written).
+        assert_eq!(self.leaves.sets(stormed), 2, "one escalation on {stormed}");
         // The Set lands between the intent on disk and the verdict recorded.
         let by_owner = until(
             Duration::from_secs(5),
@@ -414,7 +415,7 @@ impl Fleet {
         );
         assert!(matches!(adopted.verdict, Verdict::Executed { .. }), "{adopted:#?}");
         std::thread::sleep(Duration::from_secs(3));
-        assert_eq!(self.leaves.sets(stormed), 1, "still one Set on {stormed}");
+        assert_eq!(self.leaves.sets(stormed), 2, "still one escalation on {stormed}");
 
         // The storm ends: the new owner undoes the escalation, as its previous
         // owner would have, and its record goes.
@@ -425,7 +426,7 @@ impl Fleet {
             || self.logs(),
             || (self.leaves.watchdog_restoration(stormed).as_deref() == Some("200")).then_some(()),
         );
-        assert_eq!(self.leaves.sets(stormed), 2, "the escalation and its undo");
+        assert_eq!(self.leaves.sets(stormed), 4, "the escalation and its undo");
         // As above, the undo's Set lands before its verdict is recorded.
         until(
             Duration::from_secs(5),
@@ -468,6 +469,6 @@ impl Fleet {
         );
         eprintln!("{leaving} stopped: its {} leaves claimed by {last} {:.2} s later", handed.len(), took.as_secs_f64());
         assert_eq!(self.etcd.owners().len(), LEAVES, "every leaf is still owned");
-        assert_eq!(self.leaves.sets(stormed), 2, "and {stormed} was changed once and restored once in all");
+        assert_eq!(self.leaves.sets(stormed), 4, "and {stormed} was changed once and restored once in all");
     }
 }
