@@ -41,6 +41,7 @@ mod preview;
 mod replay_flood;
 mod safety;
 mod shard_aggregators;
+mod sonic_loop;
 mod two_daemons;
 mod veth_lifecycle;
 mod web_console;

@@ -26,8 +26,8 @@ use gnmi_proto::gnmi::{
 use sonic::gnmi_front::{serve, FrontConfig, GnmiFront, RedisBackend, ResponseStream};
 use sonic::layout::db as dbs;
 use sonic::peer::{ExtraPort, Prerequisites, SonicPeer};
-use sonic::watchdog::{Action as WdAction, InForce, PortState, Status, WatchdogReader};
-use sonic::{AsicFamily, NameMaps, Qos, Queues};
+use sonic::watchdog::{Action as WdAction, InForce, PortState, Status};
+use sonic::AsicFamily;
 use tokio::time::{sleep, Instant};
 use tonic::{Request, Response, Streaming};
 
@@ -74,23 +74,6 @@ async fn front(peer: &SonicPeer, config: FrontConfig) -> String {
     address
 }
 
-/// `peer`'s `database_config.json`: SONiC's own, its socket the peer's.
-fn database_config(prereq: &Prerequisites, peer: &SonicPeer, dir: &std::path::Path) -> std::path::PathBuf {
-    let text = std::fs::read_to_string(prereq.utilities_file("database_config.json")).unwrap();
-    let mut json: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let sonic::layout::Endpoint::Unix(socket) =
-        peer.switch().layout().database(dbs::CONFIG_DB).unwrap().instance.endpoint()
-    else {
-        panic!("the peer listens on a unix socket")
-    };
-    for instance in json["INSTANCES"].as_object_mut().unwrap().values_mut() {
-        instance["unix_socket_path"] = serde_json::Value::String(socket.display().to_string());
-    }
-    let path = dir.join("database_config.json");
-    std::fs::write(&path, json.to_string()).unwrap();
-    path
-}
-
 /// The escalation of the port the NIC faces, named by its alias as a label might carry it.
 fn escalate(port: &str) -> Action {
     Action {
@@ -102,14 +85,7 @@ fn escalate(port: &str) -> Action {
 
 /// Ethernet4's watchdog as orchagent recorded it (queues 3 and 4, priority → state).
 async fn state(peer: &SonicPeer) -> PortState {
-    let switch = peer.switch();
-    let counters = switch.database(dbs::COUNTERS_DB).await.unwrap();
-    let maps = NameMaps::read(&counters).await.unwrap();
-    let queues = Queues::from_maps(&maps).unwrap();
-    let qos = Qos::read(&switch.config_db().await.unwrap()).await.unwrap();
-    let reader = WatchdogReader::open(switch).await.unwrap();
-    let watched = qos.watchdog_queues(&queues, "Ethernet4");
-    reader.port("Ethernet4", &watched, Some(&maps.ports["Ethernet4"])).await.unwrap()
+    peer.watchdog("Ethernet4").await.expect("the peer's watchdog record reads")
 }
 
 /// Polls `what` until it gives `Some`, or panics naming it.
@@ -199,7 +175,7 @@ async fn over_redis(family: AsicFamily) {
     let Some(prereq) = prerequisites() else { return };
     let peer = peer(&prereq, family).await;
     let dir = tempfile::tempdir().unwrap();
-    let layout = database_config(&prereq, &peer, dir.path());
+    let layout = peer.write_database_config(&prereq, dir.path()).unwrap();
     let config = format!(
         "[gnmi]\ntimeout = \"5s\"\n[gnmi.redis]\nswitch = \"leaf-rail0\"\ndatabase_config = {:?}\n",
         layout.display().to_string()

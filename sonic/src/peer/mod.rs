@@ -44,6 +44,7 @@ mod syncd;
 mod tests;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -60,6 +61,8 @@ use crate::asic::AsicFamily;
 use crate::client::{ConfigDb, DbError, Entry, Switch};
 use crate::layout::{db as dbs, DatabaseLayout, Instance};
 use crate::names::queues::{PORT_NAME_MAP, QUEUE_INDEX_MAP, QUEUE_NAME_MAP, QUEUE_PORT_MAP};
+use crate::names::{NameMaps, Queues};
+use crate::qos::Qos;
 use crate::watchdog::{self, Events};
 
 pub use self::orchagent::DEFAULT_POLL;
@@ -90,6 +93,9 @@ pub enum PeerError {
     /// A Lua script of the watchdog is missing or Redis refused it.
     #[error("watchdog script: {0}")]
     Script(String),
+    /// The name maps or QoS maps the peer holds could not be read as SONiC's.
+    #[error(transparent)]
+    Names(#[from] crate::names::NameError),
     /// No such port on the peer.
     #[error("the peer has no port {0}")]
     UnknownPort(String),
@@ -243,8 +249,7 @@ impl PeerBuilder {
         let (stop, shutdown) = oneshot::channel();
         let (ready, started) = oneshot::channel();
         let task = tokio::spawn(orchagent.run(ready, shutdown, config_events, events));
-        let peer =
-            SonicPeer { family: self.family, switch, shared, stop: Some(stop), task: Some(task), _server: server };
+        let peer = SonicPeer { family: self.family, switch, shared, stop: Some(stop), task: Some(task), server };
         // Returned once the watchdog has taken in the configuration it found, as a switch that
         // has booted has.
         match tokio::time::timeout(STARTUP, started).await {
@@ -286,7 +291,7 @@ pub struct SonicPeer {
     shared: Arc<Shared>,
     stop: Option<oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<()>>,
-    _server: RedisServer,
+    server: RedisServer,
 }
 
 impl SonicPeer {
@@ -358,6 +363,36 @@ impl SonicPeer {
         let keys = db.scan("*").await?;
         let hashes = db.hashes(&keys).await?;
         Ok(keys.into_iter().zip(hashes).filter_map(|(k, h)| Some((k, h?))).collect())
+    }
+
+    /// `port`'s watchdog as orchagent recorded it in COUNTERS_DB and APPL_DB, for the queues
+    /// its lossless priorities map to: what a test reads to see SONiC's own detector at work.
+    pub async fn watchdog(&self, port: &str) -> Result<watchdog::PortState, PeerError> {
+        let counters = self.switch.database(dbs::COUNTERS_DB).await?;
+        let maps = NameMaps::read(&counters).await?;
+        let queues = Queues::from_maps(&maps)?;
+        let config = self.switch.config_db().await?;
+        let qos = Qos::read(&config).await?;
+        let reader = watchdog::WatchdogReader::open(&self.switch).await?;
+        let watched = qos.watchdog_queues(&queues, port);
+        Ok(reader.port(port, &watched, maps.ports.get(port).map(String::as_str)).await?)
+    }
+
+    /// SONiC's own `database_config.json` (from `prereq`) with every instance on this peer's
+    /// socket, written into `dir`: what a rocemend running on the switch is pointed at. Its
+    /// path.
+    pub fn write_database_config(&self, prereq: &Prerequisites, dir: &Path) -> Result<PathBuf, PeerError> {
+        let source = prereq.utilities_file("database_config.json");
+        let text = std::fs::read_to_string(&source).map_err(PeerError::Io)?;
+        let mut json: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| PeerError::Seed(format!("{}: {e}", source.display())))?;
+        let socket = self.server.socket().display().to_string();
+        for instance in json["INSTANCES"].as_object_mut().into_iter().flat_map(|i| i.values_mut()) {
+            instance["unix_socket_path"] = serde_json::Value::String(socket.clone());
+        }
+        let path = dir.join("database_config.json");
+        std::fs::write(&path, json.to_string()).map_err(PeerError::Io)?;
+        Ok(path)
     }
 
     /// What went wrong inside the watchdog so far (Redis errors, scripts refused): a test that
