@@ -31,6 +31,8 @@ struct Case {
     actuators: Option<&'static str>,
     /// An extra rule file (name, source) in the rule directory.
     rule: Option<(&'static str, &'static str)>,
+    /// An extra file (name, text) beside the config: an inventory the case names.
+    file: Option<(&'static str, &'static str)>,
     /// Every fragment the refusal must contain, in the order written.
     expect: &'static [&'static str],
 }
@@ -43,6 +45,7 @@ const NONE: Case = Case {
     playbook_tables: "",
     actuators: None,
     rule: None,
+    file: None,
     expect: &[],
 };
 
@@ -84,6 +87,11 @@ fn config_cases() -> Vec<Case> {
         Case { what: "a sensor of an unknown type", config_tables: "[[sensor]]\ntype = \"sniffer\"\n", expect: &["rocemend.toml:", "unknown kind \"sniffer\""], ..NONE },
         Case { what: "a sensor setting of the wrong type", config_tables: "[[sensor]]\ntype = \"rdma_sysfs\"\ninterval = 5\n", expect: &["rocemend.toml:", "sensor \"rdma_sysfs\""], ..NONE },
         Case { what: "a missing inventory", config_top: "inventory = \"no-such-inventory.toml\"\n", expect: &["rocemend.toml:4:1", "no-such-inventory.toml: no such file"], ..NONE },
+        // The inventory: the cabling it describes, and this daemon's place in it.
+        Case { what: "an empty inventory", config_top: "inventory = \"empty.toml\"\n", file: Some(("empty.toml", "cluster = \"c\"\n")), expect: &["empty.toml:1:1", "the inventory lists no switch and no node"], ..NONE },
+        Case { what: "a NIC on another rail's leaf", config_top: "inventory = \"cabling.toml\"\n", file: Some(("cabling.toml", WRONG_RAIL)), expect: &["cabling.toml:17:1", "node \"node-01\" NIC mlx5_1 (eth1) is on rail 1, but its cable goes to leaf-rail0 port Ethernet4, which serves rail 0"], ..NONE },
+        Case { what: "two NICs on one switch port", config_top: "inventory = \"cabling.toml\"\n", file: Some(("cabling.toml", ONE_PORT_TWO_NICS)), expect: &["cabling.toml:", "switch \"leaf-rail0\" port \"Ethernet0\" is cabled to two NICs: node \"node-01\" NIC mlx5_0 (eth0) and node \"node-01\" NIC mlx5_1 (eth1)"], ..NONE },
+        Case { what: "the daemon's node not in the inventory", config_top: "inventory = \"nodes.toml\"\n", file: Some(("nodes.toml", OTHER_NODES)), expect: &["rocemend.toml:1:1", "node \"node-01\" is not in the inventory (1 node listed)", "did you mean \"node-02\"?"], ..NONE },
         // The fleet table: checked by `check` as `run` reads it.
         Case { what: "a `fleet.lease_ttl` under 2 s", config_tables: "[fleet]\netcd = [\"http://127.0.0.1:2379\"]\nidentity = \"n1\"\nlease_ttl = \"500ms\"\n", expect: &["rocemend.toml:", "fleet.lease_ttl = \"500ms\": etcd leases are whole seconds"], ..NONE },
         Case { what: "a `fleet.etcd` that is no URL", config_tables: "[fleet]\netcd = [\"127.0.0.1:2379\"]\nidentity = \"n1\"\n", expect: &["rocemend.toml:", "fleet.etcd: \"127.0.0.1:2379\" is not an http:// or https:// URL"], ..NONE },
@@ -204,6 +212,23 @@ const PFCWD_NAMED_STYLED: &str = "\
 [[actuator]]\nname = \"pfcwd\"\ntype = \"pfcwd\"\nhandles = [\"pfcwd.*\"]\n[actuator.gnmi]\nswitches = [\"leaf-rail0\"]\npath_style = \"auto\"\n\
 [[actuator]]\nname = \"rest\"\ntype = \"log\"\nhandles = [\"*\"]\n";
 
+/// leaf-rail0 serves rail 0; node-01's second NIC is on rail 1 but cabled to it.
+const WRONG_RAIL: &str = "\
+[[switch]]\nname = \"leaf-rail0\"\nrole = \"leaf\"\nrail = 0\n\
+[[node]]\nname = \"node-01\"\n\
+[[node.nic]]\nrdma_dev = \"mlx5_0\"\nnetdev = \"eth0\"\nrail = 0\nplane = 0\nswitch = \"leaf-rail0\"\nswitch_port = \"Ethernet0\"\n\
+[[node.nic]]\nrdma_dev = \"mlx5_1\"\nnetdev = \"eth1\"\nrail = 1\nplane = 0\nswitch = \"leaf-rail0\"\nswitch_port = \"Ethernet4\"\n";
+
+/// Both of node-01's NICs on leaf-rail0's Ethernet0.
+const ONE_PORT_TWO_NICS: &str = "\
+[[switch]]\nname = \"leaf-rail0\"\nrole = \"leaf\"\n\
+[[node]]\nname = \"node-01\"\n\
+[[node.nic]]\nrdma_dev = \"mlx5_0\"\nnetdev = \"eth0\"\nrail = 0\nplane = 0\nswitch = \"leaf-rail0\"\nswitch_port = \"Ethernet0\"\n\
+[[node.nic]]\nrdma_dev = \"mlx5_1\"\nnetdev = \"eth1\"\nrail = 0\nplane = 0\nswitch = \"leaf-rail0\"\nswitch_port = \"Ethernet0\"\n";
+
+/// An inventory of node-02 alone (the cases' daemon is node-01).
+const OTHER_NODES: &str = "[[node]]\nname = \"node-02\"\n";
+
 const TELEPORT: &str = "\
 [[actuator]]\nname = \"beam\"\ntype = \"teleport\"\nhandles = [\"*\"]\n";
 
@@ -223,6 +248,9 @@ fn write(dir: &Path, case: &Case) -> std::path::PathBuf {
     }
     if let Some((name, source)) = case.rule {
         std::fs::write(rules.join(name), source).unwrap();
+    }
+    if let Some((name, text)) = case.file {
+        std::fs::write(dir.join(name), text).unwrap();
     }
     std::fs::write(dir.join("a-file"), "").unwrap();
     // The inventory the switch cases name (`inventory = "inventory.toml"`).

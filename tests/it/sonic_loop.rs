@@ -224,6 +224,30 @@ struct Round {
     to_escalation: Duration,
 }
 
+impl Round {
+    /// `storm → the sample that fired 1.93 s, decided 1.94 s, on the switch 2.95 s`, from the
+    /// escalation of `port` the daemon recorded.
+    fn breakdown(&self, daemon: &Daemon, port: &str) -> String {
+        let decisions = daemon.decisions();
+        let escalation = |d: &&engine::dispatch::Decision| {
+            let p = &d.proposal;
+            d.undo_of.is_none() && p.action.kind == "pfcwd.escalate" && p.action.target.get("port") == Some(port)
+        };
+        let Some(p) =
+            decisions.iter().filter(escalation).map(|d| &d.proposal).find(|p| p.decided_at >= self.started_ns)
+        else {
+            return format!("no escalation of {port} recorded: {decisions:#?}");
+        };
+        let since = |ns: i64| (ns - self.started_ns) as f64 / 1e9;
+        format!(
+            "storm → the sample that fired {:.2} s, decided {:.2} s, on the switch {:.2} s",
+            since(p.sample_at),
+            since(p.decided_at),
+            self.to_escalation.as_secs_f64()
+        )
+    }
+}
+
 /// One storm on `port`, `after` a pause (storms do not wait for a sample to start): started,
 /// escalated on the SONiC name, handled by SONiC's detector with `drop`, ended, and undone.
 fn storm_round(switch: &Switch, daemon: &Daemon, port: &str, after: Duration) -> Round {
@@ -286,14 +310,7 @@ fn storm_is_escalated_on_the_sonic_name_and_undone(family: AsicFamily, via: Via)
         "{family}: nothing was refused:\n{}",
         daemon.log()
     );
-    let p = &escalations[0].proposal;
-    let since = |ns: i64| (ns - round.started_ns) as f64 / 1e9;
-    eprintln!(
-        "{family} over {via:?}: storm → the sample that fired {:.2} s, decided {:.2} s, on the switch {:.2} s",
-        since(p.sample_at),
-        since(p.decided_at),
-        round.to_escalation.as_secs_f64()
-    );
+    eprintln!("{family} over {via:?}: {}", round.breakdown(&daemon, "Ethernet4"));
     daemon.stop();
 }
 
@@ -346,9 +363,9 @@ fn twenty_storms(via: Via) {
             // Each round starts a fixed time after the last undo, so after a fixed phase of
             // the 1 s samples; the pause spreads the twenty storms evenly over that second.
             let after = Duration::from_millis(50 * took.len() as u64);
-            let t = storm_round(&switch, &daemon, name, after).to_escalation.as_secs_f64();
-            eprintln!("{family} {name} over {via:?}: storm → escalation {t:.2} s");
-            took.push(t);
+            let round = storm_round(&switch, &daemon, name, after);
+            eprintln!("{family} {name} over {via:?}: {}", round.breakdown(&daemon, name));
+            took.push(round.to_escalation.as_secs_f64());
         }
         daemon.stop();
     }
