@@ -126,6 +126,10 @@ pub const KINDS: &[&str] = &[
     "verbs",
 ];
 
+/// The kinds that read the host they run on and label what they read with its `node`: a
+/// daemon with one of them is a node's daemon, and its node must be in its inventory.
+pub const HOST_KINDS: &[&str] = &["netlink_link", "nvml", "rdma_sysfs", "nccl_tests", "ethtool", "verbs"];
+
 /// Builds the sensor `name` of `kind` from its config `settings` (the
 /// sensor's table in the daemon config, without the kind and name).
 ///

@@ -149,16 +149,7 @@ fn write_config(dir: &Path, switch: &Switch, via: Via) -> PathBuf {
             )
         }
     };
-    std::fs::write(
-        dir.join("playbook.toml"),
-        format!(
-            "name = \"sonic\"\nmode = \"enforce\"\nrules = \"rules\"\n\
-             [undo]\non_resolve = [\"pfcwd.*\"]\n\
-             [[actuator]]\nname = \"pfcwd\"\ntype = \"pfcwd\"\nhandles = [\"pfcwd.*\"]\n\
-             [actuator.gnmi]\n{actuator}"
-        ),
-    )
-    .unwrap();
+    common::pfcwd_playbook(dir, "sonic", &actuator);
     let config = dir.join("rocemend.toml");
     std::fs::write(
         &config,

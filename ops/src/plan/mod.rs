@@ -159,9 +159,10 @@ fn node(config: &DaemonConfig, components: &dyn Components) -> Result<String, St
     }
 }
 
-/// A GPU node's daemon must be in the inventory it reads: its samples get their rail, plane and
-/// far end there, and its actions their targets. An aggregator (`[fleet] aggregator` or
-/// `shard`) is no GPU node, and an inventory without nodes (switches only) lists none.
+/// A node's daemon (one with a sensor that reads its host) must be in the inventory it reads:
+/// its samples get their rail, plane and far end there, and its actions their targets. A daemon
+/// that reads only switches, a Prometheus or a recording is no node's, and an inventory without
+/// nodes (switches only) lists none.
 fn check_node_listed(
     config: &DaemonConfig,
     node: Option<&str>,
@@ -170,8 +171,8 @@ fn check_node_listed(
     errors: &mut Vec<TomlError>,
 ) {
     let (Some(node), Some(topology)) = (node, topology) else { return };
-    let aggregator = config.fleet.as_ref().is_some_and(|f| f.aggregator.is_some() || f.shard.is_some());
-    if aggregator || topology.node_count() == 0 || topology.has_node(node) {
+    let reads_host = config.sensor.iter().any(|s| sensors::HOST_KINDS.contains(&s.kind.as_str()));
+    if !reads_host || topology.node_count() == 0 || topology.has_node(node) {
         return;
     }
     let names = topology.inventory().node.iter().map(|n| n.name.as_str());
