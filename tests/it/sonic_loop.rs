@@ -63,8 +63,8 @@ enum Via {
 }
 
 impl Switch {
-    /// A peer of `family` with `ports`' watchdogs set to [`ORIGINAL`], and its front; `None`
-    /// (said why) without redis-server or SONiC's files.
+    /// A peer of `family`, shaped by `builder` (its ports, their watchdogs), and its front;
+    /// `None` (said why) without redis-server or SONiC's files.
     fn start(
         family: AsicFamily,
         builder: impl FnOnce(sonic::peer::PeerBuilder) -> sonic::peer::PeerBuilder,
