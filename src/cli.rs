@@ -41,6 +41,11 @@ pub enum Command {
         /// An inventory.
         #[arg(long)]
         inventory: Option<PathBuf>,
+        /// Also reach every switch the actuators may change, now: whether it serves SONiC's
+        /// databases as configured and can be written (a read-only sonic-gnmi, native write
+        /// off), one line each; exit 1 if one cannot be changed.
+        #[arg(long)]
+        probe: bool,
     },
     /// Run each rule's test cases (`<rule>.test.toml` beside `<rule>.rhai`); exit 1 if a case fails.
     Test {

@@ -101,6 +101,15 @@ pub enum ActuatorConfigError {
         /// Why not.
         source: TlsError,
     },
+    /// The PEM files of a `tls` table cannot be read, or a client
+    /// certificate comes without its key.
+    #[error("{setting}: {source}")]
+    TlsFiles {
+        /// The table.
+        setting: String,
+        /// Which file, and why.
+        source: gnmi_proto::TlsFileError,
+    },
     /// A file a setting names cannot be read.
     #[error("{setting} {}: {source}", path.display())]
     Read {

@@ -6,7 +6,10 @@
 //! verify-before-undo and verify-after-failure paths can be tried with it too:
 //! [`Actuator::verify`] says [`Verification::InEffect`] for an action executed
 //! and not undone since, [`Verification::NotInEffect`] otherwise. The memory
-//! ends with the process, as a log line cannot be read back.
+//! ends with the process, as a log line cannot be read back; but a line once
+//! logged stays logged, so an action the engine says it applied (its ledger
+//! outlives the process) is in effect until its undo is logged: after a
+//! restart its effects are neither forgotten nor reported reverted.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::{Mutex, PoisonError};
@@ -69,6 +72,9 @@ pub struct LogActuator {
 #[derive(Debug, Default)]
 struct Applied {
     keys: HashSet<String>,
+    /// The actions undone by this process (at most [`MAX_APPLIED`]): what
+    /// the engine applied before a restart is in effect unless it is here.
+    undone: HashSet<String>,
     /// Whether an action went unremembered because [`MAX_APPLIED`] was reached.
     overflowed: bool,
 }
@@ -130,6 +136,7 @@ impl Actuator for LogActuator {
         let remembered = {
             let mut applied = self.applied();
             let key = action.dedup_key();
+            applied.undone.remove(&key);
             if applied.keys.len() < MAX_APPLIED || applied.keys.contains(&key) {
                 applied.keys.insert(key);
                 true
@@ -149,12 +156,19 @@ impl Actuator for LogActuator {
         Ok(Outcome { summary: format!("logged {action}"), requests: vec![Self::request(action)], prior: None })
     }
 
-    async fn verify(&self, action: &Action, _applied: Option<&Outcome>) -> Result<Verification, ActuatorError> {
+    async fn verify(&self, action: &Action, outcome: Option<&Outcome>) -> Result<Verification, ActuatorError> {
         let applied = self.applied();
-        Ok(if applied.keys.contains(&action.dedup_key()) {
+        let key = action.dedup_key();
+        Ok(if applied.keys.contains(&key) {
             Verification::InEffect
+        } else if applied.undone.contains(&key) {
+            Verification::NotInEffect
         } else if applied.overflowed {
             Verification::Unknown
+        } else if outcome.is_some() {
+            // Applied, the engine says, and not undone by this process:
+            // logged before a restart, and a log line is never taken back.
+            Verification::InEffect
         } else {
             Verification::NotInEffect
         })
@@ -165,7 +179,16 @@ impl Actuator for LogActuator {
     }
 
     async fn undo(&self, action: &Action, _applied: &Outcome) -> Result<Outcome, ActuatorError> {
-        self.applied().keys.remove(&action.dedup_key());
+        {
+            let mut applied = self.applied();
+            let key = action.dedup_key();
+            applied.keys.remove(&key);
+            if applied.undone.len() < MAX_APPLIED || applied.undone.contains(&key) {
+                applied.undone.insert(key);
+            } else {
+                applied.overflowed = true;
+            }
+        }
         self.journal("Undo.", action);
         Ok(Outcome {
             summary: format!("logged undo of {action}"),
@@ -242,6 +265,22 @@ mod tests {
         );
         // A dry run changes nothing.
         assert_eq!(actuator.verify(&action(), Some(&outcome)).await.unwrap(), Verification::InEffect);
+    }
+
+    #[tokio::test]
+    async fn an_action_applied_before_a_restart_is_in_effect_until_its_undo_is_logged() {
+        let before = LogActuator::new("audit");
+        let applied = before.execute(&action()).await.unwrap();
+        // A new process: nothing in memory, the engine's ledger says applied.
+        let after = LogActuator::new("audit");
+        assert_eq!(after.verify(&action(), Some(&applied)).await.unwrap(), Verification::InEffect);
+        // Asked without an outcome (is anything there?), it still knows nothing.
+        assert_eq!(after.verify(&action(), None).await.unwrap(), Verification::NotInEffect);
+        after.undo(&action(), &applied).await.unwrap();
+        assert_eq!(after.verify(&action(), Some(&applied)).await.unwrap(), Verification::NotInEffect);
+        // Executed again, it is in effect again.
+        after.execute(&action()).await.unwrap();
+        assert_eq!(after.verify(&action(), Some(&applied)).await.unwrap(), Verification::InEffect);
     }
 
     #[tokio::test]

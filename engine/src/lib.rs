@@ -47,6 +47,7 @@
 //!
 //! - [`time`]: nanosecond timestamps and rule durations;
 //! - [`labels`], [`series`], [`counter`]: the data model and counter arithmetic;
+//! - [`label_check`]: label values checked by what they name (netdev, port, host);
 //! - [`topology`]: the inventory and label enrichment;
 //! - [`window`]: native window accumulators;
 //! - [`stats`]: robust statistics (median, median absolute deviation);
@@ -75,6 +76,14 @@
 
 #![deny(missing_docs)]
 
+// The tests in `src/tests/` use the crate by its name, as its users do: they
+// were an integration-test binary of their own, and joined the crate's unit
+// tests so that `cargo test --workspace` links fewer binaries.
+#[cfg(test)]
+extern crate self as engine;
+#[cfg(test)]
+mod tests;
+
 pub mod backtest;
 pub mod catalog;
 pub mod config;
@@ -84,6 +93,7 @@ pub mod dispatch;
 pub mod errors;
 pub mod evaluator;
 pub mod instance;
+pub mod label_check;
 pub mod labels;
 pub mod ledger;
 pub mod mode;

@@ -169,6 +169,10 @@ pub struct SeriesInfo {
     pub kind: SampleKind,
     /// The sensor that registered it.
     pub sensor: SensorId,
+    /// A label whose value its kind does not allow ([`crate::label_check`]):
+    /// the series is registered, so its sensor goes on, and every sample
+    /// of it is refused.
+    pub bad_label: Option<crate::label_check::BadLabel>,
 }
 
 #[derive(Debug)]
@@ -277,6 +281,7 @@ impl SeriesTable {
     /// metric and labels give the same id.
     pub fn register(&self, sensor: SensorId, spec: &SeriesSpec) -> Result<SeriesId, SeriesError> {
         check_size(spec)?;
+        let bad_label = crate::label_check::check_all(&spec.labels.0).err();
         let kind = spec.registered_kind();
         let mut labels = spec.labels.clone();
         {
@@ -322,7 +327,7 @@ impl SeriesTable {
         }
         quota.used += 1;
         let id = SeriesId(reg.series.len() as u32);
-        reg.series.push(SeriesInfo { metric, labels: key.1.clone(), kind, sensor });
+        reg.series.push(SeriesInfo { metric, labels: key.1.clone(), kind, sensor, bad_label });
         reg.by_key.insert(key, id);
         Ok(id)
     }

@@ -10,6 +10,8 @@
 //!
 //! - [`settings`]: the `[fleet]` table and its budgets (always compiled);
 //! - [`keys`]: the key layout in etcd and the values stored (always);
+//! - `client` (feature `etcd`): `connect_client` and
+//!   `connect_election_client`, the etcd connections every part below uses;
 //! - `coordinator` (feature `etcd`): [`EtcdCoordinator`], the
 //!   [`engine::contracts::Coordinator`] the dispatcher consults for
 //!   fleet-scoped actions: a token per action, taken in one transaction,
@@ -37,6 +39,8 @@ pub mod keys;
 pub mod settings;
 
 #[cfg(feature = "etcd")]
+mod client;
+#[cfg(feature = "etcd")]
 mod coordinator;
 #[cfg(feature = "etcd")]
 pub mod election;
@@ -54,7 +58,9 @@ pub mod shard;
 pub mod status;
 
 #[cfg(feature = "etcd")]
-pub use coordinator::{connect_client, connect_election_client, reset_breaker, EtcdCoordinator};
+pub use client::{connect_client, connect_election_client};
+#[cfg(feature = "etcd")]
+pub use coordinator::{reset_breaker, EtcdCoordinator};
 #[cfg(feature = "etcd")]
 pub use etcd_client;
 pub use settings::{FleetConfig, FleetConfigError, FleetSettings};

@@ -34,6 +34,7 @@ fn setup() -> &'static (StreamPlan, OidNames) {
             ports: HashMap::from([("oid:0x1000000000002".to_string(), "Ethernet4".to_string())]),
             queues: HashMap::from([("oid:0x15000000000103".to_string(), ("Ethernet4".to_string(), 3))]),
             queue_fields: QueueFields { counters: true, watchdog: true },
+            ..OidNames::default()
         };
         (stream, oids)
     })

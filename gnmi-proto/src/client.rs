@@ -78,6 +78,16 @@ impl TlsConfig {
     }
 }
 
+/// Whether `status` says a call's deadline passed: the server's DeadlineExceeded, or the
+/// Cancelled that tonic's client gives a call whose `grpc-timeout` ran out before an answer.
+fn deadline_passed(status: &Status) -> bool {
+    match status.code() {
+        tonic::Code::DeadlineExceeded => true,
+        tonic::Code::Cancelled => status.message() == "Timeout expired",
+        _ => false,
+    }
+}
+
 /// Why a switch's TLS settings could not be read ([`TlsConfig::from_files`]).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -378,7 +388,10 @@ impl GnmiClient {
     ) -> Result<T, ClientError> {
         match tokio::time::timeout(self.timeout, fut).await {
             Err(_) => Err(ClientError::Timeout { call, address: self.address.clone(), after: self.timeout }),
-            Ok(Err(status)) if status.code() == tonic::Code::DeadlineExceeded => {
+            // The request's own deadline (`set_timeout`) runs out at the same moment as ours:
+            // the server says DeadlineExceeded, or tonic's client cancels the call with
+            // "Timeout expired" first. Either way it is this call's timeout, not a refusal.
+            Ok(Err(status)) if deadline_passed(&status) => {
                 Err(ClientError::Timeout { call, address: self.address.clone(), after: self.timeout })
             }
             Ok(Err(status)) => Err(ClientError::Status { call, address: self.address.clone(), status }),
@@ -510,6 +523,14 @@ fn error_chain(error: &dyn std::error::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_deadline_that_passed_is_a_timeout_whoever_saw_it_first() {
+        assert!(deadline_passed(&Status::deadline_exceeded("context deadline exceeded")));
+        assert!(deadline_passed(&Status::cancelled("Timeout expired")));
+        assert!(!deadline_passed(&Status::cancelled("the client went away")), "another cancel is not a timeout");
+        assert!(!deadline_passed(&Status::not_found("Timeout expired")), "only tonic's Cancelled says it");
+    }
     use crate::gnmi::UpdateResult;
     use crate::path::parse_path;
 

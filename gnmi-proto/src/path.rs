@@ -359,6 +359,29 @@ pub fn elems(names: &[&str]) -> Path {
     }
 }
 
+/// Go's `%v` of a `*gnmipb.Path` (protobuf's compact text format, fields in number order), as
+/// sonic-gnmi prints a path into its messages ("No valid entry found for path …"):
+/// `origin:"sonic-db" elem:{name:"CONFIG_DB"} elem:{name:"PFC_WD" key:{key:"k" value:"v"}}`.
+pub fn go_path(path: &Path) -> String {
+    let quote = |s: &str| format!("{s:?}");
+    let mut parts = Vec::new();
+    if !path.origin.is_empty() {
+        parts.push(format!("origin:{}", quote(&path.origin)));
+    }
+    for elem in &path.elem {
+        let mut inner = vec![format!("name:{}", quote(&elem.name))];
+        let keys: std::collections::BTreeMap<&String, &String> = elem.key.iter().collect();
+        for (k, v) in keys {
+            inner.push(format!("key:{{key:{} value:{}}}", quote(k), quote(v)));
+        }
+        parts.push(format!("elem:{{{}}}", inner.join(" ")));
+    }
+    if !path.target.is_empty() {
+        parts.push(format!("target:{}", quote(&path.target)));
+    }
+    parts.join(" ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,7 +10,7 @@
 //! `cargo bench -p rocemend-sensors --bench link_flap_latency`; needs root
 //! and `ip`, prints "skipped: <reason>" otherwise.
 
-#[path = "../tests/it/netlink_link_util/mod.rs"]
+#[path = "../src/tests/netlink_link_util/mod.rs"]
 mod netlink_link_util;
 
 use std::time::{Duration, Instant};

@@ -2,7 +2,7 @@
 //! counter (52 files a port, 832 in all) in a temp tree. The target is
 //! ≤ 1 ms per poll, i.e. ≤ 1 % of one core at the 100 ms default interval.
 
-#[path = "../tests/it/rdma_sysfs/tree.rs"]
+#[path = "../src/tests/rdma_sysfs/tree.rs"]
 mod tree;
 
 use criterion::{criterion_group, criterion_main, Criterion};

@@ -10,8 +10,6 @@ use std::path::PathBuf;
 
 use gnmi_proto::PathError;
 
-use crate::prometheus::http::TargetUrlError;
-
 /// A sensor's settings were refused when it was built; each variant names
 /// the setting (as the config spells it, e.g. `interval_ms`,
 /// `target "leaf01": ca`) and what was wrong with it.
@@ -192,6 +190,21 @@ impl SensorConfigError {
 /// `: <consequence>`, or nothing.
 fn consequence_of(consequence: &Option<&'static str>) -> String {
     consequence.map(|c| format!(": {c}")).unwrap_or_default()
+}
+
+/// Why a target URL cannot be scraped.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TargetUrlError {
+    /// Not `http://`: a scrape has no TLS settings yet.
+    #[error("{url:?}: only http:// URLs are supported")]
+    NotHttp {
+        /// The URL as given.
+        url: String,
+    },
+    /// Not a URL the HTTP client can use.
+    #[error(transparent)]
+    Malformed(#[from] net::http::UrlError),
 }
 
 #[cfg(test)]

@@ -62,12 +62,24 @@
 //!   configured by `VerbsConfig`;
 //! - [`prometheus`]: scrapes Prometheus exporters over HTTP:
 //!   [`PrometheusSensor`], configured by [`PrometheusConfig`];
+//! - [`sonic_redis`]: a SONiC switch read from its own Redis, on the switch:
+//!   [`SonicRedisSensor`], configured by [`SonicRedisConfig`];
+//! - [`switch_series`]: SONiC's counters as the switch series both switch
+//!   sensors produce;
 //! - [`job`]: job signals pushed over the daemon's control API
 //!   (`rocemend job push`): [`job::JobSensor`], fed by [`job::channel`];
 //! - [`build`]: the one place that knows every sensor kind ([`KINDS`]);
 //! - [`SensorConfigError`]: why a sensor's settings were refused, by setting.
 
 #![deny(missing_docs)]
+
+// The tests in `src/tests/` use the crate by its name, as its users do: they
+// were an integration-test binary of their own, and joined the crate's unit
+// tests so that `cargo test --workspace` links fewer binaries.
+#[cfg(test)]
+extern crate self as sensors;
+#[cfg(test)]
+mod tests;
 
 mod error;
 pub mod ethtool;
@@ -79,6 +91,8 @@ pub mod nvml;
 pub mod prometheus;
 pub mod rdma_sysfs;
 pub mod replay;
+pub mod sonic_redis;
+pub mod switch_series;
 #[cfg(feature = "verbs")]
 pub mod verbs;
 
@@ -91,6 +105,7 @@ pub use nvml::{NvmlConfig, NvmlSensor};
 pub use prometheus::{PrometheusConfig, PrometheusSensor};
 pub use rdma_sysfs::{RdmaSysfsConfig, RdmaSysfsSensor};
 pub use replay::{ReplayConfig, ReplaySensor};
+pub use sonic_redis::{SonicRedisConfig, SonicRedisSensor};
 #[cfg(feature = "verbs")]
 pub use verbs::{VerbsConfig, VerbsSensor};
 
@@ -106,9 +121,14 @@ pub const KINDS: &[&str] = &[
     "gnmi",
     "ethtool",
     "prometheus",
+    "sonic_redis",
     #[cfg(feature = "verbs")]
     "verbs",
 ];
+
+/// The kinds that read the host they run on and label what they read with its `node`: a
+/// daemon with one of them is a node's daemon, and its node must be in its inventory.
+pub const HOST_KINDS: &[&str] = &["netlink_link", "nvml", "rdma_sysfs", "nccl_tests", "ethtool", "verbs"];
 
 /// Builds the sensor `name` of `kind` from its config `settings` (the
 /// sensor's table in the daemon config, without the kind and name).
@@ -137,6 +157,7 @@ pub fn build_in(
         "ethtool" => make(it, settings, |c: EthtoolConfig| c.build(name)),
         "prometheus" => make(it, settings, |c: PrometheusConfig| c.build(name)),
         "replay" => make(it, settings, |c: ReplayConfig| c.build(name)),
+        "sonic_redis" => make(it, settings, |c: SonicRedisConfig| c.build(name)),
         #[cfg(feature = "verbs")]
         "verbs" => make(it, settings, |c: VerbsConfig| c.build(name)),
         #[cfg(not(feature = "verbs"))]
@@ -163,44 +184,4 @@ where
     let config: C = it.settings(settings)?;
     let sensor = build(config).map_err(|e| it.invalid(e))?;
     Ok(Box::new(sensor))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn table(text: &str) -> toml::Table {
-        toml::from_str(text).unwrap()
-    }
-
-    #[test]
-    fn builds_a_replay_sensor_with_its_name() {
-        let sensor = build("replay", "incident-42", table("path = \"rec.jsonl\"\nspeed = 10.0")).unwrap();
-        assert_eq!(sensor.name(), "incident-42");
-    }
-
-    #[test]
-    fn an_unknown_kind_lists_the_known_ones() {
-        let err = build("sonar", "s1", toml::Table::new()).err().unwrap().to_string();
-        assert_eq!(err, format!("sensor \"s1\": unknown kind \"sonar\" (known kinds: {})", KINDS.join(", ")));
-        assert!(err.contains("replay"), "{err}");
-    }
-
-    #[test]
-    fn an_unknown_setting_is_named() {
-        let err = build("replay", "r", table("path = \"rec.jsonl\"\nsped = 2.0")).err().unwrap().to_string();
-        assert!(err.starts_with("sensor \"r\" (kind \"replay\"): unknown field `sped`"), "{err}");
-    }
-
-    #[test]
-    fn a_missing_path_is_named() {
-        let err = build("replay", "r", table("speed = 2.0")).err().unwrap().to_string();
-        assert!(err.contains("missing field `path`"), "{err}");
-    }
-
-    #[test]
-    fn a_negative_speed_is_refused() {
-        let err = build("replay", "r", table("path = \"rec.jsonl\"\nspeed = -1.0")).err().unwrap().to_string();
-        assert!(err.contains("speed -1 "), "{err}");
-    }
 }

@@ -19,6 +19,13 @@
 //! - [`watchdog`]: the PFC watchdog's record per queue and port ([`WatchdogReader`]), its
 //!   storm/restore channel ([`watchdog::Events`]), and the evidence that a change took effect
 //!   ([`watchdog::RestartWatch`], [`watchdog::InForce`]);
+//! - [`gnmi`]: the same databases over gNMI as sonic-gnmi serves them, from a client's side:
+//!   [`gnmi::SwitchGnmi`] reads in the switch's style and says "absent" only on sonic-gnmi's
+//!   own words ([`gnmi::texts`]); [`gnmi::write`] makes CONFIG_DB changes the Sets sonic-gnmi
+//!   applies as meant (origin `sonic-db`, a replace as two Sets); a TLS mismatch is named;
+//! - [`probe`]: one probe per switch, shared by the gNMI sensor and the switch actuators
+//!   ([`probe::ProfileCache::global`]): its read style, whether it can be written, its
+//!   instance element, its ports and aliases, its ASIC family ([`probe::SwitchProfile`]);
 //! - `gnmi_front` (feature `gnmi-server`): a gNMI server that routes, serves and refuses as
 //!   sonic-gnmi does, over the switch's Redis or an in-memory store of SONiC's databases;
 //! - `peer` (feature `test-peer`): a SONiC switch for tests — a real `redis-server` seeded with
@@ -54,12 +61,14 @@
 
 pub mod asic;
 pub mod client;
+pub mod gnmi;
 #[cfg(feature = "gnmi-server")]
 pub mod gnmi_front;
 pub mod layout;
 pub mod names;
 #[cfg(any(test, feature = "test-peer"))]
 pub mod peer;
+pub mod probe;
 pub mod qos;
 pub mod watchdog;
 

@@ -4,8 +4,12 @@
 
 use std::path::{Path, PathBuf};
 
+use std::sync::Arc;
+
+use engine::Actuator;
 use ops::config::{Overrides, DEFAULT_CONFIG};
 use ops::plan::check::Checked;
+use ops::plan::Blueprint;
 
 use super::Exit;
 use crate::wiring::Wiring;
@@ -53,4 +57,56 @@ fn default_files() -> anyhow::Result<Overrides> {
         );
     }
     Ok(Overrides { rules, playbook, inventory: None })
+}
+
+/// `rocemend check --probe`: every target the configured actuators may change, reached now
+/// ([`Actuator::check_targets`]: each switch probed, whether it can be written), one line each.
+pub fn probe(config: Option<&Path>) -> anyhow::Result<Exit> {
+    let path = match config {
+        Some(path) => path.to_path_buf(),
+        None if Path::new(DEFAULT_CONFIG).exists() => PathBuf::from(DEFAULT_CONFIG),
+        None => anyhow::bail!("--probe reaches the switches of a daemon configuration: give --config"),
+    };
+    let plan = Blueprint::build(&path, &Overrides::default(), &Wiring)
+        .map_err(|problems| anyhow::anyhow!("{} problem(s) in {}", problems.0.len(), path.display()))?;
+    let actuators = distinct(plan.part.routes.iter().map(|r| r.actuator.clone()));
+    let found = super::runtime()?.block_on(targets(&actuators));
+    let mut failed = 0;
+    for (actuator, target, result) in &found {
+        match result {
+            Ok(summary) => println!("ok   actuator {actuator}: {summary}"),
+            Err(error) => {
+                failed += 1;
+                eprintln!("FAIL actuator {actuator}: {target}: {error}");
+            }
+        }
+    }
+    if failed > 0 {
+        anyhow::bail!("{failed} target(s) cannot be changed")
+    }
+    Ok(Exit::Ok)
+}
+
+/// Each actuator once (several routes share one).
+pub(crate) fn distinct(actuators: impl Iterator<Item = Arc<dyn Actuator>>) -> Vec<Arc<dyn Actuator>> {
+    let mut out: Vec<Arc<dyn Actuator>> = Vec::new();
+    for actuator in actuators {
+        if !out.iter().any(|a| Arc::ptr_eq(a, &actuator)) {
+            out.push(actuator);
+        }
+    }
+    out
+}
+
+/// What each actuator finds about its targets: (actuator, target, result).
+pub(crate) async fn targets(
+    actuators: &[Arc<dyn Actuator>],
+) -> Vec<(String, String, Result<String, engine::ActuatorError>)> {
+    let mut out = Vec::new();
+    for actuator in actuators {
+        for (target, result) in actuator.check_targets().await {
+            out.push((actuator.name().to_string(), target, result));
+        }
+    }
+    out
 }

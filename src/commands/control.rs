@@ -23,13 +23,31 @@ pub fn decisions(
     target: Option<String>,
     json: bool,
 ) -> anyhow::Result<Exit> {
-    let request = pb::ListDecisionsRequest {
+    let mut request = pb::ListDecisionsRequest {
         since_ns: since.unwrap_or(0),
         rule: rule.unwrap_or_default(),
         target: target.unwrap_or_default(),
+        ..pb::ListDecisionsRequest::default()
     };
-    let list = Blocking::connect(address)?.call(async |c| c.list_decisions(request).await)?.decisions_json;
-    print!("{}", if json { view::lines(&list) } else { view::decisions(&list)? });
+    // Page by page (a reply is bounded, the ledger is not): JSON lines are
+    // printed as they come; the table needs every row for its widths.
+    let mut daemon = Blocking::connect(address)?;
+    let mut table = Vec::new();
+    loop {
+        let page = daemon.call(async |c| c.list_decisions(request.clone()).await)?;
+        if json {
+            print!("{}", view::lines(&page.decisions_json));
+        } else {
+            table.extend(page.decisions_json);
+        }
+        if page.next_after.is_empty() {
+            break;
+        }
+        request.after = page.next_after;
+    }
+    if !json {
+        print!("{}", view::decisions(&table)?);
+    }
     Ok(Exit::Ok)
 }
 

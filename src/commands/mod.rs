@@ -33,8 +33,13 @@ pub enum Exit {
 pub fn run(cli: Cli) -> anyhow::Result<Exit> {
     match cli.command {
         Command::Run { config } => run::run(&config),
-        Command::Check { config, rules, playbook, inventory } => {
-            check::check(config.as_deref(), rules.as_deref(), playbook.as_deref(), inventory.as_deref())
+        Command::Check { config, rules, playbook, inventory, probe } => {
+            let exit = check::check(config.as_deref(), rules.as_deref(), playbook.as_deref(), inventory.as_deref())?;
+            if probe {
+                check::probe(config.as_deref())
+            } else {
+                Ok(exit)
+            }
         }
         Command::Test { dir } => test::test(&dir),
         Command::Replay { recording, rules, diff, inventory, json } => {

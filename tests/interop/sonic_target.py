@@ -400,8 +400,10 @@ class Switch:
                         "PFC_WD_QUEUE_STATS_DEADLOCK_RESTORED": str(wd["restored"]),
                         "PFC_WD_QUEUE_STATS_TX_DROPPED_PACKETS": str(int(wd["dropped"])),
                         "PFC_WD_ACTION": cfg.get("action", "drop"),
-                        "PFC_WD_DETECTION_TIME": cfg.get("detection_time", "200"),
-                        "PFC_WD_RESTORATION_TIME": cfg.get("restoration_time", "200")})
+                        # orchagent writes the times in microseconds (pfcwdorch.cpp: ms * 1000),
+                        # the unit SONiC's Lua detectors read them in.
+                        "PFC_WD_DETECTION_TIME": str(int(cfg.get("detection_time", "200")) * 1000),
+                        "PFC_WD_RESTORATION_TIME": str(int(cfg.get("restoration_time", "200")) * 1000)})
         return out
 
     def oid_hash(self, oid):
@@ -629,6 +631,19 @@ def names(path):
     return out
 
 
+def go_path(path):
+    """Go's %v of a *gnmipb.Path, as sonic-gnmi prints one in its errors:
+    origin, each element with its keys sorted, target."""
+    quote = json.dumps
+    parts = [f"origin:{quote(path.origin)}"] if path.origin else []
+    for e in path.elem:
+        inner = [f"name:{quote(e.name)}"] + [f"key:{{key:{quote(k)} value:{quote(v)}}}" for k, v in sorted(e.key.items())]
+        parts.append("elem:{" + " ".join(inner) + "}")
+    if path.target:
+        parts.append(f"target:{quote(path.target)}")
+    return " ".join(parts)
+
+
 def echo(path):
     """A request's path as it goes back in a response: a target belongs only
     in a prefix (gNMI 2.2.2.1)."""
@@ -790,7 +805,14 @@ class Gnmi(pb_grpc.gNMIServicer):
             now, prefix = time.time_ns(), request.prefix if request.HasField("prefix") else None
             notifications = []
             for path, elems in zip(paths, route.elems):
-                leaf, value = self.switch.read(route.db, route.style, elems)
+                try:
+                    leaf, value = self.switch.read(route.db, route.style, elems)
+                except GnmiError as e:
+                    # sonic-gnmi's mixed-db client names a missing entry by the request's path
+                    # (Go's %v of it), not by the table and key as its DbClient does.
+                    if route.style == SONIC_DB and e.missing and " with key " in e.message:
+                        raise GnmiError(C.NOT_FOUND, f"No valid entry found for path {go_path(path)}", True)
+                    raise
                 update = pb.Update(path=echo(path), val=self.typed(route, leaf, value))
                 notifications.append(pb.Notification(timestamp=now, prefix=prefix, update=[update]))
             return pb.GetResponse(notification=notifications)

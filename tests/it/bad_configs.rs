@@ -31,6 +31,8 @@ struct Case {
     actuators: Option<&'static str>,
     /// An extra rule file (name, source) in the rule directory.
     rule: Option<(&'static str, &'static str)>,
+    /// An extra file (name, text) beside the config: an inventory the case names.
+    file: Option<(&'static str, &'static str)>,
     /// Every fragment the refusal must contain, in the order written.
     expect: &'static [&'static str],
 }
@@ -43,6 +45,7 @@ const NONE: Case = Case {
     playbook_tables: "",
     actuators: None,
     rule: None,
+    file: None,
     expect: &[],
 };
 
@@ -55,7 +58,16 @@ const ACTUATORS: &str = "\
 [[actuator]]\nname = \"cordon\"\ntype = \"log\"\nhandles = [\"node.*\"]\n\
 [[actuator]]\nname = \"notify\"\ntype = \"log\"\nhandles = [\"webhook.*\"]\ndestructive = false\n";
 
+/// Every case, in the order of the table in docs/config.md. The lists below
+/// keep a case a line, as that table does (`rustfmt::skip`: rustfmt would
+/// spread each over seven).
 fn cases() -> Vec<Case> {
+    [config_cases(), playbook_cases(), switch_and_rule_cases()].into_iter().flatten().collect()
+}
+
+/// The daemon config's own settings and its fleet table.
+#[rustfmt::skip]
+fn config_cases() -> Vec<Case> {
     vec![
         // The daemon config's own settings.
         Case { what: "`control.listen` without TLS", config_tables: "[control]\nlisten = \"127.0.0.1:0\"\n", expect: &["rocemend.toml:", "needs control.tls_cert"], ..NONE },
@@ -75,10 +87,22 @@ fn cases() -> Vec<Case> {
         Case { what: "a sensor of an unknown type", config_tables: "[[sensor]]\ntype = \"sniffer\"\n", expect: &["rocemend.toml:", "unknown kind \"sniffer\""], ..NONE },
         Case { what: "a sensor setting of the wrong type", config_tables: "[[sensor]]\ntype = \"rdma_sysfs\"\ninterval = 5\n", expect: &["rocemend.toml:", "sensor \"rdma_sysfs\""], ..NONE },
         Case { what: "a missing inventory", config_top: "inventory = \"no-such-inventory.toml\"\n", expect: &["rocemend.toml:4:1", "no-such-inventory.toml: no such file"], ..NONE },
+        // The inventory: the cabling it describes, and this daemon's place in it.
+        Case { what: "an empty inventory", config_top: "inventory = \"empty.toml\"\n", file: Some(("empty.toml", "cluster = \"c\"\n")), expect: &["empty.toml:1:1", "the inventory lists no switch and no node"], ..NONE },
+        Case { what: "a NIC on another rail's leaf", config_top: "inventory = \"cabling.toml\"\n", file: Some(("cabling.toml", WRONG_RAIL)), expect: &["cabling.toml:17:1", "node \"node-01\" NIC mlx5_1 (eth1) is on rail 1, but its cable goes to leaf-rail0 port Ethernet4, which serves rail 0"], ..NONE },
+        Case { what: "two NICs on one switch port", config_top: "inventory = \"cabling.toml\"\n", file: Some(("cabling.toml", ONE_PORT_TWO_NICS)), expect: &["cabling.toml:", "switch \"leaf-rail0\" port \"Ethernet0\" is cabled to two NICs: node \"node-01\" NIC mlx5_0 (eth0) and node \"node-01\" NIC mlx5_1 (eth1)"], ..NONE },
+        Case { what: "the daemon's node not in the inventory", config_top: "inventory = \"nodes.toml\"\n", config_tables: "[[sensor]]\ntype = \"netlink_link\"\n", file: Some(("nodes.toml", OTHER_NODES)), expect: &["rocemend.toml:1:1", "node \"node-01\" is not in the inventory (1 node listed)", "did you mean \"node-02\"?"], ..NONE },
         // The fleet table: checked by `check` as `run` reads it.
         Case { what: "a `fleet.lease_ttl` under 2 s", config_tables: "[fleet]\netcd = [\"http://127.0.0.1:2379\"]\nidentity = \"n1\"\nlease_ttl = \"500ms\"\n", expect: &["rocemend.toml:", "fleet.lease_ttl = \"500ms\": etcd leases are whole seconds"], ..NONE },
         Case { what: "a `fleet.etcd` that is no URL", config_tables: "[fleet]\netcd = [\"127.0.0.1:2379\"]\nidentity = \"n1\"\n", expect: &["rocemend.toml:", "fleet.etcd: \"127.0.0.1:2379\" is not an http:// or https:// URL"], ..NONE },
         Case { what: "`fleet.shard` without a sensor that reads switches", config_tables: "[fleet]\netcd = [\"http://127.0.0.1:2379\"]\nidentity = \"agg-1\"\nshard = \"pod-a\"\n", expect: &["rocemend.toml:", "fleet.shard shares the switches the gnmi sensors read, and no [[sensor]] reads switches"], ..NONE },
+    ]
+}
+
+/// The playbook: limits that switch safety off or contradict themselves, and routing mistakes.
+#[rustfmt::skip]
+fn playbook_cases() -> Vec<Case> {
+    vec![
         // The playbook: limits that switch safety off or contradict themselves.
         Case { what: "`breaker.trip_after = 0`", playbook_tables: "[breaker]\ntrip_after = 0\n", expect: &["playbook.toml:", "breaker.trip_after: 0 means the circuit breaker never trips"], ..NONE },
         Case { what: "a breaker window of `\"0\"`", playbook_tables: "[breaker]\nwindow = \"0\"\n", expect: &["playbook.toml:", "breaker.window"], ..NONE },
@@ -103,6 +127,13 @@ fn cases() -> Vec<Case> {
         Case { what: "a pfcwd actuator without `[gnmi]`", actuators: Some(PFCWD_NO_GNMI), expect: &["playbook.toml:", "rule \"pfc-storm\"", "proposes \"pfcwd.escalate\", routed to actuator \"pfcwd\"", "no [gnmi] settings"], ..NONE },
         Case { what: "an actuator of an unknown type", actuators: Some(TELEPORT), expect: &["playbook.toml:", "unknown kind \"teleport\""], ..NONE },
         Case { what: "an actuator for another node", actuators: Some(OTHER_NODE), expect: &["playbook.toml:", "node = \"node-99\" is not this daemon's node \"node-01\""], ..NONE },
+    ]
+}
+
+/// Switches named outside the inventory, and broken rules.
+#[rustfmt::skip]
+fn switch_and_rule_cases() -> Vec<Case> {
+    vec![
         // Switches: written once, in the inventory; named everywhere else.
         Case {
             what: "a switch the inventory does not have",
@@ -181,6 +212,23 @@ const PFCWD_NAMED_STYLED: &str = "\
 [[actuator]]\nname = \"pfcwd\"\ntype = \"pfcwd\"\nhandles = [\"pfcwd.*\"]\n[actuator.gnmi]\nswitches = [\"leaf-rail0\"]\npath_style = \"auto\"\n\
 [[actuator]]\nname = \"rest\"\ntype = \"log\"\nhandles = [\"*\"]\n";
 
+/// leaf-rail0 serves rail 0; node-01's second NIC is on rail 1 but cabled to it.
+const WRONG_RAIL: &str = "\
+[[switch]]\nname = \"leaf-rail0\"\nrole = \"leaf\"\nrail = 0\n\
+[[node]]\nname = \"node-01\"\n\
+[[node.nic]]\nrdma_dev = \"mlx5_0\"\nnetdev = \"eth0\"\nrail = 0\nplane = 0\nswitch = \"leaf-rail0\"\nswitch_port = \"Ethernet0\"\n\
+[[node.nic]]\nrdma_dev = \"mlx5_1\"\nnetdev = \"eth1\"\nrail = 1\nplane = 0\nswitch = \"leaf-rail0\"\nswitch_port = \"Ethernet4\"\n";
+
+/// Both of node-01's NICs on leaf-rail0's Ethernet0.
+const ONE_PORT_TWO_NICS: &str = "\
+[[switch]]\nname = \"leaf-rail0\"\nrole = \"leaf\"\n\
+[[node]]\nname = \"node-01\"\n\
+[[node.nic]]\nrdma_dev = \"mlx5_0\"\nnetdev = \"eth0\"\nrail = 0\nplane = 0\nswitch = \"leaf-rail0\"\nswitch_port = \"Ethernet0\"\n\
+[[node.nic]]\nrdma_dev = \"mlx5_1\"\nnetdev = \"eth1\"\nrail = 0\nplane = 0\nswitch = \"leaf-rail0\"\nswitch_port = \"Ethernet0\"\n";
+
+/// An inventory of node-02 alone (the cases' daemon is node-01).
+const OTHER_NODES: &str = "[[node]]\nname = \"node-02\"\n";
+
 const TELEPORT: &str = "\
 [[actuator]]\nname = \"beam\"\ntype = \"teleport\"\nhandles = [\"*\"]\n";
 
@@ -200,6 +248,9 @@ fn write(dir: &Path, case: &Case) -> std::path::PathBuf {
     }
     if let Some((name, source)) = case.rule {
         std::fs::write(rules.join(name), source).unwrap();
+    }
+    if let Some((name, text)) = case.file {
+        std::fs::write(dir.join(name), text).unwrap();
     }
     std::fs::write(dir.join("a-file"), "").unwrap();
     // The inventory the switch cases name (`inventory = "inventory.toml"`).

@@ -100,7 +100,8 @@ fn pfc_storm_is_contained_within_300_ms_and_not_without_the_watchdog_escalation(
     let sent = requests(&escalations[0]);
     assert!(
         sent.contains("gNMI Set to leaf-rail3 (simulated leaf on loopback)")
-            && sent.contains("update CONFIG_DB@/PFC_WD/Ethernet12/action = \"drop\""),
+            && sent.contains("delete sonic-db:/CONFIG_DB/localhost/PFC_WD/Ethernet12; then")
+            && sent.contains("update sonic-db:/CONFIG_DB/localhost/PFC_WD/Ethernet12 = {\"action\":\"drop\""),
         "{sent}"
     );
     // The host's view (ethtool) and the switch's (gNMI) both see the storm.

@@ -87,7 +87,9 @@ fn switch_of(d: &Decision) -> &str {
 
 /// The fields a prior says the action set (or found), as the switch shows them.
 fn fields(prior: Option<&engine::Prior>, which: &str) -> BTreeMap<String, Option<String>> {
-    let object = prior.and_then(|p| p.as_json().get(which)).and_then(|v| v.as_object()).cloned().unwrap_or_default();
+    // pfcwd records the port's whole entry: `{"before": {"port": …, "entry": {…}|null}, "after": …}`.
+    let side = prior.and_then(|p| p.as_json().get(which));
+    let object = side.and_then(|v| v.get("entry")).and_then(|v| v.as_object()).cloned().unwrap_or_default();
     object.into_iter().map(|(k, v)| (k, v.as_str().map(str::to_string))).collect()
 }
 
@@ -111,7 +113,11 @@ fn check_changes_have_records(leaves: &[Leaf], originals: &[Entry], decisions: &
                 _ => None,
             };
             let set = if d.undo_of.is_some() { fields(prior, "before") } else { fields(prior, "after") };
-            !set.is_empty() && holds(&now, &set)
+            // A kill between the two Sets of a replace (the entry deleted, not yet written)
+            // leaves no entry: the middle of this record's own change.
+            let mid_replace =
+                now.is_none() && !fields(prior, "before").is_empty() && !fields(prior, "after").is_empty();
+            mid_replace || (!set.is_empty() && holds(&now, &set))
         });
         let records: Vec<String> = decisions
             .iter()
@@ -185,6 +191,7 @@ fn sigkill_at_random_points_loses_no_undo_applies_nothing_twice_and_leaves_nothi
             );
         }
         let history = leaf.history.lock().unwrap().clone();
+        let history = storms::changes_of(history, original);
         // Every change alternates: escalated, restored, escalated, ...
         for (i, entry) in history.iter().enumerate() {
             let escalated = entry != original;

@@ -39,7 +39,17 @@ fn a_switch_restarted_mid_storm_gets_its_escalation_back_within_the_verify_perio
     let config = storms::configure(dir.path(), &leaves, "storm.jsonl", "1s");
     let mut daemon = Daemon::start(&config, &dir.path().join("control.sock"), &dir.path().join("daemon.log"));
 
-    wait_until("the escalation", Duration::from_secs(20), || leaves[0].now() != original);
+    // The escalation replaces the entry as `pfcwd start` does: a Set deleting it, then one
+    // writing it; the escalation is there once it is written.
+    wait_until("the escalation", Duration::from_secs(20), || {
+        let now = leaves[0].now();
+        now.is_some() && now != original
+    });
+    // Restarted once the escalation is recorded (it counts once the watchdog shows it), so the
+    // restart is found by re-verification, not by the escalation's own effect check.
+    daemon.wait_for("the escalation recorded", |d| {
+        d.decisions().iter().any(|d| d.verdict.name() == "executed").then_some(())
+    });
     let escalated = leaves[0].now();
     leaves[0].restart(&rt);
     assert_eq!(leaves[0].now(), original, "the restart lost the escalation");

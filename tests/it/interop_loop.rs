@@ -63,16 +63,7 @@ fn write_config(dir: &Path, target: &SonicTarget, style: &str, form: Form) -> st
             format!("address = \"{address}\"\npath_style = \"{style}\"\n"),
         ),
     };
-    std::fs::write(
-        dir.join("playbook.toml"),
-        format!(
-            "name = \"interop\"\nmode = \"enforce\"\nrules = \"rules\"\n\
-             [undo]\non_resolve = [\"pfcwd.*\"]\n\
-             [[actuator]]\nname = \"pfcwd\"\ntype = \"pfcwd\"\nhandles = [\"pfcwd.*\"]\n\
-             [actuator.gnmi]\n{switches}\ntimeout = \"5s\"\n"
-        ),
-    )
-    .unwrap();
+    common::pfcwd_playbook(dir, "interop", &format!("{switches}\ntimeout = \"5s\"\n"));
     let config = dir.join("rocemend.toml");
     std::fs::write(
         &config,
@@ -81,7 +72,7 @@ fn write_config(dir: &Path, target: &SonicTarget, style: &str, form: Form) -> st
              [engine]\nreload_poll = \"0\"\n\
              [log]\nlevel = \"info\"\n\
              [control]\nsocket = {socket}\n\
-             [[sensor]]\ntype = \"gnmi\"\npresets = [\"sonic_pfc\"]\nsample_interval = \"200ms\"\n\
+             [[sensor]]\ntype = \"gnmi\"\npresets = [\"sonic_pfc\"]\nsample_interval = \"1s\"\n\
              [[sensor.targets]]\nname = \"leaf-rail0\"\n{sensor_target}",
             socket = toml_path(&dir.join("control.sock")),
         ),

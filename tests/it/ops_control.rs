@@ -229,6 +229,17 @@ fn silence_job_push_watch_and_the_lists_through_the_cli() {
     assert_eq!(rules.len(), 1, "{rules:#?}");
     assert_eq!((rules[0]["name"].as_str(), rules[0]["health"].as_str()), (Some("slow-step"), Some("ok")));
 
+    silence_gpu_02(&daemon);
+    let silenced = push_while_watching(&daemon);
+    the_lists_show_both_nodes_firing(&daemon);
+    unsilence_and_refuse_a_bad_job_name(&daemon);
+    let explain = decode_lines(&daemon.cli_ok(&["explain", &silenced, "--json"]));
+    assert_eq!(explain[0].id, silenced);
+    assert!(daemon.stop().success(), "{}", daemon.log());
+}
+
+/// `silence --target gpu-02` answers silence s1; a silence of nothing is a usage error.
+fn silence_gpu_02(daemon: &Daemon) {
     let silence = daemon.cli_ok(&[
         "silence",
         "--target",
@@ -245,7 +256,12 @@ fn silence_job_push_watch_and_the_lists_through_the_cli() {
     assert_eq!(silence["id"], "s1");
     let usage = daemon.cli(&["silence", "--for", "1h"]);
     assert_eq!(usage.status.code(), Some(2), "a silence of nothing is a usage error: {}", text(&usage));
+}
 
+/// A job pushed on gpu-01 and gpu-02 while `watch` follows the daemon: the
+/// watch sees both decisions, gpu-01's executed and gpu-02's suppressed by
+/// the silence. Returns the suppressed decision's id.
+fn push_while_watching(daemon: &Daemon) -> String {
     let watch = Watch::start(&daemon.socket);
     // The watch stream is open once the daemon answers the next call; give the
     // subscription a moment to be registered before the push.
@@ -274,7 +290,12 @@ fn silence_job_push_watch_and_the_lists_through_the_cli() {
     assert_eq!(silenced.verdict.name(), "suppressed");
     let reason = silenced.verdict.reason().unwrap();
     assert!(reason.contains("silenced (s1, target gpu-02, by oncall") && reason.ends_with(": maintenance"), "{reason}");
+    silenced.id.clone()
+}
 
+/// `status`, `instances`, `rules` and `incidents` (JSON and table) show the
+/// silence and the two firing instances, one incident each.
+fn the_lists_show_both_nodes_firing(daemon: &Daemon) {
     let status = daemon.status();
     assert_eq!(status["silences"][0]["id"], "s1", "{status}");
     let instances = json_lines(&daemon.cli_ok(&["instances", "--json"]));
@@ -291,7 +312,11 @@ fn silence_job_push_watch_and_the_lists_through_the_cli() {
     }
     let table = daemon.cli_ok(&["incidents"]);
     assert!(table.contains("slow-step") && table.contains("2 incidents"), "{table}");
+}
 
+/// `unsilence s1` works once, then says there is no s1; a job name with a
+/// space is a usage error.
+fn unsilence_and_refuse_a_bad_job_name(daemon: &Daemon) {
     daemon.cli_ok(&["unsilence", "s1"]);
     let again = daemon.cli(&["unsilence", "s1"]);
     assert_eq!(again.status.code(), Some(1), "{}", text(&again));
@@ -301,9 +326,6 @@ fn silence_job_push_watch_and_the_lists_through_the_cli() {
     let bad = daemon.cli(&["job", "push", "--job", "has space", "--step-time", "1"]);
     assert_eq!(bad.status.code(), Some(2), "a bad job name is a usage error: {}", text(&bad));
     assert!(text(&bad).contains("contains ' '"), "{}", text(&bad));
-    let explain = decode_lines(&daemon.cli_ok(&["explain", &silenced.id, "--json"]));
-    assert_eq!(explain[0].id, silenced.id);
-    assert!(daemon.stop().success(), "{}", daemon.log());
 }
 
 #[test]
@@ -316,4 +338,51 @@ fn usage_errors_exit_2_and_completions_are_printed() {
         let script = String::from_utf8_lossy(&out.stdout);
         assert!(script.contains("rocemend") && script.contains("silence"), "{shell}: {script}");
     }
+}
+
+#[test]
+fn a_hundred_thousand_decisions_are_listed_through_the_cli_in_pages() {
+    use engine::dispatch::{Decision, Mode, Step};
+    use engine::ledger::{Ledger, Retention};
+    let dir = tempfile::tempdir().unwrap();
+    let config = setup(dir.path(), "");
+    // 100,000 records of about 1 KiB of JSON each: 100 MB, which one reply
+    // of gRPC's 4 MiB could not carry (it failed at 6,200).
+    let now = engine::time::wall_clock_now();
+    {
+        let store = engine::Store::open(&dir.path().join("state").join("state.sled")).unwrap();
+        let ledger = Ledger::open(&store, Retention::default()).unwrap();
+        for i in 0..100_000 {
+            let node = format!("gpu-{:03}", i % 500);
+            let target = engine::Labels::from_pairs([("node", node.as_str())]);
+            let at = now - 1_000_000 + i;
+            let proposal = engine::Proposal {
+                id: format!("p{i}"),
+                rule: "slow-step".into(),
+                rule_hash: "ab".repeat(32),
+                rule_mode: Mode::Enforce,
+                severity: engine::Severity::Warning,
+                subject: target.clone(),
+                action: engine::Action { kind: "node.cordon".into(), target, params: Default::default() },
+                values: vec![("step".into(), 2.5)],
+                active_at: at,
+                sample_at: at,
+                decided_at: at,
+                restored: false,
+            };
+            let first = Step { at: now, what: format!("proposed by slow-step for node {node}; shadow mode: recorded") };
+            ledger.put(&Decision::new(ledger.next_id().unwrap(), proposal, Mode::Shadow, first, now)).unwrap();
+        }
+        ledger.flush().unwrap();
+    }
+    let log = dir.path().join("daemon.log");
+    let mut daemon = Daemon::start(&config, &dir.path().join("control.sock"), &log);
+    daemon.wait_ready();
+    let listed = daemon.decisions();
+    assert_eq!(listed.len(), 100_000);
+    assert!(listed.windows(2).all(|w| w[0].id < w[1].id), "oldest first, none twice");
+    // A filter still applies: one node's records, every page of them.
+    let out = daemon.cli_ok(&["decisions", "--json", "--target", "gpu-007"]);
+    assert_eq!(decode_lines(&out).len(), 200);
+    daemon.stop();
 }

@@ -184,10 +184,32 @@ fn the_page_shows_every_kind_of_track_the_decision_and_narrows_by_node_job_and_i
     let window = ["--from", FROM, "--to", TO];
 
     let all = page(&config, &dir.join("all.html"), &window);
+    the_whole_page_shows_every_track_in_order(&all);
+    node_01_alone_from_copies_of_the_files(dir);
+
+    let job = page(&config, &dir.join("job.html"), &["--job", "llm-7", "--from", FROM, "--to", TO]);
+    let (moved, flat) = (series_labels(&job), unchanged_labels(&job));
+    assert_eq!(moved.len() + flat.len(), 10, "llm-7 runs on both nodes: {moved:#?} {flat:#?}");
+    assert!(moved.iter().all(|l| l.contains("node-02") || l.contains("Ethernet4")), "{moved:#?}");
+
+    // The incident of the cordon, from the page's decision table.
+    let id = all.split("<td class=\"incident\">").nth(1).and_then(|r| r.split('<').next()).expect("an incident id");
+    assert!(id.starts_with("inc-"), "{id}");
+    let inc = page(&config, &dir.join("incident.html"), &["--incident", id]);
+    assert!(inc.contains("node node-02 and the switch ports facing its NICs"), "scoped to its subject");
+    assert!(inc.contains(r#"<g class="mark executed" data-label="slow-step: node.cordon"#));
+    assert!(series_labels(&inc).iter().all(|l| !l.contains("node-01")), "{:#?}", series_labels(&inc));
+}
+
+/// The page of the whole window: every kind of section in order, the
+/// series that moved (values, counters as rates), node-01's collapsed as
+/// unchanged, the rule's span, the decision, the cordon in effect, the
+/// note and the clock.
+fn the_whole_page_shows_every_track_in_order(all: &str) {
     let kinds = ["gpu", "nccl", "nic", "switch", "job", "rules", "decisions", "actions"];
-    let at: Vec<usize> = kinds.iter().map(|k| position(&all, k)).collect();
+    let at: Vec<usize> = kinds.iter().map(|k| position(all, k)).collect();
     assert!(at.windows(2).all(|w| w[0] < w[1]), "sections in the order {kinds:?}: {at:?}");
-    let labels = series_labels(&all);
+    let labels = series_labels(all);
     for want in [
         "gpu_utilization_percent node-02 gpu=0",
         "nccl_busbw_gbps llm-7 node-02",
@@ -204,11 +226,11 @@ fn the_page_shows_every_kind_of_track_the_decision_and_narrows_by_node_job_and_i
     assert!(!labels.iter().any(|l| l.starts_with("job_node_info")), "the job mapping is not a signal: {labels:#?}");
     // node-01 never moved: its five series are one line per group.
     assert_eq!(labels.len(), 5, "{labels:#?}");
-    let flat = unchanged_labels(&all);
+    let flat = unchanged_labels(all);
     assert_eq!(flat.len(), 5, "{flat:#?}");
     assert!(flat.iter().all(|l| l.contains("node-01") || l.contains("Ethernet0")), "{flat:#?}");
     assert!(all.contains("1 series unchanged"), "each group says how many it collapsed");
-    let rules = &all[position(&all, "rules")..position(&all, "decisions")];
+    let rules = &all[position(all, "rules")..position(all, "decisions")];
     assert!(rules.contains(r#"<g class="span firing" data-label="slow-step firing llm-7 node-02""#), "{rules}");
     assert!(all.contains(r#"<g class="mark executed" data-label="slow-step: node.cordon"#), "the decision mark");
     assert!(all.contains(r#"<g class="span in-effect""#), "the cordon in effect");
@@ -218,8 +240,12 @@ fn the_page_shows_every_kind_of_track_the_decision_and_narrows_by_node_job_and_i
         all.contains("replayed from the recording through the rules in"),
         "the page says where rule states come from"
     );
+}
 
-    // --node node-01 on copies of the files, without the config.
+/// `--node node-01` on copies of the recording and the state, without the
+/// daemon config: nothing of node-01 moved, and node-02's cordon is not
+/// shown.
+fn node_01_alone_from_copies_of_the_files(dir: &Path) {
     let copy = dir.join("copy");
     std::fs::create_dir_all(copy.join("state")).unwrap();
     std::fs::copy(dir.join("daemon.jsonl"), copy.join("rec.jsonl")).unwrap();
@@ -254,19 +280,6 @@ fn the_page_shows_every_kind_of_track_the_decision_and_narrows_by_node_job_and_i
     assert_eq!(labels.len(), 5, "{labels:#?}");
     assert!(!node.contains("class=\"mark executed\""), "node-02's cordon is not node-01's");
     assert!(node.contains("rule states: not shown") || node.contains("through the rules in"));
-
-    let job = page(&config, &dir.join("job.html"), &["--job", "llm-7", "--from", FROM, "--to", TO]);
-    let (moved, flat) = (series_labels(&job), unchanged_labels(&job));
-    assert_eq!(moved.len() + flat.len(), 10, "llm-7 runs on both nodes: {moved:#?} {flat:#?}");
-    assert!(moved.iter().all(|l| l.contains("node-02") || l.contains("Ethernet4")), "{moved:#?}");
-
-    // The incident of the cordon, from the page's decision table.
-    let id = all.split("<td class=\"incident\">").nth(1).and_then(|r| r.split('<').next()).expect("an incident id");
-    assert!(id.starts_with("inc-"), "{id}");
-    let inc = page(&config, &dir.join("incident.html"), &["--incident", id]);
-    assert!(inc.contains("node node-02 and the switch ports facing its NICs"), "scoped to its subject");
-    assert!(inc.contains(r#"<g class="mark executed" data-label="slow-step: node.cordon"#));
-    assert!(series_labels(&inc).iter().all(|l| !l.contains("node-01")), "{:#?}", series_labels(&inc));
 }
 
 fn walk(dir: &Path) -> Vec<PathBuf> {

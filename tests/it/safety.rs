@@ -208,47 +208,7 @@ fn a_proposal_queued_behind_a_hung_action_is_decided_after_a_crash() {
 fn approve_reject_and_breaker_reset_through_the_cli() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    // The standard rules, except that the PFC storm stays firing: in the
-    // recording it resolves at 10.3 s, before the link flap is proposed at
-    // 11 s, and a request whose fault resolved expires. With 10 minutes of
-    // `keep_firing_for` all three requests wait together.
-    let rules = dir.join("rules");
-    std::fs::create_dir(&rules).unwrap();
-    for entry in std::fs::read_dir(repo("rules")).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_some_and(|e| e == "rhai") {
-            let mut source = std::fs::read_to_string(&path).unwrap();
-            if path.file_name().is_some_and(|n| n == "pfc_storm.rhai") {
-                let short = "keep_firing_for: \"1s\"";
-                assert_eq!(source.matches(short).count(), 1, "pfc_storm.rhai changed; adapt this test");
-                source = source.replace(short, "keep_firing_for: \"10m\"");
-            }
-            std::fs::write(rules.join(path.file_name().unwrap()), source).unwrap();
-        }
-    }
-    let playbook = dir.join("playbook.toml");
-    std::fs::write(
-        &playbook,
-        format!(
-            r#"name = "approvals"
-mode = "enforce"
-rules = {rules}
-
-[[actuator]]
-name = "journal"
-type = "log"
-handles = ["*"]
-like = ["pfcwd", "ecn", "rail", "link", "cordon"]
-
-[[approval]]
-actions = ["*"]
-timeout = "10m"
-"#,
-            rules = toml_path(&rules),
-        ),
-    )
-    .unwrap();
-    let config = daemon_config(dir, &playbook, Some(&repo("chaos/sim/data/demo.jsonl")));
+    let config = approvals_config(dir);
     let mut daemon = Daemon::start(&config, &dir.join("control.sock"), &dir.join("daemon.log"));
     daemon.wait_ready();
     let pending = daemon.wait_for("three requests awaiting approval", |d| {
@@ -293,6 +253,52 @@ timeout = "10m"
 
     let status = daemon.stop();
     assert!(status.success(), "SIGTERM is a clean stop: {status}\n{}", daemon.log());
+}
+
+/// A daemon config in `dir` replaying the demo recording under a playbook
+/// that asks approval for every action.
+fn approvals_config(dir: &Path) -> PathBuf {
+    // The standard rules, except that the PFC storm stays firing: in the
+    // recording it resolves at 10.3 s, before the link flap is proposed at
+    // 11 s, and a request whose fault resolved expires. With 10 minutes of
+    // `keep_firing_for` all three requests wait together.
+    let rules = dir.join("rules");
+    std::fs::create_dir(&rules).unwrap();
+    for entry in std::fs::read_dir(repo("rules")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "rhai") {
+            let mut source = std::fs::read_to_string(&path).unwrap();
+            if path.file_name().is_some_and(|n| n == "pfc_storm.rhai") {
+                let short = "keep_firing_for: \"1s\"";
+                assert_eq!(source.matches(short).count(), 1, "pfc_storm.rhai changed; adapt this test");
+                source = source.replace(short, "keep_firing_for: \"10m\"");
+            }
+            std::fs::write(rules.join(path.file_name().unwrap()), source).unwrap();
+        }
+    }
+    let playbook = dir.join("playbook.toml");
+    std::fs::write(
+        &playbook,
+        format!(
+            r#"name = "approvals"
+mode = "enforce"
+rules = {rules}
+
+[[actuator]]
+name = "journal"
+type = "log"
+handles = ["*"]
+like = ["pfcwd", "ecn", "rail", "link", "cordon"]
+
+[[approval]]
+actions = ["*"]
+timeout = "10m"
+"#,
+            rules = toml_path(&rules),
+        ),
+    )
+    .unwrap();
+    daemon_config(dir, &playbook, Some(&repo("chaos/sim/data/demo.jsonl")))
 }
 
 #[test]

@@ -202,7 +202,7 @@ fn write_configs(dir: &Path, leaves: &Leaves, etcd: &Etcd) -> BTreeMap<&'static 
                  [control]\nsocket = {socket}\n\
                  [fleet]\netcd = [\"{endpoint}\"]\nidentity = \"{identity}\"\nlease_ttl = \"{ttl}s\"\n\
                  request_timeout = \"1s\"\nshard = \"{GROUP}\"\n\
-                 [[sensor]]\ntype = \"gnmi\"\npresets = [\"sonic_pfc\"]\nsample_interval = \"200ms\"\n{targets}",
+                 [[sensor]]\ntype = \"gnmi\"\npresets = [\"sonic_pfc\"]\nsample_interval = \"1s\"\n{targets}",
                 playbook = toml_path(&dir.join("playbook.toml")),
                 inventory = toml_path(&dir.join("inventory.toml")),
                 socket = toml_path(&home.join("control.sock")),
@@ -261,163 +261,214 @@ fn sharded_aggregators_read_and_change_each_leaf_once_and_a_dead_ones_leaves_mov
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let etcd = Etcd::start(dir.path());
-    let leaves = Leaves::start();
-    let names: Vec<String> = leaves.switches.iter().map(|s| s.name.clone()).collect();
-    let configs = write_configs(dir.path(), &leaves, &etcd);
-    let mut daemons: BTreeMap<&str, Daemon> = configs
-        .iter()
-        .map(|(id, config)| {
-            let home = config.parent().unwrap();
-            (*id, Daemon::start(config, &home.join("control.sock"), &home.join("daemon.log")))
-        })
-        .collect();
-    for daemon in daemons.values_mut() {
-        daemon.wait_ready();
-    }
-
-    // Every leaf claimed once, and read.
-    let owners = until(
-        Duration::from_secs(20),
-        "every leaf claimed and read",
-        || logs(&daemons),
-        || {
-            let owners = etcd.owners();
-            let read = names.iter().all(|n| leaves.subscriptions(n).1 > 0);
-            (owners.len() == LEAVES && read).then_some(owners)
-        },
-    );
-    let held: BTreeSet<&String> = owners.values().collect();
-    assert_eq!(held.len(), AGGREGATORS.len(), "each aggregator owns some of the leaves: {owners:?}");
-    // Settled: one subscriber per leaf. Each aggregator subscribes with the
-    // same requests, so every leaf has the same number of streams; a leaf
-    // read twice would have twice as many.
-    std::thread::sleep(Duration::from_secs(1));
-    let streams = leaves.subscriptions(&names[0]).1;
-    for n in &names {
-        assert_eq!(leaves.subscriptions(n).1, streams, "{n} is read by one aggregator: {owners:?}");
-    }
+    let mut fleet = Fleet::start(dir.path());
+    let owners = fleet.every_leaf_claimed_once_and_read();
 
     // A storm on a leaf: escalated once, by its owner.
-    let stormed = names[0].clone();
+    let stormed = fleet.names[0].clone();
     let owner = owners[&stormed].clone();
-    leaves.get(&stormed).model.inject_pfc_storm(PORT, QUEUE).unwrap();
-    until(
-        Duration::from_secs(20),
-        "the storm escalated",
-        || logs(&daemons),
-        || (leaves.watchdog_restoration(&stormed).as_deref() == Some("2000")).then_some(()),
-    );
-    assert_eq!(leaves.sets(&stormed), 1, "one Set on {stormed}");
-    // The Set lands between the intent on disk and the verdict recorded.
-    let by_owner = until(
-        Duration::from_secs(5),
-        "the escalation recorded",
-        || logs(&daemons),
-        || {
-            let v = escalations(&daemons[owner.as_str()], &stormed);
-            v.iter().any(|v| matches!(v, Verdict::Executed { .. })).then_some(v)
-        },
-    );
-    assert!(matches!(by_owner.as_slice(), [Verdict::Executed { .. }]), "{owner}: {by_owner:?}");
-    for (id, daemon) in &daemons {
-        if *id != owner {
-            assert!(escalations(daemon, &stormed).is_empty(), "{id} does not read {stormed}");
-        }
-    }
+    fleet.storm_escalated_once_by_its_owner(&stormed, &owner);
+    let original = by_owner_id(&fleet.daemons[owner.as_str()], &stormed);
 
-    let original = by_owner_id(&daemons[owner.as_str()], &stormed);
-
-    // The owner dies. Its leaves are claimed and read elsewhere within TTL + 1 s.
-    let orphaned: Vec<String> = owners.iter().filter(|(_, o)| **o == owner).map(|(s, _)| s.clone()).collect();
-    let started_before: BTreeMap<String, usize> =
-        orphaned.iter().map(|s| (s.clone(), leaves.subscriptions(s).0)).collect();
-    daemons.get_mut(owner.as_str()).unwrap().kill();
-    let killed = Instant::now();
-    let mut moved = BTreeMap::new();
-    while moved.len() < orphaned.len() {
-        let owners = etcd.owners();
-        for s in &orphaned {
-            let claimed = owners.get(s).is_some_and(|o| *o != owner);
-            let (started, streaming) = leaves.subscriptions(s);
-            if !moved.contains_key(s) && claimed && started > started_before[s] && streaming > 0 {
-                moved.insert(s.clone(), (killed.elapsed(), owners[s].clone()));
-            }
-        }
-        assert!(
-            killed.elapsed() < TTL + Duration::from_secs(1),
-            "within TTL + 1 s of the kill only {moved:?} of {orphaned:?} were read elsewhere\n{}",
-            logs(&daemons)
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    for (s, (after, by)) in &moved {
-        eprintln!("{s}: read by {by} {:.2} s after {owner} was killed", after.as_secs_f64());
-    }
+    let moved = fleet.the_dead_owners_leaves_move_within_its_lease(&owners, &owner);
 
     // The storm goes on. The new owner adopts the escalation its previous
     // owner left in effect, and, reading the storm itself, sends nothing.
     let heir = moved[&stormed].1.clone();
-    let step = format!("adopted by {heir} from {owner} (its decision {original}): switch {stormed} changed hands");
-    let adopted = until(
-        Duration::from_secs(20),
-        "the new owner's adoption",
-        || logs(&daemons),
-        || daemons[heir.as_str()].decisions().into_iter().find(|d| d.steps.iter().any(|s| s.what == step)),
-    );
-    assert!(matches!(adopted.verdict, Verdict::Executed { .. }), "{adopted:#?}");
-    std::thread::sleep(Duration::from_secs(3));
-    assert_eq!(leaves.sets(&stormed), 1, "still one Set on {stormed}");
+    fleet.the_heir_adopts_the_escalation_then_undoes_it(&stormed, &owner, &heir, &original);
+    fleet.a_clean_stop_hands_the_leaves_over_at_once(&owner, &stormed);
+}
 
-    // The storm ends: the new owner undoes the escalation, as its previous
-    // owner would have, and its record goes.
-    leaves.get(&stormed).model.clear_pfc_storm(PORT, QUEUE).unwrap();
-    until(
-        Duration::from_secs(30),
-        "the escalation undone by the new owner",
-        || logs(&daemons),
-        || (leaves.watchdog_restoration(&stormed).as_deref() == Some("200")).then_some(()),
-    );
-    assert_eq!(leaves.sets(&stormed), 2, "the escalation and its undo");
-    // As above, the undo's Set lands before its verdict is recorded.
-    until(
-        Duration::from_secs(5),
-        "the undo recorded",
-        || logs(&daemons),
-        || {
-            daemons[heir.as_str()]
-                .decisions()
-                .into_iter()
-                .find(|d| d.undo_of.as_deref() == Some(&adopted.id) && matches!(d.verdict, Verdict::Executed { .. }))
-        },
-    );
-    until(
-        Duration::from_secs(5),
-        "the hand-over record deleted",
-        || logs(&daemons),
-        || {
-            let (_, out) = etcd.ctl(&["get", "--prefix", "--keys-only", &format!("{PREFIX}handover/")]);
-            out.trim().is_empty().then_some(())
-        },
-    );
+/// The test's fabric: etcd, eight leaves, three aggregators sharing them.
+/// The fields drop in this order: the aggregators first, etcd last.
+struct Fleet {
+    daemons: BTreeMap<&'static str, Daemon>,
+    names: Vec<String>,
+    leaves: Leaves,
+    etcd: Etcd,
+}
 
-    // A clean stop hands the leaves over at once, not after the lease.
-    let owners = etcd.owners();
-    let leaving = owners.values().find(|o| **o != owner).unwrap().clone();
-    let handed: Vec<String> = owners.iter().filter(|(_, o)| **o == leaving).map(|(s, _)| s.clone()).collect();
-    let stopped_at = Instant::now();
-    assert!(daemons.get_mut(leaving.as_str()).unwrap().stop().success());
-    let last = AGGREGATORS.iter().find(|a| **a != owner && **a != leaving).unwrap().to_string();
-    let took = until(
-        TTL,
-        "the leaves of the stopped aggregator claimed by the last one",
-        || logs(&daemons),
-        || {
-            let owners = etcd.owners();
-            handed.iter().all(|s| owners.get(s) == Some(&last)).then(|| stopped_at.elapsed())
-        },
-    );
-    eprintln!("{leaving} stopped: its {} leaves claimed by {last} {:.2} s later", handed.len(), took.as_secs_f64());
-    assert_eq!(etcd.owners().len(), LEAVES, "every leaf is still owned");
-    assert_eq!(leaves.sets(&stormed), 2, "and {stormed} was changed once and restored once in all");
+impl Fleet {
+    /// etcd, the leaves and the aggregators, each aggregator ready.
+    fn start(dir: &Path) -> Fleet {
+        let etcd = Etcd::start(dir);
+        let leaves = Leaves::start();
+        let names: Vec<String> = leaves.switches.iter().map(|s| s.name.clone()).collect();
+        let configs = write_configs(dir, &leaves, &etcd);
+        let mut daemons: BTreeMap<&str, Daemon> = configs
+            .iter()
+            .map(|(id, config)| {
+                let home = config.parent().unwrap();
+                (*id, Daemon::start(config, &home.join("control.sock"), &home.join("daemon.log")))
+            })
+            .collect();
+        for daemon in daemons.values_mut() {
+            daemon.wait_ready();
+        }
+        Fleet { daemons, names, leaves, etcd }
+    }
+
+    fn logs(&self) -> String {
+        logs(&self.daemons)
+    }
+
+    /// Every leaf claimed once and read, each aggregator owning some, each
+    /// leaf with one subscriber; the owners by leaf.
+    fn every_leaf_claimed_once_and_read(&self) -> BTreeMap<String, String> {
+        let owners = until(
+            Duration::from_secs(20),
+            "every leaf claimed and read",
+            || self.logs(),
+            || {
+                let owners = self.etcd.owners();
+                let read = self.names.iter().all(|n| self.leaves.subscriptions(n).1 > 0);
+                (owners.len() == LEAVES && read).then_some(owners)
+            },
+        );
+        let held: BTreeSet<&String> = owners.values().collect();
+        assert_eq!(held.len(), AGGREGATORS.len(), "each aggregator owns some of the leaves: {owners:?}");
+        // Settled: one subscriber per leaf. Each aggregator subscribes with the
+        // same requests, so every leaf has the same number of streams; a leaf
+        // read twice would have twice as many.
+        std::thread::sleep(Duration::from_secs(1));
+        let streams = self.leaves.subscriptions(&self.names[0]).1;
+        for n in &self.names {
+            assert_eq!(self.leaves.subscriptions(n).1, streams, "{n} is read by one aggregator: {owners:?}");
+        }
+        owners
+    }
+
+    /// A storm on `stormed` is escalated once, by `owner`, and by no other.
+    fn storm_escalated_once_by_its_owner(&self, stormed: &str, owner: &str) {
+        self.leaves.get(stormed).model.inject_pfc_storm(PORT, QUEUE).unwrap();
+        until(
+            Duration::from_secs(20),
+            "the storm escalated",
+            || self.logs(),
+            || (self.leaves.watchdog_restoration(stormed).as_deref() == Some("2000")).then_some(()),
+        );
+        // An escalation is a replace, which is two Sets (the entry deleted, then written).
+        assert_eq!(self.leaves.sets(stormed), 2, "one escalation on {stormed}");
+        // The Set lands between the intent on disk and the verdict recorded.
+        let by_owner = until(
+            Duration::from_secs(5),
+            "the escalation recorded",
+            || self.logs(),
+            || {
+                let v = escalations(&self.daemons[owner], stormed);
+                v.iter().any(|v| matches!(v, Verdict::Executed { .. })).then_some(v)
+            },
+        );
+        assert!(matches!(by_owner.as_slice(), [Verdict::Executed { .. }]), "{owner}: {by_owner:?}");
+        for (id, daemon) in &self.daemons {
+            if *id != owner {
+                assert!(escalations(daemon, stormed).is_empty(), "{id} does not read {stormed}");
+            }
+        }
+    }
+
+    /// `owner` is SIGKILLed: each of its leaves is claimed and read by
+    /// another aggregator within TTL + 1 s. By leaf: how soon, and by whom.
+    fn the_dead_owners_leaves_move_within_its_lease(
+        &mut self,
+        owners: &BTreeMap<String, String>,
+        owner: &str,
+    ) -> BTreeMap<String, (Duration, String)> {
+        let orphaned: Vec<String> = owners.iter().filter(|(_, o)| **o == owner).map(|(s, _)| s.clone()).collect();
+        let started_before: BTreeMap<String, usize> =
+            orphaned.iter().map(|s| (s.clone(), self.leaves.subscriptions(s).0)).collect();
+        self.daemons.get_mut(owner).unwrap().kill();
+        let killed = Instant::now();
+        let mut moved = BTreeMap::new();
+        while moved.len() < orphaned.len() {
+            let owners = self.etcd.owners();
+            for s in &orphaned {
+                let claimed = owners.get(s).is_some_and(|o| *o != owner);
+                let (started, streaming) = self.leaves.subscriptions(s);
+                if !moved.contains_key(s) && claimed && started > started_before[s] && streaming > 0 {
+                    moved.insert(s.clone(), (killed.elapsed(), owners[s].clone()));
+                }
+            }
+            assert!(
+                killed.elapsed() < TTL + Duration::from_secs(1),
+                "within TTL + 1 s of the kill only {moved:?} of {orphaned:?} were read elsewhere\n{}",
+                self.logs()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        for (s, (after, by)) in &moved {
+            eprintln!("{s}: read by {by} {:.2} s after {owner} was killed", after.as_secs_f64());
+        }
+        moved
+    }
+
+    /// `heir` adopts the escalation `owner` made on `stormed` (decision
+    /// `original`) and sends nothing while the storm goes on; when it ends,
+    /// the heir undoes it and the hand-over record goes.
+    fn the_heir_adopts_the_escalation_then_undoes_it(&self, stormed: &str, owner: &str, heir: &str, original: &str) {
+        let step = format!("adopted by {heir} from {owner} (its decision {original}): switch {stormed} changed hands");
+        let adopted = until(
+            Duration::from_secs(20),
+            "the new owner's adoption",
+            || self.logs(),
+            || self.daemons[heir].decisions().into_iter().find(|d| d.steps.iter().any(|s| s.what == step)),
+        );
+        assert!(matches!(adopted.verdict, Verdict::Executed { .. }), "{adopted:#?}");
+        std::thread::sleep(Duration::from_secs(3));
+        assert_eq!(self.leaves.sets(stormed), 2, "still one escalation on {stormed}");
+
+        // The storm ends: the new owner undoes the escalation, as its previous
+        // owner would have, and its record goes.
+        self.leaves.get(stormed).model.clear_pfc_storm(PORT, QUEUE).unwrap();
+        until(
+            Duration::from_secs(30),
+            "the escalation undone by the new owner",
+            || self.logs(),
+            || (self.leaves.watchdog_restoration(stormed).as_deref() == Some("200")).then_some(()),
+        );
+        assert_eq!(self.leaves.sets(stormed), 4, "the escalation and its undo");
+        // As above, the undo's Set lands before its verdict is recorded.
+        until(
+            Duration::from_secs(5),
+            "the undo recorded",
+            || self.logs(),
+            || {
+                self.daemons[heir].decisions().into_iter().find(|d| {
+                    d.undo_of.as_deref() == Some(&adopted.id) && matches!(d.verdict, Verdict::Executed { .. })
+                })
+            },
+        );
+        until(
+            Duration::from_secs(5),
+            "the hand-over record deleted",
+            || self.logs(),
+            || {
+                let (_, out) = self.etcd.ctl(&["get", "--prefix", "--keys-only", &format!("{PREFIX}handover/")]);
+                out.trim().is_empty().then_some(())
+            },
+        );
+    }
+
+    /// An aggregator stopped cleanly (not `owner`) hands its leaves to the
+    /// last one at once, not after the lease.
+    fn a_clean_stop_hands_the_leaves_over_at_once(&mut self, owner: &str, stormed: &str) {
+        let owners = self.etcd.owners();
+        let leaving = owners.values().find(|o| **o != owner).unwrap().clone();
+        let handed: Vec<String> = owners.iter().filter(|(_, o)| **o == leaving).map(|(s, _)| s.clone()).collect();
+        let stopped_at = Instant::now();
+        assert!(self.daemons.get_mut(leaving.as_str()).unwrap().stop().success());
+        let last = AGGREGATORS.iter().find(|a| **a != owner && **a != leaving).unwrap().to_string();
+        let took = until(
+            TTL,
+            "the leaves of the stopped aggregator claimed by the last one",
+            || self.logs(),
+            || {
+                let owners = self.etcd.owners();
+                handed.iter().all(|s| owners.get(s) == Some(&last)).then(|| stopped_at.elapsed())
+            },
+        );
+        eprintln!("{leaving} stopped: its {} leaves claimed by {last} {:.2} s later", handed.len(), took.as_secs_f64());
+        assert_eq!(self.etcd.owners().len(), LEAVES, "every leaf is still owned");
+        assert_eq!(self.leaves.sets(stormed), 4, "and {stormed} was changed once and restored once in all");
+    }
 }

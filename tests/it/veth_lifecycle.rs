@@ -260,27 +260,7 @@ fn a_flapping_veth_is_isolated_then_resolves_once_back_up_and_never_goes_stale()
 
     // The far end flaps four times: veth0 loses carrier on each, and its
     // own admin state stays the daemon's to change.
-    let mut downs = Vec::new();
-    for _ in 0..4 {
-        downs.push(engine::time::wall_clock_now());
-        ns.ip(&["link", "set", "veth1", "down"]).unwrap();
-        ns.ip(&["link", "set", "veth1", "up"]).unwrap();
-    }
-    let flaps_done = engine::time::wall_clock_now();
-    let isolation = daemon.wait_for("link.isolate executed", |_| {
-        watch
-            .decisions()
-            .into_iter()
-            .find(|d| d.proposal.action.kind == "link.isolate" && d.verdict.name() == "executed")
-    });
-    assert_eq!(isolation.proposal.rule, "link-flap");
-    assert_eq!(isolation.proposal.action.target.get("node"), Some(NODE));
-    assert_eq!(isolation.proposal.action.target.get("netdev"), Some("veth0"));
-    let losses = isolation.proposal.values.iter().find(|(k, _)| k == "carrier_losses").map(|(_, v)| *v);
-    assert!(losses.is_some_and(|v| v >= 3.0), "three carrier losses in the evidence: {:?}", isolation.proposal.values);
-    assert!(!admin_up(&ns, "veth0"), "link.isolate took veth0 down");
-    // The rule fires on the third loss.
-    let flap_to_isolate = isolation.finished_at - downs[2];
+    let (isolation, flaps_done, flap_to_isolate) = flap_until_isolated(&ns, &mut daemon, &watch);
 
     // Isolated and quiet past stale_after: the incident fires on, fresh.
     alive_for(&mut daemon, stale_after + Duration::from_secs(2));
@@ -291,29 +271,9 @@ fn a_flapping_veth_is_isolated_then_resolves_once_back_up_and_never_goes_stale()
 
     // The operator brings it back up and leaves it alone. The last carrier
     // loss was a flap or the isolation, whichever came last.
-    let up_at = engine::time::wall_clock_now();
-    ns.ip(&["link", "set", "veth0", "up"]).unwrap();
     let last_loss = isolation.finished_at.max(flaps_done);
     let deadline = last_loss + nanos(clear_within + MARGIN);
-    let resolved_at = loop {
-        if let Some((_, at)) = watch.veth0_transitions().into_iter().find(|(to, _)| to == "resolved") {
-            break at;
-        }
-        assert!(
-            engine::time::wall_clock_now() < deadline,
-            "not resolved {:.1} s after the last carrier loss (clear time {clear_within:?} + {MARGIN:?}): {:?}\n--- log ---\n{}",
-            secs(engine::time::wall_clock_now() - last_loss),
-            watch.veth0_transitions(),
-            daemon.log()
-        );
-        alive_for(&mut daemon, POLL);
-    };
-    assert!(resolved_at <= deadline, "resolved {:.1} s after the last loss", secs(resolved_at - last_loss));
-    assert!(
-        resolved_at - last_loss >= nanos(clear_within) * 7 / 8 - nanos(Duration::from_secs(1)),
-        "resolved after {:.1} s: sooner than a window without losses allows",
-        secs(resolved_at - last_loss)
-    );
+    let (up_at, resolved_at) = raise_until_resolved(&ns, &mut daemon, &watch, last_loss, deadline, clear_within);
 
     // The operator's link stayed up, nothing was isolated again, nothing
     // went stale (on a stream still connected), and the daemon stops cleanly.
@@ -335,4 +295,67 @@ fn a_flapping_veth_is_isolated_then_resolves_once_back_up_and_never_goes_stale()
         secs(deadline - last_loss),
         MARGIN.as_secs_f64()
     );
+}
+
+/// Flaps veth1 four times until the daemon isolates veth0 for it: the
+/// isolation, when the flaps ended, and how long after the third carrier
+/// loss (the one the rule fires on) the isolation was done.
+fn flap_until_isolated(ns: &Netns, daemon: &mut Daemon, watch: &Watch) -> (Decision, Nanos, Nanos) {
+    let mut downs = Vec::new();
+    for _ in 0..4 {
+        downs.push(engine::time::wall_clock_now());
+        ns.ip(&["link", "set", "veth1", "down"]).unwrap();
+        ns.ip(&["link", "set", "veth1", "up"]).unwrap();
+    }
+    let flaps_done = engine::time::wall_clock_now();
+    let isolation = daemon.wait_for("link.isolate executed", |_| {
+        watch
+            .decisions()
+            .into_iter()
+            .find(|d| d.proposal.action.kind == "link.isolate" && d.verdict.name() == "executed")
+    });
+    assert_eq!(isolation.proposal.rule, "link-flap");
+    assert_eq!(isolation.proposal.action.target.get("node"), Some(NODE));
+    assert_eq!(isolation.proposal.action.target.get("netdev"), Some("veth0"));
+    let losses = isolation.proposal.values.iter().find(|(k, _)| k == "carrier_losses").map(|(_, v)| *v);
+    assert!(losses.is_some_and(|v| v >= 3.0), "three carrier losses in the evidence: {:?}", isolation.proposal.values);
+    assert!(!admin_up(ns, "veth0"), "link.isolate took veth0 down");
+    // The rule fires on the third loss.
+    let flap_to_isolate = isolation.finished_at - downs[2];
+    (isolation, flaps_done, flap_to_isolate)
+}
+
+/// Brings veth0 up and waits for its instance to resolve by `deadline`, and
+/// no sooner than a window without losses after `last_loss` allows: when it
+/// was raised, and when it resolved.
+fn raise_until_resolved(
+    ns: &Netns,
+    daemon: &mut Daemon,
+    watch: &Watch,
+    last_loss: Nanos,
+    deadline: Nanos,
+    clear_within: Duration,
+) -> (Nanos, Nanos) {
+    let up_at = engine::time::wall_clock_now();
+    ns.ip(&["link", "set", "veth0", "up"]).unwrap();
+    let resolved_at = loop {
+        if let Some((_, at)) = watch.veth0_transitions().into_iter().find(|(to, _)| to == "resolved") {
+            break at;
+        }
+        assert!(
+            engine::time::wall_clock_now() < deadline,
+            "not resolved {:.1} s after the last carrier loss (clear time {clear_within:?} + {MARGIN:?}): {:?}\n--- log ---\n{}",
+            secs(engine::time::wall_clock_now() - last_loss),
+            watch.veth0_transitions(),
+            daemon.log()
+        );
+        alive_for(daemon, POLL);
+    };
+    assert!(resolved_at <= deadline, "resolved {:.1} s after the last loss", secs(resolved_at - last_loss));
+    assert!(
+        resolved_at - last_loss >= nanos(clear_within) * 7 / 8 - nanos(Duration::from_secs(1)),
+        "resolved after {:.1} s: sooner than a window without losses allows",
+        secs(resolved_at - last_loss)
+    );
+    (up_at, resolved_at)
 }

@@ -173,15 +173,7 @@ fn in_a_browser_the_console_follows_the_daemon_live_and_approves_only_with_the_t
     }
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
-    std::fs::write(dir.join("web.crt"), cert.cert.pem()).unwrap();
-    write_secret(&dir.join("web.key"), &cert.key_pair.serialize_pem());
-    let token = "c0".repeat(16);
-    write_secret(&dir.join("web.token"), &token);
-    let config = setup(
-        dir,
-        "listen = \"127.0.0.1:0\"\ntls_cert = \"web.crt\"\ntls_key = \"web.key\"\ntoken_file = \"web.token\"\n",
-    );
+    let (config, token) = console_config(dir);
     let mut daemon = Daemon::start(&config, &dir.join("control.sock"), &dir.join("daemon.log"));
     daemon.wait_ready();
     let port = console_addr(&mut daemon).rsplit(':').next().unwrap().to_string();
@@ -247,6 +239,22 @@ fn in_a_browser_the_console_follows_the_daemon_live_and_approves_only_with_the_t
     assert!(undo.steps.iter().any(|s| s.what.contains("asked by oncall (web console)")), "{:#?}", undo.steps);
     assert_eq!(daemon.status()["in_effect"], serde_json::json!([]), "nothing left in effect");
     assert!(daemon.stop().success(), "{}", daemon.log());
+}
+
+/// A daemon config in `dir` whose console listens on loopback over TLS (a
+/// self-signed certificate for localhost) with a bearer token; the config
+/// and the token.
+fn console_config(dir: &Path) -> (PathBuf, String) {
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    std::fs::write(dir.join("web.crt"), cert.cert.pem()).unwrap();
+    write_secret(&dir.join("web.key"), &cert.key_pair.serialize_pem());
+    let token = "c0".repeat(16);
+    write_secret(&dir.join("web.token"), &token);
+    let config = setup(
+        dir,
+        "listen = \"127.0.0.1:0\"\ntls_cert = \"web.crt\"\ntls_key = \"web.key\"\ntoken_file = \"web.token\"\n",
+    );
+    (config, token)
 }
 
 /// The browser's full path (playwright wants an executable, not a name).

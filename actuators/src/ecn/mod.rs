@@ -247,6 +247,13 @@ impl Actuator for EcnActuator {
         })
     }
 
+    async fn check_targets(&self) -> Vec<(String, Result<String, ActuatorError>)> {
+        match &self.sonic {
+            Some(sonic) => sonic.check_switches().await,
+            None => Vec::new(),
+        }
+    }
+
     async fn dry_run(&self, action: &Action) -> Result<RequestPlan, ActuatorError> {
         let (_, knobs) = match self.parse(action)? {
             Command::Dcqcn(netdev, knobs) => (netdev, knobs),

@@ -245,6 +245,11 @@ fn changes(queue: &str, copy: &str, from: &QueueState, to: &QueueState) -> Vec<C
     match (&from.copy, &to.copy) {
         (Some(_), None) => out.push(Change::Delete { table: switch::TABLE.into(), key: copy.into() }),
         (None, None) => {}
+        // A new copy is written whole: sonic-gnmi's config updater refuses fields of an entry
+        // that is not there.
+        (None, Some(now)) => {
+            out.push(Change::Create { table: switch::TABLE.into(), key: copy.into(), fields: now.clone() })
+        }
         (was, Some(now)) => {
             let empty = Entry::new();
             let was = was.as_ref().unwrap_or(&empty);
@@ -266,16 +271,31 @@ fn changes(queue: &str, copy: &str, from: &QueueState, to: &QueueState) -> Vec<C
     out
 }
 
-/// Reads the queue's binding; refused when the queue has none.
+/// Reads the queue's binding; refused when the queue has none, saying whether the queue's
+/// entry is missing (or the whole `QUEUE` table: a switch whose QoS was never configured) or
+/// only its `wred_profile` field.
 async fn binding(sonic: &Sonic, l: &QueueLowering<'_>) -> Result<String, ActuatorError> {
-    let bound = sonic.get(l.switch(), TABLE, &l.key, &[BINDING]).await?;
-    bound.get(BINDING).cloned().flatten().ok_or_else(|| {
+    let switch = l.switch();
+    let Some(entry) = sonic.get_entry(switch, TABLE, &l.key).await? else {
+        let reason = if sonic.table_keys(switch, TABLE).await?.is_empty() {
+            format!(
+                "{switch} has no {TABLE} table in CONFIG_DB: no queue has a WRED profile bound (QoS not \
+                 configured), so there are no thresholds to lower"
+            )
+        } else {
+            format!(
+                "{TABLE}|{} does not exist on {switch}: the queue has no WRED profile (or is bound through a range \
+                 key such as {}|3-4, which rocemend does not split), so there are no thresholds to lower",
+                l.key, l.port
+            )
+        };
+        return Err(ActuatorError::Invalid(reason));
+    };
+    entry.get(BINDING).cloned().ok_or_else(|| {
         ActuatorError::Invalid(format!(
-            "{TABLE}|{} on {} has no {BINDING}: the queue has no WRED profile (or is bound through a range key such \
-             as {}|3-4, which rocemend does not split), so there are no thresholds to lower",
-            l.key,
-            l.switch(),
-            l.port
+            "{TABLE}|{} on {switch} has no {BINDING}: the queue has no WRED profile, so there are no thresholds \
+             to lower",
+            l.key
         ))
     })
 }
@@ -421,10 +441,10 @@ mod tests {
         assert_eq!(p.after.copy.as_ref(), Some(&copy), "every field of the bound profile, the greens halved");
         let changes = p.apply_changes();
         assert_eq!(changes.len(), 2);
-        let Change::Fields { table, key, fields } = &changes[0] else { panic!("{changes:?}") };
+        let Change::Create { table, key, fields } = &changes[0] else { panic!("{changes:?}") };
         assert_eq!((table.as_str(), key.as_str(), fields.len()), ("WRED_PROFILE", "ROCEMEND_Ethernet12_3", 5));
-        assert_eq!(fields["green_min_threshold"].as_deref(), Some("524288"));
-        assert_eq!(fields["ecn"].as_deref(), Some("ecn_all"), "the copy keeps what it does not lower");
+        assert_eq!(fields["green_min_threshold"], "524288");
+        assert_eq!(fields["ecn"], "ecn_all", "the copy keeps what it does not lower");
         assert_eq!(
             changes[1],
             Change::Fields {

@@ -114,10 +114,17 @@ impl Actuator for PfcwdActuator {
         })
     }
 
+    async fn check_targets(&self) -> Vec<(String, Result<String, ActuatorError>)> {
+        match &self.sonic {
+            Some(sonic) => sonic.check_switches().await,
+            None => Vec::new(),
+        }
+    }
+
     async fn dry_run(&self, action: &Action) -> Result<RequestPlan, ActuatorError> {
         Ok(self.plan(vec![match self.parse(action)? {
             Command::Prevent(netdev, value) => host::request(netdev, value),
-            Command::Escalate(e) => self.sonic()?.describe(e.switch, switch::TABLE, e.port, &e.fields)?,
+            Command::Escalate(e) => switch::describe(self.sonic()?, &e)?,
         }]))
     }
 
@@ -163,11 +170,13 @@ impl Actuator for PfcwdActuator {
                 })
             }
             Command::Escalate(e) => {
-                let (wanted, before) = match applied.map(recorded::<crate::sonic::Fields>).transpose()? {
-                    Some(change) => (change.after, Some(change.before)),
-                    None => (e.fields.clone(), None),
+                let sonic = self.sonic()?;
+                let change: WatchdogChange = match applied {
+                    Some(applied) => recorded(applied)?,
+                    // Not applied by us: what the escalation would write now.
+                    None => switch::prepare(sonic, &e).await?,
                 };
-                crate::sonic::verify(self.sonic()?, switch::TABLE, e.switch, e.port, &wanted, before.as_ref()).await
+                switch::verify(sonic, e.switch, &change.after, applied.map(|_| &change.before)).await
             }
         }
     }
@@ -175,10 +184,7 @@ impl Actuator for PfcwdActuator {
     async fn dry_run_undo(&self, action: &Action, applied: &Outcome) -> Result<RequestPlan, ActuatorError> {
         Ok(self.plan(vec![match self.parse(action)? {
             Command::Prevent(netdev, _) => host::request(netdev, recorded::<Prevention>(applied)?.before),
-            Command::Escalate(e) => {
-                let change: WatchdogChange = recorded(applied)?;
-                self.sonic()?.describe(e.switch, switch::TABLE, e.port, &change.before)?
-            }
+            Command::Escalate(e) => switch::describe_undo(self.sonic()?, &e, &recorded(applied)?)?,
         }]))
     }
 
@@ -224,11 +230,13 @@ mod tests {
         let plan = pfcwd.dry_run(&escalate(&[("level", "2")])).await.unwrap();
         assert_eq!(
             plan.requests,
-            ["gNMI Set to leaf-rail3 (127.0.0.1:1): update CONFIG_DB@/PFC_WD/Ethernet4/action = \"drop\", \
-              update CONFIG_DB@/PFC_WD/Ethernet4/detection_time = \"100\""]
+            ["gNMI Set to leaf-rail3 (127.0.0.1:1): delete sonic-db:/CONFIG_DB/localhost/PFC_WD/Ethernet4; \
+              then gNMI Set to leaf-rail3 (127.0.0.1:1): update sonic-db:/CONFIG_DB/localhost/PFC_WD/Ethernet4 = \
+              {\"action\":\"drop\",\"detection_time\":\"100\"}"],
+            "the entry replaced as `pfcwd start` does: deleted, then written"
         );
         let plan = pfcwd.dry_run(&escalate(&[("restoration_time", "400")])).await.unwrap();
-        assert!(plan.requests[0].ends_with("restoration_time = \"400\""), "{:?}", plan.requests);
+        assert!(plan.requests[0].ends_with("\"restoration_time\":\"400\"}"), "{:?}", plan.requests);
         for (params, expected) in [
             (vec![("level", "9")], "escalation level \"9\" is not defined"),
             (vec![("detection_time", "50")], "detection_time 50 is out of range 100..5000 ms"),

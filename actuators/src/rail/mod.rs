@@ -385,6 +385,13 @@ impl Actuator for RailActuator {
         &self.kinds
     }
 
+    async fn check_targets(&self) -> Vec<(String, Result<String, ActuatorError>)> {
+        match &self.sonic {
+            Some(sonic) => sonic.check_switches().await,
+            None => Vec::new(),
+        }
+    }
+
     async fn dry_run(&self, action: &Action) -> Result<RequestPlan, ActuatorError> {
         let d = self.drain(action)?;
         let mut requests = Vec::new();

@@ -6,11 +6,14 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use engine::topology::AccessError;
+use engine::topology::SwitchTls;
 use engine::{Topology, SECOND};
 use gnmi_proto::TlsConfig;
 use serde::{Deserialize, Serialize};
 
-use super::{Endpoint, Sonic};
+use std::sync::Arc;
+
+use super::{GnmiTransport, RedisTransport, Sonic, Transport};
 use crate::ActuatorConfigError;
 
 /// The longest timeout accepted for one gNMI call: a switch that needs more
@@ -45,9 +48,11 @@ const MAX_TIMEOUT: i64 = 60 * SECOND;
 #[serde(deny_unknown_fields)]
 pub struct SonicConfig {
     /// The switches (by the actions' `switch` label) this actuator may
-    /// change: names of the inventory's switches, or name → `host:port`.
+    /// change: names of the inventory's switches, or name → `host:port` (none when only
+    /// `[gnmi.redis]` is set).
     /// Only these switches are ever changed: an action naming any other is
     /// refused as invalid.
+    #[serde(default = "no_switches")]
     pub switches: SwitchList,
     /// With switches by address: a TOML file with `username` and
     /// `password` (mode 0600), sent as gRPC metadata the way SONiC's
@@ -57,7 +62,7 @@ pub struct SonicConfig {
     /// With switches by address: TLS; plain HTTP/2 when absent (a lab or a
     /// loopback simulator only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tls: Option<GnmiTls>,
+    pub tls: Option<SwitchTls>,
     /// How long connecting and each call may take, e.g. `"5s"`; at most a minute.
     #[serde(default = "default_timeout", with = "engine::config::duration")]
     pub timeout: Duration,
@@ -68,6 +73,57 @@ pub struct SonicConfig {
     /// also saves the change) or `auto` (from each switch's Capabilities).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path_style: Option<super::PathStyleSetting>,
+    /// On the switch itself (a container with `/var/run/redis` mounted): the switch reached
+    /// through its own Redis rather than its gNMI ([`LocalRedis`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redis: Option<LocalRedis>,
+}
+
+/// `[gnmi.redis]`: the switch rocemend runs on, reached through its own Redis.
+///
+/// ```toml
+/// [actuator.gnmi]
+/// switches = []
+/// [actuator.gnmi.redis]
+/// switch = "leaf-rail0"
+/// database_config = "/var/run/redis/sonic-db/database_config.json"   # the default
+/// password_file = "/run/redis/auth/passwd"                           # builds that set one
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LocalRedis {
+    /// The switch's name (the actions' `switch` label).
+    pub switch: String,
+    /// Its `database_config.json`: which socket and number each database has.
+    #[serde(default = "default_database_config")]
+    pub database_config: PathBuf,
+    /// The file holding its Redis password, on builds that set one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password_file: Option<PathBuf>,
+}
+
+fn default_database_config() -> PathBuf {
+    PathBuf::from(sonic::layout::CONFIG_PATH)
+}
+
+impl LocalRedis {
+    /// The switch's Redis: its layout and password read.
+    fn open(&self, timeout: Duration) -> Result<sonic::Switch, ActuatorConfigError> {
+        let layout = sonic::DatabaseLayout::load(&self.database_config).map_err(|e| ActuatorConfigError::Entry {
+            setting: "gnmi.redis".into(),
+            key: "database_config".into(),
+            reason: e.to_string(),
+        })?;
+        let password = match &self.password_file {
+            None => None,
+            Some(path) => sonic::layout::read_password(path).map_err(|e| ActuatorConfigError::Entry {
+                setting: "gnmi.redis".into(),
+                key: "password_file".into(),
+                reason: e.to_string(),
+            })?,
+        };
+        Ok(sonic::Switch::new(layout, password).with_timeout(timeout))
+    }
 }
 
 /// `gnmi.switches`: names of the inventory's switches, or name → address.
@@ -81,24 +137,16 @@ pub enum SwitchList {
     Addresses(BTreeMap<String, String>),
 }
 
-/// TLS settings of the switch connections, PEM files (the inventory's
-/// `[gnmi.tls]` and `[switch.tls]` have the same fields).
-pub use engine::topology::SwitchTls as GnmiTls;
-
 /// The namespace element of the `sonic-db-origin` style when none is set:
 /// `localhost`, which sonic-gnmi has required on single-ASIC switches since 2024.
 const DEFAULT_NAMESPACE: &str = "localhost";
 
-fn default_timeout() -> Duration {
-    Duration::from_secs(5)
+fn no_switches() -> SwitchList {
+    SwitchList::Names(Vec::new())
 }
 
-fn read(path: &Path, setting: &str) -> Result<Vec<u8>, ActuatorConfigError> {
-    std::fs::read(path).map_err(|source| ActuatorConfigError::Read {
-        setting: setting.into(),
-        path: path.into(),
-        source,
-    })
+fn default_timeout() -> Duration {
+    Duration::from_secs(5)
 }
 
 impl SonicConfig {
@@ -106,10 +154,21 @@ impl SonicConfig {
     /// client; switches by name are looked up in `inventory`.
     pub fn build(&self, inventory: Option<&Topology>) -> Result<Sonic, ActuatorConfigError> {
         let timeout = crate::error::bounded_duration("gnmi.timeout", self.timeout, MAX_TIMEOUT)?;
-        let switches = match &self.switches {
-            SwitchList::Names(names) => self.named(names, inventory)?,
-            SwitchList::Addresses(addresses) => self.addressed(addresses)?,
+        let mut switches = match &self.switches {
+            SwitchList::Names(names) if names.is_empty() => BTreeMap::new(),
+            SwitchList::Names(names) => self.named(names, inventory, timeout)?,
+            SwitchList::Addresses(addresses) => self.addressed(addresses, timeout)?,
         };
+        if let Some(local) = &self.redis {
+            let transport: Arc<dyn Transport> = Arc::new(RedisTransport::new(&local.switch, local.open(timeout)?));
+            if switches.insert(local.switch.clone(), transport).is_some() {
+                return Err(ActuatorConfigError::Entry {
+                    setting: "gnmi.redis".into(),
+                    key: "switch".into(),
+                    reason: format!("{:?} is in gnmi.switches too: reach it one way", local.switch),
+                });
+            }
+        }
         if switches.is_empty() {
             return Err(ActuatorConfigError::Empty {
                 setting: "gnmi.switches".into(),
@@ -124,7 +183,8 @@ impl SonicConfig {
         &self,
         names: &[String],
         inventory: Option<&Topology>,
-    ) -> Result<BTreeMap<String, Endpoint>, ActuatorConfigError> {
+        timeout: Duration,
+    ) -> Result<BTreeMap<String, Arc<dyn Transport>>, ActuatorConfigError> {
         if self.credentials_file.is_some() || self.tls.is_some() || self.path_style.is_some() {
             return Err(ActuatorConfigError::Conflict {
                 setting: "gnmi".into(),
@@ -152,14 +212,16 @@ impl SonicConfig {
         for name in names {
             let access = Topology::access_in(inventory, name)
                 .map_err(|source| ActuatorConfigError::Switch { setting: "gnmi.switches".into(), source })?;
-            let endpoint = Endpoint {
-                address: access.address,
-                credentials: access.credentials_file.as_deref().map(credentials).transpose()?,
-                tls: access.tls.as_ref().map(tls_config).transpose()?,
-                style: access.path_style,
-                namespace: access.namespace.unwrap_or_else(|| DEFAULT_NAMESPACE.into()),
-            };
-            switches.insert(name.clone(), endpoint);
+            let transport = GnmiTransport::new(
+                name,
+                &access.address,
+                access.credentials_file.as_deref().map(credentials).transpose()?,
+                access.tls.as_ref().map(tls_config).transpose()?,
+                access.path_style,
+                access.namespace.as_deref().unwrap_or(DEFAULT_NAMESPACE),
+                timeout,
+            );
+            switches.insert(name.clone(), Arc::new(transport) as Arc<dyn Transport>);
         }
         Ok(switches)
     }
@@ -168,7 +230,8 @@ impl SonicConfig {
     fn addressed(
         &self,
         addresses: &BTreeMap<String, String>,
-    ) -> Result<BTreeMap<String, Endpoint>, ActuatorConfigError> {
+        timeout: Duration,
+    ) -> Result<BTreeMap<String, Arc<dyn Transport>>, ActuatorConfigError> {
         for (name, address) in addresses {
             if name.is_empty() || address.is_empty() || address.chars().any(|c| c.is_whitespace()) {
                 return Err(ActuatorConfigError::Entry {
@@ -180,14 +243,19 @@ impl SonicConfig {
         }
         let credentials = self.credentials_file.as_deref().map(credentials).transpose()?;
         let tls = self.tls.as_ref().map(tls_config).transpose()?;
-        let endpoint = |address: &String| Endpoint {
-            address: address.clone(),
-            credentials: credentials.clone(),
-            tls: tls.clone(),
-            style: self.path_style.unwrap_or_default(),
-            namespace: DEFAULT_NAMESPACE.into(),
+        let transport = |name: &String, address: &String| {
+            let t = GnmiTransport::new(
+                name,
+                address,
+                credentials.clone(),
+                tls.clone(),
+                self.path_style.unwrap_or_default(),
+                DEFAULT_NAMESPACE,
+                timeout,
+            );
+            Arc::new(t) as Arc<dyn Transport>
         };
-        Ok(addresses.iter().map(|(name, address)| (name.clone(), endpoint(address))).collect())
+        Ok(addresses.iter().map(|(name, address)| (name.clone(), transport(name, address))).collect())
     }
 }
 
@@ -199,18 +267,9 @@ fn credentials(path: &Path) -> Result<(String, String), ActuatorConfigError> {
 }
 
 /// The client's TLS settings, its PEM files read.
-fn tls_config(tls: &GnmiTls) -> Result<TlsConfig, ActuatorConfigError> {
-    let identity = match (&tls.cert_file, &tls.key_file) {
-        (Some(cert), Some(key)) => Some((read(cert, "gnmi.tls.cert_file")?, read(key, "gnmi.tls.key_file")?)),
-        (None, None) => None,
-        _ => {
-            return Err(ActuatorConfigError::Conflict {
-                setting: "gnmi.tls".into(),
-                reason: "cert_file and key_file go together",
-            })
-        }
-    };
-    Ok(TlsConfig { ca_pem: Some(read(&tls.ca_file, "gnmi.tls.ca_file")?), identity, domain: tls.domain.clone() })
+fn tls_config(tls: &SwitchTls) -> Result<TlsConfig, ActuatorConfigError> {
+    TlsConfig::from_files(&tls.ca_file, tls.cert_file.as_deref(), tls.key_file.as_deref(), tls.domain.clone())
+        .map_err(|source| ActuatorConfigError::TlsFiles { setting: "gnmi.tls".into(), source })
 }
 
 #[cfg(test)]
@@ -238,10 +297,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let inventory = inventory(dir.path());
         let sonic = named("switches = [\"leaf-rail1\"]", Some(&inventory)).unwrap();
-        let endpoint = sonic.endpoint("leaf-rail1").unwrap();
-        assert_eq!((endpoint.address.as_str(), endpoint.namespace.as_str()), ("127.0.0.1:2", "asic0"));
-        assert_eq!(endpoint.style, crate::sonic::PathStyleSetting::SonicDbOrigin, "[gnmi] path_style");
-        assert_eq!(endpoint.credentials.as_ref().map(|c| c.0.as_str()), Some("admin"), "[gnmi] credentials_file");
+        let transport = format!("{:?}", sonic.transport("leaf-rail1").unwrap());
+        for expected in ["address: \"127.0.0.1:2\"", "instance: \"asic0\"", "style: SonicDb"] {
+            assert!(transport.contains(expected), "{transport}");
+        }
+        assert!(!transport.contains("pw"), "never the password: {transport}");
         assert!(sonic.address("leaf-rail0").is_err(), "only the switches named may be changed");
         let every = named("switches = [\"*\"]", Some(&inventory)).unwrap();
         assert!(every.address("leaf-rail0").is_ok() && every.address("leaf-rail1").is_ok());
@@ -276,6 +336,10 @@ mod tests {
             ("switches = { a = \"x 1\" }", "is not a name and a host:port"),
             ("switches = { a = \"x:1\" }\ncredentials_file = \"/nonexistent\"", "gnmi.credentials_file: /nonexistent"),
             ("switches = { a = \"x:1\" }\n[tls]\nca_file = \"/ca.pem\"\ncert_file = \"/c\"", "together"),
+            (
+                "switches = { a = \"x:1\" }\n[tls]\nca_file = \"/nonexistent-ca.pem\"",
+                "gnmi.tls: ca_file /nonexistent-ca.pem",
+            ),
         ] {
             let config: SonicConfig = toml::from_str(text).unwrap();
             let err = config.build(None).err().unwrap().to_string();

@@ -1,44 +1,50 @@
-//! A small SONiC CONFIG_DB client over gNMI, shared by the switch actuators
-//! (`pfcwd`, `ecn`, `rail`): read some fields (or all) of one table entry,
-//! set fields of one or more entries, or delete entries, in one SetRequest
-//! ([`Change`]), and restore what was there before.
+//! A SONiC CONFIG_DB client shared by the switch actuators (`pfcwd`, `ecn`, `rail`): read one
+//! entry, apply a list of [`Change`]s, and restore what was there before — over the switch's
+//! gNMI as sonic-gnmi serves it, or over its own Redis when rocemend runs on the switch
+//! ([`transport`]).
 //!
-//! Paths follow the switch's `path_style` ([`style`]): the database as the
-//! prefix target, or origin `sonic-db` with the database and its namespace
-//! as the first elements. Values are JSON strings (`json_ietf_val`; CONFIG_DB
-//! holds every value as a string). A Set is atomic on SONiC (one
-//! transaction), so an action changes all of its fields or none.
+//! Over gNMI every switch is probed once ([`sonic::probe`], shared with the gNMI sensor): its
+//! read style, its ports and aliases, and whether it can be written, so a switch whose
+//! sonic-gnmi is read-only (or has native write off) is known at start
+//! ([`Sonic::check_switches`], `rocemend check --probe`), not during a storm. Writes are
+//! origin `sonic-db` `/CONFIG_DB/<instance>/TABLE/KEY[/field]` only, the one route sonic-gnmi
+//! writes CONFIG_DB by; a [`Change::Replace`] is two Sets (the entry deleted, then written),
+//! since sonic-gnmi's config updater writes the difference and one Set that deletes and
+//! rewrites an entry reaches CONFIG_DB as an in-place change.
 //!
-//! A read that comes back NOT_FOUND means "this entry is absent" only when
-//! the switch says so (sonic-gnmi: "No valid entry found …"); any other
-//! refusal means the switch does not serve CONFIG_DB the way it was asked,
-//! and the action is refused with a message that names `path_style`, never
-//! sent on a guess.
+//! A read says "absent" only when the switch positively says so (sonic-gnmi's own "No valid
+//! entry found" for that key, Redis's `EXISTS 0`): an empty answer, a NOT_FOUND for another
+//! reason, a refusal are errors, never an all-absent prior.
 //!
 //! Outcomes, as the engine needs them:
-//! - a switch not in the `[gnmi]` allow-list, or a key or value refused
-//!   before sending: [`ActuatorError::Invalid`], never sent;
-//! - the switch refused the value (`INVALID_ARGUMENT`) or the path
-//!   (`NOT_FOUND`): `Invalid`, not retried, since the same value is refused again;
-//! - unreachable, timed out, or any other status: [`ActuatorError::Failed`]
-//!   with the reason, which the dispatcher retries; nothing is applied.
+//! - a switch not in the allow-list, or a key or value refused before sending:
+//!   [`ActuatorError::Invalid`], never sent;
+//! - the switch cannot be written (read-only, native write off) or does not serve SONiC's
+//!   databases as configured: [`ActuatorError::NotSupported`], saying which setting to change;
+//! - the switch refused the value (`INVALID_ARGUMENT`) or the path (`NOT_FOUND`): `Invalid`,
+//!   not retried, since the same value is refused again;
+//! - unreachable, timed out, or any other status: [`ActuatorError::Failed`] with the reason,
+//!   which the dispatcher retries.
 //!
-//! - [`config`]: [`SonicConfig`], the `[gnmi]` settings.
+//! - [`config`]: [`SonicConfig`], the `[gnmi]` settings (and `[gnmi.redis]` on the switch);
+//! - [`transport`]: [`Transport`], [`GnmiTransport`], [`RedisTransport`];
+//! - [`style`]: what a NOT_FOUND means.
 
 pub mod config;
 pub mod style;
+pub mod transport;
 
-pub use config::{GnmiTls, SonicConfig};
+pub use config::SonicConfig;
 pub use engine::topology::PathStyleSetting;
 pub use gnmi_proto::sonic::PathStyle;
+pub use transport::{GnmiTransport, QueueRecord, RedisTransport, Transport};
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use engine::{ActuatorError, Verification};
-use gnmi_proto::gnmi::{Encoding, Update};
-use gnmi_proto::sonic::{self as sonic_schema, CONFIG_DB};
-use gnmi_proto::{ClientConfig, ClientError, GnmiClient, SetOps, TlsConfig};
+use gnmi_proto::sonic as sonic_schema;
 
 /// Field → value of one CONFIG_DB entry; `None` for a field the entry does
 /// not have (so a restore deletes it rather than inventing a value).
@@ -47,11 +53,10 @@ pub type Fields = BTreeMap<String, Option<String>>;
 /// Every field of one CONFIG_DB entry, as the switch holds it.
 pub type Entry = BTreeMap<String, String>;
 
-/// One entry's part of a SetRequest.
+/// One entry's part of a write.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {
-    /// Set these fields of `table|key` (a field set to `None` is deleted);
-    /// an entry that does not exist yet is created.
+    /// Set these fields of an existing `table|key` (a field set to `None` is deleted).
     Fields {
         /// The table.
         table: String,
@@ -59,6 +64,26 @@ pub enum Change {
         key: String,
         /// The fields.
         fields: Fields,
+    },
+    /// Create `table|key` with these fields (it does not exist yet): over gNMI the entry
+    /// written whole, the way sonic-gnmi's config updater takes a new entry.
+    Create {
+        /// The table.
+        table: String,
+        /// The key.
+        key: String,
+        /// The fields; at least one.
+        fields: Entry,
+    },
+    /// Delete the entry and write it again with exactly these fields, as `pfcwd start` does, so
+    /// SONiC's daemons see it deleted and created (orchagent restarts the port's watchdog).
+    Replace {
+        /// The table.
+        table: String,
+        /// The key.
+        key: String,
+        /// The fields; at least one.
+        fields: Entry,
     },
     /// Delete the whole entry `table|key`.
     Delete {
@@ -72,46 +97,39 @@ pub enum Change {
 impl Change {
     fn table_key(&self) -> (&str, &str) {
         match self {
-            Change::Fields { table, key, .. } | Change::Delete { table, key } => (table, key),
+            Change::Fields { table, key, .. }
+            | Change::Create { table, key, .. }
+            | Change::Replace { table, key, .. }
+            | Change::Delete { table, key } => (table, key),
+        }
+    }
+
+    /// The same change in `sonic`'s terms: fields set and fields deleted apart.
+    fn lower(&self, out: &mut Vec<sonic::Change>) {
+        let (table, key) = (self.table_key().0.to_string(), self.table_key().1.to_string());
+        match self {
+            Change::Fields { fields, .. } => {
+                let set: Entry = fields.iter().filter_map(|(f, v)| Some((f.clone(), v.clone()?))).collect();
+                let gone: Vec<String> = fields.iter().filter(|(_, v)| v.is_none()).map(|(f, _)| f.clone()).collect();
+                if !gone.is_empty() {
+                    out.push(sonic::Change::DeleteFields { table: table.clone(), key: key.clone(), fields: gone });
+                }
+                if !set.is_empty() {
+                    out.push(sonic::Change::Set { table, key, fields: set });
+                }
+            }
+            Change::Create { fields, .. } => out.push(sonic::Change::Create { table, key, fields: fields.clone() }),
+            Change::Replace { fields, .. } => out.push(sonic::Change::Replace { table, key, fields: fields.clone() }),
+            Change::Delete { .. } => out.push(sonic::Change::Delete { table, key }),
         }
     }
 }
 
-/// How to reach one switch.
-#[derive(Clone)]
-pub(crate) struct Endpoint {
-    /// `host:port`.
-    pub address: String,
-    /// Username and password, sent as metadata.
-    pub credentials: Option<(String, String)>,
-    /// TLS, its files read.
-    pub tls: Option<TlsConfig>,
-    /// How it names its databases.
-    pub style: PathStyleSetting,
-    /// The namespace element of the `sonic-db-origin` style.
-    pub namespace: String,
-}
-
-impl std::fmt::Debug for Endpoint {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Never the password.
-        f.debug_struct("Endpoint")
-            .field("address", &self.address)
-            .field("username", &self.credentials.as_ref().map(|(user, _)| user))
-            .field("tls", &self.tls.is_some())
-            .field("path_style", &self.style)
-            .field("namespace", &self.namespace)
-            .finish()
-    }
-}
-
-/// The switches one actuator may change, and how to reach each.
+/// The switches one actuator may change, and how each is reached.
 #[derive(Clone, Debug)]
 pub struct Sonic {
-    switches: BTreeMap<String, Endpoint>,
+    switches: BTreeMap<String, Arc<dyn Transport>>,
     timeout: Duration,
-    /// The style each switch was found to want (`auto`), once asked.
-    resolved: std::sync::Arc<std::sync::Mutex<BTreeMap<String, PathStyle>>>,
 }
 
 /// Checks a CONFIG_DB key or field name before it becomes a path element:
@@ -130,10 +148,20 @@ pub fn check_name(what: &str, name: &str) -> Result<(), ActuatorError> {
     }
 }
 
+/// Checks a port name: as [`check_name`], and `/` too (SONiC names such as `Ethernet1/1`: a
+/// gNMI path element holds it whole, and it is escaped in the JSON pointer sonic-gnmi makes).
+pub fn check_port(port: &str) -> Result<(), ActuatorError> {
+    check_name("port", &port.replace('/', "_")).map_err(|_| {
+        ActuatorError::Invalid(format!(
+            "port {port:?} is refused: 1 to 64 characters of A-Z a-z 0-9 _ - . : / are allowed"
+        ))
+    })
+}
+
 /// Checks a key of `table` before it becomes a path element: each part
 /// as [`check_name`] (a `QUEUE` key has two, `Ethernet0|3`, joined by `|` as
-/// redis and sonic-gnmi write it; every other table's has one), then as the
-/// table's YANG list does ([`sonic_schema::check_key`]).
+/// redis and sonic-gnmi write it; every other table's has one; a port may hold `/`), then as
+/// the table's YANG list does ([`sonic_schema::check_key`]).
 pub fn check_key(table: &str, key: &str) -> Result<(), ActuatorError> {
     let parts = if table == sonic_schema::QUEUE { 2 } else { 1 };
     let split: Vec<&str> = key.split(sonic_schema::KEY_SEPARATOR).collect();
@@ -141,25 +169,30 @@ pub fn check_key(table: &str, key: &str) -> Result<(), ActuatorError> {
         // One part too many or too few: the whole key, named as refused.
         check_name("key", key)?;
     }
-    for part in split {
-        check_name("key", part)?;
+    let ports = matches!(table, sonic_schema::QUEUE | sonic_schema::PFC_WD | sonic_schema::PORT);
+    for (n, part) in split.iter().enumerate() {
+        if ports && n == 0 && part.contains('/') {
+            check_port(part)?;
+        } else {
+            check_name("key", part)?;
+        }
     }
     sonic_schema::check_key(table, key).map_err(|e| ActuatorError::Invalid(e.to_string()))
 }
 
 impl Sonic {
-    pub(crate) fn new(switches: BTreeMap<String, Endpoint>, timeout: Duration) -> Sonic {
-        Sonic { switches, timeout, resolved: Default::default() }
+    pub(crate) fn new(switches: BTreeMap<String, Arc<dyn Transport>>, timeout: Duration) -> Sonic {
+        Sonic { switches, timeout }
     }
 
-    /// The address of `switch`; invalid when it is not in the allow-list.
+    /// Where `switch` is reached; invalid when it is not in the allow-list.
     pub fn address(&self, switch: &str) -> Result<&str, ActuatorError> {
-        self.endpoint(switch).map(|e| e.address.as_str())
+        self.transport(switch).map(|t| t.address())
     }
 
-    /// How to reach `switch`; invalid when it is not in the allow-list.
-    fn endpoint(&self, switch: &str) -> Result<&Endpoint, ActuatorError> {
-        self.switches.get(switch).ok_or_else(|| {
+    /// How `switch` is reached; invalid when it is not in the allow-list.
+    pub fn transport(&self, switch: &str) -> Result<&dyn Transport, ActuatorError> {
+        self.switches.get(switch).map(|t| t.as_ref()).ok_or_else(|| {
             ActuatorError::Invalid(format!(
                 "switch {switch:?} is not one this actuator may change (gnmi.switches: {})",
                 self.switches.keys().cloned().collect::<Vec<_>>().join(", ")
@@ -172,212 +205,111 @@ impl Sonic {
         self.timeout
     }
 
-    /// A fresh connection per call: actions are rare (a few per incident),
-    /// and a cached channel would outlive a restart of the switch's
-    /// telemetry container and fail the next action for nothing.
-    async fn connect(&self, switch: &str) -> Result<GnmiClient, ActuatorError> {
-        let endpoint = self.endpoint(switch)?;
-        let config = ClientConfig {
-            address: endpoint.address.clone(),
-            tls: endpoint.tls.clone(),
-            credentials: endpoint.credentials.clone(),
-            connect_timeout: self.timeout,
-            timeout: self.timeout,
-        };
-        GnmiClient::connect(&config).await.map_err(|e| outcome(switch, e))
+    /// Probes every switch now (over gNMI; opens its Redis otherwise), logging what each is:
+    /// one line per switch, `Ok` with its summary, or why it cannot be changed (read-only,
+    /// native write off, unreachable). What `rocemend check --probe` prints and the daemon
+    /// logs at start.
+    pub async fn check_switches(&self) -> Vec<(String, Result<String, ActuatorError>)> {
+        let mut out = Vec::with_capacity(self.switches.len());
+        for (name, transport) in &self.switches {
+            let found = transport.check().await;
+            match &found {
+                Ok(summary) => tracing::info!(message = "Switch can be changed.", switch = %name, %summary),
+                Err(error) => tracing::warn!(message = "Switch cannot be changed.", switch = %name, %error),
+            }
+            out.push((name.clone(), found));
+        }
+        out
     }
 
-    /// How requests to `switch` are addressed: as configured, or (`auto`)
-    /// as its Capabilities say, asked once.
-    async fn addressing(&self, switch: &str, client: &mut GnmiClient) -> Result<PathStyle, ActuatorError> {
-        let endpoint = self.endpoint(switch)?;
-        let namespace = Some(endpoint.namespace.clone());
-        match endpoint.style {
-            PathStyleSetting::PrefixTarget => return Ok(PathStyle::PrefixTarget),
-            PathStyleSetting::SonicDbOrigin => return Ok(PathStyle::SonicDbOrigin { namespace }),
-            PathStyleSetting::Auto => {}
-        }
-        if let Some(known) = self.resolved.lock().unwrap_or_else(|p| p.into_inner()).get(switch) {
-            return Ok(known.clone());
-        }
-        let caps = client.capabilities().await.map_err(|e| outcome(switch, e))?;
-        let mixed = caps.supported_models.iter().any(|m| m.name == "sonic-db");
-        let found = if mixed { PathStyle::SonicDbOrigin { namespace } } else { PathStyle::PrefixTarget };
-        tracing::info!(message = "gNMI path style chosen.", %switch, path_style = found.name());
-        self.resolved.lock().unwrap_or_else(|p| p.into_inner()).insert(switch.to_string(), found.clone());
-        Ok(found)
-    }
-
-    /// The addressing `describe` shows: the configured one, or, for `auto`,
-    /// the one found (prefix-target until the switch was asked).
-    fn shown_addressing(&self, switch: &str) -> PathStyle {
-        let Ok(endpoint) = self.endpoint(switch) else { return PathStyle::PrefixTarget };
-        match endpoint.style {
-            PathStyleSetting::SonicDbOrigin => PathStyle::SonicDbOrigin { namespace: Some(endpoint.namespace.clone()) },
-            PathStyleSetting::PrefixTarget => PathStyle::PrefixTarget,
-            PathStyleSetting::Auto => self
-                .resolved
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .get(switch)
-                .cloned()
-                .unwrap_or(PathStyle::PrefixTarget),
-        }
+    /// The SONiC name of `port` on `switch` (an alias mapped to its port).
+    pub async fn port_name(&self, switch: &str, port: &str) -> Result<String, ActuatorError> {
+        check_port(port)?;
+        self.transport(switch)?.port_name(port).await
     }
 
     /// Reads `fields` of `table|key` on `switch`. An entry the switch says
-    /// is absent reads as every field absent; any other refusal is not a
-    /// read, and says which `path_style` was used.
+    /// is absent reads as every field absent; any other answer that is not the entry is an
+    /// error.
     pub async fn get(&self, switch: &str, table: &str, key: &str, fields: &[&str]) -> Result<Fields, ActuatorError> {
         let entry = self.get_entry(switch, table, key).await?.unwrap_or_default();
         Ok(fields.iter().map(|f| (f.to_string(), entry.get(*f).cloned())).collect())
     }
 
-    /// Reads every field of `table|key` on `switch`; `None` when the switch
-    /// says the entry is absent (as [`Sonic::get`]). Values that are not
-    /// JSON strings are kept as their JSON text.
+    /// Reads every field of `table|key` on `switch`; `None` only when the switch says the entry
+    /// is absent.
     pub async fn get_entry(&self, switch: &str, table: &str, key: &str) -> Result<Option<Entry>, ActuatorError> {
         check_key(table, key)?;
-        let mut client = self.connect(switch).await?;
-        let addressing = self.addressing(switch, &mut client).await?;
-        let (prefix, entry) = addressing.request(CONFIG_DB, &[table, key]);
-        let json = match client.get(prefix, vec![entry], Encoding::JsonIetf).await {
-            Ok(response) => {
-                let value = response.notification.first().and_then(|n| n.update.first()).and_then(|u| u.val.clone());
-                match value {
-                    // sonic-gnmi answers a Get of an empty entry with no notification.
-                    None => serde_json::Value::Null,
-                    Some(value) => gnmi_proto::value::to_json(&value)
-                        .and_then(Result::ok)
-                        .ok_or_else(|| ActuatorError::Failed(format!("switch {switch}: {table}|{key} is not JSON")))?,
-                }
-            }
-            Err(e) if e.code() == Some(tonic::Code::NotFound) && style::entry_absent(&e.to_string(), key) => {
-                serde_json::Value::Null
-            }
-            Err(e) => return Err(not_served(switch, table, key, &addressing, e)),
-        };
-        match json {
-            serde_json::Value::Null => Ok(None),
-            serde_json::Value::Object(fields) => Ok(Some(
-                fields
-                    .into_iter()
-                    .map(|(f, v)| (f, v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string())))
-                    .collect(),
-            )),
-            other => Err(ActuatorError::Failed(format!("switch {switch}: {table}|{key} is {other}, not an entry"))),
-        }
+        self.transport(switch)?.entry(table, key).await
     }
 
-    /// The text of the Set that makes `table|key` hold `changes` (fields
-    /// set to `None` are deleted): what [`Sonic::set`] sends, for plans.
+    /// The keys of CONFIG_DB `table` on `switch` (empty: the table has no entries).
+    pub async fn table_keys(&self, switch: &str, table: &str) -> Result<Vec<String>, ActuatorError> {
+        check_name("table", table)?;
+        self.transport(switch)?.table_keys(table).await
+    }
+
+    /// The queues of `port` on `switch` in COUNTERS_DB, with their counters.
+    pub async fn queues(&self, switch: &str, port: &str) -> Result<Vec<QueueRecord>, ActuatorError> {
+        check_port(port)?;
+        self.transport(switch)?.queues(port).await
+    }
+
+    /// The text of what makes `table|key` hold `changes` (fields set to `None` are deleted):
+    /// what [`Sonic::set`] sends, for plans.
     pub fn describe(&self, switch: &str, table: &str, key: &str, changes: &Fields) -> Result<String, ActuatorError> {
         self.describe_changes(switch, &[fields_change(table, key, changes)])
     }
 
-    /// The text of the one SetRequest that carries `changes`, in their
-    /// order: what [`Sonic::set_changes`] sends, for plans. (A switch
-    /// applies a Set's deletes before its updates, whatever the order;
-    /// callers list them that way so the text reads as it is applied.)
+    /// The text of what carries `changes`, in their order: what [`Sonic::set_changes`] sends,
+    /// for plans (two Sets over gNMI when a replace is among them, joined by `; then `).
     pub fn describe_changes(&self, switch: &str, changes: &[Change]) -> Result<String, ActuatorError> {
-        let address = self.address(switch)?;
-        let addressing = self.shown_addressing(switch);
-        let mut ops = Vec::new();
-        for change in changes {
-            let (table, key) = change.table_key();
-            check_key(table, key)?;
-            match change {
-                Change::Delete { .. } => ops.push(format!("delete {}", addressing.describe(CONFIG_DB, &[table, key]))),
-                Change::Fields { fields, .. } => {
-                    for (field, value) in fields {
-                        check_name("field", field)?;
-                        let path = addressing.describe(CONFIG_DB, &[table, key, field]);
-                        ops.push(match value {
-                            Some(v) => format!("update {path} = {v:?}"),
-                            None => format!("delete {path}"),
-                        });
-                    }
-                }
-            }
-        }
-        if ops.is_empty() {
-            return Err(ActuatorError::Invalid(format!("nothing to set on {switch}")));
-        }
-        Ok(format!("gNMI Set to {switch} ({address}): {}", ops.join(", ")))
+        let lowered = checked(switch, changes)?;
+        Ok(self.transport(switch)?.describe(&lowered)?.join("; then "))
     }
 
-    /// Sets `changes` on `table|key` in one SetRequest; the request's text
-    /// (as [`Sonic::describe`] gives it).
+    /// Sets `changes` on `table|key`; the request's text (as [`Sonic::describe`] gives it).
     pub async fn set(&self, switch: &str, table: &str, key: &str, changes: &Fields) -> Result<String, ActuatorError> {
         self.set_changes(switch, &[fields_change(table, key, changes)]).await
     }
 
-    /// Sends `changes` in one SetRequest, one transaction on SONiC: all of
-    /// them or none; the request's text (as [`Sonic::describe_changes`]).
+    /// Applies `changes` (one Set, or a delete Set then a write Set for a replace; one Redis
+    /// transaction); the request's text (as [`Sonic::describe_changes`]).
     pub async fn set_changes(&self, switch: &str, changes: &[Change]) -> Result<String, ActuatorError> {
-        self.describe_changes(switch, changes)?;
-        let mut client = self.connect(switch).await?;
-        let addressing = self.addressing(switch, &mut client).await?;
-        let text = self.describe_changes(switch, changes)?;
-        let mut ops = SetOps { prefix: addressing.prefix(CONFIG_DB), ..SetOps::default() };
-        for change in changes {
-            match change {
-                Change::Delete { table, key } => ops.delete.push(addressing.path(CONFIG_DB, &[table, key])),
-                Change::Fields { table, key, fields } => {
-                    for (field, value) in fields {
-                        let path = addressing.path(CONFIG_DB, &[table, key, field]);
-                        match value {
-                            Some(v) => ops.update.push(Update {
-                                path: Some(path),
-                                val: Some(gnmi_proto::value::json_ietf(&serde_json::Value::String(v.clone()))),
-                                ..Default::default()
-                            }),
-                            None => ops.delete.push(path),
-                        }
-                    }
-                }
-            }
-        }
-        tracing::info!(message = "Sending gNMI Set.", request = %text);
-        client.set(ops).await.map_err(|e| outcome(switch, e))?;
-        Ok(text)
+        let lowered = checked(switch, changes)?;
+        Ok(self.transport(switch)?.apply(&lowered).await?.join("; then "))
     }
+}
+
+/// `changes` checked (keys, field names) and in `sonic`'s terms; refused when empty.
+fn checked(switch: &str, changes: &[Change]) -> Result<Vec<sonic::Change>, ActuatorError> {
+    let mut lowered = Vec::with_capacity(changes.len());
+    for change in changes {
+        let (table, key) = change.table_key();
+        check_key(table, key)?;
+        let names: Vec<&String> = match change {
+            Change::Fields { fields, .. } => fields.keys().collect(),
+            Change::Create { fields, .. } | Change::Replace { fields, .. } => {
+                if fields.is_empty() {
+                    return Err(ActuatorError::Invalid(format!("{table}|{key}: a write needs fields")));
+                }
+                fields.keys().collect()
+            }
+            Change::Delete { .. } => Vec::new(),
+        };
+        for field in names {
+            check_name("field", field.strip_suffix('@').unwrap_or(field))?;
+        }
+        change.lower(&mut lowered);
+    }
+    if lowered.is_empty() {
+        return Err(ActuatorError::Invalid(format!("nothing to set on {switch}")));
+    }
+    Ok(lowered)
 }
 
 fn fields_change(table: &str, key: &str, fields: &Fields) -> Change {
     Change::Fields { table: table.to_string(), key: key.to_string(), fields: fields.clone() }
-}
-
-/// The switch did not serve `table|key` as `addressing` asked: the action
-/// is refused (not retried), saying what to check.
-fn not_served(switch: &str, table: &str, key: &str, addressing: &PathStyle, error: ClientError) -> ActuatorError {
-    match error.code() {
-        Some(tonic::Code::NotFound | tonic::Code::Unimplemented | tonic::Code::InvalidArgument) => {
-            ActuatorError::NotSupported(format!(
-                "switch {switch} does not serve {} ({table}|{key}) with path_style = \"{}\": {error}; \
-                 check the switch's gNMI server and the actuator's `path_style` (prefix-target, sonic-db-origin or auto)",
-                addressing.describe(CONFIG_DB, &[table, key]),
-                addressing.name()
-            ))
-        }
-        _ => outcome(switch, error),
-    }
-}
-
-/// A gNMI error as the engine should treat it: refused values are invalid
-/// (not retried); anything else fails with its reason, to be retried.
-fn outcome(switch: &str, error: ClientError) -> ActuatorError {
-    match error.code() {
-        Some(tonic::Code::InvalidArgument) | Some(tonic::Code::NotFound) => {
-            ActuatorError::Invalid(format!("switch {switch} refused it: {error}"))
-        }
-        _ => match error {
-            ClientError::Connect { .. } | ClientError::Timeout { .. } => {
-                ActuatorError::Failed(format!("switch {switch} is unreachable: {error}; nothing was changed"))
-            }
-            e => ActuatorError::Failed(format!("switch {switch}: {e}")),
-        },
-    }
 }
 
 /// Whether `now` (read back) holds every value `wanted` names.
@@ -429,11 +361,13 @@ mod tests {
     #[test]
     fn a_queue_key_has_exactly_two_parts_and_others_one() {
         assert_eq!(check_key("QUEUE", "Ethernet12|3"), Ok(()));
+        assert_eq!(check_key("PFC_WD", "Ethernet1/1"), Ok(()), "SONiC names may hold /");
         for (table, bad, expected) in [
             ("QUEUE", "Ethernet12", "QUEUE key \"Ethernet12\" is refused"),
             ("QUEUE", "Ethernet12|3|4", "key \"Ethernet12|3|4\" is refused"),
             ("QUEUE", "Ethernet12|9", "queue indices are 0 to 7"),
-            ("QUEUE", "Eth/12|3", "key \"Eth/12\" is refused"),
+            ("QUEUE", "Eth 12|3", "key \"Eth 12\" is refused"),
+            ("QUEUE", "Eth/1[2]|3", "port \"Eth/1[2]\" is refused"),
             ("PFC_WD", "Ethernet12|3", "key \"Ethernet12|3\" is refused"),
             ("WRED_PROFILE", "A.B", "not a WRED profile name"),
         ] {
@@ -443,15 +377,18 @@ mod tests {
     }
 
     #[test]
-    fn changes_of_several_entries_are_described_as_one_set() {
-        let endpoint = Endpoint {
-            address: "127.0.0.1:1".into(),
-            credentials: None,
-            tls: None,
-            style: PathStyleSetting::PrefixTarget,
-            namespace: "localhost".into(),
-        };
-        let sonic = Sonic::new([("leaf".to_string(), endpoint)].into(), Duration::from_secs(1));
+    fn changes_are_described_as_origin_sonic_db_sets_and_a_replace_as_two() {
+        let gnmi = GnmiTransport::new(
+            "leaf",
+            "127.0.0.1:1",
+            None,
+            None,
+            PathStyleSetting::PrefixTarget,
+            "localhost",
+            Duration::from_secs(1),
+        );
+        let sonic =
+            Sonic::new([("leaf".to_string(), Arc::new(gnmi) as Arc<dyn Transport>)].into(), Duration::from_secs(1));
         let changes = [
             Change::Delete { table: "WRED_PROFILE".into(), key: "ROCEMEND_Ethernet12_3".into() },
             Change::Fields {
@@ -462,8 +399,18 @@ mod tests {
         ];
         assert_eq!(
             sonic.describe_changes("leaf", &changes).unwrap(),
-            "gNMI Set to leaf (127.0.0.1:1): delete CONFIG_DB@/WRED_PROFILE/ROCEMEND_Ethernet12_3, \
-             update CONFIG_DB@/QUEUE/Ethernet12|3/wred_profile = \"AZURE_LOSSLESS\""
+            "gNMI Set to leaf (127.0.0.1:1): delete sonic-db:/CONFIG_DB/localhost/WRED_PROFILE/ROCEMEND_Ethernet12_3, \
+             update sonic-db:/CONFIG_DB/localhost/QUEUE/Ethernet12|3/wred_profile = \"AZURE_LOSSLESS\""
+        );
+        let replace = Change::Replace {
+            table: "PFC_WD".into(),
+            key: "Ethernet1/1".into(),
+            fields: [("action".to_string(), "drop".to_string())].into(),
+        };
+        assert_eq!(
+            sonic.describe_changes("leaf", &[replace]).unwrap(),
+            "gNMI Set to leaf (127.0.0.1:1): delete sonic-db:/CONFIG_DB/localhost/PFC_WD/Ethernet1~11; \
+             then gNMI Set to leaf (127.0.0.1:1): update sonic-db:/CONFIG_DB/localhost/PFC_WD/Ethernet1~11 = {\"action\":\"drop\"}"
         );
         assert!(sonic.describe_changes("leaf", &[]).is_err(), "an empty Set is nothing to send");
     }

@@ -80,7 +80,7 @@ async fn a_queue_lowering_and_its_undo_are_accepted_by_an_independent_sonic_targ
     let applied = ecn.execute(&lower("Ethernet8")).await.unwrap();
     let delete = Change::Delete { table: "WRED_PROFILE".into(), key: "ROCEMEND_Ethernet8_3".into() };
     let err = sonic.set_changes("leaf-rail0", &[delete]).await.unwrap_err();
-    assert!(matches!(&err, ActuatorError::Invalid(m) if m.contains("refused")), "{err:?}");
+    assert!(matches!(&err, ActuatorError::Invalid(m) if m.contains("leafref to WRED_PROFILE")), "{err:?}");
     assert_eq!(target.config_db()["QUEUE"]["Ethernet8|3"]["wred_profile"], "ROCEMEND_Ethernet8_3");
     ecn.undo(&lower("Ethernet8"), &applied).await.unwrap();
     assert_eq!(target.config_db()["WRED_PROFILE"], original["WRED_PROFILE"]);

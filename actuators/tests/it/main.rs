@@ -17,5 +17,6 @@ mod host;
 mod interop;
 mod link;
 mod rail;
+mod sonic_switch;
 mod switch;
 mod webhook;

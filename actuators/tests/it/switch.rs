@@ -76,14 +76,15 @@ async fn pfcwd_escalates_alert_to_drop_reads_it_back_and_restores_the_exact_valu
         action("pfcwd.escalate", &[("switch", "leaf-rail3"), ("port", "Ethernet4"), ("queue", "3")], &[("level", "2")]);
 
     let plan = pfcwd.dry_run(&escalate).await.unwrap();
-    let path = "CONFIG_DB@/PFC_WD/Ethernet4";
+    let path = "sonic-db:/CONFIG_DB/localhost/PFC_WD/Ethernet4";
     assert_eq!(
         plan.requests,
         [format!(
-            "gNMI Set to leaf-rail3 ({}): update {path}/action = \"drop\", update {path}/detection_time = \"100\", \
-             update {path}/restoration_time = \"2000\"",
+            "gNMI Set to leaf-rail3 ({0}): delete {path}; then gNMI Set to leaf-rail3 ({0}): update {path} = \
+             {{\"action\":\"drop\",\"detection_time\":\"100\",\"restoration_time\":\"2000\"}}",
             sw.addr
-        )]
+        )],
+        "replaced as `pfcwd start` does: deleted, then written whole"
     );
     assert_eq!(sw.model.config_entry("PFC_WD", "Ethernet4").unwrap(), before, "a dry run changes nothing");
 
@@ -100,10 +101,11 @@ async fn pfcwd_escalates_alert_to_drop_reads_it_back_and_restores_the_exact_valu
     assert_eq!(
         undo_plan.requests,
         [format!(
-            "gNMI Set to leaf-rail3 ({}): update {path}/action = \"alert\", update {path}/detection_time = \"200\", \
-             delete {path}/restoration_time",
+            "gNMI Set to leaf-rail3 ({0}): delete {path}; then gNMI Set to leaf-rail3 ({0}): update {path} = \
+             {{\"action\":\"alert\",\"detection_time\":\"200\"}}",
             sw.addr
-        )]
+        )],
+        "the entry found, written back whole (it had no restoration_time)"
     );
     let undone = pfcwd.undo(&escalate, &applied).await.unwrap();
     assert_eq!(undone.requests, undo_plan.requests);
@@ -139,8 +141,8 @@ fn green(model: &Model, profile: &str) -> (String, String) {
 }
 
 /// The copy and the queue binding of `Ethernet12` queue 3, as gNMI paths.
-const COPY: &str = "CONFIG_DB@/WRED_PROFILE/ROCEMEND_Ethernet12_3";
-const QUEUE: &str = "CONFIG_DB@/QUEUE/Ethernet12|3";
+const COPY: &str = "sonic-db:/CONFIG_DB/localhost/WRED_PROFILE/ROCEMEND_Ethernet12_3";
+const QUEUE: &str = "sonic-db:/CONFIG_DB/localhost/QUEUE/Ethernet12|3";
 
 #[tokio::test]
 async fn ecn_lowers_one_queue_through_its_own_copy_and_undo_rebinds_the_original() {
@@ -158,12 +160,12 @@ async fn ecn_lowers_one_queue_through_its_own_copy_and_undo_rebinds_the_original
     assert_eq!(
         applied.requests,
         [format!(
-            "gNMI Set to leaf-rail1 ({}): update {COPY}/ecn = \"ecn_all\", update {COPY}/green_drop_probability = \"5\", \
-             update {COPY}/green_max_threshold = \"1048576\", update {COPY}/green_min_threshold = \"524288\", \
-             update {COPY}/wred_green_enable = \"true\", update {QUEUE}/wred_profile = \"ROCEMEND_Ethernet12_3\"",
+            "gNMI Set to leaf-rail1 ({}): update {COPY} = {{\"ecn\":\"ecn_all\",\"green_drop_probability\":\"5\",\
+             \"green_max_threshold\":\"1048576\",\"green_min_threshold\":\"524288\",\"wred_green_enable\":\"true\"}}, \
+             update {QUEUE}/wred_profile = \"ROCEMEND_Ethernet12_3\"",
             sw.addr
         )],
-        "one Set: the copy, then the binding"
+        "one Set: the copy (a new entry, written whole), then the binding"
     );
     let prior = applied.prior.as_ref().unwrap().as_json();
     assert_eq!(
@@ -277,7 +279,8 @@ async fn ecn_queue_lowering_works_in_the_sonic_db_origin_style_and_defaults_to_q
         "{:?}",
         applied.requests
     );
-    assert!(applied.requests[0].contains("ROCEMEND_Ethernet4_3/green_drop_probability = \"10\""));
+    assert!(applied.requests[0].contains("ROCEMEND_Ethernet4_3 = {"), "the copy written whole: {:?}", applied.requests);
+    assert!(applied.requests[0].contains("\"green_drop_probability\":\"10\""), "{:?}", applied.requests);
     assert!(bindings(&sw.model).values().all(|p| p == "AZURE_LOSSLESS"), "undone");
 
     // The settings change to lowers = "profile" while it is lowered: what was
@@ -299,9 +302,18 @@ async fn ecn_refuses_a_queue_without_a_profile_and_a_queue_scope_profile_paramet
     let lossy = action("ecn.lower", &[("switch", "leaf-rail1"), ("port", "Ethernet4"), ("queue", "0")], &[]);
     let err = ecn.execute(&lossy).await.unwrap_err();
     assert!(
-        matches!(&err, ActuatorError::Invalid(m) if m.contains("QUEUE|Ethernet4|0 on leaf-rail1 has no wred_profile")),
+        matches!(&err, ActuatorError::Invalid(m) if m.contains("QUEUE|Ethernet4|0 does not exist on leaf-rail1")),
         "{err:?}"
     );
+    // A switch whose QoS was never configured: its missing table is said as such.
+    let queues = sw.model.write(|s| s.config.remove("QUEUE"));
+    let lossless = action("ecn.lower", &[("switch", "leaf-rail1"), ("port", "Ethernet4"), ("queue", "3")], &[]);
+    let err = ecn.execute(&lossless).await.unwrap_err();
+    assert!(
+        matches!(&err, ActuatorError::Invalid(m) if m.contains("leaf-rail1 has no QUEUE table in CONFIG_DB")),
+        "{err:?}"
+    );
+    sw.model.write(|s| s.config.insert("QUEUE".into(), queues.unwrap()));
     let named =
         action("ecn.lower", &[("switch", "leaf-rail1"), ("port", "Ethernet4")], &[("profile", "AZURE_LOSSLESS")]);
     assert!(
@@ -327,7 +339,7 @@ async fn ecn_profile_scope_lowers_the_shared_profile_for_every_queue_and_undo_re
         &[("factor", "0.25"), ("drop_probability", "10")],
     );
     let applied = round_trip(&ecn, &lower).await;
-    let path = "CONFIG_DB@/WRED_PROFILE/AZURE_LOSSLESS";
+    let path = "sonic-db:/CONFIG_DB/localhost/WRED_PROFILE/AZURE_LOSSLESS";
     assert_eq!(
         applied.requests,
         [format!(
@@ -465,7 +477,10 @@ async fn rail_switch_side_takes_the_port_admin_down_and_back_up() {
     let plan = rail.dry_run(&drain).await.unwrap();
     assert_eq!(
         plan.requests,
-        [format!("gNMI Set to leaf-rail1 ({}): update CONFIG_DB@/PORT/Ethernet12/admin_status = \"down\"", sw.addr)]
+        [format!(
+            "gNMI Set to leaf-rail1 ({}): update sonic-db:/CONFIG_DB/localhost/PORT/Ethernet12/admin_status = \"down\"",
+            sw.addr
+        )]
     );
     let applied = rail.execute(&drain).await.unwrap();
     assert_eq!(applied.requests, plan.requests, "dry_run and execute differ");
@@ -503,12 +518,15 @@ async fn invalid_values_are_refused_before_sending_and_by_the_switch() {
     let err = pfcwd.execute(&action("pfcwd.escalate", &unknown, &[])).await.unwrap_err();
     assert!(matches!(&err, ActuatorError::Invalid(m) if m.contains("\"spine-0\" is not one")), "{err:?}");
 
-    // A port the switch does not have: the switch refuses, and it is not retried.
+    // A port the switch does not have (CONFIG_DB PORT, by name or alias): refused, not retried.
     let sw = switch("leaf-rail1").await;
     let pfcwd = toml::from_str::<PfcwdConfig>(&gnmi("leaf-rail1", &sw.addr.to_string())).unwrap().build("p").unwrap();
     let missing = [("switch", "leaf-rail1"), ("port", "Ethernet400")];
     let err = pfcwd.execute(&action("pfcwd.escalate", &missing, &[])).await.unwrap_err();
-    assert!(matches!(&err, ActuatorError::Invalid(m) if m.contains("refused")), "{err:?}");
+    assert!(
+        matches!(&err, ActuatorError::Invalid(m) if m.contains("no port is named or aliased \"Ethernet400\"")),
+        "{err:?}"
+    );
     sw.stop().await.unwrap();
 }
 
@@ -536,7 +554,7 @@ async fn an_unreachable_switch_fails_with_the_reason_is_retried_and_nothing_is_a
     let escalate = action("pfcwd.escalate", &[("switch", "leaf-rail3"), ("port", "Ethernet4")], &[("level", "1")]);
     let err = pfcwd.execute(&escalate).await.unwrap_err();
     assert!(
-        matches!(&err, ActuatorError::Failed(m) if m.contains("switch leaf-rail3 is unreachable") && m.contains(&closed)),
+        matches!(&err, ActuatorError::Failed(m) if m.contains("switch leaf-rail3") && m.contains(&closed) && m.contains("nothing was changed")),
         "{err:?}"
     );
 
@@ -564,7 +582,7 @@ async fn an_unreachable_switch_fails_with_the_reason_is_retried_and_nothing_is_a
     assert_eq!(decision.attempts, 3, "{decision:?}");
     match &decision.verdict {
         Verdict::Failed { error } => {
-            assert!(error.contains("unreachable") && error.ends_with("(after 3 attempts)"), "{error}")
+            assert!(error.contains("nothing was changed") && error.ends_with("(after 3 attempts)"), "{error}")
         }
         other => panic!("expected a failure, got {other:?}"),
     }

@@ -111,6 +111,7 @@ fn daemon_in(
                 tick: Duration::from_millis(10),
                 record: None,
                 stop_when_sensors_end: false,
+                shutdown_grace: engine::runtime::DEFAULT_SHUTDOWN_GRACE,
                 health: HealthBoard::default(),
             };
             let (_commands_tx, commands) = mpsc::channel(1);

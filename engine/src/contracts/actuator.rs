@@ -90,6 +90,15 @@ pub trait Actuator: Send + Sync {
         None
     }
 
+    /// Checks now what this actuator is configured to change (its switches probed: reachable,
+    /// serving what it writes, writable), so a target that cannot be changed is known at
+    /// start and not during an incident: one line per target, `Ok` with what it is or the
+    /// reason it cannot be changed. `rocemend check --probe` prints it; the daemon logs it at
+    /// start. Default: nothing to check (the actuator's targets are only known per action).
+    async fn check_targets(&self) -> Vec<(String, Result<String, ActuatorError>)> {
+        Vec::new()
+    }
+
     /// Exactly what [`Actuator::execute`] would send for `action`.
     async fn dry_run(&self, action: &Action) -> Result<RequestPlan, ActuatorError>;
 

@@ -162,6 +162,17 @@ impl HealthBoard {
         });
     }
 
+    /// The clock of a series of sensor `name` stepped back (`why`, with the
+    /// size of the step): counted as an error of kind `clock_step`. The
+    /// series is taken up again from its new time; the sensor's state is
+    /// left as it is, since what it sends is believed.
+    pub fn clock_stepped(&self, name: &str, why: &str) {
+        self.update(name, |h| {
+            *h.errors.entry("clock_step".to_string()).or_default() += 1;
+            h.last_error = Some(why.to_string());
+        });
+    }
+
     /// The sensors that keep the daemon from being ready: those that have
     /// not delivered a sample yet and have not declared that what they read
     /// does not exist here (`unavailable`) or that they wait for pushes.

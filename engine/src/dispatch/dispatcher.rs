@@ -84,6 +84,17 @@ pub struct Dispatcher {
     silences: Silences,
     /// Fleet coordination ([`Standalone`] unless configured).
     fleet: super::fleet::Fleet,
+    /// Undos held because their intent could not be written, with the
+    /// first step of each: run when the ledger can be written again. At
+    /// most one per action in effect.
+    held_undos: Vec<(Effect, String)>,
+    /// The ids of effects a dry-run only planned: counted by the policy
+    /// (duplicates, limits) as if carried out, but nothing changed, so not
+    /// listed in effect ([`Dispatcher::changed_in_effect`]). Pruned on the
+    /// tick to the policy's effects.
+    planned: std::collections::HashSet<String>,
+    /// When the ledger was last tried again while it could not be written.
+    last_recovery: Nanos,
     /// When decisions reach the dispatcher and become final.
     clock: Clock,
 }
@@ -187,8 +198,21 @@ fn restore_effect_of(policy: &mut Policy, d: &Decision) {
     });
 }
 
-/// How often the ledger is compacted to its retention bounds.
+/// How often the ledger is compacted to its retention age (its record cap
+/// is kept on every tick, [`COMPACTION_STEP`] records at a time).
 pub const COMPACTION_INTERVAL: Nanos = 3600 * crate::time::SECOND;
+
+/// The most records one tick removes over the ledger's cap: a few
+/// milliseconds of work, so a storm's thousands of records a second are
+/// caught up with within seconds without holding the dispatcher.
+pub const COMPACTION_STEP: usize = 2_000;
+
+/// The reason of a decision held because its intent could not be written.
+pub const LEDGER_UNWRITABLE: &str = "ledger unwritable";
+
+/// How often a ledger that cannot be written is tried again: each try
+/// writes a probe of [`crate::store::PROBE_BYTES`], too much for every tick.
+pub const LEDGER_RETRY: Nanos = crate::time::SECOND;
 
 impl Dispatcher {
     /// A dispatcher. With a ledger, it restores the breaker, the actions in
@@ -244,6 +268,9 @@ impl Dispatcher {
             drifts: DriftLog::default(),
             silences,
             fleet: super::fleet::Fleet::new(Arc::new(Standalone), Vec::new(), catalog),
+            held_undos: Vec::new(),
+            planned: Default::default(),
+            last_recovery: Nanos::MIN,
             clock: Arc::new(wall_clock_now),
         }
     }
@@ -361,6 +388,17 @@ impl Dispatcher {
         (self.drifts.reverted, self.drifts.changed)
     }
 
+    /// The actions this daemon changed a target with and has not undone:
+    /// the policy's effects without those a dry-run only planned.
+    pub fn changed_in_effect(&self) -> impl Iterator<Item = &Effect> {
+        self.policy.in_effect().filter(|e| !self.planned.contains(&e.id))
+    }
+
+    /// Whether the ledger can be written (`None`: the dispatcher has none).
+    pub fn ledger_health(&self) -> Option<crate::store::WriteHealth> {
+        self.ledger.as_ref().map(Ledger::write_health)
+    }
+
     /// The ledger, if any.
     pub fn ledger(&self) -> Option<&Ledger> {
         self.ledger.as_ref()
@@ -400,19 +438,72 @@ impl Dispatcher {
         d.destructive = self.catalog.destructive(kind);
     }
 
-    fn save(&self, d: &Decision, durable: bool) {
-        if let Some(ledger) = &self.ledger {
-            let result = if durable { ledger.put_durable(d) } else { ledger.put(d) };
-            if let Err(error) = result {
+    /// Writes `d` (and waits until it is on disk if `durable`); whether it
+    /// was. A ledger that cannot be written says so itself, once (see
+    /// [`crate::store`]): logging each refused record would repeat it for
+    /// every sample of a storm.
+    fn save(&self, d: &Decision, durable: bool) -> bool {
+        let Some(ledger) = &self.ledger else { return true };
+        let result = if durable { ledger.put_durable(d) } else { ledger.put(d) };
+        match result {
+            Ok(()) => true,
+            Err(crate::store::StoreError::Unwritable { .. } | crate::store::StoreError::Reopening) => false,
+            Err(error) => {
                 tracing::error!(message = "Could not write a decision to the ledger.", id = %d.id, %error);
+                false
             }
         }
     }
 
+    /// Why the ledger cannot be written, if it cannot: then no actuator is
+    /// called, since an action's intent must be on disk before it is sent.
+    fn ledger_unwritable(&self) -> Option<String> {
+        self.ledger.as_ref().and_then(Ledger::unwritable)
+    }
+
+    /// On every tick: a ledger that cannot be written is opened again if
+    /// space is back (see [`crate::store::Store::recover`]); once it can be
+    /// written, what it refused meanwhile is written (the breaker too), and
+    /// the undos held meanwhile run. Otherwise it flushes what was written
+    /// since the last flush, and keeps the ledger under its record cap.
+    pub async fn keep_ledger(&mut self, now: Nanos) -> Vec<Decision> {
+        let Some(ledger) = self.ledger.clone() else { return Vec::new() };
+        if ledger.unwritable().is_some() {
+            if now.saturating_sub(self.last_recovery) < LEDGER_RETRY {
+                return Vec::new();
+            }
+            self.last_recovery = now;
+            match ledger.recover() {
+                Ok(true) => self.save_breaker(),
+                Ok(false) => return Vec::new(),
+                Err(error) => {
+                    tracing::debug!(message = "The ledger could not be opened again yet.", %error);
+                    return Vec::new();
+                }
+            }
+        } else if ledger.flush().is_err() {
+            return Vec::new();
+        }
+        match ledger.compact_some(COMPACTION_STEP) {
+            Ok(0) | Err(crate::store::StoreError::Unwritable { .. }) => {}
+            Ok(removed) => tracing::debug!(message = "Ledger records over its cap removed.", removed),
+            Err(error) => tracing::error!(message = "Could not compact the ledger.", %error),
+        }
+        let mut out = Vec::new();
+        for (effect, first) in std::mem::take(&mut self.held_undos) {
+            if self.policy.in_effect().any(|e| e.id == effect.id) {
+                out.push(self.undo(effect, now, first).await);
+            }
+        }
+        out
+    }
+
     fn save_breaker(&self) {
         if let Some(ledger) = &self.ledger {
-            if let Err(error) = ledger.set_breaker(self.policy.breaker()) {
-                tracing::error!(message = "Could not persist the breaker state.", %error);
+            match ledger.set_breaker(self.policy.breaker()) {
+                // Said once by the store; written again when it recovers.
+                Ok(()) | Err(crate::store::StoreError::Unwritable { .. }) => {}
+                Err(error) => tracing::error!(message = "Could not persist the breaker state.", %error),
             }
         }
     }
@@ -431,5 +522,17 @@ impl Dispatcher {
         d.finished_at = self.now();
         self.save(&d, durable);
         d
+    }
+
+    /// `d` held because its intent could not be written: nothing was sent.
+    fn hold_unwritable(&mut self, mut d: Decision, now: Nanos, what: &str) -> Decision {
+        if d.phase == Phase::Intent {
+            // The step saying the intent is on disk is not true.
+            d.steps.pop();
+        }
+        d.phase = Phase::Decided;
+        d.steps.push(Step { at: now, what: format!("held: {LEDGER_UNWRITABLE}; {what}") });
+        d.verdict = Verdict::Held { reason: LEDGER_UNWRITABLE.into() };
+        self.finish(d, false)
     }
 }

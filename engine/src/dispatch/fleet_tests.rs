@@ -5,7 +5,7 @@ use super::*;
 use crate::contracts::{Action, Proposal};
 use crate::contracts::{ActionKindDecl, Actuator, ActuatorError, LimitClass, Outcome, RequestPlan};
 use crate::contracts::{
-    Admission, CoordinationError, Coordinator, FleetBreaker, Health, Release, Scope, Token, TokenRequest,
+    Admission, CoordinationError, Coordinator, FleetBreaker, Health, Release, Scope, Standalone, Token, TokenRequest,
 };
 use crate::labels::Labels;
 use crate::mode::Mode;
@@ -312,28 +312,28 @@ impl Coordinator for Sharing {
     fn identity(&self) -> &str {
         "agg-2"
     }
+    // Grants, budgets and the breaker as without a fleet: only ownership
+    // and what is recorded differ.
     async fn acquire(&self, request: &TokenRequest) -> Admission {
-        Admission::Granted(Token {
-            decision: request.decision.clone(),
-            holder: "agg-2".into(),
-            budgets: vec![],
-            keys: vec![],
-        })
+        match Standalone.acquire(request).await {
+            Admission::Granted(token) => Admission::Granted(Token { holder: "agg-2".into(), ..token }),
+            refused => refused,
+        }
     }
-    async fn release(&self, _token: &Token, _why: Release) -> Result<(), CoordinationError> {
-        Ok(())
+    async fn release(&self, token: &Token, why: Release) -> Result<(), CoordinationError> {
+        Standalone.release(token, why).await
     }
     fn breaker(&self) -> FleetBreaker {
-        FleetBreaker::default()
+        Standalone.breaker()
     }
-    async fn trip(&self, _reason: &str) -> Result<(), CoordinationError> {
-        Ok(())
+    async fn trip(&self, reason: &str) -> Result<(), CoordinationError> {
+        Standalone.trip(reason).await
     }
-    async fn reset(&self, _by: &str) -> Result<FleetBreaker, CoordinationError> {
-        Ok(FleetBreaker::default())
+    async fn reset(&self, by: &str) -> Result<FleetBreaker, CoordinationError> {
+        Standalone.reset(by).await
     }
     fn health(&self) -> Health {
-        Health::Reachable
+        Standalone.health()
     }
     async fn may_change_switch(&self, switch: &str) -> Result<(), crate::contracts::NotOwner> {
         if switch == "leaf-1" {

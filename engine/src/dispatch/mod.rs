@@ -15,10 +15,14 @@ pub use crate::catalog::ActuatorRoute;
 pub use crate::contracts::{Decision, Drift, DriftKind, Drifted, Phase, Resolution, Step, Verdict};
 pub use crate::mode::Mode;
 pub use crate::silence::{self, Silence};
-pub use dispatcher::{Clock, DispatchConfig, DispatchError, Dispatcher, COMPACTION_INTERVAL};
+pub use dispatcher::{
+    Clock, DispatchConfig, DispatchError, Dispatcher, COMPACTION_INTERVAL, COMPACTION_STEP, LEDGER_UNWRITABLE,
+};
 
 #[cfg(test)]
 mod fleet_tests;
+#[cfg(test)]
+mod ledger_tests;
 #[cfg(test)]
 mod manual_tests;
 #[cfg(test)]

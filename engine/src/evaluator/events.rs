@@ -85,8 +85,12 @@ pub enum RuleHealth {
 pub struct EngineStats {
     /// Samples ingested.
     pub samples: u64,
-    /// Samples dropped because they were older than the series' last one.
+    /// Samples dropped because they were a little older than the series'
+    /// last one (at most [`super::STEP_BACK_AFTER`]: reordered on the way).
     pub out_of_order: u64,
+    /// Samples far older than their series' last one: its clock stepped
+    /// back. Each resynchronizes its series ([`super::SteppedBack`]).
+    pub steps_back: u64,
     /// Counter readings that wrapped.
     pub counter_wraps: u64,
     /// Counter readings that went backwards (resets).
@@ -113,12 +117,14 @@ pub struct RefusedCounts {
     pub implausible: u64,
     /// Samples stamped too far ahead of the clock (counted by the run loop).
     pub future: u64,
+    /// Samples of a series with a label value its kind does not allow.
+    pub bad_label: u64,
 }
 
 impl RefusedCounts {
     /// All refusals.
     pub fn total(&self) -> u64 {
-        self.bad_counter + self.implausible + self.future
+        self.bad_counter + self.implausible + self.future + self.bad_label
     }
 }
 

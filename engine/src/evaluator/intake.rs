@@ -4,8 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use super::refusal::{Refusal, Refusals};
-use super::rule_state::{Route, SeriesState, UNROUTED};
+use super::refusal::{Refusal, Refusals, SteppedBack};
+use super::rule_state::{Route, SeriesState, REFUSED, UNROUTED};
 use super::subject::{key_of, reserve_for_push, Epoch, Subject, NEVER};
 use super::EngineStats;
 use super::Evaluator;
@@ -44,6 +44,8 @@ impl Evaluator {
 
     /// Computes the routes of series `idx`: which rules it feeds, as which
     /// subject, through which windows. Runs once per series (and after a reload).
+    /// A series with a bad label feeds no rule: its labels would reach
+    /// targets and commands; its samples are refused ([`REFUSED`]).
     #[cold]
     fn route(&mut self, idx: usize) {
         let reg = self.series.read();
@@ -64,6 +66,10 @@ impl Evaluator {
         }
         let id = SeriesId(idx as u32);
         let info = reg.info(id);
+        if info.bad_label.is_some() {
+            self.states[idx].route_len = REFUSED;
+            return;
+        }
         let labels = info.labels.to_labels(reg.interner());
         if let Some((job, node)) = self.job_syms {
             if let (Some(j), Some(n)) = (info.labels.get(job), info.labels.get(node)) {
@@ -141,11 +147,19 @@ impl Evaluator {
             self.route(idx);
             self.routed_at = Some(s.ts);
         }
-        let st = &mut self.states[idx];
-        if st.has_last() && s.ts < st.last_ts {
-            self.stats.out_of_order += 1;
+        let st = &self.states[idx];
+        if st.route_len == REFUSED {
+            self.refuse_label(s);
             return;
         }
+        if st.has_last() && s.ts < st.last_ts {
+            if st.last_ts - s.ts <= super::STEP_BACK_AFTER {
+                self.stats.out_of_order += 1;
+                return;
+            }
+            self.step_back(idx, s);
+        }
+        let st = &mut self.states[idx];
         let obs = match st.kind {
             SampleKind::Counter(spec) => {
                 let Some(obs) = counter_observation(&mut self.stats, &mut self.refusals, st, s, spec) else { return };
@@ -193,6 +207,44 @@ impl Evaluator {
                 }
                 rt.dirty.push(r.subject);
             }
+        }
+    }
+}
+
+impl Evaluator {
+    /// Refuses sample `s` of a series with a bad label: counted, and noted
+    /// with the reason for its sensor's health and the log.
+    #[cold]
+    fn refuse_label(&mut self, s: &Sample) {
+        self.stats.refused.bad_label += 1;
+        if let Some(bad) = self.series.read().info(s.series).bad_label {
+            self.refusals.note(s, Refusal::Label(bad));
+        }
+    }
+
+    /// The clock of series `idx` stepped back (sample `s`, far older than
+    /// its last): counted, noted for the caller, and the series taken up
+    /// again from `s` as if new: a new counter baseline, the windows it
+    /// feeds emptied for its subjects (what they hold is stamped in a future
+    /// the series would not reach for as long as the step), and their last
+    /// sample time moved back with it, so a subject fed only by a wrong
+    /// clock goes stale rather than firing on.
+    #[cold]
+    fn step_back(&mut self, idx: usize, s: &Sample) {
+        let st = &mut self.states[idx];
+        self.stats.steps_back += 1;
+        if self.steps_back.len() < Refusals::KEPT {
+            self.steps_back.push(SteppedBack { series: s.series, from: st.last_ts, to: s.ts });
+        }
+        st.last_ts = Nanos::MIN;
+        let (start, len) = (st.route_start as usize, st.route_len as usize);
+        for r in &self.routes[start..start + len] {
+            let rt = &mut self.rules[r.rule as usize];
+            let subject = r.subject as usize;
+            for &w in &rt.metric_windows[r.slot as usize].1 {
+                rt.columns[w as usize].reset(subject);
+            }
+            rt.subjects[subject].last_seen = NEVER;
         }
     }
 }

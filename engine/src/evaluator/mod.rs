@@ -44,7 +44,13 @@ mod rule_state;
 mod subject;
 
 pub use events::{EngineEvent, EngineStats, InstanceView, RefusedCounts, ReloadReport, RuleHealth, StateBytes};
-pub use refusal::{Refusal, Refusals, Refused};
+/// How much older than its series' last sample a sample may be and still
+/// be taken for one reordered on the way (dropped, counted as out of
+/// order); an older one means the series' clock stepped back, as far as a
+/// sample may be ahead of the clock ([`crate::runtime::DEFAULT_MAX_AHEAD`]).
+pub const STEP_BACK_AFTER: Nanos = 5 * crate::time::SECOND;
+
+pub use refusal::{Refusal, Refusals, Refused, SteppedBack};
 use rule_state::{Route, RuleRuntime, SeriesState};
 use subject::{Epoch, Subject, NEVER};
 
@@ -91,6 +97,9 @@ pub struct Evaluator {
     stats: EngineStats,
     /// Samples refused since the caller last took them (bounded).
     refusals: Refusals,
+    /// Series whose clock stepped back since the caller last took them
+    /// (the first [`Refusals::KEPT`]; [`EngineStats::steps_back`] counts all).
+    steps_back: Vec<SteppedBack>,
     /// The share of a core one rule may spend (see [`Evaluator::set_cost_budget`]).
     cost_budget: f64,
     /// Whether conditions with a native predicate use it (see
@@ -125,6 +134,7 @@ impl Evaluator {
             routed_at: None,
             stats: EngineStats::default(),
             refusals: Refusals::default(),
+            steps_back: Vec::new(),
             cost_budget: cost::DEFAULT_COST_BUDGET,
             native_predicates: true,
             values: Vec::new(),
@@ -163,6 +173,13 @@ impl Evaluator {
     /// health and the log.
     pub fn take_refusals(&mut self) -> Vec<Refused> {
         self.refusals.take()
+    }
+
+    /// The series whose clock stepped back since the last call (the first
+    /// few; [`EngineStats::steps_back`] counts them all), for the log and
+    /// the sensors' health.
+    pub fn take_steps_back(&mut self) -> Vec<SteppedBack> {
+        std::mem::take(&mut self.steps_back)
     }
 
     /// The rules loaded, with their health.
@@ -265,6 +282,12 @@ impl Evaluator {
     /// instances whose state is time-driven (pending, firing, cooldown).
     /// Events are appended to `out`.
     pub fn evaluate(&mut self, now: Nanos, out: &mut Vec<EngineEvent>) {
+        if now < self.last_stale_scan {
+            // The clock stepped back: scans are due from the new time, not
+            // once it is back where it was.
+            self.last_stale_scan = Nanos::MIN;
+            self.rules.iter_mut().for_each(|rt| rt.last_stale_scan = Nanos::MIN);
+        }
         let scan_stale = now.saturating_sub(self.last_stale_scan) >= STALE_SCAN_INTERVAL;
         // Only rules with work: new samples or time-driven instances, so an
         // evaluation costs what changed, not the size of the rule set. The
@@ -480,8 +503,11 @@ impl Evaluator {
         let named = self.rules[ri].named_values(values);
         if let Some(store) = &self.store {
             let key = self.rules[ri].subject_key(&labels);
-            if let Err(error) = store.put_instance(&rule.name, &key, inst) {
-                tracing::error!(message = "Could not persist instance state.", rule = %rule.name, %error);
+            match store.put_instance(&rule.name, &key, inst) {
+                // An unwritable store says so itself, once, then sums up
+                // the writes it refused: not once per instance per sample.
+                Ok(()) | Err(crate::store::StoreError::Unwritable { .. } | crate::store::StoreError::Reopening) => {}
+                Err(error) => tracing::error!(message = "Could not persist instance state.", rule = %rule.name, %error),
             }
         }
         for t in transitions {

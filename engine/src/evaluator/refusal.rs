@@ -19,6 +19,9 @@ pub enum Refusal {
         /// The time between the readings, ns.
         dt: Nanos,
     },
+    /// A sample of a series with a label its kind does not allow.
+    #[error("{0}")]
+    Label(#[from] crate::label_check::BadLabel),
     /// A sample too far ahead of the clock.
     #[error("its time is {span} ahead of the clock (at most {skew} allowed)", span = Span(*.ahead), skew = Span(*.skew))]
     Future {
@@ -27,6 +30,20 @@ pub enum Refusal {
         /// The skew allowed.
         skew: Nanos,
     },
+}
+
+/// A series whose clock stepped back: a sample at `to`, after one at
+/// `from`, more than [`super::STEP_BACK_AFTER`] later. The series is
+/// resynchronized at `to` (a new counter baseline, its windows emptied)
+/// rather than every later sample dropped until its clock is back at `from`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SteppedBack {
+    /// The series.
+    pub series: SeriesId,
+    /// Its last time before the step.
+    pub from: Nanos,
+    /// Its first time after.
+    pub to: Nanos,
 }
 
 /// One refused sample.

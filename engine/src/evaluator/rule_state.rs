@@ -15,6 +15,8 @@ use crate::time::Nanos;
 use crate::window::Column;
 
 pub(super) const UNROUTED: u16 = u16::MAX;
+/// The `route_len` of a series whose samples are all refused (a bad label).
+pub(super) const REFUSED: u16 = u16::MAX - 1;
 
 #[derive(Debug, Clone, Copy)]
 pub(super) struct SeriesState {

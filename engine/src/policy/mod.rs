@@ -164,7 +164,25 @@ impl History {
         self.order.push_back((at, target, kind.to_string()));
     }
 
+    /// After the clock stepped back, what it holds stamped after `now`
+    /// is taken as done at `now`: a cooldown or a window then runs its
+    /// length from the step, instead of as long as the step. Times stay in
+    /// order, so the lists stay sorted. Bounded by the history kept.
+    #[cold]
+    fn clamp_after(&mut self, now: Nanos) {
+        for q in self.by_target.values_mut() {
+            q.iter_mut().rev().take_while(|a| a.at > now).for_each(|a| a.at = now);
+        }
+        for q in self.by_kind.values_mut() {
+            q.iter_mut().rev().take_while(|at| **at > now).for_each(|at| *at = now);
+        }
+        self.order.iter_mut().rev().take_while(|(at, _, _)| *at > now).for_each(|(at, _, _)| *at = now);
+    }
+
     fn prune(&mut self, now: Nanos, keep: Nanos) {
+        if self.order.back().is_some_and(|(at, _, _)| *at > now) {
+            self.clamp_after(now);
+        }
         while self.order.front().is_some_and(|(at, _, _)| now - *at > keep) {
             let Some((_, target, kind)) = self.order.pop_front() else { break };
             if let Some(q) = self.by_target.get_mut(&target) {
@@ -292,6 +310,8 @@ impl Policy {
     fn prune(&mut self, now: Nanos) {
         let keep = self.settings.limits_window.max(self.settings.target_window).max(self.settings.target_cooldown);
         self.history.prune(now, keep);
+        // Breaker hits after `now` (the clock stepped back) count from now.
+        self.hits.iter_mut().rev().take_while(|t| **t > now).for_each(|t| *t = now);
         while self.hits.front().is_some_and(|t| now - *t > self.settings.breaker_window) {
             self.hits.pop_front();
         }

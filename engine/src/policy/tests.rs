@@ -175,6 +175,19 @@ fn an_action_in_effect_is_not_sent_again_and_a_target_cools_down() {
 }
 
 #[test]
+fn after_the_clock_steps_back_a_day_a_cooldown_runs_its_length_not_the_days() {
+    let mut policy = Policy::new(settings(|_, _, _| {}), None, catalog());
+    let p = proposal("ecn.lower", &[("switch", "s"), ("port", "Ethernet0")]);
+    let day = 86_400 * SECOND;
+    policy.commit("first", &p, day);
+    policy.remove_effect(&p.action);
+    // The clock steps back a day: the action counts as done at the step.
+    assert!(matches!(policy.check(&p, true, SECOND), Check::Suppress(r) if r.contains("target cooldown")));
+    assert!(matches!(policy.check(&p, true, 300 * SECOND), Check::Suppress(_)), "the 5 min still run");
+    assert_eq!(policy.check(&p, true, 302 * SECOND), Check::Allow, "5 min after the step, not a day");
+}
+
+#[test]
 fn approval_is_asked_for_with_an_expiry() {
     let s = settings(|_, _, a| {
         a.push(ApprovalRule { actions: vec!["node.*".into()], timeout: std::time::Duration::from_secs(900) })

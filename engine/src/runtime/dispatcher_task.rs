@@ -71,8 +71,9 @@ async fn serve(dispatcher: &mut Dispatcher, msg: ToDispatcher) -> Vec<Decision> 
         ToDispatcher::Proposal(p) => vec![dispatcher.dispatch(p).await],
         ToDispatcher::Resolved { rule, subject, at } => dispatcher.instance_resolved(&rule, &subject, at).await,
         ToDispatcher::Tick(now) => {
+            let mut out = dispatcher.keep_ledger(now).await;
             dispatcher.adopt_taken_over(now).await;
-            let mut out = dispatcher.maintain(now);
+            out.extend(dispatcher.maintain(now));
             out.extend(dispatcher.reverify_if_due(now).await);
             out
         }
@@ -120,7 +121,8 @@ async fn command_decisions(dispatcher: &mut Dispatcher, command: DispatchCommand
                 breaker: dispatcher.breaker().clone(),
                 breaker_window: dispatcher.policy().settings().breaker_window,
                 pending: dispatcher.pending().cloned().collect(),
-                in_effect: dispatcher.policy().in_effect().cloned().collect(),
+                in_effect: dispatcher.changed_in_effect().cloned().collect(),
+                ledger: dispatcher.ledger_health(),
                 silences: dispatcher.silences(now),
                 drifted: dispatcher.drifted().cloned().collect(),
                 drift_counts: dispatcher.drift_counts(),

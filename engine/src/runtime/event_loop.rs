@@ -76,6 +76,11 @@ pub(super) struct EventLoop {
     pub refusals: RefusalReporter,
     /// A reload in flight, off the loop.
     pub reloading: Option<Reloading>,
+    /// Turns true when the daemon is asked to stop: a send to the
+    /// dispatcher's full inbox gives up then instead of waiting on.
+    pub shutdown: watch::Receiver<bool>,
+    /// Shutdown was seen while waiting on the dispatcher: the loop ends.
+    pub stopping: bool,
 }
 
 /// What the loop counts for its summary and views.
@@ -126,7 +131,7 @@ impl EventLoop {
                             let set = ModeSet { mode: *mode, by: by.clone(), at: wall_clock_now() };
                             observe(&DaemonEvent::ModeSet(set));
                         }
-                        let _ = self.dispatcher.inbox.send(ToDispatcher::Command(command, self.last_now)).await;
+                        self.send_to_dispatcher(ToDispatcher::Command(command, self.last_now), observe).await;
                     }
                     None => commands_open = false,
                 },
@@ -134,7 +139,7 @@ impl EventLoop {
                 loaded = reloaded(&mut self.reloading) => self.on_reloaded(loaded, observe),
                 _ = shutdown.changed() => break,
             }
-            if sensors.done && sensors.tasks.is_empty() && stop_when_sensors_end {
+            if self.stopping || (sensors.done && sensors.tasks.is_empty() && stop_when_sensors_end) {
                 break;
             }
             let next = self.next_tick(last_tick, tick);
@@ -160,15 +165,48 @@ impl EventLoop {
     }
 
     /// Lets the dispatcher finish what it was given, reports it, and flushes
-    /// the recording and the instance state.
-    pub async fn finish(self, observe: &mut (impl FnMut(&DaemonEvent) + Send)) -> Result<RunSummary, std::io::Error> {
-        let EventLoop { evaluator, mut recorder, dispatcher, tally, .. } = self;
+    /// the recording and the instance state. Once the daemon is asked to
+    /// stop, the dispatcher gets `grace` to finish; then its task is
+    /// stopped where it waits, as a crash would stop it: an intent is on
+    /// disk before any change, and the next start settles it.
+    pub async fn finish(
+        self,
+        grace: Duration,
+        observe: &mut (impl FnMut(&DaemonEvent) + Send),
+    ) -> Result<RunSummary, std::io::Error> {
+        let EventLoop { evaluator, mut recorder, dispatcher, tally, mut shutdown, .. } = self;
         let mut decisions = tally.decisions;
         let DispatcherTask { inbox, decisions: mut decided, task } = dispatcher;
         drop(inbox);
-        while let Some(decision) = decided.recv().await {
-            decisions += 1;
-            observe(&DaemonEvent::Decision(Box::new(decision)));
+        let mut deadline = None;
+        loop {
+            let out_of_time = async move {
+                match deadline {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                decision = decided.recv() => match decision {
+                    Some(decision) => {
+                        decisions += 1;
+                        observe(&DaemonEvent::Decision(Box::new(decision)));
+                    }
+                    None => break,
+                },
+                _ = stopped(&mut shutdown), if deadline.is_none() => {
+                    deadline = Some(tokio::time::Instant::now() + grace);
+                }
+                _ = out_of_time => {
+                    task.abort();
+                    tracing::error!(
+                        message = "The dispatcher did not finish within the shutdown timeout; stopped where it was.",
+                        timeout = ?grace,
+                        consequence = "what it had not decided is proposed again at the next start",
+                    );
+                    break;
+                }
+            }
         }
         let _ = task.await;
         if let Some(w) = recorder.as_mut() {
@@ -203,20 +241,22 @@ impl EventLoop {
         for note in &batch.notes {
             if note.kind == Note::RECONNECTED {
                 let reconnected = ToDispatcher::Reconnected { target: note.labels.clone(), at: note.ts };
-                let _ = self.dispatcher.inbox.send(reconnected).await;
+                self.send_to_dispatcher(reconnected, observe).await;
             }
             observe(&DaemonEvent::Note(note.clone()));
         }
         self.evaluator.ingest(&batch.samples);
         let refused = self.evaluator.take_refusals();
         self.refusals.report(&refused, self.evaluator.series(), &self.health);
+        let stepped = self.evaluator.take_steps_back();
+        self.refusals.report_steps_back(&stepped, self.evaluator.series(), &self.health);
         let now = match self.clock {
             ClockMode::Wall => wall_clock_now(),
             ClockMode::Samples => self.guard.clock().unwrap_or(self.last_now),
         };
         self.evaluate(now, observe).await;
         if self.clock == ClockMode::Samples {
-            let _ = self.dispatcher.inbox.send(ToDispatcher::Tick(now)).await;
+            self.send_to_dispatcher(ToDispatcher::Tick(now), observe).await;
         }
     }
 
@@ -226,7 +266,8 @@ impl EventLoop {
         let wall = wall_clock_now();
         let mut refused = Vec::new();
         let guard = &mut self.guard;
-        batch.samples.retain(|s| match guard.admit(Some(s.series), s.ts, wall) {
+        let series = self.evaluator.series();
+        batch.samples.retain(|s| match guard.admit_from(Some(s.series), s.ts, wall, |id| source_of(series, id)) {
             Ok(()) => true,
             Err(refusal) => {
                 refused.push(Refused { series: s.series, ts: s.ts, refusal });
@@ -240,6 +281,14 @@ impl EventLoop {
             }
             guard.admit(None, n.ts, wall).is_ok()
         });
+        for step in guard.take_steps_back() {
+            tracing::warn!(
+                message = "The recording's clock stepped back; evaluation goes on from there.",
+                by = %crate::time::Span(step.from - step.to),
+                from = %crate::time::rfc3339(step.from),
+                to = %crate::time::rfc3339(step.to),
+            );
+        }
         self.tally.refused_future += refused.len() as u64;
         self.refusals.report(&refused, self.evaluator.series(), &self.health);
     }
@@ -257,7 +306,7 @@ impl EventLoop {
         let early = (tick.as_nanos() as Nanos).min(DISPATCHER_TICK);
         if now.saturating_sub(self.tally.dispatcher_ticked) >= DISPATCHER_TICK - early {
             self.tally.dispatcher_ticked = now;
-            let _ = self.dispatcher.inbox.send(ToDispatcher::Tick(now)).await;
+            self.send_to_dispatcher(ToDispatcher::Tick(now), observe).await;
         }
     }
 
@@ -268,18 +317,51 @@ impl EventLoop {
         self.evaluator.evaluate(now, &mut self.events);
         self.tally.evaluations += 1;
         self.tally.evaluation_ns += started.elapsed().as_nanos() as u64;
-        for event in self.events.drain(..) {
+        let mut events = std::mem::take(&mut self.events);
+        for event in events.drain(..) {
             match &event {
-                EngineEvent::Proposal(p) => {
-                    let _ = self.dispatcher.inbox.send(ToDispatcher::Proposal(p.clone())).await;
-                }
+                EngineEvent::Proposal(p) => self.send_to_dispatcher(ToDispatcher::Proposal(p.clone()), observe).await,
                 EngineEvent::Transition { rule, subject, from: State::Firing, at, .. } => {
                     let resolved = ToDispatcher::Resolved { rule: rule.clone(), subject: subject.clone(), at: *at };
-                    let _ = self.dispatcher.inbox.send(resolved).await;
+                    self.send_to_dispatcher(resolved, observe).await;
                 }
                 _ => {}
             }
             observe(&DaemonEvent::Engine(event));
+        }
+        self.events = events;
+    }
+
+    /// Hands `msg` to the dispatcher's task. Its inbox is bounded, and so
+    /// is the channel its decisions come back on: waiting for room in the
+    /// inbox without taking its decisions would let each side wait for the
+    /// other for ever once both are full (a replay at full speed that makes
+    /// decisions faster than the dispatcher settles them did: it stopped at
+    /// about a thousand). So while it waits, the loop takes the decisions as
+    /// they come, and it gives up when the daemon is asked to stop: the
+    /// message is dropped, as a crash would drop it (a firing instance
+    /// proposes again at the next start; an action that outlived its
+    /// incident is undone then).
+    async fn send_to_dispatcher(&mut self, msg: ToDispatcher, observe: &mut (impl FnMut(&DaemonEvent) + Send)) {
+        if self.stopping {
+            return;
+        }
+        loop {
+            let decision = tokio::select! {
+                biased;
+                permit = self.dispatcher.inbox.reserve() => {
+                    if let Ok(permit) = permit {
+                        permit.send(msg);
+                    }
+                    return;
+                }
+                Some(decision) = self.dispatcher.decisions.recv() => decision,
+                _ = stopped(&mut self.shutdown) => {
+                    self.stopping = true;
+                    return;
+                }
+            };
+            self.on_decision(decision, observe);
         }
     }
 
@@ -381,6 +463,29 @@ impl EventLoop {
     fn on_decision(&mut self, decision: crate::dispatch::Decision, observe: &mut (impl FnMut(&DaemonEvent) + Send)) {
         self.tally.decisions += 1;
         observe(&DaemonEvent::Decision(Box::new(decision)));
+    }
+}
+
+/// Whose clock stamps the samples of `series`: its node's, else its
+/// switch's, else its sensor's (see [`super::time_guard`]).
+fn source_of(series: &crate::series::SeriesTable, id: crate::series::SeriesId) -> super::time_guard::Source {
+    let reg = series.read();
+    let info = reg.info(id);
+    for (tag, key) in [(1u64, "node"), (2, "switch")] {
+        if let Some(value) = reg.interner().get(key).and_then(|sym| info.labels.get(sym)) {
+            return tag << 32 | u64::from(value.0);
+        }
+    }
+    3 << 32 | u64::from(info.sensor.0)
+}
+
+/// Resolves once `shutdown` is true (at once if it is already).
+async fn stopped(shutdown: &mut watch::Receiver<bool>) {
+    while !*shutdown.borrow_and_update() {
+        if shutdown.changed().await.is_err() {
+            // The sender is gone: nobody can ask any more; never resolves.
+            std::future::pending::<()>().await;
+        }
     }
 }
 

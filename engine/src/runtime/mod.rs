@@ -91,7 +91,16 @@ pub struct Daemon {
     pub stop_when_sensors_end: bool,
     /// Where sensors report their health.
     pub health: crate::contracts::HealthBoard,
+    /// Once the daemon is asked to stop, how long the dispatcher may take to
+    /// finish what it was given ([`DEFAULT_SHUTDOWN_GRACE`] unless configured).
+    pub shutdown_grace: Duration,
 }
+
+/// How long, by default, the dispatcher may take to finish once the daemon
+/// is asked to stop: an actuator call in flight (a gNMI Set, a `scontrol`)
+/// takes seconds at most, and systemd's and Kubernetes' stop timeouts
+/// (`packaging/`) give the whole daemon 30 s.
+pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
 /// Where a daemon records what it sees, and how large the file may grow.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -131,8 +140,12 @@ pub struct DispatchStatus {
     pub breaker_window: crate::time::Nanos,
     /// Requests awaiting approval.
     pub pending: Vec<Decision>,
-    /// Actions in effect.
+    /// Actions in effect: what changed a target and is not undone (not
+    /// what a dry-run planned or shadow mode recorded).
     pub in_effect: Vec<crate::policy::Effect>,
+    /// Whether the ledger can be written (`None`: no ledger); while it
+    /// cannot, no action or undo is sent.
+    pub ledger: Option<crate::store::WriteHealth>,
     /// Silences in force.
     pub silences: Vec<Silence>,
     /// The latest actions found drifted.
@@ -193,6 +206,7 @@ pub async fn run(
         record,
         stop_when_sensors_end,
         health,
+        shutdown_grace,
     } = daemon;
     let recorder = match &record {
         Some(r) => Some(RecordingFile::open(&r.path, r.rotation, crate::time::wall_clock_now(), "rocemend started")?),
@@ -213,7 +227,9 @@ pub async fn run(
         guard: TimeGuard::new(clock, max_ahead),
         reloading: None,
         refusals: refusals::RefusalReporter::default(),
+        shutdown: shutdown.clone(),
+        stopping: false,
     };
     event_loop.run(sensors, shutdown, commands, tick, stop_when_sensors_end, &mut observe).await;
-    event_loop.finish(&mut observe).await
+    event_loop.finish(shutdown_grace, &mut observe).await
 }

@@ -6,11 +6,14 @@
 //!   and change by hand;
 //! - [`proposal`]: a proposal of an action on a node, as a rule makes it;
 //! - [`SensorHarness`]: a sensor's context with its series table, batch
-//!   channel and stop switch.
+//!   channel and stop switch;
+//! - [`Scripted`]: a sensor that sends the batches a test wrote for it.
 
 mod knobs;
+mod scripted;
 
 pub use knobs::Knobs;
+pub use scripted::Scripted;
 
 use std::collections::BTreeMap;
 

@@ -13,14 +13,17 @@
 //! actuators refer to by name.
 
 mod access;
+mod checks;
 mod inventory;
 
 pub use access::{AccessError, GnmiDefaults, PathStyleSetting, SwitchAccess, SwitchTls};
+pub use checks::InventoryProblem;
 pub use inventory::{Gpu, Inventory, Nic, Node, Switch, SwitchRole};
 
 use std::collections::HashMap;
 use std::path::Path;
 
+use crate::config::{Locator, TomlError};
 use crate::labels::Labels;
 
 /// An inventory could not be loaded.
@@ -47,14 +50,29 @@ pub enum TopologyError {
         /// What was expected.
         message: String,
     },
-    /// The inventory is well-formed but inconsistent.
-    #[error("{path}: {message}")]
+    /// The inventory is well-formed but inconsistent: every problem, each at its line and
+    /// column (see `checks`).
+    #[error("{}", problems.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
     Invalid {
-        /// The file.
-        path: String,
-        /// What is inconsistent.
-        message: String,
+        /// What is inconsistent, and where.
+        problems: Vec<TomlError>,
     },
+}
+
+impl TopologyError {
+    /// Each problem as a placed error (a whole-file one for an unreadable file), for a
+    /// caller that lists every problem of every file.
+    pub fn problems(&self) -> Vec<TomlError> {
+        match self {
+            TopologyError::Io { path, .. } => {
+                vec![TomlError { path: path.clone(), line: 0, column: 0, message: self.to_string() }]
+            }
+            TopologyError::Parse { path, line, column, message } => {
+                vec![TomlError { path: path.clone(), line: *line, column: *column, message: message.clone() }]
+            }
+            TopologyError::Invalid { problems } => problems.clone(),
+        }
+    }
 }
 
 /// The loaded inventory with its lookup indexes.
@@ -114,51 +132,45 @@ impl Topology {
             let (line, column) = crate::config::line_col(text, e.span().map(|s| s.start).unwrap_or(0));
             TopologyError::Parse { path: origin.to_string(), line, column, message: e.message().to_string() }
         })?;
-        Topology::index(inventory).map_err(|message| TopologyError::Invalid { path: origin.to_string(), message })
+        Topology::index(inventory).map_err(|problems| {
+            let at = Locator::new(text, origin);
+            TopologyError::Invalid { problems: problems.iter().map(|p| at.error(&p.at.keys(), &p.message)).collect() }
+        })
     }
 
     /// Builds the indexes of an inventory made in code, checking that every
     /// reference resolves.
     pub fn from_inventory(inventory: Inventory) -> Result<Topology, TopologyError> {
-        Topology::index(inventory).map_err(|message| TopologyError::Invalid { path: "<inventory>".into(), message })
+        Topology::index(inventory).map_err(|problems| TopologyError::Invalid {
+            problems: (problems.into_iter())
+                .map(|p| TomlError {
+                    path: "<inventory>".into(),
+                    line: 0,
+                    column: 0,
+                    message: format!("{}: {}", p.at, p.message),
+                })
+                .collect(),
+        })
     }
 
-    fn index(inventory: Inventory) -> Result<Topology, String> {
+    /// Checks `inventory` (every problem at once) and builds its indexes.
+    fn index(inventory: Inventory) -> Result<Topology, Vec<InventoryProblem>> {
+        let problems = checks::problems(&inventory);
+        if !problems.is_empty() {
+            return Err(problems);
+        }
         let mut t = Topology { inventory, ..Topology::default() };
         for (si, s) in t.inventory.switch.iter().enumerate() {
-            if t.switch_by_name.insert(s.name.clone(), si).is_some() {
-                return Err(format!("switch {:?} is listed twice", s.name));
-            }
+            t.switch_by_name.insert(s.name.clone(), si);
         }
         for (ni, node) in t.inventory.node.iter().enumerate() {
-            if t.node_by_name.insert(node.name.clone(), ni).is_some() {
-                return Err(format!("node {:?} is listed twice", node.name));
-            }
+            t.node_by_name.insert(node.name.clone(), ni);
             for (ci, nic) in node.nic.iter().enumerate() {
                 for dev in [&nic.rdma_dev, &nic.netdev] {
-                    if t.nic_by_dev.insert((node.name.clone(), dev.clone()), (ni, ci)).is_some() {
-                        return Err(format!("node {:?}: device {dev:?} is listed twice", node.name));
-                    }
+                    t.nic_by_dev.insert((node.name.clone(), dev.clone()), (ni, ci));
                 }
-                if let Some(gpu) = nic.gpu {
-                    if !node.gpu.iter().any(|g| g.index == gpu) {
-                        return Err(format!(
-                            "node {:?}: NIC {} names GPU {gpu}, which the node does not list",
-                            node.name, nic.rdma_dev
-                        ));
-                    }
-                }
-                if let Some(sw) = &nic.switch {
-                    if !t.switch_by_name.contains_key(sw) {
-                        return Err(format!(
-                            "node {:?}: NIC {} is cabled to switch {sw:?}, which is not listed",
-                            node.name, nic.rdma_dev
-                        ));
-                    }
-                    let port = nic.switch_port.clone().unwrap_or_default();
-                    if t.nic_by_switch_port.insert((sw.clone(), port.clone()), (ni, ci)).is_some() {
-                        return Err(format!("switch {sw:?} port {port:?} is cabled to two NICs"));
-                    }
+                if let (Some(sw), Some(port)) = (&nic.switch, &nic.switch_port) {
+                    t.nic_by_switch_port.insert((sw.clone(), port.clone()), (ni, ci));
                 }
             }
         }
@@ -173,6 +185,11 @@ impl Topology {
     /// Number of nodes in the fleet.
     pub fn node_count(&self) -> usize {
         self.inventory.node.len()
+    }
+
+    /// Whether node `name` is listed.
+    pub fn has_node(&self, name: &str) -> bool {
+        self.node_by_name.contains_key(name)
     }
 
     /// Adds topology labels to `labels`, never overwriting one a sensor set.

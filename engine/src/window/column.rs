@@ -114,6 +114,22 @@ impl Column {
         }
     }
 
+    /// Empties the window of `subject`: after its clock stepped back, what
+    /// it holds is stamped in a future its new samples will not reach for
+    /// as long as the step, and would hide them.
+    pub fn reset(&mut self, subject: usize) {
+        match &mut self.data {
+            Data::Sum(v) | Data::Min(v) | Data::Max(v) => v[subject] = Ring::default(),
+            Data::Avg { sums, counts } => {
+                sums[subject] = Ring::default();
+                counts[subject] = Ring::default();
+            }
+            Data::Last(v) => v[subject] = f64::NAN,
+            Data::Ewma(v) => v[subject] = (f64::NAN, 0),
+            Data::Seen(v) => v[subject] = Nanos::MIN,
+        }
+    }
+
     /// Gives back spare capacity.
     pub fn shrink_to_fit(&mut self) {
         match &mut self.data {

@@ -253,7 +253,7 @@ impl Shard {
             return Err(FleetError::ShardGroup(group.to_string()));
         }
         let switches = checked(switches)?;
-        let client = crate::connect_client(settings).await?;
+        let client = crate::client::connect_client(settings).await?;
         let (owned, _) = watch::channel(BTreeSet::new());
         let inner = Arc::new(Inner {
             client,

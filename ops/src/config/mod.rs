@@ -95,6 +95,13 @@ pub struct EngineSection {
     /// quarantined with the figures in its reason (0.05: 5 % of a core).
     #[serde(default = "default_rule_cost_budget")]
     pub rule_cost_budget: f64,
+    /// How long the daemon may take to stop after SIGTERM or SIGINT (1 s to 10 min): the dispatcher
+    /// gets half of it to finish the actions in hand, then is stopped where it waits (an intent is on
+    /// disk before any change; the next start settles it), and at the end of it the process exits
+    /// whatever is still running (a second signal exits at once). Below the supervisor's own
+    /// timeout (`TimeoutStopSec=30s`, `terminationGracePeriodSeconds: 30`).
+    #[serde(default = "default_shutdown_timeout", with = "duration::shutdown_timeout")]
+    pub shutdown_timeout: Duration,
 }
 
 impl Default for EngineSection {
@@ -107,6 +114,7 @@ impl Default for EngineSection {
             exit_when_sensors_end: false,
             max_ahead: default_max_ahead(),
             rule_cost_budget: default_rule_cost_budget(),
+            shutdown_timeout: default_shutdown_timeout(),
         }
     }
 }
@@ -121,6 +129,10 @@ fn default_record_keep() -> u32 {
 
 fn default_rule_cost_budget() -> f64 {
     engine::evaluator::cost::DEFAULT_COST_BUDGET
+}
+
+fn default_shutdown_timeout() -> Duration {
+    Duration::from_secs(20)
 }
 
 fn default_max_ahead() -> Duration {
@@ -168,6 +180,7 @@ mod duration {
     key!(tick, "engine.tick");
     key!(reload_poll, "engine.reload_poll");
     key!(max_ahead, "engine.max_ahead");
+    key!(shutdown_timeout, "engine.shutdown_timeout");
 }
 
 /// `[control]`.

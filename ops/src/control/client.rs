@@ -231,10 +231,19 @@ async fn connect_tcp(addr: &str, ca: &Path, token: Option<&str>) -> Result<Clien
 /// Every decision of the daemon's ledger decided since `since` (0: all),
 /// oldest first.
 pub async fn decisions(address: &Address, since: Nanos) -> Result<Vec<Decision>, ClientError> {
-    let request = ListDecisionsRequest { since_ns: since, ..ListDecisionsRequest::default() };
-    let reply = connect(address).await?.list_decisions(request).await?.into_inner();
-    let decisions: Result<Vec<Decision>, DecodeError> = reply.decisions_json.iter().map(|j| decode(j)).collect();
-    Ok(decisions?)
+    let mut request = ListDecisionsRequest { since_ns: since, ..ListDecisionsRequest::default() };
+    let mut client = connect(address).await?;
+    let mut decisions = Vec::new();
+    loop {
+        let reply = client.list_decisions(request.clone()).await?.into_inner();
+        for j in &reply.decisions_json {
+            decisions.push(decode::<Decision>(j)?);
+        }
+        if reply.next_after.is_empty() {
+            return Ok(decisions);
+        }
+        request.after = reply.next_after;
+    }
 }
 
 /// A tokio runtime for a client called from synchronous code. Two workers:

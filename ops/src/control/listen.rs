@@ -15,21 +15,22 @@ use tokio_rustls::rustls;
 use tokio_stream::wrappers::{ReceiverStream, UnixListenerStream};
 use tokio_stream::{Stream, StreamExt};
 
+use super::socket::{claim, OwnedSocket, SocketError};
+
 /// How long a TLS handshake may take before the connection is dropped, so
 /// half-open connections cannot pile up.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Binds the unix socket: parent directory created, a stale socket file
-/// replaced, mode 0600 from the first moment.
-pub fn bind_unix(path: &Path) -> std::io::Result<UnixListener> {
+/// Binds the unix socket: parent directory created, a live socket refused
+/// and a dead one replaced ([`claim`]), mode 0600 from the first moment.
+/// Returns the listener and the file it bound, which is all the daemon
+/// removes at exit.
+pub fn bind_unix(path: &Path) -> Result<(UnixListener, OwnedSocket), SocketError> {
+    let io = |source| SocketError::Io { path: path.to_path_buf(), source };
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
+        std::fs::create_dir_all(dir).map_err(io)?;
     }
-    match std::fs::remove_file(path) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(e),
-    }
+    claim(path)?;
     // The socket is created with the umask's permissions: tighten the umask
     // around the bind so it is never open to others, not even for a moment.
     // SAFETY: umask only swaps the process's file-creation mask.
@@ -37,9 +38,10 @@ pub fn bind_unix(path: &Path) -> std::io::Result<UnixListener> {
     let bound = UnixListener::bind(path);
     // SAFETY: as above; restores the previous mask.
     unsafe { libc::umask(old) };
-    let listener = bound?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
-    Ok(listener)
+    let listener = bound.map_err(io)?;
+    let owned = OwnedSocket::bound(path)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(io)?;
+    Ok((listener, owned))
 }
 
 /// Connections on the unix socket from the daemon's own user only. The mode

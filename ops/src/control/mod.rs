@@ -5,6 +5,7 @@
 //!
 //! - [`server`]: the service, served by `rocemend run`;
 //! - [`serve`], [`listen`], [`auth`]: where it listens and who may call;
+//! - [`socket`]: one daemon per control socket;
 //! - [`events`]: the run loop's events, broadcast to `Watch`;
 //! - [`incidents`]: decisions and instances grouped into incidents;
 //! - [`client`]: the CLI's side, over the socket or TCP;
@@ -17,6 +18,7 @@ pub mod incidents;
 pub mod listen;
 pub mod serve;
 pub mod server;
+pub mod socket;
 pub mod view;
 
 /// Code generated from `control.proto`.

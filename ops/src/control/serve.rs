@@ -14,6 +14,7 @@ use super::auth::{TokenError, Tokens};
 use super::listen::{bind_unix, owner_only, server_tls, tls_incoming, TlsError};
 use super::pb::control_server::ControlServer;
 use super::server::ControlService;
+use super::socket::SocketError;
 use crate::config::ControlSection;
 
 /// Why the control API cannot listen or stopped serving.
@@ -42,14 +43,9 @@ pub enum ServeError {
         /// Why.
         source: std::io::Error,
     },
-    /// The unix socket cannot be bound.
-    #[error("control socket {}", path.display())]
-    Socket {
-        /// The socket.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
+    /// The unix socket cannot be bound (another daemon serves it, among others).
+    #[error(transparent)]
+    Socket(#[from] SocketError),
     /// A listener failed.
     #[error(transparent)]
     Io(#[from] std::io::Error),
@@ -121,7 +117,7 @@ pub fn start(
     service: ControlService,
     shutdown: watch::Receiver<bool>,
 ) -> Result<JoinHandle<Result<(), ServeError>>, ServeError> {
-    let unix = bind_unix(&socket).map_err(|source| ServeError::Socket { path: socket.clone(), source })?;
+    let (unix, owned) = bind_unix(&socket)?;
     tracing::info!(message = "Control API listening.", socket = %socket.display());
     let unix_server = tonic::transport::Server::builder()
         .add_service(ControlServer::new(service.clone()))
@@ -148,7 +144,7 @@ pub fn start(
             }
             None => unix_server.await,
         };
-        let _ = std::fs::remove_file(&socket);
+        owned.remove();
         result.map_err(ServeError::Serve)
     }))
 }

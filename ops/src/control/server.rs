@@ -144,6 +144,7 @@ impl Control for ControlService {
             silences_json: status.silences.iter().map(json).collect(),
             drifted_json: status.drifted.iter().map(json).collect(),
             sensors_json: self.health.snapshot().iter().map(json).collect(),
+            ledger_json: status.ledger.as_ref().map(json).unwrap_or_default(),
         }))
     }
 
@@ -158,8 +159,10 @@ impl Control for ControlService {
             rule: (!r.rule.is_empty()).then_some(r.rule),
             target: (!r.target.is_empty()).then_some(r.target),
         };
-        let decisions = self.ledger.list(&filter).map_err(internal)?;
-        Ok(Response::new(ListDecisionsReply { decisions_json: decisions.iter().map(json).collect() }))
+        let after = (!r.after.is_empty()).then_some(r.after.as_str());
+        let limit = if r.limit == 0 { engine::ledger::MAX_PAGE } else { r.limit as usize };
+        let page = self.ledger.page(&filter, after, limit).map_err(internal)?;
+        Ok(Response::new(page_reply(&page)))
     }
 
     async fn explain(&self, request: Request<ExplainRequest>) -> Result<Response<ExplainReply>, Status> {
@@ -494,4 +497,26 @@ fn refused(error: DispatchError) -> Status {
         DispatchError::Unknown(_) => Status::not_found(error.to_string()),
         _ => Status::failed_precondition(error.to_string()),
     }
+}
+
+/// The most bytes of JSON one page of decisions carries: with the request's
+/// framing, well under gRPC's 4 MiB default limit, whatever the records hold.
+pub const MAX_PAGE_BYTES: usize = 2 << 20;
+
+/// `page` as a reply of at most [`MAX_PAGE_BYTES`]: records past the bound
+/// are left for the next page (one record is always sent, so a page moves on).
+fn page_reply(page: &engine::ledger::Page) -> ListDecisionsReply {
+    let mut decisions_json: Vec<String> = Vec::new();
+    let mut bytes = 0;
+    let mut next_after = page.next_after.clone();
+    for d in &page.decisions {
+        let text = json(d);
+        if !decisions_json.is_empty() && bytes + text.len() > MAX_PAGE_BYTES {
+            next_after = Some(page.decisions[decisions_json.len() - 1].id.clone());
+            break;
+        }
+        bytes += text.len();
+        decisions_json.push(text);
+    }
+    ListDecisionsReply { decisions_json, next_after: next_after.unwrap_or_default() }
 }

@@ -249,7 +249,7 @@ pub fn status(s: &pb::StatusReply) -> Result<String, DecodeError> {
     for trip in breaker.trips.iter().rev().take(TRIPS_SHOWN) {
         let _ = writeln!(out, "  {}  {}", rfc3339(trip.at), trip.reason);
     }
-    let _ = writeln!(out, "ledger    {} records", s.ledger_records);
+    let _ = writeln!(out, "ledger    {} records{}", s.ledger_records, ledger_health_line(&s.ledger_json));
     let _ = writeln!(out, "sensors   {}", s.sensors_json.len());
     for text in &s.sensors_json {
         let h: SensorHealth = decode(text)?;
@@ -288,10 +288,21 @@ pub fn status(s: &pb::StatusReply) -> Result<String, DecodeError> {
     Ok(out)
 }
 
+/// `; UNWRITABLE since …` when the ledger cannot be written, else nothing.
+fn ledger_health_line(ledger_json: &str) -> String {
+    let Ok(h) = serde_json::from_str::<engine::store::WriteHealth>(ledger_json) else { return String::new() };
+    if h.writable {
+        return String::new();
+    }
+    let since = h.since.map(rfc3339).unwrap_or_default();
+    let cause = h.cause.unwrap_or_default();
+    format!("; UNWRITABLE since {since} ({cause}): no action or undo is sent until it can be written")
+}
+
 /// `rocemend status --json`: one document.
 pub fn status_json(s: &pb::StatusReply) -> Result<String, DecodeError> {
     Ok(format!(
-        "{{\"mode\":{:?},\"breaker\":{},\"breaker_trips\":{},\"pending\":[{}],\"pending_expiry\":{},\"in_effect\":[{}],\"drifted\":[{}],\"sensors\":[{}],\"silences\":[{}],\"ledger_records\":{}}}\n",
+        "{{\"mode\":{:?},\"breaker\":{},\"breaker_trips\":{},\"pending\":[{}],\"pending_expiry\":{},\"in_effect\":[{}],\"drifted\":[{}],\"sensors\":[{}],\"silences\":[{}],\"ledger_records\":{},\"ledger\":{}}}\n",
         s.mode,
         s.breaker_json,
         breaker_trips_json(s)?,
@@ -301,7 +312,8 @@ pub fn status_json(s: &pb::StatusReply) -> Result<String, DecodeError> {
         s.drifted_json.join(","),
         s.sensors_json.join(","),
         s.silences_json.join(","),
-        s.ledger_records
+        s.ledger_records,
+        if s.ledger_json.is_empty() { "null" } else { &s.ledger_json }
     ))
 }
 

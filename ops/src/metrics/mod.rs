@@ -45,15 +45,100 @@ const MAX_LATENCY: Nanos = 86_400 * engine::SECOND;
 /// again) is not counted as a second fault→decision latency.
 const SEEN_IDS: usize = 100_000;
 
-/// Every metric the daemon exports.
+/// Every metric the daemon exports, in groups registered in the order
+/// they are exposed.
 pub struct Metrics {
     registry: Registry,
+    intake: Intake,
+    dispatch: DispatchMetrics,
+    evaluation: Evaluation,
+    decisions: Decisions,
+    sensors: SensorHealth,
+    latency: Latency,
+    state: Mutex<Tracking>,
+}
+
+/// What the engine took in, from the loop's snapshot.
+struct Intake {
     samples: Counter,
     out_of_order: Counter,
+    steps_back: Counter,
     refused: Family<Labels, Counter>,
+}
+
+impl Intake {
+    fn register(r: &mut Registry) -> Intake {
+        Intake {
+            samples: registered(r, "samples_ingested", "Samples the engine ingested", Counter::default()),
+            out_of_order: registered(
+                r,
+                "samples_out_of_order",
+                "Samples dropped as a little older than their series' last (reordered on the way)",
+                Counter::default(),
+            ),
+            steps_back: registered(
+                r,
+                "series_clock_steps_back",
+                "Samples far older than their series' last: its clock stepped back, the series resynchronized",
+                Counter::default(),
+            ),
+            refused: registered(
+                r,
+                "samples_refused",
+                "Samples not believed, by reason (bad_counter, implausible, future, bad_label)",
+                Family::default(),
+            ),
+        }
+    }
+}
+
+/// The dispatcher's state: actions in effect, drifts, the breaker.
+struct DispatchMetrics {
     actions_in_effect: Gauge,
     actions_drifted: Family<Labels, Counter>,
     breaker_tripped: Gauge,
+    ledger_writable: Gauge,
+}
+
+impl DispatchMetrics {
+    fn register(r: &mut Registry) -> DispatchMetrics {
+        DispatchMetrics {
+            actions_in_effect: registered(
+                r,
+                "actions_in_effect",
+                "Actions this daemon has in effect",
+                Gauge::default(),
+            ),
+            actions_drifted: registered(
+                r,
+                "actions_drifted",
+                "Actions in effect found changed on their target, by kind (reverted, changed)",
+                Family::default(),
+            ),
+            breaker_tripped: registered(
+                r,
+                "breaker_tripped",
+                "1 while the circuit breaker is tripped",
+                Gauge::default(),
+            ),
+            ledger_writable: registered(
+                r,
+                "ledger_writable",
+                "0 while the ledger cannot be written (a full disk): no action or undo is sent",
+                // Writable until the dispatcher says otherwise: 0 at start
+                // would raise the alert on every daemon that just started.
+                {
+                    let g = Gauge::default();
+                    g.set(1);
+                    g
+                },
+            ),
+        }
+    }
+}
+
+/// The rules: series, evaluation passes and their cost, rule health, instances, transitions.
+struct Evaluation {
     series: Gauge,
     evaluations: Counter,
     evaluation_seconds: Counter<f64, AtomicU64>,
@@ -62,16 +147,104 @@ pub struct Metrics {
     rules: Family<Labels, Gauge>,
     instances: Family<Labels, Gauge>,
     transitions: Family<Labels, Counter>,
+}
+
+impl Evaluation {
+    fn register(r: &mut Registry) -> Evaluation {
+        Evaluation {
+            series: registered(r, "series", "Series registered", Gauge::default()),
+            evaluations: registered(r, "rule_evaluations", "Evaluation passes over the rules", Counter::default()),
+            evaluation_seconds: registered(
+                r,
+                "rule_evaluation_seconds",
+                "Wall time spent evaluating rules",
+                Counter::default(),
+            ),
+            script_calls: registered(r, "rule_script_calls", "Rule script calls", Counter::default()),
+            cache_hits: registered(r, "rule_cache_hits", "Evaluations answered from the cache", Counter::default()),
+            rules: registered(r, "rules", "Rules loaded, by health (ok, quarantined)", Family::default()),
+            instances: registered(r, "instances", "Rule instances by state", Family::default()),
+            transitions: registered(
+                r,
+                "rule_transitions",
+                "Rule instance state changes, by rule and new state (to=firing counts detections)",
+                Family::default(),
+            ),
+        }
+    }
+}
+
+/// Decisions, actuator outcomes, the ledger's size.
+struct Decisions {
     decisions: Family<Labels, Counter>,
     actuator: Family<Labels, Counter>,
     ledger_records: Gauge,
+}
+
+impl Decisions {
+    fn register(r: &mut Registry) -> Decisions {
+        Decisions {
+            decisions: registered(r, "decisions", "Decisions by verdict and mode", Family::default()),
+            actuator: registered(r, "actuator_outcomes", "Actuator calls by actuator and outcome", Family::default()),
+            ledger_records: registered(r, "ledger_records", "Records in the decision ledger", Gauge::default()),
+        }
+    }
+}
+
+/// Each sensor's state, reads and errors.
+struct SensorHealth {
     sensor_state: Family<Labels, Gauge>,
     sensor_reads: Family<Labels, Counter>,
     sensor_errors: Family<Labels, Counter>,
+}
+
+impl SensorHealth {
+    fn register(r: &mut Registry) -> SensorHealth {
+        SensorHealth {
+            sensor_state: registered(
+                r,
+                "sensor_state",
+                "1 for each sensor's current state, 0 for the others",
+                Family::default(),
+            ),
+            sensor_reads: registered(r, "sensor_reads", "Successful sensor reads", Family::default()),
+            sensor_errors: registered(r, "sensor_errors", "Failed sensor reads, by kind", Family::default()),
+        }
+    }
+}
+
+/// The three latency histograms of an incident.
+struct Latency {
     fault_to_decision: Histogram,
     decision_to_action: Histogram,
     action_to_recovery: Histogram,
-    state: Mutex<Tracking>,
+}
+
+impl Latency {
+    fn register(r: &mut Registry) -> Latency {
+        // Buckets doubling from 1 ms (to 2 min) and from 100 ms (to 55 min).
+        let histogram = |start, buckets| Histogram::new(exponential_buckets(start, 2.0, buckets));
+        Latency {
+            fault_to_decision: registered(
+                r,
+                "fault_to_decision_seconds",
+                "From the sample that showed the fault to the decision",
+                histogram(0.001, 18),
+            ),
+            decision_to_action: registered(
+                r,
+                "decision_to_action_seconds",
+                "From the decision to the finished actuator call",
+                histogram(0.001, 18),
+            ),
+            action_to_recovery: registered(
+                r,
+                "action_to_recovery_seconds",
+                "From the finished action to the fault clearing",
+                histogram(0.1, 16),
+            ),
+        }
+    }
 }
 
 #[derive(Default)]
@@ -109,97 +282,13 @@ impl Metrics {
     /// The metrics, registered in the order they are exposed.
     pub fn new() -> Metrics {
         let mut r = Registry::with_prefix("rocemend");
-        // Buckets doubling from 1 ms (to 2 min) and from 100 ms (to 55 min).
-        let histogram = |start, buckets| Histogram::new(exponential_buckets(start, 2.0, buckets));
         Metrics {
-            samples: registered(&mut r, "samples_ingested", "Samples the engine ingested", Counter::default()),
-            out_of_order: registered(
-                &mut r,
-                "samples_out_of_order",
-                "Samples dropped as older than their series' last",
-                Counter::default(),
-            ),
-            refused: registered(
-                &mut r,
-                "samples_refused",
-                "Samples not believed, by reason (bad_counter, implausible, future)",
-                Family::default(),
-            ),
-            actions_in_effect: registered(
-                &mut r,
-                "actions_in_effect",
-                "Actions this daemon has in effect",
-                Gauge::default(),
-            ),
-            actions_drifted: registered(
-                &mut r,
-                "actions_drifted",
-                "Actions in effect found changed on their target, by kind (reverted, changed)",
-                Family::default(),
-            ),
-            breaker_tripped: registered(
-                &mut r,
-                "breaker_tripped",
-                "1 while the circuit breaker is tripped",
-                Gauge::default(),
-            ),
-            series: registered(&mut r, "series", "Series registered", Gauge::default()),
-            evaluations: registered(&mut r, "rule_evaluations", "Evaluation passes over the rules", Counter::default()),
-            evaluation_seconds: registered(
-                &mut r,
-                "rule_evaluation_seconds",
-                "Wall time spent evaluating rules",
-                Counter::default(),
-            ),
-            script_calls: registered(&mut r, "rule_script_calls", "Rule script calls", Counter::default()),
-            cache_hits: registered(
-                &mut r,
-                "rule_cache_hits",
-                "Evaluations answered from the cache",
-                Counter::default(),
-            ),
-            rules: registered(&mut r, "rules", "Rules loaded, by health (ok, quarantined)", Family::default()),
-            instances: registered(&mut r, "instances", "Rule instances by state", Family::default()),
-            transitions: registered(
-                &mut r,
-                "rule_transitions",
-                "Rule instance state changes, by rule and new state (to=firing counts detections)",
-                Family::default(),
-            ),
-            decisions: registered(&mut r, "decisions", "Decisions by verdict and mode", Family::default()),
-            actuator: registered(
-                &mut r,
-                "actuator_outcomes",
-                "Actuator calls by actuator and outcome",
-                Family::default(),
-            ),
-            ledger_records: registered(&mut r, "ledger_records", "Records in the decision ledger", Gauge::default()),
-            sensor_state: registered(
-                &mut r,
-                "sensor_state",
-                "1 for each sensor's current state, 0 for the others",
-                Family::default(),
-            ),
-            sensor_reads: registered(&mut r, "sensor_reads", "Successful sensor reads", Family::default()),
-            sensor_errors: registered(&mut r, "sensor_errors", "Failed sensor reads, by kind", Family::default()),
-            fault_to_decision: registered(
-                &mut r,
-                "fault_to_decision_seconds",
-                "From the sample that showed the fault to the decision",
-                histogram(0.001, 18),
-            ),
-            decision_to_action: registered(
-                &mut r,
-                "decision_to_action_seconds",
-                "From the decision to the finished actuator call",
-                histogram(0.001, 18),
-            ),
-            action_to_recovery: registered(
-                &mut r,
-                "action_to_recovery_seconds",
-                "From the finished action to the fault clearing",
-                histogram(0.1, 16),
-            ),
+            intake: Intake::register(&mut r),
+            dispatch: DispatchMetrics::register(&mut r),
+            evaluation: Evaluation::register(&mut r),
+            decisions: Decisions::register(&mut r),
+            sensors: SensorHealth::register(&mut r),
+            latency: Latency::register(&mut r),
             state: Mutex::default(),
             registry: r,
         }
@@ -211,7 +300,10 @@ impl Metrics {
         match event {
             DaemonEvent::Decision(d) => {
                 let verdict = d.verdict.name();
-                self.decisions.get_or_create(&labels(&[("verdict", verdict), ("mode", d.mode.as_str())])).inc();
+                self.decisions
+                    .decisions
+                    .get_or_create(&labels(&[("verdict", verdict), ("mode", d.mode.as_str())]))
+                    .inc();
                 let outcome = match &d.verdict {
                     Verdict::Executed { .. } => Some("success"),
                     Verdict::Failed { .. } => Some("failure"),
@@ -220,7 +312,10 @@ impl Metrics {
                     _ => None,
                 };
                 if let (Some(outcome), Some(actuator)) = (outcome, &d.actuator) {
-                    self.actuator.get_or_create(&labels(&[("actuator", actuator), ("outcome", outcome)])).inc();
+                    self.decisions
+                        .actuator
+                        .get_or_create(&labels(&[("actuator", actuator), ("outcome", outcome)]))
+                        .inc();
                 }
                 let mut t = self.state.lock().unwrap_or_else(|p| p.into_inner());
                 if t.seen.len() >= SEEN_IDS {
@@ -229,20 +324,20 @@ impl Metrics {
                 let first = t.seen.insert(d.id.clone());
                 if first && d.undo_of.is_none() {
                     if let Some(s) = latency(d.proposal.sample_at, d.dispatched_at) {
-                        self.fault_to_decision.observe(s);
+                        self.latency.fault_to_decision.observe(s);
                     }
                 }
                 let first_execution =
                     matches!(d.verdict, Verdict::Executed { .. }) && t.seen.insert(format!("{}/executed", d.id));
                 if first_execution && d.undo_of.is_none() {
                     if let Some(s) = latency(d.dispatched_at, d.finished_at) {
-                        self.decision_to_action.observe(s);
+                        self.latency.decision_to_action.observe(s);
                     }
                     t.acted.insert((d.proposal.rule.clone(), d.proposal.subject.to_string()), d.finished_at);
                 }
             }
             DaemonEvent::Engine(EngineEvent::Transition { rule, subject, from, to, at, .. }) => {
-                self.transitions.get_or_create(&labels(&[("rule", rule), ("to", to.as_str())])).inc();
+                self.evaluation.transitions.get_or_create(&labels(&[("rule", rule), ("to", to.as_str())])).inc();
                 if *from == State::Firing {
                     self.recovered(rule, subject, *at);
                 }
@@ -257,7 +352,7 @@ impl Metrics {
         let mut t = self.state.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(acted) = t.acted.remove(&(rule.to_string(), subject.to_string())) {
             if let Some(s) = latency(acted, at) {
-                self.action_to_recovery.observe(s);
+                self.latency.action_to_recovery.observe(s);
             }
         }
     }
@@ -265,33 +360,37 @@ impl Metrics {
     /// Updates the snapshot metrics from the loop's view, the ledger and the
     /// sensors' health board.
     pub fn refresh(&self, view: &EngineView, ledger: Option<&Ledger>, health: &HealthBoard) {
-        self.samples.inner().store(view.stats.samples, Ordering::Relaxed);
-        self.out_of_order.inner().store(view.stats.out_of_order, Ordering::Relaxed);
+        self.intake.samples.inner().store(view.stats.samples, Ordering::Relaxed);
+        self.intake.out_of_order.inner().store(view.stats.out_of_order, Ordering::Relaxed);
+        self.intake.steps_back.inner().store(view.stats.steps_back, Ordering::Relaxed);
         let refused = view.stats.refused;
-        for (reason, n) in
-            [("bad_counter", refused.bad_counter), ("implausible", refused.implausible), ("future", refused.future)]
-        {
-            self.refused.get_or_create(&labels(&[("reason", reason)])).inner().store(n, Ordering::Relaxed);
+        for (reason, n) in [
+            ("bad_counter", refused.bad_counter),
+            ("implausible", refused.implausible),
+            ("future", refused.future),
+            ("bad_label", refused.bad_label),
+        ] {
+            self.intake.refused.get_or_create(&labels(&[("reason", reason)])).inner().store(n, Ordering::Relaxed);
         }
-        self.series.set(view.series as i64);
-        self.evaluations.inner().store(view.evaluations, Ordering::Relaxed);
-        self.script_calls.inner().store(view.stats.script_calls, Ordering::Relaxed);
-        self.cache_hits.inner().store(view.stats.cache_hits, Ordering::Relaxed);
+        self.evaluation.series.set(view.series as i64);
+        self.evaluation.evaluations.inner().store(view.evaluations, Ordering::Relaxed);
+        self.evaluation.script_calls.inner().store(view.stats.script_calls, Ordering::Relaxed);
+        self.evaluation.cache_hits.inner().store(view.stats.cache_hits, Ordering::Relaxed);
         {
             let mut t = self.state.lock().unwrap_or_else(|p| p.into_inner());
             let delta = view.evaluation_ns.saturating_sub(t.last_evaluation_ns);
             t.last_evaluation_ns = view.evaluation_ns;
-            self.evaluation_seconds.inc_by(delta as f64 / 1e9);
+            self.evaluation.evaluation_seconds.inc_by(delta as f64 / 1e9);
         }
         let quarantined = view.rules.iter().filter(|(_, h)| matches!(h, RuleHealth::Quarantined { .. })).count();
-        self.rules.get_or_create(&labels(&[("health", "ok")])).set((view.rules.len() - quarantined) as i64);
-        self.rules.get_or_create(&labels(&[("health", "quarantined")])).set(quarantined as i64);
+        self.evaluation.rules.get_or_create(&labels(&[("health", "ok")])).set((view.rules.len() - quarantined) as i64);
+        self.evaluation.rules.get_or_create(&labels(&[("health", "quarantined")])).set(quarantined as i64);
         for state in [State::Pending, State::Firing, State::Resolved] {
             let n = view.instances.iter().filter(|i| i.instance.state == state).count();
-            self.instances.get_or_create(&labels(&[("state", state.as_str())])).set(n as i64);
+            self.evaluation.instances.get_or_create(&labels(&[("state", state.as_str())])).set(n as i64);
         }
         if let Some(ledger) = ledger {
-            self.ledger_records.set(ledger.len() as i64);
+            self.decisions.ledger_records.set(ledger.len() as i64);
         }
         const STATES: [(HealthState, &str); 5] = [
             (HealthState::Starting, "starting"),
@@ -302,12 +401,17 @@ impl Metrics {
         ];
         for h in health.snapshot() {
             for (state, name) in STATES {
-                let g = self.sensor_state.get_or_create(&labels(&[("sensor", &h.name), ("state", name)]));
+                let g = self.sensors.sensor_state.get_or_create(&labels(&[("sensor", &h.name), ("state", name)]));
                 g.set(i64::from(h.state == state));
             }
-            self.sensor_reads.get_or_create(&labels(&[("sensor", &h.name)])).inner().store(h.reads, Ordering::Relaxed);
+            self.sensors
+                .sensor_reads
+                .get_or_create(&labels(&[("sensor", &h.name)]))
+                .inner()
+                .store(h.reads, Ordering::Relaxed);
             for (kind, n) in &h.errors {
-                self.sensor_errors
+                self.sensors
+                    .sensor_errors
                     .get_or_create(&labels(&[("sensor", &h.name), ("kind", kind)]))
                     .inner()
                     .store(*n, Ordering::Relaxed);
@@ -317,12 +421,13 @@ impl Metrics {
 
     /// Updates the dispatcher's metrics: actions in effect, drifts, the breaker.
     pub fn refresh_dispatch(&self, status: &DispatchStatus) {
-        self.actions_in_effect.set(status.in_effect.len() as i64);
+        self.dispatch.actions_in_effect.set(status.in_effect.len() as i64);
         let (reverted, changed) = status.drift_counts;
         for (kind, n) in [("reverted", reverted), ("changed", changed)] {
-            self.actions_drifted.get_or_create(&labels(&[("kind", kind)])).inner().store(n, Ordering::Relaxed);
+            self.dispatch.actions_drifted.get_or_create(&labels(&[("kind", kind)])).inner().store(n, Ordering::Relaxed);
         }
-        self.breaker_tripped.set(i64::from(status.breaker.tripped_at.is_some()));
+        self.dispatch.breaker_tripped.set(i64::from(status.breaker.tripped_at.is_some()));
+        self.dispatch.ledger_writable.set(i64::from(status.ledger.as_ref().is_none_or(|h| h.writable)));
     }
 
     /// The exposition text in `format`.

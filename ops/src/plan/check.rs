@@ -44,6 +44,16 @@ impl Checked {
                 if let Some(listen) = plan.settings.metrics_listen {
                     report.checked.push(format!("metrics on {listen}"));
                 }
+                // The file was just read whole; read again only for positions.
+                if let Ok(text) = engine::config::read_text(path) {
+                    let at = engine::config::Locator::new(&text, &path.display().to_string());
+                    let in_use = super::taken::in_use(&plan.config, &plan.settings.socket, &at);
+                    report.errors.extend(in_use.errors);
+                    if let Some(pid) = in_use.own_daemon {
+                        let state = plan.config.state_dir.display();
+                        report.checked.push(format!("state_dir {state}: its daemon runs (pid {pid})"));
+                    }
+                }
             }
             Err(problems) => report.errors = problems.0,
         }

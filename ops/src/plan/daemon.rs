@@ -40,6 +40,8 @@ pub struct EngineSettings {
     pub max_series_per_sensor: usize,
     /// Stop once every sensor has ended.
     pub exit_when_sensors_end: bool,
+    /// How long stopping may take (1 s to 10 min).
+    pub shutdown_timeout: Duration,
 }
 
 /// The daemon's own settings, checked.
@@ -139,6 +141,10 @@ fn engine_settings(config: &DaemonConfig, at: &Locator, errors: &mut Vec<TomlErr
     if !(e.rule_cost_budget > 0.0 && e.rule_cost_budget <= 1.0) {
         out_of_range("rule_cost_budget", e.rule_cost_budget.to_string(), "a share of a core, above 0 and at most 1");
     }
+    if !(Duration::from_secs(1)..=Duration::from_secs(600)).contains(&e.shutdown_timeout) {
+        let shown = format!("{:?}", humantime::format_duration(e.shutdown_timeout).to_string());
+        out_of_range("shutdown_timeout", shown, "1s to 10m");
+    }
     if e.max_series_per_sensor == 0 {
         out_of_range("max_series_per_sensor", "0".into(), "at least 1");
     }
@@ -150,6 +156,7 @@ fn engine_settings(config: &DaemonConfig, at: &Locator, errors: &mut Vec<TomlErr
         rule_cost_budget: e.rule_cost_budget,
         max_series_per_sensor: e.max_series_per_sensor,
         exit_when_sensors_end: e.exit_when_sensors_end,
+        shutdown_timeout: e.shutdown_timeout,
     })
 }
 

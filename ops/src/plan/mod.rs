@@ -12,11 +12,13 @@
 //! - [`daemon`]: the config's own settings (engine, log, metrics, state);
 //! - [`routing`]: every action a loaded rule can propose reaches exactly one
 //!   actuator that can carry it out; `[rule.NAME]` names a rule;
-//! - [`check`]: what `check` says it checked.
+//! - [`check`]: what `check` says it checked;
+//! - [`taken`]: a control socket or listen address already in use, for `check`.
 
 pub mod check;
 pub mod daemon;
 pub mod routing;
+pub mod taken;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -95,11 +97,6 @@ pub struct Blueprint {
     pub web: Option<WebSettings>,
 }
 
-/// A problem of a file without a place in it.
-fn whole_file(path: &Path, message: impl Into<String>) -> TomlError {
-    TomlError { path: path.display().to_string(), line: 0, column: 0, message: message.into() }
-}
-
 impl Blueprint {
     /// Reads the config at `config_path` and every file it names (or the
     /// `overrides`), and checks all of it, building its parts with
@@ -132,6 +129,7 @@ impl Blueprint {
             }
             path => inventory(path.as_deref(), &mut errors),
         };
+        check_node_listed(&config, node.as_deref(), topology.as_deref(), &at, &mut errors);
         let node_label = node.clone().unwrap_or_default();
         let series = SeriesTable::new(topology.clone(), Labels::from_pairs([("node", node_label.as_str())]));
         let sensors = sensors(&config, topology.as_deref(), components, &at, &mut errors);
@@ -161,10 +159,40 @@ fn node(config: &DaemonConfig, components: &dyn Components) -> Result<String, St
     }
 }
 
+/// A node's daemon (one with a sensor that reads its host) must be in the inventory it reads:
+/// its samples get their rail, plane and far end there, and its actions their targets. A daemon
+/// that reads only switches, a Prometheus or a recording is no node's, and an inventory without
+/// nodes (switches only) lists none.
+fn check_node_listed(
+    config: &DaemonConfig,
+    node: Option<&str>,
+    topology: Option<&Topology>,
+    at: &Locator,
+    errors: &mut Vec<TomlError>,
+) {
+    let (Some(node), Some(topology)) = (node, topology) else { return };
+    let reads_host = config.sensor.iter().any(|s| sensors::HOST_KINDS.contains(&s.kind.as_str()));
+    if !reads_host || topology.node_count() == 0 || topology.has_node(node) {
+        return;
+    }
+    let names = topology.inventory().node.iter().map(|n| n.name.as_str());
+    let whose = if config.node.is_some() { "" } else { " (this host's name: the config sets no `node`)" };
+    errors.push(at.error(
+        &["node".into()],
+        format!(
+            "node {node:?}{whose} is not in the inventory ({} node{} listed): its samples would get no rail, \
+             plane or far end, and its actions no target{}",
+            topology.node_count(),
+            if topology.node_count() == 1 { "" } else { "s" },
+            engine::names::did_you_mean(node, names)
+        ),
+    ));
+}
+
 /// The inventory at `path`, if one is named.
 pub fn inventory(path: Option<&Path>, errors: &mut Vec<TomlError>) -> Option<Arc<Topology>> {
     let path = path?;
-    Topology::load(path).map(Arc::new).map_err(|e| errors.push(whole_file(path, e.to_string()))).ok()
+    Topology::load(path).map(Arc::new).map_err(|e| errors.extend(e.problems())).ok()
 }
 
 /// The `[fleet]` table, checked as `run` reads it: its settings, a build

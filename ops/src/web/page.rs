@@ -141,6 +141,17 @@ fn daemon(out: &mut String, status: &pb::StatusReply) {
         status.breaker_window_ns / 1_000_000_000,
         status.ledger_records
     );
+    if let Ok(h) = serde_json::from_str::<engine::store::WriteHealth>(&status.ledger_json) {
+        if !h.writable {
+            let _ = write!(
+                out,
+                "<p id=\"ledger-unwritable\" class=\"bad\">The ledger cannot be written since {} ({}): \
+                 no action or undo is sent until it can; it is retried every second.</p>",
+                escape(&h.since.map(engine::time::rfc3339).unwrap_or_default()),
+                escape(h.cause.as_deref().unwrap_or("")),
+            );
+        }
+    }
 }
 
 fn fleet(out: &mut String, status: &Result<Value, FleetReadError>) {

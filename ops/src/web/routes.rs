@@ -131,11 +131,9 @@ impl Console {
             Err(e) => problems.push(problem("rule states", e)),
         }
         let since = engine::time::wall_clock_now() - DECISIONS_SINCE;
-        let request = ListDecisionsRequest { since_ns: since, rule: String::new(), target: String::new() };
-        match s.list_decisions(Call::new(request)).await {
-            Ok(r) => {
-                snap.decisions =
-                    r.into_inner().decisions_json.iter().filter_map(|l| serde_json::from_str(l).ok()).collect();
+        match decisions_since(s, since).await {
+            Ok(decisions) => {
+                snap.decisions = decisions;
                 snap.decisions.sort_by_key(|d| std::cmp::Reverse(d.proposal.decided_at));
             }
             Err(e) => problems.push(problem("decisions", e)),
@@ -349,6 +347,21 @@ fn asset(content_type: &'static str, text: &'static str) -> Response<Body> {
     let mut r = Response::new(Full::new(Bytes::from_static(text.as_bytes())).boxed());
     r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
     r
+}
+
+/// The page's decisions: every page of the ledger's listing since `since`
+/// (one reply is bounded; the day's decisions may fill several).
+async fn decisions_since(s: &ControlService, since: i64) -> Result<Vec<engine::dispatch::Decision>, tonic::Status> {
+    let mut request = ListDecisionsRequest { since_ns: since, ..ListDecisionsRequest::default() };
+    let mut decisions = Vec::new();
+    loop {
+        let reply = s.list_decisions(Call::new(request.clone())).await?.into_inner();
+        decisions.extend(reply.decisions_json.iter().filter_map(|l| serde_json::from_str(l).ok()));
+        if reply.next_after.is_empty() {
+            return Ok(decisions);
+        }
+        request.after = reply.next_after;
+    }
 }
 
 #[cfg(test)]

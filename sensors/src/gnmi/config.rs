@@ -315,6 +315,7 @@ impl GnmiConfig {
         }
         let timing = self.timing()?;
         let specs = self.specs(&timing)?;
+        sonic_sampling(&specs)?;
         let targets = self.target_plans(&specs, timing.timeout)?;
         // A stream of samples that goes quiet for three intervals is dead
         // even if TCP says otherwise.
@@ -537,6 +538,46 @@ impl GnmiTargetConfig {
     }
 }
 
+/// sonic-gnmi's shortest sample interval (`db_client.go:83-85`, `:1616-1626`): a shorter one
+/// ends the stream with InvalidArgument "invalid interval: 200ms. It cannot be less than 1s",
+/// and with it every subscription of the request.
+pub const SONIC_MIN_SAMPLE: Duration = Duration::from_secs(1);
+
+/// Whether a subscription reads one of SONiC's databases: a preset's (named by the path
+/// style), or a path whose prefix target is a SONiC database (`COUNTERS_DB@…`) or whose origin
+/// is `sonic-db`.
+fn reads_sonic(place: &Place) -> bool {
+    match place {
+        Place::Sonic { .. } => true,
+        Place::Plain { prefix, path } => {
+            let target = prefix.as_ref().map(|p| p.target.as_str()).unwrap_or_default();
+            let origin = |p: &gnmi_proto::gnmi::Path| p.origin == "sonic-db";
+            target.ends_with("_DB") || origin(path) || prefix.as_ref().is_some_and(origin)
+        }
+    }
+}
+
+/// Refuses a SAMPLE subscription of SONiC's databases under [`SONIC_MIN_SAMPLE`]: sonic-gnmi
+/// would refuse it at every connection, and `check` says so before a storm does.
+fn sonic_sampling(specs: &[SubSpec]) -> Result<(), SensorConfigError> {
+    let min = SONIC_MIN_SAMPLE.as_nanos() as u64;
+    let short =
+        specs.iter().find(|s| s.mode == SubscriptionMode::Sample && s.sample_interval < min && reads_sonic(&s.place));
+    match short {
+        None => Ok(()),
+        Some(spec) => {
+            let setting = match &spec.place {
+                Place::Sonic { .. } => "sample_interval".to_string(),
+                Place::Plain { path, .. } => {
+                    format!("subscription {:?}: sample_interval", gnmi_proto::path_to_string(path))
+                }
+            };
+            let reason = "is below sonic-gnmi's minimum of 1s for SONiC's databases (it refuses the subscription: \"invalid interval … It cannot be less than 1s\")".to_string();
+            Err(SensorConfigError::duration_out_of_range(&setting, Duration::from_nanos(spec.sample_interval), reason))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -555,7 +596,7 @@ address = "127.0.0.1:9339"
 [[subscriptions]]
 path = "COUNTERS_DB@/COUNTERS/Ethernet0/SAI_PORT_STAT_PFC_3_RX_PKTS"
 mode = "sample"
-sample_interval = "500ms"
+sample_interval = "1500ms"
 "#;
 
     /// Each stream as `prefix => [paths]`, and whether any subscription
@@ -607,7 +648,7 @@ sample_interval = "500ms"
         );
         let streams = plan.streams(&PathStyle::PrefixTarget);
         assert_eq!(streams[0].list.subscription[0].sample_interval, 2_000_000_000);
-        assert_eq!(streams[0].list.subscription[1].sample_interval, 500_000_000);
+        assert_eq!(streams[0].list.subscription[1].sample_interval, 1_500_000_000);
         let on_change = &streams[1].list.subscription[0];
         assert_eq!(on_change.mode, SubscriptionMode::OnChange as i32);
         assert_eq!(on_change.heartbeat_interval, 1_000_000_000, "the heartbeat is asked of the switch");
@@ -618,6 +659,30 @@ sample_interval = "500ms"
         );
         assert!(streams[0].on_change.is_empty());
         assert!(plan.streams(&PathStyle::SonicDbOrigin { namespace: None }).is_empty());
+    }
+
+    #[test]
+    fn a_sub_second_sample_of_sonics_databases_is_refused_and_one_second_works() {
+        let build = |text: &str| {
+            let text = format!("{text}\n[[targets]]\nname = \"leaf01\"\naddress = \"127.0.0.1:9339\"\n");
+            toml::from_str::<GnmiConfig>(&text).unwrap().build("switches").map(drop)
+        };
+        let e = build("presets = [\"sonic_pfc\"]\nsample_interval = \"200ms\"").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "configuration: sample_interval 200ms is below sonic-gnmi's minimum of 1s for SONiC's databases \
+             (it refuses the subscription: \"invalid interval … It cannot be less than 1s\")"
+        );
+        assert!(build("presets = [\"sonic_pfc\", \"sonic_queues\", \"sonic_pfcwd\"]").is_ok(), "the default is 1 s");
+        assert!(build("presets = [\"sonic_pfc\"]\nsample_interval = \"1s\"").is_ok());
+        let own = |path: &str| format!("[[subscriptions]]\npath = \"{path}\"\nsample_interval = \"500ms\"");
+        let e = build(&own("COUNTERS_DB@/COUNTERS/Ethernet0")).unwrap_err();
+        assert!(e.to_string().contains("subscription \"/COUNTERS/Ethernet0\": sample_interval 500ms"), "{e}");
+        assert!(build(&own("sonic-db:/COUNTERS_DB/localhost/COUNTERS/oid:0x1")).is_err());
+        // ON_CHANGE has no interval; OpenConfig paths are not SONiC's databases.
+        assert!(build("presets = [\"sonic_pfcwd\", \"openconfig_interfaces\"]\nsample_interval = \"100ms\"").is_err());
+        assert!(build("presets = [\"openconfig_interfaces\"]\nsample_interval = \"100ms\"").is_ok());
+        assert!(build(&own("/interfaces/interface[name=Ethernet0]/state/counters")).is_ok());
     }
 
     #[test]

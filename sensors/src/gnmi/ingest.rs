@@ -131,10 +131,10 @@ impl Memory {
                 continue;
             };
             readings.clear();
-            // A bad update costs only itself; the others still count.
+            // A bad field costs only itself: the update's other fields (mapped into
+            // `readings` all the same) and the other updates still count.
             if let Err(error) = map_update_with(&path, val, oids, &mut readings) {
                 problems.push(Problem { error, value: sample_of(val) });
-                continue;
             }
             let beat = (!readings.is_empty() && stream.is_on_change(&path)).then(|| elements(&path));
             for r in &readings {

@@ -7,9 +7,12 @@
 //! | … `_TX_PKTS` | `switch_pfc_tx_pkts` | counter 64 | `port`, `prio` |
 //! | … `_RX_PAUSE_DURATION_US` | `switch_pfc_rx_pause_duration_us` | counter 64 | `port`, `prio` |
 //! | … `_TX_PAUSE_DURATION_US` | `switch_pfc_tx_pause_duration_us` | counter 64 | `port`, `prio` |
+//! | … `_RX_PAUSE_DURATION`, `_TX_PAUSE_DURATION` (Marvell, µs as SONiC's detector reads them) | the same two | counter 64 | `port`, `prio` |
+//! | … `_ON2OFF_RX_PKTS` (Broadcom's XON frames) | `switch_pfc_on2off_rx_pkts` | counter 64 | `port`, `prio` |
 //! | `COUNTERS/<port>/Queues` `<port>:<q>` `SAI_QUEUE_STAT_PACKETS`, `_BYTES`, `_DROPPED_PACKETS`, `_DROPPED_BYTES` | `switch_queue_packets`, `…_bytes`, `…_dropped_packets`, `…_dropped_bytes` | counter 64 | `port`, `queue`, `prio` |
 //! | … `SAI_QUEUE_STAT_WRED_ECN_MARKED_PACKETS` (SONiC's `WRED_ECN_QUEUE` flex counter group) | `switch_queue_ecn_marked_packets` | counter 64 | `port`, `queue`, `prio` |
 //! | … `SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES`, `_CURR_OCCUPANCY_BYTES` | `switch_queue_watermark_bytes`, `switch_queue_occupancy_bytes` | gauge | `port`, `queue`, `prio` |
+//! | … `SAI_QUEUE_ATTR_PAUSE_STATUS` (Broadcom) | `switch_pfc_queue_paused` (1 paused) | gauge | `port`, `queue`, `prio`: one series per lossless priority whose unicast queue it is ([`OidNames::view`]) |
 //! | `COUNTERS/<port>/Pfcwd` `<port>:<q>` `PFC_WD_STATUS` | `switch_pfcwd_stormed` (1 stormed, 0 operational) | gauge | `port`, `queue`, `prio` |
 //! | … `PFC_WD_QUEUE_STATS_DEADLOCK_DETECTED`, `_RESTORED`, `_TX_DROPPED_PACKETS`, `_RX_DROPPED_PACKETS` | `switch_pfcwd_deadlock_detected`, `…_restored`, `…_tx_dropped_packets`, `…_rx_dropped_packets` | counter 64 | `port`, `queue`, `prio` |
 //! | `/interfaces/interface[name=X]/state/oper-status` | `switch_oper_up` (1 when `UP`) | gauge | `port` |
@@ -27,7 +30,9 @@
 //! `null`) is absent: no reading, and no error. Fields of a known table
 //! that are not in the table (SONiC has hundreds of `SAI_PORT_STAT_*`) are
 //! skipped; a path of no known shape, or a value that does not parse, is an
-//! error the sensor counts and logs.
+//! error the sensor counts and logs. One bad field is one error: the
+//! update's other fields are still mapped into `out` (the first error is
+//! returned), so a storm in the next field is not lost with it.
 
 use std::collections::HashMap;
 
@@ -39,6 +44,12 @@ use serde_json::Value as Json;
 use smallvec::SmallVec;
 
 use super::queues::{self, Streamed};
+use crate::switch_series::SwitchView;
+
+/// Broadcom's queue pause status (a queue attribute its watchdog reads), in the queue tables.
+pub const PAUSE_STATUS: &str = "SAI_QUEUE_ATTR_PAUSE_STATUS";
+/// Its series: 1 while the queue is paused, one per lossless priority whose queue it is.
+const PAUSED: &str = "switch_pfc_queue_paused";
 
 /// Counter or gauge.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,7 +70,8 @@ pub struct Reading {
     /// The port. Inline up to 24 bytes (every port name of SONiC and
     /// OpenConfig), so a reading allocates nothing.
     pub port: CompactString,
-    /// The queue (also the priority), for queue and PFC metrics.
+    /// The queue (also the priority, unless `prio` says otherwise), for queue and PFC
+    /// metrics.
     pub queue: Option<u8>,
     /// The priority without a queue (port PFC counters).
     pub prio: Option<u8>,
@@ -77,7 +89,7 @@ impl Reading {
         let mut labels = Labels::from_pairs([("switch", switch), ("port", self.port.as_str())]);
         if let Some(q) = self.queue {
             labels.insert("queue", q.to_string());
-            labels.insert("prio", q.to_string());
+            labels.insert("prio", self.prio.unwrap_or(q).to_string());
         } else if let Some(p) = self.prio {
             labels.insert("prio", p.to_string());
         }
@@ -105,11 +117,17 @@ pub enum MapError {
     },
 }
 
-const PFC_SUFFIXES: [(&str, &str); 4] = [
+/// Each ASIC family's PFC counters (sonic-swss `orchdaemon.cpp`): Mellanox and VS count pause
+/// time in µs (`_US`), Marvell without the suffix (µs as SONiC's own Marvell detector reads it;
+/// no family has both), Broadcom no time at all but XON frames (`ON2OFF`).
+const PFC_SUFFIXES: [(&str, &str); 7] = [
     ("RX_PKTS", "switch_pfc_rx_pkts"),
     ("TX_PKTS", "switch_pfc_tx_pkts"),
+    ("ON2OFF_RX_PKTS", "switch_pfc_on2off_rx_pkts"),
     ("RX_PAUSE_DURATION_US", "switch_pfc_rx_pause_duration_us"),
     ("TX_PAUSE_DURATION_US", "switch_pfc_tx_pause_duration_us"),
+    ("RX_PAUSE_DURATION", "switch_pfc_rx_pause_duration_us"),
+    ("TX_PAUSE_DURATION", "switch_pfc_tx_pause_duration_us"),
 ];
 
 pub(super) const QUEUE_FIELDS: [(&str, &str, ReadingKind); 7] = [
@@ -200,11 +218,24 @@ fn json_u64(path: &str, field: &str, v: &Json) -> Result<Option<u64>, MapError> 
     }
 }
 
+/// Keeps the first of an update's errors, so that one bad field is one error and the update's
+/// other fields are still mapped (a storm in the next field must not be lost with it).
+fn keep_first(first: &mut Option<MapError>, result: Result<(), MapError>) {
+    if let Err(e) = result {
+        first.get_or_insert(e);
+    }
+}
+
+/// `Err` with the first error kept, else `Ok`.
+fn first_error(first: Option<MapError>) -> Result<(), MapError> {
+    first.map_or(Ok(()), Err)
+}
+
 /// A port's `SAI_PORT_STAT_*` field, if it is one we map.
 fn port_field(path: &str, port: &str, field: &str, v: &Json, out: &mut Vec<Reading>) -> Result<(), MapError> {
     let Some(rest) = field.strip_prefix("SAI_PORT_STAT_PFC_") else { return Ok(()) };
     let Some((p, suffix)) = rest.split_once('_') else { return Ok(()) };
-    let Some(prio) = p.parse::<u8>().ok().filter(|p| *p < 8) else { return Ok(()) };
+    let Some(prio) = p.parse::<u8>().ok().filter(|n| *n < 8 && p.len() == 1) else { return Ok(()) };
     if let Some((_, metric)) = PFC_SUFFIXES.iter().find(|(s, _)| *s == suffix) {
         if let Some(n) = json_u64(path, field, v)? {
             out.push(counter(metric, port, None, Some(prio), n));
@@ -249,37 +280,57 @@ fn queue_entry(
     if absent_json(fields) {
         return Ok(());
     }
+    let mut first = None;
     for (field, v) in object(path, fields)? {
         if absent_json(v) {
             continue;
         }
         if which.watchdog && field == "PFC_WD_STATUS" {
-            let level = match v.as_str() {
-                Some("stormed") => 1.0,
-                Some("operational") => 0.0,
-                _ => {
-                    return Err(MapError::BadValue {
+            match v.as_str() {
+                Some("stormed") => out.push(gauge("switch_pfcwd_stormed", port, Some(q), 1.0)),
+                Some("operational") => out.push(gauge("switch_pfcwd_stormed", port, Some(q), 0.0)),
+                _ => keep_first(
+                    &mut first,
+                    Err(MapError::BadValue {
                         path: format!("{path} {key} {field}"),
                         problem: format!("{v} is neither stormed nor operational"),
-                    })
-                }
-            };
-            out.push(gauge("switch_pfcwd_stormed", port, Some(q), level));
+                    }),
+                ),
+            }
+        } else if which.counters && field == PAUSE_STATUS {
+            match v.as_str() {
+                // The priorities it holds back are named in `map_update_with`.
+                Some("true") => out.push(gauge(PAUSED, port, Some(q), 1.0)),
+                Some("false") => out.push(gauge(PAUSED, port, Some(q), 0.0)),
+                _ => keep_first(
+                    &mut first,
+                    Err(MapError::BadValue {
+                        path: format!("{path} {key} {field}"),
+                        problem: format!("{v} is neither true nor false"),
+                    }),
+                ),
+            }
         } else if let Some((_, metric)) = PFCWD_FIELDS.iter().find(|(f, _)| f == field).filter(|_| which.watchdog) {
-            if let Some(n) = json_u64(path, field, v)? {
-                out.push(counter(metric, port, Some(q), None, n));
+            match json_u64(path, field, v) {
+                Ok(Some(n)) => out.push(counter(metric, port, Some(q), None, n)),
+                Ok(None) => {}
+                Err(e) => keep_first(&mut first, Err(e)),
             }
         } else if let Some((_, metric, kind)) =
             QUEUE_FIELDS.iter().find(|(f, _, _)| f == field).filter(|_| which.counters)
         {
-            let Some(n) = json_u64(path, field, v)? else { continue };
-            out.push(queue_reading(metric, *kind, port, q, n));
+            match json_u64(path, field, v) {
+                Ok(Some(n)) => out.push(queue_reading(metric, *kind, port, q, n)),
+                Ok(None) => {}
+                Err(e) => keep_first(&mut first, Err(e)),
+            }
         }
     }
-    Ok(())
+    first_error(first)
 }
 
 pub(super) fn queue_table(path: &str, json: &Json, which: QueueFields, out: &mut Vec<Reading>) -> Result<(), MapError> {
+    let mut first = None;
     for (key, fields) in object(path, json)? {
         // SONiC keeps the periodic watermarks beside the queue's own entry
         // (`Ethernet0:3:periodic`); the entry has the watermark already.
@@ -287,21 +338,25 @@ pub(super) fn queue_table(path: &str, json: &Json, which: QueueFields, out: &mut
             continue;
         }
         let Some((port, q)) = port_queue(key) else {
-            return Err(MapError::BadValue {
-                path: path.to_string(),
-                problem: format!("key {key:?} is not <port>:<queue>"),
-            });
+            keep_first(
+                &mut first,
+                Err(MapError::BadValue {
+                    path: path.to_string(),
+                    problem: format!("key {key:?} is not <port>:<queue>"),
+                }),
+            );
+            continue;
         };
-        queue_entry(path, key, port, q, fields, which, out)?;
+        keep_first(&mut first, queue_entry(path, key, port, q, fields, which, out));
     }
-    Ok(())
+    first_error(first)
 }
 
 /// What the OIDs of COUNTERS_DB stand for. sonic-gnmi's port-name paths
 /// (`COUNTERS/Ethernet0`, `…/Queues`, `…/Pfcwd`) are virtual paths of the
 /// prefix-target style; with origin `sonic-db` the `COUNTERS` keys are the
 /// SAI OIDs, named by `COUNTERS_PORT_NAME_MAP` and `COUNTERS_QUEUE_NAME_MAP`.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default)]
 pub struct OidNames {
     /// Port OID → port name.
     pub ports: HashMap<String, String>,
@@ -309,6 +364,12 @@ pub struct OidNames {
     pub queues: HashMap<String, (String, u8)>,
     /// Which fields of a queue's hash to map.
     pub queue_fields: QueueFields,
+    /// Port alias → SONiC name (CONFIG_DB `PORT|<name>` `alias`): sonic-gnmi keys its virtual
+    /// paths by alias, and every series is labelled with the name. Empty: keys are names.
+    pub aliases: HashMap<String, String>,
+    /// The switch's QoS and queue maps, when read: which lossless priorities a paused queue
+    /// holds back (`None`: queue *q* below 8 is priority *q*, the image's `AZURE` map).
+    pub view: Option<std::sync::Arc<SwitchView>>,
 }
 
 impl OidNames {
@@ -319,6 +380,22 @@ impl OidNames {
             let Some(oid) = oid.as_str() else { continue };
             self.ports.insert(oid.to_string(), name.clone());
         }
+        Ok(())
+    }
+
+    /// Reads CONFIG_DB `PORT` (`{"Ethernet0": {"alias": "etp1", …}}`) into the aliases. Two
+    /// ports with one alias leave every key as it is (which port would it be?), and say so.
+    pub fn add_aliases(&mut self, ports: &Json) -> Result<(), MapError> {
+        let pairs = object("CONFIG_DB PORT", ports)?
+            .iter()
+            .map(|(name, fields)| (name.clone(), fields.get("alias").and_then(Json::as_str).map(str::to_string)));
+        let names = sonic::PortNames::new(pairs)
+            .map_err(|e| MapError::BadValue { path: "CONFIG_DB PORT".into(), problem: e.to_string() })?;
+        self.aliases = names
+            .names()
+            .filter_map(|name| Some((names.alias(name)?.to_string(), name.to_string())))
+            .filter(|(alias, name)| alias != name)
+            .collect();
         Ok(())
     }
 
@@ -363,8 +440,38 @@ pub fn map_update(path: &Path, val: &TypedValue, out: &mut Vec<Reading>) -> Resu
     map_update_with(path, val, &OidNames::default(), out)
 }
 
-/// [`map_update`], with `COUNTERS/<oid>` named by `names`.
+/// [`map_update`], with `COUNTERS/<oid>` named by `oids`, and ports keyed by alias named by
+/// their SONiC name.
 pub fn map_update_with(path: &Path, val: &TypedValue, oids: &OidNames, out: &mut Vec<Reading>) -> Result<(), MapError> {
+    let before = out.len();
+    let result = map_keyed(path, val, oids, out);
+    if !oids.aliases.is_empty() {
+        for r in &mut out[before..] {
+            if let Some(name) = oids.aliases.get(r.port.as_str()) {
+                r.port = CompactString::from(name.as_str());
+            }
+        }
+    }
+    if out[before..].iter().any(|r| r.metric == PAUSED && r.prio.is_none()) {
+        let mapped = out.split_off(before);
+        let unnamed = SwitchView::unnamed();
+        let view = oids.view.as_deref().unwrap_or(&unnamed);
+        for r in mapped {
+            match (r.metric, r.queue, r.prio) {
+                (PAUSED, Some(q), None) => {
+                    for p in view.paused_priorities(&r.port, q) {
+                        out.push(Reading { prio: Some(p), ..r.clone() });
+                    }
+                }
+                _ => out.push(r),
+            }
+        }
+    }
+    result
+}
+
+/// [`map_update_with`] before aliases are named.
+fn map_keyed(path: &Path, val: &TypedValue, oids: &OidNames, out: &mut Vec<Reading>) -> Result<(), MapError> {
     // On the stack for every path of SONiC's and OpenConfig's shapes.
     let names: SmallVec<[&str; 8]> = path.elem.iter().map(|e| e.name.as_str()).collect();
     let known = names.contains(&"COUNTERS") || matches!(names[..], ["interfaces", "interface", "state", ..]);
@@ -395,22 +502,27 @@ fn map_counters(
         [port] if port.contains('*') => {
             // sonic-gnmi's wildcard answer: one object keyed by port.
             let path = text();
+            let mut first = None;
             for (port, fields) in object(&path, &json()?)? {
                 if absent_json(fields) {
                     continue;
                 }
-                for (field, v) in object(&path, fields)? {
-                    port_field(&path, port, field, v, out)?;
+                match object(&path, fields) {
+                    Ok(fields) => {
+                        fields.iter().for_each(|(f, v)| keep_first(&mut first, port_field(&path, port, f, v, out)))
+                    }
+                    Err(e) => keep_first(&mut first, Err(e)),
                 }
             }
-            return Ok(());
+            return first_error(first);
         }
         [port] => {
             let path = text();
+            let mut first = None;
             for (field, v) in object(&path, &json()?)? {
-                port_field(&path, port, field, v, out)?;
+                keep_first(&mut first, port_field(&path, port, field, v, out));
             }
-            return Ok(());
+            return first_error(first);
         }
         [_, "Queues"] => {
             use gnmi_proto::gnmi::typed_value::Value as V;
@@ -451,10 +563,11 @@ fn map_oid(
     if let Some(port) = oids.ports.get(oid) {
         return match fields {
             [] => {
+                let mut first = None;
                 for (field, v) in object(path, &json_of(path, val)?)? {
-                    port_field(path, port, field, v, out)?;
+                    keep_first(&mut first, port_field(path, port, field, v, out));
                 }
-                Ok(())
+                first_error(first)
             }
             [field] => {
                 let n = value::to_u64(val).map_err(|e| bad(path, e))?;
@@ -508,6 +621,90 @@ mod tests {
     fn map(path: &str, val: TypedValue) -> Result<Vec<Reading>, MapError> {
         let mut out = Vec::new();
         map_update(&parse_path(path).unwrap(), &val, &mut out).map(|_| out)
+    }
+
+    #[test]
+    fn one_bad_pfc_field_is_one_error_and_the_storm_in_the_next_field_still_counts() {
+        let json = serde_json::json!({
+            "SAI_PORT_STAT_PFC_3_RX_PKTS": "lots",
+            "SAI_PORT_STAT_PFC_3_RX_PAUSE_DURATION_US": "990000",
+        });
+        let mut out = Vec::new();
+        let path = parse_path("COUNTERS_DB@/COUNTERS/Ethernet8").unwrap();
+        let e = map_update(&path, &value::json_ietf(&json), &mut out).unwrap_err();
+        assert!(e.to_string().contains("SAI_PORT_STAT_PFC_3_RX_PKTS"), "{e}");
+        assert_eq!(out, [counter("switch_pfc_rx_pause_duration_us", "Ethernet8", None, Some(3), 990_000)]);
+        // The same in a queue table: the bad status costs only itself.
+        let json = serde_json::json!({"Ethernet8:3": {"PFC_WD_STATUS": "on fire", "PFC_WD_QUEUE_STATS_DEADLOCK_DETECTED": "2"}});
+        let mut out = Vec::new();
+        let path = parse_path("COUNTERS_DB@/COUNTERS/Ethernet8/Pfcwd").unwrap();
+        assert!(map_update(&path, &value::json_ietf(&json), &mut out).is_err());
+        assert_eq!(out, [counter("switch_pfcwd_deadlock_detected", "Ethernet8", Some(3), None, 2)]);
+    }
+
+    #[test]
+    fn a_paused_queue_is_reported_for_the_lossless_priorities_the_qos_maps_send_to_it() {
+        use crate::switch_series::ViewTables;
+        let json = serde_json::json!({"etp2:5": {"SAI_QUEUE_ATTR_PAUSE_STATUS": "true"}, "etp2:3": {"SAI_QUEUE_ATTR_PAUSE_STATUS": "false"}});
+        let path = parse_path("COUNTERS_DB@/COUNTERS/etp2/Queues").unwrap();
+        let paused = |oids: &OidNames| {
+            let mut out = Vec::new();
+            map_update_with(&path, &value::json_ietf(&json), oids, &mut out).unwrap();
+            out.iter().map(|r| (r.port.to_string(), r.queue, r.prio, r.level)).collect::<Vec<_>>()
+        };
+        // Without the maps, queue q is priority q (the image's AZURE map).
+        let keys = OidNames::default();
+        assert_eq!(
+            paused(&keys),
+            [("etp2".into(), Some(3), None, 0.0), ("etp2".into(), Some(5), None, 1.0)]
+                .map(|(p, q, _, l): (String, _, Option<u8>, _)| (p, q, q, l))
+        );
+        // Priority 3 (lossless) mapped to queue 5: queue 5's status is priority 3's; queue 3 is no
+        // lossless priority's.
+        let entry = |pairs: &[(&str, &str)]| pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let mut maps = sonic::NameMaps::default();
+        maps.ports.insert("Ethernet4".into(), "oid:0x1".into());
+        for q in 0..8u32 {
+            let oid = format!("oid:0x10{q}");
+            maps.queues.insert(format!("Ethernet4:{q}"), oid.clone());
+            maps.queue_index.insert(oid.clone(), q.to_string());
+            maps.queue_type.insert(oid, "SAI_QUEUE_TYPE_UNICAST".into());
+        }
+        let azure: sonic::client::Entry =
+            (0..8).map(|p| (p.to_string(), if p == 3 { "5".into() } else { p.to_string() })).collect();
+        let tables = ViewTables {
+            ports: Some([("Ethernet4".to_string(), entry(&[("alias", "etp2")]))].into()),
+            port_qos: Some(
+                [("Ethernet4".to_string(), entry(&[("pfc_enable", "3"), ("pfc_to_queue_map", "AZURE")]))].into(),
+            ),
+            pfc_maps: Some([("AZURE".to_string(), azure)].into()),
+            name_maps: Some(maps),
+            ..ViewTables::default()
+        };
+        let (view, problems) = SwitchView::build(&tables, Default::default()).unwrap();
+        assert!(problems.is_empty(), "{problems:?}");
+        let mut named = OidNames { view: Some(std::sync::Arc::new(view)), ..OidNames::default() };
+        named.add_aliases(&serde_json::json!({"Ethernet4": {"alias": "etp2"}})).unwrap();
+        assert_eq!(paused(&named), [("Ethernet4".to_string(), Some(5), Some(3), 1.0)]);
+        let spec = counter("x", "p", Some(5), Some(3), 1).spec("leaf01");
+        assert_eq!((spec.labels.get("queue"), spec.labels.get("prio")), (Some("5"), Some("3")));
+    }
+
+    #[test]
+    fn each_asic_familys_pfc_counters_map() {
+        let json = serde_json::json!({
+            "SAI_PORT_STAT_PFC_3_ON2OFF_RX_PKTS": "4",
+            "SAI_PORT_STAT_PFC_3_RX_PAUSE_DURATION": "700",
+            "SAI_PORT_STAT_PFC_03_RX_PKTS": "1",
+        });
+        let out = map("COUNTERS_DB@/COUNTERS/Ethernet8", value::json_ietf(&json)).unwrap();
+        assert_eq!(
+            out,
+            [
+                counter("switch_pfc_on2off_rx_pkts", "Ethernet8", None, Some(3), 4),
+                counter("switch_pfc_rx_pause_duration_us", "Ethernet8", None, Some(3), 700),
+            ]
+        );
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! The `gnmi` sensor: streams switch telemetry over gNMI Subscribe.
 //!
 //! Each target (a switch: address, name, optional TLS and credentials) gets
-//! one task and one connection, with one STREAM subscription per request
-//! prefix, built from presets (`sonic_pfc`, `sonic_queues`, `sonic_pfcwd`,
+//! one task, with one STREAM subscription per request prefix, each on a
+//! connection of its own (sonic-gnmi ends a client's running Subscribe when
+//! a second one arrives), built from presets (`sonic_pfc`, `sonic_queues`, `sonic_pfcwd`,
 //! `openconfig_interfaces`) and the user's own paths. gNMI reads a target
 //! only in the request prefix (spec 2.2.2.1), so that is where it goes: a
 //! SONiC database is named by the prefix's target (`prefix-target`, classic

@@ -152,6 +152,18 @@ pub struct TargetPlan {
 }
 
 impl TargetPlan {
+    /// Whether the target's streams read queue counters (`sonic_queues`), where Broadcom's
+    /// queue pause status is.
+    pub fn reads_queues(&self) -> bool {
+        let queues = |plan: &StreamPlan| {
+            plan.list
+                .subscription
+                .iter()
+                .any(|s| s.path.as_ref().is_some_and(|p| p.elem.iter().any(|e| e.name == "Queues")))
+        };
+        self.prefix_target.iter().any(queues) || self.oids.as_ref().is_some_and(|o| o.queue_fields.counters)
+    }
+
     /// The streams of `style`.
     pub fn streams(&self, style: &PathStyle) -> &[StreamPlan] {
         match style {

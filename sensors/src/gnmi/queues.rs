@@ -21,7 +21,7 @@ use std::fmt;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
-use super::mapping::{absent_text, port_queue, queue_reading, Reading, QUEUE_FIELDS};
+use super::mapping::{absent_text, port_queue, queue_reading, Reading, PAUSE_STATUS, QUEUE_FIELDS};
 
 /// What became of a streamed table.
 #[derive(Debug, PartialEq, Eq)]
@@ -211,6 +211,10 @@ impl<'de> Visitor<'de> for Queue<'_, '_> {
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
         while let Some(Text(field)) = map.next_key::<Text>()? {
+            if field == PAUSE_STATUS {
+                // Broadcom's pause status names priorities through the QoS maps: the general way.
+                return Ok(false);
+            }
             let Some(&(_, metric, kind)) = QUEUE_FIELDS.iter().find(|(f, _, _)| *f == field) else {
                 map.next_value::<IgnoredAny>()?;
                 continue;

@@ -147,6 +147,7 @@ impl Launcher {
             memory: Memory::default(),
             oids: OidNames::default(),
             warnings: WarnLimit::default(),
+            last_heard: None,
             streams: self.streams.clone(),
             rng: seed(&plan.name, i),
             plan,
@@ -324,6 +325,10 @@ pub(super) struct TargetTask {
     /// (`sonic-db-origin` style).
     pub(super) oids: OidNames,
     pub(super) warnings: WarnLimit,
+    /// The wall time of the target's last message: where a gap begins. A stream that goes
+    /// silent is noticed only a stall later, and its gap is measured from its silence, not
+    /// from the notice.
+    pub(super) last_heard: Option<i64>,
     streams: Arc<Streams>,
     rng: u64,
 }
@@ -357,6 +362,24 @@ impl TargetTask {
         }
     }
 
+    /// The failure as the health and the log say it: with the target's name, and, for a
+    /// plaintext client against a TLS target (HTTP/2 says only "transport error" or "operation
+    /// was canceled"), the mismatch named, after asking the target.
+    async fn described(&self, failure: &Failure, synced: bool) -> String {
+        let mut message = format!("target {} ({}): {}", self.plan.name, self.plan.client.address, failure.message);
+        if !synced
+            && self.plan.client.tls.is_none()
+            && !failure.refused
+            // A target that says nothing is no TLS server: those answer, with an alert.
+            && failure.kind != "timeout"
+            && speaks_tls(&self.plan.client.address).await
+        {
+            message
+                .push_str(": the target speaks TLS and this target has no `tls` setting (the client spoke plaintext)");
+        }
+        message
+    }
+
     async fn run(mut self) {
         let mut delays = self.backoff.delays();
         let mut lost_at: Option<i64> = None;
@@ -388,7 +411,7 @@ impl TargetTask {
             if failure.kind == "closed" {
                 return; // the engine is gone
             }
-            let message = format!("target {} ({}): {}", self.plan.name, self.plan.client.address, failure.message);
+            let message = self.described(&failure, synced).await;
             // The first failure of an outage, a new kind of failure, and
             // then one every RETRY_WARN_EVERY are warnings; the retries in
             // between are counted in the health.
@@ -403,7 +426,8 @@ impl TargetTask {
             }
             self.ctx.read_failed(failure.kind, &message);
             self.mark(false, &message);
-            lost_at.get_or_insert_with(engine::time::wall_clock_now);
+            // The gap began with the last message heard, not when its end was noticed.
+            lost_at.get_or_insert_with(|| self.last_heard.unwrap_or_else(engine::time::wall_clock_now));
             if synced {
                 delays = self.backoff.delays();
             }
@@ -453,6 +477,22 @@ impl TargetTask {
         };
         self.ctx.send(Batch { samples: vec![], notes: vec![reconnected, gap] }).await.map_err(closed)
     }
+}
+
+/// Whether `address` answers as a TLS server does: to the HTTP/2 preface (which no TLS server
+/// takes for a ClientHello) with a TLS alert record (content type 21, version 3.x). Bounded
+/// by a second; anything else, a silence included, is "no".
+pub(super) async fn speaks_tls(address: &str) -> bool {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let address = address.split_once("://").map_or(address, |(_, rest)| rest).trim_end_matches('/');
+    let probe = async {
+        let mut stream = tokio::net::TcpStream::connect(address).await.ok()?;
+        stream.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n").await.ok()?;
+        let mut head = [0u8; 2];
+        stream.read_exact(&mut head).await.ok()?;
+        Some(head == [0x15, 0x03])
+    };
+    matches!(tokio::time::timeout(Duration::from_secs(1), probe).await, Ok(Some(true)))
 }
 
 pub(super) fn closed(_: SensorError) -> Failure {

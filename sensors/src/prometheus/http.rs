@@ -13,20 +13,9 @@ pub const MAX_RESPONSE: usize = 32 << 20;
 /// What the GET asks for: the text format, uncompressed.
 const ACCEPT: &str = "text/plain;version=0.0.4;q=1,*/*;q=0.1";
 
-/// Why a target URL cannot be scraped.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum TargetUrlError {
-    /// Not `http://`: a scrape has no TLS settings yet.
-    #[error("{url:?}: only http:// URLs are supported")]
-    NotHttp {
-        /// The URL as given.
-        url: String,
-    },
-    /// Not a URL the HTTP client can use.
-    #[error(transparent)]
-    Malformed(#[from] net::http::UrlError),
-}
+// Kept beside the config error it is a source of, which every sensor
+// module reaches: this module uses it, not the other way round.
+pub use crate::error::TargetUrlError;
 
 /// Parses a target URL: `http://` only (a scrape has no TLS settings yet),
 /// `/metrics` when no path is given.

@@ -17,6 +17,9 @@ use crate::layout::{Database, DatabaseLayout, Endpoint};
 /// a caller that waits longer holds up the sensor or actuator behind it.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// COUNTERS_DB's table of counters, keyed by object id (`COUNTERS:oid:0x…`).
+pub const COUNTERS: &str = "COUNTERS";
+
 /// Every field of one Redis hash (a CONFIG_DB entry, a counters hash), as Redis holds it.
 pub type Entry = BTreeMap<String, String>;
 
@@ -243,7 +246,7 @@ impl Db {
     /// COUNTERS_DB's counters of object `oid` (`COUNTERS:oid:0x…`); `None` only when Redis
     /// says there are none.
     pub async fn counters(&self, oid: &str) -> Result<Option<Entry>, DbError> {
-        self.entry(crate::names::queues::COUNTERS, oid).await
+        self.entry(COUNTERS, oid).await
     }
 
     /// One field of `table|key`.
@@ -274,14 +277,19 @@ impl Db {
     /// `KEYS`, which blocks the switch's Redis while it walks every key).
     pub async fn keys(&self, table: &str) -> Result<Vec<String>, DbError> {
         let prefix = format!("{table}{}", self.info.separator);
-        let pattern = format!("{}*", escape_glob(&prefix));
+        let keys = self.scan(&format!("{}*", escape_glob(&prefix))).await?;
+        Ok(keys.into_iter().filter_map(|k| k.strip_prefix(&prefix).map(str::to_string)).collect())
+    }
+
+    /// Every Redis key matching the glob `pattern`, sorted, by `SCAN`.
+    pub async fn scan(&self, pattern: &str) -> Result<Vec<String>, DbError> {
         let mut conn = self.connection();
         let mut cursor: u64 = 0;
         let mut keys = BTreeSet::new();
         loop {
-            let scan = redis::cmd("SCAN").arg(cursor).arg("MATCH").arg(&pattern).arg("COUNT").arg(1000).to_owned();
-            let (next, batch): (u64, Vec<String>) = self.run("SCAN", &pattern, scan.query_async(&mut conn)).await?;
-            keys.extend(batch.into_iter().filter_map(|k| k.strip_prefix(&prefix).map(str::to_string)));
+            let scan = redis::cmd("SCAN").arg(cursor).arg("MATCH").arg(pattern).arg("COUNT").arg(1000).to_owned();
+            let (next, batch): (u64, Vec<String>) = self.run("SCAN", pattern, scan.query_async(&mut conn)).await?;
+            keys.extend(batch);
             if next == 0 {
                 // SCAN may return a key twice; the set keeps one.
                 return Ok(keys.into_iter().collect());

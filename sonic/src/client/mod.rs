@@ -19,6 +19,6 @@ mod error;
 pub mod subscribe;
 mod write;
 
-pub use db::{escape_glob, Db, Entry, FieldRead, Switch, DEFAULT_TIMEOUT};
+pub use db::{escape_glob, Db, Entry, FieldRead, Switch, COUNTERS, DEFAULT_TIMEOUT};
 pub use error::DbError;
 pub use write::{Change, ConfigDb};

@@ -41,6 +41,18 @@ pub enum Change {
         /// The key.
         key: String,
     },
+    /// `HSET` the fields of an entry that does not exist yet: over Redis the same command as
+    /// [`Change::Set`]; over gNMI the entry written whole in one update, which is how
+    /// sonic-gnmi's config updater takes a new entry (a field-by-field update of an entry that
+    /// is not there is refused: its JSON patch has no parent to add to).
+    Create {
+        /// The table.
+        table: String,
+        /// The key.
+        key: String,
+        /// Field → value; at least one.
+        fields: BTreeMap<String, String>,
+    },
     /// `DEL` the entry, then `HSET` exactly these fields: the entry afterwards has these and no
     /// others, and SONiC's daemons see it deleted and created again.
     Replace {
@@ -60,6 +72,7 @@ impl Change {
             Change::Set { table, key, .. }
             | Change::DeleteFields { table, key, .. }
             | Change::Delete { table, key }
+            | Change::Create { table, key, .. }
             | Change::Replace { table, key, .. } => (table, key),
         }
     }
@@ -105,10 +118,10 @@ impl ConfigDb {
             }
             let redis_key = self.db.key(table, key);
             match change {
-                Change::Set { fields, .. } | Change::Replace { fields, .. } => {
+                Change::Set { fields, .. } | Change::Create { fields, .. } | Change::Replace { fields, .. } => {
                     if fields.is_empty() || fields.keys().any(String::is_empty) {
                         return Err(DbError::InvalidChange(format!(
-                            "{redis_key}: a Set or Replace needs fields, each with a name"
+                            "{redis_key}: a Set, Create or Replace needs fields, each with a name"
                         )));
                     }
                     if matches!(change, Change::Replace { .. }) {

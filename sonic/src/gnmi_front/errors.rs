@@ -11,7 +11,6 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use gnmi_proto::gnmi::Path;
 use tonic::{Code, Status};
 
 /// An error as sonic-gnmi's Go code carries it before a handler turns it into a status.
@@ -161,27 +160,9 @@ pub fn py_repr(value: &serde_json::Value) -> String {
     }
 }
 
-/// Go's `%v` of a `*gnmipb.Path` (protobuf's compact text format, fields in number order):
-/// `origin:"sonic-db" elem:{name:"CONFIG_DB"} elem:{name:"PFC_WD" key:{key:"k" value:"v"}}`.
-pub fn go_path(path: &Path) -> String {
-    let quote = |s: &str| format!("{s:?}");
-    let mut parts = Vec::new();
-    if !path.origin.is_empty() {
-        parts.push(format!("origin:{}", quote(&path.origin)));
-    }
-    for elem in &path.elem {
-        let mut inner = vec![format!("name:{}", quote(&elem.name))];
-        let keys: BTreeMap<&String, &String> = elem.key.iter().collect();
-        for (k, v) in keys {
-            inner.push(format!("key:{{key:{} value:{}}}", quote(k), quote(v)));
-        }
-        parts.push(format!("elem:{{{}}}", inner.join(" ")));
-    }
-    if !path.target.is_empty() {
-        parts.push(format!("target:{}", quote(&path.target)));
-    }
-    parts.join(" ")
-}
+/// Go's `%v` of a `*gnmipb.Path` (one copy, shared with the clients that compare the texts
+/// holding it).
+pub use crate::gnmi::texts::go_path;
 
 #[cfg(test)]
 mod tests {

@@ -133,14 +133,7 @@ impl Mixed {
                 slice.insert(2, String::new());
             }
         }
-        let set_value = match value {
-            None => None,
-            Some(v) => Some(match &v.value {
-                Some(Typed::JsonIetfVal(j)) => SetValue::Json(String::from_utf8_lossy(j).into_owned()),
-                Some(Typed::ProtoBytes(p)) => SetValue::Proto(p.clone()),
-                other => return Err(GoError::plain(format!("Unsupported TypedValue: {}", typed_text(other.as_ref())))),
-            }),
-        };
+        let set_value = value.map(set_value).transpose()?;
         let removing = set_value.is_none();
         let db = self.target.as_str();
         let entry_key = |k: &str| format!("{}{sep}{k}", tp.table);
@@ -185,6 +178,15 @@ impl Mixed {
             _ => return Err(GoError::plain(format!("Invalid db table Path {db_path}"))),
         }
         Ok((tp, set_value))
+    }
+}
+
+/// A Set's value as the mixed client takes it: JSON_IETF or proto bytes only.
+fn set_value(v: &TypedValue) -> Result<SetValue, GoError> {
+    match &v.value {
+        Some(Typed::JsonIetfVal(j)) => Ok(SetValue::Json(String::from_utf8_lossy(j).into_owned())),
+        Some(Typed::ProtoBytes(p)) => Ok(SetValue::Proto(p.clone())),
+        other => Err(GoError::plain(format!("Unsupported TypedValue: {}", typed_text(other.as_ref())))),
     }
 }
 

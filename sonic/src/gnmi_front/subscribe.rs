@@ -199,38 +199,12 @@ pub(crate) async fn subscribe(
     }
     let paths: Vec<Path> = list.subscription.iter().map(|s| s.path.clone().unwrap_or_default()).collect();
     let prefix = list.prefix.clone();
-    let o = parse_origin(&paths)?;
-    let mut origin = prefix.as_ref().map(|p| p.origin.clone()).unwrap_or_default();
-    if origin.is_empty() {
-        origin = o;
-    } else if !o.is_empty() && o != origin {
-        return Err(status(Code::InvalidArgument, "Origin conflict between prefix and paths"));
-    }
-    let target = prefix.as_ref().map(|p| p.target.clone()).unwrap_or_default();
     let mode = ListMode::try_from(list.mode);
-    let backend = shared.backend.as_ref();
-    let client = if origin == "openconfig" {
-        return Err(translib_not_served(&paths).passed_or(Code::NotFound));
-    } else if origin == SONIC_DB {
-        let mixed = Mixed::new(backend, &shared.config.namespaces, prefix.as_ref(), &paths, Encoding::JsonIetf)
-            .map_err(|e| e.wrapped(Code::NotFound))?;
-        Client::Mixed(mixed)
-    } else if !origin.is_empty() {
-        return Err(status(Code::Unimplemented, format!("Unsupported origin: {origin}")));
-    } else if target.is_empty() {
-        return Err(status(Code::Unimplemented, "Empty target data not supported"));
-    } else if target == "SHOW" {
-        return Err(status(Code::Unimplemented, "SHOW does not support subscribe operations"));
-    } else if target == "OTHERS" || (target == "EVENTS" && mode == Ok(ListMode::Stream)) {
-        return Err(status(Code::Unimplemented, format!("target {target} is not reproduced by this front")));
-    } else if target_db(&target, !shared.config.namespaces.is_empty()).valid {
-        Client::Db
-    } else {
-        return Err(translib_not_served(&paths).passed_or(Code::NotFound));
-    };
+    let client = route(&shared, prefix.as_ref(), &paths, mode)?;
     // The paths, resolved (`NewDbClient` fails the Subscribe with NOT_FOUND; keys need not exist).
     let mut resolved: Vec<Vec<TablePath>> = Vec::new();
     if let Client::Db = client {
+        let backend = shared.backend.as_ref();
         let resolver = Resolver { backend, maps: &shared.maps, namespaces: &shared.config.namespaces };
         for path in &paths {
             resolved.push(resolver.resolve(prefix.as_ref(), path).await.map_err(|e| e.wrapped(Code::NotFound))?);
@@ -244,50 +218,13 @@ pub(crate) async fn subscribe(
     };
     match mode {
         ListMode::Stream => {
-            // Everything that fails before the first update is the stream's only answer.
-            let mut first = Vec::new();
-            let mut works = Vec::new();
-            for (i, sub) in list.subscription.iter().enumerate() {
-                let (update, work) = start(&ctx, &client, sub, resolved.get(i), list.updates_only)
-                    .await
-                    .map_err(|e| status(Code::InvalidArgument, e.text()))?;
-                first.push(update);
-                works.push(work);
-            }
-            let ctx2 = ctx.clone();
-            tokio::spawn(async move {
-                for update in first {
-                    if !ctx2.send(update).await {
-                        return;
-                    }
-                }
-                if !ctx2.send(sync()).await {
-                    return;
-                }
-                for work in works {
-                    tokio::spawn(run(ctx2.clone(), work));
-                }
-            });
+            let first = start_all(&ctx, &client, &list, &resolved).await?;
+            tokio::spawn(send_then_run(ctx.clone(), first));
             tokio::spawn(watch_requests(ctx.clone(), requests, ListMode::Stream, None, registration));
         }
         ListMode::Once => {
             let values = read_all(&ctx, &client, &paths, &resolved).await;
-            let ctx2 = ctx.clone();
-            tokio::spawn(async move {
-                match values {
-                    Err(e) => ctx2.fatal(format!("OnceRun error: {}", e.text())).await,
-                    Ok(values) => {
-                        for (path, value) in paths.iter().zip(values) {
-                            if let Some(val) = value {
-                                if !ctx2.send(ctx2.update(path, val)).await {
-                                    return;
-                                }
-                            }
-                        }
-                        ctx2.send(sync()).await;
-                    }
-                }
-            });
+            tokio::spawn(send_once(ctx.clone(), paths, values));
             tokio::spawn(watch_requests(ctx.clone(), requests, ListMode::Once, None, registration));
         }
         ListMode::Poll => {
@@ -298,6 +235,95 @@ pub(crate) async fn subscribe(
         }
     }
     Ok(Box::pin(ReceiverStream::new(rx)))
+}
+
+/// Which client serves the subscription (`Server.Subscribe`'s routing by origin and target), or
+/// sonic-gnmi's refusal.
+fn route(
+    shared: &Shared,
+    prefix: Option<&Path>,
+    paths: &[Path],
+    mode: Result<ListMode, impl Sized>,
+) -> Result<Client, Status> {
+    let o = parse_origin(paths)?;
+    let mut origin = prefix.map(|p| p.origin.clone()).unwrap_or_default();
+    if origin.is_empty() {
+        origin = o;
+    } else if !o.is_empty() && o != origin {
+        return Err(status(Code::InvalidArgument, "Origin conflict between prefix and paths"));
+    }
+    let target = prefix.map(|p| p.target.clone()).unwrap_or_default();
+    let backend = shared.backend.as_ref();
+    if origin == "openconfig" {
+        Err(translib_not_served(paths).passed_or(Code::NotFound))
+    } else if origin == SONIC_DB {
+        let mixed = Mixed::new(backend, &shared.config.namespaces, prefix, paths, Encoding::JsonIetf)
+            .map_err(|e| e.wrapped(Code::NotFound))?;
+        Ok(Client::Mixed(mixed))
+    } else if !origin.is_empty() {
+        Err(status(Code::Unimplemented, format!("Unsupported origin: {origin}")))
+    } else if target.is_empty() {
+        Err(status(Code::Unimplemented, "Empty target data not supported"))
+    } else if target == "SHOW" {
+        Err(status(Code::Unimplemented, "SHOW does not support subscribe operations"))
+    } else if target == "OTHERS" || (target == "EVENTS" && matches!(mode, Ok(ListMode::Stream))) {
+        Err(status(Code::Unimplemented, format!("target {target} is not reproduced by this front")))
+    } else if target_db(&target, !shared.config.namespaces.is_empty()).valid {
+        Ok(Client::Db)
+    } else {
+        Err(translib_not_served(paths).passed_or(Code::NotFound))
+    }
+}
+
+/// Starts every subscription of a STREAM list: each one's first update and its work.
+/// Everything that fails before the first update is the stream's only answer.
+async fn start_all(
+    ctx: &Ctx,
+    client: &Client,
+    list: &gnmi_proto::gnmi::SubscriptionList,
+    resolved: &[Vec<TablePath>],
+) -> Result<Vec<(SubscribeResponse, Work)>, Status> {
+    let mut out = Vec::new();
+    for (i, sub) in list.subscription.iter().enumerate() {
+        let started = start(ctx, client, sub, resolved.get(i), list.updates_only)
+            .await
+            .map_err(|e| status(Code::InvalidArgument, e.text()))?;
+        out.push(started);
+    }
+    Ok(out)
+}
+
+/// Sends the first updates, then the sync, then runs each subscription's work.
+async fn send_then_run(ctx: Ctx, started: Vec<(SubscribeResponse, Work)>) {
+    let (first, works): (Vec<_>, Vec<_>) = started.into_iter().unzip();
+    for update in first {
+        if !ctx.send(update).await {
+            return;
+        }
+    }
+    if !ctx.send(sync()).await {
+        return;
+    }
+    for work in works {
+        tokio::spawn(run(ctx.clone(), work));
+    }
+}
+
+/// A ONCE list's answer: each path's value, then the sync; or the error that ends it.
+async fn send_once(ctx: Ctx, paths: Vec<Path>, values: Result<Vec<Option<TypedValue>>, GoError>) {
+    match values {
+        Err(e) => ctx.fatal(format!("OnceRun error: {}", e.text())).await,
+        Ok(values) => {
+            for (path, value) in paths.iter().zip(values) {
+                if let Some(val) = value {
+                    if !ctx.send(ctx.update(path, val)).await {
+                        return;
+                    }
+                }
+            }
+            ctx.send(sync()).await;
+        }
+    }
 }
 
 /// Removes the client's registration when its stream ends.
@@ -484,107 +510,149 @@ async fn read_field_multi(ctx: &Ctx, work: &mut Work) -> Result<Msi, GoError> {
 
 /// The ongoing part of one STREAM subscription, until the stream ends.
 async fn run(ctx: Ctx, work: Work) {
-    let mut stop = ctx.stop.clone();
     match work {
-        Work::Field { path, tp, on_change, interval, mut last } => loop {
-            tokio::select! {
-                _ = stop.changed() => return,
-                _ = tokio::time::sleep(interval) => {}
-            }
-            let val = read_field(&ctx, &tp).await;
-            if !on_change || val != last {
-                if !ctx.send(ctx.update(&path, string_value(val.clone()))).await {
-                    return;
-                }
-                last = val;
-            }
-        },
-        mut work @ Work::FieldMulti { .. } => loop {
-            let (interval, on_change, path) = match &work {
-                Work::FieldMulti { interval, on_change, path, .. } => (*interval, *on_change, path.clone()),
-                _ => return,
-            };
-            tokio::select! {
-                _ = stop.changed() => return,
-                _ = tokio::time::sleep(interval) => {}
-            }
-            let msi = match read_field_multi(&ctx, &mut work).await {
-                Ok(msi) => msi,
-                Err(e) => return ctx.fatal(e.text()).await,
-            };
-            if (!on_change || !msi.is_empty()) && !ctx.send_msi(&path, &msi).await {
+        Work::Field { path, tp, on_change, interval, last } => {
+            run_field(ctx, path, tp, on_change, interval, last).await
+        }
+        work @ Work::FieldMulti { .. } => run_field_multi(ctx, work).await,
+        Work::Table { path, tps, interval, updates_only, msi_all, watches } => {
+            run_table(ctx, path, tps, interval, updates_only, msi_all, watches).await
+        }
+    }
+}
+
+/// One field, read every interval, sent when it changed (or always, SAMPLE).
+async fn run_field(ctx: Ctx, path: Path, tp: TablePath, on_change: bool, interval: Duration, mut last: String) {
+    let mut stop = ctx.stop.clone();
+    loop {
+        tokio::select! {
+            _ = stop.changed() => return,
+            _ = tokio::time::sleep(interval) => {}
+        }
+        let val = read_field(&ctx, &tp).await;
+        if !on_change || val != last {
+            if !ctx.send(ctx.update(&path, string_value(val.clone()))).await {
                 return;
             }
-        },
-        Work::Table { path, tps, interval, updates_only, mut msi_all, watches } => {
-            let mut events = futures_util::stream::select_all(watches);
-            let mut last: Vec<Msi> = vec![Msi::new(); tps.len()];
-            let tick = |i: Option<Duration>| async move {
-                match i {
-                    Some(i) => tokio::time::sleep(i).await,
-                    None => std::future::pending().await,
-                }
-            };
-            let mut next_tick = Box::pin(tick(interval));
-            loop {
-                tokio::select! {
-                                    _ = stop.changed() => return,
-                                    _ = &mut next_tick => {
-                                        if !ctx.send_msi(&path, &msi_all).await {
+            last = val;
+        }
+    }
+}
+
+/// A field of many entries, read every interval.
+async fn run_field_multi(ctx: Ctx, mut work: Work) {
+    let mut stop = ctx.stop.clone();
+    loop {
+        let (interval, on_change, path) = match &work {
+            Work::FieldMulti { interval, on_change, path, .. } => (*interval, *on_change, path.clone()),
+            _ => return,
+        };
+        tokio::select! {
+            _ = stop.changed() => return,
+            _ = tokio::time::sleep(interval) => {}
+        }
+        let msi = match read_field_multi(&ctx, &mut work).await {
+            Ok(msi) => msi,
+            Err(e) => return ctx.fatal(e.text()).await,
+        };
+        if (!on_change || !msi.is_empty()) && !ctx.send_msi(&path, &msi).await {
+            return;
+        }
+    }
+}
+
+/// A table or entry followed by its keyspace notifications: each change sent as it comes
+/// (ON_CHANGE), or gathered and sent every interval (SAMPLE).
+async fn run_table(
+    ctx: Ctx,
+    path: Path,
+    tps: Vec<TablePath>,
+    interval: Option<Duration>,
+    updates_only: bool,
+    mut msi_all: Msi,
+    watches: Vec<Watch>,
+) {
+    let mut stop = ctx.stop.clone();
+    let mut events = futures_util::stream::select_all(watches);
+    let mut last: Vec<Msi> = vec![Msi::new(); tps.len()];
+    let tick = |i: Option<Duration>| async move {
+        match i {
+            Some(i) => tokio::time::sleep(i).await,
+            None => std::future::pending().await,
+        }
+    };
+    let mut next_tick = Box::pin(tick(interval));
+    loop {
+        tokio::select! {
+            _ = stop.changed() => return,
+            _ = &mut next_tick => {
+                if !ctx.send_msi(&path, &msi_all).await {
                     return;
                 }
-                                        if updates_only {
-                                            msi_all.clear();
-                                        }
-                                        next_tick = Box::pin(tick(interval));
-                                    }
-                                    event = events.next() => {
-                                        // The subscriptions ended (the switch's Redis went away): sonic-gnmi
-                                        // keeps the stream open and silent.
-                                        let Some(event) = event else {
-                                            let _ = stop.changed().await;
-                                            return;
-                                        };
-                                        for (i, tp) in tps.iter().enumerate() {
-                                            let Some(entry) = about(tp, &event.key) else { continue };
-                                            let mut new = Msi::new();
-                                            match event.event.as_str() {
-                                                "del" | "hdel" if tp.key.is_empty() => {
-                                                    new.insert(entry.to_string(), Json::Object(Default::default()));
-                                                }
-                                                "hset" => {
-                                                    let read = if tp.key.is_empty() {
-                                                        let one = TablePath { key: entry.to_string(), ..tp.clone() };
-                                                        table_data_to_msi(ctx.backend(), &one, true, ctx.flavor, &mut new).await
-                                                    } else {
-                                                        table_data_to_msi(ctx.backend(), tp, false, ctx.flavor, &mut new).await
-                                                    };
-                                                    if let Err(e) = read {
-                                                        return ctx.fatal(e.text()).await;
-                                                    }
-                                                    if new == last[i] {
-                                                        continue;
-                                                    }
-                                                    last[i] = new.clone();
-                                                }
-                                                _ => continue,
-                                            }
-                                            if new.is_empty() {
-                                                continue;
-                                            }
-                                            if interval.is_none() {
-                                                if !ctx.send_msi(&path, &new).await {
-                    return;
+                if updates_only {
+                    msi_all.clear();
                 }
-                                            } else {
-                                                msi_all.extend(new);
-                                            }
-                                        }
-                                    }
-                                }
+                next_tick = Box::pin(tick(interval));
+            }
+            event = events.next() => {
+                // The subscriptions ended (the switch's Redis went away): sonic-gnmi keeps the
+                // stream open and silent.
+                let Some(event) = event else {
+                    let _ = stop.changed().await;
+                    return;
+                };
+                let changes = match table_event(&ctx, &tps, &mut last, &event).await {
+                    Ok(changes) => changes,
+                    Err(e) => return ctx.fatal(e.text()).await,
+                };
+                for new in changes {
+                    if interval.is_some() {
+                        msi_all.extend(new);
+                    } else if !ctx.send_msi(&path, &new).await {
+                        return;
+                    }
+                }
             }
         }
     }
+}
+
+/// What one keyspace notification changes, per table path it is about: a deleted entry as an
+/// empty object (a table path), an entry written as it now reads (when it differs from the
+/// last sent).
+async fn table_event(
+    ctx: &Ctx,
+    tps: &[TablePath],
+    last: &mut [Msi],
+    event: &super::backend::KeyEvent,
+) -> Result<Vec<Msi>, GoError> {
+    let mut out = Vec::new();
+    for (i, tp) in tps.iter().enumerate() {
+        let Some(entry) = about(tp, &event.key) else { continue };
+        let mut new = Msi::new();
+        match event.event.as_str() {
+            "del" | "hdel" if tp.key.is_empty() => {
+                new.insert(entry.to_string(), Json::Object(Default::default()));
+            }
+            "hset" => {
+                if tp.key.is_empty() {
+                    let one = TablePath { key: entry.to_string(), ..tp.clone() };
+                    table_data_to_msi(ctx.backend(), &one, true, ctx.flavor, &mut new).await?;
+                } else {
+                    table_data_to_msi(ctx.backend(), tp, false, ctx.flavor, &mut new).await?;
+                }
+                if new == last[i] {
+                    continue;
+                }
+                last[i] = new.clone();
+            }
+            _ => continue,
+        }
+        if !new.is_empty() {
+            out.push(new);
+        }
+    }
+    Ok(out)
 }
 
 /// One read of every path, for ONCE and POLL: `None` where nothing was found.

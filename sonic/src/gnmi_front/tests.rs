@@ -140,7 +140,40 @@ async fn each_route_answers_and_refuses_as_sonic_gnmi_does() {
     assert_eq!(caps.supported_encodings, vec![0, 4, 2]);
     assert_eq!(caps.g_nmi_version, "0.7.0");
 
-    // Prefix target: the DB client.
+    prefix_target_reads(&mut c).await;
+    origin_sonic_db_reads(&mut c).await;
+    writes_route_by_origin(&mut c, &peer).await;
+
+    // The write flags.
+    for (native_write, translib_write, expected) in
+        [(false, false, "GNMI is in read-only mode"), (false, true, "GNMI native write is disabled")]
+    {
+        let flags = FrontConfig { native_write, translib_write, ..FrontConfig::default() };
+        let other = start(backend.clone(), flags).await;
+        let mut c = client(&other).await;
+        assert_eq!(
+            refusal(c.set(pfc_wd("sonic-db:/CONFIG_DB/localhost/PFC_WD/Ethernet4")).await),
+            (Code::Unimplemented, expected.into())
+        );
+        let caps = c.capabilities().await.unwrap();
+        assert_eq!(caps.supported_models[0].name, "sonic-db", "listed whether native write is on or not");
+    }
+    assert!(peer.errors().is_empty(), "{:?}", peer.errors());
+}
+
+/// A Set writing PFC_WD at `p` whole.
+fn pfc_wd(p: &str) -> SetOps {
+    SetOps {
+        update: vec![update(
+            sonic_db(p),
+            json!({"action": "drop", "detection_time": "200", "restoration_time": "200"}),
+        )],
+        ..SetOps::default()
+    }
+}
+
+/// Prefix target: the DB client.
+async fn prefix_target_reads(c: &mut GnmiClient) {
     let map = c.get(target("COUNTERS_DB"), vec![elems(&["COUNTERS_PORT_NAME_MAP"])], Encoding::JsonIetf).await.unwrap();
     assert!(value(&map)["Ethernet4"].as_str().unwrap().starts_with("oid:0x"), "{}", value(&map));
     let action =
@@ -154,8 +187,10 @@ async fn each_route_answers_and_refuses_as_sonic_gnmi_does() {
         refusal(field),
         (Code::NotFound, "No valid entry found on CONFIG_DB with key PFC_WD|Ethernet4|nothing".into())
     );
+}
 
-    // Origin sonic-db: the mixed client, which drops two elements.
+/// Origin sonic-db (the mixed client, which drops two elements); anything else, translib.
+async fn origin_sonic_db_reads(c: &mut GnmiClient) {
     let with_instance = sonic_db("sonic-db:/COUNTERS_DB/localhost/COUNTERS_PORT_NAME_MAP");
     let map = c.get(None, vec![with_instance.clone()], Encoding::JsonIetf).await.unwrap();
     assert!(value(&map)["Ethernet0"].is_string());
@@ -191,15 +226,10 @@ async fn each_route_answers_and_refuses_as_sonic_gnmi_does() {
         )
         .await;
     assert_eq!(refusal(oc).0, Code::Unimplemented);
+}
 
-    // Writes: the route is the origin; the prefix target is never read.
-    let pfc_wd = |p: &str| SetOps {
-        update: vec![update(
-            sonic_db(p),
-            json!({"action": "drop", "detection_time": "200", "restoration_time": "200"}),
-        )],
-        ..SetOps::default()
-    };
+/// Writes: the route is the origin; the prefix target is never read.
+async fn writes_route_by_origin(c: &mut GnmiClient, peer: &SonicPeer) {
     let by_target = SetOps {
         prefix: target("CONFIG_DB"),
         update: vec![update(elems(&["PFC_WD", "Ethernet4"]), json!({"action": "drop"}))],
@@ -231,22 +261,6 @@ async fn each_route_answers_and_refuses_as_sonic_gnmi_does() {
     c.set(replace_absent).await.expect("Ethernet0 has an action to replace");
     let config = peer.config_db().await.unwrap();
     assert!(!config.exists("PFC_WD", "etp2").await.unwrap(), "a refused Set writes nothing");
-
-    // The write flags.
-    for (native_write, translib_write, expected) in
-        [(false, false, "GNMI is in read-only mode"), (false, true, "GNMI native write is disabled")]
-    {
-        let flags = FrontConfig { native_write, translib_write, ..FrontConfig::default() };
-        let other = start(backend.clone(), flags).await;
-        let mut c = client(&other).await;
-        assert_eq!(
-            refusal(c.set(pfc_wd("sonic-db:/CONFIG_DB/localhost/PFC_WD/Ethernet4")).await),
-            (Code::Unimplemented, expected.into())
-        );
-        let caps = c.capabilities().await.unwrap();
-        assert_eq!(caps.supported_models[0].name, "sonic-db", "listed whether native write is on or not");
-    }
-    assert!(peer.errors().is_empty(), "{:?}", peer.errors());
 }
 
 #[tokio::test]
@@ -384,8 +398,13 @@ async fn sampling_under_a_second_is_refused_and_a_second_streams_counters() {
     };
     assert_eq!(ended, (Code::InvalidArgument, "queue: disposed".into()));
 
-    // ONCE: the values and a sync; a path with no data sends nothing.
-    let mut c = client(&front).await;
+    once_sends_the_values_and_a_sync(&front).await;
+    assert!(peer.errors().is_empty(), "{:?}", peer.errors());
+}
+
+/// ONCE: the values and a sync; a path with no data sends nothing.
+async fn once_sends_the_values_and_a_sync(front: &Running) {
+    let mut c = client(front).await;
     let once = list(
         target("CONFIG_DB"),
         vec![
@@ -397,7 +416,6 @@ async fn sampling_under_a_second_is_refused_and_a_second_streams_counters() {
     let mut s = c.subscribe(once).await.unwrap();
     assert!(update_value(&next(&mut s).await).unwrap()["action"].is_string());
     assert!(matches!(next(&mut s).await.response, Some(Resp::SyncResponse(true))));
-    assert!(peer.errors().is_empty(), "{:?}", peer.errors());
 }
 
 /// Ethernet4's watched queues and object id, as the library reads them.

@@ -234,135 +234,180 @@ pub(crate) fn translate(
     maps: &NameMaps,
     sep: char,
 ) -> Result<Vec<TablePath>, GoError> {
-    let db = elems[0].clone();
-    let table = elems[1].clone();
     let key = elems.get(2).cloned().unwrap_or_default();
-    let field = elems.get(3).cloned().unwrap_or_default();
-    let wildcard = key.ends_with('*');
-    let base = TablePath { db, table: table.clone(), sep, is_virtual: true, ..TablePath::default() };
-    let no_ns = |port: &str| GoError::plain(format!("{port} does not have namespace associated"));
-    let alias_or_name = |port: &str| maps.name_to_alias.get(port).cloned().unwrap_or_else(|| port.to_string());
-    let name_of = |asked: &str| maps.alias_to_name.get(asked).cloned().unwrap_or_else(|| asked.to_string());
-    let mut out = Vec::new();
+    let asked = Asked {
+        maps,
+        sep,
+        base: TablePath {
+            db: elems[0].clone(),
+            table: elems[1].clone(),
+            sep,
+            is_virtual: true,
+            ..TablePath::default()
+        },
+        wildcard: key.ends_with('*'),
+        key,
+        field: elems.get(3).cloned().unwrap_or_default(),
+    };
     match kind {
-        Virtual::NotReproduced(what) => {
-            return Err(GoError::status(
-                tonic::Code::Unimplemented,
-                format!("sonic-gnmi's virtual path of {what} is not reproduced by this front"),
-            ))
+        Virtual::NotReproduced(what) => Err(GoError::status(
+            tonic::Code::Unimplemented,
+            format!("sonic-gnmi's virtual path of {what} is not reproduced by this front"),
+        )),
+        Virtual::Ports | Virtual::PortField | Virtual::PhyAttr | Virtual::PhyAttrField => asked.ports(kind),
+        Virtual::InterfaceCounters => asked.interface_counters(),
+        Virtual::Queues => asked.queues(),
+        Virtual::Pfcwd => asked.pfcwd(),
+    }
+}
+
+/// One virtual path asked: its key (a port, an alias, or a `*` glob) and field, the maps it is
+/// translated by, and the table path its translations start from.
+struct Asked<'a> {
+    maps: &'a NameMaps,
+    sep: char,
+    base: TablePath,
+    key: String,
+    field: String,
+    wildcard: bool,
+}
+
+impl Asked<'_> {
+    fn no_ns(port: &str) -> GoError {
+        GoError::plain(format!("{port} does not have namespace associated"))
+    }
+
+    /// `port` unless it has no namespace.
+    fn in_namespace(&self, port: &str) -> Result<(), GoError> {
+        if self.maps.port_ns.contains(port) {
+            Ok(())
+        } else {
+            Err(Self::no_ns(port))
         }
-        Virtual::Ports | Virtual::PortField | Virtual::PhyAttr | Virtual::PhyAttrField => {
-            let with_field = matches!(kind, Virtual::PortField | Virtual::PhyAttrField);
-            let aliased = matches!(kind, Virtual::Ports | Virtual::PortField);
-            if wildcard {
-                for (port, oid) in &maps.port {
-                    if !maps.port_ns.contains(port) {
-                        return Err(no_ns(port));
-                    }
-                    let json_key = if aliased { alias_or_name(port) } else { port.clone() };
-                    let mut tp = TablePath { key: oid.clone(), json_table_key: json_key, ..base.clone() };
-                    if with_field {
-                        (tp.field, tp.json_field) = (field.clone(), field.clone());
-                    }
-                    out.push(tp);
-                }
-            } else {
-                let name = if aliased { name_of(&key) } else { key.clone() };
-                let Some(oid) = maps.port.get(&name) else {
-                    return Err(GoError::plain(match kind {
-                        Virtual::Ports => format!("{name} not a valid sonic interface. Vendor alias is {key}"),
-                        Virtual::PortField => format!(" {name} not a valid sonic interface. Vendor alias is {key} "),
-                        _ => format!("{name} not a valid sonic interface"),
-                    }));
-                };
-                if !maps.port_ns.contains(&name) {
-                    return Err(no_ns(&name));
-                }
-                let mut tp = TablePath { key: oid.clone(), ..base.clone() };
+    }
+
+    /// How a port is keyed in the answer: its alias when it has one.
+    fn alias_or_name(&self, port: &str) -> String {
+        self.maps.name_to_alias.get(port).cloned().unwrap_or_else(|| port.to_string())
+    }
+
+    /// The port an asked name means: the port whose alias it is, else itself.
+    fn name_of(&self, asked: &str) -> String {
+        self.maps.alias_to_name.get(asked).cloned().unwrap_or_else(|| asked.to_string())
+    }
+
+    /// `COUNTERS/Ethernet*` (and a field of it), `COUNTERS/Ethernet*/Phy…`.
+    fn ports(&self, kind: Virtual) -> Result<Vec<TablePath>, GoError> {
+        let with_field = matches!(kind, Virtual::PortField | Virtual::PhyAttrField);
+        let aliased = matches!(kind, Virtual::Ports | Virtual::PortField);
+        let mut out = Vec::new();
+        if self.wildcard {
+            for (port, oid) in &self.maps.port {
+                self.in_namespace(port)?;
+                let json_key = if aliased { self.alias_or_name(port) } else { port.clone() };
+                let mut tp = TablePath { key: oid.clone(), json_table_key: json_key, ..self.base.clone() };
                 if with_field {
-                    tp.field = field.clone();
+                    (tp.field, tp.json_field) = (self.field.clone(), self.field.clone());
                 }
                 out.push(tp);
             }
+            return Ok(out);
         }
-        Virtual::InterfaceCounters => {
-            for (port, oid) in &maps.port {
-                if !maps.port_ns.contains(port) {
-                    return Err(no_ns(port));
-                }
-                out.push(TablePath {
-                    table: "COUNTERS".into(),
-                    key: oid.clone(),
-                    json_table_key: port.clone(),
-                    ..base.clone()
-                });
-            }
+        let key = &self.key;
+        let name = if aliased { self.name_of(key) } else { key.clone() };
+        let Some(oid) = self.maps.port.get(&name) else {
+            return Err(GoError::plain(match kind {
+                Virtual::Ports => format!("{name} not a valid sonic interface. Vendor alias is {key}"),
+                Virtual::PortField => format!(" {name} not a valid sonic interface. Vendor alias is {key} "),
+                _ => format!("{name} not a valid sonic interface"),
+            }));
+        };
+        self.in_namespace(&name)?;
+        let mut tp = TablePath { key: oid.clone(), ..self.base.clone() };
+        if with_field {
+            tp.field = self.field.clone();
         }
-        Virtual::Queues => {
-            let name = if wildcard { None } else { Some(name_of(&key)) };
-            if let Some(name) = &name {
-                if !maps.port_ns.contains(name) {
-                    return Err(no_ns(name));
-                }
-            }
-            for (que, oid) in &maps.queue {
-                let names: Vec<&str> = que.split(sep).collect();
-                let (Some(port), Some(index)) = (names.first(), names.get(1)) else { continue };
-                let shown = match &name {
-                    None => {
-                        if !maps.port_ns.contains(*port) {
-                            return Err(no_ns(port));
-                        }
-                        alias_or_name(port)
-                    }
-                    Some(n) if n == port => key.clone(),
-                    Some(_) => continue,
-                };
-                let json_key = format!("{shown}{sep}{index}");
-                out.push(TablePath { key: oid.clone(), json_table_key: json_key.clone(), ..base.clone() });
-                out.push(TablePath {
-                    table: "PERIODIC_WATERMARKS".into(),
-                    key: oid.clone(),
-                    field: WATERMARK.into(),
-                    json_table_key: format!("{json_key}{sep}periodic"),
-                    json_field: WATERMARK.into(),
-                    ..base.clone()
-                });
-            }
-        }
-        Virtual::Pfcwd => {
-            if wildcard {
-                for (port, queues) in &maps.pfcwd {
-                    if !maps.port_ns.contains(port) {
-                        return Err(no_ns(port));
-                    }
-                    for (que, oid) in queues {
-                        let index = que.split(sep).nth(1).unwrap_or_default();
-                        let json_key =
-                            format!("{}{sep}{index}", alias_or_name(que.split(sep).next().unwrap_or_default()));
-                        out.push(TablePath { key: oid.clone(), json_table_key: json_key, ..base.clone() });
-                    }
-                }
-            } else {
-                let name = name_of(&key);
-                if !maps.port_ns.contains(&name) {
-                    return Err(no_ns(&name));
-                }
-                if !maps.port.contains_key(&name) {
-                    return Err(GoError::plain(format!("{name} not a valid SONiC interface. Vendor alias is {key}")));
-                }
-                for (que, oid) in maps.pfcwd.get(&name).into_iter().flatten() {
-                    let index = que.split(sep).nth(1).unwrap_or_default();
-                    out.push(TablePath {
-                        key: oid.clone(),
-                        json_table_key: format!("{key}{sep}{index}"),
-                        ..base.clone()
-                    });
-                }
-            }
-        }
+        out.push(tp);
+        Ok(out)
     }
-    Ok(out)
+
+    /// Every port's counters, keyed by SONiC name.
+    fn interface_counters(&self) -> Result<Vec<TablePath>, GoError> {
+        let mut out = Vec::new();
+        for (port, oid) in &self.maps.port {
+            self.in_namespace(port)?;
+            out.push(TablePath {
+                table: "COUNTERS".into(),
+                key: oid.clone(),
+                json_table_key: port.clone(),
+                ..self.base.clone()
+            });
+        }
+        Ok(out)
+    }
+
+    /// `COUNTERS/<port>/Queues`: every queue of the port (multicast ones too), with its
+    /// periodic watermark.
+    fn queues(&self) -> Result<Vec<TablePath>, GoError> {
+        let sep = self.sep;
+        let name = if self.wildcard { None } else { Some(self.name_of(&self.key)) };
+        if let Some(name) = &name {
+            self.in_namespace(name)?;
+        }
+        let mut out = Vec::new();
+        for (que, oid) in &self.maps.queue {
+            let names: Vec<&str> = que.split(sep).collect();
+            let (Some(port), Some(index)) = (names.first(), names.get(1)) else { continue };
+            let shown = match &name {
+                None => {
+                    self.in_namespace(port)?;
+                    self.alias_or_name(port)
+                }
+                Some(n) if n == port => self.key.clone(),
+                Some(_) => continue,
+            };
+            let json_key = format!("{shown}{sep}{index}");
+            out.push(TablePath { key: oid.clone(), json_table_key: json_key.clone(), ..self.base.clone() });
+            out.push(TablePath {
+                table: "PERIODIC_WATERMARKS".into(),
+                key: oid.clone(),
+                field: WATERMARK.into(),
+                json_table_key: format!("{json_key}{sep}periodic"),
+                json_field: WATERMARK.into(),
+                ..self.base.clone()
+            });
+        }
+        Ok(out)
+    }
+
+    /// `COUNTERS/<port>/Pfcwd`: the port's watched queues (priority → queue mapped).
+    fn pfcwd(&self) -> Result<Vec<TablePath>, GoError> {
+        let sep = self.sep;
+        let mut out = Vec::new();
+        if self.wildcard {
+            for (port, queues) in &self.maps.pfcwd {
+                self.in_namespace(port)?;
+                for (que, oid) in queues {
+                    let index = que.split(sep).nth(1).unwrap_or_default();
+                    let json_key =
+                        format!("{}{sep}{index}", self.alias_or_name(que.split(sep).next().unwrap_or_default()));
+                    out.push(TablePath { key: oid.clone(), json_table_key: json_key, ..self.base.clone() });
+                }
+            }
+            return Ok(out);
+        }
+        let key = &self.key;
+        let name = self.name_of(key);
+        self.in_namespace(&name)?;
+        if !self.maps.port.contains_key(&name) {
+            return Err(GoError::plain(format!("{name} not a valid SONiC interface. Vendor alias is {key}")));
+        }
+        for (que, oid) in self.maps.pfcwd.get(&name).into_iter().flatten() {
+            let index = que.split(sep).nth(1).unwrap_or_default();
+            out.push(TablePath { key: oid.clone(), json_table_key: format!("{key}{sep}{index}"), ..self.base.clone() });
+        }
+        Ok(out)
+    }
 }
 
 #[cfg(test)]

@@ -15,8 +15,9 @@ pub const QUEUE_INDEX_MAP: &str = "COUNTERS_QUEUE_INDEX_MAP";
 pub const QUEUE_PORT_MAP: &str = "COUNTERS_QUEUE_PORT_MAP";
 /// Queue object id → `SAI_QUEUE_TYPE_UNICAST` | `SAI_QUEUE_TYPE_MULTICAST` | `SAI_QUEUE_TYPE_ALL`.
 pub const QUEUE_TYPE_MAP: &str = "COUNTERS_QUEUE_TYPE_MAP";
-/// The table of counters, keyed by object id (`COUNTERS:oid:0x…`).
-pub const COUNTERS: &str = "COUNTERS";
+/// The table of counters, keyed by object id (`COUNTERS:oid:0x…`): the client's, which
+/// reads it ([`Db::counters`]) below the name maps.
+pub use crate::client::COUNTERS;
 
 /// The five COUNTERS_DB name maps, as read.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

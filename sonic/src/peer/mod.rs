@@ -44,6 +44,7 @@ mod syncd;
 mod tests;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -60,6 +61,8 @@ use crate::asic::AsicFamily;
 use crate::client::{ConfigDb, DbError, Entry, Switch};
 use crate::layout::{db as dbs, DatabaseLayout, Instance};
 use crate::names::queues::{PORT_NAME_MAP, QUEUE_INDEX_MAP, QUEUE_NAME_MAP, QUEUE_PORT_MAP};
+use crate::names::{NameMaps, Queues};
+use crate::qos::Qos;
 use crate::watchdog::{self, Events};
 
 pub use self::orchagent::DEFAULT_POLL;
@@ -90,6 +93,9 @@ pub enum PeerError {
     /// A Lua script of the watchdog is missing or Redis refused it.
     #[error("watchdog script: {0}")]
     Script(String),
+    /// The name maps or QoS maps the peer holds could not be read as SONiC's.
+    #[error(transparent)]
+    Names(#[from] crate::names::NameError),
     /// No such port on the peer.
     #[error("the peer has no port {0}")]
     UnknownPort(String),
@@ -180,19 +186,8 @@ impl PeerBuilder {
         self
     }
 
-    /// Starts redis-server, seeds it, and starts the watchdog.
-    pub async fn start(self, prereq: &Prerequisites) -> Result<SonicPeer, PeerError> {
-        let server = RedisServer::start(&prereq.redis_server).await?;
-        let instance = Instance {
-            name: "redis".into(),
-            hostname: "127.0.0.1".into(),
-            port: 0,
-            unix_socket_path: Some(server.socket().to_path_buf()),
-        };
-        let layout =
-            DatabaseLayout::load(&prereq.utilities_file("database_config.json"))?.with_instance("redis", instance);
-        let switch = Switch::new(layout, None);
-
+    /// sonic-utilities' databases shaped as asked, written into `switch`'s Redis.
+    async fn seed(&self, prereq: &Prerequisites, switch: &Switch) -> Result<Seed, PeerError> {
         let mut seed = Seed::load(prereq)?;
         if let Some(keep) = &self.keep {
             seed.keep_ports(keep)?;
@@ -215,29 +210,31 @@ impl PeerBuilder {
             (dbs::STATE_DB, &seed.state),
             (dbs::ASIC_DB, &seed.asic),
         ] {
-            write_tables(&switch, name, tables).await?;
+            write_tables(switch, name, tables).await?;
         }
+        Ok(seed)
+    }
+
+    /// Starts redis-server, seeds it, and starts the watchdog.
+    pub async fn start(self, prereq: &Prerequisites) -> Result<SonicPeer, PeerError> {
+        let server = RedisServer::start(&prereq.redis_server).await?;
+        let instance = Instance {
+            name: "redis".into(),
+            hostname: "127.0.0.1".into(),
+            port: 0,
+            unix_socket_path: Some(server.socket().to_path_buf()),
+        };
+        let layout =
+            DatabaseLayout::load(&prereq.utilities_file("database_config.json"))?.with_instance("redis", instance);
+        let switch = Switch::new(layout, None);
+
+        let seed = self.seed(prereq, &switch).await?;
 
         let (plane, ports) = model(&seed.counters);
         let shared = Arc::new(Shared { plane: Mutex::new(plane), errors: Mutex::default(), polls: AtomicU64::new(0) });
         let counters = switch.database(dbs::COUNTERS_DB).await?;
-        let load = |name: String| {
-            let counters = counters.clone();
-            async move {
-                let path = prereq.swss_file(&name);
-                let text = std::fs::read_to_string(&path)
-                    .map_err(|e| PeerError::Script(format!("{}: {e}", path.display())))?;
-                let mut conn = counters.connection();
-                redis::cmd("SCRIPT")
-                    .arg("LOAD")
-                    .arg(text)
-                    .query_async::<String>(&mut conn)
-                    .await
-                    .map_err(|e| PeerError::Script(format!("{name}: {e}")))
-            }
-        };
-        let detect_sha = load(self.family.detector_script()).await?;
-        let restore_sha = load("pfc_restore.lua".to_string()).await?;
+        let detect_sha = load_script(prereq, &counters, &self.family.detector_script()).await?;
+        let restore_sha = load_script(prereq, &counters, "pfc_restore.lua").await?;
         let config = switch.database(dbs::CONFIG_DB).await?;
         // Subscribed before the watchdog reads the table, so no change falls between.
         let config_events = config.watch_table(watchdog::PFC_WD).await?;
@@ -252,8 +249,7 @@ impl PeerBuilder {
         let (stop, shutdown) = oneshot::channel();
         let (ready, started) = oneshot::channel();
         let task = tokio::spawn(orchagent.run(ready, shutdown, config_events, events));
-        let peer =
-            SonicPeer { family: self.family, switch, shared, stop: Some(stop), task: Some(task), _server: server };
+        let peer = SonicPeer { family: self.family, switch, shared, stop: Some(stop), task: Some(task), server };
         // Returned once the watchdog has taken in the configuration it found, as a switch that
         // has booted has.
         match tokio::time::timeout(STARTUP, started).await {
@@ -264,6 +260,19 @@ impl PeerBuilder {
             ))),
         }
     }
+}
+
+/// Loads SONiC's Lua script `name` into the peer's Redis; its SHA.
+async fn load_script(prereq: &Prerequisites, counters: &crate::client::Db, name: &str) -> Result<String, PeerError> {
+    let path = prereq.swss_file(name);
+    let text = std::fs::read_to_string(&path).map_err(|e| PeerError::Script(format!("{}: {e}", path.display())))?;
+    let mut conn = counters.connection();
+    redis::cmd("SCRIPT")
+        .arg("LOAD")
+        .arg(text)
+        .query_async::<String>(&mut conn)
+        .await
+        .map_err(|e| PeerError::Script(format!("{name}: {e}")))
 }
 
 /// What the watchdog task and the test's handle share.
@@ -282,7 +291,7 @@ pub struct SonicPeer {
     shared: Arc<Shared>,
     stop: Option<oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<()>>,
-    _server: RedisServer,
+    server: RedisServer,
 }
 
 impl SonicPeer {
@@ -345,6 +354,45 @@ impl SonicPeer {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         true
+    }
+
+    /// Every hash of database `name` (`CONFIG_DB`), by Redis key: what a test compares before
+    /// and after a change to show nothing else changed.
+    pub async fn dump(&self, name: &str) -> Result<BTreeMap<String, Entry>, PeerError> {
+        let db = self.switch.database(name).await?;
+        let keys = db.scan("*").await?;
+        let hashes = db.hashes(&keys).await?;
+        Ok(keys.into_iter().zip(hashes).filter_map(|(k, h)| Some((k, h?))).collect())
+    }
+
+    /// `port`'s watchdog as orchagent recorded it in COUNTERS_DB and APPL_DB, for the queues
+    /// its lossless priorities map to: what a test reads to see SONiC's own detector at work.
+    pub async fn watchdog(&self, port: &str) -> Result<watchdog::PortState, PeerError> {
+        let counters = self.switch.database(dbs::COUNTERS_DB).await?;
+        let maps = NameMaps::read(&counters).await?;
+        let queues = Queues::from_maps(&maps)?;
+        let config = self.switch.config_db().await?;
+        let qos = Qos::read(&config).await?;
+        let reader = watchdog::WatchdogReader::open(&self.switch).await?;
+        let watched = qos.watchdog_queues(&queues, port);
+        Ok(reader.port(port, &watched, maps.ports.get(port).map(String::as_str)).await?)
+    }
+
+    /// SONiC's own `database_config.json` (from `prereq`) with every instance on this peer's
+    /// socket, written into `dir`: what a rocemend running on the switch is pointed at. Its
+    /// path.
+    pub fn write_database_config(&self, prereq: &Prerequisites, dir: &Path) -> Result<PathBuf, PeerError> {
+        let source = prereq.utilities_file("database_config.json");
+        let text = std::fs::read_to_string(&source).map_err(PeerError::Io)?;
+        let mut json: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| PeerError::Seed(format!("{}: {e}", source.display())))?;
+        let socket = self.server.socket().display().to_string();
+        for instance in json["INSTANCES"].as_object_mut().into_iter().flat_map(|i| i.values_mut()) {
+            instance["unix_socket_path"] = serde_json::Value::String(socket.clone());
+        }
+        let path = dir.join("database_config.json");
+        std::fs::write(&path, json.to_string()).map_err(PeerError::Io)?;
+        Ok(path)
     }
 
     /// What went wrong inside the watchdog so far (Redis errors, scripts refused): a test that

@@ -314,14 +314,29 @@ async fn an_in_place_change_keeps_the_running_action_and_a_replace_takes_the_new
         (state.queues[&3].status == Some(Status::Operational)).then_some(())
     });
 
+    replace_takes_the_new_action(&peer, &w, &reader, &queues, escalation).await;
+    assert!(peer.errors().is_empty(), "{:?}", peer.errors());
+}
+
+/// Replaced (DEL then HSET in one MULTI, as `pfcwd start`): the watchdog restarts, and the next
+/// storm gets the new action.
+async fn replace_takes_the_new_action(
+    peer: &SonicPeer,
+    w: &Watched,
+    reader: &WatchdogReader,
+    queues: &[String],
+    escalation: BTreeMap<String, String>,
+) {
+    let config = peer.config_db().await.unwrap();
+    let counters = peer.switch().database(dbs::COUNTERS_DB).await.unwrap();
     // Replaced (DEL then HSET in one MULTI, as `pfcwd start`): the watchdog restarts ...
-    let mut restart = RestartWatch::start(&counters, &queues).await.unwrap();
+    let mut restart = RestartWatch::start(&counters, queues).await.unwrap();
     config
         .apply(&[Change::Replace { table: "PFC_WD".into(), key: "Ethernet4".into(), fields: escalation }])
         .await
         .unwrap();
     assert_eq!(restart.wait(DEADLINE).await.unwrap(), Vec::<String>::new(), "orchagent restarted both queues");
-    let before = w.state(&reader, "Ethernet4").await.queues[&3].clone();
+    let before = w.state(reader, "Ethernet4").await.queues[&3].clone();
     assert_eq!(
         (before.action, before.detection_time, before.restoration_time),
         (Some(Action::Drop), Some(Duration::from_millis(200)), Some(Duration::from_millis(400)))
@@ -329,7 +344,7 @@ async fn an_in_place_change_keeps_the_running_action_and_a_replace_takes_the_new
     // ... and the next storm gets drop: PFC off for the priority, the queue's packets dropped.
     peer.start_storm("Ethernet4", 3).unwrap();
     let state = eventually!("the storm dropped after the replace", {
-        let state = w.state(&reader, "Ethernet4").await;
+        let state = w.state(reader, "Ethernet4").await;
         (state.queues[&3].status == Some(Status::Stormed) && state.queues[&3].tx_dropped > before.tx_dropped)
             .then_some(state)
     });
@@ -340,7 +355,6 @@ async fn an_in_place_change_keeps_the_running_action_and_a_replace_takes_the_new
         config.entry("PFC_WD", "Ethernet4").await.unwrap().unwrap(),
         fields(&[("action", "drop"), ("detection_time", "200"), ("restoration_time", "400")])
     );
-    assert!(peer.errors().is_empty(), "{:?}", peer.errors());
 }
 
 async fn next(keyspace: &mut crate::client::subscribe::Keyspace) -> crate::client::subscribe::KeyspaceEvent {

@@ -67,6 +67,7 @@ pub fn demo(speed: f64) -> anyhow::Result<Exit> {
         tick: Duration::from_millis(50),
         record: None,
         stop_when_sensors_end: true,
+        shutdown_grace: engine::runtime::DEFAULT_SHUTDOWN_GRACE,
         health: engine::HealthBoard::default(),
     };
     let printer = Arc::new(Mutex::new(Printer {

@@ -1,10 +1,12 @@
 //! `rocemend run`: the daemon.
 //!
 //! - [`parts`]: the daemon's parts built from its configuration;
-//! - [`signals`]: logging, signals and the rule directory watched.
+//! - [`signals`]: logging, signals and the rule directory watched;
+//! - [`state_lock`]: one daemon per state directory.
 
 mod parts;
 mod signals;
+mod state_lock;
 
 use std::path::Path;
 
@@ -49,7 +51,22 @@ pub fn run(config_path: &Path) -> anyhow::Result<Exit> {
 /// Runs the daemon with its control API, metrics, signal handlers and rule
 /// watch until it is stopped.
 async fn serve(parts: Parts, config_path: &Path) -> anyhow::Result<()> {
-    let Parts { mut daemon, ledger, job_tx, health, rules_dir, playbook, settings, config, node, tcp, web } = parts;
+    let Parts {
+        mut daemon,
+        state_lock,
+        ledger,
+        job_tx,
+        health,
+        rules_dir,
+        playbook,
+        settings,
+        config,
+        node,
+        tcp,
+        web,
+        actuators,
+    } = parts;
+    check_targets_in_background(actuators);
     let (dispatcher, departure) =
         wiring::fleet(daemon.dispatcher, &mut daemon.sensors, config.fleet.as_ref(), &playbook, &node).await?;
     daemon.dispatcher = dispatcher;
@@ -78,7 +95,7 @@ async fn serve(parts: Parts, config_path: &Path) -> anyhow::Result<()> {
         let (_, serve) = ops::metrics::http::bind(addr, endpoint, shutdown_rx.clone())?;
         tokio::spawn(serve);
     }
-    spawn_signal_handlers(shutdown_tx.clone(), command_tx.clone())?;
+    spawn_signal_handlers(shutdown_tx.clone(), command_tx.clone(), settings.engine.shutdown_timeout)?;
     if let Some(every) = settings.engine.reload_poll {
         tokio::spawn(watch_rules(rules_dir, every, command_tx));
     }
@@ -102,6 +119,21 @@ async fn serve(parts: Parts, config_path: &Path) -> anyhow::Result<()> {
         let error = report::chain(&error);
         tracing::error!(message = "Control API failed.", %error);
     }
+    drop(state_lock);
     tracing::info!(message = "Stopped.", samples = summary.stats.samples, decisions = summary.decisions);
     Ok(())
+}
+
+/// Reaches each switch an actuator may change now, so one that cannot be
+/// written (a read-only sonic-gnmi, native write off) is in the log at
+/// start, not found in a storm. Each result is logged where it is found;
+/// the task only keeps the start from waiting on it.
+fn check_targets_in_background(actuators: Vec<std::sync::Arc<dyn engine::Actuator>>) {
+    tokio::spawn(async move {
+        let found = crate::commands::check::targets(&actuators).await;
+        let refused = found.iter().filter(|(_, _, r)| r.is_err()).count();
+        if refused > 0 {
+            tracing::warn!(message = "Some targets of the actuators cannot be changed.", refused);
+        }
+    });
 }

@@ -17,11 +17,14 @@ use ops::web::server::WebSide;
 use sensors::job::JobPush;
 use tokio::sync::mpsc;
 
+use super::state_lock::StateLock;
 use crate::wiring;
 
 /// Everything `run` needs, built and checked before anything starts.
 pub(super) struct Parts {
     pub daemon: Daemon,
+    /// The state directory's lock, held until the daemon ends.
+    pub state_lock: StateLock,
     pub ledger: Ledger,
     /// Where the control API's `PushJob` goes (none in a replay).
     pub job_tx: Option<mpsc::Sender<JobPush>>,
@@ -34,6 +37,8 @@ pub(super) struct Parts {
     pub node: String,
     pub tcp: Option<control::serve::TcpSide>,
     pub web: Option<WebSide>,
+    /// The actuators, each once: their targets are checked (and logged) at start.
+    pub actuators: Vec<Arc<dyn engine::Actuator>>,
 }
 
 impl Parts {
@@ -44,11 +49,13 @@ impl Parts {
         let state_dir = &config.state_dir;
         std::fs::create_dir_all(state_dir)
             .with_context(|| format!("creating state directory {}", state_dir.display()))?;
+        let state_lock = StateLock::take(state_dir)?;
         let store = Store::open(&state_dir.join("state.sled"))?;
         let ledger = Ledger::open(&store, Retention::default())?;
         let engine = &settings.engine;
         let mut evaluator = Evaluator::new(series, part.rules, Some(store))?;
         evaluator.set_cost_budget(engine.rule_cost_budget);
+        let actuators = crate::commands::check::distinct(part.routes.iter().map(|r| r.actuator.clone()));
         let dispatch = actuators::registry::dispatch_config(&part.playbook, part.routes, part.policy, topology);
         let dispatcher = engine::dispatch::Dispatcher::new(dispatch, Some(ledger.clone()));
         // Job signals pushed over the control API enter as one more sensor;
@@ -76,9 +83,11 @@ impl Parts {
             record: settings.record.clone(),
             stop_when_sensors_end: engine.exit_when_sensors_end,
             health: health.clone(),
+            shutdown_grace: engine.shutdown_timeout / 2,
         };
         Ok(Parts {
             daemon,
+            state_lock,
             ledger,
             job_tx,
             health,
@@ -89,6 +98,7 @@ impl Parts {
             node,
             tcp,
             web,
+            actuators,
         })
     }
 }

@@ -1,6 +1,7 @@
 //! What the daemon does besides its run loop: logging set up once, signals
-//! (SIGTERM and SIGINT stop it, SIGHUP reloads the rules), and the rule
-//! directory watched for changes.
+//! (SIGTERM and SIGINT stop it within its shutdown timeout, a second one at
+//! once; SIGHUP reloads the rules), and the rule directory watched for
+//! changes.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -28,6 +29,7 @@ pub(super) fn init_logging(format: LogFormat, level: &str) -> anyhow::Result<()>
 pub(super) fn spawn_signal_handlers(
     shutdown: watch::Sender<bool>,
     commands: mpsc::Sender<Command>,
+    timeout: Duration,
 ) -> anyhow::Result<()> {
     use tokio::signal::unix::{signal, SignalKind};
     let mut hup = signal(SignalKind::hangup())?;
@@ -44,10 +46,38 @@ pub(super) fn spawn_signal_handlers(
                 _ = int.recv() => break,
             }
         }
-        tracing::info!(message = "Shutting down.");
+        tracing::info!(message = "Shutting down.", timeout = ?timeout);
         let _ = shutdown.send(true);
+        exit_after(timeout);
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+        tracing::warn!(message = "A second signal: exiting now.");
+        std::process::exit(1);
     });
     Ok(())
+}
+
+/// Ends the process `timeout` from now if it is still running: whatever
+/// holds it up (an actuator that does not answer, a client that keeps a
+/// stream open, a task that never yields), a stop asked for is a stop
+/// within the shutdown timeout. Exiting there is as safe as a crash, which
+/// the ledger is built for: an intent is on disk before any change. A
+/// thread, not a task, so that a runtime whose workers are all stuck still
+/// ends.
+fn exit_after(timeout: Duration) {
+    let spawned = std::thread::Builder::new().name("shutdown-timeout".into()).spawn(move || {
+        std::thread::sleep(timeout);
+        tracing::error!(
+            message = "Stopping took longer than the shutdown timeout; exiting now.",
+            timeout = ?timeout
+        );
+        std::process::exit(1);
+    });
+    if let Err(error) = spawned {
+        tracing::error!(message = "Could not start the shutdown timer; stopping without a time limit.", %error);
+    }
 }
 
 /// A fingerprint of the rule directory: names, sizes and modification

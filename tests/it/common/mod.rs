@@ -73,6 +73,21 @@ pub fn etcd_here() -> bool {
     true
 }
 
+/// Writes `dir/playbook.toml`: playbook `name` enforcing the rules in `dir/rules` with one
+/// pfcwd actuator, whose `[gnmi]` table is `gnmi`, undoing escalations when they resolve.
+pub fn pfcwd_playbook(dir: &Path, name: &str, gnmi: &str) {
+    std::fs::write(
+        dir.join("playbook.toml"),
+        format!(
+            "name = \"{name}\"\nmode = \"enforce\"\nrules = \"rules\"\n\
+             [undo]\non_resolve = [\"pfcwd.*\"]\n\
+             [[actuator]]\nname = \"pfcwd\"\ntype = \"pfcwd\"\nhandles = [\"pfcwd.*\"]\n\
+             [actuator.gnmi]\n{gnmi}"
+        ),
+    )
+    .unwrap();
+}
+
 /// Whether `/bin/sh` exists; if not, says why the calling test cannot run.
 #[track_caller]
 pub fn have_sh() -> bool {

@@ -185,3 +185,24 @@ rebase = true
     .unwrap();
     config
 }
+
+/// The changes in a port's `history`: each is a replace (the entry deleted, then written, as
+/// `pfcwd start` does), so the deletes are first halves, not changes of their own; and a kill
+/// between the two halves leaves the delete alone, after which the entry found before is
+/// written back, which changes nothing.
+pub fn changes_of(history: Vec<Entry>, original: &Entry) -> Vec<Entry> {
+    let mut changes: Vec<Entry> = Vec::new();
+    let mut after_delete = false;
+    for entry in history {
+        if entry.is_none() && original.is_some() {
+            after_delete = true;
+            continue;
+        }
+        let half = after_delete && &entry == original && changes.last() == Some(&entry);
+        after_delete = false;
+        if !half {
+            changes.push(entry);
+        }
+    }
+    changes
+}

@@ -549,7 +549,7 @@ mod tests {
             ("src/a.rs", "use crate::b::X;\nmod inner;\n#[cfg(test)]\nmod tests { use crate::c::Y; }\n"),
             // super:: inside a stays in a; super::super leaves it for c.
             ("src/a/inner.rs", "use super::Z;\nfn f() { super::super::c::g(); }\n"),
-            ("src/b.rs", "fn f() -> crate::Thing { todo!() }\n"),
+            ("src/b.rs", "fn f(t: crate::Thing) -> usize { std::mem::size_of_val(&t) }\n"),
             ("src/c.rs", "fn f() { println!(\"{}\", crate::a::N); }\n"),
             ("src/d.rs", "pub struct Thing;\n"),
         ]);

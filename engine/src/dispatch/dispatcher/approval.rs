@@ -42,6 +42,10 @@ impl Dispatcher {
     /// compacts the ledger to its retention bounds once per
     /// [`COMPACTION_INTERVAL`]. The run loop calls it on every tick.
     pub fn maintain(&mut self, now: Nanos) -> Vec<Decision> {
+        if !self.planned.is_empty() {
+            let ids: std::collections::HashSet<&String> = self.policy.in_effect().map(|e| &e.id).collect();
+            self.planned.retain(|id| ids.contains(id));
+        }
         if now.saturating_sub(self.last_compaction) >= COMPACTION_INTERVAL {
             self.last_compaction = now;
             if let Some(ledger) = &self.ledger {

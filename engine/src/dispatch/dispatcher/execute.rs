@@ -32,6 +32,9 @@ impl Dispatcher {
                     d.verdict = Verdict::AlreadyHeld { detail };
                     return self.finish(d, false);
                 }
+                Ok(Intent::Unwritable) => {
+                    return self.hold_unwritable(d, now, "its intent could not be written, so it was not sent");
+                }
                 Ok(Intent::Ready) => match &d.prior {
                     Some(prior) => self.call(actuator.apply(&action, prior)).await,
                     None => self.call(actuator.execute(&action)).await,
@@ -85,6 +88,7 @@ impl Dispatcher {
                     what: format!("dry-run: {} would send {}", plan.actuator, plan.requests.join(" ; ")),
                 });
                 self.policy.commit(&d.id, &d.proposal, now);
+                self.planned.insert(d.id.clone());
                 d.verdict = Verdict::DryRun { plan };
             }
             Err(e) => {
@@ -105,6 +109,9 @@ impl Dispatcher {
         now: Nanos,
     ) -> Result<Intent, ActuatorError> {
         if d.phase != Phase::Intent {
+            if self.ledger_unwritable().is_some() {
+                return Ok(Intent::Unwritable);
+            }
             let prepared = self.call(actuator.prepare(&d.proposal.action)).await?;
             if let Some(prepared) = &prepared {
                 if prepared.holds_already {
@@ -115,7 +122,9 @@ impl Dispatcher {
             d.phase = Phase::Intent;
             let read = if d.prior.is_some() { "target read; " } else { "" };
             d.steps.push(Step { at: now, what: format!("{read}intent on disk; calling {}", actuator.name()) });
-            self.save(d, true);
+            if !self.save(d, true) {
+                return Ok(Intent::Unwritable);
+            }
         }
         Ok(Intent::Ready)
     }
@@ -177,6 +186,8 @@ enum Intent {
     Ready,
     /// The target already holds what the action sets (what, for people).
     Held(String),
+    /// The intent could not be written: nothing may be sent.
+    Unwritable,
 }
 
 #[cfg(test)]

@@ -68,7 +68,7 @@ impl Dispatcher {
 
     async fn undo_inner(&mut self, effect: Effect, now: Nanos, first: String) -> Decision {
         let original = self.ledger.as_ref().and_then(|l| l.get(&effect.id).ok().flatten());
-        let mut d = self.undo_decision(&effect, original.as_ref(), now, first);
+        let mut d = self.undo_decision(&effect, original.as_ref(), now, first.clone());
         let Some(route) = self.route(&effect.action.kind) else {
             d.verdict = Verdict::NoActuator;
             return self.finish(d, false);
@@ -106,7 +106,12 @@ impl Dispatcher {
         }
         d.phase = Phase::Intent;
         d.steps.push(Step { at: now, what: "verified as we left it; intent on disk; restoring".into() });
-        self.save(&d, true);
+        if self.ledger_unwritable().is_some() || !self.save(&d, true) {
+            if !self.held_undos.iter().any(|(e, _)| e.id == effect.id) {
+                self.held_undos.push((effect.clone(), first));
+            }
+            return self.hold_unwritable(d, now, "undone when it can be written again");
+        }
         self.restore(d, route.actuator.as_ref(), &effect, &applied, now).await
     }
 
