@@ -38,7 +38,7 @@ pub struct Pfc {
 }
 
 /// One queue.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Queue {
     /// Multicast (listed after the unicast queues).
     pub multicast: bool,

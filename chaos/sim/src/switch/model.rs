@@ -256,6 +256,7 @@ fn new_port(index: usize, profile: &Profile) -> Port {
         admin_up: true,
         link_up: true,
         oper_transitions: 0,
+        flaps: 0,
         in_octets: 0,
         out_octets: 0,
         in_errors: 0,

@@ -99,7 +99,7 @@ impl GNmi for Service {
                 tokio::select! {
                     // The server stops (or is gone): the stream ends as a restarting
                     // container's does.
-                    _ = stop.wait_for(|s| *s) => {
+                    _ = async { let _ = stop.wait_for(|s| *s).await; } => {
                         let _ = tx.send(Err(Status::unavailable("the switch is shutting down"))).await;
                         break;
                     }
