@@ -27,7 +27,7 @@
 //! - [`sensor`]: [`SonicRedisSensor`], its session and reconnection.
 
 pub mod config;
-mod read;
+pub mod read;
 pub mod sensor;
 
 pub use config::SonicRedisConfig;

@@ -40,8 +40,8 @@ use engine::Topology;
 use serde::{Deserialize, Serialize};
 
 use crate::switch::{Model, Profile};
-use sonic::watchdog::Action;
 pub use nic::{Counters, Flap, NetdevCounters, Nic};
+use sonic::watchdog::Action;
 
 /// Nominal line rate of a NIC port, bytes per second (400 Gb/s).
 pub const LINE_BYTES_PER_S: f64 = 50e9;
