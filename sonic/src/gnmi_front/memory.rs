@@ -119,7 +119,12 @@ impl MemoryStore {
 
     /// Deletes `fields` of `key` (as `HDEL`, notified when one was there; the key goes with its
     /// last field).
-    pub fn hdel<F: Into<String>>(&self, db: &str, key: &str, fields: impl IntoIterator<Item = F>) -> Result<(), BackendError> {
+    pub fn hdel<F: Into<String>>(
+        &self,
+        db: &str,
+        key: &str,
+        fields: impl IntoIterator<Item = F>,
+    ) -> Result<(), BackendError> {
         self.check(db)?;
         let fields: Vec<String> = fields.into_iter().map(Into::into).collect();
         if !fields.is_empty() {

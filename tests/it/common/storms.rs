@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use sim::switch::{self, Model, RunningSwitch};
+use sonic::gnmi_front::Backend;
 
 use super::{repo, toml_path};
 
@@ -46,10 +47,7 @@ impl Leaf {
         let server = self.server.take().expect("serving");
         let addr = server.addr;
         rt.block_on(server.stop()).expect("the leaf stops");
-        self.model.write(|state| {
-            let names: Vec<String> = state.ports.iter().map(|p| p.name.clone()).collect();
-            state.config = switch::config::defaults(names.iter().map(String::as_str));
-        });
+        self.model.reboot().expect("the leaf reboots");
         let server = rt
             .block_on(switch::spawn(&self.name, addr, self.model.clone(), switch::Options::default()))
             .expect("the leaf serves again on its address");
@@ -68,9 +66,11 @@ pub fn leaves(rt: &tokio::runtime::Runtime) -> Vec<Leaf> {
             .expect("a simulated leaf serves");
         let history = Arc::new(Mutex::new(vec![model.config_entry("PFC_WD", PORT)]));
         let (watched, seen) = (model.clone(), history.clone());
+        let events = rt.block_on(watched.store().watch("CONFIG_DB", &format!("PFC_WD|{PORT}")));
+        let mut events = events.expect("the leaf's CONFIG_DB can be watched");
         rt.spawn(async move {
-            let mut changes = watched.changes();
-            while changes.changed().await.is_ok() {
+            use futures_util::StreamExt;
+            while events.next().await.is_some() {
                 let entry = watched.config_entry("PFC_WD", PORT);
                 let mut seen = seen.lock().unwrap();
                 if seen.last() != Some(&entry) {

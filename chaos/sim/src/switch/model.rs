@@ -475,6 +475,20 @@ impl Model {
         self.config_write(&[WriteOp::Del { key: format!("{table}|{key}") }])
     }
 
+    /// Reboots the switch without `config save`: CONFIG_DB back to what it booted with, which
+    /// orchagent applies as it would at start (every entry deleted, then written as seeded, so
+    /// the watchdog restarts with the saved values).
+    pub fn reboot(&self) -> Result<(), ModelError> {
+        let seed = {
+            let s = self.read();
+            seed::config_db(&s.ports, &s.profile)
+        };
+        let keys = self.store.keys_now("CONFIG_DB", "*").map_err(|e| ModelError::Store(e.to_string()))?;
+        let mut ops: Vec<WriteOp> = keys.into_iter().map(|key| WriteOp::Del { key }).collect();
+        ops.extend(seed.into_iter().map(|(key, fields)| WriteOp::HSet { key, fields }));
+        self.config_write(&ops)
+    }
+
     fn config_write(&self, ops: &[WriteOp]) -> Result<(), ModelError> {
         self.store.write_now("CONFIG_DB", ops).map_err(|e| ModelError::Store(e.to_string()))?;
         self.write(|s| orchagent::config_written(s, ops));
