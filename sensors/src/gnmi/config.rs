@@ -228,7 +228,11 @@ impl Preset {
             Preset::SonicQueues => {
                 vec![(counters("/COUNTERS/Ethernet*/Queues", Virtual::Queues), StreamMode::Sample)]
             }
-            Preset::SonicPfcwd => vec![(counters("/COUNTERS/Ethernet*/Pfcwd", Virtual::Pfcwd), StreamMode::Sample)],
+            // The watchdog's state as soon as its detector writes it: sonic-gnmi
+            // follows the queues' entries by keyspace notification (ON_CHANGE
+            // on a table path, `db_client.go:281-297`), so a storm SONiC
+            // declares is seen within milliseconds, not at the next sample.
+            Preset::SonicPfcwd => vec![(counters("/COUNTERS/Ethernet*/Pfcwd", Virtual::Pfcwd), StreamMode::OnChange)],
             Preset::OpenconfigInterfaces => vec![
                 (PresetPath::Plain("openconfig:/interfaces/interface[name=*]/state/oper-status"), StreamMode::OnChange),
                 (PresetPath::Plain("openconfig:/interfaces/interface[name=*]/state/counters"), StreamMode::Sample),
@@ -679,8 +683,9 @@ sample_interval = "1500ms"
         let e = build(&own("COUNTERS_DB@/COUNTERS/Ethernet0")).unwrap_err();
         assert!(e.to_string().contains("subscription \"/COUNTERS/Ethernet0\": sample_interval 500ms"), "{e}");
         assert!(build(&own("sonic-db:/COUNTERS_DB/localhost/COUNTERS/oid:0x1")).is_err());
-        // ON_CHANGE has no interval; OpenConfig paths are not SONiC's databases.
-        assert!(build("presets = [\"sonic_pfcwd\", \"openconfig_interfaces\"]\nsample_interval = \"100ms\"").is_err());
+        // ON_CHANGE has no interval (the watchdog preset); OpenConfig paths are not SONiC's databases.
+        assert!(build("presets = [\"sonic_queues\", \"openconfig_interfaces\"]\nsample_interval = \"100ms\"").is_err());
+        assert!(build("presets = [\"sonic_pfcwd\"]\nsample_interval = \"100ms\"").is_ok());
         assert!(build("presets = [\"openconfig_interfaces\"]\nsample_interval = \"100ms\"").is_ok());
         assert!(build(&own("/interfaces/interface[name=Ethernet0]/state/counters")).is_ok());
     }

@@ -315,8 +315,9 @@ impl SonicPeer {
         self.switch.config_db().await
     }
 
-    /// Starts a PFC storm on `port`'s `priority`: from the next poll on, the counters the
-    /// family's detector reads move as a storm moves them (see `dataplane`).
+    /// Starts a PFC storm on `port`'s `priority` now: at each poll from the next on, the
+    /// counters the family's detector reads move as a storm moves them, from this instant
+    /// (see `dataplane`).
     pub fn start_storm(&self, port: &str, priority: u8) -> Result<(), PeerError> {
         self.set_storm(port, priority, true)
     }
@@ -333,7 +334,12 @@ impl SonicPeer {
         let mut plane = self.shared.plane.lock().unwrap_or_else(|e| e.into_inner());
         let model =
             plane.ports.values_mut().find(|p| p.name == port).ok_or_else(|| PeerError::UnknownPort(port.into()))?;
-        model.storming[usize::from(priority)] = on;
+        let since = &mut model.storm_since[usize::from(priority)];
+        match (on, *since) {
+            (true, None) => *since = Some(std::time::Instant::now()),
+            (false, _) => *since = None,
+            (true, Some(_)) => {} // already storming: it started then
+        }
         Ok(())
     }
 
