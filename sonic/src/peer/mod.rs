@@ -327,6 +327,34 @@ impl SonicPeer {
         self.set_storm(port, priority, false)
     }
 
+    /// The link of `port` goes up or down, as portsorch records it (`updatePortOperStatus`,
+    /// sonic-swss `portsorch.cpp:10034-10052`): APPL_DB `PORT_TABLE:<port>` `oper_status`, then
+    /// `flap_count` one higher (every change, either way) with `last_down_time` or
+    /// `last_up_time`, in two writes as portsorch makes them. A status it already has changes
+    /// nothing.
+    pub async fn set_link(&self, port: &str, up: bool) -> Result<(), PeerError> {
+        use redis::AsyncCommands;
+        let appl = self.switch.database(dbs::APPL_DB).await?;
+        let key = appl.key("PORT_TABLE", port);
+        let Some(entry) = appl.hash(&key).await? else { return Err(PeerError::UnknownPort(port.into())) };
+        let status = if up { "up" } else { "down" };
+        if entry.get("oper_status").map(String::as_str) == Some(status) {
+            return Ok(());
+        }
+        let flaps = entry.get("flap_count").and_then(|n| n.parse::<u64>().ok()).unwrap_or(0) + 1;
+        let when = if up { "last_up_time" } else { "last_down_time" };
+        // portsorch's format, `%a %b %d %H:%M:%S %Y` in UTC; the day does not matter here.
+        let stamp = "Sun Dec 06 08:00:00 2026".to_string();
+        let mut conn = appl.connection();
+        let write = async {
+            conn.hset::<_, _, _, ()>(&key, "oper_status", status).await?;
+            conn.hset_multiple::<_, _, _, ()>(&key, &[("flap_count", flaps.to_string()), (when.into(), stamp)]).await
+        };
+        write.await.map_err(|source| {
+            PeerError::Db(DbError::Command { database: dbs::APPL_DB.into(), operation: "HSET", key, source })
+        })
+    }
+
     fn set_storm(&self, port: &str, priority: u8, on: bool) -> Result<(), PeerError> {
         if priority > 7 {
             return Err(PeerError::BadPriority(priority));
