@@ -121,6 +121,8 @@ impl EcnActuator {
     /// lowers `QUEUE|Ethernet4|<q>` and its copy `ROCEMEND_Ethernet4_<q>`, and its prior keeps
     /// the alias so the same action verifies and undoes it.
     async fn plan_queue(&self, action: &Action) -> Result<(String, QueuePrior), ActuatorError> {
+        // Everything the action says is checked before the switch is asked anything.
+        self.queue_lowering(action)?;
         let sonic = self.sonic()?;
         let (switch, given) = (label(action, "switch")?, label(action, "port")?);
         let port = sonic.port_name(switch, given).await?;
