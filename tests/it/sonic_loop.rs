@@ -9,7 +9,9 @@
 //! standard `switch-pfc-storm` rule fires on the family's series, the pfcwd actuator escalates
 //! `PFC_WD|Ethernet4` (the SONiC name) as origin `sonic-db`, SONiC's own detector then handles
 //! the storm with the new action and times, and once the storm ends the undo puts the entry
-//! back: CONFIG_DB is then what it was before, key for key.
+//! back: CONFIG_DB is then what it was before, key for key. On a multi-ASIC switch (a peer per
+//! ASIC behind one front with a backend per namespace, or each ASIC's Redis) the storm on one
+//! ASIC is escalated in that ASIC's CONFIG_DB and no other.
 //!
 //! The storm → escalation time over twenty storms, the issue's "≤ 3 s p99", is measured by the
 //! ignored test (`cargo test --test it sonic_loop -- --ignored --nocapture`, about 4 minutes);
@@ -26,7 +28,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{repo, toml_path, Daemon};
-use sonic::gnmi_front::{serve, FrontConfig, GnmiFront, RedisBackend};
+use sonic::gnmi_front::{serve, Backend, FrontConfig, GnmiFront, MemoryStore, RedisBackend};
 use sonic::layout::db as dbs;
 use sonic::peer::{ExtraPort, Prerequisites, SonicPeer};
 use sonic::watchdog::{Action as WdAction, InForce, PortState, Status};
@@ -47,6 +49,8 @@ const LOOP: Duration = Duration::from_secs(40);
 /// peer's watchdog and redis-server stop before the runtime.
 struct Switch {
     peer: SonicPeer,
+    /// The other ASICs of a multi-ASIC switch (`asic0`; `peer` is then `asic1`).
+    others: Vec<SonicPeer>,
     address: String,
     prereq: Prerequisites,
     rt: tokio::runtime::Runtime,
@@ -67,7 +71,19 @@ impl Switch {
     /// `None` (said why) without redis-server or SONiC's files.
     fn start(
         family: AsicFamily,
-        builder: impl FnOnce(sonic::peer::PeerBuilder) -> sonic::peer::PeerBuilder,
+        builder: impl Fn(sonic::peer::PeerBuilder) -> sonic::peer::PeerBuilder,
+    ) -> Option<Switch> {
+        Self::start_asics(family, 1, builder)
+    }
+
+    /// A switch of `asics` ASICs of `family`, each a peer of its own (its own redis-server and
+    /// watchdog) shaped by `builder`, behind one front: one ASIC is a single-ASIC switch;
+    /// several are namespaces `asic0`, `asic1`, … of a multi-ASIC one, whose host databases are
+    /// empty. `peer` is the last ASIC, `others` the ones before it.
+    fn start_asics(
+        family: AsicFamily,
+        asics: usize,
+        builder: impl Fn(sonic::peer::PeerBuilder) -> sonic::peer::PeerBuilder,
     ) -> Option<Switch> {
         let prereq = match sonic::peer::prereq::find() {
             Ok(found) => found,
@@ -77,17 +93,28 @@ impl Switch {
             }
         };
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-        let peer = rt
-            .block_on(builder(SonicPeer::builder(family)).start(&prereq))
-            .unwrap_or_else(|e| panic!("the {family} peer starts: {e}"));
+        let mut peers: Vec<SonicPeer> = (0..asics)
+            .map(|_| {
+                rt.block_on(builder(SonicPeer::builder(family)).start(&prereq))
+                    .unwrap_or_else(|e| panic!("the {family} peer starts: {e}"))
+            })
+            .collect();
         let address = rt.block_on(async {
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             let address = listener.local_addr().unwrap().to_string();
-            let front = GnmiFront::new(Arc::new(RedisBackend::new(peer.switch().clone())), FrontConfig::default());
+            let backend = |peer: &SonicPeer| -> Arc<dyn Backend> { Arc::new(RedisBackend::new(peer.switch().clone())) };
+            let front = if asics == 1 {
+                GnmiFront::new(backend(&peers[0]), FrontConfig::default())
+            } else {
+                let host = Arc::new(MemoryStore::new(sonic::layout::DatabaseLayout::standard()));
+                let asics = peers.iter().enumerate().map(|(i, p)| (format!("asic{i}"), backend(p))).collect();
+                GnmiFront::multi_asic(host, asics, FrontConfig::default())
+            };
             tokio::spawn(serve(front, listener, None, std::future::pending()));
             address
         });
-        Some(Switch { peer, address, prereq, rt })
+        let peer = peers.pop().expect("one ASIC at least");
+        Some(Switch { peer, others: peers, address, prereq, rt })
     }
 
     /// `PFC_WD|<port>`, as CONFIG_DB holds it.
@@ -98,6 +125,11 @@ impl Switch {
     /// Every key of CONFIG_DB.
     fn config_db(&self) -> BTreeMap<String, BTreeMap<String, String>> {
         self.rt.block_on(self.peer.dump(dbs::CONFIG_DB)).unwrap()
+    }
+
+    /// Every key of each other ASIC's CONFIG_DB.
+    fn others_config_db(&self) -> Vec<BTreeMap<String, BTreeMap<String, String>>> {
+        self.others.iter().map(|p| self.rt.block_on(p.dump(dbs::CONFIG_DB)).unwrap()).collect()
     }
 
     /// `port`'s watchdog as orchagent recorded it.
@@ -119,35 +151,9 @@ fn write_config(dir: &Path, switch: &Switch, via: Via) -> PathBuf {
     let rules = dir.join("rules");
     std::fs::create_dir_all(&rules).unwrap();
     std::fs::copy(repo("rules/switch_pfc_storm.rhai"), rules.join("switch_pfc_storm.rhai")).unwrap();
-    let (sensor, actuator, inventory) = match via {
-        Via::Gnmi => {
-            std::fs::write(
-                dir.join("inventory.toml"),
-                format!(
-                    "[[switch]]\nname = \"leaf-rail0\"\nrole = \"leaf\"\naddress = \"{}\"\npath_style = \"auto\"\n",
-                    switch.address
-                ),
-            )
-            .unwrap();
-            (
-                "type = \"gnmi\"\npresets = [\"sonic_pfc\", \"sonic_queues\"]\nsample_interval = \"1s\"\n\
-                 [[sensor.targets]]\nname = \"leaf-rail0\"\n"
-                    .to_string(),
-                "switches = [\"leaf-rail0\"]\ntimeout = \"5s\"\n".to_string(),
-                "inventory = \"inventory.toml\"\n",
-            )
-        }
-        Via::Redis => {
-            let layout = switch.peer.write_database_config(&switch.prereq, dir).unwrap();
-            let layout = toml_path(&layout);
-            (
-                format!("type = \"sonic_redis\"\nswitch = \"leaf-rail0\"\ndatabase_config = {layout}\n"),
-                format!(
-                    "timeout = \"5s\"\n[actuator.gnmi.redis]\nswitch = \"leaf-rail0\"\ndatabase_config = {layout}\n"
-                ),
-                "",
-            )
-        }
+    let (sensors, actuator, inventory) = match via {
+        Via::Gnmi => over_gnmi(dir, switch),
+        Via::Redis => on_the_switch(dir, switch),
     };
     common::pfcwd_playbook(dir, "sonic", &actuator);
     let config = dir.join("rocemend.toml");
@@ -158,12 +164,64 @@ fn write_config(dir: &Path, switch: &Switch, via: Via) -> PathBuf {
              [engine]\nreload_poll = \"0\"\n\
              [log]\nlevel = \"info\"\n\
              [control]\nsocket = {}\n\
-             [[sensor]]\n{sensor}",
+             [[sensor]]\n{}",
             toml_path(&dir.join("control.sock")),
+            sensors.join("[[sensor]]\n"),
         ),
     )
     .unwrap();
     config
+}
+
+/// The sensors, the actuator's `[gnmi]` and the config's inventory line of a daemon reaching
+/// `switch` over gNMI: its ASICs in the inventory (`leaf-rail<i>`, with `namespace = "asic<i>"`
+/// on a multi-ASIC switch), one gnmi sensor reading them all.
+fn over_gnmi(dir: &Path, switch: &Switch) -> (Vec<String>, String, &'static str) {
+    let asics = switch.others.len() + 1;
+    let leaves: Vec<String> = (0..asics).map(|i| format!("leaf-rail{i}")).collect();
+    let inventory: String = leaves
+        .iter()
+        .enumerate()
+        .map(|(i, leaf)| {
+            let namespace = if asics > 1 { format!("namespace = \"asic{i}\"\n") } else { String::new() };
+            format!(
+                "[[switch]]\nname = \"{leaf}\"\nrole = \"leaf\"\naddress = \"{}\"\npath_style = \"auto\"\n{namespace}",
+                switch.address
+            )
+        })
+        .collect();
+    std::fs::write(dir.join("inventory.toml"), inventory).unwrap();
+    let targets: String = leaves.iter().map(|leaf| format!("[[sensor.targets]]\nname = \"{leaf}\"\n")).collect();
+    let sensor = format!(
+        "type = \"gnmi\"\npresets = [\"sonic_pfc\", \"sonic_queues\", \"sonic_pfcwd\"]\nsample_interval = \"1s\"\n{targets}"
+    );
+    let actuator = format!("switches = {leaves:?}\ntimeout = \"5s\"\n");
+    (vec![sensor], actuator, "inventory = \"inventory.toml\"\n")
+}
+
+/// The same for a daemon running on `switch` itself: one sonic_redis sensor and one
+/// `[gnmi.redis]` per ASIC (`leaf-rail<i>`), each with its own `database_config.json`.
+fn on_the_switch(dir: &Path, switch: &Switch) -> (Vec<String>, String, &'static str) {
+    let asics: Vec<&SonicPeer> = switch.others.iter().chain([&switch.peer]).collect();
+    if let [peer] = asics[..] {
+        let layout = toml_path(&peer.write_database_config(&switch.prereq, dir).unwrap());
+        return (
+            vec![format!("type = \"sonic_redis\"\nswitch = \"leaf-rail0\"\ndatabase_config = {layout}\n")],
+            format!("timeout = \"5s\"\n[actuator.gnmi.redis]\nswitch = \"leaf-rail0\"\ndatabase_config = {layout}\n"),
+            "",
+        );
+    }
+    let (mut sensors, mut actuator) = (Vec::new(), "timeout = \"5s\"\n".to_string());
+    for (i, peer) in asics.iter().enumerate() {
+        let asic_dir = dir.join(format!("asic{i}"));
+        std::fs::create_dir_all(&asic_dir).unwrap();
+        let layout = toml_path(&peer.write_database_config(&switch.prereq, &asic_dir).unwrap());
+        sensors.push(format!(
+            "type = \"sonic_redis\"\nname = \"asic{i}\"\nswitch = \"leaf-rail{i}\"\ndatabase_config = {layout}\n"
+        ));
+        actuator.push_str(&format!("[[actuator.gnmi.redis]]\nswitch = \"leaf-rail{i}\"\ndatabase_config = {layout}\n"));
+    }
+    (sensors, actuator, "")
 }
 
 /// Starts the daemon on `switch`, `via` gNMI or its Redis, and waits until its sensor has
@@ -328,6 +386,57 @@ fn on_the_switchs_own_redis_a_broadcom_storm_is_escalated_handled_by_sonics_dete
 #[test]
 fn on_the_switchs_own_redis_a_mellanox_storm_is_escalated_handled_by_sonics_detector_and_undone() {
     storm_is_escalated_on_the_sonic_name_and_undone(AsicFamily::Mellanox, Via::Redis);
+}
+
+/// A multi-ASIC switch: the same port (`Ethernet4`, watched the same way) on `asic0` and
+/// `asic1`. A storm on asic1's is escalated in asic1's CONFIG_DB (over gNMI the actuator's
+/// writes carry the instance element `asic1`; on the switch, asic1's Redis is written),
+/// SONiC's detector of asic1 handles it, the undo restores it, and asic0 is never touched.
+fn storm_on_one_asic_is_escalated_there_and_nowhere_else(via: Via) {
+    let family = AsicFamily::Mellanox;
+    let Some(switch) =
+        Switch::start_asics(family, 2, |b| watched(b.only_ports(["Ethernet0", "Ethernet4"]), &["Ethernet4"]))
+    else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (before, others_before) = (switch.config_db(), switch.others_config_db());
+    let mut daemon = start_daemon(dir.path(), &switch, via);
+    // Both ASICs read: every sensor up, none degraded by an ASIC it cannot read.
+    daemon.wait_for("the sensors up on both ASICs", |d| {
+        let status = d.status();
+        let sensors = status["sensors"].as_array().cloned().unwrap_or_default();
+        let switches: Vec<_> = sensors.iter().filter(|s| s["push_driven"] != true).collect();
+        let up = |s: &&serde_json::Value| s["state"] == "up" && s["samples"].as_u64().unwrap_or(0) > 10;
+        (!switches.is_empty() && switches.iter().all(up)).then_some(())
+    });
+
+    let round = storm_round(&switch, &daemon, "Ethernet4", Duration::ZERO);
+    let decisions = daemon.decisions();
+    let escalations: Vec<_> =
+        decisions.iter().filter(|d| d.proposal.action.kind == "pfcwd.escalate" && d.undo_of.is_none()).collect();
+    assert_eq!(escalations.len(), 1, "one storm, one escalation: {decisions:#?}");
+    assert_eq!(escalations[0].proposal.action.target.get("switch"), Some("leaf-rail1"), "asic1's switch");
+    assert_eq!(switch.config_db(), before, "asic1: after the undo CONFIG_DB is what it was, key for key");
+    assert_eq!(switch.others_config_db(), others_before, "asic0's CONFIG_DB never changed");
+    assert!(
+        switch.others[0].errors().is_empty() && switch.peer.errors().is_empty(),
+        "the watchdogs' errors: {:?} {:?}",
+        switch.others[0].errors(),
+        switch.peer.errors()
+    );
+    eprintln!("multi-ASIC {family} asic1 over {via:?}: {}", round.breakdown(&daemon, "Ethernet4"));
+    daemon.stop();
+}
+
+#[test]
+fn on_a_multi_asic_switch_over_gnmi_the_storm_is_escalated_in_its_asics_namespace_and_no_other() {
+    storm_on_one_asic_is_escalated_there_and_nowhere_else(Via::Gnmi);
+}
+
+#[test]
+fn on_a_multi_asic_switchs_own_redis_the_storm_is_escalated_in_its_asics_database_and_no_other() {
+    storm_on_one_asic_is_escalated_there_and_nowhere_else(Via::Redis);
 }
 
 /// Twenty storms `via` gNMI or Redis, each on a port of its own (the rule's cooldown is per

@@ -117,6 +117,22 @@ impl EcnActuator {
         queue::lowering(action, self.queue, self.factor, self.floor)
     }
 
+    /// A queue lowering's plan, on the port's SONiC name: an action naming an alias (`etp2`)
+    /// lowers `QUEUE|Ethernet4|<q>` and its copy `ROCEMEND_Ethernet4_<q>`, and its prior keeps
+    /// the alias so the same action verifies and undoes it.
+    async fn plan_queue(&self, action: &Action) -> Result<(String, QueuePrior), ActuatorError> {
+        // Everything the action says is checked before the switch is asked anything.
+        self.queue_lowering(action)?;
+        let sonic = self.sonic()?;
+        let (switch, given) = (label(action, "switch")?, label(action, "port")?);
+        let port = sonic.port_name(switch, given).await?;
+        let mut named = action.clone();
+        named.target.insert("port", port.clone());
+        let mut prior = queue::plan(sonic, &self.queue_lowering(&named)?).await?;
+        prior.given_port = (port != given).then(|| given.to_string());
+        Ok((switch.to_string(), prior))
+    }
+
     /// A queue lowering's prior, from a record, checked against the action;
     /// `None` for a profile-scope record. What was applied decides, not the
     /// settings now: a lowering made before `lowers` or `queue` changed is
@@ -134,8 +150,7 @@ impl EcnActuator {
     /// Reads a lowering's target as the settings now say to lower it.
     async fn prepare_lowering(&self, action: &Action) -> Result<Prepared, ActuatorError> {
         if self.lowers == Lowers::Queue {
-            let l = self.queue_lowering(action)?;
-            return queue::plan(self.sonic()?, &l).await?.prepared();
+            return self.plan_queue(action).await?.1.prepared();
         }
         switch::check_switch_wide(action)?;
         let l = self.lowering(action)?;
@@ -260,9 +275,8 @@ impl Actuator for EcnActuator {
             Command::Lower(action) => {
                 let sonic = self.sonic()?;
                 if self.lowers == Lowers::Queue {
-                    let l = self.queue_lowering(action)?;
-                    let prior = queue::plan(sonic, &l).await?;
-                    return Ok(self.plan(vec![sonic.describe_changes(l.switch(), &prior.apply_changes())?]));
+                    let (switch, prior) = self.plan_queue(action).await?;
+                    return Ok(self.plan(vec![sonic.describe_changes(&switch, &prior.apply_changes())?]));
                 }
                 switch::check_switch_wide(action)?;
                 let l = self.lowering(action)?;

@@ -138,6 +138,10 @@ pub struct QueuePrior {
     pub before: QueueState,
     /// The binding and the copy after.
     pub after: QueueState,
+    /// The port as the action named it, when that was an alias of the port `queue` names
+    /// (`etp2` for `Ethernet4`): the action's later verify and undo carry it too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub given_port: Option<String>,
 }
 
 impl QueuePrior {
@@ -179,7 +183,7 @@ impl QueuePrior {
         let queue = action.target.get("queue").map(|q| q.trim().parse::<u64>().ok());
         let matches = match sonic_schema::parse_queue_key(&self.queue) {
             Some((p, range)) => {
-                p == port
+                (p == port || self.given_port.as_deref() == Some(port))
                     && range.start() == range.end()
                     && queue.is_none_or(|q| q == Some(*range.start()))
                     && self.profile == copy_name(p, *range.start())
@@ -335,6 +339,7 @@ pub async fn plan(sonic: &Sonic, l: &QueueLowering<'_>) -> Result<QueuePrior, Ac
         copy_existed: copy.is_some(),
         before: QueueState { wred_profile: bound, copy },
         after: QueueState { wred_profile: l.copy().to_string(), copy: Some(after) },
+        given_port: None,
     })
 }
 
@@ -420,7 +425,25 @@ mod tests {
             copy_existed: copy.is_some(),
             before: QueueState { wred_profile: bound.into(), copy },
             after: QueueState { wred_profile: l.copy().into(), copy: Some(after) },
+            given_port: None,
         }
+    }
+
+    #[test]
+    fn a_prior_made_for_an_alias_serves_the_action_that_named_it_and_no_other_port() {
+        let a = action(&[("switch", "leaf-rail1"), ("port", "Ethernet4"), ("queue", "3")], &[]);
+        let l = lowering(&a, 3, 0.5, FLOOR).unwrap();
+        let mut p = prior(&l, "AZURE_LOSSLESS", azure(), None);
+        let by_alias = action(&[("switch", "leaf-rail1"), ("port", "etp2"), ("queue", "3")], &[]);
+        assert!(p.check_for(&by_alias).is_err(), "an alias the prior does not know");
+        p.given_port = Some("etp2".into());
+        assert!(p.check_for(&by_alias).is_ok() && p.check_for(&a).is_ok());
+        let other = action(&[("switch", "leaf-rail1"), ("port", "etp3"), ("queue", "3")], &[]);
+        assert!(p.check_for(&other).is_err());
+        // Recorded before this field existed: read as no alias.
+        let mut old = serde_json::to_value(&p).unwrap();
+        old.as_object_mut().unwrap().remove("given_port");
+        assert_eq!(serde_json::from_value::<QueuePrior>(old).unwrap().given_port, None);
     }
 
     #[test]

@@ -74,9 +74,35 @@ pub struct SonicConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path_style: Option<super::PathStyleSetting>,
     /// On the switch itself (a container with `/var/run/redis` mounted): the switch reached
-    /// through its own Redis rather than its gNMI ([`LocalRedis`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub redis: Option<LocalRedis>,
+    /// through its own Redis rather than its gNMI ([`LocalRedis`]). One table, or one per ASIC
+    /// namespace of a multi-ASIC switch (`[[gnmi.redis]]`, each its own `switch` name and
+    /// `database_config`).
+    #[serde(default, deserialize_with = "one_or_many", skip_serializing_if = "Vec::is_empty")]
+    pub redis: Vec<LocalRedis>,
+}
+
+/// `[gnmi.redis]` (one switch) or `[[gnmi.redis]]` (one per ASIC), each table's own errors
+/// (an unknown field, a missing `switch`) kept as they are.
+fn one_or_many<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<LocalRedis>, D::Error> {
+    use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
+
+    struct Visitor;
+    impl<'de> serde::de::Visitor<'de> for Visitor {
+        type Value = Vec<LocalRedis>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a table (one switch) or an array of tables (one per ASIC)")
+        }
+
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+            LocalRedis::deserialize(MapAccessDeserializer::new(map)).map(|one| vec![one])
+        }
+
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+            Vec::deserialize(SeqAccessDeserializer::new(seq))
+        }
+    }
+    d.deserialize_any(Visitor)
 }
 
 /// `[gnmi.redis]`: the switch rocemend runs on, reached through its own Redis.
@@ -88,6 +114,17 @@ pub struct SonicConfig {
 /// switch = "leaf-rail0"
 /// database_config = "/var/run/redis/sonic-db/database_config.json"   # the default
 /// password_file = "/run/redis/auth/passwd"                           # builds that set one
+/// ```
+///
+/// On a multi-ASIC switch, one per namespace, each ASIC its own switch name:
+///
+/// ```toml
+/// [[actuator.gnmi.redis]]
+/// switch = "leaf-rail0-asic0"
+/// database_config = "/var/run/redis0/sonic-db/database_config.json"
+/// [[actuator.gnmi.redis]]
+/// switch = "leaf-rail0-asic1"
+/// database_config = "/var/run/redis1/sonic-db/database_config.json"
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -159,13 +196,16 @@ impl SonicConfig {
             SwitchList::Names(names) => self.named(names, inventory, timeout)?,
             SwitchList::Addresses(addresses) => self.addressed(addresses, timeout)?,
         };
-        if let Some(local) = &self.redis {
+        for local in &self.redis {
             let transport: Arc<dyn Transport> = Arc::new(RedisTransport::new(&local.switch, local.open(timeout)?));
             if switches.insert(local.switch.clone(), transport).is_some() {
                 return Err(ActuatorConfigError::Entry {
                     setting: "gnmi.redis".into(),
                     key: "switch".into(),
-                    reason: format!("{:?} is in gnmi.switches too: reach it one way", local.switch),
+                    reason: format!(
+                        "{:?} is named twice (in gnmi.switches or another gnmi.redis): reach it one way",
+                        local.switch
+                    ),
                 });
             }
         }
@@ -345,5 +385,27 @@ mod tests {
             let err = config.build(None).err().unwrap().to_string();
             assert!(err.contains(expected), "{text}: {err}");
         }
+    }
+    #[test]
+    fn one_redis_table_or_one_per_asic_each_with_its_own_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = dir.path().join("database_config.json");
+        let json = r#"{"INSTANCES": {"redis": {"hostname": "127.0.0.1", "port": 6379, "unix_socket_path": ""}},
+                       "DATABASES": {"CONFIG_DB": {"id": 4, "separator": "|", "instance": "redis"}}}"#;
+        std::fs::write(&layout, json).unwrap();
+        let one = format!("switches = []\n[redis]\nswitch = \"leaf-rail0\"\ndatabase_config = {layout:?}\n");
+        let sonic = toml::from_str::<SonicConfig>(&one).unwrap().build(None).unwrap();
+        assert!(sonic.transport("leaf-rail0").is_ok());
+        let asic = |i: usize| format!("[[redis]]\nswitch = \"leaf-rail0-asic{i}\"\ndatabase_config = {layout:?}\n");
+        let many = format!("switches = []\n{}{}", asic(0), asic(1));
+        let sonic = toml::from_str::<SonicConfig>(&many).unwrap().build(None).unwrap();
+        assert!(sonic.transport("leaf-rail0-asic0").is_ok() && sonic.transport("leaf-rail0-asic1").is_ok());
+        // A table's own mistake is named as such, not as "no variant matched".
+        let typo = "switches = []\n[[redis]]\nswitch = \"a\"\ndatabse_config = \"x\"\n";
+        let error = toml::from_str::<SonicConfig>(typo).unwrap_err().to_string();
+        assert!(error.contains("unknown field `databse_config`"), "{error}");
+        let twice = format!("switches = []\n{}{}", asic(0), asic(0));
+        let error = toml::from_str::<SonicConfig>(&twice).unwrap().build(None).err().unwrap().to_string();
+        assert!(error.contains("\"leaf-rail0-asic0\" is named twice"), "{error}");
     }
 }

@@ -17,6 +17,7 @@ mod host;
 mod interop;
 mod link;
 mod rail;
+mod sonic_ecn;
 mod sonic_switch;
 mod switch;
 mod webhook;

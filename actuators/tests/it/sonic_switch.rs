@@ -38,11 +38,11 @@ const DEADLINE: Duration = Duration::from_secs(20);
 const ORIGINAL: [(&str, &str); 3] = [("action", "alert"), ("detection_time", "600"), ("restoration_time", "600")];
 const LEVELS: &str = "[levels.1]\naction = \"drop\"\ndetection_time = 200\nrestoration_time = 400\n";
 
-fn entry(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+pub(crate) fn entry(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
 }
 
-fn prerequisites() -> Option<Prerequisites> {
+pub(crate) fn prerequisites() -> Option<Prerequisites> {
     match sonic::peer::prereq::find() {
         Ok(found) => Some(found),
         Err(why) => {
@@ -54,7 +54,7 @@ fn prerequisites() -> Option<Prerequisites> {
 
 /// A peer of `family` with Ethernet0 and Ethernet4 (aliases `etp1`, `etp2`), the watchdog
 /// polling every 100 ms, Ethernet4 watched with [`ORIGINAL`].
-async fn peer(prereq: &Prerequisites, family: AsicFamily) -> SonicPeer {
+pub(crate) async fn peer(prereq: &Prerequisites, family: AsicFamily) -> SonicPeer {
     SonicPeer::builder(family)
         .only_ports(["Ethernet0", "Ethernet4"])
         .config("PFC_WD|GLOBAL", &[("POLL_INTERVAL", "100")])
@@ -66,7 +66,7 @@ async fn peer(prereq: &Prerequisites, family: AsicFamily) -> SonicPeer {
 
 /// A sonic-gnmi-like front over `peer`'s Redis, with `config`; its address. It stops when the
 /// test's runtime ends.
-async fn front(peer: &SonicPeer, config: FrontConfig) -> String {
+pub(crate) async fn front(peer: &SonicPeer, config: FrontConfig) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap().to_string();
     let front = GnmiFront::new(Arc::new(RedisBackend::new(peer.switch().clone())), config);

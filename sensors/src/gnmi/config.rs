@@ -199,6 +199,9 @@ pub enum Preset {
     SonicQueues,
     /// `COUNTERS/Ethernet*/Pfcwd`: the PFC watchdog per queue.
     SonicPfcwd,
+    /// APPL_DB `PORT_TABLE`, ON_CHANGE: each port's link state and portsorch's count of its
+    /// changes, without translib (OpenConfig) on the switch.
+    SonicPorts,
     /// OpenConfig oper-status (on change) and error counters.
     OpenconfigInterfaces,
 }
@@ -215,6 +218,13 @@ pub enum PresetPath {
         /// Which virtual path it is.
         virtual_path: Virtual,
     },
+    /// A table of a SONiC database other than COUNTERS_DB: the style names the database.
+    Database {
+        /// The database (`APPL_DB`).
+        db: &'static str,
+        /// The path below it.
+        path: &'static str,
+    },
     /// A path of its own (OpenConfig).
     Plain(&'static str),
 }
@@ -228,7 +238,16 @@ impl Preset {
             Preset::SonicQueues => {
                 vec![(counters("/COUNTERS/Ethernet*/Queues", Virtual::Queues), StreamMode::Sample)]
             }
-            Preset::SonicPfcwd => vec![(counters("/COUNTERS/Ethernet*/Pfcwd", Virtual::Pfcwd), StreamMode::Sample)],
+            // The watchdog's state as soon as its detector writes it: sonic-gnmi
+            // follows the queues' entries by keyspace notification (ON_CHANGE
+            // on a table path, `db_client.go:281-297`), so a storm SONiC
+            // declares is seen within milliseconds, not at the next sample.
+            Preset::SonicPfcwd => vec![(counters("/COUNTERS/Ethernet*/Pfcwd", Virtual::Pfcwd), StreamMode::OnChange)],
+            // portsorch writes `oper_status` and `flap_count` at each change of the link
+            // (`portsorch.cpp:10034-10052`); sonic-gnmi follows the table by keyspace.
+            Preset::SonicPorts => {
+                vec![(PresetPath::Database { db: "APPL_DB", path: "/PORT_TABLE" }, StreamMode::OnChange)]
+            }
             Preset::OpenconfigInterfaces => vec![
                 (PresetPath::Plain("openconfig:/interfaces/interface[name=*]/state/oper-status"), StreamMode::OnChange),
                 (PresetPath::Plain("openconfig:/interfaces/interface[name=*]/state/counters"), StreamMode::Sample),
@@ -374,6 +393,9 @@ impl GnmiConfig {
                         below: parse("presets", path)?,
                         virtual_path: Some(virtual_path),
                     },
+                    PresetPath::Database { db, path } => {
+                        Place::Sonic { db, below: parse("presets", path)?, virtual_path: None }
+                    }
                     PresetPath::Plain(path) => Place::Plain { prefix: None, path: parse("presets", path)? },
                 };
                 specs.push(spec(place, mode, timing.sample_interval));
@@ -679,8 +701,9 @@ sample_interval = "1500ms"
         let e = build(&own("COUNTERS_DB@/COUNTERS/Ethernet0")).unwrap_err();
         assert!(e.to_string().contains("subscription \"/COUNTERS/Ethernet0\": sample_interval 500ms"), "{e}");
         assert!(build(&own("sonic-db:/COUNTERS_DB/localhost/COUNTERS/oid:0x1")).is_err());
-        // ON_CHANGE has no interval; OpenConfig paths are not SONiC's databases.
-        assert!(build("presets = [\"sonic_pfcwd\", \"openconfig_interfaces\"]\nsample_interval = \"100ms\"").is_err());
+        // ON_CHANGE has no interval (the watchdog preset); OpenConfig paths are not SONiC's databases.
+        assert!(build("presets = [\"sonic_queues\", \"openconfig_interfaces\"]\nsample_interval = \"100ms\"").is_err());
+        assert!(build("presets = [\"sonic_pfcwd\"]\nsample_interval = \"100ms\"").is_ok());
         assert!(build("presets = [\"openconfig_interfaces\"]\nsample_interval = \"100ms\"").is_ok());
         assert!(build(&own("/interfaces/interface[name=Ethernet0]/state/counters")).is_ok());
     }

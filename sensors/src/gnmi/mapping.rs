@@ -15,6 +15,8 @@
 //! | … `SAI_QUEUE_ATTR_PAUSE_STATUS` (Broadcom) | `switch_pfc_queue_paused` (1 paused) | gauge | `port`, `queue`, `prio`: one series per lossless priority whose unicast queue it is ([`OidNames::view`]) |
 //! | `COUNTERS/<port>/Pfcwd` `<port>:<q>` `PFC_WD_STATUS` | `switch_pfcwd_stormed` (1 stormed, 0 operational) | gauge | `port`, `queue`, `prio` |
 //! | … `PFC_WD_QUEUE_STATS_DEADLOCK_DETECTED`, `_RESTORED`, `_TX_DROPPED_PACKETS`, `_RX_DROPPED_PACKETS` | `switch_pfcwd_deadlock_detected`, `…_restored`, `…_tx_dropped_packets`, `…_rx_dropped_packets` | counter 64 | `port`, `queue`, `prio` |
+//! | APPL_DB `PORT_TABLE[/<port>]` `oper_status` | `switch_oper_up` (1 when `up`) | gauge | `port` |
+//! | … `flap_count` (portsorch: one more at every oper status change) | `switch_carrier_transitions` | counter 64 | `port` |
 //! | `/interfaces/interface[name=X]/state/oper-status` | `switch_oper_up` (1 when `UP`) | gauge | `port` |
 //! | `…/state/counters/in-errors`, `in-fcs-errors`, `carrier-transitions` | `switch_in_errors`, `switch_in_fcs_errors`, `switch_carrier_transitions` | counter 64 | `port` |
 //!
@@ -44,7 +46,7 @@ use serde_json::Value as Json;
 use smallvec::SmallVec;
 
 use super::queues::{self, Streamed};
-use crate::switch_series::SwitchView;
+use crate::switch_series::{fields, SwitchView};
 
 /// Broadcom's queue pause status (a queue attribute its watchdog reads), in the queue tables.
 pub const PAUSE_STATUS: &str = "SAI_QUEUE_ATTR_PAUSE_STATUS";
@@ -474,12 +476,17 @@ pub fn map_update_with(path: &Path, val: &TypedValue, oids: &OidNames, out: &mut
 fn map_keyed(path: &Path, val: &TypedValue, oids: &OidNames, out: &mut Vec<Reading>) -> Result<(), MapError> {
     // On the stack for every path of SONiC's and OpenConfig's shapes.
     let names: SmallVec<[&str; 8]> = path.elem.iter().map(|e| e.name.as_str()).collect();
-    let known = names.contains(&"COUNTERS") || matches!(names[..], ["interfaces", "interface", "state", ..]);
+    let known = names.contains(&"COUNTERS")
+        || names.contains(&PORT_TABLE)
+        || matches!(names[..], ["interfaces", "interface", "state", ..]);
     if known && is_absent(val) {
         return Ok(());
     }
     if let Some(i) = names.iter().position(|n| *n == "COUNTERS") {
         return map_counters(path, &names[i + 1..], val, oids, out);
+    }
+    if let Some(i) = names.iter().position(|n| *n == PORT_TABLE) {
+        return map_port_table(path, &names[i + 1..], val, out);
     }
     if let ["interfaces", "interface", "state", leaf @ ..] = &names[..] {
         return map_openconfig(path, leaf, val, out);
@@ -580,6 +587,47 @@ fn map_oid(
         return queue_entry(path, oid, port, *q, &json_of(path, val)?, oids.queue_fields, out);
     }
     Err(MapError::UnknownPath(format!("{path} (an OID not in COUNTERS_PORT_NAME_MAP or COUNTERS_QUEUE_NAME_MAP)")))
+}
+
+/// APPL_DB's port table (the `sonic_ports` preset).
+const PORT_TABLE: &str = "PORT_TABLE";
+
+/// APPL_DB `PORT_TABLE` (`rest` is what follows it: nothing, the table keyed by port; or one
+/// port), read as the `sonic_redis` sensor reads it ([`fields::port_status_entry`]: the link's
+/// state and portsorch's count of its changes). APPL_DB keys are SONiC names, never aliases.
+fn map_port_table(path: &Path, rest: &[&str], val: &TypedValue, out: &mut Vec<Reading>) -> Result<(), MapError> {
+    let text = gnmi_proto::path_to_string(path);
+    let json = json_of(&text, val)?;
+    let entries: Vec<(&str, &Json)> = match rest {
+        [] => object(&text, &json)?.iter().map(|(port, fields)| (port.as_str(), fields)).collect(),
+        [port] => vec![(*port, &json)],
+        _ => return Err(MapError::UnknownPath(text)),
+    };
+    let (mut readings, mut errors, mut first) = (Vec::new(), Vec::new(), None);
+    for (port, fields) in entries.into_iter().filter(|(_, fields)| !absent_json(fields)) {
+        match object(&text, fields) {
+            Ok(fields) => fields::port_status_entry(port, fields, &mut readings, &mut errors),
+            Err(e) => keep_first(&mut first, Err(e)),
+        }
+        for e in errors.drain(..) {
+            let path = format!("{text} {port} {}", e.field);
+            keep_first(&mut first, Err(MapError::BadValue { path, problem: e.problem }));
+        }
+    }
+    // Port readings (no queue, no priority) label their series alike in both reading types.
+    out.extend(readings.into_iter().map(|r| Reading {
+        metric: r.metric,
+        kind: match r.kind {
+            crate::switch_series::ReadingKind::Counter => ReadingKind::Counter,
+            crate::switch_series::ReadingKind::Gauge => ReadingKind::Gauge,
+        },
+        port: r.port,
+        queue: r.queue,
+        prio: r.prio,
+        count: r.count,
+        level: r.level,
+    }));
+    first_error(first)
 }
 
 /// OpenConfig `interfaces/interface[name=…]/state/<leaf>`.
@@ -806,5 +854,33 @@ mod tests {
         );
         assert!(matches!(map("/system/state/hostname", value::string("x")), Err(MapError::UnknownPath(_))));
         assert!(matches!(map("COUNTERS_DB@/COUNTERS/Ethernet8", value::string("x")), Err(MapError::BadValue { .. })));
+    }
+    #[test]
+    fn the_port_table_gives_the_links_state_and_portsorchs_count_of_its_changes() {
+        let table = serde_json::json!({"Ethernet0": {"oper_status": "up", "flap_count": "2", "admin_status": "up"},
+                           "Ethernet4": {"oper_status": "down", "flap_count": "lots"}});
+        let mut out = Vec::new();
+        let path = parse_path("APPL_DB@/PORT_TABLE").unwrap();
+        let error = map_update(&path, &value::json_ietf(&table), &mut out).unwrap_err();
+        assert_eq!(error.to_string(), "APPL_DB@/PORT_TABLE Ethernet4 flap_count: \"lots\" is not a counter");
+        assert_eq!(
+            out,
+            [
+                counter("switch_carrier_transitions", "Ethernet0", None, None, 2),
+                gauge("switch_oper_up", "Ethernet0", None, 1.0),
+                gauge("switch_oper_up", "Ethernet4", None, 0.0),
+            ],
+            "the bad field is one error; the rest of the update counts"
+        );
+        // One entry, as ON_CHANGE sends it in the sonic-db-origin style.
+        let entry = serde_json::json!({"oper_status": "up", "flap_count": "3"});
+        let out = map("sonic-db:/APPL_DB/localhost/PORT_TABLE/Ethernet4", value::json_ietf(&entry));
+        assert_eq!(
+            out.unwrap(),
+            [
+                counter("switch_carrier_transitions", "Ethernet4", None, None, 3),
+                gauge("switch_oper_up", "Ethernet4", None, 1.0)
+            ]
+        );
     }
 }

@@ -95,18 +95,25 @@ pub struct OidPlan {
     pub queues: Option<u64>,
     /// Which fields of a queue's hash are mapped.
     pub queue_fields: QueueFields,
+    /// The queues are followed ON_CHANGE (`sonic_pfcwd`: the watchdog's
+    /// storm state as soon as its detector writes it), with this heartbeat
+    /// asked of the switch. The entry's counters then come with each change
+    /// of it, at the switch's own refresh, instead of every `queues`.
+    pub queues_on_change: Option<u64>,
 }
 
 impl OidPlan {
     /// The Subscribe stream of the OIDs `names` knows, in `style`: one
-    /// SAMPLE subscription per port, then per queue, in name order.
+    /// subscription per port (SAMPLE), then per queue (SAMPLE, or ON_CHANGE
+    /// for the watchdog), in name order.
     pub fn stream(&self, names: &OidNames, style: &PathStyle, updates_only: bool) -> Option<StreamPlan> {
-        let mut subs: Vec<(&str, &str, u64)> = Vec::new();
+        let mut subs: Vec<(&str, &str, Mode)> = Vec::new();
         if let Some(interval) = self.ports {
-            subs.extend(names.ports.iter().map(|(oid, name)| (name.as_str(), oid.as_str(), interval)));
+            subs.extend(names.ports.iter().map(|(oid, name)| (name.as_str(), oid.as_str(), Mode::Sample(interval))));
         }
         if let Some(interval) = self.queues {
-            subs.extend(names.queues.iter().map(|(oid, (port, _))| (port.as_str(), oid.as_str(), interval)));
+            let mode = self.queues_on_change.map_or(Mode::Sample(interval), Mode::OnChange);
+            subs.extend(names.queues.iter().map(|(oid, (port, _))| (port.as_str(), oid.as_str(), mode)));
         }
         if subs.is_empty() {
             return None;
@@ -119,17 +126,37 @@ impl OidPlan {
             updates_only,
             ..Default::default()
         };
-        list.subscription = subs
-            .into_iter()
-            .map(|(_, oid, interval)| Subscription {
-                path: Some(style.path(COUNTERS_DB, &["COUNTERS", oid])),
-                mode: SubscriptionMode::Sample as i32,
-                sample_interval: interval,
-                ..Default::default()
-            })
-            .collect();
-        Some(StreamPlan { list, on_change: Vec::new() })
+        let mut on_change = Vec::new();
+        for (_, oid, mode) in subs {
+            let path = style.path(COUNTERS_DB, &["COUNTERS", oid]);
+            let sub = match mode {
+                Mode::Sample(interval) => Subscription {
+                    mode: SubscriptionMode::Sample as i32,
+                    sample_interval: interval,
+                    ..Default::default()
+                },
+                Mode::OnChange(heartbeat) => {
+                    on_change.push(join(list.prefix.as_ref(), &path));
+                    Subscription {
+                        mode: SubscriptionMode::OnChange as i32,
+                        heartbeat_interval: heartbeat,
+                        ..Default::default()
+                    }
+                }
+            };
+            list.subscription.push(Subscription { path: Some(path), ..sub });
+        }
+        Some(StreamPlan { list, on_change })
     }
+}
+
+/// How one OID is subscribed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Mode {
+    /// SAMPLE, every so many nanoseconds.
+    Sample(u64),
+    /// ON_CHANGE, with this heartbeat asked of the switch.
+    OnChange(u64),
 }
 
 /// One target, ready to run.
@@ -249,7 +276,7 @@ fn place(spec: &SubSpec, style: &PathStyle, target: Option<&str>) -> (Option<Pat
 /// The SONiC presets' OIDs for the `sonic-db-origin` style, if any preset
 /// reads a virtual path.
 pub fn oid_plan(specs: &[SubSpec]) -> Option<OidPlan> {
-    let mut plan = OidPlan { ports: None, queues: None, queue_fields: QueueFields::default() };
+    let mut plan = OidPlan { ports: None, queues: None, queue_fields: QueueFields::default(), queues_on_change: None };
     for spec in specs {
         let Place::Sonic { virtual_path: Some(v), .. } = &spec.place else { continue };
         let interval = spec.sample_interval;
@@ -260,6 +287,9 @@ pub fn oid_plan(specs: &[SubSpec]) -> Option<OidPlan> {
                 plan.queues = shortest(plan.queues);
                 plan.queue_fields.counters |= *v == Virtual::Queues;
                 plan.queue_fields.watchdog |= *v == Virtual::Pfcwd;
+                if spec.mode == SubscriptionMode::OnChange {
+                    plan.queues_on_change = Some(spec.heartbeat_interval);
+                }
             }
         }
     }
@@ -362,6 +392,26 @@ mod tests {
         );
         assert_eq!(stream.list.subscription[1].sample_interval, 500);
         assert_eq!(oid_plan(&[]), None);
+    }
+
+    #[test]
+    fn the_watchdog_preset_follows_the_queues_on_change_in_the_sonic_db_style() {
+        let mut pfcwd = preset(Virtual::Pfcwd, "/COUNTERS/Ethernet*/Pfcwd", 1000);
+        (pfcwd.mode, pfcwd.heartbeat_interval) = (SubscriptionMode::OnChange, 1_000_000_000);
+        let specs = [preset(Virtual::Ports, "/COUNTERS/Ethernet*", 1000), pfcwd];
+        let style = PathStyle::SonicDbOrigin { namespace: Some("localhost".into()) };
+        let plan = oid_plan(&specs).unwrap();
+        assert_eq!(plan.queues_on_change, Some(1_000_000_000));
+        let stream = plan.stream(&names(), &style, false).unwrap();
+        let modes: Vec<_> = stream.list.subscription.iter().map(|s| (s.mode, s.heartbeat_interval)).collect();
+        let (sample, on_change) = (SubscriptionMode::Sample as i32, SubscriptionMode::OnChange as i32);
+        assert_eq!(modes, [(sample, 0), (on_change, 1_000_000_000), (sample, 0)], "ports sampled, the queue followed");
+        let queue = stream.list.subscription[1].path.as_ref().unwrap();
+        assert!(stream.is_on_change(queue) && !stream.is_on_change(stream.list.subscription[0].path.as_ref().unwrap()));
+        // The prefix-target style sends the virtual path itself ON_CHANGE.
+        let prefix_target = streams(&specs, &PathStyle::PrefixTarget, None, false);
+        assert_eq!(prefix_target[0].list.subscription[1].mode, on_change);
+        assert_eq!(path_to_string(&prefix_target[0].on_change[0]), "COUNTERS_DB@/COUNTERS/Ethernet*/Pfcwd");
     }
 
     #[test]

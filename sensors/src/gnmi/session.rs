@@ -19,16 +19,12 @@ use super::ingest::kind_of;
 use super::mapping::OidNames;
 use super::plan::{StreamPlan, StyleChoice};
 use super::sensor::{closed, Failure, TargetTask};
+use sonic::probe::{ProbeTarget, ProfileCache, StyleSetting};
 
 /// The most samples in one batch: one batch is one message on the engine's
 /// bounded channel, so this bounds what one message holds. A notification
 /// with more readings goes out in several batches.
 const MAX_BATCH_SAMPLES: usize = 16_384;
-
-/// What `auto` reads to find the path style: a small COUNTERS_DB table
-/// (one short string per port) every SONiC switch has
-/// (`gnmi_get -xpath_target COUNTERS_DB -xpath COUNTERS_PORT_NAME_MAP`).
-const PROBE_TABLE: &str = "COUNTERS_PORT_NAME_MAP";
 
 /// The first JSON value of a Get's answer (a `string_val` holding JSON text too).
 fn first_json(response: &gnmi_proto::gnmi::GetResponse) -> Option<serde_json::Value> {
@@ -193,7 +189,7 @@ impl TargetTask {
     async fn streams(&mut self, client: &mut GnmiClient) -> Result<Vec<StreamPlan>, Failure> {
         let style = match &self.style {
             Some(style) => style.clone(),
-            None => self.detect(client).await?,
+            None => self.detect().await?,
         };
         let mut streams: Vec<StreamPlan> = self.plan.streams(&style).to_vec();
         if let (PathStyle::SonicDbOrigin { .. }, Some(oids)) = (&style, &self.plan.oids) {
@@ -386,51 +382,40 @@ impl TargetTask {
         Ok(names)
     }
 
-    /// `auto`: Capabilities, then a Get of [`PROBE_TABLE`] in the
-    /// `prefix-target` style, then in the `sonic-db-origin` style; the first
-    /// that answers is kept for good. When the switch refuses both, this
-    /// session tries `prefix-target` and the next one probes again.
-    async fn detect(&mut self, client: &mut GnmiClient) -> Result<PathStyle, Failure> {
+    /// `auto`: the switch's profile from the process's probe cache
+    /// ([`sonic::probe::ProfileCache::global`]), the one the switch
+    /// actuators read too, so the sensor and every actuator address the
+    /// switch alike (origin `sonic-db` with the instance element when the
+    /// switch serves it, else prefix target). Kept for good once found. A
+    /// switch the probe cannot place (it serves neither style, its ports do
+    /// not read) gets `prefix-target` for this session, with a warning, and
+    /// the next session probes again; an unreachable one ends the session.
+    async fn detect(&mut self) -> Result<PathStyle, Failure> {
         let (sensor, target) = (self.ctx.name().to_string(), self.plan.name.clone());
-        match client.capabilities().await {
-            Ok(caps) => tracing::debug!(
-                message = "gNMI capabilities.",
-                sensor = %sensor,
-                target = %target,
-                version = %caps.g_nmi_version,
-                models = caps.supported_models.len(),
-                sonic_db = caps.supported_models.iter().any(|m| m.name == "sonic-db"),
-            ),
-            // Capabilities is optional to the question; Get decides.
-            Err(e) if refused(&e) => {
-                tracing::debug!(message = "gNMI capabilities refused.", sensor = %sensor, target = %target, error = %e)
-            }
-            Err(e) => return Err(e.into()),
-        }
-        let namespace = match &self.plan.style {
-            StyleChoice::Auto { namespace } => namespace.clone(),
-            StyleChoice::Fixed(_) => None,
+        let instance = match &self.plan.style {
+            StyleChoice::Auto { namespace: Some(namespace) } => namespace.clone(),
+            _ => sonic::probe::LOCALHOST.to_string(),
         };
-        let mut refusals = Vec::new();
-        for style in [PathStyle::PrefixTarget, PathStyle::SonicDbOrigin { namespace }] {
-            let (prefix, path) = style.request(COUNTERS_DB, &[PROBE_TABLE]);
-            match client.get(prefix, vec![path], Encoding::JsonIetf).await {
-                Ok(_) => {
-                    tracing::info!(message = "gNMI path style found.", sensor = %sensor, target = %target, path_style = style.name());
-                    self.style = Some(style.clone());
-                    return Ok(style);
-                }
-                Err(e) if refused(&e) => refusals.push(format!("{}: {e}", style.name())),
-                Err(e) => return Err(e.into()),
+        let probe =
+            ProbeTarget::new(target.clone(), self.plan.client.clone()).style(StyleSetting::Auto).instance(instance);
+        match ProfileCache::global().profile(&probe).await {
+            Ok(profile) => {
+                let style = profile.reads.clone();
+                tracing::info!(message = "gNMI path style found.", sensor = %sensor, target = %target, path_style = style.name());
+                self.style = Some(style.clone());
+                Ok(style)
+            }
+            Err(e) if e.is_transient() => Err(Failure { kind: "connect", refused: false, message: e.to_string() }),
+            Err(e) => {
+                tracing::warn!(
+                    message = "No gNMI path style answered the probe; trying prefix-target.",
+                    sensor = %sensor,
+                    target = %target,
+                    error = %e,
+                );
+                Ok(PathStyle::PrefixTarget)
             }
         }
-        tracing::warn!(
-            message = "No gNMI path style answered the probe; trying prefix-target.",
-            sensor = %sensor,
-            target = %target,
-            refusals = %refusals.join("; "),
-        );
-        Ok(PathStyle::PrefixTarget)
     }
 
     /// Maps a notification, sends its samples, counts and logs what did not

@@ -13,6 +13,7 @@
 //! | … `PFC_WD_STATUS` | `switch_pfcwd_stormed` (1 stormed, 0 operational) | gauge | `port`, `queue`, `prio` (= queue, the watchdog's own pairing) |
 //! | … `PFC_WD_QUEUE_STATS_*` ([`PFCWD_FIELDS`]) | `switch_pfcwd_*` | counter | `port`, `queue`, `prio` |
 //! | APPL_DB `PORT_TABLE` `oper_status` | `switch_oper_up` (1 up) | gauge | `port` |
+//! | … `flap_count` (portsorch: one more at every oper status change, either way) | `switch_carrier_transitions` | counter | `port` |
 //!
 //! A value SONiC has not got (`"None"`, `"N/A"`, empty, JSON `null`) is no reading and no
 //! error. A value that does not read is one [`FieldError`]: the entry's other fields still
@@ -169,6 +170,8 @@ pub const PFCWD_STATUS: &str = "PFC_WD_STATUS";
 pub const PAUSE_STATUS: &str = "SAI_QUEUE_ATTR_PAUSE_STATUS";
 /// A port's operational status in APPL_DB `PORT_TABLE`.
 pub const OPER_STATUS: &str = "oper_status";
+/// Its changes so far (`updateDbPortFlapCount`, sonic-swss `portsorch.cpp:3982-4009`).
+pub const FLAP_COUNT: &str = "flap_count";
 
 /// Which fields of a queue's hash to map: its counters (`sonic_queues`), its watchdog's
 /// (`sonic_pfcwd`), its pause status. One hash holds all of them in COUNTERS_DB; a sensor
@@ -307,20 +310,28 @@ pub fn queue_reading(
     }
 }
 
-/// A port's APPL_DB `PORT_TABLE` entry: its operational status.
+/// A port's APPL_DB `PORT_TABLE` entry: its operational status and how often it changed.
 pub fn port_status_entry(port: &str, fields: &dyn Fields, out: &mut Vec<Reading>, errors: &mut Vec<FieldError>) {
     fields.each(&mut |field, value| {
-        if field != OPER_STATUS || value.is_absent() {
+        if value.is_absent() {
             return;
         }
-        match value {
-            Scalar::Text("up") => out.push(Reading::gauge("switch_oper_up", port, None, None, 1.0)),
-            Scalar::Text("down") => out.push(Reading::gauge("switch_oper_up", port, None, None, 0.0)),
-            _ => errors.push(FieldError {
-                field: field.to_string(),
-                problem: format!("{} is neither up nor down", value.shown()),
-            }),
-        }
+        let problem = match (field, value) {
+            (OPER_STATUS, Scalar::Text("up")) => {
+                return out.push(Reading::gauge("switch_oper_up", port, None, None, 1.0));
+            }
+            (OPER_STATUS, Scalar::Text("down")) => {
+                return out.push(Reading::gauge("switch_oper_up", port, None, None, 0.0));
+            }
+            (OPER_STATUS, _) => format!("{} is neither up nor down", value.shown()),
+            (FLAP_COUNT, _) => match value.count() {
+                Ok(Some(n)) => return out.push(Reading::counter("switch_carrier_transitions", port, None, None, n)),
+                Ok(None) => return,
+                Err(problem) => problem,
+            },
+            _ => return,
+        };
+        errors.push(FieldError { field: field.to_string(), problem });
     });
 }
 
@@ -414,11 +425,28 @@ mod tests {
     }
 
     #[test]
-    fn oper_status_is_up_or_down() {
+    fn oper_status_is_up_or_down_and_each_change_is_a_carrier_transition() {
         let (mut out, mut errors) = (Vec::new(), Vec::new());
-        port_status_entry("Ethernet1/1", &entry(&[("oper_status", "down"), ("alias", "etp1")]), &mut out, &mut errors);
-        port_status_entry("Ethernet4", &entry(&[("oper_status", "sideways")]), &mut out, &mut errors);
-        assert_eq!(out, [Reading::gauge("switch_oper_up", "Ethernet1/1", None, None, 0.0)]);
-        assert_eq!(errors.len(), 1);
+        let down = entry(&[("oper_status", "down"), ("alias", "etp1"), ("flap_count", "3"), ("last_down_time", "x")]);
+        port_status_entry("Ethernet1/1", &down, &mut out, &mut errors);
+        port_status_entry(
+            "Ethernet4",
+            &entry(&[("oper_status", "sideways"), ("flap_count", "2")]),
+            &mut out,
+            &mut errors,
+        );
+        port_status_entry("Ethernet8", &entry(&[("oper_status", "up"), ("flap_count", "many")]), &mut out, &mut errors);
+        assert_eq!(
+            out,
+            [
+                Reading::counter("switch_carrier_transitions", "Ethernet1/1", None, None, 3),
+                Reading::gauge("switch_oper_up", "Ethernet1/1", None, None, 0.0),
+                Reading::counter("switch_carrier_transitions", "Ethernet4", None, None, 2),
+                Reading::gauge("switch_oper_up", "Ethernet8", None, None, 1.0),
+            ],
+            "one bad field is one error: the entry's other field still reads"
+        );
+        let problems: Vec<_> = errors.iter().map(|e| e.problem.as_str()).collect();
+        assert_eq!(problems, ["\"sideways\" is neither up nor down", "\"many\" is not a counter"]);
     }
 }

@@ -370,8 +370,9 @@ async fn auto_finds_the_style_each_switch_takes() {
         drop(guard);
         let found: Vec<String> =
             lines.0.lock().unwrap().iter().filter(|l| l.contains("gNMI path style found")).cloned().collect();
-        // Both taken: the classic style is tried first and kept.
-        let winner = if styles == Styles::SonicDbOriginOnly { "sonic-db-origin" } else { "prefix-target" };
+        // Both taken: origin sonic-db, as the shared probe (`sonic::probe`) decides for the
+        // actuators too, so reads and writes name the switch's data alike.
+        let winner = if styles == Styles::PrefixTargetOnly { "prefix-target" } else { "sonic-db-origin" };
         assert_eq!(found.len(), 1, "{found:?}");
         assert!(found[0].contains(&format!("path_style=\"{winner}\"")), "{styles:?}: {found:?}");
         h.stop().await;

@@ -162,3 +162,49 @@ async fn mellanox_storm_over_sonic_gnmi_at_one_second_under_the_sonic_name() {
 async fn marvell_storm_over_sonic_gnmi_at_one_second_under_the_sonic_name() {
     storm_over_gnmi(AsicFamily::MarvellTeralynx).await;
 }
+
+/// `sonic_ports` in `style`: the link of Ethernet0 (down, 3 flaps so far in sonic-utilities'
+/// APPL_DB) comes up, then goes down, as portsorch writes it; each change arrives ON_CHANGE,
+/// long before a 1 s sample would, as `switch_oper_up` and one more
+/// `switch_carrier_transitions` (portsorch's `flap_count`), under the SONiC name.
+async fn link_changes_arrive_on_change(style: &str) {
+    let prereq = match sonic::peer::prereq::find() {
+        Ok(found) => found,
+        Err(why) => return test_peers::missing(why),
+    };
+    let peer =
+        SonicPeer::builder(AsicFamily::Mellanox).only_ports(["Ethernet0", "Ethernet4"]).start(&prereq).await.unwrap();
+    let (addr, _stop) = front(&peer).await;
+    let namespace = if style == "prefix-target" { "" } else { "namespace = \"localhost\"\n" };
+    let mut h = start(&format!(
+        "presets = [\"sonic_ports\"]\ntimeout = \"2s\"\n\
+         [[targets]]\nname = \"leaf01\"\naddress = \"{addr}\"\npath_style = \"{style}\"\n{namespace}"
+    ));
+    let port = [("port", "Ethernet0")];
+    h.until(|h, b| h.find(b, "switch_carrier_transitions", &port) == Some(engine::Value::Count(3))).await;
+    for (up, level, transitions) in [(true, 1.0, 4), (false, 0.0, 5)] {
+        let changed = tokio::time::Instant::now();
+        peer.set_link("Ethernet0", up).await.unwrap();
+        let (mut seen_level, mut seen_count) = (false, false);
+        h.until(|h, b| {
+            seen_level |= h.find(b, "switch_oper_up", &port) == Some(engine::Value::Real(level));
+            seen_count |= h.find(b, "switch_carrier_transitions", &port) == Some(engine::Value::Count(transitions));
+            seen_level && seen_count
+        })
+        .await;
+        let took = changed.elapsed();
+        assert!(took < Duration::from_millis(900), "{style}: the change took {took:?}, a sample's time");
+    }
+    assert!(h.errors().is_empty(), "{style}: {:?}", h.errors());
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn link_changes_arrive_on_change_in_the_prefix_target_style() {
+    link_changes_arrive_on_change("prefix-target").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn link_changes_arrive_on_change_in_the_sonic_db_origin_style() {
+    link_changes_arrive_on_change("sonic-db-origin").await;
+}

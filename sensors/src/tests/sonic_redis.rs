@@ -223,6 +223,27 @@ async fn the_watchdogs_storm_arrives_on_change_between_polls() {
     );
 }
 
+/// Polling once a minute, a link that comes up and goes down is seen at each change, as
+/// portsorch writes it (`oper_status`, then one more `flap_count`): by the keyspace
+/// notification of APPL_DB `PORT_TABLE`, not by the poll.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn link_changes_arrive_on_change_between_polls() {
+    let Some(prereq) = prereq() else { return };
+    let peer = switch(&prereq, AsicFamily::Mellanox).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = Harness::start(&peer, &prereq, dir.path(), 60_000);
+    h.until("first poll", Duration::from_secs(10), |s| !of(s, "switch_pfc_rx_pkts").is_empty()).await;
+    let port = [("port", "Ethernet1/5")];
+    for (up, level, flaps) in [(false, 0.0, 1), (true, 1.0, 2)] {
+        peer.set_link("Ethernet1/5", up).await.unwrap();
+        h.until("the link's change", Duration::from_secs(5), |s| {
+            s.iter().any(|s| s.is("switch_oper_up", &port) && s.value == level)
+                && s.iter().any(|s| s.is("switch_carrier_transitions", &port) && s.value == flaps as f64)
+        })
+        .await;
+    }
+}
+
 /// A field that does not read costs only itself: the rest of the port's counters (the storm
 /// in the next field) still arrive, and the error is counted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

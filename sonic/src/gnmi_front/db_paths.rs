@@ -24,6 +24,9 @@ pub(crate) struct Resolver<'a> {
     pub maps: &'a MapsCache,
     /// The switch's namespaces (empty: single ASIC).
     pub namespaces: &'a [String],
+    /// Whether each namespace has databases of its own (then the virtual paths, which
+    /// sonic-gnmi builds across every namespace's name maps, are not served).
+    pub per_asic: bool,
 }
 
 impl Resolver<'_> {
@@ -47,6 +50,13 @@ impl Resolver<'_> {
         let mut elems = vec![t.name.clone()];
         elems.extend(prefix.into_iter().flat_map(|p| p.elem.iter()).chain(&path.elem).map(|e| e.name.clone()));
         if let (Some(kind), Some(maps)) = (virtual_paths::lookup(&elems), &maps) {
+            if self.per_asic {
+                return Err(GoError::status(
+                    tonic::Code::Unimplemented,
+                    "the virtual paths of a multi-ASIC switch (name maps across namespaces) are not \
+                     reproduced by this front; use origin sonic-db with the namespace",
+                ));
+            }
             if t.namespace_given {
                 return Err(GoError::plain(format!(
                     "Target having {} namespace is not supported for V2R Dataset",

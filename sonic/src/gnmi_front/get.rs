@@ -21,7 +21,6 @@ use gnmi_proto::gnmi::{
 };
 use tonic::{Code, Status};
 
-use super::db_paths::Resolver;
 use super::errors::{status, GoError};
 use super::mixed::Mixed;
 use super::render::{db_get_value, mixed_read, Encoding};
@@ -79,8 +78,10 @@ pub(crate) async fn get(shared: &Shared, req: GetRequest) -> Result<GetResponse,
             format!("target {target} (non-database data) is not reproduced by this front"),
         ));
     }
-    if target_db(target, !shared.config.namespaces.is_empty()).valid {
-        let resolver = Resolver { backend, maps: &shared.maps, namespaces: &shared.config.namespaces };
+    let db = target_db(target, !shared.config.namespaces.is_empty());
+    if db.valid {
+        let resolver = shared.resolver(&db.namespace);
+        let backend = resolver.backend;
         let mut resolved = Vec::new();
         for path in &req.path {
             let tps = resolver.resolve(prefix, path).await.map_err(|e| e.wrapped(Code::NotFound))?;
@@ -104,6 +105,7 @@ pub(crate) async fn get(shared: &Shared, req: GetRequest) -> Result<GetResponse,
     }
     let mixed = Mixed::new(backend, &shared.config.namespaces, prefix, &req.path, mixed_encoding(req.encoding))
         .map_err(|e| e.wrapped(Code::NotFound))?;
+    let backend = shared.backend_of(&mixed.namespace);
     for path in &mixed.paths {
         let (tp, _) = mixed.table_path(backend, path, None).await.map_err(|e| e.passed_or(Code::NotFound))?;
         let value = mixed_read(backend, std::slice::from_ref(&tp), mixed.encoding)

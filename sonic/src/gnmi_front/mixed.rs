@@ -36,6 +36,8 @@ pub(crate) struct Mixed {
     pub paths: Vec<Path>,
     /// The database (`CONFIG_DB`).
     pub target: String,
+    /// The namespace (`asic0`); empty for the host's (`localhost`) or a single-ASIC switch.
+    pub namespace: String,
     pub sep: char,
     pub encoding: Encoding,
 }
@@ -88,7 +90,7 @@ impl Mixed {
         let Some(info) = backend.database(&target).filter(|_| known_ns) else {
             return Err(GoError::status(Code::Unimplemented, format!("Invalid target: ns {namespace}, container ")));
         };
-        Ok(Mixed { prefix: prefix.cloned(), paths: paths.to_vec(), target, sep: info.separator, encoding })
+        Ok(Mixed { prefix: prefix.cloned(), paths: paths.to_vec(), target, namespace, sep: info.separator, encoding })
     }
 
     /// The path's elements after the database and the instance (`gnmiFullPath`).

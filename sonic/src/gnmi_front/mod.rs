@@ -34,8 +34,9 @@
 //! Not reproduced (each answered with Unimplemented saying so): translib (YANG models, so no
 //! OpenConfig paths), the OTHERS/SHOW/EVENTS/OPERATIONAL targets, the virtual paths of fabric
 //! ports, VoQs, priority groups, switch drops, SRv6 and ACL rules, APPL_DB writes, whole
-//! configuration Sets; authentication, gNOI and gNSI; per-namespace data on multi-ASIC
-//! switches (every namespace reads the one backend).
+//! configuration Sets; authentication, gNOI and gNSI; the virtual paths of a multi-ASIC switch
+//! whose namespaces have backends of their own ([`GnmiFront::multi_asic`]: each namespace's
+//! databases are its own; its origin `sonic-db` paths and prefix targets `DB/asicN` read them).
 
 pub mod backend;
 mod db_paths;
@@ -108,7 +109,11 @@ impl Default for FrontConfig {
 /// What the RPCs share.
 #[derive(Debug)]
 pub(crate) struct Shared {
+    /// The host's databases (the default namespace, `localhost`).
     backend: Arc<dyn Backend>,
+    /// Each ASIC's databases, by namespace, on a multi-ASIC switch whose namespaces have their
+    /// own (empty: every namespace reads `backend`).
+    asics: std::collections::BTreeMap<String, Arc<dyn Backend>>,
     config: FrontConfig,
     maps: virtual_paths::MapsCache,
     /// Running Subscribe streams by client address (with multiplexing off).
@@ -117,6 +122,21 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// The databases of `namespace` (empty: the host's).
+    fn backend_of(&self, namespace: &str) -> &dyn Backend {
+        self.asics.get(namespace).unwrap_or(&self.backend).as_ref()
+    }
+
+    /// Path resolution of the DB client (prefix target a database) in `namespace`.
+    fn resolver(&self, namespace: &str) -> db_paths::Resolver<'_> {
+        db_paths::Resolver {
+            backend: self.backend_of(namespace),
+            maps: &self.maps,
+            namespaces: &self.config.namespaces,
+            per_asic: !self.asics.is_empty(),
+        }
+    }
+
     /// Registers a stream from `remote`, ending the one it replaces; returns its id.
     fn register(&self, remote: SocketAddr, stop: watch::Sender<bool>) -> u64 {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
@@ -147,9 +167,27 @@ pub struct GnmiFront {
 impl GnmiFront {
     /// A front of `backend` with `config`.
     pub fn new(backend: Arc<dyn Backend>, config: FrontConfig) -> Self {
+        Self::with_asics(backend, Default::default(), config)
+    }
+
+    /// A front of a multi-ASIC switch: the host's databases, and each ASIC's by its namespace
+    /// (`asic0`, …), which become `config.namespaces`. Origin `sonic-db` paths with the
+    /// instance element `asicN`, and prefix targets `DB/asicN`, read and write that ASIC's.
+    pub fn multi_asic(host: Arc<dyn Backend>, asics: Vec<(String, Arc<dyn Backend>)>, config: FrontConfig) -> Self {
+        let asics: std::collections::BTreeMap<_, _> = asics.into_iter().collect();
+        let config = FrontConfig { namespaces: asics.keys().cloned().collect(), ..config };
+        Self::with_asics(host, asics, config)
+    }
+
+    fn with_asics(
+        backend: Arc<dyn Backend>,
+        asics: std::collections::BTreeMap<String, Arc<dyn Backend>>,
+        config: FrontConfig,
+    ) -> Self {
         GnmiFront {
             shared: Arc::new(Shared {
                 backend,
+                asics,
                 config,
                 maps: virtual_paths::MapsCache::default(),
                 clients: Mutex::default(),

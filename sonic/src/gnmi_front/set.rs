@@ -104,7 +104,7 @@ async fn config_db(
     replace: &[Update],
     update: &[Update],
 ) -> Result<(), GoError> {
-    let backend = shared.backend.as_ref();
+    let backend = shared.backend_of(&mixed.namespace);
     let names = |path: &Path| -> Result<Vec<String>, GoError> {
         Ok(mixed.full_elems(path)?.into_iter().map(|e| e.name).collect())
     };
@@ -386,7 +386,7 @@ async fn apply_patch(
             ));
         }
     }
-    let backend = shared.backend.as_ref();
+    let backend = shared.backend_of(&mixed.namespace);
     validate(backend, mixed, &running, &target)
         .await
         .map_err(|e| updater_error(format!("Given patch will produce invalid config. Error: {e}")))?;

@@ -38,7 +38,6 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Code, Status, Streaming};
 
 use super::backend::{glob_match, Backend, Watch};
-use super::db_paths::Resolver;
 use super::errors::{go_duration, status, GoError};
 use super::get::now_ns;
 use super::mixed::Mixed;
@@ -108,11 +107,13 @@ struct Ctx {
     tx: mpsc::Sender<Result<SubscribeResponse, Status>>,
     stop: watch::Receiver<bool>,
     flavor: Flavor,
+    /// The namespace whose databases the paths read (empty: the host's).
+    namespace: String,
 }
 
 impl Ctx {
     fn backend(&self) -> &dyn Backend {
-        self.shared.backend.as_ref()
+        self.shared.backend_of(&self.namespace)
     }
 
     fn update(&self, path: &Path, val: TypedValue) -> SubscribeResponse {
@@ -203,15 +204,21 @@ pub(crate) async fn subscribe(
     let client = route(&shared, prefix.as_ref(), &paths, mode)?;
     // The paths, resolved (`NewDbClient` fails the Subscribe with NOT_FOUND; keys need not exist).
     let mut resolved: Vec<Vec<TablePath>> = Vec::new();
+    let namespace = match &client {
+        Client::Mixed(mixed) => mixed.namespace.clone(),
+        Client::Db => {
+            let target = prefix.as_ref().map(|p| p.target.as_str()).unwrap_or_default();
+            target_db(target, !shared.config.namespaces.is_empty()).namespace
+        }
+    };
     if let Client::Db = client {
-        let backend = shared.backend.as_ref();
-        let resolver = Resolver { backend, maps: &shared.maps, namespaces: &shared.config.namespaces };
+        let resolver = shared.resolver(&namespace);
         for path in &paths {
             resolved.push(resolver.resolve(prefix.as_ref(), path).await.map_err(|e| e.wrapped(Code::NotFound))?);
         }
     }
     let (tx, rx) = mpsc::channel(QUEUE);
-    let ctx = Ctx { shared: shared.clone(), prefix, tx, stop, flavor: client.flavor() };
+    let ctx = Ctx { shared: shared.clone(), prefix, tx, stop, flavor: client.flavor(), namespace };
     let mode = match mode {
         Ok(m) => m,
         Err(_) => return Err(status(Code::InvalidArgument, format!("Unkown subscription mode: {first:?}"))),

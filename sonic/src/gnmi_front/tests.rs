@@ -629,3 +629,42 @@ with gNMIclient(target=("{host}", {port}), insecure=True, gnmi_timeout=10) as gc
     let val: Json = serde_json::from_slice(&out.stdout).unwrap();
     assert!(val["etp2"]["SAI_PORT_STAT_PFC_3_RX_PKTS"].is_string(), "{val}");
 }
+
+#[tokio::test]
+async fn each_namespace_of_a_multi_asic_switch_reads_and_writes_its_own_databases() {
+    let (asic0, asic1) = (memory_switch(), memory_switch());
+    let host = MemoryStore::new(DatabaseLayout::standard());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let asics: Vec<(String, Arc<dyn Backend>)> =
+        vec![("asic0".into(), Arc::new(asic0.clone())), ("asic1".into(), Arc::new(asic1.clone()))];
+    let config = FrontConfig { gcu_step: Duration::from_millis(10), ..FrontConfig::default() };
+    let front = GnmiFront::multi_asic(Arc::new(host), asics, config);
+    assert_eq!(front.config().namespaces, ["asic0", "asic1"]);
+    tokio::spawn(serve(front, listener, None, std::future::pending()));
+    let mut c = GnmiClient::connect(&ClientConfig::plain(addr)).await.unwrap();
+
+    // A write with the instance element `asic1` lands in asic1's CONFIG_DB only.
+    let entry = sonic_db("sonic-db:/CONFIG_DB/asic1/PFC_WD/Ethernet4/action");
+    c.set(SetOps { update: vec![update(entry, json!("drop"))], ..SetOps::default() }).await.unwrap();
+    let action =
+        |store: &MemoryStore| store.get("CONFIG_DB", "PFC_WD|Ethernet4").and_then(|e| e.get("action").cloned());
+    assert_eq!((action(&asic0).as_deref(), action(&asic1).as_deref()), (Some("alert"), Some("drop")));
+
+    // Reads name their namespace the same two ways: the instance element, the prefix target.
+    let read = sonic_db("sonic-db:/CONFIG_DB/asic1/PFC_WD/Ethernet4");
+    assert_eq!(value(&c.get(None, vec![read], Encoding::JsonIetf).await.unwrap())["action"], "drop");
+    let asic0_entry = c.get(target("CONFIG_DB/asic0"), vec![elems(&["PFC_WD", "Ethernet4"])], Encoding::JsonIetf);
+    assert_eq!(value(&asic0_entry.await.unwrap())["action"], "alert");
+    // `localhost` is the host's, which holds no ports.
+    let host_entry = sonic_db("sonic-db:/CONFIG_DB/localhost/PFC_WD/Ethernet4");
+    let (code, _) = refusal(c.get(None, vec![host_entry], Encoding::JsonIetf).await);
+    assert_eq!(code, Code::NotFound);
+    // The virtual paths, built by sonic-gnmi across every namespace's name maps, are not
+    // reproduced with a backend per namespace: refused (as the DB client's creation fails:
+    // NOT_FOUND), never answered from one ASIC.
+    let virtual_path = c.get(target("COUNTERS_DB"), vec![elems(&["COUNTERS", "Ethernet*"])], Encoding::JsonIetf);
+    let (code, text) = refusal(virtual_path.await);
+    assert_eq!(code, Code::NotFound, "{text}");
+    assert!(text.contains("use origin sonic-db with the namespace"), "{text}");
+}

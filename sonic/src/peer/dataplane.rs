@@ -3,9 +3,11 @@
 //! the way its flex counter groups do; orchagent's handlers read them as they would call SAI.
 //!
 //! A storm on (port, priority) is a peer that keeps sending PFC pause frames for the priority:
-//! each poll, the port's PFC RX frames grow and its pause duration grows by the time elapsed
-//! (paused all the time); ON2OFF (XON) frames do not come; the priority's queues hold data
-//! (occupancy > 0), send nothing, and read as paused. Without a storm traffic flows: the
+//! each poll, the port's PFC RX frames grow and its pause duration grows by the time the storm
+//! was on since the last poll (paused all the time from its start, so the first poll after a
+//! start counts only part of its interval, as an ASIC's counter would); ON2OFF (XON) frames do
+//! not come; the priority's queues hold data (occupancy > 0), send nothing (but what they sent
+//! before the storm began), and read as paused. Without a storm traffic flows: the
 //! queues send, hold nothing, and are not paused. Once the watchdog turns PFC off for the
 //! priority (a drop or forward handler), the pause frames are still received but ignored:
 //! the queue drains — dropping (drop) or sending (forward).
@@ -29,8 +31,8 @@ pub(crate) struct PortModel {
     pub on2off: [u64; 8],
     /// The pause duration counter (µs; Marvell's counts the same numbers).
     pub duration: [u64; 8],
-    /// Whether a storm is injected on the priority.
-    pub storming: [bool; 8],
+    /// Since when a storm is injected on the priority, if one is.
+    pub storm_since: [Option<Instant>; 8],
 }
 
 /// One queue's counters.
@@ -60,6 +62,11 @@ pub(crate) struct HwStats {
     pub rx_dropped: u64,
 }
 
+/// Frames (and packets) in `d`: one per millisecond, at least one.
+fn frames(d: Duration) -> u64 {
+    (d.as_millis() as u64).max(1)
+}
+
 /// The data plane of every modelled port and queue.
 #[derive(Debug, Clone)]
 pub(crate) struct DataPlane {
@@ -78,37 +85,46 @@ impl DataPlane {
     /// Moves the counters from the last call to `now`. `handled` holds the queues a drop or
     /// forward handler has taken over (PFC off for their priority).
     pub fn advance(&mut self, now: Instant, handled: &BTreeMap<String, Action>) {
-        let elapsed = self.last.map_or(Duration::ZERO, |last| now.saturating_duration_since(last));
-        self.last = Some(now);
+        let Some(last) = self.last.replace(now) else { return };
+        let elapsed = now.saturating_duration_since(last);
         if elapsed.is_zero() {
             return;
         }
-        // One frame (and one packet) per millisecond, at least one per poll.
-        let frames = (elapsed.as_millis() as u64).max(1);
-        let micros = elapsed.as_micros() as u64;
+        // The part of the interval a storm started at `since` covers.
+        let stormed = |since: Option<Instant>| since.map(|since| now.saturating_duration_since(since.max(last)));
         for port in self.ports.values_mut() {
             for p in 0..8 {
-                if port.storming[p] {
-                    port.rx[p] += frames;
-                    port.duration[p] += micros;
+                if let Some(on) = stormed(port.storm_since[p]) {
+                    port.rx[p] += frames(on);
+                    port.duration[p] += on.as_micros() as u64;
                 }
             }
         }
         for (oid, queue) in self.queues.iter_mut() {
-            let storming =
-                queue.index < 8 && self.ports.get(&queue.port_oid).is_some_and(|p| p.storming[queue.index as usize]);
-            match (storming, handled.get(oid)) {
-                (true, Some(Action::Drop)) => {
-                    queue.dropped += frames;
+            let since = self.ports.get(&queue.port_oid).and_then(|p| p.storm_since.get(queue.index as usize).copied());
+            let Some(on) = stormed(since.flatten()) else {
+                queue.tx += frames(elapsed);
+                queue.occupancy = 0;
+                queue.paused = false;
+                continue;
+            };
+            // What it sent before the storm began.
+            let before = elapsed.saturating_sub(on);
+            if !before.is_zero() {
+                queue.tx += frames(before);
+            }
+            match handled.get(oid) {
+                Some(Action::Drop) => {
+                    queue.dropped += frames(on);
                     queue.occupancy = 0;
                     queue.paused = false;
                 }
-                (true, Some(Action::Forward)) | (false, _) => {
-                    queue.tx += frames;
+                Some(Action::Forward) => {
+                    queue.tx += frames(on);
                     queue.occupancy = 0;
                     queue.paused = false;
                 }
-                (true, _) => {
+                _ => {
                     queue.occupancy = STUCK_BYTES;
                     queue.paused = true;
                 }

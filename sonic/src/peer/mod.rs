@@ -315,8 +315,9 @@ impl SonicPeer {
         self.switch.config_db().await
     }
 
-    /// Starts a PFC storm on `port`'s `priority`: from the next poll on, the counters the
-    /// family's detector reads move as a storm moves them (see `dataplane`).
+    /// Starts a PFC storm on `port`'s `priority` now: at each poll from the next on, the
+    /// counters the family's detector reads move as a storm moves them, from this instant
+    /// (see `dataplane`).
     pub fn start_storm(&self, port: &str, priority: u8) -> Result<(), PeerError> {
         self.set_storm(port, priority, true)
     }
@@ -326,6 +327,34 @@ impl SonicPeer {
         self.set_storm(port, priority, false)
     }
 
+    /// The link of `port` goes up or down, as portsorch records it (`updatePortOperStatus`,
+    /// sonic-swss `portsorch.cpp:10034-10052`): APPL_DB `PORT_TABLE:<port>` `oper_status`, then
+    /// `flap_count` one higher (every change, either way) with `last_down_time` or
+    /// `last_up_time`, in two writes as portsorch makes them. A status it already has changes
+    /// nothing.
+    pub async fn set_link(&self, port: &str, up: bool) -> Result<(), PeerError> {
+        use redis::AsyncCommands;
+        let appl = self.switch.database(dbs::APPL_DB).await?;
+        let key = appl.key("PORT_TABLE", port);
+        let Some(entry) = appl.hash(&key).await? else { return Err(PeerError::UnknownPort(port.into())) };
+        let status = if up { "up" } else { "down" };
+        if entry.get("oper_status").map(String::as_str) == Some(status) {
+            return Ok(());
+        }
+        let flaps = entry.get("flap_count").and_then(|n| n.parse::<u64>().ok()).unwrap_or(0) + 1;
+        let when = if up { "last_up_time" } else { "last_down_time" };
+        // portsorch's format, `%a %b %d %H:%M:%S %Y` in UTC; the day does not matter here.
+        let stamp = "Sun Dec 06 08:00:00 2026".to_string();
+        let mut conn = appl.connection();
+        let write = async {
+            conn.hset::<_, _, _, ()>(&key, "oper_status", status).await?;
+            conn.hset_multiple::<_, _, _, ()>(&key, &[("flap_count", flaps.to_string()), (when.into(), stamp)]).await
+        };
+        write.await.map_err(|source| {
+            PeerError::Db(DbError::Command { database: dbs::APPL_DB.into(), operation: "HSET", key, source })
+        })
+    }
+
     fn set_storm(&self, port: &str, priority: u8, on: bool) -> Result<(), PeerError> {
         if priority > 7 {
             return Err(PeerError::BadPriority(priority));
@@ -333,7 +362,12 @@ impl SonicPeer {
         let mut plane = self.shared.plane.lock().unwrap_or_else(|e| e.into_inner());
         let model =
             plane.ports.values_mut().find(|p| p.name == port).ok_or_else(|| PeerError::UnknownPort(port.into()))?;
-        model.storming[usize::from(priority)] = on;
+        let since = &mut model.storm_since[usize::from(priority)];
+        match (on, *since) {
+            (true, None) => *since = Some(std::time::Instant::now()),
+            (false, _) => *since = None,
+            (true, Some(_)) => {} // already storming: it started then
+        }
         Ok(())
     }
 

@@ -32,7 +32,7 @@ impl ReadBack {
             credentials_file: None,
             tls: None,
             path_style: None,
-            redis: None,
+            redis: Vec::new(),
         };
         config.build(Some(inventory)).map_err(|e| anyhow::anyhow!(e))
     }
