@@ -18,7 +18,7 @@
 use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::Ordering;
@@ -37,10 +37,6 @@ const PREFIX: &str = "/rocemend/fleet/";
 const PORT: &str = "Ethernet8";
 const QUEUE: usize = 3;
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free loopback port")
-}
-
 /// One etcd member on loopback, killed when dropped.
 struct Etcd {
     child: Child,
@@ -49,7 +45,7 @@ struct Etcd {
 
 impl Etcd {
     fn start(dir: &Path) -> Etcd {
-        let (client, peer) = (free_port(), free_port());
+        let [client, peer] = test_peers::free_ports();
         let endpoint = format!("http://127.0.0.1:{client}");
         let peer_url = format!("http://127.0.0.1:{peer}");
         let child = Command::new("etcd")

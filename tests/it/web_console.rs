@@ -280,8 +280,7 @@ impl Etcd {
             test_peers::missing("no `etcd` here (Debian etcd-server)");
             return None;
         }
-        let free = || std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let (client, peer) = (free(), free());
+        let [client, peer] = test_peers::free_ports();
         let dir = tempfile::tempdir().unwrap();
         let url = format!("http://127.0.0.1:{client}");
         let peer_url = format!("http://127.0.0.1:{peer}");

@@ -35,13 +35,20 @@ pub fn missing_part() -> Option<String> {
     None
 }
 
-/// A loopback port free now. Another process may take it before etcd
-/// binds it; etcd then fails at once and the game says so.
-fn free_port() -> Result<u16, FleetDayError> {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(|e| FleetDayError::io("finding a free loopback port", e))
+/// `n` loopback ports free now, all different: every listener is held until the last one is
+/// bound (a port picked and released at once can be handed out again by the next pick, and two
+/// members on one port fail etcd's start: "initial cluster … has duplicate url"). Another
+/// process may still take one before etcd binds it; etcd then fails at once and the game says
+/// so.
+fn free_ports(n: usize) -> Result<Vec<u16>, FleetDayError> {
+    let held = (0..n)
+        .map(|_| TcpListener::bind("127.0.0.1:0"))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| FleetDayError::io("finding free loopback ports", e))?;
+    held.iter()
+        .map(|l| l.local_addr().map(|a| a.port()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| FleetDayError::io("finding free loopback ports", e))
 }
 
 /// One member.
@@ -99,10 +106,8 @@ impl Cluster {
     /// Starts `n` members under `dir` with the given raft timing (ms). Call
     /// [`Cluster::wait_ready`] next.
     pub fn start(dir: &Path, n: usize, heartbeat_ms: u64, election_ms: u64) -> Result<Cluster, FleetDayError> {
-        let mut ports = Vec::new();
-        for _ in 0..n {
-            ports.push((free_port()?, free_port()?));
-        }
+        let free = free_ports(2 * n)?;
+        let ports: Vec<(u16, u16)> = free.chunks(2).map(|pair| (pair[0], pair[1])).collect();
         let initial = ports
             .iter()
             .enumerate()

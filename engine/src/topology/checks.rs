@@ -36,13 +36,18 @@ pub fn problems(inventory: &Inventory) -> Vec<InventoryProblem> {
         return out;
     }
     names(inventory, &mut out);
+    // The first switch of each name (a second one is a problem `names` reports).
+    let mut switches: HashMap<&str, &super::Switch> = HashMap::with_capacity(inventory.switch.len());
+    for s in &inventory.switch {
+        switches.entry(s.name.as_str()).or_insert(s);
+    }
     for (ni, node) in inventory.node.iter().enumerate() {
         for (ci, nic) in node.nic.iter().enumerate() {
-            references(inventory, node, nic, nic_at(ni, ci), &mut out);
+            references(inventory, &switches, node, nic, nic_at(ni, ci), &mut out);
         }
     }
     ports(inventory, &mut out);
-    rails(inventory, &mut out);
+    rails(inventory, &switches, &mut out);
     out
 }
 
@@ -69,27 +74,9 @@ fn nic_name(node: &Node, nic: &Nic) -> String {
 
 /// Empty names, and names (switches, nodes, a node's devices and GPU indexes) listed twice.
 fn names(inventory: &Inventory, out: &mut Vec<InventoryProblem>) {
-    let mut switches: HashMap<&str, usize> = HashMap::new();
-    for (si, s) in inventory.switch.iter().enumerate() {
-        if s.name.trim().is_empty() {
-            out.push(problem(switch_at(si).key("name"), "a switch has an empty name".into()));
-        } else if let Some(first) = switches.insert(&s.name, si) {
-            out.push(problem(
-                switch_at(si).key("name"),
-                format!("switch {:?} is listed twice (first as switch {})", s.name, first + 1),
-            ));
-        }
-    }
-    let mut nodes: HashMap<&str, usize> = HashMap::new();
+    unique_names("switch", inventory.switch.iter().map(|s| s.name.as_str()), switch_at, out);
+    unique_names("node", inventory.node.iter().map(|n| n.name.as_str()), node_at, out);
     for (ni, node) in inventory.node.iter().enumerate() {
-        if node.name.trim().is_empty() {
-            out.push(problem(node_at(ni).key("name"), "a node has an empty name".into()));
-        } else if let Some(first) = nodes.insert(&node.name, ni) {
-            out.push(problem(
-                node_at(ni).key("name"),
-                format!("node {:?} is listed twice (first as node {})", node.name, first + 1),
-            ));
-        }
         let mut gpus = BTreeSet::new();
         for (gi, gpu) in node.gpu.iter().enumerate() {
             if !gpus.insert(gpu.index) {
@@ -118,9 +105,39 @@ fn names(inventory: &Inventory, out: &mut Vec<InventoryProblem>) {
     }
 }
 
+/// Empty names among the `kind`s (`switch`, `node`) and names listed twice, each named at
+/// `at(i)` with the first place it was listed.
+fn unique_names<'a>(
+    kind: &str,
+    names: impl Iterator<Item = &'a str>,
+    at: impl Fn(usize) -> KeyPath,
+    out: &mut Vec<InventoryProblem>,
+) {
+    let mut first: HashMap<&str, usize> = HashMap::new();
+    for (i, name) in names.enumerate() {
+        if name.trim().is_empty() {
+            out.push(problem(at(i).key("name"), format!("a {kind} has an empty name")));
+        } else if let Some(f) = first.get(name) {
+            out.push(problem(
+                at(i).key("name"),
+                format!("{kind} {name:?} is listed twice (first as {kind} {})", f + 1),
+            ));
+        } else {
+            first.insert(name, i);
+        }
+    }
+}
+
 /// One NIC's GPU, and the switch at its far end: listed, a leaf, with the port named, on the
 /// NIC's rail and plane.
-fn references(inventory: &Inventory, node: &Node, nic: &Nic, at: KeyPath, out: &mut Vec<InventoryProblem>) {
+fn references(
+    inventory: &Inventory,
+    switches: &HashMap<&str, &super::Switch>,
+    node: &Node,
+    nic: &Nic,
+    at: KeyPath,
+    out: &mut Vec<InventoryProblem>,
+) {
     if let Some(gpu) = nic.gpu {
         if !node.gpu.iter().any(|g| g.index == gpu) {
             out.push(problem(
@@ -130,7 +147,7 @@ fn references(inventory: &Inventory, node: &Node, nic: &Nic, at: KeyPath, out: &
         }
     }
     let Some(name) = &nic.switch else { return };
-    let Some(leaf) = inventory.switch.iter().find(|s| &s.name == name) else {
+    let Some(leaf) = switches.get(name.as_str()) else {
         let names = inventory.switch.iter().map(|s| s.name.as_str());
         out.push(problem(
             at.key("switch"),
@@ -203,7 +220,7 @@ fn ports(inventory: &Inventory, out: &mut Vec<InventoryProblem>) {
 /// Rails against the leaves that serve them, once the inventory gives leaves rails: a NIC's
 /// rail no leaf serves (in its plane), and two leaves on one rail of one plane for nodes of
 /// the same pod (different pods — scalable units — each have a leaf per rail).
-fn rails(inventory: &Inventory, out: &mut Vec<InventoryProblem>) {
+fn rails(inventory: &Inventory, switches: &HashMap<&str, &super::Switch>, out: &mut Vec<InventoryProblem>) {
     let leaves: Vec<(usize, &super::Switch)> =
         inventory.switch.iter().enumerate().filter(|(_, s)| s.role == SwitchRole::Leaf && s.rail.is_some()).collect();
     if leaves.is_empty() {
@@ -211,7 +228,7 @@ fn rails(inventory: &Inventory, out: &mut Vec<InventoryProblem>) {
     }
     let serves =
         |rail: u32, plane: u32| leaves.iter().any(|(_, s)| s.rail == Some(rail) && s.plane.is_none_or(|p| p == plane));
-    let leaf_rail = |name: &str| inventory.switch.iter().find(|s| s.name == name).and_then(|s| s.rail);
+    let leaf_rail = |name: &str| switches.get(name).and_then(|s| s.rail);
     for (ni, node) in inventory.node.iter().enumerate() {
         for (ci, nic) in node.nic.iter().enumerate() {
             // A NIC cabled to a leaf with a rail is on that rail, or `references` said it is not.

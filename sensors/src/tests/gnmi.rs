@@ -440,6 +440,9 @@ async fn a_restarted_target_gets_a_reconnected_note_and_the_gap_is_the_outage_pl
     let settle = tokio::time::Instant::now();
     batches.extend(h.until(|_, _| settle.elapsed() >= Duration::from_millis(300)).await);
     sw.stop().await.unwrap();
+    // A sample the switch sent while it was stopping is from before the outage, whichever batch
+    // it arrived in.
+    let stopped = engine::time::wall_clock_now();
     // ROCEMEND_TEST_OUTAGE_MS measures another outage (the was 10 s).
     let outage = Duration::from_millis(
         std::env::var("ROCEMEND_TEST_OUTAGE_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(3000),
@@ -458,11 +461,10 @@ async fn a_restarted_target_gets_a_reconnected_note_and_the_gap_is_the_outage_pl
     let note = note.unwrap();
     assert_eq!(note.labels.get("switch"), Some("leaf01"));
     assert!(note.text.contains("reconnected to leaf01"), "{}", note.text);
-    let split = batches.len();
     batches.extend(after);
-    let pfc = series_of(&h, &batches, "switch_pfc_rx_pkts");
-    let last_before = series_of(&h, &batches[..split], "switch_pfc_rx_pkts").last().unwrap().0;
-    let first_after = pfc.iter().map(|(ts, _)| *ts).find(|ts| *ts > last_before).unwrap();
+    let stamps: Vec<i64> = series_of(&h, &batches, "switch_pfc_rx_pkts").into_iter().map(|(ts, _)| ts).collect();
+    let last_before = stamps.iter().copied().filter(|ts| *ts <= stopped).max().unwrap();
+    let first_after = stamps.iter().copied().filter(|ts| *ts > stopped).min().unwrap();
     let gap = Duration::from_nanos((first_after - last_before) as u64);
     println!("outage {outage:?}: gap in samples {gap:?} (outage + {:?})", gap.saturating_sub(outage));
     assert!(gap < outage + Duration::from_millis(1500), "gap {gap:?} after an outage of {outage:?}");

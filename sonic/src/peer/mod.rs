@@ -348,7 +348,7 @@ impl SonicPeer {
         let mut conn = appl.connection();
         let write = async {
             conn.hset::<_, _, _, ()>(&key, "oper_status", status).await?;
-            conn.hset_multiple::<_, _, _, ()>(&key, &[("flap_count", flaps.to_string()), (when.into(), stamp)]).await
+            conn.hset_multiple::<_, _, _, ()>(&key, &[("flap_count", flaps.to_string()), (when, stamp)]).await
         };
         write.await.map_err(|source| {
             PeerError::Db(DbError::Command { database: dbs::APPL_DB.into(), operation: "HSET", key, source })

@@ -17,6 +17,7 @@
 //!   skips; the call site says why CI cannot have it.
 //! - [`required`]: whether `ROCEMEND_REQUIRE_PEERS=1` is set, for a test
 //!   that must decide before it starts.
+//! - [`free_ports`]: loopback ports for a peer to listen on, all different.
 //!
 //! A test calls one of them and returns:
 //!
@@ -122,4 +123,14 @@ fn say_skipped(reason: &dyn Display) {
         Some(test) if test != "main" => eprintln!("skipped {test}: {reason}"),
         _ => eprintln!("skipped: {reason}"),
     }
+}
+
+/// `N` loopback ports free now, all different: every listener is held until the last one is
+/// bound, since a port picked and released at once can be handed out again by the next pick
+/// (an etcd given one port as both its client and peer URL fails to start). Another process
+/// may still take one before the peer binds it.
+pub fn free_ports<const N: usize>() -> [u16; N] {
+    let held: Vec<std::net::TcpListener> =
+        (0..N).map(|_| std::net::TcpListener::bind("127.0.0.1:0").expect("a free loopback port")).collect();
+    std::array::from_fn(|i| held[i].local_addr().expect("a bound listener's address").port())
 }

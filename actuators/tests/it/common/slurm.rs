@@ -99,7 +99,7 @@ impl Cluster {
         assert!(status.unwrap().success(), "mungekey failed");
         let socket = p("munge.sock");
         let conf = p("slurm.conf");
-        let (ctld_port, slurmd_port) = (free_port(), free_port());
+        let [ctld_port, slurmd_port] = test_peers::free_ports();
         let d = dir.display();
         std::fs::write(
             &conf,
