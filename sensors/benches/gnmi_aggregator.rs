@@ -1,5 +1,6 @@
-//! The gnmi sensor as an aggregator: N simulated switches × P ports × 8
-//! queues × 7 queue counters, each switch streaming SAMPLE every second
+//! The gnmi sensor as an aggregator: N simulated switches × P ports × 16
+//! queues (8 unicast, 8 multicast: sonic-gnmi's `Queues` lists both) × 7
+//! queue counters, each switch streaming SAMPLE every second
 //! (the `sonic_queues` preset), all into one sensor, whose samples go into
 //! an engine evaluator with the standard rules (`rules/`), as in the
 //! daemon.
@@ -16,7 +17,7 @@
 //! shows more.
 //!
 //! Scale with `ROCEMEND_BENCH_SWITCHES` and `ROCEMEND_BENCH_PORTS`
-//! (default 64 × 64 = 229,376 series; 279 × 64 is 999,936).
+//! (default 64 × 64 = 458,752 series; 140 × 64 is 1,003,520).
 
 use std::io::{BufRead, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -269,7 +270,8 @@ fn report(name: &str, meters: &Meters, health: &HealthBoard, start: &Start, swit
 fn aggregator(c: &mut Criterion) {
     let switches = env("ROCEMEND_BENCH_SWITCHES", 64);
     let ports = env("ROCEMEND_BENCH_PORTS", 64);
-    let per_second = (switches * ports * sim::switch::QUEUES * QUEUE_COUNTERS) as u64;
+    let queues = sim::switch::Profile::default().queues();
+    let per_second = (switches * ports * queues * QUEUE_COUNTERS) as u64;
     let served = Switches::start(switches, ports);
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let wall_start = Instant::now();
@@ -294,7 +296,7 @@ fn aggregator(c: &mut Criterion) {
     let mut group = c.benchmark_group("gnmi_aggregator");
     group.sample_size(10).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(12));
     group.throughput(Throughput::Elements(per_second));
-    group.bench_function(format!("{switches}x{ports}x8x7_sample_1s"), |b| {
+    group.bench_function(format!("{switches}x{ports}x{queues}x7_sample_1s"), |b| {
         b.iter_custom(|iters| {
             let start = Instant::now();
             let target = meters.count.load(Ordering::Relaxed) + iters * per_second;
@@ -306,7 +308,7 @@ fn aggregator(c: &mut Criterion) {
     });
     group.finish();
 
-    let name = format!("{switches}x{ports}x8x7 ({series_registered} series)");
+    let name = format!("{switches}x{ports}x{queues}x7 ({series_registered} series)");
     report(&name, &meters, &health, &start, &switches_pid, warmed_up);
     let _ = stop.send(true);
     drop(served);

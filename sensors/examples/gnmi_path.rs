@@ -1,10 +1,12 @@
 //! The gnmi sensor's path from a notification to engine samples, for
 //! instruction counts: an aggregator of 28 simulated SONiC switches of 64
-//! ports (8 queues, 7 counters each: 100,352 series), each read at the
-//! `sonic_queues` preset's path exactly as the simulated switch answers it
-//! (one update per port, its queue table as JSON), every counter of every
-//! queue changing every round, and mapped by the sensor's own
-//! `Memory::ingest` (one `Memory` per switch), as a stream's session does.
+//! ports (16 queues, 8 unicast and 8 multicast, 7 counters each: 200,704
+//! series), each read at the `sonic_queues` preset's path exactly as the
+//! simulated switch's gNMI front answers it (a ONCE Subscribe of the
+//! virtual path `COUNTERS/Ethernet*/Queues`, keyed by the ports' aliases),
+//! every counter of every queue changing every round, and mapped by the
+//! sensor's own `Memory::ingest` (one `Memory` per switch, aliases mapped
+//! back to names), as a stream's session does.
 //!
 //! `cargo run --release -p rocemend-sensors --example gnmi_path [ROUNDS]`
 //! (default 10). The first notification of each switch (which registers
@@ -21,12 +23,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use engine::{Batch, SensorContext, SeriesTable};
-use gnmi_proto::gnmi::{Encoding, Notification, Path, Update};
+use gnmi_proto::gnmi::subscribe_response::Response as Resp;
+use gnmi_proto::gnmi::subscription_list::Mode as ListMode;
+use gnmi_proto::gnmi::Notification;
+use gnmi_proto::{ClientConfig, GnmiClient};
 use sensors::gnmi::ingest::Memory;
 use sensors::gnmi::mapping::OidNames;
 use sensors::gnmi::plan::StreamPlan;
-use sim::switch::model::QUEUE_STATS;
-use sim::switch::{tree, Model, QUEUES};
+use sim::switch::asic::QUEUE_STATS;
+use sim::switch::{spawn, Model, Options, RunningSwitch};
 
 const SWITCHES: usize = 28;
 const PORTS: usize = 64;
@@ -58,8 +63,11 @@ static GLOBAL: Counting = Counting;
 /// A switch of the aggregator: its name, its counters, its series memory.
 struct Switch {
     name: String,
-    model: Model,
+    served: RunningSwitch,
     ports: Vec<String>,
+    queues: usize,
+    /// Its ports' aliases, as the sensor's probe reads them from CONFIG_DB.
+    oids: OidNames,
     memory: Memory,
 }
 
@@ -69,7 +77,7 @@ impl Switch {
     /// occupancy of a few), different in every round.
     fn move_counters(&self, round: u64) {
         for (p, port) in self.ports.iter().enumerate() {
-            for queue in 0..QUEUES {
+            for queue in 0..self.queues {
                 for (f, field) in QUEUE_STATS.iter().enumerate() {
                     let scale = if field.contains("WATERMARK") || field.contains("OCCUPANCY") {
                         1_000
@@ -79,28 +87,32 @@ impl Switch {
                         1_000_000_000
                     };
                     let value = scale * (1 + f as u64) + round * (977 + p as u64 * 31 + queue as u64 * 7);
-                    self.model.set_queue_counter(port, queue, field, value).expect("a queue counter");
+                    self.served.model.set_queue_counter(port, queue, field, value).expect("a queue counter");
                 }
             }
         }
     }
 }
 
-/// The notification the switch sends for `stream` at `ts`: every queue of
-/// every port, relative to the request's prefix.
-fn notification(model: &Model, stream: &StreamPlan, ts: i64) -> Notification {
-    let prefix = stream.list.prefix.clone();
+/// What the switch's front answers to `stream`'s subscriptions asked ONCE, stamped `ts`: every
+/// update of every notification before the sync, in one notification under the request's
+/// prefix.
+async fn notification(switch: &RunningSwitch, stream: &StreamPlan, ts: i64) -> Notification {
+    let mut client =
+        GnmiClient::connect(&ClientConfig::plain(switch.addr.to_string())).await.expect("the switch answers");
+    let mut list = stream.list.clone();
+    list.mode = ListMode::Once as i32;
+    let mut once = client.subscribe(list).await.expect("the preset's paths are served");
     let mut update = Vec::new();
-    for sub in &stream.list.subscription {
-        let full = tree::request_path(prefix.as_ref(), sub.path.as_ref().expect("a subscription path"));
-        let values = tree::read(&model.read(), &full, Encoding::JsonIetf).expect("the preset's path reads");
-        for (path, val) in values {
-            let skip = prefix.as_ref().map_or(0, |p| p.elem.len());
-            let relative = Path { elem: path.elem[skip.min(path.elem.len())..].to_vec(), ..Path::default() };
-            update.push(Update { path: Some(relative), val: Some(val), ..Default::default() });
+    while let Some(response) = once.message().await.expect("the ONCE answer") {
+        match response.response {
+            Some(Resp::Update(note)) => update.extend(note.update),
+            Some(Resp::SyncResponse(_)) => break,
+            other => panic!("not an update: {other:?}"),
         }
     }
-    Notification { timestamp: ts, prefix, update, ..Default::default() }
+    assert!(!update.is_empty(), "the switch sent no queue");
+    Notification { timestamp: ts, prefix: stream.list.prefix.clone(), update, ..Default::default() }
 }
 
 /// One round: every switch's notification mapped to samples and sent.
@@ -115,7 +127,7 @@ fn measured_ingest(
 ) -> usize {
     let mut n = 0;
     for (switch, note) in switches.iter_mut().zip(notes) {
-        let (samples, problems) = switch.memory.ingest(ctx, &switch.name, stream, &OidNames::default(), note);
+        let (samples, problems) = switch.memory.ingest(ctx, &switch.name, stream, &switch.oids, note);
         assert!(problems.is_empty(), "{:?}", problems.first());
         n += samples.len();
         rt.block_on(ctx.send(Batch { samples, notes: Vec::new() })).expect("the channel is open");
@@ -132,23 +144,31 @@ fn main() {
     .expect("the config parses");
     let sensor = config.build("gnmi").expect("the sensor builds");
     let stream = sensor.targets()[0].prefix_target[0].clone();
-    let rt = tokio::runtime::Builder::new_current_thread().build().expect("a runtime");
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Batch>(SWITCHES);
     let (_stop, shutdown) = tokio::sync::watch::channel(false);
     let table = SeriesTable::default();
     let ctx = SensorContext::new(table.clone(), "gnmi", 1 << 20, tx, shutdown);
     let mut switches: Vec<Switch> = (0..SWITCHES)
         .map(|i| {
+            let name = format!("leaf{i:03}");
             let model = Model::new(PORTS);
             let ports = model.port_names();
-            Switch { name: format!("leaf{i:03}"), model, ports, memory: Memory::default() }
+            let queues = model.profile().queues();
+            let mut oids = OidNames::default();
+            oids.aliases = ports.iter().filter_map(|p| Some((model.alias(p)?, p.clone()))).collect();
+            let loopback = ([127, 0, 0, 1], 0).into();
+            let served = rt.block_on(spawn(&name, loopback, model, Options::default())).expect("the switch serves");
+            Switch { name, served, ports, queues, oids, memory: Memory::default() }
         })
         .collect();
     for sw in &mut switches {
         sw.move_counters(0);
-        let first = notification(&sw.model, &stream, 1);
-        let (registered, problems) = sw.memory.ingest(&ctx, &sw.name, &stream, &OidNames::default(), &first);
-        assert!(problems.is_empty() && registered.len() == PORTS * QUEUES * QUEUE_STATS.len());
+        let first = rt.block_on(notification(&sw.served, &stream, 1));
+        let (registered, problems) = sw.memory.ingest(&ctx, &sw.name, &stream, &sw.oids, &first);
+        assert!(problems.is_empty(), "{:?}", problems.first());
+        assert_eq!(registered.len(), PORTS * sw.queues * QUEUE_STATS.len());
+        assert!(table.read().labels(registered[0].series).get("port").is_some_and(|p| p.starts_with("Ethernet")));
     }
     let series = table.read().len();
     let mut samples = 0;
@@ -160,7 +180,7 @@ fn main() {
             .iter()
             .map(|sw| {
                 sw.move_counters(round);
-                notification(&sw.model, &stream, ts)
+                rt.block_on(notification(&sw.served, &stream, ts))
             })
             .collect();
         let started = Instant::now();

@@ -61,11 +61,8 @@ async fn round_trip(actuator: &dyn Actuator, action: &Action) -> engine::Outcome
 async fn pfcwd_escalates_alert_to_drop_reads_it_back_and_restores_the_exact_values() {
     let sw = switch("leaf-rail3").await;
     // This port's watchdog only alerts, and has no restoration_time field.
-    sw.model.write(|s| {
-        let entry = s.config.get_mut("PFC_WD").unwrap().get_mut("Ethernet4").unwrap();
-        entry.insert("action".into(), "alert".into());
-        entry.remove("restoration_time");
-    });
+    sw.model.set_config("PFC_WD", "Ethernet4", [("action", "alert")]).unwrap();
+    sw.model.delete_config_fields("PFC_WD", "Ethernet4", &["restoration_time"]).unwrap();
     let before = sw.model.config_entry("PFC_WD", "Ethernet4").unwrap();
     let config = format!(
         "{}[levels.1]\naction = \"drop\"\n[levels.2]\naction = \"drop\"\ndetection_time = 100\nrestoration_time = 2000\n",
@@ -114,24 +111,21 @@ async fn pfcwd_escalates_alert_to_drop_reads_it_back_and_restores_the_exact_valu
 
     // Someone else retunes it: theirs.
     let applied = pfcwd.execute(&escalate).await.unwrap();
-    sw.model.write(|s| {
-        s.config.get_mut("PFC_WD").unwrap().get_mut("Ethernet4").unwrap().insert("detection_time".into(), "400".into())
-    });
+    sw.model.set_config("PFC_WD", "Ethernet4", [("detection_time", "400")]).unwrap();
     assert!(matches!(pfcwd.verify(&escalate, Some(&applied)).await.unwrap(), Verification::Changed(_)));
     sw.stop().await.unwrap();
 }
 
 /// Every queue binding of the switch: `Ethernet0|3` → profile.
 fn bindings(model: &Model) -> BTreeMap<String, String> {
-    let state = model.read();
-    let queues = state.config.get("QUEUE").cloned().unwrap_or_default();
+    let queues = model.config().get("QUEUE").cloned().unwrap_or_default();
     queues.into_iter().filter_map(|(key, entry)| Some((key, entry.get("wred_profile")?.clone()))).collect()
 }
 
 /// Every queue is bound to AZURE_LOSSLESS, the only WRED profile (`why`).
 fn only_the_shared_profile(model: &Model, why: &str) {
     assert!(bindings(model).values().all(|p| p == "AZURE_LOSSLESS"), "{why}");
-    assert_eq!(model.read().config["WRED_PROFILE"].len(), 1, "{why}");
+    assert_eq!(model.config()["WRED_PROFILE"].len(), 1, "{why}");
 }
 
 fn green(model: &Model, profile: &str) -> (String, String) {
@@ -200,8 +194,8 @@ fn only_ethernet12_queue3_changed(model: &Model, azure: &BTreeMap<String, String
     copy_entry.insert("green_max_threshold".into(), "1048576".into());
     assert_eq!(model.config_entry("WRED_PROFILE", "ROCEMEND_Ethernet12_3").unwrap(), copy_entry);
     // What the fabric's physics reads: only Ethernet12 queue 3 marks earlier.
-    let state = model.read();
-    let kmin = |port: &str, queue: usize| sim::switch::config::queue_green_min(&state.config, port, queue);
+    let config = model.config();
+    let kmin = |port: &str, queue: usize| sim::switch::config::queue_green_min(&config, port, queue);
     assert_eq!(kmin("Ethernet12", 3), Some(524288.0));
     assert_eq!(kmin("Ethernet12", 4), Some(1048576.0));
     assert_eq!(kmin("Ethernet8", 3), Some(1048576.0));
@@ -255,10 +249,7 @@ async fn lowered_again_to_the_floor_and_undone_newest_first(
 /// Someone re-binds the queue by hand while it is lowered: theirs, not undone.
 async fn a_rebinding_by_hand_is_theirs(model: &Model, ecn: &actuators::EcnActuator, lower: &Action) {
     let applied = ecn.execute(lower).await.unwrap();
-    model.write(|s| {
-        let entry = s.config.get_mut("QUEUE").unwrap().get_mut("Ethernet12|3").unwrap();
-        entry.insert("wred_profile".into(), "AZURE_LOSSLESS".into());
-    });
+    model.set_config("QUEUE", "Ethernet12|3", [("wred_profile", "AZURE_LOSSLESS")]).unwrap();
     let found = ecn.verify(lower, Some(&applied)).await.unwrap();
     assert!(
         matches!(&found, Verification::Changed(m) if m.contains("bound to AZURE_LOSSLESS") && m.contains("ROCEMEND_Ethernet12_3 holds")),
@@ -306,14 +297,19 @@ async fn ecn_refuses_a_queue_without_a_profile_and_a_queue_scope_profile_paramet
         "{err:?}"
     );
     // A switch whose QoS was never configured: its missing table is said as such.
-    let queues = sw.model.write(|s| s.config.remove("QUEUE"));
+    let queues = sw.model.config().remove("QUEUE").unwrap();
+    for key in queues.keys() {
+        sw.model.delete_config("QUEUE", key).unwrap();
+    }
     let lossless = action("ecn.lower", &[("switch", "leaf-rail1"), ("port", "Ethernet4"), ("queue", "3")], &[]);
     let err = ecn.execute(&lossless).await.unwrap_err();
     assert!(
         matches!(&err, ActuatorError::Invalid(m) if m.contains("leaf-rail1 has no QUEUE table in CONFIG_DB")),
         "{err:?}"
     );
-    sw.model.write(|s| s.config.insert("QUEUE".into(), queues.unwrap()));
+    for (key, entry) in queues {
+        sw.model.set_config("QUEUE", &key, entry).unwrap();
+    }
     let named =
         action("ecn.lower", &[("switch", "leaf-rail1"), ("port", "Ethernet4")], &[("profile", "AZURE_LOSSLESS")]);
     assert!(
@@ -357,10 +353,10 @@ async fn ecn_profile_scope_lowers_the_shared_profile_for_every_queue_and_undo_re
     assert_eq!((now["green_min_threshold"].as_str(), now["green_max_threshold"].as_str()), ("262144", "524288"));
     assert_eq!(now["ecn"], "ecn_all");
     {
-        let state = sw.model.read();
+        let config = sw.model.config();
         for port in ["Ethernet0", "Ethernet4", "Ethernet8", "Ethernet12"] {
             for queue in [3, 4] {
-                let kmin = sim::switch::config::queue_green_min(&state.config, port, queue);
+                let kmin = sim::switch::config::queue_green_min(&config, port, queue);
                 assert_eq!(kmin, Some(262144.0), "{port} queue {queue}");
             }
         }

@@ -11,14 +11,14 @@ use super::gnmi_harness;
 
 use engine::{Batch, Labels, Value};
 use gnmi_harness::{start, Harness};
-use sim::switch::{spawn, Model, Options, RunningSwitch, ServerTls, Styles};
+use sim::switch::{spawn, Model, Options, Profile, RunningSwitch, ServerTls};
 
 async fn switch(model: Model) -> RunningSwitch {
     spawn("leaf01", ([127, 0, 0, 1], 0).into(), model, Options::default()).await.unwrap()
 }
 
 fn config(targets: &[(&str, String)], extra: &str) -> String {
-    let mut text = format!("presets = [\"sonic_pfc\", \"sonic_pfcwd\", \"openconfig_interfaces\"]\nsample_interval = \"1s\"\ntimeout = \"1s\"\nbackoff_initial = \"50ms\"\nbackoff_max = \"200ms\"\n{extra}\n");
+    let mut text = format!("presets = [\"sonic_pfc\", \"sonic_pfcwd\", \"sonic_ports\"]\nsample_interval = \"1s\"\ntimeout = \"1s\"\nbackoff_initial = \"50ms\"\nbackoff_max = \"200ms\"\n{extra}\n");
     for (name, address) in targets {
         text.push_str(&format!("[[targets]]\nname = \"{name}\"\naddress = \"{address}\"\n"));
     }
@@ -321,8 +321,7 @@ async fn the_sonic_db_origin_style_streams_the_presets() {
     let model = Model::new(2);
     model.set_port_counter("Ethernet4", "SAI_PORT_STAT_PFC_2_RX_PKTS", 21).unwrap();
     model.set_queue_counter("Ethernet4", 3, "SAI_QUEUE_STAT_PACKETS", 33).unwrap();
-    let options = Options { styles: Styles::SonicDbOriginOnly, ..Options::default() };
-    let sw = switch_with(model.clone(), options).await;
+    let sw = switch(model.clone()).await;
     let mut h = start(&format!("{}namespace = \"localhost\"\n", styled(&sw.addr.to_string(), "sonic-db-origin")));
     let pfc = [("switch", "leaf01"), ("port", "Ethernet4"), ("prio", "2")];
     let mut got = (false, false);
@@ -342,14 +341,20 @@ async fn the_sonic_db_origin_style_streams_the_presets() {
     sw.stop().await.unwrap();
 }
 
+/// A switch whose image predates origin `sonic-db` (sonic-gnmi without the mixed client).
+fn older_image(ports: usize) -> Model {
+    let mut profile = Profile::default();
+    profile.front.mixed_db = false;
+    Model::with_profile(ports, profile)
+}
+
 #[tokio::test]
-async fn the_prefix_target_style_against_a_switch_that_does_not_take_it_fails_by_name() {
-    let options = Options { styles: Styles::SonicDbOriginOnly, ..Options::default() };
-    let sw = switch_with(Model::new(1), options).await;
-    let h = start(&styled(&sw.addr.to_string(), "prefix-target"));
-    let health = h.health_until(|health| health.errors.contains_key("stream")).await;
+async fn the_sonic_db_origin_style_against_an_image_without_it_fails_by_name() {
+    let sw = switch(older_image(1)).await;
+    let h = start(&format!("{}namespace = \"localhost\"\n", styled(&sw.addr.to_string(), "sonic-db-origin")));
+    let health = h.health_until(|health| health.last_error.is_some()).await;
     let last = health.last_error.unwrap_or_default();
-    assert!(last.contains("does not take the database in the prefix-target style"), "{last}");
+    assert!(last.contains("sonic-db-origin") && last.contains("do not list the sonic-db model"), "{last}");
     assert_eq!(health.samples, 0);
     h.stop().await;
     sw.stop().await.unwrap();
@@ -357,24 +362,24 @@ async fn the_prefix_target_style_against_a_switch_that_does_not_take_it_fails_by
 
 #[tokio::test]
 async fn auto_finds_the_style_each_switch_takes() {
-    for styles in [Styles::PrefixTargetOnly, Styles::SonicDbOriginOnly, Styles::Both] {
-        let model = Model::new(2);
+    for older in [true, false] {
+        let model = if older { older_image(2) } else { Model::new(2) };
         model.set_port_counter("Ethernet0", "SAI_PORT_STAT_PFC_6_TX_PKTS", 6).unwrap();
-        let sw = switch_with(model, Options { styles, ..Options::default() }).await;
+        let sw = switch(model).await;
         let lines = logs::Warnings::default();
         let guard = tracing::subscriber::set_default(lines.clone());
         let mut h = start(&styled(&sw.addr.to_string(), "auto"));
         let labels = [("switch", "leaf01"), ("port", "Ethernet0"), ("prio", "6")];
         h.until(|h, b| h.find(b, "switch_pfc_tx_pkts", &labels) == Some(Value::Count(6))).await;
-        assert!(h.errors().is_empty(), "{styles:?}: {:?}", h.errors());
+        assert!(h.errors().is_empty(), "older image {older}: {:?}", h.errors());
         drop(guard);
         let found: Vec<String> =
             lines.0.lock().unwrap().iter().filter(|l| l.contains("gNMI path style found")).cloned().collect();
         // Both taken: origin sonic-db, as the shared probe (`sonic::probe`) decides for the
         // actuators too, so reads and writes name the switch's data alike.
-        let winner = if styles == Styles::PrefixTargetOnly { "prefix-target" } else { "sonic-db-origin" };
+        let winner = if older { "prefix-target" } else { "sonic-db-origin" };
         assert_eq!(found.len(), 1, "{found:?}");
-        assert!(found[0].contains(&format!("path_style=\"{winner}\"")), "{styles:?}: {found:?}");
+        assert!(found[0].contains(&format!("path_style=\"{winner}\"")), "older image {older}: {found:?}");
         h.stop().await;
         sw.stop().await.unwrap();
     }
@@ -395,11 +400,10 @@ fn series_of(h: &Harness, batches: &[Batch], metric: &str) -> Vec<(i64, Value)> 
 #[tokio::test]
 async fn on_change_values_are_sent_again_on_the_heartbeat_when_nothing_changes() {
     for heartbeat in ["200ms", "0"] {
-        // The switch ignores heartbeat_interval: only the sensor can beat.
-        let options = Options { ignore_heartbeat_interval: true, ..Options::default() };
-        let sw = switch_with(Model::new(1), options).await;
+        // sonic-gnmi ignores heartbeat_interval: only the sensor can beat.
+        let sw = switch(Model::new(1)).await;
         let text = format!(
-            "presets = [\"openconfig_interfaces\"]\nsample_interval = \"100ms\"\nheartbeat = \"{heartbeat}\"\n\
+            "presets = [\"sonic_ports\", \"sonic_pfc\"]\nsample_interval = \"1s\"\nheartbeat = \"{heartbeat}\"\n\
              [[targets]]\nname = \"leaf01\"\naddress = \"{}\"\n",
             sw.addr
         );

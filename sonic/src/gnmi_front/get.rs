@@ -100,7 +100,7 @@ pub(crate) async fn get(shared: &Shared, req: GetRequest) -> Result<GetResponse,
         Some(o) => o.to_string(),
         None => parse_origin(&req.path)?,
     };
-    if origin != SONIC_DB {
+    if origin != SONIC_DB || !shared.config.mixed_db {
         return Err(translib_not_served(&req.path).passed_or(Code::NotFound));
     }
     let mixed = Mixed::new(backend, &shared.config.namespaces, prefix, &req.path, mixed_encoding(req.encoding))

@@ -84,6 +84,11 @@ pub struct FrontConfig {
     pub native_write: bool,
     /// Writes through translib (`ENABLE_TRANSLIB_WRITE`; off in the image).
     pub translib_write: bool,
+    /// Origin `sonic-db` is served (sonic-gnmi's mixed DB client, in the images since 202305).
+    /// Off, the front is an older image's: origin `sonic-db` is routed to translib like any
+    /// other origin, and the Capabilities do not list the `sonic-db` model; only the
+    /// prefix-target databases read.
+    pub mixed_db: bool,
     /// Several Subscribe streams from one client address (`enable_stream_multiplexing`, off by
     /// default, `telemetry.go:213`): off, a new stream ends the address's running one.
     pub stream_multiplexing: bool,
@@ -99,6 +104,7 @@ impl Default for FrontConfig {
         FrontConfig {
             native_write: true,
             translib_write: false,
+            mixed_db: true,
             stream_multiplexing: false,
             namespaces: Vec::new(),
             gcu_step: Duration::from_secs(1),
@@ -214,12 +220,12 @@ pub fn sonic_db_model() -> ModelData {
 
 #[tonic::async_trait]
 impl GNmi for GnmiFront {
-    /// `server.go:1275-1317`: the `sonic-db` model always (whether native write is on or not),
-    /// encodings JSON, JSON_IETF, PROTO, gNMI 0.7.0. sonic-gnmi also lists translib's YANG
+    /// `server.go:1275-1317`: the `sonic-db` model on an image with the mixed client (whether
+    /// native write is on or not), encodings JSON, JSON_IETF, PROTO, gNMI 0.7.0. sonic-gnmi also lists translib's YANG
     /// models and a bundle-version extension; this front serves neither.
     async fn capabilities(&self, _: Request<CapabilityRequest>) -> Result<Response<CapabilityResponse>, Status> {
         Ok(Response::new(CapabilityResponse {
-            supported_models: vec![sonic_db_model()],
+            supported_models: if self.shared.config.mixed_db { vec![sonic_db_model()] } else { vec![] },
             supported_encodings: get::SUPPORTED.iter().map(|e| *e as i32).collect(),
             g_nmi_version: "0.7.0".into(),
             extension: vec![],

@@ -58,7 +58,7 @@ pub(crate) async fn set(shared: &Shared, req: SetRequest) -> Result<SetResponse,
         Some(o) => o.to_string(),
         None => parse_origin(&paths)?,
     };
-    if origin != SONIC_DB {
+    if origin != SONIC_DB || !config.mixed_db {
         if !config.translib_write {
             return Err(status(Code::Unimplemented, "Translib write is disabled"));
         }

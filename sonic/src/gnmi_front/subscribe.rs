@@ -263,6 +263,8 @@ fn route(
     let backend = shared.backend.as_ref();
     if origin == "openconfig" {
         Err(translib_not_served(paths).passed_or(Code::NotFound))
+    } else if origin == SONIC_DB && !shared.config.mixed_db {
+        Err(translib_not_served(paths).passed_or(Code::NotFound))
     } else if origin == SONIC_DB {
         let mixed = Mixed::new(backend, &shared.config.namespaces, prefix, paths, Encoding::JsonIetf)
             .map_err(|e| e.wrapped(Code::NotFound))?;

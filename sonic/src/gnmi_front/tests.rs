@@ -583,6 +583,30 @@ async fn the_memory_store_is_served_as_redis_is_and_written_in_place() {
 }
 
 #[tokio::test]
+async fn an_image_without_the_mixed_client_reads_only_by_prefix_target() {
+    let config = FrontConfig { mixed_db: false, gcu_step: Duration::from_millis(10), ..FrontConfig::default() };
+    let front = start(Arc::new(memory_switch()), config).await;
+    let mut c = client(&front).await;
+    let caps = c.capabilities().await.unwrap();
+    assert!(caps.supported_models.iter().all(|m| m.name != "sonic-db"), "{caps:?}");
+    let ports = value(
+        &c.get(target("COUNTERS_DB"), vec![elems(&["COUNTERS_PORT_NAME_MAP"])], Encoding::JsonIetf).await.unwrap(),
+    );
+    assert_eq!(ports["Ethernet4"], "oid:0x14");
+    let map = sonic_db("sonic-db:/COUNTERS_DB/localhost/COUNTERS_PORT_NAME_MAP");
+    let (code, text) = refusal(c.get(None, vec![map.clone()], Encoding::JsonIetf).await);
+    assert_eq!(code, Code::Unimplemented, "{text}");
+    assert!(text.contains("translib"), "{text}");
+    let on_change = list(None, vec![sub(map, SubscriptionMode::OnChange, Duration::ZERO)], ListMode::Stream);
+    let (code, text) = ended_with(&mut c, on_change).await;
+    assert_eq!(code, Code::Unimplemented, "{text}");
+    // A write as origin sonic-db goes to translib too, which the image does not write.
+    let entry = sonic_db("sonic-db:/CONFIG_DB/localhost/PFC_WD/Ethernet4/action");
+    let set = SetOps { update: vec![update(entry, json!("drop"))], ..SetOps::default() };
+    assert_eq!(refusal(c.set(set).await), (Code::Unimplemented, "Translib write is disabled".into()));
+}
+
+#[tokio::test]
 async fn a_port_without_an_alias_fails_the_first_counters_request_only() {
     let store = memory_switch();
     store

@@ -5,9 +5,7 @@ use std::sync::Arc;
 
 use engine::time::MS;
 use engine::Topology;
-use gnmi_proto::gnmi::{SetRequest, Update};
 use sim::fabric::{Effect, Fabric, JobSpec, Selector};
-use sim::switch::tree;
 
 const STEP: i64 = 100 * MS;
 
@@ -33,18 +31,6 @@ fn steps(f: &mut Fabric, n: usize) {
     }
 }
 
-fn set(f: &Fabric, switch: &str, path: &str, value: &str) {
-    let request = SetRequest {
-        update: vec![Update {
-            path: Some(gnmi_proto::path::parse_path(path).unwrap()),
-            val: Some(gnmi_proto::value::string(value)),
-            ..Default::default()
-        }],
-        ..Default::default()
-    };
-    f.leaf(switch).unwrap().model.write(|s| tree::set(s, &request)).unwrap();
-}
-
 #[test]
 fn a_storm_spreads_hop_by_hop_until_the_watchdog_drops() {
     let mut f = fabric(&["node-01", "node-02", "node-03"]);
@@ -59,18 +45,31 @@ fn a_storm_spreads_hop_by_hop_until_the_watchdog_drops() {
     assert_eq!(f.nics[nic(&f, "node-01", "eth2")].paused, 0.0, "rail 2 not yet");
     assert!(f.probe("step_time_ratio").unwrap() > 3.0);
     let leaf = f.leaf("leaf-rail3").unwrap().model.clone();
-    let rx_pause = |port: &str| leaf.read().port(port).unwrap().pfc[3][2];
+    let rx_pause = |port: &str| leaf.read().port(port).unwrap().pfc[3].rx_pause_us;
     assert_eq!(rx_pause("Ethernet12"), 100_000, "the stormed port is paused by its host all the step");
     assert_eq!(rx_pause("Ethernet0"), 0, "victims are paused by the leaf (TX), not the other way");
-    assert!(leaf.read().port("Ethernet0").unwrap().pfc[3][3] >= 90_000);
+    assert!(leaf.read().port("Ethernet0").unwrap().pfc[3].tx_pause_us >= 90_000);
     // Second hop after 500 ms: the other rails of plane 0, through the spine.
     steps(&mut f, 5);
     assert_eq!(f.nics[nic(&f, "node-01", "eth2")].paused, 0.5);
     assert_eq!(f.nics[nic(&f, "node-01", "eth5")].paused, 0.0, "plane 1 is another spine");
     // The watchdog has declared the storm, but in alert mode it spreads on.
-    assert!(leaf.read().port("Ethernet12").unwrap().queues[3].stormed);
-    // drop: the spread stops at the next step.
-    set(&f, "leaf-rail3", "/sonic-db:CONFIG_DB/PFC_WD/Ethernet12/action", "drop");
+    let stormed = |leaf: &sim::switch::Model| leaf.read().watchdog.queues[&(3, 3)].stormed;
+    assert!(stormed(&leaf));
+    // An in-place change to drop: orchagent keeps the started watchdog's alert, the spread
+    // goes on.
+    leaf.set_config("PFC_WD", "Ethernet12", [("action", "drop")]).unwrap();
+    let waited = f.nics[victim].counters.xmit_wait;
+    steps(&mut f, 2);
+    assert!(f.nics[victim].paused > 0.0, "an in-place change does not stop it");
+    assert!(f.nics[victim].counters.xmit_wait > waited);
+    // Restarted as `pfcwd start` does (deleted, then written): the next detection drops, and
+    // the spread stops.
+    let entry = leaf.config_entry("PFC_WD", "Ethernet12").unwrap();
+    leaf.delete_config("PFC_WD", "Ethernet12").unwrap();
+    leaf.set_config("PFC_WD", "Ethernet12", entry).unwrap();
+    steps(&mut f, 3);
+    assert!(stormed(&leaf), "detected again, now with a drop handler");
     let waited = f.nics[victim].counters.xmit_wait;
     steps(&mut f, 1);
     assert_eq!(f.nics[victim].paused, 0.0);
@@ -104,7 +103,8 @@ fn a_leaf_port_set_admin_down_in_config_db_takes_the_nic_off_the_fabric() {
     let i = nic(&f, "node-02", "eth2");
     let port = f.nics[i].switch_port.clone();
     // What the switch side of `rail.drain` writes.
-    set(&f, "leaf-rail2", &format!("/sonic-db:CONFIG_DB/PORT/{port}/admin_status"), "down");
+    let leaf = f.leaf("leaf-rail2").unwrap().model.clone();
+    leaf.set_config("PORT", &port, [("admin_status", "down")]).unwrap();
     steps(&mut f, 1);
     let stopped = f.nics[i].counters.xmit_data;
     assert_eq!(f.nics[i].counters.link_downed, 1, "the host sees the link go");
@@ -115,7 +115,7 @@ fn a_leaf_port_set_admin_down_in_config_db_takes_the_nic_off_the_fabric() {
     // The traffic moved to the node's other rails, as with a scheduler drain.
     let ratio = f.probe("step_time_ratio").unwrap();
     assert!((ratio - (0.7 + 0.3 * 8.0 / 7.0)).abs() < 1e-6, "{ratio}");
-    set(&f, "leaf-rail2", &format!("/sonic-db:CONFIG_DB/PORT/{port}/admin_status"), "up");
+    leaf.set_config("PORT", &port, [("admin_status", "up")]).unwrap();
     steps(&mut f, 1);
     assert!(f.nics[i].usable());
     assert_eq!(f.probe("unusable_links"), Some(0.0));
@@ -148,7 +148,8 @@ fn lower_ecn_thresholds_reduce_waiting_under_congestion() {
     let paused = f.nics[victim].paused;
     assert!(paused > 0.25, "{paused}");
     let occupancy = f.probe("queue_occupancy_bytes").unwrap();
-    set(&f, "leaf-rail4", "/sonic-db:CONFIG_DB/WRED_PROFILE/AZURE_LOSSLESS/green_min_threshold", "524288");
+    let leaf = f.leaf("leaf-rail4").unwrap().model.clone();
+    leaf.set_config("WRED_PROFILE", "AZURE_LOSSLESS", [("green_min_threshold", "524288")]).unwrap();
     steps(&mut f, 1);
     assert!((f.nics[victim].paused - paused / 2.0).abs() < 1e-6);
     assert!(f.probe("queue_occupancy_bytes").unwrap() < occupancy);
@@ -172,7 +173,7 @@ fn symbol_errors_follow_the_ber_and_a_flapping_link_counts_its_downs() {
     assert_eq!(f.nics[flapping].counters.link_downed, 4);
     assert!(f.probe("step_time_ratio").unwrap() > 1.5, "collectives stall on each flap");
     let leaf = f.leaf("leaf-rail5").unwrap().model.clone();
-    assert!(leaf.read().port("Ethernet0").unwrap().carrier_transitions >= 7);
+    assert!(leaf.read().port("Ethernet0").unwrap().oper_transitions >= 7);
     // Isolated: no carrier to lose, traffic on the other rails.
     f.set_admin("node-01", "eth5", false);
     steps(&mut f, 20);
