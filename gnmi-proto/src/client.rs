@@ -182,7 +182,7 @@ pub enum ClientError {
         after: Duration,
     },
     /// The target answered with an error status.
-    #[error("{call} to {address}: {} ({:?})", status.message(), status.code())]
+    #[error("{call} to {address}: {} ({:?})", status_text(status), status.code())]
     Status {
         /// Which call.
         call: &'static str,
@@ -518,6 +518,15 @@ fn error_chain(error: &dyn std::error::Error) -> String {
         source = e.source();
     }
     text
+}
+
+/// A status's message, or what an empty one means: sonic-gnmi refuses a wrong username or
+/// password with UNAUTHENTICATED and no text at all (`basicAuth.go`).
+fn status_text(status: &Status) -> String {
+    match (status.code(), status.message()) {
+        (tonic::Code::Unauthenticated, "") => "the username/password were refused".to_string(),
+        (_, message) => message.to_string(),
+    }
 }
 
 #[cfg(test)]

@@ -117,6 +117,15 @@ QUEUE_STATS = ["SAI_QUEUE_STAT_PACKETS", "SAI_QUEUE_STAT_BYTES", "SAI_QUEUE_STAT
                "SAI_QUEUE_STAT_DROPPED_BYTES", "SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES",
                "SAI_QUEUE_STAT_WRED_ECN_MARKED_PACKETS"]
 WATERMARK = "SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES"
+PAUSE_STATUS = "SAI_QUEUE_ATTR_PAUSE_STATUS"
+# The pause counters each ASIC family's syncd writes (sonic-swss `orchagent/pfc_detect_*.lua`
+# read them): Mellanox the duration in microseconds, Marvell in 512-bit-time quanta,
+# Broadcom none (its detector reads PFC packets, ON2OFF transitions and the queue's pause
+# status instead).
+ASIC_PFC_COUNTERS = {"mellanox": ("_RX_PAUSE_DURATION_US", "_TX_PAUSE_DURATION_US"),
+                     "marvell": ("_RX_PAUSE_DURATION", "_TX_PAUSE_DURATION"),
+                     "broadcom": ("_ON2OFF_RX_PKTS",)}
+QUANTA_PER_US = 400_000 / 512  # at 400 Gb/s
 # Rates per second. A healthy port carries traffic and a little PFC on its
 # lossless priorities; errors and discards stay flat so a rule sees nothing.
 OCTETS_PER_S, PKTS_PER_S, QUEUE_PKTS_PER_S = 5_000_000_000, 4_000_000, 50_000
@@ -277,8 +286,9 @@ class Switch:
     """The databases and the physics behind them. One lock guards all state;
     readers copy out under it."""
 
-    def __init__(self, n_ports, pfcwd_action, seed, save_on_set):
+    def __init__(self, n_ports, pfcwd_action, seed, save_on_set, asic="mellanox"):
         self.lock = threading.RLock()
+        self.asic = asic
         self.ports = [f"Ethernet{4 * i}" for i in range(n_ports)]
         self.port_oid = {p: f"oid:0x{0x1000000000001 + i:x}" for i, p in enumerate(self.ports)}
         self.queue_oid = {(p, q): f"oid:0x{0x15000000000000 + i * 0x100 + q:x}"
@@ -297,6 +307,8 @@ class Switch:
     def reset_counters(self):
         self.port_stats = {p: dict.fromkeys(PORT_STATS, 0.0) for p in self.ports}
         self.queue_stats = {pq: dict.fromkeys(QUEUE_STATS, 0.0) for pq in self.queue_oid}
+        self.on2off = {pq: 0.0 for pq in self.queue_oid}
+        self.paused = {}
         # (port, queue) -> watchdog state, for the queues the watchdog watches
         self.watchdog = {}
         self.last_tick = time.monotonic()
@@ -342,13 +354,19 @@ class Switch:
             storm = self.storms.get((port, q)) if up else None
             wd = None
             if wd_cfg is not None and q in lossless:
+                # orchagent keeps a started queue's action through an in-place change of the entry
+                # (`emplace`, pfcwdsworch.cpp); only a DEL then a SET starts it with a new one.
                 wd = self.watchdog.setdefault((port, q), {"stormed": False, "since": now, "quiet": None,
-                                                          "detected": 0, "restored": 0, "dropped": 0.0})
+                                                          "detected": 0, "restored": 0, "dropped": 0.0,
+                                                          "action": wd_cfg.get("action", "drop")})
                 self._watchdog_step(wd, wd_cfg, storm, now)
             else:
                 self.watchdog.pop((port, q), None)
-            dropping = wd is not None and wd["stormed"] and wd_cfg.get("action") == "drop"
+            dropping = wd is not None and wd["stormed"] and wd["action"] == "drop"
             paused = storm is not None and not dropping
+            self.paused[(port, q)] = paused
+            if up and q in lossless and storm is None:
+                self.on2off[(port, q)] += BACKGROUND_PFC_PER_S * dt / 2
             if storm is not None:
                 ps[f"{pfc}_RX_PKTS"] += STORM_PFC_PER_S * dt
             elif up and q in lossless:
@@ -389,10 +407,25 @@ class Switch:
     # -- views: COUNTERS_DB and APPL_DB as the telemetry container reads them
 
     def port_hash(self, port):
-        return {f: str(int(v)) for f, v in self.port_stats[port].items()}
+        """The port's COUNTERS_DB hash, with the PFC counters of the switch's ASIC family."""
+        out = {}
+        for f, v in self.port_stats[port].items():
+            if "_PAUSE_DURATION_US" not in f:
+                out[f] = str(int(v))
+            elif self.asic == "mellanox":
+                out[f] = str(int(v))
+            elif self.asic == "marvell":
+                out[f[:-len("_US")]] = str(int(v * QUANTA_PER_US))
+        if self.asic == "broadcom":
+            # A storm holds XOFF: the on-to-off transitions do not move while it lasts.
+            for q in QUEUES:
+                out[f"SAI_PORT_STAT_PFC_{q}_ON2OFF_RX_PKTS"] = str(int(self.on2off[(port, q)]))
+        return out
 
     def queue_hash(self, port, q):
         out = {f: str(int(v)) for f, v in self.queue_stats[(port, q)].items()}
+        if self.asic == "broadcom":
+            out[PAUSE_STATUS] = "true" if self.paused.get((port, q)) else "false"
         wd, cfg = self.watchdog.get((port, q)), self.config["PFC_WD"].get(port, {})
         if wd is not None:  # orchagent adds these to the queue's hash while it watches the queue
             out.update({"PFC_WD_STATUS": "stormed" if wd["stormed"] else "operational",
@@ -485,14 +518,18 @@ class Switch:
         raise GnmiError(C.NOT_FOUND, f"No valid entry found on COUNTERS_DB with key COUNTERS:{key}", True)
 
     def _read_virtual(self, key, rest, elems):
-        """sonic-gnmi's virtual paths: port names instead of OIDs, and the
-        Queues and Pfcwd groupings. A key ending in * means every port."""
+        """sonic-gnmi's virtual paths: ports by their aliases (CONFIG_DB `PORT|<name>` `alias`,
+        as sonic-gnmi's `countersPortNameMap` keys them) instead of OIDs, and the Queues and
+        Pfcwd groupings. A key ending in * means every port."""
+        alias = {p: self.config["PORT"].get(p, {}).get("alias", p) for p in self.ports}
+        by_alias = {a: p for p, a in alias.items()}
         wildcard = key.endswith("*")
-        if not wildcard and key not in self.port_oid:
+        if not wildcard and key not in by_alias:
             raise GnmiError(C.NOT_FOUND, f"{key} not a valid sonic interface. Vendor alias is {key}")
-        ports = self.ports if wildcard else [key]
+        ports = self.ports if wildcard else [by_alias[key]]
         if not rest:
-            return False, ({p: self.port_hash(p) for p in ports} if wildcard else self.port_hash(key))
+            return False, ({alias[p]: self.port_hash(p) for p in ports} if wildcard
+                           else self.port_hash(ports[0]))
         if len(rest) > 1:
             raise invalid_path("COUNTERS_DB", elems, "at most COUNTERS/PORT/FIELD|Queues|Pfcwd")
         what = rest[0]
@@ -500,17 +537,17 @@ class Switch:
             out = {}
             for p in ports:
                 for q in QUEUES:
-                    out[f"{p}:{q}"] = self.queue_hash(p, q)
-                    out[f"{p}:{q}:periodic"] = {WATERMARK: str(int(self.queue_stats[(p, q)][WATERMARK]))}
+                    out[f"{alias[p]}:{q}"] = self.queue_hash(p, q)
+                    out[f"{alias[p]}:{q}:periodic"] = {WATERMARK: str(int(self.queue_stats[(p, q)][WATERMARK]))}
             return False, out
         if what == "Pfcwd":
-            return False, {f"{p}:{q}": self.queue_hash(p, q) for p in ports for q in QUEUES
+            return False, {f"{alias[p]}:{q}": self.queue_hash(p, q) for p in ports for q in QUEUES
                            if (p, q) in self.watchdog}
         if wildcard:  # ports without the field are left out, as sonic-gnmi does
-            return False, {p: {what: h[what]} for p in ports for h in [self.port_hash(p)] if what in h}
-        values = self.port_hash(key)
+            return False, {alias[p]: {what: h[what]} for p in ports for h in [self.port_hash(p)] if what in h}
+        values = self.port_hash(ports[0])
         if what not in values:
-            raise GnmiError(C.NOT_FOUND, f"No valid entry found on COUNTERS_DB: COUNTERS:{self.port_oid[key]} "
+            raise GnmiError(C.NOT_FOUND, f"No valid entry found on COUNTERS_DB: COUNTERS:{self.port_oid[ports[0]]} "
                                          f"({key}) has no field {what}", True)
         return True, values[what]
 
@@ -528,7 +565,14 @@ class Switch:
             errors = validate_config(new, self.ports)
             if errors:
                 shown = "; ".join(errors[:5]) + (f"; and {len(errors) - 5} more" if len(errors) > 5 else "")
-                raise GnmiError(C.INVALID_ARGUMENT, f"CONFIG_DB validation failed, nothing applied: {shown}")
+                # The generic config updater's words (sonic-utilities `generic_updater`), which
+                # sonic-gnmi hands back for a native write.
+                raise GnmiError(C.INVALID_ARGUMENT, "Failed to apply patch due to: Given patch will produce "
+                                                    f"invalid config, nothing applied. Error: {shown}")
+            for port in [p for p in self.config.get("PFC_WD", {}) if p not in new.get("PFC_WD", {})]:
+                # A DEL: orchagent stops the port's watchdog at once (its handlers end).
+                for pq in [pq for pq in self.watchdog if pq[0] == port]:
+                    del self.watchdog[pq]
             self.config = new
             self.sets.append(log)
             if self.save_on_set:
@@ -1114,16 +1158,19 @@ def main():
     parser.add_argument("--styles", default=f"{PREFIX_TARGET},{SONIC_DB}",
                         type=lambda s: [x for x in s.split(",") if x],
                         help="how a request may select its database: prefix-target, sonic-db-origin")
-    parser.add_argument("--sonic-db-instance", choices=("optional", "required", "absent"), default="optional",
+    parser.add_argument("--sonic-db-instance", choices=("optional", "required", "absent"), default="required",
                         help="the localhost element after the database in sonic-db paths: optional; required "
                              "(sonic-gnmi since 2024); absent (before)")
     parser.add_argument("--leaf-values", choices=("sonic", "json_ietf"), default="sonic",
                         help="sonic: leaves read by prefix target are string_val, as sonic-gnmi sends them")
-    parser.add_argument("--error-codes", choices=("spec", "sonic-gnmi"), default="spec",
+    parser.add_argument("--error-codes", choices=("spec", "sonic-gnmi"), default="sonic-gnmi",
                         help="sonic-gnmi: a refused Set is UNKNOWN, as sonic-gnmi sends it; spec: INVALID_ARGUMENT")
-    parser.add_argument("--json-ietf-only", action="store_true",
+    parser.add_argument("--json-ietf-only", action=argparse.BooleanOptionalAction, default=True,
                         help="Set takes json_ietf_val only, as sonic-gnmi's sonic-db writes do")
-    parser.add_argument("--min-sample-interval-ms", type=int, default=100, help="sonic-gnmi's is 1000")
+    parser.add_argument("--min-sample-interval-ms", type=int, default=1000, help="sonic-gnmi's is 1000")
+    parser.add_argument("--asic", choices=tuple(ASIC_PFC_COUNTERS), default="mellanox",
+                        help="whose PFC counters syncd writes: mellanox (pause duration in us), marvell "
+                             "(pause duration in quanta), broadcom (none; ON2OFF and the queue's pause status)")
     parser.add_argument("--save-on-set", action="store_true",
                         help="every Set also saves the startup config (sonic-gnmi's sonic-db writes do)")
     parser.add_argument("--pfcwd-action", choices=("drop", "forward", "alert"), default="alert")
@@ -1135,7 +1182,7 @@ def main():
     if bad or not args.styles or args.ports < 1 or (args.username is None) != (args.password is None):
         parser.error(f"--styles takes {PREFIX_TARGET},{SONIC_DB}; --ports >= 1; --username with --password")
 
-    switch = Switch(args.ports, args.pfcwd_action, args.seed, args.save_on_set)
+    switch = Switch(args.ports, args.pfcwd_action, args.seed, args.save_on_set, args.asic)
     frontend = Frontend(Gnmi(switch, args), args.host, args.port)
     control = http.server.ThreadingHTTPServer((args.host, args.control_port), control_handler(switch, frontend))
     control.daemon_threads = True

@@ -113,8 +113,8 @@ pub struct GnmiTargetConfig {
     /// element), or `auto` (probe at the first connection, keep the winner).
     #[serde(default)]
     pub path_style: Option<PathStyleSetting>,
-    /// The namespace element after the database in the `sonic-db-origin`
-    /// style (`localhost`, `asic0` on multi-ASIC switches).
+    /// The instance element after the database in the `sonic-db-origin`
+    /// style: `localhost` (the default), `asic0` on multi-ASIC switches.
     #[serde(default)]
     pub namespace: Option<String>,
     /// TLS to the switch, spelled as the inventory's `[[switch]]` and
@@ -465,7 +465,10 @@ impl GnmiTargetConfig {
             timeout,
         };
         let target = self.target.as_deref();
-        let origin_style = PathStyle::SonicDbOrigin { namespace: self.namespace.clone() };
+        // sonic-gnmi always takes the element after the database as the instance: without
+        // one, `localhost` (the single-ASIC switch's), as the switch actuators default to.
+        let instance = self.namespace.clone().unwrap_or_else(|| sonic::probe::LOCALHOST.to_string());
+        let origin_style = PathStyle::SonicDbOrigin { namespace: Some(instance) };
         let (style, prefix_target, sonic_db_origin, oids) = match self.path_style.unwrap_or_default() {
             PathStyleSetting::PrefixTarget => {
                 if self.namespace.is_some() {
