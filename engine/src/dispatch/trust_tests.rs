@@ -101,6 +101,24 @@ async fn an_undo_cut_off_by_a_crash_runs_again_once_and_a_finished_one_is_recogn
 }
 
 #[tokio::test]
+async fn an_undo_answered_too_late_is_recorded_executed_when_the_target_is_restored() {
+    let knobs = knobs();
+    let l = ledger();
+    let mut d = dispatcher(undoing(), knobs.clone(), Some(l.clone()));
+    let original = d.dispatch(proposal("r", "a", 0)).await;
+    knobs.answer_late_to_next_undos(1);
+    let undone = d.instance_resolved("r", &node("a"), SECOND).await;
+    assert!(
+        matches!(&undone[0].verdict, Verdict::Executed { outcome } if outcome.summary.contains("restored after: failed: timed out")),
+        "{undone:?}"
+    );
+    assert_eq!(knobs.value(&node("a")).unwrap(), "default");
+    assert_eq!(knobs.undos(), 1, "looked at, not sent again");
+    assert_eq!(l.get(&original.id).unwrap().unwrap().undone_by.as_deref(), Some(undone[0].id.as_str()));
+    assert_eq!(d.policy().in_effect().count(), 0);
+}
+
+#[tokio::test]
 async fn a_target_that_already_holds_the_change_is_neither_sent_nor_recorded_as_ours() {
     let knobs = knobs();
     knobs.set_by_hand(&node("a"), "ours");

@@ -24,6 +24,7 @@ pub struct Knobs {
     executes: AtomicUsize,
     undos: AtomicUsize,
     failures_left: AtomicUsize,
+    late_undos_left: AtomicUsize,
 }
 
 impl Default for Knobs {
@@ -41,6 +42,7 @@ impl Knobs {
             executes: AtomicUsize::default(),
             undos: AtomicUsize::default(),
             failures_left: AtomicUsize::default(),
+            late_undos_left: AtomicUsize::default(),
         }
     }
 
@@ -57,6 +59,12 @@ impl Knobs {
     /// The next `n` executes fail ("switch busy").
     pub fn fail_next(&self, n: usize) {
         self.failures_left.store(n, Ordering::SeqCst);
+    }
+
+    /// The next `n` undos restore the knob but answer too late ("timed out"), as a switch
+    /// whose config updater pauses after each write does.
+    pub fn answer_late_to_next_undos(&self, n: usize) {
+        self.late_undos_left.store(n, Ordering::SeqCst);
     }
 
     /// Executes called so far, failed ones included.
@@ -132,6 +140,10 @@ impl Actuator for Knobs {
         self.undos.fetch_add(1, Ordering::SeqCst);
         let prior = before(applied);
         self.set_by_hand(&action.target, &prior);
+        let late = self.late_undos_left.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+        if late.is_ok() {
+            return Err(ActuatorError::Failed("timed out after 2000 ms".into()));
+        }
         Ok(Outcome { summary: format!("restored {prior}"), requests: vec![], prior: None })
     }
 }

@@ -122,7 +122,7 @@ pub fn configure(dir: &Path, leaves: &[Leaf], recording: &str, verify_every: &st
             r#"name = "storms"
 mode = "enforce"
 rules = {rules}
-action_timeout = "2s"
+action_timeout = "5s"
 
 [[actuator]]
 name = "pfcwd"

@@ -162,20 +162,33 @@ impl Dispatcher {
         now: Nanos,
     ) -> Decision {
         d.attempts += 1;
-        match self.call(actuator.undo(&effect.action, applied)).await {
+        let restored = match self.call(actuator.undo(&effect.action, applied)).await {
             Ok(outcome) => {
                 d.steps.push(Step { at: now, what: format!("restored: {}", outcome.summary) });
-                d.verdict = Verdict::Executed { outcome };
-                self.policy.remove_effect(&effect.action);
-                let undo = d.id.clone();
-                self.mark_original(&effect.id, Step { at: now, what: format!("undone by {undo}") }, |o| {
-                    o.undone_by = Some(undo.clone())
-                });
+                Some(outcome)
             }
-            Err(e) => {
-                d.steps.push(Step { at: now, what: format!("undo failed: {e}") });
-                d.verdict = Verdict::Failed { error: e.to_string() };
-            }
+            // A timed-out or failed call may still have restored the target (a switch whose
+            // config updater pauses a second per Set answers late): looked at before it is
+            // called a failure, as an action's execute is.
+            Err(e) => match self.call(actuator.verify(&effect.action, Some(applied))).await {
+                Ok(Verification::NotInEffect) => {
+                    d.steps.push(Step { at: now, what: format!("undo call failed ({e}), but the target holds its values from before the action again: restored") });
+                    Some(Outcome { summary: format!("restored after: {e}"), requests: vec![], prior: None })
+                }
+                _ => {
+                    d.steps.push(Step { at: now, what: format!("undo failed: {e}") });
+                    d.verdict = Verdict::Failed { error: e.to_string() };
+                    None
+                }
+            },
+        };
+        if let Some(outcome) = restored {
+            d.verdict = Verdict::Executed { outcome };
+            self.policy.remove_effect(&effect.action);
+            let undo = d.id.clone();
+            self.mark_original(&effect.id, Step { at: now, what: format!("undone by {undo}") }, |o| {
+                o.undone_by = Some(undo.clone())
+            });
         }
         d.phase = Phase::Done;
         self.finish(d, true)
