@@ -155,8 +155,8 @@ fn main() {
             let model = Model::new(PORTS);
             let ports = model.port_names();
             let queues = model.profile().queues();
-            let mut oids = OidNames::default();
-            oids.aliases = ports.iter().filter_map(|p| Some((model.alias(p)?, p.clone()))).collect();
+            let aliases = ports.iter().filter_map(|p| Some((model.alias(p)?, p.clone()))).collect();
+            let oids = OidNames { aliases, ..OidNames::default() };
             let loopback = ([127, 0, 0, 1], 0).into();
             let served = rt.block_on(spawn(&name, loopback, model, Options::default())).expect("the switch serves");
             Switch { name, served, ports, queues, oids, memory: Memory::default() }

@@ -167,9 +167,7 @@ fn sigkill_at_random_points_loses_no_undo_applies_nothing_twice_and_leaves_nothi
     }
     // The last run finishes: every storm ends, every instance resolves, every escalation is undone.
     let mut daemon = Daemon::start(&config, &socket, &log);
-    // Each change of a leaf takes some 3 s (a read, then two Sets each answered after SONiC's
-    // config updater pauses a second), one at a time: eight escalations and eight undos.
-    assert!(daemon.wait_exit(Duration::from_secs(150)), "the last run ends with its recording:\n{}", daemon.log());
+    assert!(daemon.wait_exit(storms::RUN_ENDS_WITHIN), "the last run ends with its recording:\n{}", daemon.log());
     let decisions = ledger_of(&state, &scratch);
 
     let mut figures = Figures { kills: cycles, ..Figures::default() };

@@ -123,9 +123,7 @@ fn a_disk_that_fills_mid_storm_holds_every_action_without_its_intent_and_leaves_
     std::thread::sleep(Duration::from_secs(3));
     std::fs::remove_file(&filler).unwrap();
     daemon.wait_for("status to show the ledger writable again", |d| (ledger_writable(d) == Some(true)).then_some(()));
-    // Each change of a leaf takes some 3 s (a read, then two Sets each answered after SONiC's
-    // config updater pauses a second), one at a time: eight escalations and eight undos.
-    assert!(daemon.wait_exit(Duration::from_secs(150)), "the run ends with its recording:\n{}", daemon.log());
+    assert!(daemon.wait_exit(storms::RUN_ENDS_WITHIN), "the run ends with its recording:\n{}", daemon.log());
 
     let log = daemon.log();
     let decisions = ledger_of(&state);

@@ -294,7 +294,6 @@ async fn tls_with_a_test_ca_and_client_certificates() {
             client_ca_pem: Some(ca.pem().into_bytes()),
         }),
         credentials: Some(("admin".into(), "s3cret".into())),
-        ..Options::default()
     };
     let sw = spawn("leaf01", ([127, 0, 0, 1], 0).into(), model, options).await.unwrap();
     let text = format!(

@@ -261,9 +261,8 @@ fn route(
     }
     let target = prefix.map(|p| p.target.clone()).unwrap_or_default();
     let backend = shared.backend.as_ref();
-    if origin == "openconfig" {
-        Err(translib_not_served(paths).passed_or(Code::NotFound))
-    } else if origin == SONIC_DB && !shared.config.mixed_db {
+    // An image without the mixed DB client hands origin sonic-db to translib too.
+    if origin == "openconfig" || (origin == SONIC_DB && !shared.config.mixed_db) {
         Err(translib_not_served(paths).passed_or(Code::NotFound))
     } else if origin == SONIC_DB {
         let mixed = Mixed::new(backend, &shared.config.namespaces, prefix, paths, Encoding::JsonIetf)

@@ -15,6 +15,10 @@ use super::{repo, toml_path};
 
 /// The leaves: rail n's leaf, whose port Ethernet0 faces node-01's NIC n.
 pub const LEAVES: usize = 8;
+/// How long a daemon's run may take to end after its recording: each change of a leaf takes some
+/// 3 s (a read, then two Sets each answered after SONiC's config updater pauses a second), and
+/// the changes go one at a time: eight escalations and eight undos.
+pub const RUN_ENDS_WITHIN: std::time::Duration = std::time::Duration::from_secs(150);
 /// The port the storms hit on every leaf.
 pub const PORT: &str = "Ethernet0";
 

@@ -153,6 +153,28 @@ pub const QUEUE_STATS: [&str; 7] = [
 pub const QUANTA_PER_US: f64 = 400_000.0 / 512.0;
 
 impl Port {
+    /// The `index`th port (`Ethernet<4·index>`), called `alias` for people, up, counting
+    /// nothing yet, with `unicast` unicast queues then `multicast` multicast ones.
+    pub fn new(index: usize, alias: String, unicast: usize, multicast: usize) -> Port {
+        Port {
+            name: format!("Ethernet{}", index * 4),
+            alias,
+            oid: port_oid(index),
+            oper_up: true,
+            admin_up: true,
+            link_up: true,
+            flaps: 0,
+            oper_transitions: 0,
+            in_octets: 0,
+            out_octets: 0,
+            in_errors: 0,
+            fec_symbol_errors: 0,
+            pfc: Default::default(),
+            pfc_off: 0,
+            queues: (0..unicast + multicast).map(|q| Queue { multicast: q >= unicast, ..Queue::default() }).collect(),
+        }
+    }
+
     /// Whether priority `p`'s pause is honoured (PFC on for it).
     pub fn pfc_on(&self, p: usize) -> bool {
         self.pfc_off & (1 << p) == 0
@@ -297,23 +319,7 @@ mod tests {
     use super::*;
 
     fn port() -> Port {
-        Port {
-            name: "Ethernet0".into(),
-            alias: "etp1".into(),
-            oid: port_oid(0),
-            oper_up: true,
-            admin_up: true,
-            link_up: true,
-            flaps: 0,
-            oper_transitions: 0,
-            in_octets: 0,
-            out_octets: 0,
-            in_errors: 0,
-            fec_symbol_errors: 0,
-            pfc: Default::default(),
-            pfc_off: 0,
-            queues: (0..16).map(|i| Queue { multicast: i >= 8, ..Queue::default() }).collect(),
-        }
+        Port::new(0, "etp1".into(), 8, 8)
     }
 
     #[test]
@@ -343,7 +349,7 @@ mod tests {
         assert_eq!(p.counter("SAI_PORT_STAT_IF_IN_ERRORS"), Some(0));
         assert_eq!(p.counter("SAI_PORT_STAT_PFC_8_RX_PKTS"), None);
         assert_eq!(p.counter("SAI_PORT_STAT_PFC_3_RX_PAUSE_DURATION"), None, "a view, not a counter");
-        assert!(p.update_oper() == false && p.flaps == 0);
+        assert!(!p.update_oper() && p.flaps == 0);
         p.link_up = false;
         assert!(p.update_oper() && p.flaps == 1 && p.oper_transitions == 1);
     }

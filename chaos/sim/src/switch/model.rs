@@ -19,7 +19,7 @@ use std::time::Duration;
 use sonic::gnmi_front::{Backend, BackendError, Entry, MemoryStore, WriteOp};
 use sonic::DatabaseLayout;
 
-use super::asic::{self, Port, Queue};
+use super::asic::{self, Port};
 use super::config::ConfigDb;
 use super::profile::{Polls, Profile};
 use super::watchdog::{Task, Watchdog};
@@ -247,24 +247,8 @@ pub struct Clients {
 }
 
 fn new_port(index: usize, profile: &Profile) -> Port {
-    let unicast = usize::from(profile.unicast_queues);
-    Port {
-        name: format!("Ethernet{}", index * 4),
-        alias: profile.aliases.alias(index),
-        oid: asic::port_oid(index),
-        oper_up: true,
-        admin_up: true,
-        link_up: true,
-        oper_transitions: 0,
-        flaps: 0,
-        in_octets: 0,
-        out_octets: 0,
-        in_errors: 0,
-        fec_symbol_errors: 0,
-        pfc: Default::default(),
-        pfc_off: 0,
-        queues: (0..profile.queues()).map(|q| Queue { multicast: q >= unicast, ..Queue::default() }).collect(),
-    }
+    let (unicast, multicast) = (usize::from(profile.unicast_queues), usize::from(profile.multicast_queues));
+    Port::new(index, profile.aliases.alias(index), unicast, multicast)
 }
 
 impl Model {
