@@ -53,9 +53,10 @@ impl Aggregator {
         if !leads {
             return false;
         }
+        // As sonic-gnmi takes a write: origin sonic-db with the instance, a JSON_IETF string.
         let update = |field: &str, v: &str| Update {
-            path: Some(parse_path(&format!("/sonic-db:CONFIG_DB/PFC_WD/{port}/{field}")).unwrap()),
-            val: Some(value::string(v)),
+            path: Some(parse_path(&format!("sonic-db:/CONFIG_DB/localhost/PFC_WD/{port}/{field}")).unwrap()),
+            val: Some(value::json_ietf(&serde_json::Value::from(v))),
             ..Default::default()
         };
         let ops = SetOps {
