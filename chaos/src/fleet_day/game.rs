@@ -227,10 +227,14 @@ impl Game<'_> {
                     continue;
                 }
                 for site in sites {
-                    let decided = d
-                        .decisions
-                        .values()
-                        .any(|dec| of_fault(fault, start, dec) && at_site(site, &dec.proposal.action.target.0));
+                    // A decision whose action is still going out (its intent on disk, the switch
+                    // not yet answered: on SONiC each Set waits out the config updater's pause)
+                    // is not decided yet.
+                    let decided = d.decisions.values().any(|dec| {
+                        of_fault(fault, start, dec)
+                            && at_site(site, &dec.proposal.action.target.0)
+                            && dec.phase != engine::dispatch::Phase::Intent
+                    });
                     if !decided {
                         let label = |k: &str| site.get(k).map(String::as_str).unwrap_or_default();
                         missing.push(match fault.by {

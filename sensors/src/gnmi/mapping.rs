@@ -448,9 +448,18 @@ pub fn map_update_with(path: &Path, val: &TypedValue, oids: &OidNames, out: &mut
     let before = out.len();
     let result = map_keyed(path, val, oids, out);
     if !oids.aliases.is_empty() {
+        // A port's readings come together (its counters, its queues' in a row): its name is
+        // looked up once per run of them, not once per reading.
+        let mut last: Option<(CompactString, CompactString)> = None;
         for r in &mut out[before..] {
-            if let Some(name) = oids.aliases.get(r.port.as_str()) {
-                r.port = CompactString::from(name.as_str());
+            match &last {
+                Some((alias, name)) if *alias == r.port => r.port = name.clone(),
+                _ => {
+                    if let Some(name) = oids.aliases.get(r.port.as_str()) {
+                        let name = CompactString::from(name.as_str());
+                        last = Some((std::mem::replace(&mut r.port, name.clone()), name));
+                    }
+                }
             }
         }
     }
