@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use common::{etcd_here, repo, toml_path, Daemon};
 use engine::dispatch::Verdict;
-use sim::switch::{Model, RunningSwitch};
+use sim::switch::{Model, Profile, RunningSwitch};
 
 /// The aggregators' lease TTL: a dead one's leaves must move within it + 1 s.
 const TTL: Duration = Duration::from_secs(2);
@@ -105,6 +105,9 @@ impl Drop for Etcd {
 struct Leaves {
     runtime: tokio::runtime::Runtime,
     switches: Vec<RunningSwitch>,
+    /// Sets a leaf took before the test counts them: each aggregator's probe of its
+    /// writability is a Set too.
+    uncounted: std::sync::Mutex<BTreeMap<String, usize>>,
 }
 
 impl Leaves {
@@ -114,7 +117,11 @@ impl Leaves {
             let mut switches = Vec::new();
             for i in 0..LEAVES {
                 let addr: SocketAddr = ([127, 0, 0, 1], 0).into();
-                let model = Model::new(8);
+                // Watchdogs that only alert, as on the leaves the aggregators are there to
+                // escalate: a leaf booted with `pfcwd start_default` (drop) ends a storm's pause
+                // itself within a poll or two, and the rule rightly never sees it.
+                let alerting = Profile { pfcwd_action: sonic::watchdog::Action::Alert, ..Profile::default() };
+                let model = Model::with_profile(8, alerting);
                 let switch = sim::switch::spawn(&format!("leaf-{i}"), addr, model.clone(), Default::default())
                     .await
                     .expect("a simulated leaf serves");
@@ -123,7 +130,7 @@ impl Leaves {
             }
             switches
         });
-        Leaves { runtime, switches }
+        Leaves { runtime, switches, uncounted: Default::default() }
     }
 
     fn get(&self, name: &str) -> &RunningSwitch {
@@ -137,7 +144,21 @@ impl Leaves {
     }
 
     fn sets(&self, name: &str) -> usize {
-        self.get(name).model.clients().sets.load(Ordering::SeqCst)
+        let uncounted = self.uncounted.lock().unwrap().get(name).copied().unwrap_or(0);
+        self.get(name).model.clients().sets.load(Ordering::SeqCst) - uncounted
+    }
+
+    /// Counts `name`'s Sets from now on.
+    fn count_sets_from_now(&self, name: &str) {
+        let now = self.get(name).model.clients().sets.load(Ordering::SeqCst);
+        self.uncounted.lock().unwrap().insert(name.to_string(), now);
+    }
+
+    /// Waits until `name` has answered `n` Sets (a Set is answered a second after CONFIG_DB
+    /// changes: SONiC's config updater pauses after applying it), then checks no more came.
+    fn answered_sets(&self, name: &str, n: usize, why: &str, logs: impl Fn() -> String) {
+        until(Duration::from_secs(5), why, logs, || (self.sets(name) >= n).then_some(()));
+        assert_eq!(self.sets(name), n, "{why} on {name}");
     }
 
     /// `restoration_time` of the stormed port's watchdog: the simulated
@@ -198,7 +219,7 @@ fn write_configs(dir: &Path, leaves: &Leaves, etcd: &Etcd) -> BTreeMap<&'static 
                  [control]\nsocket = {socket}\n\
                  [fleet]\netcd = [\"{endpoint}\"]\nidentity = \"{identity}\"\nlease_ttl = \"{ttl}s\"\n\
                  request_timeout = \"1s\"\nshard = \"{GROUP}\"\n\
-                 [[sensor]]\ntype = \"gnmi\"\npresets = [\"sonic_pfc\"]\nsample_interval = \"1s\"\n{targets}",
+                 [[sensor]]\ntype = \"gnmi\"\npresets = [\"sonic_pfc\", \"sonic_pfcwd\"]\nsample_interval = \"1s\"\n{targets}",
                 playbook = toml_path(&dir.join("playbook.toml")),
                 inventory = toml_path(&dir.join("inventory.toml")),
                 socket = toml_path(&home.join("control.sock")),
@@ -336,6 +357,7 @@ impl Fleet {
 
     /// A storm on `stormed` is escalated once, by `owner`, and by no other.
     fn storm_escalated_once_by_its_owner(&self, stormed: &str, owner: &str) {
+        self.leaves.count_sets_from_now(stormed);
         self.leaves.get(stormed).model.inject_pfc_storm(PORT, QUEUE).unwrap();
         until(
             Duration::from_secs(20),
@@ -344,7 +366,7 @@ impl Fleet {
             || (self.leaves.watchdog_restoration(stormed).as_deref() == Some("2000")).then_some(()),
         );
         // An escalation is a replace, which is two Sets (the entry deleted, then written).
-        assert_eq!(self.leaves.sets(stormed), 2, "one escalation on {stormed}");
+        self.leaves.answered_sets(stormed, 2, "one escalation", || self.logs());
         // The Set lands between the intent on disk and the verdict recorded.
         let by_owner = until(
             Duration::from_secs(5),
@@ -422,7 +444,7 @@ impl Fleet {
             || self.logs(),
             || (self.leaves.watchdog_restoration(stormed).as_deref() == Some("200")).then_some(()),
         );
-        assert_eq!(self.leaves.sets(stormed), 4, "the escalation and its undo");
+        self.leaves.answered_sets(stormed, 4, "the escalation and its undo", || self.logs());
         // As above, the undo's Set lands before its verdict is recorded.
         until(
             Duration::from_secs(5),
