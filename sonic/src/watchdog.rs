@@ -98,6 +98,61 @@ impl Action {
     }
 }
 
+/// A port's `PFC_WD|<port>` entry as orchagent takes it (`PfcWdBaseOrch::createEntry`,
+/// `pfcwdorch.cpp:193-338`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PortEntry {
+    /// `detection_time`, ms (100..=5000).
+    pub detection_ms: u32,
+    /// `restoration_time`, ms (100..=60000), when configured.
+    pub restoration_ms: Option<u32>,
+    /// `action` (drop when absent).
+    pub action: Action,
+    /// `pfc_stat_history`: `enable` or `disable`.
+    pub history: String,
+}
+
+/// The timer ranges orchagent accepts, ms (`pfcwdorch.h:30-33`).
+const DETECTION_MS: (u32, u32) = (100, 5000);
+const RESTORATION_MS: (u32, u32) = (100, 60000);
+
+impl PortEntry {
+    /// The entry, or `None` when orchagent refuses it whole: an unknown field ("Unknown
+    /// attribute"), an action not drop/forward/alert, a time out of range, no detection time, a
+    /// history neither `enable` nor `disable`.
+    pub fn parse(fields: &Entry) -> Option<PortEntry> {
+        let mut entry =
+            PortEntry { detection_ms: 0, restoration_ms: None, action: Action::Drop, history: "disable".into() };
+        for (field, value) in fields {
+            let in_range = |(lo, hi): (u32, u32)| value.trim().parse::<u32>().ok().filter(|v| (lo..=hi).contains(v));
+            match field.as_str() {
+                "detection_time" => entry.detection_ms = in_range(DETECTION_MS)?,
+                "restoration_time" => entry.restoration_ms = Some(in_range(RESTORATION_MS)?),
+                "action" => entry.action = Action::parse(value)?,
+                "pfc_stat_history" => entry.history = value.clone(),
+                _ => return None,
+            }
+        }
+        let history_known = entry.history == "enable" || entry.history == "disable";
+        (entry.detection_ms > 0 && history_known).then_some(entry)
+    }
+
+    /// What orchagent writes into each watched queue's COUNTERS_DB hash at a SET
+    /// (`pfcwdsworch.cpp:236-273`): the times in µs (an unconfigured restoration time empty),
+    /// the action, the history setting.
+    pub fn counters(&self) -> [(&'static str, String); 4] {
+        [
+            (fields::DETECTION_TIME, (u64::from(self.detection_ms) * 1000).to_string()),
+            (
+                fields::RESTORATION_TIME,
+                self.restoration_ms.map(|ms| (u64::from(ms) * 1000).to_string()).unwrap_or_default(),
+            ),
+            (fields::ACTION, self.action.as_str().to_string()),
+            ("PFC_STAT_HISTORY", self.history.clone()),
+        ]
+    }
+}
+
 /// A queue's `PFC_WD_STATUS`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {
@@ -428,6 +483,24 @@ mod tests {
 
     fn entry(pairs: &[(&str, &str)]) -> Entry {
         pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn a_port_entry_is_taken_as_orchagent_takes_it_or_refused_whole() {
+        let taken = PortEntry::parse(&entry(&[("action", "alert"), ("detection_time", "400")])).unwrap();
+        assert_eq!((taken.detection_ms, taken.restoration_ms, taken.action), (400, None, Action::Alert));
+        assert_eq!(taken.counters()[1], (fields::RESTORATION_TIME, String::new()), "unconfigured: empty");
+        assert_eq!(taken.counters()[0], (fields::DETECTION_TIME, "400000".to_string()), "µs");
+        for refused in [
+            entry(&[("action", "alert")]),
+            entry(&[("detection_time", "50")]),
+            entry(&[("detection_time", "200"), ("restoration_time", "60001")]),
+            entry(&[("detection_time", "200"), ("action", "explode")]),
+            entry(&[("detection_time", "200"), ("pfc_stat_history", "maybe")]),
+            entry(&[("detection_time", "200"), ("colour", "red")]),
+        ] {
+            assert_eq!(PortEntry::parse(&refused), None, "{refused:?}");
+        }
     }
 
     #[test]

@@ -27,7 +27,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use sonic::gnmi_front::Entry;
-use sonic::watchdog::{fields, Action};
+use sonic::watchdog::{fields, Action, PortEntry};
 use sonic::{AsicFamily, StormSample};
 
 use super::asic::QUANTA_PER_US;
@@ -35,9 +35,6 @@ use super::model::State;
 
 /// Priorities per port (`PFC_WD_TC_MAX`).
 const TC_MAX: u8 = 8;
-/// The timer ranges orchagent accepts, ms (`pfcwdorch.h:30-33`).
-const DETECTION_MS: (u64, u64) = (100, 5000);
-const RESTORATION_MS: (u64, u64) = (100, 60000);
 
 /// A started port's `PFC_WD` entry, as its last SET wrote it into COUNTERS_DB.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -164,48 +161,18 @@ fn create(state: &mut State, key: &str, data: &Entry) -> Status {
         return Status::Success;
     }
     let Some(index) = state.index(key) else { return Status::Invalid };
-    let (mut detection, mut restoration, mut action, mut history) = (0u64, 0u64, Action::Drop, "disable".to_string());
-    for (field, value) in data {
-        let in_range = |(lo, hi): (u64, u64)| value.trim().parse::<u64>().ok().filter(|v| (lo..=hi).contains(v));
-        match field.as_str() {
-            "detection_time" => match in_range(DETECTION_MS) {
-                Some(v) => detection = v,
-                None => return Status::Invalid,
-            },
-            "restoration_time" => match in_range(RESTORATION_MS) {
-                Some(v) => restoration = v,
-                None => return Status::Invalid,
-            },
-            "action" => match Action::parse(value) {
-                Some(a) => action = a,
-                None => return Status::Invalid,
-            },
-            "pfc_stat_history" => history = value.clone(),
-            // "Unknown attribute": the whole entry is refused.
-            _ => return Status::Invalid,
-        }
-    }
-    if detection == 0 || (history != "enable" && history != "disable") {
-        return Status::Invalid;
-    }
+    // An entry orchagent refuses ("Unknown attribute", a time out of range): dropped whole.
+    let Some(entry) = PortEntry::parse(data) else { return Status::Invalid };
     let lossless = watched_priorities(state, key);
     if lossless.is_empty() {
         return Status::NeedRetry;
     }
-    let restoration_us = (restoration > 0).then_some(restoration * 1000);
-    state.watchdog.ports.insert(index, PortConfig { detection_us: detection * 1000, restoration_us, action });
+    let (detection_us, action) = (u64::from(entry.detection_ms) * 1000, entry.action);
+    let restoration_us = entry.restoration_ms.map(|ms| u64::from(ms) * 1000);
+    state.watchdog.ports.insert(index, PortConfig { detection_us, restoration_us, action });
     for p in lossless {
         let oid = state.queue_oid(index, usize::from(p));
-        let restoration_text = restoration_us.map(|r| r.to_string()).unwrap_or_default();
-        state.counters_hset(
-            &oid,
-            [
-                (fields::DETECTION_TIME, (detection * 1000).to_string()),
-                (fields::RESTORATION_TIME, restoration_text),
-                (fields::ACTION, action.as_str().to_string()),
-                ("PFC_STAT_HISTORY", history.clone()),
-            ],
-        );
+        state.counters_hset(&oid, entry.counters());
         // `m_entryMap.emplace`: a queue already watched keeps its entry, action and all.
         let watched = state.watchdog.queues.entry((index, p)).or_insert_with(|| Watched::new(action));
         // `initWdCounters`: the counts kept, the status operational (even under a handler).

@@ -45,7 +45,7 @@ use crate::client::subscribe::Keyspace;
 use crate::client::{Db, Entry};
 use crate::peer::syncd::{self, Registry};
 use crate::peer::Shared;
-use crate::watchdog::{self, fields, Action, EventKind, Events};
+use crate::watchdog::{self, fields, Action, EventKind, Events, PortEntry};
 use handler::{Handler, HandlerKind};
 
 /// orchagent's poll until `PFC_WD|GLOBAL` sets one (`orchdaemon.cpp:27`, `PFC_WD_POLL_MSECS`).
@@ -53,9 +53,6 @@ pub const DEFAULT_POLL: Duration = Duration::from_millis(100);
 /// How often handlers' counters are committed (`COUNTER_CHECK_POLL_TIMEOUT_SEC`), pending
 /// tasks retried, and the PORT counter group polled.
 const SECOND: Duration = Duration::from_secs(1);
-/// The timer ranges orchagent accepts, ms (`pfcwdorch.h:30-33`).
-const DETECTION_MS: (u32, u32) = (100, 5000);
-const RESTORATION_MS: (u32, u32) = (100, 60000);
 /// Priorities per port (`PFC_WD_TC_MAX`).
 const TC_MAX: u32 = 8;
 
@@ -282,32 +279,9 @@ impl Orchagent {
             tracing::info!(message = "SONiC peer: invalid port interface.", port = key);
             return TaskStatus::Invalid;
         };
-        let (mut detection, mut restoration, mut action, mut history) =
-            (0u32, 0u32, Action::Drop, "disable".to_string());
-        for (field, value) in data {
-            let in_range = |(lo, hi): (u32, u32)| value.trim().parse::<u32>().ok().filter(|v| (lo..=hi).contains(v));
-            match field.as_str() {
-                "detection_time" => match in_range(DETECTION_MS) {
-                    Some(v) => detection = v,
-                    None => return TaskStatus::Invalid,
-                },
-                "restoration_time" => match in_range(RESTORATION_MS) {
-                    Some(v) => restoration = v,
-                    None => return TaskStatus::Invalid,
-                },
-                "action" => match Action::parse(value) {
-                    Some(a) => action = a,
-                    None => return TaskStatus::Invalid,
-                },
-                "pfc_stat_history" => history = value.clone(),
-                // "Unknown attribute": the whole entry is refused.
-                _ => return TaskStatus::Invalid,
-            }
-        }
-        if detection == 0 || (history != "enable" && history != "disable") {
-            return TaskStatus::Invalid;
-        }
-        match self.register(key, &port, detection, restoration, action, &history).await {
+        // An entry orchagent refuses ("Unknown attribute", a time out of range): dropped whole.
+        let Some(entry) = PortEntry::parse(data) else { return TaskStatus::Invalid };
+        match self.register(key, &port, &entry).await {
             Ok(true) => TaskStatus::Success,
             Ok(false) => TaskStatus::NeedRetry,
             Err(e) => {
@@ -325,15 +299,7 @@ impl Orchagent {
     }
 
     /// `registerInWdDb`: false when the port has no watched priority (the task is retried).
-    async fn register(
-        &mut self,
-        name: &str,
-        port: &PortInfo,
-        detection: u32,
-        restoration: u32,
-        action: Action,
-        history: &str,
-    ) -> Result<bool, String> {
+    async fn register(&mut self, name: &str, port: &PortInfo, entry: &PortEntry) -> Result<bool, String> {
         let lossless = self.lossless(name).await?;
         if lossless.is_empty() {
             return Ok(false);
@@ -344,19 +310,12 @@ impl Orchagent {
             let Some(queue) = port.queues.get(&u32::from(i)).cloned() else {
                 return Err(format!("port {name} has no queue at position {i}"));
             };
-            let restoration_us =
-                if restoration == 0 { String::new() } else { (u64::from(restoration) * 1000).to_string() };
-            let values = [
-                (fields::DETECTION_TIME, (u64::from(detection) * 1000).to_string()),
-                (fields::RESTORATION_TIME, restoration_us),
-                (fields::ACTION, action.as_str().to_string()),
-                ("PFC_STAT_HISTORY", history.to_string()),
-            ];
+            let values = entry.counters();
             conn.hset_multiple::<_, _, _, ()>(format!("COUNTERS:{queue}"), &values).await.map_err(|e| e.to_string())?;
             self.registry.queues.insert(queue.clone());
             // `m_entryMap.emplace`: a queue already there keeps its entry, action and all.
             self.entries.entry(queue.clone()).or_insert_with(|| QueueEntry {
-                action,
+                action: entry.action,
                 port: name.to_string(),
                 port_oid: port.oid.clone(),
                 index: i,
