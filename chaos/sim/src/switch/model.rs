@@ -174,34 +174,27 @@ impl State {
             watchdog::poll(self);
             self.next.pfcwd = now + self.watchdog.poll.max(MIN_PERIOD);
         }
-        if self.next.port <= now {
-            if self.group_enabled("PORT") {
-                syncd::port_group(self);
-            }
-            self.next.port = now + self.flex.polls.port.max(MIN_PERIOD);
-        }
-        if self.next.queue <= now {
-            if self.group_enabled("QUEUE") {
-                syncd::queue_group(self);
-            }
-            self.next.queue = now + self.flex.polls.queue.max(MIN_PERIOD);
-        }
-        if self.next.wred <= now {
-            if self.group_enabled("WRED_ECN_QUEUE") {
-                syncd::wred_group(self);
-            }
-            self.next.wred = now + self.flex.wred.max(MIN_PERIOD);
-        }
-        if self.next.watermark <= now {
-            if self.group_enabled("QUEUE_WATERMARK") {
-                syncd::watermark_group(self);
-            }
-            self.next.watermark = now + self.flex.polls.watermark.max(MIN_PERIOD);
-        }
+        self.next.port = self.run_group(self.next.port, "PORT", |s| syncd::port_group(s), self.flex.polls.port);
+        self.next.queue = self.run_group(self.next.queue, "QUEUE", |s| syncd::queue_group(s), self.flex.polls.queue);
+        self.next.wred = self.run_group(self.next.wred, "WRED_ECN_QUEUE", |s| syncd::wred_group(s), self.flex.wred);
+        let watermark = self.flex.polls.watermark;
+        self.next.watermark = self.run_group(self.next.watermark, "QUEUE_WATERMARK", syncd::watermark_group, watermark);
         if self.next.second <= now {
             watchdog::every_second(self);
             self.next.second = now + Duration::from_secs(1);
         }
+    }
+
+    /// Runs flex counter group `group` if it is due (`next`) and enabled; returns when it is due
+    /// again.
+    fn run_group(&mut self, next: Duration, group: &str, run: fn(&mut State), period: Duration) -> Duration {
+        if next > self.now {
+            return next;
+        }
+        if self.group_enabled(group) {
+            run(self);
+        }
+        self.now + period.max(MIN_PERIOD)
     }
 
     /// Moves the clock by `dt`, stopping at every job due on the way.
