@@ -199,10 +199,6 @@ fn probe_error(e: &ProbeError) -> ActuatorError {
     }
 }
 
-/// What the generic config updater says of a patch whose result SONiC's YANG refuses
-/// (sonic-utilities `generic_config_updater`), as sonic-gnmi passes it on.
-const GCU_INVALID: &str = "Given patch will produce invalid config";
-
 /// A gNMI call's failure as the engine treats it: the switch never answered → retried; a
 /// refused write gate → not supported (the switch's settings must change); a refused value
 /// or path → invalid (the same request is refused again); anything else → failed, retried.
@@ -217,7 +213,7 @@ fn gnmi_error(e: GnmiError) -> ActuatorError {
         Some(tonic::Code::InvalidArgument | tonic::Code::NotFound) => ActuatorError::Invalid(e.to_string()),
         // sonic-gnmi hands back every native-write error as UNKNOWN; the config updater's
         // refusal of the result (a range, a leafref) is told by its words, and is refused again.
-        Some(tonic::Code::Unknown) if e.to_string().contains(GCU_INVALID) => ActuatorError::Invalid(e.to_string()),
+        Some(tonic::Code::Unknown) if e.config_refused() => ActuatorError::Invalid(e.to_string()),
         _ => ActuatorError::Failed(e.to_string()),
     }
 }

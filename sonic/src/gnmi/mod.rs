@@ -85,6 +85,13 @@ impl GnmiError {
         (self.code() == Some(tonic::Code::Unimplemented)).then(|| self.message().and_then(WriteGate::of)).flatten()
     }
 
+    /// Whether the switch's config updater refused the write's result ([`texts::PATCH_INVALID`],
+    /// inside the UNKNOWN sonic-gnmi sends for every native-write error): the same write would be
+    /// refused again.
+    pub fn config_refused(&self) -> bool {
+        self.code() == Some(tonic::Code::Unknown) && self.message().is_some_and(|m| m.contains(texts::PATCH_INVALID))
+    }
+
     /// Whether the switch never answered (unreachable, timed out, or the connection broke):
     /// trying again later can help, and nothing can be concluded about the switch's data.
     pub fn is_transport(&self) -> bool {

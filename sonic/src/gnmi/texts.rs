@@ -10,6 +10,10 @@ pub const READ_ONLY: &str = "GNMI is in read-only mode";
 pub const NATIVE_WRITE_DISABLED: &str = "GNMI native write is disabled";
 /// Any other origin without translib write (`server.go:1202`, Unimplemented).
 pub const TRANSLIB_WRITE_DISABLED: &str = "Translib write is disabled";
+/// The generic config updater's refusal of a patch whose result SONiC's YANG refuses (a range,
+/// a leafref; sonic-utilities `generic_config_updater`), which sonic-gnmi hands back inside an
+/// UNKNOWN status for a native write.
+pub const PATCH_INVALID: &str = "Given patch will produce invalid config";
 
 /// The DB client's (prefix target) answer to a Get of a key that does not exist
 /// (`db_client.go`, `ensureKeysExistInRedis`): `No valid entry found on CONFIG_DB with key

@@ -389,7 +389,7 @@ async fn apply_patch(
     let backend = shared.backend_of(&mixed.namespace);
     validate(backend, mixed, &running, &target)
         .await
-        .map_err(|e| updater_error(format!("Given patch will produce invalid config. Error: {e}")))?;
+        .map_err(|e| updater_error(format!("{}. Error: {e}", crate::gnmi::texts::PATCH_INVALID)))?;
     let mut ops = Vec::new();
     let tables: std::collections::BTreeSet<&String> = running.keys().chain(target.keys()).collect();
     for table in tables {
