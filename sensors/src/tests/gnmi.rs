@@ -13,14 +13,6 @@ use engine::{Batch, Labels, Value};
 use gnmi_harness::{start, Harness};
 use sim::switch::{spawn, Model, Options, Profile, RunningSwitch, ServerTls};
 
-/// Runs the switch's clock a second in 100 ms steps, as a fabric drives it: long enough for its
-/// watchdog (200 ms polls, 200 ms detection) to find a storm injected before.
-fn detect(model: &Model) {
-    for _ in 0..10 {
-        model.advance(Duration::from_millis(100));
-    }
-}
-
 async fn switch(model: Model) -> RunningSwitch {
     spawn("leaf01", ([127, 0, 0, 1], 0).into(), model, Options::default()).await.unwrap()
 }
@@ -62,7 +54,8 @@ async fn pfc_counters_reach_the_engine_with_switch_port_and_prio() {
     h.until(|h, b| h.find(b, "switch_oper_up", &down) == Some(Value::Real(0.0))).await;
     h.until(|h, b| h.find(b, "switch_carrier_transitions", &down) == Some(Value::Count(1))).await;
     model.inject_pfc_storm("Ethernet8", 3).unwrap();
-    detect(&model);
+    // A second of the switch's clock: its watchdog (200 ms polls, 200 ms detection) finds the storm.
+    model.advance(Duration::from_secs(1));
     let q3 = [("switch", "leaf01"), ("port", "Ethernet8"), ("queue", "3"), ("prio", "3")];
     h.until(|h, b| h.find(b, "switch_pfcwd_stormed", &q3) == Some(Value::Real(1.0))).await;
     assert!(h.errors().is_empty(), "{:?}", h.errors());
@@ -340,7 +333,8 @@ async fn the_sonic_db_origin_style_streams_the_presets() {
     .await;
     // The watchdog's fields come from the queue's OID, named by COUNTERS_QUEUE_NAME_MAP.
     model.inject_pfc_storm("Ethernet4", 3).unwrap();
-    detect(&model);
+    // A second of the switch's clock: its watchdog (200 ms polls, 200 ms detection) finds the storm.
+    model.advance(Duration::from_secs(1));
     let q3 = [("switch", "leaf01"), ("port", "Ethernet4"), ("queue", "3")];
     h.until(|h, b| h.find(b, "switch_pfcwd_stormed", &q3) == Some(Value::Real(1.0))).await;
     assert!(h.errors().is_empty(), "{:?}", h.errors());

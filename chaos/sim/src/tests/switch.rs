@@ -44,14 +44,6 @@ fn pfc_wd(port: &str) -> Path {
     parse_path(&format!("sonic-db:/CONFIG_DB/localhost/PFC_WD/{port}")).unwrap()
 }
 
-/// Moves the model's clock by `total` in steps of 100 ms, as the fabric drives it.
-fn run(model: &Model, total: Duration) {
-    let step = Duration::from_millis(100);
-    for _ in 0..(total.as_millis() / step.as_millis()) {
-        model.advance(step);
-    }
-}
-
 /// The action of the handler of the storm on the port at `index`, priority 3.
 fn handler(model: &Model, index: usize) -> Option<Action> {
     model.read().watchdog.queues.get(&(index, 3)).and_then(|w| w.handler)
@@ -63,7 +55,7 @@ async fn each_asic_family_reports_its_own_pfc_counters_keyed_by_alias() {
         let model = Model::with_profile(4, Profile::for_asic(family));
         let alias = model.alias("Ethernet4").unwrap();
         model.inject_pfc_storm("Ethernet4", 3).unwrap();
-        run(&model, Duration::from_secs(1));
+        model.advance(Duration::from_secs(1));
         let (sw, mut client) = serve(model.clone()).await;
         // sonic-gnmi keys its virtual paths by alias; on Broadcom the alias `Ethernet2/1`
         // (with a `/`) is not the port called Ethernet2.
@@ -108,13 +100,13 @@ async fn counters_refresh_at_sonics_polls_and_sampling_under_a_second_is_refused
     let octets = |model: &Model| -> u64 {
         model.port_counters("Ethernet0").unwrap()["SAI_PORT_STAT_IF_OUT_OCTETS"].parse().unwrap()
     };
-    run(&model, Duration::from_millis(500));
+    model.advance(Duration::from_millis(500));
     let (lossy, lossless, o0) = (packets(&model, 1), packets(&model, 4), octets(&model));
-    run(&model, Duration::from_secs(2));
+    model.advance(Duration::from_secs(2));
     assert!(octets(&model) > o0, "port counters every second");
     assert_eq!(packets(&model, 1), lossy, "queue counters wait for the 10 s poll");
     assert!(packets(&model, 4) > lossless, "a watched queue's packets come with the watchdog's 200 ms group");
-    run(&model, Duration::from_secs(8));
+    model.advance(Duration::from_secs(8));
     assert!(packets(&model, 1) > lossy, "…and then move");
 
     let list = SubscriptionList {
@@ -144,10 +136,10 @@ async fn an_in_place_watchdog_change_keeps_the_started_action_and_a_delete_then_
     let (sw, mut client) = serve(model.clone()).await;
     let storm = |model: &Model| {
         model.inject_pfc_storm("Ethernet4", 3).unwrap();
-        run(model, Duration::from_secs(1));
+        model.advance(Duration::from_secs(1));
         let found = handler(model, 1);
         model.clear_pfc_storm("Ethernet4", 3).unwrap();
-        run(model, Duration::from_secs(2));
+        model.advance(Duration::from_secs(2));
         found
     };
     assert_eq!(storm(&model), Some(Action::Alert));
