@@ -141,7 +141,9 @@ fn inventory() -> Inventory {
         inv.node.push(Node {
             name: format!("gpu-node-{n:04}"),
             rack: Some(format!("rack-{:03}", n / NODES_PER_RACK)),
-            pod: Some(format!("pod-{}", n / (8 * NODES_PER_RACK))),
+            // A pod is the nodes of one leaf per rail (a leaf's 64 ports): the topology refuses
+            // two leaves of one rail and plane in a pod.
+            pod: Some(format!("pod-{}", n / LEAF_PORTS)),
             zone: Some(format!("zone-{}", n % 2)),
             gpu: Vec::new(),
             nic,
