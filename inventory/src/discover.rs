@@ -76,7 +76,8 @@ pub fn discover(options: &Options) -> Result<Discovery, DiscoverError> {
     let (found, gpu_line) = gpus::find(&options.gpus, &sysfs, &options.sysfs_root)?;
     let (neighbors, lldp_line) = neighbors(&options.lldp)?;
     let by_local: BTreeMap<&str, &Neighbor> = neighbors.iter().map(|n| (n.local.as_str(), n)).collect();
-    let mut node = Node { name: node_name.clone(), rack: None, pod: None, zone: None, gpu: Vec::new(), nic: Vec::new() };
+    let mut node =
+        Node { name: node_name.clone(), rack: None, pod: None, zone: None, gpu: Vec::new(), nic: Vec::new() };
     notes.set(Notes::node(&node_name), "name", "--node");
     for g in &found {
         let el = Notes::gpu(&node_name, g.index);
@@ -193,8 +194,12 @@ mod tests {
         let topology = engine::Topology::parse(&text, "fragment.toml").unwrap_or_else(|e| panic!("{e}\n{text}"));
         let n = &topology.inventory().node[0];
         assert_eq!(n.gpu.len(), 3);
-        let nics: Vec<_> = n.nic.iter().map(|c| (c.rdma_dev.as_str(), c.gpu, c.rail, c.plane, c.switch_port.as_deref())).collect();
-        assert_eq!(nics, [("mlx5_0", Some(0), 0, 0, Some("Ethernet28")), ("mlx5_1", Some(1), 1, 1, Some("Ethernet28"))]);
+        let nics: Vec<_> =
+            n.nic.iter().map(|c| (c.rdma_dev.as_str(), c.gpu, c.rail, c.plane, c.switch_port.as_deref())).collect();
+        assert_eq!(
+            nics,
+            [("mlx5_0", Some(0), 0, 0, Some("Ethernet28")), ("mlx5_1", Some(1), 1, 1, Some("Ethernet28"))]
+        );
         assert_eq!(d.warnings.len(), 1, "{:?}", d.warnings);
         assert!(d.warnings[0].contains("mlx5_2 (eth2)"), "{:?}", d.warnings);
         assert!(text.contains("gpu = 1  # deepest common PCIe bridge 0000:11:00.0"), "{text}");

@@ -117,8 +117,15 @@ pub fn lldp(inventory: &Inventory, views: &[SwitchView]) -> Vec<Fault> {
                 claimed.insert(port.as_str());
                 let message = match view.ports.get(port) {
                     Some(far) if far.is(&node.name, &nic.netdev) => continue,
-                    Some(far) => format!("{}, but {sw} port {port} sees {} ({})", nic_end(node, nic), far.describe(), view.source),
-                    None => format!("{}, but {sw} sees no LLDP neighbour on {port} ({})", nic_end(node, nic), view.source),
+                    Some(far) => format!(
+                        "{}, but {sw} port {port} sees {} ({})",
+                        nic_end(node, nic),
+                        far.describe(),
+                        view.source
+                    ),
+                    None => {
+                        format!("{}, but {sw} sees no LLDP neighbour on {port} ({})", nic_end(node, nic), view.source)
+                    }
                 };
                 out.push(Fault { at: nic_at(ni, ci).key("switch_port"), message });
             }

@@ -44,7 +44,8 @@ pub fn query(lldpcli: &str, socket: Option<&Path>) -> Result<Vec<Neighbor>, Disc
         command.arg("-u").arg(socket);
     }
     command.args(["-f", "json", "show", "neighbors"]);
-    let out = command.output().map_err(|e| DiscoverError::Lldp(format!("cannot run {lldpcli}: {e}; is lldpd installed?")))?;
+    let out =
+        command.output().map_err(|e| DiscoverError::Lldp(format!("cannot run {lldpcli}: {e}; is lldpd installed?")))?;
     if !out.status.success() {
         return Err(DiscoverError::Lldp(format!(
             "{lldpcli} -f json show neighbors: {} (is lldpd running{}?)",
@@ -57,13 +58,15 @@ pub fn query(lldpcli: &str, socket: Option<&Path>) -> Result<Vec<Neighbor>, Disc
 
 /// Reads lldpcli's JSON.
 pub fn parse(text: &str) -> Result<Vec<Neighbor>, DiscoverError> {
-    let doc: Value =
-        serde_json::from_str(text).map_err(|e| DiscoverError::Lldp(format!("lldpcli's JSON at line {}: {e}", e.line())))?;
+    let doc: Value = serde_json::from_str(text)
+        .map_err(|e| DiscoverError::Lldp(format!("lldpcli's JSON at line {}: {e}", e.line())))?;
     let interfaces = match doc.pointer("/lldp/interface") {
         None => return Ok(Vec::new()),
         Some(Value::Array(list)) => list.iter().filter_map(Value::as_object).flat_map(|o| o.iter()).collect::<Vec<_>>(),
         Some(Value::Object(map)) => map.iter().collect(),
-        Some(other) => return Err(DiscoverError::Lldp(format!("lldp.interface is neither an object nor a list: {other}"))),
+        Some(other) => {
+            return Err(DiscoverError::Lldp(format!("lldp.interface is neither an object nor a list: {other}")))
+        }
     };
     let mut out = Vec::new();
     for (local, entry) in interfaces {
@@ -110,8 +113,15 @@ mod tests {
     fn both_shapes_of_lldpclis_json_are_read() {
         let n = parse(TWO).unwrap();
         assert_eq!(n.len(), 2);
-        assert_eq!((n[0].local.as_str(), n[0].sys_name.as_deref(), n[0].port_name()), ("eth0", Some("leaf-rail0"), "Ethernet8"));
-        assert_eq!((n[1].sys_name.as_deref(), n[1].port_name()), (None, "Ethernet12"), "a MAC port id: the description");
+        assert_eq!(
+            (n[0].local.as_str(), n[0].sys_name.as_deref(), n[0].port_name()),
+            ("eth0", Some("leaf-rail0"), "Ethernet8")
+        );
+        assert_eq!(
+            (n[1].sys_name.as_deref(), n[1].port_name()),
+            (None, "Ethernet12"),
+            "a MAC port id: the description"
+        );
         let one = r#"{"lldp": {"interface": {"eth3": {"chassis": {"leaf-rail3": {}}, "port": {"id": {"type": "ifname", "value": "Ethernet4"}}}}}}"#;
         let n = parse(one).unwrap();
         assert_eq!((n[0].local.as_str(), n[0].port_name()), ("eth3", "Ethernet4"));

@@ -39,7 +39,9 @@ impl Naming {
         let compile = |flag: &str, text: &str, group: &str| {
             let re = Regex::new(text).map_err(|e| DiscoverError::Pattern(format!("{flag} {text:?}: {e}")))?;
             if !re.capture_names().flatten().any(|n| n == group) {
-                return Err(DiscoverError::Pattern(format!("{flag} {text:?} has no group named {group:?}: write (?P<{group}>\\d+)")));
+                return Err(DiscoverError::Pattern(format!(
+                    "{flag} {text:?} has no group named {group:?}: write (?P<{group}>\\d+)"
+                )));
             }
             Ok(re)
         };
@@ -129,7 +131,10 @@ mod tests {
     #[test]
     fn patterns_without_their_group_and_bad_maps_are_refused() {
         assert!(Naming::new(r"rail\d+", None, None).unwrap_err().to_string().contains("(?P<rail>"));
-        assert!(Naming::new(DEFAULT_RAIL_PATTERN, None, Some("0-3=0,3=1")).unwrap_err().to_string().contains("second plane"));
+        assert!(Naming::new(DEFAULT_RAIL_PATTERN, None, Some("0-3=0,3=1"))
+            .unwrap_err()
+            .to_string()
+            .contains("second plane"));
         assert!(Naming::new(DEFAULT_RAIL_PATTERN, None, Some("3-0=1")).is_err());
     }
 }

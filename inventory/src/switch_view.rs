@@ -95,7 +95,8 @@ pub fn from_dump(switch: &str, path: &Path) -> Result<SwitchView, DiscoverError>
 
 /// Reads switch `switch`'s table from its Redis at `host:port` (APPL_DB, database 0).
 pub async fn from_redis(switch: &str, address: &str) -> Result<SwitchView, DiscoverError> {
-    let fail = |message: String| DiscoverError::Redis { switch: switch.to_string(), address: address.to_string(), message };
+    let fail =
+        |message: String| DiscoverError::Redis { switch: switch.to_string(), address: address.to_string(), message };
     let (host, port) = address.rsplit_once(':').ok_or_else(|| fail("not HOST:PORT".into()))?;
     let port: u16 = port.parse().map_err(|_| fail(format!("{port:?} is not a port number")))?;
     let instance = Instance { name: "redis".into(), hostname: host.to_string(), port, unix_socket_path: None };

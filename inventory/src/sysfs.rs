@@ -143,7 +143,8 @@ fn list(dir: &Path) -> Result<Vec<String>, DiscoverError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(DiscoverError::Sysfs { path: dir.to_path_buf(), message: e.to_string() }),
     };
-    let mut names: Vec<String> = entries.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    let mut names: Vec<String> =
+        entries.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect();
     names.sort();
     Ok(names)
 }

@@ -1,0 +1,280 @@
+//! `rocemend inventory discover`, `merge` and `check` on a real LLDP fabric: 4 nodes and 2
+//! leaves, each a network namespace running lldpd, joined by veth pairs (NIC i of node k to
+//! leaf-rail<i> port Ethernet<4(k-1)>), each node with a fake H100/ConnectX-7 sysfs tree.
+//!
+//! Discovery on every node, then merge with the leaves' LLDP tables, must give exactly
+//! `fixtures/inventory_fabric.toml`, and each fragment must load as the daemon's inventory.
+//! Then node-2's two cables are swapped between the leaves: its new fragment still loads (each
+//! NIC's rail is its leaf's), but `inventory check` names the swap by both ends — node, NIC,
+//! netdev, leaf and port — and checking the intended inventory against the leaves' tables
+//! names the disagreement.
+//!
+//! The leaves' tables are what SONiC's lldp_syncd would write to APPL_DB `LLDP_ENTRY_TABLE`,
+//! made here from the leaf's own `lldpcli` (the test plays lldp_syncd).
+//!
+//! Needs root, iproute2 and lldpd; skipped with the reason otherwise.
+
+use crate::common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{bin, repo, text};
+use engine::topology::Inventory;
+use net::netns::{self, Netns};
+use serde_json::json;
+
+/// How long lldpd gets to hear every neighbour (it sends at once on `lldpcli update`).
+const SETTLE: Duration = Duration::from_secs(30);
+
+fn lldpd_missing() -> Option<String> {
+    for tool in ["lldpd", "lldpcli"] {
+        let found = Command::new(tool).arg("-v").output().is_ok_and(|o| o.status.success());
+        if !found {
+            return Some(format!("`{tool}` is not installed (Debian lldpd)"));
+        }
+    }
+    None
+}
+
+/// One namespace with its lldpd. lldpd is killed (by its id) and the namespace deleted on drop,
+/// a failing test included.
+struct Host {
+    name: String,
+    ns: Netns,
+    socket: PathBuf,
+    lldpd: Option<Child>,
+}
+
+impl Host {
+    fn new(prefix: &str, name: &str, dir: &Path) -> Host {
+        let ns = Netns::create(&format!("{prefix}{name}")).unwrap_or_else(|e| panic!("netns {name}: {e}"));
+        ns.ip(&["link", "set", "lo", "up"]).unwrap();
+        Host { name: name.to_string(), ns, socket: dir.join(format!("{name}.sock")), lldpd: None }
+    }
+
+    /// Starts lldpd on `pattern`'s interfaces, named `self.name`, port ids as interface names.
+    fn start_lldpd(&mut self, pattern: &str, dir: &Path) {
+        let pid = dir.join(format!("{}.pid", self.name));
+        let child = Command::new("ip")
+            .args(["netns", "exec", &self.ns.name, "lldpd", "-d", "-u"])
+            .arg(&self.socket)
+            .arg("-p")
+            .arg(&pid)
+            .args(["-I", pattern])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("lldpd starts");
+        self.lldpd = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !self.lldpcli(&["show", "configuration"]).status.success() {
+            assert!(Instant::now() < deadline, "lldpd of {} never opened {}", self.name, self.socket.display());
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        for args in
+            [vec!["configure", "system", "hostname", &self.name], vec!["configure", "lldp", "portidsubtype", "ifname"]]
+        {
+            let out = self.lldpcli(&args);
+            assert!(out.status.success(), "lldpcli {args:?}: {}", text(&out));
+        }
+    }
+
+    fn lldpcli(&self, args: &[&str]) -> Output {
+        Command::new("lldpcli").arg("-u").arg(&self.socket).args(args).output().expect("lldpcli runs")
+    }
+
+    /// Its neighbours as lldpd sees them.
+    fn neighbors(&self) -> Vec<inventory::lldp::Neighbor> {
+        let out = self.lldpcli(&["-f", "json", "show", "neighbors"]);
+        inventory::lldp::parse(&String::from_utf8_lossy(&out.stdout)).unwrap_or_default()
+    }
+
+    /// Its LLDP table as lldp_syncd writes APPL_DB's `LLDP_ENTRY_TABLE`, dumped as
+    /// `sonic-db-dump` dumps it.
+    fn lldp_entry_table(&self, path: &Path) -> String {
+        let mut table = serde_json::Map::new();
+        for n in self.neighbors() {
+            let fields = json!({
+                "lldp_rem_sys_name": n.sys_name, "lldp_rem_port_id": n.port_id,
+                "lldp_rem_port_desc": n.port_descr, "lldp_rem_port_id_subtype": "5",
+            });
+            table.insert(format!("LLDP_ENTRY_TABLE:{}", n.local), json!({"type": "hash", "value": fields}));
+        }
+        std::fs::write(path, serde_json::to_string_pretty(&table).unwrap()).unwrap();
+        format!("{}={}", self.name, path.display())
+    }
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.lldpd.take() {
+            // SIGTERM first: lldpd's monitor then stops its unprivileged child and removes the
+            // socket; SIGKILL if it has not gone within two seconds.
+            // SAFETY: kill(2) on the id of a child this test started and has not reaped.
+            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+            let deadline = Instant::now() + Duration::from_secs(2);
+            while child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Cables node `k`'s NIC `i` (eth<i>) to leaf `leaf` port Ethernet<4(k-1)>.
+fn cable(node: &Host, nic: usize, leaf: &Host, k: usize) {
+    let port = format!("Ethernet{}", 4 * (k - 1));
+    let link = format!("eth{nic}");
+    let add = ["link", "add", &link, "type", "veth", "peer", "name", &port, "netns", &leaf.ns.name];
+    node.ns.ip(&add).unwrap_or_else(|e| panic!("{} {link} ↔ {} {port}: {e}", node.name, leaf.name));
+    node.ns.ip(&["link", "set", &link, "up"]).unwrap();
+    leaf.ns.ip(&["link", "set", &port, "up"]).unwrap();
+}
+
+/// Sends LLDP now from every host until `done` holds.
+fn settle(hosts: &[&Host], what: &str, done: impl Fn() -> bool) {
+    let deadline = Instant::now() + SETTLE;
+    while !done() {
+        assert!(Instant::now() < deadline, "LLDP did not settle within {SETTLE:?}: {what}");
+        for h in hosts {
+            h.lldpcli(&["update"]);
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+fn rocemend(args: &[&str]) -> Output {
+    Command::new(bin()).args(args).output().expect("rocemend runs")
+}
+
+/// Discovers node `host` (its fake tree under `dir/<name>`) into `dir/<name>.toml`.
+fn discover(host: &Host, dir: &Path) -> PathBuf {
+    let root = dir.join(&host.name);
+    if !root.exists() {
+        inventory::testing::write_h100(&root, &["eth0", "eth1"]).unwrap();
+    }
+    let out = dir.join(format!("{}.toml", host.name));
+    let run = rocemend(&[
+        "inventory",
+        "discover",
+        "--node",
+        &host.name,
+        "--sysfs-root",
+        &root.display().to_string(),
+        "-u",
+        &host.socket.display().to_string(),
+        "-o",
+        &out.display().to_string(),
+    ]);
+    assert!(run.status.success(), "discover on {}: {}", host.name, text(&run));
+    let check = rocemend(&["check", "--inventory", &out.display().to_string()]);
+    assert!(check.status.success(), "the fragment of {} loads as an inventory: {}", host.name, text(&check));
+    out
+}
+
+fn load(path: &Path) -> Inventory {
+    toml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+#[test]
+fn discovered_fragments_merge_into_the_fabric_and_a_swapped_cable_is_named_by_both_ends() {
+    if let Some(reason) = netns::missing_part(&["ip"]).or_else(lldpd_missing) {
+        return test_peers::missing(reason);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = format!("rmi{}-", std::process::id());
+    let mut leaves: Vec<Host> = (0..2).map(|r| Host::new(&prefix, &format!("leaf-rail{r}"), dir.path())).collect();
+    let mut nodes: Vec<Host> = (1..=4).map(|k| Host::new(&prefix, &format!("node-{k}"), dir.path())).collect();
+    for (k, node) in (1..=4).zip(&nodes) {
+        for (i, leaf) in leaves.iter().enumerate() {
+            cable(node, i, leaf, k);
+        }
+    }
+    for leaf in &mut leaves {
+        leaf.start_lldpd("Ethernet*", dir.path());
+    }
+    for node in &mut nodes {
+        node.start_lldpd("eth*", dir.path());
+    }
+    let all: Vec<&Host> = leaves.iter().chain(&nodes).collect();
+    settle(&all, "every port sees its far end", || {
+        nodes.iter().all(|n| n.neighbors().iter().filter(|x| x.sys_name.is_some()).count() == 2)
+            && leaves.iter().all(|l| l.neighbors().iter().filter(|x| x.sys_name.is_some()).count() == 4)
+    });
+
+    let fragments: Vec<PathBuf> = nodes.iter().map(|n| discover(n, dir.path())).collect();
+    let fragment = std::fs::read_to_string(&fragments[0]).unwrap();
+    assert!(fragment.contains("switch_port = \"Ethernet0\"  # lldpcli: neighbour of eth0"), "{fragment}");
+    assert!(fragment.contains("gpu = 0  # deepest common PCIe bridge 0000:01:00.0"), "{fragment}");
+    let tables: Vec<String> =
+        leaves.iter().map(|l| l.lldp_entry_table(&dir.path().join(format!("{}.lldp.json", l.name)))).collect();
+    let merged = dir.path().join("merged.toml");
+    let mut args = vec!["inventory".to_string(), "merge".into(), "-o".into(), merged.display().to_string()];
+    args.extend(fragments.iter().map(|f| f.display().to_string()));
+    for t in &tables {
+        args.extend(["--lldp-table".to_string(), t.clone()]);
+    }
+    let run = rocemend(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(run.status.success(), "merge: {}", text(&run));
+    assert_eq!(
+        load(&merged),
+        load(&repo("tests/it/fixtures/inventory_fabric.toml")),
+        "merged: {}",
+        std::fs::read_to_string(&merged).unwrap()
+    );
+    let clean = rocemend(&["inventory", "check", &merged.display().to_string()]);
+    assert_eq!(clean.status.code(), Some(0), "{}", text(&clean));
+
+    // Swap node-2's cables: eth0 to leaf-rail1 Ethernet4, eth1 to leaf-rail0 Ethernet4.
+    for i in 0..2 {
+        nodes[1].ns.ip(&["link", "del", &format!("eth{i}")]).unwrap();
+    }
+    cable(&nodes[1], 0, &leaves[1], 2);
+    cable(&nodes[1], 1, &leaves[0], 2);
+    settle(&all, "leaf-rail0 Ethernet4 sees node-2 eth1", || {
+        leaves[0].neighbors().iter().any(|n| n.local == "Ethernet4" && n.port_id == "eth1")
+            && leaves[1].neighbors().iter().any(|n| n.local == "Ethernet4" && n.port_id == "eth0")
+            && nodes[1].neighbors().iter().any(|n| n.local == "eth0" && n.sys_name.as_deref() == Some("leaf-rail1"))
+            && nodes[1].neighbors().iter().any(|n| n.local == "eth1" && n.sys_name.as_deref() == Some("leaf-rail0"))
+    });
+    let swapped = discover(&nodes[1], dir.path());
+    let merged2 = dir.path().join("merged-swapped.toml");
+    let mut args: Vec<String> = vec!["inventory".into(), "merge".into(), "-o".into(), merged2.display().to_string()];
+    args.extend([&fragments[0], &swapped, &fragments[2], &fragments[3]].iter().map(|f| f.display().to_string()));
+    let run = rocemend(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(run.status.success(), "the nodes and leaves agree on the swapped cabling: {}", text(&run));
+    let faults = rocemend(&["inventory", "check", &merged2.display().to_string()]);
+    let out = text(&faults);
+    assert_eq!(faults.status.code(), Some(1), "{out}");
+    assert!(out.contains("node \"node-2\" NIC mlx5_0 (eth0), cabled to leaf-rail1 port Ethernet4, the NIC nearest to GPU 0, is on rail 1, but GPU 0 of node-1, node-3, node-4 is on rail 0"), "{out}");
+    assert!(out.contains("node \"node-2\" NIC mlx5_1 (eth1), cabled to leaf-rail0 port Ethernet4, the NIC nearest to GPU 1, is on rail 0"), "{out}");
+    assert!(out.contains("2 fault(s)"), "{out}");
+
+    // The intended cabling against what the leaves see now.
+    let tables: Vec<String> =
+        leaves.iter().map(|l| l.lldp_entry_table(&dir.path().join(format!("{}.swapped.json", l.name)))).collect();
+    let intended = repo("tests/it/fixtures/inventory_fabric.toml").display().to_string();
+    let run = rocemend(&["inventory", "check", &intended, "--lldp-table", &tables[0], "--lldp-table", &tables[1]]);
+    let out = text(&run);
+    assert_eq!(run.status.code(), Some(1), "{out}");
+    assert!(out.contains("node \"node-2\" NIC mlx5_0 (eth0), cabled to leaf-rail0 port Ethernet4, but leaf-rail0 port Ethernet4 sees node-2 eth1"), "{out}");
+    assert!(out.contains("node \"node-2\" NIC mlx5_1 (eth1), cabled to leaf-rail1 port Ethernet4, but leaf-rail1 port Ethernet4 sees node-2 eth0"), "{out}");
+    assert!(out.contains("2 fault(s)"), "only node-2's two cables: {out}");
+    drop(nodes);
+    drop(leaves);
+    let left = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    assert!(!String::from_utf8_lossy(&left.stdout).contains(&prefix), "namespaces removed");
+}
+
+#[test]
+fn an_inventory_that_is_not_toml_is_unusable_and_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.toml");
+    std::fs::write(&path, "[[node]]\nname = \n").unwrap();
+    let run = rocemend(&["inventory", "check", &path.display().to_string()]);
+    assert_eq!(run.status.code(), Some(2), "{}", text(&run));
+    assert!(text(&run).contains("bad.toml:2:"), "{}", text(&run));
+}
