@@ -766,7 +766,7 @@ pub enum InventoryCommand {
 #[derive(Debug, Args)]
 pub struct RailNaming {
     /// A regex with a group named `rail`, matched against each leaf's name.
-    #[arg(long, default_value = inventory::naming::DEFAULT_RAIL_PATTERN)]
+    #[arg(long, default_value = ops::inventory::naming::DEFAULT_RAIL_PATTERN)]
     pub rail_pattern: String,
     /// A regex with a group named `plane` (default: --plane-of-rail, else plane 0).
     #[arg(long)]

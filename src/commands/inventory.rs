@@ -5,10 +5,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use engine::topology::Inventory;
-use inventory::discover::{self, LldpSource, Options};
-use inventory::gpus::GpuSource;
-use inventory::naming::Naming;
-use inventory::switch_view::{self, SwitchView};
+use ops::inventory::discover::{self, LldpSource, Options};
+use ops::inventory::gpus::GpuSource;
+use ops::inventory::naming::Naming;
+use ops::inventory::switch_view::{self, SwitchView};
 
 use super::Exit;
 use crate::cli::{InventoryCommand, RailNaming, SwitchViews};
@@ -83,7 +83,7 @@ fn merge(fragments: &[PathBuf], views: &SwitchViews, out: Option<&Path>) -> anyh
         parsed.push((path.clone(), inventory));
     }
     let views = read_views(views)?;
-    let merged = inventory::merge::merge(&parsed, &views)?;
+    let merged = ops::inventory::merge::merge(&parsed, &views)?;
     let names: Vec<String> = fragments.iter().map(|p| p.display().to_string()).collect();
     let mut header = vec![format!("Merged by `rocemend inventory merge` from {}.", names.join(", "))];
     if !views.is_empty() {
@@ -100,7 +100,7 @@ fn merge(fragments: &[PathBuf], views: &SwitchViews, out: Option<&Path>) -> anyh
 fn check(file: &Path, views: &SwitchViews) -> anyhow::Result<Exit> {
     let text = std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
     let views = read_views(views)?;
-    let faults = inventory::audit::check(&text, &file.display().to_string(), &views)?;
+    let faults = ops::inventory::audit::check(&text, &file.display().to_string(), &views)?;
     for fault in &faults {
         println!("{fault}");
     }

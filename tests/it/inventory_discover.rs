@@ -86,9 +86,9 @@ impl Host {
     }
 
     /// Its neighbours as lldpd sees them.
-    fn neighbors(&self) -> Vec<inventory::lldp::Neighbor> {
+    fn neighbors(&self) -> Vec<ops::inventory::lldp::Neighbor> {
         let out = self.lldpcli(&["-f", "json", "show", "neighbors"]);
-        inventory::lldp::parse(&String::from_utf8_lossy(&out.stdout)).unwrap_or_default()
+        ops::inventory::lldp::parse(&String::from_utf8_lossy(&out.stdout)).unwrap_or_default()
     }
 
     /// Its LLDP table as lldp_syncd writes APPL_DB's `LLDP_ENTRY_TABLE`, dumped as
@@ -154,7 +154,7 @@ fn rocemend(args: &[&str]) -> Output {
 fn discover(host: &Host, dir: &Path) -> PathBuf {
     let root = dir.join(&host.name);
     if !root.exists() {
-        inventory::testing::write_h100(&root, &["eth0", "eth1"]).unwrap();
+        ops::inventory::testing::write_h100(&root, &["eth0", "eth1"]).unwrap();
     }
     let out = dir.join(format!("{}.toml", host.name));
     let run = rocemend(&[
@@ -179,6 +179,60 @@ fn load(path: &Path) -> Inventory {
     toml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
+/// Four nodes cabled to two leaves, lldpd in each, every port hearing its far end.
+fn fabric(prefix: &str, dir: &Path) -> (Vec<Host>, Vec<Host>) {
+    let mut leaves: Vec<Host> = (0..2).map(|r| Host::new(prefix, &format!("leaf-rail{r}"), dir)).collect();
+    let mut nodes: Vec<Host> = (1..=4).map(|k| Host::new(prefix, &format!("node-{k}"), dir)).collect();
+    for (k, node) in (1..=4).zip(&nodes) {
+        for (i, leaf) in leaves.iter().enumerate() {
+            cable(node, i, leaf, k);
+        }
+    }
+    for leaf in &mut leaves {
+        leaf.start_lldpd("Ethernet*", dir);
+    }
+    for node in &mut nodes {
+        node.start_lldpd("eth*", dir);
+    }
+    let all: Vec<&Host> = leaves.iter().chain(&nodes).collect();
+    settle(&all, "every port sees its far end", || {
+        nodes.iter().all(|n| n.neighbors().iter().filter(|x| x.sys_name.is_some()).count() == 2)
+            && leaves.iter().all(|l| l.neighbors().iter().filter(|x| x.sys_name.is_some()).count() == 4)
+    });
+    (leaves, nodes)
+}
+
+/// `rocemend inventory merge -o out FRAGMENTS… --lldp-table T…`, which must exit 0.
+fn merge(out: &Path, fragments: &[&PathBuf], tables: &[String]) {
+    let mut args = vec!["inventory".to_string(), "merge".into(), "-o".into(), out.display().to_string()];
+    args.extend(fragments.iter().map(|f| f.display().to_string()));
+    for t in tables {
+        args.extend(["--lldp-table".to_string(), t.clone()]);
+    }
+    let run = rocemend(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(run.status.success(), "merge (the nodes and leaves agree): {}", text(&run));
+}
+
+/// Swaps node-2's cables (eth0 to leaf-rail1 Ethernet4, eth1 to leaf-rail0 Ethernet4) and
+/// waits until both ends of both cables have heard the change.
+fn swap_node_2(leaves: &[Host], nodes: &[Host]) {
+    for i in 0..2 {
+        nodes[1].ns.ip(&["link", "del", &format!("eth{i}")]).unwrap();
+    }
+    cable(&nodes[1], 0, &leaves[1], 2);
+    cable(&nodes[1], 1, &leaves[0], 2);
+    let all: Vec<&Host> = leaves.iter().chain(nodes).collect();
+    let sees = |h: &Host, local: &str, far: &str| {
+        h.neighbors().iter().any(|n| n.local == local && (n.port_id == far || n.sys_name.as_deref() == Some(far)))
+    };
+    settle(&all, "the leaves and node-2 hear the swapped cables", || {
+        sees(&leaves[0], "Ethernet4", "eth1")
+            && sees(&leaves[1], "Ethernet4", "eth0")
+            && sees(&nodes[1], "eth0", "leaf-rail1")
+            && sees(&nodes[1], "eth1", "leaf-rail0")
+    });
+}
+
 #[test]
 fn discovered_fragments_merge_into_the_fabric_and_a_swapped_cable_is_named_by_both_ends() {
     if let Some(reason) = netns::missing_part(&["ip"]).or_else(lldpd_missing) {
@@ -186,67 +240,25 @@ fn discovered_fragments_merge_into_the_fabric_and_a_swapped_cable_is_named_by_bo
     }
     let dir = tempfile::tempdir().unwrap();
     let prefix = format!("rmi{}-", std::process::id());
-    let mut leaves: Vec<Host> = (0..2).map(|r| Host::new(&prefix, &format!("leaf-rail{r}"), dir.path())).collect();
-    let mut nodes: Vec<Host> = (1..=4).map(|k| Host::new(&prefix, &format!("node-{k}"), dir.path())).collect();
-    for (k, node) in (1..=4).zip(&nodes) {
-        for (i, leaf) in leaves.iter().enumerate() {
-            cable(node, i, leaf, k);
-        }
-    }
-    for leaf in &mut leaves {
-        leaf.start_lldpd("Ethernet*", dir.path());
-    }
-    for node in &mut nodes {
-        node.start_lldpd("eth*", dir.path());
-    }
-    let all: Vec<&Host> = leaves.iter().chain(&nodes).collect();
-    settle(&all, "every port sees its far end", || {
-        nodes.iter().all(|n| n.neighbors().iter().filter(|x| x.sys_name.is_some()).count() == 2)
-            && leaves.iter().all(|l| l.neighbors().iter().filter(|x| x.sys_name.is_some()).count() == 4)
-    });
-
+    let (leaves, nodes) = fabric(&prefix, dir.path());
     let fragments: Vec<PathBuf> = nodes.iter().map(|n| discover(n, dir.path())).collect();
     let fragment = std::fs::read_to_string(&fragments[0]).unwrap();
     assert!(fragment.contains("switch_port = \"Ethernet0\"  # lldpcli: neighbour of eth0"), "{fragment}");
     assert!(fragment.contains("gpu = 0  # deepest common PCIe bridge 0000:01:00.0"), "{fragment}");
-    let tables: Vec<String> =
-        leaves.iter().map(|l| l.lldp_entry_table(&dir.path().join(format!("{}.lldp.json", l.name)))).collect();
+    let table = |l: &Host, tag: &str| l.lldp_entry_table(&dir.path().join(format!("{}.{tag}.json", l.name)));
+    let tables: Vec<String> = leaves.iter().map(|l| table(l, "lldp")).collect();
     let merged = dir.path().join("merged.toml");
-    let mut args = vec!["inventory".to_string(), "merge".into(), "-o".into(), merged.display().to_string()];
-    args.extend(fragments.iter().map(|f| f.display().to_string()));
-    for t in &tables {
-        args.extend(["--lldp-table".to_string(), t.clone()]);
-    }
-    let run = rocemend(&args.iter().map(String::as_str).collect::<Vec<_>>());
-    assert!(run.status.success(), "merge: {}", text(&run));
-    assert_eq!(
-        load(&merged),
-        load(&repo("tests/it/fixtures/inventory_fabric.toml")),
-        "merged: {}",
-        std::fs::read_to_string(&merged).unwrap()
-    );
+    merge(&merged, &fragments.iter().collect::<Vec<_>>(), &tables);
+    let expected = repo("tests/it/fixtures/inventory_fabric.toml");
+    assert_eq!(load(&merged), load(&expected), "merged: {}", std::fs::read_to_string(&merged).unwrap());
     let clean = rocemend(&["inventory", "check", &merged.display().to_string()]);
     assert_eq!(clean.status.code(), Some(0), "{}", text(&clean));
 
-    // Swap node-2's cables: eth0 to leaf-rail1 Ethernet4, eth1 to leaf-rail0 Ethernet4.
-    for i in 0..2 {
-        nodes[1].ns.ip(&["link", "del", &format!("eth{i}")]).unwrap();
-    }
-    cable(&nodes[1], 0, &leaves[1], 2);
-    cable(&nodes[1], 1, &leaves[0], 2);
-    settle(&all, "leaf-rail0 Ethernet4 sees node-2 eth1", || {
-        leaves[0].neighbors().iter().any(|n| n.local == "Ethernet4" && n.port_id == "eth1")
-            && leaves[1].neighbors().iter().any(|n| n.local == "Ethernet4" && n.port_id == "eth0")
-            && nodes[1].neighbors().iter().any(|n| n.local == "eth0" && n.sys_name.as_deref() == Some("leaf-rail1"))
-            && nodes[1].neighbors().iter().any(|n| n.local == "eth1" && n.sys_name.as_deref() == Some("leaf-rail0"))
-    });
+    swap_node_2(&leaves, &nodes);
     let swapped = discover(&nodes[1], dir.path());
-    let merged2 = dir.path().join("merged-swapped.toml");
-    let mut args: Vec<String> = vec!["inventory".into(), "merge".into(), "-o".into(), merged2.display().to_string()];
-    args.extend([&fragments[0], &swapped, &fragments[2], &fragments[3]].iter().map(|f| f.display().to_string()));
-    let run = rocemend(&args.iter().map(String::as_str).collect::<Vec<_>>());
-    assert!(run.status.success(), "the nodes and leaves agree on the swapped cabling: {}", text(&run));
-    let faults = rocemend(&["inventory", "check", &merged2.display().to_string()]);
+    let merged = dir.path().join("merged-swapped.toml");
+    merge(&merged, &[&fragments[0], &swapped, &fragments[2], &fragments[3]], &[]);
+    let faults = rocemend(&["inventory", "check", &merged.display().to_string()]);
     let out = text(&faults);
     assert_eq!(faults.status.code(), Some(1), "{out}");
     assert!(out.contains("node \"node-2\" NIC mlx5_0 (eth0), cabled to leaf-rail1 port Ethernet4, the NIC nearest to GPU 0, is on rail 1, but GPU 0 of node-1, node-3, node-4 is on rail 0"), "{out}");
@@ -254,17 +266,15 @@ fn discovered_fragments_merge_into_the_fabric_and_a_swapped_cable_is_named_by_bo
     assert!(out.contains("2 fault(s)"), "{out}");
 
     // The intended cabling against what the leaves see now.
-    let tables: Vec<String> =
-        leaves.iter().map(|l| l.lldp_entry_table(&dir.path().join(format!("{}.swapped.json", l.name)))).collect();
-    let intended = repo("tests/it/fixtures/inventory_fabric.toml").display().to_string();
+    let tables: Vec<String> = leaves.iter().map(|l| table(l, "swapped")).collect();
+    let intended = expected.display().to_string();
     let run = rocemend(&["inventory", "check", &intended, "--lldp-table", &tables[0], "--lldp-table", &tables[1]]);
     let out = text(&run);
     assert_eq!(run.status.code(), Some(1), "{out}");
     assert!(out.contains("node \"node-2\" NIC mlx5_0 (eth0), cabled to leaf-rail0 port Ethernet4, but leaf-rail0 port Ethernet4 sees node-2 eth1"), "{out}");
     assert!(out.contains("node \"node-2\" NIC mlx5_1 (eth1), cabled to leaf-rail1 port Ethernet4, but leaf-rail1 port Ethernet4 sees node-2 eth0"), "{out}");
     assert!(out.contains("2 fault(s)"), "only node-2's two cables: {out}");
-    drop(nodes);
-    drop(leaves);
+    drop((nodes, leaves));
     let left = Command::new("ip").args(["netns", "list"]).output().unwrap();
     assert!(!String::from_utf8_lossy(&left.stdout).contains(&prefix), "namespaces removed");
 }

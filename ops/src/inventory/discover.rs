@@ -2,8 +2,8 @@
 //! GPUs and NICs, and a `[[switch]]` per leaf its NICs' LLDP neighbours name.
 //!
 //! Each NIC's fact comes from one place: the device and netdev from sysfs, its nearest GPU
-//! from the PCIe tree ([`affinity`](crate::affinity)), its leaf and port from LLDP
-//! ([`lldp`](crate::lldp)), its rail and plane from the leaf's name ([`naming`](crate::naming)).
+//! from the PCIe tree ([`affinity`](crate::inventory::affinity)), its leaf and port from LLDP
+//! ([`lldp`](crate::inventory::lldp)), its rail and plane from the leaf's name ([`naming`](crate::inventory::naming)).
 //! A NIC LLDP says nothing about has no rail: it is left out and named in the warnings.
 
 use std::collections::BTreeMap;
@@ -11,13 +11,13 @@ use std::path::{Path, PathBuf};
 
 use engine::topology::{Gpu, Inventory, Nic, Node, Switch, SwitchRole};
 
-use crate::affinity;
-use crate::gpus::{self, GpuSource};
-use crate::lldp::{self, Neighbor};
-use crate::naming::Naming;
-use crate::render::Notes;
-use crate::sysfs::Sysfs;
-use crate::DiscoverError;
+use crate::inventory::affinity;
+use crate::inventory::gpus::{self, GpuSource};
+use crate::inventory::lldp::{self, Neighbor};
+use crate::inventory::naming::Naming;
+use crate::inventory::render::Notes;
+use crate::inventory::sysfs::Sysfs;
+use crate::inventory::DiscoverError;
 
 /// Where the LLDP neighbours come from.
 #[derive(Debug, Clone)]
@@ -64,7 +64,7 @@ pub struct Discovery {
 impl Discovery {
     /// The fragment as TOML with its comments.
     pub fn to_toml(&self) -> String {
-        crate::render::render(&self.inventory, &self.notes, &self.header)
+        crate::inventory::render::render(&self.inventory, &self.notes, &self.header)
     }
 }
 
@@ -165,8 +165,8 @@ fn read(path: &Path) -> Result<String, DiscoverError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::naming::DEFAULT_RAIL_PATTERN;
-    use crate::testing::FakeNode;
+    use crate::inventory::naming::DEFAULT_RAIL_PATTERN;
+    use crate::inventory::testing::FakeNode;
 
     fn options(node: &FakeNode, lldp: &Path) -> Options {
         Options {

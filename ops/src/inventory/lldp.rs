@@ -9,7 +9,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::DiscoverError;
+use crate::inventory::DiscoverError;
 
 /// What one local interface sees at the far end of its cable.
 #[derive(Debug, Clone, PartialEq, Eq)]

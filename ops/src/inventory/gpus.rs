@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use nvml_wrapper::Nvml;
 
-use crate::sysfs::{normalize_bdf, PciFunction, Sysfs};
-use crate::DiscoverError;
+use crate::inventory::sysfs::{normalize_bdf, PciFunction, Sysfs};
+use crate::inventory::DiscoverError;
 
 /// Where GPUs are read from.
 #[derive(Debug, Clone, PartialEq, Eq)]

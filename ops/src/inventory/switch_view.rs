@@ -13,7 +13,7 @@ use serde_json::Value;
 use sonic::layout::{db, DatabaseLayout, Instance};
 use sonic::Switch as SonicSwitch;
 
-use crate::DiscoverError;
+use crate::inventory::DiscoverError;
 
 /// The table.
 pub const LLDP_ENTRY_TABLE: &str = "LLDP_ENTRY_TABLE";

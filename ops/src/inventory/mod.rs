@@ -1,7 +1,8 @@
 //! The inventory read from the cluster instead of written by hand: what each node has and what
 //! its cables reach (`discover`), the nodes joined with the switches' own view (`merge`), and
 //! the cabling faults of the result (`check`). The binary's `rocemend inventory` verbs call
-//! these; the file format is the daemon's own (`engine::topology`, docs/inventory.md).
+//! these; the file format is the daemon's own (`engine::topology`, docs/inventory.md,
+//! "Discovering the inventory").
 //!
 //! # Brief overview
 //!
@@ -20,14 +21,12 @@
 //! - [`testing`]: a fake sysfs tree shaped like an H100 node with ConnectX-7 NICs.
 //!
 //! ```
-//! use inventory::naming::{Naming, DEFAULT_RAIL_PATTERN};
+//! use ops::inventory::naming::{Naming, DEFAULT_RAIL_PATTERN};
 //!
 //! let naming = Naming::new(DEFAULT_RAIL_PATTERN, None, Some("0-3=0,4-7=1")).unwrap();
 //! let rail = naming.rail("leaf-rail5").unwrap();
 //! assert_eq!((rail.value, naming.plane("leaf-rail5", rail.value).unwrap().value), (5, 1));
 //! ```
-
-#![deny(missing_docs)]
 
 use std::path::PathBuf;
 

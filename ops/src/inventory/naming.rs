@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use regex::Regex;
 
-use crate::DiscoverError;
+use crate::inventory::DiscoverError;
 
 /// The default rail pattern.
 pub const DEFAULT_RAIL_PATTERN: &str = r"rail(?P<rail>\d+)";

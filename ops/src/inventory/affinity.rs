@@ -3,7 +3,7 @@
 //! When no GPU shares a bridge below the root complex with the NIC, or two share the same
 //! deepest one, the GPUs on the NIC's NUMA node, if there is exactly one; otherwise none.
 
-use crate::sysfs::PciFunction;
+use crate::inventory::sysfs::PciFunction;
 
 /// How a NIC's nearest GPU was chosen, for the fragment's comment.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -12,10 +12,10 @@ use std::path::PathBuf;
 use engine::config::KeyPath;
 use engine::topology::{Inventory, Switch};
 
-use crate::faults::{self, Fault};
-use crate::render::Notes;
-use crate::switch_view::SwitchView;
-use crate::DiscoverError;
+use crate::inventory::faults::{self, Fault};
+use crate::inventory::render::Notes;
+use crate::inventory::switch_view::SwitchView;
+use crate::inventory::DiscoverError;
 
 /// The merged inventory, where each part came from, and what disagrees.
 #[derive(Debug, Clone)]
@@ -31,7 +31,7 @@ pub struct Merged {
 impl Merged {
     /// The inventory as TOML with its comments.
     pub fn to_toml(&self, header: &[String]) -> String {
-        crate::render::render(&self.inventory, &self.notes, header)
+        crate::inventory::render::render(&self.inventory, &self.notes, header)
     }
 }
 

@@ -13,7 +13,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::DiscoverError;
+use crate::inventory::DiscoverError;
 
 /// NVIDIA's PCI vendor id.
 const NVIDIA: &str = "0x10de";
@@ -160,7 +160,7 @@ fn file_name(path: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::FakeNode;
+    use crate::inventory::testing::FakeNode;
 
     #[test]
     fn a_nic_resolves_to_its_netdev_and_every_bridge_above_it() {

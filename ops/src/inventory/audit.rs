@@ -1,14 +1,14 @@
 //! `rocemend inventory check`: every cabling fault of an inventory, by element — the
 //! daemon's own checks (each at its line and column), then the rails of GPUs across nodes,
-//! then the switches' LLDP tables when given ([`faults`](crate::faults)).
+//! then the switches' LLDP tables when given ([`faults`](crate::inventory::faults)).
 
 use engine::config::Locator;
 use engine::topology::{Inventory, TopologyError};
 use engine::Topology;
 
-use crate::faults;
-use crate::switch_view::SwitchView;
-use crate::DiscoverError;
+use crate::inventory::faults;
+use crate::inventory::switch_view::SwitchView;
+use crate::inventory::DiscoverError;
 
 /// Every fault of the inventory `text` (named `origin`), as `file:line:col: message` lines.
 /// An error is input that cannot be checked (not TOML, not the schema).

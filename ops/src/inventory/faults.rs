@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use engine::config::KeyPath;
 use engine::topology::{Inventory, Nic, Node};
 
-use crate::switch_view::SwitchView;
+use crate::inventory::switch_view::SwitchView;
 
 /// One fault, about one element (a NIC, a switch port).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -159,7 +159,7 @@ pub fn lldp(inventory: &Inventory, views: &[SwitchView]) -> Vec<Fault> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::switch_view::PortNeighbor;
+    use crate::inventory::switch_view::PortNeighbor;
 
     /// 4 nodes, 2 rails: NIC i of node k at leaf-rail<i> port Ethernet<4k>, nearest to GPU i.
     fn fabric() -> Inventory {
