@@ -288,3 +288,68 @@ fn an_inventory_that_is_not_toml_is_unusable_and_exits_2() {
     assert_eq!(run.status.code(), Some(2), "{}", text(&run));
     assert!(text(&run).contains("bad.toml:2:"), "{}", text(&run));
 }
+
+/// A redis-server on a loopback port standing in for a leaf's, killed (by its id) on drop.
+struct LeafRedis(Child, u16);
+
+impl LeafRedis {
+    fn start(dir: &Path) -> LeafRedis {
+        let [port] = test_peers::free_ports::<1>();
+        let child = Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .arg("--dir")
+            .arg(dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server starts");
+        let redis = LeafRedis(child, port);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !redis.cli(&["PING"]).status.success() {
+            assert!(Instant::now() < deadline, "redis-server never answered on port {port}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        redis
+    }
+
+    fn cli(&self, args: &[&str]) -> Output {
+        Command::new("redis-cli").args(["-p", &self.1.to_string()]).args(args).output().expect("redis-cli runs")
+    }
+}
+
+impl Drop for LeafRedis {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_leafs_lldp_table_is_read_from_its_redis_and_a_port_seeing_another_nic_is_named() {
+    let missing =
+        ["redis-server", "redis-cli"].into_iter().find(|t| Command::new(t).arg("--version").output().is_err());
+    if let Some(tool) = missing {
+        return test_peers::missing(format!("`{tool}` is not installed (Debian redis-server)"));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let redis = LeafRedis::start(dir.path());
+    // As lldp_syncd writes APPL_DB (database 0): node-2's eth1 where its eth0 should be.
+    for (k, netdev) in [(1, "eth0"), (2, "eth1"), (3, "eth0"), (4, "eth0")] {
+        let key = format!("LLDP_ENTRY_TABLE:Ethernet{}", 4 * (k - 1));
+        let node = format!("node-{k}");
+        let fields = ["lldp_rem_sys_name", &node, "lldp_rem_port_id", netdev, "lldp_rem_port_desc", netdev];
+        let set = redis.cli(&[&["HSET", key.as_str()][..], &fields[..]].concat());
+        assert!(set.status.success(), "{}", text(&set));
+    }
+    let intended = repo("tests/it/fixtures/inventory_fabric.toml").display().to_string();
+    let view = format!("leaf-rail0=127.0.0.1:{}", redis.1);
+    let run = rocemend(&["inventory", "check", &intended, "--redis", &view]);
+    let out = text(&run);
+    assert_eq!(run.status.code(), Some(1), "{out}");
+    let expected = format!(
+        "node \"node-2\" NIC mlx5_0 (eth0), cabled to leaf-rail0 port Ethernet4, but leaf-rail0 port Ethernet4 sees node-2 eth1 (redis 127.0.0.1:{})",
+        redis.1
+    );
+    assert!(out.contains(&expected), "{out}");
+    assert!(out.contains("1 fault(s)"), "only Ethernet4: {out}");
+}
