@@ -88,7 +88,12 @@ pub fn discover(options: &Options) -> Result<Discovery, DiscoverError> {
     let gpu_functions: Vec<(u32, &_)> = found.iter().map(|g| (g.index, &g.pci)).collect();
     let mut switches: BTreeMap<String, Switch> = BTreeMap::new();
     let mut warnings = Vec::new();
-    for rdma in sysfs.rdma_nics()? {
+    let nics = sysfs.rdma_nics()?;
+    if nics.is_empty() {
+        let root = options.sysfs_root.join("sys/class/infiniband");
+        warnings.push(format!("no RDMA device in {}: is the NIC's driver (mlx5_ib) loaded?", root.display()));
+    }
+    for rdma in nics {
         let el = Notes::nic(&node_name, &rdma.rdma_dev);
         let Some(neighbor) = by_local.get(rdma.netdev.as_str()) else {
             warnings.push(format!(
@@ -206,5 +211,16 @@ mod tests {
         assert!(text.contains("# sysfs: vendor 0x10de class 0x030200"), "{text}");
         assert!(text.contains("rail = 1  # rail pattern"), "{text}");
         assert!(text.contains("GPUs from sysfs: NVML not consulted"), "{text}");
+    }
+
+    #[test]
+    fn a_node_without_rdma_devices_is_a_warning_not_an_empty_success() {
+        let empty = tempfile::tempdir().unwrap();
+        let lldp = empty.path().join("lldp.json");
+        std::fs::write(&lldp, r#"{"lldp": {}}"#).unwrap();
+        let mut o = options(&FakeNode::h100(0), &lldp);
+        o.sysfs_root = empty.path().to_path_buf();
+        let d = discover(&o).unwrap();
+        assert!(d.warnings.iter().any(|w| w.contains("no RDMA device")), "{:?}", d.warnings);
     }
 }
