@@ -11,12 +11,12 @@ use std::path::{Path, PathBuf};
 
 use engine::topology::{Gpu, Inventory, Nic, Node, Switch, SwitchRole};
 
-use crate::inventory::affinity;
-use crate::inventory::gpus::{self, GpuSource};
+use crate::inventory::affinity::{self, Affinity};
+use crate::inventory::gpus::{self, FoundGpu, GpuSource};
 use crate::inventory::lldp::{self, Neighbor};
-use crate::inventory::naming::Naming;
+use crate::inventory::naming::{Naming, Read};
 use crate::inventory::render::Notes;
-use crate::inventory::sysfs::Sysfs;
+use crate::inventory::sysfs::{RdmaNic, Sysfs};
 use crate::inventory::DiscoverError;
 
 /// Where the LLDP neighbours come from.
@@ -71,82 +71,107 @@ impl Discovery {
 /// Discovers this node.
 pub fn discover(options: &Options) -> Result<Discovery, DiscoverError> {
     let sysfs = Sysfs::new(&options.sysfs_root);
-    let node_name = options.node.clone();
-    let mut notes = Notes::default();
     let (found, gpu_line) = gpus::find(&options.gpus, &sysfs, &options.sysfs_root)?;
     let (neighbors, lldp_line) = neighbors(&options.lldp)?;
     let by_local: BTreeMap<&str, &Neighbor> = neighbors.iter().map(|n| (n.local.as_str(), n)).collect();
-    let mut node =
-        Node { name: node_name.clone(), rack: None, pod: None, zone: None, gpu: Vec::new(), nic: Vec::new() };
-    notes.set(Notes::node(&node_name), "name", "--node");
+    let mut b = Builder::new(&options.node);
     for g in &found {
-        let el = Notes::gpu(&node_name, g.index);
-        notes.set(el.clone(), "index", g.how.clone());
-        notes.set(el, "pci_bus_id", g.pci.source.clone());
-        node.gpu.push(Gpu { index: g.index, pci_bus_id: Some(g.pci.bdf.clone()) });
+        b.gpu(g);
     }
     let gpu_functions: Vec<(u32, &_)> = found.iter().map(|g| (g.index, &g.pci)).collect();
-    let mut switches: BTreeMap<String, Switch> = BTreeMap::new();
-    let mut warnings = Vec::new();
     let nics = sysfs.rdma_nics()?;
     if nics.is_empty() {
         let root = options.sysfs_root.join("sys/class/infiniband");
-        warnings.push(format!("no RDMA device in {}: is the NIC's driver (mlx5_ib) loaded?", root.display()));
+        b.warnings.push(format!("no RDMA device in {}: is the NIC's driver (mlx5_ib) loaded?", root.display()));
     }
     for rdma in nics {
-        let el = Notes::nic(&node_name, &rdma.rdma_dev);
-        let Some(neighbor) = by_local.get(rdma.netdev.as_str()) else {
-            warnings.push(format!(
-                "NIC {} ({}): LLDP sees no neighbour on {}, so its leaf, port and rail are unknown; left out",
-                rdma.rdma_dev, rdma.netdev, rdma.netdev
-            ));
+        let (dev, net) = (&rdma.rdma_dev, &rdma.netdev);
+        let Some(neighbor) = by_local.get(net.as_str()) else {
+            let why = format!("LLDP sees no neighbour on {net}, so its leaf, port and rail are unknown");
+            b.warnings.push(format!("NIC {dev} ({net}): {why}; left out"));
             continue;
         };
         let Some(leaf) = neighbor.sys_name.clone() else {
-            warnings.push(format!(
-                "NIC {} ({}): its LLDP neighbour sends no system name; left out",
-                rdma.rdma_dev, rdma.netdev
-            ));
+            b.warnings.push(format!("NIC {dev} ({net}): its LLDP neighbour sends no system name; left out"));
             continue;
         };
         let rail = options.naming.rail(&leaf)?;
         let plane = options.naming.plane(&leaf, rail.value)?;
         let affinity = affinity::nearest(&rdma.pci, &gpu_functions);
+        b.nic(rdma, neighbor, Leaf { name: leaf, rail, plane }, &affinity);
+    }
+    let header = vec![
+        format!("Node {}, discovered by `rocemend inventory discover`.", options.node),
+        format!("NICs from sysfs under {}; {gpu_line}; {lldp_line}.", options.sysfs_root.display()),
+    ];
+    let inventory =
+        Inventory { switch: b.switches.into_values().collect(), node: vec![b.node], ..Inventory::default() };
+    Ok(Discovery { inventory, notes: b.notes, header, warnings: b.warnings })
+}
+
+/// A NIC's leaf, with its rail and plane as read from its name.
+struct Leaf {
+    name: String,
+    rail: Read,
+    plane: Read,
+}
+
+/// The fragment as it is put together: each fact with its note.
+struct Builder {
+    node: Node,
+    notes: Notes,
+    switches: BTreeMap<String, Switch>,
+    warnings: Vec<String>,
+}
+
+impl Builder {
+    fn new(name: &str) -> Builder {
+        let mut notes = Notes::default();
+        notes.set(Notes::node(name), "name", "--node");
+        let node = Node { name: name.to_string(), rack: None, pod: None, zone: None, gpu: Vec::new(), nic: Vec::new() };
+        Builder { node, notes, switches: BTreeMap::new(), warnings: Vec::new() }
+    }
+
+    fn gpu(&mut self, g: &FoundGpu) {
+        let el = Notes::gpu(&self.node.name, g.index);
+        self.notes.set(el.clone(), "index", g.how.clone());
+        self.notes.set(el, "pci_bus_id", g.pci.source.clone());
+        self.node.gpu.push(Gpu { index: g.index, pci_bus_id: Some(g.pci.bdf.clone()) });
+    }
+
+    fn nic(&mut self, rdma: RdmaNic, neighbor: &Neighbor, leaf: Leaf, affinity: &Affinity) {
+        let el = Notes::nic(&self.node.name, &rdma.rdma_dev);
         let seen = format!("lldpcli: neighbour of {}", rdma.netdev);
+        let notes = &mut self.notes;
         notes.set(el.clone(), "rdma_dev", format!("/sys/class/infiniband/{}", rdma.rdma_dev));
         notes.set(el.clone(), "netdev", rdma.netdev_source.clone());
         notes.set(el.clone(), "port", "RDMA port 1 of the function");
         notes.set(el.clone(), "gpu", affinity.reason());
-        notes.set(el.clone(), "rail", rail.how.clone());
-        notes.set(el.clone(), "plane", plane.how.clone());
+        notes.set(el.clone(), "rail", leaf.rail.how.clone());
+        notes.set(el.clone(), "plane", leaf.plane.how.clone());
         notes.set(el.clone(), "switch", format!("{seen}: system name"));
         notes.set(el, "switch_port", format!("{seen}: port id ({})", neighbor.port_id_type));
-        let sw = switches.entry(leaf.clone()).or_insert_with(|| {
-            let el = Notes::switch(&leaf);
-            notes.set(el.clone(), "name", seen.clone());
+        // One name, one pattern: a leaf's rail and plane are the same from every NIC.
+        self.switches.entry(leaf.name.clone()).or_insert_with(|| {
+            let el = Notes::switch(&leaf.name);
+            notes.set(el.clone(), "name", seen);
             notes.set(el.clone(), "role", "a NIC's LLDP neighbour");
-            notes.set(el.clone(), "rail", rail.how.clone());
-            notes.set(el, "plane", plane.how.clone());
-            Switch { rail: Some(rail.value), plane: Some(plane.value), ..Switch::new(leaf.clone(), SwitchRole::Leaf) }
+            notes.set(el.clone(), "rail", leaf.rail.how.clone());
+            notes.set(el, "plane", leaf.plane.how.clone());
+            let role = Switch::new(leaf.name.clone(), SwitchRole::Leaf);
+            Switch { rail: Some(leaf.rail.value), plane: Some(leaf.plane.value), ..role }
         });
-        debug_assert_eq!(sw.rail, Some(rail.value), "one name, one pattern, one rail");
-        node.nic.push(Nic {
+        self.node.nic.push(Nic {
             rdma_dev: rdma.rdma_dev,
             netdev: rdma.netdev,
             port: 1,
             gpu: affinity.gpu(),
-            rail: rail.value,
-            plane: plane.value,
-            switch: Some(leaf),
+            rail: leaf.rail.value,
+            plane: leaf.plane.value,
+            switch: Some(leaf.name),
             switch_port: Some(neighbor.port_name().to_string()),
         });
     }
-    let header = vec![
-        format!("Node {node_name}, discovered by `rocemend inventory discover`."),
-        format!("NICs from sysfs under {}; {gpu_line}; {lldp_line}.", options.sysfs_root.display()),
-    ];
-    let inventory = Inventory { switch: switches.into_values().collect(), node: vec![node], ..Inventory::default() };
-    Ok(Discovery { inventory, notes, header, warnings })
 }
 
 fn neighbors(source: &LldpSource) -> Result<(Vec<Neighbor>, String), DiscoverError> {
