@@ -782,6 +782,9 @@ pub struct SwitchViews {
     /// A switch's Redis: `SWITCH=HOST:PORT` (repeatable).
     #[arg(long, value_name = "SWITCH=HOST:PORT")]
     pub redis: Vec<String>,
+    /// A switch's gNMI, origin sonic-db, plain text: `SWITCH=HOST:PORT` (repeatable).
+    #[arg(long, value_name = "SWITCH=HOST:PORT")]
+    pub gnmi: Vec<String>,
     /// A JSON dump of a switch's LLDP_ENTRY_TABLE (`sonic-db-dump -n APPL_DB -k 'LLDP_ENTRY_TABLE:*'`): `SWITCH=FILE` (repeatable).
     #[arg(long, value_name = "SWITCH=FILE")]
     pub lldp_table: Vec<String>,

@@ -126,11 +126,15 @@ fn read_views(views: &SwitchViews) -> anyhow::Result<Vec<SwitchView>> {
         let (sw, file) = split("--lldp-table", arg)?;
         out.push(switch_view::from_dump(&sw, Path::new(&file))?);
     }
-    if !views.redis.is_empty() {
+    if !views.redis.is_empty() || !views.gnmi.is_empty() {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
         for arg in &views.redis {
             let (sw, address) = split("--redis", arg)?;
             out.push(runtime.block_on(switch_view::from_redis(&sw, &address))?);
+        }
+        for arg in &views.gnmi {
+            let (sw, address) = split("--gnmi", arg)?;
+            out.push(runtime.block_on(switch_view::from_gnmi(&sw, &address))?);
         }
     }
     Ok(out)

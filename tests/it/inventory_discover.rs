@@ -324,8 +324,35 @@ impl Drop for LeafRedis {
     }
 }
 
+/// sonic-gnmi's front over `redis`, on a loopback port, on a thread of its own until the
+/// returned sender is dropped.
+fn gnmi_front(redis: &LeafRedis) -> (u16, tokio::sync::oneshot::Sender<()>, std::thread::JoinHandle<()>) {
+    use sonic::gnmi_front::{serve, FrontConfig, GnmiFront, RedisBackend};
+    use sonic::layout::{DatabaseLayout, Instance};
+    let instance =
+        Instance { name: "redis".into(), hostname: "127.0.0.1".into(), port: redis.1, unix_socket_path: None };
+    let switch = sonic::Switch::new(DatabaseLayout::standard_at(instance), None);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    listener.set_nonblocking(true).unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let thread = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            let front = GnmiFront::new(std::sync::Arc::new(RedisBackend::new(switch)), FrontConfig::default());
+            serve(front, listener, None, async move {
+                let _ = stopped.await;
+            })
+            .await
+            .unwrap();
+        });
+    });
+    (port, stop, thread)
+}
+
 #[test]
-fn a_leafs_lldp_table_is_read_from_its_redis_and_a_port_seeing_another_nic_is_named() {
+fn a_leafs_lldp_table_is_read_from_its_redis_and_its_gnmi_and_a_port_seeing_another_nic_is_named() {
     let missing =
         ["redis-server", "redis-cli"].into_iter().find(|t| Command::new(t).arg("--version").output().is_err());
     if let Some(tool) = missing {
@@ -341,15 +368,21 @@ fn a_leafs_lldp_table_is_read_from_its_redis_and_a_port_seeing_another_nic_is_na
         let set = redis.cli(&[&["HSET", key.as_str()][..], &fields[..]].concat());
         assert!(set.status.success(), "{}", text(&set));
     }
+    let (gnmi_port, stop, front) = gnmi_front(&redis);
     let intended = repo("tests/it/fixtures/inventory_fabric.toml").display().to_string();
-    let view = format!("leaf-rail0=127.0.0.1:{}", redis.1);
-    let run = rocemend(&["inventory", "check", &intended, "--redis", &view]);
-    let out = text(&run);
-    assert_eq!(run.status.code(), Some(1), "{out}");
-    let expected = format!(
-        "node \"node-2\" NIC mlx5_0 (eth0), cabled to leaf-rail0 port Ethernet4, but leaf-rail0 port Ethernet4 sees node-2 eth1 (redis 127.0.0.1:{})",
-        redis.1
-    );
-    assert!(out.contains(&expected), "{out}");
-    assert!(out.contains("1 fault(s)"), "only Ethernet4: {out}");
+    for (flag, source) in
+        [("--redis", format!("redis 127.0.0.1:{}", redis.1)), ("--gnmi", format!("gnmi 127.0.0.1:{gnmi_port}"))]
+    {
+        let address = source.split_once(' ').unwrap().1;
+        let run = rocemend(&["inventory", "check", &intended, flag, &format!("leaf-rail0={address}")]);
+        let out = text(&run);
+        assert_eq!(run.status.code(), Some(1), "{flag}: {out}");
+        let expected = format!(
+            "node \"node-2\" NIC mlx5_0 (eth0), cabled to leaf-rail0 port Ethernet4, but leaf-rail0 port Ethernet4 sees node-2 eth1 ({source})"
+        );
+        assert!(out.contains(&expected), "{flag}: {out}");
+        assert!(out.contains("1 fault(s)"), "{flag}: only Ethernet4: {out}");
+    }
+    drop(stop);
+    front.join().unwrap();
 }

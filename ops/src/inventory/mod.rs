@@ -14,7 +14,7 @@
 //! - [`naming`]: a leaf's rail and plane from its name ([`naming::Naming`]);
 //! - [`discover`]: the node's fragment ([`discover::discover`]);
 //! - [`render`]: an inventory as TOML with a comment beside each fact saying where it came from;
-//! - [`switch_view`]: a SONiC switch's APPL_DB `LLDP_ENTRY_TABLE`, from its Redis or a dump;
+//! - [`switch_view`]: a SONiC switch's APPL_DB `LLDP_ENTRY_TABLE`, from its Redis, its gNMI or a dump;
 //! - [`merge`]: fragments into one inventory, compared with the switches' tables;
 //! - [`faults`]: GPUs on another rail than the same GPU of the other nodes, LLDP disagreements;
 //! - [`audit`]: every fault of an inventory file, placed at its line and column;
@@ -75,6 +75,16 @@ pub enum DiscoverError {
     /// A switch's Redis could not be read.
     #[error("switch {switch} (redis {address}): {message}")]
     Redis {
+        /// The switch.
+        switch: String,
+        /// `HOST:PORT`.
+        address: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// A switch's gNMI could not be read.
+    #[error("switch {switch} (gnmi {address}): {message}")]
+    Gnmi {
         /// The switch.
         switch: String,
         /// `HOST:PORT`.

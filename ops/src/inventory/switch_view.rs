@@ -1,6 +1,8 @@
 //! A switch's own view of its cables: SONiC's APPL_DB `LLDP_ENTRY_TABLE:<port>`, which
 //! lldp_syncd writes from the switch's lldpd (`lldp_rem_sys_name`, `lldp_rem_port_id`,
-//! `lldp_rem_port_desc`, …), read from the switch's Redis or from a JSON dump of the table.
+//! `lldp_rem_port_desc`, …), read from the switch's Redis, from its gNMI (origin `sonic-db`,
+//! `/APPL_DB/localhost/LLDP_ENTRY_TABLE`, plain text, no login: sonic-gnmi's insecure port), or
+//! from a JSON dump of the table.
 //!
 //! A dump is what `sonic-db-dump -n APPL_DB -k 'LLDP_ENTRY_TABLE:*'` writes (each key's
 //! `{"type": "hash", "value": {fields}}`), or the plain `{key: {fields}}`; keys may omit the
@@ -9,7 +11,10 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use gnmi_proto::sonic::PathStyle;
+use gnmi_proto::{ClientConfig, GnmiClient};
 use serde_json::Value;
+use sonic::gnmi::SwitchGnmi;
 use sonic::layout::{db, DatabaseLayout, Instance};
 use sonic::Switch as SonicSwitch;
 
@@ -110,6 +115,24 @@ pub async fn from_redis(switch: &str, address: &str) -> Result<SwitchView, Disco
         }
     }
     Ok(SwitchView { switch: switch.to_string(), source: format!("redis {address}"), ports })
+}
+
+/// Reads switch `switch`'s table over gNMI at `host:port`: origin `sonic-db`, namespace
+/// `localhost`, as sonic-gnmi serves APPL_DB since 202305.
+pub async fn from_gnmi(switch: &str, address: &str) -> Result<SwitchView, DiscoverError> {
+    let fail =
+        |message: String| DiscoverError::Gnmi { switch: switch.to_string(), address: address.to_string(), message };
+    let client = GnmiClient::connect(&ClientConfig::plain(address)).await.map_err(|e| fail(e.to_string()))?;
+    let style = PathStyle::SonicDbOrigin { namespace: Some("localhost".to_string()) };
+    let mut gnmi = SwitchGnmi::new(client, false, style, "localhost");
+    let table = gnmi.table(db::APPL_DB, LLDP_ENTRY_TABLE).await.map_err(|e| fail(e.to_string()))?;
+    let ports = (table.into_iter())
+        .map(|(port, entry)| {
+            let fields = entry.into_iter().map(|(k, v)| (k, Value::String(v))).collect();
+            (port, neighbor(&fields))
+        })
+        .collect();
+    Ok(SwitchView { switch: switch.to_string(), source: format!("gnmi {address}"), ports })
 }
 
 #[cfg(test)]
