@@ -88,3 +88,35 @@ fn disagree(kept: &Switch, other: &Switch, first: &std::path::Path, path: &std::
         path.display()
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fragment(node: &str, leaf_rail: u32) -> Inventory {
+        toml::from_str(&format!(
+            "[[switch]]\nname = \"leaf-a\"\nrole = \"leaf\"\nrail = {leaf_rail}\nplane = 0\n\
+             [[node]]\nname = \"{node}\"\n[[node.nic]]\nrdma_dev = \"mlx5_0\"\nnetdev = \"eth0\"\nrail = {leaf_rail}\nplane = 0\n\
+             switch = \"leaf-a\"\nswitch_port = \"Ethernet{leaf_rail}\"\n"
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_leaf_seen_twice_is_written_once_and_a_rail_two_fragments_disagree_on_is_a_fault() {
+        let same = merge(&[("a.toml".into(), fragment("n1", 0)), ("b.toml".into(), fragment("n2", 0))], &[]).unwrap();
+        assert_eq!((same.inventory.switch.len(), same.inventory.node.len(), same.faults.len()), (1, 2, 0));
+        let differ = merge(&[("a.toml".into(), fragment("n1", 0)), ("b.toml".into(), fragment("n2", 4))], &[]).unwrap();
+        assert_eq!(differ.faults.len(), 1, "{:?}", differ.faults);
+        let message = &differ.faults[0].message;
+        assert!(message.contains("leaf rail Some(0) plane Some(0) in a.toml but leaf rail Some(4)"), "{message}");
+        assert_eq!(differ.inventory.switch[0].rail, Some(0), "the first is kept");
+    }
+
+    #[test]
+    fn a_node_in_two_fragments_is_refused_naming_both() {
+        let err =
+            merge(&[("a.toml".into(), fragment("n1", 0)), ("b.toml".into(), fragment("n1", 0))], &[]).unwrap_err();
+        assert_eq!(err.to_string(), "node \"n1\" is in a.toml and in b.toml: discover each node once");
+    }
+}
