@@ -1,6 +1,6 @@
 //! `rocemend inventory check`: every cabling fault of an inventory, by element — the
 //! daemon's own checks (each at its line and column), then the rails of GPUs across nodes,
-//! then the switches' LLDP tables when given ([`faults`](crate::inventory::faults)).
+//! then the switches' LLDP tables when given ([`faults`]).
 
 use engine::config::Locator;
 use engine::topology::{Inventory, TopologyError};

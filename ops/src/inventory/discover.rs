@@ -2,8 +2,8 @@
 //! GPUs and NICs, and a `[[switch]]` per leaf its NICs' LLDP neighbours name.
 //!
 //! Each NIC's fact comes from one place: the device and netdev from sysfs, its nearest GPU
-//! from the PCIe tree ([`affinity`](crate::inventory::affinity)), its leaf and port from LLDP
-//! ([`lldp`](crate::inventory::lldp)), its rail and plane from the leaf's name ([`naming`](crate::inventory::naming)).
+//! from the PCIe tree ([`affinity`]), its leaf and port from LLDP
+//! ([`lldp`]), its rail and plane from the leaf's name ([`naming`](crate::inventory::naming)).
 //! A NIC LLDP says nothing about has no rail: it is left out and named in the warnings.
 
 use std::collections::BTreeMap;
