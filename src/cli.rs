@@ -315,6 +315,12 @@ pub enum Command {
         #[command(subcommand)]
         command: ChaosCommand,
     },
+    /// The inventory read from the cluster: discover a node, merge nodes with the switches'
+    /// LLDP tables, check the cabling.
+    Inventory {
+        #[command(subcommand)]
+        command: InventoryCommand,
+    },
 }
 
 /// `rocemend timeline`.
@@ -697,4 +703,89 @@ mod tests {
         assert_eq!(measure("2.5"), Ok(2.5));
         assert!(job_name("has space").unwrap_err().contains("' '"));
     }
+}
+
+/// `rocemend inventory …` (docs/inventory.md, "Discovering the inventory").
+#[derive(Debug, Subcommand)]
+pub enum InventoryCommand {
+    /// This node as an inventory fragment: its RDMA NICs and GPUs (sysfs, NVML), each NIC's
+    /// nearest GPU (PCIe tree) and leaf port (LLDP), rails from leaf names; each fact with
+    /// its source in a comment. Exit 1 if a NIC had to be left out.
+    Discover {
+        /// The node's name (default: the host name).
+        #[arg(long)]
+        node: Option<String>,
+        /// The root sysfs is under (a fake tree in tests).
+        #[arg(long, default_value = "/")]
+        sysfs_root: PathBuf,
+        /// Where GPUs come from: auto (NVML, else sysfs; sysfs under another --sysfs-root), nvml, sysfs.
+        #[arg(long, default_value = "auto", value_parser = ["auto", "nvml", "sysfs"])]
+        gpus: String,
+        /// The NVML library, when not the default libnvidia-ml.so.1 (with --gpus nvml).
+        #[arg(long)]
+        nvml_lib: Option<PathBuf>,
+        /// lldpd's control socket (lldpcli -u).
+        #[arg(long, short = 'u')]
+        lldp_socket: Option<PathBuf>,
+        /// The lldpcli program.
+        #[arg(long, default_value = "lldpcli")]
+        lldpcli: String,
+        /// A saved `lldpcli -f json show neighbors` to read instead of asking lldpd.
+        #[arg(long, conflicts_with = "lldp_socket")]
+        lldp_json: Option<PathBuf>,
+        #[command(flatten)]
+        naming: RailNaming,
+        /// Write the fragment here instead of stdout.
+        #[arg(long, short)]
+        out: Option<PathBuf>,
+    },
+    /// Join node fragments into one inventory, and compare them with the switches' own LLDP
+    /// tables; disagreements on stderr, by element (exit 1 if any).
+    Merge {
+        /// The node fragments.
+        #[arg(required = true)]
+        fragments: Vec<PathBuf>,
+        #[command(flatten)]
+        views: SwitchViews,
+        /// Write the inventory here instead of stdout.
+        #[arg(long, short)]
+        out: Option<PathBuf>,
+    },
+    /// Print the cabling faults of an inventory by element: the daemon's checks, a GPU on
+    /// another rail than the same GPU of the other nodes, LLDP disagreements with the
+    /// switches given. Exit 1 on a fault, 2 on input that cannot be checked.
+    Check {
+        /// The inventory.
+        file: PathBuf,
+        #[command(flatten)]
+        views: SwitchViews,
+    },
+}
+
+/// How rails and planes are read from leaf names.
+#[derive(Debug, Args)]
+pub struct RailNaming {
+    /// A regex with a group named `rail`, matched against each leaf's name.
+    #[arg(long, default_value = ops::inventory::naming::DEFAULT_RAIL_PATTERN)]
+    pub rail_pattern: String,
+    /// A regex with a group named `plane` (default: --plane-of-rail, else plane 0).
+    #[arg(long)]
+    pub plane_pattern: Option<String>,
+    /// Planes by rail: `0-3=0,4-7=1`.
+    #[arg(long, value_name = "RAILS=PLANE,…")]
+    pub plane_of_rail: Option<String>,
+}
+
+/// The switches' LLDP tables (APPL_DB LLDP_ENTRY_TABLE).
+#[derive(Debug, Args)]
+pub struct SwitchViews {
+    /// A switch's Redis: `SWITCH=HOST:PORT` (repeatable).
+    #[arg(long, value_name = "SWITCH=HOST:PORT")]
+    pub redis: Vec<String>,
+    /// A switch's gNMI, origin sonic-db, plain text: `SWITCH=HOST:PORT` (repeatable).
+    #[arg(long, value_name = "SWITCH=HOST:PORT")]
+    pub gnmi: Vec<String>,
+    /// A JSON dump of a switch's LLDP_ENTRY_TABLE (`sonic-db-dump -n APPL_DB -k 'LLDP_ENTRY_TABLE:*'`): `SWITCH=FILE` (repeatable).
+    #[arg(long, value_name = "SWITCH=FILE")]
+    pub lldp_table: Vec<String>,
 }

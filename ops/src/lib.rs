@@ -50,6 +50,8 @@
 //! - [`preview`]: a playbook's whole policy on a recording, nothing sent;
 //! - [`replay`]: a rule set on a recording, or two compared;
 //! - [`report`]: words and tables for people, and the daemon's log lines;
+//! - [`inventory`]: the inventory read from the cluster: a node's NICs, GPUs, PCIe affinity
+//!   and LLDP leaves (`discover`), merged with the switches' LLDP tables, its cabling faults;
 //! - [`time`]: RFC 3339 and the times `--from` / `--to` take;
 //! - [`progress`]: progress bars on stderr for long local runs.
 //!
@@ -62,6 +64,7 @@
 
 pub mod config;
 pub mod control;
+pub mod inventory;
 pub mod metrics;
 pub mod plan;
 pub mod preview;

@@ -7,6 +7,7 @@ mod check;
 mod control;
 mod demo;
 mod fleet;
+mod inventory;
 mod preview;
 mod replay;
 mod run;
@@ -81,6 +82,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
         }
         Command::Timeline(args) => timeline::run(&args),
         Command::Why(args) => why::run(&args),
+        Command::Inventory { command } => inventory::run(command),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(shell, &mut cmd, "rocemend", &mut std::io::stdout());

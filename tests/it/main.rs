@@ -30,6 +30,7 @@ mod crash_loop;
 mod disk_full;
 mod drift;
 mod interop_loop;
+mod inventory_discover;
 mod netns_daemon;
 mod ops_control;
 mod ops_metrics;
