@@ -13,11 +13,13 @@
 //! - [`routing`]: every action a loaded rule can propose reaches exactly one
 //!   actuator that can carry it out; `[rule.NAME]` names a rule;
 //! - [`check`]: what `check` says it checked;
-//! - [`taken`]: a control socket or listen address already in use, for `check`.
+//! - [`taken`]: a control socket or listen address already in use;
+//! - [`salvage`]: the files a file that does not parse names, checked all the same.
 
 pub mod check;
 pub mod daemon;
 pub mod routing;
+pub mod salvage;
 pub mod taken;
 
 use std::path::{Path, PathBuf};
@@ -107,7 +109,10 @@ impl Blueprint {
         components: &dyn Components,
     ) -> Result<Blueprint, Problems> {
         let text = engine::config::read_text(config_path).map_err(|e| Problems(vec![e]))?;
-        let mut config = DaemonConfig::parse(&text, config_path).map_err(|e| Problems(vec![e]))?;
+        let mut config = match DaemonConfig::parse(&text, config_path) {
+            Ok(config) => config,
+            Err(e) => return Err(Problems(salvaged(e, &text, config_path, overrides, components))),
+        };
         config.apply(overrides);
         let at = Locator::new(&text, &config_path.display().to_string());
         let mut errors = Vec::new();
@@ -147,6 +152,27 @@ impl Blueprint {
         };
         Ok(Blueprint { config, settings, node, topology, series, part, sensors, tcp, web })
     }
+}
+
+/// A config that does not parse, `e`, and the problems of the files its
+/// text still names (the playbook, its rules, the inventory), checked as
+/// `check` checks them without a config: every stage's mistakes in one run.
+fn salvaged(
+    e: TomlError,
+    text: &str,
+    config_path: &Path,
+    overrides: &Overrides,
+    components: &dyn Components,
+) -> Vec<TomlError> {
+    let named = |key: &str| salvage::named_path(text, config_path, key).filter(|p| p.exists());
+    let files = Overrides {
+        playbook: overrides.playbook.clone().or_else(|| named("playbook")),
+        rules: overrides.rules.clone().or_else(|| named("rules")),
+        inventory: overrides.inventory.clone().or_else(|| named("inventory")),
+    };
+    let mut errors = vec![e];
+    errors.extend(check::Checked::files(files, components).errors);
+    errors
 }
 
 /// This daemon's node: the config's `node`, else this host's short name.
@@ -295,7 +321,21 @@ impl PlaybookPart {
     ) -> Option<PlaybookPart> {
         let before = errors.len();
         let PlaybookInputs { path, rules, node, topology, series } = inputs;
-        let mut playbook = Playbook::load(&path).map_err(|e| errors.extend(e)).ok()?;
+        let mut playbook = match Playbook::load(&path) {
+            Ok(playbook) => playbook,
+            Err(e) => {
+                errors.extend(e);
+                // The rules are checked all the same, from the directory the
+                // playbook's text names.
+                let text = engine::config::read_text(&path).unwrap_or_default();
+                let dir = rules.or_else(|| salvage::named_path(&text, &path, "rules")).filter(|d| d.is_dir());
+                if let Some(dir) = dir {
+                    let loaded = engine::rule::load_dir(&dir, Helpers::new(Some(series), topology));
+                    errors.extend(loaded.err().into_iter().flatten().map(rule_error));
+                }
+                return None;
+            }
+        };
         if let Some(node) = &node {
             errors.extend(components.one_node(&mut playbook, node));
         }
