@@ -106,6 +106,13 @@ pub fn settings(config: &DaemonConfig, at: &Locator, errors: &mut Vec<TomlError>
         let rotation = Rotation { max_bytes: config.record_max_mib.max(1) << 20, keep: config.record_keep };
         Recording { path, rotation }
     });
+    for (i, sensor) in config.sensor.iter().enumerate() {
+        if sensor.max_series == Some(0) {
+            let message =
+                format!("sensor {:?}: max_series = 0: it could keep no series; expected at least 1", sensor.name());
+            errors.push(at.error(&["sensor".into(), i.into(), "max_series".into()], message));
+        }
+    }
     let socket = config.control.socket.clone().unwrap_or_else(|| config.state_dir.join("control.sock"));
     (errors.len() == before).then(|| DaemonSettings {
         engine: engine.expect("no error means every engine setting was read"),

@@ -356,10 +356,21 @@ impl PlaybookPart {
             }
             set
         });
+        let mut allowed_unsafe = playbook.allowed_unsafe();
+        if let Some(routes) = &routes {
+            let harmless = declared_harmless(&playbook, routes);
+            if playbook.allow_unsafe {
+                allowed_unsafe.extend(harmless);
+            } else {
+                errors.extend(harmless.into_iter().map(|mut e| {
+                    e.message.push_str(engine::playbook::ALLOW_UNSAFE_HINT);
+                    e
+                }));
+            }
+        }
         if errors.len() > before {
             return None;
         }
-        let allowed_unsafe = playbook.allowed_unsafe();
         Some(PlaybookPart {
             playbook,
             path,
@@ -371,6 +382,35 @@ impl PlaybookPart {
             allowed_unsafe,
         })
     }
+}
+
+/// Actuators the playbook marks `destructive = false` that carry out a kind
+/// their type declares destructive (a cordon, a rail drain): the blast-radius
+/// limits and the breaker would not count them. Unsafe: refused unless
+/// `allow_unsafe`. A generic actuator's patterns (`*`, `node.*` of `log` or
+/// `exec`) declare nothing of the kinds they take, so only named kinds count.
+fn declared_harmless(playbook: &Playbook, routes: &[ActuatorRoute]) -> Vec<TomlError> {
+    let mut out = Vec::new();
+    for (i, entry) in playbook.actuator.iter().enumerate().filter(|(_, e)| !e.destructive) {
+        let declared = routes.iter().filter(|r| r.actuator.name() == entry.name).flat_map(|r| r.actuator.kinds());
+        let mut destructive: Vec<&str> = declared
+            .filter(|d| d.destructive && !d.kind.contains('*'))
+            .filter(|d| entry.handles.iter().any(|h| engine::playbook::covers(h, &d.kind)))
+            .map(|d| d.kind.as_str())
+            .collect();
+        destructive.dedup();
+        if let Some(kinds) = (!destructive.is_empty()).then(|| destructive.join(", ")) {
+            out.push(playbook.error(
+                &["actuator".into(), i.into(), "destructive".into()],
+                format!(
+                    "actuator {:?}: destructive = false, but its type declares {kinds} destructive: the blast-radius \
+                     limits and the breaker would let every such action through",
+                    entry.name
+                ),
+            ));
+        }
+    }
+    out
 }
 
 /// A rule's error as a config problem (it names its own file and place).
