@@ -96,6 +96,11 @@ pub fn settings(config: &DaemonConfig, at: &Locator, errors: &mut Vec<TomlError>
                 &["record".into()],
                 format!("record {}: its directory {}: {why}", path.display(), dir.display()),
             ));
+        } else if path.is_dir() {
+            errors.push(at.error(
+                &["record".into()],
+                format!("record {}: is a directory; name the file to record to", path.display()),
+            ));
         }
         for (key, value) in [("record_max_mib", config.record_max_mib), ("record_keep", u64::from(config.record_keep))]
         {

@@ -146,7 +146,14 @@ impl Blueprint {
             topology: topology.clone(),
             series: series.clone(),
         };
-        let part = PlaybookPart::build(inputs, components, &mut errors);
+        // A playbook the config names but that is not there is the config's mistake.
+        let part = if overrides.playbook.is_none() && !config.playbook.exists() {
+            let missing = format!("playbook {}: no such file", config.playbook.display());
+            errors.push(at.error(&["playbook".into()], missing));
+            None
+        } else {
+            PlaybookPart::build(inputs, components, &mut errors)
+        };
         let (Some(settings), Some(node), Some(part), true) = (settings, node, part, errors.is_empty()) else {
             return Err(Problems(errors));
         };
