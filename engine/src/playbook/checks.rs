@@ -205,7 +205,7 @@ fn held(p: &Playbook, out: &mut Vec<TomlError>) {
         flag(&["limits".into(), "max_ecn_queues_per_switch".into()], "0 holds every ECN lowering".into());
     }
     match p.limits.max_cordon_percent {
-        Some(pct) if pct == 0.0 => flag(&["limits".into(), "max_cordon_percent".into()], "0 holds every cordon".into()),
+        Some(0.0) => flag(&["limits".into(), "max_cordon_percent".into()], "0 holds every cordon".into()),
         Some(pct) if pct > MAX_SAFE_CORDON_PERCENT && pct <= 100.0 => flag(
             &["limits".into(), "max_cordon_percent".into()],
             format!("{pct}: more than half the fleet may be cordoned at once (at most {MAX_SAFE_CORDON_PERCENT})"),
