@@ -630,3 +630,50 @@ fn allow_unsafe_lets_the_dangerous_limits_through_and_check_lists_each() {
     }
     assert!(!stdout.contains("set `allow_unsafe = true`"), "no hint to set what is set:\n{stdout}");
 }
+
+/// `check` and `run` as user `nobody` (through `setpriv`, util-linux), from `dir`.
+fn as_nobody(dir: &Path, verb: &str, config: &Path) -> std::process::Output {
+    Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(bin())
+        .args([verb, "--config"])
+        .arg(config)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_state_dir_and_a_recording_the_user_cannot_write_are_refused_by_check_and_run_at_their_keys() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return test_peers::missing("root, to run check and run as another user (nobody)");
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let case = Case { config_top: "state_dir = \"locked\"\nrecord = \"rec.jsonl\"\n", ..NONE };
+    let config = write(tmp.path(), &case);
+    std::fs::create_dir(tmp.path().join("locked")).unwrap();
+    std::fs::write(tmp.path().join("rec.jsonl"), "").unwrap();
+    let mode = |path: &str, mode: u32| {
+        std::fs::set_permissions(tmp.path().join(path), std::fs::Permissions::from_mode(mode)).unwrap()
+    };
+    // Everyone may read and enter everything; nobody may write the state
+    // directory or the recording (the directory around them it may).
+    for (path, m) in [(".", 0o777), ("rules", 0o755), ("locked", 0o555), ("rec.jsonl", 0o444)] {
+        mode(path, m);
+    }
+    for verb in ["check", "run"] {
+        let out = as_nobody(tmp.path(), verb, &config);
+        let said = text(&out);
+        assert_eq!(out.status.code(), Some(2), "`{verb}` as nobody:\n{said}");
+        for wanted in [
+            "rocemend.toml:3:1: state_dir ",
+            "locked: is not writable by this user",
+            "rocemend.toml:4:1: record ",
+            "rec.jsonl: is not writable by this user",
+        ] {
+            assert!(said.contains(wanted), "`{verb}` as nobody does not say {wanted:?}:\n{said}");
+        }
+    }
+}
