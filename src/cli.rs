@@ -102,8 +102,8 @@ pub enum Command {
         /// their default settings (netlink_link, rdma_sysfs, ethtool, nvml).
         #[arg(long, short)]
         config: Option<PathBuf>,
-        /// How long to let the sensors read before reporting.
-        #[arg(long, default_value_t = 2.0)]
+        /// How long to let the sensors read before reporting (0 to 3600).
+        #[arg(long, default_value_t = 2.0, value_parser = sensor_seconds)]
         seconds: f64,
         #[command(subcommand)]
         command: Option<SensorsCommand>,
@@ -301,7 +301,7 @@ pub enum Command {
     /// switch per leaf: switch actions are sent over gNMI and read back, the rest is dry-run.
     Demo {
         /// Replay speed relative to recorded time (0: as fast as possible).
-        #[arg(long, default_value_t = 10.0)]
+        #[arg(long, default_value_t = 10.0, value_parser = measure)]
         speed: f64,
     },
     /// One HTML page with GPU, NCCL, NIC, switch and job signals, rule states, decisions and
@@ -680,6 +680,16 @@ fn measure(text: &str) -> Result<f64, String> {
     let v: f64 = text.parse().map_err(|_| format!("{text:?} is not a number"))?;
     if !v.is_finite() || v < 0.0 {
         return Err(format!("{text}: must be a finite number >= 0"));
+    }
+    Ok(v)
+}
+
+/// `sensors --seconds`: a finite wait of at most an hour (a longer look is
+/// `sensors watch`), never a negative one.
+fn sensor_seconds(text: &str) -> Result<f64, String> {
+    let v = measure(text)?;
+    if v > 3600.0 {
+        return Err(format!("{text}: at most 3600 (an hour); `rocemend sensors watch` looks for longer"));
     }
     Ok(v)
 }

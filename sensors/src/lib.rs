@@ -34,8 +34,12 @@
 //! }
 //! assert_eq!(batches.len(), 2, "one batch per recorded timestamp");
 //!
-//! // The daemon builds sensors from its config the same way:
-//! let settings: toml::Table = toml::from_str(r#"path = "/var/lib/rocemend/incident.jsonl""#).unwrap();
+//! // The daemon builds sensors from its config the same way (a recording
+//! // that is not there is refused then, not when the sensor starts):
+//! let dir = tempfile::tempdir().unwrap();
+//! let path = dir.path().join("incident.jsonl");
+//! std::fs::write(&path, recording).unwrap();
+//! let settings: toml::Table = toml::from_str(&format!("path = {path:?}")).unwrap();
 //! let sensor = sensors::build("replay", "incident", settings).unwrap();
 //! assert_eq!(sensor.name(), "incident");
 //! assert!(sensors::build("sonar", "x", toml::Table::new()).is_err());

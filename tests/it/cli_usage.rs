@@ -200,3 +200,39 @@ fn sensors_without_a_config_runs_this_nodes_sensors_with_defaults() {
         assert!(t.lines().any(|l| l.starts_with(sensor)), "{sensor} is reported:\n{t}");
     }
 }
+
+#[test]
+fn bad_numbers_for_sensors_seconds_and_demo_speed_exit_2_instead_of_panicking() {
+    for bad in ["-1", "nan", "inf", "1e300"] {
+        assert_usage(&["sensors", &format!("--seconds={bad}")], &["--seconds", bad]);
+    }
+    for bad in ["-1", "nan", "-inf"] {
+        assert_usage(&["demo", &format!("--speed={bad}")], &["--speed", bad]);
+    }
+}
+
+#[test]
+fn demo_into_a_pipe_closed_after_one_line_ends_quietly() {
+    let mut demo = Command::new(bin())
+        .args(["demo", "--speed", "0"])
+        .current_dir(repo("."))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(demo.stdout.take().unwrap()), &mut first).unwrap();
+    assert!(first.starts_with("rocemend demo"), "{first}");
+    // The reader is gone: the demo's next line meets a closed pipe.
+    let out = demo.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
+fn replay_of_an_endless_input_that_is_no_recording_stops_with_exit_2() {
+    let out = offline(&["replay", "/dev/zero"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("/dev/zero:1: no recording line in 256 MiB"), "{}", text(&out));
+}

@@ -40,7 +40,7 @@ fn cordon_daemon(dir: &Path, extra: &str) -> PathBuf {
     let rules = dir.join("rules");
     let a = toml_path(&actuator);
     let text = format!(
-        "name = \"undo\"\nmode = \"enforce\"\nrules = {rules}\n\n[target]\ncooldown = \"0s\"\n\n\
+        "name = \"undo\"\nmode = \"enforce\"\nrules = {rules}\nallow_unsafe = true\n\n[target]\ncooldown = \"0s\"\n\n\
          [[actuator]]\nname = \"cordon\"\ntype = \"exec\"\nhandles = [\"node.cordon\"]\nlike = \"cordon\"\n\
          argv = [{a}, \"apply\", \"{{target.node}}\"]\n\
          verify_argv = [{a}, \"verify\", \"{{target.node}}\"]\n\

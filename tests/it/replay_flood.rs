@@ -56,6 +56,7 @@ fn config(dir: &Path) -> PathBuf {
     std::fs::write(rules.join("flap.rhai"), FLAP).unwrap();
     let playbook = log_playbook(dir, "flood", Some("enforce"), &rules);
     let mut text = std::fs::read_to_string(&playbook).unwrap();
+    text.insert_str(0, "allow_unsafe = true\n");
     text.push_str("[target]\ncooldown = \"0s\"\nmax_per_window = 100000\nwindow = \"1h\"\n[undo]\non_resolve = [\"link.isolate\"]\n");
     std::fs::write(&playbook, text).unwrap();
     recording(&dir.join("flood.jsonl"));

@@ -1,10 +1,15 @@
 //! What a playbook must be before anything runs on it, each problem placed
 //! at its line and column:
 //!
-//! - every duration parses, and the action timeout is above 0;
-//! - no limit switches a safety off or contradicts itself (a breaker that
-//!   never trips, a target that may never be acted on, a cooldown longer
-//!   than its window, …) unless `allow_unsafe = true` says it is meant;
+//! - every duration parses, the action timeout and every approval's
+//!   timeout are above 0, and values with no meaning (a percentage over
+//!   100, zero or billions of attempts) are refused outright;
+//! - no limit switches a safety off, all but switches it off (no cooldown,
+//!   a limits window of a millisecond, a breaker that trips after a million
+//!   hits, more than half the fleet cordoned at once) or contradicts itself
+//!   (a target that may never be acted on, a cooldown longer than its
+//!   window) unless `allow_unsafe = true` says it is meant; only these get
+//!   that hint, since `allow_unsafe` lets only these through;
 //! - every actuator has a name of its own and handles action kinds written
 //!   `*`, `actuator.*` or `actuator.verb`, none already taken by an earlier
 //!   actuator (the first match wins, so the later one would never act);
@@ -30,6 +35,23 @@ pub const MAX_ATTEMPTS: u32 = 10;
 /// dispatcher (and every decision behind it).
 pub const MAX_ACTION_TIMEOUT: Nanos = 600 * crate::time::SECOND;
 
+/// The shortest `limits.window` that is not unsafe: the per-window limits
+/// count the actions of the window, and a window shorter than a second
+/// holds only the actions of one burst, so the limits hardly hold anything.
+pub const MIN_LIMITS_WINDOW: Nanos = crate::time::SECOND;
+
+/// The largest `breaker.trip_after` that is not unsafe: the breaker stops a
+/// daemon whose limits keep being hit, and past a hundred hits in its window
+/// it would stop one only after the damage is done.
+pub const MAX_TRIP_AFTER: u32 = 100;
+
+/// The largest `limits.max_cordon_percent` that is not unsafe: above half
+/// the fleet, the limit no longer keeps the fleet running.
+pub const MAX_SAFE_CORDON_PERCENT: f64 = 50.0;
+
+/// The hint on an unsafe setting refused without `allow_unsafe`.
+pub const ALLOW_UNSAFE_HINT: &str = " (set `allow_unsafe = true` if this is meant)";
+
 /// What checking a playbook found.
 #[derive(Debug, Default)]
 pub(super) struct Checked {
@@ -44,13 +66,14 @@ pub(super) struct Checked {
 pub(super) fn check(p: &Playbook) -> Checked {
     let mut c = Checked::default();
     durations(p, &mut c.errors);
+    meaningless(p, &mut c.errors);
     limits(p, &mut c.unsafe_settings);
     actuators(p, &mut c.errors);
     kinds_named(p, &mut c.errors);
     if !p.allow_unsafe {
         let unsafe_settings = std::mem::take(&mut c.unsafe_settings);
         c.errors.extend(unsafe_settings.into_iter().map(|mut e| {
-            e.message.push_str(" (set `allow_unsafe = true` if this is meant)");
+            e.message.push_str(ALLOW_UNSAFE_HINT);
             e
         }));
     }
@@ -68,6 +91,34 @@ fn durations(p: &Playbook, errors: &mut Vec<TomlError>) {
         let written = p.written("action_timeout").map_or_else(|| show(p.action_timeout), str::to_string);
         errors.push(p.error(&timeout, format!("action_timeout = {written:?}: expected {expected}")));
     }
+    for (i, approval) in p.approval.iter().enumerate() {
+        if approval.timeout.is_zero() {
+            errors.push(p.error(
+                &["approval".into(), i.into(), "timeout".into()],
+                "approval.timeout = \"0\": a request would expire as it is made, so no action it names could \
+                 ever be approved; expected above 0",
+            ));
+        }
+    }
+}
+
+/// Values no setting of `allow_unsafe` can give a meaning: refused outright,
+/// without its hint.
+fn meaningless(p: &Playbook, errors: &mut Vec<TomlError>) {
+    if let Some(pct) = p.limits.max_cordon_percent {
+        if !(0.0..=100.0).contains(&pct) {
+            errors.push(p.error(
+                &["limits".into(), "max_cordon_percent".into()],
+                format!("limits.max_cordon_percent: {pct}: expected a percentage, 0 to 100"),
+            ));
+        }
+    }
+    if p.retry.attempts == 0 || p.retry.attempts > MAX_ATTEMPTS {
+        let n = p.retry.attempts;
+        errors.push(
+            p.error(&["retry".into(), "attempts".into()], format!("retry.attempts: {n}: expected 1 to {MAX_ATTEMPTS}")),
+        );
+    }
 }
 
 /// `limits.window` as the user wrote it.
@@ -82,7 +133,8 @@ fn dotted(path: &[Key<'_>]) -> String {
     parts.join(".").replace(".[", "[")
 }
 
-/// Limits that switch a safety off or contradict themselves.
+/// Limits that switch a safety off, all but switch it off, or contradict
+/// themselves.
 fn limits(p: &Playbook, out: &mut Vec<TomlError>) {
     let mut flag = |path: &[Key<'_>], why: String| out.push(p.error(path, format!("{}: {why}", dotted(path))));
     let positive = |d: std::time::Duration| Some(nanos(d)).filter(|ns| *ns > 0);
@@ -94,6 +146,30 @@ fn limits(p: &Playbook, out: &mut Vec<TomlError>) {
     }
     if p.limits.window.is_zero() {
         flag(&["limits".into(), "window".into()], "a window of 0 counts nothing: every per-window limit is off".into());
+    } else if nanos(p.limits.window) < MIN_LIMITS_WINDOW {
+        flag(
+            &["limits".into(), "window".into()],
+            format!(
+                "a window of {} counts the actions of one burst at most: the per-window limits hardly hold (at least {})",
+                Span(nanos(p.limits.window)),
+                Span(MIN_LIMITS_WINDOW)
+            ),
+        );
+    }
+    if p.breaker.trip_after > MAX_TRIP_AFTER {
+        flag(
+            &["breaker".into(), "trip_after".into()],
+            format!(
+                "{}: the breaker would trip only after the damage is done (at most {MAX_TRIP_AFTER})",
+                p.breaker.trip_after
+            ),
+        );
+    }
+    if p.target.cooldown.is_zero() {
+        flag(
+            &["target".into(), "cooldown".into()],
+            "a cooldown of 0 lets a target be acted on again at once, before the last action took effect".into(),
+        );
     }
     if p.target.max_per_window == 0 {
         flag(&["target".into(), "max_per_window".into()], "0 suppresses every action on every target".into());
@@ -110,6 +186,12 @@ fn limits(p: &Playbook, out: &mut Vec<TomlError>) {
             );
         }
     }
+    held(p, out);
+}
+
+/// Limits of 0, which hold every action they count.
+fn held(p: &Playbook, out: &mut Vec<TomlError>) {
+    let mut flag = |path: &[Key<'_>], why: String| out.push(p.error(path, format!("{}: {why}", dotted(path))));
     if p.limits.max_rails_per_plane == Some(0) {
         flag(&["limits".into(), "max_rails_per_plane".into()], "0 holds every rail drain".into());
     }
@@ -122,19 +204,18 @@ fn limits(p: &Playbook, out: &mut Vec<TomlError>) {
     if p.limits.max_ecn_queues_per_switch == Some(0) {
         flag(&["limits".into(), "max_ecn_queues_per_switch".into()], "0 holds every ECN lowering".into());
     }
-    if let Some(pct) = p.limits.max_cordon_percent {
-        if !(pct > 0.0 && pct <= 100.0) {
-            flag(&["limits".into(), "max_cordon_percent".into()], format!("{pct}: expected above 0 and at most 100"));
-        }
+    match p.limits.max_cordon_percent {
+        Some(0.0) => flag(&["limits".into(), "max_cordon_percent".into()], "0 holds every cordon".into()),
+        Some(pct) if pct > MAX_SAFE_CORDON_PERCENT && pct <= 100.0 => flag(
+            &["limits".into(), "max_cordon_percent".into()],
+            format!("{pct}: more than half the fleet may be cordoned at once (at most {MAX_SAFE_CORDON_PERCENT})"),
+        ),
+        _ => {}
     }
     for (kind, n) in &p.limits.per_kind {
         if *n == 0 {
             flag(&["limits".into(), "per_kind".into(), kind.as_str().into()], format!("0 holds every {kind}"));
         }
-    }
-    if p.retry.attempts == 0 || p.retry.attempts > MAX_ATTEMPTS {
-        let n = p.retry.attempts;
-        flag(&["retry".into(), "attempts".into()], format!("{n}: expected 1 to {MAX_ATTEMPTS}"));
     }
 }
 
@@ -346,6 +427,45 @@ mod tests {
             errors(&format!("name = \"p\"\naction_timeout = \"0\"\n[retry]\nattempts = 4000000000\n{ACTUATORS}"));
         assert!(found[0].starts_with("p.toml:2:1: action_timeout = \"0\": expected above 0"), "{found:#?}");
         assert!(found[1].starts_with("p.toml:4:1: retry.attempts: 4000000000: expected 1 to 10"), "{found:#?}");
+    }
+
+    #[test]
+    fn dangerous_limits_are_unsafe_and_let_through_only_by_allow_unsafe() {
+        let text = format!(
+            "name = \"p\"\n[target]\ncooldown = \"0\"\n[limits]\nwindow = \"1ms\"\nmax_cordon_percent = 100.0\n\
+             [breaker]\ntrip_after = 1000000\n{ACTUATORS}"
+        );
+        let found = errors(&text);
+        let wanted = [
+            "p.toml:3:1: target.cooldown: a cooldown of 0",
+            "p.toml:5:1: limits.window: a window of 1ms",
+            "p.toml:6:1: limits.max_cordon_percent: 100: more than half the fleet",
+            "p.toml:8:1: breaker.trip_after: 1000000: the breaker would trip only after the damage is done",
+        ];
+        assert_eq!(found.len(), wanted.len(), "{found:#?}");
+        for (found, wanted) in found.iter().zip(wanted) {
+            assert!(found.starts_with(wanted) && found.ends_with(ALLOW_UNSAFE_HINT), "{found}");
+        }
+        let allowed = Playbook::parse(&format!("allow_unsafe = true\n{text}"), "p.toml").unwrap();
+        assert_eq!(allowed.allowed_unsafe().len(), wanted.len());
+    }
+
+    #[test]
+    fn values_allow_unsafe_cannot_let_through_get_no_hint_to_set_it() {
+        for (setting, wanted) in [
+            ("[limits]\nmax_cordon_percent = 150.0\n", "limits.max_cordon_percent: 150: expected a percentage"),
+            ("[retry]\nattempts = 0\n", "retry.attempts: 0: expected 1 to 10"),
+            (
+                "[[approval]]\nactions = [\"pfcwd.*\"]\ntimeout = \"0\"\n",
+                "approval.timeout = \"0\": a request would expire",
+            ),
+        ] {
+            for allow in ["", "allow_unsafe = true\n"] {
+                let found = errors(&format!("name = \"p\"\n{allow}{setting}{ACTUATORS}"));
+                assert_eq!(found.len(), 1, "{found:#?}");
+                assert!(found[0].contains(wanted) && !found[0].contains("allow_unsafe"), "{}", found[0]);
+            }
+        }
     }
 
     #[test]

@@ -39,7 +39,7 @@ use crate::mode::Mode;
 use crate::policy::{
     ApprovalRule, BreakerConfig, Limits, PolicySettings, RetryConfig, TargetLimits, UndoConfig, VerifyConfig,
 };
-pub use checks::{covers, overlaps, NamedKind};
+pub use checks::{covers, overlaps, NamedKind, ALLOW_UNSAFE_HINT};
 
 /// A playbook file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

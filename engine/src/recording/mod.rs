@@ -100,6 +100,12 @@ pub enum Event {
 /// corrupt, and is skipped without being held in memory.
 pub const MAX_LINE: usize = 1 << 20;
 
+/// The most bytes read in search of a line's end, or of a line that is not
+/// blank: past it the input is no recording of JSON lines (`/dev/zero`, a
+/// disk image, an endless stream of blank lines), and reading it to its end
+/// would never end. A corrupt line of tens of MiB is still skipped whole.
+pub const MAX_SKIP: u64 = 256 << 20;
+
 /// The read buffer of a recording: a whole recording is read at once
 /// (`replay`, `timeline`, `why`), and 8 KiB reads cost a system call per
 /// hundred lines.
@@ -176,6 +182,22 @@ mod tests {
         assert!(err.starts_with("rec.jsonl:1: a line of 1048"), "{err}");
         assert!(r.buf.capacity() <= MAX_LINE + 4096, "held {} bytes", r.buf.capacity());
         assert!(matches!(r.next_event().unwrap(), Some(Event::Note(n)) if n.kind == "y"));
+    }
+
+    #[test]
+    fn an_input_without_lines_is_refused_after_a_bounded_read() {
+        use std::io::Read;
+        // `/dev/zero`: no newline ever; read to its end, it never ends.
+        let zeros = std::io::repeat(0).take(MAX_SKIP + (1 << 20));
+        let mut r = Reader::new(std::io::BufReader::with_capacity(1 << 16, zeros), "zero");
+        let err = r.next_event().unwrap_err().to_string();
+        assert!(err.contains("no recording line in 256 MiB"), "{err}");
+        assert!(r.offset() <= MAX_SKIP + (1 << 16), "read {} bytes", r.offset());
+        assert_eq!(r.next_event().unwrap(), None, "the input ends where reading stopped");
+        // Endless blank lines are no recording either.
+        let blanks = std::io::repeat(b'\n').take(2 << 20);
+        let mut r = Reader::new(std::io::BufReader::with_capacity(1 << 16, blanks), "blank");
+        assert!(r.next_event().unwrap_err().to_string().contains("no recording line"));
     }
 
     #[test]

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::io::BufRead;
 
-use super::{Event, Line, RecordingError, MAX_LINE, SEGMENT_START};
+use super::{Event, Line, RecordingError, MAX_LINE, MAX_SKIP, SEGMENT_START};
 use crate::contracts::Note;
 use crate::series::{SampleKind, SeriesSpec, Value};
 
@@ -21,6 +21,9 @@ pub struct Reader<R> {
     pub(super) buf: Vec<u8>,
     /// Bytes consumed from the input.
     offset: u64,
+    /// Reading stopped after [`MAX_SKIP`] bytes without a line: the input
+    /// ends there, for a caller that reads on past the error.
+    gave_up: bool,
 }
 
 /// What reading one line found.
@@ -31,6 +34,21 @@ enum RawLine {
     Text { complete: bool },
     /// A line longer than [`MAX_LINE`], skipped; its length.
     TooLong(usize),
+    /// No newline within [`MAX_SKIP`] bytes: reading stopped there.
+    Endless,
+}
+
+/// The most blank or comment lines in a row: a recording writes none, and
+/// a million of them is an endless stream of newlines, not a recording.
+const MAX_BLANK_LINES: usize = 1 << 20;
+
+/// Why reading stopped after [`MAX_SKIP`] bytes without a line.
+fn endless() -> String {
+    format!(
+        "no recording line in {} MiB or {MAX_BLANK_LINES} lines (no newline, or only blank lines): this is not a recording of JSON lines; \
+         reading stopped there",
+        MAX_SKIP >> 20
+    )
 }
 
 impl<R: BufRead> Reader<R> {
@@ -44,6 +62,7 @@ impl<R: BufRead> Reader<R> {
             kinds: Vec::new(),
             buf: Vec::new(),
             offset: 0,
+            gave_up: false,
         }
     }
 
@@ -79,6 +98,9 @@ impl<R: BufRead> Reader<R> {
             len += take;
             self.input.consume(take + newline as usize);
             self.offset += (take + newline as usize) as u64;
+            if !newline && len as u64 > MAX_SKIP {
+                return Ok(RawLine::Endless);
+            }
             if newline {
                 return Ok(if len > MAX_LINE { RawLine::TooLong(len) } else { RawLine::Text { complete: true } });
             }
@@ -89,12 +111,20 @@ impl<R: BufRead> Reader<R> {
     /// file of a daemon still writing it, or killed while writing it) is the
     /// end, not an error.
     pub fn next_event(&mut self) -> Result<Option<Event>, RecordingError> {
+        let (skipped_from, first_line) = (self.offset, self.line);
+        if self.gave_up {
+            return Ok(None);
+        }
         loop {
             self.line += 1;
             let complete = match self.read_line().map_err(|e| self.error(e.to_string()))? {
                 RawLine::End => return Ok(None),
                 RawLine::TooLong(n) => {
                     return Err(self.error(format!("a line of {n} bytes; at most {MAX_LINE} are accepted")))
+                }
+                RawLine::Endless => {
+                    self.gave_up = true;
+                    return Err(self.error(endless()));
                 }
                 RawLine::Text { complete } => complete,
             };
@@ -104,6 +134,10 @@ impl<R: BufRead> Reader<R> {
             let text = String::from_utf8_lossy(&self.buf);
             let text = text.trim();
             if text.is_empty() || text.starts_with('#') {
+                if self.offset - skipped_from > MAX_SKIP || self.line - first_line > MAX_BLANK_LINES {
+                    self.gave_up = true;
+                    return Err(self.error(endless()));
+                }
                 continue;
             }
             let line: Line = match serde_json::from_str(text) {

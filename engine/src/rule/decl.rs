@@ -150,6 +150,13 @@ fn err(path: &str, (line, column): (usize, usize), message: impl Into<String>) -
     RuleError { path: path.to_string(), line, column, message: message.into() }
 }
 
+/// The byte offset of 1-based (`line`, `column`) in `source` (the inverse
+/// of [`crate::config::line_col`]); the start for a place before it.
+fn offset_of(source: &str, (line, column): (usize, usize)) -> usize {
+    let line_start: usize = source.split_inclusive('\n').take(line.saturating_sub(1)).map(str::len).sum();
+    (line_start + column.saturating_sub(1)).min(source.len())
+}
+
 /// Where `field:` first appears in the source, else where the declaration
 /// starts; good enough to put the cursor on the offending line.
 pub(super) fn field_position(source: &str, field: &str, fallback: (usize, usize)) -> (usize, usize) {
@@ -210,6 +217,7 @@ pub(super) fn compile(scripts: &RuleScripts, path: &str, source: &str) -> Result
     let group_by = decl.group_by();
     let windows = decl.windows(&selectors);
     let actions = decl.actions();
+    decl.placeholders_filled(&group_by, &actions);
     let has_clear = decl.conditions(&ast);
     let (for_, keep_firing_for) = (decl.duration("for", 0), decl.duration("keep_firing_for", 0));
     let (cooldown, stale_after) = (decl.duration("cooldown", 0), decl.duration("stale_after", DEFAULT_STALE_AFTER));
@@ -477,6 +485,38 @@ impl Declaration<'_> {
             }
         }
         actions
+    }
+
+    /// Every `{label}` of an action template is one each subject carries
+    /// (its `group_by` labels and what the inventory derives from them);
+    /// else the action fails each time the rule fires. Placed at the
+    /// placeholder in the source.
+    fn placeholders_filled(&mut self, group_by: &[String], actions: &[ActionTemplate]) {
+        if group_by.is_empty() {
+            return; // A subject per series: every label of the series is its own.
+        }
+        let carried = super::template::subject_labels(group_by);
+        let start = field_position(self.source, "actions", self.decl_pos);
+        let from = offset_of(self.source, start);
+        for action in actions {
+            let values = action.target.values().chain(action.params.values());
+            for label in values.flat_map(|v| super::template::placeholders(v)) {
+                if carried.iter().any(|c| c == label) {
+                    continue;
+                }
+                let written = format!("{{{label}}}");
+                let at = self.source[from..]
+                    .find(&written)
+                    .map_or(start, |i| crate::config::line_col(self.source, from + i));
+                let message = format!(
+                    "action {:?}: {written} is not a label of this rule's subjects: it groups by {group_by:?}, whose \
+                     subjects carry {}; add {label:?} to group_by, or take it out of the template",
+                    action.kind,
+                    carried.join(", ")
+                );
+                self.errors.push(err(self.path, at, message));
+            }
+        }
     }
 
     /// Checks `fn fire(w)` and the optional `fn clear(w)`; whether the file

@@ -33,6 +33,53 @@ pub fn render(template: &str, labels: &Labels) -> Result<String, TemplateError> 
     Ok(out)
 }
 
+/// The `{label}` placeholders of `template`, in order (an unclosed `{`
+/// ends the list: [`render`] refuses it where it is filled).
+pub fn placeholders(template: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        let Some(close) = rest[open..].find('}') else { break };
+        out.push(&rest[open + 1..open + close]);
+        rest = &rest[open + close + 1..];
+    }
+    out
+}
+
+/// What the inventory adds to a subject's labels from the labels it has
+/// (see `Topology::enrich`): (labels needed, labels given).
+const DERIVED: [(&[&str], &[&str]); 6] = [
+    (&["node"], &["rack", "pod", "zone"]),
+    (&["node", "rdma_dev"], &["netdev", "rail", "plane", "gpu", "switch", "switch_port"]),
+    (&["node", "netdev"], &["rdma_dev", "rail", "plane", "gpu", "switch", "switch_port"]),
+    (&["node", "gpu"], &["rail", "plane"]),
+    (&["switch"], &["rail", "plane", "switch_role"]),
+    (&["switch", "port"], &["peer_node", "peer_rdma_dev", "peer_netdev"]),
+];
+
+/// The labels every subject of a rule grouped by `group_by` carries: its
+/// `group_by` labels and what the inventory derives from them. Other labels
+/// of its series differ from series to series of one subject (the netdevs of
+/// a node), so a template naming one has nothing to fill it with.
+pub fn subject_labels(group_by: &[String]) -> Vec<String> {
+    let mut labels: Vec<String> = group_by.to_vec();
+    loop {
+        let before = labels.len();
+        for (needs, gives) in DERIVED {
+            if needs.iter().all(|n| labels.iter().any(|l| l == n)) {
+                for given in gives {
+                    if !labels.iter().any(|l| l == given) {
+                        labels.push(given.to_string());
+                    }
+                }
+            }
+        }
+        if labels.len() == before {
+            return labels;
+        }
+    }
+}
+
 /// Resolves an action template for a subject.
 pub fn resolve(template: &ActionTemplate, labels: &Labels) -> Result<Action, TemplateError> {
     let render_map = |m: &BTreeMap<String, String>| -> Result<BTreeMap<String, String>, TemplateError> {
@@ -56,5 +103,16 @@ mod tests {
         assert_eq!(render("plain", &labels).unwrap(), "plain");
         let err = render("{node}", &labels).unwrap_err().to_string();
         assert!(err.contains("needs label \"node\""), "{err}");
+    }
+
+    #[test]
+    fn a_subject_grouped_by_node_carries_no_netdev_but_one_by_node_and_netdev_its_far_end() {
+        assert_eq!(placeholders("{switch}/{switch_port} {"), vec!["switch", "switch_port"]);
+        let by_node = subject_labels(&["node".into()]);
+        assert!(by_node.contains(&"pod".to_string()) && !by_node.contains(&"netdev".to_string()), "{by_node:?}");
+        let by_nic = subject_labels(&["node".into(), "netdev".into()]);
+        for label in ["rdma_dev", "switch", "switch_port", "rail", "plane", "switch_role"] {
+            assert!(by_nic.contains(&label.to_string()), "{label} of {by_nic:?}");
+        }
     }
 }

@@ -181,7 +181,9 @@ fn the_inventory_adds_topology_labels_to_subjects() {
     std::fs::write(dir.path().join("inventory.toml"), crate::topology::EXAMPLE_INVENTORY).unwrap();
     let rule = RULE
         .replace("#{ node: \"{node}\" }", "#{ node: \"{node}\", \"switch\": \"{switch}\" }")
-        .replace("select: [\"m\"]", "select: [\"m{rail=\\\"3\\\"}\"]");
+        .replace("select: [\"m\"]", "select: [\"m{rail=\\\"3\\\"}\"]")
+        // A subject grouped by node alone carries no switch: by its NIC, the inventory gives it one.
+        .replace("group_by: [\"node\"]", "group_by: [\"node\", \"netdev\"]");
     let tests = r#"
 inventory = "inventory.toml"
 [[case]]

@@ -96,6 +96,16 @@ pub fn settings(config: &DaemonConfig, at: &Locator, errors: &mut Vec<TomlError>
                 &["record".into()],
                 format!("record {}: its directory {}: {why}", path.display(), dir.display()),
             ));
+        } else if path.is_dir() {
+            errors.push(at.error(
+                &["record".into()],
+                format!("record {}: is a directory; name the file to record to", path.display()),
+            ));
+        } else if path.exists() && !access(&path, libc::W_OK) {
+            errors.push(at.error(
+                &["record".into()],
+                format!("record {}: is not writable by this user (the daemon appends to it)", path.display()),
+            ));
         }
         for (key, value) in [("record_max_mib", config.record_max_mib), ("record_keep", u64::from(config.record_keep))]
         {
@@ -106,6 +116,13 @@ pub fn settings(config: &DaemonConfig, at: &Locator, errors: &mut Vec<TomlError>
         let rotation = Rotation { max_bytes: config.record_max_mib.max(1) << 20, keep: config.record_keep };
         Recording { path, rotation }
     });
+    for (i, sensor) in config.sensor.iter().enumerate() {
+        if sensor.max_series == Some(0) {
+            let message =
+                format!("sensor {:?}: max_series = 0: it could keep no series; expected at least 1", sensor.name());
+            errors.push(at.error(&["sensor".into(), i.into(), "max_series".into()], message));
+        }
+    }
     let socket = config.control.socket.clone().unwrap_or_else(|| config.state_dir.join("control.sock"));
     (errors.len() == before).then(|| DaemonSettings {
         engine: engine.expect("no error means every engine setting was read"),
@@ -210,8 +227,13 @@ fn creatable_dir(dir: &Path) -> Result<(), String> {
 
 /// Whether this process may create files in `dir`.
 fn writable(dir: &Path) -> bool {
+    access(dir, libc::W_OK | libc::X_OK)
+}
+
+/// Whether this process's real user may access `path` as `mode` says.
+fn access(path: &Path, mode: libc::c_int) -> bool {
     use std::os::unix::ffi::OsStrExt;
-    let Ok(path) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else { return false };
+    let Ok(path) = std::ffi::CString::new(path.as_os_str().as_bytes()) else { return false };
     // SAFETY: `path` is a valid NUL-terminated string that outlives the call.
-    unsafe { libc::access(path.as_ptr(), libc::W_OK | libc::X_OK) == 0 }
+    unsafe { libc::access(path.as_ptr(), mode) == 0 }
 }

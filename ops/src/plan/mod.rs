@@ -13,11 +13,13 @@
 //! - [`routing`]: every action a loaded rule can propose reaches exactly one
 //!   actuator that can carry it out; `[rule.NAME]` names a rule;
 //! - [`check`]: what `check` says it checked;
-//! - [`taken`]: a control socket or listen address already in use, for `check`.
+//! - [`taken`]: a control socket or listen address already in use;
+//! - [`salvage`]: the files a file that does not parse names, checked all the same.
 
 pub mod check;
 pub mod daemon;
 pub mod routing;
+pub mod salvage;
 pub mod taken;
 
 use std::path::{Path, PathBuf};
@@ -107,7 +109,10 @@ impl Blueprint {
         components: &dyn Components,
     ) -> Result<Blueprint, Problems> {
         let text = engine::config::read_text(config_path).map_err(|e| Problems(vec![e]))?;
-        let mut config = DaemonConfig::parse(&text, config_path).map_err(|e| Problems(vec![e]))?;
+        let mut config = match DaemonConfig::parse(&text, config_path) {
+            Ok(config) => config,
+            Err(e) => return Err(Problems(salvaged(e, &text, config_path, overrides, components))),
+        };
         config.apply(overrides);
         let at = Locator::new(&text, &config_path.display().to_string());
         let mut errors = Vec::new();
@@ -141,12 +146,40 @@ impl Blueprint {
             topology: topology.clone(),
             series: series.clone(),
         };
-        let part = PlaybookPart::build(inputs, components, &mut errors);
+        // A playbook the config names but that is not there is the config's mistake.
+        let part = if overrides.playbook.is_none() && !config.playbook.exists() {
+            let missing = format!("playbook {}: no such file", config.playbook.display());
+            errors.push(at.error(&["playbook".into()], missing));
+            None
+        } else {
+            PlaybookPart::build(inputs, components, &mut errors)
+        };
         let (Some(settings), Some(node), Some(part), true) = (settings, node, part, errors.is_empty()) else {
             return Err(Problems(errors));
         };
         Ok(Blueprint { config, settings, node, topology, series, part, sensors, tcp, web })
     }
+}
+
+/// A config that does not parse, `e`, and the problems of the files its
+/// text still names (the playbook, its rules, the inventory), checked as
+/// `check` checks them without a config: every stage's mistakes in one run.
+fn salvaged(
+    e: TomlError,
+    text: &str,
+    config_path: &Path,
+    overrides: &Overrides,
+    components: &dyn Components,
+) -> Vec<TomlError> {
+    let named = |key: &str| salvage::named_path(text, config_path, key).filter(|p| p.exists());
+    let files = Overrides {
+        playbook: overrides.playbook.clone().or_else(|| named("playbook")),
+        rules: overrides.rules.clone().or_else(|| named("rules")),
+        inventory: overrides.inventory.clone().or_else(|| named("inventory")),
+    };
+    let mut errors = vec![e];
+    errors.extend(check::Checked::files(files, components).errors);
+    errors
 }
 
 /// This daemon's node: the config's `node`, else this host's short name.
@@ -295,7 +328,21 @@ impl PlaybookPart {
     ) -> Option<PlaybookPart> {
         let before = errors.len();
         let PlaybookInputs { path, rules, node, topology, series } = inputs;
-        let mut playbook = Playbook::load(&path).map_err(|e| errors.extend(e)).ok()?;
+        let mut playbook = match Playbook::load(&path) {
+            Ok(playbook) => playbook,
+            Err(e) => {
+                errors.extend(e);
+                // The rules are checked all the same, from the directory the
+                // playbook's text names.
+                let text = engine::config::read_text(&path).unwrap_or_default();
+                let dir = rules.or_else(|| salvage::named_path(&text, &path, "rules")).filter(|d| d.is_dir());
+                if let Some(dir) = dir {
+                    let loaded = engine::rule::load_dir(&dir, Helpers::new(Some(series), topology));
+                    errors.extend(loaded.err().into_iter().flatten().map(rule_error));
+                }
+                return None;
+            }
+        };
         if let Some(node) = &node {
             errors.extend(components.one_node(&mut playbook, node));
         }
@@ -316,10 +363,21 @@ impl PlaybookPart {
             }
             set
         });
+        let mut allowed_unsafe = playbook.allowed_unsafe();
+        if let Some(routes) = &routes {
+            let harmless = declared_harmless(&playbook, routes);
+            if playbook.allow_unsafe {
+                allowed_unsafe.extend(harmless);
+            } else {
+                errors.extend(harmless.into_iter().map(|mut e| {
+                    e.message.push_str(engine::playbook::ALLOW_UNSAFE_HINT);
+                    e
+                }));
+            }
+        }
         if errors.len() > before {
             return None;
         }
-        let allowed_unsafe = playbook.allowed_unsafe();
         Some(PlaybookPart {
             playbook,
             path,
@@ -331,6 +389,35 @@ impl PlaybookPart {
             allowed_unsafe,
         })
     }
+}
+
+/// Actuators the playbook marks `destructive = false` that carry out a kind
+/// their type declares destructive (a cordon, a rail drain): the blast-radius
+/// limits and the breaker would not count them. Unsafe: refused unless
+/// `allow_unsafe`. A generic actuator's patterns (`*`, `node.*` of `log` or
+/// `exec`) declare nothing of the kinds they take, so only named kinds count.
+fn declared_harmless(playbook: &Playbook, routes: &[ActuatorRoute]) -> Vec<TomlError> {
+    let mut out = Vec::new();
+    for (i, entry) in playbook.actuator.iter().enumerate().filter(|(_, e)| !e.destructive) {
+        let declared = routes.iter().filter(|r| r.actuator.name() == entry.name).flat_map(|r| r.actuator.kinds());
+        let mut destructive: Vec<&str> = declared
+            .filter(|d| d.destructive && !d.kind.contains('*'))
+            .filter(|d| entry.handles.iter().any(|h| engine::playbook::covers(h, &d.kind)))
+            .map(|d| d.kind.as_str())
+            .collect();
+        destructive.dedup();
+        if let Some(kinds) = (!destructive.is_empty()).then(|| destructive.join(", ")) {
+            out.push(playbook.error(
+                &["actuator".into(), i.into(), "destructive".into()],
+                format!(
+                    "actuator {:?}: destructive = false, but its type declares {kinds} destructive: the blast-radius \
+                     limits and the breaker would let every such action through",
+                    entry.name
+                ),
+            ));
+        }
+    }
+    out
 }
 
 /// A rule's error as a config problem (it names its own file and place).

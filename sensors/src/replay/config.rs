@@ -42,7 +42,14 @@ impl ReplayConfig {
         if self.path.as_os_str().is_empty() {
             return Err(SensorConfigError::Empty { setting: "path".into(), consequence: None });
         }
-        Ok(ReplaySensor::from_path(name, self.path.clone(), self.speed)?.rebased(self.rebase))
+        let sensor = ReplaySensor::from_path(name, self.path.clone(), self.speed)?.rebased(self.rebase);
+        // Refused here, where `check` sees it, not when the sensor starts
+        // and finds nothing to play.
+        if !self.path.exists() {
+            let value = self.path.display().to_string();
+            return Err(SensorConfigError::Invalid { setting: "path".into(), value, reason: "names no file" });
+        }
+        Ok(sensor)
     }
 }
 

@@ -9,8 +9,14 @@ fn table(text: &str) -> toml::Table {
 
 #[test]
 fn builds_a_replay_sensor_with_its_name() {
-    let sensor = build("replay", "incident-42", table("path = \"rec.jsonl\"\nspeed = 10.0")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rec.jsonl");
+    std::fs::write(&path, "").unwrap();
+    let sensor = build("replay", "incident-42", table(&format!("path = {:?}\nspeed = 10.0", path))).unwrap();
     assert_eq!(sensor.name(), "incident-42");
+    std::fs::remove_file(&path).unwrap();
+    let err = build("replay", "incident-42", table(&format!("path = {:?}", path))).err().unwrap().to_string();
+    assert!(err.ends_with("rec.jsonl\" names no file"), "{err}");
 }
 
 #[test]

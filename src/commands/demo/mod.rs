@@ -8,6 +8,15 @@
 //! switches, and each is read back over gNMI; host and scheduler actions
 //! stay dry-run.
 
+/// `println!` for the demo's output: a reader that has gone (`rocemend demo
+/// | head -1`) ends the demo quietly, with exit 0, as it ends `cat`. The
+/// demo keeps Rust's ignored SIGPIPE (its simulated switches serve sockets),
+/// so a closed stdout is a write error here, and `println!` would panic on it.
+macro_rules! say {
+    () => { say!("") };
+    ($($arg:tt)*) => { $crate::commands::demo::say(format_args!($($arg)*)) };
+}
+
 mod printer;
 mod readback;
 mod summary;
@@ -90,7 +99,7 @@ pub fn demo(speed: f64) -> anyhow::Result<Exit> {
     rt.block_on(leaves.stop());
     let printer = printer.lock().unwrap_or_else(|p| p.into_inner());
     let missed = detections(&printer);
-    println!(
+    say!(
         "{} samples, {} decisions ({} sent to the switches), {} rule evaluations ({} answered from cache), {:.1}s wall time",
         summary.stats.samples,
         summary.decisions,
@@ -101,6 +110,19 @@ pub fn demo(speed: f64) -> anyhow::Result<Exit> {
     );
     let healed = closed_loop(&rt, 3)?;
     Ok(if missed == 0 && !printer.faults.is_empty() && healed { Exit::Ok } else { Exit::Findings })
+}
+
+/// One line of the demo's output (see [`say!`]); other write errors are
+/// reported on stderr once, and the demo goes on.
+pub(crate) fn say(line: std::fmt::Arguments<'_>) {
+    use std::io::Write as _;
+    if let Err(e) = writeln!(std::io::stdout().lock(), "{line}") {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        static TOLD: std::sync::Once = std::sync::Once::new();
+        TOLD.call_once(|| eprintln!("rocemend demo: writing to stdout: {e}"));
+    }
 }
 
 fn first_timestamp(recording: &[u8]) -> anyhow::Result<Nanos> {

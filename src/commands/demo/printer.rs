@@ -32,28 +32,22 @@ impl Printer {
     pub fn print(&mut self, event: &DaemonEvent) {
         match event {
             DaemonEvent::Note(n) if n.kind == "fault" => {
-                println!("{}  FAULT     {}", offset(n.ts, self.t0), n.text);
+                say!("{}  FAULT     {}", offset(n.ts, self.t0), n.text);
                 self.faults.push(n.clone());
             }
-            DaemonEvent::Note(n) => println!("{}  {:<9} {}", offset(n.ts, self.t0), n.kind, n.text),
+            DaemonEvent::Note(n) => say!("{}  {:<9} {}", offset(n.ts, self.t0), n.kind, n.text),
             DaemonEvent::Engine(EngineEvent::Transition { rule, subject, to, at, values, .. }) if is_notable(*to) => {
                 let values: Vec<String> = values.iter().map(|(k, v)| format!("{k}={}", compact(*v))).collect();
-                println!(
-                    "{}  {:<9} {rule} {}  {}",
-                    offset(*at, self.t0),
-                    to.as_str(),
-                    short(subject),
-                    values.join(" ")
-                );
+                say!("{}  {:<9} {rule} {}  {}", offset(*at, self.t0), to.as_str(), short(subject), values.join(" "));
             }
             DaemonEvent::Engine(EngineEvent::SensorStale { rule, subject, at, .. }) => {
-                println!("{}  stale     {rule} {}: no action on missing data", offset(*at, self.t0), short(subject));
+                say!("{}  stale     {rule} {}: no action on missing data", offset(*at, self.t0), short(subject));
             }
             DaemonEvent::Engine(EngineEvent::Quarantined { rule, error, at }) => {
-                println!("{}  QUARANTINED {rule}: {error}", offset(*at, self.t0));
+                say!("{}  QUARANTINED {rule}: {error}", offset(*at, self.t0));
             }
             DaemonEvent::Decision(d) => self.decision(d),
-            DaemonEvent::SensorExited { sensor, error: Some(error) } => println!("sensor {sensor} stopped: {error}"),
+            DaemonEvent::SensorExited { sensor, error: Some(error) } => say!("sensor {sensor} stopped: {error}"),
             _ => {}
         }
     }
@@ -61,11 +55,11 @@ impl Printer {
     fn decision(&mut self, d: &Decision) {
         let p = &d.proposal;
         let what = if d.undo_of.is_some() { "undo    " } else { "decide  " };
-        println!("{}  {what}  {} [{}] {}", offset(p.decided_at, self.t0), p.action, d.mode.as_str(), verdict(d));
+        say!("{}  {what}  {} [{}] {}", offset(p.decided_at, self.t0), p.action, d.mode.as_str(), verdict(d));
         if let Verdict::Executed { outcome } = &d.verdict {
             self.executed += 1;
             for request in &outcome.requests {
-                println!("           sent {request}");
+                say!("           sent {request}");
             }
             // The observer is synchronous; the read-back is a gNMI Get on
             // this runtime, so it waits here, off the runtime's workers.
@@ -75,7 +69,7 @@ impl Printer {
             let applied = if d.undo_of.is_some() { None } else { Some(outcome) };
             let line = tokio::task::block_in_place(|| handle.block_on(readback.line(&p.action, applied)));
             if let Some(line) = line {
-                println!("           {line}");
+                say!("           {line}");
             }
         }
         if d.undo_of.is_some() {
@@ -89,7 +83,7 @@ impl Printer {
             .find(|(_, f)| p.subject.contains_all(&f.labels) && f.ts <= p.decided_at);
         if let Some((i, f)) = fault {
             self.first_decision.entry(i).or_insert_with(|| {
-                println!("           detected {} after the fault's first sample", ms(p.decided_at - f.ts));
+                say!("           detected {} after the fault's first sample", ms(p.decided_at - f.ts));
                 (p.rule.clone(), p.decided_at)
             });
         }

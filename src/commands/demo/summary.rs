@@ -22,8 +22,8 @@ pub(super) fn header(
     speed: f64,
 ) {
     let inv = topology.inventory();
-    println!("rocemend demo: the daemon replaying a built-in recording against simulated switches");
-    println!(
+    say!("rocemend demo: the daemon replaying a built-in recording against simulated switches");
+    say!(
         "  inventory  {} nodes x {} GPUs x {} NICs, {} switches ({})",
         inv.node.len(),
         inv.node.first().map_or(0, |n| n.gpu.len()),
@@ -31,20 +31,20 @@ pub(super) fn header(
         inv.switch.len(),
         inv.cluster.as_deref().unwrap_or("unnamed")
     );
-    println!("  rules      {rules} standard rules from rules/");
-    println!(
+    say!("  rules      {rules} standard rules from rules/");
+    say!(
         "  playbook   {} (mode {}): pfcwd, ecn and rail (switch side) send gNMI Sets; link and cordon are dry-run",
         playbook.name,
         playbook.mode.as_str()
     );
-    println!(
+    say!(
         "  switches   {} simulated SONiC switches over gNMI on loopback ({})",
         leaves.addresses.len(),
         leaves.addresses.iter().map(|(n, a)| format!("{n}={a}")).collect::<Vec<_>>().join(" ")
     );
-    println!("  state      {} (sled)", state.display());
-    println!("  replay     chaos/sim/data/demo.jsonl at {speed}x recorded speed");
-    println!();
+    say!("  state      {} (sled)", state.display());
+    say!("  replay     chaos/sim/data/demo.jsonl at {speed}x recorded speed");
+    say!();
 }
 
 /// Prints which decision answered each fault, and when; returns how many
@@ -61,7 +61,7 @@ pub(super) fn detections(printer: &Printer) -> usize {
             }
         }
     }
-    println!("\n{}", t.render());
+    say!("\n{}", t.render());
     missed
 }
 
@@ -76,8 +76,8 @@ pub(super) fn closed_loop(rt: &tokio::runtime::Runtime, runs: u32) -> anyhow::Re
         }
         Ok::<_, chaos::ChaosError>(out)
     })?;
-    println!();
-    println!("closed loop: the same daemon on the simulated fabric, healing what it finds ({runs} runs each)");
-    print!("{}", table(&reports));
+    say!();
+    say!("closed loop: the same daemon on the simulated fabric, healing what it finds ({runs} runs each)");
+    say!("{}", table(&reports).trim_end_matches('\n'));
     Ok(reports.iter().all(|r| r.failed == 0))
 }

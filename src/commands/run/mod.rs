@@ -32,6 +32,7 @@ pub fn run(config_path: &Path) -> anyhow::Result<Exit> {
             config_path.display()
         )
     })?;
+    refuse_taken(&plan, config_path)?;
     init_logging(plan.settings.log_format, &plan.settings.log_level)?;
     for warning in &plan.part.allowed_unsafe {
         tracing::warn!(message = "Unsafe setting allowed by allow_unsafe.", setting = %warning);
@@ -46,6 +47,27 @@ pub fn run(config_path: &Path) -> anyhow::Result<Exit> {
     );
     super::runtime()?.block_on(serve(parts, config_path))?;
     Ok(Exit::Ok)
+}
+
+/// A control socket a live daemon serves, or a listen address another
+/// process holds: refused here, at its key, with the words `check` uses
+/// ([`ops::plan::taken`]), rather than by a bind that fails later and names
+/// no place in the config. A daemon holding this `state_dir` is refused by
+/// the state lock instead.
+fn refuse_taken(plan: &Blueprint, config_path: &Path) -> anyhow::Result<()> {
+    let Ok(text) = engine::config::read_text(config_path) else { return Ok(()) };
+    let at = engine::config::Locator::new(&text, &config_path.display().to_string());
+    let taken = ops::plan::taken::in_use(&plan.config, &plan.settings.socket, &at).errors;
+    if taken.is_empty() {
+        return Ok(());
+    }
+    let lines: Vec<String> = taken.iter().map(ToString::to_string).collect();
+    anyhow::bail!(
+        "{}\n{} problem(s) on this machine; `rocemend check --config {}` lists them",
+        lines.join("\n"),
+        taken.len(),
+        config_path.display()
+    )
 }
 
 /// Runs the daemon with its control API, metrics, signal handlers and rule

@@ -127,6 +127,8 @@ pub fn configure(dir: &Path, leaves: &[Leaf], recording: &str, verify_every: &st
 mode = "enforce"
 rules = {rules}
 action_timeout = "5s"
+# Every storm is acted on at once: no cooldown between actions on a target.
+allow_unsafe = true
 
 [[actuator]]
 name = "pfcwd"
