@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use super::ActionTemplate;
 use crate::contracts::Action;
 use crate::labels::Labels;
+use crate::topology::derivable_labels;
 
 /// An action template could not be filled for a subject.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -46,38 +47,12 @@ pub fn placeholders(template: &str) -> Vec<&str> {
     out
 }
 
-/// What the inventory adds to a subject's labels from the labels it has
-/// (see `Topology::enrich`): (labels needed, labels given).
-const DERIVED: [(&[&str], &[&str]); 6] = [
-    (&["node"], &["rack", "pod", "zone"]),
-    (&["node", "rdma_dev"], &["netdev", "rail", "plane", "gpu", "switch", "switch_port"]),
-    (&["node", "netdev"], &["rdma_dev", "rail", "plane", "gpu", "switch", "switch_port"]),
-    (&["node", "gpu"], &["rail", "plane"]),
-    (&["switch"], &["rail", "plane", "switch_role"]),
-    (&["switch", "port"], &["peer_node", "peer_rdma_dev", "peer_netdev"]),
-];
-
 /// The labels every subject of a rule grouped by `group_by` carries: its
 /// `group_by` labels and what the inventory derives from them. Other labels
 /// of its series differ from series to series of one subject (the netdevs of
 /// a node), so a template naming one has nothing to fill it with.
 pub fn subject_labels(group_by: &[String]) -> Vec<String> {
-    let mut labels: Vec<String> = group_by.to_vec();
-    loop {
-        let before = labels.len();
-        for (needs, gives) in DERIVED {
-            if needs.iter().all(|n| labels.iter().any(|l| l == n)) {
-                for given in gives {
-                    if !labels.iter().any(|l| l == given) {
-                        labels.push(given.to_string());
-                    }
-                }
-            }
-        }
-        if labels.len() == before {
-            return labels;
-        }
-    }
+    derivable_labels(group_by)
 }
 
 /// Resolves an action template for a subject.

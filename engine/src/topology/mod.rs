@@ -87,6 +87,41 @@ pub struct Topology {
     switch_by_name: HashMap<String, usize>,
 }
 
+/// What [`Topology::enrich`] may add to a series' labels from the labels it has: (labels
+/// needed, labels given), applied until nothing more follows ([`derivable_labels`]). A test
+/// below holds it to `enrich`.
+pub const DERIVED_LABELS: [(&[&str], &[&str]); 6] = [
+    (&["node"], &["rack", "pod", "zone"]),
+    (&["node", "rdma_dev"], &["netdev", "rail", "plane", "gpu", "switch", "switch_port"]),
+    (&["node", "netdev"], &["rdma_dev", "rail", "plane", "gpu", "switch", "switch_port"]),
+    (&["node", "gpu"], &["rail", "plane"]),
+    (&["switch"], &["rail", "plane", "switch_role"]),
+    (&["switch", "port"], &["peer_node", "peer_rdma_dev", "peer_netdev"]),
+];
+
+/// `labels` and every label [`Topology::enrich`] may derive from them, directly or through
+/// another derived one. The rule loader asks it which labels every subject of a rule grouped
+/// by `labels` carries, so an action template naming one its subjects cannot have is refused
+/// at load (`rule::template::subject_labels`).
+pub fn derivable_labels(labels: &[String]) -> Vec<String> {
+    let mut out = labels.to_vec();
+    loop {
+        let before = out.len();
+        for (needs, gives) in DERIVED_LABELS {
+            if needs.iter().all(|n| out.iter().any(|l| l == n)) {
+                for given in gives {
+                    if !out.iter().any(|l| l == given) {
+                        out.push(given.to_string());
+                    }
+                }
+            }
+        }
+        if out.len() == before {
+            return out;
+        }
+    }
+}
+
 impl Topology {
     /// Loads and validates an inventory file.
     pub fn load(path: &Path) -> Result<Topology, TopologyError> {
@@ -298,6 +333,39 @@ pub const EXAMPLE_INVENTORY: &str = include_str!("../../../docs/examples/invento
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// [`derivable_labels`] says what `enrich` adds: each row's needed labels, taken from a NIC
+    /// of an inventory with every optional fact set, are enriched to exactly the derivable ones.
+    #[test]
+    fn enrich_adds_what_derived_labels_says() {
+        let t = Topology::parse(
+            "[[switch]]\nname = \"leaf-rail0\"\nrole = \"leaf\"\nrail = 0\nplane = 0\n\
+             [[node]]\nname = \"n1\"\nrack = \"r1\"\npod = \"p1\"\nzone = \"z1\"\n\
+             [[node.gpu]]\nindex = 0\n\
+             [[node.nic]]\nrdma_dev = \"mlx5_0\"\nnetdev = \"eth0\"\nrail = 0\nplane = 0\ngpu = 0\n\
+             switch = \"leaf-rail0\"\nswitch_port = \"Ethernet0\"\n",
+            "derived.toml",
+        )
+        .unwrap();
+        let value = |label: &str| match label {
+            "node" => "n1",
+            "rdma_dev" => "mlx5_0",
+            "netdev" => "eth0",
+            "gpu" => "0",
+            "switch" => "leaf-rail0",
+            "port" => "Ethernet0",
+            other => panic!("no sample value for {other}"),
+        };
+        for (needs, _) in DERIVED_LABELS {
+            let mut labels = Labels::from_pairs(needs.iter().map(|l| (*l, value(l))));
+            t.enrich(&mut labels);
+            let mut enriched: Vec<String> = labels.0.into_keys().collect();
+            let mut derivable = derivable_labels(&needs.iter().map(|l| l.to_string()).collect::<Vec<_>>());
+            enriched.sort_unstable();
+            derivable.sort_unstable();
+            assert_eq!(enriched, derivable, "enrich from {needs:?}");
+        }
+    }
 
     #[test]
     fn a_switch_is_reached_with_its_own_settings_else_the_inventorys_gnmi_defaults() {
