@@ -648,6 +648,15 @@ fn span(text: &str) -> Result<Span, String> {
     Ok(Span { text: text.to_string(), ns })
 }
 
+/// Parses `inventory discover --lldp-wait`: whole seconds, or a duration with its unit.
+fn lldp_wait(text: &str) -> Result<std::time::Duration, String> {
+    if let Ok(secs) = text.parse::<u64>() {
+        return Ok(std::time::Duration::from_secs(secs));
+    }
+    let ns = engine::time::parse_duration(text).map_err(|e| e.to_string())?;
+    u64::try_from(ns).map(std::time::Duration::from_nanos).map_err(|_| format!("{text:?}: a wait cannot be negative"))
+}
+
 /// Parses `silence --for`: a duration above 0 (the daemon refuses 0 too;
 /// here it is refused before connecting, as a usage error).
 fn positive_span(text: &str) -> Result<Span, String> {
@@ -733,6 +742,14 @@ pub enum InventoryCommand {
         /// A saved `lldpcli -f json show neighbors` to read instead of asking lldpd.
         #[arg(long, conflicts_with = "lldp_socket")]
         lldp_json: Option<PathBuf>,
+        /// Where neighbours come from: auto (lldpd, else raw LLDP frames), lldpd, raw (an
+        /// AF_PACKET socket on each NIC; needs CAP_NET_RAW).
+        #[arg(long, default_value = "auto", value_parser = ["auto", "lldpd", "raw"], conflicts_with = "lldp_json")]
+        lldp: String,
+        /// How long to listen for raw LLDP frames at most (seconds, or `1m`); a switch sends
+        /// every 30 s by default.
+        #[arg(long, value_name = "DURATION", default_value = "35", value_parser = lldp_wait)]
+        lldp_wait: std::time::Duration,
         #[command(flatten)]
         naming: RailNaming,
         /// Write the fragment here instead of stdout.

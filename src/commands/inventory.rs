@@ -24,6 +24,8 @@ pub fn run(command: InventoryCommand) -> anyhow::Result<Exit> {
             lldp_socket,
             lldpcli,
             lldp_json,
+            lldp,
+            lldp_wait,
             naming,
             out,
         } => {
@@ -32,9 +34,11 @@ pub fn run(command: InventoryCommand) -> anyhow::Result<Exit> {
                 "sysfs" => GpuSource::Sysfs,
                 _ => GpuSource::Auto,
             };
-            let lldp = match lldp_json {
-                Some(path) => LldpSource::File(path),
-                None => LldpSource::Lldpcli { program: lldpcli, socket: lldp_socket },
+            let lldp = match (lldp_json, lldp.as_str()) {
+                (Some(path), _) => LldpSource::File(path),
+                (None, "lldpd") => LldpSource::Lldpcli { program: lldpcli, socket: lldp_socket },
+                (None, "raw") => LldpSource::Raw { wait: lldp_wait },
+                (None, _) => LldpSource::Auto { program: lldpcli, socket: lldp_socket, wait: lldp_wait },
             };
             let node = match node {
                 Some(node) => node,

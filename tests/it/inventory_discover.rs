@@ -386,3 +386,95 @@ fn a_leafs_lldp_table_is_read_from_its_redis_and_its_gnmi_and_a_port_seeing_anot
     drop(stop);
     front.join().unwrap();
 }
+
+/// `rocemend args…` inside `host`'s namespace, while `leaves` send LLDP every half second (as
+/// a switch would every 30 s), until it exits.
+fn rocemend_in(host: &Host, leaves: &[&Host], args: &[&str]) -> Output {
+    let mut child = Command::new("ip")
+        .args(["netns", "exec", &host.ns.name])
+        .arg(bin())
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("rocemend starts in the namespace");
+    while child.try_wait().expect("rocemend is waited for").is_none() {
+        for leaf in leaves {
+            leaf.lldpcli(&["update"]);
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    child.wait_with_output().expect("rocemend's output")
+}
+
+/// `inventory discover` of `host` in its namespace with `extra` flags, into `dir/<tag>.toml`.
+fn discover_in(host: &Host, leaves: &[&Host], dir: &Path, tag: &str, extra: &[&str]) -> (PathBuf, Output) {
+    let root = dir.join(&host.name);
+    if !root.exists() {
+        ops::inventory::testing::write_h100(&root, &["eth0", "eth1"]).unwrap();
+    }
+    let out = dir.join(format!("{tag}.toml"));
+    let (root, out_arg) = (root.display().to_string(), out.display().to_string());
+    let base = ["inventory", "discover", "--node", &host.name, "--sysfs-root", &root, "-o", &out_arg];
+    (out.clone(), rocemend_in(host, leaves, &[&base[..], extra].concat()))
+}
+
+#[test]
+fn without_lldpd_raw_lldp_frames_give_the_same_fragment_as_lldpd() {
+    let setpriv = || {
+        let found = Command::new("setpriv").arg("--version").output().is_ok_and(|o| o.status.success());
+        (!found).then(|| "`setpriv` is not installed (Debian util-linux)".to_string())
+    };
+    if let Some(reason) = netns::missing_part(&["ip"]).or_else(lldpd_missing).or_else(setpriv) {
+        return test_peers::missing(reason);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = format!("rmr{}-", std::process::id());
+    let mut leaves: Vec<Host> = (0..2).map(|r| Host::new(&prefix, &format!("leaf-rail{r}"), dir.path())).collect();
+    let mut node = Host::new(&prefix, "node-1", dir.path());
+    for (i, leaf) in leaves.iter().enumerate() {
+        cable(&node, i, leaf, 1);
+    }
+    for leaf in &mut leaves {
+        leaf.start_lldpd("Ethernet*", dir.path());
+    }
+    let senders: Vec<&Host> = leaves.iter().collect();
+
+    // No lldpd on the node: asked for raw frames, and by default when lldpd does not answer.
+    let (raw, run) = discover_in(&node, &senders, dir.path(), "raw", &["--lldp", "raw", "--lldp-wait", "10"]);
+    assert!(run.status.success(), "discover --lldp raw: {}", text(&run));
+    let fragment = std::fs::read_to_string(&raw).unwrap();
+    assert!(
+        fragment.contains("switch_port = \"Ethernet0\"  # raw LLDP frame on eth0: port id TLV (subtype ifname)"),
+        "{fragment}"
+    );
+    assert!(fragment.contains("switch = \"leaf-rail1\"  # raw LLDP frame on eth1: system name TLV"), "{fragment}");
+    let none = dir.path().join("no-lldpd.sock").display().to_string();
+    let (auto, run) = discover_in(&node, &senders, dir.path(), "auto", &["-u", &none, "--lldp-wait", "10"]);
+    assert!(run.status.success(), "discover (auto, no lldpd): {}", text(&run));
+    let header = std::fs::read_to_string(&auto).unwrap();
+    assert!(header.contains("leaves from raw LLDP frames (lldpd not reachable: "), "{header}");
+    assert_eq!(load(&auto), load(&raw));
+
+    // Without CAP_NET_RAW (dropped from the bounding set, so root's exec does not get it back):
+    // exit 2 and the reason, not an empty fragment.
+    {
+        let (root, bin) = (dir.path().join("node-1").display().to_string(), bin().display().to_string());
+        let drop_cap = ["setpriv", "--bounding-set", "-net_raw", "--inh-caps", "-net_raw"];
+        let discover = [bin.as_str(), "inventory", "discover", "--sysfs-root", &root, "--lldp", "raw"];
+        let exec = ["netns", "exec", &node.ns.name];
+        let run = Command::new("ip").args([&exec[..], &drop_cap[..], &discover[..]].concat()).output().unwrap();
+        assert_eq!(run.status.code(), Some(2), "{}", text(&run));
+        assert!(text(&run).contains("needs CAP_NET_RAW"), "{}", text(&run));
+    }
+
+    // Then lldpd on the node: its fragment is the same inventory.
+    node.start_lldpd("eth*", dir.path());
+    let all: Vec<&Host> = leaves.iter().chain([&node]).collect();
+    settle(&all, "node-1 hears both leaves", || node.neighbors().iter().filter(|x| x.sys_name.is_some()).count() == 2);
+    let lldpd = discover(&node, dir.path());
+    assert_eq!(load(&raw), load(&lldpd), "raw:\n{fragment}\nlldpd:\n{}", std::fs::read_to_string(&lldpd).unwrap());
+    drop((node, leaves));
+    let left = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    assert!(!String::from_utf8_lossy(&left.stdout).contains(&prefix), "namespaces removed");
+}
