@@ -459,9 +459,9 @@ fn without_lldpd_raw_lldp_frames_give_the_same_fragment_as_lldpd() {
     // Without CAP_NET_RAW (dropped from the bounding set, so root's exec does not get it back):
     // exit 2 and the reason, not an empty fragment.
     {
-        let (root, bin) = (dir.path().join("node-1").display().to_string(), bin().display().to_string());
+        let root = dir.path().join("node-1").display().to_string();
         let drop_cap = ["setpriv", "--bounding-set", "-net_raw", "--inh-caps", "-net_raw"];
-        let discover = [bin.as_str(), "inventory", "discover", "--sysfs-root", &root, "--lldp", "raw"];
+        let discover = [bin(), "inventory", "discover", "--sysfs-root", &root, "--lldp", "raw"];
         let exec = ["netns", "exec", &node.ns.name];
         let run = Command::new("ip").args([&exec[..], &drop_cap[..], &discover[..]].concat()).output().unwrap();
         assert_eq!(run.status.code(), Some(2), "{}", text(&run));
