@@ -799,9 +799,15 @@ pub struct SwitchViews {
     /// A switch's Redis: `SWITCH=HOST:PORT` (repeatable).
     #[arg(long, value_name = "SWITCH=HOST:PORT")]
     pub redis: Vec<String>,
-    /// A switch's gNMI, origin sonic-db, plain text: `SWITCH=HOST:PORT` (repeatable).
+    /// A switch's gNMI, origin sonic-db: `SWITCH=HOST:PORT` (repeatable); TLS and login as
+    /// `--gnmi-settings` says, else plain text and no login.
     #[arg(long, value_name = "SWITCH=HOST:PORT")]
     pub gnmi: Vec<String>,
+    /// A TOML file whose `[gnmi]` (`credentials_file`, `tls = { ca_file, cert_file, key_file,
+    /// domain }`, as the inventory spells it) says how to reach every `--gnmi`; `check`
+    /// defaults to the checked inventory's own.
+    #[arg(long, value_name = "FILE")]
+    pub gnmi_settings: Option<PathBuf>,
     /// A JSON dump of a switch's LLDP_ENTRY_TABLE (`sonic-db-dump -n APPL_DB -k 'LLDP_ENTRY_TABLE:*'`): `SWITCH=FILE` (repeatable).
     #[arg(long, value_name = "SWITCH=FILE")]
     pub lldp_table: Vec<String>,

@@ -86,7 +86,7 @@ fn merge(fragments: &[PathBuf], views: &SwitchViews, out: Option<&Path>) -> anyh
         let inventory: Inventory = toml::from_str(&text).with_context(|| format!("{}", path.display()))?;
         parsed.push((path.clone(), inventory));
     }
-    let views = read_views(views)?;
+    let views = read_views(views, None)?;
     let merged = ops::inventory::merge::merge(&parsed, &views)?;
     let names: Vec<String> = fragments.iter().map(|p| p.display().to_string()).collect();
     let mut header = vec![format!("Merged by `rocemend inventory merge` from {}.", names.join(", "))];
@@ -103,7 +103,7 @@ fn merge(fragments: &[PathBuf], views: &SwitchViews, out: Option<&Path>) -> anyh
 
 fn check(file: &Path, views: &SwitchViews) -> anyhow::Result<Exit> {
     let text = std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
-    let views = read_views(views)?;
+    let views = read_views(views, Some(file))?;
     let faults = ops::inventory::audit::check(&text, &file.display().to_string(), &views)?;
     for fault in &faults {
         println!("{fault}");
@@ -124,7 +124,9 @@ fn split(flag: &str, arg: &str) -> anyhow::Result<(String, String)> {
     }
 }
 
-fn read_views(views: &SwitchViews) -> anyhow::Result<Vec<SwitchView>> {
+/// The switches' views; `--gnmi` logs in as `--gnmi-settings`, else `inventory`'s `[gnmi]`.
+fn read_views(views: &SwitchViews, inventory: Option<&Path>) -> anyhow::Result<Vec<SwitchView>> {
+    let settings = views.gnmi_settings.as_deref().or(inventory);
     let mut out = Vec::new();
     for arg in &views.lldp_table {
         let (sw, file) = split("--lldp-table", arg)?;
@@ -138,7 +140,8 @@ fn read_views(views: &SwitchViews) -> anyhow::Result<Vec<SwitchView>> {
         }
         for arg in &views.gnmi {
             let (sw, address) = split("--gnmi", arg)?;
-            out.push(runtime.block_on(switch_view::from_gnmi(&sw, &address))?);
+            let config = switch_view::gnmi_login(&address, settings)?;
+            out.push(runtime.block_on(switch_view::from_gnmi(&sw, &config))?);
         }
     }
     Ok(out)

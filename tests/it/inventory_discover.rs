@@ -324,9 +324,12 @@ impl Drop for LeafRedis {
     }
 }
 
-/// sonic-gnmi's front over `redis`, on a loopback port, on a thread of its own until the
-/// returned sender is dropped.
-fn gnmi_front(redis: &LeafRedis) -> (u16, tokio::sync::oneshot::Sender<()>, std::thread::JoinHandle<()>) {
+/// sonic-gnmi's front over `redis` (with `tls` when given), on a loopback port, on a thread of
+/// its own until the returned sender is dropped.
+fn gnmi_front(
+    redis: &LeafRedis,
+    tls: Option<sonic::gnmi_front::FrontTls>,
+) -> (u16, tokio::sync::oneshot::Sender<()>, std::thread::JoinHandle<()>) {
     use sonic::gnmi_front::{serve, FrontConfig, GnmiFront, RedisBackend};
     use sonic::layout::{DatabaseLayout, Instance};
     let instance =
@@ -341,7 +344,7 @@ fn gnmi_front(redis: &LeafRedis) -> (u16, tokio::sync::oneshot::Sender<()>, std:
         runtime.block_on(async move {
             let listener = tokio::net::TcpListener::from_std(listener).unwrap();
             let front = GnmiFront::new(std::sync::Arc::new(RedisBackend::new(switch)), FrontConfig::default());
-            serve(front, listener, None, async move {
+            serve(front, listener, tls, async move {
                 let _ = stopped.await;
             })
             .await
@@ -351,15 +354,30 @@ fn gnmi_front(redis: &LeafRedis) -> (u16, tokio::sync::oneshot::Sender<()>, std:
     (port, stop, thread)
 }
 
-#[test]
-fn a_leafs_lldp_table_is_read_from_its_redis_and_its_gnmi_and_a_port_seeing_another_nic_is_named() {
+/// A leaf's Redis whose APPL_DB (database 0) has node-2's eth1 where its eth0 should be, as
+/// lldp_syncd would write it; `None` (the test skipped) without redis-server.
+fn leaf_redis_with_node_2_swapped(dir: &tempfile::TempDir) -> Option<LeafRedis> {
     let missing =
         ["redis-server", "redis-cli"].into_iter().find(|t| Command::new(t).arg("--version").output().is_err());
     if let Some(tool) = missing {
-        return test_peers::missing(format!("`{tool}` is not installed (Debian redis-server)"));
+        test_peers::missing(format!("`{tool}` is not installed (Debian redis-server)"));
+        return None;
     }
-    let dir = tempfile::tempdir().unwrap();
     let redis = LeafRedis::start(dir.path());
+    for (k, netdev) in [(1, "eth0"), (2, "eth1"), (3, "eth0"), (4, "eth0")] {
+        let key = format!("LLDP_ENTRY_TABLE:Ethernet{}", 4 * (k - 1));
+        let node = format!("node-{k}");
+        let fields = ["lldp_rem_sys_name", &node, "lldp_rem_port_id", netdev, "lldp_rem_port_desc", netdev];
+        let set = redis.cli(&[&["HSET", key.as_str()][..], &fields[..]].concat());
+        assert!(set.status.success(), "{}", text(&set));
+    }
+    Some(redis)
+}
+
+#[test]
+fn a_leafs_lldp_table_is_read_from_its_redis_and_its_gnmi_and_a_port_seeing_another_nic_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(redis) = leaf_redis_with_node_2_swapped(&dir) else { return };
     // As lldp_syncd writes APPL_DB (database 0): node-2's eth1 where its eth0 should be.
     for (k, netdev) in [(1, "eth0"), (2, "eth1"), (3, "eth0"), (4, "eth0")] {
         let key = format!("LLDP_ENTRY_TABLE:Ethernet{}", 4 * (k - 1));
@@ -368,7 +386,7 @@ fn a_leafs_lldp_table_is_read_from_its_redis_and_its_gnmi_and_a_port_seeing_anot
         let set = redis.cli(&[&["HSET", key.as_str()][..], &fields[..]].concat());
         assert!(set.status.success(), "{}", text(&set));
     }
-    let (gnmi_port, stop, front) = gnmi_front(&redis);
+    let (gnmi_port, stop, front) = gnmi_front(&redis, None);
     let intended = repo("tests/it/fixtures/inventory_fabric.toml").display().to_string();
     for (flag, source) in
         [("--redis", format!("redis 127.0.0.1:{}", redis.1)), ("--gnmi", format!("gnmi 127.0.0.1:{gnmi_port}"))]
@@ -477,4 +495,59 @@ fn without_lldpd_raw_lldp_frames_give_the_same_fragment_as_lldpd() {
     drop((node, leaves));
     let left = Command::new("ip").args(["netns", "list"]).output().unwrap();
     assert!(!String::from_utf8_lossy(&left.stdout).contains(&prefix), "namespaces removed");
+}
+
+#[test]
+fn merge_and_check_reach_a_gnmi_over_tls_with_a_login_as_gnmi_spells_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(redis) = leaf_redis_with_node_2_swapped(&dir) else { return };
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    std::fs::write(dir.path().join("leaf-ca.pem"), cert.cert.pem()).unwrap();
+    let tls = sonic::gnmi_front::FrontTls {
+        cert_pem: cert.cert.pem().into_bytes(),
+        key_pem: cert.key_pair.serialize_pem().into_bytes(),
+    };
+    let (port, stop, front) = gnmi_front(&redis, Some(tls));
+    let secret = |name: &str, mode: u32| {
+        use std::os::unix::fs::PermissionsExt;
+        let path = dir.path().join(name);
+        std::fs::write(&path, "username = \"admin\"\npassword = \"YourPaSsWoRd\"\n").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+    };
+    secret("login.toml", 0o600);
+    secret("open-login.toml", 0o644);
+    let settings = |name: &str, login: &str| {
+        let path = dir.path().join(name);
+        let text = format!("[gnmi]\ncredentials_file = \"{login}\"\ntls = {{ ca_file = \"leaf-ca.pem\" }}\n");
+        std::fs::write(&path, text).unwrap();
+        path.display().to_string()
+    };
+    let (good, open) = (settings("gnmi.toml", "login.toml"), settings("open.toml", "open-login.toml"));
+    let intended = repo("tests/it/fixtures/inventory_fabric.toml").display().to_string();
+    let leaf = format!("leaf-rail0=localhost:{port}");
+    let check = |extra: &[&str]| rocemend(&[&["inventory", "check", &intended, "--gnmi", &leaf][..], extra].concat());
+
+    let run = check(&["--gnmi-settings", &good]);
+    let out = text(&run);
+    assert_eq!(run.status.code(), Some(1), "over TLS: {out}");
+    assert!(out.contains("but leaf-rail0 port Ethernet4 sees node-2 eth1 (gnmi localhost:"), "{out}");
+    let plain = check(&[]);
+    assert_eq!(plain.status.code(), Some(2), "plain text to a TLS port: {}", text(&plain));
+    assert!(text(&plain).contains("switch leaf-rail0 (gnmi localhost:"), "{}", text(&plain));
+    let refused = check(&["--gnmi-settings", &open]);
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused));
+    assert!(text(&refused).contains("gnmi.credentials_file"), "a login others can read: {}", text(&refused));
+
+    // merge takes the same settings.
+    let fragment = dir.path().join("node-2.toml");
+    let mut node_2 = load(Path::new(&intended));
+    node_2.node.retain(|n| n.name == "node-2");
+    node_2.switch.retain(|s| s.name == "leaf-rail0" || s.name == "leaf-rail1");
+    std::fs::write(&fragment, toml::to_string(&node_2).unwrap()).unwrap();
+    let f = fragment.display().to_string();
+    let run = rocemend(&["inventory", "merge", &f, "--gnmi", &leaf, "--gnmi-settings", &good]);
+    assert_eq!(run.status.code(), Some(1), "{}", text(&run));
+    assert!(text(&run).contains("but leaf-rail0 port Ethernet4 sees node-2 eth1 (gnmi localhost:"), "{}", text(&run));
+    drop(stop);
+    front.join().unwrap();
 }
