@@ -133,6 +133,7 @@ fn read_views(views: &SwitchViews, inventory: Option<&Path>) -> anyhow::Result<V
         out.push(switch_view::from_dump(&sw, Path::new(&file))?);
     }
     if !views.redis.is_empty() || !views.gnmi.is_empty() {
+        let _quiet = PipeIgnored::new();
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
         for arg in &views.redis {
             let (sw, address) = split("--redis", arg)?;
@@ -145,4 +146,24 @@ fn read_views(views: &SwitchViews, inventory: Option<&Path>) -> anyhow::Result<V
         }
     }
     Ok(out)
+}
+
+/// SIGPIPE ignored while switches are read: main restores its default so that `| head` ends
+/// the command quietly, but a switch that closes its socket mid-write (a TLS port answering
+/// plain text) must be an error that names it, not the process killed without a word.
+struct PipeIgnored;
+
+impl PipeIgnored {
+    fn new() -> PipeIgnored {
+        // SAFETY: changing a signal's disposition; no handler runs Rust code.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+        PipeIgnored
+    }
+}
+
+impl Drop for PipeIgnored {
+    fn drop(&mut self) {
+        // SAFETY: as in `new`: back to main's default before the results are printed.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    }
 }

@@ -475,15 +475,16 @@ fn without_lldpd_raw_lldp_frames_give_the_same_fragment_as_lldpd() {
     assert_eq!(load(&auto), load(&raw));
 
     // Without CAP_NET_RAW (dropped from the bounding set, so root's exec does not get it back):
-    // exit 2 and the reason, not an empty fragment.
-    {
-        let root = dir.path().join("node-1").display().to_string();
+    // exit 2 and the reason, not an empty fragment; by default, lldpd's absence too.
+    let root = dir.path().join("node-1").display().to_string();
+    for (how, why) in [("raw", None), ("auto", Some("is lldpd running with control socket"))] {
         let drop_cap = ["setpriv", "--bounding-set", "-net_raw", "--inh-caps", "-net_raw"];
-        let discover = [bin(), "inventory", "discover", "--sysfs-root", &root, "--lldp", "raw"];
+        let discover = [bin(), "inventory", "discover", "--sysfs-root", &root, "--lldp", how, "-u", &none];
         let exec = ["netns", "exec", &node.ns.name];
         let run = Command::new("ip").args([&exec[..], &drop_cap[..], &discover[..]].concat()).output().unwrap();
-        assert_eq!(run.status.code(), Some(2), "{}", text(&run));
-        assert!(text(&run).contains("needs CAP_NET_RAW"), "{}", text(&run));
+        let out = text(&run);
+        assert_eq!(run.status.code(), Some(2), "--lldp {how}: {out}");
+        assert!(out.contains("needs CAP_NET_RAW") && why.is_none_or(|w| out.contains(w)), "--lldp {how}: {out}");
     }
 
     // Then lldpd on the node: its fragment is the same inventory.

@@ -211,7 +211,10 @@ fn neighbors(source: &LldpSource, netdevs: &[String]) -> Result<(Vec<Neighbor>, 
         LldpSource::Raw { wait } => raw(netdevs, *wait, "--lldp raw"),
         LldpSource::Auto { program, socket, wait } => match lldp::ask(program, socket.as_deref()) {
             Ok(text) => Ok((lldp::parse(&text)?, lldpcli_line(program, socket.as_deref()))),
-            Err(why) => raw(netdevs, *wait, &format!("lldpd not reachable: {why}")),
+            Err(why) => raw(netdevs, *wait, &format!("lldpd not reachable: {why}")).map_err(|e| match e {
+                DiscoverError::Lldp(raw) => DiscoverError::Lldp(format!("{why}; and without lldpd, {raw}")),
+                other => other,
+            }),
         },
     }
 }

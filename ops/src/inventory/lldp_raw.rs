@@ -31,7 +31,7 @@ const FRAME_MAX: usize = 2048;
 pub struct Heard {
     /// One neighbour per netdev that heard one (the newest frame), by netdev.
     pub neighbors: Vec<Neighbor>,
-    /// Frames on LLDP's ethertype that did not parse, and the last reason.
+    /// Frames on LLDP's ethertype that did not parse.
     pub skipped: usize,
     /// Why the last skipped frame was skipped.
     pub last_skip: Option<String>,
