@@ -711,6 +711,12 @@ mod tests {
         assert!(measure("-1").is_err() && measure("inf").is_err() && measure("x").is_err());
         assert_eq!(measure("2.5"), Ok(2.5));
         assert!(job_name("has space").unwrap_err().contains("' '"));
+        let secs = std::time::Duration::from_secs;
+        assert_eq!(
+            (lldp_wait("35"), lldp_wait("1m"), lldp_wait("500ms")),
+            (Ok(secs(35)), Ok(secs(60)), Ok(secs(1) / 2))
+        );
+        assert!(lldp_wait("-1s").is_err() && lldp_wait("ten").is_err());
     }
 }
 

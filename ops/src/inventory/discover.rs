@@ -3,7 +3,7 @@
 //!
 //! Each NIC's fact comes from one place: the device and netdev from sysfs, its nearest GPU
 //! from the PCIe tree ([`affinity`]), its leaf and port from LLDP
-//! ([`lldp`]), its rail and plane from the leaf's name ([`naming`](crate::inventory::naming)).
+//! ([`lldp`], or raw frames: [`lldp_raw`]), its rail and plane from the leaf's name ([`naming`](crate::inventory::naming)).
 //! A NIC LLDP says nothing about has no rail: it is left out and named in the warnings.
 
 use std::collections::BTreeMap;

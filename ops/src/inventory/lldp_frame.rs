@@ -157,7 +157,9 @@ mod tests {
         ]);
         let pdu = parse_frame(&f).unwrap();
         assert_eq!((pdu.port_id.as_str(), pdu.sys_name.as_deref()), ("01:02:03:04:05:07", None));
-        assert_eq!(pdu.neighbor("eth1").port_name(), "Ethernet12");
+        let n = pdu.neighbor("eth1");
+        assert_eq!(n.port_name(), "Ethernet12");
+        assert_eq!(n.port_field(), "port description TLV (the port id is a mac)");
     }
 
     #[test]
