@@ -648,6 +648,15 @@ fn span(text: &str) -> Result<Span, String> {
     Ok(Span { text: text.to_string(), ns })
 }
 
+/// Parses `inventory discover --lldp-wait`: whole seconds, or a duration with its unit.
+fn lldp_wait(text: &str) -> Result<std::time::Duration, String> {
+    if let Ok(secs) = text.parse::<u64>() {
+        return Ok(std::time::Duration::from_secs(secs));
+    }
+    let ns = engine::time::parse_duration(text).map_err(|e| e.to_string())?;
+    u64::try_from(ns).map(std::time::Duration::from_nanos).map_err(|_| format!("{text:?}: a wait cannot be negative"))
+}
+
 /// Parses `silence --for`: a duration above 0 (the daemon refuses 0 too;
 /// here it is refused before connecting, as a usage error).
 fn positive_span(text: &str) -> Result<Span, String> {
@@ -712,6 +721,12 @@ mod tests {
         assert!(measure("-1").is_err() && measure("inf").is_err() && measure("x").is_err());
         assert_eq!(measure("2.5"), Ok(2.5));
         assert!(job_name("has space").unwrap_err().contains("' '"));
+        let secs = std::time::Duration::from_secs;
+        assert_eq!(
+            (lldp_wait("35"), lldp_wait("1m"), lldp_wait("500ms")),
+            (Ok(secs(35)), Ok(secs(60)), Ok(secs(1) / 2))
+        );
+        assert!(lldp_wait("-1s").is_err() && lldp_wait("ten").is_err());
     }
 }
 
@@ -743,6 +758,14 @@ pub enum InventoryCommand {
         /// A saved `lldpcli -f json show neighbors` to read instead of asking lldpd.
         #[arg(long, conflicts_with = "lldp_socket")]
         lldp_json: Option<PathBuf>,
+        /// Where neighbours come from: auto (lldpd, else raw LLDP frames), lldpd, raw (an
+        /// AF_PACKET socket on each NIC; needs CAP_NET_RAW).
+        #[arg(long, default_value = "auto", value_parser = ["auto", "lldpd", "raw"], conflicts_with = "lldp_json")]
+        lldp: String,
+        /// How long to listen for raw LLDP frames at most (seconds, or `1m`); a switch sends
+        /// every 30 s by default.
+        #[arg(long, value_name = "DURATION", default_value = "35", value_parser = lldp_wait)]
+        lldp_wait: std::time::Duration,
         #[command(flatten)]
         naming: RailNaming,
         /// Write the fragment here instead of stdout.
@@ -792,9 +815,15 @@ pub struct SwitchViews {
     /// A switch's Redis: `SWITCH=HOST:PORT` (repeatable).
     #[arg(long, value_name = "SWITCH=HOST:PORT")]
     pub redis: Vec<String>,
-    /// A switch's gNMI, origin sonic-db, plain text: `SWITCH=HOST:PORT` (repeatable).
+    /// A switch's gNMI, origin sonic-db: `SWITCH=HOST:PORT` (repeatable); TLS and login as
+    /// `--gnmi-settings` says, else plain text and no login.
     #[arg(long, value_name = "SWITCH=HOST:PORT")]
     pub gnmi: Vec<String>,
+    /// A TOML file whose `[gnmi]` (`credentials_file`, `tls = { ca_file, cert_file, key_file,
+    /// domain }`, as the inventory spells it) says how to reach every `--gnmi`; `check`
+    /// defaults to the checked inventory's own.
+    #[arg(long, value_name = "FILE")]
+    pub gnmi_settings: Option<PathBuf>,
     /// A JSON dump of a switch's LLDP_ENTRY_TABLE (`sonic-db-dump -n APPL_DB -k 'LLDP_ENTRY_TABLE:*'`): `SWITCH=FILE` (repeatable).
     #[arg(long, value_name = "SWITCH=FILE")]
     pub lldp_table: Vec<String>,

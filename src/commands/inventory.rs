@@ -24,6 +24,8 @@ pub fn run(command: InventoryCommand) -> anyhow::Result<Exit> {
             lldp_socket,
             lldpcli,
             lldp_json,
+            lldp,
+            lldp_wait,
             naming,
             out,
         } => {
@@ -32,9 +34,11 @@ pub fn run(command: InventoryCommand) -> anyhow::Result<Exit> {
                 "sysfs" => GpuSource::Sysfs,
                 _ => GpuSource::Auto,
             };
-            let lldp = match lldp_json {
-                Some(path) => LldpSource::File(path),
-                None => LldpSource::Lldpcli { program: lldpcli, socket: lldp_socket },
+            let lldp = match (lldp_json, lldp.as_str()) {
+                (Some(path), _) => LldpSource::File(path),
+                (None, "lldpd") => LldpSource::Lldpcli { program: lldpcli, socket: lldp_socket },
+                (None, "raw") => LldpSource::Raw { wait: lldp_wait },
+                (None, _) => LldpSource::Auto { program: lldpcli, socket: lldp_socket, wait: lldp_wait },
             };
             let node = match node {
                 Some(node) => node,
@@ -82,7 +86,7 @@ fn merge(fragments: &[PathBuf], views: &SwitchViews, out: Option<&Path>) -> anyh
         let inventory: Inventory = toml::from_str(&text).with_context(|| format!("{}", path.display()))?;
         parsed.push((path.clone(), inventory));
     }
-    let views = read_views(views)?;
+    let views = read_views(views, None)?;
     let merged = ops::inventory::merge::merge(&parsed, &views)?;
     let names: Vec<String> = fragments.iter().map(|p| p.display().to_string()).collect();
     let mut header = vec![format!("Merged by `rocemend inventory merge` from {}.", names.join(", "))];
@@ -99,7 +103,7 @@ fn merge(fragments: &[PathBuf], views: &SwitchViews, out: Option<&Path>) -> anyh
 
 fn check(file: &Path, views: &SwitchViews) -> anyhow::Result<Exit> {
     let text = std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
-    let views = read_views(views)?;
+    let views = read_views(views, Some(file))?;
     let faults = ops::inventory::audit::check(&text, &file.display().to_string(), &views)?;
     for fault in &faults {
         println!("{fault}");
@@ -120,13 +124,16 @@ fn split(flag: &str, arg: &str) -> anyhow::Result<(String, String)> {
     }
 }
 
-fn read_views(views: &SwitchViews) -> anyhow::Result<Vec<SwitchView>> {
+/// The switches' views; `--gnmi` logs in as `--gnmi-settings`, else `inventory`'s `[gnmi]`.
+fn read_views(views: &SwitchViews, inventory: Option<&Path>) -> anyhow::Result<Vec<SwitchView>> {
+    let settings = views.gnmi_settings.as_deref().or(inventory);
     let mut out = Vec::new();
     for arg in &views.lldp_table {
         let (sw, file) = split("--lldp-table", arg)?;
         out.push(switch_view::from_dump(&sw, Path::new(&file))?);
     }
     if !views.redis.is_empty() || !views.gnmi.is_empty() {
+        let _quiet = PipeIgnored::new();
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
         for arg in &views.redis {
             let (sw, address) = split("--redis", arg)?;
@@ -134,8 +141,29 @@ fn read_views(views: &SwitchViews) -> anyhow::Result<Vec<SwitchView>> {
         }
         for arg in &views.gnmi {
             let (sw, address) = split("--gnmi", arg)?;
-            out.push(runtime.block_on(switch_view::from_gnmi(&sw, &address))?);
+            let config = switch_view::gnmi_login(&address, settings)?;
+            out.push(runtime.block_on(switch_view::from_gnmi(&sw, &config))?);
         }
     }
     Ok(out)
+}
+
+/// SIGPIPE ignored while switches are read: main restores its default so that `| head` ends
+/// the command quietly, but a switch that closes its socket mid-write (a TLS port answering
+/// plain text) must be an error that names it, not the process killed without a word.
+struct PipeIgnored;
+
+impl PipeIgnored {
+    fn new() -> PipeIgnored {
+        // SAFETY: changing a signal's disposition; no handler runs Rust code.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+        PipeIgnored
+    }
+}
+
+impl Drop for PipeIgnored {
+    fn drop(&mut self) {
+        // SAFETY: as in `new`: back to main's default before the results are printed.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    }
 }

@@ -324,9 +324,12 @@ impl Drop for LeafRedis {
     }
 }
 
-/// sonic-gnmi's front over `redis`, on a loopback port, on a thread of its own until the
-/// returned sender is dropped.
-fn gnmi_front(redis: &LeafRedis) -> (u16, tokio::sync::oneshot::Sender<()>, std::thread::JoinHandle<()>) {
+/// sonic-gnmi's front over `redis` (with `tls` when given), on a loopback port, on a thread of
+/// its own until the returned sender is dropped.
+fn gnmi_front(
+    redis: &LeafRedis,
+    tls: Option<sonic::gnmi_front::FrontTls>,
+) -> (u16, tokio::sync::oneshot::Sender<()>, std::thread::JoinHandle<()>) {
     use sonic::gnmi_front::{serve, FrontConfig, GnmiFront, RedisBackend};
     use sonic::layout::{DatabaseLayout, Instance};
     let instance =
@@ -341,7 +344,7 @@ fn gnmi_front(redis: &LeafRedis) -> (u16, tokio::sync::oneshot::Sender<()>, std:
         runtime.block_on(async move {
             let listener = tokio::net::TcpListener::from_std(listener).unwrap();
             let front = GnmiFront::new(std::sync::Arc::new(RedisBackend::new(switch)), FrontConfig::default());
-            serve(front, listener, None, async move {
+            serve(front, listener, tls, async move {
                 let _ = stopped.await;
             })
             .await
@@ -351,15 +354,30 @@ fn gnmi_front(redis: &LeafRedis) -> (u16, tokio::sync::oneshot::Sender<()>, std:
     (port, stop, thread)
 }
 
-#[test]
-fn a_leafs_lldp_table_is_read_from_its_redis_and_its_gnmi_and_a_port_seeing_another_nic_is_named() {
+/// A leaf's Redis whose APPL_DB (database 0) has node-2's eth1 where its eth0 should be, as
+/// lldp_syncd would write it; `None` (the test skipped) without redis-server.
+fn leaf_redis_with_node_2_swapped(dir: &tempfile::TempDir) -> Option<LeafRedis> {
     let missing =
         ["redis-server", "redis-cli"].into_iter().find(|t| Command::new(t).arg("--version").output().is_err());
     if let Some(tool) = missing {
-        return test_peers::missing(format!("`{tool}` is not installed (Debian redis-server)"));
+        test_peers::missing(format!("`{tool}` is not installed (Debian redis-server)"));
+        return None;
     }
-    let dir = tempfile::tempdir().unwrap();
     let redis = LeafRedis::start(dir.path());
+    for (k, netdev) in [(1, "eth0"), (2, "eth1"), (3, "eth0"), (4, "eth0")] {
+        let key = format!("LLDP_ENTRY_TABLE:Ethernet{}", 4 * (k - 1));
+        let node = format!("node-{k}");
+        let fields = ["lldp_rem_sys_name", &node, "lldp_rem_port_id", netdev, "lldp_rem_port_desc", netdev];
+        let set = redis.cli(&[&["HSET", key.as_str()][..], &fields[..]].concat());
+        assert!(set.status.success(), "{}", text(&set));
+    }
+    Some(redis)
+}
+
+#[test]
+fn a_leafs_lldp_table_is_read_from_its_redis_and_its_gnmi_and_a_port_seeing_another_nic_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(redis) = leaf_redis_with_node_2_swapped(&dir) else { return };
     // As lldp_syncd writes APPL_DB (database 0): node-2's eth1 where its eth0 should be.
     for (k, netdev) in [(1, "eth0"), (2, "eth1"), (3, "eth0"), (4, "eth0")] {
         let key = format!("LLDP_ENTRY_TABLE:Ethernet{}", 4 * (k - 1));
@@ -368,7 +386,7 @@ fn a_leafs_lldp_table_is_read_from_its_redis_and_its_gnmi_and_a_port_seeing_anot
         let set = redis.cli(&[&["HSET", key.as_str()][..], &fields[..]].concat());
         assert!(set.status.success(), "{}", text(&set));
     }
-    let (gnmi_port, stop, front) = gnmi_front(&redis);
+    let (gnmi_port, stop, front) = gnmi_front(&redis, None);
     let intended = repo("tests/it/fixtures/inventory_fabric.toml").display().to_string();
     for (flag, source) in
         [("--redis", format!("redis 127.0.0.1:{}", redis.1)), ("--gnmi", format!("gnmi 127.0.0.1:{gnmi_port}"))]
@@ -383,6 +401,154 @@ fn a_leafs_lldp_table_is_read_from_its_redis_and_its_gnmi_and_a_port_seeing_anot
         assert!(out.contains(&expected), "{flag}: {out}");
         assert!(out.contains("1 fault(s)"), "{flag}: only Ethernet4: {out}");
     }
+    drop(stop);
+    front.join().unwrap();
+}
+
+/// `rocemend args…` inside `host`'s namespace, while `leaves` send LLDP every half second (as
+/// a switch would every 30 s), until it exits.
+fn rocemend_in(host: &Host, leaves: &[&Host], args: &[&str]) -> Output {
+    let mut child = Command::new("ip")
+        .args(["netns", "exec", &host.ns.name])
+        .arg(bin())
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("rocemend starts in the namespace");
+    while child.try_wait().expect("rocemend is waited for").is_none() {
+        for leaf in leaves {
+            leaf.lldpcli(&["update"]);
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    child.wait_with_output().expect("rocemend's output")
+}
+
+/// `inventory discover` of `host` in its namespace with `extra` flags, into `dir/<tag>.toml`.
+fn discover_in(host: &Host, leaves: &[&Host], dir: &Path, tag: &str, extra: &[&str]) -> (PathBuf, Output) {
+    let root = dir.join(&host.name);
+    if !root.exists() {
+        ops::inventory::testing::write_h100(&root, &["eth0", "eth1"]).unwrap();
+    }
+    let out = dir.join(format!("{tag}.toml"));
+    let (root, out_arg) = (root.display().to_string(), out.display().to_string());
+    let base = ["inventory", "discover", "--node", &host.name, "--sysfs-root", &root, "-o", &out_arg];
+    (out.clone(), rocemend_in(host, leaves, &[&base[..], extra].concat()))
+}
+
+#[test]
+fn without_lldpd_raw_lldp_frames_give_the_same_fragment_as_lldpd() {
+    let setpriv = || {
+        let found = Command::new("setpriv").arg("--version").output().is_ok_and(|o| o.status.success());
+        (!found).then(|| "`setpriv` is not installed (Debian util-linux)".to_string())
+    };
+    if let Some(reason) = netns::missing_part(&["ip"]).or_else(lldpd_missing).or_else(setpriv) {
+        return test_peers::missing(reason);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = format!("rmr{}-", std::process::id());
+    let mut leaves: Vec<Host> = (0..2).map(|r| Host::new(&prefix, &format!("leaf-rail{r}"), dir.path())).collect();
+    let mut node = Host::new(&prefix, "node-1", dir.path());
+    for (i, leaf) in leaves.iter().enumerate() {
+        cable(&node, i, leaf, 1);
+    }
+    for leaf in &mut leaves {
+        leaf.start_lldpd("Ethernet*", dir.path());
+    }
+    let senders: Vec<&Host> = leaves.iter().collect();
+
+    // No lldpd on the node: asked for raw frames, and by default when lldpd does not answer.
+    let (raw, run) = discover_in(&node, &senders, dir.path(), "raw", &["--lldp", "raw", "--lldp-wait", "10"]);
+    assert!(run.status.success(), "discover --lldp raw: {}", text(&run));
+    let fragment = std::fs::read_to_string(&raw).unwrap();
+    assert!(
+        fragment.contains("switch_port = \"Ethernet0\"  # raw LLDP frame on eth0: port id TLV (subtype ifname)"),
+        "{fragment}"
+    );
+    assert!(fragment.contains("switch = \"leaf-rail1\"  # raw LLDP frame on eth1: system name TLV"), "{fragment}");
+    let none = dir.path().join("no-lldpd.sock").display().to_string();
+    let (auto, run) = discover_in(&node, &senders, dir.path(), "auto", &["-u", &none, "--lldp-wait", "10"]);
+    assert!(run.status.success(), "discover (auto, no lldpd): {}", text(&run));
+    let header = std::fs::read_to_string(&auto).unwrap();
+    assert!(header.contains("leaves from raw LLDP frames (lldpd not reachable: "), "{header}");
+    assert_eq!(load(&auto), load(&raw));
+
+    // Without CAP_NET_RAW (dropped from the bounding set, so root's exec does not get it back):
+    // exit 2 and the reason, not an empty fragment; by default, lldpd's absence too.
+    let root = dir.path().join("node-1").display().to_string();
+    for (how, why) in [("raw", None), ("auto", Some("is lldpd running with control socket"))] {
+        let drop_cap = ["setpriv", "--bounding-set", "-net_raw", "--inh-caps", "-net_raw"];
+        let discover = [bin(), "inventory", "discover", "--sysfs-root", &root, "--lldp", how, "-u", &none];
+        let exec = ["netns", "exec", &node.ns.name];
+        let run = Command::new("ip").args([&exec[..], &drop_cap[..], &discover[..]].concat()).output().unwrap();
+        let out = text(&run);
+        assert_eq!(run.status.code(), Some(2), "--lldp {how}: {out}");
+        assert!(out.contains("needs CAP_NET_RAW") && why.is_none_or(|w| out.contains(w)), "--lldp {how}: {out}");
+    }
+
+    // Then lldpd on the node: its fragment is the same inventory.
+    node.start_lldpd("eth*", dir.path());
+    let all: Vec<&Host> = leaves.iter().chain([&node]).collect();
+    settle(&all, "node-1 hears both leaves", || node.neighbors().iter().filter(|x| x.sys_name.is_some()).count() == 2);
+    let lldpd = discover(&node, dir.path());
+    assert_eq!(load(&raw), load(&lldpd), "raw:\n{fragment}\nlldpd:\n{}", std::fs::read_to_string(&lldpd).unwrap());
+    drop((node, leaves));
+    let left = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    assert!(!String::from_utf8_lossy(&left.stdout).contains(&prefix), "namespaces removed");
+}
+
+#[test]
+fn merge_and_check_reach_a_gnmi_over_tls_with_a_login_as_gnmi_spells_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(redis) = leaf_redis_with_node_2_swapped(&dir) else { return };
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    std::fs::write(dir.path().join("leaf-ca.pem"), cert.cert.pem()).unwrap();
+    let tls = sonic::gnmi_front::FrontTls {
+        cert_pem: cert.cert.pem().into_bytes(),
+        key_pem: cert.key_pair.serialize_pem().into_bytes(),
+    };
+    let (port, stop, front) = gnmi_front(&redis, Some(tls));
+    let secret = |name: &str, mode: u32| {
+        use std::os::unix::fs::PermissionsExt;
+        let path = dir.path().join(name);
+        std::fs::write(&path, "username = \"admin\"\npassword = \"YourPaSsWoRd\"\n").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+    };
+    secret("login.toml", 0o600);
+    secret("open-login.toml", 0o644);
+    let settings = |name: &str, login: &str| {
+        let path = dir.path().join(name);
+        let text = format!("[gnmi]\ncredentials_file = \"{login}\"\ntls = {{ ca_file = \"leaf-ca.pem\" }}\n");
+        std::fs::write(&path, text).unwrap();
+        path.display().to_string()
+    };
+    let (good, open) = (settings("gnmi.toml", "login.toml"), settings("open.toml", "open-login.toml"));
+    let intended = repo("tests/it/fixtures/inventory_fabric.toml").display().to_string();
+    let leaf = format!("leaf-rail0=localhost:{port}");
+    let check = |extra: &[&str]| rocemend(&[&["inventory", "check", &intended, "--gnmi", &leaf][..], extra].concat());
+
+    let run = check(&["--gnmi-settings", &good]);
+    let out = text(&run);
+    assert_eq!(run.status.code(), Some(1), "over TLS: {out}");
+    assert!(out.contains("but leaf-rail0 port Ethernet4 sees node-2 eth1 (gnmi localhost:"), "{out}");
+    let plain = check(&[]);
+    assert_eq!(plain.status.code(), Some(2), "plain text to a TLS port: {}", text(&plain));
+    assert!(text(&plain).contains("switch leaf-rail0 (gnmi localhost:"), "{}", text(&plain));
+    let refused = check(&["--gnmi-settings", &open]);
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused));
+    assert!(text(&refused).contains("gnmi.credentials_file"), "a login others can read: {}", text(&refused));
+
+    // merge takes the same settings.
+    let fragment = dir.path().join("node-2.toml");
+    let mut node_2 = load(Path::new(&intended));
+    node_2.node.retain(|n| n.name == "node-2");
+    node_2.switch.retain(|s| s.name == "leaf-rail0" || s.name == "leaf-rail1");
+    std::fs::write(&fragment, toml::to_string(&node_2).unwrap()).unwrap();
+    let f = fragment.display().to_string();
+    let run = rocemend(&["inventory", "merge", &f, "--gnmi", &leaf, "--gnmi-settings", &good]);
+    assert_eq!(run.status.code(), Some(1), "{}", text(&run));
+    assert!(text(&run).contains("but leaf-rail0 port Ethernet4 sees node-2 eth1 (gnmi localhost:"), "{}", text(&run));
     drop(stop);
     front.join().unwrap();
 }

@@ -3,17 +3,19 @@
 //!
 //! Each NIC's fact comes from one place: the device and netdev from sysfs, its nearest GPU
 //! from the PCIe tree ([`affinity`]), its leaf and port from LLDP
-//! ([`lldp`]), its rail and plane from the leaf's name ([`naming`](crate::inventory::naming)).
+//! ([`lldp`], or raw frames: [`lldp_raw`]), its rail and plane from the leaf's name ([`naming`](crate::inventory::naming)).
 //! A NIC LLDP says nothing about has no rail: it is left out and named in the warnings.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use engine::topology::{Gpu, Inventory, Nic, Node, Switch, SwitchRole};
 
 use crate::inventory::affinity::{self, Affinity};
 use crate::inventory::gpus::{self, FoundGpu, GpuSource};
-use crate::inventory::lldp::{self, Neighbor};
+use crate::inventory::lldp::{self, Neighbor, Via};
+use crate::inventory::lldp_raw;
 use crate::inventory::naming::{Naming, Read};
 use crate::inventory::render::Notes;
 use crate::inventory::sysfs::{RdmaNic, Sysfs};
@@ -31,6 +33,20 @@ pub enum LldpSource {
     },
     /// A saved output of that command.
     File(PathBuf),
+    /// Listen for raw LLDP frames on each NIC's netdev for up to `wait` (needs CAP_NET_RAW).
+    Raw {
+        /// How long to listen at most.
+        wait: Duration,
+    },
+    /// lldpd as [`Lldpcli`](Self::Lldpcli) when it answers, else [`Raw`](Self::Raw).
+    Auto {
+        /// `lldpcli`.
+        program: String,
+        /// lldpd's control socket, when not the default.
+        socket: Option<PathBuf>,
+        /// How long to listen for raw frames.
+        wait: Duration,
+    },
 }
 
 /// What to discover, and how.
@@ -72,14 +88,15 @@ impl Discovery {
 pub fn discover(options: &Options) -> Result<Discovery, DiscoverError> {
     let sysfs = Sysfs::new(&options.sysfs_root);
     let (found, gpu_line) = gpus::find(&options.gpus, &sysfs, &options.sysfs_root)?;
-    let (neighbors, lldp_line) = neighbors(&options.lldp)?;
+    let nics = sysfs.rdma_nics()?;
+    let netdevs: Vec<String> = nics.iter().map(|n| n.netdev.clone()).collect();
+    let (neighbors, lldp_line) = neighbors(&options.lldp, &netdevs)?;
     let by_local: BTreeMap<&str, &Neighbor> = neighbors.iter().map(|n| (n.local.as_str(), n)).collect();
     let mut b = Builder::new(&options.node);
     for g in &found {
         b.gpu(g);
     }
     let gpu_functions: Vec<(u32, &_)> = found.iter().map(|g| (g.index, &g.pci)).collect();
-    let nics = sysfs.rdma_nics()?;
     if nics.is_empty() {
         let root = options.sysfs_root.join("sys/class/infiniband");
         b.warnings.push(format!("no RDMA device in {}: is the NIC's driver (mlx5_ib) loaded?", root.display()));
@@ -141,7 +158,14 @@ impl Builder {
 
     fn nic(&mut self, rdma: RdmaNic, neighbor: &Neighbor, leaf: Leaf, affinity: &Affinity) {
         let el = Notes::nic(&self.node.name, &rdma.rdma_dev);
-        let seen = format!("lldpcli: neighbour of {}", rdma.netdev);
+        let seen = match neighbor.via {
+            Via::Lldpd => format!("lldpcli: neighbour of {}", rdma.netdev),
+            Via::Frame => format!("raw LLDP frame on {}", rdma.netdev),
+        };
+        let sys_name = match neighbor.via {
+            Via::Lldpd => "system name",
+            Via::Frame => "system name TLV",
+        };
         let notes = &mut self.notes;
         notes.set(el.clone(), "rdma_dev", format!("/sys/class/infiniband/{}", rdma.rdma_dev));
         notes.set(el.clone(), "netdev", rdma.netdev_source.clone());
@@ -149,8 +173,8 @@ impl Builder {
         notes.set(el.clone(), "gpu", affinity.reason());
         notes.set(el.clone(), "rail", leaf.rail.how.clone());
         notes.set(el.clone(), "plane", leaf.plane.how.clone());
-        notes.set(el.clone(), "switch", format!("{seen}: system name"));
-        notes.set(el, "switch_port", format!("{seen}: port id ({})", neighbor.port_id_type));
+        notes.set(el.clone(), "switch", format!("{seen}: {sys_name}"));
+        notes.set(el, "switch_port", format!("{seen}: {}", neighbor.port_field()));
         // One name, one pattern: a leaf's rail and plane are the same from every NIC.
         self.switches.entry(leaf.name.clone()).or_insert_with(|| {
             let el = Notes::switch(&leaf.name);
@@ -174,18 +198,45 @@ impl Builder {
     }
 }
 
-fn neighbors(source: &LldpSource) -> Result<(Vec<Neighbor>, String), DiscoverError> {
+fn neighbors(source: &LldpSource, netdevs: &[String]) -> Result<(Vec<Neighbor>, String), DiscoverError> {
     match source {
         LldpSource::Lldpcli { program, socket } => {
             let found = lldp::query(program, socket.as_deref())?;
-            let via = socket.as_ref().map(|s| format!(" -u {}", s.display())).unwrap_or_default();
-            Ok((found, format!("leaves from `{program}{via} -f json show neighbors`")))
+            Ok((found, lldpcli_line(program, socket.as_deref())))
         }
         LldpSource::File(path) => {
             let text = read(path)?;
             Ok((lldp::parse(&text)?, format!("leaves from lldpcli's JSON in {}", path.display())))
         }
+        LldpSource::Raw { wait } => raw(netdevs, *wait, "--lldp raw"),
+        LldpSource::Auto { program, socket, wait } => match lldp::ask(program, socket.as_deref()) {
+            Ok(text) => Ok((lldp::parse(&text)?, lldpcli_line(program, socket.as_deref()))),
+            Err(why) => raw(netdevs, *wait, &format!("lldpd not reachable: {why}")).map_err(|e| match e {
+                DiscoverError::Lldp(raw) => DiscoverError::Lldp(format!("{why}; and without lldpd, {raw}")),
+                other => other,
+            }),
+        },
     }
+}
+
+fn lldpcli_line(program: &str, socket: Option<&Path>) -> String {
+    let via = socket.map(|s| format!(" -u {}", s.display())).unwrap_or_default();
+    format!("leaves from `{program}{via} -f json show neighbors`")
+}
+
+/// Neighbours heard in raw frames; the header line says why, how long, and what was skipped.
+fn raw(netdevs: &[String], wait: Duration, why: &str) -> Result<(Vec<Neighbor>, String), DiscoverError> {
+    let heard = lldp_raw::listen(netdevs, wait)?;
+    let mut line = format!(
+        "leaves from raw LLDP frames ({why}) on {}, heard within {:.1} s of at most {} s",
+        netdevs.join(", "),
+        heard.waited.as_secs_f64(),
+        wait.as_secs()
+    );
+    if let Some(last) = &heard.last_skip {
+        line.push_str(&format!("; {} malformed frame(s) skipped, the last {last}", heard.skipped));
+    }
+    Ok((heard.neighbors, line))
 }
 
 fn read(path: &Path) -> Result<String, DiscoverError> {

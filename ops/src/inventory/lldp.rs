@@ -1,4 +1,5 @@
-//! A node's LLDP neighbours, from lldpd: `lldpcli [-u SOCKET] -f json show neighbors`.
+//! A node's LLDP neighbours, from lldpd: `lldpcli [-u SOCKET] -f json show neighbors` (or,
+//! without lldpd, from raw frames: [`lldp_raw`](crate::inventory::lldp_raw)).
 //!
 //! lldpcli's JSON keys each interface by its name; with one interface `lldp.interface` is an
 //! object, with more it is an array of one-key objects. The chassis is keyed by its system
@@ -24,6 +25,17 @@ pub struct Neighbor {
     pub port_id_type: String,
     /// Its port description, when it sends one.
     pub port_descr: Option<String>,
+    /// Who heard it.
+    pub via: Via,
+}
+
+/// Where a neighbour was heard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    /// lldpd, asked through lldpcli (or its saved JSON).
+    Lldpd,
+    /// A raw LLDP frame on the local interface ([`lldp_raw`](crate::inventory::lldp_raw)).
+    Frame,
 }
 
 impl Neighbor {
@@ -35,25 +47,41 @@ impl Neighbor {
             (_, Some(descr)) => descr,
         }
     }
+
+    /// Which field [`port_name`](Self::port_name) took, for the fragment's comment.
+    pub fn port_field(&self) -> String {
+        match (self.port_id_type.as_str(), &self.port_descr, self.via) {
+            ("ifname" | "local", _, Via::Frame) | (_, None, Via::Frame) => {
+                format!("port id TLV (subtype {})", self.port_id_type)
+            }
+            (_, Some(_), Via::Frame) => format!("port description TLV (the port id is a {})", self.port_id_type),
+            ("ifname" | "local", _, Via::Lldpd) | (_, None, Via::Lldpd) => format!("port id ({})", self.port_id_type),
+            (_, Some(_), Via::Lldpd) => format!("port description (the port id is a {})", self.port_id_type),
+        }
+    }
 }
 
 /// Asks lldpd (through `socket` when given) for every neighbour.
 pub fn query(lldpcli: &str, socket: Option<&Path>) -> Result<Vec<Neighbor>, DiscoverError> {
+    parse(&ask(lldpcli, socket).map_err(DiscoverError::Lldp)?)
+}
+
+/// lldpcli's JSON, or why lldpd could not be asked (lldpcli absent, its daemon not running).
+pub fn ask(lldpcli: &str, socket: Option<&Path>) -> Result<String, String> {
     let mut command = Command::new(lldpcli);
     if let Some(socket) = socket {
         command.arg("-u").arg(socket);
     }
     command.args(["-f", "json", "show", "neighbors"]);
-    let out =
-        command.output().map_err(|e| DiscoverError::Lldp(format!("cannot run {lldpcli}: {e}; is lldpd installed?")))?;
+    let out = command.output().map_err(|e| format!("cannot run {lldpcli}: {e}; is lldpd installed?"))?;
     if !out.status.success() {
-        return Err(DiscoverError::Lldp(format!(
+        return Err(format!(
             "{lldpcli} -f json show neighbors: {} (is lldpd running{}?)",
             String::from_utf8_lossy(&out.stderr).trim(),
             socket.map(|s| format!(" with control socket {}", s.display())).unwrap_or_default()
-        )));
+        ));
     }
-    parse(&String::from_utf8_lossy(&out.stdout))
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// Reads lldpcli's JSON.
@@ -82,6 +110,7 @@ pub fn parse(text: &str) -> Result<Vec<Neighbor>, DiscoverError> {
             port_id,
             port_id_type: text(port.and_then(|p| p.pointer("/id/type"))).unwrap_or_default(),
             port_descr: text(port.and_then(|p| p.get("descr"))),
+            via: Via::Lldpd,
         });
     }
     out.sort_by(|a, b| a.local.cmp(&b.local));

@@ -11,6 +11,8 @@
 //! - [`gpus`]: GPUs and their bus ids from NVML, else sysfs ([`gpus::GpuSource`]);
 //! - [`affinity`]: a NIC's nearest GPU, by the deepest common PCIe bridge, else the NUMA node;
 //! - [`lldp`]: a node's LLDP neighbours from lldpd's `lldpcli -f json show neighbors`;
+//! - [`lldp_raw`]: … or, without lldpd, heard in raw LLDP frames on each NIC (AF_PACKET);
+//! - [`lldp_frame`]: one LLDP frame's TLVs (IEEE 802.1AB);
 //! - [`naming`]: a leaf's rail and plane from its name ([`naming::Naming`]);
 //! - [`discover`]: the node's fragment ([`discover::discover`]);
 //! - [`render`]: an inventory as TOML with a comment beside each fact saying where it came from;
@@ -36,6 +38,8 @@ pub mod discover;
 pub mod faults;
 pub mod gpus;
 pub mod lldp;
+pub mod lldp_frame;
+pub mod lldp_raw;
 pub mod merge;
 pub mod naming;
 pub mod render;

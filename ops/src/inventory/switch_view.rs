@@ -1,7 +1,8 @@
 //! A switch's own view of its cables: SONiC's APPL_DB `LLDP_ENTRY_TABLE:<port>`, which
 //! lldp_syncd writes from the switch's lldpd (`lldp_rem_sys_name`, `lldp_rem_port_id`,
 //! `lldp_rem_port_desc`, …), read from the switch's Redis, from its gNMI (origin `sonic-db`,
-//! `/APPL_DB/localhost/LLDP_ENTRY_TABLE`, plain text, no login: sonic-gnmi's insecure port), or
+//! `/APPL_DB/localhost/LLDP_ENTRY_TABLE`, with TLS and a login as `[gnmi]` spells them, or plain
+//! text with none, sonic-gnmi's insecure port), or
 //! from a JSON dump of the table.
 //!
 //! A dump is what `sonic-db-dump -n APPL_DB -k 'LLDP_ENTRY_TABLE:*'` writes (each key's
@@ -11,8 +12,9 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use engine::topology::GnmiDefaults;
 use gnmi_proto::sonic::PathStyle;
-use gnmi_proto::{ClientConfig, GnmiClient};
+use gnmi_proto::{ClientConfig, GnmiClient, TlsConfig};
 use serde_json::Value;
 use sonic::gnmi::SwitchGnmi;
 use sonic::layout::{db, DatabaseLayout, Instance};
@@ -117,12 +119,42 @@ pub async fn from_redis(switch: &str, address: &str) -> Result<SwitchView, Disco
     Ok(SwitchView { switch: switch.to_string(), source: format!("redis {address}"), ports })
 }
 
-/// Reads switch `switch`'s table over gNMI at `host:port`: origin `sonic-db`, namespace
-/// `localhost`, as sonic-gnmi serves APPL_DB since 202305.
-pub async fn from_gnmi(switch: &str, address: &str) -> Result<SwitchView, DiscoverError> {
+/// How `merge` and `check` log in to the switches' gNMI: the `[gnmi]` table of a TOML file (an
+/// inventory, or a file of that one table), spelled as the inventory spells it; file names
+/// relative to that file. No table, or no file: plain text, no login.
+pub fn gnmi_login(address: &str, settings: Option<&Path>) -> Result<ClientConfig, DiscoverError> {
+    let mut config = ClientConfig::plain(address);
+    let Some(path) = settings else { return Ok(config) };
+    let fail = |message: String| DiscoverError::Read { path: path.to_path_buf(), message };
+    #[derive(serde::Deserialize)]
+    struct OnlyGnmi {
+        #[serde(default)]
+        gnmi: GnmiDefaults,
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
+    let gnmi = toml::from_str::<OnlyGnmi>(&text).map_err(|e| fail(format!("[gnmi]: {e}")))?.gnmi;
+    let base = path.parent().unwrap_or(Path::new("."));
+    if let Some(file) = &gnmi.credentials_file {
+        let c = gnmi_proto::credentials::read_file(&base.join(file))
+            .map_err(|e| fail(format!("gnmi.credentials_file: {e}")))?;
+        config.credentials = Some((c.username, c.password));
+    }
+    if let Some(tls) = &gnmi.tls {
+        let (cert, key) = (tls.cert_file.as_ref().map(|f| base.join(f)), tls.key_file.as_ref().map(|f| base.join(f)));
+        let files =
+            TlsConfig::from_files(&base.join(&tls.ca_file), cert.as_deref(), key.as_deref(), tls.domain.clone());
+        config.tls = Some(files.map_err(|e| fail(format!("gnmi.tls: {e}")))?);
+    }
+    Ok(config)
+}
+
+/// Reads switch `switch`'s table over gNMI as `config` says (address, TLS, login): origin
+/// `sonic-db`, namespace `localhost`, as sonic-gnmi serves APPL_DB since 202305.
+pub async fn from_gnmi(switch: &str, config: &ClientConfig) -> Result<SwitchView, DiscoverError> {
+    let address = config.address.as_str();
     let fail =
         |message: String| DiscoverError::Gnmi { switch: switch.to_string(), address: address.to_string(), message };
-    let client = GnmiClient::connect(&ClientConfig::plain(address)).await.map_err(|e| fail(e.to_string()))?;
+    let client = GnmiClient::connect(config).await.map_err(|e| fail(e.to_string()))?;
     let style = PathStyle::SonicDbOrigin { namespace: Some("localhost".to_string()) };
     let mut gnmi = SwitchGnmi::new(client, false, style, "localhost");
     let table = gnmi.table(db::APPL_DB, LLDP_ENTRY_TABLE).await.map_err(|e| fail(e.to_string()))?;
