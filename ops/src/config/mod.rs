@@ -21,7 +21,7 @@ pub const DEFAULT_CONFIG: &str = "/etc/rocemend/rocemend.toml";
 #[serde(deny_unknown_fields)]
 pub struct DaemonConfig {
     /// This daemon's node name, added as the `node` label to every local sample that lacks one.
-    /// Unset: this host's short name (`/proc/sys/kernel/hostname` up to its first dot). A daemon
+    /// Unset: `$ROCEMEND_NODE`, else this host's short name (`/proc/sys/kernel/hostname` up to its first dot). A daemon
     /// with a sensor that reads its host must find it in its inventory.
     #[serde(default)]
     pub node: Option<String>,
