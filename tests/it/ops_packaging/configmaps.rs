@@ -36,10 +36,7 @@ pub fn generated() -> Vec<Generated> {
     vec![
         Generated {
             name: "rocemend-node",
-            files: files(&[
-                ("rocemend.toml", "packaging/kubernetes/config/node.toml"),
-                ("inventory.toml", inventory),
-            ]),
+            files: files(&[("rocemend.toml", "packaging/kubernetes/config/node.toml"), ("inventory.toml", inventory)]),
         },
         Generated {
             name: "rocemend-aggregator",
@@ -75,11 +72,8 @@ impl Generated {
 
     /// The manifest as written.
     fn render(&self) -> String {
-        let sources: Vec<String> = self
-            .files
-            .values()
-            .map(|p| p.strip_prefix(repo("")).unwrap_or(p).display().to_string())
-            .collect();
+        let sources: Vec<String> =
+            self.files.values().map(|p| p.strip_prefix(repo("")).unwrap_or(p).display().to_string()).collect();
         let manifest = serde_json::json!({
             "apiVersion": "v1",
             "kind": "ConfigMap",

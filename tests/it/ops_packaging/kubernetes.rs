@@ -103,7 +103,10 @@ fn the_aggregators_share_their_switches_and_hold_nothing() {
     assert!(d.spec.replicas.is_some_and(|r| r >= 2), "sharding needs more than one");
     let ds = workload("daemonset.yaml");
     let (a, n) = (&d.spec.selector.match_labels, &ds.spec.template.metadata.labels);
-    assert!(a.iter().any(|(k, v)| n.get(k) != Some(v)), "the DaemonSet's pods must not match the Deployment's selector");
+    assert!(
+        a.iter().any(|(k, v)| n.get(k) != Some(v)),
+        "the DaemonSet's pods must not match the Deployment's selector"
+    );
     let (n, a) = (&ds.spec.selector.match_labels, &d.spec.template.metadata.labels);
     assert!(n.iter().any(|(k, v)| a.get(k) != Some(v)), "the aggregators must not match the DaemonSet's selector");
     let pod = &d.spec.template.spec;

@@ -305,6 +305,8 @@ pub struct PolicyRule {
 impl Volume {
     /// Exactly one source is set.
     pub fn sources(&self) -> usize {
-        usize::from(self.config_map.is_some()) + usize::from(self.host_path.is_some()) + usize::from(self.empty_dir.is_some())
+        usize::from(self.config_map.is_some())
+            + usize::from(self.host_path.is_some())
+            + usize::from(self.empty_dir.is_some())
     }
 }
