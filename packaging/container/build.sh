@@ -53,7 +53,9 @@ cat >"$ROOTFS/etc/group" <<'GROUP'
 root:x:0:
 rocemend:x:65532:
 GROUP
-chown 65532:65532 "$ROOTFS/var/lib/rocemend"
+# The aggregators' user owns its state directory (the DaemonSet's root needs nothing); a build
+# that is not root leaves it to the image's default user mapping.
+if [ "$(id -u)" = 0 ]; then chown 65532:65532 "$ROOTFS/var/lib/rocemend"; fi
 cp packaging/container/Containerfile "$CONTEXT/Containerfile"
 echo "root file system: $ROOTFS ($(du -sh "$ROOTFS" | cut -f1)):"
 (cd "$ROOTFS" && find . -type f | sort | sed 's/^\./  /')
