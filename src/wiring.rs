@@ -18,12 +18,22 @@ use engine::{BuildError, Errors, RuleErrors, Topology};
 use ops::config::DaemonConfig;
 use ops::plan::Components;
 
+/// The environment variable that names this daemon's node when its config sets no `node`: a
+/// Kubernetes DaemonSet sets it from the downward API (`spec.nodeName`), a name that may differ
+/// from the host's short name (the FQDN node names of some clouds), and one config then serves
+/// every node.
+pub const NODE_ENV: &str = "ROCEMEND_NODE";
+
 /// The concrete sensors and actuators of this binary, for `ops`' build step.
 pub struct Wiring;
 
 impl Components for Wiring {
+    /// `$ROCEMEND_NODE` when set, else this host's short name.
     fn local_node(&self) -> std::io::Result<String> {
-        actuators::link::config::local_node()
+        match std::env::var(NODE_ENV) {
+            Ok(node) if !node.trim().is_empty() => Ok(node.trim().to_string()),
+            _ => actuators::link::config::local_node(),
+        }
     }
 
     fn one_node(&self, playbook: &mut Playbook, node: &str) -> Vec<TomlError> {

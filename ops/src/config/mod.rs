@@ -21,8 +21,9 @@ pub const DEFAULT_CONFIG: &str = "/etc/rocemend/rocemend.toml";
 #[serde(deny_unknown_fields)]
 pub struct DaemonConfig {
     /// This daemon's node name, added as the `node` label to every local sample that lacks one.
-    /// Unset: this host's short name (`/proc/sys/kernel/hostname` up to its first dot). A daemon
-    /// with a sensor that reads its host must find it in its inventory.
+    /// Unset: `$ROCEMEND_NODE` (a DaemonSet sets it to the pod's `spec.nodeName`), else this
+    /// host's short name (`/proc/sys/kernel/hostname` up to its first dot). A daemon with a
+    /// sensor that reads its host must find it in its inventory.
     #[serde(default)]
     pub node: Option<String>,
     /// Directory of the sled state database.
