@@ -48,6 +48,39 @@ pub(crate) async fn call<T, F, Fut>(
     what: &str,
     endpoints: &[String],
     timeout: Duration,
+    attempt: F,
+) -> Result<T, String>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, etcd_client::Error>>,
+{
+    call_while(what, endpoints, timeout, never_applied, attempt).await
+}
+
+/// As [`call`] for a read, which changes nothing however often it arrives: it is sent again
+/// after any failure of the transport too, such as a connection the member dropped when it was
+/// killed with the read in flight (one daemon of sixteen was held as "etcd unavailable" that
+/// way while two members and their new leader were serving).
+pub(crate) async fn read<T, F, Fut>(
+    what: &str,
+    endpoints: &[String],
+    timeout: Duration,
+    attempt: F,
+) -> Result<T, String>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, etcd_client::Error>>,
+{
+    call_while(what, endpoints, timeout, lost_in_transport, attempt).await
+}
+
+/// Runs `attempt` until it succeeds, fails in a way `may_repeat` does not allow, or `timeout`
+/// has passed since the first attempt.
+async fn call_while<T, F, Fut>(
+    what: &str,
+    endpoints: &[String],
+    timeout: Duration,
+    may_repeat: fn(&etcd_client::Error) -> bool,
     mut attempt: F,
 ) -> Result<T, String>
 where
@@ -60,7 +93,7 @@ where
         attempts += 1;
         match tokio::time::timeout_at(deadline, attempt()).await {
             Ok(Ok(v)) => return Ok(v),
-            Ok(Err(e)) if never_applied(&e) && Instant::now() + PAUSE < deadline => {
+            Ok(Err(e)) if may_repeat(&e) && Instant::now() + PAUSE < deadline => {
                 tracing::debug!(message = "etcd request not delivered; sending it again.", what, attempts, error = %e);
                 tokio::time::sleep(PAUSE).await;
             }
@@ -79,6 +112,18 @@ fn never_applied(e: &etcd_client::Error) -> bool {
             not_connected(status) || status.message().contains("no leader")
         }
         etcd_client::Error::TransportError(error) => not_connected(error),
+        _ => false,
+    }
+}
+
+/// Whether `e` is a failure of the transport or of the member (any `Unavailable`, a dropped
+/// connection), not an answer of etcd's: a read that failed so may be sent again.
+fn lost_in_transport(e: &etcd_client::Error) -> bool {
+    match e {
+        etcd_client::Error::GRpcStatus(status) => {
+            matches!(status.code(), tonic::Code::Unavailable | tonic::Code::Cancelled | tonic::Code::Unknown)
+        }
+        etcd_client::Error::TransportError(_) => true,
         _ => false,
     }
 }
@@ -116,6 +161,45 @@ mod tests {
         assert!(!never_applied(&etcd_client::Error::GRpcStatus(reset)), "a reset may follow a delivered request");
         let compare = tonic::Status::failed_precondition("etcdserver: revision mismatch");
         assert!(!never_applied(&etcd_client::Error::GRpcStatus(compare)));
+    }
+
+    #[test]
+    fn a_read_is_sent_again_after_any_failure_of_the_transport_but_not_after_an_answer() {
+        let reset = tonic::Status::unavailable("connection reset by peer");
+        assert!(lost_in_transport(&etcd_client::Error::GRpcStatus(reset)));
+        assert!(lost_in_transport(&etcd_client::Error::GRpcStatus(tonic::Status::unknown("h2 protocol error"))));
+        let denied = tonic::Status::permission_denied("etcdserver: permission denied");
+        assert!(!lost_in_transport(&etcd_client::Error::GRpcStatus(denied)));
+        let invalid = tonic::Status::invalid_argument("etcdserver: key is not provided");
+        assert!(!lost_in_transport(&etcd_client::Error::GRpcStatus(invalid)));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_read_dropped_in_flight_is_sent_again_where_a_write_is_not() {
+        let endpoints = vec!["http://127.0.0.1:1".to_string()];
+        let dropped = || etcd_client::Error::GRpcStatus(tonic::Status::unavailable("connection reset by peer"));
+        let mut tries = 0;
+        let got = read("reading", &endpoints, Duration::from_secs(1), || {
+            tries += 1;
+            let fail = tries < 2;
+            async move {
+                if fail {
+                    Err(dropped())
+                } else {
+                    Ok(7)
+                }
+            }
+        })
+        .await;
+        assert_eq!((got, tries), (Ok(7), 2));
+        let mut tries = 0;
+        let got: Result<i32, String> = call("writing", &endpoints, Duration::from_secs(1), || {
+            tries += 1;
+            async move { Err(dropped()) }
+        })
+        .await;
+        assert!(got.is_err());
+        assert_eq!(tries, 1, "a write that may have been applied is not sent again");
     }
 
     #[tokio::test(start_paused = true)]

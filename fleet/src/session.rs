@@ -112,10 +112,12 @@ impl Shared {
         crate::retry::call(what, &self.settings.endpoints, self.settings.request_timeout, attempt).await
     }
 
-    /// A bounded read of `key` (with `options`).
+    /// A bounded read of `key` (with `options`), sent again after any failure of the transport
+    /// ([`crate::retry::read`]).
     pub async fn get(&self, what: &str, key: &str, options: Option<GetOptions>) -> Result<GetResponse, String> {
         let kv = self.client.kv_client();
-        self.bounded(what, || {
+        let settings = &self.settings;
+        crate::retry::read(what, &settings.endpoints, settings.request_timeout, || {
             let (mut kv, options) = (kv.clone(), options.clone());
             async move { kv.get(key, options).await }
         })
