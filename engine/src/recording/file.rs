@@ -1,56 +1,48 @@
 //! [`RecordingFile`]: the daemon's recording on disk, appended across
-//! restarts and rotated by size.
+//! restarts, rotated by size and pruned by age.
 //!
-//! Each daemon start appends a segment: a `start` note, then the series it
-//! declares afresh and their samples. A file past [`Rotation::max_bytes`]
-//! is renamed `PATH.1` (the older ones to `.2` … up to [`Rotation::keep`],
-//! the oldest dropped) and a new segment starts in a fresh `PATH`. A line
-//! cut off by a crash is removed when the file is opened again, so every
-//! line of the file is whole except, at worst, the last one of a file a
-//! running daemon is still writing (which readers skip).
+//! Each daemon start appends a segment to `PATH` (a recording of blocks,
+//! [`super::blocks`]): a segment start, then the series it declares afresh
+//! and blocks of their samples. A file past [`Rotation::max_bytes`] is
+//! renamed `PATH.1` (the older ones to `.2` … up to [`Rotation::keep`], the
+//! oldest dropped) and a new segment starts in a fresh `PATH`; rotated
+//! files older than [`Rotation::keep_for`] are dropped too. A frame cut off
+//! by a crash is removed when the file is opened again, so every frame of
+//! the file is whole except, at worst, the last one of a file a running
+//! daemon is still writing (which readers take as the end). A recording of
+//! JSON lines left by an older daemon is rotated away whole, and read on
+//! with the rest.
 
 use std::fs::{File, OpenOptions};
-use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
+use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
 
-use super::{Writer, SEGMENT_START};
+use super::blocks::{self, BlockOptions, BlockWriter};
 use crate::contracts::Note;
-use crate::labels::Labels;
 use crate::series::{SeriesId, SeriesTable, Value};
 use crate::time::Nanos;
 
-/// How large a recording grows.
+/// How large a recording grows and how long it is kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rotation {
     /// The size at which the file is rotated.
     pub max_bytes: u64,
     /// Rotated files kept (`PATH.1` … `PATH.keep`).
     pub keep: u32,
+    /// Rotated files whose last write is older than this are dropped.
+    pub keep_for: Option<Duration>,
 }
+
+/// A week.
+pub const WEEK: Duration = Duration::from_secs(7 * 24 * 3600);
 
 impl Default for Rotation {
-    /// 256 MiB × 4: about 20 hours of a busy node (200 series at 100 ms) in
-    /// the current file, four days in all, 1.25 GiB at most.
+    /// 128 MiB × (15 rotated + the current): 2 GiB at most, kept a week.
+    /// docs/config.md says how long that keeps at a given series count
+    /// and interval (docs/performance.md, "Recording").
     fn default() -> Rotation {
-        Rotation { max_bytes: 256 << 20, keep: 4 }
-    }
-}
-
-/// Counts what goes through to the file.
-struct Counted {
-    file: BufWriter<File>,
-    bytes: u64,
-}
-
-impl Write for Counted {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let n = self.file.write(buf)?;
-        self.bytes += n as u64;
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.file.flush()
+        Rotation { max_bytes: 128 << 20, keep: 15, keep_for: Some(WEEK) }
     }
 }
 
@@ -58,29 +50,50 @@ impl Write for Counted {
 pub struct RecordingFile {
     path: PathBuf,
     rotation: Rotation,
-    writer: Writer<Counted>,
+    options: BlockOptions,
+    writer: BlockWriter<BufWriter<File>>,
+    /// The file's size when it was opened.
+    base: u64,
     /// The newest time written: the start of the next file's segment.
     last: Nanos,
 }
 
 impl RecordingFile {
-    /// Opens `path` for appending (removing a line a crash cut off) and
+    /// Opens `path` for appending (removing a frame a crash cut off) and
     /// starts a segment at `now`, saying `why`.
     pub fn open(path: &Path, rotation: Rotation, now: Nanos, why: &str) -> io::Result<RecordingFile> {
-        let writer = Writer::new(open_for_append(path)?);
-        let mut file = RecordingFile { path: path.to_path_buf(), rotation, writer, last: now };
-        file.start_segment(now, why)?;
-        Ok(file)
+        RecordingFile::open_with(path, rotation, BlockOptions::default(), now, why)
     }
 
-    fn start_segment(&mut self, at: Nanos, why: &str) -> io::Result<()> {
-        let note = Note { ts: at, kind: SEGMENT_START.into(), text: why.into(), labels: Labels::default() };
-        self.writer.note(&note)
+    /// [`RecordingFile::open`] with blocks cut as `options` say.
+    pub fn open_with(
+        path: &Path,
+        rotation: Rotation,
+        options: BlockOptions,
+        now: Nanos,
+        why: &str,
+    ) -> io::Result<RecordingFile> {
+        let (writer, base) = open_for_append(path, rotation, options)?;
+        let mut file = RecordingFile { path: path.to_path_buf(), rotation, options, writer, base, last: now };
+        file.writer.segment(now, why)?;
+        prune(path, rotation)?;
+        Ok(file)
     }
 
     /// Writes a sample of `id`, declaring its series first in this segment.
     pub fn sample(&mut self, table: &SeriesTable, id: SeriesId, t: Nanos, value: Value) -> io::Result<()> {
-        self.writer.sample(table, id, t, value)?;
+        if !self.writer.is_declared(id.0) {
+            let spec = {
+                let reg = table.read();
+                crate::series::SeriesSpec {
+                    metric: reg.metric_name(id).to_string(),
+                    labels: reg.labels(id),
+                    kind: reg.info(id).kind,
+                }
+            };
+            self.writer.declare(id.0, &spec)?;
+        }
+        self.writer.sample(id.0, t, value)?;
         self.last = self.last.max(t);
         self.rotate_if_full()
     }
@@ -92,26 +105,38 @@ impl RecordingFile {
         self.rotate_if_full()
     }
 
-    /// Writes what is buffered to the file.
+    /// Writes the block being filled if its first sample waited a span of
+    /// wall time, and flushes to the file: called every second.
     pub fn flush(&mut self) -> io::Result<()> {
-        self.writer.flush()
+        self.writer.close_block_if_old()?;
+        self.writer.flush()?;
+        self.rotate_if_full()
+    }
+
+    /// Writes everything gathered: at shutdown.
+    pub fn finish(&mut self) -> io::Result<()> {
+        self.writer.finish()
     }
 
     fn rotate_if_full(&mut self) -> io::Result<()> {
-        if self.writer.inner().bytes < self.rotation.max_bytes {
+        if self.base + self.writer.written() < self.rotation.max_bytes {
             return Ok(());
         }
-        self.writer.flush()?;
-        let keep = self.rotation.keep.max(1);
-        for k in (1..keep).rev() {
-            let from = rotated(&self.path, k);
-            if from.exists() {
-                std::fs::rename(&from, rotated(&self.path, k + 1))?;
-            }
+        self.writer.finish()?;
+        shift_rotated(&self.path, self.rotation.keep)?;
+        self.writer = BlockWriter::new(BufWriter::new(create(&self.path)?), self.options)?;
+        self.base = 0;
+        self.writer.segment(self.last, "rotated")?;
+        prune(&self.path, self.rotation)
+    }
+}
+
+impl Drop for RecordingFile {
+    /// What is gathered reaches the file however the daemon stops.
+    fn drop(&mut self) {
+        if let Err(error) = self.writer.finish() {
+            tracing::error!(message = "Could not write the end of the recording.", %error);
         }
-        std::fs::rename(&self.path, rotated(&self.path, 1))?;
-        self.writer = Writer::new(open_for_append(&self.path)?);
-        self.start_segment(self.last, "rotated")
     }
 }
 
@@ -141,23 +166,76 @@ pub fn rotated(path: &Path, k: u32) -> PathBuf {
     PathBuf::from(name)
 }
 
+/// Renames `PATH.k` to `PATH.k+1` (the last one kept is overwritten) and
+/// `PATH` to `PATH.1`.
+fn shift_rotated(path: &Path, keep: u32) -> io::Result<()> {
+    let keep = keep.max(1);
+    for k in (1..keep).rev() {
+        let from = rotated(path, k);
+        if from.exists() {
+            std::fs::rename(&from, rotated(path, k + 1))?;
+        }
+    }
+    std::fs::rename(path, rotated(path, 1))
+}
+
+/// Drops rotated files past `keep` and, from the first one last written
+/// more than `keep_for` ago, that one and every older one.
+fn prune(path: &Path, rotation: Rotation) -> io::Result<()> {
+    let now = SystemTime::now();
+    let mut expired = false;
+    let mut k = 1;
+    while let Ok(meta) = std::fs::metadata(rotated(path, k)) {
+        let age = meta.modified().ok().and_then(|m| now.duration_since(m).ok());
+        expired |= k > rotation.keep.max(1) || rotation.keep_for.zip(age).is_some_and(|(limit, age)| age > limit);
+        if expired {
+            std::fs::remove_file(rotated(path, k))?;
+        }
+        k += 1;
+    }
+    Ok(())
+}
+
+fn create(path: &Path) -> io::Result<File> {
+    OpenOptions::new().create(true).truncate(true).write(true).open(path)
+}
+
 /// Opens `path` for appending, creating it (and its directory, as the
-/// state directory is), and cuts a last line without its newline (a crash
-/// in the middle of writing it).
-fn open_for_append(path: &Path) -> io::Result<Counted> {
+/// state directory is): a frame a crash cut off is removed, and a
+/// recording of JSON lines is rotated away (its cut-off line removed).
+/// Returns the writer and the file's size.
+fn open_for_append(
+    path: &Path,
+    rotation: Rotation,
+    options: BlockOptions,
+) -> io::Result<(BlockWriter<BufWriter<File>>, u64)> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)?;
     }
     let mut file = OpenOptions::new().create(true).read(true).append(true).open(path)?;
     let len = file.metadata()?.len();
-    if len > 0 {
-        let keep = whole_lines_len(&mut file, len)?;
-        if keep < len {
-            file.set_len(keep)?;
+    if len == 0 {
+        return Ok((BlockWriter::new(BufWriter::new(file), options)?, 0));
+    }
+    file.seek(SeekFrom::Start(0))?;
+    let whole = blocks::whole_frames_len(&mut BufReader::with_capacity(1 << 20, &mut file))?;
+    match whole {
+        Some(whole) => {
+            if whole < len {
+                file.set_len(whole)?;
+            }
+            Ok((BlockWriter::appending(BufWriter::new(file), options)?, whole))
+        }
+        None => {
+            let keep = whole_lines_len(&mut file, len)?;
+            if keep < len {
+                file.set_len(keep)?;
+            }
+            drop(file);
+            shift_rotated(path, rotation.keep)?;
+            Ok((BlockWriter::new(BufWriter::new(create(path)?), options)?, 0))
         }
     }
-    let bytes = file.metadata()?.len();
-    Ok(Counted { file: BufWriter::new(file), bytes })
 }
 
 /// The length of `file` up to and including its last newline.
@@ -179,9 +257,12 @@ fn whole_lines_len(file: &mut File, len: u64) -> io::Result<u64> {
 
 #[cfg(test)]
 mod tests {
+    use std::io::Write;
+
     use super::*;
     use crate::counter::CounterSpec;
-    use crate::recording::{Event, Reader};
+    use crate::labels::Labels;
+    use crate::recording::{Event, Reader, SEGMENT_START};
     use crate::series::{SampleKind, SeriesSpec};
 
     fn table() -> (SeriesTable, SeriesId) {
@@ -197,8 +278,8 @@ mod tests {
     }
 
     fn events(path: &Path) -> Vec<Event> {
-        let text = std::fs::read(path).unwrap();
-        let mut reader = Reader::new(&text[..], "rec");
+        let (input, _) = open_with_rotated(path).unwrap();
+        let mut reader = Reader::new(input, "rec");
         let mut out = Vec::new();
         while let Some(e) = reader.next_event().unwrap() {
             out.push(e);
@@ -206,46 +287,84 @@ mod tests {
         out
     }
 
-    #[test]
-    fn restarts_append_segments_and_a_torn_line_is_cut() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("rec.jsonl");
-        let (table, id) = table();
-        let mut file = RecordingFile::open(&path, Rotation::default(), 1, "started").unwrap();
-        file.sample(&table, id, 2, Value::Count(5)).unwrap();
-        file.flush().unwrap();
-        drop(file);
-        // A crash in the middle of a line.
-        std::fs::OpenOptions::new().append(true).open(&path).unwrap().write_all(b"{\"s\":0,\"t\":3,").unwrap();
-        let (table, id) = self::table();
-        let mut file = RecordingFile::open(&path, Rotation::default(), 10, "started").unwrap();
-        file.sample(&table, id, 11, Value::Count(6)).unwrap();
-        file.flush().unwrap();
-        let events = events(&path);
-        let starts = events.iter().filter(|e| matches!(e, Event::Note(n) if n.kind == SEGMENT_START)).count();
-        let samples: Vec<i64> =
-            events.iter().filter_map(|e| if let Event::Sample { t, .. } = e { Some(*t) } else { None }).collect();
-        assert_eq!((starts, samples), (2, vec![2, 11]), "both runs, the torn line gone: {events:?}");
+    fn sample_times(events: &[Event]) -> Vec<i64> {
+        events.iter().filter_map(|e| if let Event::Sample { t, .. } = e { Some(*t) } else { None }).collect()
+    }
+
+    fn starts(events: &[Event]) -> Vec<String> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Note(n) if n.kind == SEGMENT_START => Some(n.text.clone()),
+                _ => None,
+            })
+            .collect()
     }
 
     #[test]
-    fn a_full_file_is_rotated_and_the_oldest_dropped() {
+    fn restarts_append_segments_and_a_frame_cut_by_a_crash_is_removed() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("rec.jsonl");
+        let path = dir.path().join("rec");
         let (table, id) = table();
-        let rotation = Rotation { max_bytes: 300, keep: 2 };
-        let mut file = RecordingFile::open(&path, rotation, 0, "started").unwrap();
-        for t in 0..40 {
-            file.sample(&table, id, t, Value::Count(t as u64)).unwrap();
+        let mut file = RecordingFile::open(&path, Rotation::default(), 1, "started").unwrap();
+        file.sample(&table, id, 2, Value::Count(5)).unwrap();
+        drop(file);
+        // A crash in the middle of writing a frame.
+        let whole = std::fs::metadata(&path).unwrap().len();
+        std::fs::OpenOptions::new().append(true).open(&path).unwrap().write_all(&[0xB5, b'B', 200, 0, 0]).unwrap();
+        let (table, id) = self::table();
+        let mut file = RecordingFile::open(&path, Rotation::default(), 10, "restarted").unwrap();
+        file.sample(&table, id, 11, Value::Count(6)).unwrap();
+        file.finish().unwrap();
+        let events = events(&path);
+        assert_eq!((starts(&events), sample_times(&events)), (vec!["started".into(), "restarted".into()], vec![2, 11]));
+        assert!(std::fs::metadata(&path).unwrap().len() > whole, "appended after the cut");
+    }
+
+    #[test]
+    fn a_recording_of_lines_from_an_older_daemon_is_rotated_away_and_read_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rec");
+        let old = "{\"note\":\"start\",\"t\":1,\"text\":\"old\"}\n{\"series\":0,\"metric\":\"m\",\"kind\":\"gauge\"}\n{\"s\":0,\"t\":2,\"v\":1.5}\n{\"s\":0,";
+        std::fs::write(&path, old).unwrap();
+        let (table, id) = table();
+        let mut file = RecordingFile::open(&path, Rotation::default(), 5, "new").unwrap();
+        file.sample(&table, id, 6, Value::Count(1)).unwrap();
+        file.finish().unwrap();
+        assert!(std::fs::read(rotated(&path, 1)).unwrap().ends_with(b"1.5}\n"), "the cut line is removed");
+        let events = events(&path);
+        assert_eq!((starts(&events), sample_times(&events)), (vec!["old".into(), "new".into()], vec![2, 6]));
+    }
+
+    #[test]
+    fn a_full_file_is_rotated_the_oldest_dropped_and_old_ones_pruned_by_age() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rec");
+        let (table, id) = table();
+        let rotation = Rotation { max_bytes: 400, keep: 2, keep_for: None };
+        let options = BlockOptions { span: 10, ..BlockOptions::default() };
+        let mut file = RecordingFile::open_with(&path, rotation, options, 0, "started").unwrap();
+        for t in 0..400 {
+            file.sample(&table, id, t, Value::Count(t as u64 * 7919 % 1000)).unwrap();
         }
-        file.flush().unwrap();
+        file.finish().unwrap();
         assert!(rotated(&path, 1).exists() && rotated(&path, 2).exists());
         assert!(!rotated(&path, 3).exists(), "keep = 2");
-        // Each file stands alone: it declares its series and starts a segment.
         for p in [path.clone(), rotated(&path, 1), rotated(&path, 2)] {
             let events = events(&p);
             assert!(matches!(&events[0], Event::Note(n) if n.kind == SEGMENT_START), "{p:?}: {events:?}");
-            assert!(std::fs::metadata(&p).unwrap().len() < 400);
+            assert!(std::fs::metadata(&p).unwrap().len() < 600, "{p:?}");
         }
+        // What the files hold is the newest stretch, without a gap.
+        let times = sample_times(&events(&path));
+        assert_eq!(times.last(), Some(&399));
+        assert!(times.windows(2).all(|w| w[1] == w[0] + 1), "{times:?}");
+        // A rotated file last written two weeks ago is dropped with every older one.
+        let two_weeks = SystemTime::now() - 2 * WEEK;
+        File::options().write(true).open(rotated(&path, 1)).unwrap().set_modified(two_weeks).unwrap();
+        drop(file);
+        let rotation = Rotation { keep_for: Some(WEEK), ..rotation };
+        let _file = RecordingFile::open_with(&path, rotation, options, 500, "restarted").unwrap();
+        assert!(!rotated(&path, 1).exists() && !rotated(&path, 2).exists());
     }
 }

@@ -1,4 +1,20 @@
-//! Recordings: everything a daemon saw, as JSON lines, for replay.
+//! Recordings: everything a daemon saw, for replay, `why` and `timeline`.
+//!
+//! A daemon records in its own format of compressed blocks ([`blocks`]:
+//! about a byte a sample or less, a week on a node). The JSON-lines form
+//! below stays for hand-made test files and as the export
+//! (`rocemend recording export`); [`Reader`] reads either, and a stream of
+//! files in both.
+//!
+//! | module | concern |
+//! |---|---|
+//! | [`blocks`] | the block format: writer, reader, framing |
+//! | `lines` | [`LineReader`]: JSON lines, bounded and checked |
+//! | `writer` | [`Writer`]: JSON lines |
+//! | `reader` | [`Reader`]: either format, with a [`Select`] |
+//! | `file` | [`RecordingFile`]: the daemon's file, crash-safe appends, rotation and retention |
+//!
+//! The JSON-lines form:
 //!
 //! ```text
 //! {"series":0,"metric":"link_carrier_down_count","labels":{"node":"n1","netdev":"eth0"},"kind":"counter","bits":32,"overflow":"wrap"}
@@ -16,12 +32,18 @@ use crate::labels::Labels;
 use crate::series::{SampleKind, SeriesSpec, Value};
 use crate::time::Nanos;
 
+pub mod blocks;
 mod file;
+mod lines;
 mod reader;
+mod select;
 mod writer;
 
-pub use file::{open_with_rotated, rotated, RecordingFile, Rotation};
+pub use blocks::{BlockOptions, BlockWriter};
+pub use file::{open_with_rotated, rotated, RecordingFile, Rotation, WEEK};
+pub use lines::LineReader;
 pub use reader::Reader;
+pub use select::{Select, SeriesFilter};
 pub use writer::Writer;
 
 /// One line of a recording.
@@ -177,7 +199,7 @@ mod tests {
         let mut text = String::from("{\"note\":\"x\",\"t\":1,\"text\":\"");
         text.push_str(&"a".repeat(MAX_LINE + 10));
         text.push_str("\"}\n{\"note\":\"y\",\"t\":2}\n");
-        let mut r = Reader::new(std::io::BufReader::with_capacity(4096, text.as_bytes()), "rec.jsonl");
+        let mut r = LineReader::new(std::io::BufReader::with_capacity(4096, text.as_bytes()), "rec.jsonl");
         let err = r.next_event().unwrap_err().to_string();
         assert!(err.starts_with("rec.jsonl:1: a line of 1048"), "{err}");
         assert!(r.buf.capacity() <= MAX_LINE + 4096, "held {} bytes", r.buf.capacity());
@@ -191,7 +213,8 @@ mod tests {
         let zeros = std::io::repeat(0).take(MAX_SKIP + (1 << 20));
         let mut r = Reader::new(std::io::BufReader::with_capacity(1 << 16, zeros), "zero");
         let err = r.next_event().unwrap_err().to_string();
-        assert!(err.contains("no recording line in 256 MiB"), "{err}");
+        // A zero byte starts the magic of a recording of blocks: read as one, it holds no frame.
+        assert!(err.contains("no frame in 256 MiB"), "{err}");
         assert!(r.offset() <= MAX_SKIP + (1 << 16), "read {} bytes", r.offset());
         assert_eq!(r.next_event().unwrap(), None, "the input ends where reading stopped");
         // Endless blank lines are no recording either.

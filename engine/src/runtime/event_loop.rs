@@ -210,7 +210,7 @@ impl EventLoop {
         }
         let _ = task.await;
         if let Some(w) = recorder.as_mut() {
-            w.flush()?;
+            w.finish()?;
         }
         if let Err(error) = evaluator.flush() {
             tracing::error!(message = "Could not flush instance state.", %error);

@@ -36,16 +36,23 @@ pub struct DaemonConfig {
     /// Rule directory; overrides the playbook's `rules`.
     #[serde(default)]
     pub rules: Option<PathBuf>,
-    /// Write every sample and note the daemon sees to this recording (JSON lines), appended
-    /// across restarts (each start begins a segment) and rotated by size.
+    /// Write every sample and note the daemon sees to this recording (compressed blocks, about a
+    /// byte a sample or less; `rocemend recording export` gives JSON lines), appended across
+    /// restarts (each start begins a segment), rotated by size and pruned by age. A crash loses at
+    /// most the last 10 s.
     #[serde(default)]
     pub record: Option<PathBuf>,
     /// The size, in MiB, at which the recording is rotated to `RECORD.1` (older ones to `.2`, …).
+    /// With `record_keep`, the recording's bound on disk: (1 + record_keep) × record_max_mib, 2 GiB
+    /// by default, which keeps a week of a node's signals (docs/performance.md, "Recording").
     #[serde(default = "default_record_max_mib")]
     pub record_max_mib: u64,
     /// Rotated recordings kept.
     #[serde(default = "default_record_keep")]
     pub record_keep: u32,
+    /// Rotated recordings last written longer ago than this are dropped ("0": kept by size only).
+    #[serde(default = "default_record_keep_for", with = "duration::record_keep_for")]
+    pub record_keep_for: Duration,
     /// Engine settings.
     #[serde(default)]
     pub engine: EngineSection,
@@ -123,11 +130,15 @@ impl Default for EngineSection {
 }
 
 fn default_record_max_mib() -> u64 {
-    256
+    128
 }
 
 fn default_record_keep() -> u32 {
-    4
+    15
+}
+
+fn default_record_keep_for() -> Duration {
+    engine::recording::WEEK
 }
 
 fn default_rule_cost_budget() -> f64 {
@@ -184,6 +195,7 @@ mod duration {
     key!(reload_poll, "engine.reload_poll");
     key!(max_ahead, "engine.max_ahead");
     key!(shutdown_timeout, "engine.shutdown_timeout");
+    key!(record_keep_for, "record_keep_for");
 }
 
 /// `[control]`.

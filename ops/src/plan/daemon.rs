@@ -113,7 +113,11 @@ pub fn settings(config: &DaemonConfig, at: &Locator, errors: &mut Vec<TomlError>
                 errors.push(at.error(&[key.into()], format!("{key} = 0: expected at least 1")));
             }
         }
-        let rotation = Rotation { max_bytes: config.record_max_mib.max(1) << 20, keep: config.record_keep };
+        let rotation = Rotation {
+            max_bytes: config.record_max_mib.max(1) << 20,
+            keep: config.record_keep,
+            keep_for: Some(config.record_keep_for).filter(|d| !d.is_zero()),
+        };
         Recording { path, rotation }
     });
     for (i, sensor) in config.sensor.iter().enumerate() {

@@ -1,0 +1,268 @@
+//! [`BlockReader`]: a recording of blocks, frame by frame, as the events
+//! the JSON-lines reader yields, in time order within each block.
+
+use std::collections::{HashMap, VecDeque};
+use std::io::BufRead;
+
+use super::block::{self, Header};
+use super::frame::{self, Kind};
+use super::varint::{Cursor, Malformed};
+use super::MAGIC;
+use crate::contracts::Note;
+use crate::labels::Labels;
+use crate::recording::{Event, Line, RecordingError, Select, SEGMENT_START};
+use crate::series::{SeriesSpec, Value};
+
+/// What the next step of reading found.
+#[derive(Debug)]
+pub enum Step {
+    /// An event.
+    Event(Event),
+    /// The end of the input.
+    End,
+    /// A JSON line starts here (a recording of lines follows one of blocks).
+    Lines,
+}
+
+/// Reads a recording of blocks.
+pub struct BlockReader<R> {
+    pub(in crate::recording) input: R,
+    origin: String,
+    /// Bytes consumed.
+    pub(in crate::recording) offset: u64,
+    /// Frames read: errors name the frame.
+    frames: usize,
+    /// Series declared in this segment, and whether they are wanted.
+    declared: HashMap<u32, (SeriesSpec, bool)>,
+    select: Select,
+    queue: VecDeque<Event>,
+    payload: Vec<u8>,
+    body: Vec<u8>,
+    decompressor: Option<zstd::bulk::Decompressor<'static>>,
+    /// Reading stopped after [`crate::recording::MAX_SKIP`] bytes that are
+    /// no frame: the input ends there.
+    gave_up: bool,
+}
+
+impl<R: BufRead> BlockReader<R> {
+    /// Reads from `input` (at a frame or the magic); `offset` bytes were
+    /// consumed before.
+    pub fn new(input: R, origin: &str, offset: u64, select: Select) -> BlockReader<R> {
+        BlockReader {
+            input,
+            origin: origin.to_string(),
+            offset,
+            frames: 0,
+            declared: HashMap::new(),
+            select,
+            queue: VecDeque::new(),
+            payload: Vec::new(),
+            body: Vec::new(),
+            decompressor: None,
+            gave_up: false,
+        }
+    }
+
+    fn error(&self, at: u64, message: impl std::fmt::Display) -> RecordingError {
+        RecordingError {
+            origin: self.origin.clone(),
+            line: self.frames.max(1),
+            message: format!("frame at byte {at}: {message}"),
+        }
+    }
+
+    /// The next event, the end, or the start of JSON lines.
+    pub fn next(&mut self) -> Result<Step, RecordingError> {
+        loop {
+            if let Some(event) = self.queue.pop_front() {
+                return Ok(Step::Event(event));
+            }
+            if self.gave_up {
+                return Ok(Step::End);
+            }
+            let at = self.offset;
+            let first = match self.input.fill_buf() {
+                Ok(chunk) => chunk.first().copied(),
+                Err(e) => return Err(self.error(at, e)),
+            };
+            let Some(first) = first else { return Ok(Step::End) };
+            match first {
+                frame::MARK => self.frame(at)?,
+                b if b == MAGIC[0] => self.magic(at)?,
+                b'{' | b'#' | b'\n' | b' ' | b'\r' | b'\t' => return Ok(Step::Lines),
+                _ => return Err(self.skip_garbage(at)),
+            }
+        }
+    }
+
+    /// The magic of a file that follows another in a stream.
+    fn magic(&mut self, at: u64) -> Result<(), RecordingError> {
+        let mut magic = [0u8; MAGIC.len()];
+        let mut consumed = 0;
+        let whole = frame::fill(&mut self.input, &mut magic, &mut consumed).map_err(|e| self.error(at, e))?;
+        self.offset += consumed;
+        if whole && &magic != MAGIC {
+            return Err(self.skip_garbage(at));
+        }
+        Ok(())
+    }
+
+    /// Skips to the next frame mark: one error for a run of bytes that are
+    /// no frame.
+    fn skip_garbage(&mut self, at: u64) -> RecordingError {
+        loop {
+            let Ok(chunk) = self.input.fill_buf() else { break };
+            if chunk.is_empty() {
+                break;
+            }
+            let n = memchr::memchr(frame::MARK, chunk).unwrap_or(chunk.len());
+            let found = n < chunk.len();
+            self.input.consume(n);
+            self.offset += n as u64;
+            if found {
+                break;
+            }
+            if self.offset - at > crate::recording::MAX_SKIP {
+                self.gave_up = true;
+                let mib = crate::recording::MAX_SKIP >> 20;
+                return self
+                    .error(at, format!("no frame in {mib} MiB: this is not a recording; reading stopped there"));
+            }
+        }
+        self.error(at, format!("{} bytes that are no frame, skipped", self.offset - at))
+    }
+
+    fn frame(&mut self, at: u64) -> Result<(), RecordingError> {
+        self.frames += 1;
+        let read = frame::read(&mut self.input, &mut self.payload, &mut self.offset).map_err(|e| self.error(at, e))?;
+        let kind = match read {
+            frame::Read::End => return Ok(()),
+            frame::Read::Corrupt(why) => return Err(self.error(at, why)),
+            frame::Read::Frame(kind) => kind,
+        };
+        let result = match kind {
+            Kind::Segment => self.segment(),
+            Kind::Series => self.series(),
+            Kind::Block => self.block(),
+        };
+        result.map_err(|e| self.error(at, e))
+    }
+
+    fn segment(&mut self) -> Result<(), Malformed> {
+        if self.payload.len() < 8 {
+            return Err(Malformed("a segment start without its time".into()));
+        }
+        let ts = i64::from_le_bytes(self.payload[..8].try_into().expect("8 bytes"));
+        let text = String::from_utf8_lossy(&self.payload[8..]).into_owned();
+        self.declared.clear();
+        self.queue.push_back(Event::Note(Note { ts, kind: SEGMENT_START.into(), text, labels: Labels::default() }));
+        Ok(())
+    }
+
+    fn series(&mut self) -> Result<(), Malformed> {
+        let payload = std::mem::take(&mut self.payload);
+        let result = self.declare_all(&payload);
+        self.payload = payload;
+        result
+    }
+
+    fn declare_all(&mut self, payload: &[u8]) -> Result<(), Malformed> {
+        let mut c = Cursor::new(payload);
+        for _ in 0..c.count(2, "declarations")? {
+            let len = c.count(1, "declaration bytes")?;
+            let line: Line = serde_json::from_slice(c.take(len)?)
+                .map_err(|e| Malformed(format!("a series declaration is not JSON: {e}")))?;
+            let Line::Series { series, metric, labels, kind } = line else {
+                return Err(Malformed("a declaration that declares no series".into()));
+            };
+            let spec = SeriesSpec { metric, labels, kind };
+            match self.declared.get(&series) {
+                Some((earlier, _)) if *earlier != spec => {
+                    return Err(Malformed(format!(
+                        "series {series} is declared again as {}{}, but was declared as {}{}",
+                        spec.metric, spec.labels, earlier.metric, earlier.labels
+                    )))
+                }
+                Some(_) => continue,
+                None => {}
+            }
+            let wanted = self.select.series(&spec);
+            if wanted {
+                self.queue.push_back(Event::Series(series, spec.clone()));
+            }
+            self.declared.insert(series, (spec, wanted));
+        }
+        Ok(())
+    }
+
+    fn block(&mut self) -> Result<(), Malformed> {
+        let header = Header::read(&self.payload)?;
+        if !self.select.overlaps(header.first, header.last) {
+            return Ok(());
+        }
+        if self.decompressor.is_none() {
+            let d = zstd::bulk::Decompressor::new().map_err(|e| Malformed(format!("zstd: {e}")))?;
+            self.decompressor = Some(d);
+        }
+        let decompressor = self.decompressor.as_mut().expect("made above");
+        self.body.clear();
+        self.body.resize(header.body as usize, 0);
+        let n = decompressor
+            .decompress_to_buffer(&self.payload[block::HEADER..], &mut self.body[..])
+            .map_err(|e| Malformed(format!("its body does not decompress: {e}")))?;
+        if n != header.body as usize {
+            return Err(Malformed(format!("its body is {n} bytes; its header says {}", header.body)));
+        }
+        let declared = &self.declared;
+        let decoded = block::decode_body(&self.body, |id| match declared.get(&id) {
+            Some((_, wanted)) => Ok(*wanted),
+            None => Err(Malformed(format!("series {id} used before it is declared"))),
+        })?;
+        self.queue_in_time_order(decoded);
+        Ok(())
+    }
+
+    /// Queues a block's samples by time (ascending ids at one time), each
+    /// note before the samples later than it.
+    fn queue_in_time_order(&mut self, decoded: block::Decoded) {
+        let block::Decoded { times, mut notes, series } = decoded;
+        let mut start = vec![0usize; times.len() + 1];
+        for (_, at, _) in &series {
+            for &i in at {
+                start[i as usize + 1] += 1;
+            }
+        }
+        for i in 1..start.len() {
+            start[i] += start[i - 1];
+        }
+        let mut slots = vec![(0u32, Value::Count(0)); start[times.len()]];
+        let mut next = start.clone();
+        for (id, at, values) in &series {
+            for (&i, &v) in at.iter().zip(values) {
+                slots[next[i as usize]] = (*id, v);
+                next[i as usize] += 1;
+            }
+        }
+        notes.sort_by_key(|n| n.ts);
+        let mut notes = notes.into_iter().peekable();
+        for (k, &t) in times.iter().enumerate() {
+            while let Some(note) = notes.next_if(|n| n.ts < t) {
+                self.queue_note(note);
+            }
+            if self.select.time(t) {
+                for &(id, value) in &slots[start[k]..start[k + 1]] {
+                    self.queue.push_back(Event::Sample { id, t, value });
+                }
+            }
+        }
+        for note in notes {
+            self.queue_note(note);
+        }
+    }
+
+    fn queue_note(&mut self, note: Note) {
+        if self.select.time(note.ts) {
+            self.queue.push_back(Event::Note(note));
+        }
+    }
+}
