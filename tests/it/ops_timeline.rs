@@ -398,8 +398,13 @@ fn a_running_daemon_is_timelined_without_copying_its_state_and_a_restart_keeps_i
         let all = d.decisions();
         (all.len() >= 2).then_some(all)
     });
-    let recording = std::fs::read_to_string(dir.join("daemon.jsonl")).unwrap();
-    let starts = recording.lines().filter(|l| l.starts_with(r#"{"note":"start""#)).count();
+    let recording = std::fs::read(dir.join("daemon.jsonl")).unwrap();
+    let mut reader = engine::recording::Reader::new(&recording[..], "daemon.jsonl");
+    let mut starts = 0;
+    while let Some(event) = reader.next_event().unwrap() {
+        starts +=
+            matches!(event, engine::recording::Event::Note(n) if n.kind == engine::recording::SEGMENT_START) as usize;
+    }
     assert_eq!(starts, 2, "each start begins a segment of the same file");
 
     // The page is written while the daemon holds its ledger.

@@ -92,7 +92,7 @@ fn over_plain_http_the_console_shows_everything_and_writes_nothing() {
     assert!(explain.contains("evidence  step=5") && explain.contains("waiting for approval"), "{explain}");
 
     // "Why is this job slow?" is asked of the daemon's own recording.
-    // (The recording reaches its file within a second.)
+    // (The recording reaches its file a block at a time: within 10 s.)
     let (code, why) = daemon.wait_for("the job in the recording", |_| {
         let (code, why) = http(&addr, "GET", "/why?job=train-7", "");
         (!why.contains("unknown job")).then_some((code, why))

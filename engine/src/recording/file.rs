@@ -368,3 +368,40 @@ mod tests {
         assert!(!rotated(&path, 1).exists() && !rotated(&path, 2).exists());
     }
 }
+
+#[cfg(test)]
+mod live_tests {
+    use super::*;
+    use crate::recording::{Event, Reader};
+
+    #[test]
+    fn a_block_reaches_the_file_a_span_of_wall_time_after_its_first_sample() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rec");
+        let table = SeriesTable::default();
+        let sensor = table.add_sensor("t", 10);
+        let spec = crate::series::SeriesSpec {
+            metric: "m".into(),
+            labels: Default::default(),
+            kind: crate::series::SampleKind::Gauge,
+        };
+        let id = table.register(sensor, &spec).unwrap();
+        let options = BlockOptions { span: 50 * crate::time::MS, ..BlockOptions::default() };
+        let mut file = RecordingFile::open_with(&path, Rotation::default(), options, 1, "started").unwrap();
+        file.sample(&table, id, 2, Value::Real(5.0)).unwrap();
+        file.flush().unwrap();
+        let samples = |path: &Path| {
+            let bytes = std::fs::read(path).unwrap();
+            let mut reader = Reader::new(&bytes[..], "rec");
+            let mut n = 0;
+            while let Some(e) = reader.next_event().unwrap() {
+                n += matches!(e, Event::Sample { .. }) as usize;
+            }
+            n
+        };
+        assert_eq!(samples(&path), 0, "the block is still filling");
+        std::thread::sleep(std::time::Duration::from_millis(80));
+        file.flush().unwrap();
+        assert_eq!(samples(&path), 1, "written once its span of wall time passed");
+    }
+}

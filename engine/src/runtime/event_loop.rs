@@ -113,8 +113,15 @@ impl EventLoop {
         tokio::pin!(ticker);
         let mut last_tick = tokio::time::Instant::now();
         let mut commands_open = true;
+        // The recording's blocks reach the file on the wall clock whatever
+        // clock evaluation runs on (a replay on its samples' time has no ticks).
+        let mut recording_due = tokio::time::interval(Duration::from_secs(1));
+        recording_due.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
+                _ = recording_due.tick(), if self.recorder.is_some() => {
+                    self.flush_recording_if_due(wall_clock_now(), crate::time::SECOND - DISPATCHER_TICK);
+                }
                 batch = sensors.batches.recv(), if !sensors.done => match batch {
                     Some(batch) => self.on_batch(batch, observe).await,
                     None => sensors.done = true,

@@ -129,19 +129,26 @@ pub fn pack(
     Ok(())
 }
 
-/// What a block holds, decoded.
+/// The samples of the wanted series of a block, decoded, flat: buffers
+/// kept from block to block.
 #[derive(Debug, Default)]
-pub struct Decoded {
-    /// Its times, ascending.
-    pub times: Vec<i64>,
-    /// Its notes, in the order written.
-    pub notes: Vec<Note>,
-    /// Each wanted series' id and, per sample, (time index, value).
-    pub series: Vec<(u32, Vec<u32>, Vec<Value>)>,
+pub struct Flat {
+    /// Each sample's series.
+    pub ids: Vec<u32>,
+    /// Each sample's index in the time table.
+    pub at: Vec<u32>,
+    /// Each sample's value.
+    pub values: Vec<Value>,
 }
 
-/// Decodes a block's body, keeping the series `wanted` accepts.
-pub fn decode_body(body: &[u8], mut wanted: impl FnMut(u32) -> Result<bool, Malformed>) -> Result<Decoded, Malformed> {
+/// Decodes a block's body: its times and notes are returned, the samples
+/// of the series `wanted` accepts appended to `flat`, ascending by series
+/// and then time.
+pub fn decode_body(
+    body: &[u8],
+    flat: &mut Flat,
+    mut wanted: impl FnMut(u32) -> Result<bool, Malformed>,
+) -> Result<(Vec<i64>, Vec<Note>), Malformed> {
     let mut c = Cursor::new(body);
     let times = columns::times(&mut c)?;
     let base = times.first().copied().unwrap_or(0);
@@ -159,7 +166,6 @@ pub fn decode_body(body: &[u8], mut wanted: impl FnMut(u32) -> Result<bool, Malf
         notes.push(Note { ts, kind, text, labels });
     }
     let n_series = c.count(2, "series")?;
-    let mut series = Vec::new();
     let mut prev: Option<u32> = None;
     for _ in 0..n_series {
         let gap = c.u64()?;
@@ -171,16 +177,17 @@ pub fn decode_body(body: &[u8], mut wanted: impl FnMut(u32) -> Result<bool, Malf
         if !wanted(id)? {
             continue;
         }
-        let (mut at, mut values) = (Vec::new(), Vec::new());
+        let before = flat.at.len();
         let mut s = Cursor::new(section);
-        columns::series(&mut s, times.len(), &mut at, &mut values)?;
+        columns::series(&mut s, times.len(), &mut flat.at, &mut flat.values)?;
         if s.remaining() != 0 {
             return Err(Malformed(format!("series {id}'s section has {} bytes after its values", s.remaining())));
         }
-        series.push((id, at, values));
+        flat.ids.resize(flat.at.len(), id);
+        debug_assert!(flat.ids.len() == flat.at.len() && before <= flat.at.len());
     }
     if c.remaining() != 0 {
         return Err(Malformed(format!("{} bytes after the last series", c.remaining())));
     }
-    Ok(Decoded { times, notes, series })
+    Ok((times, notes))
 }

@@ -126,9 +126,12 @@ fn encoding(values: &[Value]) -> Encoding {
     }
 }
 
-/// Deltas of deltas, wrapping: exact for any `u64` sequence.
-fn put_steady(out: &mut Vec<u8>, values: impl Iterator<Item = u64>) {
-    let (mut prev, mut delta) = (0u64, 0i64);
+/// The first value, then deltas of deltas (the first delta against 0),
+/// wrapping: exact for any `u64` sequence.
+fn put_steady(out: &mut Vec<u8>, mut values: impl Iterator<Item = u64>) {
+    let Some(first) = values.next() else { return };
+    put_u64(out, first);
+    let (mut prev, mut delta) = (first, 0i64);
     for v in values {
         let d = v.wrapping_sub(prev) as i64;
         put_i64(out, d.wrapping_sub(delta));
@@ -137,8 +140,12 @@ fn put_steady(out: &mut Vec<u8>, values: impl Iterator<Item = u64>) {
 }
 
 fn steady(c: &mut Cursor, n: usize, mut each: impl FnMut(u64)) -> Result<(), Malformed> {
-    let (mut prev, mut delta) = (0u64, 0i64);
-    for _ in 0..n {
+    if n == 0 {
+        return Ok(());
+    }
+    let (mut prev, mut delta) = (c.u64()?, 0i64);
+    each(prev);
+    for _ in 1..n {
         delta = delta.wrapping_add(c.i64()?);
         prev = prev.wrapping_add(delta as u64);
         each(prev);

@@ -39,6 +39,9 @@ pub struct BlockReader<R> {
     payload: Vec<u8>,
     body: Vec<u8>,
     decompressor: Option<zstd::bulk::Decompressor<'static>>,
+    /// The block being handed out.
+    decoded: Decoded,
+    flat: block::Flat,
     /// Reading stopped after [`crate::recording::MAX_SKIP`] bytes that are
     /// no frame: the input ends there.
     gave_up: bool,
@@ -60,6 +63,8 @@ impl<R: BufRead> BlockReader<R> {
             body: Vec::new(),
             decompressor: None,
             gave_up: false,
+            decoded: Decoded::default(),
+            flat: block::Flat::default(),
         }
     }
 
@@ -75,6 +80,9 @@ impl<R: BufRead> BlockReader<R> {
     pub fn next(&mut self) -> Result<Step, RecordingError> {
         loop {
             if let Some(event) = self.queue.pop_front() {
+                return Ok(Step::Event(event));
+            }
+            if let Some(event) = self.decoded.next(&self.select) {
                 return Ok(Step::Event(event));
             }
             if self.gave_up {
@@ -159,16 +167,36 @@ impl<R: BufRead> BlockReader<R> {
         Ok(())
     }
 
+    /// Decompresses the payload's body into `body`; its header.
+    fn unpack(&mut self) -> Result<Header, Malformed> {
+        let header = Header::read(&self.payload)?;
+        if self.decompressor.is_none() {
+            let d = zstd::bulk::Decompressor::new().map_err(|e| Malformed(format!("zstd: {e}")))?;
+            self.decompressor = Some(d);
+        }
+        let decompressor = self.decompressor.as_mut().expect("made above");
+        self.body.clear();
+        self.body.resize(header.body as usize, 0);
+        let n = decompressor
+            .decompress_to_buffer(&self.payload[block::HEADER..], &mut self.body[..])
+            .map_err(|e| Malformed(format!("its body does not decompress: {e}")))?;
+        if n != header.body as usize {
+            return Err(Malformed(format!("its body is {n} bytes; its header says {}", header.body)));
+        }
+        Ok(header)
+    }
+
     fn series(&mut self) -> Result<(), Malformed> {
-        let payload = std::mem::take(&mut self.payload);
-        let result = self.declare_all(&payload);
-        self.payload = payload;
+        let header = self.unpack()?;
+        let body = std::mem::take(&mut self.body);
+        let result = self.declare_all(&body, header.samples);
+        self.body = body;
         result
     }
 
-    fn declare_all(&mut self, payload: &[u8]) -> Result<(), Malformed> {
-        let mut c = Cursor::new(payload);
-        for _ in 0..c.count(2, "declarations")? {
+    fn declare_all(&mut self, body: &[u8], count: u32) -> Result<(), Malformed> {
+        let mut c = Cursor::new(body);
+        for _ in 0..count {
             let len = c.count(1, "declaration bytes")?;
             let line: Line = serde_json::from_slice(c.take(len)?)
                 .map_err(|e| Malformed(format!("a series declaration is not JSON: {e}")))?;
@@ -200,69 +228,82 @@ impl<R: BufRead> BlockReader<R> {
         if !self.select.overlaps(header.first, header.last) {
             return Ok(());
         }
-        if self.decompressor.is_none() {
-            let d = zstd::bulk::Decompressor::new().map_err(|e| Malformed(format!("zstd: {e}")))?;
-            self.decompressor = Some(d);
-        }
-        let decompressor = self.decompressor.as_mut().expect("made above");
-        self.body.clear();
-        self.body.resize(header.body as usize, 0);
-        let n = decompressor
-            .decompress_to_buffer(&self.payload[block::HEADER..], &mut self.body[..])
-            .map_err(|e| Malformed(format!("its body does not decompress: {e}")))?;
-        if n != header.body as usize {
-            return Err(Malformed(format!("its body is {n} bytes; its header says {}", header.body)));
-        }
+        self.unpack()?;
         let declared = &self.declared;
-        let decoded = block::decode_body(&self.body, |id| match declared.get(&id) {
+        let flat = &mut self.flat;
+        (flat.ids.clear(), flat.at.clear(), flat.values.clear());
+        let (times, notes) = block::decode_body(&self.body, flat, |id| match declared.get(&id) {
             Some((_, wanted)) => Ok(*wanted),
             None => Err(Malformed(format!("series {id} used before it is declared"))),
         })?;
-        self.queue_in_time_order(decoded);
+        self.decoded.fill(times, notes, &self.flat);
         Ok(())
     }
+}
 
-    /// Queues a block's samples by time (ascending ids at one time), each
-    /// note before the samples later than it.
-    fn queue_in_time_order(&mut self, decoded: block::Decoded) {
-        let block::Decoded { times, mut notes, series } = decoded;
-        let mut start = vec![0usize; times.len() + 1];
-        for (_, at, _) in &series {
-            for &i in at {
-                start[i as usize + 1] += 1;
-            }
+/// A decoded block, handed out one event at a time in time order: the
+/// samples at each time (ascending ids), each note before the samples
+/// later than it.
+#[derive(Default)]
+struct Decoded {
+    times: Vec<i64>,
+    /// Where the samples of each time start in `slots` (one more entry
+    /// than `times`).
+    start: Vec<usize>,
+    slots: Vec<(u32, Value)>,
+    /// Notes, latest first (popped from the end).
+    notes: Vec<Note>,
+    /// The time and slot handed out next.
+    k: usize,
+    pos: usize,
+}
+
+impl Decoded {
+    /// Sorts the flat samples of a block by time (a counting sort: the
+    /// time indexes are dense).
+    fn fill(&mut self, times: Vec<i64>, mut notes: Vec<Note>, flat: &block::Flat) {
+        self.start.clear();
+        self.start.resize(times.len() + 1, 0);
+        for &i in &flat.at {
+            self.start[i as usize + 1] += 1;
         }
-        for i in 1..start.len() {
-            start[i] += start[i - 1];
+        for i in 1..self.start.len() {
+            self.start[i] += self.start[i - 1];
         }
-        let mut slots = vec![(0u32, Value::Count(0)); start[times.len()]];
-        let mut next = start.clone();
-        for (id, at, values) in &series {
-            for (&i, &v) in at.iter().zip(values) {
-                slots[next[i as usize]] = (*id, v);
-                next[i as usize] += 1;
-            }
+        self.slots.clear();
+        self.slots.resize(flat.at.len(), (0, Value::Count(0)));
+        let mut next = self.start.clone();
+        for ((&i, &id), &v) in flat.at.iter().zip(&flat.ids).zip(&flat.values) {
+            self.slots[next[i as usize]] = (id, v);
+            next[i as usize] += 1;
         }
-        notes.sort_by_key(|n| n.ts);
-        let mut notes = notes.into_iter().peekable();
-        for (k, &t) in times.iter().enumerate() {
-            while let Some(note) = notes.next_if(|n| n.ts < t) {
-                self.queue_note(note);
-            }
-            if self.select.time(t) {
-                for &(id, value) in &slots[start[k]..start[k + 1]] {
-                    self.queue.push_back(Event::Sample { id, t, value });
-                }
-            }
-        }
-        for note in notes {
-            self.queue_note(note);
-        }
+        notes.sort_by_key(|n| std::cmp::Reverse(n.ts));
+        (self.times, self.notes, self.k, self.pos) = (times, notes, 0, 0);
     }
 
-    fn queue_note(&mut self, note: Note) {
-        if self.select.time(note.ts) {
-            self.queue.push_back(Event::Note(note));
+    fn next(&mut self, select: &Select) -> Option<Event> {
+        loop {
+            let Some(&t) = self.times.get(self.k) else {
+                let note = self.notes.pop()?;
+                if select.time(note.ts) {
+                    return Some(Event::Note(note));
+                }
+                continue;
+            };
+            if self.notes.last().is_some_and(|n| n.ts < t) {
+                let note = self.notes.pop().expect("checked");
+                if select.time(note.ts) {
+                    return Some(Event::Note(note));
+                }
+                continue;
+            }
+            let end = self.start[self.k + 1];
+            if self.pos < end && select.time(t) {
+                let (id, value) = self.slots[self.pos];
+                self.pos += 1;
+                return Some(Event::Sample { id, t, value });
+            }
+            (self.k, self.pos) = (self.k + 1, end);
         }
     }
 }

@@ -257,10 +257,16 @@ impl<W: Write> BlockWriter<W> {
     /// Writes the declarations and the block gathered so far.
     pub fn close_block(&mut self) -> io::Result<()> {
         if self.pending_count > 0 {
-            let mut payload = Vec::with_capacity(self.pending.len() + 10);
-            put_u64(&mut payload, self.pending_count);
-            payload.extend_from_slice(&self.pending);
-            self.written += frame::write(&mut self.out, Kind::Series, &payload)?;
+            // Declarations compress about tenfold: 100,000 series declare in a few MB of JSON.
+            let header = Header {
+                first: 0,
+                last: 0,
+                samples: u32::try_from(self.pending_count).unwrap_or(u32::MAX),
+                body: u32::try_from(self.pending.len())
+                    .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "declarations past 4 GiB"))?,
+            };
+            block::pack(&mut self.payload, header, &self.pending, &mut self.compressor)?;
+            self.written += frame::write(&mut self.out, Kind::Series, &self.payload)?;
             self.pending.clear();
             self.pending_count = 0;
         }
