@@ -10,8 +10,10 @@ use ops::control::client::Address;
 use ops::recorded::Files;
 
 mod inventory;
+mod recording;
 
 pub use inventory::{InventoryCommand, RailNaming, SwitchViews};
+pub use recording::RecordingCommand;
 
 /// rocemend watches a RoCE GPU fabric, evaluates rules written in Rhai, and heals what it finds.
 #[derive(Debug, Parser)]
@@ -311,6 +313,11 @@ pub enum Command {
     /// One HTML page with GPU, NCCL, NIC, switch and job signals, rule states, decisions and
     /// actions on one time axis, from what the daemon recorded.
     Timeline(TimelineArgs),
+    /// The daemon's recording: export it as JSON lines, import JSON lines, say what it holds.
+    Recording {
+        #[command(subcommand)]
+        command: RecordingCommand,
+    },
     /// Why a job is slow, in fabric terms: its regression window, the rails, GPUs, leaf ports and
     /// planes on its path ranked by how much their signals moved, and what rocemend decided.
     Why(WhyArgs),

@@ -9,6 +9,7 @@ mod demo;
 mod fleet;
 mod inventory;
 mod preview;
+mod recording;
 mod replay;
 mod run;
 mod sensors;
@@ -81,6 +82,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
             chaos_fleet::run(&scenario, &out, quiet)
         }
         Command::Timeline(args) => timeline::run(&args),
+        Command::Recording { command } => recording::run(command),
         Command::Why(args) => why::run(&args),
         Command::Inventory { command } => inventory::run(command),
         Command::Completions { shell } => {
