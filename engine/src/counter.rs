@@ -116,6 +116,19 @@ pub struct CounterSpec {
     /// What it can count per second at most.
     #[serde(default, skip_serializing_if = "RateBound::is_unknown")]
     pub bound: RateBound,
+    /// How often the reading is refreshed where the sensor reads it, ms;
+    /// 0 when the sensor reads the device itself. A switch's counters are
+    /// copies: SONiC's syncd copies the ASIC's into COUNTERS_DB at its flex
+    /// counter polls (ports every second), and gNMI and Redis serve that
+    /// copy, so a reading may be up to a refresh older than its timestamp,
+    /// and two readings a second apart may hold up to two seconds of count
+    /// between them (two polls fell between the reads).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub refresh_ms: u32,
+}
+
+fn is_zero(ms: &u32) -> bool {
+    *ms == 0
 }
 
 impl CounterSpec {
@@ -126,17 +139,23 @@ impl CounterSpec {
 
     /// A counter of `bits` width that saturates, like an IB PMA counter.
     pub const fn saturating(bits: u8) -> CounterSpec {
-        CounterSpec { bits, overflow: Overflow::Saturate, bound: RateBound::Unknown }
+        CounterSpec { bits, overflow: Overflow::Saturate, bound: RateBound::Unknown, refresh_ms: 0 }
     }
 
     /// A counter of `bits` width that wraps.
     pub const fn wrapping(bits: u8) -> CounterSpec {
-        CounterSpec { bits, overflow: Overflow::Wrap, bound: RateBound::Unknown }
+        CounterSpec { bits, overflow: Overflow::Wrap, bound: RateBound::Unknown, refresh_ms: 0 }
     }
 
     /// The same counter, bounded by `bound`.
     pub const fn bounded(self, bound: RateBound) -> CounterSpec {
         CounterSpec { bound, ..self }
+    }
+
+    /// The same counter, read from a copy refreshed every `ms` (see
+    /// [`CounterSpec::refresh_ms`]).
+    pub const fn refreshed_every(self, ms: u32) -> CounterSpec {
+        CounterSpec { refresh_ms: ms, ..self }
     }
 
     /// The largest value the counter can hold.
@@ -150,10 +169,12 @@ impl CounterSpec {
 
     /// The most it can count in `dt` nanoseconds, if bounded. Timestamps are
     /// taken when a sensor reads, not when the device counted, so the bound
-    /// allows 10 ms of jitter and a quarter more on top.
+    /// allows 10 ms of jitter, the refresh of a copy ([`CounterSpec::refresh_ms`]),
+    /// and a quarter more on top (a refresh that comes late).
     pub fn allowance(&self, dt: Nanos) -> Option<f64> {
         let per_second = self.bound.per_second()?;
-        Some(per_second * (dt.max(0) + 10 * MS) as f64 / SECOND as f64 * 1.25)
+        let slack = 10 * MS + Nanos::from(self.refresh_ms) * MS;
+        Some(per_second * dt.max(0).saturating_add(slack) as f64 / SECOND as f64 * 1.25)
     }
 }
 
@@ -352,6 +373,22 @@ mod tests {
         assert_eq!(increase(PAUSE_US, 0, 1_050_000, SECOND), Increase::Normal(1_050_000));
         let packets = CounterSpec::U64.bounded(RateBound::Packets);
         assert!(matches!(increase(packets, 0, 1 << 62, SECOND), Increase::Implausible(_)));
+    }
+
+    #[test]
+    fn a_copy_refreshed_every_second_may_hold_two_polls_between_two_reads() {
+        // A storm read from SONiC's COUNTERS_DB: two flex counter polls of a
+        // second each fell between reads 1.07 s apart (seen in the fleet game
+        // day: 1,399,991 µs in 1,071,977,102 ns). Read from the device it is
+        // impossible; from a copy refreshed every second it is what a storm
+        // shows.
+        let copied = PAUSE_US.refreshed_every(1000);
+        let dt = 1_071_977_102;
+        assert_eq!(increase(PAUSE_US, 0, 1_399_991, dt), Increase::Implausible(1_399_991));
+        assert_eq!(increase(copied, 0, 1_399_991, dt), Increase::Normal(1_399_991));
+        assert_eq!(increase(copied, 0, 2_000_000, SECOND), Increase::Normal(2_000_000));
+        // The copy's age is bounded too: 3 s of pause in 1 s is still refused.
+        assert_eq!(increase(copied, 0, 3_000_000, SECOND), Increase::Implausible(3_000_000));
     }
 
     #[test]

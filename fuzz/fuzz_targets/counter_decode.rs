@@ -17,7 +17,7 @@ fn spec(byte: u8, bound: u8) -> CounterSpec {
         2 => RateBound::Bytes,
         _ => RateBound::Packets,
     };
-    CounterSpec { bits, overflow, bound }
+    CounterSpec { bits, overflow, bound, refresh_ms: u32::from(byte & 0x40 != 0) * 1000 }
 }
 
 fuzz_target!(|input: (u8, u8, u64, i64, u64, f64, bool, i64)| {

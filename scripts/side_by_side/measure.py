@@ -8,7 +8,10 @@ each before and after: Prometheus's prometheus_tsdb_head_samples_appended_total,
 rocemend_samples_ingested_total. Then, at a 100 ms interval for both, the exporter's fault flag
 is raised N times; the time from the raise (stamped by the exporter) to Prometheus's alert (its
 activeAt, and when a 10 ms poll of /api/v1/alerts first saw it) and to rocemend's decision (its
-dispatched_at) is collected, and the percentiles printed. Standard library only.
+dispatched_at) is collected, and the percentiles printed. rocemend's playbook (playbook.toml) lets
+every raise be acted on: each trial's decision should be `executed`; how many were, and how many
+were decided otherwise (`duplicate`, `suppressed`, `held`, ...), is printed, and only the executed
+ones are timed. Standard library only.
 """
 
 import argparse
@@ -260,18 +263,27 @@ def firing(run):
 
 
 def decisions(args, run):
+    """The fault rule's decisions so far, undos left out."""
     out = subprocess.run(
         [args.rocemend, "decisions", "--json", "--rule", "side-by-side-fault", "--socket", run.socket],
         capture_output=True,
         text=True,
     ).stdout
-    return [json.loads(line) for line in out.splitlines() if line.strip()]
+    found = [json.loads(line) for line in out.splitlines() if line.strip()]
+    return [d for d in found if d.get("undo_of") is None]
+
+
+def verdict(decision):
+    """A decision's verdict by name: `executed`, `duplicate`, `held`, ..."""
+    v = decision.get("verdict")
+    return v.get("verdict", "?") if isinstance(v, dict) else str(v)
 
 
 def latency(args, root):
-    """Fault raised → Prometheus alert and → rocemend decision, ms, over `args.trials` trials."""
+    """Fault raised → Prometheus alert and → rocemend's executed decision, ms, over `args.trials`
+    trials; also each trial's verdict (a trial rocemend decided nothing about counts as `none`)."""
     run = Run(args, os.path.join(root, "latency"), args.latency_series, False, 100)
-    prom, polled, roce = [], [], []
+    prom, polled, roce, verdicts = [], [], [], []
     try:
         # Prometheus's discovery hands targets to its scrapers about 5 s after start; a fault
         # raised before that waits for the first scrape. Both scrape steadily before the first
@@ -285,6 +297,7 @@ def latency(args, root):
         for _ in range(args.trials):
             raised = int(get(f"{run.exporter_url}/fault?on=1"))
             got_prom = got_poll = got_roce = None
+            got_verdict = "none"
             deadline = time.monotonic() + 5
             while (got_prom is None or got_roce is None) and time.monotonic() < deadline:
                 if got_prom is None:
@@ -297,12 +310,14 @@ def latency(args, root):
                     for d in decisions(args, run):
                         if d["id"] not in seen:
                             seen.add(d["id"])
-                            got_roce = d["dispatched_at"]
+                            if got_roce is None:
+                                got_roce, got_verdict = d["dispatched_at"], verdict(d)
                 time.sleep(0.01)
             if got_prom is not None:
                 prom.append((got_prom - raised) / 1e6)
                 polled.append((got_poll - raised) / 1e6)
-            if got_roce is not None:
+            verdicts.append(got_verdict)
+            if got_roce is not None and got_verdict == "executed":
                 roce.append((got_roce - raised) / 1e6)
             get(f"{run.exporter_url}/fault?on=0")
             # Both clear before the next raise (Prometheus's alert leaves the list at its next
@@ -314,7 +329,14 @@ def latency(args, root):
         roce_failed = metric(get(f"http://127.0.0.1:{run.metrics_port}/metrics"), "rocemend_sensor_errors_total")
     finally:
         stop_all()
-    return prom, polled, roce, failed, roce_failed or 0.0
+    return prom, polled, roce, verdicts, failed, roce_failed or 0.0
+
+
+def verdict_counts(verdicts):
+    """`40 executed` or `38 executed, 2 duplicate`: executed first, the others by name."""
+    counts = {v: verdicts.count(v) for v in sorted(set(verdicts))}
+    executed = counts.pop("executed", 0)
+    return ", ".join([f"{executed} executed"] + [f"{n} {v}" for v, n in counts.items()])
 
 
 def pct(values, p):
@@ -381,7 +403,7 @@ def main():
         say()
         for n in notes:
             say(n)
-        prom, polled, roce, failed, roce_failed = latency(args, root)
+        prom, polled, roce, verdicts, failed, roce_failed = latency(args, root)
         say()
         say(
             f"detection at a 100 ms interval, {args.trials} trials, {args.latency_series:,} series beside the "
@@ -391,7 +413,7 @@ def main():
         say("| | detected | p50 | p90 | p99 | max |")
         say("|---|---|---|---|---|---|")
         for who, v in (
-            ("rocemend decision (dispatched_at)", roce),
+            ("rocemend executed decision (dispatched_at)", roce),
             ("Prometheus alert (activeAt)", prom),
             ("Prometheus alert (first seen by a 10 ms poll)", polled),
         ):
@@ -400,6 +422,7 @@ def main():
                 f"{max(v) if v else float('nan'):.0f} |"
             )
         say()
+        say(f"rocemend's decisions, one per trial: {verdict_counts(verdicts)}")
         say(f"failed scrapes during the latency run: Prometheus {failed:.0f}, rocemend {roce_failed:.0f}")
         say(f"rocemend, each trial: {' '.join(f'{x:.0f}' for x in roce)}")
         say(f"Prometheus activeAt, each trial: {' '.join(f'{x:.0f}' for x in prom)}")

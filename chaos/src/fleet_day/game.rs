@@ -95,8 +95,10 @@ pub async fn play(plan: &FleetPlan, options: &Options) -> Result<Played, FleetDa
     if options.keep_dir {
         say.say(format!("the game's directory is kept: {}", dir.path().display()));
     }
-    let root: PathBuf = dir.path().to_path_buf();
-    let _dir = if options.keep_dir { None } else { Some(dir) };
+    // A kept directory is let go of here: a `TempDir` merely left unused
+    // would still be removed when this function returns.
+    let (root, _dir): (PathBuf, _) =
+        if options.keep_dir { (dir.keep(), None) } else { (dir.path().to_path_buf(), Some(dir)) };
     let mkdir = |name: &str| {
         let p = root.join(name);
         std::fs::create_dir_all(&p).map(|_| p).map_err(|e| FleetDayError::io(format!("creating {name}"), e))

@@ -226,7 +226,7 @@ fn build_series(loc: &Locator<'_>, input: &SeriesInput) -> Result<CaseSeries, To
                 return Err(loc.err(b, format!("bits = {bits}: a counter is 1 to 64 bits wide")));
             }
             let overflow = input.overflow.as_ref().map_or(Overflow::Wrap, |o| *o.get_ref());
-            SampleKind::Counter(CounterSpec { bits, overflow, bound: RateBound::Unknown })
+            SampleKind::Counter(CounterSpec { bits, overflow, bound: RateBound::Unknown, refresh_ms: 0 })
         }
         other => {
             let name = if other == KindSpec::Gauge { "gauge" } else { "event" };

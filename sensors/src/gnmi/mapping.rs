@@ -46,6 +46,7 @@ use serde_json::Value as Json;
 use smallvec::SmallVec;
 
 use super::queues::{self, Streamed};
+use crate::switch_series::reading::COUNTERS_REFRESH_MS;
 use crate::switch_series::{fields, SwitchView};
 
 /// Broadcom's queue pause status (a queue attribute its watchdog reads), in the queue tables.
@@ -86,7 +87,8 @@ pub struct Reading {
 impl Reading {
     /// The series of this reading on switch `switch`: labelled `switch` and
     /// `port`, with `queue` and `prio` (a queue's priority is its index) or
-    /// `prio` alone; counters are 64-bit.
+    /// `prio` alone; counters are 64-bit copies refreshed every
+    /// [`COUNTERS_REFRESH_MS`] (a switch's own poll, not the read).
     pub fn spec(&self, switch: &str) -> SeriesSpec {
         let mut labels = Labels::from_pairs([("switch", switch), ("port", self.port.as_str())]);
         if let Some(q) = self.queue {
@@ -96,7 +98,7 @@ impl Reading {
             labels.insert("prio", p.to_string());
         }
         let kind = match self.kind {
-            ReadingKind::Counter => SampleKind::Counter(CounterSpec::U64),
+            ReadingKind::Counter => SampleKind::Counter(CounterSpec::U64.refreshed_every(COUNTERS_REFRESH_MS)),
             ReadingKind::Gauge => SampleKind::Gauge,
         };
         SeriesSpec { metric: self.metric.to_string(), labels, kind }

@@ -4,6 +4,13 @@
 use compact_str::CompactString;
 use engine::{CounterSpec, Labels, SampleKind, SeriesSpec};
 
+/// How often SONiC refreshes the counters both switch sensors read, ms:
+/// syncd copies the ASIC's counters into COUNTERS_DB at its flex counter
+/// polls (`counterpoll port`: every second by default), and gNMI and Redis
+/// serve that copy. Two reads a second apart can hold two polls, two
+/// seconds of a storm's pause ([`engine::CounterSpec::refresh_ms`]).
+pub const COUNTERS_REFRESH_MS: u32 = 1000;
+
 /// Counter or gauge.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReadingKind {
@@ -48,7 +55,7 @@ impl Reading {
 
     /// The series of this reading on switch `switch`: labelled `switch` and
     /// `port`, and `queue` and `prio` when the reading has them; counters
-    /// are 64-bit.
+    /// are 64-bit copies refreshed every [`COUNTERS_REFRESH_MS`].
     pub fn spec(&self, switch: &str) -> SeriesSpec {
         let mut labels = Labels::from_pairs([("switch", switch), ("port", self.port.as_str())]);
         if let Some(q) = self.queue {
@@ -58,7 +65,7 @@ impl Reading {
             labels.insert("prio", p.to_string());
         }
         let kind = match self.kind {
-            ReadingKind::Counter => SampleKind::Counter(CounterSpec::U64),
+            ReadingKind::Counter => SampleKind::Counter(CounterSpec::U64.refreshed_every(COUNTERS_REFRESH_MS)),
             ReadingKind::Gauge => SampleKind::Gauge,
         };
         SeriesSpec { metric: self.metric.to_string(), labels, kind }
@@ -85,6 +92,6 @@ mod tests {
         assert_eq!((labels.get("port"), labels.get("switch")), (Some("Ethernet1/1"), Some("leaf01")), "{labels}");
         let multicast = Reading::counter("switch_queue_packets", "Ethernet0", Some(13), None, 1).spec("leaf01");
         assert_eq!(multicast.labels.get("prio"), None, "a multicast queue has no priority");
-        assert_eq!(multicast.kind, SampleKind::Counter(CounterSpec::U64));
+        assert_eq!(multicast.kind, SampleKind::Counter(CounterSpec::U64.refreshed_every(COUNTERS_REFRESH_MS)));
     }
 }
