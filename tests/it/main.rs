@@ -39,6 +39,7 @@ mod ops_timeline;
 mod ops_undo;
 mod packaging_artifacts;
 mod preview;
+mod remote_write;
 mod replay_flood;
 mod safety;
 mod shard_aggregators;

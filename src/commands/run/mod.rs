@@ -95,7 +95,18 @@ async fn serve(parts: Parts, config_path: &Path) -> anyhow::Result<()> {
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let (command_tx, command_rx) = mpsc::channel(16);
     let hub = control::events::EventHub::default();
-    let metrics = std::sync::Arc::new(ops::metrics::Metrics::new());
+    let mut metrics = ops::metrics::Metrics::new();
+    let remote_write = settings.remote_write.clone().map(|plan| {
+        let (sink, task) = ops::remote_write::start(
+            plan,
+            daemon.evaluator.series().clone(),
+            metrics.register_remote_write(),
+            shutdown_rx.clone(),
+        );
+        daemon.sink = Some(Box::new(sink));
+        task
+    });
+    let metrics = std::sync::Arc::new(metrics);
     let service = ControlService::new(command_tx.clone(), ledger.clone(), hub.clone(), job_tx)
         .with_health(health.clone())
         .with_rule_modes(playbook.rule_modes());
@@ -136,6 +147,11 @@ async fn serve(parts: Parts, config_path: &Path) -> anyhow::Result<()> {
         .map_err(|e| anyhow::anyhow!("the engine's loop failed: {e}"))??;
     hub_at_stop.close();
     let _ = shutdown_tx.send(true);
+    if let Some(task) = remote_write {
+        // What was queued is sent once more; a receiver that does not
+        // answer does not hold the stop past the request's timeout.
+        let _ = tokio::time::timeout(settings.engine.shutdown_timeout / 2, task).await;
+    }
     departure.leave().await;
     if let Ok(Err(error)) = control.await {
         let error = report::chain(&error);
