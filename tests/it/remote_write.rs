@@ -236,7 +236,7 @@ fn prometheus_returns_the_replayed_values_timestamps_and_labels() {
     let last = first + (n - 1) * 1000;
     let context = || format!("--- daemon ---\n{}\n--- prometheus ---\n{}", d.log(), prom.log());
     for (s, spec) in specs().iter().enumerate() {
-        let got = wait(&format!("{} samples of {}", n, spec.metric), &context, || {
+        let got = wait(&format!("{} samples of {}", n, spec.metric), context, || {
             let found = prom.raw(&spec.metric, "5m", last + 1);
             (found.len() == 1 && found[0].1.len() == n as usize).then(|| found.into_iter().next().unwrap())
         });
@@ -249,12 +249,8 @@ fn prometheus_returns_the_replayed_values_timestamps_and_labels() {
             assert_eq!(labels[k.as_str()], v.as_str(), "{labels}");
         }
         // The same through query_range, on steps that fall on the samples.
-        let path = format!(
-            "/api/v1/query_range?query={}&start={}&end={}&step=1",
-            spec.metric,
-            seconds(first),
-            seconds(last)
-        );
+        let path =
+            format!("/api/v1/query_range?query={}&start={}&end={}&step=1", spec.metric, seconds(first), seconds(last));
         let (code, body) = get(&prom.addr, &path).unwrap();
         assert_eq!(code, 200, "{body}");
         let v: serde_json::Value = serde_json::from_str(&body).unwrap();
@@ -285,7 +281,7 @@ fn samples_taken_while_prometheus_is_down_arrive_once_it_is_back_none_twice() {
         let prom = std::fs::read_to_string(&prom_log).unwrap_or_default();
         format!("--- daemon ---\n{}\n--- prometheus ---\n{prom}", d.log())
     };
-    let before = wait("a few samples before the outage", &context, || {
+    let before = wait("a few samples before the outage", context, || {
         let found = prom.raw(gauge, "5m", now_ms());
         found.first().map(|s| s.1.len()).filter(|&k| k >= 4)
     });
@@ -296,7 +292,7 @@ fn samples_taken_while_prometheus_is_down_arrive_once_it_is_back_none_twice() {
     assert!(retried > 0.0, "requests were sent again while Prometheus was down\n{}", context());
     prom.restart();
     for (s, spec) in specs().iter().enumerate() {
-        let got = wait(&format!("all {n} samples of {}", spec.metric), &context, || {
+        let got = wait(&format!("all {n} samples of {}", spec.metric), context, || {
             let found = prom.raw(&spec.metric, "5m", last + 1);
             found.first().filter(|f| f.1.last().map(|p| p.0) == Some(last)).map(|f| f.1.clone())
         });
@@ -384,9 +380,11 @@ fn a_receiver_answering_400_drops_and_counts_and_one_answering_503_is_retried() 
         let (d, metrics) = daemon(dir, Some(&rec), "0.0", &url);
         let settled = |name: &str| metric(&metrics, name) >= 2.0 * n as f64;
         let counter = if case == "400" { "failed" } else { "sent" };
-        wait(&format!("{case}: samples counted as {counter}"), || d.log(), || {
-            settled(&format!("rocemend_remote_write_samples_{counter}_total")).then_some(())
-        });
+        wait(
+            &format!("{case}: samples counted as {counter}"),
+            || d.log(),
+            || settled(&format!("rocemend_remote_write_samples_{counter}_total")).then_some(()),
+        );
         let seen = seen.lock().unwrap();
         let header = |k: &str| seen[0].headers.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
         assert_eq!(header("content-encoding"), Some("snappy"));
@@ -431,11 +429,16 @@ fn round_trip_from_a_pushed_sample_to_a_prometheus_query() {
         let started = Instant::now();
         d.cli_ok(&["job", "push", "--job", "rt", "--node", "gpu-01", "--step-time", &step]);
         let query = format!("/api/v1/query?query={}", encode("job_step_time_seconds{job=\"rt\"}"));
-        wait("the pushed value in Prometheus", || d.log(), || {
-            let (_, body) = get(&prom.addr, &query).ok()?;
-            let v: serde_json::Value = serde_json::from_str(&body).ok()?;
-            (v["data"]["result"][0]["value"][1].as_str() == Some(step.as_str())).then_some(())
-        });
+        // Polled every 2 ms, not at `wait`'s 100 ms, which would round the figure up.
+        loop {
+            let (_, body) = get(&prom.addr, &query).unwrap();
+            let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+            if v["data"]["result"][0]["value"][1].as_str() == Some(step.as_str()) {
+                break;
+            }
+            assert!(started.elapsed() < PROMETHEUS_WAIT, "step {step} never reached Prometheus\n{}", d.log());
+            std::thread::sleep(Duration::from_millis(2));
+        }
         trips.push(started.elapsed());
     }
     trips.sort();

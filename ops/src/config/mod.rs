@@ -395,7 +395,9 @@ impl DaemonConfig {
         if let Some(rw) = &mut config.remote_write {
             rw.ca_file.as_mut().map(resolve);
             rw.bearer_token_file.as_mut().map(resolve);
-            rw.basic_auth.as_mut().map(|b| resolve(&mut b.password_file));
+            if let Some(basic) = &mut rw.basic_auth {
+                resolve(&mut basic.password_file);
+            }
         }
         for sensor in &mut config.sensor {
             engine::config::resolve_paths(&mut sensor.settings, base);

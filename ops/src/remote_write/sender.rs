@@ -116,7 +116,10 @@ impl Sender {
                     break;
                 }
                 Outcome::Retry(why, after) => {
-                    let wait = after.map(|a| a.min(MAX_RETRY_AFTER)).or_else(|| delays.next()).unwrap_or(self.plan.max_backoff);
+                    let wait = after
+                        .map(|a| a.min(MAX_RETRY_AFTER))
+                        .or_else(|| delays.next())
+                        .unwrap_or(self.plan.max_backoff);
                     if stopping || *shutdown.borrow() {
                         tracing::warn!(message = "Remote write failed while stopping; its samples are dropped.", url = %self.plan.url, samples = n, error = %why);
                         self.metrics.drop_samples("shutdown", n as usize);

@@ -95,7 +95,12 @@ pub fn settings(section: &RemoteWriteSection, at: &Locator, errors: &mut Vec<Tom
     for (name, value) in &section.external_labels {
         if !label_name(name) || name.starts_with("__") {
             let key = [Key::Name("external_labels"), Key::Name(name)];
-            refuse(&key, format!("remote_write.external_labels.{name}: not a label name ([a-zA-Z_][a-zA-Z0-9_]*, no leading __)"));
+            refuse(
+                &key,
+                format!(
+                    "remote_write.external_labels.{name}: not a label name ([a-zA-Z_][a-zA-Z0-9_]*, no leading __)"
+                ),
+            );
         } else if value.is_empty() {
             let key = [Key::Name("external_labels"), Key::Name(name)];
             refuse(&key, format!("remote_write.external_labels.{name}: empty (an empty label is no label)"));
@@ -134,11 +139,15 @@ fn bounds(s: &RemoteWriteSection, refuse: &mut impl FnMut(&[Key<'_>], String)) {
         refuse(&["queue_capacity".into()], message);
     }
     if s.batch_send_deadline < ms {
-        let message = format!("remote_write.batch_send_deadline = {}: expected at least 1ms", shown(s.batch_send_deadline));
+        let message =
+            format!("remote_write.batch_send_deadline = {}: expected at least 1ms", shown(s.batch_send_deadline));
         refuse(&["batch_send_deadline".into()], message);
     }
     if s.min_backoff < ms {
-        refuse(&["min_backoff".into()], format!("remote_write.min_backoff = {}: expected at least 1ms", shown(s.min_backoff)));
+        refuse(
+            &["min_backoff".into()],
+            format!("remote_write.min_backoff = {}: expected at least 1ms", shown(s.min_backoff)),
+        );
     }
     if s.max_backoff < s.min_backoff {
         let message = format!(
@@ -163,7 +172,10 @@ fn authorization(s: &RemoteWriteSection, refuse: &mut impl FnMut(&[Key<'_>], Str
     };
     match (&s.bearer_token_file, &s.basic_auth) {
         (Some(_), Some(_)) => {
-            refuse(&["basic_auth".into()], "remote_write: bearer_token_file and basic_auth are both set; keep one".into());
+            refuse(
+                &["basic_auth".into()],
+                "remote_write: bearer_token_file and basic_auth are both set; keep one".into(),
+            );
             None
         }
         (Some(file), None) => match read(file) {

@@ -22,7 +22,8 @@ fn table() -> (SeriesTable, engine::SeriesId, engine::SeriesId) {
         labels: Labels::from_pairs([("netdev", "eth0"), ("Zone", "a"), ("node", "n1")]),
         kind: SampleKind::Counter(CounterSpec::U64),
     };
-    let gauge = SeriesSpec { metric: "temp_c".into(), labels: Labels::from_pairs([("gpu", "0")]), kind: SampleKind::Gauge };
+    let gauge =
+        SeriesSpec { metric: "temp_c".into(), labels: Labels::from_pairs([("gpu", "0")]), kind: SampleKind::Gauge };
     let c = table.register(sensor, &counter).unwrap();
     let g = table.register(sensor, &gauge).unwrap();
     (table, c, g)

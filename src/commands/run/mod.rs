@@ -96,16 +96,7 @@ async fn serve(parts: Parts, config_path: &Path) -> anyhow::Result<()> {
     let (command_tx, command_rx) = mpsc::channel(16);
     let hub = control::events::EventHub::default();
     let mut metrics = ops::metrics::Metrics::new();
-    let remote_write = settings.remote_write.clone().map(|plan| {
-        let (sink, task) = ops::remote_write::start(
-            plan,
-            daemon.evaluator.series().clone(),
-            metrics.register_remote_write(),
-            shutdown_rx.clone(),
-        );
-        daemon.sink = Some(Box::new(sink));
-        task
-    });
+    let remote_write = start_remote_write(&settings, &mut daemon, &mut metrics, &shutdown_rx);
     let metrics = std::sync::Arc::new(metrics);
     let service = ControlService::new(command_tx.clone(), ledger.clone(), hub.clone(), job_tx)
         .with_health(health.clone())
@@ -149,7 +140,7 @@ async fn serve(parts: Parts, config_path: &Path) -> anyhow::Result<()> {
     let _ = shutdown_tx.send(true);
     if let Some(task) = remote_write {
         // What was queued is sent once more; a receiver that does not
-        // answer does not hold the stop past the request's timeout.
+        // answer holds the stop for half its time at most.
         let _ = tokio::time::timeout(settings.engine.shutdown_timeout / 2, task).await;
     }
     departure.leave().await;
@@ -160,6 +151,23 @@ async fn serve(parts: Parts, config_path: &Path) -> anyhow::Result<()> {
     drop(state_lock);
     tracing::info!(message = "Stopped.", samples = summary.stats.samples, decisions = summary.decisions);
     Ok(())
+}
+
+/// With `[remote_write]`: the loop's sink of samples set on `daemon`, the
+/// sender's metrics registered and its task started; the task, to wait on
+/// at stop.
+fn start_remote_write(
+    settings: &ops::plan::DaemonSettings,
+    daemon: &mut runtime::Daemon,
+    metrics: &mut ops::metrics::Metrics,
+    shutdown: &watch::Receiver<bool>,
+) -> Option<tokio::task::JoinHandle<()>> {
+    let plan = settings.remote_write.clone()?;
+    tracing::info!(message = "Sending samples to a remote-write receiver.", url = %plan.url);
+    let series = daemon.evaluator.series().clone();
+    let (sink, task) = ops::remote_write::start(plan, series, metrics.register_remote_write(), shutdown.clone());
+    daemon.sink = Some(Box::new(sink));
+    Some(task)
 }
 
 /// Reaches each switch an actuator may change now, so one that cannot be
