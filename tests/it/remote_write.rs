@@ -259,6 +259,42 @@ fn prometheus_returns_the_replayed_values_timestamps_and_labels() {
     assert_eq!(metric(&metrics, "rocemend_remote_write_samples_sent_total"), 2.0 * n as f64);
     assert_eq!(metric(&metrics, "rocemend_remote_write_samples_failed_total"), 0.0);
     assert_eq!(metric(&metrics, "rocemend_remote_write_samples_pending"), 0.0);
+    history_reads_back_what_was_written(&prom.addr, first, last, n);
+}
+
+/// The way back (`ops::remote_write::history`): the series read from
+/// Prometheus as a recording's events are the ones replayed, to the ms.
+fn history_reads_back_what_was_written(addr: &str, first: i64, last: i64, n: i64) {
+    use engine::recording::Event;
+    use ops::remote_write::history;
+    let base = net::http::Url::parse(&format!("http://{addr}")).unwrap();
+    let client = net::http::Client::plain(history::MAX_ANSWER);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let (from, to) = (first * 1_000_000, last * 1_000_000);
+    let events = runtime
+        .block_on(history::fetch(&client, &base, "{__name__=~\"rw_test_.*\"}", from, to, Duration::from_secs(10)))
+        .unwrap();
+    let mut names = std::collections::HashMap::new();
+    let mut got: Vec<Vec<(i64, f64)>> = vec![Vec::new(); 2];
+    for event in &events {
+        match event {
+            Event::Series(id, spec) => {
+                let s = specs().iter().position(|w| w.metric == spec.metric).expect("one of the replayed series");
+                assert_eq!(spec.labels.get("cluster"), Some("it"), "{spec:?}");
+                assert!(spec.labels.contains_all(&specs()[s].labels), "{spec:?}");
+                names.insert(*id, s);
+            }
+            Event::Sample { id, t, value } => got[names[id]].push((t / 1_000_000, value.as_f64())),
+            Event::Note(_) => panic!("Prometheus holds no notes"),
+        }
+    }
+    for (s, got) in got.iter().enumerate() {
+        let want: Vec<(i64, f64)> = (0..n).map(|i| (first + i * 1000, value(s, i).1)).collect();
+        assert_eq!(got, &want, "{} read back from Prometheus", specs()[s].metric);
+    }
+    let times: Vec<i64> =
+        events.iter().filter_map(|e| if let Event::Sample { t, .. } = e { Some(*t) } else { None }).collect();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "samples come in time order, as a recording's do");
 }
 
 #[test]

@@ -11,9 +11,11 @@
 //! - [`batch`]: samples into a request: labels, milliseconds, metadata;
 //! - [`queue`]: the bounded queue that never makes the loop wait;
 //! - [`sender`]: batching deadlines, retries and backoff, refusals;
-//! - [`metrics`]: sent, failed, retried, dropped, pending, send latency.
+//! - [`metrics`]: sent, failed, retried, dropped, pending, send latency;
+//! - [`history`]: the way back: series read from the TSDB as recording events.
 
 pub mod batch;
+pub mod history;
 pub mod metrics;
 pub mod proto;
 pub mod queue;
