@@ -260,6 +260,27 @@ fn prometheus_returns_the_replayed_values_timestamps_and_labels() {
     assert_eq!(metric(&metrics, "rocemend_remote_write_samples_failed_total"), 0.0);
     assert_eq!(metric(&metrics, "rocemend_remote_write_samples_pending"), 0.0);
     history_reads_back_what_was_written(&prom.addr, first, last, n);
+    let page = dir.join("history.html");
+    let out = Command::new(common::bin())
+        .args(["timeline", "--prometheus", &format!("http://{}", prom.addr), "--match", "{__name__=~\"rw_test_.*\"}"])
+        .args(["--from", &rfc3339(first - 1000), "--to", &rfc3339(last + 1000), "--config"])
+        .arg(dir.join("rocemend.toml"))
+        .arg("--out")
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "timeline --prometheus: {}", common::text(&out));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        html.contains("rw_test_temperature_celsius"),
+        "the page draws the series read back:\n{}",
+        common::text(&out)
+    );
+}
+
+/// `ms` as RFC 3339, as `--from` takes it.
+fn rfc3339(ms: i64) -> String {
+    ops::time::rfc3339(ms * 1_000_000)
 }
 
 /// The way back (`ops::remote_write::history`): the series read from

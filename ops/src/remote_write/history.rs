@@ -36,6 +36,15 @@ pub enum HistoryError {
         /// Why it failed.
         source: net::http::HttpError,
     },
+    /// `--prometheus` is no URL.
+    #[error("--prometheus: {0}")]
+    Url(#[from] net::http::UrlError),
+    /// The span is empty or reversed.
+    #[error("the span to read ends before it starts")]
+    Span,
+    /// The recording could not be written.
+    #[error("writing the history to a temporary recording: {0}")]
+    Io(#[from] std::io::Error),
     /// The TSDB answered, but not with what was asked.
     #[error("{url}: {reason}")]
     Answer {
@@ -97,6 +106,23 @@ pub async fn fetch(
     samples.sort_by_key(|&(t, id, _)| (t, id));
     events.extend(samples.into_iter().map(|(t, id, value)| Event::Sample { id, t, value }));
     Ok(events)
+}
+
+/// The series `selector` matches over `[from, to]` from the TSDB whose
+/// base URL is `url`, written to a temporary recording that `why` and
+/// `timeline` read as they read the daemon's (removed when dropped).
+/// Blocks: it runs its own small runtime.
+pub fn to_file(url: &str, selector: &str, from: Nanos, to: Nanos) -> Result<tempfile::NamedTempFile, HistoryError> {
+    if to <= from {
+        return Err(HistoryError::Span);
+    }
+    let base = Url::parse(url)?;
+    let client = Client::plain(MAX_ANSWER);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let events = runtime.block_on(fetch(&client, &base, selector, from, to, Duration::from_secs(120)))?;
+    let mut file = tempfile::Builder::new().prefix("rocemend-history-").suffix(".jsonl").tempfile()?;
+    write_recording(&events, std::io::BufWriter::new(file.as_file_mut()))?;
+    Ok(file)
 }
 
 /// `events` written as a recording, for the readers of `why` and `timeline`.
