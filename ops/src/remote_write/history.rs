@@ -29,7 +29,7 @@ pub const MAX_ANSWER: usize = 1 << 30;
 #[non_exhaustive]
 pub enum HistoryError {
     /// The request failed.
-    #[error("{url}: {source}")]
+    #[error("{url}")]
     Http {
         /// What was asked.
         url: String,
@@ -37,13 +37,13 @@ pub enum HistoryError {
         source: net::http::HttpError,
     },
     /// `--prometheus` is no URL.
-    #[error("--prometheus: {0}")]
+    #[error("--prometheus")]
     Url(#[from] net::http::UrlError),
     /// The span is empty or reversed.
     #[error("the span to read ends before it starts")]
     Span,
     /// The recording could not be written.
-    #[error("writing the history to a temporary recording: {0}")]
+    #[error("writing the history to a temporary recording")]
     Io(#[from] std::io::Error),
     /// The TSDB answered, but not with what was asked.
     #[error("{url}: {reason}")]
