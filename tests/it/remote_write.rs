@@ -470,7 +470,8 @@ fn a_receiver_answering_400_drops_and_counts_and_one_answering_503_is_retried() 
 /// The round trip of a sample, from the moment `rocemend job push` is run
 /// (the daemon stamps it on receipt) to the moment Prometheus's query API
 /// returns it, with `batch_send_deadline = "100ms"`. Printed, not asserted:
-/// docs/performance.md quotes it (`--nocapture`).
+/// docs/performance.md quotes it (`--nocapture`). Then `why --prometheus`
+/// reads those step times back.
 #[test]
 fn round_trip_from_a_pushed_sample_to_a_prometheus_query() {
     if !prometheus_here() {
@@ -507,4 +508,16 @@ fn round_trip_from_a_pushed_sample_to_a_prometheus_query() {
         trips[trips.len() - 1]
     );
     assert_eq!(trips.len(), 20);
+    let out = Command::new(common::bin())
+        .args(["why", "--job", "rt", "--json", "--prometheus", &format!("http://{}", prom.addr), "--config"])
+        .arg(dir.join("rocemend.toml"))
+        .args(["--match", "{job=\"rt\"}"])
+        .output()
+        .unwrap();
+    // The 20 step times rise by 1 % each, never 15 % above their first
+    // quarter: `why` read them from Prometheus (the config records nothing)
+    // and says so in its own words.
+    let said = common::text(&out);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(said.contains("no regression: the job signal never stayed above"), "{said}");
 }
