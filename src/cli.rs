@@ -334,6 +334,9 @@ pub enum Command {
     },
 }
 
+/// Every series of the TSDB: `--match`'s default.
+pub const DEFAULT_MATCH: &str = "{__name__=~\".+\"}";
+
 /// `rocemend timeline`.
 #[derive(Debug, Args)]
 pub struct TimelineArgs {
@@ -358,6 +361,13 @@ pub struct TimelineArgs {
     /// The recording, instead of the config's `record`.
     #[arg(long)]
     pub recording: Option<PathBuf>,
+    /// Read the signals from this Prometheus-compatible TSDB (its base URL, where `[remote_write]`
+    /// sent them) instead of the recording: for spans the recording no longer holds.
+    #[arg(long, conflicts_with = "recording")]
+    pub prometheus: Option<String>,
+    /// The series to read from --prometheus: a PromQL selector (narrow it on a shared TSDB).
+    #[arg(long = "match", default_value = DEFAULT_MATCH, requires = "prometheus")]
+    pub selector: String,
     /// The state directory (a copy of it, while the daemon runs), instead of the config's `state_dir`.
     #[arg(long)]
     pub state: Option<PathBuf>,
@@ -416,6 +426,13 @@ pub struct WhyArgs {
     /// The recording, instead of the config's `record`.
     #[arg(long)]
     pub recording: Option<PathBuf>,
+    /// Read the signals from this Prometheus-compatible TSDB (its base URL, where `[remote_write]`
+    /// sent them) instead of the recording: for spans the recording no longer holds.
+    #[arg(long, conflicts_with = "recording")]
+    pub prometheus: Option<String>,
+    /// The series to read from --prometheus: a PromQL selector (narrow it on a shared TSDB).
+    #[arg(long = "match", default_value = DEFAULT_MATCH, requires = "prometheus")]
+    pub selector: String,
     /// The state directory (decisions), instead of the config's `state_dir`.
     #[arg(long)]
     pub state: Option<PathBuf>,

@@ -3,10 +3,11 @@
 //! that says what the callers need — one request, one bounded answer, all
 //! under one timeout.
 //!
-//! Who uses it: the Prometheus sensor's scrapes, and the actuators that
-//! talk to an HTTP API (Alertmanager and webhooks, the Kubernetes API
-//! server). Each sends a few small requests per interval or per incident,
-//! one connection each (`Connection: close`), so pooling and HTTP/2 buy
+//! Who uses it: the Prometheus sensor's scrapes, the actuators that talk
+//! to an HTTP API (Alertmanager and webhooks, the Kubernetes API server),
+//! and the remote-write sender (`ops::remote_write`, a request every
+//! `batch_send_deadline` or 2000 samples). Each sends a few requests per
+//! interval or per incident, one connection each (`Connection: close`), so pooling and HTTP/2 buy
 //! nothing; hyper does the wire format (chunked bodies, keep-alive
 //! refusal, header limits), this module the limits and the errors.
 //! Header names go out in title case (`Content-Type`), as curl and most

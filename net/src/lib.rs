@@ -11,7 +11,7 @@
 //! - [`netns`]: network namespaces with veth pairs, entered per thread;
 //!   the wall-clock chaos scenarios and the tests that need real links.
 //! - [`http`]: the one HTTP client (hyper over TCP or rustls): Prometheus
-//!   scrapes, webhooks and Alertmanager, the Kubernetes API server.
+//!   scrapes, webhooks and Alertmanager, the Kubernetes API server, remote write.
 //!
 //! Nothing here knows rules, samples or actions: this crate depends on no
 //! other crate of the workspace.

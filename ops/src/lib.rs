@@ -44,6 +44,7 @@
 //!   hub, incidents, the client, and the replies as the verbs print them;
 //! - [`metrics`]: the daemon's own metrics and its `/metrics`, `/healthz`, `/readyz`;
 //! - [`web`]: the operator's console, a live page served by the daemon;
+//! - [`remote_write`]: every sample sent on to a Prometheus remote-write receiver;
 //! - [`recorded`]: where a daemon's recording, ledger and inventory are;
 //! - [`why`]: why a job is slow, in fabric terms;
 //! - [`timeline`]: one page of signals, rule states and decisions on one time axis;
@@ -70,6 +71,7 @@ pub mod plan;
 pub mod preview;
 pub mod progress;
 pub mod recorded;
+pub mod remote_write;
 pub mod replay;
 pub mod report;
 pub mod time;

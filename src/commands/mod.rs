@@ -7,6 +7,7 @@ mod check;
 mod control;
 mod demo;
 mod fleet;
+mod history;
 mod inventory;
 mod preview;
 mod recording;

@@ -1,5 +1,6 @@
 //! `rocemend timeline`: one HTML page of what the daemon saw and did
-//! (`ops::timeline`), written to `--out`.
+//! (`ops::timeline`), written to `--out`; with `--prometheus`, the signals
+//! read from the TSDB instead of the recording.
 
 use anyhow::Context;
 use engine::time::wall_clock_now;
@@ -9,7 +10,19 @@ use crate::cli::TimelineArgs;
 
 /// `rocemend timeline`.
 pub fn run(args: &TimelineArgs) -> anyhow::Result<Exit> {
-    let drawn = ops::timeline::render(&args.request(), wall_clock_now(), true)?;
+    let now = wall_clock_now();
+    let mut request = args.request();
+    // Kept until the page is drawn: the file is removed when it drops.
+    let history = match &args.prometheus {
+        Some(url) => {
+            Some(super::history::recording(url, &args.selector, args.from.as_deref(), args.to.as_deref(), false, now)?)
+        }
+        None => None,
+    };
+    if let Some(file) = &history {
+        request.files.recording = Some(file.path().to_path_buf());
+    }
+    let drawn = ops::timeline::render(&request, now, true)?;
     std::fs::write(&args.out, drawn.html).with_context(|| format!("writing {}", args.out.display()))?;
     println!("wrote {}: {}", args.out.display(), drawn.summary);
     Ok(Exit::Ok)

@@ -40,6 +40,7 @@ mod ops_undo;
 mod packaging_artifacts;
 mod preview;
 mod recording_verbs;
+mod remote_write;
 mod replay_flood;
 mod safety;
 mod shard_aggregators;

@@ -110,6 +110,7 @@ fn daemon_in(
                 max_ahead: engine::runtime::DEFAULT_MAX_AHEAD,
                 tick: Duration::from_millis(10),
                 record: None,
+                sink: None,
                 stop_when_sensors_end: false,
                 shutdown_grace: engine::runtime::DEFAULT_SHUTDOWN_GRACE,
                 health: HealthBoard::default(),

@@ -64,6 +64,7 @@ pub(super) struct EventLoop {
     pub loader: Option<RuleLoader>,
     pub clock: ClockMode,
     pub recorder: Option<RecordingFile>,
+    pub sink: Option<Box<dyn super::SampleSink>>,
     pub dispatcher: DispatcherTask,
     pub health: HealthBoard,
     /// The events of one evaluation pass, kept to reuse the allocation.
@@ -243,6 +244,9 @@ impl EventLoop {
         self.screen(&mut batch);
         if let Some(w) = self.recorder.as_mut() {
             record_batch(w, &self.evaluator, &batch);
+        }
+        if let Some(sink) = self.sink.as_mut() {
+            sink.offer(&batch.samples);
         }
         self.flush_recording_if_due(wall_clock_now(), crate::time::SECOND);
         for note in &batch.notes {

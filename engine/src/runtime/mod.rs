@@ -86,6 +86,8 @@ pub struct Daemon {
     pub tick: Duration,
     /// Write everything seen to this recording.
     pub record: Option<Recording>,
+    /// Also hand every admitted sample to this sink (remote write).
+    pub sink: Option<Box<dyn SampleSink>>,
     /// Stop when every sensor has ended (replays, tests). A daemon keeps
     /// running instead, so approvals, expiry and the control API go on.
     pub stop_when_sensors_end: bool,
@@ -94,6 +96,15 @@ pub struct Daemon {
     /// Once the daemon is asked to stop, how long the dispatcher may take to
     /// finish what it was given ([`DEFAULT_SHUTDOWN_GRACE`] unless configured).
     pub shutdown_grace: Duration,
+}
+
+/// Where the loop copies every sample it admits, besides the recording
+/// (the remote-write queue). Called on the loop task for each batch after
+/// the time guard, so it must never wait: a bounded queue that drops and
+/// counts when it is full.
+pub trait SampleSink: Send {
+    /// Takes a copy of `samples`.
+    fn offer(&mut self, samples: &[crate::series::Sample]);
 }
 
 /// How long, by default, the dispatcher may take to finish once the daemon
@@ -204,6 +215,7 @@ pub async fn run(
         max_ahead,
         tick,
         record,
+        sink,
         stop_when_sensors_end,
         health,
         shutdown_grace,
@@ -219,6 +231,7 @@ pub async fn run(
         loader,
         clock,
         recorder,
+        sink,
         dispatcher,
         health,
         events: Vec::new(),

@@ -40,6 +40,7 @@ fn daemon(dir: &Path) -> Daemon {
         max_ahead: runtime::DEFAULT_MAX_AHEAD,
         tick: Duration::from_millis(20),
         record: None,
+        sink: None,
         stop_when_sensors_end: false,
         shutdown_grace: runtime::DEFAULT_SHUTDOWN_GRACE,
         health: HealthBoard::default(),

@@ -77,6 +77,7 @@ pub(super) fn daemon(rules: &[(&str, &str)], sensor: Scripted, dispatcher: Dispa
         max_ahead: runtime::DEFAULT_MAX_AHEAD,
         tick: Duration::from_millis(20),
         record: None,
+        sink: None,
         stop_when_sensors_end: true,
         shutdown_grace: grace,
         health: HealthBoard::default(),

@@ -23,6 +23,8 @@ const SECTIONS: &[(&str, &str)] = &[
     ("SensorEntry", "sensor[]."),
     ("FleetConfig", "fleet."),
     ("BudgetConfig", "fleet.budget[]."),
+    ("RemoteWriteSection", "remote_write."),
+    ("BasicAuth", "remote_write.basic_auth."),
 ];
 
 /// Fields with no default: the minimal configs below give them.
@@ -34,6 +36,9 @@ const REQUIRED: &[&str] = &[
     "fleet.budget[].name",
     "fleet.budget[].kinds",
     "fleet.budget[].max",
+    "remote_write.url",
+    "remote_write.basic_auth.username",
+    "remote_write.basic_auth.password_file",
 ];
 
 /// One field as the source declares it.
@@ -82,7 +87,8 @@ fn fields() -> Vec<Field> {
 }
 
 /// The defaults: a config with only its required fields, deserialized and
-/// serialized back; and the same with a minimal `[fleet]` and one budget.
+/// serialized back; and the same with a minimal `[fleet]` and one budget,
+/// and a minimal `[remote_write]` with basic authentication.
 fn defaults() -> (serde_json::Value, serde_json::Value) {
     let text = "state_dir = \"/var/lib/rocemend\"\nplaybook = \"/etc/rocemend/playbook.toml\"\n[[sensor]]\ntype = \"replay\"\n";
     let parse = |text: &str| {
@@ -90,7 +96,9 @@ fn defaults() -> (serde_json::Value, serde_json::Value) {
         serde_json::to_value(&config).expect("the config serializes")
     };
     let fleet = format!(
-        "{text}[fleet]\netcd = [\"http://127.0.0.1:2379\"]\n[[fleet.budget]]\nname = \"b\"\nkinds = [\"node.cordon\"]\nmax = 1\n"
+        "{text}[fleet]\netcd = [\"http://127.0.0.1:2379\"]\n[[fleet.budget]]\nname = \"b\"\nkinds = [\"node.cordon\"]\nmax = 1\n\
+         [remote_write]\nurl = \"http://127.0.0.1:9090/api/v1/write\"\n\
+         [remote_write.basic_auth]\nusername = \"u\"\npassword_file = \"/p\"\n"
     );
     (parse(text), parse(&fleet))
 }
@@ -102,6 +110,8 @@ fn default_of(defaults: &(serde_json::Value, serde_json::Value), prefix: &str, k
         "sensor[]." => plain["sensor"][0].clone(),
         "fleet." => fleet["fleet"].clone(),
         "fleet.budget[]." => fleet["fleet"]["budget"][0].clone(),
+        "remote_write." => fleet["remote_write"].clone(),
+        "remote_write.basic_auth." => fleet["remote_write"]["basic_auth"].clone(),
         p => plain[p.trim_end_matches('.')].clone(),
     };
     match &section[key] {
@@ -125,6 +135,7 @@ fn table() -> String {
             "" => "Top level".to_string(),
             "sensor[]." => "`[[sensor]]` (one per sensor)".to_string(),
             "fleet.budget[]." => "`[[fleet.budget]]` (one per budget)".to_string(),
+            "remote_write.basic_auth." => "`[remote_write.basic_auth]`".to_string(),
             p => format!("`[{}]`", p.trim_end_matches('.')),
         };
         out.push_str(&format!("\n### {title}\n\n| key | default | meaning |\n|---|---|---|\n"));
@@ -141,6 +152,7 @@ fn table() -> String {
             let default = match (*prefix, f.key.as_str()) {
                 ("", "sensor") => "none".into(),
                 ("fleet.", "budget") => "built-in (see meaning)".into(),
+                ("remote_write.", "headers" | "external_labels") => "none".into(),
                 _ => default,
             };
             out.push_str(&format!("| `{prefix}{}` | {default} | {} |\n", f.key, f.doc.replace('|', "\\|")));

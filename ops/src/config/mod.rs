@@ -2,6 +2,7 @@
 //! written: sections, defaults, paths resolved against the file's
 //! directory. [`crate::plan`] checks it and everything it names.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -74,6 +75,10 @@ pub struct DaemonConfig {
     /// Fleet coordination through etcd (docs/safety.md); without it the daemon is standalone.
     #[serde(default)]
     pub fleet: Option<fleet::FleetConfig>,
+    /// Send every sample the daemon takes in to a Prometheus remote-write receiver (Prometheus,
+    /// VictoriaMetrics, Thanos, Mimir); off when unset.
+    #[serde(default)]
+    pub remote_write: Option<RemoteWriteSection>,
 }
 
 /// `[engine]`.
@@ -196,6 +201,84 @@ mod duration {
     key!(max_ahead, "engine.max_ahead");
     key!(shutdown_timeout, "engine.shutdown_timeout");
     key!(record_keep_for, "record_keep_for");
+    key!(rw_timeout, "remote_write.timeout");
+    key!(rw_deadline, "remote_write.batch_send_deadline");
+    key!(rw_min_backoff, "remote_write.min_backoff");
+    key!(rw_max_backoff, "remote_write.max_backoff");
+}
+
+/// `[remote_write]`: the Prometheus remote-write 1.0 protocol (snappy-compressed protobuf over
+/// HTTP POST). The defaults are Prometheus's own queue settings.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RemoteWriteSection {
+    /// The receiver's write endpoint, e.g. `http://prometheus:9090/api/v1/write`; `https` needs `ca_file`.
+    pub url: String,
+    /// PEM CA certificates an `https` receiver's certificate is checked against.
+    #[serde(default)]
+    pub ca_file: Option<PathBuf>,
+    /// How long one request may take before it counts as failed and is retried.
+    #[serde(default = "default_rw_timeout", with = "duration::rw_timeout")]
+    pub timeout: Duration,
+    /// Samples held in memory while they wait to be sent (a receiver that is down fills it); when it is
+    /// full the oldest are dropped and counted, the daemon never waits.
+    #[serde(default = "default_rw_queue_capacity")]
+    pub queue_capacity: usize,
+    /// The most samples in one request.
+    #[serde(default = "default_rw_max_samples")]
+    pub max_samples_per_send: usize,
+    /// The longest a sample waits for a request to fill before it is sent anyway.
+    #[serde(default = "default_rw_deadline", with = "duration::rw_deadline")]
+    pub batch_send_deadline: Duration,
+    /// The first wait before a failed request (network error, 5xx, 429) is sent again; it doubles each time.
+    #[serde(default = "default_rw_min_backoff", with = "duration::rw_min_backoff")]
+    pub min_backoff: Duration,
+    /// The longest wait between two tries of one request (a 429's `Retry-After` may ask for longer).
+    #[serde(default = "default_rw_max_backoff", with = "duration::rw_max_backoff")]
+    pub max_backoff: Duration,
+    /// Extra HTTP headers on every request (e.g. `X-Scope-OrgID` for Mimir), not the protocol's own.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// File holding a bearer token sent as `Authorization: Bearer …`, read at start.
+    #[serde(default)]
+    pub bearer_token_file: Option<PathBuf>,
+    /// HTTP basic authentication; not with `bearer_token_file`.
+    #[serde(default)]
+    pub basic_auth: Option<BasicAuth>,
+    /// Labels added to every series sent (e.g. `cluster = "a"`); a series' own label of the same name wins.
+    #[serde(default)]
+    pub external_labels: BTreeMap<String, String>,
+}
+
+/// `[remote_write.basic_auth]`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct BasicAuth {
+    /// The user name.
+    pub username: String,
+    /// File holding the password (its trailing newline is not part of it), read at start.
+    pub password_file: PathBuf,
+}
+
+fn default_rw_timeout() -> Duration {
+    Duration::from_secs(30)
+}
+fn default_rw_queue_capacity() -> usize {
+    // Prometheus's shards hold 2500 each; 100k samples is ~2.4 MB here and
+    // covers a 10 s outage of 10k series sampled every second.
+    100_000
+}
+fn default_rw_max_samples() -> usize {
+    2000
+}
+fn default_rw_deadline() -> Duration {
+    Duration::from_secs(5)
+}
+fn default_rw_min_backoff() -> Duration {
+    Duration::from_millis(30)
+}
+fn default_rw_max_backoff() -> Duration {
+    Duration::from_secs(5)
 }
 
 /// `[control]`.
@@ -320,6 +403,13 @@ impl DaemonConfig {
             &mut config.web.token_file,
         ] {
             p.as_mut().map(resolve);
+        }
+        if let Some(rw) = &mut config.remote_write {
+            rw.ca_file.as_mut().map(resolve);
+            rw.bearer_token_file.as_mut().map(resolve);
+            if let Some(basic) = &mut rw.basic_auth {
+                resolve(&mut basic.password_file);
+            }
         }
         for sensor in &mut config.sensor {
             engine::config::resolve_paths(&mut sensor.settings, base);

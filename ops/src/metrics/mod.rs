@@ -294,6 +294,12 @@ impl Metrics {
         }
     }
 
+    /// Registers the remote-write sender's metrics (`[remote_write]`), after
+    /// the others; only a daemon that sends has them.
+    pub fn register_remote_write(&mut self) -> crate::remote_write::RemoteWriteMetrics {
+        crate::remote_write::RemoteWriteMetrics::register(&mut self.registry)
+    }
+
     /// Counts one event of the run loop. Called on the loop task: only
     /// atomic increments and a short lock.
     pub fn observe(&self, event: &DaemonEvent) {

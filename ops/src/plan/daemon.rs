@@ -59,6 +59,8 @@ pub struct DaemonSettings {
     pub metrics_listen: Option<SocketAddr>,
     /// The recording, if one is kept.
     pub record: Option<Recording>,
+    /// Where samples are sent on (`[remote_write]`), if anywhere.
+    pub remote_write: Option<crate::remote_write::RemoteWrite>,
 }
 
 /// Checks the daemon config's own settings (not the files it names).
@@ -128,6 +130,7 @@ pub fn settings(config: &DaemonConfig, at: &Locator, errors: &mut Vec<TomlError>
         }
     }
     let socket = config.control.socket.clone().unwrap_or_else(|| config.state_dir.join("control.sock"));
+    let remote_write = config.remote_write.as_ref().and_then(|rw| crate::remote_write::settings(rw, at, errors));
     (errors.len() == before).then(|| DaemonSettings {
         engine: engine.expect("no error means every engine setting was read"),
         log_format,
@@ -135,6 +138,7 @@ pub fn settings(config: &DaemonConfig, at: &Locator, errors: &mut Vec<TomlError>
         socket,
         metrics_listen,
         record,
+        remote_write,
     })
 }
 

@@ -75,6 +75,7 @@ pub fn demo(speed: f64) -> anyhow::Result<Exit> {
         max_ahead: engine::runtime::DEFAULT_MAX_AHEAD,
         tick: Duration::from_millis(50),
         record: None,
+        sink: None,
         stop_when_sensors_end: true,
         shutdown_grace: engine::runtime::DEFAULT_SHUTDOWN_GRACE,
         health: engine::HealthBoard::default(),

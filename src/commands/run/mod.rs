@@ -95,7 +95,9 @@ async fn serve(parts: Parts, config_path: &Path) -> anyhow::Result<()> {
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let (command_tx, command_rx) = mpsc::channel(16);
     let hub = control::events::EventHub::default();
-    let metrics = std::sync::Arc::new(ops::metrics::Metrics::new());
+    let mut metrics = ops::metrics::Metrics::new();
+    let remote_write = start_remote_write(&settings, &mut daemon, &mut metrics, &shutdown_rx);
+    let metrics = std::sync::Arc::new(metrics);
     let service = ControlService::new(command_tx.clone(), ledger.clone(), hub.clone(), job_tx)
         .with_health(health.clone())
         .with_rule_modes(playbook.rule_modes());
@@ -136,6 +138,11 @@ async fn serve(parts: Parts, config_path: &Path) -> anyhow::Result<()> {
         .map_err(|e| anyhow::anyhow!("the engine's loop failed: {e}"))??;
     hub_at_stop.close();
     let _ = shutdown_tx.send(true);
+    if let Some(task) = remote_write {
+        // What was queued is sent once more; a receiver that does not
+        // answer holds the stop for half its time at most.
+        let _ = tokio::time::timeout(settings.engine.shutdown_timeout / 2, task).await;
+    }
     departure.leave().await;
     if let Ok(Err(error)) = control.await {
         let error = report::chain(&error);
@@ -144,6 +151,23 @@ async fn serve(parts: Parts, config_path: &Path) -> anyhow::Result<()> {
     drop(state_lock);
     tracing::info!(message = "Stopped.", samples = summary.stats.samples, decisions = summary.decisions);
     Ok(())
+}
+
+/// With `[remote_write]`: the loop's sink of samples set on `daemon`, the
+/// sender's metrics registered and its task started; the task, to wait on
+/// at stop.
+fn start_remote_write(
+    settings: &ops::plan::DaemonSettings,
+    daemon: &mut runtime::Daemon,
+    metrics: &mut ops::metrics::Metrics,
+    shutdown: &watch::Receiver<bool>,
+) -> Option<tokio::task::JoinHandle<()>> {
+    let plan = settings.remote_write.clone()?;
+    tracing::info!(message = "Sending samples to a remote-write receiver.", url = %plan.url);
+    let series = daemon.evaluator.series().clone();
+    let (sink, task) = ops::remote_write::start(plan, series, metrics.register_remote_write(), shutdown.clone());
+    daemon.sink = Some(Box::new(sink));
+    Some(task)
 }
 
 /// Reaches each switch an actuator may change now, so one that cannot be

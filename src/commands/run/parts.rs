@@ -81,6 +81,7 @@ impl Parts {
             max_ahead: engine.max_ahead,
             tick: engine.tick,
             record: settings.record.clone(),
+            sink: None,
             stop_when_sensors_end: engine.exit_when_sensors_end,
             health: health.clone(),
             shutdown_grace: engine.shutdown_timeout / 2,
