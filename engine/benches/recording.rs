@@ -15,6 +15,8 @@
 //! Targets (issue 34): ≤ 2 bytes a sample on both, writing ≤ 0.05 µs a
 //! sample. The bytes are printed once (they do not vary between runs);
 //! criterion measures the time, per sample (`Throughput::Elements`).
+//! `SPAN=30 LEVEL=1 cargo bench --bench recording` tries other block
+//! options (span in seconds, zstd level).
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use engine::recording::{BlockOptions, BlockWriter, Event, Reader};
@@ -101,7 +103,7 @@ fn node(seconds: i64) -> Workload {
                         8..14 => 350.0 + rng.f64() * 50.0,
                         _ => (rng.f64() * 100.0).round() / 100.0,
                     };
-                    samples.push(((NICS * COUNTERS + gpu * FIELDS + f) as u32, t, Value::Real(v)));
+                    samples.push((NICS * COUNTERS + gpu * FIELDS + f, t, Value::Real(v)));
                 }
             }
         }

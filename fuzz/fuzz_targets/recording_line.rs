@@ -12,8 +12,10 @@ use libfuzzer_sys::fuzz_target;
 fuzz_target!(|data: &[u8]| {
     let mut reader = Reader::new(data, "fuzz.jsonl");
     let mut declared = HashSet::new();
-    // Every line is at least one byte: the reader ends within len+1 events.
-    for _ in 0..=data.len() {
+    // Every line is at least one byte, and a sample of a block at least two bytes of its
+    // body, which is at most 1 GiB: the reader ends within that many events.
+    let bound = data.len() + 1 + (1 << 29);
+    for _ in 0..=bound {
         match reader.next_event() {
             Ok(Some(Event::Series(id, spec))) => {
                 assert!(spec.metric.len() <= MAX_LINE);

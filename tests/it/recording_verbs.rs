@@ -36,7 +36,8 @@ fn an_import_exports_back_to_the_same_events_in_a_thirtieth_of_the_bytes() {
     // Within each tick the blocks hand samples out by series; the multiset of events is the same.
     let key = |e: &Event| format!("{e:?}");
     let (mut want, mut got): (Vec<_>, Vec<_>) = (want.iter().map(key).collect(), got.iter().map(key).collect());
-    (want.sort(), got.sort());
+    want.sort();
+    got.sort();
     assert_eq!(got, want);
     let stats = rocemend(&["recording", "stats", rec.to_str().unwrap()]);
     assert!(stats.contains("samples 11362\n") && stats.contains("series declared 160\n"), "{stats}");

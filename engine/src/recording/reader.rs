@@ -20,7 +20,7 @@ pub struct Reader<R> {
 
 enum Mode<R> {
     Lines(LineReader<R>),
-    Blocks(BlockReader<R>),
+    Blocks(Box<BlockReader<R>>),
     /// Between the two, for a moment.
     Switching,
 }
@@ -73,7 +73,7 @@ impl<R: BufRead> Reader<R> {
                     None if r.at_blocks => Got::SwitchToBlocks,
                     None => Got::End,
                 },
-                Mode::Blocks(r) => match r.next()? {
+                Mode::Blocks(r) => match r.next_step()? {
                     Step::Event(event) => return Ok(Some(event)),
                     Step::End => Got::End,
                     Step::Lines => Got::SwitchToLines,
@@ -97,7 +97,7 @@ impl<R: BufRead> Reader<R> {
         self.mode = match std::mem::replace(&mut self.mode, Mode::Switching) {
             Mode::Lines(r) if to_blocks => {
                 let (input, offset, _) = r.into_parts();
-                Mode::Blocks(BlockReader::new(input, &self.origin, offset, self.select.clone()))
+                Mode::Blocks(Box::new(BlockReader::new(input, &self.origin, offset, self.select.clone())))
             }
             Mode::Blocks(r) if !to_blocks => Mode::Lines(LineReader::resume(r.input, &self.origin, r.offset, 0)),
             other => other,

@@ -77,7 +77,7 @@ impl<R: BufRead> BlockReader<R> {
     }
 
     /// The next event, the end, or the start of JSON lines.
-    pub fn next(&mut self) -> Result<Step, RecordingError> {
+    pub fn next_step(&mut self) -> Result<Step, RecordingError> {
         loop {
             if let Some(event) = self.queue.pop_front() {
                 return Ok(Step::Event(event));
@@ -118,8 +118,7 @@ impl<R: BufRead> BlockReader<R> {
     /// Skips to the next frame mark: one error for a run of bytes that are
     /// no frame.
     fn skip_garbage(&mut self, at: u64) -> RecordingError {
-        loop {
-            let Ok(chunk) = self.input.fill_buf() else { break };
+        while let Ok(chunk) = self.input.fill_buf() {
             if chunk.is_empty() {
                 break;
             }
@@ -231,7 +230,9 @@ impl<R: BufRead> BlockReader<R> {
         self.unpack()?;
         let declared = &self.declared;
         let flat = &mut self.flat;
-        (flat.ids.clear(), flat.at.clear(), flat.values.clear());
+        flat.ids.clear();
+        flat.at.clear();
+        flat.values.clear();
         let (times, notes) = block::decode_body(&self.body, flat, |id| match declared.get(&id) {
             Some((_, wanted)) => Ok(*wanted),
             None => Err(Malformed(format!("series {id} used before it is declared"))),
