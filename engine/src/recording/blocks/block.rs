@@ -60,18 +60,21 @@ impl Header {
     }
 }
 
-/// The samples of one series in a block, as the writer gathers them.
-#[derive(Debug, Default)]
-pub struct SeriesSamples {
-    /// Index of each sample's time in the block's time table (arrival order).
-    pub at: Vec<u32>,
-    /// The values.
-    pub values: Vec<Value>,
+/// One sample of a block, as the writer gathers it.
+#[derive(Debug, Clone, Copy)]
+pub struct Entry {
+    /// Its series.
+    pub id: u32,
+    /// The index of its time in the block's time table (arrival order).
+    pub at: u32,
+    /// Its value.
+    pub value: Value,
 }
 
 /// Encodes a block's body into `body`: `times` in arrival order (distinct),
-/// `series` as (id, samples) in ascending id order, `notes` in any order.
-pub fn encode_body(body: &mut Vec<u8>, times: &[i64], series: &mut [(u32, &mut SeriesSamples)], notes: &[Note]) {
+/// `entries` grouped by ascending series id (arrival order within one),
+/// `notes` in any order.
+pub fn encode_body(body: &mut Vec<u8>, times: &[i64], entries: &mut [Entry], notes: &[Note]) {
     body.clear();
     let mut order: Vec<u32> = (0..times.len() as u32).collect();
     order.sort_unstable_by_key(|&i| times[i as usize]);
@@ -93,24 +96,27 @@ pub fn encode_body(body: &mut Vec<u8>, times: &[i64], series: &mut [(u32, &mut S
             put_str(body, value);
         }
     }
-    put_u64(body, series.len() as u64);
+    for e in entries.iter_mut() {
+        e.at = rank[e.at as usize];
+    }
+    put_u64(body, entries.chunk_by(|a, b| a.id == b.id).count() as u64);
     let mut prev: Option<u32> = None;
-    let mut section = Vec::new();
-    for (id, samples) in series.iter_mut() {
-        for i in samples.at.iter_mut() {
-            *i = rank[*i as usize];
+    let (mut section, mut at, mut values) = (Vec::new(), Vec::new(), Vec::new());
+    for group in entries.chunk_by_mut(|a, b| a.id == b.id) {
+        if !group.is_sorted_by_key(|e| e.at) {
+            group.sort_by_key(|e| e.at);
         }
-        if !samples.at.is_sorted() {
-            let mut pairs: Vec<(u32, Value)> = samples.at.iter().copied().zip(samples.values.iter().copied()).collect();
-            pairs.sort_by_key(|p| p.0);
-            (samples.at, samples.values) = pairs.into_iter().unzip();
-        }
+        let id = group[0].id;
+        at.clear();
+        values.clear();
+        at.extend(group.iter().map(|e| e.at));
+        values.extend(group.iter().map(|e| e.value));
         section.clear();
-        columns::put_series(&mut section, &samples.at, &samples.values);
-        put_u64(body, u64::from(prev.map_or(*id, |p| *id - p - 1)));
+        columns::put_series(&mut section, &at, &values);
+        put_u64(body, u64::from(prev.map_or(id, |p| id - p - 1)));
         put_u64(body, section.len() as u64);
         body.extend_from_slice(&section);
-        prev = Some(*id);
+        prev = Some(id);
     }
 }
 
