@@ -22,6 +22,7 @@ pub mod path;
 pub mod rank;
 pub mod rates;
 pub mod render;
+pub mod select;
 pub mod series;
 pub mod window;
 
@@ -323,8 +324,8 @@ pub fn answer(request: &Request, now: Nanos) -> Result<(Report, bool), WhyError>
         Some(dir) => recorded::decisions(dir, found.socket.as_deref())?,
         None => Vec::new(),
     };
-    let input = recorded::open(&recording)?;
-    let recorded = series::read(input, &recording.display().to_string()).map_err(ReadError::from)?;
+    let wanted = select::for_job(&recording, &request.job, topology.clone())?;
+    let recorded = select::read(&recording, wanted)?;
     let query = Query { job: &request.job, span, threshold: request.threshold, topology: topology.as_deref() };
     let report = analyze(&recorded, &query, &decisions, |d| {
         let p = &d.proposal;

@@ -16,7 +16,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::BufRead;
 
-use engine::recording::{Event, Reader, RecordingError, SEGMENT_START};
+use engine::recording::{Event, Reader, RecordingError, Select, SEGMENT_START};
 use engine::{Labels, Nanos, SampleKind, SECOND};
 
 use super::rates::CounterRate;
@@ -175,7 +175,12 @@ impl SegmentIds {
 
 /// Reads a recording (`origin` names it in errors).
 pub fn read(input: impl BufRead, origin: &str) -> Result<Recorded, RecordingError> {
-    let mut reader = Reader::new(input, origin);
+    read_selected(input, origin, Select::all())
+}
+
+/// Reads what `select` wants of a recording (`origin` names it in errors).
+pub fn read_selected(input: impl BufRead, origin: &str, select: Select) -> Result<Recorded, RecordingError> {
+    let mut reader = Reader::new(input, origin).select(select);
     let mut series: Vec<Series> = Vec::new();
     // Each series' key → its index; its counter's state by index. A sample
     // costs one lookup of its id, not a hash of its metric and labels.
