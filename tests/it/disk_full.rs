@@ -165,3 +165,70 @@ fn a_disk_that_fills_mid_storm_holds_every_action_without_its_intent_and_leaves_
     assert_eq!(log.matches("Could not persist instance state").count(), 0, "{log}");
     assert_eq!(log.matches("The state database can be written again").count(), 1, "{log}");
 }
+
+/// The daemon's recording on a disk that fills: what was written stays
+/// readable (the frame the full disk cut short is cut off when writing
+/// resumes), and writing resumes, in a new segment, once there is room.
+#[test]
+fn a_recording_on_a_full_disk_stays_readable_and_resumes_when_space_is_back() {
+    use engine::recording::{Event, Reader, RecordingFile, Rotation, SEGMENT_START};
+    use engine::{SampleKind, SeriesSpec, SeriesTable, Value};
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return test_peers::missing("root, to mount a tmpfs for the recording");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let _fs = Tmpfs::mount(dir.path(), "2m");
+    let path = dir.path().join("rec");
+    let table = SeriesTable::default();
+    let sensor = table.add_sensor("t", 10_000);
+    let ids: Vec<_> = (0..2000)
+        .map(|i| {
+            let labels = engine::Labels::from_pairs([("port", format!("Ethernet{i}").as_str())]);
+            table.register(sensor, &SeriesSpec { metric: "m".into(), labels, kind: SampleKind::Gauge }).unwrap()
+        })
+        .collect();
+    // A file holding half the disk, removed once the recording has filled the rest.
+    let filler = dir.path().join("filler");
+    std::fs::write(&filler, vec![1u8; 1 << 20]).unwrap();
+    let options = engine::recording::BlockOptions { span: engine::SECOND, ..Default::default() };
+    let mut file = RecordingFile::open_with(&path, Rotation::default(), options, 0, "started").unwrap();
+    // Random values compress to nothing less than themselves: the disk fills.
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut random = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        (x >> 11) as f64 / (1u64 << 53) as f64
+    };
+    let (mut failed, mut t) = (0, 0);
+    while failed == 0 || t < 400 {
+        t += 1;
+        for id in &ids {
+            failed += file.sample(&table, *id, t * engine::SECOND / 10, Value::Real(random())).is_err() as usize;
+        }
+        assert!(t < 10_000, "the 2 MiB disk never filled");
+    }
+    // Space is back; a second later the next writes go on, in a new segment.
+    std::fs::remove_file(&filler).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let resumed_at = (t + 1) * engine::SECOND / 10;
+    for k in 0..20 {
+        for id in &ids[..10] {
+            file.sample(&table, *id, resumed_at + k * engine::SECOND, Value::Real(1.0)).unwrap();
+        }
+    }
+    file.finish().unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    let mut reader = Reader::new(&bytes[..], "rec");
+    let (mut starts, mut after) = (Vec::new(), 0);
+    while let Some(event) = reader.next_event().expect("every frame whole") {
+        match event {
+            Event::Note(n) if n.kind == SEGMENT_START => starts.push(n.text),
+            Event::Sample { t, .. } if t >= resumed_at => after += 1,
+            _ => {}
+        }
+    }
+    assert_eq!(starts.last().map(String::as_str), Some("resumed after a failed write"), "{starts:?}");
+    assert_eq!(after, 200, "every sample after space came back");
+}

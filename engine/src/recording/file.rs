@@ -56,6 +56,10 @@ pub struct RecordingFile {
     base: u64,
     /// The newest time written: the start of the next file's segment.
     last: Nanos,
+    /// A write failed (a full disk): when. What the file holds may end in
+    /// a frame cut short; nothing more is written until the file is opened
+    /// again, cut back to its whole frames, at most once a second.
+    failed: Option<std::time::Instant>,
 }
 
 impl RecordingFile {
@@ -74,7 +78,8 @@ impl RecordingFile {
         why: &str,
     ) -> io::Result<RecordingFile> {
         let (writer, base) = open_for_append(path, rotation, options)?;
-        let mut file = RecordingFile { path: path.to_path_buf(), rotation, options, writer, base, last: now };
+        let mut file =
+            RecordingFile { path: path.to_path_buf(), rotation, options, writer, base, last: now, failed: None };
         file.writer.segment(now, why)?;
         prune(path, rotation)?;
         Ok(file)
@@ -82,40 +87,74 @@ impl RecordingFile {
 
     /// Writes a sample of `id`, declaring its series first in this segment.
     pub fn sample(&mut self, table: &SeriesTable, id: SeriesId, t: Nanos, value: Value) -> io::Result<()> {
-        if !self.writer.is_declared(id.0) {
-            let spec = {
-                let reg = table.read();
-                crate::series::SeriesSpec {
-                    metric: reg.metric_name(id).to_string(),
-                    labels: reg.labels(id),
-                    kind: reg.info(id).kind,
-                }
-            };
-            self.writer.declare(id.0, &spec)?;
-        }
-        self.writer.sample(id.0, t, value)?;
         self.last = self.last.max(t);
-        self.rotate_if_full()
+        self.guarded(|file| {
+            if !file.writer.is_declared(id.0) {
+                let spec = {
+                    let reg = table.read();
+                    crate::series::SeriesSpec {
+                        metric: reg.metric_name(id).to_string(),
+                        labels: reg.labels(id),
+                        kind: reg.info(id).kind,
+                    }
+                };
+                file.writer.declare(id.0, &spec)?;
+            }
+            file.writer.sample(id.0, t, value)?;
+            file.rotate_if_full()
+        })
     }
 
     /// Writes a note.
     pub fn note(&mut self, note: &Note) -> io::Result<()> {
-        self.writer.note(note)?;
         self.last = self.last.max(note.ts);
-        self.rotate_if_full()
+        self.guarded(|file| {
+            file.writer.note(note)?;
+            file.rotate_if_full()
+        })
     }
 
     /// Writes the block being filled if its first sample waited a span of
     /// wall time, and flushes to the file: called every second.
     pub fn flush(&mut self) -> io::Result<()> {
-        self.writer.close_block_if_old()?;
-        self.writer.flush()?;
-        self.rotate_if_full()
+        self.guarded(|file| {
+            file.writer.close_block_if_old()?;
+            file.writer.flush()?;
+            file.rotate_if_full()
+        })
     }
 
     /// Writes everything gathered: at shutdown.
     pub fn finish(&mut self) -> io::Result<()> {
-        self.writer.finish()
+        self.guarded(|file| file.writer.finish())
+    }
+
+    /// Runs a write unless one failed less than a second ago; after a
+    /// failure, first opens the file again, cutting what the failure left
+    /// half-written, and starts a segment. What was gathered when the write
+    /// failed is lost (the disk had no room for it); nothing written before
+    /// is, and nothing after the frame cut short is unreadable.
+    fn guarded(&mut self, write: impl FnOnce(&mut RecordingFile) -> io::Result<()>) -> io::Result<()> {
+        if let Some(at) = self.failed {
+            if at.elapsed() < std::time::Duration::from_secs(1) {
+                return Ok(());
+            }
+            self.failed = Some(std::time::Instant::now());
+            let (writer, base) = open_for_append(&self.path, self.rotation, self.options)?;
+            let broken = std::mem::replace(&mut self.writer, writer);
+            // Its buffer holds the bytes that did not fit: dropped unwritten
+            // (a flush would append them after the cut).
+            drop(broken.into_output().into_parts());
+            self.base = base;
+            let last = self.last;
+            self.writer.segment(last, "resumed after a failed write")?;
+            self.failed = None;
+        }
+        let result = write(self);
+        if result.is_err() {
+            self.failed = Some(std::time::Instant::now());
+        }
+        result
     }
 
     fn rotate_if_full(&mut self) -> io::Result<()> {
@@ -134,6 +173,9 @@ impl RecordingFile {
 impl Drop for RecordingFile {
     /// What is gathered reaches the file however the daemon stops.
     fn drop(&mut self) {
+        if self.failed.is_some() {
+            return;
+        }
         if let Err(error) = self.writer.finish() {
             tracing::error!(message = "Could not write the end of the recording.", %error);
         }

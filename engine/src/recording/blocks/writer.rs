@@ -321,4 +321,9 @@ impl<W: Write> BlockWriter<W> {
     pub fn get_ref(&self) -> &W {
         &self.out
     }
+
+    /// The output, as it is: what is gathered and not written is dropped.
+    pub fn into_output(self) -> W {
+        self.out
+    }
 }
