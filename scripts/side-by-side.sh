@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # rocemend and a real Prometheus side by side, against the same exporter, in one run: CPU per
-# sample ingested (static and changing values, at each scale), resident memory, and the time
-# from a fault to Prometheus's alert and to rocemend's decision at a 100 ms interval.
+# sample ingested (static and changing values, and changing with rocemend recording, at each
+# scale), resident memory, the bytes a sample each keeps on disk (rocemend's recording against
+# Prometheus's head written as a block by its snapshot API), and the time from a fault to
+# Prometheus's alert and to rocemend's decision at a 100 ms interval.
 # docs/performance.md ("Side by side with Prometheus") carries the latest table.
 #
 #   scripts/side-by-side.sh [options]
 #
-#   --quick                 a smoke run: 1,000 series, 10 s per cost run, 5 trials (~2 min)
+#   --quick                 a smoke run: 1,000 series, 10 s per cost run, 5 trials (~3 min)
 #   --scales 10000,100000   series counts, comma-separated      (env SIDE_BY_SIDE_SCALES)
 #   --seconds 60            how long each cost run counts        (env SIDE_BY_SIDE_SECONDS)
 #   --settle 10             scraping before a cost run counts    (env SIDE_BY_SIDE_SETTLE)
@@ -15,7 +17,7 @@
 #   --out FILE              also write the table to FILE
 #   -h, --help              this text
 #
-# Defaults take about 6 minutes. Exit 2 on a bad option or when prometheus (Debian package
+# Defaults take about 9 minutes. Exit 2 on a bad option or when prometheus (Debian package
 # `prometheus`) or python3 is missing. Builds rocemend in release first (cargo does nothing when
 # it is up to date). Every process it starts (exporter, Prometheus, rocemend) runs in a temporary
 # directory on free loopback ports and is stopped on exit, on an error and on INT/TERM/HUP.
@@ -23,7 +25,7 @@
 # the load average is printed at the start and at the end.
 set -euo pipefail
 
-usage() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; }
 bad() {
 	echo "side-by-side: $1" >&2
 	echo "usage: scripts/side-by-side.sh [--quick] [--scales N,N] [--seconds S] [--settle S] [--trials N] [--latency-series N] [--out FILE]" >&2

@@ -115,8 +115,9 @@ def wait_for(what, probe, within=60.0, every=0.1):
 class Run:
     """The exporter, Prometheus and rocemend, started in `work`; stopped by stop_all()."""
 
-    def __init__(self, args, work, series, changing, interval_ms):
+    def __init__(self, args, work, series, changing, interval_ms, record=False):
         self.work = work
+        self.recording = os.path.join(work, "recording") if record else None
         os.makedirs(work, exist_ok=True)
         cmd = [sys.executable, os.path.join(HERE, "exporter.py"), "--series", str(series)]
         if changing:
@@ -142,6 +143,8 @@ class Run:
                 f"--config.file={os.path.join(work, 'prometheus.yml')}",
                 f"--storage.tsdb.path={os.path.join(work, 'tsdb')}",
                 f"--web.listen-address=127.0.0.1:{self.prom_port}",
+                # The snapshot API writes the head to a block: its bytes a sample, in the same run.
+                "--web.enable-admin-api",
                 "--log.level=warn",
             ],
             "prometheus.log",
@@ -153,7 +156,8 @@ class Run:
             f.write(
                 f'node = "side-by-side"\nstate_dir = "{os.path.join(work, "state")}"\n'
                 f'playbook = "{os.path.join(HERE, "playbook.toml")}"\n'
-                f'[engine]\nreload_poll = "0"\n[log]\nformat = "json"\nlevel = "warn"\n'
+                + (f'record = "{self.recording}"\n' if self.recording else "")
+                + f'[engine]\nreload_poll = "0"\n[log]\nformat = "json"\nlevel = "warn"\n'
                 f'[control]\nsocket = "{self.socket}"\n[metrics]\nlisten = "127.0.0.1:{self.metrics_port}"\n'
                 f'[[sensor]]\ntype = "prometheus"\nmax_series = {series * 2 + 100}\n'
                 f'[[sensor.targets]]\nurl = "{self.exporter_url}/metrics"\ninterval_ms = {interval_ms}\n'
@@ -195,16 +199,49 @@ class Run:
             metric(page, "prometheus_target_interval_length_seconds_count"),
         )
 
+    def recording_bytes(self):
+        """Bytes of rocemend's recording and its rotated files."""
+        return sum(
+            os.path.getsize(os.path.join(self.work, f)) for f in os.listdir(self.work) if f.startswith("recording")
+        )
+
+    def stop_rocemend(self):
+        """Stops rocemend as systemd would (SIGTERM): it writes the block it was filling."""
+        self.rocemend.terminate()
+        self.rocemend.wait(timeout=30)
+
+    def prometheus_block(self):
+        """(bytes, bytes of its chunks, samples) of Prometheus's head written as a block by a snapshot."""
+        url = f"http://127.0.0.1:{self.prom_port}/api/v1/admin/tsdb/snapshot?skip_head=false"
+        with urllib.request.urlopen(urllib.request.Request(url, method="POST"), timeout=120) as r:
+            name = json.loads(r.read())["data"]["name"]
+        snap = os.path.join(self.work, "tsdb", "snapshots", name)
+        total = chunks = samples = 0
+        for block in os.listdir(snap):
+            path = os.path.join(snap, block)
+            if not os.path.isdir(path):
+                continue
+            with open(os.path.join(path, "meta.json")) as f:
+                samples += json.load(f)["stats"]["numSamples"]
+            for dirpath, _, files in os.walk(path):
+                size = sum(os.path.getsize(os.path.join(dirpath, f)) for f in files)
+                total += size
+                if os.path.basename(dirpath) == "chunks":
+                    chunks += size
+        return total, chunks, samples
+
     def query(self, promql):
         answer = json.loads(get(f"http://127.0.0.1:{self.prom_port}/api/v1/query?query={urllib.parse.quote(promql)}"))
         result = answer["data"]["result"]
         return float(result[0]["value"][1]) if result else 0.0
 
 
-def cost(args, root, series, changing):
-    """CPU µs per sample and RSS MiB of both, over `args.seconds` of scraping every second."""
-    mode = "changing" if changing else "static"
-    run = Run(args, os.path.join(root, f"cost-{series}-{mode}"), series, changing, 1000)
+def cost(args, root, series, changing, record=False):
+    """CPU µs per sample and RSS MiB of both, over `args.seconds` of scraping every second; with
+    `record`, rocemend records (`record =`), and the bytes a sample of its recording and of
+    Prometheus's block are measured over the whole run."""
+    mode = ("changing" if changing else "static") + ("-recorded" if record else "")
+    run = Run(args, os.path.join(root, f"cost-{series}-{mode}"), series, changing, 1000, record)
     try:
         # Let both register every series before counting. Prometheus shows its counters only
         # once it has appended and timed a second scrape.
@@ -222,6 +259,12 @@ def cost(args, root, series, changing):
         rss = {"rocemend": rss_mib(run.rocemend.pid), "prometheus": rss_mib(run.prometheus.pid)}
         window = f'up{{job="exporter"}}[{int(args.seconds)}s]'
         failed = run.query(f"count_over_time({window}) - sum_over_time({window})")
+        stored = None
+        if record:
+            block = run.prometheus_block()
+            ingested = run.rocemend_counts()[0]
+            run.stop_rocemend()
+            stored = {"rocemend": (run.recording_bytes(), ingested), "prometheus": block}
     finally:
         stop_all()
     out = {}
@@ -241,6 +284,7 @@ def cost(args, root, series, changing):
             "rss": rss[who],
         }
     out["prometheus"]["failed"] = failed
+    out["stored"] = stored
     return out
 
 
@@ -385,16 +429,20 @@ def main():
         say()
         say("| series | values | rocemend µs/sample | Prometheus µs/sample | rocemend ÷ Prometheus | RSS rocemend / Prometheus |")
         say("|---|---|---|---|---|---|")
+        stored = []
         for series in [int(s) for s in args.scales.split(",")]:
-            for changing in (False, True):
-                c = cost(args, root, series, changing)
+            for changing, record in ((False, False), (True, False), (True, True)):
+                c = cost(args, root, series, changing, record)
                 r, p = c["rocemend"], c["prometheus"]
+                mode = ("changing" if changing else "static") + (", rocemend recording" if record else "")
                 say(
-                    f"| {series:,} | {'changing' if changing else 'static'} | {r['us']:.3f} | {p['us']:.3f} | "
+                    f"| {series:,} | {mode} | {r['us']:.3f} | {p['us']:.3f} | "
                     f"{r['us'] / p['us']:.2f} | {r['rss']:.0f} / {p['rss']:.0f} MiB |"
                 )
+                if c["stored"]:
+                    stored.append((series, c["stored"]))
                 notes.append(
-                    f"- {series:,} {'changing' if changing else 'static'}: rocemend {r['cpu']:.2f} s CPU "
+                    f"- {series:,} {mode}: rocemend {r['cpu']:.2f} s CPU "
                     f"({r['user']:.2f} user + {r['system']:.2f} system), {r['scrapes']:.0f} scrapes, "
                     f"{r['samples']:,.0f} samples; Prometheus {p['cpu']:.2f} s CPU ({p['user']:.2f} + "
                     f"{p['system']:.2f}), {p['scrapes']:.0f} scrapes ({p['failed']:.0f} failed), "
@@ -403,6 +451,17 @@ def main():
         say()
         for n in notes:
             say(n)
+        say()
+        say("what is kept on disk, over the whole recorded run (changing values, same run):")
+        say()
+        say("| series | rocemend's recording | bytes a sample | Prometheus's block (snapshot of its head) | bytes a sample (chunks alone) |")
+        say("|---|---|---|---|---|")
+        for series, st in stored:
+            (rb, rs), (pb, pc, ps) = st["rocemend"], st["prometheus"]
+            say(
+                f"| {series:,} | {rb:,} B / {rs:,.0f} samples | {rb / rs:.3f} | {pb:,} B / {ps:,} samples | "
+                f"{pb / ps:.3f} ({pc / ps:.3f}) |"
+            )
         prom, polled, roce, verdicts, failed, roce_failed = latency(args, root)
         say()
         say(
