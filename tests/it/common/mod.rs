@@ -429,5 +429,6 @@ pub fn slow_step_playbook(dir: &Path) -> PathBuf {
     std::fs::write(rules.join("slow_step.rhai"), SLOW_STEP).unwrap();
     log_playbook(dir, "ops", Some("enforce"), &rules)
 }
+pub mod http;
 pub mod interop;
 pub mod storms;
