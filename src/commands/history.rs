@@ -26,3 +26,21 @@ pub fn recording(
     let from = if baseline { from - (to - from) } else { from };
     ops::remote_write::history::to_file(url, selector, from, to).with_context(|| format!("reading history from {url}"))
 }
+
+/// With `--prometheus URL`, the history `request` asks about read into a
+/// temporary recording that `files` then name instead of the daemon's;
+/// the file is removed when the returned value drops, so it is kept until
+/// the verb is done.
+pub fn swap_in(
+    prometheus: Option<&str>,
+    selector: &str,
+    (from, to): (Option<&str>, Option<&str>),
+    baseline: bool,
+    now: Nanos,
+    files: &mut ops::recorded::Files,
+) -> anyhow::Result<Option<tempfile::NamedTempFile>> {
+    let Some(url) = prometheus else { return Ok(None) };
+    let file = recording(url, selector, from, to, baseline, now)?;
+    files.recording = Some(file.path().to_path_buf());
+    Ok(Some(file))
+}

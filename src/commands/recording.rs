@@ -94,11 +94,7 @@ fn stats(path: &Path) -> anyhow::Result<String> {
         span = Some(span.map_or((t, t), |(a, b)| (a.min(t), b.max(t))));
         Ok(())
     })?;
-    let bytes: u64 = (0..files as u32)
-        .map(|k| if k == 0 { path.to_path_buf() } else { recording::rotated(path, k) })
-        .filter_map(|p| std::fs::metadata(p).ok())
-        .map(|m| m.len())
-        .sum();
+    let bytes = ops::timeline::signals::recorded_bytes(path);
     let seconds = span.map_or(0.0, |(a, b)| (b - a) as f64 / 1e9);
     let per_sample = if samples == 0 { 0.0 } else { bytes as f64 / samples as f64 };
     Ok(format!(

@@ -12,16 +12,15 @@ use crate::cli::TimelineArgs;
 pub fn run(args: &TimelineArgs) -> anyhow::Result<Exit> {
     let now = wall_clock_now();
     let mut request = args.request();
-    // Kept until the page is drawn: the file is removed when it drops.
-    let history = match &args.prometheus {
-        Some(url) => {
-            Some(super::history::recording(url, &args.selector, args.from.as_deref(), args.to.as_deref(), false, now)?)
-        }
-        None => None,
-    };
-    if let Some(file) = &history {
-        request.files.recording = Some(file.path().to_path_buf());
-    }
+    // Kept until the verb is done: the file is removed when it drops.
+    let _history = super::history::swap_in(
+        args.prometheus.as_deref(),
+        &args.selector,
+        (args.from.as_deref(), args.to.as_deref()),
+        false,
+        now,
+        &mut request.files,
+    )?;
     let drawn = ops::timeline::render(&request, now, true)?;
     std::fs::write(&args.out, drawn.html).with_context(|| format!("writing {}", args.out.display()))?;
     println!("wrote {}: {}", args.out.display(), drawn.summary);

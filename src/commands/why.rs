@@ -16,16 +16,15 @@ use crate::cli::WhyArgs;
 pub fn run(args: &WhyArgs) -> anyhow::Result<Exit> {
     let now = wall_clock_now();
     let mut request = args.request();
-    // Kept until the answer is made: the file is removed when it drops.
-    let history = match &args.prometheus {
-        Some(url) => {
-            Some(super::history::recording(url, &args.selector, args.from.as_deref(), args.to.as_deref(), true, now)?)
-        }
-        None => None,
-    };
-    if let Some(file) = &history {
-        request.files.recording = Some(file.path().to_path_buf());
-    }
+    // Kept until the verb is done: the file is removed when it drops.
+    let _history = super::history::swap_in(
+        args.prometheus.as_deref(),
+        &args.selector,
+        (args.from.as_deref(), args.to.as_deref()),
+        true,
+        now,
+        &mut request.files,
+    )?;
     let (report, with_ledger) = ops::why::answer(&request, now)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&render::json(&report))?);

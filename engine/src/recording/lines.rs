@@ -70,15 +70,16 @@ impl<R: BufRead> LineReader<R> {
         }
     }
 
-    /// The input, the bytes and lines consumed from it.
-    pub(super) fn into_parts(self) -> (R, u64, usize) {
-        (self.input, self.offset, self.line)
+    /// The input, and the bytes consumed from it.
+    pub(super) fn into_parts(self) -> (R, u64) {
+        (self.input, self.offset)
     }
 
-    /// Reads on from `input` after `offset` bytes and `line` lines.
-    pub(super) fn resume(input: R, origin: &str, offset: u64, line: usize) -> LineReader<R> {
+    /// Reads on from `input` after `offset` bytes (of another format: lines
+    /// are counted from there).
+    pub(super) fn resume(input: R, origin: &str, offset: u64) -> LineReader<R> {
         let mut reader = LineReader::new(input, origin);
-        (reader.offset, reader.line) = (offset, line);
+        reader.offset = offset;
         reader
     }
 

@@ -44,11 +44,8 @@ impl<R: BufRead> Reader<R> {
         }
     }
 
-    /// Reads only what `select` wants.
+    /// Reads only what `select` wants (given before the first read).
     pub fn select(mut self, select: Select) -> Reader<R> {
-        if let Mode::Blocks(_) = self.mode {
-            unreachable!("a selection is made before reading");
-        }
         self.select = select;
         self
     }
@@ -96,10 +93,10 @@ impl<R: BufRead> Reader<R> {
     fn switch(&mut self, to_blocks: bool) {
         self.mode = match std::mem::replace(&mut self.mode, Mode::Switching) {
             Mode::Lines(r) if to_blocks => {
-                let (input, offset, _) = r.into_parts();
+                let (input, offset) = r.into_parts();
                 Mode::Blocks(Box::new(BlockReader::new(input, &self.origin, offset, self.select.clone())))
             }
-            Mode::Blocks(r) if !to_blocks => Mode::Lines(LineReader::resume(r.input, &self.origin, r.offset, 0)),
+            Mode::Blocks(r) if !to_blocks => Mode::Lines(LineReader::resume(r.input, &self.origin, r.offset)),
             other => other,
         };
         self.unwanted.clear();

@@ -92,8 +92,6 @@ pub(super) struct Tally {
     evaluation_ns: u64,
     /// Samples the time guard refused.
     refused_future: u64,
-    /// When the recording was last flushed to its file.
-    recording_flushed: Nanos,
     /// When the dispatcher was last given a wall-clock tick.
     dispatcher_ticked: Nanos,
 }
@@ -121,7 +119,7 @@ impl EventLoop {
         loop {
             tokio::select! {
                 _ = recording_due.tick(), if self.recorder.is_some() => {
-                    self.flush_recording_if_due(wall_clock_now(), crate::time::SECOND - DISPATCHER_TICK);
+                    self.flush_recording();
                 }
                 batch = sensors.batches.recv(), if !sensors.done => match batch {
                     Some(batch) => self.on_batch(batch, observe).await,
@@ -226,17 +224,13 @@ impl EventLoop {
         Ok(RunSummary { stats: evaluator.stats().clone(), decisions })
     }
 
-    /// What is recorded reaches the file within a second of wall time, so
-    /// `timeline`, `why` and `replay` on a running daemon see the last
-    /// second too. Checked on ticks and on batches: on the sample clock
-    /// (`clock = "samples"`) there are no wall-clock ticks. `after`: how long
-    /// since the last flush makes one due.
-    fn flush_recording_if_due(&mut self, wall: Nanos, after: Nanos) {
-        if wall.saturating_sub(self.tally.recording_flushed) >= after {
-            self.tally.recording_flushed = wall;
-            if let Some(Err(error)) = self.recorder.as_mut().map(RecordingFile::flush) {
-                tracing::error!(message = "Could not write the recording.", %error);
-            }
+    /// Every second of wall time: the recording's buffered frames reach the
+    /// file, and a block whose first sample waited its span is written, so
+    /// `timeline`, `why` and `replay` on a running daemon see up to a
+    /// block's span ago.
+    fn flush_recording(&mut self) {
+        if let Some(Err(error)) = self.recorder.as_mut().map(RecordingFile::flush) {
+            tracing::error!(message = "Could not write the recording.", %error);
         }
     }
 
@@ -248,7 +242,6 @@ impl EventLoop {
         if let Some(sink) = self.sink.as_mut() {
             sink.offer(&batch.samples);
         }
-        self.flush_recording_if_due(wall_clock_now(), crate::time::SECOND);
         for note in &batch.notes {
             if note.kind == Note::RECONNECTED {
                 let reconnected = ToDispatcher::Reconnected { target: note.labels.clone(), at: note.ts };
@@ -307,12 +300,10 @@ impl EventLoop {
     /// A wall-clock tick: evaluation, and the housekeeping on a scale of
     /// seconds. The next tick may be up to [`DISPATCHER_TICK`] away
     /// ([`Self::next_tick`]), so what falls due before then is done now
-    /// rather than late: the recording still reaches its file within a
-    /// second, and the dispatcher's ticks come one evaluation tick early
-    /// rather than a whole idle interval late.
+    /// rather than late: the dispatcher's ticks come one evaluation tick
+    /// early rather than a whole idle interval late.
     async fn on_tick(&mut self, tick: Duration, observe: &mut (impl FnMut(&DaemonEvent) + Send)) {
         let now = wall_clock_now();
-        self.flush_recording_if_due(now, crate::time::SECOND - DISPATCHER_TICK);
         self.evaluate(now, observe).await;
         let early = (tick.as_nanos() as Nanos).min(DISPATCHER_TICK);
         if now.saturating_sub(self.tally.dispatcher_ticked) >= DISPATCHER_TICK - early {

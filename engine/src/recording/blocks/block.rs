@@ -183,14 +183,12 @@ pub fn decode_body(
         if !wanted(id)? {
             continue;
         }
-        let before = flat.at.len();
         let mut s = Cursor::new(section);
         columns::series(&mut s, times.len(), &mut flat.at, &mut flat.values)?;
         if s.remaining() != 0 {
             return Err(Malformed(format!("series {id}'s section has {} bytes after its values", s.remaining())));
         }
         flat.ids.resize(flat.at.len(), id);
-        debug_assert!(flat.ids.len() == flat.at.len() && before <= flat.at.len());
     }
     if c.remaining() != 0 {
         return Err(Malformed(format!("{} bytes after the last series", c.remaining())));
