@@ -158,6 +158,29 @@ fn read(bytes: &[u8]) -> usize {
     n
 }
 
+/// What a week of the node workload takes with the default retention: a
+/// day at full resolution, six thinned to a sample a second.
+fn week_on_disk(w: &Workload, bytes: &[u8]) {
+    let dir = tempfile::tempdir().unwrap();
+    let (full, thinned) = (dir.path().join("rec.1"), dir.path().join("rec.thinning"));
+    std::fs::write(&full, bytes).unwrap();
+    let done = engine::recording::thin::thin(&full, &thinned, SECOND).unwrap();
+    let thinned_bytes = std::fs::metadata(&thinned).unwrap().len();
+    let seconds = (w.samples.last().unwrap().1 - w.samples[0].1) as f64 / SECOND as f64;
+    let per_day = |b: u64| b as f64 / seconds * 86_400.0;
+    let week = per_day(bytes.len() as u64) + 6.0 * per_day(thinned_bytes);
+    eprintln!(
+        "{}: thinned to 1 s: {} of {} samples, {} bytes; a day takes {:.0} MiB at full resolution, {:.0} MiB thinned; a week (1 day full, 6 thinned) {:.2} GiB",
+        w.name,
+        done.kept,
+        done.read,
+        thinned_bytes,
+        per_day(bytes.len() as u64) / (1 << 20) as f64,
+        per_day(thinned_bytes) / (1 << 20) as f64,
+        week / (1u64 << 30) as f64
+    );
+}
+
 fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("recording");
     group.sample_size(10);
@@ -171,6 +194,9 @@ fn bench(c: &mut Criterion) {
             bytes.len(),
             bytes.len() as f64 / w.samples.len() as f64
         );
+        if w.name.starts_with("node") {
+            week_on_disk(&w, &bytes);
+        }
         group.throughput(Throughput::Elements(w.samples.len() as u64));
         group.bench_function(format!("write {}", w.name), |b| {
             b.iter_batched(|| declared(&w), |out| write_samples(&w, out), BatchSize::LargeInput)

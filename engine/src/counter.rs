@@ -214,6 +214,7 @@ impl Increase {
 /// counter's bound over `dt`; for an unbounded counter, only if the previous
 /// reading was in the top quarter of the range (it was about to wrap). A
 /// 64-bit counter going backwards is therefore practically always a reset.
+#[inline]
 pub fn increase(spec: CounterSpec, prev: u64, now: u64, dt: Nanos) -> Increase {
     let max = spec.max();
     let allowance = spec.allowance(dt);
@@ -264,6 +265,7 @@ pub enum BadReading {
 
 /// The raw reading a sample holds for a counter of `spec`: an exact whole
 /// number within the width, or why it cannot be one.
+#[inline]
 pub fn reading(spec: CounterSpec, value: Value) -> Result<u64, BadReading> {
     let max = spec.max();
     let n = match value {
@@ -300,6 +302,7 @@ impl Decoded {
     /// What the windows see: the increase and the increase per second, both
     /// `NaN` where the step counts nothing (the first reading, a reset, an
     /// implausible jump) or, for the rate, where no time passed.
+    #[inline]
     pub fn step_and_rate(&self) -> (f64, f64) {
         match self.increase.and_then(Increase::amount) {
             Some(amount) => {
@@ -314,6 +317,7 @@ impl Decoded {
 /// Decodes `value`, read at `ts`, for a counter of `spec` whose previous
 /// reading was `prev` (raw, time): the one place that turns readings into
 /// increases, for the evaluator and every check of it.
+#[inline]
 pub fn decode(spec: CounterSpec, prev: Option<(u64, Nanos)>, value: Value, ts: Nanos) -> Result<Decoded, BadReading> {
     let raw = reading(spec, value)?;
     Ok(match prev {

@@ -97,6 +97,8 @@ fn config_cases() -> Vec<Case> {
         Case { what: "an `engine.max_series_per_sensor` of 0", config_tables: "[engine]\nmax_series_per_sensor = 0\n", expect: &["rocemend.toml:", "at least 1"], ..NONE },
         Case { what: "a misspelt key", config_tables: "[engine]\ntickk = \"50ms\"\n", expect: &["rocemend.toml:", "unknown field `tickk`"], ..NONE },
         Case { what: "`record_keep = 0`", config_top: "record = \"rec/recording.jsonl\"\nrecord_keep = 0\n", expect: &["rocemend.toml:5:1", "record_keep = 0: expected at least 1"], ..NONE },
+        Case { what: "`record_thin_to = \"0s\"`", config_top: "record = \"rec/recording\"\nrecord_thin_to = \"0s\"\n", expect: &["rocemend.toml:5:1", "record_thin_to = 0: expected a resolution"], ..NONE },
+        Case { what: "a `record_thin_after` that is no duration", config_top: "record = \"rec/recording\"\nrecord_thin_after = \"a day\"\n", expect: &["rocemend.toml:5:", "record_thin_after: "], ..NONE },
         Case { what: "a sensor of an unknown type", config_tables: "[[sensor]]\ntype = \"sniffer\"\n", expect: &["rocemend.toml:", "unknown kind \"sniffer\""], ..NONE },
         Case { what: "a sensor setting of the wrong type", config_tables: "[[sensor]]\ntype = \"rdma_sysfs\"\ninterval = 5\n", expect: &["rocemend.toml:", "sensor \"rdma_sysfs\""], ..NONE },
         Case { what: "a missing inventory", config_top: "inventory = \"no-such-inventory.toml\"\n", expect: &["rocemend.toml:4:1", "no-such-inventory.toml: no such file"], ..NONE },

@@ -4,9 +4,12 @@
 //! Each daemon start appends a segment to `PATH` (a recording of blocks,
 //! [`super::blocks`]): a segment start, then the series it declares afresh
 //! and blocks of their samples. A file past [`Rotation::max_bytes`] is
-//! renamed `PATH.1` (the older ones to `.2` … up to [`Rotation::keep`], the
-//! oldest dropped) and a new segment starts in a fresh `PATH`; rotated
-//! files older than [`Rotation::keep_for`] are dropped too. A frame cut off
+//! renamed `PATH.1` (the older ones to `.2`, `.3` …) and a new segment
+//! starts in a fresh `PATH`. Rotated files are kept within a budget of
+//! [`Rotation::keep`] files' worth of bytes, and for [`Rotation::keep_for`].
+//! Once older than [`Thinning::after`], a rotated file is rewritten at one
+//! sample per [`Thinning::to`] ([`super::thin`]) on a thread of its own, so
+//! the same budget holds more days. A frame cut off
 //! by a crash is removed when the file is opened again, so every frame of
 //! the file is whole except, at worst, the last one of a file a running
 //! daemon is still writing (which readers take as the end). A recording of
@@ -16,6 +19,7 @@
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use super::blocks::{self, BlockOptions, BlockWriter};
@@ -28,21 +32,42 @@ use crate::time::Nanos;
 pub struct Rotation {
     /// The size at which the file is rotated.
     pub max_bytes: u64,
-    /// Rotated files kept (`PATH.1` … `PATH.keep`).
+    /// The budget of rotated files: `keep` × `max_bytes`. The newest
+    /// `keep` files are kept whatever their size; older ones (thinned
+    /// files are smaller) while the files up to them fit in the budget.
     pub keep: u32,
     /// Rotated files whose last write is older than this are dropped.
     pub keep_for: Option<Duration>,
+    /// When rotated files are thinned, if at all.
+    pub thin: Option<Thinning>,
 }
 
+/// When and how far rotated files are thinned ([`super::thin`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Thinning {
+    /// A rotated file last written longer ago than this is thinned.
+    pub after: Duration,
+    /// To one sample of each series per this long.
+    pub to: Nanos,
+}
+
+/// A day.
+pub const DAY: Duration = Duration::from_secs(24 * 3600);
 /// A week.
-pub const WEEK: Duration = Duration::from_secs(7 * 24 * 3600);
+pub const WEEK: Duration = Duration::from_secs(7 * DAY.as_secs());
 
 impl Default for Rotation {
-    /// 128 MiB × (15 rotated + the current): 2 GiB at most, kept a week.
-    /// docs/config.md says how long that keeps at a given series count
-    /// and interval (docs/performance.md, "Recording").
+    /// 128 MiB × (15 rotated + the current): 2 GiB at most, kept a week,
+    /// thinned to a sample a second after a day. docs/config.md says how
+    /// long that keeps at a given series count and interval
+    /// (docs/performance.md, "Recording").
     fn default() -> Rotation {
-        Rotation { max_bytes: 128 << 20, keep: 15, keep_for: Some(WEEK) }
+        Rotation {
+            max_bytes: 128 << 20,
+            keep: 15,
+            keep_for: Some(WEEK),
+            thin: Some(Thinning { after: DAY, to: crate::time::SECOND }),
+        }
     }
 }
 
@@ -60,6 +85,11 @@ pub struct RecordingFile {
     /// a frame cut short; nothing more is written until the file is opened
     /// again, cut back to its whole frames, at most once a second.
     failed: Option<std::time::Instant>,
+    /// The thread thinning old rotated files, if one runs.
+    thinner: Option<std::thread::JoinHandle<()>>,
+    /// Held while rotated files are renamed, pruned or replaced by their
+    /// thinned form: the thinner finds its file again by inode under it.
+    renaming: Arc<Mutex<()>>,
 }
 
 impl RecordingFile {
@@ -77,12 +107,48 @@ impl RecordingFile {
         now: Nanos,
         why: &str,
     ) -> io::Result<RecordingFile> {
-        let (writer, base) = open_for_append(path, rotation, options)?;
-        let mut file =
-            RecordingFile { path: path.to_path_buf(), rotation, options, writer, base, last: now, failed: None };
+        let (writer, base) = open_for_append(path, options)?;
+        let mut file = RecordingFile {
+            path: path.to_path_buf(),
+            rotation,
+            options,
+            writer,
+            base,
+            last: now,
+            failed: None,
+            thinner: None,
+            renaming: Arc::new(Mutex::new(())),
+        };
         file.writer.segment(now, why)?;
+        // What a thinner stopped mid-way left.
+        let _ = std::fs::remove_file(thinning_path(path));
         prune(path, rotation)?;
+        file.thin_old_files();
         Ok(file)
+    }
+
+    /// Waits for the thinning of old files in progress, if any.
+    pub fn wait_for_thinning(&mut self) {
+        if let Some(thread) = self.thinner.take() {
+            let _ = thread.join();
+        }
+    }
+
+    /// Starts a thread that thins the rotated files due for it, unless one
+    /// still runs (the next rotation looks again).
+    fn thin_old_files(&mut self) {
+        let Some(thinning) = self.rotation.thin else { return };
+        if self.thinner.as_ref().is_some_and(|t| !t.is_finished()) {
+            return;
+        }
+        let (path, renaming) = (self.path.clone(), Arc::clone(&self.renaming));
+        let spawned = std::thread::Builder::new()
+            .name("recording-thinner".into())
+            .spawn(move || thin_rotated(&path, thinning, &renaming));
+        match spawned {
+            Ok(thread) => self.thinner = Some(thread),
+            Err(error) => tracing::warn!(message = "Could not start thinning old recording files.", %error),
+        }
     }
 
     /// Writes a sample of `id`, declaring its series first in this segment.
@@ -140,7 +206,7 @@ impl RecordingFile {
                 return Ok(());
             }
             self.failed = Some(std::time::Instant::now());
-            let (writer, base) = open_for_append(&self.path, self.rotation, self.options)?;
+            let (writer, base) = open_for_append(&self.path, self.options)?;
             let broken = std::mem::replace(&mut self.writer, writer);
             // Its buffer holds the bytes that did not fit: dropped unwritten
             // (a flush would append them after the cut).
@@ -162,11 +228,16 @@ impl RecordingFile {
             return Ok(());
         }
         self.writer.finish()?;
-        shift_rotated(&self.path, self.rotation.keep)?;
-        self.writer = BlockWriter::new(BufWriter::new(create(&self.path)?), self.options)?;
-        self.base = 0;
-        self.writer.segment(self.last, "rotated")?;
-        prune(&self.path, self.rotation)
+        {
+            let _renaming = self.renaming.lock().unwrap_or_else(|p| p.into_inner());
+            shift_rotated(&self.path)?;
+            self.writer = BlockWriter::new(BufWriter::new(create(&self.path)?), self.options)?;
+            self.base = 0;
+            self.writer.segment(self.last, "rotated")?;
+            prune(&self.path, self.rotation)?;
+        }
+        self.thin_old_files();
+        Ok(())
     }
 }
 
@@ -208,34 +279,91 @@ pub fn rotated(path: &Path, k: u32) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// Renames `PATH.k` to `PATH.k+1` (the last one kept is overwritten) and
-/// `PATH` to `PATH.1`.
-fn shift_rotated(path: &Path, keep: u32) -> io::Result<()> {
-    let keep = keep.max(1);
-    for k in (1..keep).rev() {
-        let from = rotated(path, k);
-        if from.exists() {
-            std::fs::rename(&from, rotated(path, k + 1))?;
-        }
+/// Renames every `PATH.k` to `PATH.k+1`, and `PATH` to `PATH.1`.
+fn shift_rotated(path: &Path) -> io::Result<()> {
+    let mut last = 0;
+    while rotated(path, last + 1).exists() {
+        last += 1;
+    }
+    for k in (1..=last).rev() {
+        std::fs::rename(rotated(path, k), rotated(path, k + 1))?;
     }
     std::fs::rename(path, rotated(path, 1))
 }
 
-/// Drops rotated files past `keep` and, from the first one last written
-/// more than `keep_for` ago, that one and every older one.
+/// Drops, newest first, the rotated files past the budget (see
+/// [`Rotation::keep`]) and, from the first one last written more than
+/// `keep_for` ago, that one and every older one.
 fn prune(path: &Path, rotation: Rotation) -> io::Result<()> {
     let now = SystemTime::now();
-    let mut expired = false;
+    let budget = rotation.max_bytes.saturating_mul(u64::from(rotation.keep.max(1)));
+    let (mut expired, mut used) = (false, 0u64);
     let mut k = 1;
     while let Ok(meta) = std::fs::metadata(rotated(path, k)) {
+        used = used.saturating_add(meta.len());
         let age = meta.modified().ok().and_then(|m| now.duration_since(m).ok());
-        expired |= k > rotation.keep.max(1) || rotation.keep_for.zip(age).is_some_and(|(limit, age)| age > limit);
+        expired |= (k > rotation.keep.max(1) && used > budget)
+            || rotation.keep_for.zip(age).is_some_and(|(limit, age)| age > limit);
         if expired {
             std::fs::remove_file(rotated(path, k))?;
         }
         k += 1;
     }
     Ok(())
+}
+
+/// Where a rotated file is thinned before it replaces the original.
+fn thinning_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".thinning");
+    PathBuf::from(name)
+}
+
+/// Thins, oldest first, every rotated file of `path` last written more
+/// than `thinning.after` ago and not thinned yet. The thinned file keeps
+/// the original's time of last write (retention by age goes on as before)
+/// and replaces it only if the original is still there: found by inode,
+/// under `renaming`, since rotations rename it meanwhile.
+fn thin_rotated(path: &Path, thinning: Thinning, renaming: &Mutex<()>) {
+    use std::os::unix::fs::MetadataExt;
+    let now = SystemTime::now();
+    let mut due = Vec::new();
+    let mut k = 1;
+    while let Ok(meta) = std::fs::metadata(rotated(path, k)) {
+        let age = meta.modified().ok().and_then(|m| now.duration_since(m).ok());
+        if age.is_some_and(|age| age > thinning.after) && super::thin::is_thinned(&rotated(path, k)).ok() == Some(false)
+        {
+            due.push((k, meta));
+        }
+        k += 1;
+    }
+    let scratch = thinning_path(path);
+    for (k, meta) in due.into_iter().rev() {
+        let result = super::thin::thin(&rotated(path, k), &scratch, thinning.to).and_then(|done| {
+            File::options().write(true).open(&scratch)?.set_modified(meta.modified()?)?;
+            let _renaming = renaming.lock().unwrap_or_else(|p| p.into_inner());
+            let mut j = 1;
+            while let Ok(now) = std::fs::metadata(rotated(path, j)) {
+                if (now.dev(), now.ino()) == (meta.dev(), meta.ino()) {
+                    std::fs::rename(&scratch, rotated(path, j))?;
+                    tracing::info!(
+                        message = "Thinned an old recording file.",
+                        file = %rotated(path, j).display(),
+                        samples = done.read,
+                        kept = done.kept,
+                        bytes_before = meta.len(),
+                    );
+                    return Ok(());
+                }
+                j += 1;
+            }
+            Ok(())
+        });
+        let _ = std::fs::remove_file(&scratch);
+        if let Err(error) = result {
+            tracing::warn!(message = "Could not thin an old recording file; it stays as it was.", file = %rotated(path, k).display(), %error);
+        }
+    }
 }
 
 fn create(path: &Path) -> io::Result<File> {
@@ -246,11 +374,7 @@ fn create(path: &Path) -> io::Result<File> {
 /// state directory is): a frame a crash cut off is removed, and a
 /// recording of JSON lines is rotated away (its cut-off line removed).
 /// Returns the writer and the file's size.
-fn open_for_append(
-    path: &Path,
-    rotation: Rotation,
-    options: BlockOptions,
-) -> io::Result<(BlockWriter<BufWriter<File>>, u64)> {
+fn open_for_append(path: &Path, options: BlockOptions) -> io::Result<(BlockWriter<BufWriter<File>>, u64)> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)?;
     }
@@ -274,7 +398,7 @@ fn open_for_append(
                 file.set_len(keep)?;
             }
             drop(file);
-            shift_rotated(path, rotation.keep)?;
+            shift_rotated(path)?;
             Ok((BlockWriter::new(BufWriter::new(create(path)?), options)?, 0))
         }
     }
@@ -306,6 +430,18 @@ mod tests {
     use crate::labels::Labels;
     use crate::recording::{Event, Reader, SEGMENT_START};
     use crate::series::{SampleKind, SeriesSpec};
+    use crate::time::{MS, SECOND};
+
+    /// Every event of the recording at `path` and its rotated files.
+    fn read_all(path: &Path) -> Vec<Event> {
+        let (input, _) = open_with_rotated(path).unwrap();
+        let mut reader = Reader::new(input, "rec");
+        let mut out = Vec::new();
+        while let Some(e) = reader.next_event().unwrap() {
+            out.push(e);
+        }
+        out
+    }
 
     fn table() -> (SeriesTable, SeriesId) {
         let table = SeriesTable::default();
@@ -383,7 +519,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("rec");
         let (table, id) = table();
-        let rotation = Rotation { max_bytes: 400, keep: 2, keep_for: None };
+        let rotation = Rotation { max_bytes: 400, keep: 2, keep_for: None, thin: None };
         let options = BlockOptions { span: 10, ..BlockOptions::default() };
         let mut file = RecordingFile::open_with(&path, rotation, options, 0, "started").unwrap();
         for t in 0..400 {
@@ -408,6 +544,55 @@ mod tests {
         let rotation = Rotation { keep_for: Some(WEEK), ..rotation };
         let _file = RecordingFile::open_with(&path, rotation, options, 500, "restarted").unwrap();
         assert!(!rotated(&path, 1).exists() && !rotated(&path, 2).exists());
+    }
+
+    #[test]
+    fn rotated_files_older_than_a_day_are_thinned_keep_their_age_and_leave_room_for_more() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rec");
+        let (table, id) = table();
+        let options = BlockOptions { span: 10 * MS, ..BlockOptions::default() };
+        // A reading every 100 ms; files of ~8 KiB; a budget of 2 files.
+        let rotation = Rotation { max_bytes: 8192, keep: 2, keep_for: None, thin: None };
+        let mut file = RecordingFile::open_with(&path, rotation, options, 0, "started").unwrap();
+        let mut t = 0;
+        while !rotated(&path, 2).exists() {
+            t += 100 * MS;
+            file.sample(&table, id, t, Value::Count((t / MS) as u64 * 7919 % 100_003)).unwrap();
+        }
+        drop(file);
+        let sizes = |k: u32| std::fs::metadata(rotated(&path, k)).map(|m| m.len()).ok();
+        let two_days = SystemTime::now() - 2 * DAY;
+        for k in [1, 2] {
+            File::options().write(true).open(rotated(&path, k)).unwrap().set_modified(two_days).unwrap();
+        }
+        let before = (sizes(1).unwrap(), sizes(2).unwrap(), sample_times(&events(&rotated(&path, 2))).len());
+        let thin = Some(Thinning { after: DAY, to: SECOND });
+        let mut file = RecordingFile::open_with(&path, Rotation { thin, ..rotation }, options, t, "restarted").unwrap();
+        file.wait_for_thinning();
+        for k in [1, 2] {
+            assert!(super::super::thin::is_thinned(&rotated(&path, k)).unwrap(), "PATH.{k}");
+            let modified = std::fs::metadata(rotated(&path, k)).unwrap().modified().unwrap();
+            assert_eq!(modified, two_days, "PATH.{k} keeps its age");
+        }
+        let after = (sizes(1).unwrap(), sizes(2).unwrap(), sample_times(&events(&rotated(&path, 2))).len());
+        assert!(after.0 * 2 < before.0 && after.1 * 2 < before.1, "{before:?} → {after:?}");
+        assert!(after.2 * 8 < before.2 && after.2 > 0, "a sample a second of ten: {before:?} → {after:?}");
+        // The budget of 2 files' bytes now holds a third: rotate once more.
+        let mut more = 0;
+        while more < 1 {
+            t += 100 * MS;
+            let had = sizes(1);
+            file.sample(&table, id, t, Value::Count((t / MS) as u64 * 7919 % 100_003)).unwrap();
+            if sizes(1) != had {
+                more += 1;
+            }
+        }
+        file.wait_for_thinning();
+        assert!(rotated(&path, 3).exists(), "a third file fits in the budget once the old ones are thinned");
+        assert!(!rotated(&path, 4).exists());
+        let times = sample_times(&read_all(&path));
+        assert!(times.windows(2).all(|w| w[1] > w[0]), "the files read as one stretch, oldest first");
     }
 }
 

@@ -13,6 +13,7 @@
 //! | `writer` | [`Writer`]: JSON lines |
 //! | `reader` | [`Reader`]: either format, with a [`Select`] |
 //! | `file` | [`RecordingFile`]: the daemon's file, crash-safe appends, rotation and retention |
+//! | [`thin`] | old files rewritten at one sample a second, so a week fits |
 //!
 //! The JSON-lines form:
 //!
@@ -37,12 +38,13 @@ mod file;
 mod lines;
 mod reader;
 mod select;
+pub mod thin;
 mod writer;
 
-pub use blocks::{BlockOptions, BlockWriter};
-pub use file::{open_with_rotated, rotated, RecordingFile, Rotation, WEEK};
+pub use blocks::{BlockOptions, BlockWriter, Run, Samples};
+pub use file::{open_with_rotated, rotated, RecordingFile, Rotation, Thinning, DAY, WEEK};
 pub use lines::LineReader;
-pub use reader::Reader;
+pub use reader::{Chunk, Reader};
 pub use select::{Select, SeriesFilter};
 pub use writer::Writer;
 

@@ -5,7 +5,7 @@
 use std::collections::HashSet;
 use std::io::BufRead;
 
-use super::blocks::{BlockReader, Step};
+use super::blocks::{BlockReader, Samples, Step};
 use super::lines::LineReader;
 use super::{Event, RecordingError, Select, SEGMENT_START};
 
@@ -23,6 +23,14 @@ enum Mode<R> {
     Blocks(Box<BlockReader<R>>),
     /// Between the two, for a moment.
     Switching,
+}
+
+/// What [`Reader::next_chunk`] gives: an event, or a block's samples whole.
+pub enum Chunk<'a> {
+    /// A declaration, a note, or a sample of a recording of lines.
+    Event(Event),
+    /// The wanted samples of a block; its notes follow as events.
+    Samples(Samples<'a>),
 }
 
 /// What one step of the reader in its current mode gave.
@@ -74,6 +82,7 @@ impl<R: BufRead> Reader<R> {
                     Step::Event(event) => return Ok(Some(event)),
                     Step::End => Got::End,
                     Step::Lines => Got::SwitchToLines,
+                    Step::Samples => unreachable!("only next_chunk asks for a block whole"),
                 },
                 Mode::Switching => unreachable!("a switch completes before the next read"),
             };
@@ -86,6 +95,33 @@ impl<R: BufRead> Reader<R> {
                 Got::End => return Ok(None),
                 Got::SwitchToBlocks => self.switch(true),
                 Got::SwitchToLines => self.switch(false),
+            }
+        }
+    }
+
+    /// The next event or, in a recording of blocks, the next block's
+    /// samples whole, `None` at the end: for a reader that folds samples
+    /// (sums, rates) and need not see them one at a time in time order.
+    /// Within a block, samples come series by series, and the block's
+    /// notes after them.
+    pub fn next_chunk(&mut self) -> Result<Option<Chunk<'_>>, RecordingError> {
+        loop {
+            let step = match &mut self.mode {
+                Mode::Blocks(r) => r.next_chunk()?,
+                Mode::Lines(_) => {
+                    let event = self.next_event()?;
+                    return Ok(event.map(Chunk::Event));
+                }
+                Mode::Switching => unreachable!("a switch completes before the next read"),
+            };
+            match step {
+                Step::Event(event) => return Ok(Some(Chunk::Event(event))),
+                Step::Samples => {
+                    let Mode::Blocks(r) = &self.mode else { unreachable!("a block came from the reader of blocks") };
+                    return Ok(Some(Chunk::Samples(r.samples())));
+                }
+                Step::End => return Ok(None),
+                Step::Lines => self.switch(false),
             }
         }
     }

@@ -45,15 +45,25 @@ pub struct DaemonConfig {
     pub record: Option<PathBuf>,
     /// The size, in MiB, at which the recording is rotated to `RECORD.1` (older ones to `.2`, …).
     /// With `record_keep`, the recording's bound on disk: (1 + record_keep) × record_max_mib, 2 GiB
-    /// by default, which keeps a week of a node's signals (docs/performance.md, "Recording").
+    /// by default, which keeps a week of a node's ~2,000 signals at 100 ms with
+    /// `record_thin_after` (docs/performance.md, "Recording").
     #[serde(default = "default_record_max_mib")]
     pub record_max_mib: u64,
-    /// Rotated recordings kept.
+    /// The budget of rotated recordings, in files of `record_max_mib`: the newest `record_keep`
+    /// are kept, and older (thinned, smaller) ones while they fit in record_keep × record_max_mib.
     #[serde(default = "default_record_keep")]
     pub record_keep: u32,
     /// Rotated recordings last written longer ago than this are dropped ("0": kept by size only).
     #[serde(default = "default_record_keep_for", with = "duration::record_keep_for")]
     pub record_keep_for: Duration,
+    /// Rotated recordings last written longer ago than this are rewritten at one sample of each
+    /// series per `record_thin_to` (counters stay exact over the coarser steps; events, notes and
+    /// restarts are all kept), on a thread of their own ("0": never thinned).
+    #[serde(default = "default_record_thin_after", with = "duration::record_thin_after")]
+    pub record_thin_after: Duration,
+    /// The resolution of a thinned recording.
+    #[serde(default = "default_record_thin_to", with = "duration::record_thin_to")]
+    pub record_thin_to: Duration,
     /// Engine settings.
     #[serde(default)]
     pub engine: EngineSection,
@@ -146,6 +156,14 @@ fn default_record_keep_for() -> Duration {
     engine::recording::WEEK
 }
 
+fn default_record_thin_after() -> Duration {
+    engine::recording::DAY
+}
+
+fn default_record_thin_to() -> Duration {
+    Duration::from_secs(1)
+}
+
 fn default_rule_cost_budget() -> f64 {
     engine::evaluator::cost::DEFAULT_COST_BUDGET
 }
@@ -201,6 +219,8 @@ mod duration {
     key!(max_ahead, "engine.max_ahead");
     key!(shutdown_timeout, "engine.shutdown_timeout");
     key!(record_keep_for, "record_keep_for");
+    key!(record_thin_after, "record_thin_after");
+    key!(record_thin_to, "record_thin_to");
     key!(rw_timeout, "remote_write.timeout");
     key!(rw_deadline, "remote_write.batch_send_deadline");
     key!(rw_min_backoff, "remote_write.min_backoff");

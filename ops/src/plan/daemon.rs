@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use engine::config::{Key, Locator, TomlError};
-use engine::recording::Rotation;
+use engine::recording::{Rotation, Thinning};
 use engine::runtime::{ClockMode, Recording};
 use engine::time::Nanos;
 
@@ -115,10 +115,16 @@ pub fn settings(config: &DaemonConfig, at: &Locator, errors: &mut Vec<TomlError>
                 errors.push(at.error(&[key.into()], format!("{key} = 0: expected at least 1")));
             }
         }
+        if config.record_thin_to.is_zero() {
+            errors.push(at.error(&["record_thin_to".into()], "record_thin_to = 0: expected a resolution, e.g. \"1s\""));
+        }
+        let thin_to = Nanos::try_from(config.record_thin_to.as_nanos()).unwrap_or(Nanos::MAX);
         let rotation = Rotation {
             max_bytes: config.record_max_mib.max(1) << 20,
             keep: config.record_keep,
             keep_for: Some(config.record_keep_for).filter(|d| !d.is_zero()),
+            thin: Some(Thinning { after: config.record_thin_after, to: thin_to.max(1) })
+                .filter(|_| !config.record_thin_after.is_zero()),
         };
         Recording { path, rotation }
     });

@@ -16,8 +16,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::BufRead;
 
-use engine::recording::{Event, Reader, RecordingError, Select, SEGMENT_START};
-use engine::{Labels, Nanos, SampleKind, SECOND};
+use engine::recording::{Chunk, Event, Reader, RecordingError, Samples, Select, SEGMENT_START};
+use engine::{Labels, Nanos, SampleKind, Value, SECOND};
 
 use super::rates::CounterRate;
 
@@ -178,20 +178,103 @@ pub fn read(input: impl BufRead, origin: &str) -> Result<Recorded, RecordingErro
     read_selected(input, origin, Select::all())
 }
 
+/// The series being read onto the grid.
+struct Gathering {
+    grid: Grid,
+    series: Vec<Series>,
+    /// Each series' counter state, by its index (`None` for levels and
+    /// events).
+    rates: Vec<Option<CounterRate>>,
+}
+
+impl Gathering {
+    /// The bucket of a sample at `t`, after widening the grid until it
+    /// holds `t` (the first sample sets the grid's origin).
+    fn bucket(&mut self, t: Nanos) -> usize {
+        if self.grid.origin == Nanos::MIN {
+            self.grid.origin = t;
+        }
+        let mut i = self.grid.index_floor(t);
+        while i >= BUCKETS {
+            self.grid.width *= 2;
+            self.grid.len = self.grid.len.div_ceil(2);
+            self.series.iter_mut().for_each(Series::merge_pairs);
+            i = self.grid.index_floor(t);
+        }
+        self.grid.len = self.grid.len.max(i + 1);
+        i
+    }
+
+    /// One sample of series `at`, read at `t`.
+    fn sample(&mut self, at: usize, t: Nanos, value: Value) {
+        let v = match &mut self.rates[at] {
+            Some(rate) => match rate.next(t, value) {
+                Some(r) => r,
+                None => return,
+            },
+            None => value.as_f64(),
+        };
+        let i = self.bucket(t);
+        self.series[at].add(i, v);
+    }
+
+    /// A block's samples: the grid is widened once for the block's last
+    /// time and each time's bucket found once, so a sample costs its
+    /// counter's decoding and an addition.
+    fn block(&mut self, block: Samples, ids: &SegmentIds, buckets: &mut Vec<usize>) {
+        let times = block.times();
+        let wanted = block.wanted();
+        if wanted.is_empty() || !block.runs().any(|run| ids.get(run.id).is_some()) {
+            return;
+        }
+        let (first, last) = (times[wanted.start as usize], times[wanted.end as usize - 1]);
+        self.bucket(first);
+        self.bucket(last);
+        buckets.clear();
+        buckets.extend(times.iter().map(|t| self.grid.index_floor(*t)));
+        for run in block.runs() {
+            let Some(index) = ids.get(run.id) else { continue };
+            let series = &mut self.series[index];
+            let (at, values) = run.wanted_slices();
+            match &mut self.rates[index] {
+                Some(rate) => {
+                    for (&k, &value) in at.iter().zip(values) {
+                        if let Some(r) = rate.next(times[k as usize], value) {
+                            series.add(buckets[k as usize], r);
+                        }
+                    }
+                }
+                None => {
+                    for (&k, value) in at.iter().zip(values) {
+                        series.add(buckets[k as usize], value.as_f64());
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Reads what `select` wants of a recording (`origin` names it in errors).
 pub fn read_selected(input: impl BufRead, origin: &str, select: Select) -> Result<Recorded, RecordingError> {
     let mut reader = Reader::new(input, origin).select(select);
-    let mut series: Vec<Series> = Vec::new();
-    // Each series' key → its index; its counter's state by index. A sample
-    // costs one lookup of its id, not a hash of its metric and labels.
+    let grid = Grid { origin: Nanos::MIN, width: FIRST_WIDTH, len: 0 };
+    let mut g = Gathering { grid, series: Vec::new(), rates: Vec::new() };
+    // Each series' key → its index. A sample costs one lookup of its id,
+    // not a hash of its metric and labels.
     let mut index: HashMap<(String, String), usize> = HashMap::new();
-    let mut rates: Vec<Option<CounterRate>> = Vec::new();
     // This segment's ids → the series' index (ids are only valid within a
     // segment); `None` for the job's node list.
     let mut ids = SegmentIds::default();
-    let mut grid = Grid { origin: Nanos::MIN, width: FIRST_WIDTH, len: 0 };
     let mut job_nodes: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    while let Some(event) = reader.next_event()? {
+    let mut buckets = Vec::new();
+    while let Some(chunk) = reader.next_chunk()? {
+        let event = match chunk {
+            Chunk::Samples(block) => {
+                g.block(block, &ids, &mut buckets);
+                continue;
+            }
+            Chunk::Event(event) => event,
+        };
         match event {
             Event::Series(id, spec) => {
                 if spec.metric == JOB_NODE_INFO {
@@ -208,43 +291,28 @@ pub fn read_selected(input: impl BufRead, origin: &str, select: Select) -> Resul
                         SampleKind::Gauge => (Shape::Gauge, None),
                         SampleKind::Event => (Shape::Event, None),
                     };
-                    rates.push(rate);
-                    series.push(Series {
+                    g.rates.push(rate);
+                    g.series.push(Series {
                         metric: spec.metric,
                         labels: spec.labels,
                         shape,
                         sums: Vec::new(),
                         counts: Vec::new(),
                     });
-                    series.len() - 1
+                    g.series.len() - 1
                 });
                 ids.insert(id, Some(at));
             }
             Event::Sample { id, t, value } => {
-                let Some(at) = ids.get(id) else { continue };
-                let v = match &mut rates[at] {
-                    Some(rate) => match rate.next(t, value) {
-                        Some(r) => r,
-                        None => continue,
-                    },
-                    None => value.as_f64(),
-                };
-                if grid.origin == Nanos::MIN {
-                    grid.origin = t;
+                if let Some(at) = ids.get(id) {
+                    g.sample(at, t, value);
                 }
-                let mut i = grid.index_floor(t);
-                while i >= BUCKETS {
-                    grid.width *= 2;
-                    series.iter_mut().for_each(Series::merge_pairs);
-                    i = grid.index_floor(t);
-                }
-                grid.len = grid.len.max(i + 1);
-                series[at].add(i, v);
             }
             Event::Note(note) if note.kind == SEGMENT_START => ids = SegmentIds::default(),
             Event::Note(_) => {}
         }
     }
+    let Gathering { mut grid, series, .. } = g;
     if grid.origin == Nanos::MIN {
         grid.origin = 0;
     }
@@ -281,6 +349,73 @@ mod tests {
     }
 
     #[test]
+    fn a_recording_of_blocks_reads_as_its_json_lines_do() {
+        use engine::recording::{BlockOptions, BlockWriter, Writer};
+        use engine::{CounterSpec, SeriesSpec};
+        let spec = |metric: &str, kind: SampleKind| SeriesSpec {
+            metric: metric.into(),
+            labels: Labels::from_pairs([("node", "n1")]),
+            kind,
+        };
+        let declared = [
+            (0, spec("ethtool_tx_prio_pause_duration_us", SampleKind::Counter(CounterSpec::U32_WRAP))),
+            (1, spec("gpu_temperature", SampleKind::Gauge)),
+            (2, spec("gpu_xid", SampleKind::Event)),
+            (3, spec(JOB_NODE_INFO, SampleKind::Gauge)),
+        ];
+        let mut blocks = BlockWriter::new(Vec::new(), BlockOptions::default()).unwrap();
+        let mut lines = Writer::new(Vec::new());
+        // Twenty minutes at 100 ms: the grid widens several times, and a
+        // daemon restart in the middle numbers the series anew.
+        for k in 0..12_000i64 {
+            let t = 1_000 * SECOND + k * 100_000_000;
+            let restart = k == 6_000;
+            if k == 0 || restart {
+                let shift = if restart { 10 } else { 0 };
+                if restart {
+                    blocks.segment(t - 1, "restart").unwrap();
+                    let note = engine::Note {
+                        ts: t - 1,
+                        kind: SEGMENT_START.into(),
+                        text: "restart".into(),
+                        labels: Labels::default(),
+                    };
+                    lines.note(&note).unwrap();
+                }
+                for (id, spec) in &declared {
+                    blocks.declare(id + shift, spec).unwrap();
+                    lines.declare(id + shift, spec).unwrap();
+                }
+            }
+            let shift = if k >= 6_000 { 10 } else { 0 };
+            let mut samples = vec![
+                (shift, Value::Count((4_294_967_000u64 + 1_000 * k as u64) % (1 << 32))),
+                (1 + shift, Value::Real(60.0 + (k % 13) as f64)),
+            ];
+            if k % 997 == 0 {
+                samples.push((2 + shift, Value::Real(79.0)));
+            }
+            if k == 0 {
+                samples.push((3, Value::Real(1.0)));
+            }
+            for (id, v) in samples {
+                blocks.sample(id, t, v).unwrap();
+                lines.write_raw_sample(id, t, v).unwrap();
+            }
+        }
+        blocks.finish().unwrap();
+        let (a, b) =
+            (read(blocks.get_ref().as_slice(), "blocks").unwrap(), read(lines.inner().as_slice(), "lines").unwrap());
+        assert_eq!(a.grid, b.grid);
+        assert!(a.grid.width > FIRST_WIDTH, "the grid widened");
+        assert_eq!(a.job_nodes, b.job_nodes);
+        assert_eq!(a.series.len(), 3);
+        for (x, y) in a.series.iter().zip(&b.series) {
+            assert_eq!((&x.metric, &x.sums, &x.counts), (&y.metric, &y.sums, &y.counts));
+        }
+    }
+
+    #[test]
     fn a_long_recording_doubles_the_bucket_width_and_keeps_its_sums() {
         let mut text = String::from("{\"series\":0,\"metric\":\"g\",\"labels\":{},\"kind\":\"gauge\"}\n");
         for k in 0..10_000i64 {
@@ -289,6 +424,7 @@ mod tests {
         let r = read(text.as_bytes(), "mem").unwrap();
         assert!(r.grid.len <= BUCKETS);
         assert_eq!(r.grid.width, 800_000_000, "1000 s in at most 2048 buckets");
+        assert_eq!(r.grid.len, 1250, "the grid ends at the last sample");
         let pts = r.series[0].points(&r.grid, 0, r.grid.end());
         assert!(pts.iter().all(|(_, v)| (*v - 0.5).abs() < 1e-9), "means of 0/1 pairs: {:?}", &pts[..3]);
     }

@@ -139,8 +139,9 @@ pub fn pack(
 /// kept from block to block.
 #[derive(Debug, Default)]
 pub struct Flat {
-    /// Each sample's series.
-    pub ids: Vec<u32>,
+    /// Each series' id and the end of its samples in `at` and `values`
+    /// (its start is the previous run's end).
+    pub runs: Vec<(u32, u32)>,
     /// Each sample's index in the time table.
     pub at: Vec<u32>,
     /// Each sample's value.
@@ -188,7 +189,8 @@ pub fn decode_body(
         if s.remaining() != 0 {
             return Err(Malformed(format!("series {id}'s section has {} bytes after its values", s.remaining())));
         }
-        flat.ids.resize(flat.at.len(), id);
+        let end = u32::try_from(flat.at.len()).map_err(|_| Malformed("a block of 2^32 samples".into()))?;
+        flat.runs.push((id, end));
     }
     if c.remaining() != 0 {
         return Err(Malformed(format!("{} bytes after the last series", c.remaining())));

@@ -18,7 +18,7 @@
 //! | `block` | a block's header, body and compression |
 //! | `frame` | framing and checksums |
 //! | [`BlockWriter`] | gathers samples into blocks and writes them |
-//! | [`BlockReader`] | reads frames back as [`super::Event`]s |
+//! | [`BlockReader`] | reads frames back as [`super::Event`]s, or a block's [`Samples`] whole |
 //!
 //! Every frame carries a CRC-32: a crash leaves at most a frame cut short
 //! at the end (the block being written: at most its span of time), which
@@ -29,10 +29,12 @@ mod block;
 mod columns;
 mod frame;
 mod reader;
+mod samples;
 mod varint;
 mod writer;
 
 pub use reader::{BlockReader, Step};
+pub use samples::{Run, Samples};
 pub use writer::{BlockOptions, BlockWriter};
 
 /// The first bytes of a recording of blocks. It starts with a byte no JSON

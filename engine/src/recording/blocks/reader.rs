@@ -6,6 +6,7 @@ use std::io::BufRead;
 
 use super::block::{self, Header};
 use super::frame::{self, Kind};
+use super::samples::Samples;
 use super::varint::{Cursor, Malformed};
 use super::MAGIC;
 use crate::contracts::Note;
@@ -18,6 +19,9 @@ use crate::series::{SeriesSpec, Value};
 pub enum Step {
     /// An event.
     Event(Event),
+    /// A block's samples, whole: [`BlockReader::samples`] (only from
+    /// [`BlockReader::next_chunk`]).
+    Samples,
     /// The end of the input.
     End,
     /// A JSON line starts here (a recording of lines follows one of blocks).
@@ -39,9 +43,16 @@ pub struct BlockReader<R> {
     payload: Vec<u8>,
     body: Vec<u8>,
     decompressor: Option<zstd::bulk::Decompressor<'static>>,
-    /// The block being handed out.
+    /// The block being handed out event by event.
     decoded: Decoded,
+    /// The last block decoded: its samples, times and notes, and the time
+    /// indexes the selection wants.
     flat: block::Flat,
+    times: Vec<i64>,
+    notes: Vec<Note>,
+    wanted: (u32, u32),
+    /// A block was decoded and is not handed out yet.
+    pending: bool,
     /// Reading stopped after [`crate::recording::MAX_SKIP`] bytes that are
     /// no frame: the input ends there.
     gave_up: bool,
@@ -65,6 +76,10 @@ impl<R: BufRead> BlockReader<R> {
             gave_up: false,
             decoded: Decoded::default(),
             flat: block::Flat::default(),
+            times: Vec::new(),
+            notes: Vec::new(),
+            wanted: (0, 0),
+            pending: false,
         }
     }
 
@@ -78,12 +93,39 @@ impl<R: BufRead> BlockReader<R> {
 
     /// The next event, the end, or the start of JSON lines.
     pub fn next_step(&mut self) -> Result<Step, RecordingError> {
+        self.advance(false)
+    }
+
+    /// The next event, a block's samples whole ([`Step::Samples`]: read
+    /// them with [`Self::samples`]; the block's notes follow as events),
+    /// the end, or the start of JSON lines.
+    pub fn next_chunk(&mut self) -> Result<Step, RecordingError> {
+        self.advance(true)
+    }
+
+    /// The samples of the block [`Self::next_chunk`] just gave.
+    pub fn samples(&self) -> Samples<'_> {
+        Samples { times: &self.times, flat: &self.flat, wanted: self.wanted }
+    }
+
+    fn advance(&mut self, whole_blocks: bool) -> Result<Step, RecordingError> {
         loop {
             if let Some(event) = self.queue.pop_front() {
                 return Ok(Step::Event(event));
             }
             if let Some(event) = self.decoded.next(&self.select) {
                 return Ok(Step::Event(event));
+            }
+            if self.pending {
+                self.pending = false;
+                let notes = std::mem::take(&mut self.notes);
+                if whole_blocks {
+                    let select = &self.select;
+                    self.queue.extend(notes.into_iter().filter(|n| select.time(n.ts)).map(Event::Note));
+                    return Ok(Step::Samples);
+                }
+                self.decoded.fill(&self.times, notes, &self.flat);
+                continue;
             }
             if self.gave_up {
                 return Ok(Step::End);
@@ -230,14 +272,17 @@ impl<R: BufRead> BlockReader<R> {
         self.unpack()?;
         let declared = &self.declared;
         let flat = &mut self.flat;
-        flat.ids.clear();
+        flat.runs.clear();
         flat.at.clear();
         flat.values.clear();
         let (times, notes) = block::decode_body(&self.body, flat, |id| match declared.get(&id) {
             Some((_, wanted)) => Ok(*wanted),
             None => Err(Malformed(format!("series {id} used before it is declared"))),
         })?;
-        self.decoded.fill(times, notes, &self.flat);
+        // The times are ascending: the selection's range is one stretch of them.
+        let lo = self.select.from.map_or(0, |from| times.partition_point(|t| *t < from));
+        let hi = self.select.to.map_or(times.len(), |to| times.partition_point(|t| *t <= to));
+        (self.times, self.notes, self.wanted, self.pending) = (times, notes, (lo as u32, hi.max(lo) as u32), true);
         Ok(())
     }
 }
@@ -262,7 +307,7 @@ struct Decoded {
 impl Decoded {
     /// Sorts the flat samples of a block by time (a counting sort: the
     /// time indexes are dense).
-    fn fill(&mut self, times: Vec<i64>, mut notes: Vec<Note>, flat: &block::Flat) {
+    fn fill(&mut self, times: &[i64], mut notes: Vec<Note>, flat: &block::Flat) {
         self.start.clear();
         self.start.resize(times.len() + 1, 0);
         for &i in &flat.at {
@@ -274,12 +319,19 @@ impl Decoded {
         self.slots.clear();
         self.slots.resize(flat.at.len(), (0, Value::Count(0)));
         let mut next = self.start.clone();
-        for ((&i, &id), &v) in flat.at.iter().zip(&flat.ids).zip(&flat.values) {
-            self.slots[next[i as usize]] = (id, v);
-            next[i as usize] += 1;
+        let mut start = 0;
+        for &(id, end) in &flat.runs {
+            let end = end as usize;
+            for (&i, &v) in flat.at[start..end].iter().zip(&flat.values[start..end]) {
+                self.slots[next[i as usize]] = (id, v);
+                next[i as usize] += 1;
+            }
+            start = end;
         }
         notes.sort_by_key(|n| std::cmp::Reverse(n.ts));
-        (self.times, self.notes, self.k, self.pos) = (times, notes, 0, 0);
+        self.times.clear();
+        self.times.extend_from_slice(times);
+        (self.notes, self.k, self.pos) = (notes, 0, 0);
     }
 
     fn next(&mut self, select: &Select) -> Option<Event> {

@@ -5,7 +5,7 @@ use super::*;
 use crate::contracts::Note;
 use crate::counter::CounterSpec;
 use crate::labels::Labels;
-use crate::recording::{Event, Reader, Select, Writer, SEGMENT_START};
+use crate::recording::{Chunk, Event, Reader, Select, Writer, SEGMENT_START};
 use crate::series::{SampleKind, SeriesSpec, Value};
 use crate::time::SECOND;
 
@@ -97,6 +97,54 @@ fn a_selection_skips_blocks_and_series_and_reads_the_same_as_the_lines_form() {
         }
     }
     assert_eq!(samples(&events(lines.inner(), select)), want);
+}
+
+/// What reading block by block gives: the samples (sorted as events give
+/// them, in time order and then by id) and the events, in order.
+fn chunks(bytes: &[u8], select: Select) -> (Vec<(u32, i64, Value)>, Vec<Event>) {
+    let mut reader = Reader::new(bytes, "rec").select(select);
+    let (mut got, mut other) = (Vec::new(), Vec::new());
+    while let Some(chunk) = reader.next_chunk().unwrap() {
+        match chunk {
+            Chunk::Samples(block) => {
+                for run in block.runs() {
+                    got.extend(run.samples().map(|(k, v)| (run.id, block.times()[k as usize], v)));
+                }
+            }
+            Chunk::Event(Event::Sample { id, t, value }) => got.push((id, t, value)),
+            Chunk::Event(e) => other.push(e),
+        }
+    }
+    got.sort_by_key(|(id, t, _)| (*t, *id));
+    (got, other)
+}
+
+#[test]
+fn block_by_block_reads_the_samples_event_by_event_reads() {
+    let (bytes, written) = recording(60, 10 * SECOND);
+    let (got, other) = chunks(&bytes, Select::all());
+    assert_eq!(got, written);
+    assert!(matches!(&other[0], Event::Note(n) if n.kind == SEGMENT_START));
+    assert!(matches!(&other[3], Event::Note(n) if n.kind == "fault"), "the block's note after its samples");
+    // A range that cuts blocks in the middle, and one series.
+    let from = 1_700_000_000 * SECOND + 25 * SECOND;
+    let to = from + 10 * SECOND;
+    let only_pause: crate::recording::SeriesFilter = std::sync::Arc::new(|s: &SeriesSpec| s.metric == "pause");
+    let select = Select { from: Some(from), to: Some(to), series: Some(only_pause) };
+    let (got, _) = chunks(&bytes, select.clone());
+    assert_eq!(got, samples(&events(&bytes, select)));
+    assert_eq!(got.len(), 100, "10 s at 100 ms, both ends included");
+    // Lines, then blocks, then lines: each read its own way.
+    let mut lines = Writer::new(Vec::new());
+    lines.declare(0, &spec("pause", "Ethernet4", SampleKind::Gauge)).unwrap();
+    lines.write_raw_sample(0, 2, Value::Real(1.0)).unwrap();
+    let mut stream = lines.inner().clone();
+    stream.extend_from_slice(&bytes);
+    stream.extend_from_slice(lines.inner());
+    let (got, _) = chunks(&stream, Select::all());
+    let mut want = samples(&events(&stream, Select::all()));
+    want.sort_by_key(|(id, t, _)| (*t, *id));
+    assert_eq!(got, want);
 }
 
 #[test]

@@ -54,9 +54,27 @@ impl<'a> Cursor<'a> {
         self.bytes.len() - self.pos
     }
 
-    /// A varint.
+    /// A varint. Most in a block are one or two bytes (a time index's
+    /// step, a steady counter's delta of delta): those are read without a
+    /// loop.
     #[inline]
     pub fn u64(&mut self) -> Result<u64, Malformed> {
+        match self.bytes.get(self.pos..self.pos + 2) {
+            Some(&[b0, _]) if b0 < 0x80 => {
+                self.pos += 1;
+                Ok(u64::from(b0))
+            }
+            Some(&[b0, b1]) if b1 < 0x80 => {
+                self.pos += 2;
+                Ok(u64::from(b0 & 0x7f) | u64::from(b1) << 7)
+            }
+            _ => self.long_u64(),
+        }
+    }
+
+    /// A varint of any length, or at the end of the bytes.
+    #[inline(never)]
+    fn long_u64(&mut self) -> Result<u64, Malformed> {
         let mut v = 0u64;
         for shift in (0..64).step_by(7) {
             let b = *self.bytes.get(self.pos).ok_or_else(|| Malformed("a number is cut short".into()))?;
@@ -126,6 +144,10 @@ mod tests {
         assert_eq!(c.str().unwrap(), "Ethernet4");
         assert_eq!(c.remaining(), 0);
         assert!(c.u64().is_err(), "reading past the end is an error");
+        // A one- or two-byte number as the last bytes, and one cut short.
+        for (bytes, v) in [(&[5u8][..], Some(5)), (&[0x85, 0x01][..], Some(133)), (&[0x85][..], None)] {
+            assert_eq!(Cursor::new(bytes).u64().ok(), v, "{bytes:?}");
+        }
     }
 
     #[test]
