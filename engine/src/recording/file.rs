@@ -432,17 +432,6 @@ mod tests {
     use crate::series::{SampleKind, SeriesSpec};
     use crate::time::{MS, SECOND};
 
-    /// Every event of the recording at `path` and its rotated files.
-    fn read_all(path: &Path) -> Vec<Event> {
-        let (input, _) = open_with_rotated(path).unwrap();
-        let mut reader = Reader::new(input, "rec");
-        let mut out = Vec::new();
-        while let Some(e) = reader.next_event().unwrap() {
-            out.push(e);
-        }
-        out
-    }
-
     fn table() -> (SeriesTable, SeriesId) {
         let table = SeriesTable::default();
         let sensor = table.add_sensor("t", 10);
@@ -455,6 +444,7 @@ mod tests {
         (table, id)
     }
 
+    /// Every event of the recording at `path` and its rotated files.
     fn events(path: &Path) -> Vec<Event> {
         let (input, _) = open_with_rotated(path).unwrap();
         let mut reader = Reader::new(input, "rec");
@@ -591,7 +581,7 @@ mod tests {
         file.wait_for_thinning();
         assert!(rotated(&path, 3).exists(), "a third file fits in the budget once the old ones are thinned");
         assert!(!rotated(&path, 4).exists());
-        let times = sample_times(&read_all(&path));
+        let times = sample_times(&events(&path));
         assert!(times.windows(2).all(|w| w[1] > w[0]), "the files read as one stretch, oldest first");
     }
 }
