@@ -91,43 +91,7 @@ pub fn settings(config: &DaemonConfig, at: &Locator, errors: &mut Vec<TomlError>
     if let Err(why) = creatable_dir(&config.state_dir) {
         errors.push(at.error(&["state_dir".into()], format!("state_dir {}: {why}", config.state_dir.display())));
     }
-    let record = config.record.clone().map(|path| {
-        let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        if let Err(why) = creatable_dir(dir) {
-            errors.push(at.error(
-                &["record".into()],
-                format!("record {}: its directory {}: {why}", path.display(), dir.display()),
-            ));
-        } else if path.is_dir() {
-            errors.push(at.error(
-                &["record".into()],
-                format!("record {}: is a directory; name the file to record to", path.display()),
-            ));
-        } else if path.exists() && !access(&path, libc::W_OK) {
-            errors.push(at.error(
-                &["record".into()],
-                format!("record {}: is not writable by this user (the daemon appends to it)", path.display()),
-            ));
-        }
-        for (key, value) in [("record_max_mib", config.record_max_mib), ("record_keep", u64::from(config.record_keep))]
-        {
-            if value == 0 {
-                errors.push(at.error(&[key.into()], format!("{key} = 0: expected at least 1")));
-            }
-        }
-        if config.record_thin_to.is_zero() {
-            errors.push(at.error(&["record_thin_to".into()], "record_thin_to = 0: expected a resolution, e.g. \"1s\""));
-        }
-        let thin_to = Nanos::try_from(config.record_thin_to.as_nanos()).unwrap_or(Nanos::MAX);
-        let rotation = Rotation {
-            max_bytes: config.record_max_mib.max(1) << 20,
-            keep: config.record_keep,
-            keep_for: Some(config.record_keep_for).filter(|d| !d.is_zero()),
-            thin: Some(Thinning { after: config.record_thin_after, to: thin_to.max(1) })
-                .filter(|_| !config.record_thin_after.is_zero()),
-        };
-        Recording { path, rotation }
-    });
+    let record = config.record.clone().map(|path| recording(config, path, at, errors));
     for (i, sensor) in config.sensor.iter().enumerate() {
         if sensor.max_series == Some(0) {
             let message =
@@ -146,6 +110,43 @@ pub fn settings(config: &DaemonConfig, at: &Locator, errors: &mut Vec<TomlError>
         record,
         remote_write,
     })
+}
+
+/// The recording at `path` and its rotation, from the `record_*` settings.
+fn recording(config: &DaemonConfig, path: PathBuf, at: &Locator, errors: &mut Vec<TomlError>) -> Recording {
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    if let Err(why) = creatable_dir(dir) {
+        errors.push(
+            at.error(&["record".into()], format!("record {}: its directory {}: {why}", path.display(), dir.display())),
+        );
+    } else if path.is_dir() {
+        errors.push(at.error(
+            &["record".into()],
+            format!("record {}: is a directory; name the file to record to", path.display()),
+        ));
+    } else if path.exists() && !access(&path, libc::W_OK) {
+        errors.push(at.error(
+            &["record".into()],
+            format!("record {}: is not writable by this user (the daemon appends to it)", path.display()),
+        ));
+    }
+    for (key, value) in [("record_max_mib", config.record_max_mib), ("record_keep", u64::from(config.record_keep))] {
+        if value == 0 {
+            errors.push(at.error(&[key.into()], format!("{key} = 0: expected at least 1")));
+        }
+    }
+    if config.record_thin_to.is_zero() {
+        errors.push(at.error(&["record_thin_to".into()], "record_thin_to = 0: expected a resolution, e.g. \"1s\""));
+    }
+    let thin_to = Nanos::try_from(config.record_thin_to.as_nanos()).unwrap_or(Nanos::MAX);
+    let rotation = Rotation {
+        max_bytes: config.record_max_mib.max(1) << 20,
+        keep: config.record_keep,
+        keep_for: Some(config.record_keep_for).filter(|d| !d.is_zero()),
+        thin: Some(Thinning { after: config.record_thin_after, to: thin_to.max(1) })
+            .filter(|_| !config.record_thin_after.is_zero()),
+    };
+    Recording { path, rotation }
 }
 
 fn engine_settings(config: &DaemonConfig, at: &Locator, errors: &mut Vec<TomlError>) -> Option<EngineSettings> {
