@@ -16,6 +16,8 @@
 //!   ([`Qos`]), never a multicast queue;
 //! - [`asic`]: [`AsicFamily`] (Mellanox, VS, Broadcom, Marvell), how each is recognised, and
 //!   what a storm poll is on each ([`AsicFamily::storming`]);
+//! - [`hash`]: the generic hash's fields (`SWITCH_HASH|GLOBAL` `ecmp_hash`) and what a switch
+//!   can hash on (STATE_DB `SWITCH_CAPABILITY|switch`);
 //! - [`watchdog`]: the PFC watchdog's record per queue and port ([`WatchdogReader`]), its
 //!   storm/restore channel ([`watchdog::Events`]), and the evidence that a change took effect
 //!   ([`watchdog::RestartWatch`], [`watchdog::InForce`]);
@@ -64,6 +66,7 @@ pub mod client;
 pub mod gnmi;
 #[cfg(feature = "gnmi-server")]
 pub mod gnmi_front;
+pub mod hash;
 pub mod layout;
 pub mod names;
 #[cfg(any(test, feature = "test-peer"))]

@@ -192,8 +192,7 @@ const PORT_SERIES: [(&str, f64); 3] = [
 
 /// Records `case` on the fabric of `topology`: the recording's bytes.
 pub fn record(case: &Case, topology: Arc<Topology>) -> Vec<u8> {
-    let job =
-        JobSpec { name: case.job.clone(), nodes: case.nodes.clone(), load: 0.6, comm_fraction: 0.3, step_seconds: 0.5 };
+    let job = JobSpec::new(&case.job, &case.nodes);
     let mut fabric = Fabric::new(topology, &[job], case.seed, START).expect("the inventory builds a fabric");
     let mut rng = fastrand::Rng::with_seed(case.seed ^ 0x5eed);
     let mut rec = Recorder::declare(&fabric, case);

@@ -79,7 +79,7 @@ pub fn locations(kind: FaultKind, select: &Selector, link: Option<&str>, fabric:
         FaultKind::UplinkCongestion => select
             .switch
             .iter()
-            .filter_map(|s| Some(one(&[("switch", s.clone()), ("port", fabric.leaf(s)?.uplink.clone()?)])))
+            .filter_map(|s| Some(one(&[("switch", s.clone()), ("port", fabric.leaf(s)?.uplink()?.to_string())])))
             .collect(),
         FaultKind::Congestion => nics
             .iter()

@@ -19,6 +19,7 @@
 
 use std::collections::BTreeMap;
 
+use super::ecmp::Routes;
 use super::Fabric;
 use crate::switch::Model;
 
@@ -85,14 +86,20 @@ pub fn kmin(model: &Model, port: &str) -> f64 {
 pub struct Egress {
     /// Per NIC, in fabric order: its leaf port's queue toward it.
     pub to_nic: Vec<Queue>,
-    /// Per leaf: its uplink's queue toward the spine.
-    pub uplink: BTreeMap<String, Queue>,
+    /// Per leaf: each uplink's queue toward the spines, in the order of its uplinks: what a
+    /// fault on the leaf's uplinks offers them, plus the jobs' flows ECMP put on each.
+    pub uplinks: BTreeMap<String, Vec<Queue>>,
+    /// Per leaf: what an uplink fault alone (a spine link down, cross-rail traffic) does to
+    /// its uplinks, which every NIC of the leaf sends part of its traffic through.
+    fault: BTreeMap<String, Queue>,
+    /// The jobs' flows between leaves.
+    routes: Routes,
 }
 
 impl Egress {
-    /// The queues, given what each NIC receives (`received`, a fraction of
-    /// line rate, in fabric order) and the uplinks' offered load.
-    pub fn of(fabric: &Fabric, received: &[f64]) -> Egress {
+    /// The queues, given what each NIC receives (`received`, a fraction of line rate, in
+    /// fabric order), the uplinks' offered load and the jobs' flows between leaves.
+    pub fn of(fabric: &Fabric, received: &[f64], routes: Routes) -> Egress {
         let to_nic = fabric
             .nics
             .iter()
@@ -102,20 +109,35 @@ impl Egress {
                 Queue { utilisation: r / nic.rate.max(0.01), kmin: kmin(&leaf.model, &nic.switch_port) }
             })
             .collect();
-        let uplink = fabric
-            .leaves
-            .values()
-            .filter_map(|leaf| {
-                let port = leaf.uplink.as_ref()?;
-                let load = fabric.uplink_load.get(&leaf.name).copied().unwrap_or(0.0);
-                Some((leaf.name.clone(), Queue { utilisation: load, kmin: kmin(&leaf.model, port) }))
-            })
-            .collect();
-        Egress { to_nic, uplink }
+        let mut uplinks = BTreeMap::new();
+        let mut fault = BTreeMap::new();
+        for leaf in fabric.leaves.values() {
+            let Some(first) = leaf.uplink() else { continue };
+            let load = fabric.uplink_load.get(&leaf.name).copied().unwrap_or(0.0);
+            fault.insert(leaf.name.clone(), Queue { utilisation: load, kmin: kmin(&leaf.model, first) });
+            let flows = routes.utilisation.get(&leaf.name);
+            let queues = leaf
+                .uplinks
+                .iter()
+                .enumerate()
+                .map(|(m, port)| {
+                    let carried = flows.and_then(|f| f.get(m)).copied().unwrap_or(0.0);
+                    Queue { utilisation: load + carried, kmin: kmin(&leaf.model, port) }
+                })
+                .collect();
+            uplinks.insert(leaf.name.clone(), queues);
+        }
+        Egress { to_nic, uplinks, fault, routes }
     }
 
-    /// How much of the time NIC `i` waits to send: the worst queue it
-    /// sends into, its rail-mates' ports on its leaf and the leaf's uplink.
+    /// The queue of uplink `member` of `leaf`.
+    fn member(&self, leaf: &str, member: usize) -> Option<&Queue> {
+        self.uplinks.get(leaf).and_then(|q| q.get(member))
+    }
+
+    /// How much of the time NIC `i` waits to send: the worst queue it sends into, its
+    /// rail-mates' ports on its leaf, its leaf's faulted uplinks, and the uplinks its flows to
+    /// other leaves leave by.
     pub fn sender_pause(&self, fabric: &Fabric, i: usize) -> f64 {
         let me = &fabric.nics[i];
         if !me.lit() {
@@ -129,13 +151,21 @@ impl Egress {
             .filter(|(j, (n, _))| *j != i && n.switch == me.switch && n.lit())
             .map(|(_, (_, q))| q.pause())
             .fold(0.0, f64::max);
-        let up = self.uplink.get(&me.switch).map(Queue::pause).unwrap_or(0.0);
-        rail.max(up)
+        let fault = self.fault.get(&me.switch).map(Queue::pause).unwrap_or(0.0);
+        let flows = self.routes.out[i].iter().filter_map(|(l, m)| self.member(l, *m)).map(Queue::pause);
+        flows.fold(rail.max(fault), f64::max)
     }
 
-    /// The fraction of the packets to NIC `i` that arrive marked: its own
-    /// leaf port's queue, and the congested uplinks of the other leaves of
-    /// its plane for the share of its traffic that crossed the spine.
+    /// The most over-subscribed uplink NIC `i`'s flows leave by (1 when none is): the share of
+    /// its traffic that gets through is one over it, as on its own port's queue.
+    pub fn route_utilisation(&self, i: usize) -> f64 {
+        let worst = self.routes.out[i].iter().filter_map(|(l, m)| self.member(l, *m)).map(|q| q.utilisation);
+        worst.fold(1.0, f64::max)
+    }
+
+    /// The fraction of the packets to NIC `i` that arrive marked: its own leaf port's queue,
+    /// the faulted uplinks of the other leaves of its plane for the share of its traffic that
+    /// crossed the spine, and the uplinks its flows from other leaves went through.
     pub fn marked_to(&self, fabric: &Fabric, i: usize) -> f64 {
         let me = &fabric.nics[i];
         let own = self.to_nic[i].marked();
@@ -143,10 +173,11 @@ impl Egress {
             .leaves
             .values()
             .filter(|l| l.name != me.switch && l.plane == me.plane)
-            .filter_map(|l| self.uplink.get(&l.name))
+            .filter_map(|l| self.fault.get(&l.name))
             .map(|q| q.marked() * CROSS_SHARE)
             .fold(0.0, f64::max);
-        own.max(crossed)
+        let flows = self.routes.into[i].iter().filter_map(|(l, m)| self.member(l, *m)).map(Queue::marked);
+        flows.fold(own.max(crossed), f64::max)
     }
 
     /// The occupied queues: (leaf, port, bytes).
@@ -157,9 +188,12 @@ impl Egress {
             .zip(&self.to_nic)
             .filter_map(|(n, q)| Some((n.switch.clone(), n.switch_port.clone(), q.occupancy()?)))
             .collect();
-        for (leaf, q) in &self.uplink {
-            if let (Some(bytes), Some(port)) = (q.occupancy(), fabric.leaves.get(leaf).and_then(|l| l.uplink.clone())) {
-                out.push((leaf.clone(), port, bytes));
+        for (leaf, queues) in &self.uplinks {
+            let Some(ports) = fabric.leaves.get(leaf).map(|l| &l.uplinks) else { continue };
+            for (q, port) in queues.iter().zip(ports) {
+                if let Some(bytes) = q.occupancy() {
+                    out.push((leaf.clone(), port.clone(), bytes));
+                }
             }
         }
         out

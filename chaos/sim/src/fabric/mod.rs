@@ -25,6 +25,7 @@
 //! `docs/simulator.md`. Randomness (symbol errors, packet loss) comes from
 //! one seeded generator, so a seed replays a run exactly.
 
+pub mod ecmp;
 pub mod egress;
 pub mod nic;
 pub mod physics;
@@ -83,6 +84,28 @@ pub struct JobSpec {
     /// The healthy step time, seconds.
     #[serde(default = "default_step")]
     pub step_seconds: f64,
+    /// `NCCL_IB_QPS_PER_CONNECTION` at launch (NCCL's default, 1): the flows each connection
+    /// between two NICs on different leaves hashes as ([`ecmp`]).
+    #[serde(default = "default_qps")]
+    pub qps_per_connection: u32,
+    /// `NCCL_IB_SPLIT_DATA_ON_QPS` at launch (NCCL's default, off).
+    #[serde(default)]
+    pub split_data_on_qps: bool,
+}
+
+impl JobSpec {
+    /// Job `name` on `nodes` with the defaults a scenario file gets.
+    pub fn new(name: &str, nodes: &[String]) -> JobSpec {
+        JobSpec {
+            name: name.to_string(),
+            nodes: nodes.to_vec(),
+            load: default_load(),
+            comm_fraction: default_comm(),
+            step_seconds: default_step(),
+            qps_per_connection: default_qps(),
+            split_data_on_qps: false,
+        }
+    }
 }
 
 fn default_load() -> f64 {
@@ -93,6 +116,9 @@ fn default_comm() -> f64 {
 }
 fn default_step() -> f64 {
     0.5
+}
+fn default_qps() -> u32 {
+    1
 }
 
 /// Which NICs a fault or an expectation is about. Every field given must
@@ -275,8 +301,17 @@ pub struct Switch {
     pub plane: u32,
     /// The model.
     pub model: Model,
-    /// The port facing the spine (leaves) .
-    pub uplink: Option<String>,
+    /// The ports facing the spines (leaves): one ECMP group. One port as wide as the leaf's NIC
+    /// ports where the rail has one leaf; where a rail spans several leaves (scalable units),
+    /// as many uplinks as NIC ports, each a NIC's width (a non-blocking leaf).
+    pub uplinks: Vec<String>,
+}
+
+impl Switch {
+    /// The first uplink (the one a fault on "the uplink" is about).
+    pub fn uplink(&self) -> Option<&str> {
+        self.uplinks.first().map(String::as_str)
+    }
 }
 
 /// A job's state.
@@ -288,6 +323,8 @@ pub struct Job {
     pub nodes: Vec<usize>,
     /// The last step time over the healthy one.
     pub step_ratio: f64,
+    /// Its communicators' connections between NICs, as last created.
+    pub connections: Vec<ecmp::Connection>,
 }
 
 /// The simulated fabric.
@@ -323,6 +360,9 @@ pub struct Fabric {
     /// Fabric time.
     pub now: Nanos,
     rng: fastrand::Rng,
+    /// Where the NICs' QP numbers come from: a generator of its own, so that creating
+    /// communicators does not move the draws a seed replays for errors and loss.
+    qpns: fastrand::Rng,
     tree: Option<sysfs::Tree>,
 }
 
@@ -387,7 +427,7 @@ fn switches(
         if sw.role.as_str() == "spine" {
             let fan = inv.switch.iter().filter(|s| s.role.as_str() == "leaf" && s.plane == sw.plane).count();
             let model = model(&sw.name, fan.max(1));
-            spines.insert(plane, Switch { name: sw.name.clone(), rail: None, plane, model, uplink: None });
+            spines.insert(plane, Switch { name: sw.name.clone(), rail: None, plane, model, uplinks: Vec::new() });
             continue;
         }
         let highest = nics
@@ -395,10 +435,13 @@ fn switches(
             .filter(|n| n.switch == sw.name)
             .filter_map(|n| n.switch_port.strip_prefix("Ethernet")?.parse::<usize>().ok())
             .max();
-        let ports = highest.map(|h| h / 4 + 2).unwrap_or(1);
-        let model = model(&sw.name, ports);
-        let uplink = Some(format!("Ethernet{}", (ports - 1) * 4));
-        leaves.insert(sw.name.clone(), Switch { name: sw.name.clone(), rail: sw.rail, plane, model, uplink });
+        let rail_leaves = inv.switch.iter().filter(|s| s.role.as_str() == "leaf" && s.rail == sw.rail).count();
+        let downlinks = nics.iter().filter(|n| n.switch == sw.name).count();
+        let uplink_count = if rail_leaves > 1 { downlinks.max(1) } else { 1 };
+        let first_uplink = highest.map(|h| h / 4 + 1).unwrap_or(0);
+        let model = model(&sw.name, first_uplink + uplink_count);
+        let uplinks = (0..uplink_count).map(|k| format!("Ethernet{}", (first_uplink + k) * 4)).collect();
+        leaves.insert(sw.name.clone(), Switch { name: sw.name.clone(), rail: sw.rail, plane, model, uplinks });
     }
     (leaves, spines)
 }
@@ -417,7 +460,7 @@ fn placed_job(spec: &JobSpec, nodes: &[String]) -> Result<Job, FabricError> {
             })
         })
         .collect::<Result<_, _>>()?;
-    Ok(Job { spec: spec.clone(), nodes: placed, step_ratio: 1.0 })
+    Ok(Job { spec: spec.clone(), nodes: placed, step_ratio: 1.0, connections: Vec::new() })
 }
 
 impl Fabric {
@@ -459,7 +502,7 @@ impl Fabric {
             }
         }
         let jobs = jobs.iter().map(|spec| placed_job(spec, &nodes)).collect::<Result<_, _>>()?;
-        Ok(Fabric {
+        let mut fabric = Fabric {
             topology,
             nodes,
             nics,
@@ -476,8 +519,30 @@ impl Fabric {
             xid_events: Vec::new(),
             now: start,
             rng: fastrand::Rng::with_seed(seed),
+            qpns: fastrand::Rng::with_seed(seed ^ 0x51f1_ec3a_9e77_0001),
             tree: None,
-        })
+        };
+        for j in 0..fabric.jobs.len() {
+            fabric.create_communicators(j);
+        }
+        Ok(fabric)
+    }
+
+    /// Creates job `j`'s communicators afresh with the QP settings of its spec: new
+    /// connections, new QP numbers, so new UDP source ports and new ECMP choices. NCCL reads
+    /// `NCCL_IB_QPS_PER_CONNECTION` when a communicator is created, so a changed setting takes
+    /// effect here (a job's restart, or its next `ncclCommInitRank`).
+    pub fn create_communicators(&mut self, j: usize) {
+        let job = &self.jobs[j];
+        let qps =
+            ecmp::QpUse { qps_per_connection: job.spec.qps_per_connection.max(1), split: job.spec.split_data_on_qps };
+        let connections = ecmp::ring_connections(&self.nics, &self.nodes, &job.nodes, qps, &mut self.qpns);
+        self.jobs[j].connections = connections;
+    }
+
+    /// Job `name`'s index.
+    pub fn job_index(&self, name: &str) -> Option<usize> {
+        self.jobs.iter().position(|j| j.spec.name == name)
     }
 
     /// The inventory the fabric was built from.

@@ -34,6 +34,7 @@
 
 use engine::time::{Nanos, MS, SECOND};
 
+use super::ecmp::Routes;
 use super::egress::Egress;
 use super::{Fabric, Job, Nic, LINE_BYTES_PER_S};
 
@@ -95,11 +96,12 @@ pub fn step(fabric: &mut Fabric, dt: Nanos) {
     let storms = storms(fabric);
     let nodes = NodeTraffic::of(fabric);
     let received: Vec<f64> = (0..fabric.nics.len()).map(|i| received(fabric, &nodes, i)).collect();
-    let egress = Egress::of(fabric, &received);
+    let offered: Vec<f64> = fabric.nics.iter().map(|nic| nodes.offered(fabric, nic)).collect();
+    let egress = Egress::of(fabric, &received, Routes::of(fabric, &offered));
     // NIC by NIC, in order: each draws its errors from the one generator,
     // and the order of the draws is what a seed replays.
     for i in 0..fabric.nics.len() {
-        let flow = Flow::of(fabric, i, nodes.offered(fabric, &fabric.nics[i]), &egress, &storms);
+        let flow = Flow::of(fabric, i, offered[i], &egress, &storms);
         count_traffic(fabric, i, &flow, secs);
     }
     job_step_times(fabric, &nodes, now);
@@ -232,7 +234,8 @@ impl Flow {
         let nic = &fabric.nics[i];
         let capacity = nic.rate.max(0.01);
         let paused = storm_spread(nic, storms, egress.sender_pause(fabric, i));
-        let u = egress.to_nic[i].utilisation;
+        // Its own port's queue, or an uplink its flows to other leaves share.
+        let u = egress.to_nic[i].utilisation.max(egress.route_utilisation(i));
         Flow { offered, capacity, paused, delivered: delivered(nic, paused, u), marked: egress.marked_to(fabric, i) }
     }
 }
@@ -473,20 +476,25 @@ fn nic_ports(fabric: &Fabric, dt: Nanos, egress: &Egress) {
     }
 }
 
-/// The uplinks' queues toward the spine, as wide as the leaf's NIC ports.
+/// The uplinks' queues toward the spines: what each sent (its share of the leaf's NIC ports'
+/// width), marked and held.
 fn uplinks(fabric: &Fabric, dt: Nanos, egress: &Egress) {
     let secs = dt as f64 / SECOND as f64;
-    for (name, queue) in &egress.uplink {
+    for (name, queues) in &egress.uplinks {
         let Some(leaf) = fabric.leaves.get(name) else { continue };
-        let Some(port) = leaf.uplink.clone() else { continue };
         let width = fabric.nics.iter().filter(|n| &n.switch == name).count().max(1) as f64;
-        let sent = queue.utilisation.min(1.0) * width * LINE_BYTES_PER_S * secs / PACKET_BYTES;
-        let (occ, marks) = (queue.occupancy().map(|o| o as u64), (sent * queue.marked()) as u64);
-        leaf.model.write(|s| {
-            if let Some(i) = s.index(&port) {
-                record_queue(&mut s.ports[i].queues[LOSSLESS_PRIO], occ, marks);
-            }
-        });
+        let share = width / leaf.uplinks.len().max(1) as f64;
+        for (queue, port) in queues.iter().zip(&leaf.uplinks) {
+            let bytes = queue.utilisation.min(1.0) * share * LINE_BYTES_PER_S * secs;
+            let (occ, marks) = (queue.occupancy().map(|o| o as u64), (bytes / PACKET_BYTES * queue.marked()) as u64);
+            leaf.model.write(|s| {
+                if let Some(i) = s.index(port) {
+                    let p = &mut s.ports[i];
+                    p.out_octets += bytes as u64;
+                    record_queue(&mut p.queues[LOSSLESS_PRIO], occ, marks);
+                }
+            });
+        }
     }
 }
 
@@ -510,7 +518,7 @@ fn spine_pauses(fabric: &Fabric, dt: Nanos) {
                     p.pfc[LOSSLESS_PRIO].rx_pkts += us / 50;
                 }
             });
-            if let Some(uplink) = &leaf.uplink {
+            for uplink in &leaf.uplinks {
                 leaf.model.write(|s| {
                     if let Some(i) = s.index(uplink) {
                         let p = &mut s.ports[i];

@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use sonic::gnmi_front::{Backend, BackendError, Entry, MemoryStore, WriteOp};
+use sonic::hash::HashField;
 use sonic::DatabaseLayout;
 
 use super::asic::{self, Port};
@@ -69,6 +70,17 @@ pub struct Flex {
     pub disabled: BTreeSet<String>,
 }
 
+/// The ECMP hash as the ASIC runs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EcmpHashState {
+    /// The fields hashed.
+    pub fields: Vec<HashField>,
+    /// The hash seed (the platform's; SONiC does not set it).
+    pub seed: u32,
+    /// Writes switchorch refused: a field the ASIC cannot hash on, a field or the entry removed.
+    pub refused: u64,
+}
+
 /// When each periodic job runs next (model time).
 #[derive(Debug, Clone, Default)]
 struct Timers {
@@ -94,6 +106,8 @@ pub struct State {
     pub watchdog: Watchdog,
     /// The counter groups.
     pub flex: Flex,
+    /// The ECMP hash in force: the fields switchorch last applied, and the ASIC's seed.
+    pub ecmp_hash: EcmpHashState,
     pub(super) store: MemoryStore,
     pub(super) profile: Arc<Profile>,
     by_name: HashMap<String, usize>,
@@ -271,12 +285,14 @@ impl Model {
         let profile = Arc::new(profile);
         let watchdog = Watchdog { poll: profile.polls.pfcwd, ..Watchdog::default() };
         let flex = Flex { polls: profile.polls, wred: profile.polls.queue, disabled: BTreeSet::new() };
+        let ecmp_hash = EcmpHashState { fields: profile.ecmp_hash.clone(), seed: profile.hash_seed, refused: 0 };
         let mut state = State {
             ports,
             now: Duration::ZERO,
             silent: false,
             watchdog,
             flex,
+            ecmp_hash,
             store: store.clone(),
             profile: profile.clone(),
             by_name,

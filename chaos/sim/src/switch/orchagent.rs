@@ -11,11 +11,15 @@
 //!   `SubscriberStateTable`); so the config updater's in-place rewrite (`HSET`, `HDEL`) is two
 //!   SETs, and only a deletion restarts the port's watchdog;
 //! - `FLEX_COUNTER_TABLE|<group>` (flexcounterorch, `counterpoll`): the group's poll interval
-//!   and status.
+//!   and status;
+//! - `SWITCH_HASH|GLOBAL` (switchorch): the ECMP hash's fields, each checked against the
+//!   switch's capability (a field it cannot hash on refuses the whole write); the removal of a
+//!   field or of the entry is refused, as switchorch logs and ignores it.
 
 use std::time::Duration;
 
 use sonic::gnmi_front::WriteOp;
+use sonic::hash;
 
 use super::model::State;
 use super::watchdog::{self, Task};
@@ -44,6 +48,7 @@ pub fn config_written(state: &mut State, ops: &[WriteOp]) {
             "PORT" => port_written(state, rest),
             "QUEUE" | "WRED_PROFILE" => qos = true,
             "FLEX_COUNTER_TABLE" => flex_written(state, rest),
+            hash::SWITCH_HASH if rest == hash::GLOBAL => switch_hash_written(state, op),
             _ => {}
         }
     }
@@ -73,6 +78,28 @@ pub fn apply_wred(state: &mut State) {
             queue.wred_green_min = super::config::queue_green_min(&config, &port.name, q);
         }
     }
+}
+
+/// switchorch: the ECMP hash's fields, if the ASIC can hash on every one.
+fn switch_hash_written(state: &mut State, op: &WriteOp) {
+    if !matches!(op, WriteOp::HSet { .. }) {
+        // "Parameter removal" and "Configuration removal" are errors to switchorch.
+        tracing::warn!(message = "switchorch: removing a switch hash field or entry is not supported; ignored");
+        state.ecmp_hash.refused += 1;
+        return;
+    }
+    let key = format!("{}|{}", hash::SWITCH_HASH, hash::GLOBAL);
+    let entry = state.store.get("CONFIG_DB", &key).unwrap_or_default();
+    let Some(list) = entry.get(hash::ECMP_HASH_FIELD) else { return };
+    let fields = match hash::parse_fields(list) {
+        Ok(fields) if !fields.is_empty() && fields.iter().all(|f| state.profile.hash_capable.contains(f)) => fields,
+        _ => {
+            tracing::warn!(message = "switchorch: ecmp_hash names a field this switch cannot hash on; ignored", list);
+            state.ecmp_hash.refused += 1;
+            return;
+        }
+    };
+    state.ecmp_hash.fields = fields;
 }
 
 /// flexcounterorch: a group's poll interval and status.

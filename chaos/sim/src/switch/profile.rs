@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use sonic::gnmi_front::FrontConfig;
+use sonic::hash::HashField;
 use sonic::watchdog::Action;
 use sonic::AsicFamily;
 
@@ -67,7 +68,20 @@ pub struct Profile {
     /// The flex counter groups' poll intervals at boot (`FLEX_COUNTER_TABLE|<group>`
     /// `POLL_INTERVAL`; `counterpoll <group> interval` changes them).
     pub polls: Polls,
+    /// The ECMP hash's fields at boot (`SWITCH_HASH|GLOBAL` `ecmp_hash`): the outer 5-tuple.
+    pub ecmp_hash: Vec<HashField>,
+    /// The fields the ASIC can hash on (STATE_DB `SWITCH_CAPABILITY|switch`
+    /// `HASH|NATIVE_HASH_FIELD_LIST`): every outer and inner field; the RoCE BTH fields only
+    /// when a test gives them.
+    pub hash_capable: Vec<HashField>,
+    /// The ASIC's hash seed: two switches of one plane with the same seed and fields choose
+    /// alike (hash polarization).
+    pub hash_seed: u32,
 }
+
+/// The outer 5-tuple: the ECMP hash a switch's SAI starts with.
+pub const FIVE_TUPLE: [HashField; 5] =
+    [HashField::SrcIp, HashField::DstIp, HashField::IpProtocol, HashField::L4SrcPort, HashField::L4DstPort];
 
 /// The flex counter poll intervals (CONFIG_DB `FLEX_COUNTER_TABLE`) a switch boots with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,6 +128,13 @@ impl Profile {
             pfcwd_detection_ms: 200,
             pfcwd_restoration_ms: 200,
             polls: Polls::default(),
+            ecmp_hash: FIVE_TUPLE.to_vec(),
+            hash_capable: HashField::ALL
+                .iter()
+                .copied()
+                .filter(|f| !matches!(f, HashField::RdmaBthOpcode | HashField::RdmaBthDestQp))
+                .collect(),
+            hash_seed: 0,
         }
     }
 

@@ -16,6 +16,7 @@
 use std::collections::BTreeMap;
 
 use sonic::gnmi_front::Entry;
+use sonic::hash;
 use sonic::AsicFamily;
 
 use super::asic::{port_oid, queue_oid, Port};
@@ -111,7 +112,27 @@ pub fn config_db(ports: &[Port], profile: &Profile) -> Tables {
     }
     db.insert("FLEX_COUNTER_TABLE|QUEUE_WATERMARK".into(), watermark);
     db.insert("FLEX_COUNTER_TABLE|PFCWD".into(), entry([("FLEX_COUNTER_STATUS", "enable")]));
+    db.insert(
+        format!("{}|{}", hash::SWITCH_HASH, hash::GLOBAL),
+        entry([
+            (hash::ECMP_HASH_FIELD, hash::format_fields(&profile.ecmp_hash)),
+            ("ecmp_hash_algorithm", "CRC".into()),
+        ]),
+    );
     db
+}
+
+/// STATE_DB `SWITCH_CAPABILITY|switch`: what switchorch found the ASIC can hash on.
+pub fn switch_capability(profile: &Profile) -> (String, Entry) {
+    let fields = hash::format_fields(&profile.hash_capable);
+    let capability = entry([
+        ("ECMP_HASH_CAPABLE", "true".to_string()),
+        ("LAG_HASH_CAPABLE", "true".into()),
+        (hash::NATIVE_HASH_FIELD_LIST, fields),
+        ("ECMP_HASH_ALGORITHM_CAPABLE", "true".into()),
+        ("ECMP_HASH_ALGORITHM", "CRC,XOR,RANDOM,CRC_32LO,CRC_32HI,CRC_CCITT,CRC_XOR".into()),
+    ]);
+    (hash::SWITCH_CAPABILITY_KEY.to_string(), capability)
 }
 
 /// COUNTERS_DB's name maps.
@@ -139,10 +160,12 @@ pub fn counters_db(ports: &[Port], profile: &Profile) -> Tables {
     db
 }
 
-/// APPL_DB `PORT_TABLE` (portsyncd and portsorch), STATE_DB `PORT_TABLE`, and ASIC_DB's port
-/// objects with their PFC masks.
+/// APPL_DB `PORT_TABLE` (portsyncd and portsorch), STATE_DB `PORT_TABLE` and the switch's hash
+/// capability, and ASIC_DB's port objects with their PFC masks.
 pub fn port_tables(ports: &[Port], profile: &Profile) -> (Tables, Tables, Tables) {
     let (mut appl, mut state, mut asic) = (Tables::new(), Tables::new(), Tables::new());
+    let (key, capability) = switch_capability(profile);
+    state.insert(key, capability);
     let mask = pfc_mask(&profile.lossless);
     for (i, port) in ports.iter().enumerate() {
         appl.insert(format!("PORT_TABLE:{}", port.name), appl_port(port, i));

@@ -11,13 +11,8 @@ const STEP: i64 = 100 * MS;
 
 fn fabric(nodes: &[&str]) -> Fabric {
     let topology = Arc::new(Topology::parse(engine::topology::EXAMPLE_INVENTORY, "inventory.toml").unwrap());
-    let job = JobSpec {
-        name: "train".into(),
-        nodes: nodes.iter().map(|n| n.to_string()).collect(),
-        load: 0.6,
-        comm_fraction: 0.3,
-        step_seconds: 0.5,
-    };
+    let nodes: Vec<String> = nodes.iter().map(|n| n.to_string()).collect();
+    let job = JobSpec::new("train", &nodes);
     Fabric::new(topology, &[job], 7, 0).unwrap()
 }
 

@@ -6,6 +6,7 @@
 //! them to the public API all the same.
 
 mod demo;
+mod ecmp;
 mod fabric;
 mod switch;
 mod switch_interop;
