@@ -57,8 +57,8 @@ fn check_accepts_the_shipped_playbook_rules_and_inventory() {
         rocemend(&["check", "--playbook", "playbooks/default.toml", "--inventory", "docs/examples/inventory.toml"]);
     let t = text(&out);
     assert_eq!(out.status.code(), Some(0), "{t}");
-    assert!(t.contains("11 rules"), "{t}");
-    assert!(t.contains("conditions: 11 of 11 rules run natively"), "{t}");
+    assert!(t.contains("12 rules"), "{t}");
+    assert!(t.contains("conditions: 12 of 12 rules run natively"), "{t}");
     assert!(t.contains("4 nodes"), "{t}");
 }
 

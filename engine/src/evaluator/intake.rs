@@ -191,7 +191,7 @@ impl Evaluator {
             let rt = &mut self.rules[r.rule as usize];
             let subject = r.subject as usize;
             for &w in &rt.metric_windows[r.slot as usize].1 {
-                rt.columns[w as usize].observe(subject, &obs);
+                rt.columns[w as usize].observe(subject, idx as u32, &obs);
             }
             let subj = &mut rt.subjects[subject];
             if subj.first_seen == NEVER {

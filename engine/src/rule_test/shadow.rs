@@ -76,7 +76,7 @@ impl Shadow {
         };
         if let Some((subject, windows)) = &self.routes[index] {
             for &w in windows {
-                self.columns[w].observe(*subject, &obs);
+                self.columns[w].observe(*subject, index as u32, &obs);
             }
         }
     }

@@ -7,12 +7,13 @@ use engine::rule_test::{self, Failure, FileResult};
 use engine::State;
 
 /// Every rule other parts of rocemend (playbooks, docs, demos) rely on.
-const STANDARD_RULES: [&str; 11] = [
+const STANDARD_RULES: [&str; 12] = [
     "pfc-storm",
     "symbol-errors",
     "link-flap",
     "xmit-wait-congestion",
     "cnp-storm",
+    "ecmp-imbalance",
     "gpu-xid",
     "switch-pfc-storm",
     "switch-pfcwd-stormed",

@@ -37,6 +37,8 @@ enum Data {
     Ewma(Vec<(f64, Nanos)>),
     /// Time of the last sample.
     Seen(Vec<Nanos>),
+    /// `skew`: per subject, each of its series' ring of increases, by series id.
+    PerSeries(Vec<Vec<(u32, Ring)>>),
 }
 
 /// The accumulators of one declared window, indexed by subject.
@@ -82,6 +84,7 @@ impl Column {
             WindowFn::Last => Data::Last(Vec::new()),
             WindowFn::Ewma => Data::Ewma(Vec::new()),
             WindowFn::Absent => Data::Seen(Vec::new()),
+            WindowFn::Skew => Data::PerSeries(Vec::new()),
         };
         Column {
             func: spec.func,
@@ -111,6 +114,7 @@ impl Column {
             Data::Last(v) => resize(v, n, f64::NAN),
             Data::Ewma(v) => resize(v, n, (f64::NAN, 0)),
             Data::Seen(v) => resize(v, n, Nanos::MIN),
+            Data::PerSeries(v) => resize(v, n, Vec::new()),
         }
     }
 
@@ -127,6 +131,7 @@ impl Column {
             Data::Last(v) => v[subject] = f64::NAN,
             Data::Ewma(v) => v[subject] = (f64::NAN, 0),
             Data::Seen(v) => v[subject] = Nanos::MIN,
+            Data::PerSeries(v) => v[subject].clear(),
         }
     }
 
@@ -141,6 +146,7 @@ impl Column {
             Data::Last(v) => v.shrink_to_fit(),
             Data::Ewma(v) => v.shrink_to_fit(),
             Data::Seen(v) => v.shrink_to_fit(),
+            Data::PerSeries(v) => v.shrink_to_fit(),
         }
     }
 
@@ -152,6 +158,7 @@ impl Column {
             Data::Last(v) => v.capacity(),
             Data::Ewma(v) => v.capacity(),
             Data::Seen(v) => v.capacity(),
+            Data::PerSeries(v) => v.capacity(),
         }
     }
 
@@ -163,6 +170,8 @@ impl Column {
             Data::Last(_) => 8,
             Data::Ewma(_) => 16,
             Data::Seen(_) => 8,
+            // The list itself; each series of a subject adds a ring and its id.
+            Data::PerSeries(_) => std::mem::size_of::<Vec<(u32, Ring)>>(),
         }
     }
 
@@ -205,6 +214,10 @@ impl Column {
                 sums.iter_mut().chain(counts.iter_mut()).for_each(|r| r.rebase(delta));
                 return;
             }
+            Data::PerSeries(v) => {
+                v.iter_mut().flatten().for_each(|(_, r)| r.rebase(delta));
+                return;
+            }
             _ => return,
         };
         rings.iter_mut().flatten().for_each(|r| r.rebase(delta));
@@ -216,10 +229,11 @@ impl Column {
         (now.div_euclid(self.width).saturating_sub(self.base)).clamp(i32::MIN as i64 + 1, i32::MAX as i64) as i32
     }
 
-    /// Feeds one sample of `subject` into the window.
+    /// Feeds one sample of series `series` of `subject` into the window.
     #[inline]
-    pub fn observe(&mut self, subject: usize, o: &Observation) {
-        let uses_rings = matches!(self.data, Data::Sum(_) | Data::Min(_) | Data::Max(_) | Data::Avg { .. });
+    pub fn observe(&mut self, subject: usize, series: u32, o: &Observation) {
+        let uses_rings =
+            matches!(self.data, Data::Sum(_) | Data::Min(_) | Data::Max(_) | Data::Avg { .. } | Data::PerSeries(_));
         let b = if uses_rings {
             match self.bucket_for_write(o.ts) {
                 Some(b) => b,
@@ -257,6 +271,17 @@ impl Column {
                 *last = o.ts;
             }
             Data::Seen(v) => v[subject] = v[subject].max(o.ts),
+            Data::PerSeries(v) if o.step.is_finite() => {
+                let list = &mut v[subject];
+                let at = match list.iter().position(|(id, _)| *id == series) {
+                    Some(at) => at,
+                    None => {
+                        list.push((series, Ring::default()));
+                        list.len() - 1
+                    }
+                };
+                list[at].1.add(Fold::Sum, b, o.step as f32);
+            }
             _ => {}
         }
     }
@@ -291,6 +316,7 @@ impl Column {
                 let seen = v[subject];
                 (seen == Nanos::MIN || now.saturating_sub(seen) > self.range) as u8 as f64
             }
+            Data::PerSeries(v) => skew(v[subject].iter().map(|(_, r)| r.fold(Fold::Sum, b) as f64)),
         }
     }
 
@@ -298,6 +324,18 @@ impl Column {
     pub fn func(&self) -> WindowFn {
         self.func
     }
+}
+
+/// The largest of `increases` over the mean of those above zero; `NaN` with fewer than two.
+fn skew(increases: impl Iterator<Item = f64>) -> f64 {
+    let (mut n, mut sum, mut max) = (0u32, 0.0, 0.0f64);
+    for x in increases.filter(|x| *x > 0.0) {
+        (n, sum, max) = (n + 1, sum + x, max.max(x));
+    }
+    if n < 2 {
+        return f64::NAN;
+    }
+    max / (sum / f64::from(n))
 }
 
 fn finite_or_nan(x: f32) -> f64 {
@@ -313,6 +351,24 @@ mod tests {
     use super::*;
     use crate::time::MS;
 
+    #[test]
+    fn skew_is_the_busiest_series_over_the_mean_of_those_that_moved() {
+        let mut c = Column::new(&spec(WindowFn::Skew, 1000 * MS));
+        c.grow(2);
+        // Four uplinks of subject 0: 2, 1, 1 and 0 flows' worth every 100 ms.
+        for i in 1..=10 {
+            for (series, step) in [(7, 2.0), (8, 1.0), (9, 1.0), (10, 0.0)] {
+                c.observe(0, series, &counter_obs(i * 100 * MS, step));
+            }
+            c.observe(1, 11, &counter_obs(i * 100 * MS, 5.0));
+        }
+        assert!((c.value(0, 1000 * MS) - 1.5).abs() < 1e-6, "{}", c.value(0, 1000 * MS));
+        assert!(c.value(1, 1000 * MS).is_nan(), "one series is no group");
+        assert!(c.value(0, 10_000 * MS).is_nan(), "nothing moved in the window");
+        c.reset(0);
+        assert!(c.value(0, 1000 * MS).is_nan());
+    }
+
     fn spec(func: WindowFn, range: Nanos) -> WindowSpec {
         WindowSpec { func, metric: "m".into(), range }
     }
@@ -326,7 +382,7 @@ mod tests {
         let mut c = Column::new(&spec(WindowFn::Rate, 1000 * MS));
         c.grow(1);
         for i in 1..=10 {
-            c.observe(0, &counter_obs(i * 100 * MS, 50.0));
+            c.observe(0, 0, &counter_obs(i * 100 * MS, 50.0));
         }
         // +50 every 100 ms is 500/s. The window covers the newest 7/8 to 8/8
         // of its range, so the estimate is within 1/8 below the truth: the
@@ -341,17 +397,17 @@ mod tests {
         // Range 8 ns: buckets of 1 ns, so the rebase point is 2^30 ns away.
         let mut c = Column::new(&spec(WindowFn::Increase, 8));
         c.grow(2);
-        c.observe(0, &counter_obs(0, 5.0));
-        c.observe(1, &counter_obs(3, 7.0));
+        c.observe(0, 0, &counter_obs(0, 5.0));
+        c.observe(1, 0, &counter_obs(3, 7.0));
         let far = (1 << 30) + 5;
-        c.observe(0, &counter_obs(far, 1.0));
-        c.observe(0, &counter_obs(far + 1, 2.0));
+        c.observe(0, 0, &counter_obs(far, 1.0));
+        c.observe(0, 0, &counter_obs(far + 1, 2.0));
         assert_eq!(c.value(0, far + 1), 3.0, "the old sample is outside the window; the new ones sum");
         assert_eq!(c.value(1, far + 1), 0.0, "a ring left behind by the rebase reads empty");
-        c.observe(1, &counter_obs(far + 2, 4.0));
+        c.observe(1, 0, &counter_obs(far + 2, 4.0));
         assert_eq!(c.value(1, far + 2), 4.0);
         // A sample far before the base cannot be inside any window.
-        c.observe(1, &counter_obs(-(1 << 31), 100.0));
+        c.observe(1, 0, &counter_obs(-(1 << 31), 100.0));
         assert_eq!(c.value(1, far + 2), 4.0);
     }
 
@@ -364,12 +420,12 @@ mod tests {
         let mut c = Column::new(&spec(WindowFn::MaxOver, 800 * MS));
         c.grow(2);
         let at = |ms: i64, level: f64| Observation { ts: ms * MS, step: 0.0, level, value: level };
-        c.observe(0, &at(150, 1.0));
-        c.observe(1, &at(150, 2.0));
-        c.observe(0, &at(250, 3.0));
-        c.observe(1, &at(199, 9.0)); // still bucket 1, after bucket 2 was written
-        c.observe(0, &at(100, 4.0)); // bucket 1's first instant
-        c.observe(0, &at(299, 5.0)); // bucket 2's last
+        c.observe(0, 0, &at(150, 1.0));
+        c.observe(1, 0, &at(150, 2.0));
+        c.observe(0, 0, &at(250, 3.0));
+        c.observe(1, 0, &at(199, 9.0)); // still bucket 1, after bucket 2 was written
+        c.observe(0, 0, &at(100, 4.0)); // bucket 1's first instant
+        c.observe(0, 0, &at(299, 5.0)); // bucket 2's last
 
         // At 850 ms the window holds buckets 1..=8: everything.
         assert_eq!((c.value(0, 850 * MS), c.value(1, 850 * MS)), (5.0, 9.0));
@@ -377,7 +433,7 @@ mod tests {
         assert_eq!(c.value(0, 950 * MS), 5.0);
         assert!(c.value(1, 950 * MS).is_nan(), "subject 1 had nothing after bucket 1");
         // Bucket 3 and later: subject 0's bucket-2 samples age out at 1050 ms.
-        c.observe(0, &at(1_000, 0.5));
+        c.observe(0, 0, &at(1_000, 0.5));
         assert_eq!(c.value(0, 1_050 * MS), 0.5);
     }
 
@@ -385,10 +441,10 @@ mod tests {
     fn changes_counts_moving_samples_only() {
         let mut c = Column::new(&spec(WindowFn::Changes, 400 * MS));
         c.grow(1);
-        c.observe(0, &counter_obs(100 * MS, f64::NAN));
-        c.observe(0, &counter_obs(200 * MS, 0.0));
-        c.observe(0, &counter_obs(300 * MS, 7.0));
-        c.observe(0, &counter_obs(400 * MS, 3.0));
+        c.observe(0, 0, &counter_obs(100 * MS, f64::NAN));
+        c.observe(0, 0, &counter_obs(200 * MS, 0.0));
+        c.observe(0, 0, &counter_obs(300 * MS, 7.0));
+        c.observe(0, 0, &counter_obs(400 * MS, 3.0));
         assert_eq!(c.value(0, 400 * MS), 2.0);
     }
 
@@ -397,7 +453,7 @@ mod tests {
         let mut c = Column::new(&spec(WindowFn::Absent, 1000 * MS));
         c.grow(1);
         assert_eq!(c.value(0, 0), 1.0, "never seen is absent");
-        c.observe(0, &counter_obs(0, 1.0));
+        c.observe(0, 0, &counter_obs(0, 1.0));
         assert_eq!(c.value(0, 900 * MS), 0.0);
         assert_eq!(c.value(0, 1100 * MS), 1.0);
     }
@@ -407,8 +463,8 @@ mod tests {
         let mut c = Column::new(&spec(WindowFn::Ewma, 1000 * MS));
         c.grow(1);
         let gauge = |ts, v| Observation { ts, step: 0.0, level: v, value: v };
-        c.observe(0, &gauge(0, 0.0));
-        c.observe(0, &gauge(1000 * MS, 10.0));
+        c.observe(0, 0, &gauge(0, 0.0));
+        c.observe(0, 0, &gauge(1000 * MS, 10.0));
         assert!((c.value(0, 1000 * MS) - 5.0).abs() < 1e-9);
     }
 

@@ -31,6 +31,11 @@ pub enum WindowFn {
     CountEvents,
     /// 1 when no sample arrived over the range, else 0 (a boolean to scripts).
     Absent,
+    /// How unevenly the subject's series of the metric moved over the range: the largest
+    /// series' increase over the mean increase of the series that moved. The uplinks of one
+    /// ECMP group carrying a job's flows: 1 when they share evenly, 2 when one carries twice
+    /// its share. `NaN` when fewer than two series moved.
+    Skew,
 }
 
 impl WindowFn {
@@ -47,11 +52,12 @@ impl WindowFn {
             WindowFn::Ewma => "ewma",
             WindowFn::CountEvents => "count_events",
             WindowFn::Absent => "absent",
+            WindowFn::Skew => "skew",
         }
     }
 
     /// Every window function, in documentation order.
-    pub const ALL: [WindowFn; 10] = [
+    pub const ALL: [WindowFn; 11] = [
         WindowFn::Increase,
         WindowFn::Rate,
         WindowFn::Changes,
@@ -62,6 +68,7 @@ impl WindowFn {
         WindowFn::Ewma,
         WindowFn::CountEvents,
         WindowFn::Absent,
+        WindowFn::Skew,
     ];
 
     /// Whether the function takes a range (all but `last`).

@@ -9,6 +9,7 @@
 //! | … `_TX_PAUSE_DURATION_US` | `switch_pfc_tx_pause_duration_us` | counter 64 | `port`, `prio` |
 //! | … `_RX_PAUSE_DURATION`, `_TX_PAUSE_DURATION` (Marvell, µs as SONiC's detector reads them) | the same two | counter 64 | `port`, `prio` |
 //! | … `_ON2OFF_RX_PKTS` (Broadcom's XON frames) | `switch_pfc_on2off_rx_pkts` | counter 64 | `port`, `prio` |
+//! | `COUNTERS/<port>` `SAI_PORT_STAT_IF_OUT_OCTETS` | `switch_port_tx_bytes` (an ECMP group's uplinks: how evenly they carry) | counter 64 | `port` |
 //! | `COUNTERS/<port>/Queues` `<port>:<q>` `SAI_QUEUE_STAT_PACKETS`, `_BYTES`, `_DROPPED_PACKETS`, `_DROPPED_BYTES` | `switch_queue_packets`, `…_bytes`, `…_dropped_packets`, `…_dropped_bytes` | counter 64 | `port`, `queue`, `prio` |
 //! | … `SAI_QUEUE_STAT_WRED_ECN_MARKED_PACKETS` (SONiC's `WRED_ECN_QUEUE` flex counter group) | `switch_queue_ecn_marked_packets` | counter 64 | `port`, `queue`, `prio` |
 //! | … `SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES`, `_CURR_OCCUPANCY_BYTES` | `switch_queue_watermark_bytes`, `switch_queue_occupancy_bytes` | gauge | `port`, `queue`, `prio` |
@@ -237,6 +238,12 @@ fn first_error(first: Option<MapError>) -> Result<(), MapError> {
 
 /// A port's `SAI_PORT_STAT_*` field, if it is one we map.
 fn port_field(path: &str, port: &str, field: &str, v: &Json, out: &mut Vec<Reading>) -> Result<(), MapError> {
+    if field == "SAI_PORT_STAT_IF_OUT_OCTETS" {
+        if let Some(n) = json_u64(path, field, v)? {
+            out.push(counter("switch_port_tx_bytes", port, None, None, n));
+        }
+        return Ok(());
+    }
     let Some(rest) = field.strip_prefix("SAI_PORT_STAT_PFC_") else { return Ok(()) };
     let Some((p, suffix)) = rest.split_once('_') else { return Ok(()) };
     let Some(prio) = p.parse::<u8>().ok().filter(|n| *n < 8 && p.len() == 1) else { return Ok(()) };

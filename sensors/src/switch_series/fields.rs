@@ -12,6 +12,7 @@
 //! | … `SAI_QUEUE_ATTR_PAUSE_STATUS` (Broadcom) | `switch_pfc_queue_paused` (1 paused) | gauge | `port`, `queue`, `prio`: one series per lossless priority that pauses the queue |
 //! | … `PFC_WD_STATUS` | `switch_pfcwd_stormed` (1 stormed, 0 operational) | gauge | `port`, `queue`, `prio` (= queue, the watchdog's own pairing) |
 //! | … `PFC_WD_QUEUE_STATS_*` ([`PFCWD_FIELDS`]) | `switch_pfcwd_*` | counter | `port`, `queue`, `prio` |
+//! | port counters `SAI_PORT_STAT_IF_OUT_OCTETS` | `switch_port_tx_bytes` (an ECMP group's uplinks: how evenly they carry) | counter | `port` |
 //! | APPL_DB `PORT_TABLE` `oper_status` | `switch_oper_up` (1 up) | gauge | `port` |
 //! | … `flap_count` (portsorch: one more at every oper status change, either way) | `switch_carrier_transitions` | counter | `port` |
 //!
@@ -210,6 +211,14 @@ pub fn port_field(
     out: &mut Vec<Reading>,
     errors: &mut Vec<FieldError>,
 ) {
+    if field == TX_OCTETS {
+        match value.count() {
+            Ok(Some(n)) => out.push(Reading::counter("switch_port_tx_bytes", port, None, None, n)),
+            Ok(None) => {}
+            Err(problem) => errors.push(FieldError { field: field.to_string(), problem }),
+        }
+        return;
+    }
     let Some((prio, pfc)) = pfc_field(field) else { return };
     if pfc.unitless && has(&format!("{field}_US")) {
         return;
@@ -230,6 +239,9 @@ pub fn port_field(
     };
     out.push(Reading::counter(pfc.metric, port, None, Some(prio), n));
 }
+
+/// The bytes a port sent.
+const TX_OCTETS: &str = "SAI_PORT_STAT_IF_OUT_OCTETS";
 
 /// A port's counters hash.
 pub fn port_entry(
@@ -365,6 +377,17 @@ mod tests {
             errors,
             [FieldError { field: "SAI_PORT_STAT_PFC_3_RX_PKTS".into(), problem: "\"lots\" is not a counter".into() }]
         );
+    }
+
+    #[test]
+    fn a_ports_bytes_sent_are_switch_port_tx_bytes() {
+        let (out, errors) = port(&SwitchView::unnamed(), &entry(&[("SAI_PORT_STAT_IF_OUT_OCTETS", "77")]));
+        assert_eq!(
+            (out, errors),
+            (vec![Reading::counter("switch_port_tx_bytes", "Ethernet4", None, None, 77)], vec![])
+        );
+        let (out, errors) = port(&SwitchView::unnamed(), &entry(&[("SAI_PORT_STAT_IF_OUT_OCTETS", "x")]));
+        assert!(out.is_empty() && errors.len() == 1);
     }
 
     #[test]

@@ -104,6 +104,15 @@ fn a_pfc_counter_on_ethernet8_maps_to_switch_pfc_rx_pkts_prio_3() {
 }
 
 #[test]
+fn a_ports_bytes_sent_map_to_switch_port_tx_bytes_and_its_bytes_received_to_nothing() {
+    let json = serde_json::json!({"SAI_PORT_STAT_IF_OUT_OCTETS": "123456", "SAI_PORT_STAT_IF_IN_OCTETS": "9"});
+    let out = map("COUNTERS_DB@/COUNTERS/Ethernet32", value::json_ietf(&json)).unwrap();
+    assert_eq!(out, [counter("switch_port_tx_bytes", "Ethernet32", None, None, 123_456)]);
+    let err = map("COUNTERS_DB@/COUNTERS/Ethernet32/SAI_PORT_STAT_IF_OUT_OCTETS", value::string("lots")).unwrap_err();
+    assert!(err.to_string().contains("SAI_PORT_STAT_IF_OUT_OCTETS"), "{err}");
+}
+
+#[test]
 fn queues_and_the_watchdog_carry_port_and_queue() {
     let json = serde_json::json!({"Ethernet4:3": {
         "SAI_QUEUE_STAT_PACKETS": "5",
