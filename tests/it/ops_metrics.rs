@@ -54,7 +54,7 @@ fn metrics_health_and_readiness_answer_over_http() {
         "rocemend_series ",
         "rocemend_rule_evaluations_total ",
         "rocemend_rule_evaluation_seconds_total ",
-        "rocemend_rules{health=\"ok\"} 11",
+        "rocemend_rules{health=\"ok\"} 12",
         "rocemend_instances{state=\"firing\"}",
         "rocemend_ledger_records ",
         "rocemend_sensor_state{sensor=\"replay\",state=",
