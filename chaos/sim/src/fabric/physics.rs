@@ -100,8 +100,8 @@ pub fn step(fabric: &mut Fabric, dt: Nanos) {
     let egress = Egress::of(fabric, &received, Routes::of(fabric, &offered));
     // NIC by NIC, in order: each draws its errors from the one generator,
     // and the order of the draws is what a seed replays.
-    for i in 0..fabric.nics.len() {
-        let flow = Flow::of(fabric, i, offered[i], &egress, &storms);
+    for (i, &offered) in offered.iter().enumerate() {
+        let flow = Flow::of(fabric, i, offered, &egress, &storms);
         count_traffic(fabric, i, &flow, secs);
     }
     job_step_times(fabric, &nodes, now);
