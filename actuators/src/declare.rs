@@ -120,7 +120,7 @@ pub fn declarations(
         let declared = crate::declared(name).ok_or_else(|| ActuatorConfigError::Invalid {
             setting: "like".into(),
             value: name.to_string(),
-            reason: "names no actuator type that declares its action kinds (cordon, link, pfcwd, ecn, rail)",
+            reason: "names no actuator type that declares its action kinds (cordon, link, pfcwd, ecn, rail, nccl)",
         })?;
         // Counted like the typed actuator's, undone only if this one can.
         out.extend(declared.into_iter().map(|d| ActionKindDecl { undoable: d.undoable && undoable, ..d }));

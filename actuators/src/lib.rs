@@ -61,6 +61,8 @@
 //!   knobs (sysfs);
 //! - [`rail`]: [`RailActuator`] drains a rail: switch port admin-down, the
 //!   NCCL environment file, Slurm features, a Kubernetes label and taint;
+//! - [`nccl`]: [`NcclActuator`] raises a job's NCCL queue pairs per
+//!   connection for its next communicators (its environment file);
 //! - [`sonic`]: the CONFIG_DB client over gNMI the switch actuators share;
 //! - [`http`]: the minimal HTTP/1.1 client they share;
 //! - [`declare`]: how a generic actuator (`exec`, `webhook`, `log`) says
@@ -72,6 +74,7 @@
 
 #![deny(missing_docs)]
 
+mod atomic;
 pub mod cordon;
 pub mod declare;
 pub mod ecn;
@@ -81,6 +84,7 @@ pub mod http;
 pub mod kube;
 pub mod link;
 pub mod log;
+pub mod nccl;
 pub mod pfcwd;
 pub mod rail;
 pub mod registry;
@@ -94,6 +98,7 @@ pub use error::{ActuatorConfigError, LabelError, ParseError};
 pub use exec::{ExecActuator, ExecConfig};
 pub use link::{LinkActuator, LinkConfig};
 pub use log::{LogActuator, LogConfig};
+pub use nccl::{NcclActuator, NcclConfig};
 pub use pfcwd::{PfcwdActuator, PfcwdConfig};
 pub use rail::{RailActuator, RailConfig};
 pub use webhook::{WebhookActuator, WebhookConfig};
@@ -103,7 +108,7 @@ use std::sync::Arc;
 use engine::{ActionKindDecl, Actuator, BuildError, Component};
 
 /// The actuator kinds [`build`] knows.
-pub const KINDS: &[&str] = &["log", "exec", "cordon", "link", "webhook", "pfcwd", "ecn", "rail"];
+pub const KINDS: &[&str] = &["log", "exec", "cordon", "link", "webhook", "pfcwd", "ecn", "rail", "nccl"];
 
 /// Builds the actuator `name` of `kind` from its config `settings` (its
 /// table in the playbook, without the kind and name).
@@ -135,13 +140,14 @@ pub fn build_in(
         "pfcwd" => it.build(settings, |c: PfcwdConfig| c.build_in(name, inventory)).map(shared),
         "ecn" => it.build(settings, |c: EcnConfig| c.build_in(name, inventory)).map(shared),
         "rail" => it.build(settings, |c: RailConfig| c.build_in(name, inventory)).map(shared),
+        "nccl" => it.build(settings, |c: NcclConfig| c.build(name)).map(shared),
         _ => Err(it.unknown(KINDS)),
     }
 }
 
 /// The action kinds the actuators of type `kind` carry out, each as they
 /// declare it, for the types whose kinds are their own (`cordon`, `link`,
-/// `pfcwd`, `ecn`, `rail`); `None` for the generic ones, whose settings
+/// `pfcwd`, `ecn`, `rail`, `nccl`); `None` for the generic ones, whose settings
 /// declare theirs ([`declare`]).
 pub fn declared(kind: &str) -> Option<Vec<ActionKindDecl>> {
     match kind {
@@ -150,6 +156,7 @@ pub fn declared(kind: &str) -> Option<Vec<ActionKindDecl>> {
         "pfcwd" => Some(pfcwd::kinds()),
         "ecn" => Some(ecn::kinds()),
         "rail" => Some(rail::kinds()),
+        "nccl" => Some(nccl::kinds()),
         _ => None,
     }
 }

@@ -20,6 +20,7 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     ("chaos/scenarios/gpu_xid.toml", include_str!("../scenarios/gpu_xid.toml")),
     ("chaos/scenarios/incast.toml", include_str!("../scenarios/incast.toml")),
     ("chaos/scenarios/uplink_congestion.toml", include_str!("../scenarios/uplink_congestion.toml")),
+    ("chaos/scenarios/ecmp_collision.toml", include_str!("../scenarios/ecmp_collision.toml")),
 ];
 
 /// The scenarios of the closed loop `rocemend demo` shows.
@@ -64,5 +65,8 @@ mod tests {
             names
         };
         assert_eq!(built(SCENARIOS), listed("chaos/scenarios", "toml"));
+        let inventories: Vec<String> =
+            built(crate::scenario::inventories::BUILT_IN).iter().map(|p| format!("chaos/scenarios/{p}")).collect();
+        assert_eq!(inventories, listed("chaos/scenarios/inventories", "toml"));
     }
 }

@@ -179,6 +179,18 @@ fn an_incast_is_fixed_at_the_receivers_egress_and_the_old_fix_at_the_senders_por
 }
 
 #[test]
+fn an_ecmp_collision_gets_more_qps_at_the_jobs_next_launch_and_stays_slow_without_them() {
+    let report = passes("ecmp_collision", 2);
+    let raised = executed(&report, "nccl.qps");
+    assert_eq!(raised.len(), 1, "one job behind four colliding leaves, raised once: {raised:?}");
+    assert_eq!(raised[0]["target"]["job"], "train-a");
+    assert_eq!(raised[0]["rule"], "ecmp-imbalance");
+    let request = raised[0]["requests"][0].as_str().unwrap();
+    assert!(request.contains("NCCL_IB_QPS_PER_CONNECTION=16") && request.contains("next launch"), "{request}");
+    fails_without("ecmp_collision", &["ecmp-imbalance"], "not back within 5 %");
+}
+
+#[test]
 fn a_congested_spine_uplink_is_fixed_at_the_uplink() {
     let report = passes("uplink_congestion", 2);
     let lowered = executed(&report, "ecn.lower");

@@ -18,7 +18,6 @@
 //! Undo removes only this drain's device, so two drained rails on one node
 //! can be undone in any order.
 
-use std::io::Write;
 use std::path::Path;
 
 use engine::ActuatorError;
@@ -87,20 +86,7 @@ pub fn read(path: &Path) -> Result<EnvFile, ActuatorError> {
 
 /// Replaces the file atomically with `file`.
 pub fn write(path: &Path, file: &EnvFile) -> Result<(), ActuatorError> {
-    let fail = |what: &str, e: std::io::Error| ActuatorError::Failed(format!("{what} {}: {e}", path.display()));
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.rocemend-{}", std::process::id()));
-    let result = (|| {
-        let mut f = std::fs::File::create(&tmp).map_err(|e| fail("creating a temporary file beside", e))?;
-        f.write_all(file.render().as_bytes()).map_err(|e| fail("writing a temporary file beside", e))?;
-        f.sync_all().map_err(|e| fail("syncing a temporary file beside", e))?;
-        std::fs::rename(&tmp, path).map_err(|e| fail("replacing", e))
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+    crate::atomic::replace(path, &file.render())
 }
 
 /// The request text of a change.

@@ -50,6 +50,10 @@ pub struct FaultPlan {
     pub gpu: u32,
     /// The XID of a `gpu_xid`.
     pub xid: u64,
+    /// The job of a `job_relaunch` (every job when `None`).
+    pub job: Option<String>,
+    /// The QPs per connection a `job_relaunch` launches with (its environment file's when `None`).
+    pub qps: Option<u32>,
     /// netem delay.
     pub delay: Nanos,
     /// tbf rate.
@@ -81,8 +85,12 @@ impl FaultSpec {
     ) -> Result<FaultPlan, ScenarioError> {
         let kind = *self.kind.get_ref();
         let select = self.select.as_ref().map(|s| s.get_ref().clone()).unwrap_or_default();
-        let label = site::label(kind, &select, link.as_deref());
-        let locations = site::locations(kind, &select, link.as_deref(), fabric);
+        let label = match self.job.as_ref().filter(|_| kind == FaultKind::JobRelaunch) {
+            Some(job) => format!("{} {{job={}}}", kind.name(), job.get_ref()),
+            None => site::label(kind, &select, link.as_deref()),
+        };
+        let job = self.job.as_ref().map(|j| j.get_ref().as_str());
+        let locations = site::locations_of(kind, &select, link.as_deref(), job, fabric);
         Ok(FaultPlan {
             kind,
             at: ctx.opt(&self.at, "at", 0)?,
@@ -106,6 +114,8 @@ impl FaultSpec {
                 .max(0.0),
             gpu: self.gpu.unwrap_or(0),
             xid: self.xid.unwrap_or(79),
+            job: self.job.as_ref().map(|j| j.get_ref().clone()),
+            qps: self.qps.map(|q| q.clamp(1, 128)),
             delay: ctx.opt(&self.delay, "delay", 0)?,
             rate_mbit: self.rate_mbit.unwrap_or(100),
             select,
@@ -154,6 +164,10 @@ impl FaultPlan {
             FaultKind::GpuXid => {
                 nodes().into_iter().map(|node| Effect::GpuXid { node, gpu: self.gpu, xid: self.xid }).collect()
             }
+            FaultKind::JobRelaunch => (0..fabric.jobs.len())
+                .filter(|&j| self.job.as_ref().is_none_or(|name| &fabric.jobs[j].spec.name == name))
+                .map(|job| Effect::JobRelaunch { job, qps: self.qps })
+                .collect(),
             FaultKind::VethFlap | FaultKind::Netem | FaultKind::Tbf => Vec::new(),
         }
     }

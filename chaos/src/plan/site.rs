@@ -16,11 +16,12 @@ use sim::fabric::{Fabric, Nic, Selector};
 use crate::spec::FaultKind;
 
 /// The labels that say where: a subject's or target's other labels
-/// (`prio`, `queue`, `job`, the inventory's `rack` or `zone`) say what or
-/// say too little, and are not compared. A leaf port is `port` in the
+/// (`prio`, `queue`, the inventory's `rack` or `zone`) say what or say too
+/// little, and are not compared. `job` is where only for a fault on a job
+/// (`job_relaunch`), whose locations carry it. A leaf port is `port` in the
 /// switch rules' subjects and the actions' targets, `switch_port` in the
 /// host series the inventory enriches.
-pub const KEYS: &[&str] = &["node", "netdev", "rdma_dev", "rail", "plane", "switch", "port", "switch_port"];
+pub const KEYS: &[&str] = &["node", "netdev", "rdma_dev", "rail", "plane", "switch", "port", "switch_port", "job"];
 
 /// A place in the fabric as labels, a subset of [`KEYS`].
 pub type Location = BTreeMap<String, String>;
@@ -68,6 +69,19 @@ fn nic(n: &Nic) -> Location {
 /// port, and a real-link fault is its link, whatever
 /// node the daemon calls itself.
 pub fn locations(kind: FaultKind, select: &Selector, link: Option<&str>, fabric: &Fabric) -> Vec<Location> {
+    locations_of(kind, select, link, None, fabric)
+}
+
+/// [`locations`], for a fault that may name a job (`job_relaunch`): a relaunched job lands on
+/// its nodes' NICs, each with the job's name, so an action on the job (`nccl.qps {job}`) and
+/// a rule on one of its leaves are both at the fault.
+pub fn locations_of(
+    kind: FaultKind,
+    select: &Selector,
+    link: Option<&str>,
+    job: Option<&str>,
+    fabric: &Fabric,
+) -> Vec<Location> {
     let one =
         |pairs: &[(&str, String)]| -> Location { pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect() };
     if kind.needs_real_links() {
@@ -80,6 +94,19 @@ pub fn locations(kind: FaultKind, select: &Selector, link: Option<&str>, fabric:
             .switch
             .iter()
             .filter_map(|s| Some(one(&[("switch", s.clone()), ("port", fabric.leaf(s)?.uplink()?.to_string())])))
+            .collect(),
+        FaultKind::JobRelaunch => fabric
+            .jobs
+            .iter()
+            .filter(|j| job.is_none_or(|name| j.spec.name == name))
+            .flat_map(|j| {
+                let on = |i: &&usize| j.nodes.iter().any(|&n| fabric.nodes[n] == fabric.nics[**i].node);
+                nics.iter().filter(on).map(|&i| {
+                    let mut at = nic(&fabric.nics[i]);
+                    at.insert("job".into(), j.spec.name.clone());
+                    at
+                })
+            })
             .collect(),
         FaultKind::Congestion => nics
             .iter()

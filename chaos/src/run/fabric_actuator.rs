@@ -1,7 +1,8 @@
 //! The simulated fabric's host and scheduler side: what `ip link set
 //! down` (`link.isolate`), the scheduler's drain (`rail.drain` without a
-//! switch side) and a cordon (`node.cordon`) do on a real cluster, done to
-//! the simulator. A notification (`webhook.notify`) has no one to page in
+//! switch side), a cordon (`node.cordon`) and a job's NCCL settings for its
+//! next launch (`nccl.qps`, the job's environment file) do on a real
+//! cluster, done to the simulator. A notification (`webhook.notify`) has no one to page in
 //! the simulator: it is recorded as sent and changes nothing.
 //!
 //! Switch-side actions are not here: actuators with a `[gnmi]` table run
@@ -15,6 +16,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use engine::{Action, ActionKindDecl, Actuator, ActuatorError, Outcome, Prior, RequestPlan, Verification};
 use serde_json::json;
+use sim::fabric::ecmp::QpUse;
 use sim::fabric::Fabric;
 
 /// The fabric, shared by the lockstep loop and the actuator.
@@ -48,11 +50,26 @@ fn target<'a>(action: &'a Action, key: &str) -> Result<&'a str, ActuatorError> {
         .ok_or_else(|| ActuatorError::Invalid(format!("{} needs target label {key:?}", action.kind)))
 }
 
+/// A job's QP settings as an `nccl.qps` prior records them.
+#[derive(serde::Deserialize)]
+struct PriorQps {
+    qps_per_connection: u32,
+    split: bool,
+}
+
+/// The settings after `action` (an `nccl.qps`): raised as the `nccl` actuator raises a
+/// job's file (at least its `qps`; its `split` when given).
+fn raised(prior: QpUse, action: &Action) -> Result<QpUse, ActuatorError> {
+    let (qps, split) = actuators::nccl::requested(action)?;
+    Ok(QpUse { qps_per_connection: prior.qps_per_connection.max(qps), split: split.unwrap_or(prior.split) })
+}
+
 /// What one action changes on a host or in the scheduler.
 enum Change {
     Admin { node: String, netdev: String, up: bool },
     Drain { node: String, rail: u32, drained: bool },
     Cordon { node: String, cordoned: bool },
+    NextLaunch { job: String, qps: QpUse },
     Notify { text: String },
 }
 
@@ -68,6 +85,12 @@ impl Change {
             Change::Cordon { node, cordoned } => {
                 vec![format!("scheduler: {} {node}", if *cordoned { "cordon" } else { "uncordon" })]
             }
+            Change::NextLaunch { job, qps } => vec![format!(
+                "job {job}'s NCCL environment: NCCL_IB_QPS_PER_CONNECTION={} NCCL_IB_SPLIT_DATA_ON_QPS={} \
+                 for its next launch",
+                qps.qps_per_connection,
+                u8::from(qps.split)
+            )],
             Change::Notify { text } => {
                 vec![format!("notify: {text}")]
             }
@@ -105,6 +128,14 @@ impl FabricActuator {
                 let prior = fabric.cordoned.contains(node);
                 Ok((Change::Cordon { node: node.into(), cordoned: true }, json!({ "cordoned": prior })))
             }
+            "nccl.qps" => {
+                let job = target(action, "job")?;
+                let j = fabric.job_index(job).ok_or_else(|| ActuatorError::Invalid(format!("no job {job:?}")))?;
+                let prior = fabric.jobs[j].next_launch;
+                let qps = raised(prior, action)?;
+                let json = json!({ "qps_per_connection": prior.qps_per_connection, "split": prior.split });
+                Ok((Change::NextLaunch { job: job.into(), qps }, json))
+            }
             "webhook.notify" => Ok((Change::Notify { text: action.to_string() }, serde_json::Value::Null)),
             other => Err(ActuatorError::NotSupported(format!(
                 "the simulated fabric's hosts and scheduler have no {other}; switch actions need an actuator \
@@ -122,6 +153,14 @@ impl FabricActuator {
             Change::Cordon { node, .. } => {
                 Change::Cordon { node, cordoned: prior.get("cordoned").and_then(|v| v.as_bool()).unwrap_or(false) }
             }
+            Change::NextLaunch { job, .. } => Change::NextLaunch {
+                job,
+                qps: serde_json::from_value::<PriorQps>(prior.clone())
+                    .map(|p| QpUse { qps_per_connection: p.qps_per_connection, split: p.split })
+                    .map_err(|e| {
+                        ActuatorError::Invalid(format!("the prior of {action} is not a job's QP settings: {e}"))
+                    })?,
+            },
             notify @ Change::Notify { .. } => notify,
         })
     }
@@ -141,6 +180,11 @@ impl FabricActuator {
                 .cordon(node, *cordoned)
                 .map(|_| ())
                 .ok_or_else(|| ActuatorError::Invalid(format!("no node {node:?}"))),
+            Change::NextLaunch { job, qps } => {
+                let j = fabric.job_index(job).ok_or_else(|| ActuatorError::Invalid(format!("no job {job:?}")))?;
+                fabric.jobs[j].next_launch = *qps;
+                Ok(())
+            }
             Change::Notify { .. } => Ok(()),
         }
     }
@@ -155,6 +199,9 @@ impl FabricActuator {
                 fabric.nics.iter().filter(|n| &n.node == node && n.rail == *rail).all(|n| n.drained == *drained)
             }
             Change::Cordon { node, cordoned } => fabric.cordoned.contains(node) == *cordoned,
+            Change::NextLaunch { job, qps } => {
+                fabric.job_index(job).is_some_and(|j| fabric.jobs[j].next_launch == *qps)
+            }
             Change::Notify { .. } => true,
         }
     }

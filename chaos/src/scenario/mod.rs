@@ -10,9 +10,11 @@
 //!   durations in nanoseconds, faults turned into fabric
 //!   [`Effect`](sim::fabric::Effect)s with their times for one run
 //!   ([`ScenarioPlan::schedule`]);
-//! - [`check`]: a run's record against the expectations.
+//! - [`check`]: a run's record against the expectations;
+//! - [`inventories`]: the inventories the library's scenarios name, built in.
 
 pub mod check;
+pub mod inventories;
 pub mod plan;
 pub mod spec;
 

@@ -206,15 +206,19 @@ impl Scenario {
     }
 
     /// The inventory: the documentation's example, or the file named
-    /// (relative to `base`).
+    /// (relative to `base`), or, where that file is not, the library's
+    /// inventory of that name (a built-in scenario run anywhere).
     fn topology(&self, ctx: &Ctx) -> Result<Topology, ScenarioError> {
-        if self.inventory.get_ref() == "example" {
-            Topology::parse(engine::topology::EXAMPLE_INVENTORY, "docs/examples/inventory.toml")
-                .map_err(|e| ctx.err(self.inventory.span(), e.to_string()))
-        } else {
-            Topology::load(&ctx.path(&self.inventory, "inventory")?)
-                .map_err(|e| ctx.err(self.inventory.span(), format!("inventory: {e}")))
+        let name = self.inventory.get_ref();
+        if name == "example" {
+            return Topology::parse(engine::topology::EXAMPLE_INVENTORY, "docs/examples/inventory.toml")
+                .map_err(|e| ctx.err(self.inventory.span(), e.to_string()));
         }
+        match (ctx.path(&self.inventory, "inventory"), super::inventories::built_in(name)) {
+            (Err(_), Some(text)) => Topology::parse(text, name),
+            (path, _) => Topology::load(&path?),
+        }
+        .map_err(|e| ctx.err(self.inventory.span(), format!("inventory: {e}")))
     }
 
     /// The step (at least 1 ms) and the run's length (at least one step).
@@ -343,6 +347,11 @@ fn check_target(spec: &FaultSpec, clock: Clock, fabric: &Fabric, ctx: &Ctx) -> R
         return Err(ctx.err(spec.place(), format!("fault {kind:?} is a simulator fault: it needs clock = \"virtual\"")));
     } else if !matches!(kind, FaultKind::GnmiSilent | FaultKind::UplinkCongestion) {
         fabric.select(&select).map_err(|e| ctx.err(select_span, e.to_string()))?;
+        if let Some(job) = spec.job.as_ref().filter(|_| kind == FaultKind::JobRelaunch) {
+            if fabric.job_index(job.get_ref()).is_none() {
+                return Err(ctx.err(job.span(), format!("job {:?} is not a [[job]] of the scenario", job.get_ref())));
+            }
+        }
     } else if select.switch.as_ref().is_none_or(|s| fabric.leaf(s).is_none()) {
         return Err(ctx.err(select_span, format!("{} needs `select.switch`, a leaf of the inventory", kind.name())));
     }

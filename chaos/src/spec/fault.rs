@@ -43,6 +43,12 @@ pub enum FaultKind {
     /// GPU `gpu` (default 0) of each selected node raises XID `xid`
     /// (default 79, fallen off the bus) and stays lost until the fault ends.
     GpuXid,
+    /// Job `job` (every job when absent) is relaunched: it creates its
+    /// communicators afresh, with new QP numbers and so new ECMP paths,
+    /// from its NCCL environment file, which the launch sets to `qps`
+    /// queue pairs per connection when given (a resubmission whose
+    /// environment no longer sets them gets NCCL's default, 1).
+    JobRelaunch,
     /// Real link in a network namespace: `ip link set down`, then up after
     /// `down`, every `period` (wall clock only).
     VethFlap,
@@ -120,6 +126,12 @@ pub struct FaultSpec {
     /// The XID (gpu_xid).
     #[serde(default)]
     pub xid: Option<u64>,
+    /// The job (job_relaunch; default: every job).
+    #[serde(default)]
+    pub job: Option<Spanned<String>>,
+    /// Queue pairs per connection its environment gives the relaunched job (job_relaunch).
+    #[serde(default)]
+    pub qps: Option<u32>,
     /// Added delay (netem).
     #[serde(default)]
     pub delay: Option<Dur>,

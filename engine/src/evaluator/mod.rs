@@ -544,8 +544,21 @@ impl Evaluator {
         out: &mut Vec<EngineEvent>,
     ) {
         let rt = &self.rules[ri];
-        for template in &rt.rule.actions {
-            match rule::template::resolve(template, labels) {
+        let helpers = self.scripts.helpers();
+        let resolved = rt.rule.actions.iter().flat_map(|template| match template.each {
+            None => vec![rule::template::resolve(template, labels)],
+            Some(rule::Each::Job) => helpers
+                .jobs_behind(labels)
+                .into_iter()
+                .map(|job| {
+                    let mut with_job = labels.clone();
+                    with_job.0.insert("job".into(), job);
+                    rule::template::resolve(template, &with_job)
+                })
+                .collect(),
+        });
+        for resolved in resolved {
+            match resolved {
                 Ok(action) => {
                     self.proposal_seq += 1;
                     out.push(EngineEvent::Proposal(Proposal {

@@ -50,6 +50,18 @@ pub struct ActionTemplate {
     pub target: BTreeMap<String, String>,
     /// Parameters for the actuator, templated the same way.
     pub params: BTreeMap<String, String>,
+    /// Whether the rule proposes this action once per job that runs behind
+    /// its subject (`each: "job"`) rather than once for the subject.
+    pub each: Option<Each>,
+}
+
+/// What an action template is proposed once for, beside its subject.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Each {
+    /// Every job with a node behind the subject: the subject's own node, or
+    /// the nodes whose NICs face its switch (a leaf's senders). The job's
+    /// name fills `{job}`. No job there, no proposal.
+    Job,
 }
 
 /// A compiled rule.
@@ -501,7 +513,7 @@ impl Declaration<'_> {
         for action in actions {
             let values = action.target.values().chain(action.params.values());
             for label in values.flat_map(|v| super::template::placeholders(v)) {
-                if carried.iter().any(|c| c == label) {
+                if carried.iter().any(|c| c == label) || (label == "job" && action.each == Some(Each::Job)) {
                     continue;
                 }
                 let written = format!("{{{label}}}");
@@ -568,8 +580,8 @@ fn action_template(value: Dynamic) -> Result<ActionTemplate, String> {
     let map =
         value.try_cast::<Map>().ok_or("each action must be a map `#{ action: \"pfcwd.escalate\", target: #{…} }`")?;
     for key in map.keys() {
-        if !["action", "target", "params"].contains(&key.as_str()) {
-            return Err(format!("unknown action field `{key}`; expected action, target, params"));
+        if !["action", "target", "params", "each"].contains(&key.as_str()) {
+            return Err(format!("unknown action field `{key}`; expected action, target, params, each"));
         }
     }
     let kind = map
@@ -594,7 +606,16 @@ fn action_template(value: Dynamic) -> Result<ActionTemplate, String> {
             }
         }
     };
-    Ok(ActionTemplate { kind, target: strings("target")?, params: strings("params")? })
+    let each = match map.get("each").map(|v| v.to_string()) {
+        None => None,
+        Some(each) if each == "job" => Some(Each::Job),
+        Some(other) => {
+            return Err(format!(
+                "action {kind:?}: each = {other:?}; the only one is \"job\" (once per job running behind the subject)"
+            ))
+        }
+    };
+    Ok(ActionTemplate { kind, target: strings("target")?, params: strings("params")?, each })
 }
 
 fn check_template(text: &str) -> Result<(), String> {

@@ -92,6 +92,18 @@ impl Helpers {
         }
     }
 
+    /// The jobs with a node behind a subject with `labels`: its own `node`, or the nodes whose
+    /// NICs face its `switch` (from the inventory), in name order.
+    pub fn jobs_behind(&self, labels: &Labels) -> Vec<String> {
+        let state = self.lock();
+        let mut nodes: Vec<&str> = labels.get("node").into_iter().collect();
+        if let (Some(switch), Some(topology)) = (labels.get("switch"), &state.topology) {
+            nodes.extend(topology.nodes_facing(switch));
+        }
+        let runs_behind = |(_, on): &(&String, &BTreeSet<String>)| nodes.iter().any(|n| on.contains(*n));
+        state.jobs.iter().filter(runs_behind).map(|(job, _)| job.clone()).collect()
+    }
+
     fn subject_labels(&self) -> Labels {
         let state = self.lock();
         match &state.series {

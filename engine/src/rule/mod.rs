@@ -25,7 +25,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-pub use decl::{ActionTemplate, Rule, MAX_GROUP_BY};
+pub use decl::{ActionTemplate, Each, Rule, MAX_GROUP_BY};
 pub use helpers::{HelperState, Helpers};
 pub use native::{NativePredicate, Runs};
 pub use script::{Condition, RuleScripts, ScriptError};

@@ -621,6 +621,58 @@ fn fire(w) { job_nodes(job()) == ["node-01", "node-02", "node-03"] }
     assert_eq!(rig.state("job-span", &[("job", "eval-2")]), Some(State::Inactive));
 }
 
+#[test]
+fn an_action_for_each_job_is_proposed_once_per_job_behind_the_subject() {
+    let (series, helpers) = fabric();
+    let per_switch = r#"
+fn fire(w) { true }
+#{
+    name: "leaf-jobs",
+    select: ["rdma_np_cnp_sent"],
+    group_by: ["switch"],
+    windows: #{ cnp: rate("rdma_np_cnp_sent", "1s") },
+    actions: [
+        #{ action: "notify.page", target: #{ "switch": "{switch}" } },
+        #{ action: "nccl.qps", each: "job", target: #{ job: "{job}", via: "{switch}" }, params: #{ qps: "4" } },
+    ],
+}
+"#;
+    let per_node = per_switch
+        .replace("leaf-jobs", "node-jobs")
+        .replace(r#"["switch"]"#, r#"["node"]"#)
+        .replace(r#"#{ action: "notify.page", target: #{ "switch": "{switch}" } },"#, "");
+    let per_node = per_node.replace(r#"via: "{switch}""#, r#"via: "{node}""#);
+    let rules = load(&[("leaf-jobs.rhai", per_switch), ("node-jobs.rhai", &per_node)], helpers);
+    let mut rig = Rig::with(series, rules, None).unwrap();
+    let mut samples = Vec::new();
+    // Every node of the example inventory has a NIC on every leaf: both jobs are behind leaf-rail0.
+    for (node, job) in [("node-01", "train-7"), ("node-02", "train-7"), ("node-04", "eval-2")] {
+        let labels = [("node", node), ("rdma_dev", "mlx5_0"), ("job", job)];
+        samples.push((rig.counter("rdma_np_cnp_sent", &labels, CounterSpec::U64), 0));
+    }
+    let events = rig.step(secs(0), &samples);
+    let targets = |rule: &str, kind: &str| -> Vec<String> {
+        let mut t: Vec<String> = proposals_of(&events, rule)
+            .iter()
+            .filter(|p| p.action.kind == kind)
+            .map(|p| p.action.target.to_string())
+            .collect();
+        t.sort();
+        t
+    };
+    assert_eq!(targets("leaf-jobs", "notify.page"), [r#"{switch="leaf-rail0"}"#], "once for the subject");
+    assert_eq!(
+        targets("leaf-jobs", "nccl.qps"),
+        [r#"{job="eval-2", via="leaf-rail0"}"#, r#"{job="train-7", via="leaf-rail0"}"#],
+        "{events:?}"
+    );
+    assert_eq!(
+        targets("node-jobs", "nccl.qps"),
+        [r#"{job="eval-2", via="node-04"}"#, r#"{job="train-7", via="node-01"}"#, r#"{job="train-7", via="node-02"}"#],
+        "a node's own jobs only"
+    );
+}
+
 // ---------------------------------------------------------------------------
 // The per-sensor series cap.
 

@@ -161,3 +161,25 @@ fn every_error_of_a_declaration_is_reported_at_once_in_file_order() {
     assert!(errors[2].starts_with("pfc-storm.rhai:5:5: severity \"warn\""), "{}", errors[2]);
     assert!(errors[3].starts_with("pfc-storm.rhai:7:5: `cooldown`"), "{}", errors[3]);
 }
+
+#[test]
+fn an_action_for_each_of_something_other_than_a_job_is_rejected_and_job_fills_only_with_each() {
+    let source = |each: &str| {
+        format!(
+            "fn fire(w) {{ w.paused > 500000.0 }}
+#{{
+    name: \"leaf-jobs\",
+    select: [\"ethtool_tx_prio_pause_duration_us\"],
+    group_by: [\"switch\"],
+    windows: #{{ paused: rate(\"ethtool_tx_prio_pause_duration_us\", \"1s\") }},
+    actions: [ #{{ action: \"nccl.qps\", {each} target: #{{ job: \"{{job}}\" }}, params: #{{ qps: \"4\" }} }} ],
+}}
+"
+        )
+    };
+    let errors = load_errors("leaf-jobs.rhai", &source("each: \"port\","));
+    assert!(errors[0].starts_with("leaf-jobs.rhai:7:5: action \"nccl.qps\": each = \"port\""), "{}", errors[0]);
+    let errors = load_errors("leaf-jobs.rhai", &source(""));
+    assert!(errors[0].contains("{job} is not a label of this rule's subjects"), "{}", errors[0]);
+    rule::load_sources(&[("leaf-jobs.rhai".into(), source("each: \"job\","))], Helpers::default()).unwrap();
+}

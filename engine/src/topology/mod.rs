@@ -222,6 +222,12 @@ impl Topology {
         self.inventory.node.len()
     }
 
+    /// The nodes with a NIC cabled to `switch`, by name: the senders behind a leaf.
+    pub fn nodes_facing(&self, switch: &str) -> Vec<&str> {
+        let facing = |n: &&inventory::Node| n.nic.iter().any(|nic| nic.switch.as_deref() == Some(switch));
+        self.inventory.node.iter().filter(facing).map(|n| n.name.as_str()).collect()
+    }
+
     /// Whether node `name` is listed.
     pub fn has_node(&self, name: &str) -> bool {
         self.node_by_name.contains_key(name)

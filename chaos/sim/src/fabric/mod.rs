@@ -91,6 +91,11 @@ pub struct JobSpec {
     /// `NCCL_IB_SPLIT_DATA_ON_QPS` at launch (NCCL's default, off).
     #[serde(default)]
     pub split_data_on_qps: bool,
+    /// When the job creates its communicators again, seconds from the start of the run (a
+    /// restart from its checkpoint, an elastic re-rendezvous): NCCL settings written for its
+    /// next launch meanwhile ([`Job::next_launch`]) take effect then.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub relaunch_seconds: Vec<f64>,
 }
 
 impl JobSpec {
@@ -104,6 +109,7 @@ impl JobSpec {
             step_seconds: default_step(),
             qps_per_connection: default_qps(),
             split_data_on_qps: false,
+            relaunch_seconds: Vec::new(),
         }
     }
 }
@@ -265,6 +271,15 @@ pub enum Effect {
         /// The XID.
         xid: u64,
     },
+    /// Job `job` (by index) is relaunched: it creates its communicators afresh from its next
+    /// launch's settings, which the launch sets to `qps` queue pairs per connection when
+    /// given. A launch has no end: stopping the effect changes nothing.
+    JobRelaunch {
+        /// The job's index.
+        job: usize,
+        /// The QPs per connection the launch's environment sets, if it sets them.
+        qps: Option<u32>,
+    },
 }
 
 /// An XID event NVML delivered on a node, waiting for the node's nvml
@@ -325,6 +340,11 @@ pub struct Job {
     pub step_ratio: f64,
     /// Its communicators' connections between NICs, as last created.
     pub connections: Vec<ecmp::Connection>,
+    /// The QP settings its launcher would pass at its next launch: what the job's NCCL
+    /// environment file says now (the daemon's `nccl.qps` writes it).
+    pub next_launch: ecmp::QpUse,
+    /// How many of its `relaunch_seconds` have passed.
+    pub relaunched: usize,
 }
 
 /// The simulated fabric.
@@ -347,6 +367,9 @@ pub struct Fabric {
     pub incast: BTreeMap<usize, f64>,
     /// The load offered to a leaf's uplink, over what it can carry.
     pub uplink_load: BTreeMap<String, f64>,
+    /// Per leaf, each uplink's utilisation by the jobs' flows at the last step, as its ECMP
+    /// hash placed them ([`ecmp::Routes`]).
+    pub ecmp_utilisation: BTreeMap<String, Vec<f64>>,
     /// Nodes whose sensors see nothing new.
     pub blind_nodes: BTreeSet<String>,
     /// Switches that do not answer gNMI.
@@ -359,6 +382,8 @@ pub struct Fabric {
     pub xid_events: Vec<XidEvent>,
     /// Fabric time.
     pub now: Nanos,
+    /// When the run began: the jobs' relaunch times count from it.
+    pub started: Nanos,
     rng: fastrand::Rng,
     /// Where the NICs' QP numbers come from: a generator of its own, so that creating
     /// communicators does not move the draws a seed replays for errors and loss.
@@ -460,7 +485,8 @@ fn placed_job(spec: &JobSpec, nodes: &[String]) -> Result<Job, FabricError> {
             })
         })
         .collect::<Result<_, _>>()?;
-    Ok(Job { spec: spec.clone(), nodes: placed, step_ratio: 1.0, connections: Vec::new() })
+    let next_launch = ecmp::QpUse { qps_per_connection: spec.qps_per_connection.max(1), split: spec.split_data_on_qps };
+    Ok(Job { spec: spec.clone(), nodes: placed, step_ratio: 1.0, connections: Vec::new(), next_launch, relaunched: 0 })
 }
 
 impl Fabric {
@@ -512,12 +538,14 @@ impl Fabric {
             congestion: BTreeMap::new(),
             incast: BTreeMap::new(),
             uplink_load: BTreeMap::new(),
+            ecmp_utilisation: BTreeMap::new(),
             blind_nodes: BTreeSet::new(),
             silent_switches: BTreeSet::new(),
             cordoned: BTreeSet::new(),
             gpu_lost: BTreeSet::new(),
             xid_events: Vec::new(),
             now: start,
+            started: start,
             rng: fastrand::Rng::with_seed(seed),
             qpns: fastrand::Rng::with_seed(seed ^ 0x51f1_ec3a_9e77_0001),
             tree: None,
@@ -538,6 +566,31 @@ impl Fabric {
             ecmp::QpUse { qps_per_connection: job.spec.qps_per_connection.max(1), split: job.spec.split_data_on_qps };
         let connections = ecmp::ring_connections(&self.nics, &self.nodes, &job.nodes, qps, &mut self.qpns);
         self.jobs[j].connections = connections;
+    }
+
+    /// Relaunches each job whose next `relaunch_seconds` has come.
+    fn relaunch_due(&mut self) {
+        for j in 0..self.jobs.len() {
+            let job = &mut self.jobs[j];
+            let due = job
+                .spec
+                .relaunch_seconds
+                .get(job.relaunched)
+                .is_some_and(|&at| self.now - self.started >= (at * engine::time::SECOND as f64) as Nanos);
+            if due {
+                job.relaunched += 1;
+                self.relaunch(j);
+            }
+        }
+    }
+
+    /// Relaunches job `j`: its spec takes the settings of its next launch and its
+    /// communicators are created afresh.
+    pub fn relaunch(&mut self, j: usize) {
+        let job = &mut self.jobs[j];
+        job.spec.qps_per_connection = job.next_launch.qps_per_connection;
+        job.spec.split_data_on_qps = job.next_launch.split;
+        self.create_communicators(j);
     }
 
     /// Job `name`'s index.
@@ -576,24 +629,28 @@ impl Fabric {
         self.apply(effect, false);
     }
 
+    /// NIC `nic` starts (`on`) or stops storming PAUSE frames on `prio`: its leaf port's
+    /// queue is stormed too.
+    fn storm(&mut self, nic: usize, prio: u8, on: bool) {
+        let n = &mut self.nics[nic];
+        n.storm = on.then_some(prio);
+        if let Some(leaf) = self.leaves.get(&n.switch) {
+            let q = prio as usize;
+            let result = if on {
+                leaf.model.inject_pfc_storm(&n.switch_port, q)
+            } else {
+                leaf.model.clear_pfc_storm(&n.switch_port, q)
+            };
+            if let Err(error) = result {
+                tracing::warn!(message = "Storm on a port the leaf lacks.", %error);
+            }
+        }
+    }
+
     fn apply(&mut self, effect: &Effect, on: bool) {
         let now = self.now;
         match effect {
-            Effect::PfcStorm { nic, prio } => {
-                let n = &mut self.nics[*nic];
-                n.storm = on.then_some(*prio);
-                if let Some(leaf) = self.leaves.get(&n.switch) {
-                    let q = *prio as usize;
-                    let result = if on {
-                        leaf.model.inject_pfc_storm(&n.switch_port, q)
-                    } else {
-                        leaf.model.clear_pfc_storm(&n.switch_port, q)
-                    };
-                    if let Err(error) = result {
-                        tracing::warn!(message = "Storm on a port the leaf lacks.", %error);
-                    }
-                }
-            }
+            Effect::PfcStorm { nic, prio } => self.storm(*nic, *prio, on),
             Effect::Ber { nic, ber } => self.nics[*nic].ber = if on { *ber } else { HEALTHY_BER },
             Effect::Flap { nic, period, down } => {
                 let n = &mut self.nics[*nic];
@@ -632,6 +689,14 @@ impl Fabric {
                     self.xid_events.push(XidEvent { node: node.clone(), gpu: *gpu, pci_bus_id, xid: *xid, at: now });
                 } else {
                     self.gpu_lost.remove(node);
+                }
+            }
+            Effect::JobRelaunch { job, qps } => {
+                if on && *job < self.jobs.len() {
+                    if let Some(qps) = qps {
+                        self.jobs[*job].next_launch.qps_per_connection = (*qps).max(1);
+                    }
+                    self.relaunch(*job);
                 }
             }
             Effect::SensorOutage { node } => {
@@ -695,6 +760,7 @@ impl Fabric {
 
     /// Moves the fabric by `dt` nanoseconds and writes the sysfs trees.
     pub fn step(&mut self, dt: Nanos) -> Result<(), FabricError> {
+        self.relaunch_due();
         physics::step(self, dt);
         if let Some(tree) = &mut self.tree {
             tree.write(&self.nics)?;

@@ -34,7 +34,7 @@
 
 use engine::time::{Nanos, MS, SECOND};
 
-use super::ecmp::Routes;
+use super::ecmp::{skew, Routes};
 use super::egress::Egress;
 use super::{Fabric, Job, Nic, LINE_BYTES_PER_S};
 
@@ -75,6 +75,7 @@ pub const PROBES: &[(&str, &str)] = &[
     ("queue_occupancy_bytes", "the largest lossless-queue occupancy on any leaf port"),
     ("unusable_links", "NIC ports that carry no traffic (carrier down, isolated or drained)"),
     ("errored_traffic", "the fraction of the jobs' links that carry traffic with a BER above 1e-12"),
+    ("uplink_skew", "the largest ECMP skew of a leaf: its busiest uplink's load over its uplinks' mean (1: even)"),
 ];
 
 /// The BER above which a link counts as errored: a thousand times a
@@ -97,7 +98,9 @@ pub fn step(fabric: &mut Fabric, dt: Nanos) {
     let nodes = NodeTraffic::of(fabric);
     let received: Vec<f64> = (0..fabric.nics.len()).map(|i| received(fabric, &nodes, i)).collect();
     let offered: Vec<f64> = fabric.nics.iter().map(|nic| nodes.offered(fabric, nic)).collect();
-    let egress = Egress::of(fabric, &received, Routes::of(fabric, &offered));
+    let routes = Routes::of(fabric, &offered);
+    fabric.ecmp_utilisation.clone_from(&routes.utilisation);
+    let egress = Egress::of(fabric, &received, routes);
     // NIC by NIC, in order: each draws its errors from the one generator,
     // and the order of the draws is what a seed replays.
     for (i, &offered) in offered.iter().enumerate() {
@@ -581,6 +584,7 @@ pub fn probe(fabric: &Fabric, name: &str) -> Option<f64> {
                 .max()
                 .unwrap_or(0) as f64,
         ),
+        "uplink_skew" => Some(fabric.ecmp_utilisation.values().map(|u| skew(u).0).fold(1.0, f64::max)),
         "unusable_links" => Some(fabric.nics.iter().filter(|n| !n.usable()).count() as f64),
         "errored_traffic" => {
             let carrying: Vec<&super::Nic> = fabric.nics.iter().filter(|n| n.usable() && n.offered > 0.0).collect();

@@ -11,6 +11,10 @@ pub const STEP_METRIC: &str = "chaos_job_step_seconds";
 /// The gauge of a job's step time over its healthy step time.
 pub const RATIO_METRIC: &str = "chaos_job_step_ratio";
 
+/// The gauge that places a job on a node (1), as the daemon's job sensor names it: the
+/// scheduler's placement, from which the evaluator learns which jobs run behind a leaf.
+pub const NODE_INFO_METRIC: &str = "job_node_info";
+
 /// The exposition text of every job (text format 0.0.4).
 pub fn render(fabric: &Fabric) -> String {
     let mut out = String::new();
@@ -23,6 +27,13 @@ pub fn render(fabric: &Fabric) -> String {
     let _ = writeln!(out, "# TYPE {RATIO_METRIC} gauge");
     for job in &fabric.jobs {
         let _ = writeln!(out, "{RATIO_METRIC}{{job=\"{}\"}} {}", job.spec.name, job.step_ratio);
+    }
+    let _ = writeln!(out, "# HELP {NODE_INFO_METRIC} The job runs on the node (1).");
+    let _ = writeln!(out, "# TYPE {NODE_INFO_METRIC} gauge");
+    for job in &fabric.jobs {
+        for &n in &job.nodes {
+            let _ = writeln!(out, "{NODE_INFO_METRIC}{{job=\"{}\",node=\"{}\"}} 1", job.spec.name, fabric.nodes[n]);
+        }
     }
     out
 }

@@ -128,3 +128,21 @@ fn new_communicators_draw_new_qp_numbers_and_so_new_paths() {
     assert!(after.iter().all(|c| c.qps.qps_per_connection == 4));
     assert_ne!(after.iter().map(|c| c.qpn).collect::<Vec<_>>(), before.iter().map(|c| c.qpn).collect::<Vec<_>>());
 }
+
+#[test]
+fn a_relaunch_takes_the_settings_written_for_the_next_launch_and_sixteen_qps_spread_every_seed() {
+    let topology = two_units();
+    let mut worst = 1.0f64;
+    for seed in 0..20 {
+        let spec = JobSpec { relaunch_seconds: vec![1.0], ..job(1) };
+        let mut fabric = Fabric::new(topology.clone(), &[spec], seed, 0).unwrap();
+        let collided = run(&mut fabric, 5);
+        assert!(collided > 1.05, "seed {seed}: one QP a connection: {collided}");
+        fabric.jobs[0].next_launch.qps_per_connection = 16;
+        assert!(run(&mut fabric, 4) > 1.05, "seed {seed}: written, not yet launched");
+        let spread = run(&mut fabric, 5);
+        assert_eq!((fabric.jobs[0].relaunched, fabric.jobs[0].spec.qps_per_connection), (1, 16));
+        worst = worst.max(spread);
+    }
+    assert!(worst < 1.05, "sixteen QPs a connection, worst seed at {worst}");
+}
