@@ -7,8 +7,8 @@
 //! steps a [`Fabric`] through it every 100 ms — the simulator's own
 //! physics decide what moves and how much the step time rises — and writes
 //! what a daemon would record: NIC counters (ethtool, RDMA) every 100 ms,
-//! leaf-port counters (PFC, queue marks, watchdog, oper-status) and the
-//! job's step time every 500 ms, GPU XIDs as events, and the job → nodes
+//! leaf-port counters (PFC, queue marks, watchdog, oper-status; bytes sent
+//! on the uplinks) and the job's step time every 500 ms, GPU XIDs as events, and the job → nodes
 //! mapping (`job_node_info`). No daemon acts: the fault runs its course.
 //!
 //! [`random_case`] draws a case from a seed: kind, place, strength and
@@ -49,6 +49,10 @@ pub enum CaseKind {
     UplinkCongestion,
     /// Another job offers `load` on every port of a rail.
     Congestion,
+    /// The job is relaunched with `qps` queue pairs per connection (an ECMP collision where
+    /// its leaves have several uplinks: `chaos/scenarios/ecmp_collision.toml`). Not drawn by
+    /// [`random_case`]: it needs an inventory of scalable units.
+    JobRelaunch,
 }
 
 impl CaseKind {
@@ -73,12 +77,13 @@ impl CaseKind {
             CaseKind::Incast => "incast",
             CaseKind::UplinkCongestion => "uplink_congestion",
             CaseKind::Congestion => "congestion",
+            CaseKind::JobRelaunch => "job_relaunch",
         }
     }
 
     /// The kind a scenario names, if it slows a job.
     pub fn parse(name: &str) -> Option<CaseKind> {
-        CaseKind::ALL.into_iter().find(|k| k.name() == name)
+        CaseKind::ALL.into_iter().chain([CaseKind::JobRelaunch]).find(|k| k.name() == name)
     }
 }
 
@@ -136,6 +141,7 @@ impl Fault {
             CaseKind::Congestion => {
                 vec![Effect::Congestion { rail: self.select.rail.unwrap_or(0), load: self.param("load", 0.8) }]
             }
+            CaseKind::JobRelaunch => vec![Effect::JobRelaunch { job: 0, qps: Some(self.param("qps", 1.0) as u32) }],
         }
     }
 }
@@ -155,6 +161,8 @@ pub struct Case {
     pub length: Nanos,
     /// Seed of the fabric and the jitter.
     pub seed: u64,
+    /// `NCCL_IB_QPS_PER_CONNECTION` the job was launched with.
+    pub qps_per_connection: u32,
 }
 
 /// Every series of a recording, by id.
@@ -192,7 +200,7 @@ const PORT_SERIES: [(&str, f64); 3] = [
 
 /// Records `case` on the fabric of `topology`: the recording's bytes.
 pub fn record(case: &Case, topology: Arc<Topology>) -> Vec<u8> {
-    let job = JobSpec::new(&case.job, &case.nodes);
+    let job = JobSpec { qps_per_connection: case.qps_per_connection, ..JobSpec::new(&case.job, &case.nodes) };
     let mut fabric = Fabric::new(topology, &[job], case.seed, START).expect("the inventory builds a fabric");
     let mut rng = fastrand::Rng::with_seed(case.seed ^ 0x5eed);
     let mut rec = Recorder::declare(&fabric, case);
@@ -231,6 +239,9 @@ struct Recorder {
     ports: Vec<(String, String)>,
     /// Per port, its [`PORT_SERIES`], the watchdog's state and oper-status.
     port_ids: Vec<[u32; 5]>,
+    /// Per port, its bytes sent (`SAI_PORT_STAT_IF_OUT_OCTETS`) if it is an uplink: what an
+    /// ECMP collision shows in.
+    uplink_tx: Vec<Option<u32>>,
     port_jitter: Vec<[u64; 3]>,
     step_id: u32,
     /// The job → node mapping, one series per node.
@@ -280,6 +291,13 @@ impl Recorder {
                 ]
             })
             .collect();
+        let uplink_tx: Vec<Option<u32>> = ports
+            .iter()
+            .map(|(s, p)| {
+                let uplink = fabric.leaves[s].uplinks.contains(p);
+                uplink.then(|| table.add("switch_port_tx_bytes", &[("switch", s), ("port", p)], C64))
+            })
+            .collect();
         let step_id = table.add("job_step_time_seconds", &[("job", &case.job)], GAUGE);
         let info: Vec<u32> =
             case.nodes.iter().map(|n| table.add("job_node_info", &[("job", &case.job), ("node", n)], GAUGE)).collect();
@@ -295,6 +313,7 @@ impl Recorder {
             nic_ids,
             ports,
             port_ids,
+            uplink_tx,
             step_id,
             info,
             xid_ids: BTreeMap::new(),
@@ -374,6 +393,9 @@ impl Recorder {
                 let v = Value::Real(f64::from(u8::from(*g)));
                 self.w.write_raw_sample(self.port_ids[i][3 + j], t, v).expect("in memory");
             }
+            if let Some(id) = self.uplink_tx[i] {
+                self.w.write_raw_sample(id, t, Value::Count(port.out_octets)).expect("in memory");
+            }
         }
     }
 
@@ -423,7 +445,7 @@ pub fn random_case(topology: &Topology, seed: u64) -> Case {
     let fault = Fault { kind, select, at, duration, params };
     let distractor = distractor(&mut rng, &all, &nodes, &netdevs);
     let end = at + duration.unwrap_or(12 * SECOND) + 5 * SECOND;
-    Case { job: "train-a".into(), nodes, fault, distractor, length: end.max(42 * SECOND), seed }
+    Case { job: "train-a".into(), nodes, fault, distractor, length: end.max(42 * SECOND), seed, qps_per_connection: 1 }
 }
 
 /// The places a case's fault may be drawn at.
@@ -473,6 +495,10 @@ fn strong(kind: CaseKind, at: &Places, rng: &mut fastrand::Rng) -> (Selector, BT
         CaseKind::Congestion => {
             params.insert("load".into(), 0.6 + rng.f64() * 0.4);
             Selector { rail: Some(pick(rng, at.leaves).1), ..Selector::default() }
+        }
+        CaseKind::JobRelaunch => {
+            params.insert("qps".into(), 1.0);
+            Selector::default()
         }
     };
     (select, params)
@@ -536,6 +562,7 @@ mod tests {
             distractor: None,
             length: 20 * SECOND,
             seed: 1,
+            qps_per_connection: 1,
         };
         let bytes = record(&case, t);
         let text = String::from_utf8(bytes).unwrap();

@@ -8,9 +8,12 @@
 //! 3. [`rank`]: how far each series moved between baseline and regression
 //!    (robust effect size), when it moved relative to the job, and which
 //!    element moved most;
-//! 4. [`decisions`]: what rocemend decided meanwhile, and whether the job
+//! 4. [`ecmp`]: the job's leaves that spread their traffic unevenly over
+//!    their uplinks meanwhile (an ECMP collision), which the verdict names
+//!    when the top element is on such a leaf;
+//! 5. [`decisions`]: what rocemend decided meanwhile, and whether the job
 //!    recovered after;
-//! 5. [`render`]: the verdict, the table, the decisions, as text or JSON.
+//! 6. [`render`]: the verdict, the table, the decisions, as text or JSON.
 //!
 //! The recording is read once ([`series`]), counters as rates
 //! ([`rates`], shared with the timeline). [`analyze`] works on what was
@@ -18,6 +21,7 @@
 //! daemon's recording and ledger first, as the verb does.
 
 pub mod decisions;
+pub mod ecmp;
 pub mod path;
 pub mod rank;
 pub mod rates;
@@ -161,6 +165,8 @@ pub struct Report {
     pub ranking: Vec<Ranked>,
     /// Decisions taken in the regression.
     pub decisions: Vec<decisions::Taken>,
+    /// The job's leaves whose uplinks carried its traffic unevenly, worst first.
+    pub ecmp: Vec<ecmp::Collision>,
     /// Series on the path that were compared.
     pub compared: usize,
     /// Devices of each ranked rail element, for the verdict.
@@ -271,6 +277,7 @@ pub fn analyze(
         path.learn(&enriched(&s.labels, q.topology));
     }
     let (ranking, compared) = ranking(rec, &path, &w, q.topology);
+    let ecmp = ecmp::collisions(rec, &path, &w, q.topology);
     let on_path = |l: &Labels| path.element_of(&enriched(l, q.topology)).is_some() || l.get("job") == Some(q.job);
     let base_level = window::levels(&signal, &w).baseline;
     let decisions =
@@ -282,6 +289,7 @@ pub fn analyze(
         signal: JobSignal { metric, levels, slowdown },
         ranking,
         decisions,
+        ecmp,
         compared,
         path,
     })

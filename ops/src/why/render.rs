@@ -5,6 +5,7 @@ use std::fmt::Write;
 
 use engine::{Nanos, MS, SECOND};
 
+use super::path::Element;
 use super::rank::{Ranked, Signal};
 use super::Report;
 use crate::time::rfc3339;
@@ -114,6 +115,9 @@ pub fn verdict(r: &Report) -> String {
         _ => format!(" while the {rise}"),
     };
     let mut out = format!("{}: {} {}{when}", element_name(r, top), signal_name(s), movement(s));
+    if let Some(c) = collision_behind(r, top) {
+        out = format!("{c}; {out}");
+    }
     if let Some(d) = r.decisions.first() {
         let _ = write!(out, "; {} ({}, {}) at {}", d.action, d.verdict, d.rule, clock(d.decided_at));
         match d.recovered_at {
@@ -124,6 +128,22 @@ pub fn verdict(r: &Report) -> String {
         }
     }
     out
+}
+
+/// The ECMP collision behind `top`: on the leaf its strongest signal names if there is one
+/// (a hot uplink's marks), else the worst on its plane's leaves, on the leaf itself, or on the
+/// leaf a NIC of it is cabled to. A collision elsewhere is listed, not blamed.
+fn collision_behind<'a>(r: &'a Report, top: &Ranked) -> Option<&'a super::ecmp::Collision> {
+    let named = |c: &&super::ecmp::Collision| {
+        top.signals.first().is_some_and(|s| s.labels.contains(&format!("switch=\"{}\"", c.switch)))
+    };
+    let behind = |c: &&super::ecmp::Collision| match &top.element {
+        Element::Plane { plane } => c.plane.as_ref() == Some(plane),
+        Element::Switch { switch } => *switch == c.switch,
+        rail @ Element::Rail { .. } => r.path.cable(rail).is_some_and(|cable| cable.switch.as_ref() == Some(&c.switch)),
+        _ => false,
+    };
+    r.ecmp.iter().filter(behind).find(named).or_else(|| r.ecmp.iter().find(behind))
 }
 
 fn signal_word(r: &Report) -> &'static str {
@@ -187,6 +207,12 @@ pub fn text(r: &Report) -> String {
         let _ = writeln!(out, "     … {} more elements moved less", r.ranking.len() - SHOWN);
     }
     let _ = writeln!(out, "     ({} series on the job's path compared)", r.compared);
+    if !r.ecmp.is_empty() {
+        let _ = writeln!(out, "\nleaves spreading the job's traffic unevenly over their uplinks:");
+        for c in &r.ecmp {
+            let _ = writeln!(out, "  {c}");
+        }
+    }
     let _ = writeln!(out, "\ndecisions in the window:");
     if r.decisions.is_empty() {
         let _ = writeln!(out, "  none");
@@ -225,6 +251,11 @@ pub fn json(r: &Report) -> serde_json::Value {
         if let Some(ranking) = map.get_mut("ranking").and_then(|v| v.as_array_mut()) {
             for (e, name) in ranking.iter_mut().zip(names) {
                 e["name"] = name.into();
+            }
+        }
+        if let Some(found) = map.get_mut("ecmp").and_then(|v| v.as_array_mut()) {
+            for (e, c) in found.iter_mut().zip(&r.ecmp) {
+                e["text"] = c.to_string().into();
             }
         }
     }
