@@ -14,7 +14,7 @@
 //! [actuator.kinds."rail.drain"]
 //! target = ["node", "rail", "plane"]
 //! scope = "fleet"              # local | fleet: needs a token from the fleet's budget
-//! limit = "rail-drain"         # none | node-cordon | rail-drain | switch-port-isolation | switch-ecn-queue
+//! limit = "rail-drain"         # none | node-cordon | rail-drain | switch-port-isolation | switch-ecn-queue | switch-hash
 //! reapply_reverted = true      # a switch restart loses it: re-applied when found reverted
 //! ```
 //!
@@ -120,7 +120,8 @@ pub fn declarations(
         let declared = crate::declared(name).ok_or_else(|| ActuatorConfigError::Invalid {
             setting: "like".into(),
             value: name.to_string(),
-            reason: "names no actuator type that declares its action kinds (cordon, link, pfcwd, ecn, rail, nccl)",
+            reason:
+                "names no actuator type that declares its action kinds (cordon, link, pfcwd, ecn, rail, nccl, ecmp)",
         })?;
         // Counted like the typed actuator's, undone only if this one can.
         out.extend(declared.into_iter().map(|d| ActionKindDecl { undoable: d.undoable && undoable, ..d }));

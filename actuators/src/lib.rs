@@ -61,6 +61,8 @@
 //!   knobs (sysfs);
 //! - [`rail`]: [`RailActuator`] drains a rail: switch port admin-down, the
 //!   NCCL environment file, Slurm features, a Kubernetes label and taint;
+//! - [`ecmp`]: [`EcmpActuator`] widens a leaf's ECMP hash with the fields
+//!   that spread RoCE flows (the UDP source port, the destination QP);
 //! - [`nccl`]: [`NcclActuator`] raises a job's NCCL queue pairs per
 //!   connection for its next communicators (its environment file);
 //! - [`sonic`]: the CONFIG_DB client over gNMI the switch actuators share;
@@ -77,6 +79,7 @@
 mod atomic;
 pub mod cordon;
 pub mod declare;
+pub mod ecmp;
 pub mod ecn;
 mod error;
 pub mod exec;
@@ -93,6 +96,7 @@ mod target;
 pub mod webhook;
 
 pub use cordon::{CordonActuator, CordonConfig};
+pub use ecmp::{EcmpActuator, EcmpConfig};
 pub use ecn::{EcnActuator, EcnConfig};
 pub use error::{ActuatorConfigError, LabelError, ParseError};
 pub use exec::{ExecActuator, ExecConfig};
@@ -108,7 +112,7 @@ use std::sync::Arc;
 use engine::{ActionKindDecl, Actuator, BuildError, Component};
 
 /// The actuator kinds [`build`] knows.
-pub const KINDS: &[&str] = &["log", "exec", "cordon", "link", "webhook", "pfcwd", "ecn", "rail", "nccl"];
+pub const KINDS: &[&str] = &["log", "exec", "cordon", "link", "webhook", "pfcwd", "ecn", "rail", "nccl", "ecmp"];
 
 /// Builds the actuator `name` of `kind` from its config `settings` (its
 /// table in the playbook, without the kind and name).
@@ -141,13 +145,14 @@ pub fn build_in(
         "ecn" => it.build(settings, |c: EcnConfig| c.build_in(name, inventory)).map(shared),
         "rail" => it.build(settings, |c: RailConfig| c.build_in(name, inventory)).map(shared),
         "nccl" => it.build(settings, |c: NcclConfig| c.build(name)).map(shared),
+        "ecmp" => it.build(settings, |c: EcmpConfig| c.build_in(name, inventory)).map(shared),
         _ => Err(it.unknown(KINDS)),
     }
 }
 
 /// The action kinds the actuators of type `kind` carry out, each as they
 /// declare it, for the types whose kinds are their own (`cordon`, `link`,
-/// `pfcwd`, `ecn`, `rail`, `nccl`); `None` for the generic ones, whose settings
+/// `pfcwd`, `ecn`, `rail`, `nccl`, `ecmp`); `None` for the generic ones, whose settings
 /// declare theirs ([`declare`]).
 pub fn declared(kind: &str) -> Option<Vec<ActionKindDecl>> {
     match kind {
@@ -157,6 +162,7 @@ pub fn declared(kind: &str) -> Option<Vec<ActionKindDecl>> {
         "ecn" => Some(ecn::kinds()),
         "rail" => Some(rail::kinds()),
         "nccl" => Some(nccl::kinds()),
+        "ecmp" => Some(ecmp::kinds()),
         _ => None,
     }
 }

@@ -243,6 +243,13 @@ impl Sonic {
         self.transport(switch)?.entry(table, key).await
     }
 
+    /// Reads every field of STATE_DB `table|key` on `switch`; `None` only when the switch says
+    /// the entry is absent.
+    pub async fn state_entry(&self, switch: &str, table: &str, key: &str) -> Result<Option<Entry>, ActuatorError> {
+        check_key(table, key)?;
+        self.transport(switch)?.state_entry(table, key).await
+    }
+
     /// The keys of CONFIG_DB `table` on `switch` (empty: the table has no entries).
     pub async fn table_keys(&self, switch: &str, table: &str) -> Result<Vec<String>, ActuatorError> {
         check_name("table", table)?;

@@ -1,4 +1,4 @@
-//! How the switch actuators reach a switch's CONFIG_DB and COUNTERS_DB: over its gNMI, as
+//! How the switch actuators reach a switch's CONFIG_DB, COUNTERS_DB and STATE_DB: over its gNMI, as
 //! sonic-gnmi serves and accepts it ([`GnmiTransport`]), or over its own Redis, for rocemend
 //! running on the switch itself ([`RedisTransport`]). Both read and write the same way, so the
 //! actuators above them do not know which they have:
@@ -20,7 +20,7 @@ use gnmi_proto::sonic::PathStyle;
 use gnmi_proto::{ClientConfig, GnmiClient, TlsConfig};
 use sonic::client::{Change, Entry};
 use sonic::gnmi::{write, GnmiError, SwitchGnmi};
-use sonic::layout::db::{CONFIG_DB, COUNTERS_DB};
+use sonic::layout::db::{CONFIG_DB, COUNTERS_DB, STATE_DB};
 use sonic::names::queues::{COUNTERS, QUEUE_NAME_MAP};
 use sonic::probe::{ProbeError, ProbeTarget, ProfileCache, StyleSetting, SwitchProfile, WriteAccess};
 use sonic::{DbError, NameError, PortNames};
@@ -58,6 +58,10 @@ pub trait Transport: Send + Sync + std::fmt::Debug {
     /// Every field of CONFIG_DB `table|key`; `None` only when the switch positively says the
     /// entry is absent.
     async fn entry(&self, table: &str, key: &str) -> Result<Option<Entry>, ActuatorError>;
+
+    /// Every field of STATE_DB `table|key` (what the switch says it is and can do:
+    /// `SWITCH_CAPABILITY|switch`); `None` only when the switch says the entry is absent.
+    async fn state_entry(&self, table: &str, key: &str) -> Result<Option<Entry>, ActuatorError>;
 
     /// The keys of CONFIG_DB `table`'s entries (empty: the table has none).
     async fn table_keys(&self, table: &str) -> Result<Vec<String>, ActuatorError>;
@@ -252,6 +256,12 @@ impl Transport for GnmiTransport {
         gnmi.entry(CONFIG_DB, table, key).await.map_err(gnmi_error)
     }
 
+    async fn state_entry(&self, table: &str, key: &str) -> Result<Option<Entry>, ActuatorError> {
+        let profile = self.profile().await?;
+        let mut gnmi = self.connect(&profile).await?;
+        gnmi.entry(STATE_DB, table, key).await.map_err(gnmi_error)
+    }
+
     async fn table_keys(&self, table: &str) -> Result<Vec<String>, ActuatorError> {
         let profile = self.profile().await?;
         let mut gnmi = self.connect(&profile).await?;
@@ -379,6 +389,11 @@ impl Transport for RedisTransport {
     async fn entry(&self, table: &str, key: &str) -> Result<Option<Entry>, ActuatorError> {
         let config = self.redis.config_db().await.map_err(|e| self.db_error(e))?;
         config.entry(table, key).await.map_err(|e| self.db_error(e))
+    }
+
+    async fn state_entry(&self, table: &str, key: &str) -> Result<Option<Entry>, ActuatorError> {
+        let state = self.redis.database(STATE_DB).await.map_err(|e| self.db_error(e))?;
+        state.entry(table, key).await.map_err(|e| self.db_error(e))
     }
 
     async fn table_keys(&self, table: &str) -> Result<Vec<String>, ActuatorError> {

@@ -13,6 +13,7 @@
 mod common;
 
 mod cordon;
+mod ecmp;
 mod host;
 mod interop;
 mod link;

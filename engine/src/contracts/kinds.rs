@@ -58,6 +58,10 @@ pub enum LimitClass {
     /// `port` (or port `"*"`) changes the switch's shared profile and counts
     /// as all of them.
     SwitchEcnQueue,
+    /// A leaf's ECMP hash changed (every flow of the leaf moves):
+    /// `max_hash_changes_per_plane` leaves of a plane at once, so the first is
+    /// a canary for the rest.
+    SwitchHash,
 }
 
 impl LimitClass {
@@ -69,6 +73,7 @@ impl LimitClass {
             LimitClass::RailDrain => "rail-drain",
             LimitClass::SwitchPortIsolation => "switch-port-isolation",
             LimitClass::SwitchEcnQueue => "switch-ecn-queue",
+            LimitClass::SwitchHash => "switch-hash",
         }
     }
 }

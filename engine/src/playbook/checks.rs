@@ -204,6 +204,9 @@ fn held(p: &Playbook, out: &mut Vec<TomlError>) {
     if p.limits.max_ecn_queues_per_switch == Some(0) {
         flag(&["limits".into(), "max_ecn_queues_per_switch".into()], "0 holds every ECN lowering".into());
     }
+    if p.limits.max_hash_changes_per_plane == Some(0) {
+        flag(&["limits".into(), "max_hash_changes_per_plane".into()], "0 holds every ECMP hash change".into());
+    }
     match p.limits.max_cordon_percent {
         Some(0.0) => flag(&["limits".into(), "max_cordon_percent".into()], "0 holds every cordon".into()),
         Some(pct) if pct > MAX_SAFE_CORDON_PERCENT && pct <= 100.0 => flag(

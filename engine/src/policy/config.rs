@@ -8,6 +8,7 @@
 //! max_rails_per_plane = 1             # rails of one plane drained at once
 //! max_isolated_ports_per_switch = 2   # ports of one switch isolated at once
 //! max_ecn_queues_per_switch = 8       # queues of one switch with ECN lowered at once
+//! max_hash_changes_per_plane = 1      # leaves of one plane with a changed ECMP hash at once
 //! per_kind = { "ecn.lower" = 20 }     # actions of one kind per window, fleet-wide
 //!
 //! [breaker]
@@ -71,6 +72,11 @@ pub struct Limits {
     /// every queue bound to it) counts as all of them.
     #[serde(default)]
     pub max_ecn_queues_per_switch: Option<u32>,
+    /// At most this many leaves of one plane with their ECMP hash changed at once (1: the
+    /// first leaf is a canary; the others wait until it is undone). A hash change moves
+    /// every flow of the leaf, every job's.
+    #[serde(default = "one")]
+    pub max_hash_changes_per_plane: Option<u32>,
     /// Per action kind: at most this many per window, fleet-wide.
     #[serde(default)]
     pub per_kind: BTreeMap<String, u32>,
@@ -85,6 +91,7 @@ impl Default for Limits {
             max_rails_per_plane: one(),
             max_isolated_ports_per_switch: None,
             max_ecn_queues_per_switch: None,
+            max_hash_changes_per_plane: one(),
             per_kind: BTreeMap::new(),
         }
     }

@@ -404,6 +404,7 @@ impl Policy {
             LimitClass::RailDrain => self.over_rail_limit(action),
             LimitClass::SwitchPortIsolation => self.over_port_limit(action),
             LimitClass::SwitchEcnQueue => self.over_ecn_limit(action),
+            LimitClass::SwitchHash => self.over_hash_limit(action),
         })
     }
 
@@ -496,6 +497,28 @@ impl Policy {
             format!(
                 "limit: at most {max} queues of switch {switch} with ECN lowered at once; {n} already \
                  (a switch-wide lowering counts as all {max})"
+            )
+        })
+    }
+
+    /// Leaves of one plane with their ECMP hash changed at once: the first is the canary.
+    fn over_hash_limit(&self, action: &Action) -> Option<String> {
+        let max = self.settings.limits.max_hash_changes_per_plane?;
+        let impact = self.impact(action);
+        let plane = impact.plane.as_ref()?;
+        let mut leaves: Vec<&str> = self
+            .in_effect_of(LimitClass::SwitchHash)
+            .filter(|e| e.impact.plane.as_ref() == Some(plane))
+            .filter_map(|e| e.impact.switch.as_deref())
+            .filter(|s| Some(*s) != impact.switch.as_deref())
+            .collect();
+        leaves.sort_unstable();
+        leaves.dedup();
+        (leaves.len() as u32 >= max).then(|| {
+            format!(
+                "limit: at most {max} leaf/leaves of plane {plane} with a changed ECMP hash at once; {} changed \
+                 (the canary: the others wait until it is undone)",
+                leaves.join(", ")
             )
         })
     }

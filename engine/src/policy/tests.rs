@@ -14,6 +14,7 @@ fn catalog() -> Arc<Catalog> {
         ActionKindDecl::new("rail.drain", &["node", "rail"]).fleet().limited_by(LimitClass::RailDrain),
         ActionKindDecl::new("link.isolate", &["node", "netdev"]).limited_by(LimitClass::SwitchPortIsolation),
         ActionKindDecl::new("ecn.lower", &["switch", "port", "queue"]).fleet().limited_by(LimitClass::SwitchEcnQueue),
+        ActionKindDecl::new("ecmp.widen_hash", &["switch"]).fleet().limited_by(LimitClass::SwitchHash),
         ActionKindDecl::new("*", &[]),
     ];
     let route = ActuatorRoute { pattern: "*".into(), actuator: Arc::new(Knobs::declaring(kinds)), destructive: true };
@@ -150,6 +151,19 @@ fn ecn_lowerings_count_the_queues_they_reach() {
     assert!(matches!(policy.check(&c, true, 0), Check::Hold(r) if r.contains("at most 2 queues of switch leaf-rail5")));
     let other = proposal("ecn.lower", &[("switch", "leaf-rail6"), ("port", "Ethernet0"), ("queue", "3")]);
     assert_eq!(policy.check(&other, true, 0), Check::Allow, "another switch");
+}
+
+#[test]
+fn one_leaf_of_a_plane_changes_its_hash_at_a_time_by_default() {
+    let mut policy = Policy::new(settings(|_, _, _| {}), Some(topology()), catalog());
+    let widen = |leaf: &str| proposal("ecmp.widen_hash", &[("switch", leaf)]);
+    // leaf-rail0..3 are plane 0, leaf-rail4..7 plane 1.
+    let (canary, next, other_plane) = (widen("leaf-rail1"), widen("leaf-rail2"), widen("leaf-rail5"));
+    assert_eq!(policy.check(&canary, true, 0), Check::Allow);
+    policy.commit("canary", &canary, 0);
+    let held = policy.check(&next, true, 0);
+    assert!(matches!(&held, Check::Hold(r) if r.contains("plane 0") && r.contains("leaf-rail1 changed")), "{held:?}");
+    assert_eq!(policy.check(&other_plane, true, 0), Check::Allow, "another plane has its own canary");
 }
 
 #[test]

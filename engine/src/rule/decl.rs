@@ -58,9 +58,10 @@ pub struct ActionTemplate {
 /// What an action template is proposed once for, beside its subject.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Each {
-    /// Every job with a node behind the subject: the subject's own node, or
-    /// the nodes whose NICs face its switch (a leaf's senders). The job's
-    /// name fills `{job}`. No job there, no proposal.
+    /// Every job with a node behind the subject: on the subject's own `node`
+    /// when it names one, else on the nodes whose NICs face its `switch` (a
+    /// leaf's senders). The job's name fills `{job}`. No job there, no
+    /// proposal.
     Job,
 }
 

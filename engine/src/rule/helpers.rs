@@ -92,14 +92,16 @@ impl Helpers {
         }
     }
 
-    /// The jobs with a node behind a subject with `labels`: its own `node`, or the nodes whose
-    /// NICs face its `switch` (from the inventory), in name order.
+    /// The jobs with a node behind a subject with `labels`, in name order: those on its `node`
+    /// when it names one (a NIC, a GPU: its leaf is where its traffic goes, not where it comes
+    /// from), else those on the nodes whose NICs face its `switch` (from the inventory).
     pub fn jobs_behind(&self, labels: &Labels) -> Vec<String> {
         let state = self.lock();
-        let mut nodes: Vec<&str> = labels.get("node").into_iter().collect();
-        if let (Some(switch), Some(topology)) = (labels.get("switch"), &state.topology) {
-            nodes.extend(topology.nodes_facing(switch));
-        }
+        let nodes: Vec<&str> = match (labels.get("node"), labels.get("switch"), &state.topology) {
+            (Some(node), _, _) => vec![node],
+            (None, Some(switch), Some(topology)) => topology.nodes_facing(switch),
+            _ => Vec::new(),
+        };
         let runs_behind = |(_, on): &(&String, &BTreeSet<String>)| nodes.iter().any(|n| on.contains(*n));
         state.jobs.iter().filter(runs_behind).map(|(job, _)| job.clone()).collect()
     }

@@ -661,14 +661,15 @@ fn fire(w) { true }
         t
     };
     assert_eq!(targets("leaf-jobs", "notify.page"), [r#"{switch="leaf-rail0"}"#], "once for the subject");
+    // A NIC's subject names its node (and its leaf): the jobs on that node only.
     assert_eq!(
         targets("leaf-jobs", "nccl.qps"),
-        [r#"{job="eval-2", via="leaf-rail0"}"#, r#"{job="train-7", via="leaf-rail0"}"#],
+        [r#"{job="eval-2",via="leaf-rail0"}"#, r#"{job="train-7",via="leaf-rail0"}"#],
         "{events:?}"
     );
     assert_eq!(
         targets("node-jobs", "nccl.qps"),
-        [r#"{job="eval-2", via="node-04"}"#, r#"{job="train-7", via="node-01"}"#, r#"{job="train-7", via="node-02"}"#],
+        [r#"{job="eval-2",via="node-04"}"#, r#"{job="train-7",via="node-01"}"#, r#"{job="train-7",via="node-02"}"#],
         "a node's own jobs only"
     );
 }
