@@ -452,19 +452,32 @@ impl Policy {
         })
     }
 
+    /// The other places (by `place`: a rail, a leaf) of `action`'s plane with an action of
+    /// `class` in effect, and the plane; `None` when the action's plane is unknown.
+    fn others_in_plane(
+        &self,
+        class: LimitClass,
+        action: &Action,
+        place: fn(&Impact) -> Option<&str>,
+    ) -> Option<(String, Vec<String>)> {
+        let impact = self.impact(action);
+        let plane = impact.plane.clone()?;
+        let mut others: Vec<String> = self
+            .in_effect_of(class)
+            .filter(|e| e.impact.plane.as_ref() == Some(&plane))
+            .filter_map(|e| place(&e.impact))
+            .filter(|p| Some(*p) != place(&impact))
+            .map(str::to_string)
+            .collect();
+        others.sort_unstable();
+        others.dedup();
+        Some((plane, others))
+    }
+
     /// Rails of one plane drained at once.
     fn over_rail_limit(&self, action: &Action) -> Option<String> {
         let max = self.settings.limits.max_rails_per_plane?;
-        let impact = self.impact(action);
-        let plane = impact.plane.as_ref()?;
-        let mut rails: Vec<&str> = self
-            .in_effect_of(LimitClass::RailDrain)
-            .filter(|e| e.impact.plane.as_ref() == Some(plane))
-            .filter_map(|e| e.impact.rail.as_deref())
-            .filter(|r| Some(*r) != impact.rail.as_deref())
-            .collect();
-        rails.sort_unstable();
-        rails.dedup();
+        let (plane, rails) = self.others_in_plane(LimitClass::RailDrain, action, |i| i.rail.as_deref())?;
         (rails.len() as u32 >= max).then(|| {
             format!(
                 "limit: at most {max} rail(s) of plane {plane} drained at once; rail {} already drained",
@@ -504,16 +517,7 @@ impl Policy {
     /// Leaves of one plane with their ECMP hash changed at once: the first is the canary.
     fn over_hash_limit(&self, action: &Action) -> Option<String> {
         let max = self.settings.limits.max_hash_changes_per_plane?;
-        let impact = self.impact(action);
-        let plane = impact.plane.as_ref()?;
-        let mut leaves: Vec<&str> = self
-            .in_effect_of(LimitClass::SwitchHash)
-            .filter(|e| e.impact.plane.as_ref() == Some(plane))
-            .filter_map(|e| e.impact.switch.as_deref())
-            .filter(|s| Some(*s) != impact.switch.as_deref())
-            .collect();
-        leaves.sort_unstable();
-        leaves.dedup();
+        let (plane, leaves) = self.others_in_plane(LimitClass::SwitchHash, action, |i| i.switch.as_deref())?;
         (leaves.len() as u32 >= max).then(|| {
             format!(
                 "limit: at most {max} leaf/leaves of plane {plane} with a changed ECMP hash at once; {} changed \

@@ -119,21 +119,26 @@ fn mac(ip: u32) -> [u8; 6] {
 /// A leaf's ECMP hash: its fields and its seed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EcmpHash {
-    /// The fields hashed, in CONFIG_DB's order (the order does not change
-    /// the choice: they are hashed in a fixed order).
-    pub fields: Vec<HashField>,
+    /// The fields hashed, sorted and each once: the order CONFIG_DB lists
+    /// them in does not change the choice.
+    fields: Vec<HashField>,
     /// The ASIC's hash seed.
-    pub seed: u32,
+    seed: u32,
 }
 
 impl EcmpHash {
-    /// The member of a group of `members` uplinks `flow` goes out of.
-    pub fn member(&self, flow: &Flow, members: usize) -> usize {
-        let mut fields = self.fields.clone();
+    /// The hash over `fields` (in any order, repeats ignored) with `seed`.
+    pub fn new(fields: &[HashField], seed: u32) -> EcmpHash {
+        let mut fields = fields.to_vec();
         fields.sort_unstable();
         fields.dedup();
+        EcmpHash { fields, seed }
+    }
+
+    /// The member of a group of `members` uplinks `flow` goes out of.
+    pub fn member(&self, flow: &Flow, members: usize) -> usize {
         let mut bytes = self.seed.to_be_bytes().to_vec();
-        for field in fields {
+        for &field in &self.fields {
             flow.field_bytes(field, &mut bytes);
         }
         (mix(crc32fast::hash(&bytes)) as usize) % members.max(1)
@@ -274,7 +279,7 @@ impl Routes {
             let Some(leaf) = fabric.leaves.get(&src.switch) else { continue };
             let (hash, members, capacity) = hashes.entry(leaf.name.as_str()).or_insert_with(|| {
                 let state = leaf.model.read();
-                let hash = EcmpHash { fields: state.ecmp_hash.fields.clone(), seed: state.ecmp_hash.seed };
+                let hash = EcmpHash::new(&state.ecmp_hash.fields, state.ecmp_hash.seed);
                 let width = fabric.nics.iter().filter(|x| x.switch == leaf.name).count().max(1) as f64;
                 let members = leaf.uplinks.len().max(1);
                 (hash, members, width / members as f64)
@@ -340,7 +345,7 @@ mod tests {
 
     #[test]
     fn one_qp_a_connection_collides_and_more_qps_or_the_source_port_spread_it() {
-        let factory = EcmpHash { fields: FACTORY_ECMP_HASH.to_vec(), seed: 7 };
+        let factory = EcmpHash::new(FACTORY_ECMP_HASH, 7);
         let one = job(QpUse::default());
         let (max_one, cv_one) = skew(&factory.loads(&one, 8));
         // 16 elephants over 8 uplinks: some carry 3 or more, some none.
@@ -352,7 +357,7 @@ mod tests {
         // With the L4 source port in the hash, 8 QPs a connection spread.
         let mut fields = FACTORY_ECMP_HASH.to_vec();
         fields.push(HashField::L4SrcPort);
-        let entropy = EcmpHash { fields, seed: 7 };
+        let entropy = EcmpHash::new(&fields, 7);
         let (max_eight, cv_eight) = skew(&entropy.loads(&eight, 8));
         // (128 flows over 8 uplinks: the busiest carries ~1.4× the mean.)
         assert!(max_eight < 1.5 && max_eight < max_one, "({max_eight}, {cv_eight}) against ({max_one}, {cv_one})");
@@ -360,17 +365,17 @@ mod tests {
         // The destination QP alone does as much.
         let mut fields = FACTORY_ECMP_HASH.to_vec();
         fields.push(HashField::RdmaBthDestQp);
-        let (max_qp, cv_qp) = skew(&EcmpHash { fields, seed: 7 }.loads(&eight, 8));
+        let (max_qp, cv_qp) = skew(&EcmpHash::new(&fields, 7).loads(&eight, 8));
         assert!(max_qp < 1.5 && cv_qp < cv_one / 2.0, "({max_qp}, {cv_qp})");
     }
 
     #[test]
     fn the_choice_is_deterministic_and_the_field_order_does_not_matter() {
         let flows = job(QpUse::default());
-        let a = EcmpHash { fields: vec![HashField::SrcIp, HashField::DstIp], seed: 3 };
-        let b = EcmpHash { fields: vec![HashField::DstIp, HashField::SrcIp, HashField::SrcIp], seed: 3 };
+        let a = EcmpHash::new(&[HashField::SrcIp, HashField::DstIp], 3);
+        let b = EcmpHash::new(&[HashField::DstIp, HashField::SrcIp, HashField::SrcIp], 3);
         assert_eq!(a.loads(&flows, 8), b.loads(&flows, 8));
-        let c = EcmpHash { seed: 4, ..a.clone() };
+        let c = EcmpHash::new(&[HashField::SrcIp, HashField::DstIp], 4);
         assert_ne!(a.loads(&flows, 8), c.loads(&flows, 8), "another seed, another spread");
         assert_eq!(a.loads(&flows, 8).iter().sum::<f64>(), 16.0, "every flow goes somewhere");
     }
