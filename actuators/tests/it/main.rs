@@ -17,6 +17,7 @@ mod ecmp;
 mod host;
 mod interop;
 mod link;
+mod nccl;
 mod rail;
 mod sonic_ecn;
 mod sonic_switch;

@@ -86,6 +86,11 @@ pub struct Cluster {
 
 impl Cluster {
     pub fn start(dir: &Path) -> Cluster {
+        Cluster::start_with(dir, "")
+    }
+
+    /// [`Cluster::start`] with `extra` lines in its slurm.conf (`TaskProlog=…`).
+    pub fn start_with(dir: &Path, extra: &str) -> Cluster {
         let node = short_hostname();
         let p = |name: &str| dir.join(name);
         for sub in ["state", "spool"] {
@@ -128,7 +133,7 @@ impl Cluster {
                  AccountingStorageType=accounting_storage/none\n\
                  ReturnToService=2\n\
                  NodeName={node} NodeAddr=127.0.0.1 CPUs=1 State=UNKNOWN\n\
-                 PartitionName=test Nodes={node} Default=YES MaxTime=INFINITE State=UP\n",
+                 PartitionName=test Nodes={node} Default=YES MaxTime=INFINITE State=UP\n{extra}",
                 socket = socket.display(),
             ),
         )
