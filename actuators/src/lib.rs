@@ -76,11 +76,11 @@
 
 #![deny(missing_docs)]
 
-mod atomic;
 pub mod cordon;
 pub mod declare;
 pub mod ecmp;
 pub mod ecn;
+mod env_file;
 mod error;
 pub mod exec;
 pub mod http;

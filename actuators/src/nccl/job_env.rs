@@ -19,6 +19,8 @@ use std::path::{Path, PathBuf};
 use engine::ActuatorError;
 use serde::{Deserialize, Serialize};
 
+use crate::env_file;
+
 /// Queue pairs per connection: NCCL's variable.
 pub const QPS: &str = "NCCL_IB_QPS_PER_CONNECTION";
 /// Whether a message is split over the QPs (1) or sent whole on each in turn (0).
@@ -87,19 +89,16 @@ pub fn parse(text: &str, path: &Path) -> Result<JobEnv, ActuatorError> {
         ActuatorError::Invalid(format!("{} sets {var}={value}, which is not a setting NCCL takes", path.display()))
     };
     for line in text.lines() {
-        let bare = line.trim().strip_prefix("export ").unwrap_or(line.trim());
-        if let Some(value) = bare.strip_prefix(&format!("{QPS}=")) {
-            let value = value.trim().trim_matches('"');
+        if let Some(value) = env_file::assignment(line, QPS) {
             let qps = value.parse::<u32>().ok().filter(|q| (1..=MAX_QPS as u32).contains(q));
             env.settings.qps = Some(qps.ok_or_else(|| bad(QPS, value))?);
-        } else if let Some(value) = bare.strip_prefix(&format!("{SPLIT}=")) {
-            let value = value.trim().trim_matches('"');
+        } else if let Some(value) = env_file::assignment(line, SPLIT) {
             env.settings.split = Some(match value {
                 "0" => false,
                 "1" => true,
                 _ => return Err(bad(SPLIT, value)),
             });
-        } else if line != HEADER.trim_end() {
+        } else if !env_file::is_header(HEADER, line) {
             env.other.push(line.to_string());
         }
     }
@@ -109,18 +108,10 @@ pub fn parse(text: &str, path: &Path) -> Result<JobEnv, ActuatorError> {
 impl JobEnv {
     /// The file's text.
     pub fn render(&self) -> String {
-        let mut text = HEADER.to_string();
-        for line in &self.other {
-            text.push_str(line);
-            text.push('\n');
-        }
-        if let Some(qps) = self.settings.qps {
-            text.push_str(&format!("export {QPS}={qps}\n"));
-        }
-        if let Some(split) = self.settings.split {
-            text.push_str(&format!("export {SPLIT}={}\n", u8::from(split)));
-        }
-        text
+        let qps = self.settings.qps.map(|q| (QPS, q.to_string()));
+        let split = self.settings.split.map(|s| (SPLIT, u8::from(s).to_string()));
+        let exports: Vec<(&str, String)> = qps.into_iter().chain(split).collect();
+        env_file::render(HEADER, &self.other, &exports)
     }
 
     /// Whether the file would say nothing: it is removed rather than left empty.
@@ -131,11 +122,7 @@ impl JobEnv {
 
 /// Reads the file; a missing one sets nothing.
 pub fn read(path: &Path) -> Result<JobEnv, ActuatorError> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => parse(&text, path),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(JobEnv::default()),
-        Err(e) => Err(ActuatorError::Failed(format!("reading {}: {e}", path.display()))),
-    }
+    env_file::read(path)?.map_or_else(|| Ok(JobEnv::default()), |text| parse(&text, path))
 }
 
 /// Writes `env` to `path` atomically, or removes the file when `env` says nothing.
@@ -147,7 +134,7 @@ pub fn write(path: &Path, env: &JobEnv) -> Result<(), ActuatorError> {
             Err(e) => Err(ActuatorError::Failed(format!("removing {}: {e}", path.display()))),
         };
     }
-    crate::atomic::replace(path, &env.render())
+    env_file::replace(path, &env.render())
 }
 
 /// The request text of a write.

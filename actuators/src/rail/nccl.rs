@@ -22,6 +22,8 @@ use std::path::Path;
 
 use engine::ActuatorError;
 
+use crate::env_file;
+
 /// The variable the file manages.
 pub const VARIABLE: &str = "NCCL_IB_HCA";
 
@@ -43,9 +45,7 @@ pub fn parse(text: &str, path: &Path) -> Result<EnvFile, ActuatorError> {
     let mut other = Vec::new();
     let mut excluded = Vec::new();
     for line in text.lines() {
-        let bare = line.trim().strip_prefix("export ").unwrap_or(line.trim());
-        if let Some(value) = bare.strip_prefix(&format!("{VARIABLE}=")) {
-            let value = value.trim().trim_matches('"');
+        if let Some(value) = env_file::assignment(line, VARIABLE) {
             let Some(list) = value.strip_prefix('^') else {
                 return Err(ActuatorError::Invalid(format!(
                     "{} sets {VARIABLE}={value}, an include list; rocemend manages only an exclusion list (^…)",
@@ -53,7 +53,7 @@ pub fn parse(text: &str, path: &Path) -> Result<EnvFile, ActuatorError> {
                 )));
             };
             excluded.extend(list.split(',').filter(|d| !d.is_empty()).map(str::to_string));
-        } else if !HEADER.lines().any(|h| h == line) {
+        } else if !env_file::is_header(HEADER, line) {
             other.push(line.to_string());
         }
     }
@@ -63,30 +63,26 @@ pub fn parse(text: &str, path: &Path) -> Result<EnvFile, ActuatorError> {
 impl EnvFile {
     /// The file's text.
     pub fn render(&self) -> String {
-        let mut text = HEADER.to_string();
-        for line in &self.other {
-            text.push_str(line);
-            text.push('\n');
-        }
-        if !self.excluded.is_empty() {
-            text.push_str(&format!("export {VARIABLE}=^{}\n", self.excluded.join(",")));
-        }
-        text
+        let exports = if self.excluded.is_empty() {
+            Vec::new()
+        } else {
+            vec![(VARIABLE, format!("^{}", self.excluded.join(",")))]
+        };
+        env_file::render(HEADER, &self.other, &exports)
     }
 }
 
 /// Reads the file; a missing one is empty.
 pub fn read(path: &Path) -> Result<EnvFile, ActuatorError> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => parse(&text, path),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(EnvFile { other: Vec::new(), excluded: Vec::new() }),
-        Err(e) => Err(ActuatorError::Failed(format!("reading {}: {e}", path.display()))),
+    match env_file::read(path)? {
+        Some(text) => parse(&text, path),
+        None => Ok(EnvFile { other: Vec::new(), excluded: Vec::new() }),
     }
 }
 
 /// Replaces the file atomically with `file`.
 pub fn write(path: &Path, file: &EnvFile) -> Result<(), ActuatorError> {
-    crate::atomic::replace(path, &file.render())
+    env_file::replace(path, &file.render())
 }
 
 /// The request text of a change.

@@ -85,12 +85,9 @@ impl FaultSpec {
     ) -> Result<FaultPlan, ScenarioError> {
         let kind = *self.kind.get_ref();
         let select = self.select.as_ref().map(|s| s.get_ref().clone()).unwrap_or_default();
-        let label = match self.job.as_ref().filter(|_| kind == FaultKind::JobRelaunch) {
-            Some(job) => format!("{} {{job={}}}", kind.name(), job.get_ref()),
-            None => site::label(kind, &select, link.as_deref()),
-        };
         let job = self.job.as_ref().map(|j| j.get_ref().as_str());
-        let locations = site::locations_of(kind, &select, link.as_deref(), job, fabric);
+        let label = site::label(kind, &select, link.as_deref(), job);
+        let locations = site::locations(kind, &select, link.as_deref(), job, fabric);
         Ok(FaultPlan {
             kind,
             at: ctx.opt(&self.at, "at", 0)?,
@@ -114,7 +111,7 @@ impl FaultSpec {
                 .max(0.0),
             gpu: self.gpu.unwrap_or(0),
             xid: self.xid.unwrap_or(79),
-            job: self.job.as_ref().map(|j| j.get_ref().clone()),
+            job: job.map(str::to_string),
             qps: self.qps.map(|q| q.clamp(1, 128)),
             delay: ctx.opt(&self.delay, "delay", 0)?,
             rate_mbit: self.rate_mbit.unwrap_or(100),

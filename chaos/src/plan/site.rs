@@ -62,20 +62,15 @@ fn nic(n: &Nic) -> Location {
     .collect()
 }
 
-/// Where a fault of `kind` on `select` (or on the veth `link`) lands in
+/// Where a fault of `kind` on `select` (or on the veth `link`, or on `job`) lands in
 /// `fabric`: the selected NICs, except where the fault reaches further —
 /// congestion loads whole rails (every port of their leaves), a silent
 /// gNMI server is its switch, a congested uplink is the leaf's uplink
-/// port, and a real-link fault is its link, whatever
+/// port, a relaunched job is its nodes' NICs, each with the job's name (so
+/// an action on the job, `nccl.qps {job}`, and a rule on one of its leaves
+/// are both at the fault), and a real-link fault is its link, whatever
 /// node the daemon calls itself.
-pub fn locations(kind: FaultKind, select: &Selector, link: Option<&str>, fabric: &Fabric) -> Vec<Location> {
-    locations_of(kind, select, link, None, fabric)
-}
-
-/// [`locations`], for a fault that may name a job (`job_relaunch`): a relaunched job lands on
-/// its nodes' NICs, each with the job's name, so an action on the job (`nccl.qps {job}`) and
-/// a rule on one of its leaves are both at the fault.
-pub fn locations_of(
+pub fn locations(
     kind: FaultKind,
     select: &Selector,
     link: Option<&str>,
@@ -122,10 +117,11 @@ pub fn locations_of(
 }
 
 /// What and where, for people: `pfc_storm {node=node-04, netdev=eth3}`,
-/// `veth_flap rcv0`.
-pub fn label(kind: FaultKind, select: &Selector, link: Option<&str>) -> String {
-    match link {
-        Some(link) if kind.needs_real_links() => format!("{} {link}", kind.name()),
+/// `veth_flap rcv0`, `job_relaunch {job=train-a}`.
+pub fn label(kind: FaultKind, select: &Selector, link: Option<&str>, job: Option<&str>) -> String {
+    match (link, job) {
+        (Some(link), _) if kind.needs_real_links() => format!("{} {link}", kind.name()),
+        (_, Some(job)) if kind == FaultKind::JobRelaunch => format!("{} {{job={job}}}", kind.name()),
         _ => format!("{} {select}", kind.name()),
     }
 }

@@ -50,11 +50,9 @@ fn target<'a>(action: &'a Action, key: &str) -> Result<&'a str, ActuatorError> {
         .ok_or_else(|| ActuatorError::Invalid(format!("{} needs target label {key:?}", action.kind)))
 }
 
-/// A job's QP settings as an `nccl.qps` prior records them.
-#[derive(serde::Deserialize)]
-struct PriorQps {
-    qps_per_connection: u32,
-    split: bool,
+/// The index of job `name`; invalid when the fabric runs no such job.
+fn job_index(fabric: &Fabric, name: &str) -> Result<usize, ActuatorError> {
+    fabric.job_index(name).ok_or_else(|| ActuatorError::Invalid(format!("no job {name:?}")))
 }
 
 /// The settings after `action` (an `nccl.qps`): raised as the `nccl` actuator raises a
@@ -130,11 +128,9 @@ impl FabricActuator {
             }
             "nccl.qps" => {
                 let job = target(action, "job")?;
-                let j = fabric.job_index(job).ok_or_else(|| ActuatorError::Invalid(format!("no job {job:?}")))?;
-                let prior = fabric.jobs[j].next_launch;
+                let prior = fabric.jobs[job_index(&fabric, job)?].next_launch;
                 let qps = raised(prior, action)?;
-                let json = json!({ "qps_per_connection": prior.qps_per_connection, "split": prior.split });
-                Ok((Change::NextLaunch { job: job.into(), qps }, json))
+                Ok((Change::NextLaunch { job: job.into(), qps }, json!(prior)))
             }
             "webhook.notify" => Ok((Change::Notify { text: action.to_string() }, serde_json::Value::Null)),
             other => Err(ActuatorError::NotSupported(format!(
@@ -155,11 +151,9 @@ impl FabricActuator {
             }
             Change::NextLaunch { job, .. } => Change::NextLaunch {
                 job,
-                qps: serde_json::from_value::<PriorQps>(prior.clone())
-                    .map(|p| QpUse { qps_per_connection: p.qps_per_connection, split: p.split })
-                    .map_err(|e| {
-                        ActuatorError::Invalid(format!("the prior of {action} is not a job's QP settings: {e}"))
-                    })?,
+                qps: serde_json::from_value(prior.clone()).map_err(|e| {
+                    ActuatorError::Invalid(format!("the prior of {action} is not a job's QP settings: {e}"))
+                })?,
             },
             notify @ Change::Notify { .. } => notify,
         })
@@ -181,7 +175,7 @@ impl FabricActuator {
                 .map(|_| ())
                 .ok_or_else(|| ActuatorError::Invalid(format!("no node {node:?}"))),
             Change::NextLaunch { job, qps } => {
-                let j = fabric.job_index(job).ok_or_else(|| ActuatorError::Invalid(format!("no job {job:?}")))?;
+                let j = job_index(&fabric, job)?;
                 fabric.jobs[j].next_launch = *qps;
                 Ok(())
             }

@@ -160,7 +160,7 @@ impl EcmpHash {
 /// mode cuts every message in equal parts; round-robin mode sends whole
 /// messages on each QP in turn, and a collective sends many messages. The
 /// difference is latency, which the simulator does not model.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct QpUse {
     /// `NCCL_IB_QPS_PER_CONNECTION`.
     pub qps_per_connection: u32,
