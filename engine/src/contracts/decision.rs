@@ -213,6 +213,109 @@ pub struct Step {
     pub what: String,
 }
 
+/// The first action of its kind in its plane (see `[[canary]]` in the
+/// playbook): the rest of the plane waits until it is judged by the rule
+/// that asked for it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Canary {
+    /// What it stands for: `plane 0`.
+    pub group: String,
+    /// The proposing rule's window value that must not rise (`spread`).
+    pub signal: String,
+    /// Its value when the rule fired. `null` in JSON when unknown.
+    #[serde(with = "nan_as_null")]
+    pub before: f64,
+    /// When it is judged.
+    pub judge_at: Nanos,
+    /// How much higher than `before` counts as worse (0.1: 10 %).
+    pub margin: f64,
+    /// The judgement, once made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judged: Option<CanaryJudgement>,
+}
+
+/// What a canary's judgement found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CanaryJudgement {
+    /// When.
+    pub at: Nanos,
+    /// The verdict.
+    pub outcome: CanaryOutcome,
+    /// The signal's value then (`null`: it could not be read).
+    #[serde(with = "nan_as_null")]
+    pub value: f64,
+    /// Whether the rule's clear condition held then.
+    pub cleared: bool,
+}
+
+/// A canary's verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CanaryOutcome {
+    /// The rule's clear condition holds on its subject: the rest of the
+    /// plane goes ahead.
+    Promoted,
+    /// Its signal rose: undone, and its kind held in the plane.
+    Reverted,
+    /// Neither: it stays, the rest of the plane does not follow.
+    Kept,
+    /// Its signal could not be read (stale, gone): as `Kept`.
+    Unread,
+}
+
+impl CanaryOutcome {
+    /// Its name as the ledger writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            CanaryOutcome::Promoted => "promoted",
+            CanaryOutcome::Reverted => "reverted",
+            CanaryOutcome::Kept => "kept",
+            CanaryOutcome::Unread => "unread",
+        }
+    }
+}
+
+impl Canary {
+    /// One line for a report: `canary of plane 0, promoted: spread 2.95 → 1.31 (cleared)`.
+    pub fn describe(&self) -> String {
+        match &self.judged {
+            None => format!(
+                "canary of {}: {} {:.2} when it fired, judged at {}",
+                self.group,
+                self.signal,
+                self.before,
+                crate::time::rfc3339(self.judge_at)
+            ),
+            Some(j) => format!(
+                "canary of {}, {}: {} {:.2} \u{2192} {:.2}{}",
+                self.group,
+                j.outcome.name(),
+                self.signal,
+                self.before,
+                j.value,
+                if j.cleared { " (the rule's clear condition holds)" } else { "" }
+            ),
+        }
+    }
+}
+
+/// `f64` fields that may be NaN: JSON has none, so written `null`.
+mod nan_as_null {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+        if v.is_finite() {
+            s.serialize_f64(*v)
+        } else {
+            s.serialize_none()
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+    }
+}
+
 /// A proposal with everything decided about it: the ledger record.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Decision {
@@ -233,6 +336,14 @@ pub struct Decision {
     /// For an executed action: re-verification found it no longer in effect.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drift: Option<Drift>,
+    /// For an executed action of a kind a `[[canary]]` lists, the first of
+    /// its plane: what it is judged by, and the judgement once made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub canary: Option<Canary>,
+    /// For a proposal held while a canary of its kind and plane is judged:
+    /// that canary's decision. Decided again when it is promoted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waits_for: Option<String>,
     /// The proposal and its evidence.
     pub proposal: Proposal,
     /// The mode that applied.
@@ -266,6 +377,8 @@ impl Decision {
             undone_by: None,
             prior: None,
             drift: None,
+            canary: None,
+            waits_for: None,
             proposal,
             mode,
             actuator: None,

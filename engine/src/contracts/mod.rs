@@ -33,7 +33,9 @@ pub use coordinator::{
     Admission, Adopted, CoordinationError, Coordinator, FleetBreaker, Health, NotOwner, Release, Standalone, Token,
     TokenRequest,
 };
-pub use decision::{Decision, Drift, DriftKind, Drifted, Phase, Resolution, Step, Verdict};
+pub use decision::{
+    Canary, CanaryJudgement, CanaryOutcome, Decision, Drift, DriftKind, Drifted, Phase, Resolution, Step, Verdict,
+};
 pub use kinds::{ActionKindDecl, LimitClass, Scope};
 pub use prior::{Change, Prepared, Prior};
 pub use sensor::{Batch, HealthBoard, HealthState, Note, Sensor, SensorContext, SensorError, SensorHealth};

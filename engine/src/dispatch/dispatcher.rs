@@ -5,6 +5,7 @@
 //!   approvals and the fleet token;
 //! - [`execute`]: the actuator's call with its timeout and retries;
 //! - [`approval`]: requests waiting for a human, and their expiry;
+//! - [`canary`]: one place of a plane first, the rest once it proved itself;
 //! - [`undo`]: undoing what a resolved instance put in effect;
 //! - [`manual`]: an operator's undo of one action, and an incident ended
 //!   by hand, through the same undo path;
@@ -22,6 +23,7 @@
 
 mod adopt;
 mod approval;
+mod canary;
 mod decide;
 mod execute;
 mod manual;
@@ -97,7 +99,11 @@ pub struct Dispatcher {
     last_recovery: Nanos,
     /// When decisions reach the dispatcher and become final.
     clock: Clock,
+    /// Canaries made, judged and waited for.
+    canaries: canary::Canaries,
 }
+
+pub use canary::{CanaryBoard, CanaryCheck};
 
 /// The drifts found since start: the last [`DriftLog::KEPT`], and counts.
 #[derive(Debug, Default)]
@@ -233,6 +239,7 @@ impl Dispatcher {
             config.mode = set.mode;
         }
         let mut pending = BTreeMap::new();
+        let mut canaries = canary::Canaries::default();
         let silences = ledger.as_ref().map(restore_silences).unwrap_or_default();
         if let Some(ledger) = &ledger {
             match ledger.breaker() {
@@ -245,7 +252,9 @@ impl Dispatcher {
                         match &d.verdict {
                             Verdict::Executed { .. } if d.undo_of.is_none() && d.undone_by.is_none() => {
                                 restore_effect_of(&mut policy, &d);
+                                canaries.restore(&d, &mut policy);
                             }
+                            Verdict::Held { .. } => canaries.restore(&d, &mut policy),
                             Verdict::AwaitingApproval { .. } => {
                                 pending.insert(d.id.clone(), d);
                             }
@@ -272,6 +281,7 @@ impl Dispatcher {
             planned: Default::default(),
             last_recovery: Nanos::MIN,
             clock: Arc::new(wall_clock_now),
+            canaries,
         }
     }
 

@@ -16,9 +16,12 @@ pub use crate::contracts::{Decision, Drift, DriftKind, Drifted, Phase, Resolutio
 pub use crate::mode::Mode;
 pub use crate::silence::{self, Silence};
 pub use dispatcher::{
-    Clock, DispatchConfig, DispatchError, Dispatcher, COMPACTION_INTERVAL, COMPACTION_STEP, LEDGER_UNWRITABLE,
+    CanaryBoard, CanaryCheck, Clock, DispatchConfig, DispatchError, Dispatcher, COMPACTION_INTERVAL, COMPACTION_STEP,
+    LEDGER_UNWRITABLE,
 };
 
+#[cfg(test)]
+mod canary_tests;
 #[cfg(test)]
 mod fleet_tests;
 #[cfg(test)]

@@ -39,6 +39,7 @@ pub mod cost;
 mod events;
 mod intake;
 mod predicate;
+mod reading;
 mod refusal;
 mod rule_state;
 mod subject;
@@ -50,6 +51,7 @@ pub use events::{EngineEvent, EngineStats, InstanceView, RefusedCounts, ReloadRe
 /// sample may be ahead of the clock ([`crate::runtime::DEFAULT_MAX_AHEAD`]).
 pub const STEP_BACK_AFTER: Nanos = 5 * crate::time::SECOND;
 
+pub use reading::Reading;
 pub use refusal::{Refusal, Refusals, Refused, SteppedBack};
 use rule_state::{Route, RuleRuntime, SeriesState};
 use subject::{Epoch, Subject, NEVER};

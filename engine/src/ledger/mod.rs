@@ -151,11 +151,12 @@ pub struct ModeSet {
 const INDEX_KEY: &[u8] = b"index-version";
 const INDEX_VERSION: &[u8] = b"2";
 
-/// Whether a restart needs the record: an intent, an action in effect, or a
-/// request awaiting approval.
+/// Whether a restart needs the record: an intent, an action in effect, a
+/// request awaiting approval, or one waiting for a canary.
 pub fn is_live(d: &Decision) -> bool {
     d.phase == Phase::Intent
         || matches!(d.verdict, Verdict::AwaitingApproval { .. })
+        || (matches!(d.verdict, Verdict::Held { .. }) && d.waits_for.is_some())
         || (matches!(d.verdict, Verdict::Executed { .. })
             && d.undo_of.is_none()
             && d.undone_by.is_none()
@@ -667,6 +668,8 @@ mod tests {
             undone_by: None,
             prior: None,
             drift: None,
+            canary: None,
+            waits_for: None,
             proposal: Proposal {
                 id: "p".into(),
                 rule: "r".into(),

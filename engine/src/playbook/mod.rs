@@ -37,7 +37,8 @@ mod checks;
 use crate::contracts::Scope;
 use crate::mode::Mode;
 use crate::policy::{
-    ApprovalRule, BreakerConfig, Limits, PolicySettings, RetryConfig, TargetLimits, UndoConfig, VerifyConfig,
+    ApprovalRule, BreakerConfig, CanaryRule, Limits, PolicySettings, RetryConfig, TargetLimits, UndoConfig,
+    VerifyConfig,
 };
 pub use checks::{covers, overlaps, NamedKind, ALLOW_UNSAFE_HINT};
 
@@ -77,6 +78,9 @@ pub struct Playbook {
     /// Actions that wait for a human.
     #[serde(default)]
     pub approval: Vec<ApprovalRule>,
+    /// Kinds rolled out through a canary, one place of a plane first.
+    #[serde(default)]
+    pub canary: Vec<CanaryRule>,
     /// Actions undone when their rule resolves.
     #[serde(default)]
     pub undo: UndoConfig,
@@ -231,7 +235,8 @@ impl Playbook {
     /// The safety policy settings, durations parsed.
     pub fn policy(&self) -> Result<PolicySettings, crate::policy::PolicyError> {
         Ok(PolicySettings::new(&self.limits, &self.breaker, &self.target, &self.approval, &self.undo, &self.retry)?
-            .verified(&self.verify))
+            .verified(&self.verify)
+            .with_canaries(&self.canary)?)
     }
 
     /// The scopes the playbook sets, as (action-kind pattern, scope), in

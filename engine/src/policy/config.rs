@@ -24,6 +24,13 @@
 //! actions = ["node.cordon"]           # these wait for `rocemend approve ID`
 //! timeout = "15m"                     # then they expire
 //!
+//! [[canary]]
+//! actions = ["ecmp.widen_hash"]       # the first of a plane is a canary; the rest wait for it
+//! after = "45s"                       # judged this long after it was made
+//! worse = "spread"                    # the rule's window value that must not rise
+//! margin = 0.1                        # by more than 10 %
+//! hold = "1h"                         # after a revert, none of the kind in that plane
+//!
 //! [undo]
 //! on_resolve = ["ecn.lower", "pfcwd.escalate"]   # undone when the rule resolves
 //!
@@ -147,6 +154,50 @@ pub struct ApprovalRule {
     pub timeout: Duration,
 }
 
+/// One `[[canary]]`: actions of these kinds go to one place of a plane
+/// first. The rest of the plane waits until the first is judged, `after`
+/// it was made, by the rule that asked for it: promoted (the others go
+/// ahead) when the rule's clear condition holds on its subject, undone when
+/// its window value `worse` rose by more than `margin` over its value when
+/// the rule fired, else kept without the others.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CanaryRule {
+    /// Action kinds (`ecmp.widen_hash`, `ecmp.*`).
+    pub actions: Vec<String>,
+    /// How long after the change it is judged: long enough for the rule's
+    /// windows to see only what came after.
+    #[serde(with = "duration")]
+    pub after: Duration,
+    /// The proposing rule's window value that must not rise.
+    pub worse: String,
+    /// How much higher than before counts as a rise (0.1: 10 %).
+    #[serde(default = "tenth")]
+    pub margin: f64,
+    /// After a revert, how long the kind is held in that plane.
+    #[serde(default = "one_hour", with = "duration")]
+    pub hold: Duration,
+}
+
+/// A `[[canary]]` with its durations parsed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CanarySettings {
+    /// Action kind patterns.
+    pub actions: Vec<String>,
+    /// Judged this long after.
+    pub after: Nanos,
+    /// The window value that must not rise.
+    pub worse: String,
+    /// The rise that counts.
+    pub margin: f64,
+    /// Held this long after a revert.
+    pub hold: Nanos,
+}
+
+fn tenth() -> f64 {
+    0.1
+}
+
 /// `[undo]`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -263,6 +314,8 @@ pub struct PolicySettings {
     /// Kinds re-applied when their target went back to its prior values;
     /// `None`: those whose actuator declares it.
     pub reapply_reverted: Option<Vec<String>>,
+    /// Kinds rolled out through a canary.
+    pub canaries: Vec<CanarySettings>,
 }
 
 /// A safety policy setting was refused; the message names the field.
@@ -303,7 +356,39 @@ impl PolicySettings {
             verify_every: 10 * crate::time::SECOND,
             reapply_changed: false,
             reapply_reverted: None,
+            canaries: Vec::new(),
         })
+    }
+
+    /// The settings with the `[[canary]]` sections applied; errors name the field.
+    pub fn with_canaries(mut self, canaries: &[CanaryRule]) -> Result<PolicySettings, PolicyError> {
+        for (i, c) in canaries.iter().enumerate() {
+            if c.after.is_zero() {
+                return Err(PolicyError(format!("canary[{i}].after = 0: a canary must be given time to show")));
+            }
+            if !(c.margin.is_finite() && c.margin >= 0.0) {
+                return Err(PolicyError(format!("canary[{i}].margin = {}: expected 0 or more", c.margin)));
+            }
+            if c.worse.trim().is_empty() {
+                return Err(PolicyError(format!("canary[{i}].worse is empty: name the rule's window value")));
+            }
+        }
+        self.canaries = canaries
+            .iter()
+            .map(|c| CanarySettings {
+                actions: c.actions.clone(),
+                after: nanos(c.after),
+                worse: c.worse.clone(),
+                margin: c.margin,
+                hold: nanos(c.hold),
+            })
+            .collect();
+        Ok(self)
+    }
+
+    /// The canary `kind` is rolled out through, if any: its index and settings.
+    pub fn canary_for(&self, kind: &str) -> Option<(usize, &CanarySettings)> {
+        self.canaries.iter().enumerate().find(|(_, c)| c.actions.iter().any(|p| kind_matches(p, kind)))
     }
 
     /// The settings with the `[verify]` section applied.

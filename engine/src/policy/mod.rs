@@ -23,8 +23,8 @@ mod config;
 
 pub use crate::contracts::{kind_matches, Impact};
 pub use config::{
-    ApprovalRule, BreakerConfig, Limits, PolicyError, PolicySettings, RetryConfig, TargetLimits, UndoConfig,
-    VerifyConfig,
+    ApprovalRule, BreakerConfig, CanaryRule, CanarySettings, Limits, PolicyError, PolicySettings, RetryConfig,
+    TargetLimits, UndoConfig, VerifyConfig,
 };
 
 use std::collections::{HashMap, VecDeque};
@@ -223,6 +223,9 @@ pub struct Policy {
     in_effect: HashMap<String, Effect>,
     hits: VecDeque<Nanos>,
     breaker: BreakerState,
+    /// Canaries promoted: while one is in effect, its plane's limit of its
+    /// class does not hold the rest of the plane (see [`Policy::promote`]).
+    promoted: std::collections::HashSet<String>,
 }
 
 /// How many of a switch's queues an action counted by
@@ -250,7 +253,25 @@ impl Policy {
             in_effect: HashMap::new(),
             hits: VecDeque::new(),
             breaker: BreakerState::default(),
+            promoted: Default::default(),
         }
+    }
+
+    /// The canary `id` was promoted: while it is in effect, the rest of its
+    /// plane is not held by the plane limit of its class (it proved the
+    /// change helps; the approval of the canary was the approval of the
+    /// rollout).
+    pub fn promote(&mut self, id: &str) {
+        self.promoted.insert(id.to_string());
+    }
+
+    /// Whether a promoted canary of `action`'s class is in effect in its plane.
+    fn promoted_in_plane(&self, class: LimitClass, action: &Action) -> bool {
+        if self.promoted.is_empty() {
+            return false;
+        }
+        let Some(plane) = self.impact(action).plane else { return false };
+        self.in_effect_of(class).any(|e| self.promoted.contains(&e.id) && e.impact.plane.as_deref() == Some(&plane))
     }
 
     /// The settings.
@@ -398,7 +419,11 @@ impl Policy {
     /// kind's own limit, then the topology limit its actuator declares it
     /// counts against.
     fn over_limit(&self, action: &Action, now: Nanos) -> Option<String> {
-        self.over_kind_limit(action, now).or_else(|| match self.catalog.limit(&action.kind) {
+        let class = self.catalog.limit(&action.kind);
+        if matches!(class, LimitClass::RailDrain | LimitClass::SwitchHash) && self.promoted_in_plane(class, action) {
+            return self.over_kind_limit(action, now);
+        }
+        self.over_kind_limit(action, now).or_else(|| match class {
             LimitClass::None => None,
             LimitClass::NodeCordon => self.over_cordon_limits(now),
             LimitClass::RailDrain => self.over_rail_limit(action),
@@ -568,7 +593,11 @@ impl Policy {
 
     /// The action `key` is no longer in effect (undone, or verified gone).
     pub fn remove_effect(&mut self, action: &Action) -> Option<Effect> {
-        self.in_effect.remove(&action.dedup_key())
+        let effect = self.in_effect.remove(&action.dedup_key());
+        if let Some(e) = &effect {
+            self.promoted.remove(&e.id);
+        }
+        effect
     }
 }
 

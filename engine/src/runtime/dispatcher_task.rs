@@ -8,8 +8,9 @@ use tokio::task::JoinHandle;
 use super::command::DispatchCommand;
 use super::{DispatchStatus, DISPATCH_CHANNEL};
 use crate::contracts::Proposal;
+use crate::dispatch::CanaryBoard;
 use crate::dispatch::{Decision, Dispatcher};
-use crate::evaluator::FiringSnapshot;
+use crate::evaluator::{FiringSnapshot, Reading};
 use crate::labels::Labels;
 use crate::time::{wall_clock_now, Nanos};
 
@@ -26,6 +27,8 @@ pub(super) enum ToDispatcher {
     Reconnected { target: Labels, at: Nanos },
     /// A request, with the loop's time.
     Command(DispatchCommand, Nanos),
+    /// A canary is due: what its rule reads now.
+    JudgeCanary { id: String, reading: Reading, at: Nanos },
 }
 
 /// The running task: its inbox and what it decides.
@@ -36,6 +39,8 @@ pub(super) struct DispatcherTask {
     pub decisions: mpsc::Receiver<Decision>,
     /// The task.
     pub task: JoinHandle<()>,
+    /// The canaries it waits to have judged: the loop reads their rules.
+    pub canaries: CanaryBoard,
 }
 
 impl DispatcherTask {
@@ -45,6 +50,7 @@ impl DispatcherTask {
     pub fn spawn(mut dispatcher: Dispatcher, firing: FiringSnapshot) -> DispatcherTask {
         let (inbox, mut work) = mpsc::channel::<ToDispatcher>(DISPATCH_CHANNEL);
         let (decision_tx, decisions) = mpsc::channel::<Decision>(DISPATCH_CHANNEL);
+        let canaries = dispatcher.canary_board();
         let task = tokio::spawn(async move {
             let mut settled = dispatcher.reconcile(wall_clock_now()).await;
             settled.extend(dispatcher.settle_orphans(|r, s| firing.is_firing(r, s), wall_clock_now()).await);
@@ -61,7 +67,7 @@ impl DispatcherTask {
                 }
             }
         });
-        DispatcherTask { inbox, decisions, task }
+        DispatcherTask { inbox, decisions, task, canaries }
     }
 }
 
@@ -81,6 +87,7 @@ async fn serve(dispatcher: &mut Dispatcher, msg: ToDispatcher) -> Vec<Decision> 
             dispatcher.reverify(|e| e.action.target.contains_all(&target), at).await
         }
         ToDispatcher::Command(command, now) => command_decisions(dispatcher, command, now).await,
+        ToDispatcher::JudgeCanary { id, reading, at } => dispatcher.judge_canary(&id, reading, at).await,
     }
 }
 

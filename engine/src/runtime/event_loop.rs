@@ -182,7 +182,7 @@ impl EventLoop {
     ) -> Result<RunSummary, std::io::Error> {
         let EventLoop { evaluator, mut recorder, dispatcher, tally, mut shutdown, .. } = self;
         let mut decisions = tally.decisions;
-        let DispatcherTask { inbox, decisions: mut decided, task } = dispatcher;
+        let DispatcherTask { inbox, decisions: mut decided, task, .. } = dispatcher;
         drop(inbox);
         let mut deadline = None;
         loop {
@@ -332,6 +332,10 @@ impl EventLoop {
             observe(&DaemonEvent::Engine(event));
         }
         self.events = events;
+        for due in self.dispatcher.canaries.take_due(now) {
+            let reading = self.evaluator.reading(&due.rule, &due.subject, &due.signal, now);
+            self.send_to_dispatcher(ToDispatcher::JudgeCanary { id: due.id, reading, at: now }, observe).await;
+        }
     }
 
     /// Hands `msg` to the dispatcher's task. Its inbox is bounded, and so

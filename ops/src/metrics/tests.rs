@@ -10,6 +10,8 @@ fn decision(id: &str, verdict: Verdict, sample_at: Nanos, dispatched_at: Nanos, 
         undone_by: None,
         prior: None,
         drift: None,
+        canary: None,
+        waits_for: None,
         proposal: Proposal {
             id: format!("p-{id}"),
             rule: "pfc-storm".into(),

@@ -65,6 +65,13 @@ impl Dispatcher {
     }
 
     pub(super) async fn decide(&mut self, mut d: Decision, now: Nanos, what: CheckFor) -> Decision {
+        if what != CheckFor::Reapplied
+            && self.policy.in_effect().all(|e| e.action.dedup_key() != d.proposal.action.dedup_key())
+        {
+            if let Some((reason, of)) = self.canary_gate(&d, now) {
+                return self.hold_for_canary(d, now, reason, of);
+            }
+        }
         let tripped_before = self.policy.breaker().tripped_at;
         let check = self.check(&mut d, now, what).await;
         match check {
@@ -101,7 +108,10 @@ impl Dispatcher {
                 self.pending.insert(d.id.clone(), d.clone());
                 d
             }
-            Check::Allow => self.admit_and_act(d, now).await,
+            Check::Allow => {
+                let d = self.admit_and_act(d, now).await;
+                self.maybe_canary(d, now)
+            }
         }
     }
 

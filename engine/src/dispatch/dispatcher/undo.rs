@@ -42,6 +42,7 @@ impl Dispatcher {
         for id in waiting {
             out.extend(self.expire_one(&id, now, reason.clone()));
         }
+        out.extend(self.expire_waiting_of(rule, subject, now, &reason));
         for effect in self.policy.resolved(rule, subject) {
             if self.policy.settings().undo_on_resolve(&effect.action.kind) {
                 let resolved = match by {
