@@ -21,6 +21,7 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     ("chaos/scenarios/incast.toml", include_str!("../scenarios/incast.toml")),
     ("chaos/scenarios/uplink_congestion.toml", include_str!("../scenarios/uplink_congestion.toml")),
     ("chaos/scenarios/ecmp_collision.toml", include_str!("../scenarios/ecmp_collision.toml")),
+    ("chaos/scenarios/ecmp_hash.toml", include_str!("../scenarios/ecmp_hash.toml")),
 ];
 
 /// The scenarios of the closed loop `rocemend demo` shows.

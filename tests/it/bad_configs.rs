@@ -59,6 +59,7 @@ const ACTUATORS: &str = "\
 [[actuator]]\nname = \"rail\"\ntype = \"log\"\nhandles = [\"rail.*\"]\n\
 [[actuator]]\nname = \"cordon\"\ntype = \"log\"\nhandles = [\"node.*\"]\n\
 [[actuator]]\nname = \"nccl\"\ntype = \"log\"\nhandles = [\"nccl.*\"]\n\
+[[actuator]]\nname = \"ecmp\"\ntype = \"log\"\nhandles = [\"ecmp.*\"]\n\
 [[actuator]]\nname = \"notify\"\ntype = \"log\"\nhandles = [\"webhook.*\"]\ndestructive = false\n";
 
 /// Every case, in the order of the table in docs/config.md. The lists below
@@ -292,10 +293,11 @@ const WITHOUT_NODE: &str = "\
 [[actuator]]\nname = \"link\"\ntype = \"log\"\nhandles = [\"link.*\"]\n\
 [[actuator]]\nname = \"rail\"\ntype = \"log\"\nhandles = [\"rail.*\"]\n\
 [[actuator]]\nname = \"nccl\"\ntype = \"log\"\nhandles = [\"nccl.*\"]\n\
+[[actuator]]\nname = \"ecmp\"\ntype = \"log\"\nhandles = [\"ecmp.*\"]\n\
 [[actuator]]\nname = \"notify\"\ntype = \"log\"\nhandles = [\"webhook.*\"]\n";
 
 const LNK: &str = "\
-[[actuator]]\nname = \"pfcwd\"\ntype = \"log\"\nhandles = [\"pfcwd.*\", \"ecn.*\", \"rail.*\", \"node.*\", \"nccl.*\", \"webhook.*\"]\n\
+[[actuator]]\nname = \"pfcwd\"\ntype = \"log\"\nhandles = [\"pfcwd.*\", \"ecn.*\", \"rail.*\", \"node.*\", \"nccl.*\", \"ecmp.*\", \"webhook.*\"]\n\
 [[actuator]]\nname = \"link\"\ntype = \"log\"\nhandles = [\"lnk.*\"]\n";
 
 const PFCWD_NO_GNMI: &str = "\

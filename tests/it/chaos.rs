@@ -191,6 +191,30 @@ fn an_ecmp_collision_gets_more_qps_at_the_jobs_next_launch_and_stays_slow_withou
 }
 
 #[test]
+fn the_switch_hash_is_widened_on_a_canary_leaf_first_and_on_the_rest_of_its_plane_once_it_cleared() {
+    let report = passes("ecmp_hash", 2);
+    for run in report["runs"].as_array().unwrap() {
+        let widened: Vec<&Value> = run["decisions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|d| d["action"] == "ecmp.widen_hash" && d["verdict"] == "executed")
+            .collect();
+        let judged: Vec<&&Value> = widened.iter().filter(|d| d["canary"] == "promoted").collect();
+        assert_eq!(judged.len(), 1, "one canary for the one plane: {widened:?}");
+        let (canary, promoted_at) = (judged[0]["id"].as_str().unwrap(), judged[0]["at"].as_i64().unwrap());
+        let opened = widened.iter().find(|d| d["id"] == canary && d["canary"] == "open").expect("made a canary");
+        assert!(promoted_at - opened["at"].as_i64().unwrap() >= 45_000_000_000, "judged 45 s after it was made");
+        let rest: Vec<&&Value> = widened.iter().filter(|d| d["id"] != canary).collect();
+        assert!(!rest.is_empty(), "the other colliding leaves follow: {widened:?}");
+        assert!(rest.iter().all(|d| d["at"].as_i64().unwrap() >= promoted_at), "none before the promotion: {rest:?}");
+        let request = opened["requests"][0].as_str().unwrap();
+        assert!(request.contains("L4_SRC_PORT"), "{request}");
+    }
+    fails_without("ecmp_hash", &["ecmp-imbalance"], "not back within 5 %");
+}
+
+#[test]
 fn a_congested_spine_uplink_is_fixed_at_the_uplink() {
     let report = passes("uplink_congestion", 2);
     let lowered = executed(&report, "ecn.lower");

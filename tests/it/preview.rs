@@ -17,8 +17,8 @@ fn playbook(dir: &Path, name: &str, extra: &str) -> PathBuf {
     // Limits of zero switch a safety off: accepted only when asked for.
     let body = format!(
         "name = \"{name}\"\nmode = \"enforce\"\nrules = {}\nallow_unsafe = true\n\n\
-         [[actuator]]\nname = \"fabric\"\ntype = \"log\"\nhandles = [\"pfcwd.*\", \"ecn.*\", \"rail.*\", \"link.*\", \"node.*\", \"nccl.*\"]\n\
-         like = [\"pfcwd\", \"ecn\", \"rail\", \"link\", \"cordon\", \"nccl\"]\n\n\
+         [[actuator]]\nname = \"fabric\"\ntype = \"log\"\nhandles = [\"pfcwd.*\", \"ecn.*\", \"rail.*\", \"link.*\", \"node.*\", \"nccl.*\", \"ecmp.*\"]\n\
+         like = [\"pfcwd\", \"ecn\", \"rail\", \"link\", \"cordon\", \"nccl\", \"ecmp\"]\n\n\
          [[actuator]]\nname = \"notify\"\ntype = \"log\"\nhandles = [\"webhook.*\"]\ndestructive = false\n\n{extra}",
         toml_path(&repo("rules"))
     );

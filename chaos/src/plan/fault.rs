@@ -54,6 +54,8 @@ pub struct FaultPlan {
     pub job: Option<String>,
     /// The QPs per connection a `job_relaunch` launches with (its environment file's when `None`).
     pub qps: Option<u32>,
+    /// The ECMP hash fields a `hash_change` pushes.
+    pub hash: Vec<sonic::hash::HashField>,
     /// netem delay.
     pub delay: Nanos,
     /// tbf rate.
@@ -113,6 +115,7 @@ impl FaultSpec {
             xid: self.xid.unwrap_or(79),
             job: job.map(str::to_string),
             qps: self.qps.map(|q| q.clamp(1, 128)),
+            hash: self.hash_fields(ctx, kind)?,
             delay: ctx.opt(&self.delay, "delay", 0)?,
             rate_mbit: self.rate_mbit.unwrap_or(100),
             select,
@@ -121,6 +124,23 @@ impl FaultSpec {
             label,
             locations,
         })
+    }
+}
+
+impl FaultSpec {
+    /// The field list of a `hash_change`, read as switchorch reads it: every
+    /// name known, at least one.
+    fn hash_fields(&self, ctx: &Ctx, kind: FaultKind) -> Result<Vec<sonic::hash::HashField>, ScenarioError> {
+        let span = self.kind.span();
+        match (&self.hash, kind) {
+            (None, FaultKind::HashChange) => Err(ctx.err(span, "a hash_change needs `hash`, the field list it pushes")),
+            (None, _) => Ok(Vec::new()),
+            (Some(h), _) => match sonic::hash::parse_fields(h.get_ref()) {
+                Ok(fields) if !fields.is_empty() => Ok(fields),
+                Ok(_) => Err(ctx.err(h.span(), "`hash` names no field")),
+                Err(e) => Err(ctx.err(h.span(), format!("`hash`: {e}"))),
+            },
+        }
     }
 }
 
@@ -165,6 +185,13 @@ impl FaultPlan {
                 .filter(|&j| self.job.as_ref().is_none_or(|name| &fabric.jobs[j].spec.name == name))
                 .map(|job| Effect::JobRelaunch { job, qps: self.qps })
                 .collect(),
+            FaultKind::HashChange => {
+                let leaves: Vec<String> = match &self.select.switch {
+                    None => fabric.leaves.keys().cloned().collect(),
+                    Some(one) => vec![one.clone()],
+                };
+                leaves.into_iter().map(|switch| Effect::HashChange { switch, fields: self.hash.clone() }).collect()
+            }
             FaultKind::VethFlap | FaultKind::Netem | FaultKind::Tbf => Vec::new(),
         }
     }

@@ -85,6 +85,10 @@ pub fn locations(
     let nics = fabric.select(select).unwrap_or_default();
     let mut out: Vec<Location> = match kind {
         FaultKind::GnmiSilent => select.switch.iter().map(|s| one(&[("switch", s.clone())])).collect(),
+        FaultKind::HashChange if select.switch.is_none() => {
+            fabric.leaves.keys().map(|s| one(&[("switch", s.clone())])).collect()
+        }
+        FaultKind::HashChange => select.switch.iter().map(|s| one(&[("switch", s.clone())])).collect(),
         FaultKind::UplinkCongestion => select
             .switch
             .iter()

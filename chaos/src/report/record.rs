@@ -62,6 +62,9 @@ pub struct DecisionRecord {
     /// For an undo: the decision it undoes.
     #[serde(default)]
     pub undo_of: Option<String>,
+    /// For a canary: `open` until judged, then `promoted`, `reverted`, `kept` or `unread`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub canary: Option<String>,
     /// What the actuator sent (executed) or would send (dry-run), e.g.
     /// the text of a gNMI SetRequest and the switch's address.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -88,7 +88,8 @@ pub(crate) fn decision_record(at: Nanos, d: &Decision) -> DecisionRecord {
         action: d.proposal.action.kind.clone(),
         target: d.proposal.action.target.0.clone(),
         verdict: d.verdict.name().to_string(),
-        reason: d.verdict.reason().map(String::from),
+        reason: d.verdict.reason().map(String::from).or_else(|| d.canary.as_ref().map(|c| c.describe())),
+        canary: d.canary.as_ref().map(|c| c.judged.as_ref().map_or("open", |j| j.outcome.name()).to_string()),
         undo_of: d.undo_of.clone(),
         requests: match &d.verdict {
             Verdict::Executed { outcome } => outcome.requests.clone(),
@@ -251,6 +252,36 @@ impl<'a> Run<'a> {
         }
         for d in self.dispatcher.maintain(now) {
             self.decisions.push(decision_record(now, &d));
+        }
+        self.approve_due(now).await;
+        for due in self.dispatcher.canary_board().take_due(now) {
+            let reading = self.evaluator.reading(&due.rule, &due.subject, &due.signal, now);
+            for d in self.dispatcher.judge_canary(&due.id, reading, now).await {
+                self.decisions.push(decision_record(now, &d));
+            }
+        }
+    }
+
+    /// The scenario's `[[approve]]`: a human approving each request of a
+    /// kind once it waited long enough.
+    async fn approve_due(&mut self, now: Nanos) {
+        let plan = self.plan;
+        let due: Vec<String> = self
+            .dispatcher
+            .pending()
+            .filter(|d| {
+                plan.approve.iter().any(|(pattern, after)| {
+                    engine::policy::kind_matches(pattern, &d.proposal.action.kind)
+                        && d.proposal.decided_at + after <= now
+                })
+            })
+            .map(|d| d.id.clone())
+            .collect();
+        for id in due {
+            match self.dispatcher.approve(&id, "on call (the scenario's [[approve]])", now).await {
+                Ok(d) => self.decisions.push(decision_record(now, &d)),
+                Err(error) => tracing::warn!(message = "The scenario's approval was refused.", %id, %error),
+            }
         }
     }
 

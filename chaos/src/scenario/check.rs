@@ -68,11 +68,13 @@ fn matches(m: &ActionMatch, d: &DecisionRecord) -> bool {
         && (verdict == "any" || verdict == d.verdict)
         && m.target.iter().all(|(k, v)| d.target.get(k) == Some(v))
         && d.undo_of.is_none()
+        && m.canary.as_ref().is_none_or(|c| d.canary.as_ref() == Some(c))
 }
 
 fn describe(m: &ActionMatch) -> String {
     let target: Vec<String> = m.target.iter().map(|(k, v)| format!("{k}={v}")).collect();
-    format!("{} {{{}}} ({})", m.action, target.join(", "), m.verdict.as_deref().unwrap_or("executed"))
+    let canary = m.canary.as_ref().map(|c| format!(", canary {c}")).unwrap_or_default();
+    format!("{} {{{}}} ({}{canary})", m.action, target.join(", "), m.verdict.as_deref().unwrap_or("executed"))
 }
 
 /// The outcome of `record` against `plan`'s expectations (`aborted` is the
@@ -153,9 +155,11 @@ fn bounded_probes<'a>(
         .filter_map(|series| Some((series, plan.probes.iter().find(|b| b.probe == series.name && b.bounds())?)))
 }
 
-/// The decisions that executed an action (undos left out).
+/// The decisions that executed an action (undos left out), each once: a
+/// canary is recorded again when it is judged.
 fn executed(record: &RunRecord) -> impl Iterator<Item = &DecisionRecord> {
-    record.decisions.iter().filter(|d| d.verdict == "executed" && d.undo_of.is_none())
+    let mut seen = std::collections::HashSet::new();
+    record.decisions.iter().filter(move |d| d.verdict == "executed" && d.undo_of.is_none() && seen.insert(&d.id))
 }
 
 /// The first point out of bounds before the first fault (before the end
@@ -232,7 +236,13 @@ fn action_failures(plan: &ScenarioPlan, record: &RunRecord) -> Vec<String> {
 fn missing_actions(e: &ExpectPlan, record: &RunRecord) -> Vec<String> {
     let mut failures = Vec::new();
     for m in &e.must {
-        let n = record.decisions.iter().filter(|d| matches(m, d)).count();
+        let n = record
+            .decisions
+            .iter()
+            .filter(|d| matches(m, d))
+            .map(|d| &d.id)
+            .collect::<std::collections::HashSet<_>>()
+            .len();
         let want = m.count.unwrap_or(1);
         if n < want {
             failures.push(format!("expected {} at least {want} time(s), saw {n}", describe(m)));

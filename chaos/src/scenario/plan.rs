@@ -109,6 +109,8 @@ pub struct ScenarioPlan {
     pub expect: ExpectPlan,
     /// Aborts.
     pub aborts: Vec<AbortPlan>,
+    /// Approvals: requests of a kind pattern approved this long after they were made.
+    pub approve: Vec<(String, Nanos)>,
 }
 
 /// One occurrence of a fault in one run.
@@ -185,6 +187,10 @@ impl Scenario {
         let expect = self.expect.resolve(&ctx)?;
         self.check_expect(&expect, &probes, &faults, step, &ctx)?;
         let aborts = self.abort.iter().map(|a| a.resolve(&ctx)).collect::<Result<Vec<_>, _>>()?;
+        if self.clock == Clock::Wall && !self.approve.is_empty() {
+            return Err(ctx
+                .err(0..0, "[[approve]] is for the virtual clock; on the wall clock approve with `rocemend approve`"));
+        }
         Ok(ScenarioPlan {
             name: self.name.clone(),
             description: self.description.clone(),
@@ -202,6 +208,11 @@ impl Scenario {
             faults,
             expect,
             aborts,
+            approve: self
+                .approve
+                .iter()
+                .map(|a| Ok((a.action.clone(), ctx.dur(&a.after, "approve.after")?)))
+                .collect::<Result<_, ScenarioError>>()?,
         })
     }
 
@@ -345,6 +356,10 @@ fn check_target(spec: &FaultSpec, clock: Clock, fabric: &Fabric, ctx: &Ctx) -> R
         // The wall clock has real links and no simulated fabric: a
         // fabric fault would have nothing to act on.
         return Err(ctx.err(spec.place(), format!("fault {kind:?} is a simulator fault: it needs clock = \"virtual\"")));
+    } else if kind == FaultKind::HashChange {
+        if let Some(s) = select.switch.as_ref().filter(|s| fabric.leaf(s).is_none()) {
+            return Err(ctx.err(select_span, format!("hash_change: {s:?} is not a leaf of the inventory")));
+        }
     } else if !matches!(kind, FaultKind::GnmiSilent | FaultKind::UplinkCongestion) {
         fabric.select(&select).map_err(|e| ctx.err(select_span, e.to_string()))?;
         if let Some(job) = spec.job.as_ref().filter(|_| kind == FaultKind::JobRelaunch) {

@@ -70,6 +70,19 @@ pub struct Scenario {
     /// Stop a run early when a probe crosses a line.
     #[serde(default)]
     pub abort: Vec<Abort>,
+    /// A human approving what waits for approval, as on call would.
+    #[serde(default)]
+    pub approve: Vec<Approve>,
+}
+
+/// `[[approve]]`: every request of `action` is approved `after` it was made.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Approve {
+    /// Action kind or pattern (`ecmp.widen_hash`, `ecmp.*`).
+    pub action: String,
+    /// How long the request waits first (a human's reaction).
+    pub after: Dur,
 }
 
 fn default_inventory() -> Spanned<String> {
@@ -124,6 +137,10 @@ pub struct ActionMatch {
     /// How many times at least (`must`, default 1).
     #[serde(default)]
     pub count: Option<usize>,
+    /// A canary's judgement to match (`promoted`, `reverted`, `kept`,
+    /// `unread`, `open`): the decision's latest record counts.
+    #[serde(default)]
+    pub canary: Option<String>,
 }
 
 /// Within how long a rule must fire.

@@ -49,6 +49,11 @@ pub enum FaultKind {
     /// queue pairs per connection when given (a resubmission whose
     /// environment no longer sets them gets NCCL's default, 1).
     JobRelaunch,
+    /// A configuration push sets the ECMP hash (`SWITCH_HASH|GLOBAL`
+    /// `ecmp_hash`) of the selected leaves (`select.switch`; every leaf when
+    /// absent) to `hash` (CONFIG_DB's comma-separated field names). A push
+    /// has no end: stopping it changes nothing.
+    HashChange,
     /// Real link in a network namespace: `ip link set down`, then up after
     /// `down`, every `period` (wall clock only).
     VethFlap,
@@ -132,6 +137,9 @@ pub struct FaultSpec {
     /// Queue pairs per connection its environment gives the relaunched job (job_relaunch).
     #[serde(default)]
     pub qps: Option<u32>,
+    /// The ECMP hash field list a hash_change pushes (`"SRC_IP,DST_IP,L4_DST_PORT"`).
+    #[serde(default)]
+    pub hash: Option<Spanned<String>>,
     /// Added delay (netem).
     #[serde(default)]
     pub delay: Option<Dur>,

@@ -79,6 +79,7 @@ fn decision(at: i64, action: &str, node: &str, verdict: &str) -> DecisionRecord 
         verdict: verdict.into(),
         reason: None,
         undo_of: None,
+        canary: None,
         requests: Vec::new(),
     }
 }
@@ -226,6 +227,7 @@ fn executed(at_ms: i64, action: &str, target: &[(&str, &str)]) -> DecisionRecord
         verdict: "executed".into(),
         reason: None,
         undo_of: None,
+        canary: None,
         requests: Vec::new(),
     }
 }

@@ -234,9 +234,9 @@ impl Playbook {
 
     /// The safety policy settings, durations parsed.
     pub fn policy(&self) -> Result<PolicySettings, crate::policy::PolicyError> {
-        Ok(PolicySettings::new(&self.limits, &self.breaker, &self.target, &self.approval, &self.undo, &self.retry)?
+        PolicySettings::new(&self.limits, &self.breaker, &self.target, &self.approval, &self.undo, &self.retry)?
             .verified(&self.verify)
-            .with_canaries(&self.canary)?)
+            .with_canaries(&self.canary)
     }
 
     /// The scopes the playbook sets, as (action-kind pattern, scope), in

@@ -280,6 +280,14 @@ pub enum Effect {
         /// The QPs per connection the launch's environment sets, if it sets them.
         qps: Option<u32>,
     },
+    /// A configuration push writes the leaf's ECMP hash fields to CONFIG_DB,
+    /// and switchorch applies them as it applies ours. A push has no end.
+    HashChange {
+        /// The leaf.
+        switch: String,
+        /// The fields.
+        fields: Vec<sonic::hash::HashField>,
+    },
 }
 
 /// An XID event NVML delivered on a node, waiting for the node's nvml
@@ -699,6 +707,11 @@ impl Fabric {
                     self.relaunch(*job);
                 }
             }
+            Effect::HashChange { switch, fields } => {
+                if on {
+                    self.push_hash(switch, fields);
+                }
+            }
             Effect::SensorOutage { node } => {
                 if on {
                     self.blind_nodes.insert(node.clone());
@@ -716,6 +729,16 @@ impl Fabric {
                     self.silent_switches.remove(switch);
                 }
             }
+        }
+    }
+
+    /// A configuration push of `switch`'s ECMP hash fields to CONFIG_DB: switchorch applies it.
+    fn push_hash(&mut self, switch: &str, fields: &[sonic::hash::HashField]) {
+        let Some(leaf) = self.leaves.get(switch) else { return };
+        let list = sonic::hash::format_fields(fields);
+        let fields = [(sonic::hash::ECMP_HASH_FIELD, list)];
+        if let Err(error) = leaf.model.set_config(sonic::hash::SWITCH_HASH, sonic::hash::GLOBAL, fields) {
+            tracing::warn!(message = "The hash push was refused.", %switch, %error);
         }
     }
 

@@ -169,12 +169,13 @@ impl Dispatcher {
             ));
         }
         let canary = self.canaries.open.values().find(|c| c.index == index && c.group == group && !c.promoted)?;
+        let subject = &canary.check.subject;
+        let place = subject.get("switch").map_or_else(|| subject.to_string(), str::to_string);
         Some((
             format!(
-                "waits for canary {} ({} on {}), judged at {}",
+                "waits for canary {} ({} on {place}), judged at {}",
                 canary.check.id,
                 d.proposal.action.kind,
-                canary.check.subject,
                 crate::time::rfc3339(canary.check.judge_at)
             ),
             Some(canary.check.id.clone()),
