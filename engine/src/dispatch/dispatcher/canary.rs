@@ -300,9 +300,7 @@ impl Dispatcher {
         for wid in ids {
             let Some(mut d) = self.canaries.waiting.remove(&wid) else { continue };
             if let Release::Expire(reason) = &release {
-                d.steps.push(Step { at: now, what: format!("expired: {reason}") });
-                d.verdict = Verdict::Expired { reason: reason.clone() };
-                out.push(self.finish(d, true));
+                out.push(self.expire_waiting(d, now, reason));
             } else {
                 d.steps.push(Step {
                     at: now,
@@ -333,12 +331,17 @@ impl Dispatcher {
             .collect();
         let mut out = Vec::new();
         for wid in ids {
-            let Some(mut d) = self.canaries.waiting.remove(&wid) else { continue };
-            d.steps.push(Step { at: now, what: format!("expired: {reason}") });
-            d.verdict = Verdict::Expired { reason: reason.to_string() };
-            out.push(self.finish(d, true));
+            let Some(d) = self.canaries.waiting.remove(&wid) else { continue };
+            out.push(self.expire_waiting(d, now, reason));
         }
         out
+    }
+
+    /// A proposal that waited for a canary expires, for `reason`.
+    fn expire_waiting(&mut self, mut d: Decision, now: Nanos, reason: &str) -> Decision {
+        d.steps.push(Step { at: now, what: format!("expired: {reason}") });
+        d.verdict = Verdict::Expired { reason: reason.to_string() };
+        self.finish(d, true)
     }
 }
 
