@@ -119,6 +119,15 @@ fn meaningless(p: &Playbook, errors: &mut Vec<TomlError>) {
             p.error(&["retry".into(), "attempts".into()], format!("retry.attempts: {n}: expected 1 to {MAX_ATTEMPTS}")),
         );
     }
+    for (i, c) in p.canary.iter().enumerate() {
+        let at = |key: &'static str| vec![Key::from("canary"), i.into(), key.into()];
+        if c.after.is_zero() {
+            errors.push(p.error(&at("after"), format!("canary[{i}].after = 0: a canary must be given time to show")));
+        }
+        if !(c.margin.is_finite() && c.margin >= 0.0) {
+            errors.push(p.error(&at("margin"), format!("canary[{i}].margin = {}: expected 0 or more", c.margin)));
+        }
+    }
 }
 
 /// `limits.window` as the user wrote it.
@@ -306,8 +315,8 @@ pub struct NamedKind<'a> {
 }
 
 impl Playbook {
-    /// The action kinds `[[approval]]`, `[undo]` and `[verify]` name, where
-    /// the playbook writes them.
+    /// The action kinds `[[approval]]`, `[[canary]]`, `[undo]` and `[verify]`
+    /// name, where the playbook writes them.
     pub fn named_kinds(&self) -> Vec<NamedKind<'_>> {
         let mut named = Vec::new();
         for (i, a) in self.approval.iter().enumerate() {
@@ -325,6 +334,15 @@ impl Playbook {
                 pattern,
                 what: "undo.on_resolve",
             });
+        }
+        for (i, c) in self.canary.iter().enumerate() {
+            for (j, pattern) in c.actions.iter().enumerate() {
+                named.push(NamedKind {
+                    at: vec!["canary".into(), i.into(), "actions".into(), j.into()],
+                    pattern,
+                    what: "canary",
+                });
+            }
         }
         if let Some(kinds) = &self.verify.reapply_reverted {
             for (j, pattern) in kinds.iter().enumerate() {

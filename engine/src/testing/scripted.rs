@@ -16,12 +16,21 @@ pub struct Scripted {
     name: String,
     series: Vec<SeriesSpec>,
     batches: Vec<Vec<(usize, Nanos, Value)>>,
+    /// Wall time between batches: a live sensor's pace instead of a replay's.
+    gap: std::time::Duration,
 }
 
 impl Scripted {
     /// A sensor `name` reading `series` (the batches name them by index).
     pub fn new(name: &str, series: Vec<SeriesSpec>) -> Scripted {
-        Scripted { name: name.to_string(), series, batches: Vec::new() }
+        Scripted { name: name.to_string(), series, batches: Vec::new(), gap: std::time::Duration::ZERO }
+    }
+
+    /// Sends a batch every `gap` of wall time, as a live sensor does, so what
+    /// the engine does between samples (the dispatcher's task) keeps up.
+    pub fn paced(mut self, gap: std::time::Duration) -> Scripted {
+        self.gap = gap;
+        self
     }
 
     /// Adds a batch: samples as (index into the series, time, value).
@@ -40,6 +49,9 @@ impl Sensor for Scripted {
     async fn run(self: Box<Self>, ctx: SensorContext) -> Result<(), SensorError> {
         let ids = self.series.iter().map(|spec| ctx.register(spec)).collect::<Result<Vec<_>, _>>()?;
         for batch in self.batches {
+            if !self.gap.is_zero() {
+                tokio::time::sleep(self.gap).await;
+            }
             let samples = batch.into_iter().map(|(i, ts, value)| Sample { series: ids[i], ts, value }).collect();
             ctx.read_ok(std::time::Duration::ZERO);
             tokio::select! {

@@ -13,6 +13,7 @@ mod common;
 
 mod bad_data;
 mod bad_labels;
+mod canary_loop;
 mod clock_steps;
 mod evaluator;
 mod native_evaluator;

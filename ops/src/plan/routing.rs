@@ -78,6 +78,7 @@ pub fn check(
             }
         }
     }
+    errors.extend(canary_signals(playbook, rules));
     errors.extend(playbook.undo_refusals(&engine::catalog::Catalog::new(routes.to_vec())));
     errors.sort_by_key(|e| (e.line, e.column));
     errors.dedup_by(|a, b| a.message == b.message && a.line == b.line);
@@ -100,6 +101,31 @@ fn kinds_no_rule_proposes(playbook: &Playbook, proposed: &[&str]) -> Vec<TomlErr
             playbook.error(&named.at, message)
         })
         .collect()
+}
+
+/// `[[canary]] worse` names a window value every rule proposing its kinds
+/// has: the canary is judged by it, and a name the rule does not have
+/// would never be read (every canary kept, none promoted).
+fn canary_signals(playbook: &Playbook, rules: &RuleSet) -> Vec<TomlError> {
+    let mut errors = Vec::new();
+    for (i, canary) in playbook.canary.iter().enumerate() {
+        let proposing = rules
+            .rules
+            .iter()
+            .filter(|r| r.actions.iter().any(|a| canary.actions.iter().any(|p| kind_matches(p, &a.kind))));
+        for rule in proposing.filter(|r| !r.windows.iter().any(|(name, _)| *name == canary.worse)) {
+            let windows: Vec<&str> = rule.windows.iter().map(|(n, _)| n.as_str()).collect();
+            let message = format!(
+                "canary.worse: rule {:?} ({}) proposes a kind this canary rolls out and has no window {:?} (its windows: {})",
+                rule.name,
+                rule.path,
+                canary.worse,
+                windows.join(", ")
+            );
+            errors.push(playbook.error(&["canary".into(), i.into(), "worse".into()], message));
+        }
+    }
+    errors
 }
 
 /// A kind no actuator handles: placed at the pattern it was probably meant
