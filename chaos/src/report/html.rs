@@ -212,7 +212,8 @@ fn instance_tracks(run: &RunRecord) -> Vec<Track> {
     tracks
 }
 
-/// Every decision, coloured by its verdict, with what the actuator sent.
+/// Every decision, coloured by its verdict, with its reason (a hold's, a
+/// canary's judgement) and what the actuator sent.
 fn decision_track(run: &RunRecord) -> Track {
     Track::Marks {
         label: "decisions".into(),
@@ -222,11 +223,13 @@ fn decision_track(run: &RunRecord) -> Track {
             .map(|d| Mark {
                 at: d.at,
                 label: format!(
-                    "{} {} {}{}{}",
+                    "{} {} {}{}{}{}{}",
                     d.action,
                     subject(&d.target),
                     d.verdict,
                     if d.undo_of.is_some() { " (undo)" } else { "" },
+                    d.canary.as_ref().map(|c| format!(" (canary: {c})")).unwrap_or_default(),
+                    d.reason.as_ref().map(|r| format!("\n{r}")).unwrap_or_default(),
                     d.requests.iter().map(|r| format!("\n{r}")).collect::<String>()
                 ),
                 class: d.verdict.clone(),
