@@ -417,6 +417,10 @@ pub struct WhyArgs {
     /// Relative rise of the step time that counts as a regression.
     #[arg(long, default_value_t = ops::why::window::DEFAULT_THRESHOLD)]
     pub threshold: f64,
+    /// Rank metrics `why` has no row for too (docs/operations.md, "What why ranks"): with no noise
+    /// floor of their own, any change of theirs looks significant.
+    #[arg(long)]
+    pub all_metrics: bool,
     /// One JSON document instead of text.
     #[arg(long)]
     pub json: bool,
@@ -449,6 +453,7 @@ impl WhyArgs {
             from: self.from.clone(),
             to: self.to.clone(),
             threshold: self.threshold,
+            all_metrics: self.all_metrics,
             files: Files {
                 config: self.config.clone(),
                 recording: self.recording.clone(),

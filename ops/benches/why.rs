@@ -144,7 +144,7 @@ fn prepare(name: &str, length: i64) -> Prepared {
 }
 
 fn analyze(rec: &why::series::Recorded, topology: &Topology) -> why::Report {
-    let q = why::Query { job: "big", span: None, threshold: 0.15, topology: Some(topology) };
+    let q = why::Query { job: "big", span: None, threshold: 0.15, topology: Some(topology), all_metrics: false };
     why::analyze(rec, &q, &[], |_| String::new()).unwrap()
 }
 

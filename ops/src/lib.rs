@@ -29,7 +29,7 @@
 //!     text.push_str(&format!("{{\"s\":1,\"t\":{},\"v\":{step}}}\n", i * 1_000_000_000));
 //! }
 //! let recorded = why::series::read(text.as_bytes(), "example").unwrap();
-//! let query = Query { job: "train", span: None, threshold: 0.15, topology: None };
+//! let query = Query { job: "train", span: None, threshold: 0.15, topology: None, all_metrics: false };
 //! let report = why::analyze(&recorded, &query, &[], |_| String::new()).unwrap();
 //! assert!((report.signal.slowdown - 0.5).abs() < 1e-9, "the step time rose 50 %");
 //! assert_eq!(ops::time::rfc3339(report.windows.rise_at), "1970-01-01T00:00:30.000Z");

@@ -50,7 +50,13 @@ fn truth(fault: &Fault, topology: &Topology) -> Vec<String> {
 fn ranked(case: &Case, topology: &Arc<Topology>, span: Option<(Nanos, Nanos)>) -> Result<Vec<String>, String> {
     let bytes = why_cases::record(case, topology.clone());
     let rec = why::series::read(&bytes[..], "case").map_err(|e| e.to_string())?;
-    let q = why::Query { job: &case.job, span, threshold: why::window::DEFAULT_THRESHOLD, topology: Some(topology) };
+    let q = why::Query {
+        job: &case.job,
+        span,
+        threshold: why::window::DEFAULT_THRESHOLD,
+        topology: Some(topology),
+        all_metrics: false,
+    };
     let report = why::analyze(&rec, &q, &[], |_| String::new()).map_err(|e| e.to_string())?;
     Ok(report.ranking.iter().map(|r| r.element.to_string()).collect())
 }
@@ -275,6 +281,7 @@ fn the_ecmp_scenarios_collision_is_named_with_its_leaf_and_its_uplinks() {
             span: None,
             threshold: why::window::DEFAULT_THRESHOLD,
             topology: Some(&topology),
+            all_metrics: false,
         };
         // A placement that puts two flows on one uplink of a leaf whose others carry one costs
         // the job less than 15 %: no regression to find, and the SRE points at the span since

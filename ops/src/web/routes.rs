@@ -198,8 +198,14 @@ impl Console {
         if let Err(e) = sensors::job::check_name("job", &job) {
             return plain(StatusCode::BAD_REQUEST, format!("{e}\n"));
         }
-        let request =
-            why::Request { job, from: None, to: None, threshold: why::window::DEFAULT_THRESHOLD, files: self.files() };
+        let request = why::Request {
+            job,
+            from: None,
+            to: None,
+            threshold: why::window::DEFAULT_THRESHOLD,
+            files: self.files(),
+            all_metrics: false,
+        };
         let (tx, rx) = tokio::sync::oneshot::channel();
         std::thread::spawn(move || {
             let answer = why::answer(&request, engine::time::wall_clock_now());

@@ -28,7 +28,11 @@ pub mod rates;
 pub mod render;
 pub mod select;
 pub mod series;
+pub mod signals;
 pub mod window;
+
+#[cfg(test)]
+mod cause_tests;
 
 use std::collections::BTreeSet;
 
@@ -137,6 +141,8 @@ pub struct Query<'a> {
     pub threshold: f64,
     /// The inventory, if any.
     pub topology: Option<&'a Topology>,
+    /// Rank metrics the table of [`signals`] does not know too.
+    pub all_metrics: bool,
 }
 
 /// The job signal as analysed.
@@ -207,24 +213,41 @@ fn windows_of(q: &Query, signal: &[(Nanos, f64)]) -> Result<Windows, WhyError> {
     }
 }
 
-/// One series' movement, if it has enough points in both windows.
-fn signal_of(rec: &Recorded, s: &series::Series, w: &Windows) -> Option<Signal> {
-    let base = s.points(&rec.grid, w.baseline.0, w.baseline.1);
-    let reg = s.points(&rec.grid, w.regression.0, w.regression.1);
+/// One series' movement, if `why` knows its metric (or ranks them all) and
+/// it has enough points in both windows. A move the good way scores 0.
+fn signal_of(rec: &Recorded, s: &series::Series, w: &Windows, all_metrics: bool) -> Option<Signal> {
+    let known = match signals::known(&s.metric) {
+        Some(k) => *k,
+        None if all_metrics => signals::UNKNOWN,
+        None => return None,
+    };
+    let decode = |p: Vec<(Nanos, f64)>| match known.decode {
+        Some(f) => p.into_iter().map(|(t, v)| (t, f(v))).collect(),
+        None => p,
+    };
+    let base = decode(s.points(&rec.grid, w.baseline.0, w.baseline.1));
+    let reg = decode(s.points(&rec.grid, w.regression.0, w.regression.1));
     let vals = |p: &[(Nanos, f64)]| p.iter().map(|x| x.1).collect::<Vec<f64>>();
     let secs = |(a, b): (Nanos, Nanos)| (b - a) as f64 / SECOND as f64;
     let effect = match s.shape {
         Shape::Event => rank::event_effect(&vals(&base), &vals(&reg), secs(w.baseline), secs(w.regression))?,
-        _ => rank::level_effect(&s.metric, &vals(&base), &vals(&reg))?,
+        _ => rank::level_effect_over(&s.metric, known.floor, &vals(&base), &vals(&reg))?,
     };
     let spread = 1.4826 * rank::mad(&vals(&base), effect.baseline);
-    let band = (3.0 * spread).max(rank::floor(&s.metric)).max(0.05 * effect.baseline.abs());
+    let floor =
+        if known.floor.is_nan() { 0.05 * effect.baseline.abs().max(effect.regression.abs()) } else { known.floor };
+    let band = (3.0 * spread).max(floor).max(0.05 * effect.baseline.abs());
     // Search from a little before the rise: a cause moves first.
     let search_from = w.regression.0 - (w.regression.1 - w.regression.0).max(10 * SECOND);
-    let around = s.points(&rec.grid, search_from.max(w.baseline.0), w.regression.1);
+    let around = decode(s.points(&rec.grid, search_from.max(w.baseline.0), w.regression.1));
     let moved = if effect.z > 1.0 { rank::moved_at(&around, effect.baseline, band) } else { None };
     let lead_ns = moved.map(|m| w.rise_at - m);
-    let score = rank::score(&s.metric, &effect, lead_ns, w.regression.1 - w.regression.0);
+    let bad_way = known.bad.admits(effect.baseline, effect.regression);
+    let score = if bad_way {
+        rank::score_weighted(known.weight, &effect, lead_ns, w.regression.1 - w.regression.0)
+    } else {
+        0.0
+    };
     Some(Signal {
         metric: s.metric.clone(),
         labels: s.labels.to_string(),
@@ -237,12 +260,13 @@ fn signal_of(rec: &Recorded, s: &series::Series, w: &Windows) -> Option<Signal> 
 }
 
 /// The elements of the path, ranked.
-fn ranking(rec: &Recorded, path: &JobPath, w: &Windows, topology: Option<&Topology>) -> (Vec<Ranked>, usize) {
+fn ranking(rec: &Recorded, path: &JobPath, w: &Windows, q: &Query) -> (Vec<Ranked>, usize) {
+    let topology = q.topology;
     let mut compared = 0;
     let mut signals: Vec<(Element, Signal)> = Vec::new();
     for s in &rec.series {
         let Some(element) = path.element_of(&enriched(&s.labels, topology)) else { continue };
-        let Some(signal) = signal_of(rec, s, w) else { continue };
+        let Some(signal) = signal_of(rec, s, w, q.all_metrics) else { continue };
         compared += 1;
         if signal.score > 0.0 {
             signals.push((element, signal));
@@ -276,7 +300,7 @@ pub fn analyze(
     for s in &rec.series {
         path.learn(&enriched(&s.labels, q.topology));
     }
-    let (ranking, compared) = ranking(rec, &path, &w, q.topology);
+    let (ranking, compared) = ranking(rec, &path, &w, q);
     let ecmp = ecmp::collisions(rec, &path, &w, q.topology);
     let on_path = |l: &Labels| path.element_of(&enriched(l, q.topology)).is_some() || l.get("job") == Some(q.job);
     let base_level = window::levels(&signal, &w).baseline;
@@ -308,6 +332,8 @@ pub struct Request {
     pub threshold: f64,
     /// Where the daemon's recording, ledger and inventory are.
     pub files: Files,
+    /// Rank metrics `why` does not know too (`--all-metrics`).
+    pub all_metrics: bool,
 }
 
 /// The analysis `request` asks for, and whether a ledger was read. Blocks:
@@ -334,7 +360,13 @@ pub fn answer(request: &Request, now: Nanos) -> Result<(Report, bool), WhyError>
     };
     let wanted = select::for_job(&recording, &request.job, topology.clone())?;
     let recorded = select::read(&recording, wanted)?;
-    let query = Query { job: &request.job, span, threshold: request.threshold, topology: topology.as_deref() };
+    let query = Query {
+        job: &request.job,
+        span,
+        threshold: request.threshold,
+        topology: topology.as_deref(),
+        all_metrics: request.all_metrics,
+    };
     let report = analyze(&recorded, &query, &decisions, |d| {
         let p = &d.proposal;
         crate::control::incidents::incident_id(&p.rule, &p.subject, p.active_at)

@@ -45,63 +45,11 @@ const MIN_POINTS: usize = 3;
 
 pub use engine::stats::{mad, median};
 
-/// The role a metric plays in a diagnosis.
+/// The weight and noise floor of `metric` ([`signals`](super::signals));
+/// for a metric the table does not know (drawn on a timeline, never ranked
+/// without `--all-metrics`), a middling weight and no floor.
 fn role(metric: &str) -> (f64, f64) {
-    // (weight, floor ε in the series' unit, per second for counters)
-    let m = metric;
-    let has = |p: &str| m.contains(p);
-    if m == "gpu_xid" {
-        return (2.0, 0.01);
-    }
-    if has("tx_prio_pause_duration") || has("pfc_rx_pause_duration") {
-        return (1.0, 1e4);
-    }
-    if has("tx_prio_pause") || has("pfc_rx_pkts") || has("pause_storm") {
-        return (1.0, 100.0);
-    }
-    if has("pfcwd_stormed") || has("oper_up") {
-        return (1.0, 0.1);
-    }
-    if has("carrier") || has("link_down") || has("link_transition") || has("deadlock_detected") {
-        return (1.0, 0.05);
-    }
-    if has("symbol_err") || has("in_errors") || has("fcs_errors") || has("rcv_errors") || has("out_of_sequence") {
-        return (1.0, 1.0);
-    }
-    if has("corrected_bits") || m.starts_with("gpu_nvlink") || m.starts_with("gpu_pcie") {
-        return (1.0, 10.0);
-    }
-    if has("ecn_marked_packets") && m.starts_with("switch_") {
-        return (1.0, 1e3);
-    }
-    if has("occupancy_bytes") || has("watermark_bytes") {
-        return (1.0, 1e5);
-    }
-    if has("dropped") {
-        return (0.6, 10.0);
-    }
-    if has("np_ecn_marked") || has("cnp") {
-        return (0.7, 1e3);
-    }
-    if has("xmit_wait") {
-        return (0.4, 1e6);
-    }
-    if has("rx_prio_pause_duration") || has("pfc_tx_pause_duration") {
-        return (0.4, 1e4);
-    }
-    if has("rx_prio_pause") || has("pfc_tx_pkts") {
-        return (0.4, 100.0);
-    }
-    if has("bytes") || has("_data") || has("packets") || has("rx_bits") || has("octets") {
-        return (0.2, 1e6);
-    }
-    if has("temperature") {
-        return (0.5, 5.0);
-    }
-    if has("utilization") {
-        return (0.3, 10.0);
-    }
-    (0.5, 1e-6)
+    super::signals::known(metric).map_or((0.5, 1e-6), |k| (k.weight, k.floor))
 }
 
 /// How directly `metric` points at a cause (see the module doc).
@@ -142,11 +90,18 @@ fn mean(v: &[f64]) -> f64 {
 
 /// The effect size of a level series (rates and gauges).
 pub fn level_effect(metric: &str, base: &[f64], reg: &[f64]) -> Option<Effect> {
+    level_effect_over(metric, floor(metric), base, reg)
+}
+
+/// [`level_effect`] over the noise floor `floor`; a NaN floor (a metric
+/// nobody described) is 5 % of the larger of its two levels, so a move
+/// counts by its size relative to the metric itself: at most z = 20.
+pub fn level_effect_over(metric: &str, floor: f64, base: &[f64], reg: &[f64]) -> Option<Effect> {
     if base.len() < MIN_POINTS || reg.len() < MIN_POINTS {
         return None;
     }
     let (b, r) = if sparse(metric) { (mean(base), mean(reg)) } else { (median(base), median(reg)) };
-    let eps = floor(metric).max(0.05 * b.abs());
+    let eps = if floor.is_nan() { (0.05 * b.abs().max(r.abs())).max(1e-9) } else { floor.max(0.05 * b.abs()) };
     let z = (r - b).abs() / (1.4826 * mad(base, b) + eps);
     Some(Effect { baseline: b, regression: r, z })
 }
@@ -199,8 +154,13 @@ pub struct Signal {
 /// The score of a series that moved by `effect`, `lead_ns` before the
 /// job's rise, in a regression `reg_len` long.
 pub fn score(metric: &str, effect: &Effect, lead_ns: Option<Nanos>, reg_len: Nanos) -> f64 {
+    score_weighted(weight(metric), effect, lead_ns, reg_len)
+}
+
+/// [`score`] with the weight `weight`.
+pub fn score_weighted(weight: f64, effect: &Effect, lead_ns: Option<Nanos>, reg_len: Nanos) -> f64 {
     let late = lead_ns.is_some_and(|l| -l > (reg_len / 10).max(2 * SECOND));
-    weight(metric) * (1.0 + effect.z).ln() * if late { 0.5 } else { 1.0 }
+    weight * (1.0 + effect.z).ln() * if late { 0.5 } else { 1.0 }
 }
 
 /// An element and its signals, best first.

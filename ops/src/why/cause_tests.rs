@@ -1,0 +1,179 @@
+//! The misreadings an independent generator found, each as a small
+//! recording on `docs/examples/inventory.toml`: a job on node-01 and
+//! node-02 whose step time rises at 60 s because node-02's NIC on rail 3
+//! storms pause frames (seen at both ends of its cable), with something
+//! else moving beside it that is no cause.
+
+use engine::counter::CounterSpec;
+use engine::recording::Writer;
+use engine::series::{SampleKind, SeriesSpec, Value};
+use engine::{Labels, Nanos, Topology, SECOND};
+
+use super::path::Element;
+use super::{analyze, series, Query, Report};
+
+const T0: Nanos = 1_700_000_000 * SECOND;
+const COUNTER: SampleKind = SampleKind::Counter(CounterSpec::U64);
+
+/// A recording under construction: series declared as they are added,
+/// samples written per series.
+struct Rec {
+    w: Writer<Vec<u8>>,
+    next: u32,
+}
+
+impl Rec {
+    fn new() -> Rec {
+        Rec { w: Writer::new(Vec::new()), next: 0 }
+    }
+
+    fn series(&mut self, metric: &str, labels: &[(&str, &str)], kind: SampleKind) -> u32 {
+        let spec = SeriesSpec { metric: metric.into(), labels: Labels::from_pairs(labels.iter().copied()), kind };
+        self.w.declare(self.next, &spec).unwrap();
+        self.next += 1;
+        self.next - 1
+    }
+
+    /// Samples of `id` every `every_ms` for `secs` seconds, valued `f(t)` (t in seconds).
+    fn points(&mut self, id: u32, secs: i64, every_ms: i64, mut f: impl FnMut(f64) -> f64) {
+        for k in 0..=(secs * 1000 / every_ms) {
+            let t = k * every_ms;
+            self.w.write_raw_sample(id, T0 + t * 1_000_000, Value::Real(f(t as f64 / 1000.0))).unwrap();
+        }
+    }
+
+    /// A counter growing at `rate(t)` per second, sampled every `every_ms`.
+    fn counter(&mut self, id: u32, secs: i64, every_ms: i64, rate: impl Fn(f64) -> f64) {
+        let (mut total, dt) = (0.0, every_ms as f64 / 1000.0);
+        self.points(id, secs, every_ms, |t| {
+            total += rate(t) * dt;
+            total
+        });
+    }
+
+    fn bytes(mut self) -> Vec<u8> {
+        self.w.flush().unwrap();
+        self.w.inner().clone()
+    }
+}
+
+/// The job, its step time (0.5 s, 40 % slower from `slow_from` s), and
+/// node-02 eth3's storm from 60 s: 30 % of the time pausing its peer, at
+/// both ends of the cable (the NIC's pause sent, leaf-rail3 Ethernet4's
+/// pause received).
+fn storm_case() -> Rec {
+    let mut r = Rec::new();
+    for node in ["node-01", "node-02"] {
+        let info = r.series("job_node_info", &[("job", "train"), ("node", node)], SampleKind::Gauge);
+        r.points(info, 120, 1000, |_| 1.0);
+    }
+    let step = r.series("job_step_time_seconds", &[("job", "train")], SampleKind::Gauge);
+    r.points(step, 120, 500, |t| if t >= 60.0 { 0.7 } else { 0.5 } * (1.0 + 0.01 * (t * 7.0).sin()));
+    let nic = r.series(
+        "ethtool_tx_prio_pause_duration_us",
+        &[("node", "node-02"), ("netdev", "eth3"), ("prio", "3")],
+        COUNTER,
+    );
+    r.counter(nic, 120, 100, |t| if t >= 60.0 { 3e5 } else { 200.0 });
+    let port = r.series(
+        "switch_pfc_rx_pause_duration_us",
+        &[("switch", "leaf-rail3"), ("port", "Ethernet4"), ("prio", "3")],
+        COUNTER,
+    );
+    r.counter(port, 120, 1000, |t| if t >= 60.0 { 3e5 } else { 500.0 });
+    r
+}
+
+fn topology() -> Topology {
+    Topology::parse(engine::topology::EXAMPLE_INVENTORY, "inventory").unwrap()
+}
+
+fn why(r: Rec, all_metrics: bool) -> Report {
+    let topology = topology();
+    let rec = series::read(&r.bytes()[..], "case").unwrap();
+    let q = Query { job: "train", span: None, threshold: 0.15, topology: Some(&topology), all_metrics };
+    analyze(&rec, &q, &[], |_| String::new()).unwrap()
+}
+
+fn top(report: &Report) -> String {
+    match &report.ranking[0].element {
+        Element::Rail { node, rail, .. } => format!("{node} rail {rail}"),
+        other => format!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_gpus_power_cap_bit_does_not_outrank_a_pfc_storm_but_a_thermal_slowdown_counts() {
+    let mut r = storm_case();
+    let mask = r.series("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", &[("node", "node-01"), ("gpu", "2")], SampleKind::Gauge);
+    // SW_POWER_CAP from 55 s, read every 10 s as DCGM's exporter does.
+    r.points(mask, 120, 10_000, |t| if t >= 55.0 { 4.0 } else { 0.0 });
+    let report = why(r, false);
+    assert_eq!(top(&report), "node-02 rail 3", "{:#?}", report.ranking);
+    assert!(
+        !report.ranking.iter().flat_map(|e| &e.signals).any(|s| s.metric.contains("THROTTLE") && s.score > 0.0),
+        "the power-cap bit is no slowdown: {:#?}",
+        report.ranking
+    );
+
+    // HW_THERMAL on node-01's GPU 2 instead, and no storm: the GPU is the answer.
+    let mut r = Rec::new();
+    for node in ["node-01", "node-02"] {
+        let info = r.series("job_node_info", &[("job", "train"), ("node", node)], SampleKind::Gauge);
+        r.points(info, 120, 1000, |_| 1.0);
+    }
+    let step = r.series("job_step_time_seconds", &[("job", "train")], SampleKind::Gauge);
+    r.points(step, 120, 500, |t| if t >= 60.0 { 0.7 } else { 0.5 });
+    let mask = r.series("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", &[("node", "node-01"), ("gpu", "2")], SampleKind::Gauge);
+    r.points(mask, 120, 10_000, |t| if t >= 55.0 { 4.0 + 64.0 } else { 4.0 });
+    let report = why(r, false);
+    assert!(
+        matches!(&report.ranking[0].element, Element::Gpu { node, gpu } if node == "node-01" && gpu == "2"),
+        "{:#?}",
+        report.ranking
+    );
+}
+
+#[test]
+fn rdma_operations_at_step_end_and_a_few_sequence_errors_do_not_outrank_the_storm() {
+    let mut r = storm_case();
+    for rail in 0..8 {
+        let dev = format!("mlx5_{rail}");
+        let ops =
+            r.series("rdma_rx_write_requests", &[("node", "node-01"), ("rdma_dev", &dev), ("rdma_port", "1")], COUNTER);
+        // A job that sends at each step's end: nothing, then 4.4e5 writes a second.
+        r.counter(ops, 120, 100, |t| if t >= 60.0 && (t * 2.0).fract() < 0.5 { 4.4e5 } else { 0.0 });
+    }
+    let seq =
+        r.series("rdma_packet_seq_err", &[("node", "node-01"), ("rdma_dev", "mlx5_6"), ("rdma_port", "1")], COUNTER);
+    r.counter(seq, 120, 100, |t| if t >= 58.0 { 20.0 } else { 0.0 });
+    let report = why(r, false);
+    assert_eq!(top(&report), "node-02 rail 3", "{:#?}", report.ranking);
+    // Under --all-metrics an unknown metric ranks, with a low weight: the storm still leads.
+    let mut r = storm_case();
+    let odd = r.series("exporter_thing_total", &[("node", "node-01"), ("netdev", "eth5")], COUNTER);
+    r.counter(odd, 120, 100, |t| if t >= 60.0 { 500.0 } else { 0.0 });
+    let all = why(r, true);
+    assert_eq!(top(&all), "node-02 rail 3", "{:#?}", all.ranking);
+    assert!(
+        all.ranking.iter().flat_map(|e| &e.signals).any(|s| s.metric == "exporter_thing_total"),
+        "{:#?}",
+        all.ranking
+    );
+}
+
+#[test]
+fn a_counter_that_falls_because_the_job_slowed_is_no_cause() {
+    let mut r = storm_case();
+    // Another leaf's queue marks less once the job sends less: 11,626/s → 8,372/s.
+    let marks = r.series(
+        "switch_queue_ecn_marked_packets",
+        &[("switch", "leaf-rail5"), ("port", "Ethernet0"), ("queue", "3"), ("prio", "3")],
+        COUNTER,
+    );
+    r.counter(marks, 120, 1000, |t| if t >= 60.0 { 8372.0 } else { 11626.0 });
+    let report = why(r, false);
+    assert_eq!(top(&report), "node-02 rail 3", "{:#?}", report.ranking);
+    let fell = report.ranking.iter().flat_map(|e| &e.signals).find(|s| s.metric == "switch_queue_ecn_marked_packets");
+    assert!(fell.is_none_or(|s| s.score == 0.0), "a fall is a consequence: {fell:?}");
+}
