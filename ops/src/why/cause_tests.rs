@@ -177,3 +177,37 @@ fn a_counter_that_falls_because_the_job_slowed_is_no_cause() {
     let fell = report.ranking.iter().flat_map(|e| &e.signals).find(|s| s.metric == "switch_queue_ecn_marked_packets");
     assert!(fell.is_none_or(|s| s.score == 0.0), "a fall is a consequence: {fell:?}");
 }
+
+#[test]
+fn an_uplinks_marks_refreshed_every_ten_seconds_outrank_the_receivers_nic_marks() {
+    let mut r = Rec::new();
+    for node in ["node-01", "node-02"] {
+        let info = r.series("job_node_info", &[("job", "train"), ("node", node)], SampleKind::Gauge);
+        r.points(info, 120, 1000, |_| 1.0);
+    }
+    let step = r.series("job_step_time_seconds", &[("job", "train")], SampleKind::Gauge);
+    r.points(step, 120, 500, |t| if t >= 60.0 { 0.65 } else { 0.5 });
+    // leaf-rail3's uplink (Ethernet16: no NIC behind it) marks 2e5 packets a second from 60 s;
+    // gNMI serves it every second, SONiC refreshes it every 10 s.
+    let uplink = r.series(
+        "switch_queue_ecn_marked_packets",
+        &[("switch", "leaf-rail3"), ("port", "Ethernet16"), ("queue", "3"), ("prio", "3")],
+        COUNTER,
+    );
+    let refreshed = |t: f64| (t / 10.0).floor() * 10.0;
+    r.points(uplink, 120, 1000, |t| {
+        let at = refreshed(t);
+        2e5 * (at - 60.0).max(0.0) + 50.0 * at
+    });
+    // The receivers' NICs see the marks, read every 100 ms.
+    for node in ["node-01", "node-02"] {
+        let marks = r.series(
+            "rdma_np_ecn_marked_roce_packets",
+            &[("node", node), ("rdma_dev", "mlx5_3"), ("rdma_port", "1")],
+            COUNTER,
+        );
+        r.counter(marks, 120, 100, |t| if t >= 60.0 { 6e3 } else { 20.0 });
+    }
+    let report = why(r, false);
+    assert!(matches!(&report.ranking[0].element, Element::Plane { plane } if plane == "0"), "{:#?}", report.ranking);
+}

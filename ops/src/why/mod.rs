@@ -25,6 +25,7 @@ pub mod ecmp;
 pub mod path;
 pub mod rank;
 pub mod rates;
+pub mod refresh;
 pub mod render;
 pub mod select;
 pub mod series;
@@ -221,12 +222,19 @@ fn signal_of(rec: &Recorded, s: &series::Series, w: &Windows, all_metrics: bool)
         None if all_metrics => signals::UNKNOWN,
         None => return None,
     };
-    let decode = |p: Vec<(Nanos, f64)>| match known.decode {
-        Some(f) => p.into_iter().map(|(t, v)| (t, f(v))).collect(),
-        None => p,
+    // The whole series once: decoded, and a slowly refreshed counter read
+    // over its refresh edges, so a window's edge cuts no refresh in two.
+    let mut all = s.points(&rec.grid, rec.grid.origin, rec.grid.end());
+    if let Some(f) = known.decode {
+        all.iter_mut().for_each(|p| p.1 = f(p.1));
+    }
+    if s.shape == Shape::Rate && refresh::refreshed_slowly(&s.metric) {
+        all = refresh::over_refresh_edges(all);
+    }
+    let within = |(from, to): (Nanos, Nanos)| -> Vec<(Nanos, f64)> {
+        all.iter().copied().filter(|(t, _)| *t >= rec.grid.start_of(rec.grid.index_floor(from)) && *t <= to).collect()
     };
-    let base = decode(s.points(&rec.grid, w.baseline.0, w.baseline.1));
-    let reg = decode(s.points(&rec.grid, w.regression.0, w.regression.1));
+    let (base, reg) = (within(w.baseline), within(w.regression));
     let vals = |p: &[(Nanos, f64)]| p.iter().map(|x| x.1).collect::<Vec<f64>>();
     let secs = |(a, b): (Nanos, Nanos)| (b - a) as f64 / SECOND as f64;
     let effect = match s.shape {
@@ -239,7 +247,7 @@ fn signal_of(rec: &Recorded, s: &series::Series, w: &Windows, all_metrics: bool)
     let band = (3.0 * spread).max(floor).max(0.05 * effect.baseline.abs());
     // Search from a little before the rise: a cause moves first.
     let search_from = w.regression.0 - (w.regression.1 - w.regression.0).max(10 * SECOND);
-    let around = decode(s.points(&rec.grid, search_from.max(w.baseline.0), w.regression.1));
+    let around = within((search_from.max(w.baseline.0), w.regression.1));
     let moved = if effect.z > 1.0 { rank::moved_at(&around, effect.baseline, band) } else { None };
     let lead_ns = moved.map(|m| w.rise_at - m);
     let bad_way = known.bad.admits(effect.baseline, effect.regression);
