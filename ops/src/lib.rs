@@ -32,7 +32,8 @@
 //! let query = Query { job: "train", span: None, threshold: 0.15, topology: None, all_metrics: false };
 //! let report = why::analyze(&recorded, &query, &[], |_| String::new()).unwrap();
 //! assert!((report.signal.slowdown - 0.5).abs() < 1e-9, "the step time rose 50 %");
-//! assert_eq!(ops::time::rfc3339(report.windows.rise_at), "1970-01-01T00:00:30.000Z");
+//! // The first slow step was pushed when it ended, at 30 s: it began when the one before it ended.
+//! assert_eq!(ops::time::rfc3339(report.windows.rise_at), "1970-01-01T00:00:29.000Z");
 //! ```
 //!
 //! # Layout

@@ -142,7 +142,9 @@ pub fn job_rise(tracks: &[SeriesTrack]) -> Option<Nanos> {
     let steps: Vec<Vec<(Nanos, f64)>> =
         tracks.iter().filter(|t| t.metric == crate::why::STEP_TIME).map(|t| t.points.clone()).collect();
     let signal = crate::why::window::worst_of(&steps);
-    crate::why::window::detect(&signal, crate::why::window::DEFAULT_THRESHOLD).ok().map(|w| w.rise_at)
+    let end = tracks.iter().filter_map(|t| t.points.last().map(|p| p.0)).max()?;
+    let pushes = crate::why::window::Pushes { step_ends: true, recording_end: end };
+    crate::why::window::detect(&signal, crate::why::window::DEFAULT_THRESHOLD, pushes).ok().map(|w| w.rise_at)
 }
 
 /// What the recording holds for the window and focus.

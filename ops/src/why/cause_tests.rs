@@ -211,3 +211,71 @@ fn an_uplinks_marks_refreshed_every_ten_seconds_outrank_the_receivers_nic_marks(
     let report = why(r, false);
     assert!(matches!(&report.ranking[0].element, Element::Plane { plane } if plane == "0"), "{:#?}", report.ranking);
 }
+
+/// The job's step ends: 0.5 s steps, each pushed when it ends, until
+/// `slow_from` s; from then steps of `slow` s (none at all when 0: a stall).
+fn step_ends(r: &mut Rec, slow_from: f64, slow: f64, until: f64) {
+    for node in ["node-01", "node-02"] {
+        let info = r.series("job_node_info", &[("job", "train"), ("node", node)], SampleKind::Gauge);
+        r.points(info, until as i64, 1000, |_| 1.0);
+    }
+    let step = r.series("job_step_time_seconds", &[("job", "train")], SampleKind::Gauge);
+    let mut t = 0.0;
+    while t < until {
+        let secs = if t >= slow_from { slow } else { 0.5 };
+        if secs == 0.0 {
+            break;
+        }
+        t += secs;
+        r.w.write_raw_sample(step, T0 + (t * 1e9) as Nanos, Value::Real(secs)).unwrap();
+    }
+}
+
+#[test]
+fn an_xid_during_the_first_slow_step_is_in_the_regression_not_the_baseline() {
+    let mut r = Rec::new();
+    // GPU 4 of node-02 raises XID 13 at 60.1 s; every step from the one under way then takes 2 s,
+    // the first of them pushed at 62 s.
+    step_ends(&mut r, 60.0, 2.0, 120.0);
+    let xid = r.series("gpu_xid", &[("node", "node-02"), ("gpu", "4"), ("xid", "13")], SampleKind::Event);
+    r.w.write_raw_sample(xid, T0 + 60_100_000_000, Value::Real(13.0)).unwrap();
+    // node-01's NICs wait for node-02 meanwhile: victims.
+    let wait =
+        r.series("rdma_port_xmit_wait", &[("node", "node-01"), ("rdma_dev", "mlx5_2"), ("rdma_port", "1")], COUNTER);
+    r.counter(wait, 120, 100, |t| if t >= 62.0 { 4e7 } else { 1e5 });
+    let report = why(r, false);
+    assert!(
+        matches!(&report.ranking[0].element, Element::Gpu { node, gpu } if node == "node-02" && gpu == "4"),
+        "{:#?}",
+        report.ranking
+    );
+    assert!(report.windows.rise_at <= T0 + 60_100_000_000, "the slow step began before its XID: {:?}", report.windows);
+}
+
+#[test]
+fn a_job_that_stops_pushing_steps_is_stalled_and_its_cause_named() {
+    let mut r = storm_case_without_job();
+    step_ends(&mut r, 60.0, 0.0, 120.0);
+    let report = why(r, false);
+    assert!(report.windows.stalled, "{:?}", report.windows);
+    assert_eq!(top(&report), "node-02 rail 3", "{:#?}", report.ranking);
+    assert!(report.signal.slowdown > 10.0, "a stall of 60 s against 0.5 s steps: {}", report.signal.slowdown);
+}
+
+/// The storm of [`storm_case`] without the job's series.
+fn storm_case_without_job() -> Rec {
+    let mut r = Rec::new();
+    let nic = r.series(
+        "ethtool_tx_prio_pause_duration_us",
+        &[("node", "node-02"), ("netdev", "eth3"), ("prio", "3")],
+        COUNTER,
+    );
+    r.counter(nic, 120, 100, |t| if t >= 59.8 { 9e5 } else { 200.0 });
+    let port = r.series(
+        "switch_pfc_rx_pause_duration_us",
+        &[("switch", "leaf-rail3"), ("port", "Ethernet4"), ("prio", "3")],
+        COUNTER,
+    );
+    r.counter(port, 120, 1000, |t| if t >= 59.8 { 9e5 } else { 500.0 });
+    r
+}

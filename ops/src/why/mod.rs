@@ -205,12 +205,12 @@ fn job_signal(rec: &Recorded, job: &str) -> Option<(String, Vec<(Nanos, f64)>)> 
     None
 }
 
-/// The windows: given, or found in the job signal.
-fn windows_of(q: &Query, signal: &[(Nanos, f64)]) -> Result<Windows, WhyError> {
+/// The windows: given, or found in the job signal (pushed as `pushes` says).
+fn windows_of(q: &Query, signal: &[(Nanos, f64)], pushes: window::Pushes) -> Result<Windows, WhyError> {
     match q.span {
         Some((from, to)) if from < to => Ok(Windows::given(from, to)),
         Some(_) => Err(WhyError::EmptySpan),
-        None => window::detect(signal, q.threshold),
+        None => window::detect(signal, q.threshold, pushes),
     }
 }
 
@@ -298,8 +298,15 @@ pub fn analyze(
         return Err(WhyError::UnknownJob { job: q.job.to_string(), known });
     }
     let (metric, signal) = job_signal(rec, q.job).ok_or_else(|| WhyError::NoSignal { job: q.job.to_string() })?;
-    let w = windows_of(q, &signal)?;
+    let pushes = window::Pushes { step_ends: metric == STEP_TIME, recording_end: rec.grid.end() };
+    let w = windows_of(q, &signal, pushes)?;
     let mut levels = window::levels(&signal, &w);
+    if w.stalled {
+        // No step ended in a stall: the one under way has lasted at least its length.
+        let silence = (w.regression.1 - w.regression.0) as f64 / SECOND as f64;
+        // A bandwidth (inverted) fell to nothing.
+        levels.regression = if metric == BUSBW { f64::INFINITY } else { silence };
+    }
     if metric == BUSBW {
         levels = Levels { baseline: 1.0 / levels.baseline, regression: 1.0 / levels.regression };
     }

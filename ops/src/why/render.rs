@@ -175,7 +175,11 @@ pub fn commands(r: &Report) -> Vec<String> {
 pub fn text(r: &Report) -> String {
     let mut out = String::new();
     let w = &r.windows;
-    let how = if w.detected { "found in the step time" } else { "as given; baseline: the span before" };
+    let how = match (w.detected, w.stalled) {
+        (true, true) => "stalled: no step ended in it",
+        (true, false) => "found in the step time",
+        (false, _) => "as given; baseline: the span before",
+    };
     let unit = if r.signal.metric == super::BUSBW { " GB/s" } else { " s" };
     let _ = writeln!(
         out,

@@ -18,6 +18,17 @@
 //!   it, or at the end of the recording;
 //! - the ranking's baseline is everything before the rise.
 //!
+//! - **the onset, as the daemons see it**: a step time is known when the
+//!   step *ends*, so the first slow step pushed at `t` with `v` seconds
+//!   began at `t − v` (not before the step pushed before it): the
+//!   regression starts there, and a cause that struck during that step (an
+//!   XID, a storm's first second) falls inside it, not in the baseline;
+//! - **a stall**: when no regression is found in the points (a job that all
+//!   but stopped pushes too few steps), a silence of [`STALL_STEPS`]
+//!   baseline steps (at least [`MIN_STALL`]) between two pushes, or from the
+//!   last push to the end of the recording, is the regression: the step
+//!   that began at its start has not ended.
+//!
 //! With `--from/--to`, that span is the regression and the span of equal
 //! length before it the baseline.
 
@@ -35,6 +46,10 @@ pub const RUN: usize = 5;
 pub const MIN_BASELINE: usize = 8;
 /// The default relative rise that counts as a regression (15 %).
 pub const DEFAULT_THRESHOLD: f64 = 0.15;
+/// A silence of this many baseline steps is a stall…
+pub const STALL_STEPS: i64 = 20;
+/// …and at least this long.
+pub const MIN_STALL: Nanos = 10 * engine::SECOND;
 
 /// Where the job was normal and where it was slow.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -47,13 +62,31 @@ pub struct Windows {
     pub rise_at: Nanos,
     /// Found from the step time (true) or given.
     pub detected: bool,
+    /// The regression is a silence: no step ended in it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stalled: bool,
 }
 
 impl Windows {
     /// `--from/--to`: that span, and the equal span before it as baseline.
     pub fn given(from: Nanos, to: Nanos) -> Windows {
-        Windows { baseline: (from - (to - from), from), regression: (from, to), rise_at: from, detected: false }
+        Windows {
+            baseline: (from - (to - from), from),
+            regression: (from, to),
+            rise_at: from,
+            detected: false,
+            stalled: false,
+        }
     }
+}
+
+/// How the job signal was pushed, for [`detect`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Pushes {
+    /// Each point is a step's duration in seconds, pushed when it ended.
+    pub step_ends: bool,
+    /// The end of the recording: a silence up to it is a stall.
+    pub recording_end: Nanos,
 }
 
 /// The job signal's level in each window.
@@ -100,8 +133,17 @@ fn first_run(points: &[(Nanos, f64)], from: usize, slow: impl Fn(f64) -> bool) -
     })
 }
 
-/// Finds the regression in `signal` (time-ordered, higher is slower).
-pub fn detect(signal: &[(Nanos, f64)], relative: f64) -> Result<Windows, WhyError> {
+/// Finds the regression in `signal` (time-ordered, higher is slower),
+/// pushed as `pushes` says.
+pub fn detect(signal: &[(Nanos, f64)], relative: f64, pushes: Pushes) -> Result<Windows, WhyError> {
+    match in_points(signal, relative, pushes) {
+        Ok(w) => Ok(w),
+        Err(e) => stall(signal, pushes.recording_end).ok_or(e),
+    }
+}
+
+/// The regression found in the points themselves.
+fn in_points(signal: &[(Nanos, f64)], relative: f64, pushes: Pushes) -> Result<Windows, WhyError> {
     if signal.len() < MIN_BASELINE + RUN {
         return Err(WhyError::TooFewPoints { points: signal.len(), needed: MIN_BASELINE + RUN });
     }
@@ -114,12 +156,44 @@ pub fn detect(signal: &[(Nanos, f64)], relative: f64) -> Result<Windows, WhyErro
         percent: relative * 100.0,
     })?;
     let end = first_run(signal, start + 1, |v| v <= hi).map(|j| signal[j].0).unwrap_or(signal[signal.len() - 1].0);
-    let rise_at = signal[start].0;
+    let rise_at = if pushes.step_ends { began(signal, start) } else { signal[start].0 };
     Ok(Windows {
         baseline: (signal[0].0, rise_at - 1),
         regression: (rise_at, end.max(rise_at + 1)),
         rise_at,
         detected: true,
+        stalled: false,
+    })
+}
+
+/// When the step pushed as point `i` began: its duration before its end,
+/// not before the step pushed before it ended.
+fn began(signal: &[(Nanos, f64)], i: usize) -> Nanos {
+    let (t, secs) = signal[i];
+    let start = t - (secs.max(0.0) * engine::SECOND as f64) as Nanos;
+    match i.checked_sub(1) {
+        Some(p) => start.max(signal[p].0 + 1),
+        None => start,
+    }
+}
+
+/// The first silence of [`STALL_STEPS`] baseline steps (at least
+/// [`MIN_STALL`]) in the pushes, up to `end`: a stall.
+fn stall(signal: &[(Nanos, f64)], end: Nanos) -> Option<Windows> {
+    if signal.len() < 3 {
+        return None;
+    }
+    let gaps: Vec<f64> = signal.windows(2).map(|w| (w[1].0 - w[0].0) as f64).collect();
+    let step = median(&gaps[..gaps.len().min(MIN_BASELINE)]) as Nanos;
+    let limit = (STALL_STEPS * step).max(MIN_STALL);
+    let ends = signal.iter().skip(1).map(|p| p.0).chain([end]);
+    let (from, to) = signal.iter().map(|p| p.0).zip(ends).find(|(a, b)| b - a > limit)?;
+    Some(Windows {
+        baseline: (signal[0].0, from - 1),
+        regression: (from, to),
+        rise_at: from,
+        detected: true,
+        stalled: true,
     })
 }
 
@@ -147,6 +221,38 @@ mod tests {
         values.iter().enumerate().map(|(i, v)| (i as Nanos * 100, *v)).collect()
     }
 
+    /// Points that are levels, not step ends, in a recording that ends with them.
+    const POINTS: Pushes = Pushes { step_ends: false, recording_end: 0 };
+
+    #[test]
+    fn a_slow_step_began_its_length_before_it_was_pushed() {
+        // Steps of 0.5 s pushed at their ends; from the one pushed at 10.5 s, 2 s each.
+        let mut t = 0;
+        let mut pts = Vec::new();
+        while t <= 30 * engine::SECOND {
+            let secs = if t > 10 * engine::SECOND { 2.0 } else { 0.5 };
+            t += (secs * 1e9) as Nanos;
+            pts.push((t, secs));
+        }
+        let end = pts.last().unwrap().0;
+        let w = detect(&pts, DEFAULT_THRESHOLD, Pushes { step_ends: true, recording_end: end }).unwrap();
+        assert_eq!(w.rise_at, 10_500_000_001, "the first slow step began when the last fast one ended");
+        let as_levels = detect(&pts, DEFAULT_THRESHOLD, Pushes { step_ends: false, recording_end: end }).unwrap();
+        assert_eq!(as_levels.rise_at, 12_500_000_000);
+    }
+
+    #[test]
+    fn a_job_that_stops_pushing_is_stalled() {
+        let s = engine::SECOND;
+        let pts: Vec<(Nanos, f64)> = (1..=10).map(|i| (i * s / 2, 0.5)).collect();
+        let w = detect(&pts, DEFAULT_THRESHOLD, Pushes { step_ends: true, recording_end: 60 * s }).unwrap();
+        assert!(w.stalled);
+        assert_eq!((w.rise_at, w.regression), (5 * s, (5 * s, 60 * s)));
+        // A silence of 9 s is not one (at least 10 s), however short the steps.
+        let short = detect(&pts, DEFAULT_THRESHOLD, Pushes { step_ends: true, recording_end: 14 * s });
+        assert!(short.is_err());
+    }
+
     #[test]
     fn a_sustained_rise_is_found_and_a_lone_slow_step_is_not() {
         let mut v = vec![1.0; 40];
@@ -155,7 +261,7 @@ mod tests {
             *x = 1.4;
         }
         v[27] = 1.0; // one fast step inside does not split it
-        let w = detect(&steps(&v), DEFAULT_THRESHOLD).unwrap();
+        let w = detect(&steps(&v), DEFAULT_THRESHOLD, POINTS).unwrap();
         assert_eq!(w.rise_at, 2500);
         assert_eq!(w.regression, (2500, 3500));
         assert_eq!(w.baseline, (0, 2499));
@@ -165,9 +271,9 @@ mod tests {
 
     #[test]
     fn a_flat_job_has_no_regression_and_says_how_to_choose_one() {
-        let err = detect(&steps(&[1.0; 40]), DEFAULT_THRESHOLD).unwrap_err().to_string();
+        let err = detect(&steps(&[1.0; 40]), DEFAULT_THRESHOLD, POINTS).unwrap_err().to_string();
         assert!(err.contains("no regression") && err.contains("--from/--to"), "{err}");
-        assert!(detect(&steps(&[1.0; 5]), DEFAULT_THRESHOLD).unwrap_err().to_string().contains("at least"));
+        assert!(detect(&steps(&[1.0; 5]), DEFAULT_THRESHOLD, POINTS).unwrap_err().to_string().contains("at least"));
     }
 
     #[test]
