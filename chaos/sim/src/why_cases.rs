@@ -53,6 +53,12 @@ pub enum CaseKind {
     /// its leaves have several uplinks: `chaos/scenarios/ecmp_collision.toml`). Not drawn by
     /// [`random_case`]: it needs an inventory of scalable units.
     JobRelaunch,
+    /// Not the fabric: the job's own input pipeline (a data loader, a
+    /// checkpoint to slow storage) makes its steps `factor` times longer,
+    /// and the fabric only carries less. The negative control: `why` must
+    /// not blame a fabric element. Not drawn by [`random_case`]
+    /// ([`not_the_fabric`] draws it).
+    LoaderStall,
 }
 
 impl CaseKind {
@@ -78,6 +84,7 @@ impl CaseKind {
             CaseKind::UplinkCongestion => "uplink_congestion",
             CaseKind::Congestion => "congestion",
             CaseKind::JobRelaunch => "job_relaunch",
+            CaseKind::LoaderStall => "loader_stall",
         }
     }
 
@@ -142,6 +149,7 @@ impl Fault {
                 vec![Effect::Congestion { rail: self.select.rail.unwrap_or(0), load: self.param("load", 0.8) }]
             }
             CaseKind::JobRelaunch => vec![Effect::JobRelaunch { job: 0, qps: Some(self.param("qps", 1.0) as u32) }],
+            CaseKind::LoaderStall => Vec::new(),
         }
     }
 }
@@ -248,6 +256,8 @@ struct Recorder {
     info: Vec<u32>,
     /// XID series, declared when first raised.
     xid_ids: BTreeMap<(String, u32, u64), u32>,
+    /// How many times longer the job's steps are for reasons of its own (a loader stall).
+    own_slowdown: f64,
 }
 
 impl Recorder {
@@ -317,6 +327,7 @@ impl Recorder {
             step_id,
             info,
             xid_ids: BTreeMap::new(),
+            own_slowdown: 1.0,
         }
     }
 
@@ -324,12 +335,18 @@ impl Recorder {
     /// note, and stops it at its end.
     fn fault(&mut self, fabric: &mut Fabric, f: &Fault, fx: &[Effect], offset: Nanos) {
         if offset == f.at {
+            if f.kind == CaseKind::LoaderStall {
+                self.own_slowdown = f.param("factor", 1.5);
+            }
             fx.iter().for_each(|e| fabric.start(e));
             let what = format!("{} on {}", f.kind.name(), f.select);
             let note = Note { ts: START + offset, kind: "fault".into(), text: what, labels: Labels::default() };
             self.w.note(&note).expect("writing to memory");
         }
         if f.duration.is_some_and(|d| offset == f.at + d) {
+            if f.kind == CaseKind::LoaderStall {
+                self.own_slowdown = 1.0;
+            }
             fx.iter().for_each(|e| fabric.stop(e));
         }
     }
@@ -401,7 +418,7 @@ impl Recorder {
 
     /// The job's step time (±3 %) and its nodes at `t`.
     fn job(&mut self, fabric: &Fabric, rng: &mut fastrand::Rng, t: Nanos) {
-        let ratio = fabric.jobs[0].step_ratio * (1.0 + 0.03 * (2.0 * rng.f64() - 1.0));
+        let ratio = fabric.jobs[0].step_ratio * self.own_slowdown * (1.0 + 0.03 * (2.0 * rng.f64() - 1.0));
         self.w.write_raw_sample(self.step_id, t, Value::Real(0.5 * ratio)).expect("writing to memory");
         for id in &self.info {
             self.w.write_raw_sample(*id, t, Value::Real(1.0)).expect("writing to memory");
@@ -446,6 +463,20 @@ pub fn random_case(topology: &Topology, seed: u64) -> Case {
     let distractor = distractor(&mut rng, &all, &nodes, &netdevs);
     let end = at + duration.unwrap_or(12 * SECOND) + 5 * SECOND;
     Case { job: "train-a".into(), nodes, fault, distractor, length: end.max(42 * SECOND), seed, qps_per_connection: 1 }
+}
+
+/// A negative control on `topology` from `seed`: the job slows by 30 to
+/// 100 % for reasons of its own (its data loader), 15–25 s in, for 8–15 s,
+/// on a healthy fabric with, in most cases, the small distractors of
+/// [`random_case`]. The right answer is "not the fabric".
+pub fn not_the_fabric(topology: &Topology, seed: u64) -> Case {
+    let mut case = random_case(topology, seed);
+    let mut rng = fastrand::Rng::with_seed(seed ^ 0x10ad);
+    let (select, params) =
+        strong(CaseKind::LoaderStall, &Places { job_node: "", any_node: "", dev: "", leaves: &[] }, &mut rng);
+    case.fault = Fault { kind: CaseKind::LoaderStall, select, params, ..case.fault };
+    case.fault.duration = Some(case.fault.duration.unwrap_or((8 + rng.i64(0..=7)) * SECOND));
+    case
 }
 
 /// The places a case's fault may be drawn at.
@@ -498,6 +529,10 @@ fn strong(kind: CaseKind, at: &Places, rng: &mut fastrand::Rng) -> (Selector, BT
         }
         CaseKind::JobRelaunch => {
             params.insert("qps".into(), 1.0);
+            Selector::default()
+        }
+        CaseKind::LoaderStall => {
+            params.insert("factor".into(), 1.3 + rng.f64() * 0.7);
             Selector::default()
         }
     };

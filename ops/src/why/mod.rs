@@ -20,6 +20,7 @@
 //! read, so benches and tests call it directly; [`answer`] finds the
 //! daemon's recording and ledger first, as the verb does.
 
+pub mod answer;
 pub mod decisions;
 pub mod ecmp;
 pub mod path;
@@ -170,6 +171,8 @@ pub struct Report {
     pub signal: JobSignal,
     /// Elements of the path, most moved first (those that moved at all).
     pub ranking: Vec<Ranked>,
+    /// Whether the fabric explains it, how sure, and on what evidence.
+    pub answer: answer::Answer,
     /// Decisions taken in the regression.
     pub decisions: Vec<decisions::Taken>,
     /// The job's leaves whose uplinks carried its traffic unevenly, worst first.
@@ -326,6 +329,7 @@ pub fn analyze(
         nodes: nodes.into_iter().collect(),
         windows: w,
         signal: JobSignal { metric, levels, slowdown },
+        answer: answer::answer(&ranking),
         ranking,
         decisions,
         ecmp,

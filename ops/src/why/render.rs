@@ -102,7 +102,7 @@ pub fn verdict(r: &Report) -> String {
     let rise = format!("{} rose {:.0} %", signal_word(r), r.signal.slowdown * 100.0);
     let Some(top) = r.ranking.first() else {
         return format!(
-            "job {}: the {rise} from {}, but no signal on its path moved ({} series compared)",
+            "not the fabric: job {}: the {rise} from {}, but no signal on its path moved ({} series compared); look at the job's input pipeline or its code",
             r.job,
             clock(r.windows.rise_at),
             r.compared
@@ -118,6 +118,17 @@ pub fn verdict(r: &Report) -> String {
     if let Some(c) = collision_behind(r, top) {
         out = format!("{c}; {out}");
     }
+    let sure = r.answer.confidence * 100.0;
+    out = if r.answer.fabric {
+        format!("{out} (confidence {sure:.0} %)")
+    } else {
+        format!(
+            "not the fabric: no element on the job's path moved enough to explain it (best: {out}, score {:.1} < {}); \
+             look at the job's input pipeline or its code (confidence {sure:.0} %)",
+            top.score,
+            super::answer::FABRIC_SCORE
+        )
+    };
     if let Some(d) = r.decisions.first() {
         let _ = write!(out, "; {} ({}, {}) at {}", d.action, d.verdict, d.rule, clock(d.decided_at));
         match d.recovered_at {
