@@ -69,19 +69,24 @@ fn storm_case() -> Rec {
     }
     let step = r.series("job_step_time_seconds", &[("job", "train")], SampleKind::Gauge);
     r.points(step, 120, 500, |t| if t >= 60.0 { 0.7 } else { 0.5 } * (1.0 + 0.01 * (t * 7.0).sin()));
+    storm(&mut r, 60.0, 3e5);
+    r
+}
+
+/// node-02 eth3 pausing its peer `us` µs a second from `from` s, at both ends of its cable.
+fn storm(r: &mut Rec, from: f64, us: f64) {
     let nic = r.series(
         "ethtool_tx_prio_pause_duration_us",
         &[("node", "node-02"), ("netdev", "eth3"), ("prio", "3")],
         COUNTER,
     );
-    r.counter(nic, 120, 100, |t| if t >= 60.0 { 3e5 } else { 200.0 });
+    r.counter(nic, 120, 100, |t| if t >= from { us } else { 200.0 });
     let port = r.series(
         "switch_pfc_rx_pause_duration_us",
         &[("switch", "leaf-rail3"), ("port", "Ethernet4"), ("prio", "3")],
         COUNTER,
     );
-    r.counter(port, 120, 1000, |t| if t >= 60.0 { 3e5 } else { 500.0 });
-    r
+    r.counter(port, 120, 1000, |t| if t >= from { us } else { 500.0 });
 }
 
 fn topology() -> Topology {
@@ -254,28 +259,11 @@ fn an_xid_during_the_first_slow_step_is_in_the_regression_not_the_baseline() {
 
 #[test]
 fn a_job_that_stops_pushing_steps_is_stalled_and_its_cause_named() {
-    let mut r = storm_case_without_job();
+    let mut r = Rec::new();
+    storm(&mut r, 59.8, 9e5);
     step_ends(&mut r, 60.0, 0.0, 120.0);
     let report = why(r, false);
     assert!(report.windows.stalled, "{:?}", report.windows);
     assert_eq!(top(&report), "node-02 rail 3", "{:#?}", report.ranking);
     assert!(report.signal.slowdown > 10.0, "a stall of 60 s against 0.5 s steps: {}", report.signal.slowdown);
-}
-
-/// The storm of [`storm_case`] without the job's series.
-fn storm_case_without_job() -> Rec {
-    let mut r = Rec::new();
-    let nic = r.series(
-        "ethtool_tx_prio_pause_duration_us",
-        &[("node", "node-02"), ("netdev", "eth3"), ("prio", "3")],
-        COUNTER,
-    );
-    r.counter(nic, 120, 100, |t| if t >= 59.8 { 9e5 } else { 200.0 });
-    let port = r.series(
-        "switch_pfc_rx_pause_duration_us",
-        &[("switch", "leaf-rail3"), ("port", "Ethernet4"), ("prio", "3")],
-        COUNTER,
-    );
-    r.counter(port, 120, 1000, |t| if t >= 59.8 { 9e5 } else { 500.0 });
-    r
 }
