@@ -386,3 +386,28 @@ fn a_hundred_thousand_decisions_are_listed_through_the_cli_in_pages() {
     assert_eq!(decode_lines(&out).len(), 200);
     daemon.stop();
 }
+
+/// A socket whose daemon accepts and never answers (hung, or a refusal the
+/// kernel queued before the daemon saw it): a verb ends with an error within
+/// seconds instead of waiting for ever.
+#[test]
+fn a_socket_that_accepts_and_never_answers_ends_the_verb_with_an_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let socket = tmp.path().join("control.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    // Accept, hold every connection open, say nothing.
+    let held = std::thread::spawn(move || {
+        let mut open = Vec::new();
+        for conn in listener.incoming().take(1) {
+            open.push(conn.unwrap());
+        }
+        std::thread::sleep(std::time::Duration::from_secs(40));
+        drop(open);
+    });
+    let started = std::time::Instant::now();
+    let out = Command::new(bin()).args(["mode", "shadow", "--socket"]).arg(&socket).output().unwrap();
+    let took = started.elapsed();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(took < std::time::Duration::from_secs(30), "the verb waited {took:?}");
+    drop(held);
+}

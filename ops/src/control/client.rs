@@ -149,11 +149,27 @@ pub async fn connect(address: &Address) -> Result<Client, ClientError> {
     }
 }
 
+/// How long the client waits for its connection, and for a PING's answer
+/// on it: a socket whose daemon accepts and never answers (hung, or a
+/// refusal the kernel queued before the daemon saw it) ends the verb with
+/// an error instead of waiting for ever. A live daemon answers PINGs
+/// whatever its calls are doing, so a long `watch` is not cut.
+const PATIENCE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// `endpoint` with [`PATIENCE`]: a connect timeout and HTTP/2 keep-alive.
+fn patient(endpoint: Endpoint) -> Endpoint {
+    endpoint
+        .connect_timeout(PATIENCE)
+        .http2_keep_alive_interval(PATIENCE)
+        .keep_alive_timeout(PATIENCE)
+        .keep_alive_while_idle(true)
+}
+
 async fn connect_unix(path: &Path) -> Result<Client, ClientError> {
     let socket: PathBuf = path.to_path_buf();
     // The URI is required by the HTTP/2 layer and never resolved: the
     // connector below always dials the socket.
-    let channel = Endpoint::try_from("http://rocemend.control")?
+    let channel = patient(Endpoint::try_from("http://rocemend.control")?)
         .connect_with_connector(tower::service_fn(move |_: Uri| {
             let socket = socket.clone();
             async move { Ok::<_, std::io::Error>(TokioIo::new(UnixStream::connect(socket).await?)) }
@@ -214,7 +230,7 @@ async fn connect_tcp(addr: &str, ca: &Path, token: Option<&str>) -> Result<Clien
     let dial = addr.clone();
     // TLS is done here rather than by tonic so the same rustls (ring) the
     // rest of the workspace uses serves both ends; the URI is never dialed.
-    let channel = Endpoint::try_from(format!("http://{addr}"))?
+    let channel = patient(Endpoint::try_from(format!("http://{addr}"))?)
         .connect_with_connector(tower::service_fn(move |_: Uri| {
             let (dial, name, connector) = (dial.clone(), name.clone(), connector.clone());
             async move {
