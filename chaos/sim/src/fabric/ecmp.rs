@@ -75,6 +75,18 @@ pub struct Flow {
     pub share: f64,
 }
 
+impl Fabric {
+    /// A configuration push of `switch`'s ECMP hash fields to CONFIG_DB: switchorch applies it.
+    pub(super) fn push_hash(&mut self, switch: &str, fields: &[HashField]) {
+        let Some(leaf) = self.leaves.get(switch) else { return };
+        let list = sonic::hash::format_fields(fields);
+        let fields = [(sonic::hash::ECMP_HASH_FIELD, list)];
+        if let Err(error) = leaf.model.set_config(sonic::hash::SWITCH_HASH, sonic::hash::GLOBAL, fields) {
+            tracing::warn!(message = "The hash push was refused.", %switch, %error);
+        }
+    }
+}
+
 impl Flow {
     /// The bytes of `field` as the ASIC feeds them to its hash; zero for a
     /// field the packet does not have (inner fields, the VLAN of an

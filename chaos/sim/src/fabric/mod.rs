@@ -732,16 +732,6 @@ impl Fabric {
         }
     }
 
-    /// A configuration push of `switch`'s ECMP hash fields to CONFIG_DB: switchorch applies it.
-    fn push_hash(&mut self, switch: &str, fields: &[sonic::hash::HashField]) {
-        let Some(leaf) = self.leaves.get(switch) else { return };
-        let list = sonic::hash::format_fields(fields);
-        let fields = [(sonic::hash::ECMP_HASH_FIELD, list)];
-        if let Err(error) = leaf.model.set_config(sonic::hash::SWITCH_HASH, sonic::hash::GLOBAL, fields) {
-            tracing::warn!(message = "The hash push was refused.", %switch, %error);
-        }
-    }
-
     /// The NIC of `node` named `dev` (a netdev or an RDMA device).
     pub fn nic_index(&self, node: &str, dev: &str) -> Option<usize> {
         self.nics.iter().position(|n| n.node == node && (n.netdev == dev || n.rdma_dev == dev))

@@ -151,12 +151,17 @@ impl Dispatcher {
     }
 
     /// Whether `d` must wait for a canary, or is held after one was
-    /// reverted: the reason, and the canary it waits for.
+    /// reverted: the reason, and the canary it waits for. An action already
+    /// in effect is left to the policy's de-duplication.
     pub(super) fn canary_gate(&self, d: &Decision, now: Nanos) -> Option<(String, Option<String>)> {
         if d.mode != Mode::Enforce || !d.destructive {
             return None;
         }
         let (index, _) = self.policy.settings().canary_for(&d.proposal.action.kind)?;
+        let key = d.proposal.action.dedup_key();
+        if self.policy.in_effect().any(|e| e.action.dedup_key() == key) {
+            return None;
+        }
         let group = self.canary_group(&d.proposal.action);
         if let Some((by, until)) = self.canaries.held.get(&(index, group.clone())).filter(|(_, until)| *until > now) {
             return Some((

@@ -65,9 +65,7 @@ impl Dispatcher {
     }
 
     pub(super) async fn decide(&mut self, mut d: Decision, now: Nanos, what: CheckFor) -> Decision {
-        if what != CheckFor::Reapplied
-            && self.policy.in_effect().all(|e| e.action.dedup_key() != d.proposal.action.dedup_key())
-        {
+        if what != CheckFor::Reapplied {
             if let Some((reason, of)) = self.canary_gate(&d, now) {
                 return self.hold_for_canary(d, now, reason, of);
             }
