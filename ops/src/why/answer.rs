@@ -77,6 +77,7 @@ mod tests {
             effect: Effect { baseline: 0.0, regression: 1.0, z: 1.0 },
             moved_at: None,
             lead_ns: None,
+            peer_z: None,
             score,
         };
         Ranked { element: Element::Rail { node: node.into(), rail: rail.into() }, score, signals: vec![signal] }

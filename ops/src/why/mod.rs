@@ -24,6 +24,7 @@ pub mod answer;
 pub mod decisions;
 pub mod ecmp;
 pub mod path;
+pub mod peers;
 pub mod rank;
 pub mod rates;
 pub mod refresh;
@@ -47,7 +48,7 @@ use serde::Serialize;
 use crate::recorded::{self, Files, LedgerError, ReadError};
 use crate::time::{parse_time, TimeError};
 
-use path::{enriched, Element, JobPath};
+use path::{enriched, JobPath};
 use rank::{Ranked, Signal};
 use series::{Recorded, Shape};
 use window::{Levels, Windows};
@@ -218,8 +219,9 @@ fn windows_of(q: &Query, signal: &[(Nanos, f64)], pushes: window::Pushes) -> Res
 }
 
 /// One series' movement, if `why` knows its metric (or ranks them all) and
-/// it has enough points in both windows. A move the good way scores 0.
-fn signal_of(rec: &Recorded, s: &series::Series, w: &Windows, all_metrics: bool) -> Option<Signal> {
+/// it has enough points in both windows, with the least change that matters
+/// for it. A move the good way scores 0.
+fn signal_of(rec: &Recorded, s: &series::Series, w: &Windows, all_metrics: bool) -> Option<(Signal, f64)> {
     let known = match signals::known(&s.metric) {
         Some(k) => *k,
         None if all_metrics => signals::UNKNOWN,
@@ -259,31 +261,33 @@ fn signal_of(rec: &Recorded, s: &series::Series, w: &Windows, all_metrics: bool)
     } else {
         0.0
     };
-    Some(Signal {
+    let signal = Signal {
         metric: s.metric.clone(),
         labels: s.labels.to_string(),
         rate: s.shape == Shape::Rate,
         effect,
         moved_at: moved,
         lead_ns,
+        peer_z: None,
         score,
-    })
+    };
+    Some((signal, floor))
 }
 
-/// The elements of the path, ranked.
+/// The elements of the path, ranked: each series against its past and its peers.
 fn ranking(rec: &Recorded, path: &JobPath, w: &Windows, q: &Query) -> (Vec<Ranked>, usize) {
-    let topology = q.topology;
-    let mut compared = 0;
-    let mut signals: Vec<(Element, Signal)> = Vec::new();
+    let mut compared: Vec<peers::Compared> = Vec::new();
     for s in &rec.series {
-        let Some(element) = path.element_of(&enriched(&s.labels, topology)) else { continue };
-        let Some(signal) = signal_of(rec, s, w, q.all_metrics) else { continue };
-        compared += 1;
-        if signal.score > 0.0 {
-            signals.push((element, signal));
-        }
+        let labels = enriched(&s.labels, q.topology);
+        let Some(element) = path.element_of(&labels) else { continue };
+        let Some((signal, floor)) = signal_of(rec, s, w, q.all_metrics) else { continue };
+        let key = peers::PeerKey::of(&s.metric, &element, &labels);
+        compared.push(peers::Compared { element, key, signal, floor });
     }
-    (rank::group(signals), compared)
+    peers::weigh(&mut compared);
+    let count = compared.len();
+    let moved = compared.into_iter().filter(|c| c.signal.score > 0.0).map(|c| (c.element, c.signal)).collect();
+    (rank::group(moved), count)
 }
 
 /// Why `q.job` was slow, from a recording read with [`series::read`] and

@@ -147,6 +147,10 @@ pub struct Signal {
     pub moved_at: Option<Nanos>,
     /// Nanoseconds before the job's rise it moved (negative: after).
     pub lead_ns: Option<Nanos>,
+    /// How far it stood out from its peers' median move (their spread or its
+    /// floor as unit), when it had enough peers ([`super::peers`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peer_z: Option<f64>,
     /// Its score.
     pub score: f64,
 }
@@ -292,6 +296,7 @@ mod tests {
             effect: Effect { baseline: 0.0, regression: 1.0, z: 1.0 },
             moved_at: None,
             lead_ns: Some(lead),
+            peer_z: None,
             score,
         };
         let a = Element::Node { node: "a".into() };
