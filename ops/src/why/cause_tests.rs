@@ -267,3 +267,43 @@ fn a_job_that_stops_pushing_steps_is_stalled_and_its_cause_named() {
     assert_eq!(top(&report), "node-02 rail 3", "{:#?}", report.ranking);
     assert!(report.signal.slowdown > 10.0, "a stall of 60 s against 0.5 s steps: {}", report.signal.slowdown);
 }
+
+/// A job slow from its start has no regression in its step time; its
+/// elements are compared with their peers instead: node-02's NIC on rail 3
+/// storms from the start, the job's other NICs pause a little.
+#[test]
+fn a_job_slow_from_its_start_is_answered_by_its_peers() {
+    let mut r = Rec::new();
+    for node in ["node-01", "node-02"] {
+        let info = r.series("job_node_info", &[("job", "train"), ("node", node)], SampleKind::Gauge);
+        r.points(info, 120, 1000, |_| 1.0);
+    }
+    let step = r.series("job_step_time_seconds", &[("job", "train")], SampleKind::Gauge);
+    r.points(step, 120, 500, |t| 0.7 * (1.0 + 0.01 * (t * 7.0).sin()));
+    storm(&mut r, 0.0, 3e5);
+    for (node, rail) in [("node-01", 0), ("node-01", 3), ("node-01", 5), ("node-02", 1), ("node-02", 6)] {
+        let netdev = format!("eth{rail}");
+        let labels = [("node", node), ("netdev", netdev.as_str()), ("prio", "3")];
+        let id = r.series("ethtool_tx_prio_pause_duration_us", &labels, COUNTER);
+        r.counter(id, 120, 100, |_| 200.0 + 50.0 * rail as f64);
+    }
+    let report = why(r, false);
+    assert!(report.windows.peers_only, "{:?}", report.windows);
+    assert_eq!(top(&report), "node-02 rail 3", "{:#?}", report.ranking);
+    assert!(report.answer.fabric, "{:?}", report.answer);
+    let storm = &report.ranking[0].signals[0];
+    assert!(storm.peer_z.unwrap() > 10.0 && storm.effect.baseline < 1e3, "the peers' median → its own: {storm:?}");
+    assert!(super::render::text(&report).contains("never faster in the recording"));
+
+    // With nothing standing out from its peers either, there is no answer to give.
+    let mut calm = Rec::new();
+    let info = calm.series("job_node_info", &[("job", "train"), ("node", "node-01")], SampleKind::Gauge);
+    calm.points(info, 120, 1000, |_| 1.0);
+    let step = calm.series("job_step_time_seconds", &[("job", "train")], SampleKind::Gauge);
+    calm.points(step, 120, 500, |_| 0.7);
+    let topology = topology();
+    let rec = series::read(&calm.bytes()[..], "case").unwrap();
+    let q = Query { job: "train", span: None, threshold: 0.15, topology: Some(&topology), all_metrics: false };
+    let err = analyze(&rec, &q, &[], |_| String::new()).unwrap_err().to_string();
+    assert!(err.contains("no regression"), "{err}");
+}

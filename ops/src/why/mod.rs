@@ -21,6 +21,7 @@
 //! daemon's recording and ledger first, as the verb does.
 
 pub mod answer;
+pub mod compare;
 pub mod decisions;
 pub mod ecmp;
 pub mod path;
@@ -49,8 +50,8 @@ use crate::recorded::{self, Files, LedgerError, ReadError};
 use crate::time::{parse_time, TimeError};
 
 use path::{enriched, JobPath};
-use rank::{Ranked, Signal};
-use series::{Recorded, Shape};
+use rank::Ranked;
+use series::Recorded;
 use window::{Levels, Windows};
 
 /// The job signal's metrics, in order of preference.
@@ -218,78 +219,6 @@ fn windows_of(q: &Query, signal: &[(Nanos, f64)], pushes: window::Pushes) -> Res
     }
 }
 
-/// One series' movement, if `why` knows its metric (or ranks them all) and
-/// it has enough points in both windows, with the least change that matters
-/// for it. A move the good way scores 0.
-fn signal_of(rec: &Recorded, s: &series::Series, w: &Windows, all_metrics: bool) -> Option<(Signal, f64)> {
-    let known = match signals::known(&s.metric) {
-        Some(k) => *k,
-        None if all_metrics => signals::UNKNOWN,
-        None => return None,
-    };
-    // The whole series once: decoded, and a slowly refreshed counter read
-    // over its refresh edges, so a window's edge cuts no refresh in two.
-    let mut all = s.points(&rec.grid, rec.grid.origin, rec.grid.end());
-    if let Some(f) = known.decode {
-        all.iter_mut().for_each(|p| p.1 = f(p.1));
-    }
-    if s.shape == Shape::Rate && refresh::refreshed_slowly(&s.metric) {
-        all = refresh::over_refresh_edges(all);
-    }
-    let within = |(from, to): (Nanos, Nanos)| -> Vec<(Nanos, f64)> {
-        all.iter().copied().filter(|(t, _)| *t >= rec.grid.start_of(rec.grid.index_floor(from)) && *t <= to).collect()
-    };
-    let (base, reg) = (within(w.baseline), within(w.regression));
-    let vals = |p: &[(Nanos, f64)]| p.iter().map(|x| x.1).collect::<Vec<f64>>();
-    let secs = |(a, b): (Nanos, Nanos)| (b - a) as f64 / SECOND as f64;
-    let effect = match s.shape {
-        Shape::Event => rank::event_effect(&vals(&base), &vals(&reg), secs(w.baseline), secs(w.regression))?,
-        _ => rank::level_effect_over(&s.metric, known.floor, &vals(&base), &vals(&reg))?,
-    };
-    let spread = 1.4826 * rank::mad(&vals(&base), effect.baseline);
-    let floor =
-        if known.floor.is_nan() { 0.05 * effect.baseline.abs().max(effect.regression.abs()) } else { known.floor };
-    let band = (3.0 * spread).max(floor).max(0.05 * effect.baseline.abs());
-    // Search from a little before the rise: a cause moves first.
-    let search_from = w.regression.0 - (w.regression.1 - w.regression.0).max(10 * SECOND);
-    let around = within((search_from.max(w.baseline.0), w.regression.1));
-    let moved = if effect.z > 1.0 { rank::moved_at(&around, effect.baseline, band) } else { None };
-    let lead_ns = moved.map(|m| w.rise_at - m);
-    let bad_way = known.bad.admits(effect.baseline, effect.regression);
-    let score = if bad_way {
-        rank::score_weighted(known.weight, &effect, lead_ns, w.regression.1 - w.regression.0)
-    } else {
-        0.0
-    };
-    let signal = Signal {
-        metric: s.metric.clone(),
-        labels: s.labels.to_string(),
-        rate: s.shape == Shape::Rate,
-        effect,
-        moved_at: moved,
-        lead_ns,
-        peer_z: None,
-        score,
-    };
-    Some((signal, floor))
-}
-
-/// The elements of the path, ranked: each series against its past and its peers.
-fn ranking(rec: &Recorded, path: &JobPath, w: &Windows, q: &Query) -> (Vec<Ranked>, usize) {
-    let mut compared: Vec<peers::Compared> = Vec::new();
-    for s in &rec.series {
-        let labels = enriched(&s.labels, q.topology);
-        let Some(element) = path.element_of(&labels) else { continue };
-        let Some((signal, floor)) = signal_of(rec, s, w, q.all_metrics) else { continue };
-        let key = peers::PeerKey::of(&s.metric, &element, &labels);
-        compared.push(peers::Compared { element, key, signal, floor });
-    }
-    peers::weigh(&mut compared);
-    let count = compared.len();
-    let moved = compared.into_iter().filter(|c| c.signal.score > 0.0).map(|c| (c.element, c.signal)).collect();
-    (rank::group(moved), count)
-}
-
 /// Why `q.job` was slow, from a recording read with [`series::read`] and
 /// the decisions of its ledger; `incident` names a decision's incident.
 pub fn analyze(
@@ -306,7 +235,26 @@ pub fn analyze(
     }
     let (metric, signal) = job_signal(rec, q.job).ok_or_else(|| WhyError::NoSignal { job: q.job.to_string() })?;
     let pushes = window::Pushes { step_ends: metric == STEP_TIME, recording_end: rec.grid.end() };
-    let w = windows_of(q, &signal, pushes)?;
+    let mut path = JobPath::walk(&nodes, q.topology);
+    for s in &rec.series {
+        path.learn(&enriched(&s.labels, q.topology));
+    }
+    let (w, ranking, compared) = match windows_of(q, &signal, pushes) {
+        Ok(w) => {
+            let (ranking, compared) = compare::ranking(rec, &path, &w, q);
+            (w, ranking, compared)
+        }
+        // A job never faster in the recording: its elements against their peers alone.
+        Err(no_regression @ (WhyError::NoRegression { .. } | WhyError::TooFewPoints { .. })) => {
+            let span = (rec.grid.origin, rec.grid.end());
+            let (ranking, compared) = compare::ranking_by_peers(rec, &path, span, q);
+            if ranking.first().is_none_or(|top| top.score < answer::FABRIC_SCORE) {
+                return Err(no_regression);
+            }
+            (Windows::peers_only(span.0, span.1), ranking, compared)
+        }
+        Err(e) => return Err(e),
+    };
     let mut levels = window::levels(&signal, &w);
     if w.stalled {
         // No step ended in a stall: the one under way has lasted at least its length.
@@ -318,11 +266,6 @@ pub fn analyze(
         levels = Levels { baseline: 1.0 / levels.baseline, regression: 1.0 / levels.regression };
     }
     let slowdown = if metric == BUSBW { levels.baseline / levels.regression - 1.0 } else { levels.change() };
-    let mut path = JobPath::walk(&nodes, q.topology);
-    for s in &rec.series {
-        path.learn(&enriched(&s.labels, q.topology));
-    }
-    let (ranking, compared) = ranking(rec, &path, &w, q);
     let ecmp = ecmp::collisions(rec, &path, &w, q.topology);
     let on_path = |l: &Labels| path.element_of(&enriched(l, q.topology)).is_some() || l.get("job") == Some(q.job);
     let base_level = window::levels(&signal, &w).baseline;

@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 use engine::Labels;
 
 use super::path::Element;
-use super::rank::{mad, median, Signal};
+use super::rank::{mad, median, Effect, Signal};
 
 /// The least group (the series itself included) whose median is its peers'.
 pub const MIN_PEERS: usize = 5;
@@ -71,27 +71,54 @@ pub struct Compared {
     pub floor: f64,
 }
 
+/// The indices of each group of peers in `compared` large enough to judge by.
+fn groups(compared: &[Compared]) -> Vec<Vec<usize>> {
+    let mut by: BTreeMap<&PeerKey, Vec<usize>> = BTreeMap::new();
+    for (i, c) in compared.iter().enumerate() {
+        by.entry(&c.key).or_default().push(i);
+    }
+    by.into_values().filter(|m| m.len() >= MIN_PEERS).collect()
+}
+
+/// How far each of `values` stands from their median, in units of their
+/// spread plus `floor(i)`.
+fn standing(values: &[f64], floor: impl Fn(usize) -> f64) -> (f64, Vec<f64>) {
+    let center = median(values);
+    let spread = 1.4826 * mad(values, center);
+    let z = values.iter().enumerate().map(|(i, v)| (v - center).abs() / (spread + floor(i).max(1e-12))).collect();
+    (center, z)
+}
+
 /// How far each of `compared` stands out from its peers: sets each
 /// signal's `peer_z`, and lowers its score to what the smaller of its two
 /// effects (past, peers) earns.
 pub fn weigh(compared: &mut [Compared]) {
-    let mut groups: BTreeMap<PeerKey, Vec<usize>> = BTreeMap::new();
-    for (i, c) in compared.iter().enumerate() {
-        groups.entry(c.key.clone()).or_default().push(i);
-    }
-    for members in groups.values().filter(|m| m.len() >= MIN_PEERS) {
+    for members in groups(compared) {
         let changes: Vec<f64> = members.iter().map(|&i| change(&compared[i].signal)).collect();
-        let center = median(&changes);
-        let spread = 1.4826 * mad(&changes, center);
-        for (&i, c) in members.iter().zip(&changes) {
-            let floor = compared[i].floor;
+        let (_, zs) = standing(&changes, |k| compared[members[k]].floor);
+        for (&i, z) in members.iter().zip(zs) {
             let s = &mut compared[i].signal;
-            let z = (c - center).abs() / (spread + floor.max(1e-12));
             s.peer_z = Some(z);
             if z < s.effect.z && s.score > 0.0 {
                 // Score is weight × ln(1 + z) (halved when late): keep all but the z.
                 s.score *= (1.0 + z).ln() / (1.0 + s.effect.z).ln();
             }
+        }
+    }
+}
+
+/// Each of `compared` (its level in `effect.regression`) against its peers
+/// alone: its effect becomes the group's median → its level, with the peer
+/// z, scored by `score(index, effect)`. A series without enough peers scores 0.
+pub fn stand_out(compared: &mut [Compared], score: impl Fn(usize, &Effect) -> f64) {
+    for members in groups(compared) {
+        let levels: Vec<f64> = members.iter().map(|&i| compared[i].signal.effect.regression).collect();
+        let (center, zs) = standing(&levels, |k| compared[members[k]].floor);
+        for (&i, z) in members.iter().zip(zs) {
+            let s = &mut compared[i].signal;
+            s.effect = Effect { baseline: center, regression: s.effect.regression, z };
+            s.peer_z = Some(z);
+            s.score = score(i, &s.effect);
         }
     }
 }
@@ -109,7 +136,6 @@ fn change(s: &Signal) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::why::rank::Effect;
 
     fn nic(node: &str, baseline: f64, regression: f64, z: f64) -> Compared {
         let element = Element::Rail { node: node.into(), rail: "3".into() };

@@ -192,20 +192,33 @@ pub fn text(r: &Report) -> String {
         (false, _) => "as given; baseline: the span before",
     };
     let unit = if r.signal.metric == super::BUSBW { " GB/s" } else { " s" };
-    let _ = writeln!(
-        out,
-        "job {} on {}: {} {} → {}{unit} ({:+.0} %) from {} to {} ({how}; baseline {} – {})",
-        r.job,
-        r.nodes.join(", "),
-        r.signal.metric,
-        value(r.signal.levels.baseline),
-        value(r.signal.levels.regression),
-        r.signal.slowdown * 100.0,
-        clock(w.regression.0),
-        clock(w.regression.1),
-        clock(w.baseline.0),
-        clock(w.baseline.1),
-    );
+    if w.peers_only {
+        let _ = writeln!(
+            out,
+            "job {} on {}: {} {}{unit}, never faster in the recording ({} to {}): each element against its peers in the job (the same counter of the other NICs, GPUs, uplinks), not against its past; columns: the peers' median → its own",
+            r.job,
+            r.nodes.join(", "),
+            r.signal.metric,
+            value(r.signal.levels.regression),
+            clock(w.regression.0),
+            clock(w.regression.1),
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "job {} on {}: {} {} → {}{unit} ({:+.0} %) from {} to {} ({how}; baseline {} – {})",
+            r.job,
+            r.nodes.join(", "),
+            r.signal.metric,
+            value(r.signal.levels.baseline),
+            value(r.signal.levels.regression),
+            r.signal.slowdown * 100.0,
+            clock(w.regression.0),
+            clock(w.regression.1),
+            clock(w.baseline.0),
+            clock(w.baseline.1),
+        );
+    }
     let _ = writeln!(out, "\nverdict: {}\n", verdict(r));
     let _ = writeln!(out, "{:<4} {:<56} {:>6}  top signals (baseline → regression, moved)", "rank", "element", "score");
     for (i, e) in r.ranking.iter().take(SHOWN).enumerate() {

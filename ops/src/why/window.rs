@@ -65,6 +65,10 @@ pub struct Windows {
     /// The regression is a silence: no step ended in it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub stalled: bool,
+    /// No regression in the job signal: the span is the whole recording,
+    /// and each element was compared with its peers alone.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub peers_only: bool,
 }
 
 impl Windows {
@@ -76,6 +80,19 @@ impl Windows {
             rise_at: from,
             detected: false,
             stalled: false,
+            peers_only: false,
+        }
+    }
+
+    /// A job never faster in `from..to`: one span, compared across peers.
+    pub fn peers_only(from: Nanos, to: Nanos) -> Windows {
+        Windows {
+            baseline: (from, to),
+            regression: (from, to),
+            rise_at: from,
+            detected: false,
+            stalled: false,
+            peers_only: true,
         }
     }
 }
@@ -163,6 +180,7 @@ fn in_points(signal: &[(Nanos, f64)], relative: f64, pushes: Pushes) -> Result<W
         rise_at,
         detected: true,
         stalled: false,
+        peers_only: false,
     })
 }
 
@@ -194,6 +212,7 @@ fn stall(signal: &[(Nanos, f64)], end: Nanos) -> Option<Windows> {
         rise_at: from,
         detected: true,
         stalled: true,
+        peers_only: false,
     })
 }
 
