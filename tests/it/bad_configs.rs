@@ -142,6 +142,9 @@ fn playbook_cases() -> Vec<Case> {
         Case { what: "an unknown kind in `[[approval]]`", playbook_tables: "[[approval]]\nactions = [\"node.cordn\"]\n", expect: &["playbook.toml:", "approval: no rule proposes \"node.cordn\"", "did you mean \"node.cordon\"?"], ..NONE },
         Case { what: "a `[[canary]]` judged by a window its rule does not have", playbook_tables: "[[canary]]\nactions = [\"ecmp.widen_hash\"]\nafter = \"45s\"\nworse = \"skew\"\n", expect: &["playbook.toml:", "canary.worse: rule \"ecmp-imbalance\"", "no window \"skew\"", "spread"], ..NONE },
         Case { what: "a `[[canary]]` judged at once", playbook_tables: "[[canary]]\nactions = [\"ecmp.widen_hash\"]\nafter = \"0s\"\nworse = \"spread\"\n", expect: &["canary[0].after = 0"], ..NONE },
+        Case { what: "an `[[expect]]` watching a window its rule does not have", playbook_tables: "[[expect]]\nactions = [\"ecn.lower\"]\nworse = [\"marks_per_s\", \"paused\"]\n", expect: &["playbook.toml:", "expect.worse: rule \"switch-egress-congestion\"", "no window \"paused\"", "marks_per_s"], ..NONE },
+        Case { what: "an `[[expect]]` with no time to work", playbook_tables: "[[expect]]\nactions = [\"ecn.lower\"]\nwithin = \"0s\"\n", expect: &["expect[0].within = 0"], ..NONE },
+        Case { what: "an unknown kind in `[[expect]]`", playbook_tables: "[[expect]]\nactions = [\"ecn.lowr\"]\n", expect: &["playbook.toml:", "expect: no rule proposes \"ecn.lowr\"", "did you mean \"ecn.lower\"?"], ..NONE },
         Case { what: "an unknown kind in `[undo]`", playbook_tables: "[undo]\non_resolve = [\"ecn.lowr\"]\n", expect: &["playbook.toml:", "undo.on_resolve: no rule proposes \"ecn.lowr\"", "did you mean \"ecn.lower\"?"], ..NONE },
         Case { what: "`handles = [\"*\", \"\"]`", actuators: Some("[[actuator]]\nname = \"all\"\ntype = \"log\"\nhandles = [\"*\", \"\"]\n"), expect: &["playbook.toml:", "\"\" is not an action kind"], ..NONE },
         Case {

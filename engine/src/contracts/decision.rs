@@ -300,7 +300,7 @@ impl Canary {
 }
 
 /// `f64` fields that may be NaN: JSON has none, so written `null`.
-mod nan_as_null {
+pub(super) mod nan_as_null {
     use serde::{Deserialize, Deserializer, Serializer};
 
     pub fn serialize<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
@@ -340,6 +340,10 @@ pub struct Decision {
     /// its plane: what it is judged by, and the judgement once made.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub canary: Option<Canary>,
+    /// For an executed action that changed something: what it should
+    /// achieve, by when, and what it did once judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<super::outcome::OutcomeCheck>,
     /// For a proposal held while a canary of its kind and plane is judged:
     /// that canary's decision. Decided again when it is promoted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -378,6 +382,7 @@ impl Decision {
             prior: None,
             drift: None,
             canary: None,
+            outcome: None,
             waits_for: None,
             proposal,
             mode,

@@ -24,6 +24,7 @@ pub mod actuator;
 pub mod coordinator;
 pub mod decision;
 pub mod kinds;
+pub mod outcome;
 pub mod prior;
 pub mod sensor;
 
@@ -37,5 +38,6 @@ pub use decision::{
     Canary, CanaryJudgement, CanaryOutcome, Decision, Drift, DriftKind, Drifted, Phase, Resolution, Step, Verdict,
 };
 pub use kinds::{ActionKindDecl, LimitClass, Scope};
+pub use outcome::{OutcomeCheck, OutcomeJudgement, OutcomeResult, Watched};
 pub use prior::{Change, Prepared, Prior};
 pub use sensor::{Batch, HealthBoard, HealthState, Note, Sensor, SensorContext, SensorError, SensorHealth};

@@ -27,6 +27,7 @@ mod canary;
 mod decide;
 mod execute;
 mod manual;
+mod outcome;
 mod reconcile;
 mod reverify;
 mod undo;
@@ -101,9 +102,12 @@ pub struct Dispatcher {
     clock: Clock,
     /// Canaries made, judged and waited for.
     canaries: canary::Canaries,
+    /// Outcome checks open, and rules held after a harmful action.
+    outcomes: outcome::Outcomes,
 }
 
 pub use canary::{CanaryBoard, CanaryCheck};
+pub use outcome::{OutcomeBoard, OutcomeWatch};
 
 /// The drifts found since start: the last [`DriftLog::KEPT`], and counts.
 #[derive(Debug, Default)]
@@ -240,6 +244,7 @@ impl Dispatcher {
         }
         let mut pending = BTreeMap::new();
         let mut canaries = canary::Canaries::default();
+        let mut outcomes = outcome::Outcomes::default();
         let silences = ledger.as_ref().map(restore_silences).unwrap_or_default();
         if let Some(ledger) = &ledger {
             match ledger.breaker() {
@@ -253,6 +258,7 @@ impl Dispatcher {
                             Verdict::Executed { .. } if d.undo_of.is_none() && d.undone_by.is_none() => {
                                 restore_effect_of(&mut policy, &d);
                                 canaries.restore(&d, &mut policy);
+                                outcomes.restore(&d);
                             }
                             Verdict::Held { .. } => canaries.restore(&d, &mut policy),
                             Verdict::AwaitingApproval { .. } => {
@@ -282,6 +288,7 @@ impl Dispatcher {
             last_recovery: Nanos::MIN,
             clock: Arc::new(wall_clock_now),
             canaries,
+            outcomes,
         }
     }
 

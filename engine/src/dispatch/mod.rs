@@ -16,8 +16,8 @@ pub use crate::contracts::{Decision, Drift, DriftKind, Drifted, Phase, Resolutio
 pub use crate::mode::Mode;
 pub use crate::silence::{self, Silence};
 pub use dispatcher::{
-    CanaryBoard, CanaryCheck, Clock, DispatchConfig, DispatchError, Dispatcher, COMPACTION_INTERVAL, COMPACTION_STEP,
-    LEDGER_UNWRITABLE,
+    CanaryBoard, CanaryCheck, Clock, DispatchConfig, DispatchError, Dispatcher, OutcomeBoard, OutcomeWatch,
+    COMPACTION_INTERVAL, COMPACTION_STEP, LEDGER_UNWRITABLE,
 };
 
 #[cfg(test)]
@@ -28,6 +28,8 @@ mod fleet_tests;
 mod ledger_tests;
 #[cfg(test)]
 mod manual_tests;
+#[cfg(test)]
+mod outcome_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

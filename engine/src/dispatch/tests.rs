@@ -157,12 +157,20 @@ async fn undo_restores_our_change_and_skips_a_target_changed_by_hand() {
     // Someone changes b by hand while the rule is still firing.
     knobs.set_by_hand(&Labels::from_pairs([("node", "b")]), "set-by-hand");
 
-    let undone = d.instance_resolved("r", &Labels::from_pairs([("node", "a")]), SECOND).await;
-    assert_eq!(undone.len(), 1);
+    let resolved = d.instance_resolved("r", &Labels::from_pairs([("node", "a")]), SECOND).await;
+    // The action judged first (its rule cleared: effective), then undone.
+    assert_eq!(resolved.len(), 2, "{resolved:#?}");
+    let judged = resolved[0].outcome.as_ref().and_then(|o| o.judged.as_ref()).expect("judged");
+    assert_eq!(
+        (resolved[0].id.as_str(), judged.result),
+        (ours.id.as_str(), crate::contracts::OutcomeResult::Effective)
+    );
+    let undone = &resolved[1..];
     assert!(matches!(&undone[0].verdict, Verdict::Executed { outcome } if outcome.summary == "restored default"));
     assert_eq!(l.get(&ours.id).unwrap().unwrap().undone_by.as_deref(), Some(undone[0].id.as_str()));
 
     let skipped = d.instance_resolved("r", &Labels::from_pairs([("node", "b")]), SECOND).await;
+    let skipped: Vec<Decision> = skipped.into_iter().filter(|d| d.undo_of.is_some()).collect();
     assert!(
         matches!(&skipped[0].verdict, Verdict::Skipped { reason } if reason.contains("value is set-by-hand")),
         "{skipped:?}"

@@ -107,7 +107,10 @@ async fn an_undo_answered_too_late_is_recorded_executed_when_the_target_is_resto
     let mut d = dispatcher(undoing(), knobs.clone(), Some(l.clone()));
     let original = d.dispatch(proposal("r", "a", 0)).await;
     knobs.answer_late_to_next_undos(1);
-    let undone = d.instance_resolved("r", &node("a"), SECOND).await;
+    let resolved = d.instance_resolved("r", &node("a"), SECOND).await;
+    // The original judged effective (its rule cleared), then its undo.
+    let undone: Vec<&Decision> = resolved.iter().filter(|d| d.undo_of.is_some()).collect();
+    assert_eq!(resolved.len(), 2, "{resolved:?}");
     assert!(
         matches!(&undone[0].verdict, Verdict::Executed { outcome } if outcome.summary.contains("restored after: failed: timed out")),
         "{undone:?}"

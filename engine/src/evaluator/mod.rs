@@ -51,7 +51,7 @@ pub use events::{EngineEvent, EngineStats, InstanceView, RefusedCounts, ReloadRe
 /// sample may be ahead of the clock ([`crate::runtime::DEFAULT_MAX_AHEAD`]).
 pub const STEP_BACK_AFTER: Nanos = 5 * crate::time::SECOND;
 
-pub use reading::Reading;
+pub use reading::{Observation, Reading};
 pub use refusal::{Refusal, Refusals, Refused, SteppedBack};
 use rule_state::{Route, RuleRuntime, SeriesState};
 use subject::{Epoch, Subject, NEVER};

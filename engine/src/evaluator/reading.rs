@@ -17,6 +17,15 @@ pub struct Reading {
     pub cleared: bool,
 }
 
+/// What a rule sees of one subject for an outcome check.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Observation {
+    /// Whether its clear condition holds.
+    pub cleared: bool,
+    /// The window values asked for, in order (`NaN`: unknown or empty).
+    pub values: Vec<f64>,
+}
+
 impl Reading {
     /// Nothing could be read.
     pub const UNREAD: Reading = Reading { value: f64::NAN, cleared: false };
@@ -38,6 +47,23 @@ impl Evaluator {
             self.rules[ri].named_values(&values).into_iter().find(|(n, _)| n == name).map_or(f64::NAN, |(_, v)| v);
         let cleared = self.condition(ri, s, Condition::Clear, &values).unwrap_or(false);
         Reading { value, cleared }
+    }
+
+    /// What `rule` sees of `subject` for an outcome check: whether its clear
+    /// condition holds, and each of the window values `names` (`NaN` for one
+    /// it does not have); `None` when the rule or the subject is unknown or
+    /// stale.
+    pub fn observe(&mut self, rule: &str, subject: &Labels, names: &[String], now: Nanos) -> Option<Observation> {
+        let ri = self.rules.iter().position(|r| r.rule.name == rule)?;
+        let s = self.subject_index(ri, subject)?;
+        if self.rules[ri].instances.get(&s).is_some_and(|i| i.stale) {
+            return None;
+        }
+        let values = self.rules[ri].values(s, now);
+        let named = self.rules[ri].named_values(&values);
+        let value = |name: &String| named.iter().find(|(n, _)| n == name).map_or(f64::NAN, |(_, v)| *v);
+        let cleared = self.condition(ri, s, Condition::Clear, &values).unwrap_or(false);
+        Some(Observation { cleared, values: names.iter().map(value).collect() })
     }
 
     /// The subject of rule `ri` whose labels are `subject`.

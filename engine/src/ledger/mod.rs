@@ -669,6 +669,7 @@ mod tests {
             prior: None,
             drift: None,
             canary: None,
+            outcome: None,
             waits_for: None,
             proposal: Proposal {
                 id: "p".into(),

@@ -344,6 +344,15 @@ impl Playbook {
                 });
             }
         }
+        for (i, e) in self.expect.iter().enumerate() {
+            for (j, pattern) in e.actions.iter().enumerate() {
+                named.push(NamedKind {
+                    at: vec!["expect".into(), i.into(), "actions".into(), j.into()],
+                    pattern,
+                    what: "expect",
+                });
+            }
+        }
         if let Some(kinds) = &self.verify.reapply_reverted {
             for (j, pattern) in kinds.iter().enumerate() {
                 named.push(NamedKind {

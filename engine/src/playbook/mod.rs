@@ -37,8 +37,8 @@ mod checks;
 use crate::contracts::Scope;
 use crate::mode::Mode;
 use crate::policy::{
-    ApprovalRule, BreakerConfig, CanaryRule, Limits, PolicySettings, RetryConfig, TargetLimits, UndoConfig,
-    VerifyConfig,
+    ApprovalRule, BreakerConfig, CanaryRule, ExpectRule, Limits, OutcomesConfig, PolicySettings, RetryConfig,
+    TargetLimits, UndoConfig, VerifyConfig,
 };
 pub use checks::{covers, overlaps, NamedKind, ALLOW_UNSAFE_HINT};
 
@@ -81,6 +81,12 @@ pub struct Playbook {
     /// Kinds rolled out through a canary, one place of a plane first.
     #[serde(default)]
     pub canary: Vec<CanaryRule>,
+    /// Whether and by when executed actions are checked for their effect.
+    #[serde(default)]
+    pub outcomes: OutcomesConfig,
+    /// What actions of some kinds must achieve.
+    #[serde(default)]
+    pub expect: Vec<ExpectRule>,
     /// Actions undone when their rule resolves.
     #[serde(default)]
     pub undo: UndoConfig,
@@ -236,7 +242,8 @@ impl Playbook {
     pub fn policy(&self) -> Result<PolicySettings, crate::policy::PolicyError> {
         PolicySettings::new(&self.limits, &self.breaker, &self.target, &self.approval, &self.undo, &self.retry)?
             .verified(&self.verify)
-            .with_canaries(&self.canary)
+            .with_canaries(&self.canary)?
+            .with_outcomes(&self.outcomes, &self.expect)
     }
 
     /// The scopes the playbook sets, as (action-kind pattern, scope), in

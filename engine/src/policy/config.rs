@@ -316,12 +316,14 @@ pub struct PolicySettings {
     pub reapply_reverted: Option<Vec<String>>,
     /// Kinds rolled out through a canary.
     pub canaries: Vec<CanarySettings>,
+    /// What executed actions must achieve.
+    pub outcomes: super::OutcomeSettings,
 }
 
 /// A safety policy setting was refused; the message names the field.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
-pub struct PolicyError(String);
+pub struct PolicyError(pub(super) String);
 
 impl PolicySettings {
     /// The settings of the raw ones, checked; errors name the field.
@@ -357,6 +359,7 @@ impl PolicySettings {
             reapply_changed: false,
             reapply_reverted: None,
             canaries: Vec::new(),
+            outcomes: super::OutcomeSettings::default(),
         })
     }
 
@@ -383,6 +386,16 @@ impl PolicySettings {
                 hold: nanos(c.hold),
             })
             .collect();
+        Ok(self)
+    }
+
+    /// The settings with `[outcomes]` and the `[[expect]]` sections applied; errors name the field.
+    pub fn with_outcomes(
+        mut self,
+        outcomes: &super::OutcomesConfig,
+        expects: &[super::ExpectRule],
+    ) -> Result<PolicySettings, PolicyError> {
+        self.outcomes = super::OutcomeSettings::new(outcomes, expects)?;
         Ok(self)
     }
 

@@ -20,12 +20,14 @@
 //! decides, [`Policy::commit`] records what was done. The dispatcher owns it.
 
 mod config;
+mod outcomes;
 
 pub use crate::contracts::{kind_matches, Impact};
 pub use config::{
     ApprovalRule, BreakerConfig, CanaryRule, CanarySettings, Limits, PolicyError, PolicySettings, RetryConfig,
     TargetLimits, UndoConfig, VerifyConfig,
 };
+pub use outcomes::{ExpectRule, Expectation, OutcomeSettings, OutcomesConfig};
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;

@@ -8,9 +8,9 @@ use tokio::task::JoinHandle;
 use super::command::DispatchCommand;
 use super::{DispatchStatus, DISPATCH_CHANNEL};
 use crate::contracts::Proposal;
-use crate::dispatch::CanaryBoard;
+use crate::dispatch::{CanaryBoard, OutcomeBoard};
 use crate::dispatch::{Decision, Dispatcher};
-use crate::evaluator::{FiringSnapshot, Reading};
+use crate::evaluator::{FiringSnapshot, Observation, Reading};
 use crate::labels::Labels;
 use crate::time::{wall_clock_now, Nanos};
 
@@ -29,6 +29,8 @@ pub(super) enum ToDispatcher {
     Command(DispatchCommand, Nanos),
     /// A canary is due: what its rule reads now.
     JudgeCanary { id: String, reading: Reading, at: Nanos },
+    /// An open outcome check: what its rule sees now (`None`: unreadable).
+    JudgeOutcome { id: String, seen: Option<Observation>, at: Nanos },
 }
 
 /// The running task: its inbox and what it decides.
@@ -41,6 +43,8 @@ pub(super) struct DispatcherTask {
     pub task: JoinHandle<()>,
     /// The canaries it waits to have judged: the loop reads their rules.
     pub canaries: CanaryBoard,
+    /// The outcome checks it waits to have read.
+    pub outcomes: OutcomeBoard,
 }
 
 impl DispatcherTask {
@@ -51,6 +55,7 @@ impl DispatcherTask {
         let (inbox, mut work) = mpsc::channel::<ToDispatcher>(DISPATCH_CHANNEL);
         let (decision_tx, decisions) = mpsc::channel::<Decision>(DISPATCH_CHANNEL);
         let canaries = dispatcher.canary_board();
+        let outcomes = dispatcher.outcome_board();
         let task = tokio::spawn(async move {
             let mut settled = dispatcher.reconcile(wall_clock_now()).await;
             settled.extend(dispatcher.settle_orphans(|r, s| firing.is_firing(r, s), wall_clock_now()).await);
@@ -67,7 +72,7 @@ impl DispatcherTask {
                 }
             }
         });
-        DispatcherTask { inbox, decisions, task, canaries }
+        DispatcherTask { inbox, decisions, task, canaries, outcomes }
     }
 }
 
@@ -88,6 +93,7 @@ async fn serve(dispatcher: &mut Dispatcher, msg: ToDispatcher) -> Vec<Decision> 
         }
         ToDispatcher::Command(command, now) => command_decisions(dispatcher, command, now).await,
         ToDispatcher::JudgeCanary { id, reading, at } => dispatcher.judge_canary(&id, reading, at).await,
+        ToDispatcher::JudgeOutcome { id, seen, at } => dispatcher.judge_outcome(&id, seen, at).await,
     }
 }
 

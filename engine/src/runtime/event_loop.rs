@@ -336,6 +336,10 @@ impl EventLoop {
             let reading = self.evaluator.reading(&due.rule, &due.subject, &due.signal, now);
             self.send_to_dispatcher(ToDispatcher::JudgeCanary { id: due.id, reading, at: now }, observe).await;
         }
+        for open in self.dispatcher.outcomes.due(now) {
+            let seen = self.evaluator.observe(&open.rule, &open.subject, &open.values, now);
+            self.send_to_dispatcher(ToDispatcher::JudgeOutcome { id: open.id, seen, at: now }, observe).await;
+        }
     }
 
     /// Hands `msg` to the dispatcher's task. Its inbox is bounded, and so

@@ -86,7 +86,14 @@ async fn run(knobs: Arc<Knobs>, sensor: Scripted) -> Vec<(String, &'static str, 
         if let DaemonEvent::Decision(d) = event {
             let switch = d.proposal.action.target.get("switch").unwrap_or_default().to_string();
             let judged = d.canary.as_ref().and_then(|c| c.judged.as_ref()).map(|j| j.outcome);
-            seen.lock().unwrap().push((switch, d.verdict.name(), judged));
+            // An action is said again when its outcome check is judged: listed as that.
+            let outcome = d.outcome.as_ref().and_then(|o| o.judged.as_ref()).map(|o| o.result.name());
+            let mut seen = seen.lock().unwrap();
+            let said = seen.iter().any(|(s, _, _): &(String, &str, _)| *s == format!("{switch} outcome"));
+            match outcome {
+                Some(result) if !said && judged.is_none() => seen.push((format!("{switch} outcome"), result, None)),
+                _ => seen.push((switch, d.verdict.name(), judged)),
+            }
         }
     };
     run_within(Duration::from_secs(60), daemon, shutdown, observe).await;
@@ -104,8 +111,14 @@ async fn the_loop_reads_the_canarys_rule_when_due_and_the_waiting_switch_follows
         decisions.into_iter().map(|(s, v, j)| (s, v.to_string(), j)).collect();
     assert_eq!(
         got,
-        vec![a("executed", None), b("held"), a("executed", Some(CanaryOutcome::Promoted)), b("executed")],
-        "the canary first, leaf-b waits, the canary promoted at 10 s, then leaf-b"
+        vec![
+            a("executed", None),
+            b("held"),
+            ("leaf-a outcome".to_string(), "effective".to_string(), None),
+            a("executed", Some(CanaryOutcome::Promoted)),
+            b("executed")
+        ],
+        "the canary first, leaf-b waits, the canary effective as its spread falls, promoted at 10 s, then leaf-b"
     );
     assert_eq!(knobs.executes(), 2);
 }

@@ -179,6 +179,10 @@ struct Decisions {
     decisions: Family<Labels, Counter>,
     actuator: Family<Labels, Counter>,
     ledger_records: Gauge,
+    /// Outcome checks judged, by rule and outcome.
+    outcomes: Family<Labels, Counter>,
+    /// From an effective action to its rule clearing.
+    time_to_effect: Histogram,
 }
 
 impl Decisions {
@@ -187,6 +191,19 @@ impl Decisions {
             decisions: registered(r, "decisions", "Decisions by verdict and mode", Family::default()),
             actuator: registered(r, "actuator_outcomes", "Actuator calls by actuator and outcome", Family::default()),
             ledger_records: registered(r, "ledger_records", "Records in the decision ledger", Gauge::default()),
+            outcomes: registered(
+                r,
+                "action_outcomes",
+                "Outcome checks of executed actions, by rule and outcome (effective, ineffective, harmful, unread)",
+                Family::default(),
+            ),
+            time_to_effect: registered(
+                r,
+                "time_to_effect_seconds",
+                "From an effective action to its rule clearing",
+                // Doubling from 100 ms (to 55 min).
+                Histogram::new(exponential_buckets(0.1, 2.0, 16)),
+            ),
         }
     }
 }
@@ -300,12 +317,35 @@ impl Metrics {
         crate::remote_write::RemoteWriteMetrics::register(&mut self.registry)
     }
 
+    /// A decision emitted again: its outcome check's judgement, counted once.
+    fn outcome_judged(&self, d: &engine::dispatch::Decision, t: &mut Tracking) {
+        let Some(judged) = d.outcome.as_ref().and_then(|o| o.judged.as_ref()) else { return };
+        if !t.seen.insert(format!("{}/outcome", d.id)) {
+            return;
+        }
+        let result = judged.result.name();
+        self.decisions.outcomes.get_or_create(&labels(&[("rule", &d.proposal.rule), ("outcome", result)])).inc();
+        if judged.result == engine::contracts::OutcomeResult::Effective {
+            self.decisions.time_to_effect.observe(judged.after_ns.max(0) as f64 / 1e9);
+        }
+    }
+
     /// Counts one event of the run loop. Called on the loop task: only
     /// atomic increments and a short lock.
     pub fn observe(&self, event: &DaemonEvent) {
         match event {
             DaemonEvent::Decision(d) => {
                 let verdict = d.verdict.name();
+                let mut t = self.state.lock().unwrap_or_else(|p| p.into_inner());
+                if t.seen.len() >= SEEN_IDS {
+                    t.seen.clear();
+                }
+                // A decision is emitted again when a canary or an outcome check
+                // judges it: counted once per verdict.
+                if !t.seen.insert(format!("{}#{verdict}", d.id)) {
+                    self.outcome_judged(d, &mut t);
+                    return;
+                }
                 self.decisions
                     .decisions
                     .get_or_create(&labels(&[("verdict", verdict), ("mode", d.mode.as_str())]))
@@ -322,10 +362,6 @@ impl Metrics {
                         .actuator
                         .get_or_create(&labels(&[("actuator", actuator), ("outcome", outcome)]))
                         .inc();
-                }
-                let mut t = self.state.lock().unwrap_or_else(|p| p.into_inner());
-                if t.seen.len() >= SEEN_IDS {
-                    t.seen.clear();
                 }
                 let first = t.seen.insert(d.id.clone());
                 if first && d.undo_of.is_none() {

@@ -11,6 +11,7 @@ fn decision(id: &str, verdict: Verdict, sample_at: Nanos, dispatched_at: Nanos, 
         prior: None,
         drift: None,
         canary: None,
+        outcome: None,
         waits_for: None,
         proposal: Proposal {
             id: format!("p-{id}"),
@@ -54,8 +55,25 @@ fn decisions_outcomes_and_the_three_latencies_are_exported() {
     };
     let d = decision("d1", executed, 10 * SECOND, 10 * SECOND + SECOND / 4, 11 * SECOND);
     m.observe(&DaemonEvent::Decision(Box::new(d.clone())));
-    // The same decision again (an approval) does not count a second latency.
-    m.observe(&DaemonEvent::Decision(Box::new(d)));
+    // The same decision again (an approval) counts neither a second decision nor a second latency.
+    m.observe(&DaemonEvent::Decision(Box::new(d.clone())));
+    // Said again once its outcome check is judged: counted as an outcome, with its time to effect.
+    let mut judged = d;
+    judged.outcome = Some(engine::contracts::OutcomeCheck {
+        since: 11 * SECOND,
+        due: 311 * SECOND,
+        worse: vec![],
+        margin: 0.1,
+        hold: 0,
+        judged: Some(engine::contracts::OutcomeJudgement {
+            at: 15 * SECOND,
+            result: engine::contracts::OutcomeResult::Effective,
+            after_ns: 4 * SECOND,
+            detail: "pfc-storm resolved".into(),
+        }),
+    });
+    m.observe(&DaemonEvent::Decision(Box::new(judged.clone())));
+    m.observe(&DaemonEvent::Decision(Box::new(judged)));
     m.observe(&DaemonEvent::Decision(Box::new(decision(
         "d2",
         Verdict::Failed { error: "switch busy".into() },
@@ -74,8 +92,10 @@ fn decisions_outcomes_and_the_three_latencies_are_exported() {
     let text = m.encode_as(Format::OpenMetrics);
     assert_eq!(
         line(&text, "rocemend_decisions_total{verdict=\"executed\",mode=\"enforce\"}"),
-        "rocemend_decisions_total{verdict=\"executed\",mode=\"enforce\"} 2"
+        "rocemend_decisions_total{verdict=\"executed\",mode=\"enforce\"} 1"
     );
+    assert!(text.contains("rocemend_action_outcomes_total{rule=\"pfc-storm\",outcome=\"effective\"} 1"), "{text}");
+    assert!(text.contains("rocemend_time_to_effect_seconds_sum 4.0"), "{text}");
     assert!(text.contains("rocemend_actuator_outcomes_total{actuator=\"gnmi\",outcome=\"failure\"} 1"), "{text}");
     assert!(text.contains("rocemend_fault_to_decision_seconds_count 2"), "{text}");
     assert!(text.contains("rocemend_fault_to_decision_seconds_sum 0.25"), "{text}");

@@ -103,26 +103,37 @@ fn kinds_no_rule_proposes(playbook: &Playbook, proposed: &[&str]) -> Vec<TomlErr
         .collect()
 }
 
-/// `[[canary]] worse` names a window value every rule proposing its kinds
-/// has: the canary is judged by it, and a name the rule does not have
-/// would never be read (every canary kept, none promoted).
+/// `[[canary]] worse` and `[[expect]] worse` name window values every rule
+/// proposing their kinds has: the change is judged by them, and a name the
+/// rule does not have would never be read (every canary kept, none
+/// promoted; no outcome ever harmful).
 fn canary_signals(playbook: &Playbook, rules: &RuleSet) -> Vec<TomlError> {
+    let canaries = playbook.canary.iter().enumerate().map(|(i, c)| ("canary", i, &c.actions, vec![(None, &c.worse)]));
+    let expects = playbook.expect.iter().enumerate().map(|(i, e)| {
+        let worse = e.worse.iter().enumerate().map(|(k, w)| (Some(k), w)).collect();
+        ("expect", i, &e.actions, worse)
+    });
     let mut errors = Vec::new();
-    for (i, canary) in playbook.canary.iter().enumerate() {
-        let proposing = rules
+    for (table, i, kinds, worse) in canaries.chain(expects) {
+        let proposing: Vec<_> = rules
             .rules
             .iter()
-            .filter(|r| r.actions.iter().any(|a| canary.actions.iter().any(|p| kind_matches(p, &a.kind))));
-        for rule in proposing.filter(|r| !r.windows.iter().any(|(name, _)| *name == canary.worse)) {
-            let windows: Vec<&str> = rule.windows.iter().map(|(n, _)| n.as_str()).collect();
-            let message = format!(
-                "canary.worse: rule {:?} ({}) proposes a kind this canary rolls out and has no window {:?} (its windows: {})",
-                rule.name,
-                rule.path,
-                canary.worse,
-                windows.join(", ")
-            );
-            errors.push(playbook.error(&["canary".into(), i.into(), "worse".into()], message));
+            .filter(|r| r.actions.iter().any(|a| kinds.iter().any(|p| kind_matches(p, &a.kind))))
+            .collect();
+        for (k, name) in worse {
+            for rule in proposing.iter().filter(|r| !r.windows.iter().any(|(n, _)| n == name)) {
+                let windows: Vec<&str> = rule.windows.iter().map(|(n, _)| n.as_str()).collect();
+                let what = if table == "canary" { "this canary rolls out" } else { "this expectation covers" };
+                let message = format!(
+                    "{table}.worse: rule {:?} ({}) proposes a kind {what} and has no window {name:?} (its windows: {})",
+                    rule.name,
+                    rule.path,
+                    windows.join(", ")
+                );
+                let mut at: Vec<engine::config::Key> = vec![table.into(), i.into(), "worse".into()];
+                at.extend(k.map(engine::config::Key::from));
+                errors.push(playbook.error(&at, message));
+            }
         }
     }
     errors

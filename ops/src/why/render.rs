@@ -144,7 +144,7 @@ pub fn verdict(r: &Report) -> String {
 /// The ECMP collision behind `top`: on the leaf its strongest signal names if there is one
 /// (a hot uplink's marks), else the worst on its plane's leaves, on the leaf itself, or on the
 /// leaf a NIC of it is cabled to. A collision elsewhere is listed, not blamed.
-fn collision_behind<'a>(r: &'a Report, top: &Ranked) -> Option<&'a super::ecmp::Collision> {
+pub fn collision_behind<'a>(r: &'a Report, top: &Ranked) -> Option<&'a super::ecmp::Collision> {
     let named = |c: &&super::ecmp::Collision| {
         top.signals.first().is_some_and(|s| s.labels.contains(&format!("switch=\"{}\"", c.switch)))
     };

@@ -108,7 +108,8 @@ impl Dispatcher {
             }
             Check::Allow => {
                 let d = self.admit_and_act(d, now).await;
-                self.maybe_canary(d, now)
+                let d = self.maybe_canary(d, now);
+                self.maybe_outcome(d, now)
             }
         }
     }

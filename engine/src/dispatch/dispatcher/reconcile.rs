@@ -151,6 +151,8 @@ impl Dispatcher {
         let mut out = Vec::new();
         for (rule, subject) in orphans {
             tracing::info!(message = "An action in effect outlived its incident; resolving it.", %rule, %subject);
+            // It resolved while no one watched: when, and whether through the action, is unknown.
+            self.unwatch_outcomes_of(&rule, &subject);
             out.extend(self.instance_resolved(&rule, &subject, now).await);
         }
         out

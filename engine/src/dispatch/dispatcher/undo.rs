@@ -43,6 +43,13 @@ impl Dispatcher {
             out.extend(self.expire_one(&id, now, reason.clone()));
         }
         out.extend(self.expire_waiting_of(rule, subject, now, &reason));
+        // An operator's resolution says nothing of the action's effect. The
+        // rule's own is judged while the action is in effect, and said before
+        // the undos: a reader keyed by decision sees it effective, then undone.
+        if by.is_some() {
+            self.unwatch_outcomes_of(rule, subject);
+        }
+        out.extend(self.outcomes_on_resolve(rule, subject, now));
         for effect in self.policy.resolved(rule, subject) {
             if self.policy.settings().undo_on_resolve(&effect.action.kind) {
                 let resolved = match by {
