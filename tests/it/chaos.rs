@@ -52,12 +52,16 @@ fn failures(report: &Value) -> String {
         .join("\n")
 }
 
+/// The executed actions of `action` in the first run, each once (a decision is recorded again
+/// when its canary or its outcome check is judged).
 fn executed(report: &Value, action: &str) -> Vec<Value> {
+    let mut seen = std::collections::HashSet::new();
     report["runs"][0]["decisions"]
         .as_array()
         .unwrap()
         .iter()
         .filter(|d| d["action"] == action && d["verdict"] == "executed" && d["undo_of"].is_null())
+        .filter(|d| seen.insert(d["id"].as_str().unwrap_or_default().to_string()))
         .cloned()
         .collect()
 }
@@ -200,7 +204,10 @@ fn the_switch_hash_is_widened_on_a_canary_leaf_first_and_on_the_rest_of_its_plan
             .iter()
             .filter(|d| d["action"] == "ecmp.widen_hash" && d["verdict"] == "executed")
             .collect();
-        let judged: Vec<&&Value> = widened.iter().filter(|d| d["canary"] == "promoted").collect();
+        // The canary's decision is recorded when made, when judged, and when its outcome is.
+        let mut ids = std::collections::HashSet::new();
+        let judged: Vec<&&Value> =
+            widened.iter().filter(|d| d["canary"] == "promoted" && ids.insert(d["id"].clone())).collect();
         assert_eq!(judged.len(), 1, "one canary for the one plane: {widened:?}");
         let (canary, promoted_at) = (judged[0]["id"].as_str().unwrap(), judged[0]["at"].as_i64().unwrap());
         let opened = widened.iter().find(|d| d["id"] == canary && d["canary"] == "open").expect("made a canary");

@@ -65,6 +65,11 @@ pub struct DecisionRecord {
     /// For a canary: `open` until judged, then `promoted`, `reverted`, `kept` or `unread`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub canary: Option<String>,
+    /// For an executed change: its outcome check, `open` until judged, then
+    /// `effective`, `ineffective`, `harmful` or `unread`. A decision is
+    /// recorded again when its canary or its outcome is judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<String>,
     /// What the actuator sent (executed) or would send (dry-run), e.g.
     /// the text of a gNMI SetRequest and the switch's address.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -90,6 +90,7 @@ pub(crate) fn decision_record(at: Nanos, d: &Decision) -> DecisionRecord {
         verdict: d.verdict.name().to_string(),
         reason: d.verdict.reason().map(String::from).or_else(|| d.canary.as_ref().map(|c| c.describe())),
         canary: d.canary.as_ref().map(|c| c.judged.as_ref().map_or("open", |j| j.outcome.name()).to_string()),
+        outcome: d.outcome.as_ref().map(|o| o.judged.as_ref().map_or("open", |j| j.result.name()).to_string()),
         undo_of: d.undo_of.clone(),
         requests: match &d.verdict {
             Verdict::Executed { outcome } => outcome.requests.clone(),
@@ -257,6 +258,12 @@ impl<'a> Run<'a> {
         for due in self.dispatcher.canary_board().take_due(now) {
             let reading = self.evaluator.reading(&due.rule, &due.subject, &due.signal, now);
             for d in self.dispatcher.judge_canary(&due.id, reading, now).await {
+                self.decisions.push(decision_record(now, &d));
+            }
+        }
+        for open in self.dispatcher.outcome_board().due(now) {
+            let seen = self.evaluator.observe(&open.rule, &open.subject, &open.values, now);
+            for d in self.dispatcher.judge_outcome(&open.id, seen, now).await {
                 self.decisions.push(decision_record(now, &d));
             }
         }

@@ -156,7 +156,7 @@ fn bounded_probes<'a>(
 }
 
 /// The decisions that executed an action (undos left out), each once: a
-/// canary is recorded again when it is judged.
+/// canary or an outcome check is recorded again when it is judged.
 fn executed(record: &RunRecord) -> impl Iterator<Item = &DecisionRecord> {
     let mut seen = std::collections::HashSet::new();
     record.decisions.iter().filter(move |d| d.verdict == "executed" && d.undo_of.is_none() && seen.insert(&d.id))

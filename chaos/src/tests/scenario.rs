@@ -80,6 +80,7 @@ fn decision(at: i64, action: &str, node: &str, verdict: &str) -> DecisionRecord 
         reason: None,
         undo_of: None,
         canary: None,
+        outcome: None,
         requests: Vec::new(),
     }
 }
@@ -228,6 +229,7 @@ fn executed(at_ms: i64, action: &str, target: &[(&str, &str)]) -> DecisionRecord
         reason: None,
         undo_of: None,
         canary: None,
+        outcome: None,
         requests: Vec::new(),
     }
 }
