@@ -49,3 +49,4 @@ mod two_daemons;
 mod veth_lifecycle;
 mod web_console;
 mod why;
+mod why_field;

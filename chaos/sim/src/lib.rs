@@ -55,6 +55,7 @@ mod tests;
 
 pub mod demo;
 pub mod fabric;
+pub mod field_cases;
 pub mod leaves;
 pub mod switch;
 pub mod why_cases;

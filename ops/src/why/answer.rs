@@ -34,6 +34,29 @@ pub struct Answer {
     pub confidence: f64,
     /// The signals that support it, strongest first (the top element's).
     pub evidence: Vec<String>,
+    /// When the GPUs of one node lead the ranking together: that node. Its
+    /// host (CPU, input pipeline, power, cooling) is the lead, not one GPU
+    /// and not the fabric.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+}
+
+/// GPUs of one node near the top of the ranking (within half the top
+/// score) that make it the node's, not a GPU's: a thermal fault or an XID
+/// is one GPU's; a starved or hung host idles all of them (their clocks
+/// fall, their utilisation with them).
+pub const HOST_GPUS: usize = 4;
+
+/// The node whose GPUs lead the ranking together, if any.
+fn host_of(ranking: &[Ranked]) -> Option<String> {
+    let Element::Gpu { node, .. } = &ranking.first()?.element else { return None };
+    let near = ranking[0].score * 0.5;
+    let together = ranking
+        .iter()
+        .take_while(|e| e.score >= near)
+        .filter(|e| matches!(&e.element, Element::Gpu { node: n, .. } if n == node))
+        .count();
+    (together >= HOST_GPUS).then(|| node.clone())
 }
 
 fn logistic(x: f64, middle: f64, steepness: f64) -> f64 {
@@ -50,17 +73,22 @@ fn answer_of(e: &Element) -> String {
 
 /// The answer for `ranking` (best first).
 pub fn answer(ranking: &[Ranked]) -> Answer {
-    let Some(top) = ranking.first() else { return Answer { fabric: false, confidence: 0.95, evidence: Vec::new() } };
+    let Some(top) = ranking.first() else {
+        return Answer { fabric: false, confidence: 0.95, evidence: Vec::new(), host: None };
+    };
     let strength = logistic(top.score, 2.4, 3.0);
     let mine = answer_of(&top.element);
     let rival = ranking.iter().filter(|e| answer_of(&e.element) != mine).map(|e| e.score).fold(0.0, f64::max);
     let margin = logistic(1.0 - rival / top.score, 0.15, 12.0);
     let evidence =
         top.signals.iter().filter(|s| s.score > 0.0).take(3).map(|s| format!("{}{}", s.metric, s.labels)).collect();
+    if let Some(host) = host_of(ranking) {
+        return Answer { fabric: false, confidence: 0.8, evidence, host: Some(host) };
+    }
     if top.score >= FABRIC_SCORE {
-        Answer { fabric: true, confidence: strength * margin, evidence }
+        Answer { fabric: true, confidence: strength * margin, evidence, host: None }
     } else {
-        Answer { fabric: false, confidence: 1.0 - strength, evidence }
+        Answer { fabric: false, confidence: 1.0 - strength, evidence, host: None }
     }
 }
 
@@ -92,5 +120,18 @@ mod tests {
         let faint = answer(&[ranked("a", "3", 1.2)]);
         assert!(!faint.fabric && faint.confidence > 0.9, "{faint:?}");
         assert!(!answer(&[]).fabric);
+    }
+
+    fn gpu(node: &str, gpu: &str, score: f64) -> Ranked {
+        Ranked { element: Element::Gpu { node: node.into(), gpu: gpu.into() }, ..ranked(node, "0", score) }
+    }
+
+    #[test]
+    fn the_gpus_of_one_node_moving_together_are_its_host_and_one_gpu_is_itself() {
+        let host: Vec<Ranked> = (0..5).map(|g| gpu("n7", &g.to_string(), 2.7 - 0.1 * g as f64)).collect();
+        let a = answer(&host);
+        assert!(!a.fabric && a.host.as_deref() == Some("n7"), "{a:?}");
+        let one = answer(&[gpu("n7", "3", 6.0), gpu("n7", "1", 1.0), gpu("n7", "2", 0.9), gpu("n7", "4", 0.9)]);
+        assert!(one.fabric && one.host.is_none(), "{one:?}");
     }
 }

@@ -292,7 +292,7 @@ fn a_job_slow_from_its_start_is_answered_by_its_peers() {
     assert_eq!(top(&report), "node-02 rail 3", "{:#?}", report.ranking);
     assert!(report.answer.fabric, "{:?}", report.answer);
     let storm = &report.ranking[0].signals[0];
-    assert!(storm.peer_z.unwrap() > 10.0 && storm.effect.baseline < 1e3, "the peers' median → its own: {storm:?}");
+    assert!(storm.peer_z.unwrap() > 5.0 && storm.effect.baseline < 1e3, "the peers' median → its own: {storm:?}");
     assert!(super::render::text(&report).contains("never faster in the recording"));
 
     // With nothing standing out from its peers either, there is no answer to give.

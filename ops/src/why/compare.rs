@@ -9,7 +9,7 @@
 
 use engine::{Nanos, SECOND};
 
-use super::path::{enriched, JobPath};
+use super::path::{enriched, Element, JobPath};
 use super::peers::{self, Compared, PeerKey};
 use super::rank::{self, Effect, Ranked, Signal};
 use super::series::{self, Recorded, Shape};
@@ -117,18 +117,76 @@ fn level_of(rec: &Recorded, s: &series::Series, span: (Nanos, Nanos), all_metric
     Some((signal, known))
 }
 
+/// Signals through which a neighbour's NIC (another node's, on a leaf the
+/// job uses) reaches the job: pause frames it sends stop the leaf's shared
+/// buffer, and the watchdog that catches it. Its own marks, CNPs, errors
+/// and flaps are on its own path, not the job's.
+const THROUGH_THE_LEAF: [&str; 5] = ["tx_prio_pause", "pfc_rx", "pause_storm", "pfcwd", "deadlock"];
+
+/// A neighbour's leaf-port queue (an incast into it) reaches the job only
+/// when the leaf pauses the job's ports for it: these say a job port was paused.
+const PAUSED: [&str; 3] = ["pfc_tx_pause", "rx_prio_pause", "rx_pause"];
+
+/// What a series about `element` can say of the job.
+#[derive(Debug, Clone, PartialEq)]
+enum Reach {
+    /// Any series of the job's own elements; a neighbour's pause frames.
+    Job,
+    /// A neighbour's queue on this leaf: only if the leaf paused the job's ports.
+    IfPaused(String),
+    /// Nothing: a neighbour's own marks, CNPs, errors, flaps.
+    Not,
+}
+
+fn reach(path: &JobPath, element: &Element, metric: &str, labels: &engine::Labels) -> Reach {
+    let Element::Rail { node, .. } = element else { return Reach::Job };
+    if path.nodes.contains(node) {
+        return Reach::Job;
+    }
+    let lower = metric.to_ascii_lowercase();
+    if THROUGH_THE_LEAF.iter().any(|m| lower.contains(m)) {
+        return Reach::Job;
+    }
+    match labels.get("switch") {
+        Some(leaf) if lower.starts_with("switch_queue") => Reach::IfPaused(leaf.to_string()),
+        _ => Reach::Not,
+    }
+}
+
+/// The leaves that paused the job's own ports meanwhile.
+fn paused_leaves(path: &JobPath, compared: &[Compared]) -> std::collections::BTreeSet<String> {
+    compared
+        .iter()
+        .filter(|c| c.signal.score > 0.0 && PAUSED.iter().any(|m| c.signal.metric.contains(m)))
+        .filter(|c| matches!(&c.element, Element::Rail { node, .. } if path.nodes.contains(node)))
+        .filter_map(|c| path.cable(&c.element).and_then(|cable| cable.switch.clone()))
+        .collect()
+}
+
 /// The elements of the path, ranked, and how many series were compared:
 /// each series against its past and its peers.
 pub fn ranking(rec: &Recorded, path: &JobPath, w: &Windows, q: &Query) -> (Vec<Ranked>, usize) {
     let mut compared: Vec<Compared> = Vec::new();
+    let mut reaches: Vec<Reach> = Vec::new();
     for s in &rec.series {
         let labels = enriched(&s.labels, q.topology);
         let Some(element) = path.element_of(&labels) else { continue };
+        let how = reach(path, &element, &s.metric, &labels);
+        if how == Reach::Not {
+            continue;
+        }
         let Some((signal, floor)) = signal_of(rec, s, w, q.all_metrics) else { continue };
         let key = PeerKey::of(&s.metric, &element, &labels);
-        compared.push(Compared { element, key, signal, floor });
+        compared.push(Compared { element, key, signal, floor, event: s.shape == Shape::Event });
+        reaches.push(how);
     }
     peers::weigh(&mut compared);
+    let paused = paused_leaves(path, &compared);
+    for (c, how) in compared.iter_mut().zip(&reaches) {
+        if matches!(how, Reach::IfPaused(leaf) if !paused.contains(leaf)) {
+            c.signal.score = 0.0;
+        }
+    }
     ranked(compared)
 }
 
@@ -139,11 +197,15 @@ pub fn ranking_by_peers(rec: &Recorded, path: &JobPath, span: (Nanos, Nanos), q:
     let mut table: Vec<Known> = Vec::new();
     for s in &rec.series {
         let labels = enriched(&s.labels, q.topology);
-        let Some(element) = path.element_of(&labels) else { continue };
+        // Alone with its peers there is no "meanwhile": a neighbour counts by its pause frames only.
+        let Some(element) = path.element_of(&labels).filter(|e| reach(path, e, &s.metric, &labels) == Reach::Job)
+        else {
+            continue;
+        };
         let Some((signal, known)) = level_of(rec, s, span, q.all_metrics) else { continue };
         let floor = floor_of(&known, &signal.effect);
         let key = PeerKey::of(&s.metric, &element, &labels);
-        compared.push(Compared { element, key, signal, floor });
+        compared.push(Compared { element, key, signal, floor, event: false });
         table.push(known);
     }
     peers::stand_out(&mut compared, |i, effect| {

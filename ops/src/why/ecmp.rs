@@ -86,6 +86,10 @@ fn rates(rec: &Recorded, uplinks: &[&Series], span: (Nanos, Nanos)) -> Option<Ve
 /// The collisions on the leaves of `path`, worst first.
 pub fn collisions(rec: &Recorded, path: &JobPath, w: &Windows, topology: Option<&Topology>) -> Vec<Collision> {
     let mut out = Vec::new();
+    if w.peers_only {
+        // No before to be worse than: a healthy leaf with few flows is uneven too.
+        return out;
+    }
     for leaf in &path.leaves {
         let uplinks: Vec<&Series> = rec
             .series
@@ -98,9 +102,9 @@ pub fn collisions(rec: &Recorded, path: &JobPath, w: &Windows, topology: Option<
         }
         let Some(reg) = rates(rec, &uplinks, w.regression) else { continue };
         let (skew_reg, carried) = skew(&reg);
-        // Compared with its peers alone (a job never faster), there is no before.
-        let before = (!w.peers_only).then(|| rates(rec, &uplinks, w.baseline)).flatten();
-        let baseline_skew = before.map(|b| skew(&b)).and_then(|(s, sum)| (sum >= MIN_BYTES_PER_S).then_some(s));
+        let baseline_skew = rates(rec, &uplinks, w.baseline)
+            .map(|b| skew(&b))
+            .and_then(|(s, sum)| (sum >= MIN_BYTES_PER_S).then_some(s));
         let worse = baseline_skew.is_none_or(|b| skew_reg > WORSE * b);
         if skew_reg <= SKEW || carried < MIN_BYTES_PER_S || !worse {
             continue;

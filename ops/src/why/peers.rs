@@ -28,6 +28,9 @@ use super::rank::{mad, median, Effect, Signal};
 
 /// The least group (the series itself included) whose median is its peers'.
 pub const MIN_PEERS: usize = 5;
+/// Compared with its peers alone, a level this many natural-log units (a
+/// factor of 1.65) from theirs is one unit of standing out.
+pub const LOG_UNIT: f64 = 0.5;
 
 /// What makes two series peers.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -69,12 +72,16 @@ pub struct Compared {
     pub signal: Signal,
     /// The smallest change that matters for its metric.
     pub floor: f64,
+    /// An event series (XIDs, carrier transitions): judged by its own
+    /// Poisson surprise only. Events are rare and each GPU's or link's own;
+    /// their rates (one in a hundred seconds) are no level to compare.
+    pub event: bool,
 }
 
 /// The indices of each group of peers in `compared` large enough to judge by.
 fn groups(compared: &[Compared]) -> Vec<Vec<usize>> {
     let mut by: BTreeMap<&PeerKey, Vec<usize>> = BTreeMap::new();
-    for (i, c) in compared.iter().enumerate() {
+    for (i, c) in compared.iter().enumerate().filter(|(_, c)| !c.event) {
         by.entry(&c.key).or_default().push(i);
     }
     by.into_values().filter(|m| m.len() >= MIN_PEERS).collect()
@@ -110,10 +117,21 @@ pub fn weigh(compared: &mut [Compared]) {
 /// Each of `compared` (its level in `effect.regression`) against its peers
 /// alone: its effect becomes the group's median → its level, with the peer
 /// z, scored by `score(index, effect)`. A series without enough peers scores 0.
+///
+/// Levels are compared as `ln(1 + level / floor)`: devices differ by
+/// factors (one NIC corrects ten times the bits of another, healthy), so a
+/// device stands out by how many times its peers' level it runs at, in units
+/// of the group's spread of those logs or [`LOG_UNIT`].
 pub fn stand_out(compared: &mut [Compared], score: impl Fn(usize, &Effect) -> f64) {
     for members in groups(compared) {
         let levels: Vec<f64> = members.iter().map(|&i| compared[i].signal.effect.regression).collect();
-        let (center, zs) = standing(&levels, |k| compared[members[k]].floor);
+        let logs: Vec<f64> = members
+            .iter()
+            .zip(&levels)
+            .map(|(&i, v)| (1.0 + v.abs() / compared[i].floor.max(1e-12)).ln().copysign(*v))
+            .collect();
+        let (_, zs) = standing(&logs, |_| LOG_UNIT);
+        let center = median(&levels);
         for (&i, z) in members.iter().zip(zs) {
             let s = &mut compared[i].signal;
             s.effect = Effect { baseline: center, regression: s.effect.regression, z };
@@ -154,6 +172,7 @@ mod tests {
                 score: 0.4 * (1.0 + z).ln(),
             },
             floor: 1e4,
+            event: false,
         }
     }
 

@@ -119,7 +119,12 @@ pub fn verdict(r: &Report) -> String {
         out = format!("{c}; {out}");
     }
     let sure = r.answer.confidence * 100.0;
-    out = if r.answer.fabric {
+    out = if let Some(node) = &r.answer.host {
+        format!(
+            "not the fabric: the GPUs of {node} moved together (best: {out}): its host — CPU, input pipeline, power or \
+             cooling — slowed the job, not one GPU and not the network (confidence {sure:.0} %)"
+        )
+    } else if r.answer.fabric {
         format!("{out} (confidence {sure:.0} %)")
     } else {
         format!(
@@ -141,15 +146,17 @@ pub fn verdict(r: &Report) -> String {
     out
 }
 
-/// The ECMP collision behind `top`: on the leaf its strongest signal names if there is one
-/// (a hot uplink's marks), else the worst on its plane's leaves, on the leaf itself, or on the
-/// leaf a NIC of it is cabled to. A collision elsewhere is listed, not blamed.
+/// The ECMP collision behind `top`: for a plane, on the leaf its strongest signal names (a hot
+/// uplink's marks); for a leaf, on itself; for a NIC, on the leaf it is cabled to. A collision
+/// elsewhere (another leaf of the plane, whose healthy spread happens to be uneven) is listed,
+/// not blamed.
 pub fn collision_behind<'a>(r: &'a Report, top: &Ranked) -> Option<&'a super::ecmp::Collision> {
     let named = |c: &&super::ecmp::Collision| {
         top.signals.first().is_some_and(|s| s.labels.contains(&format!("switch=\"{}\"", c.switch)))
     };
     let behind = |c: &&super::ecmp::Collision| match &top.element {
-        Element::Plane { plane } => c.plane.as_ref() == Some(plane),
+        // The plane's uplinks: the leaf its strongest signal names, not any leaf of the plane.
+        Element::Plane { plane } => c.plane.as_ref() == Some(plane) && named(c),
         Element::Switch { switch } => *switch == c.switch,
         rail @ Element::Rail { .. } => r.path.cable(rail).is_some_and(|cable| cable.switch.as_ref() == Some(&c.switch)),
         _ => false,
@@ -182,8 +189,8 @@ pub fn commands(r: &Report) -> Vec<String> {
     out
 }
 
-/// The whole answer as text.
-pub fn text(r: &Report) -> String {
+/// The first line: the job, its signal, the windows and how they were found.
+fn header(r: &Report) -> String {
     let mut out = String::new();
     let w = &r.windows;
     let how = match (w.detected, w.stalled) {
@@ -219,6 +226,12 @@ pub fn text(r: &Report) -> String {
             clock(w.baseline.1),
         );
     }
+    out
+}
+
+/// The whole answer as text.
+pub fn text(r: &Report) -> String {
+    let mut out = header(r);
     let _ = writeln!(out, "\nverdict: {}\n", verdict(r));
     let _ = writeln!(out, "{:<4} {:<56} {:>6}  top signals (baseline → regression, moved)", "rank", "element", "score");
     for (i, e) in r.ranking.iter().take(SHOWN).enumerate() {

@@ -23,6 +23,10 @@
 //!   began at `t − v` (not before the step pushed before it): the
 //!   regression starts there, and a cause that struck during that step (an
 //!   XID, a storm's first second) falls inside it, not in the baseline;
+//! - **the pace**: when no run of slow steps is found, the mean of
+//!   [`PACE_STEPS`] steps against the baseline's: a fault that stalls the
+//!   job now and then (a flapping link) leaves most steps normal and a few
+//!   very long;
 //! - **a stall**: when no regression is found in the points (a job that all
 //!   but stopped pushes too few steps), a silence of [`STALL_STEPS`]
 //!   baseline steps (at least [`MIN_STALL`]) between two pushes, or from the
@@ -46,6 +50,8 @@ pub const RUN: usize = 5;
 pub const MIN_BASELINE: usize = 8;
 /// The default relative rise that counts as a regression (15 %).
 pub const DEFAULT_THRESHOLD: f64 = 0.15;
+/// The steps whose mean is the job's pace, when single slow steps show no regression.
+pub const PACE_STEPS: usize = 20;
 /// A silence of this many baseline steps is a stall…
 pub const STALL_STEPS: i64 = 20;
 /// …and at least this long.
@@ -79,6 +85,18 @@ impl Windows {
             regression: (from, to),
             rise_at: from,
             detected: false,
+            stalled: false,
+            peers_only: false,
+        }
+    }
+
+    /// Found in the job signal: slow from `rise_at` to `end`, normal from `start` before it.
+    fn found(start: Nanos, rise_at: Nanos, end: Nanos) -> Windows {
+        Windows {
+            baseline: (start, rise_at - 1),
+            regression: (rise_at, end.max(rise_at + 1)),
+            rise_at,
+            detected: true,
             stalled: false,
             peers_only: false,
         }
@@ -152,36 +170,97 @@ fn first_run(points: &[(Nanos, f64)], from: usize, slow: impl Fn(f64) -> bool) -
 
 /// Finds the regression in `signal` (time-ordered, higher is slower),
 /// pushed as `pushes` says.
+///
+/// Every candidate counts: each run of slow steps, the pace, each stall. A
+/// job may have had a short slow spell (an evaluation, a checkpoint) before
+/// the fault it is asked about, so the one chosen is the one still under
+/// way at the end of the recording, else the largest (how much slower,
+/// times how long; a stall's step has lasted its whole silence).
 pub fn detect(signal: &[(Nanos, f64)], relative: f64, pushes: Pushes) -> Result<Windows, WhyError> {
-    match in_points(signal, relative, pushes) {
-        Ok(w) => Ok(w),
-        Err(e) => stall(signal, pushes.recording_end).ok_or(e),
+    let (mut found, none) = match in_points(signal, relative, pushes) {
+        Ok(runs) => (runs, None),
+        Err(e) => (Vec::new(), Some(e)),
+    };
+    if found.is_empty() {
+        found.extend(in_pace(signal, relative, pushes));
     }
+    found.extend(stalls(signal, pushes.recording_end));
+    let base = median(&signal.iter().take((signal.len() / 4).max(MIN_BASELINE)).map(|p| p.1).collect::<Vec<_>>());
+    let last_push = signal.last().map_or(0, |p| p.0);
+    let ongoing = |w: &Windows| w.regression.1 >= last_push;
+    let weight = |w: &Windows| {
+        let secs = (w.regression.1 - w.regression.0) as f64 / engine::SECOND as f64;
+        let slower = if w.stalled { secs / base.max(1e-9) } else { levels(signal, w).regression / base - 1.0 };
+        slower * secs
+    };
+    let best = found.into_iter().max_by(|a, b| ongoing(a).cmp(&ongoing(b)).then(weight(a).total_cmp(&weight(b))));
+    best.ok_or_else(|| {
+        none.unwrap_or(WhyError::NoRegression {
+            threshold: base * (1.0 + relative),
+            baseline: base,
+            percent: relative * 100.0,
+        })
+    })
 }
 
-/// The regression found in the points themselves.
-fn in_points(signal: &[(Nanos, f64)], relative: f64, pushes: Pushes) -> Result<Windows, WhyError> {
+/// The regression in the job's pace when no run of slow steps shows it:
+/// a fault that stalls the job now and then (a flapping link, retries)
+/// leaves most steps normal and a few very long, and a mild one (a GPU
+/// throttling 10 %) hides in each step's noise. The mean of [`PACE_STEPS`]
+/// steps against the baseline's (the median of such means over the first
+/// quarter, so the odd checkpoint in the baseline does not raise it): the
+/// regression starts at the first slow step of the first window whose mean
+/// is above `baseline × (1 + relative / 2)` (and 4 robust standard
+/// deviations of the baseline's means) and stays so half a window later.
+fn in_pace(signal: &[(Nanos, f64)], relative: f64, pushes: Pushes) -> Option<Windows> {
+    let values: Vec<f64> = signal.iter().map(|p| p.1).collect();
+    let quarter = (values.len() / 4).max(MIN_BASELINE);
+    let k = PACE_STEPS.min(quarter / 2).max(RUN);
+    if values.len() < quarter + 2 * k {
+        return None;
+    }
+    let means: Vec<f64> = values.windows(k).map(|w| w.iter().sum::<f64>() / k as f64).collect();
+    let base = median(&means[..=quarter - k]);
+    // A mean of k steps is √k times steadier than one step: half the relative
+    // rise counts, if it also clears the means' own noise.
+    let spread = 1.4826 * mad(&means[..=quarter - k], base);
+    let hi = (base * (1.0 + relative / 2.0)).max(base + 4.0 * spread);
+    let step_hi = median(&values[..quarter]) * (1.0 + relative);
+    let slow = |i: usize| means.get(i).is_some_and(|m| *m > hi);
+    let first = (quarter - k + 1..means.len()).find(|&i| slow(i) && slow(i + k / 2))?;
+    let onset = (first..first + k).find(|&j| values[j] > step_hi).unwrap_or(first);
+    // The last slow window ends the regression.
+    let last = (first..means.len()).rev().find(|&i| slow(i)).unwrap_or(first);
+    let end = signal[(last + k - 1).min(signal.len() - 1)].0;
+    let rise_at = if pushes.step_ends { began(signal, onset) } else { signal[onset].0 };
+    (onset >= MIN_BASELINE).then(|| Windows::found(signal[0].0, rise_at, end))
+}
+
+/// The regressions found in the points themselves: each run of slow steps,
+/// in order; an error when there are too few points or none is slow.
+fn in_points(signal: &[(Nanos, f64)], relative: f64, pushes: Pushes) -> Result<Vec<Windows>, WhyError> {
     if signal.len() < MIN_BASELINE + RUN {
         return Err(WhyError::TooFewPoints { points: signal.len(), needed: MIN_BASELINE + RUN });
     }
     let quarter = (signal.len() / 4).max(MIN_BASELINE);
     let values: Vec<f64> = signal[..quarter].iter().map(|p| p.1).collect();
     let (base, hi) = threshold_of(&values, relative);
-    let start = first_run(signal, quarter, |v| v > hi).ok_or(WhyError::NoRegression {
-        threshold: hi,
-        baseline: base,
-        percent: relative * 100.0,
-    })?;
-    let end = first_run(signal, start + 1, |v| v <= hi).map(|j| signal[j].0).unwrap_or(signal[signal.len() - 1].0);
-    let rise_at = if pushes.step_ends { began(signal, start) } else { signal[start].0 };
-    Ok(Windows {
-        baseline: (signal[0].0, rise_at - 1),
-        regression: (rise_at, end.max(rise_at + 1)),
-        rise_at,
-        detected: true,
-        stalled: false,
-        peers_only: false,
-    })
+    let mut found = Vec::new();
+    let mut from = quarter;
+    while let Some(start) = first_run(signal, from, |v| v > hi) {
+        let back = first_run(signal, start + 1, |v| v <= hi);
+        let end = back.map_or(signal[signal.len() - 1].0, |j| signal[j].0);
+        let rise_at = if pushes.step_ends { began(signal, start) } else { signal[start].0 };
+        found.push(Windows::found(signal[0].0, rise_at, end));
+        match back {
+            Some(j) => from = j,
+            None => break,
+        }
+    }
+    if found.is_empty() {
+        return Err(WhyError::NoRegression { threshold: hi, baseline: base, percent: relative * 100.0 });
+    }
+    Ok(found)
 }
 
 /// When the step pushed as point `i` began: its duration before its end,
@@ -195,25 +274,30 @@ fn began(signal: &[(Nanos, f64)], i: usize) -> Nanos {
     }
 }
 
-/// The first silence of [`STALL_STEPS`] baseline steps (at least
-/// [`MIN_STALL`]) in the pushes, up to `end`: a stall.
-fn stall(signal: &[(Nanos, f64)], end: Nanos) -> Option<Windows> {
+/// Each silence of [`STALL_STEPS`] baseline steps (at least [`MIN_STALL`])
+/// in the pushes, up to `end`: a stall.
+fn stalls(signal: &[(Nanos, f64)], end: Nanos) -> Vec<Windows> {
     if signal.len() < 3 {
-        return None;
+        return Vec::new();
     }
     let gaps: Vec<f64> = signal.windows(2).map(|w| (w[1].0 - w[0].0) as f64).collect();
     let step = median(&gaps[..gaps.len().min(MIN_BASELINE)]) as Nanos;
     let limit = (STALL_STEPS * step).max(MIN_STALL);
     let ends = signal.iter().skip(1).map(|p| p.0).chain([end]);
-    let (from, to) = signal.iter().map(|p| p.0).zip(ends).find(|(a, b)| b - a > limit)?;
-    Some(Windows {
-        baseline: (signal[0].0, from - 1),
-        regression: (from, to),
-        rise_at: from,
-        detected: true,
-        stalled: true,
-        peers_only: false,
-    })
+    signal
+        .iter()
+        .map(|p| p.0)
+        .zip(ends)
+        .filter(|(a, b)| b - a > limit)
+        .map(|(from, to)| Windows {
+            baseline: (signal[0].0, from - 1),
+            regression: (from, to),
+            rise_at: from,
+            detected: true,
+            stalled: true,
+            peers_only: false,
+        })
+        .collect()
 }
 
 /// The medians of the job signal in each window.
@@ -306,5 +390,40 @@ mod tests {
         assert_eq!(recovered_after(&steps(&v), 1.0, 0.15, 1200), Some(2000));
         assert_eq!(recovered_after(&steps(&v[..20]), 1.0, 0.15, 1200), None);
         assert_eq!(Windows::given(100, 300).baseline, (-100, 100));
+    }
+
+    /// Steps pushed at their ends, of `secs(i)` seconds each.
+    fn pushed(n: usize, secs: impl Fn(usize) -> f64) -> Vec<(Nanos, f64)> {
+        let mut t = 0;
+        (0..n)
+            .map(|i| {
+                t += (secs(i) * 1e9) as Nanos;
+                (t, secs(i))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_link_that_stalls_the_job_now_and_then_shows_in_its_pace() {
+        // 1 s steps; from step 100, one step in 5 is 2.2 s: no run of slow steps, 24 % slower.
+        let pts = pushed(200, |i| if i >= 100 && i % 5 == 0 { 2.2 } else { 1.0 });
+        let end = pts.last().unwrap().0;
+        let w = detect(&pts, 0.15, Pushes { step_ends: true, recording_end: end }).unwrap();
+        // It began when the step before it ended (its end less its length, 1 ns later).
+        let onset = pts[99].0 + 1;
+        assert_eq!((w.rise_at, w.stalled), (onset, false), "the first slow step began the regression: {w:?}");
+        // A steady job with one such step now and then in its baseline too is not slower.
+        let steady = pushed(200, |i| if i % 25 == 0 { 2.2 } else { 1.0 });
+        let end = steady.last().unwrap().0;
+        assert!(detect(&steady, 0.15, Pushes { step_ends: true, recording_end: end }).is_err());
+    }
+
+    #[test]
+    fn the_slowdown_still_under_way_is_chosen_over_an_earlier_spell() {
+        // An evaluation of 6 slow steps at step 60; the job hangs after step 150.
+        let pts = pushed(150, |i| if (60..66).contains(&i) { 2.0 } else { 1.0 });
+        let end = pts.last().unwrap().0 + 60 * engine::SECOND;
+        let w = detect(&pts, 0.15, Pushes { step_ends: true, recording_end: end }).unwrap();
+        assert!(w.stalled && w.regression.1 == end, "the hang, not the evaluation: {w:?}");
     }
 }
