@@ -181,9 +181,8 @@ pub fn detect(signal: &[(Nanos, f64)], relative: f64, pushes: Pushes) -> Result<
         Ok(runs) => (runs, None),
         Err(e) => (Vec::new(), Some(e)),
     };
-    if found.is_empty() {
-        found.extend(in_pace(signal, relative, pushes));
-    }
+    // The pace too: a short run of slow steps may be the edge of a longer slowdown around the line.
+    found.extend(in_pace(signal, relative, pushes));
     found.extend(stalls(signal, pushes.recording_end));
     let base = median(&signal.iter().take((signal.len() / 4).max(MIN_BASELINE)).map(|p| p.1).collect::<Vec<_>>());
     let last_push = signal.last().map_or(0, |p| p.0);
