@@ -424,7 +424,9 @@ async fn four_congested_ports_each_get_their_own_copy_and_the_shared_profile_is_
     // The incidents resolve: each queue gets its profile back, every copy is gone.
     for port in ports {
         let subject = Labels::from_pairs([("switch", "leaf-rail5"), ("port", port), ("queue", "3")]);
-        let undone = dispatcher.instance_resolved("pfc-storm", &subject, 2).await;
+        // The action judged effective as its rule resolved, then its undo.
+        let resolved = dispatcher.instance_resolved("pfc-storm", &subject, 2).await;
+        let undone: Vec<_> = resolved.into_iter().filter(|d| d.undo_of.is_some()).collect();
         assert!(
             matches!(undone.as_slice(), [d] if matches!(d.verdict, Verdict::Executed { .. })),
             "{port}: {undone:?}"
