@@ -254,6 +254,9 @@ impl<'a> Run<'a> {
         for d in self.dispatcher.maintain(now) {
             self.decisions.push(decision_record(now, &d));
         }
+        for d in self.dispatcher.climb_due(now).await {
+            self.decisions.push(decision_record(now, &d));
+        }
         self.approve_due(now).await;
         for due in self.dispatcher.canary_board().take_due(now) {
             let reading = self.evaluator.reading(&due.rule, &due.subject, &due.signal, now);

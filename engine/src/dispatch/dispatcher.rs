@@ -6,6 +6,8 @@
 //! - [`execute`]: the actuator's call with its timeout and retries;
 //! - [`approval`]: requests waiting for a human, and their expiry;
 //! - [`canary`]: one place of a plane first, the rest once it proved itself;
+//! - [`outcome`]: whether an executed action helped, judged afterwards;
+//! - [`ladder`]: a rule's remedies one at a time, repeat offenders up the ladder;
 //! - [`undo`]: undoing what a resolved instance put in effect;
 //! - [`manual`]: an operator's undo of one action, and an incident ended
 //!   by hand, through the same undo path;
@@ -26,6 +28,7 @@ mod approval;
 mod canary;
 mod decide;
 mod execute;
+mod ladder;
 mod manual;
 mod outcome;
 mod reconcile;
@@ -37,7 +40,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::catalog::{ActuatorRoute, Catalog};
-use crate::contracts::Proposal;
+use crate::contracts::{OutcomeResult, Proposal};
 use crate::contracts::{Actuator, ActuatorError, Outcome, Verification};
 use crate::contracts::{Adopted, Coordinator, Scope, Standalone, Token};
 use crate::contracts::{Decision, Drift, DriftKind, Drifted, Phase, Step, Verdict};
@@ -104,6 +107,8 @@ pub struct Dispatcher {
     canaries: canary::Canaries,
     /// Outcome checks open, and rules held after a harmful action.
     outcomes: outcome::Outcomes,
+    /// Escalation ladders being climbed.
+    climbs: ladder::Climbs,
 }
 
 pub use canary::{CanaryBoard, CanaryCheck};
@@ -289,6 +294,7 @@ impl Dispatcher {
             clock: Arc::new(wall_clock_now),
             canaries,
             outcomes,
+            climbs: ladder::Climbs::default(),
         }
     }
 

@@ -29,6 +29,8 @@ mod ledger_tests;
 #[cfg(test)]
 mod manual_tests;
 #[cfg(test)]
+mod ladder_tests;
+#[cfg(test)]
 mod outcome_tests;
 #[cfg(test)]
 mod tests;

@@ -37,6 +37,7 @@
 //! | `meta` | `breaker`, `mode`, `silence-seq`, `index-version` | [`BreakerState`] (with its trip history), [`ModeSet`], the last silence number |
 //! | `silences` | silence id | [`Silence`]: operators' silences, kept across restarts |
 //! | `resolutions` | rule, subject, first-seen time | [`Resolution`]: incidents ended by hand |
+//! | `offenders` | rule, subject | [`Offender`]: firings on an escalation ladder and the rung that worked ([`offenders`]) |
 //!
 //! `silences`, `resolutions`, `silence-seq` and the breaker's `trips` were
 //! added without a version change: an older version ignores them (and so
@@ -46,6 +47,7 @@
 
 pub mod codec;
 pub mod journal;
+mod offenders;
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -61,6 +63,7 @@ use crate::store::{Store, StoreError, WriteHealth};
 use crate::time::{Nanos, SECOND};
 
 pub use codec::{decode, encode};
+pub use offenders::{Offender, Worked};
 use journal::Journal;
 
 /// How much history the ledger keeps.
@@ -199,7 +202,7 @@ impl Ledger {
     /// The ledger inside `store`.
     pub fn open(store: &Store, retention: Retention) -> Result<Ledger, StoreError> {
         let ledger = Ledger { store: store.clone(), retention, journal: Arc::default(), count: Arc::default() };
-        for name in [DECISIONS, LIVE, BY_SUBJECT, META, SILENCES, RESOLUTIONS] {
+        for name in [DECISIONS, LIVE, BY_SUBJECT, META, SILENCES, RESOLUTIONS, offenders::OFFENDERS] {
             store.tree(name)?;
         }
         if ledger.tree(META)?.get(INDEX_KEY)?.as_deref() != Some(INDEX_VERSION) {

@@ -67,6 +67,7 @@ pub(super) fn check(p: &Playbook) -> Checked {
     let mut c = Checked::default();
     durations(p, &mut c.errors);
     meaningless(p, &mut c.errors);
+    ladders(p, &mut c.errors);
     limits(p, &mut c.unsafe_settings);
     actuators(p, &mut c.errors);
     kinds_named(p, &mut c.errors);
@@ -126,6 +127,18 @@ fn meaningless(p: &Playbook, errors: &mut Vec<TomlError>) {
         }
         if !(c.margin.is_finite() && c.margin >= 0.0) {
             errors.push(p.error(&at("margin"), format!("canary[{i}].margin = {}: expected 0 or more", c.margin)));
+        }
+    }
+}
+
+/// Each `[[ladder]]` is well formed, at its line (the rules and kinds it
+/// names are checked against the rule directory by `check`).
+fn ladders(p: &Playbook, errors: &mut Vec<TomlError>) {
+    let mut checked = Vec::new();
+    for (i, l) in p.ladder.iter().enumerate() {
+        match crate::policy::LadderSettings::check_one(i, l, &checked) {
+            Ok(ladder) => checked.push(ladder),
+            Err(e) => errors.push(p.error(&["ladder".into(), i.into()], e.to_string())),
         }
     }
 }

@@ -37,7 +37,7 @@ mod checks;
 use crate::contracts::Scope;
 use crate::mode::Mode;
 use crate::policy::{
-    ApprovalRule, BreakerConfig, CanaryRule, ExpectRule, Limits, OutcomesConfig, PolicySettings, RetryConfig,
+    ApprovalRule, BreakerConfig, CanaryRule, ExpectRule, LadderRule, Limits, OutcomesConfig, PolicySettings, RetryConfig,
     TargetLimits, UndoConfig, VerifyConfig,
 };
 pub use checks::{covers, overlaps, NamedKind, ALLOW_UNSAFE_HINT};
@@ -87,6 +87,9 @@ pub struct Playbook {
     /// What actions of some kinds must achieve.
     #[serde(default)]
     pub expect: Vec<ExpectRule>,
+    /// Escalation ladders: a rule's remedies one at a time.
+    #[serde(default)]
+    pub ladder: Vec<LadderRule>,
     /// Actions undone when their rule resolves.
     #[serde(default)]
     pub undo: UndoConfig,
@@ -243,7 +246,8 @@ impl Playbook {
         PolicySettings::new(&self.limits, &self.breaker, &self.target, &self.approval, &self.undo, &self.retry)?
             .verified(&self.verify)
             .with_canaries(&self.canary)?
-            .with_outcomes(&self.outcomes, &self.expect)
+            .with_outcomes(&self.outcomes, &self.expect)?
+            .with_ladders(&self.ladder)
     }
 
     /// The scopes the playbook sets, as (action-kind pattern, scope), in

@@ -318,6 +318,8 @@ pub struct PolicySettings {
     pub canaries: Vec<CanarySettings>,
     /// What executed actions must achieve.
     pub outcomes: super::OutcomeSettings,
+    /// Escalation ladders: a rule's remedies one at a time.
+    pub ladders: super::LadderSettings,
 }
 
 /// A safety policy setting was refused; the message names the field.
@@ -360,6 +362,7 @@ impl PolicySettings {
             reapply_reverted: None,
             canaries: Vec::new(),
             outcomes: super::OutcomeSettings::default(),
+            ladders: super::LadderSettings::default(),
         })
     }
 
@@ -396,6 +399,12 @@ impl PolicySettings {
         expects: &[super::ExpectRule],
     ) -> Result<PolicySettings, PolicyError> {
         self.outcomes = super::OutcomeSettings::new(outcomes, expects)?;
+        Ok(self)
+    }
+
+    /// With the playbook's `[[ladder]]` sections.
+    pub fn with_ladders(mut self, ladders: &[super::LadderRule]) -> Result<PolicySettings, PolicyError> {
+        self.ladders = super::LadderSettings::new(ladders)?;
         Ok(self)
     }
 

@@ -20,6 +20,7 @@
 //! decides, [`Policy::commit`] records what was done. The dispatcher owns it.
 
 mod config;
+mod ladders;
 mod outcomes;
 
 pub use crate::contracts::{kind_matches, Impact};
@@ -27,6 +28,7 @@ pub use config::{
     ApprovalRule, BreakerConfig, CanaryRule, CanarySettings, Limits, PolicyError, PolicySettings, RetryConfig,
     TargetLimits, UndoConfig, VerifyConfig,
 };
+pub use ladders::{Ladder, LadderRule, LadderSettings};
 pub use outcomes::{ExpectRule, Expectation, OutcomeSettings, OutcomesConfig};
 
 use std::collections::{HashMap, VecDeque};

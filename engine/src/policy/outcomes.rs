@@ -5,6 +5,7 @@
 //! [outcomes]
 //! check = true                        # every enforced change gets an outcome check
 //! expect_within = "5m"                # the rule must clear on its subject by then
+//! page = "webhook.notify"             # who is told when an action made it worse or a ladder ran out
 //!
 //! [[expect]]
 //! actions = ["ecn.lower"]             # for these kinds:
@@ -34,11 +35,15 @@ pub struct OutcomesConfig {
     /// The default deadline for the rule to clear.
     #[serde(default = "five_minutes", with = "duration")]
     pub expect_within: Duration,
+    /// The action kind that pages a human when an action made things
+    /// worse or an escalation ladder ran out (`webhook.notify`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page: Option<String>,
 }
 
 impl Default for OutcomesConfig {
     fn default() -> OutcomesConfig {
-        OutcomesConfig { check: true, expect_within: five_minutes() }
+        OutcomesConfig { check: true, expect_within: five_minutes(), page: None }
     }
 }
 
@@ -79,6 +84,7 @@ pub struct Expectation {
 #[derive(Debug, Clone, PartialEq)]
 pub struct OutcomeSettings {
     check: bool,
+    page: Option<String>,
     default: Expectation,
     expects: Vec<(Vec<String>, Expectation)>,
 }
@@ -119,7 +125,7 @@ impl OutcomeSettings {
                 (e.actions.clone(), x)
             })
             .collect();
-        Ok(OutcomeSettings { check: outcomes.check, default, expects })
+        Ok(OutcomeSettings { check: outcomes.check, page: outcomes.page.clone(), default, expects })
     }
 
     /// What an action of `kind` must achieve: the first `[[expect]]` that
@@ -130,6 +136,11 @@ impl OutcomeSettings {
         }
         let listed = self.expects.iter().find(|(kinds, _)| kinds.iter().any(|p| kind_matches(p, kind)));
         Some(listed.map_or(&self.default, |(_, x)| x))
+    }
+
+    /// The kind that pages a human, if set.
+    pub fn page(&self) -> Option<&str> {
+        self.page.as_deref()
     }
 
     /// The `[[expect]]` sections' kinds and watched values, for `check`.

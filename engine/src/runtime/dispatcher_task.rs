@@ -85,6 +85,7 @@ async fn serve(dispatcher: &mut Dispatcher, msg: ToDispatcher) -> Vec<Decision> 
             let mut out = dispatcher.keep_ledger(now).await;
             dispatcher.adopt_taken_over(now).await;
             out.extend(dispatcher.maintain(now));
+            out.extend(dispatcher.climb_due(now).await);
             out.extend(dispatcher.reverify_if_due(now).await);
             out
         }

@@ -79,6 +79,7 @@ pub fn check(
         }
     }
     errors.extend(canary_signals(playbook, rules));
+    errors.extend(ladder_rungs(playbook, rules));
     errors.extend(playbook.undo_refusals(&engine::catalog::Catalog::new(routes.to_vec())));
     errors.sort_by_key(|e| (e.line, e.column));
     errors.dedup_by(|a, b| a.message == b.message && a.line == b.line);
@@ -133,6 +134,35 @@ fn canary_signals(playbook: &Playbook, rules: &RuleSet) -> Vec<TomlError> {
                 let mut at: Vec<engine::config::Key> = vec![table.into(), i.into(), "worse".into()];
                 at.extend(k.map(engine::config::Key::from));
                 errors.push(playbook.error(&at, message));
+            }
+        }
+    }
+    errors
+}
+
+/// Each `[[ladder]]` names rules of the directory, and each of them has an
+/// action on every rung: a rung its rule cannot propose would end the climb
+/// there, with the fault still on.
+fn ladder_rungs(playbook: &Playbook, rules: &RuleSet) -> Vec<TomlError> {
+    let mut errors = Vec::new();
+    for (i, ladder) in playbook.ladder.iter().enumerate() {
+        for (k, name) in ladder.rules.iter().enumerate() {
+            let Some(rule) = rules.rules.iter().find(|r| &r.name == name) else {
+                let at = ["ladder".into(), i.into(), "rules".into(), k.into()];
+                errors.push(playbook.error(&at, format!("ladder.rules: no enabled rule {name:?} to climb it")));
+                continue;
+            };
+            for (j, rung) in ladder.rungs.iter().enumerate() {
+                if rule.actions.iter().any(|a| kind_matches(rung, &a.kind)) {
+                    continue;
+                }
+                let kinds: Vec<&str> = rule.actions.iter().map(|a| a.kind.as_str()).collect();
+                let message = format!(
+                    "ladder.rungs: rule {name:?} ({}) has no action for rung {rung:?} (its actions: {})",
+                    rule.path,
+                    kinds.join(", ")
+                );
+                errors.push(playbook.error(&["ladder".into(), i.into(), "rungs".into(), j.into()], message));
             }
         }
     }

@@ -10,6 +10,19 @@ impl Dispatcher {
     /// shows decided before the crash is not decided twice: the earlier
     /// decision is returned, marked as such, and nothing is written.
     pub async fn dispatch(&mut self, proposal: Proposal) -> Decision {
+        let on_ladder = match self.onto_ladder(&proposal) {
+            ladder::OnLadder::Kept(d) => return d,
+            ladder::OnLadder::Current => true,
+            ladder::OnLadder::Off => false,
+        };
+        let d = self.dispatch_once(proposal).await;
+        if on_ladder {
+            self.rung_decided(&d);
+        }
+        d
+    }
+
+    async fn dispatch_once(&mut self, proposal: Proposal) -> Decision {
         if proposal.restored {
             if let Some(mut earlier) = self.decided_before(&proposal) {
                 earlier.steps.push(Step {
@@ -19,10 +32,10 @@ impl Dispatcher {
                 return earlier;
             }
         }
-        self.dispatch_inner(proposal).await
+        self.dispatch_noted(proposal, None).await
     }
 
-    fn decided_before(&self, p: &Proposal) -> Option<Decision> {
+    pub(super) fn decided_before(&self, p: &Proposal) -> Option<Decision> {
         let ledger = self.ledger.as_ref()?;
         let earlier = ledger.latest_for(p, p.active_at).unwrap_or_else(|error| {
             tracing::error!(message = "Could not read the ledger.", %error);
@@ -36,7 +49,9 @@ impl Dispatcher {
         }
     }
 
-    async fn dispatch_inner(&mut self, proposal: Proposal) -> Decision {
+    /// Decides `proposal` afresh; `note` (why it is decided now, e.g. a
+    /// ladder's next rung) follows the first step.
+    pub(super) async fn dispatch_noted(&mut self, proposal: Proposal, note: Option<String>) -> Decision {
         let now = proposal.decided_at;
         let mode = self.effective_mode(&proposal.rule, proposal.rule_mode);
         let first = Step {
@@ -50,6 +65,7 @@ impl Dispatcher {
         };
         let id = self.next_id();
         let mut d = Decision::new(id, proposal, mode, first, self.now());
+        d.steps.extend(note.map(|what| Step { at: now, what }));
         self.route_decision(&mut d);
         if let Some(silence) = self.silences.matching(&d.proposal, now) {
             let reason = silence.describe();

@@ -188,6 +188,8 @@ impl Dispatcher {
             }
             let first = format!("{id} made it worse ({rose}): undo {}", effect.action);
             out.push(self.undo(effect, now, first).await);
+            let reason = format!("{id} ({}) made it worse ({rose}); undone", d.proposal.action);
+            out.extend(self.page(&d.proposal.rule, &d.proposal.subject, &reason, now).await);
             return out;
         }
         if seen.cleared {
@@ -195,7 +197,9 @@ impl Dispatcher {
         }
         if now >= check.due {
             let detail = format!("{} still fires", d.proposal.rule);
-            return self.judged(id, OutcomeResult::Ineffective, detail, now);
+            let mut out = self.judged(id, OutcomeResult::Ineffective, detail, now);
+            out.extend(self.climb_due(now).await);
+            return out;
         }
         Vec::new()
     }
@@ -219,6 +223,7 @@ impl Dispatcher {
         }
         self.outcomes.board.close(id);
         tracing::info!(message = "Outcome judged.", %id, outcome = result.name(), judgement = %line);
+        self.ladder_judged(&d, result, now);
         vec![d]
     }
 }

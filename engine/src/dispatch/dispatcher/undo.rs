@@ -50,6 +50,7 @@ impl Dispatcher {
             self.unwatch_outcomes_of(rule, subject);
         }
         out.extend(self.outcomes_on_resolve(rule, subject, now));
+        self.climb_ends(rule, subject);
         for effect in self.policy.resolved(rule, subject) {
             if self.policy.settings().undo_on_resolve(&effect.action.kind) {
                 let resolved = match by {
