@@ -23,6 +23,7 @@ mod chaos;
 mod chaos_attach;
 mod chaos_fleet;
 mod chaos_html;
+mod chaos_ladder;
 mod chaos_veth;
 mod cli;
 mod cli_usage;

@@ -156,6 +156,7 @@ impl FaultPlan {
         };
         match self.kind {
             FaultKind::PfcStorm => nics.iter().map(|&nic| Effect::PfcStorm { nic, prio: self.prio }).collect(),
+            FaultKind::WedgedNic => nics.iter().map(|&nic| Effect::Wedged { nic }).collect(),
             FaultKind::SymbolErrors => nics.iter().map(|&nic| Effect::Ber { nic, ber: self.ber }).collect(),
             FaultKind::LinkFlap => {
                 nics.iter().map(|&nic| Effect::Flap { nic, period: self.period, down: self.down }).collect()

@@ -19,6 +19,10 @@ use super::Dur;
 pub enum FaultKind {
     /// A NIC storms PAUSE frames on `prio` (default 3).
     PfcStorm,
+    /// A NIC's firmware no longer answers its driver: `ip link set down`
+    /// (`link.isolate`) leaves its port lit, so a storm it sends goes on
+    /// until the switch takes the port down (`rail.drain`).
+    WedgedNic,
     /// A symbol-error burst: the link's BER rises to `ber` (default 1e-9).
     SymbolErrors,
     /// The carrier goes down every `period` (default 2 s) for `down`

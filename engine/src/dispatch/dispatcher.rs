@@ -40,10 +40,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::catalog::{ActuatorRoute, Catalog};
-use crate::contracts::{OutcomeResult, Proposal};
 use crate::contracts::{Actuator, ActuatorError, Outcome, Verification};
 use crate::contracts::{Adopted, Coordinator, Scope, Standalone, Token};
 use crate::contracts::{Decision, Drift, DriftKind, Drifted, Phase, Step, Verdict};
+use crate::contracts::{OutcomeResult, Proposal};
 use crate::labels::Labels;
 use crate::ledger::{Ledger, ModeSet};
 use crate::mode::Mode;

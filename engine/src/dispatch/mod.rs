@@ -25,11 +25,11 @@ mod canary_tests;
 #[cfg(test)]
 mod fleet_tests;
 #[cfg(test)]
+mod ladder_tests;
+#[cfg(test)]
 mod ledger_tests;
 #[cfg(test)]
 mod manual_tests;
-#[cfg(test)]
-mod ladder_tests;
 #[cfg(test)]
 mod outcome_tests;
 #[cfg(test)]

@@ -63,8 +63,8 @@ use crate::store::{Store, StoreError, WriteHealth};
 use crate::time::{Nanos, SECOND};
 
 pub use codec::{decode, encode};
-pub use offenders::{Offender, Worked};
 use journal::Journal;
+pub use offenders::{Offender, Worked};
 
 /// How much history the ledger keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

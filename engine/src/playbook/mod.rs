@@ -37,8 +37,8 @@ mod checks;
 use crate::contracts::Scope;
 use crate::mode::Mode;
 use crate::policy::{
-    ApprovalRule, BreakerConfig, CanaryRule, ExpectRule, LadderRule, Limits, OutcomesConfig, PolicySettings, RetryConfig,
-    TargetLimits, UndoConfig, VerifyConfig,
+    ApprovalRule, BreakerConfig, CanaryRule, ExpectRule, LadderRule, Limits, OutcomesConfig, PolicySettings,
+    RetryConfig, TargetLimits, UndoConfig, VerifyConfig,
 };
 pub use checks::{covers, overlaps, NamedKind, ALLOW_UNSAFE_HINT};
 

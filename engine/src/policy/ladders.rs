@@ -172,7 +172,9 @@ mod tests {
         assert!(refused(ladder(&[], &["a.b", "c.d"])).starts_with("ladder[0].rules is empty"));
         assert!(refused(ladder(&["r"], &["a.b"])).starts_with("ladder[0].rungs has 1 rung(s)"));
         assert!(refused(ladder(&["r"], &["a.*", "a.b"])).starts_with("ladder[0].rungs[1] = \"a.b\" overlaps rungs[0]"));
-        assert!(refused(LadderRule { repeat: 1, ..ladder(&["r"], &["a.b", "c.d"]) }).starts_with("ladder[0].repeat = 1"));
+        assert!(
+            refused(LadderRule { repeat: 1, ..ladder(&["r"], &["a.b", "c.d"]) }).starts_with("ladder[0].repeat = 1")
+        );
         let zero = LadderRule { repeat_within: Duration::ZERO, ..ladder(&["r"], &["a.b", "c.d"]) };
         assert!(refused(zero).starts_with("ladder[0].repeat_within = 0"));
         let twice = LadderSettings::new(&[ladder(&["r"], &["a.b", "c.d"]), ladder(&["r"], &["e.f", "g.h"])]);

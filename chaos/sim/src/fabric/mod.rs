@@ -186,6 +186,14 @@ impl std::fmt::Display for Selector {
 /// One impairment in effect, on what.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Effect {
+    /// The NIC's firmware no longer answers its driver: `ip link set down`
+    /// takes the netdev down but the port stays lit (as a NIC with SR-IOV
+    /// virtual functions in use keeps its physical link), so what it sends
+    /// goes on until the switch takes the port down.
+    Wedged {
+        /// NIC index.
+        nic: usize,
+    },
     /// The NIC sends PAUSE frames on `prio` without end (a hung host).
     PfcStorm {
         /// NIC index.
@@ -421,6 +429,7 @@ fn cabled_nics(inv: &engine::topology::Inventory) -> Result<Vec<Nic>, FabricErro
                 switch_port: port.clone(),
                 carrier: true,
                 admin_up: true,
+                wedged: false,
                 switch_port_up: true,
                 drained: false,
                 ber: HEALTHY_BER,
@@ -659,6 +668,7 @@ impl Fabric {
         let now = self.now;
         match effect {
             Effect::PfcStorm { nic, prio } => self.storm(*nic, *prio, on),
+            Effect::Wedged { nic } => self.nics[*nic].wedged = on,
             Effect::Ber { nic, ber } => self.nics[*nic].ber = if on { *ber } else { HEALTHY_BER },
             Effect::Flap { nic, period, down } => {
                 let n = &mut self.nics[*nic];

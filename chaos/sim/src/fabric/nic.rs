@@ -168,6 +168,9 @@ pub struct Nic {
     pub carrier: bool,
     /// Administratively up; `link.isolate` takes it down.
     pub admin_up: bool,
+    /// Its firmware no longer answers: the port stays lit when the host
+    /// takes the netdev down (the `wedged_nic` fault).
+    pub wedged: bool,
     /// The leaf port facing it is administratively up (CONFIG_DB
     /// `PORT|<port>` `admin_status`); the switch side of `rail.drain` takes
     /// it down, and the NIC then has no link.
@@ -203,6 +206,12 @@ impl Nic {
     /// Whether the link is lit: carrier, and both ends administratively up.
     pub fn lit(&self) -> bool {
         self.carrier && self.admin_up && self.switch_port_up
+    }
+
+    /// Whether the port's PHY is up, whatever the host asked: a wedged NIC
+    /// keeps it up after `ip link set down`; the switch side still takes it down.
+    pub fn phy_up(&self) -> bool {
+        self.carrier && self.switch_port_up && (self.admin_up || self.wedged)
     }
 
     /// Whether the port can carry traffic: lit and not drained.

@@ -136,7 +136,8 @@ fn storms(fabric: &Fabric) -> Vec<Storm> {
 /// the port's watchdog was started with; an in-place change of `PFC_WD`
 /// does not change it).
 fn storm(fabric: &Fabric, nic: &Nic) -> Option<Storm> {
-    let prio = nic.storm?;
+    // A port with no link receives no pause frames: nothing blocks the leaf.
+    let prio = nic.storm.filter(|_| nic.phy_up())?;
     let leaf = fabric.leaves.get(&nic.switch)?;
     let state = leaf.model.read();
     let index = state.index(&nic.switch_port);
@@ -306,11 +307,11 @@ fn count_traffic(fabric: &mut Fabric, i: usize, flow: &Flow, secs: f64) {
 
 /// What `nic`'s driver counts in a step of `secs`: the pause it received
 /// (the step's paused fraction, on the lossless priority) and the pause it
-/// sent (all the time on its storm's priority, while its link is lit),
+/// sent (all the time on its storm's priority, while its PHY is up),
 /// bytes, and the PHY's bits and errors (one corrected bit per symbol
 /// error).
 fn count_netdev(nic: &mut Nic, bytes: f64, phy_bits: f64, symbols: u64, secs: f64) {
-    let (lit, storm) = (nic.lit(), nic.storm);
+    let (lit, storm) = (nic.phy_up(), nic.storm);
     let n = &mut nic.netdev_counters;
     let paused_us = nic.paused * secs * 1e6;
     n.rx_pause_us[LOSSLESS_PRIO] += paused_us as u64;

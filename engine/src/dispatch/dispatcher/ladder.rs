@@ -67,7 +67,9 @@ impl Dispatcher {
             self.climbs.0.insert(key.clone(), climb);
         }
         let restored_here = p.restored
-            && self.decided_before(p).is_some_and(|d| matches!(d.verdict, Verdict::Executed { .. }) && d.undone_by.is_none());
+            && self
+                .decided_before(p)
+                .is_some_and(|d| matches!(d.verdict, Verdict::Executed { .. }) && d.undone_by.is_none());
         let climb = self.climbs.0.get_mut(&key).expect("inserted above");
         if restored_here && rung > climb.rung {
             // Climbed this far before a restart: the climb goes on from here.
@@ -203,7 +205,8 @@ impl Dispatcher {
         let kind = self.policy.settings().outcomes.page()?.to_string();
         let mut target = subject.clone();
         target.0.insert("rule".into(), rule.to_string());
-        let params = BTreeMap::from([("rule".to_string(), rule.to_string()), ("reason".to_string(), reason.to_string())]);
+        let params =
+            BTreeMap::from([("rule".to_string(), rule.to_string()), ("reason".to_string(), reason.to_string())]);
         let p = Proposal {
             id: format!("page-{now:x}"),
             rule: rule.to_string(),
