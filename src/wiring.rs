@@ -56,6 +56,25 @@ impl Components for Wiring {
             .map_err(|errors| errors.into_iter().map(|e| actuator_error(playbook, e)).collect())
     }
 
+    fn node_condition(&self, playbook: &Playbook) -> Vec<TomlError> {
+        let Some(config) = &playbook.kubernetes_condition else { return Vec::new() };
+        match actuators::node_condition::check(config) {
+            Ok(()) => Vec::new(),
+            Err(error) => {
+                // `kubernetes_condition.ca_file` → that key; the table itself
+                // for a clash of two keys.
+                let keys: Vec<Key<'_>> = error.setting().split('.').map(Key::from).collect();
+                let message = error.to_string();
+                let message = if message.starts_with("kubernetes_condition") {
+                    message
+                } else {
+                    format!("kubernetes_condition: {message}")
+                };
+                vec![playbook.error(&keys, message)]
+            }
+        }
+    }
+
     fn dispatch_config(
         &self,
         playbook: &Playbook,

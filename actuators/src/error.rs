@@ -193,6 +193,35 @@ pub enum ActuatorConfigError {
     },
 }
 
+impl ActuatorConfigError {
+    /// The setting (or table) the error is about, dotted as in the file
+    /// (`kubernetes.ca_file`): where `check` places it.
+    pub fn setting(&self) -> &str {
+        use ActuatorConfigError as E;
+        match self {
+            E::OutOfRange { setting, .. }
+            | E::Empty { setting, .. }
+            | E::Missing { setting, .. }
+            | E::Conflict { setting, .. }
+            | E::Invalid { setting, .. }
+            | E::Entry { setting, .. }
+            | E::Unsafe { setting, .. }
+            | E::Url { setting, .. }
+            | E::Tls { setting, .. }
+            | E::TlsFiles { setting, .. }
+            | E::Read { setting, .. }
+            | E::Malformed { setting, .. }
+            | E::Switch { setting, .. }
+            | E::Credentials { setting, .. }
+            | E::Secret { setting, .. }
+            | E::Hostname { setting, .. }
+            | E::Template { setting, .. }
+            | E::Parse { setting, .. }
+            | E::Action { setting, .. } => setting,
+        }
+    }
+}
+
 /// Why an element of a command template (an `exec` actuator's argv) does
 /// not parse.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

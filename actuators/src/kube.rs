@@ -29,8 +29,9 @@ enum Token {
     None,
     /// Given in the config.
     Literal(String),
-    /// Read from a file, again when it changes.
-    File { path: PathBuf, cached: Mutex<FileToken> },
+    /// Read from a file, again when it changes; `setting` names it in
+    /// errors.
+    File { path: PathBuf, setting: String, cached: Mutex<FileToken> },
 }
 
 /// The token last read from a file, and what the file looked like then.
@@ -62,6 +63,9 @@ impl std::fmt::Debug for KubeApi {
 /// What a `[kubernetes]` table gives to reach an API server.
 #[derive(Debug, Clone, Copy)]
 pub struct KubeSettings<'a> {
+    /// The table the settings come from (`kubernetes`,
+    /// `kubernetes_condition`), to name them in errors.
+    pub table: &'a str,
     /// `api_server`: `https://…` (or `http://` for a local proxy).
     pub api_server: &'a str,
     /// `token`: a bearer token.
@@ -89,15 +93,11 @@ fn stamp(path: &Path) -> std::io::Result<(Option<SystemTime>, u64)> {
     Ok((meta.modified().ok(), meta.len()))
 }
 
-fn read_token(path: &Path) -> Result<FileToken, ActuatorConfigError> {
-    let why = |source| ActuatorConfigError::Read {
-        setting: "kubernetes.token_file".into(),
-        path: path.to_path_buf(),
-        source,
-    };
+fn read_token(path: &Path, setting: &str) -> Result<FileToken, ActuatorConfigError> {
+    let why = |source| ActuatorConfigError::Read { setting: setting.into(), path: path.to_path_buf(), source };
     let stamp = stamp(path).map_err(why)?;
     let token = std::fs::read_to_string(path).map_err(why)?.trim().to_string();
-    check_token("kubernetes.token_file", &token)?;
+    check_token(setting, &token)?;
     Ok(FileToken { stamp, token })
 }
 
@@ -105,29 +105,34 @@ impl KubeApi {
     /// Checks the settings; reads the token file once, so a missing or
     /// unreadable file is refused at start.
     pub fn new(settings: KubeSettings<'_>, timeout: Duration) -> Result<KubeApi, ActuatorConfigError> {
+        let table = settings.table;
         let base = Url::parse(settings.api_server)
-            .map_err(|source| ActuatorConfigError::Url { setting: "kubernetes.api_server".into(), source })?;
+            .map_err(|source| ActuatorConfigError::Url { setting: format!("{table}.api_server"), source })?;
         let token = match (settings.token, settings.token_file) {
             (Some(_), Some(_)) => {
                 return Err(ActuatorConfigError::Conflict {
-                    setting: "kubernetes".into(),
+                    setting: table.into(),
                     reason: "give token or token_file, not both",
                 })
             }
             (Some(token), None) => {
-                check_token("kubernetes.token", token.trim())?;
+                check_token(&format!("{table}.token"), token.trim())?;
                 Token::Literal(token.trim().to_string())
             }
-            (None, Some(path)) => Token::File { path: path.to_path_buf(), cached: Mutex::new(read_token(path)?) },
+            (None, Some(path)) => {
+                let setting = format!("{table}.token_file");
+                let cached = Mutex::new(read_token(path, &setting)?);
+                Token::File { path: path.to_path_buf(), setting, cached }
+            }
             (None, None) => Token::None,
         };
         let client = match (settings.ca_file, base.https) {
             (Some(ca), true) => Client::with_ca(ca, MAX_RESPONSE)
-                .map_err(|source| ActuatorConfigError::Tls { setting: "kubernetes.ca_file".into(), source })?,
+                .map_err(|source| ActuatorConfigError::Tls { setting: format!("{table}.ca_file"), source })?,
             (None, true) => {
                 return Err(ActuatorConfigError::Missing {
-                    setting: "kubernetes.ca_file".into(),
-                    reason: "kubernetes: an https api_server needs ca_file",
+                    setting: format!("{table}.ca_file"),
+                    reason: "an https api_server needs ca_file",
                 })
             }
             (_, false) => Client::plain(MAX_RESPONSE),
@@ -157,11 +162,11 @@ impl KubeApi {
         match &self.token {
             Token::None => None,
             Token::Literal(token) => Some(token.clone()),
-            Token::File { path, cached } => {
+            Token::File { path, setting, cached } => {
                 let mut cached = cached.lock().unwrap_or_else(|p| p.into_inner());
                 let changed = stamp(path).map(|s| s != cached.stamp).unwrap_or(false);
                 if force || changed {
-                    match read_token(path) {
+                    match read_token(path, setting) {
                         Ok(fresh) => *cached = fresh,
                         Err(error) => tracing::warn!(message = "Cannot re-read the Kubernetes token.", %error),
                     }
@@ -219,8 +224,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("token");
         std::fs::write(&path, "first\n").unwrap();
-        let settings =
-            KubeSettings { api_server: "http://127.0.0.1:1", token: None, token_file: Some(&path), ca_file: None };
+        let settings = KubeSettings {
+            table: "kubernetes",
+            api_server: "http://127.0.0.1:1",
+            token: None,
+            token_file: Some(&path),
+            ca_file: None,
+        };
         let api = KubeApi::new(settings, Duration::from_secs(1)).unwrap();
         assert_eq!(api.bearer(false).as_deref(), Some("first"));
         // A rotation writes a new file (another length, another mtime).
@@ -274,7 +284,13 @@ mod tests {
             }
             seen
         });
-        let settings = KubeSettings { api_server: &api_server, token: None, token_file: Some(&path), ca_file: None };
+        let settings = KubeSettings {
+            table: "kubernetes",
+            api_server: &api_server,
+            token: None,
+            token_file: Some(&path),
+            ca_file: None,
+        };
         let api = KubeApi::new(settings, Duration::from_secs(5)).unwrap();
         let response = api.call("GET", &api.node_url("n1"), None).await.unwrap();
         assert_eq!(response.status, 200);
@@ -283,7 +299,13 @@ mod tests {
 
     #[test]
     fn settings_are_checked() {
-        let s = |api_server, token, ca_file| KubeSettings { api_server, token, token_file: None, ca_file };
+        let s = |api_server, token, ca_file| KubeSettings {
+            table: "kubernetes",
+            api_server,
+            token,
+            token_file: None,
+            ca_file,
+        };
         let err = |settings| KubeApi::new(settings, Duration::from_secs(1)).unwrap_err();
         let https = err(s("https://k8s:6443", Some("t"), None));
         assert!(

@@ -65,6 +65,9 @@
 //!   that spread RoCE flows (the UDP source port, the destination QP);
 //! - [`nccl`]: [`NcclActuator`] raises a job's NCCL queue pairs per
 //!   connection for its next communicators (its environment file);
+//! - [`node_condition`]: not an actuator: the Kubernetes node condition
+//!   `RoceFabricHealthy` kept from the incidents firing on this node, for
+//!   the tools that read node conditions;
 //! - [`sonic`]: the CONFIG_DB client over gNMI the switch actuators share;
 //! - [`http`]: the minimal HTTP/1.1 client they share;
 //! - [`declare`]: how a generic actuator (`exec`, `webhook`, `log`) says
@@ -88,6 +91,7 @@ pub mod kube;
 pub mod link;
 pub mod log;
 pub mod nccl;
+pub mod node_condition;
 pub mod pfcwd;
 pub mod rail;
 pub mod registry;

@@ -224,7 +224,7 @@ fn diff_json(a: &Path, b: &Path, t0: i64, lines: &[DiffLine]) -> serde_json::Val
 fn event_json(event: &EngineEvent) -> serde_json::Value {
     use serde_json::json;
     match event {
-        EngineEvent::Transition { rule, subject, from, to, at, values } => {
+        EngineEvent::Transition { rule, subject, from, to, at, values, .. } => {
             json!({"event": "transition", "rule": rule, "subject": subject, "from": from, "to": to, "at": at, "values": values})
         }
         EngineEvent::Proposal(p) => json!({"event": "proposal", "proposal": p}),
@@ -246,7 +246,7 @@ fn event_json(event: &EngineEvent) -> serde_json::Value {
 /// One event as one line of words, its time first.
 fn event_text(event: &EngineEvent, t0: i64) -> String {
     match event {
-        EngineEvent::Transition { rule, subject, from, to, at, values } => {
+        EngineEvent::Transition { rule, subject, from, to, at, values, .. } => {
             let values: Vec<String> = values.iter().map(|(k, v)| format!("{k}={v:.4}")).collect();
             format!(
                 "{}  {:<9} {rule} {}  {}",

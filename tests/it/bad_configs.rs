@@ -137,6 +137,9 @@ fn playbook_cases() -> Vec<Case> {
         Case { what: "a cooldown longer than its window", playbook_tables: "[target]\ncooldown = \"2h\"\nwindow = \"1m\"\n", expect: &["playbook.toml:", "is longer than the target window"], ..NONE },
         Case { what: "`action_timeout = \"0\"`", playbook_top: "action_timeout = \"0\"\n", expect: &["playbook.toml:", "action_timeout"], ..NONE },
         Case { what: "`retry.attempts = 4e9`", playbook_tables: "[retry]\nattempts = 4000000000\n", expect: &["playbook.toml:", "attempts"], ..NONE },
+        Case { what: "a `kubernetes_condition.heartbeat` of a second", playbook_tables: "[kubernetes_condition]\napi_server = \"http://127.0.0.1:8001\"\nheartbeat = \"1s\"\n", expect: &["playbook.toml:", "kubernetes_condition.heartbeat = \"1s\": expected 10s to 1h"], ..NONE },
+        Case { what: "`kubernetes_condition` over https without `ca_file`", playbook_tables: "[kubernetes_condition]\napi_server = \"https://10.0.0.1:6443\"\n", expect: &["playbook.toml:", "kubernetes_condition: an https api_server needs ca_file"], ..NONE },
+        Case { what: "a missing `kubernetes_condition.token_file`", playbook_tables: "[kubernetes_condition]\napi_server = \"http://127.0.0.1:8001\"\ntoken_file = \"no-such-token\"\n", expect: &["playbook.toml:", "kubernetes_condition.token_file ", "no-such-token: No such file"], ..NONE },
         // The playbook: routing mistakes.
         Case { what: "an unknown rule in `[rule.NAME]`", playbook_tables: "[rule.link-flaps]\nmode = \"off\"\n", expect: &["playbook.toml:", "[rule.link-flaps] names no rule", "did you mean \"link-flap\"?"], ..NONE },
         Case { what: "an unknown kind in `[[approval]]`", playbook_tables: "[[approval]]\nactions = [\"node.cordn\"]\n", expect: &["playbook.toml:", "approval: no rule proposes \"node.cordn\"", "did you mean \"node.cordon\"?"], ..NONE },

@@ -32,6 +32,7 @@ mod disk_full;
 mod drift;
 mod interop_loop;
 mod inventory_discover;
+mod kube_condition;
 mod netns_daemon;
 mod ops_control;
 mod ops_metrics;

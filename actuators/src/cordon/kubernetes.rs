@@ -46,6 +46,7 @@ pub struct Kubernetes {
 impl Kubernetes {
     pub(super) fn new(config: &KubernetesConfig, timeout: Duration) -> Result<Kubernetes, ActuatorConfigError> {
         let settings = KubeSettings {
+            table: "kubernetes",
             api_server: &config.api_server,
             token: config.token.as_deref(),
             token_file: config.token_file.as_deref(),

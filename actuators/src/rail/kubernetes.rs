@@ -69,6 +69,7 @@ impl Kube {
     /// Checks the settings.
     pub fn new(config: &RailKubernetesConfig, timeout: Duration) -> Result<Kube, ActuatorConfigError> {
         let settings = KubeSettings {
+            table: "kubernetes",
             api_server: &config.api_server,
             token: None,
             token_file: config.token_file.as_deref(),

@@ -18,6 +18,7 @@ mod host;
 mod interop;
 mod link;
 mod nccl;
+mod node_condition;
 mod rail;
 mod sonic_ecn;
 mod sonic_switch;

@@ -1,6 +1,6 @@
 //! What the evaluator reports and counts.
 
-use crate::contracts::Proposal;
+use crate::contracts::{Proposal, Severity};
 use crate::instance::{Instance, State};
 use crate::labels::Labels;
 use crate::rule::ScriptError;
@@ -23,6 +23,9 @@ pub enum EngineEvent {
         at: Nanos,
         /// Window values that decided it.
         values: Vec<(String, f64)>,
+        /// The rule's severity, for consumers that judge by it (the node
+        /// condition of `[kubernetes_condition]`) without the rule set.
+        severity: Severity,
     },
     /// A firing instance proposes an action.
     Proposal(Proposal),

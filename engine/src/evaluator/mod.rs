@@ -14,7 +14,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::contracts::Proposal;
+use crate::contracts::{Proposal, Severity};
 use crate::instance::{self, Instance, State};
 use crate::labels::{Labels, Sym};
 use crate::mode::Mode;
@@ -228,6 +228,30 @@ impl Evaluator {
             rules.insert(rt.rule.name.clone(), (rt.rule.group_by.clone(), keys));
         }
         FiringSnapshot { rules }
+    }
+
+    /// The instances firing now whose subject has `label = value`, restored
+    /// ones not yet seen again included, as (rule, its severity, subject
+    /// key `name=value,…`): what a consumer of transitions starts from, since
+    /// an instance restored firing emits no transition until it ends. A
+    /// subject whose rule does not group by `label` is none of them.
+    pub fn firing_where(&self, label: &str, value: &str) -> Vec<(String, Severity, String)> {
+        let wanted = format!("{label}={value}");
+        let snapshot = self.firing_snapshot();
+        let mut out: Vec<(String, Severity, String)> = self
+            .rules
+            .iter()
+            .filter_map(|rt| Some((rt, snapshot.rules.get(&rt.rule.name)?)))
+            .flat_map(|(rt, (_, keys))| {
+                // Label values are names (nodes, netdevs, ports): none holds
+                // the `,` that separates a key's pairs.
+                keys.iter()
+                    .filter(|key| key.split(',').any(|pair| pair == wanted))
+                    .map(|key| (rt.rule.name.clone(), rt.rule.severity, key.clone()))
+            })
+            .collect();
+        out.sort();
+        out
     }
 
     /// The state of `rule` for the subject whose labels include `subject`.
@@ -520,6 +544,7 @@ impl Evaluator {
                 to: t.to,
                 at: t.at,
                 values: named.clone(),
+                severity: rule.severity,
             });
             if t.from == State::Firing {
                 self.scripts.helpers().firing_stopped(&rule.name, &labels);

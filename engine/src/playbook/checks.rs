@@ -71,6 +71,7 @@ pub(super) fn check(p: &Playbook) -> Checked {
     limits(p, &mut c.unsafe_settings);
     actuators(p, &mut c.errors);
     kinds_named(p, &mut c.errors);
+    super::node_condition::check(p, &mut c.errors);
     if !p.allow_unsafe {
         let unsafe_settings = std::mem::take(&mut c.unsafe_settings);
         c.errors.extend(unsafe_settings.into_iter().map(|mut e| {

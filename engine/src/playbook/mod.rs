@@ -17,6 +17,9 @@
 //! scope = "local"             # local | fleet; default: as the actuator declares each kind
 //! ```
 //!
+//! `[kubernetes_condition]` keeps a node condition on the daemon's
+//! Kubernetes Node ([`node_condition`]).
+//!
 //! An actuator's `scope` says whether its actions need a token from the
 //! fleet's shared budget ([`Scope::Fleet`]) or only this daemon's policy
 //! ([`Scope::Local`]). Without it, each action kind takes the scope its
@@ -33,6 +36,7 @@ use crate::config::{parse_toml, Key, Locator, TomlError};
 use crate::errors::Errors;
 
 mod checks;
+pub mod node_condition;
 
 use crate::contracts::Scope;
 use crate::mode::Mode;
@@ -41,6 +45,7 @@ use crate::policy::{
     RetryConfig, TargetLimits, UndoConfig, VerifyConfig,
 };
 pub use checks::{covers, overlaps, NamedKind, ALLOW_UNSAFE_HINT};
+pub use node_condition::KubernetesCondition;
 
 /// A playbook file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -104,6 +109,10 @@ pub struct Playbook {
     /// lists each one it lets through.
     #[serde(default)]
     pub allow_unsafe: bool,
+    /// The node condition `RoceFabricHealthy` kept on this daemon's
+    /// Kubernetes Node; off when absent ([`node_condition`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubernetes_condition: Option<KubernetesCondition>,
     /// Where the playbook came from, for errors found after parsing.
     #[serde(skip)]
     pub source: Source,
@@ -184,6 +193,9 @@ impl Playbook {
         let base = path.parent().unwrap_or(Path::new("."));
         for entry in &mut playbook.actuator {
             crate::config::resolve_paths(&mut entry.settings, base);
+        }
+        if let Some(condition) = &mut playbook.kubernetes_condition {
+            condition.resolve_paths(base);
         }
         Ok(playbook)
     }

@@ -85,3 +85,30 @@ fn a_restored_firing_instance_is_not_resolved_by_the_empty_window_of_its_first_s
     assert!(events[1].is_empty(), "{:?}", events[1]);
     assert_eq!(transitions(&events[2]), vec![(State::Firing, State::Resolved)]);
 }
+
+/// The node condition starts from what fires on its node: an instance
+/// restored firing emits no transition until it ends, so a consumer that
+/// only counted transitions would call the node healthy after a restart.
+#[test]
+fn an_instance_restored_firing_is_listed_for_its_node_before_any_sample() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    {
+        let store = Store::open(dir.path()).expect("open the store");
+        let rules = load(&[("pfc-storm.rhai", &storm(""))], Helpers::default());
+        let mut rig = Rig::with(SeriesTable::default(), rules, Some(store)).expect("an empty store");
+        let mut eth0 = pause_counter(&rig, "n1", "eth0");
+        rig.step(secs(0), &[eth0.add(0)]);
+        assert_eq!(proposals(&rig.step(secs(1), &[eth0.add(STORMING)])).len(), 1);
+    }
+    let store = reopen(dir.path());
+    let rules = load(&[("pfc-storm.rhai", &storm(""))], Helpers::default());
+    let rig = Rig::with(SeriesTable::default(), rules, Some(store)).expect("restore");
+    let severity = rig.ev.rules().next().expect("one rule").0.severity;
+    assert_eq!(rig.ev.instances(), vec![], "not seen yet in this process");
+    assert_eq!(
+        rig.ev.firing_where("node", "n1"),
+        vec![("pfc-storm".to_string(), severity, "node=n1,netdev=eth0".to_string())]
+    );
+    assert_eq!(rig.ev.firing_where("node", "n2"), vec![], "another node's");
+    assert_eq!(rig.ev.firing_where("netdev", "eth0").len(), 1, "any label of the rule's group_by");
+}

@@ -102,7 +102,7 @@ fn event(at: Nanos, kind: &str, text: String, json: serde_json::Value) -> Option
 pub fn to_event(e: &DaemonEvent) -> Option<pb::Event> {
     let now = engine::time::wall_clock_now();
     match e {
-        DaemonEvent::Engine(EngineEvent::Transition { rule, subject, from, to, at, values }) => event(
+        DaemonEvent::Engine(EngineEvent::Transition { rule, subject, from, to, at, values, .. }) => event(
             *at,
             "transition",
             format!("{rule} {} {} -> {}", short(subject), from.as_str(), to.as_str()),
@@ -195,6 +195,7 @@ mod tests {
             to: State::Firing,
             at: 42,
             values: vec![("pause".into(), 0.5)],
+            severity: engine::Severity::Critical,
         }));
         let e = rx.try_recv().unwrap();
         assert_eq!((e.kind.as_str(), e.at_ns), ("transition", 42));

@@ -88,6 +88,7 @@ fn decisions_outcomes_and_the_three_latencies_are_exported() {
         to: State::Resolved,
         at: 41 * SECOND,
         values: vec![],
+        severity: engine::Severity::Critical,
     }));
     let text = m.encode_as(Format::OpenMetrics);
     assert_eq!(

@@ -62,6 +62,11 @@ pub trait Components {
     /// in the playbook's order; each problem placed in the playbook.
     fn routes(&self, playbook: &Playbook, inventory: Option<&Topology>) -> Result<Vec<ActuatorRoute>, Vec<TomlError>>;
 
+    /// Checks the playbook's `[kubernetes_condition]` as `run` builds its
+    /// reporter (the API server's URL, the token and CA files, the Node's
+    /// name); each problem placed at its key.
+    fn node_condition(&self, playbook: &Playbook) -> Vec<TomlError>;
+
     /// The dispatcher's settings for `playbook` with `routes`.
     fn dispatch_config(
         &self,
@@ -354,6 +359,7 @@ impl PlaybookPart {
             .map_err(|e| errors.extend(e.into_iter().map(rule_error)))
             .ok();
         let routes = components.routes(&playbook, topology.as_deref()).map_err(|e| errors.extend(e)).ok();
+        errors.extend(components.node_condition(&playbook));
         let policy = playbook.policy().map_err(|e| errors.push(playbook.error(&[], e.to_string()))).ok();
         let rules_in_dir = all.as_ref().map_or(0, |set| set.rules.len());
         let rules = all.map(|all| {

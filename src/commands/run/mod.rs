@@ -1,9 +1,11 @@
 //! `rocemend run`: the daemon.
 //!
+//! - [`condition`]: the Kubernetes node condition, fed by the loop's events;
 //! - [`parts`]: the daemon's parts built from its configuration;
 //! - [`signals`]: logging, signals and the rule directory watched;
 //! - [`state_lock`]: one daemon per state directory.
 
+mod condition;
 mod parts;
 mod signals;
 mod state_lock;
@@ -97,6 +99,7 @@ async fn serve(parts: Parts, config_path: &Path) -> anyhow::Result<()> {
     let hub = control::events::EventHub::default();
     let mut metrics = ops::metrics::Metrics::new();
     let remote_write = start_remote_write(&settings, &mut daemon, &mut metrics, &shutdown_rx);
+    let node_condition = condition::start(&playbook, &node, &daemon, shutdown_rx.clone())?;
     let metrics = std::sync::Arc::new(metrics);
     let service = ControlService::new(command_tx.clone(), ledger.clone(), hub.clone(), job_tx)
         .with_health(health.clone())
@@ -124,11 +127,7 @@ async fn serve(parts: Parts, config_path: &Path) -> anyhow::Result<()> {
         tokio::spawn(watch_rules(rules_dir, every, command_tx));
     }
     let hub_at_stop = hub.clone();
-    let observe = move |event: &runtime::DaemonEvent| {
-        report::log_event(event);
-        metrics.observe(event);
-        hub.publish(event);
-    };
+    let observe = observer(metrics, hub, node_condition);
     // The loop runs on a worker of the runtime, not on this thread: its
     // tick's timer then fires on the thread that drives timers, instead of
     // that thread waking this one (and this one waking it back to re-arm
@@ -151,6 +150,24 @@ async fn serve(parts: Parts, config_path: &Path) -> anyhow::Result<()> {
     drop(state_lock);
     tracing::info!(message = "Stopped.", samples = summary.stats.samples, decisions = summary.decisions);
     Ok(())
+}
+
+/// The loop's observer: each event logged, counted, sent to the control
+/// API's subscribers and, with `[kubernetes_condition]`, to the node
+/// condition's reporter. None of them waits.
+fn observer(
+    metrics: std::sync::Arc<ops::metrics::Metrics>,
+    hub: control::events::EventHub,
+    node_condition: Option<actuators::node_condition::Feed>,
+) -> impl FnMut(&runtime::DaemonEvent) + Send {
+    move |event| {
+        report::log_event(event);
+        metrics.observe(event);
+        hub.publish(event);
+        if let Some(feed) = &node_condition {
+            feed.observe(event);
+        }
+    }
 }
 
 /// With `[remote_write]`: the loop's sink of samples set on `daemon`, the

@@ -132,8 +132,14 @@ fn the_node_account_may_make_exactly_the_actuators_calls() {
         resources: vec![resource.into()],
         verbs: verbs.iter().map(|v| v.to_string()).collect(),
     };
-    // cordon and rail drain: GET and PATCH the Node; the drain: list the node's pods, evict them.
-    let mut want = vec![rule("nodes", &["get", "patch"]), rule("pods", &["list"]), rule("pods/eviction", &["create"])];
+    // cordon and rail drain: GET and PATCH the Node; the drain: list the node's pods, evict them;
+    // the node condition: PATCH the Node's status.
+    let mut want = vec![
+        rule("nodes", &["get", "patch"]),
+        rule("nodes/status", &["patch"]),
+        rule("pods", &["list"]),
+        rule("pods/eviction", &["create"]),
+    ];
     want.sort();
     assert_eq!(rules, want);
     let binding = kind("ClusterRoleBinding").next().unwrap();

@@ -10,15 +10,24 @@ pub struct Exchange {
     pub body: Option<serde_json::Value>,
     pub status: u16,
     pub answer: serde_json::Value,
+    /// Never answer: hold the connection until the client gives up (an API
+    /// server that hangs).
+    pub hang: bool,
 }
 
 pub fn exchange(method: &'static str, path: &str, status: u16, answer: serde_json::Value) -> Exchange {
-    Exchange { method, path: path.into(), content_type: None, body: None, status, answer }
+    Exchange { method, path: path.into(), content_type: None, body: None, status, answer, hang: false }
 }
 
 pub fn with_body(mut e: Exchange, content_type: &'static str, body: serde_json::Value) -> Exchange {
     e.content_type = Some(content_type);
     e.body = Some(body);
+    e
+}
+
+/// `e`, but never answered.
+pub fn hanging(mut e: Exchange) -> Exchange {
+    e.hang = true;
     e
 }
 
@@ -52,6 +61,13 @@ pub async fn fake_api_server(listener: tokio::net::TcpListener, script: Vec<Exch
         let got: Option<serde_json::Value> = if body.is_empty() { None } else { serde_json::from_str(&body).ok() };
         if got != expected.body {
             problems.push(format!("request {i}: body {body}, expected {:?}", expected.body.map(|b| b.to_string())));
+        }
+        if expected.hang {
+            // Until the client closes: a read of 0 bytes (or an error).
+            use tokio::io::AsyncReadExt;
+            let mut buf = [0u8; 64];
+            while matches!(socket.read(&mut buf).await, Ok(n) if n > 0) {}
+            continue;
         }
         let answer = expected.answer.to_string();
         let reply = format!(
