@@ -56,6 +56,7 @@ fn proposal(i: u64) -> Proposal {
             target: Labels::from_pairs([("switch", "leaf-rail3"), ("port", node.as_str())]),
             params: BTreeMap::from([("factor".into(), "0.5".into())]),
         },
+        jobs: Vec::new(),
         values: vec![("xids".into(), 1.0)],
         active_at: i as i64,
         sample_at: i as i64,

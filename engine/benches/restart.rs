@@ -43,6 +43,7 @@ fn proposal(i: usize) -> Proposal {
             target: Labels::from_pairs([("node", node.as_str()), ("netdev", format!("eth{}", i % 8).as_str())]),
             params: Default::default(),
         },
+        jobs: Vec::new(),
         values: vec![("paused_us_per_s".into(), 900_000.0)],
         active_at: i as i64 * SECOND,
         sample_at: i as i64 * SECOND,

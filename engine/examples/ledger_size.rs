@@ -135,6 +135,7 @@ fn storm(n: usize, at: Nanos, kind: &str) -> Proposal {
             target: Labels::from_pairs([("switch", leaf.as_str()), ("port", port.as_str()), ("queue", "3")]),
             params: BTreeMap::from([("level".to_string(), "1".to_string())]),
         },
+        jobs: Vec::new(),
         values: vec![("paused_us_per_s".into(), 912_345.678), ("moving_samples".into(), 3.0)],
         active_at: at - 300_000_000,
         sample_at: at,

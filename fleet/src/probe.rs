@@ -139,6 +139,7 @@ pub fn proposal(kind: &str, node: &str, at: Nanos) -> Proposal {
             target: Labels::from_pairs([("node", node), ("netdev", "eth0")]),
             params: Default::default(),
         },
+        jobs: Vec::new(),
         values: vec![],
         active_at: at,
         sample_at: at,

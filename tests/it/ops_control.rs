@@ -364,6 +364,7 @@ fn a_hundred_thousand_decisions_are_listed_through_the_cli_in_pages() {
                 severity: engine::Severity::Warning,
                 subject: target.clone(),
                 action: engine::Action { kind: "node.cordon".into(), target, params: Default::default() },
+                jobs: Vec::new(),
                 values: vec![("step".into(), 2.5)],
                 active_at: at,
                 sample_at: at,

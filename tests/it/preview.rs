@@ -117,6 +117,59 @@ fn diff_lists_the_changed_decision_and_exits_1_and_0_when_identical() {
     assert_eq!(docs[1]["summary"]["differ"], 1);
 }
 
+/// The demo recording with job signals added at its start: train-a on every node, eval-b on
+/// node-01 and node-02, serve-c on node-03 and node-04, so every node runs two jobs.
+fn demo_with_jobs(dir: &Path) -> PathBuf {
+    let demo = std::fs::read_to_string(repo("chaos/sim/data/demo.jsonl")).unwrap();
+    let declared = demo.lines().take_while(|l| !l.starts_with("{\"s\":")).count();
+    let next = demo.lines().filter(|l| l.starts_with("{\"series\":")).count();
+    let t0 = 1_700_000_000_000_000_000_i64;
+    let placed = [("train-a", "node-01"), ("train-a", "node-02"), ("train-a", "node-03"), ("train-a", "node-04")]
+        .into_iter()
+        .chain([("eval-b", "node-01"), ("eval-b", "node-02"), ("serve-c", "node-03"), ("serve-c", "node-04")]);
+    let (mut series, mut samples) = (Vec::new(), Vec::new());
+    for (i, (job, node)) in placed.enumerate() {
+        let id = next + i;
+        series.push(format!(
+            r#"{{"series":{id},"metric":"job_node_info","labels":{{"job":"{job}","node":"{node}"}},"kind":"gauge"}}"#
+        ));
+        samples.push(format!(r#"{{"s":{id},"t":{t0},"v":1.0}}"#));
+    }
+    let lines: Vec<&str> = demo.lines().collect();
+    let mut out: Vec<String> = lines[..declared].iter().map(|l| l.to_string()).collect();
+    out.extend(series.into_iter().chain(samples));
+    out.extend(lines[declared..].iter().map(|l| l.to_string()));
+    let path = dir.join("demo-with-jobs.jsonl");
+    std::fs::write(&path, out.join("\n") + "\n").unwrap();
+    path
+}
+
+#[test]
+fn an_action_touching_more_jobs_than_max_jobs_touched_waits_for_approval_naming_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let recording = demo_with_jobs(tmp.path());
+    let run = |max: u32| {
+        let limited = playbook(tmp.path(), "jobs", &format!("[limits]\nmax_jobs_touched = {max}\n"));
+        rocemend(&["preview", "--playbook", limited.to_str().unwrap(), recording.to_str().unwrap()])
+    };
+    let out = run(1);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    // The drain's target is node-04's NIC: serve-c and train-a run there.
+    let lines = drain_lines(&out);
+    assert_eq!(lines.len(), 1, "{}", text(&out));
+    assert!(lines[0].contains("waiting for approval until +915.000s"), "the default 15 min: {lines:?}");
+    assert!(lines[0].ends_with("; touches 2 running jobs: serve-c, train-a"), "{lines:?}");
+    // The storm's escalation targets leaf-rail3's port Ethernet4, which faces node-02: its jobs, not the leaf's.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let escalation = stdout.lines().find(|l| l.contains("pfcwd.escalate")).unwrap();
+    assert!(escalation.ends_with("; touches 2 running jobs: eval-b, train-a"), "{stdout}");
+
+    let out = run(2);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let lines = drain_lines(&out);
+    assert!(lines.len() == 1 && lines[0].ends_with("would execute"), "at the limit: {lines:?}");
+}
+
 #[test]
 fn a_malformed_playbook_is_refused_with_exit_2_at_its_line_and_column() {
     let tmp = tempfile::tempdir().unwrap();

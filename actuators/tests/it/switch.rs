@@ -537,6 +537,7 @@ fn proposal(action: Action) -> Proposal {
         severity: Severity::Critical,
         subject: action.target.clone(),
         action,
+        jobs: Vec::new(),
         values: vec![],
         active_at: 1,
         sample_at: 1,

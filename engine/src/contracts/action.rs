@@ -75,6 +75,11 @@ pub struct Proposal {
     pub subject: Labels,
     /// What to do.
     pub action: Action,
+    /// The running jobs (from the job signals) the action touches, sorted: those on the nodes
+    /// its target reaches, found when it is proposed (`rule::Helpers::jobs_touched`).
+    /// `[limits] max_jobs_touched` counts them. Absent in records of older versions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub jobs: Vec<String>,
     /// The window values when it fired. An empty window's `NaN` is written
     /// `null` in JSON and read back as `NaN`.
     #[serde(with = "window_values")]
@@ -89,6 +94,18 @@ pub struct Proposal {
     /// been decided before the crash, and then it is not decided twice.
     #[serde(default)]
     pub restored: bool,
+}
+
+impl Proposal {
+    /// The jobs it touches for people to read, `a, b, c`: the first `at_most`, then how many
+    /// more (a reason or a table row is one line; `jobs` keeps them all).
+    pub fn job_list(&self, at_most: usize) -> String {
+        let mut list = self.jobs.iter().take(at_most).cloned().collect::<Vec<_>>().join(", ");
+        if self.jobs.len() > at_most {
+            list.push_str(&format!(", and {} more", self.jobs.len() - at_most));
+        }
+        list
+    }
 }
 
 /// Window values in a record. JSON has no NaN or infinity: serde_json
@@ -134,9 +151,8 @@ pub struct Impact {
 mod tests {
     use super::*;
 
-    #[test]
-    fn an_empty_window_in_the_evidence_survives_json() {
-        let proposal = Proposal {
+    fn proposal() -> Proposal {
+        Proposal {
             id: "p".into(),
             rule: "r".into(),
             rule_hash: String::new(),
@@ -144,16 +160,41 @@ mod tests {
             severity: Severity::Warning,
             subject: Labels::default(),
             action: Action { kind: "node.cordon".into(), target: Labels::default(), params: BTreeMap::new() },
-            values: vec![("errors".into(), 51.0), ("reading".into(), f64::NAN)],
+            jobs: vec![],
+            values: vec![],
             active_at: 0,
             sample_at: 0,
             decided_at: 0,
             restored: false,
-        };
+        }
+    }
+
+    #[test]
+    fn an_empty_window_in_the_evidence_survives_json() {
+        let proposal = Proposal { values: vec![("errors".into(), 51.0), ("reading".into(), f64::NAN)], ..proposal() };
         let text = serde_json::to_string(&proposal).unwrap();
         assert!(text.contains(r#"["reading",null]"#), "{text}");
         let back: Proposal = serde_json::from_str(&text).unwrap();
         assert_eq!(back.values[0], ("errors".to_string(), 51.0));
         assert!(back.values[1].1.is_nan());
+    }
+
+    /// Ledgers and recordings written before proposals carried their jobs still read.
+    #[test]
+    fn a_record_without_jobs_reads_as_touching_none_and_none_is_not_written() {
+        let old = serde_json::to_string(&proposal()).unwrap();
+        assert!(!old.contains("jobs"), "{old}");
+        assert_eq!(serde_json::from_str::<Proposal>(&old).unwrap().jobs, Vec::<String>::new());
+        let touching = Proposal { jobs: vec!["train-a".into(), "train-b".into()], ..proposal() };
+        let text = serde_json::to_string(&touching).unwrap();
+        assert_eq!(serde_json::from_str::<Proposal>(&text).unwrap().jobs, ["train-a", "train-b"]);
+    }
+
+    #[test]
+    fn a_job_list_names_the_first_jobs_and_counts_the_rest() {
+        let p = Proposal { jobs: vec!["a".into(), "b".into(), "c".into()], ..proposal() };
+        assert_eq!(p.job_list(2), "a, b, and 1 more");
+        assert_eq!(p.job_list(3), "a, b, c");
+        assert_eq!(proposal().job_list(3), "");
     }
 }

@@ -145,6 +145,49 @@ async fn approval_executes_rejection_and_expiry_do_not() {
     assert_eq!(d.reject("no-such-id", "bob", 61 * SECOND).unwrap_err(), DispatchError::Unknown("no-such-id".into()));
 }
 
+/// A cordon of `node` that touches `jobs`, as the evaluator proposes it.
+fn touching(node: &str, jobs: &[&str], at: i64) -> Proposal {
+    Proposal { jobs: jobs.iter().map(|j| j.to_string()).collect(), ..proposal("gpu-xid", node, at) }
+}
+
+#[tokio::test]
+async fn an_action_over_max_jobs_touched_awaits_approval_and_its_decision_names_the_jobs() {
+    let knobs = knobs();
+    let limits = Limits { max_jobs_touched: Some(2), ..Limits::default() };
+    let l = ledger();
+    let mut d = dispatcher(Setup { limits, ..Setup::default() }, knobs.clone(), Some(l.clone()));
+    let wide = d.dispatch(touching("a", &["eval-c", "train-a", "train-b"], SECOND)).await;
+    assert!(
+        matches!(wide.verdict, Verdict::AwaitingApproval { expires_at } if expires_at == SECOND + 900 * SECOND),
+        "{wide:?}"
+    );
+    let steps: Vec<&str> = wide.steps.iter().map(|s| s.what.as_str()).collect();
+    assert!(
+        steps.contains(
+            &"needs approval: touches 3 running jobs (eval-c, train-a, train-b), over limits.max_jobs_touched = 2"
+        ),
+        "{steps:?}"
+    );
+    // The ledger keeps the jobs with the request, for `explain` and after a restart.
+    assert_eq!(l.get(&wide.id).unwrap().unwrap().proposal.jobs, ["eval-c", "train-a", "train-b"]);
+    let narrow = d.dispatch(touching("b", &["train-a", "train-b"], SECOND)).await;
+    assert!(matches!(narrow.verdict, Verdict::Executed { .. }), "at the limit: {narrow:?}");
+    assert_eq!(knobs.executes(), 1, "the wide one waits");
+    let approved = d.approve(&wide.id, "alice", 60 * SECOND).await.unwrap();
+    assert!(matches!(approved.verdict, Verdict::Executed { .. }), "{approved:?}");
+    assert_eq!(knobs.executes(), 2);
+}
+
+#[tokio::test]
+async fn a_dry_run_over_max_jobs_touched_is_planned_without_approval() {
+    let knobs = knobs();
+    let limits = Limits { max_jobs_touched: Some(0), ..Limits::default() };
+    let mut d = dispatcher(Setup { limits, mode: Mode::DryRun, ..Setup::default() }, knobs.clone(), None);
+    let planned = d.dispatch(touching("a", &["train-a"], SECOND)).await;
+    assert!(matches!(planned.verdict, Verdict::DryRun { .. }), "{planned:?}");
+    assert_eq!(knobs.executes(), 0);
+}
+
 #[tokio::test]
 async fn undo_restores_our_change_and_skips_a_target_changed_by_hand() {
     let knobs = knobs();

@@ -588,6 +588,7 @@ impl Evaluator {
             match resolved {
                 Ok(action) => {
                     self.proposal_seq += 1;
+                    let jobs = helpers.jobs_touched(&action.target);
                     out.push(EngineEvent::Proposal(Proposal {
                         id: format!("{:012x}-{:06x}", now / MS, self.proposal_seq & 0xff_ffff),
                         rule: rt.rule.name.clone(),
@@ -596,6 +597,7 @@ impl Evaluator {
                         severity: rt.rule.severity,
                         subject: labels.clone(),
                         action,
+                        jobs,
                         values: named.to_vec(),
                         active_at,
                         sample_at: self.newest_sample,

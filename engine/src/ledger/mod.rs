@@ -682,6 +682,7 @@ mod tests {
                 severity: Severity::Info,
                 subject: Labels::default(),
                 action: Action { kind: "a.b".into(), target: Labels::default(), params: Default::default() },
+                jobs: Vec::new(),
                 values: vec![],
                 active_at: decided_at,
                 sample_at: decided_at,

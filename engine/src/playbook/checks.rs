@@ -521,6 +521,17 @@ mod tests {
     }
 
     #[test]
+    fn a_negative_max_jobs_touched_is_refused_naming_the_field_at_its_value() {
+        let found = errors(&format!("name = \"p\"\n[limits]\nmax_jobs_touched = -1\n{ACTUATORS}"));
+        assert!(
+            found[0].starts_with("p.toml:3:20: limits.max_jobs_touched: -1: expected a number of running jobs"),
+            "{found:#?}"
+        );
+        let p = Playbook::parse(&format!("name = \"p\"\n[limits]\nmax_jobs_touched = 0\n{ACTUATORS}"), "p.toml");
+        assert_eq!(p.unwrap().limits.max_jobs_touched, Some(0), "0: every action touching a job waits for a human");
+    }
+
+    #[test]
     fn an_undo_on_resolve_of_a_kind_its_actuator_cannot_undo_is_refused_at_its_line() {
         use crate::catalog::ActuatorRoute;
         use crate::contracts::ActionKindDecl;

@@ -10,6 +10,7 @@
 //! max_ecn_queues_per_switch = 8       # queues of one switch with ECN lowered at once
 //! max_hash_changes_per_plane = 1      # leaves of one plane with a changed ECMP hash at once
 //! per_kind = { "ecn.lower" = 20 }     # actions of one kind per window, fleet-wide
+//! max_jobs_touched = 2                # running jobs one action may touch without approval
 //!
 //! [breaker]
 //! trip_after = 5                      # limit hits within `window` that trip it
@@ -46,7 +47,8 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer, Serialize};
 
 use std::time::Duration;
 
@@ -87,7 +89,25 @@ pub struct Limits {
     /// Per action kind: at most this many per window, fleet-wide.
     #[serde(default)]
     pub per_kind: BTreeMap<String, u32>,
+    /// At most this many running jobs (from the job signals) touched by one enforced destructive
+    /// action without a human: one whose target reaches more waits for approval, its decision
+    /// naming the jobs. Unset: no limit.
+    #[serde(default, deserialize_with = "job_count")]
+    pub max_jobs_touched: Option<u32>,
 }
+
+/// `max_jobs_touched` as written: read as any integer, so a negative one is refused with the
+/// field named (serde's own "expected u32" names neither the field nor what it counts).
+fn job_count<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    let n = i64::deserialize(d)?;
+    u32::try_from(n).map(Some).map_err(|_| {
+        D::Error::custom(format!("limits.max_jobs_touched: {n}: expected a number of running jobs, 0 to {}", u32::MAX))
+    })
+}
+
+/// How long a request over `max_jobs_touched` waits when no `[[approval]]` lists its kind
+/// (one that does gives its own `timeout`): the default `timeout` of an `[[approval]]`.
+pub const JOBS_APPROVAL_TIMEOUT: Nanos = 900 * crate::time::SECOND;
 
 impl Default for Limits {
     fn default() -> Limits {
@@ -100,6 +120,7 @@ impl Default for Limits {
             max_ecn_queues_per_switch: None,
             max_hash_changes_per_plane: one(),
             per_kind: BTreeMap::new(),
+            max_jobs_touched: None,
         }
     }
 }
@@ -264,7 +285,7 @@ fn five_minutes() -> Duration {
     Duration::from_secs(300)
 }
 fn fifteen_minutes() -> Duration {
-    Duration::from_secs(900)
+    Duration::from_nanos(JOBS_APPROVAL_TIMEOUT as u64)
 }
 fn one_hour() -> Duration {
     Duration::from_secs(3600)

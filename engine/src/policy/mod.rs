@@ -14,7 +14,9 @@
 //!    ([`LimitClass`], read from the [`Catalog`]);
 //!    a proposal over a limit is held with the reason and counts towards
 //!    tripping the breaker;
-//! 4. **approval**: some kinds wait for `rocemend approve ID`.
+//! 4. **approval**: some kinds wait for `rocemend approve ID`, and so does an
+//!    enforced destructive action that touches more running jobs than
+//!    `max_jobs_touched` (its step names them).
 //!
 //! The policy is pure bookkeeping over injected time: [`Policy::check`]
 //! decides, [`Policy::commit`] records what was done. The dispatcher owns it.
@@ -26,7 +28,7 @@ mod outcomes;
 pub use crate::contracts::{kind_matches, Impact};
 pub use config::{
     ApprovalRule, BreakerConfig, CanaryRule, CanarySettings, Limits, PolicyError, PolicySettings, RetryConfig,
-    TargetLimits, UndoConfig, VerifyConfig,
+    TargetLimits, UndoConfig, VerifyConfig, JOBS_APPROVAL_TIMEOUT,
 };
 pub use ladders::{Ladder, LadderRule, LadderSettings};
 pub use outcomes::{ExpectRule, Expectation, OutcomeSettings, OutcomesConfig};
@@ -39,6 +41,7 @@ use serde::{Deserialize, Serialize};
 use crate::catalog::Catalog;
 use crate::contracts::{Action, LimitClass, Proposal};
 use crate::labels::Labels;
+use crate::mode::Mode;
 use crate::time::{Nanos, Span};
 use crate::topology::Topology;
 
@@ -77,6 +80,9 @@ pub enum Check {
     NeedsApproval {
         /// When the request expires.
         expires_at: Nanos,
+        /// Why, when a limit asks for the human (`max_jobs_touched`: the jobs it
+        /// touches); `None` when only an `[[approval]]` of its kind does.
+        reason: Option<String>,
     },
 }
 
@@ -232,6 +238,10 @@ pub struct Policy {
     promoted: std::collections::HashSet<String>,
 }
 
+/// The most jobs a reason names: a step is one line of `explain`, and the
+/// proposal keeps the whole list.
+const JOBS_NAMED: usize = 16;
+
 /// How many of a switch's queues an action counted by
 /// [`LimitClass::SwitchEcnQueue`] reaches, out of `max`: one for a queue's
 /// own; all of them for a switch-wide one (no port, or port `"*"`: the
@@ -342,21 +352,24 @@ impl Policy {
         }
     }
 
-    /// Decides about `p` at `now`. `destructive` is false for actions routed
-    /// to an actuator the playbook marks as not destructive (notifications):
-    /// those skip the breaker and the blast-radius limits.
+    /// Decides about `p` at `now`, as an enforced action. `destructive` is
+    /// false for actions routed to an actuator the playbook marks as not
+    /// destructive (notifications): those skip the breaker and the
+    /// blast-radius limits.
     pub fn check(&mut self, p: &Proposal, destructive: bool, now: Nanos) -> Check {
-        self.check_for(CheckFor::Proposal, p, destructive, now)
+        self.check_for(CheckFor::Proposal, p, Mode::Enforce, destructive, now)
     }
 
     /// As [`Policy::check`], for a proposal a human approved: every check
     /// but the approval itself runs again, since the fleet may have changed.
     pub fn check_approved(&mut self, p: &Proposal, destructive: bool, now: Nanos) -> Check {
-        self.check_for(CheckFor::Approved, p, destructive, now)
+        self.check_for(CheckFor::Approved, p, Mode::Enforce, destructive, now)
     }
 
-    /// Checks `p` as `what` (see [`CheckFor`]).
-    pub fn check_for(&mut self, what: CheckFor, p: &Proposal, destructive: bool, now: Nanos) -> Check {
+    /// Checks `p` as `what` (see [`CheckFor`]) in `mode`, the mode it will be
+    /// dispatched in: only an enforced action touches jobs, so only one waits
+    /// for approval over `max_jobs_touched` (a dry run records what it would send).
+    pub fn check_for(&mut self, what: CheckFor, p: &Proposal, mode: Mode, destructive: bool, now: Nanos) -> Check {
         self.prune(now);
         let action = &p.action;
         if let Some(e) = self.in_effect.get(&action.dedup_key()) {
@@ -387,11 +400,24 @@ impl Policy {
             return held;
         }
         if what == CheckFor::Proposal {
-            if let Some(timeout) = self.settings.approval_timeout(&action.kind) {
-                return Check::NeedsApproval { expires_at: now + timeout };
+            let reason = self.over_jobs_limit(p, mode, destructive);
+            let timeout = self.settings.approval_timeout(&action.kind);
+            if reason.is_some() || timeout.is_some() {
+                let expires_at = now + timeout.unwrap_or(JOBS_APPROVAL_TIMEOUT);
+                return Check::NeedsApproval { expires_at, reason };
             }
         }
         Check::Allow
+    }
+
+    /// `[limits] max_jobs_touched`: why an enforced destructive `p` needs a
+    /// human, naming the running jobs it touches; `None` within the limit.
+    fn over_jobs_limit(&self, p: &Proposal, mode: Mode, destructive: bool) -> Option<String> {
+        let max = self.settings.limits.max_jobs_touched?;
+        let n = p.jobs.len();
+        (destructive && mode == Mode::Enforce && n > max as usize).then(|| {
+            format!("touches {n} running jobs ({}), over limits.max_jobs_touched = {max}", p.job_list(JOBS_NAMED))
+        })
     }
 
     /// The breaker and the blast-radius limits, for destructive actions: a

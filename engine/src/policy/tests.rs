@@ -38,6 +38,7 @@ fn proposal(kind: &str, target: &[(&str, &str)]) -> Proposal {
             target: Labels::from_pairs(target.iter().copied()),
             params: BTreeMap::new(),
         },
+        jobs: Vec::new(),
         values: vec![],
         active_at: 0,
         sample_at: 0,
@@ -208,6 +209,84 @@ fn approval_is_asked_for_with_an_expiry() {
     });
     let mut policy = Policy::new(s, None, catalog());
     let p = proposal("node.cordon", &[("node", "n")]);
-    assert_eq!(policy.check(&p, true, 0), Check::NeedsApproval { expires_at: 900 * SECOND });
+    assert_eq!(policy.check(&p, true, 0), Check::NeedsApproval { expires_at: 900 * SECOND, reason: None });
     assert_eq!(policy.check_approved(&p, true, 10 * SECOND), Check::Allow);
+}
+
+/// A cordon of `node` that touches `jobs`, as the evaluator proposes it.
+fn cordon_touching(node: &str, jobs: &[&str]) -> Proposal {
+    Proposal { jobs: jobs.iter().map(|j| j.to_string()).collect(), ..proposal("node.cordon", &[("node", node)]) }
+}
+
+fn jobs_limit(max: Option<u32>) -> PolicySettings {
+    settings(|l, _, _| l.max_jobs_touched = max)
+}
+
+#[test]
+fn an_action_over_max_jobs_touched_waits_for_approval_naming_the_jobs() {
+    let mut policy = Policy::new(jobs_limit(Some(2)), None, catalog());
+    let p = cordon_touching("n1", &["eval-c", "train-a", "train-b"]);
+    assert_eq!(
+        policy.check(&p, true, SECOND),
+        Check::NeedsApproval {
+            expires_at: SECOND + JOBS_APPROVAL_TIMEOUT,
+            reason: Some("touches 3 running jobs (eval-c, train-a, train-b), over limits.max_jobs_touched = 2".into()),
+        }
+    );
+    assert_eq!(policy.check_approved(&p, true, 2 * SECOND), Check::Allow, "a human said yes");
+}
+
+#[test]
+fn an_action_over_max_jobs_touched_waits_as_long_as_its_kinds_approval_says() {
+    let s = settings(|l, _, a| {
+        l.max_jobs_touched = Some(0);
+        a.push(ApprovalRule { actions: vec!["node.*".into()], timeout: std::time::Duration::from_secs(60) });
+    });
+    let mut policy = Policy::new(s, None, catalog());
+    match policy.check(&cordon_touching("n1", &["train-a"]), true, 0) {
+        Check::NeedsApproval { expires_at, reason: Some(reason) } => {
+            assert_eq!(expires_at, 60 * SECOND, "the [[approval]]'s timeout, not the default");
+            assert!(reason.contains("touches 1 running jobs (train-a)"), "{reason}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // Touching no job, it waits for the [[approval]] alone, with no reason of its own.
+    let none = cordon_touching("n2", &[]);
+    assert_eq!(policy.check(&none, true, 0), Check::NeedsApproval { expires_at: 60 * SECOND, reason: None });
+}
+
+#[test]
+fn an_action_at_max_jobs_touched_or_with_no_limit_goes_ahead() {
+    let two = cordon_touching("n1", &["train-a", "train-b"]);
+    let mut at_the_limit = Policy::new(jobs_limit(Some(2)), None, catalog());
+    assert_eq!(at_the_limit.check(&two, true, 0), Check::Allow);
+    let many: Vec<String> = (0..100).map(|i| format!("job-{i:03}")).collect();
+    let hundred = Proposal { jobs: many, ..two };
+    let mut unlimited = Policy::new(jobs_limit(None), None, catalog());
+    assert_eq!(unlimited.check(&hundred, true, 0), Check::Allow);
+}
+
+#[test]
+fn max_jobs_touched_spares_dry_runs_shadow_and_notifications() {
+    let mut policy = Policy::new(jobs_limit(Some(1)), None, catalog());
+    let p = cordon_touching("n1", &["train-a", "train-b"]);
+    for mode in [Mode::DryRun, Mode::Shadow] {
+        assert_eq!(policy.check_for(CheckFor::Proposal, &p, mode, true, 0), Check::Allow, "{mode:?}");
+    }
+    assert_eq!(policy.check(&p, false, 0), Check::Allow, "not destructive");
+    assert!(matches!(
+        policy.check_for(CheckFor::Proposal, &p, Mode::Enforce, true, 0),
+        Check::NeedsApproval { reason: Some(_), .. }
+    ));
+}
+
+#[test]
+fn a_reason_names_sixteen_jobs_and_counts_the_rest() {
+    let mut policy = Policy::new(jobs_limit(Some(2)), None, catalog());
+    let jobs: Vec<String> = (0..40).map(|i| format!("job-{i:02}")).collect();
+    let p = Proposal { jobs, ..cordon_touching("n1", &[]) };
+    let Check::NeedsApproval { reason: Some(reason), .. } = policy.check(&p, true, 0) else { panic!("not held") };
+    assert!(reason.starts_with("touches 40 running jobs (job-00, job-01,"), "{reason}");
+    assert!(reason.contains("job-15, and 24 more), over limits.max_jobs_touched = 2"), "{reason}");
+    assert!(!reason.contains("job-16"), "{reason}");
 }

@@ -13,7 +13,7 @@
 //! The engine keeps the firing index up to date as instances change state,
 //! so these are lookups, never scans of samples.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use rhai::{Array, Dynamic, ImmutableString, Map};
@@ -21,6 +21,8 @@ use rhai::{Array, Dynamic, ImmutableString, Map};
 use crate::labels::{LabelSet, Labels};
 use crate::series::SeriesTable;
 use crate::topology::Topology;
+
+use super::touched::{self, JobNodes};
 
 /// What the helpers read. The engine writes it; scripts only read.
 #[derive(Debug, Default)]
@@ -32,7 +34,7 @@ pub struct HelperState {
     /// rule name → labels of its firing subjects.
     firing: HashMap<String, Vec<Labels>>,
     /// job → nodes.
-    jobs: BTreeMap<String, BTreeSet<String>>,
+    jobs: JobNodes,
     /// Bumped whenever the firing index or the job table changes, so cached
     /// evaluations of rules that read them are not reused.
     epoch: u64,
@@ -104,6 +106,14 @@ impl Helpers {
         };
         let runs_behind = |(_, on): &(&String, &BTreeSet<String>)| nodes.iter().any(|n| on.contains(*n));
         state.jobs.iter().filter(runs_behind).map(|(job, _)| job.clone()).collect()
+    }
+
+    /// The running jobs an action on `target` touches, sorted: those on the nodes it reaches
+    /// (its `node`; the node on its switch `port`; the nodes facing its `switch`, on its
+    /// `rail` or `plane`, from the inventory), and the job it names.
+    pub fn jobs_touched(&self, target: &Labels) -> Vec<String> {
+        let state = self.lock();
+        touched::jobs_touched(target, state.topology.as_deref(), &state.jobs)
     }
 
     fn subject_labels(&self) -> Labels {

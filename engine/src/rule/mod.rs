@@ -10,7 +10,8 @@
 //! - [`script`]: calling `fire` / `clear` with window values;
 //! - [`native`]: `fire` / `clear` bodies compiled into native predicates;
 //! - [`helpers`]: cross-series functions scripts may call;
-//! - [`template`]: action templates filled for a subject.
+//! - [`template`]: action templates filled for a subject;
+//! - `touched`: the running jobs an action's target touches.
 
 pub mod decl;
 pub mod helpers;
@@ -19,6 +20,7 @@ pub mod sandbox;
 pub mod script;
 pub mod selector;
 pub mod template;
+mod touched;
 
 use crate::errors::Errors;
 use std::fmt;

@@ -38,6 +38,7 @@ pub fn proposal(rule: &str, kind: &str, node: &str, target: Labels, at: Nanos) -
         severity: Severity::Critical,
         subject: Labels::from_pairs([("node", node)]),
         action: Action { kind: kind.into(), target, params: BTreeMap::new() },
+        jobs: Vec::new(),
         values: Vec::new(),
         active_at: at,
         sample_at: at,

@@ -16,6 +16,7 @@ mod bad_labels;
 mod canary_loop;
 mod clock_steps;
 mod evaluator;
+mod jobs_touched;
 mod native_evaluator;
 mod native_predicates;
 mod reload;

@@ -228,6 +228,26 @@ impl Topology {
         self.inventory.node.iter().filter(facing).map(|n| n.name.as_str()).collect()
     }
 
+    /// The node whose NIC is cabled to `port` of `switch`, if the inventory says.
+    pub fn node_at(&self, switch: &str, port: &str) -> Option<&str> {
+        let (ni, _) = self.nic_by_switch_port.get(&(switch.to_string(), port.to_string()))?;
+        Some(self.inventory.node[*ni].name.as_str())
+    }
+
+    /// The nodes with a NIC on `rail`, by name: everyone a rail-wide change reaches.
+    pub fn nodes_on_rail(&self, rail: u32) -> Vec<&str> {
+        self.nodes_with_nic(|nic| nic.rail == rail)
+    }
+
+    /// The nodes with a NIC on `plane`, by name: everyone a plane-wide change reaches.
+    pub fn nodes_on_plane(&self, plane: u32) -> Vec<&str> {
+        self.nodes_with_nic(|nic| nic.plane == plane)
+    }
+
+    fn nodes_with_nic(&self, matches: impl Fn(&inventory::Nic) -> bool) -> Vec<&str> {
+        self.inventory.node.iter().filter(|n| n.nic.iter().any(&matches)).map(|n| n.name.as_str()).collect()
+    }
+
     /// Whether node `name` is listed.
     pub fn has_node(&self, name: &str) -> bool {
         self.node_by_name.contains_key(name)
@@ -444,6 +464,8 @@ mod tests {
         assert_eq!(labels.get("rail"), Some("5"));
         let peer = t.peer(&labels).unwrap();
         assert_eq!(peer.get("node"), Some("node-02"));
+        assert_eq!(t.node_at("leaf-rail5", "Ethernet4"), Some("node-02"));
+        assert_eq!(t.node_at("leaf-rail5", "Ethernet99"), None, "no NIC on that port");
         let back = t.peer(&peer).unwrap();
         assert_eq!(back.get("switch"), Some("leaf-rail5"));
         assert_eq!(back.get("port"), Some("Ethernet4"));

@@ -29,7 +29,11 @@ fn sorted(map: &HashMap<String, String>) -> BTreeMap<&String, &String> {
     map.iter().collect()
 }
 
-/// `rocemend decisions`: one row per decision, then how many.
+/// Jobs a row of `decisions` names under it; `explain` names them all.
+const JOBS_IN_A_ROW: usize = 8;
+
+/// `rocemend decisions`: one row per decision (the running jobs its action
+/// touches on a line under it), then how many.
 pub fn decisions(records: &[String]) -> Result<String, DecodeError> {
     let mut t = Table::new(["ID", "DECIDED", "RULE", "MODE", "VERDICT", "action / reason"]);
     for text in records {
@@ -40,14 +44,19 @@ pub fn decisions(records: &[String]) -> Result<String, DecodeError> {
             (None, None) => d.proposal.action.to_string(),
         };
         let decided = rfc3339(d.proposal.decided_at);
-        t.row([
+        let notes = match d.proposal.jobs.len() {
+            0 => vec![],
+            n => vec![format!("touches {n} running jobs: {}", d.proposal.job_list(JOBS_IN_A_ROW))],
+        };
+        let row = [
             d.id.clone(),
             decided,
             d.proposal.rule.clone(),
             d.mode.as_str().to_string(),
             d.verdict.name().into(),
             what,
-        ]);
+        ];
+        t.row_with_notes(row, notes);
     }
     Ok(format!("{}{} decisions\n", t.render(), records.len()))
 }
@@ -355,6 +364,17 @@ mod tests {
         let row = text.lines().find(|l| l.starts_with("slow-step")).unwrap();
         assert!(row.contains(" shadow "), "{row}");
         assert!(text.ends_with("2 rules, 1 quarantined\n"), "{text}");
+    }
+
+    #[test]
+    fn a_decision_touching_jobs_names_them_on_a_line_under_its_row() {
+        let record =
+            |id: &str, jobs: &[&str]| serde_json::to_string(&crate::report::tests::decision(id, jobs)).unwrap();
+        let text = decisions(&[record("0000000001", &["eval-c", "train-a"]), record("0000000002", &[])]).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[1].starts_with("0000000001"), "{text}");
+        assert_eq!(lines[2].trim_start(), "touches 2 running jobs: eval-c, train-a", "{text}");
+        assert!(lines[3].starts_with("0000000002"), "no line under a decision touching no job: {text}");
     }
 
     #[test]

@@ -9,6 +9,9 @@ use engine::Nanos;
 use super::simulate::{Line, Preview};
 use crate::report::{offset, rfc3339};
 
+/// Jobs a line names; the JSON object has them all.
+const JOBS_IN_A_LINE: usize = 8;
+
 /// A decision's verdict in the few words a preview line ends with, and
 /// the category the summary counts it under. Ids are left out of the
 /// category so two playbooks' runs compare.
@@ -45,14 +48,16 @@ pub fn tell(line: &Line, t0: Nanos, at_of: &dyn Fn(&str) -> Option<Nanos>) -> To
         Verdict::AlreadyHeld { detail } => ("already held", format!("already held: {detail}")),
         Verdict::Suppressed { reason } => ("suppressed", format!("suppressed: {reason}")),
         Verdict::Held { reason } => ("held", format!("held: {reason}")),
-        Verdict::AwaitingApproval { expires_at } => (
-            "waiting for approval",
-            format!(
-                "waiting for approval until {} ({})",
-                offset(*expires_at, t0).replace(' ', ""),
-                rfc3339(*expires_at)
-            ),
-        ),
+        Verdict::AwaitingApproval { expires_at } => {
+            let until = offset(*expires_at, t0).replace(' ', "");
+            let mut text = format!("waiting for approval until {until} ({})", rfc3339(*expires_at));
+            // What a human is asked to weigh: the running jobs it would touch (`max_jobs_touched`).
+            if !d.proposal.jobs.is_empty() {
+                let (n, list) = (d.proposal.jobs.len(), d.proposal.job_list(JOBS_IN_A_LINE));
+                text.push_str(&format!("; touches {n} running jobs: {list}"));
+            }
+            ("waiting for approval", text)
+        }
         Verdict::Rejected { by } => ("rejected", format!("rejected by {by}")),
         Verdict::Expired { reason } => ("expired", format!("approval expired: {reason}")),
         Verdict::NoActuator => ("no actuator", "no actuator handles it".into()),
@@ -100,6 +105,7 @@ pub fn json(line: &Line, told: &Told, t0: Nanos) -> serde_json::Value {
         "reason": d.verdict.reason(),
         "expires_at": match d.verdict { Verdict::AwaitingApproval { expires_at } => Some(expires_at), _ => None },
         "undo_of": d.undo_of,
+        "jobs": d.proposal.jobs,
         "text": told.text,
     })
 }

@@ -134,6 +134,9 @@ pub fn explain_text(d: &Decision) -> String {
     let _ = writeln!(out, "rule      {} (sha256 {})", p.rule, p.rule_hash);
     let _ = writeln!(out, "subject   {} {}", short(&p.subject), p.subject);
     let _ = writeln!(out, "action    {}", p.action);
+    if !p.jobs.is_empty() {
+        let _ = writeln!(out, "jobs      {} running: {}", p.jobs.len(), p.job_list(usize::MAX));
+    }
     let values: Vec<String> = p.values.iter().map(|(k, v)| format!("{k}={v}")).collect();
     let _ = writeln!(out, "evidence  {}", values.join("  "));
     let _ = writeln!(
@@ -167,5 +170,41 @@ pub fn verdict_line(d: &Decision) -> String {
     match d.verdict.reason() {
         Some(reason) => format!("{}: {reason}", d.verdict.name()),
         None => d.verdict.name().to_string(),
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use engine::dispatch::Step;
+    use engine::{Action, Mode, Proposal, Severity};
+
+    /// Decision `id`: a cordon of n1 that touches `jobs`.
+    pub(crate) fn decision(id: &str, jobs: &[&str]) -> Decision {
+        let node = Labels::from_pairs([("node", "n1")]);
+        let proposal = Proposal {
+            id: id.into(),
+            rule: "gpu-xid".into(),
+            rule_hash: String::new(),
+            rule_mode: Mode::Enforce,
+            severity: Severity::Critical,
+            subject: node.clone(),
+            action: Action { kind: "node.cordon".into(), target: node, params: Default::default() },
+            jobs: jobs.iter().map(|j| j.to_string()).collect(),
+            values: vec![],
+            active_at: 0,
+            sample_at: 0,
+            decided_at: 0,
+            restored: false,
+        };
+        Decision::new(id.into(), proposal, Mode::Enforce, Step { at: 0, what: "proposed".into() }, 0)
+    }
+
+    #[test]
+    fn explain_lists_the_jobs_an_action_touches_and_only_when_it_touches_some() {
+        let text = explain_text(&decision("0000000001", &["eval-c", "train-a"]));
+        let action = text.lines().position(|l| l.starts_with("action ")).unwrap();
+        assert_eq!(text.lines().nth(action + 1), Some("jobs      2 running: eval-c, train-a"), "{text}");
+        assert!(!explain_text(&decision("0000000001", &[])).contains("jobs "), "no line for an action touching no job");
     }
 }

@@ -112,7 +112,10 @@ impl Dispatcher {
                 d.verdict = Verdict::Held { reason };
                 self.finish(d, false)
             }
-            Check::NeedsApproval { expires_at } => {
+            Check::NeedsApproval { expires_at, reason } => {
+                if let Some(reason) = reason {
+                    d.steps.push(Step { at: now, what: format!("needs approval: {reason}") });
+                }
                 d.steps.push(Step {
                     at: now,
                     what: format!("waiting for approval until {}", crate::time::rfc3339(expires_at)),
@@ -134,7 +137,7 @@ impl Dispatcher {
     /// has resolved since is believed in effect only if its target says so;
     /// otherwise the effect is forgotten and `d` checked afresh.
     async fn check(&mut self, d: &mut Decision, now: Nanos, what: CheckFor) -> Check {
-        let check = self.policy.check_for(what, &d.proposal, d.destructive, now);
+        let check = self.policy.check_for(what, &d.proposal, d.mode, d.destructive, now);
         let Check::Duplicate { of, resolved: true } = &check else { return check };
         let found = match self.route(&d.proposal.action.kind) {
             Some(r) => self.call(r.actuator.verify(&d.proposal.action, None)).await.unwrap_or(Verification::Unknown),
@@ -145,7 +148,7 @@ impl Dispatcher {
         }
         d.steps.push(Step { at: now, what: format!("{of} is no longer known to be in effect ({found:?})") });
         self.policy.remove_effect(&d.proposal.action);
-        self.policy.check_for(what, &d.proposal, d.destructive, now)
+        self.policy.check_for(what, &d.proposal, d.mode, d.destructive, now)
     }
 
     /// An allowed decision: the fleet's admission for an enforced

@@ -142,6 +142,7 @@ impl Dispatcher {
             severity: crate::contracts::Severity::Info,
             subject: effect.subject.clone(),
             action: effect.action.clone(),
+            jobs: Vec::new(),
             values: vec![],
             active_at: effect.since,
             sample_at: now,
