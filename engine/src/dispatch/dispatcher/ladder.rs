@@ -220,6 +220,7 @@ impl Dispatcher {
             sample_at: now,
             decided_at: now,
             restored: false,
+            jobs: Vec::new(),
         };
         Some(self.dispatch_noted(p, Some(format!("page: {reason}"))).await)
     }
