@@ -71,7 +71,7 @@ pub fn run(
 ) -> Result<Backtest, BacktestError> {
     let mut events = Vec::new();
     let series = SeriesTable::new(topology, Labels::default());
-    let mut out = run_steps(input, origin, rules, series, |_, step| events.append(step))?;
+    let mut out = run_steps(input, origin, rules, series, |_, step, _| events.append(step))?;
     out.events = events;
     Ok(out)
 }
@@ -88,7 +88,7 @@ pub fn run_steps(
     origin: &str,
     rules: RuleSet,
     series: SeriesTable,
-    mut on_step: impl FnMut(Nanos, &mut Vec<EngineEvent>),
+    mut on_step: impl FnMut(Nanos, &mut Vec<EngineEvent>, &mut Evaluator),
 ) -> Result<Backtest, BacktestError> {
     let sensor = series.add_sensor("replay", usize::MAX);
     let mut evaluator = Evaluator::new(series.clone(), rules, None)?;
@@ -102,7 +102,7 @@ pub fn run_steps(
         evaluator.ingest(batch);
         batch.clear();
         evaluator.evaluate(t, &mut step);
-        on_step(t, &mut step);
+        on_step(t, &mut step, evaluator);
         step.clear();
     };
     // The daemon's guard on a recording's clock: a sample far ahead of the

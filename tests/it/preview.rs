@@ -202,3 +202,26 @@ fn replay_diff_prints_what_differs_and_a_summary_and_exits_as_diff_does() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert!(String::from_utf8_lossy(&out.stdout).ends_with("no proposal differs (3 the same)\n"), "{}", text(&out));
 }
+
+#[test]
+fn a_ladder_and_its_outcomes_show_on_the_recording() {
+    // The demo's storm goes on after the watchdog's escalation: on the ladder's playbook the
+    // preview judges each rung on the recording and climbs to the next.
+    let out = rocemend(&["preview", "--playbook", "chaos/scenarios/ladder/playbook.toml", "chaos/sim/data/demo.jsonl"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let find =
+        |what: &str| stdout.lines().position(|l| l.contains(what)).unwrap_or_else(|| panic!("{what}:\n{stdout}"));
+    let kept =
+        find("suppressed: ladder: rung 2 of 3 (link.isolate) is tried only if pfcwd.escalate proves ineffective");
+    let first =
+        find("pfcwd.escalate {port=\"Ethernet4\",queue=\"3\",switch=\"leaf-rail3\"}  outcome: ineffective after 2.0 s");
+    let second =
+        find("link.isolate {netdev=\"eth3\",node=\"node-02\"}  would execute (ladder: rung 2 of 3 (link.isolate)");
+    let third = find("would execute (ladder: rung 3 of 3 (rail.drain) after link.isolate");
+    assert!(kept < first && first < second && second < third, "{stdout}");
+    let worked = find("outcome: effective after");
+    assert!(third < worked, "{stdout}");
+    let summary = stdout.lines().last().unwrap();
+    assert!(summary.contains("2 judged ineffective, 1 judged effective"), "{summary}");
+}

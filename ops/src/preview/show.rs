@@ -29,6 +29,9 @@ pub struct Told {
 /// when a decision named by id was made.
 pub fn tell(line: &Line, t0: Nanos, at_of: &dyn Fn(&str) -> Option<Nanos>) -> Told {
     let d = &line.decision;
+    if let Some(told) = judged(line) {
+        return told;
+    }
     let when = |id: &str| at_of(id).map(|at| format!(" ({})", offset(at, t0).replace(' ', ""))).unwrap_or_default();
     let (category, text) = match &d.verdict {
         Verdict::Executed { .. } if d.undo_of.is_some() => {
@@ -36,7 +39,10 @@ pub fn tell(line: &Line, t0: Nanos, at_of: &dyn Fn(&str) -> Option<Nanos>) -> To
             let compare = format!("would undo the decision{}", when(of));
             return Told { category: "would undo", text: format!("would undo {of}{}", when(of)), compare };
         }
-        Verdict::Executed { .. } => ("would execute", "would execute".into()),
+        Verdict::Executed { .. } => match ladder_rung(d) {
+            Some(rung) => ("would execute", format!("would execute ({rung})")),
+            None => ("would execute", "would execute".into()),
+        },
         Verdict::DryRun { plan } => {
             ("would plan (dry-run)", format!("would plan (dry-run): {}", plan.requests.join(" ; ")))
         }
@@ -66,6 +72,25 @@ pub fn tell(line: &Line, t0: Nanos, at_of: &dyn Fn(&str) -> Option<Nanos>) -> To
         Verdict::Interrupted { found, .. } => ("interrupted", format!("interrupted: {found}")),
     };
     Told { category, compare: text.clone(), text }
+}
+
+/// A decision said again when its outcome check was judged: the judgement.
+fn judged(line: &Line) -> Option<Told> {
+    let check = line.decision.outcome.as_ref().filter(|_| line.judged)?;
+    let result = check.judged.as_ref()?.result;
+    let category = match result {
+        engine::contracts::OutcomeResult::Effective => "judged effective",
+        engine::contracts::OutcomeResult::Ineffective => "judged ineffective",
+        engine::contracts::OutcomeResult::Harmful => "judged harmful",
+        engine::contracts::OutcomeResult::Unread => "judged unread",
+    };
+    Some(Told { category, text: check.describe(), compare: category.to_string() })
+}
+
+/// The ladder's rung a decision was decided on after the one before it
+/// proved ineffective (its note, the step after the first), if it was.
+fn ladder_rung(d: &engine::dispatch::Decision) -> Option<&str> {
+    d.steps.get(1).map(|s| s.what.as_str()).filter(|w| w.starts_with("ladder: rung"))
 }
 
 /// What a decision is about: `rule kind target`, `undo` marked.
@@ -105,6 +130,7 @@ pub fn json(line: &Line, told: &Told, t0: Nanos) -> serde_json::Value {
         "reason": d.verdict.reason(),
         "expires_at": match d.verdict { Verdict::AwaitingApproval { expires_at } => Some(expires_at), _ => None },
         "undo_of": d.undo_of,
+        "outcome": d.outcome.as_ref().map(|o| o.describe()),
         "jobs": d.proposal.jobs,
         "text": told.text,
     })

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use engine::dispatch::{ActuatorRoute, Decision, Dispatcher};
 use engine::ledger::{Ledger, Retention};
-use engine::{EngineEvent, Labels, Mode, Nanos, SeriesTable, State, Store};
+use engine::{EngineEvent, Evaluator, Labels, Mode, Nanos, SeriesTable, State, Store};
 
 use super::budget::LocalBudgets;
 use super::planner::{Changed, Planner};
@@ -31,9 +31,15 @@ pub struct Line {
     pub at: Nanos,
     /// The decision.
     pub decision: Decision,
+    /// The decision said again because its outcome check was judged.
+    pub judged: bool,
 }
 
 impl Line {
+    fn new(at: Nanos, decision: Decision) -> Line {
+        Line { at, decision, judged: false }
+    }
+
     /// The mode that applied.
     pub fn mode(&self) -> Mode {
         self.decision.mode
@@ -105,9 +111,10 @@ pub fn run(recording: &Path, inputs: Inputs<'_>, progress: &Progress) -> Result<
         &recording.display().to_string(),
         part.rules.clone(),
         series,
-        |t, events| {
+        |t, events, evaluator| {
             clock.store(t, Ordering::SeqCst);
             rt.block_on(step(&mut dispatcher, t, events, &mut lines));
+            rt.block_on(judge_outcomes(&mut dispatcher, evaluator, t, &mut lines));
         },
     )?;
     let waiting_at_end = dispatcher.pending().count();
@@ -123,18 +130,34 @@ async fn step(dispatcher: &mut Dispatcher, t: Nanos, events: &mut Vec<EngineEven
         match event {
             EngineEvent::Proposal(p) => {
                 let decision = dispatcher.dispatch(p).await;
-                lines.push(Line { at: t, decision });
+                lines.push(Line::new(t, decision));
             }
             EngineEvent::Transition { rule, subject, from: State::Firing, at, .. } => {
                 let resolved: &Labels = &subject;
                 for decision in dispatcher.instance_resolved(&rule, resolved, at).await {
-                    lines.push(Line { at: t, decision });
+                    lines.push(Line::new(t, decision));
                 }
             }
             _ => {}
         }
     }
     for decision in dispatcher.maintain(t) {
-        lines.push(Line { at: t, decision });
+        lines.push(Line::new(t, decision));
+    }
+}
+
+/// The outcome checks due at `t`, read off the rules as the run loop reads
+/// them, and the ladders' rungs that failed climbed: a judged decision is
+/// said again (`judged`), and a rung decided after it follows it.
+async fn judge_outcomes(dispatcher: &mut Dispatcher, evaluator: &mut Evaluator, t: Nanos, lines: &mut Vec<Line>) {
+    for open in dispatcher.outcome_board().due(t) {
+        let seen = evaluator.observe(&open.rule, &open.subject, &open.values, t);
+        for decision in dispatcher.judge_outcome(&open.id, seen, t).await {
+            let judged = decision.id == open.id;
+            lines.push(Line { at: t, decision, judged });
+        }
+    }
+    for decision in dispatcher.climb_due(t).await {
+        lines.push(Line::new(t, decision));
     }
 }

@@ -31,8 +31,9 @@ pub(super) struct Climb {
     current: Option<String>,
     /// The proposals of the other rungs, by rung.
     kept: BTreeMap<usize, Proposal>,
-    /// The current rung failed: climb at the next tick.
-    due: bool,
+    /// Why the climb goes on at the next tick (the current rung failed, or
+    /// was ineffective), when it does.
+    due: Option<String>,
 }
 
 /// The climbs under way, by rule and subject.
@@ -63,7 +64,7 @@ impl Dispatcher {
             if let Some(why) = why {
                 tracing::warn!(message = "A repeat offender starts up the ladder.", rule = %p.rule, subject = %p.subject, %why);
             }
-            let climb = Climb { active_at: p.active_at, rung: start, current: None, kept: BTreeMap::new(), due: false };
+            let climb = Climb { active_at: p.active_at, rung: start, current: None, kept: BTreeMap::new(), due: None };
             self.climbs.0.insert(key.clone(), climb);
         }
         let restored_here = p.restored
@@ -145,12 +146,14 @@ impl Dispatcher {
                 // Already in effect: wait for its check if it is open; else
                 // it is in effect and the fault is back, so it is not enough.
                 let open = self.ledger.as_ref().and_then(|l| l.get(of).ok().flatten()).and_then(|o| o.outcome);
-                climb.due = !open.as_ref().is_some_and(crate::contracts::OutcomeCheck::is_open);
+                if !open.as_ref().is_some_and(crate::contracts::OutcomeCheck::is_open) {
+                    climb.due = Some(format!("{of} is in effect and the fault is back"));
+                }
                 climb.current = Some(of.clone());
             }
             Verdict::Failed { .. } | Verdict::NoActuator => {
                 climb.current = Some(d.id.clone());
-                climb.due = true;
+                climb.due = Some(format!("{} {}", d.id, d.verdict.name()));
             }
             // Dry-run, shadow, held, suppressed: nothing to judge, no reason to do more.
             _ => {
@@ -161,13 +164,10 @@ impl Dispatcher {
 
     /// Climbs where the current rung failed; the run loop calls it on every tick.
     pub async fn climb_due(&mut self, now: Nanos) -> Vec<Decision> {
-        let due: Vec<(String, Labels)> = self.climbs.0.iter().filter(|(_, c)| c.due).map(|(k, _)| k.clone()).collect();
+        let due: Vec<((String, Labels), String)> =
+            self.climbs.0.iter().filter_map(|(k, c)| Some((k.clone(), c.due.clone()?))).collect();
         let mut out = Vec::new();
-        for key in due {
-            let why = match self.climbs.0.get(&key).and_then(|c| c.current.clone()) {
-                Some(id) => format!("{id} failed"),
-                None => "the rung failed".to_string(),
-            };
+        for (key, why) in due {
             out.extend(self.climb(&key, why, now).await);
         }
         out
@@ -183,7 +183,7 @@ impl Dispatcher {
             return;
         }
         match result {
-            OutcomeResult::Ineffective => climb.due = true,
+            OutcomeResult::Ineffective => climb.due = Some(format!("{} was ineffective", d.id)),
             OutcomeResult::Effective => {
                 self.climbs.0.remove(&key);
                 self.remember_worked(d, now);
@@ -233,7 +233,7 @@ impl Dispatcher {
             return Vec::new();
         };
         let Some(climb) = self.climbs.0.get_mut(key) else { return Vec::new() };
-        climb.due = false;
+        climb.due = None;
         let from = climb.rung;
         let Some((&rung, _)) = climb.kept.range(from + 1..).next() else {
             self.climbs.0.remove(key);
