@@ -17,10 +17,15 @@ use crate::time::SECOND;
 const RUNGS: [&str; 3] = ["pfcwd.escalate", "link.isolate", "rail.drain"];
 
 fn dispatcher(knobs: Arc<Knobs>, ledger: &Ledger) -> Dispatcher {
+    dispatcher_watching(knobs, ledger, &[])
+}
+
+/// The ladder's dispatcher, whose outcome checks watch the rule's window values `worse`.
+fn dispatcher_watching(knobs: Arc<Knobs>, ledger: &Ledger, worse: &[&str]) -> Dispatcher {
     let expect = ExpectRule {
         actions: vec!["*".into()],
         within: Duration::from_secs(10),
-        worse: Vec::new(),
+        worse: worse.iter().map(|w| w.to_string()).collect(),
         margin: 0.1,
         hold: Duration::from_secs(600),
     };
@@ -162,4 +167,61 @@ async fn the_third_incident_within_the_hour_starts_at_the_rung_that_worked_even_
     let later = dispatch_all(&mut d, storm(1200 + 3700)).await;
     assert_eq!(later[0].proposal.action.kind, "pfcwd.escalate");
     assert!(matches!(later[0].verdict, Verdict::Executed { .. } | Verdict::Duplicate { .. }), "{:?}", later[0].verdict);
+}
+
+#[tokio::test]
+async fn a_restart_mid_climb_goes_on_from_the_rung_it_reached_without_acting_twice() {
+    let (knobs, ledger) = (Arc::new(Knobs::default()), super::tests::ledger());
+    let mut d = dispatcher(knobs.clone(), &ledger);
+    let first = dispatch_all(&mut d, storm(1)).await;
+    let out = d.judge_outcome(&first[0].id, still_fires(), 11 * SECOND).await;
+    let isolate = out[1].id.clone();
+    assert_eq!(knobs.executes(), 2);
+    drop(d);
+
+    // The daemon restarts with the incident still firing: its proposals are made again.
+    let mut d = dispatcher(knobs.clone(), &ledger);
+    let again: Vec<Proposal> = storm(1)
+        .into_iter()
+        .map(|mut p| {
+            p.restored = true;
+            p.decided_at = 12 * SECOND;
+            p
+        })
+        .collect();
+    let restored = dispatch_all(&mut d, again).await;
+    assert_eq!((restored[0].id.as_str(), restored[1].id.as_str()), (first[0].id.as_str(), isolate.as_str()));
+    assert!(matches!(restored[2].verdict, Verdict::Suppressed { .. }), "{:?}", restored[2].verdict);
+    assert_eq!(knobs.executes(), 2, "nothing acted twice");
+
+    // The isolation's open check was restored from the ledger; ineffective, it climbs on.
+    let due = d.outcome_board().due(30 * SECOND);
+    assert_eq!(due.iter().map(|w| w.id.as_str()).collect::<Vec<_>>(), vec![isolate.as_str()]);
+    let out = d.judge_outcome(&isolate, still_fires(), 30 * SECOND).await;
+    assert_eq!(out.len(), 2, "{out:#?}");
+    assert_eq!(out[1].proposal.action.kind, "rail.drain");
+    assert!(executed(&out[1]));
+    assert_eq!(knobs.executes(), 3);
+}
+
+#[tokio::test]
+async fn a_harmful_rung_is_undone_ends_the_climb_and_pages_a_human() {
+    let (knobs, ledger) = (Arc::new(Knobs::default()), super::tests::ledger());
+    let mut d = dispatcher_watching(knobs, &ledger, &["paused"]);
+    let proposals: Vec<Proposal> = storm(1)
+        .into_iter()
+        .map(|mut p| {
+            p.values = vec![("paused".into(), 0.6)];
+            p
+        })
+        .collect();
+    let first = dispatch_all(&mut d, proposals).await;
+    let worse = Some(Observation { cleared: false, values: vec![0.9] });
+    let out = d.judge_outcome(&first[0].id, worse, 3 * SECOND).await;
+    let kinds: Vec<(&str, bool)> = out.iter().map(|o| (o.proposal.action.kind.as_str(), o.undo_of.is_some())).collect();
+    assert_eq!(kinds, vec![("pfcwd.escalate", false), ("pfcwd.escalate", true), ("webhook.notify", false)]);
+    assert_eq!(result(&out[0]), Some(OutcomeResult::Harmful));
+    let page = &out[2];
+    assert!(page.proposal.action.params["reason"].contains("made it worse (paused 0.600"), "{page:?}");
+    assert!(d.climb_due(20 * SECOND).await.is_empty(), "the climb ended: nothing more is tried");
 }
