@@ -11,7 +11,7 @@ impl Dispatcher {
     /// decision is returned, marked as such, and nothing is written.
     pub async fn dispatch(&mut self, proposal: Proposal) -> Decision {
         let on_ladder = match self.onto_ladder(&proposal) {
-            ladder::OnLadder::Kept(d) => return d,
+            ladder::OnLadder::Kept(d) => return *d,
             ladder::OnLadder::Current => true,
             ladder::OnLadder::Off => false,
         };

@@ -47,7 +47,7 @@ pub(super) enum OnLadder {
     /// The current rung: decided as always, then followed.
     Current,
     /// Kept for a later rung, or below where this incident starts.
-    Kept(Decision),
+    Kept(Box<Decision>),
 }
 
 impl Dispatcher {
@@ -88,7 +88,7 @@ impl Dispatcher {
         } else {
             format!("ladder: this incident starts at {}", ladder.describe_rung(at))
         };
-        OnLadder::Kept(self.kept_on_ladder(p.clone(), reason))
+        OnLadder::Kept(Box::new(self.kept_on_ladder(p.clone(), reason)))
     }
 
     /// The rung a new incident of `p`'s rule on its subject starts at, and
