@@ -31,17 +31,7 @@ fn dispatcher(knobs: Arc<Knobs>, ledger: &Ledger) -> Dispatcher {
     };
     let policy = PolicySettings::defaults().with_canaries(&[canary]).unwrap();
     let topology = Arc::new(Topology::parse(crate::topology::EXAMPLE_INVENTORY, "inventory").unwrap());
-    Dispatcher::new(
-        DispatchConfig {
-            mode: Mode::Enforce,
-            rule_modes: Default::default(),
-            routes: vec![ActuatorRoute { pattern: "*".into(), actuator: knobs, destructive: true }],
-            timeout: Duration::from_secs(1),
-            policy,
-            topology: Some(topology),
-        },
-        Some(ledger.clone()),
-    )
+    super::tests::enforcing(knobs, ledger, policy, Some(topology))
 }
 
 /// ecmp-imbalance asking to widen `leaf`'s hash at `at` s, its spread `spread`.

@@ -39,17 +39,7 @@ fn dispatcher_watching(knobs: Arc<Knobs>, ledger: &Ledger, worse: &[&str]) -> Di
     let mut policy =
         PolicySettings::defaults().with_outcomes(&outcomes, &[expect]).unwrap().with_ladders(&[ladder]).unwrap();
     policy.undo_on_resolve = vec!["pfcwd.*".into(), "link.*".into()];
-    Dispatcher::new(
-        DispatchConfig {
-            mode: Mode::Enforce,
-            rule_modes: Default::default(),
-            routes: vec![ActuatorRoute { pattern: "*".into(), actuator: knobs, destructive: true }],
-            timeout: Duration::from_secs(1),
-            policy,
-            topology: None,
-        },
-        Some(ledger.clone()),
-    )
+    super::tests::enforcing(knobs, ledger, policy, None)
 }
 
 /// The three proposals of one pfc-storm incident on node-04 that began at `at` s.

@@ -28,6 +28,24 @@ pub(super) fn knobs() -> Arc<Knobs> {
     ]))
 }
 
+/// A dispatcher enforcing `policy`, every kind routed to `knobs` (destructive), with `ledger`.
+pub(super) fn enforcing(
+    knobs: Arc<Knobs>,
+    ledger: &Ledger,
+    policy: PolicySettings,
+    topology: Option<Arc<crate::topology::Topology>>,
+) -> Dispatcher {
+    let config = DispatchConfig {
+        mode: Mode::Enforce,
+        rule_modes: Default::default(),
+        routes: vec![ActuatorRoute { pattern: "*".into(), actuator: knobs, destructive: true }],
+        timeout: Duration::from_secs(1),
+        policy,
+        topology,
+    };
+    Dispatcher::new(config, Some(ledger.clone()))
+}
+
 pub(super) struct Setup {
     pub limits: Limits,
     pub approval: Vec<ApprovalRule>,
