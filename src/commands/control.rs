@@ -54,8 +54,15 @@ pub fn decisions(
 /// `rocemend explain ID`.
 pub fn explain(address: &Address, id: &str, json: bool) -> anyhow::Result<Exit> {
     let request = pb::ExplainRequest { id: id.to_string() };
-    let chain = Blocking::connect(address)?.call(async |c| c.explain(request).await)?.decisions_json;
-    print!("{}", if json { view::lines(&chain) } else { view::explain(&chain)? });
+    let reply = Blocking::connect(address)?.call(async |c| c.explain(request).await)?;
+    // `--json` stays the decisions, one a line, as before: a reader of
+    // decisions is not handed another record's shape.
+    let text = if json {
+        view::lines(&reply.decisions_json)
+    } else {
+        view::explain(&reply.decisions_json, &reply.offender_json)?
+    };
+    print!("{text}");
     Ok(Exit::Ok)
 }
 

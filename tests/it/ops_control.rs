@@ -298,6 +298,7 @@ fn push_while_watching(daemon: &Daemon) -> String {
 fn the_lists_show_both_nodes_firing(daemon: &Daemon) {
     let status = daemon.status();
     assert_eq!(status["silences"][0]["id"], "s1", "{status}");
+    assert_eq!(status["offenders"], serde_json::json!([]), "no rule climbs a ladder here: {status}");
     let instances = json_lines(&daemon.cli_ok(&["instances", "--json"]));
     assert_eq!(instances.len(), 2, "{instances:#?}");
     assert!(instances.iter().all(|i| i["state"] == "firing" && i["subject"]["job"] == "llm-7"), "{instances:#?}");

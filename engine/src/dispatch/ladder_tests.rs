@@ -141,6 +141,10 @@ async fn the_third_incident_within_the_hour_starts_at_the_rung_that_worked_even_
     let remembered = d.offenders();
     assert_eq!(remembered.len(), 1);
     assert_eq!((remembered[0].firings.len(), remembered[0].worked.as_ref().map(|w| w.rung)), (2, Some(1)));
+    let shown = d.standings(700 * SECOND);
+    assert_eq!(shown.len(), 1, "{shown:?}");
+    assert_eq!((shown[0].incidents, shown[0].repeat, shown[0].repeat_offender), (2, 3, false));
+    assert_eq!(shown[0].worked.as_ref().map(|w| w.kind.as_str()), Some("link.isolate"));
 
     drop(d);
     let mut d = dispatcher(knobs.clone(), &ledger);
@@ -152,6 +156,8 @@ async fn the_third_incident_within_the_hour_starts_at_the_rung_that_worked_even_
     );
     assert!(executed(&third[1]), "straight to the rung that worked: {:?}", third[1].verdict);
     assert!(matches!(third[2].verdict, Verdict::Suppressed { .. }));
+    let shown = d.standings(1201 * SECOND);
+    assert_eq!((shown[0].incidents, shown[0].repeat_offender), (3, true), "{shown:?}");
 
     // An hour later the count starts again from the first rung.
     let later = dispatch_all(&mut d, storm(1200 + 3700)).await;

@@ -64,7 +64,7 @@ use crate::time::{Nanos, SECOND};
 
 pub use codec::{decode, encode};
 use journal::Journal;
-pub use offenders::{Offender, Worked};
+pub use offenders::{Offender, Standing, Worked};
 
 /// How much history the ledger keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

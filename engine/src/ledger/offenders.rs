@@ -72,6 +72,54 @@ impl Offender {
     pub fn recent(&self, now: Nanos, within: Nanos) -> usize {
         self.firings.iter().filter(|&&t| t > now.saturating_sub(within) && t <= now).count()
     }
+
+    /// Where it stands at `now` on a ladder counting `repeat` incidents
+    /// within `within`, if that is worth showing: two incidents or more
+    /// within the window (a single incident is every subject's first), or
+    /// a rung that worked within it. A rung that worked longer ago is not
+    /// shown: the subject's next incident starts at the first rung anyway,
+    /// and every subject a rung ever worked on would pile up in `status`.
+    pub fn standing(&self, now: Nanos, within: Nanos, repeat: u32) -> Option<Standing> {
+        let incidents = self.recent(now, within);
+        let worked_lately = self.worked.as_ref().is_some_and(|w| w.at > now.saturating_sub(within));
+        if incidents < 2 && !worked_lately {
+            return None;
+        }
+        Some(Standing {
+            rule: self.rule.clone(),
+            subject: self.subject.clone(),
+            incidents,
+            within,
+            repeat,
+            // `repeat = 0` is a ladder that counts no repeats.
+            repeat_offender: repeat > 0 && incidents >= repeat as usize,
+            latest: self.firings.last().copied(),
+            worked: self.worked.clone(),
+        })
+    }
+}
+
+/// A subject on a ladder as `status` shows it: its incidents counted at
+/// one time against its ladder's window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Standing {
+    /// The rule.
+    pub rule: String,
+    /// The subject.
+    pub subject: Labels,
+    /// Its incidents that began within `within`.
+    pub incidents: usize,
+    /// The ladder's `repeat_within`, in ns.
+    pub within: Nanos,
+    /// The ladder's `repeat` (0: repeats are not counted).
+    pub repeat: u32,
+    /// Whether its next incident within the window starts at the rung that
+    /// worked: `incidents` has reached `repeat`.
+    pub repeat_offender: bool,
+    /// When its latest incident began.
+    pub latest: Option<Nanos>,
+    /// The rung that last proved effective on it.
+    pub worked: Option<Worked>,
 }
 
 fn key(rule: &str, subject: &Labels) -> Vec<u8> {
@@ -121,5 +169,23 @@ mod tests {
         assert_eq!(o.firings, vec![50, 140], "10 is more than 100 before 140");
         assert_eq!(o.recent(140, 100), 2);
         assert_eq!(o.recent(200, 100), 1);
+    }
+
+    #[test]
+    fn a_subject_is_shown_from_its_second_incident_or_once_a_rung_worked() {
+        let mut o = Offender::new("pfc-storm", &Labels::default());
+        o.fired(10, 100);
+        assert_eq!(o.standing(20, 100, 3), None, "one incident is not worth a line");
+        o.fired(30, 100);
+        let two = o.standing(40, 100, 3).unwrap();
+        assert_eq!((two.incidents, two.repeat_offender, two.latest), (2, false, Some(30)));
+        o.fired(50, 100);
+        assert!(o.standing(60, 100, 3).unwrap().repeat_offender, "the third within the window");
+        assert!(!o.standing(60, 100, 0).unwrap().repeat_offender, "repeat = 0 counts no repeats");
+        assert_eq!(o.standing(500, 100, 3), None, "all of them out of the window");
+        o.worked = Some(Worked { rung: 1, kind: "link.isolate".into(), id: "0000000009".into(), at: 450 });
+        let worked = o.standing(500, 100, 3).unwrap();
+        assert_eq!((worked.incidents, worked.repeat_offender), (0, false), "shown for the rung that worked");
+        assert_eq!(o.standing(551, 100, 3), None, "the rung worked longer ago than the window");
     }
 }

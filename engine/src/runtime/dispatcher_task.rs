@@ -140,6 +140,7 @@ async fn command_decisions(dispatcher: &mut Dispatcher, command: DispatchCommand
                 silences: dispatcher.silences(now),
                 drifted: dispatcher.drifted().cloned().collect(),
                 drift_counts: dispatcher.drift_counts(),
+                offenders: dispatcher.standings(now),
             });
         }
         DispatchCommand::Silence { silence, reply } => {

@@ -163,6 +163,9 @@ pub struct DispatchStatus {
     pub drifted: Vec<crate::dispatch::Drifted>,
     /// Drifts found since start: (reverted, changed by someone else).
     pub drift_counts: (u64, u64),
+    /// Subjects on escalation ladders with repeat incidents, or a rung that
+    /// worked, within their ladder's window.
+    pub offenders: Vec<crate::ledger::Standing>,
 }
 
 /// What the observer sees.

@@ -145,6 +145,7 @@ impl Control for ControlService {
             drifted_json: status.drifted.iter().map(json).collect(),
             sensors_json: self.health.snapshot().iter().map(json).collect(),
             ledger_json: status.ledger.as_ref().map(json).unwrap_or_default(),
+            offenders_json: status.offenders.iter().map(json).collect(),
         }))
     }
 
@@ -176,7 +177,16 @@ impl Control for ControlService {
                 chain.push(json(&other));
             }
         }
-        Ok(Response::new(ExplainReply { decisions_json: chain }))
+        // Only rules on a ladder have a record; a read that fails leaves
+        // the line out rather than the decision unexplained.
+        let offender = self.ledger.offender(&d.proposal.rule, &d.proposal.subject).unwrap_or_else(|error| {
+            tracing::warn!(message = "Could not read a repeat offender for explain.", %error, id = %id);
+            None
+        });
+        Ok(Response::new(ExplainReply {
+            decisions_json: chain,
+            offender_json: offender.as_ref().map(json).unwrap_or_default(),
+        }))
     }
 
     async fn list_rules(&self, request: Request<ListRulesRequest>) -> Result<Response<ListRulesReply>, Status> {

@@ -6,13 +6,14 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
 use engine::dispatch::{Decision, Drifted, Resolution, Silence, Verdict};
+use engine::ledger::{Offender, Standing};
 use engine::policy::{BreakerState, Effect};
 use engine::{Nanos, SensorHealth};
 use serde_json::json;
 
 use super::{decode, pb, DecodeError};
 use crate::report::table::Table;
-use crate::report::{explain_text, rfc3339, verdict_line};
+use crate::report::{explain_text, offenders, rfc3339, verdict_line};
 
 /// Lines as the daemon sent them (`--json`: its own records).
 pub fn lines(records: &[String]) -> String {
@@ -61,11 +62,18 @@ pub fn decisions(records: &[String]) -> Result<String, DecodeError> {
     Ok(format!("{}{} decisions\n", t.render(), records.len()))
 }
 
-/// `rocemend explain ID`: the decision and those linked to it, a blank line apart.
-pub fn explain(chain: &[String]) -> Result<String, DecodeError> {
+/// `rocemend explain ID`: the decision and those linked to it, a blank line
+/// apart; then, for a rule on an escalation ladder, what the ledger
+/// remembers of the subject (`offender_json`, empty otherwise).
+pub fn explain(chain: &[String], offender_json: &str) -> Result<String, DecodeError> {
     let texts: Vec<String> =
         chain.iter().map(|text| decode(text).map(|d: Decision| explain_text(&d))).collect::<Result<_, _>>()?;
-    Ok(texts.join("\n"))
+    let mut out = texts.join("\n");
+    if !offender_json.is_empty() {
+        let o: Offender = decode(offender_json)?;
+        let _ = writeln!(out, "\nrepeats   {} on this subject: {}", o.rule, offenders::remembered(&o));
+    }
+    Ok(out)
 }
 
 /// `rocemend approve` / `reject`: the decision as it now stands.
@@ -239,7 +247,7 @@ fn expires_at(d: &Decision) -> Option<Nanos> {
 }
 
 /// `rocemend status`: mode, breaker, ledger, sensors, requests waiting,
-/// actions in effect and drifted, silences.
+/// actions in effect and drifted, silences, repeat offenders.
 pub fn status(s: &pb::StatusReply) -> Result<String, DecodeError> {
     let mut out = String::new();
     let breaker: BreakerState = decode(&s.breaker_json)?;
@@ -294,6 +302,15 @@ pub fn status(s: &pb::StatusReply) -> Result<String, DecodeError> {
         let x: Silence = decode(text)?;
         let _ = writeln!(out, "  {}  {}  by {}  {}", x.id, silence_scope(&x), x.by, x.reason);
     }
+    let _ = writeln!(
+        out,
+        "offenders {} (repeat incidents on a ladder, or a rung that worked, within its window)",
+        s.offenders_json.len()
+    );
+    for text in &s.offenders_json {
+        let x: Standing = decode(text)?;
+        let _ = writeln!(out, "  {}", offenders::standing(&x));
+    }
     Ok(out)
 }
 
@@ -311,7 +328,7 @@ fn ledger_health_line(ledger_json: &str) -> String {
 /// `rocemend status --json`: one document.
 pub fn status_json(s: &pb::StatusReply) -> Result<String, DecodeError> {
     Ok(format!(
-        "{{\"mode\":{:?},\"breaker\":{},\"breaker_trips\":{},\"pending\":[{}],\"pending_expiry\":{},\"in_effect\":[{}],\"drifted\":[{}],\"sensors\":[{}],\"silences\":[{}],\"ledger_records\":{},\"ledger\":{}}}\n",
+        "{{\"mode\":{:?},\"breaker\":{},\"breaker_trips\":{},\"pending\":[{}],\"pending_expiry\":{},\"in_effect\":[{}],\"drifted\":[{}],\"sensors\":[{}],\"silences\":[{}],\"offenders\":[{}],\"ledger_records\":{},\"ledger\":{}}}\n",
         s.mode,
         s.breaker_json,
         breaker_trips_json(s)?,
@@ -321,6 +338,7 @@ pub fn status_json(s: &pb::StatusReply) -> Result<String, DecodeError> {
         s.drifted_json.join(","),
         s.sensors_json.join(","),
         s.silences_json.join(","),
+        s.offenders_json.join(","),
         s.ledger_records,
         if s.ledger_json.is_empty() { "null" } else { &s.ledger_json }
     ))
@@ -375,6 +393,79 @@ mod tests {
         assert!(lines[1].starts_with("0000000001"), "{text}");
         assert_eq!(lines[2].trim_start(), "touches 2 running jobs: eval-c, train-a", "{text}");
         assert!(lines[3].starts_with("0000000002"), "no line under a decision touching no job: {text}");
+    }
+
+    /// A status reply with one repeat offender on which link.isolate worked.
+    fn status_with_an_offender() -> pb::StatusReply {
+        let subject = [("node", "node-04"), ("netdev", "eth3"), ("prio", "3")].map(|(k, v)| (k.into(), v.into()));
+        let standing = Standing {
+            rule: "pfc-storm".into(),
+            subject: engine::Labels(subject.into()),
+            incidents: 3,
+            within: 3600 * engine::SECOND,
+            repeat: 3,
+            repeat_offender: true,
+            latest: Some(1_200 * engine::SECOND),
+            worked: Some(engine::ledger::Worked {
+                rung: 1,
+                kind: "link.isolate".into(),
+                id: "0000000009".into(),
+                at: 613 * engine::SECOND,
+            }),
+        };
+        pb::StatusReply {
+            mode: "enforce".into(),
+            breaker_json: r#"{"tripped_at":null,"reason":"","trips":[]}"#.into(),
+            offenders_json: vec![serde_json::to_string(&standing).unwrap()],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn status_lists_a_repeat_offender_with_its_count_window_and_the_rung_that_worked() {
+        let text = status(&status_with_an_offender()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let at = lines.iter().position(|l| l.starts_with("offenders 1 ")).expect(&text);
+        assert_eq!(
+            lines[at + 1],
+            "  pfc-storm {netdev=\"eth3\",node=\"node-04\",prio=\"3\"}: 3 incidents within 1h \
+             (repeat offender from 3); link.isolate worked (0000000009, 1970-01-01T00:10:13.000Z)"
+        );
+        assert_eq!(lines.len(), at + 2, "the offender is the last line: {text}");
+
+        let doc: serde_json::Value = serde_json::from_str(&status_json(&status_with_an_offender()).unwrap()).unwrap();
+        let o = &doc["offenders"][0];
+        assert_eq!((o["rule"].as_str(), o["subject"]["node"].as_str()), (Some("pfc-storm"), Some("node-04")), "{doc}");
+        assert_eq!((o["incidents"].as_u64(), o["within"].as_i64()), (Some(3), Some(3600 * engine::SECOND)));
+        assert_eq!((o["repeat"].as_u64(), o["repeat_offender"].as_bool()), (Some(3), Some(true)));
+        assert_eq!(
+            (o["worked"]["kind"].as_str(), o["worked"]["id"].as_str()),
+            (Some("link.isolate"), Some("0000000009"))
+        );
+        assert_eq!(o["worked"]["at"].as_i64(), Some(613 * engine::SECOND));
+    }
+
+    #[test]
+    fn status_says_there_is_no_offender_and_json_has_an_empty_list() {
+        let none = pb::StatusReply { offenders_json: vec![], ..status_with_an_offender() };
+        assert!(status(&none).unwrap().lines().any(|l| l.starts_with("offenders 0 ")));
+        let doc: serde_json::Value = serde_json::from_str(&status_json(&none).unwrap()).unwrap();
+        assert_eq!(doc["offenders"], serde_json::json!([]));
+    }
+
+    #[test]
+    fn explain_ends_with_what_the_ledger_remembers_of_a_ladder_rules_subject() {
+        let d = serde_json::to_string(&crate::report::tests::decision("0000000011", &[])).unwrap();
+        assert!(!explain(std::slice::from_ref(&d), "").unwrap().contains("repeats"), "no record, no line");
+        let mut o = Offender::new("pfc-storm", &engine::Labels::default());
+        o.firings = vec![engine::SECOND, 2 * engine::SECOND];
+        let text = explain(&[d], &serde_json::to_string(&o).unwrap()).unwrap();
+        assert!(
+            text.ends_with(
+                "\nrepeats   pfc-storm on this subject: 2 incidents remembered, the latest 1970-01-01T00:00:02.000Z\n"
+            ),
+            "{text}"
+        );
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! Printing what the daemon does, for people: subjects in a few labels,
 //! verdicts in a few words, one decision explained, the daemon's log lines,
-//! and the one text table of the verbs ([`table`]).
+//! subjects on escalation ladders ([`offenders`]), and the one text table of
+//! the verbs ([`table`]).
 
+pub mod offenders;
 pub mod sensors;
 pub mod table;
 

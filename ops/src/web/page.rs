@@ -6,12 +6,13 @@
 use std::fmt::Write as _;
 
 use engine::dispatch::Decision;
+use engine::ledger::{Offender, Standing};
 use render::escape;
 use serde_json::Value;
 
 use super::fleet::FleetReadError;
 use crate::control::pb;
-use crate::report::{explain_text, rfc3339, short, verdict_line};
+use crate::report::{self, explain_text, rfc3339, short, verdict_line};
 
 /// At most this many incidents and decisions are listed: the newest.
 pub const LISTED: usize = 50;
@@ -94,6 +95,7 @@ pub fn sections(s: &Snapshot, access: Access) -> String {
     effects(&mut out, &s.status, access);
     decisions(&mut out, &s.decisions);
     silences(&mut out, &s.status);
+    offenders(&mut out, &s.status);
     sensors(&mut out, &s.status);
     out
 }
@@ -373,6 +375,24 @@ fn silences(out: &mut String, status: &pb::StatusReply) {
     out.push_str("</table></section>");
 }
 
+/// One line per subject, as `rocemend status` prints it: the line says
+/// the count, the window and the rung together, and a table of its parts
+/// would say less.
+fn offenders(out: &mut String, status: &pb::StatusReply) {
+    let list: Vec<Standing> = status.offenders_json.iter().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    let _ = write!(out, "<section id=\"offenders\"><h2>Repeat offenders ({})</h2>", list.len());
+    if list.is_empty() {
+        out.push_str("<p class=\"empty\">no subject with repeat incidents or a rung that worked</p></section>");
+        return;
+    }
+    out.push_str("<ul>");
+    for s in &list {
+        let class = if s.repeat_offender { " class=\"bad\"" } else { "" };
+        let _ = write!(out, "<li{class}>{}</li>", escape(&report::offenders::standing(s)));
+    }
+    out.push_str("</ul></section>");
+}
+
 fn sensors(out: &mut String, status: &pb::StatusReply) {
     let list = json_lines(&status.sensors_json);
     let _ = write!(out, "<section id=\"sensors\"><h2>Sensors ({})</h2>", list.len());
@@ -404,9 +424,13 @@ pub fn why(text: &str) -> String {
 }
 
 /// One decision and what it is linked to, as `rocemend explain` prints
-/// them, for the page's dialog.
-pub fn explain(chain: &[Decision]) -> String {
-    let text: Vec<String> = chain.iter().map(explain_text).collect();
+/// them, for the page's dialog; then what the ledger remembers of its
+/// subject when its rule climbs a ladder.
+pub fn explain(chain: &[Decision], offender: Option<&Offender>) -> String {
+    let mut text: Vec<String> = chain.iter().map(explain_text).collect();
+    if let Some(o) = offender {
+        text.push(format!("repeats   {} on this subject: {}\n", o.rule, report::offenders::remembered(o)));
+    }
     format!("<pre>{}</pre>", escape(&text.join("\n")))
 }
 
@@ -447,6 +471,26 @@ mod tests {
         assert!(html.contains("href=\"/incidents/inc-1/timeline\""));
         assert!(html.contains("<b id=\"breaker\" class=\"good\">clear</b>"));
         assert!(!html.contains("id=\"fleet\""), "no fleet section without [fleet]");
+        assert!(html.contains("<h2>Repeat offenders (0)</h2><p class=\"empty\">"), "{html}");
+    }
+
+    #[test]
+    fn a_repeat_offender_is_the_line_status_prints_escaped() {
+        let mut s = snapshot();
+        s.status.offenders_json = vec![serde_json::json!({
+            "rule": "pfc-storm", "subject": {"node": "<n4>"}, "incidents": 3, "within": 3_600_000_000_000i64,
+            "repeat": 3, "repeat_offender": true, "latest": 5,
+            "worked": {"rung": 1, "kind": "link.isolate", "id": "0000000009", "at": 0},
+        })
+        .to_string()];
+        let html = sections(&s, Access::ReadOnly);
+        assert!(
+            html.contains(
+                "<li class=\"bad\">pfc-storm {node=&quot;&lt;n4&gt;&quot;}: 3 incidents within 1h (repeat offender from 3); \
+                 link.isolate worked (0000000009, 1970-01-01T00:00:00.000Z)</li>"
+            ),
+            "{html}"
+        );
     }
 
     #[test]

@@ -162,9 +162,11 @@ impl Console {
     async fn explain(&self, id: &str) -> Response<Body> {
         match self.service.explain(Call::new(ExplainRequest { id: id.to_string() })).await {
             Ok(r) => {
+                let r = r.into_inner();
                 let chain: Vec<engine::dispatch::Decision> =
-                    r.into_inner().decisions_json.iter().filter_map(|l| serde_json::from_str(l).ok()).collect();
-                html(StatusCode::OK, page::explain(&chain))
+                    r.decisions_json.iter().filter_map(|l| serde_json::from_str(l).ok()).collect();
+                let offender: Option<engine::ledger::Offender> = serde_json::from_str(&r.offender_json).ok();
+                html(StatusCode::OK, page::explain(&chain, offender.as_ref()))
             }
             Err(e) => plain(StatusCode::NOT_FOUND, format!("{}\n", e.message())),
         }

@@ -17,7 +17,7 @@
 //!   starts at the rung that last worked on that subject.
 
 use super::*;
-use crate::ledger::{Offender, Worked};
+use crate::ledger::{Offender, Standing, Worked};
 use crate::policy::Ladder;
 
 /// One incident's climb.
@@ -271,12 +271,31 @@ impl Dispatcher {
         }
     }
 
-    /// The subjects on ladders the ledger remembers (for `status`).
+    /// The subjects on ladders the ledger remembers.
     pub fn offenders(&self) -> Vec<Offender> {
         let Some(ledger) = &self.ledger else { return Vec::new() };
         ledger.offenders().unwrap_or_else(|error| {
             tracing::error!(message = "Could not read the repeat offenders.", %error);
             Vec::new()
         })
+    }
+
+    /// The subjects worth showing in `status` at `now`
+    /// ([`Offender::standing`]), repeat offenders first, then by most
+    /// incidents. A subject whose rule climbs no ladder any more (the
+    /// playbook changed) has no window to count in and is left out; its
+    /// record stays, and counts again if the rule is put back on a ladder.
+    pub fn standings(&self, now: Nanos) -> Vec<Standing> {
+        let ladders = &self.policy.settings().ladders;
+        let mut out: Vec<Standing> = self
+            .offenders()
+            .iter()
+            .filter_map(|o| {
+                let (_, ladder) = ladders.of_rule(&o.rule)?;
+                o.standing(now, ladder.repeat_within, ladder.repeat)
+            })
+            .collect();
+        out.sort_by_key(|s| std::cmp::Reverse((s.repeat_offender, s.incidents, s.latest)));
+        out
     }
 }
