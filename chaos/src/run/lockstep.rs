@@ -254,9 +254,6 @@ impl<'a> Run<'a> {
         for d in self.dispatcher.maintain(now) {
             self.decisions.push(decision_record(now, &d));
         }
-        for d in self.dispatcher.climb_due(now).await {
-            self.decisions.push(decision_record(now, &d));
-        }
         self.approve_due(now).await;
         for due in self.dispatcher.canary_board().take_due(now) {
             let reading = self.evaluator.reading(&due.rule, &due.subject, &due.signal, now);
@@ -264,11 +261,10 @@ impl<'a> Run<'a> {
                 self.decisions.push(decision_record(now, &d));
             }
         }
-        for open in self.dispatcher.outcome_board().due(now) {
-            let seen = self.evaluator.observe(&open.rule, &open.subject, &open.values, now);
-            for d in self.dispatcher.judge_outcome(&open.id, seen, now).await {
-                self.decisions.push(decision_record(now, &d));
-            }
+        let evaluator = &mut self.evaluator;
+        let judged = self.dispatcher.judge_due(now, |w| evaluator.observe(&w.rule, &w.subject, &w.values, now)).await;
+        for d in judged {
+            self.decisions.push(decision_record(now, &d));
         }
     }
 

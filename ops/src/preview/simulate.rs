@@ -150,14 +150,10 @@ async fn step(dispatcher: &mut Dispatcher, t: Nanos, events: &mut Vec<EngineEven
 /// them, and the ladders' rungs that failed climbed: a judged decision is
 /// said again (`judged`), and a rung decided after it follows it.
 async fn judge_outcomes(dispatcher: &mut Dispatcher, evaluator: &mut Evaluator, t: Nanos, lines: &mut Vec<Line>) {
-    for open in dispatcher.outcome_board().due(t) {
-        let seen = evaluator.observe(&open.rule, &open.subject, &open.values, t);
-        for decision in dispatcher.judge_outcome(&open.id, seen, t).await {
-            let judged = decision.id == open.id;
-            lines.push(Line { at: t, decision, judged });
-        }
-    }
-    for decision in dispatcher.climb_due(t).await {
-        lines.push(Line::new(t, decision));
+    for decision in dispatcher.judge_due(t, |w| evaluator.observe(&w.rule, &w.subject, &w.values, t)).await {
+        // The action's own decision, said again with its judgement (not an
+        // undo, a page, or the next rung, whose check is open).
+        let judged = decision.undo_of.is_none() && decision.outcome.as_ref().is_some_and(|o| !o.is_open());
+        lines.push(Line { at: t, decision, judged });
     }
 }

@@ -94,13 +94,8 @@ impl Dispatcher {
     /// The rung a new incident of `p`'s rule on its subject starts at, and
     /// why when it is not the first; the incident counted in the ledger.
     fn first_rung(&mut self, ladder: &Ladder, p: &Proposal) -> (usize, Option<String>) {
-        let Some(ledger) = &self.ledger else { return (0, None) };
-        let mut o = match ledger.offender(&p.rule, &p.subject) {
-            Ok(found) => found.unwrap_or_else(|| Offender::new(&p.rule, &p.subject)),
-            Err(error) => {
-                tracing::error!(message = "Could not read a repeat offender from the ledger.", %error);
-                return (0, None);
-            }
+        let (Some(ledger), Some(mut o)) = (&self.ledger, self.record_of(&p.rule, &p.subject)) else {
+            return (0, None);
         };
         let window = ladder.repeat_within.max(1);
         if o.fired(p.active_at, window) {
@@ -258,16 +253,22 @@ impl Dispatcher {
         let Some((_, _, rung)) = self.policy.settings().ladders.rung(&d.proposal.rule, &d.proposal.action.kind) else {
             return;
         };
-        let mut o = match ledger.offender(&d.proposal.rule, &d.proposal.subject) {
-            Ok(found) => found.unwrap_or_else(|| Offender::new(&d.proposal.rule, &d.proposal.subject)),
-            Err(error) => {
-                tracing::error!(message = "Could not read a repeat offender from the ledger.", %error);
-                return;
-            }
-        };
+        let Some(mut o) = self.record_of(&d.proposal.rule, &d.proposal.subject) else { return };
         o.worked = Some(Worked { rung, kind: d.proposal.action.kind.clone(), id: d.id.clone(), at: now });
         if let Err(error) = ledger.put_offender(&o) {
             tracing::error!(message = "Could not remember the rung that worked.", %error);
+        }
+    }
+
+    /// What the ledger remembers of `subject` of `rule` (a fresh record if
+    /// nothing); `None` without a ledger, or when it cannot be read (logged).
+    fn record_of(&self, rule: &str, subject: &Labels) -> Option<Offender> {
+        match self.ledger.as_ref()?.offender(rule, subject) {
+            Ok(found) => Some(found.unwrap_or_else(|| Offender::new(rule, subject))),
+            Err(error) => {
+                tracing::error!(message = "Could not read a repeat offender from the ledger.", %error);
+                None
+            }
         }
     }
 

@@ -204,6 +204,23 @@ impl Dispatcher {
         Vec::new()
     }
 
+    /// Judges every check due at `now` on what `observe` reads of its rule,
+    /// then climbs the ladders whose rung failed: the tick of a run loop
+    /// that holds the evaluator itself (the chaos harness, `preview`).
+    pub async fn judge_due(
+        &mut self,
+        now: Nanos,
+        mut observe: impl FnMut(&OutcomeWatch) -> Option<Observation>,
+    ) -> Vec<Decision> {
+        let mut out = Vec::new();
+        for open in self.outcomes.board.due(now) {
+            let seen = observe(&open);
+            out.extend(self.judge_outcome(&open.id, seen, now).await);
+        }
+        out.extend(self.climb_due(now).await);
+        out
+    }
+
     /// Records `result` on the check of `id` and closes it.
     /// A judgement that cannot be written stays open: judged again at the next reading.
     fn judged(&mut self, id: &str, result: OutcomeResult, detail: String, now: Nanos) -> Vec<Decision> {
