@@ -41,8 +41,10 @@ command -v valgrind >/dev/null || {
 	exit 2
 }
 
-cargo build -j2 --release --quiet -p rocemend-engine --example ingest_path
-cargo build -j2 --release --quiet -p rocemend-sensors --example scrape_path --example gnmi_path
+# One build for the three (one feature resolution: built apart, the two packages' examples
+# would each compile most of the dependency graph once more).
+cargo build -j2 --release --quiet -p rocemend-engine -p rocemend-sensors \
+	--example ingest_path --example scrape_path --example gnmi_path
 TARGET_DIR="$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')"
 EXAMPLES="$TARGET_DIR/release/examples"
 

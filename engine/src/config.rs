@@ -298,6 +298,27 @@ pub mod duration {
     pub fn nanos(d: Duration) -> crate::time::Nanos {
         i64::try_from(d.as_nanos()).unwrap_or(i64::MAX)
     }
+
+    /// An optional duration (`#[serde(default, with = "duration::option")]`).
+    pub mod option {
+        use std::time::Duration;
+
+        use serde::{Deserialize, Deserializer, Serializer};
+
+        /// Writes `d` as humantime does, or nothing.
+        pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+            match d {
+                Some(d) => super::serialize(d, s),
+                None => s.serialize_none(),
+            }
+        }
+
+        /// Reads a duration; the error names the text.
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+            let text = String::deserialize(d)?;
+            super::parse(&text).map(Some).map_err(serde::de::Error::custom)
+        }
+    }
 }
 
 /// Reads a configuration file, naming it in the error.

@@ -121,7 +121,9 @@ pub use contracts::{
 };
 pub use counter::{CounterSpec, Overflow, RateBound};
 pub use errors::{BuildError, Component, Errors, SchemaError};
-pub use evaluator::{EngineEvent, EngineStats, Evaluator, InstanceView, ReloadReport, RuleHealth};
+pub use evaluator::{
+    EngineEvent, EngineStats, Evaluator, InstanceView, ObserveRequest, ReloadReport, RuleHealth, STEP_TIME,
+};
 pub use instance::{Instance, State};
 pub use labels::Labels;
 pub use mode::Mode;

@@ -225,3 +225,27 @@ fn a_ladder_and_its_outcomes_show_on_the_recording() {
     let summary = stdout.lines().last().unwrap();
     assert!(summary.contains("2 judged ineffective, 1 judged effective"), "{summary}");
 }
+
+#[test]
+fn a_rule_on_a_canary_group_is_shadowed_out_of_it_and_its_promotion_shows_in_the_diff() {
+    // The demo's rail drain is on node-04, in rack-b: out of a group of rack-a.
+    let tmp = tempfile::tempdir().unwrap();
+    let groups = "[canary_groups.rack-a]\nrack = \"rack-a\"\n\n";
+    let canary = playbook(tmp.path(), "canary", &format!("{groups}[rule.symbol-errors]\nenforce_on = \"rack-a\"\n"));
+    let out = preview(&canary, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let header = "canary groups (rules enforced there, shadowed elsewhere): rack-a {rack=\"rack-a\"}: symbol-errors";
+    assert!(stdout.lines().any(|l| l == header), "{stdout}");
+    let lines = drain_lines(&out);
+    let shadowed = "shadow: canary group rack-a {rack=\"rack-a\"}: symbol-errors is enforced there only; shadowed here";
+    assert!(lines.len() == 1 && lines[0].contains("shadow ") && lines[0].ends_with(shadowed), "{lines:?}");
+    assert!(stdout.lines().last().unwrap().contains("1 shadow (out of its canary group)"), "{stdout}");
+
+    // Promotion to the whole fleet: the same playbook without its `enforce_on` line.
+    let promoted = playbook(tmp.path(), "promoted", groups);
+    let out = preview(&promoted, &["--diff", canary.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "a difference: {}", text(&out));
+    let drain = drain_lines(&out);
+    assert!(drain.len() == 1 && drain[0].contains("shadow") && drain[0].contains("would execute"), "{drain:?}");
+}

@@ -145,9 +145,20 @@ impl Tally {
     }
 }
 
+/// The outcomes of `seeds`, in order, the cases shared out over the cores (each case is
+/// independent; one thread of a debug build takes minutes for the CI's set).
 fn run(seeds: std::ops::Range<u64>) -> Vec<Outcome> {
     let topology = topology();
-    seeds.map(|seed| outcome(seed, &topology)).collect()
+    let seeds: Vec<u64> = seeds.collect();
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let chunk = seeds.len().div_ceil(threads).max(1);
+    std::thread::scope(|scope| {
+        let shares: Vec<_> = seeds
+            .chunks(chunk)
+            .map(|share| scope.spawn(|| share.iter().map(|&seed| outcome(seed, &topology)).collect::<Vec<_>>()))
+            .collect();
+        shares.into_iter().flat_map(|share| share.join().expect("a case panicked")).collect()
+    })
 }
 
 fn misses(outcomes: &[Outcome]) -> Vec<String> {

@@ -229,7 +229,11 @@ fn decision_track(run: &RunRecord) -> Track {
                     d.verdict,
                     if d.undo_of.is_some() { " (undo)" } else { "" },
                     d.canary.as_ref().map(|c| format!(" (canary: {c})")).unwrap_or_default(),
-                    d.outcome.as_ref().map(|o| format!(" (outcome: {o})")).unwrap_or_default(),
+                    d.judgement
+                        .clone()
+                        .or_else(|| d.outcome.as_ref().map(|o| format!("outcome: {o}")))
+                        .map(|o| format!(" ({o})"))
+                        .unwrap_or_default(),
                     d.reason.as_ref().map(|r| format!("\n{r}")).unwrap_or_default(),
                     d.requests.iter().map(|r| format!("\n{r}")).collect::<String>()
                 ),

@@ -70,6 +70,10 @@ pub struct DecisionRecord {
     /// recorded again when its canary or its outcome is judged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome: Option<String>,
+    /// The outcome check's judgement as `explain` tells it, once judged
+    /// (`outcome: harmful after 4.0 s: job.step_time 0.500 → 0.557`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judgement: Option<String>,
     /// What the actuator sent (executed) or would send (dry-run), e.g.
     /// the text of a gNMI SetRequest and the switch's address.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

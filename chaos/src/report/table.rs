@@ -44,6 +44,29 @@ fn step_line(scenario: &str, s: &StepTimeSummary, runs: usize) -> String {
     )
 }
 
+/// What the outcome checks of a scenario's runs found, summed over its
+/// runs in the order first judged (`rail.drain harmful 20, undone 20`);
+/// empty when nothing was judged.
+fn outcome_line(report: &Report) -> String {
+    let mut counts: Vec<(String, usize)> = Vec::new();
+    let mut count = |what: String| match counts.iter_mut().find(|(w, _)| *w == what) {
+        Some((_, n)) => *n += 1,
+        None => counts.push((what, 1)),
+    };
+    for d in report.runs.iter().flat_map(|run| &run.decisions) {
+        match (&d.undo_of, d.outcome.as_deref()) {
+            (Some(_), _) => count(format!("{} undone", d.action)),
+            (None, Some(outcome)) if outcome != "open" => count(format!("{} {outcome}", d.action)),
+            _ => {}
+        }
+    }
+    if counts.is_empty() {
+        return String::new();
+    }
+    let listed: Vec<String> = counts.iter().map(|(what, n)| format!("{what} {n}")).collect();
+    format!("  {:<18} outcomes over {} runs: {}\n", report.scenario, report.runs.len(), listed.join(", "))
+}
+
 /// How many failed runs the console lists; the report has them all.
 const FAILURES_SHOWN: usize = 3;
 
@@ -81,6 +104,7 @@ pub fn table(reports: &[Report]) -> String {
         if let Some(step) = &s.step_time {
             out.push_str(&step_line(&r.scenario, step, r.runs.len()));
         }
+        out.push_str(&outcome_line(r));
     }
     for r in reports {
         // Scenarios whose deadlines run from the fault that triggered the

@@ -36,6 +36,10 @@ pub const VIRTUAL_EPOCH: Nanos = 1_767_225_600 * engine::SECOND;
 /// flex counter's default). The standard switch rules are written for it.
 pub const SWITCH_SAMPLE: Nanos = engine::SECOND;
 
+/// How often the jobs' exporter is scraped: a Prometheus scrape interval
+/// (the step time it holds is the last finished step's, `sim::fabric::prom`).
+pub const JOB_SCRAPE: Nanos = 5 * engine::SECOND;
+
 /// How a simulated leaf's gNMI address appears in a run's record.
 pub const LEAF_ADDRESS: &str = "simulated leaf on loopback";
 
@@ -91,6 +95,7 @@ pub(crate) fn decision_record(at: Nanos, d: &Decision) -> DecisionRecord {
         reason: d.verdict.reason().map(String::from).or_else(|| d.canary.as_ref().map(|c| c.describe())),
         canary: d.canary.as_ref().map(|c| c.judged.as_ref().map_or("open", |j| j.outcome.name()).to_string()),
         outcome: d.outcome.as_ref().map(|o| o.judged.as_ref().map_or("open", |j| j.result.name()).to_string()),
+        judgement: d.outcome.as_ref().filter(|o| !o.is_open()).map(|o| o.describe()),
         undo_of: d.undo_of.clone(),
         requests: match &d.verdict {
             Verdict::Executed { outcome } => outcome.requests.clone(),
@@ -120,6 +125,8 @@ struct Run<'a> {
     /// When the leaves were last read.
     switches_read: Option<Nanos>,
     prom: PromReader,
+    /// When the jobs' exporter was last scraped.
+    jobs_read: Option<Nanos>,
     transitions: Vec<TransitionRecord>,
     decisions: Vec<DecisionRecord>,
     probes: Vec<ProbeSeries>,
@@ -172,6 +179,7 @@ impl<'a> Run<'a> {
             node_readers,
             switch_readers,
             switches_read: None,
+            jobs_read: None,
             prom: PromReader::new(&series),
             transitions: Vec::new(),
             decisions: Vec::new(),
@@ -219,7 +227,10 @@ impl<'a> Run<'a> {
                 }
             }
         }
-        self.prom.poll(&f, now, samples);
+        if self.jobs_read.is_none_or(|t| now - t >= JOB_SCRAPE) {
+            self.jobs_read = Some(now);
+            self.prom.poll(&f, now, samples);
+        }
         Ok(now)
     }
 
@@ -262,7 +273,7 @@ impl<'a> Run<'a> {
             }
         }
         let evaluator = &mut self.evaluator;
-        let judged = self.dispatcher.judge_due(now, |w| evaluator.observe(&w.rule, &w.subject, &w.values, now)).await;
+        let judged = self.dispatcher.judge_due(now, |w| evaluator.observe(&w.request(), now)).await;
         for d in judged {
             self.decisions.push(decision_record(now, &d));
         }

@@ -69,12 +69,15 @@ fn matches(m: &ActionMatch, d: &DecisionRecord) -> bool {
         && m.target.iter().all(|(k, v)| d.target.get(k) == Some(v))
         && d.undo_of.is_none()
         && m.canary.as_ref().is_none_or(|c| d.canary.as_ref() == Some(c))
+        && m.outcome.as_ref().is_none_or(|o| d.outcome.as_ref() == Some(o))
 }
 
 fn describe(m: &ActionMatch) -> String {
     let target: Vec<String> = m.target.iter().map(|(k, v)| format!("{k}={v}")).collect();
     let canary = m.canary.as_ref().map(|c| format!(", canary {c}")).unwrap_or_default();
-    format!("{} {{{}}} ({}{canary})", m.action, target.join(", "), m.verdict.as_deref().unwrap_or("executed"))
+    let outcome = m.outcome.as_ref().map(|o| format!(", outcome {o}")).unwrap_or_default();
+    let verdict = m.verdict.as_deref().unwrap_or("executed");
+    format!("{} {{{}}} ({verdict}{canary}{outcome})", m.action, target.join(", "))
 }
 
 /// The outcome of `record` against `plan`'s expectations (`aborted` is the

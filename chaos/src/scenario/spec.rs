@@ -141,6 +141,10 @@ pub struct ActionMatch {
     /// `unread`, `open`): the decision's latest record counts.
     #[serde(default)]
     pub canary: Option<String>,
+    /// An outcome check's judgement to match (`effective`, `ineffective`,
+    /// `harmful`, `unread`, `open`): the decision's latest record counts.
+    #[serde(default)]
+    pub outcome: Option<String>,
 }
 
 /// Within how long a rule must fire.

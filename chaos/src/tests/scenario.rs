@@ -81,6 +81,7 @@ fn decision(at: i64, action: &str, node: &str, verdict: &str) -> DecisionRecord 
         undo_of: None,
         canary: None,
         outcome: None,
+        judgement: None,
         requests: Vec::new(),
     }
 }
@@ -230,6 +231,7 @@ fn executed(at_ms: i64, action: &str, target: &[(&str, &str)]) -> DecisionRecord
         undo_of: None,
         canary: None,
         outcome: None,
+        judgement: None,
         requests: Vec::new(),
     }
 }

@@ -22,9 +22,16 @@ pub struct OutcomeCheck {
     pub since: Nanos,
     /// By when the rule must clear.
     pub due: Nanos,
-    /// The rule's window values that must not rise, with their values when it fired.
+    /// The values that must not rise (the rule's window values, the
+    /// touched jobs' signals), with their values when it fired.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub worse: Vec<Watched>,
+    /// For a check watching job signals: when a reading of them starts to
+    /// count (the action's time plus its settling time: a step time is
+    /// known at the step's end). Until one is read the check is not judged
+    /// effective, short of its deadline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jobs_read_after: Option<Nanos>,
     /// How much higher than before counts as worse (0.1: 10 %).
     pub margin: f64,
     /// How long the rule is held on the subject after a harmful action.
@@ -93,7 +100,11 @@ impl OutcomeCheck {
                 let watched: Vec<String> = self.worse.iter().map(|w| format!("{} {:.3}", w.name, w.before)).collect();
                 let watching =
                     if watched.is_empty() { String::new() } else { format!(", watching {}", watched.join(", ")) };
-                format!("outcome due by {}{watching}", crate::time::rfc3339(self.due))
+                let settle = match self.jobs_read_after {
+                    Some(at) => format!(", the jobs read from {}", crate::time::rfc3339(at)),
+                    None => String::new(),
+                };
+                format!("outcome due by {}{watching}{settle}", crate::time::rfc3339(self.due))
             }
             Some(j) => {
                 let detail = if j.detail.is_empty() { String::new() } else { format!(": {}", j.detail) };

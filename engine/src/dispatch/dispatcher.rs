@@ -438,6 +438,20 @@ impl Dispatcher {
         self.config.mode.at_most(playbook).at_most(rule_mode).for_dispatch()
     }
 
+    /// The mode `p` is decided in: [`Dispatcher::effective_mode`], or
+    /// shadow, with the reason, when its rule is enforced on a canary group
+    /// `p` is not in (`policy::CanaryGroupSettings`).
+    pub fn mode_for(&self, p: &Proposal) -> (Mode, Option<String>) {
+        let mode = self.effective_mode(&p.rule, p.rule_mode);
+        if mode == Mode::Shadow {
+            return (mode, None);
+        }
+        match self.policy.settings().canary_groups.shadowed(p) {
+            Some(why) => (Mode::Shadow, Some(why)),
+            None => (mode, None),
+        }
+    }
+
     fn next_id(&mut self) -> String {
         if let Some(ledger) = &self.ledger {
             match ledger.next_id() {

@@ -28,12 +28,14 @@ fn dispatcher_watching(knobs: Arc<Knobs>, ledger: &Ledger, worse: &[&str]) -> Di
         worse: worse.iter().map(|w| w.to_string()).collect(),
         margin: 0.1,
         hold: Duration::from_secs(600),
+        settle: None,
     };
     let ladder = LadderRule {
         rules: vec!["pfc-storm".into()],
         rungs: RUNGS.iter().map(|s| s.to_string()).collect(),
         repeat: 3,
         repeat_within: Duration::from_secs(3600),
+        enforce_on: None,
     };
     let outcomes = OutcomesConfig { page: Some("webhook.notify".into()), ..OutcomesConfig::default() };
     let mut policy =
@@ -220,4 +222,44 @@ async fn a_harmful_rung_is_undone_ends_the_climb_and_pages_a_human() {
     let page = &out[2];
     assert!(page.proposal.action.params["reason"].contains("made it worse (paused 0.600"), "{page:?}");
     assert!(d.climb_due(20 * SECOND).await.is_empty(), "the climb ended: nothing more is tried");
+}
+
+#[tokio::test]
+async fn a_ladder_enforced_on_a_canary_group_climbs_there_and_is_shadowed_elsewhere() {
+    let (knobs, ledger) = (Arc::new(Knobs::default()), super::tests::ledger());
+    let ladder = LadderRule {
+        rules: vec!["pfc-storm".into()],
+        rungs: RUNGS.iter().map(|s| s.to_string()).collect(),
+        repeat: 3,
+        repeat_within: Duration::from_secs(3600),
+        enforce_on: Some("canary".into()),
+    };
+    let groups = std::collections::BTreeMap::from([(
+        "canary".to_string(),
+        std::collections::BTreeMap::from([("node".to_string(), "node-04".to_string())]),
+    )]);
+    let policy = PolicySettings::defaults()
+        .with_ladders(std::slice::from_ref(&ladder))
+        .unwrap()
+        .with_canary_groups(&groups, [("pfc-storm", "canary")])
+        .unwrap();
+    let mut d = super::tests::enforcing(knobs.clone(), &ledger, policy, None);
+
+    let in_group = dispatch_all(&mut d, storm(1)).await;
+    assert!(executed(&in_group[0]), "the first rung acts in the group: {:?}", in_group[0]);
+
+    let elsewhere: Vec<Proposal> = storm(2)
+        .into_iter()
+        .map(|mut p| {
+            p.subject = Labels::from_pairs([("node", "node-05")]);
+            p.action.target = Labels::from_pairs([("node", "node-05"), ("kind", &p.action.kind)]);
+            p
+        })
+        .collect();
+    let shadowed = dispatch_all(&mut d, elsewhere).await;
+    let first = &shadowed[0];
+    assert_eq!((first.mode, &first.verdict), (Mode::Shadow, &Verdict::Shadowed), "{first:?}");
+    let why = "canary group canary {node=\"node-04\"}: pfc-storm is enforced there only; shadowed here";
+    assert!(first.steps.iter().any(|s| s.what == why), "{:?}", first.steps);
+    assert_eq!(knobs.value(&Labels::from_pairs([("node", "node-05"), ("kind", "pfcwd.escalate")])), None);
 }

@@ -21,6 +21,7 @@ fn dispatcher_with(knobs: Arc<Knobs>, ledger: &Ledger, outcomes: OutcomesConfig,
         worse: vec!["marked".into()],
         margin: 0.1,
         hold: Duration::from_secs(600),
+        settle: None,
     };
     let policy = PolicySettings::defaults().with_outcomes(&outcomes, &[expect]).unwrap();
     Dispatcher::new(
@@ -34,6 +35,37 @@ fn dispatcher_with(knobs: Arc<Knobs>, ledger: &Ledger, outcomes: OutcomesConfig,
         },
         Some(ledger.clone()),
     )
+}
+
+/// A dispatcher whose ECN changes must not slow the jobs they touch by more than 5 %.
+fn dispatcher_watching_jobs(knobs: Arc<Knobs>, ledger: &Ledger) -> Dispatcher {
+    let expect = ExpectRule {
+        actions: vec!["ecn.*".into()],
+        within: Duration::from_secs(60),
+        worse: vec![crate::evaluator::STEP_TIME.into()],
+        margin: 0.05,
+        hold: Duration::from_secs(600),
+        settle: None,
+    };
+    let policy = PolicySettings::defaults().with_outcomes(&OutcomesConfig::default(), &[expect]).unwrap();
+    let routes = vec![ActuatorRoute { pattern: "*".into(), actuator: knobs, destructive: true }];
+    let config = DispatchConfig {
+        mode: Mode::Enforce,
+        rule_modes: Default::default(),
+        routes,
+        timeout: Duration::from_secs(1),
+        policy,
+        topology: None,
+    };
+    Dispatcher::new(config, Some(ledger.clone()))
+}
+
+/// As [`lower`], the action touching job train-a, whose last step took `step` s.
+fn lower_under_job(node: &str, step: f64, at: i64) -> Proposal {
+    let mut p = lower(node, 100.0, at);
+    p.jobs = vec!["train-a".into()];
+    p.values.push((crate::evaluator::STEP_TIME.into(), step));
+    p
 }
 
 fn dispatcher(knobs: Arc<Knobs>, ledger: &Ledger) -> Dispatcher {
@@ -150,4 +182,59 @@ async fn dry_runs_undos_and_a_playbook_that_checks_nothing_carry_no_check() {
     assert!(matches!(acted.verdict, Verdict::Executed { .. }) && acted.outcome.is_none(), "{acted:?}");
     let undo = unchecked.undo_by_hand(&acted.id, "alice", 2 * SECOND).await.unwrap();
     assert!(undo.outcome.is_none());
+}
+
+fn stepped(cleared: bool, step: f64) -> Option<Observation> {
+    Some(Observation { cleared, values: vec![step] })
+}
+
+#[tokio::test]
+async fn a_change_that_slowed_the_job_is_harmful_once_a_step_run_after_it_is_read() {
+    let (knobs, ledger) = (Arc::new(Knobs::default()), super::tests::ledger());
+    let mut d = dispatcher_watching_jobs(knobs.clone(), &ledger);
+    let acted = d.dispatch(lower_under_job("a", 0.5, 1)).await;
+    let check = acted.outcome.clone().unwrap();
+    assert_eq!(check.jobs_read_after, Some(SECOND + 1_500_000_000), "three steps of 0.5 s after the action");
+    let due = d.outcome_board().due(2 * SECOND);
+    let request = due[0].request();
+    assert_eq!((request.jobs, request.jobs_read_after), (&["train-a".to_string()][..], SECOND + 1_500_000_000));
+
+    // The rule clears at once; nothing is judged before the job is read, nor on its resolution.
+    assert!(d.judge_outcome(&acted.id, stepped(true, f64::NAN), 2 * SECOND).await.is_empty());
+    let subject = Labels::from_pairs([("node", "a")]);
+    let resolved = d.instance_resolved("ecn-marks", &subject, 2 * SECOND).await;
+    assert!(resolved.iter().all(|r| result(r).is_none()), "{resolved:#?}");
+    assert_eq!(d.outcome_board().due(3 * SECOND).len(), 1, "still watched");
+
+    let out = d.judge_outcome(&acted.id, stepped(true, 0.56), 4 * SECOND).await;
+    assert_eq!(result(&out[0]), Some(OutcomeResult::Harmful), "{out:#?}");
+    assert_eq!(out[0].outcome.as_ref().unwrap().judged.as_ref().unwrap().detail, "job.step_time 0.500 \u{2192} 0.560");
+    assert_eq!(out[1].undo_of.as_deref(), Some(acted.id.as_str()), "undone");
+    assert_eq!(knobs.value(&subject).as_deref(), Some("default"));
+    assert_eq!(d.silences(5 * SECOND).len(), 1, "the rule held on that subject");
+}
+
+#[tokio::test]
+async fn a_change_the_job_did_not_feel_is_effective_once_read_or_at_its_deadline_unread() {
+    let (knobs, ledger) = (Arc::new(Knobs::default()), super::tests::ledger());
+    let mut d = dispatcher_watching_jobs(knobs.clone(), &ledger);
+    let felt_not = d.dispatch(lower_under_job("a", 0.5, 1)).await;
+    let judged = d.judge_outcome(&felt_not.id, stepped(true, 0.51), 4 * SECOND).await;
+    assert_eq!(result(&judged[0]), Some(OutcomeResult::Effective));
+    assert_eq!(judged[0].outcome.as_ref().unwrap().judged.as_ref().unwrap().detail, "ecn-marks clears");
+
+    let never_read = d.dispatch(lower_under_job("b", 0.5, 1)).await;
+    assert!(d.judge_outcome(&never_read.id, stepped(true, f64::NAN), 60 * SECOND).await.is_empty());
+    let late = d.judge_outcome(&never_read.id, stepped(true, f64::NAN), 61 * SECOND).await;
+    assert_eq!(result(&late[0]), Some(OutcomeResult::Effective));
+    assert_eq!(
+        late[0].outcome.as_ref().unwrap().judged.as_ref().unwrap().detail,
+        "ecn-marks clears, the jobs not read"
+    );
+
+    // An action that touches no job has no step time to wait for.
+    let no_job = d.dispatch(lower("c", 100.0, 1)).await;
+    assert_eq!(no_job.outcome.as_ref().unwrap().jobs_read_after, None);
+    let at_once = d.judge_outcome(&no_job.id, stepped(true, f64::NAN), 2 * SECOND).await;
+    assert_eq!(result(&at_once[0]), Some(OutcomeResult::Effective));
 }

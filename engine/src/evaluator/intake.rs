@@ -71,11 +71,7 @@ impl Evaluator {
             return;
         }
         let labels = info.labels.to_labels(reg.interner());
-        if let Some((job, node)) = self.job_syms {
-            if let (Some(j), Some(n)) = (info.labels.get(job), info.labels.get(node)) {
-                self.scripts.helpers().add_job_node(reg.interner().resolve(j), reg.interner().resolve(n));
-            }
-        }
+        self.job_series.note(id, info, reg.interner(), self.scripts.helpers());
         let start = self.routes.len() as u32;
         if let Some(candidates) = self.by_metric.get(&info.metric) {
             for (ri, sels) in candidates {

@@ -38,6 +38,7 @@ pub const ROUTING_SETTLES_AFTER: Nanos = 1_000 * MS;
 pub mod cost;
 mod events;
 mod intake;
+mod job_signals;
 mod predicate;
 mod reading;
 mod refusal;
@@ -51,7 +52,8 @@ pub use events::{EngineEvent, EngineStats, InstanceView, RefusedCounts, ReloadRe
 /// sample may be ahead of the clock ([`crate::runtime::DEFAULT_MAX_AHEAD`]).
 pub const STEP_BACK_AFTER: Nanos = 5 * crate::time::SECOND;
 
-pub use reading::{Observation, Reading};
+pub use job_signals::{is_job_signal, JOB_SIGNALS, STEP_TIME};
+pub use reading::{Observation, ObserveRequest, Reading};
 pub use refusal::{Refusal, Refusals, Refused, SteppedBack};
 use rule_state::{Route, RuleRuntime, SeriesState};
 use subject::{Epoch, Subject, NEVER};
@@ -85,7 +87,8 @@ pub struct Evaluator {
     last_stale_scan: Nanos,
     proposal_seq: u64,
     newest_sample: Nanos,
-    job_syms: Option<(Sym, Sym)>,
+    /// The jobs' placement and step-time series.
+    job_series: job_signals::JobSeries,
     /// Origin of subject times: the first sample's time.
     epoch: Option<Epoch>,
     /// Rules with dirty subjects since the last `evaluate` (each once).
@@ -117,7 +120,7 @@ impl Evaluator {
     /// instance state from `store` if given.
     pub fn new(series: SeriesTable, rules: RuleSet, store: Option<Store>) -> Result<Evaluator, StoreError> {
         rules.scripts.helpers().set_series(series.clone());
-        let job_syms = Some((series.intern("job"), series.intern("node")));
+        let job_series = job_signals::JobSeries::new(&series);
         let mut ev = Evaluator {
             series,
             scripts: rules.scripts.clone(),
@@ -129,7 +132,7 @@ impl Evaluator {
             last_stale_scan: Nanos::MIN,
             proposal_seq: 0,
             newest_sample: 0,
-            job_syms,
+            job_series,
             epoch: None,
             pending_rules: Vec::new(),
             live_rules: Vec::new(),
@@ -589,6 +592,8 @@ impl Evaluator {
                 Ok(action) => {
                     self.proposal_seq += 1;
                     let jobs = helpers.jobs_touched(&action.target);
+                    let mut values = named.to_vec();
+                    values.extend(self.job_values(&jobs));
                     out.push(EngineEvent::Proposal(Proposal {
                         id: format!("{:012x}-{:06x}", now / MS, self.proposal_seq & 0xff_ffff),
                         rule: rt.rule.name.clone(),
@@ -598,7 +603,7 @@ impl Evaluator {
                         subject: labels.clone(),
                         action,
                         jobs,
-                        values: named.to_vec(),
+                        values,
                         active_at,
                         sample_at: self.newest_sample,
                         decided_at: now,

@@ -1,7 +1,7 @@
-//! A rule's own view of one subject, read on request: what a canary is
-//! judged by ([`crate::dispatch`]'s `[[canary]]`).
+//! A rule's own view of one subject, read on request: what a canary and an
+//! outcome check are judged by (`crate::dispatch`).
 
-use super::Evaluator;
+use super::{is_job_signal, Evaluator};
 use crate::labels::Labels;
 use crate::rule::Condition;
 use crate::time::Nanos;
@@ -24,6 +24,21 @@ pub struct Observation {
     pub cleared: bool,
     /// The window values asked for, in order (`NaN`: unknown or empty).
     pub values: Vec<f64>,
+}
+
+/// What an outcome check asks the evaluator.
+#[derive(Debug, Clone, Copy)]
+pub struct ObserveRequest<'a> {
+    /// The rule that asked for the action.
+    pub rule: &'a str,
+    /// Its subject.
+    pub subject: &'a Labels,
+    /// The values watched: the rule's window values and job signals.
+    pub names: &'a [String],
+    /// The jobs the action touched, whose signals are read.
+    pub jobs: &'a [String],
+    /// Job signals read before this are not the action's doing.
+    pub jobs_read_after: Nanos,
 }
 
 impl Reading {
@@ -49,21 +64,28 @@ impl Evaluator {
         Reading { value, cleared }
     }
 
-    /// What `rule` sees of `subject` for an outcome check: whether its clear
-    /// condition holds, and each of the window values `names` (`NaN` for one
-    /// it does not have); `None` when the rule or the subject is unknown or
-    /// stale.
-    pub fn observe(&mut self, rule: &str, subject: &Labels, names: &[String], now: Nanos) -> Option<Observation> {
-        let ri = self.rules.iter().position(|r| r.rule.name == rule)?;
-        let s = self.subject_index(ri, subject)?;
+    /// What an outcome check sees: whether its rule's clear condition holds
+    /// on its subject, and each watched value, a window value of the rule
+    /// or a job signal of the jobs the action touched (`NaN` for one
+    /// unknown, or a job signal not read since `jobs_read_after`); `None`
+    /// when the rule or the subject is unknown or stale.
+    pub fn observe(&mut self, request: &ObserveRequest<'_>, now: Nanos) -> Option<Observation> {
+        let ri = self.rules.iter().position(|r| r.rule.name == request.rule)?;
+        let s = self.subject_index(ri, request.subject)?;
         if self.rules[ri].instances.get(&s).is_some_and(|i| i.stale) {
             return None;
         }
         let values = self.rules[ri].values(s, now);
         let named = self.rules[ri].named_values(&values);
-        let value = |name: &String| named.iter().find(|(n, _)| n == name).map_or(f64::NAN, |(_, v)| *v);
+        let value = |name: &String| {
+            if is_job_signal(name) {
+                return self.job_signal(name, request.jobs, request.jobs_read_after);
+            }
+            named.iter().find(|(n, _)| n == name).map_or(f64::NAN, |(_, v)| *v)
+        };
+        let watched = request.names.iter().map(value).collect();
         let cleared = self.condition(ri, s, Condition::Clear, &values).unwrap_or(false);
-        Some(Observation { cleared, values: names.iter().map(value).collect() })
+        Some(Observation { cleared, values: watched })
     }
 
     /// The subject of rule `ri` whose labels are `subject`.

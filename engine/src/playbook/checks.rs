@@ -68,6 +68,8 @@ pub(super) fn check(p: &Playbook) -> Checked {
     durations(p, &mut c.errors);
     meaningless(p, &mut c.errors);
     ladders(p, &mut c.errors);
+    expectations(p, &mut c.errors);
+    canary_groups(p, &mut c.errors);
     limits(p, &mut c.unsafe_settings);
     actuators(p, &mut c.errors);
     kinds_named(p, &mut c.errors);
@@ -140,6 +142,59 @@ fn ladders(p: &Playbook, errors: &mut Vec<TomlError>) {
         match crate::policy::LadderSettings::check_one(i, l, &checked) {
             Ok(ladder) => checked.push(ladder),
             Err(e) => errors.push(p.error(&["ladder".into(), i.into()], e.to_string())),
+        }
+    }
+}
+
+/// `[outcomes]` and each `[[expect]]` as the policy takes them, an error
+/// placed at the table it is about.
+fn expectations(p: &Playbook, errors: &mut Vec<TomlError>) {
+    use crate::policy::OutcomeSettings;
+    if let Err(error) = OutcomeSettings::new(&p.outcomes, &[]) {
+        errors.push(p.error(&["outcomes".into(), "expect_within".into()], error.to_string()));
+        return;
+    }
+    for (i, e) in p.expect.iter().enumerate() {
+        if let Err(error) = OutcomeSettings::new(&p.outcomes, std::slice::from_ref(e)) {
+            let message = error.to_string().replacen("expect[0]", &format!("expect[{i}]"), 1);
+            errors.push(p.error(&["expect".into(), i.into()], message));
+        }
+    }
+}
+
+/// The `(rule, group)` pairs of one `enforce_on`, and where it is written.
+type Placed<'a> = (Vec<(&'a str, &'a str)>, Vec<Key<'a>>);
+
+/// Every `enforce_on` names a `[canary_groups]` group with labels, and no
+/// rule is enforced on two groups (its own and its ladder's).
+fn canary_groups(p: &Playbook, errors: &mut Vec<TomlError>) {
+    use crate::policy::CanaryGroupSettings;
+    let empty = |(_, labels): &(&String, &std::collections::BTreeMap<String, String>)| labels.is_empty();
+    for (name, _) in p.canary_groups.iter().filter(empty) {
+        let e = CanaryGroupSettings::new(&p.canary_groups, []).expect_err("an empty group is refused");
+        errors.push(p.error(&["canary_groups".into(), name.as_str().into()], e.to_string()));
+    }
+    let own = p.rule.iter().filter_map(|(r, rp)| Some((vec![(r.as_str(), rp.enforce_on.as_deref()?)], r.as_str())));
+    let mut placed: Vec<Placed<'_>> =
+        own.map(|(pairs, r)| (pairs, vec!["rule".into(), r.into(), "enforce_on".into()])).collect();
+    for (i, l) in p.ladder.iter().enumerate() {
+        if let Some(group) = l.enforce_on.as_deref() {
+            let pairs = l.rules.iter().map(|r| (r.as_str(), group)).collect();
+            placed.push((pairs, vec!["ladder".into(), i.into(), "enforce_on".into()]));
+        }
+    }
+    let groups: crate::policy::CanaryGroupTables =
+        p.canary_groups.iter().filter(|g| !empty(g)).map(|(n, l)| (n.clone(), l.clone())).collect();
+    let mut so_far: Vec<(&str, &str)> = Vec::new();
+    for (pairs, at) in placed {
+        let refused = CanaryGroupSettings::new(&groups, pairs.iter().copied())
+            .and_then(|_| CanaryGroupSettings::new(&groups, so_far.iter().chain(&pairs).copied()));
+        // A group refused for having no label was reported as such.
+        let on_an_empty_group = pairs.iter().any(|(_, g)| p.canary_groups.get(*g).is_some_and(|l| l.is_empty()));
+        match refused {
+            Err(_) if on_an_empty_group => {}
+            Err(e) => errors.push(p.error(&at, e.to_string())),
+            Ok(_) => so_far.extend(pairs),
         }
     }
 }

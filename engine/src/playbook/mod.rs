@@ -95,6 +95,10 @@ pub struct Playbook {
     /// Escalation ladders: a rule's remedies one at a time.
     #[serde(default)]
     pub ladder: Vec<LadderRule>,
+    /// `[canary_groups.NAME]`: the inventory labels of the nodes or switches
+    /// a rule or ladder with `enforce_on = "NAME"` is enforced on.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub canary_groups: crate::policy::CanaryGroupTables,
     /// Actions undone when their rule resolves.
     #[serde(default)]
     pub undo: UndoConfig,
@@ -148,6 +152,10 @@ pub struct RulePolicy {
     /// The rule's mode in this playbook.
     #[serde(default)]
     pub mode: Option<Mode>,
+    /// The canary group it is enforced on; shadowed elsewhere
+    /// (`policy::CanaryGroupSettings`). Promotion deletes this line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enforce_on: Option<String>,
 }
 
 /// One actuator of the playbook. Settings other than `name`, `type` and
@@ -241,6 +249,13 @@ impl Playbook {
         self.rule.iter().filter(|(_, p)| p.mode == Some(Mode::Off)).map(|(n, _)| n.as_str()).collect()
     }
 
+    /// `(rule, canary group)` of every `enforce_on`: a rule's own, then its ladder's.
+    pub fn enforced_on(&self) -> Vec<(&str, &str)> {
+        let own = self.rule.iter().filter_map(|(r, p)| Some((r.as_str(), p.enforce_on.as_deref()?)));
+        let laddered = self.ladder.iter().filter_map(|l| Some((l, l.enforce_on.as_deref()?)));
+        own.chain(laddered.flat_map(|(l, g)| l.rules.iter().map(move |r| (r.as_str(), g)))).collect()
+    }
+
     /// Per-rule dispatch modes.
     pub fn rule_modes(&self) -> std::collections::HashMap<String, Mode> {
         self.rule.iter().filter_map(|(name, p)| Some((name.clone(), p.mode?))).collect()
@@ -259,7 +274,8 @@ impl Playbook {
             .verified(&self.verify)
             .with_canaries(&self.canary)?
             .with_outcomes(&self.outcomes, &self.expect)?
-            .with_ladders(&self.ladder)
+            .with_ladders(&self.ladder)?
+            .with_canary_groups(&self.canary_groups, self.enforced_on())
     }
 
     /// The scopes the playbook sets, as (action-kind pattern, scope), in

@@ -341,6 +341,8 @@ pub struct PolicySettings {
     pub outcomes: super::OutcomeSettings,
     /// Escalation ladders: a rule's remedies one at a time.
     pub ladders: super::LadderSettings,
+    /// Rules enforced on a canary group only, shadowed elsewhere.
+    pub canary_groups: super::CanaryGroupSettings,
 }
 
 /// A safety policy setting was refused; the message names the field.
@@ -384,6 +386,7 @@ impl PolicySettings {
             canaries: Vec::new(),
             outcomes: super::OutcomeSettings::default(),
             ladders: super::LadderSettings::default(),
+            canary_groups: super::CanaryGroupSettings::default(),
         })
     }
 
@@ -426,6 +429,16 @@ impl PolicySettings {
     /// With the playbook's `[[ladder]]` sections.
     pub fn with_ladders(mut self, ladders: &[super::LadderRule]) -> Result<PolicySettings, PolicyError> {
         self.ladders = super::LadderSettings::new(ladders)?;
+        Ok(self)
+    }
+
+    /// With the playbook's `[canary_groups]` and the `(rule, group)` pairs of its `enforce_on`s.
+    pub fn with_canary_groups<'a>(
+        mut self,
+        groups: &super::CanaryGroupTables,
+        enforced: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Result<PolicySettings, PolicyError> {
+        self.canary_groups = super::CanaryGroupSettings::new(groups, enforced)?;
         Ok(self)
     }
 

@@ -41,6 +41,9 @@ pub struct LadderRule {
     /// The window repeat firings are counted in.
     #[serde(default = "one_hour", with = "duration")]
     pub repeat_within: Duration,
+    /// The canary group its rules are enforced on (shadowed elsewhere).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enforce_on: Option<String>,
 }
 
 /// A ladder, checked.
@@ -154,6 +157,7 @@ mod tests {
             rungs: rungs.iter().map(|s| s.to_string()).collect(),
             repeat: 3,
             repeat_within: Duration::from_secs(3600),
+            enforce_on: None,
         }
     }
 

@@ -21,11 +21,13 @@
 //! The policy is pure bookkeeping over injected time: [`Policy::check`]
 //! decides, [`Policy::commit`] records what was done. The dispatcher owns it.
 
+mod canary_groups;
 mod config;
 mod ladders;
 mod outcomes;
 
 pub use crate::contracts::{kind_matches, Impact};
+pub use canary_groups::{CanaryGroupSettings, CanaryGroupTables};
 pub use config::{
     ApprovalRule, BreakerConfig, CanaryRule, CanarySettings, Limits, PolicyError, PolicySettings, RetryConfig,
     TargetLimits, UndoConfig, VerifyConfig, JOBS_APPROVAL_TIMEOUT,

@@ -13,7 +13,19 @@
 //! worse = ["marked"]                  # the rule's window values that must not rise
 //! margin = 0.1                        # by more than 10 % over their value when it fired
 //! hold = "1h"                         # after a harmful one, the rule is held on that subject
+//!
+//! [[expect]]
+//! actions = ["rail.drain", "link.isolate"]
+//! worse = ["job.step_time"]           # a job signal of the jobs the action touches
+//! margin = 0.05
+//! settle = "10s"                      # read them from 10 s after the action (default: three steps)
 //! ```
+//!
+//! A job signal (`evaluator::JOB_SIGNALS`) is read from the touched jobs'
+//! series only from `settle` after the action: a step time is known at the
+//! step's end, and one ending sooner was mostly run before the action.
+//! Without `settle`, three of the steps before the action, at least a
+//! second.
 
 use std::time::Duration;
 
@@ -65,6 +77,9 @@ pub struct ExpectRule {
     /// After a harmful action, how long its rule is held on the subject.
     #[serde(default = "one_hour", with = "duration")]
     pub hold: Duration,
+    /// How long after the action the job signals in `worse` are first read.
+    #[serde(default, with = "duration::option", skip_serializing_if = "Option::is_none")]
+    pub settle: Option<Duration>,
 }
 
 /// What an action of one kind is expected to achieve.
@@ -78,6 +93,28 @@ pub struct Expectation {
     pub margin: f64,
     /// The hold after a harmful one.
     pub hold: Nanos,
+    /// When job signals are first read after the action (`None`: three
+    /// steps before it, at least [`MIN_SETTLE`]).
+    pub settle: Option<Nanos>,
+}
+
+/// The shortest settling time derived from the step time.
+pub const MIN_SETTLE: Nanos = crate::time::SECOND;
+
+impl Expectation {
+    /// Whether it watches a job signal.
+    pub fn watches_jobs(&self) -> bool {
+        self.worse.iter().any(|w| crate::evaluator::is_job_signal(w))
+    }
+
+    /// How long after the action job signals count, given the step time
+    /// before it (seconds, `NaN` when unknown).
+    pub fn settle_after(&self, step_seconds: f64) -> Nanos {
+        self.settle.unwrap_or_else(|| {
+            let three_steps = if step_seconds.is_finite() { (3.0 * step_seconds * 1e9) as Nanos } else { 0 };
+            three_steps.max(MIN_SETTLE)
+        })
+    }
 }
 
 /// `[outcomes]` and the `[[expect]]` sections, checked.
@@ -108,11 +145,22 @@ impl OutcomeSettings {
             if !(e.margin.is_finite() && e.margin >= 0.0) {
                 return Err(PolicyError(format!("expect[{i}].margin = {}: expected 0 or more", e.margin)));
             }
+            if e.settle.is_some_and(|s| s.is_zero()) {
+                return Err(PolicyError(format!(
+                    "expect[{i}].settle = 0: a step time is known at the step's end; give the job a step after the action"
+                )));
+            }
             if let Some(empty) = e.worse.iter().position(|w| w.trim().is_empty()) {
                 return Err(PolicyError(format!("expect[{i}].worse[{empty}] is empty: name the rule's window value")));
             }
         }
-        let default = Expectation { within: nanos(outcomes.expect_within), worse: Vec::new(), margin: 0.1, hold: 0 };
+        let default = Expectation {
+            within: nanos(outcomes.expect_within),
+            worse: Vec::new(),
+            margin: 0.1,
+            hold: 0,
+            settle: None,
+        };
         let expects = expects
             .iter()
             .map(|e| {
@@ -121,6 +169,7 @@ impl OutcomeSettings {
                     worse: e.worse.clone(),
                     margin: e.margin,
                     hold: nanos(e.hold),
+                    settle: e.settle.map(nanos),
                 };
                 (e.actions.clone(), x)
             })
@@ -173,6 +222,7 @@ mod tests {
             worse: worse.iter().map(|s| s.to_string()).collect(),
             margin: 0.2,
             hold: Duration::from_secs(600),
+            settle: None,
         }
     }
 

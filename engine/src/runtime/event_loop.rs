@@ -337,7 +337,7 @@ impl EventLoop {
             self.send_to_dispatcher(ToDispatcher::JudgeCanary { id: due.id, reading, at: now }, observe).await;
         }
         for open in self.dispatcher.outcomes.due(now) {
-            let seen = self.evaluator.observe(&open.rule, &open.subject, &open.values, now);
+            let seen = self.evaluator.observe(&open.request(), now);
             self.send_to_dispatcher(ToDispatcher::JudgeOutcome { id: open.id, seen, at: now }, observe).await;
         }
     }

@@ -98,6 +98,7 @@ struct DispatchMetrics {
     actions_drifted: Family<Labels, Counter>,
     breaker_tripped: Gauge,
     ledger_writable: Gauge,
+    repeat_offenders: Gauge,
 }
 
 impl DispatchMetrics {
@@ -119,6 +120,12 @@ impl DispatchMetrics {
                 r,
                 "breaker_tripped",
                 "1 while the circuit breaker is tripped",
+                Gauge::default(),
+            ),
+            repeat_offenders: registered(
+                r,
+                "repeat_offenders",
+                "Subjects whose next incident starts at the ladder's rung that worked (repeat offenders now)",
                 Gauge::default(),
             ),
             ledger_writable: registered(
@@ -470,6 +477,7 @@ impl Metrics {
         }
         self.dispatch.breaker_tripped.set(i64::from(status.breaker.tripped_at.is_some()));
         self.dispatch.ledger_writable.set(i64::from(status.ledger.as_ref().is_none_or(|h| h.writable)));
+        self.dispatch.repeat_offenders.set(status.offenders.iter().filter(|o| o.repeat_offender).count() as i64);
     }
 
     /// The exposition text in `format`.

@@ -64,6 +64,7 @@ fn decisions_outcomes_and_the_three_latencies_are_exported() {
         since: 11 * SECOND,
         due: 311 * SECOND,
         worse: vec![],
+        jobs_read_after: None,
         margin: 0.1,
         hold: 0,
         judged: Some(engine::contracts::OutcomeJudgement {

@@ -105,9 +105,9 @@ fn kinds_no_rule_proposes(playbook: &Playbook, proposed: &[&str]) -> Vec<TomlErr
 }
 
 /// `[[canary]] worse` and `[[expect]] worse` name window values every rule
-/// proposing their kinds has: the change is judged by them, and a name the
-/// rule does not have would never be read (every canary kept, none
-/// promoted; no outcome ever harmful).
+/// proposing their kinds has (or, for `[[expect]]`, a job signal): the
+/// change is judged by them, and a name the rule does not have would never
+/// be read (every canary kept, none promoted; no outcome ever harmful).
 fn canary_signals(playbook: &Playbook, rules: &RuleSet) -> Vec<TomlError> {
     let canaries = playbook.canary.iter().enumerate().map(|(i, c)| ("canary", i, &c.actions, vec![(None, &c.worse)]));
     let expects = playbook.expect.iter().enumerate().map(|(i, e)| {
@@ -122,11 +122,17 @@ fn canary_signals(playbook: &Playbook, rules: &RuleSet) -> Vec<TomlError> {
             .filter(|r| r.actions.iter().any(|a| kinds.iter().any(|p| kind_matches(p, &a.kind))))
             .collect();
         for (k, name) in worse {
+            if table == "expect" && engine::evaluator::is_job_signal(name) {
+                continue;
+            }
             for rule in proposing.iter().filter(|r| !r.windows.iter().any(|(n, _)| n == name)) {
                 let windows: Vec<&str> = rule.windows.iter().map(|(n, _)| n.as_str()).collect();
-                let what = if table == "canary" { "this canary rolls out" } else { "this expectation covers" };
+                let (what, also) = match table {
+                    "canary" => ("this canary rolls out", String::new()),
+                    _ => ("this expectation covers", format!("; or a job signal: {}", job_signals())),
+                };
                 let message = format!(
-                    "{table}.worse: rule {:?} ({}) proposes a kind {what} and has no window {name:?} (its windows: {})",
+                    "{table}.worse: rule {:?} ({}) proposes a kind {what} and has no window {name:?} (its windows: {}{also})",
                     rule.name,
                     rule.path,
                     windows.join(", ")
@@ -138,6 +144,11 @@ fn canary_signals(playbook: &Playbook, rules: &RuleSet) -> Vec<TomlError> {
         }
     }
     errors
+}
+
+/// The job signals an `[[expect]]` may watch, for messages.
+fn job_signals() -> String {
+    engine::evaluator::JOB_SIGNALS.iter().map(|(name, _)| *name).collect::<Vec<_>>().join(", ")
 }
 
 /// Each `[[ladder]]` names rules of the directory, and each of them has an

@@ -186,6 +186,7 @@ fn one(request: &Request<'_>, part: &PlaybookPart, preview: &Preview, fleet: Opt
     let at_of = |id: &str| seen.get(id).copied();
     let told: Vec<show::Told> = preview.lines.iter().map(|l| show::tell(l, t0, &at_of)).collect();
     let counts = show::counts(told.iter().map(|t| t.category));
+    let groups = part.playbook.policy().map(|p| p.canary_groups.describe()).unwrap_or_default();
     let fleet_words = match fleet {
         Some(budgets) => format!("counted as if this daemon were the whole fleet: {budgets}"),
         None => "not previewed (give --config with a [fleet] table to count its budgets)".into(),
@@ -209,6 +210,7 @@ fn one(request: &Request<'_>, part: &PlaybookPart, preview: &Preview, fleet: Opt
                 "start": t0,
                 "span_s": (preview.span.1 - t0) as f64 / 1e9,
                 "fleet_budgets": fleet_words,
+                "canary_groups": groups,
                 "text": show::summary(&counts),
             }})
         );
@@ -227,6 +229,9 @@ fn one(request: &Request<'_>, part: &PlaybookPart, preview: &Preview, fleet: Opt
         out,
         "fleet budgets: {fleet_words}; silences: none (they are set on a running daemon, not in a playbook)"
     );
+    if !groups.is_empty() {
+        let _ = writeln!(out, "canary groups (rules enforced there, shadowed elsewhere): {}", groups.join("; "));
+    }
     for (line, t) in preview.lines.iter().zip(&told) {
         let _ = writeln!(out, "{}", show::text(line, t, t0));
     }

@@ -46,7 +46,10 @@ pub fn tell(line: &Line, t0: Nanos, at_of: &dyn Fn(&str) -> Option<Nanos>) -> To
         Verdict::DryRun { plan } => {
             ("would plan (dry-run)", format!("would plan (dry-run): {}", plan.requests.join(" ; ")))
         }
-        Verdict::Shadowed => ("shadow", "shadow: recorded only".into()),
+        Verdict::Shadowed => match out_of_canary_group(d) {
+            Some(why) => ("shadow (out of its canary group)", format!("shadow: {why}")),
+            None => ("shadow", "shadow: recorded only".into()),
+        },
         Verdict::Duplicate { of } => {
             let compare = format!("duplicate of the decision{}", when(of));
             return Told { category: "duplicate", text: format!("duplicate of {of}{}", when(of)), compare };
@@ -85,6 +88,12 @@ fn judged(line: &Line) -> Option<Told> {
         engine::contracts::OutcomeResult::Unread => "judged unread",
     };
     Some(Told { category, text: check.describe(), compare: category.to_string() })
+}
+
+/// Why a shadowed decision was: its rule is enforced on a canary group
+/// its subject is not in (the dispatcher's step), if that is why.
+fn out_of_canary_group(d: &engine::dispatch::Decision) -> Option<&str> {
+    d.steps.iter().map(|s| s.what.as_str()).find(|w| w.starts_with("canary group "))
 }
 
 /// The ladder's rung a decision was decided on after the one before it

@@ -150,7 +150,7 @@ async fn step(dispatcher: &mut Dispatcher, t: Nanos, events: &mut Vec<EngineEven
 /// them, and the ladders' rungs that failed climbed: a judged decision is
 /// said again (`judged`), and a rung decided after it follows it.
 async fn judge_outcomes(dispatcher: &mut Dispatcher, evaluator: &mut Evaluator, t: Nanos, lines: &mut Vec<Line>) {
-    for decision in dispatcher.judge_due(t, |w| evaluator.observe(&w.rule, &w.subject, &w.values, t)).await {
+    for decision in dispatcher.judge_due(t, |w| evaluator.observe(&w.request(), t)).await {
         // The action's own decision, said again with its judgement (not an
         // undo, a page, or the next rung, whose check is open).
         let judged = decision.undo_of.is_none() && decision.outcome.as_ref().is_some_and(|o| !o.is_open());

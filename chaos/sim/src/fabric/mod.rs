@@ -37,7 +37,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 
-use engine::time::Nanos;
+use engine::time::{Nanos, SECOND};
 use engine::Topology;
 use serde::{Deserialize, Serialize};
 
@@ -232,6 +232,37 @@ impl Switch {
     }
 }
 
+/// A job's training steps, run at the pace the fabric allows: what its
+/// exporter can say is the duration of the last step that *ended*, not the
+/// pace of the one running.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StepClock {
+    /// The running step's share done.
+    pub done: f64,
+    /// When the running step began.
+    pub began: Nanos,
+    /// How long the last finished step took, seconds (`None` before one ends).
+    pub last: Option<f64>,
+}
+
+impl StepClock {
+    /// Runs `dt` more at `pace` seconds per step, ending at `now`.
+    pub fn run(&mut self, dt: Nanos, now: Nanos, pace: f64) {
+        if !(pace.is_finite() && pace > 0.0) {
+            return;
+        }
+        self.done += dt as f64 / SECOND as f64 / pace;
+        // (Sums of fractions fall a hair short of 1: a step is not held back for it.)
+        while self.done >= 1.0 - 1e-9 {
+            self.done = (self.done - 1.0).max(0.0);
+            // The step ended `done` paces before `now`.
+            let ended = now - (self.done * pace * SECOND as f64) as Nanos;
+            self.last = Some((ended - self.began) as f64 / SECOND as f64);
+            self.began = ended;
+        }
+    }
+}
+
 /// A job's state.
 #[derive(Debug, Clone)]
 pub struct Job {
@@ -239,8 +270,10 @@ pub struct Job {
     pub spec: JobSpec,
     /// Node indices.
     pub nodes: Vec<usize>,
-    /// The last step time over the healthy one.
+    /// The pace of its step now, over the healthy one.
     pub step_ratio: f64,
+    /// The steps it has run, as a training loop knows them at each step's end.
+    pub steps: StepClock,
     /// Its communicators' connections between NICs, as last created.
     pub connections: Vec<ecmp::Connection>,
     /// The QP settings its launcher would pass at its next launch: what the job's NCCL
@@ -390,7 +423,16 @@ fn placed_job(spec: &JobSpec, nodes: &[String]) -> Result<Job, FabricError> {
         })
         .collect::<Result<_, _>>()?;
     let next_launch = ecmp::QpUse { qps_per_connection: spec.qps_per_connection.max(1), split: spec.split_data_on_qps };
-    Ok(Job { spec: spec.clone(), nodes: placed, step_ratio: 1.0, connections: Vec::new(), next_launch, relaunched: 0 })
+    Ok(Job {
+        spec: spec.clone(),
+        nodes: placed,
+        step_ratio: 1.0,
+        // Running before the run began: its last step took the healthy time.
+        steps: StepClock { last: Some(spec.step_seconds), ..StepClock::default() },
+        connections: Vec::new(),
+        next_launch,
+        relaunched: 0,
+    })
 }
 
 impl Fabric {

@@ -107,7 +107,7 @@ pub fn step(fabric: &mut Fabric, dt: Nanos) {
         let flow = Flow::of(fabric, i, offered, &egress, &storms);
         count_traffic(fabric, i, &flow, secs);
     }
-    job_step_times(fabric, &nodes, now);
+    job_step_times(fabric, &nodes, dt, now);
     switches(fabric, dt, &egress);
     fabric.now = now;
 }
@@ -328,10 +328,13 @@ fn count_netdev(nic: &mut Nic, bytes: f64, phy_bits: f64, symbols: u64, secs: f6
     n.rx_corrected_bits_phy += symbols;
 }
 
-/// Each job's step time over its healthy one.
-fn job_step_times(fabric: &mut Fabric, nodes: &NodeTraffic, now: Nanos) {
+/// Each job's pace over its healthy one, and its steps run at that pace.
+fn job_step_times(fabric: &mut Fabric, nodes: &NodeTraffic, dt: Nanos, now: Nanos) {
     for j in 0..fabric.jobs.len() {
-        fabric.jobs[j].step_ratio = job_step_ratio(fabric, &fabric.jobs[j], nodes, now);
+        let ratio = job_step_ratio(fabric, &fabric.jobs[j], nodes, now);
+        let job = &mut fabric.jobs[j];
+        job.step_ratio = ratio;
+        job.steps.run(dt, now, job.spec.step_seconds * ratio);
     }
 }
 

@@ -1,13 +1,14 @@
 //! Prometheus text the fabric exposes: each job's step time, as a
-//! training job's exporter would publish it, and read by the daemon's
-//! Prometheus parser.
+//! training job's exporter would publish it (the last finished step's), and
+//! read by the daemon's Prometheus parser.
 
 use std::fmt::Write;
 
 use super::Fabric;
 
-/// The gauge of a job's step time, seconds.
-pub const STEP_METRIC: &str = "chaos_job_step_seconds";
+/// The gauge of a job's last finished step, seconds, as the daemon's job
+/// sensor names it (and its outcome checks read it, `job.step_time`).
+pub const STEP_METRIC: &str = "job_step_time_seconds";
 /// The gauge of a job's step time over its healthy step time.
 pub const RATIO_METRIC: &str = "chaos_job_step_ratio";
 
@@ -21,7 +22,9 @@ pub fn render(fabric: &Fabric) -> String {
     let _ = writeln!(out, "# HELP {STEP_METRIC} Duration of the job's last training step.");
     let _ = writeln!(out, "# TYPE {STEP_METRIC} gauge");
     for job in &fabric.jobs {
-        let _ = writeln!(out, "{STEP_METRIC}{{job=\"{}\"}} {}", job.spec.name, job.spec.step_seconds * job.step_ratio);
+        if let Some(last) = job.steps.last {
+            let _ = writeln!(out, "{STEP_METRIC}{{job=\"{}\"}} {last}", job.spec.name);
+        }
     }
     let _ = writeln!(out, "# HELP {RATIO_METRIC} The job's last step time over its healthy step time.");
     let _ = writeln!(out, "# TYPE {RATIO_METRIC} gauge");

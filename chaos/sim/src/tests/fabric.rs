@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use engine::time::MS;
 use engine::Topology;
-use sim::fabric::{Effect, Fabric, JobSpec, Selector};
+use sim::fabric::{Effect, Fabric, JobSpec, Selector, StepClock};
 
 const STEP: i64 = 100 * MS;
 
@@ -205,7 +205,25 @@ fn the_jobs_step_time_reads_as_prometheus_text() {
     let mut f = fabric(&["node-01"]);
     steps(&mut f, 1);
     let text = sim::fabric::prom::render(&f);
-    assert!(text.contains("# TYPE chaos_job_step_seconds gauge\nchaos_job_step_seconds{job=\"train\"} 0.5"), "{text}");
+    let healthy = "# TYPE job_step_time_seconds gauge\njob_step_time_seconds{job=\"train\"} 0.5\n";
+    assert!(text.contains(healthy), "the job ran before the run began: {text}");
+}
+
+#[test]
+fn a_step_time_is_the_last_finished_steps_not_the_running_pace() {
+    let mut clock = StepClock::default();
+    clock.run(400 * MS, 400 * MS, 0.5);
+    assert_eq!(clock.last, None, "the first step is still running");
+    clock.run(100 * MS, 500 * MS, 0.5);
+    assert_eq!(clock.last, Some(0.5));
+    // The pace doubles: the step that ran half at each pace ends 0.75 s after it began.
+    clock.run(250 * MS, 750 * MS, 0.5);
+    clock.run(500 * MS, 1250 * MS, 1.0);
+    assert_eq!(clock.last, Some(0.75));
+    clock.run(900 * MS, 2150 * MS, 1.0);
+    assert_eq!(clock.last, Some(0.75), "the slow step is still running");
+    clock.run(100 * MS, 2250 * MS, 1.0);
+    assert_eq!(clock.last, Some(1.0));
 }
 
 #[test]

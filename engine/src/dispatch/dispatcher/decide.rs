@@ -53,7 +53,7 @@ impl Dispatcher {
     /// ladder's next rung) follows the first step.
     pub(super) async fn dispatch_noted(&mut self, proposal: Proposal, note: Option<String>) -> Decision {
         let now = proposal.decided_at;
-        let mode = self.effective_mode(&proposal.rule, proposal.rule_mode);
+        let (mode, out_of_group) = self.mode_for(&proposal);
         let first = Step {
             at: now,
             what: format!(
@@ -74,7 +74,8 @@ impl Dispatcher {
             return self.finish(d, false);
         }
         if mode == Mode::Shadow {
-            d.steps.push(Step { at: now, what: "shadow mode: recorded, not acted on".into() });
+            let what = out_of_group.unwrap_or_else(|| "shadow mode: recorded, not acted on".into());
+            d.steps.push(Step { at: now, what });
             return self.finish(d, false);
         }
         self.decide(d, now, CheckFor::Proposal).await

@@ -21,7 +21,7 @@ use std::sync::Mutex;
 
 use super::*;
 use crate::contracts::{OutcomeCheck, OutcomeJudgement, OutcomeResult, Watched};
-use crate::evaluator::Observation;
+use crate::evaluator::{Observation, ObserveRequest};
 
 /// How often the loop reads an open check's rule.
 pub const POLL: Nanos = crate::time::SECOND;
@@ -35,10 +35,33 @@ pub struct OutcomeWatch {
     pub rule: String,
     /// Its subject.
     pub subject: Labels,
-    /// The window values watched.
+    /// The values watched: the rule's window values, job signals.
     pub values: Vec<String>,
+    /// The running jobs the action touched, whose signals are watched.
+    pub jobs: Vec<String>,
+    /// Job signals read before this do not count (`Nanos::MAX`: none are watched).
+    pub jobs_read_after: Nanos,
     /// When it was last read.
     read_at: Nanos,
+}
+
+impl OutcomeWatch {
+    /// What the evaluator is asked for this check.
+    pub fn request(&self) -> ObserveRequest<'_> {
+        ObserveRequest {
+            rule: &self.rule,
+            subject: &self.subject,
+            names: &self.values,
+            jobs: &self.jobs,
+            jobs_read_after: self.jobs_read_after,
+        }
+    }
+
+    /// Whether it waits on a job signal, which the resolution of its rule
+    /// alone does not judge.
+    fn watches_jobs(&self) -> bool {
+        self.jobs_read_after != Nanos::MAX
+    }
 }
 
 /// The open checks, shared with the run loop: the dispatcher's task cannot
@@ -68,9 +91,11 @@ impl OutcomeBoard {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
     }
 
-    fn ids_of(&self, rule: &str, subject: &Labels) -> Vec<String> {
+    /// The checks of `rule` on `subject`: (id, whether it watches job signals).
+    fn ids_of(&self, rule: &str, subject: &Labels) -> Vec<(String, bool)> {
         let board = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        board.values().filter(|w| w.rule == rule && &w.subject == subject).map(|w| w.id.clone()).collect()
+        let of = |w: &&OutcomeWatch| w.rule == rule && &w.subject == subject;
+        board.values().filter(of).map(|w| (w.id.clone(), w.watches_jobs())).collect()
     }
 }
 
@@ -96,6 +121,8 @@ fn watch_of(d: &Decision) -> OutcomeWatch {
         rule: d.proposal.rule.clone(),
         subject: d.proposal.subject.clone(),
         values,
+        jobs: d.proposal.jobs.clone(),
+        jobs_read_after: d.outcome.as_ref().and_then(|o| o.jobs_read_after).unwrap_or(Nanos::MAX),
         read_at: Nanos::MIN / 2,
     }
 }
@@ -114,11 +141,26 @@ impl Dispatcher {
         if !matches!(d.verdict, Verdict::Executed { .. }) {
             return d;
         }
-        let Some(x) = self.policy.settings().outcomes.for_kind(&d.proposal.action.kind).cloned() else { return d };
+        let outcomes = &self.policy.settings().outcomes;
+        if outcomes.page() == Some(d.proposal.action.kind.as_str()) {
+            // A page tells a human; it is no remedy to judge.
+            return d;
+        }
+        let Some(x) = outcomes.for_kind(&d.proposal.action.kind).cloned() else { return d };
         let before = |name: &str| d.proposal.values.iter().find(|(n, _)| n == name).map_or(f64::NAN, |(_, v)| *v);
         let worse = x.worse.iter().map(|name| Watched { name: name.clone(), before: before(name) }).collect();
-        let check =
-            OutcomeCheck { since: now, due: now + x.within, worse, margin: x.margin, hold: x.hold, judged: None };
+        // Job signals count from a step run after the action; with no job touched there is none to wait for.
+        let jobs_read_after = (x.watches_jobs() && !d.proposal.jobs.is_empty())
+            .then(|| now + x.settle_after(before(crate::evaluator::STEP_TIME)));
+        let check = OutcomeCheck {
+            since: now,
+            due: now + x.within,
+            worse,
+            jobs_read_after,
+            margin: x.margin,
+            hold: x.hold,
+            judged: None,
+        };
         d.steps.push(Step { at: now, what: check.describe() });
         d.outcome = Some(check);
         self.save(&d, false);
@@ -131,7 +173,12 @@ impl Dispatcher {
     /// check closes when its action is undone.)
     pub(super) fn outcomes_on_resolve(&mut self, rule: &str, subject: &Labels, now: Nanos) -> Vec<Decision> {
         let mut out = Vec::new();
-        for id in self.outcomes.board.ids_of(rule, subject) {
+        for (id, watches_jobs) in self.outcomes.board.ids_of(rule, subject) {
+            if watches_jobs {
+                // Judged when the jobs are read (`judge_outcome`): a remedy that clears its
+                // rule may still have slowed the job.
+                continue;
+            }
             if self.policy.in_effect().any(|e| e.id == id) {
                 out.extend(self.judged(&id, OutcomeResult::Effective, format!("{rule} resolved"), now));
             } else {
@@ -143,7 +190,7 @@ impl Dispatcher {
 
     /// Stops watching the checks of `rule` on `subject` without judging them.
     pub(super) fn unwatch_outcomes_of(&mut self, rule: &str, subject: &Labels) {
-        for id in self.outcomes.board.ids_of(rule, subject) {
+        for (id, _) in self.outcomes.board.ids_of(rule, subject) {
             self.outcomes.board.close(&id);
         }
     }
@@ -188,12 +235,22 @@ impl Dispatcher {
             }
             let first = format!("{id} made it worse ({rose}): undo {}", effect.action);
             out.push(self.undo(effect, now, first).await);
-            let reason = format!("{id} ({}) made it worse ({rose}); undone", d.proposal.action);
+            let held = match check.hold {
+                0 => String::new(),
+                hold => format!(
+                    "; {} held on it for {}",
+                    d.proposal.rule,
+                    crate::config::duration::show(std::time::Duration::from_nanos(hold.max(0) as u64))
+                ),
+            };
+            let reason = format!("{id} ({}) made it worse ({rose}); undone{held}", d.proposal.action);
             out.extend(self.page(&d.proposal.rule, &d.proposal.subject, &reason, now).await);
             return out;
         }
-        if seen.cleared {
-            return self.judged(id, OutcomeResult::Effective, format!("{} clears", d.proposal.rule), now);
+        let jobs_unread = check.jobs_read_after.is_some() && !jobs_read(&check, &seen);
+        if seen.cleared && !(jobs_unread && now < check.due) {
+            let jobs = if jobs_unread { ", the jobs not read" } else { "" };
+            return self.judged(id, OutcomeResult::Effective, format!("{} clears{jobs}", d.proposal.rule), now);
         }
         if now >= check.due {
             let detail = format!("{} still fires", d.proposal.rule);
@@ -245,6 +302,11 @@ impl Dispatcher {
     }
 }
 
+/// Whether a job signal the check watches was read (after its settling time).
+fn jobs_read(check: &OutcomeCheck, seen: &Observation) -> bool {
+    check.worse.iter().zip(&seen.values).any(|(w, v)| crate::evaluator::is_job_signal(&w.name) && v.is_finite())
+}
+
 /// The first watched value that rose by more than the margin, described.
 fn rose(check: &OutcomeCheck, seen: &Observation) -> Option<String> {
     check.worse.iter().zip(&seen.values).find_map(|(w, &now)| {
@@ -263,6 +325,7 @@ mod tests {
             since: 0,
             due: 10,
             worse: vec![Watched { name: "paused".into(), before }],
+            jobs_read_after: None,
             margin: 0.1,
             hold: 0,
             judged: None,
