@@ -1,7 +1,8 @@
 //! The control API as operators and job launchers use it, against a real
 //! daemon: TCP only with TLS and a token (and the read token only reads),
 //! the unix socket for its owner only, and silence / unsilence / job push /
-//! watch / incidents / rules / instances through the CLI.
+//! watch / incidents / rules (with each rule's record from the ledger) /
+//! instances through the CLI.
 
 use crate::common;
 
@@ -228,10 +229,13 @@ fn silence_job_push_watch_and_the_lists_through_the_cli() {
     let rules = json_lines(&daemon.cli_ok(&["rules", "--json"]));
     assert_eq!(rules.len(), 1, "{rules:#?}");
     assert_eq!((rules[0]["name"].as_str(), rules[0]["health"].as_str()), (Some("slow-step"), Some("ok")));
+    assert_eq!(rules[0]["proposals"], 0, "an empty ledger: {rules:#?}");
+    assert!(rules[0]["effective_percent"].is_null(), "nothing judged is no share: {rules:#?}");
 
     silence_gpu_02(&daemon);
     let silenced = push_while_watching(&daemon);
     the_lists_show_both_nodes_firing(&daemon);
+    gpu_01_recovers_and_rules_counts_its_cordon_effective(&mut daemon);
     unsilence_and_refuse_a_bad_job_name(&daemon);
     let explain = decode_lines(&daemon.cli_ok(&["explain", &silenced, "--json"]));
     assert_eq!(explain[0].id, silenced);
@@ -304,6 +308,8 @@ fn the_lists_show_both_nodes_firing(daemon: &Daemon) {
     assert!(instances.iter().all(|i| i["state"] == "firing" && i["subject"]["job"] == "llm-7"), "{instances:#?}");
     let rules = json_lines(&daemon.cli_ok(&["rules", "--json"]));
     assert_eq!(rules[0]["firing"], 2, "{rules:#?}");
+    let record = [&rules[0]["proposals"], &rules[0]["executed"], &rules[0]["effective"], &rules[0]["ineffective"]];
+    assert_eq!(record, [2, 1, 0, 0], "gpu-01's cordon executed, gpu-02's suppressed, none judged: {rules:#?}");
     let incidents = json_lines(&daemon.cli_ok(&["incidents", "--json"]));
     assert_eq!(incidents.len(), 2, "one incident per node: {incidents:#?}");
     for i in &incidents {
@@ -313,6 +319,40 @@ fn the_lists_show_both_nodes_firing(daemon: &Daemon) {
     }
     let table = daemon.cli_ok(&["incidents"]);
     assert!(table.contains("slow-step") && table.contains("2 incidents"), "{table}");
+}
+
+/// gpu-01's step time recovers: the outcome check of its cordon judges it
+/// effective, and `rules` shows the rule's record as the ledger holds it:
+/// two proposals (gpu-01's executed, gpu-02's suppressed), one executed,
+/// one effective, and the median time to effect the check measured.
+fn gpu_01_recovers_and_rules_counts_its_cordon_effective(daemon: &mut Daemon) {
+    let out = daemon.cli_ok(&["job", "push", "--job", "llm-7", "--node", "gpu-01", "--step-time", "1.5"]);
+    assert_eq!(out.trim(), "2 samples", "step time and job_node_info");
+    let rule = daemon.wait_for("the outcome check of gpu-01's cordon to be judged", |d| {
+        let rule = json_lines(&d.cli_ok(&["rules", "--json"])).into_iter().next()?;
+        let judged: u64 =
+            ["effective", "ineffective", "harmful", "unread"].iter().filter_map(|k| rule[k].as_u64()).sum();
+        (judged > 0).then_some(rule)
+    });
+    let cordon = daemon
+        .decisions()
+        .into_iter()
+        .find(|d| d.proposal.action.target.get("node") == Some("gpu-01") && d.undo_of.is_none())
+        .expect("gpu-01's cordon in the ledger");
+    let judged = cordon.outcome.and_then(|o| o.judged).expect("its judgement in the ledger");
+    assert_eq!(judged.result.name(), "effective", "{judged:?}");
+    assert!(judged.after_ns > 0, "{judged:?}");
+    let counts: Vec<u64> = ["proposals", "executed", "effective", "ineffective", "harmful", "unread"]
+        .iter()
+        .map(|k| rule[k].as_u64().unwrap_or_else(|| panic!("no {k} in {rule}")))
+        .collect();
+    assert_eq!(counts, [2, 1, 1, 0, 0, 0], "{rule}");
+    assert_eq!(rule["effective_percent"].as_f64(), Some(100.0), "{rule}");
+    assert_eq!(rule["median_time_to_effect_ns"].as_i64(), Some(judged.after_ns), "of one effective action: {rule}");
+    let table = daemon.cli_ok(&["rules"]);
+    let row = table.lines().find(|l| l.starts_with("slow-step")).unwrap_or_else(|| panic!("{table}"));
+    let to_effect = format!("{:.1} s", judged.after_ns as f64 / 1e9);
+    assert!(row.contains(" 1/1 100% ") && row.contains(&to_effect), "{to_effect}: {table}");
 }
 
 /// `unsilence s1` works once, then says there is no s1; a job name with a
@@ -382,6 +422,9 @@ fn a_hundred_thousand_decisions_are_listed_through_the_cli_in_pages() {
     daemon.wait_ready();
     let listed = daemon.decisions();
     assert_eq!(listed.len(), 100_000);
+    // `rules` counts them all in one scan, within the CLI's deadline.
+    let rules = json_lines(&daemon.cli_ok(&["rules", "--json"]));
+    assert_eq!((&rules[0]["proposals"], &rules[0]["executed"]), (&100_000.into(), &0.into()), "{rules:#?}");
     assert!(listed.windows(2).all(|w| w[0].id < w[1].id), "oldest first, none twice");
     // A filter still applies: one node's records, every page of them.
     let out = daemon.cli_ok(&["decisions", "--json", "--target", "gpu-007"]);

@@ -48,6 +48,7 @@
 pub mod codec;
 pub mod journal;
 mod offenders;
+mod rule_records;
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -65,6 +66,7 @@ use crate::time::{Nanos, SECOND};
 pub use codec::{decode, encode};
 use journal::Journal;
 pub use offenders::{Offender, Standing, Worked};
+pub use rule_records::RuleRecord;
 
 /// How much history the ledger keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -658,9 +660,7 @@ impl Ledger {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::contracts::Action;
-    use crate::contracts::Outcome;
-    use crate::contracts::Severity;
+    use crate::contracts::{Action, Outcome, Severity};
     use crate::labels::Labels;
     use crate::mode::Mode;
 

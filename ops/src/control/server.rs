@@ -9,7 +9,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use engine::dispatch::DispatchError;
-use engine::ledger::{Filter, Ledger};
+use engine::ledger::{Filter, Ledger, RuleRecord};
 use engine::names::did_you_mean;
 use engine::runtime::{Command, DispatchCommand, EngineCommand, EngineView, ReloadRequest as ReloadRequestCommand};
 use engine::time::{parse_duration, wall_clock_now};
@@ -193,6 +193,10 @@ impl Control for ControlService {
         self.allow(&request, Access::Read, "ListRules")?;
         let view = self.engine().await?;
         let global = self.ask(|reply| DispatchCommand::Status { reply }.into()).await?.mode;
+        // A scan of every decision kept: off the runtime's threads.
+        let ledger = self.ledger.clone();
+        let records = tokio::task::spawn_blocking(move || ledger.rule_records()).await.map_err(internal)?;
+        let records = records.map_err(internal)?;
         let rules = view
             .rules
             .iter()
@@ -218,6 +222,7 @@ impl Control for ControlService {
                     last_error_ns,
                     firing: count(engine::State::Firing),
                     pending: count(engine::State::Pending),
+                    ..record_fields(records.get(&rule.name).cloned().unwrap_or_default())
                 }
             })
             .collect();
@@ -490,6 +495,21 @@ impl ControlService {
             other => format!("it is {other}"),
         };
         Err(Status::failed_precondition(format!("cannot resolve {id}: {why}")))
+    }
+}
+
+/// The fields of `Rule` that carry `r`, a rule's measured record.
+fn record_fields(r: RuleRecord) -> Rule {
+    Rule {
+        proposals: r.proposals,
+        executed: r.executed,
+        effective: r.effective,
+        ineffective: r.ineffective,
+        harmful: r.harmful,
+        unread: r.unread,
+        effective_percent: r.effective_percent(),
+        median_time_to_effect_ns: r.median_time_to_effect_ns.unwrap_or(0),
+        ..Rule::default()
     }
 }
 

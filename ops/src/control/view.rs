@@ -138,28 +138,81 @@ pub fn incidents_json(list: &[pb::Incident]) -> String {
 }
 
 /// `rocemend rules`: MODE is the mode in effect (global, playbook and rule
-/// file, the most conservative), the one decisions are made in.
+/// file, the most conservative), the one decisions are made in. Then each
+/// rule's record over the ledger's decisions: PROPOSED and EXECUTED,
+/// EFFECTIVE of the outcome checks judged (`3/4 75%`), HARMFUL, and TO
+/// EFFECT, the median time to effect of the effective ones.
 pub fn rules(list: &[pb::Rule]) -> String {
-    let mut t = Table::new(["RULE", "SEVERITY", "MODE", "HEALTH", "FIRING", "PENDING", "last error"]).right(&[4, 5]);
+    let header = [
+        "RULE",
+        "SEVERITY",
+        "MODE",
+        "HEALTH",
+        "FIRING",
+        "PENDING",
+        "PROPOSED",
+        "EXECUTED",
+        "EFFECTIVE",
+        "HARMFUL",
+        "TO EFFECT",
+        "last error",
+    ];
+    let mut t = Table::new(header).right(&[4, 5, 6, 7, 8, 9, 10]);
     for r in list {
         let error = if r.last_error.is_empty() {
             "-".to_string()
         } else {
             format!("{} ({})", r.last_error, rfc3339(r.last_error_ns))
         };
-        let (firing, pending) = (r.firing.to_string(), r.pending.to_string());
-        t.row([r.name.clone(), r.severity.clone(), r.mode.clone(), r.health.clone(), firing, pending, error]);
+        t.row([
+            r.name.clone(),
+            r.severity.clone(),
+            r.mode.clone(),
+            r.health.clone(),
+            r.firing.to_string(),
+            r.pending.to_string(),
+            r.proposals.to_string(),
+            r.executed.to_string(),
+            effective_cell(r),
+            r.harmful.to_string(),
+            to_effect_cell(r),
+            error,
+        ]);
     }
     let quarantined = list.iter().filter(|r| r.health != "ok").count();
     format!("{}{} rules, {quarantined} quarantined\n", t.render(), list.len())
 }
 
-/// `rocemend rules --json`.
+/// Effective of the outcome checks judged, and the share: `3/4 75%`; `-`
+/// when none was judged.
+fn effective_cell(r: &pb::Rule) -> String {
+    let judged = r.effective + r.ineffective + r.harmful + r.unread;
+    match r.effective_percent {
+        Some(percent) if judged > 0 => format!("{}/{judged} {percent:.0}%", r.effective),
+        _ => "-".to_string(),
+    }
+}
+
+/// The median time to effect, `4.2 s` as `explain` writes a time to effect;
+/// `-` when no action of the rule was effective.
+fn to_effect_cell(r: &pb::Rule) -> String {
+    if r.effective == 0 {
+        return "-".to_string();
+    }
+    format!("{:.1} s", r.median_time_to_effect_ns as f64 / 1e9)
+}
+
+/// `rocemend rules --json`: every field of the reply; `effective_percent`
+/// and `median_time_to_effect_ns` are null when there is no measure.
 pub fn rules_json(list: &[pb::Rule]) -> String {
     let one = |r: &pb::Rule| {
         json!({"name": r.name, "description": r.description, "severity": r.severity, "mode": r.mode,
                "declared_mode": r.declared_mode, "health": r.health, "last_error": r.last_error, "last_error_at": r.last_error_ns,
-               "firing": r.firing, "pending": r.pending})
+               "firing": r.firing, "pending": r.pending,
+               "proposals": r.proposals, "executed": r.executed, "effective": r.effective,
+               "ineffective": r.ineffective, "harmful": r.harmful, "unread": r.unread,
+               "effective_percent": r.effective_percent,
+               "median_time_to_effect_ns": (r.effective > 0).then_some(r.median_time_to_effect_ns)})
     };
     list.iter().map(|r| format!("{}\n", one(r))).collect()
 }
@@ -382,6 +435,44 @@ mod tests {
         let row = text.lines().find(|l| l.starts_with("slow-step")).unwrap();
         assert!(row.contains(" shadow "), "{row}");
         assert!(text.ends_with("2 rules, 1 quarantined\n"), "{text}");
+    }
+
+    #[test]
+    fn a_rules_record_shows_its_share_effective_and_a_rule_never_judged_shows_no_share() {
+        let judged = pb::Rule {
+            name: "pfc-storm".into(),
+            severity: "critical".into(),
+            mode: "enforce".into(),
+            health: "ok".into(),
+            proposals: 9,
+            executed: 5,
+            effective: 3,
+            ineffective: 1,
+            effective_percent: Some(75.0),
+            median_time_to_effect_ns: 4_200_000_000,
+            ..Default::default()
+        };
+        let never = pb::Rule {
+            name: "slow-step".into(),
+            severity: "warning".into(),
+            mode: "shadow".into(),
+            health: "ok".into(),
+            proposals: 2,
+            ..Default::default()
+        };
+        let text = rules(&[judged.clone(), never.clone()]);
+        let row =
+            |name: &str| text.lines().find(|l| l.starts_with(name)).unwrap().split_whitespace().collect::<Vec<_>>();
+        assert_eq!(row("pfc-storm")[4..], ["0", "0", "9", "5", "3/4", "75%", "0", "4.2", "s", "-"], "{text}");
+        assert_eq!(row("slow-step")[4..], ["0", "0", "2", "0", "-", "0", "-", "-"], "{text}");
+        let json: Vec<serde_json::Value> =
+            rules_json(&[judged, never]).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(
+            (json[0]["effective_percent"].as_f64(), json[0]["median_time_to_effect_ns"].as_i64()),
+            (Some(75.0), Some(4_200_000_000))
+        );
+        assert_eq!((json[0]["ineffective"].as_u64(), json[0]["unread"].as_u64()), (Some(1), Some(0)));
+        assert!(json[1]["effective_percent"].is_null() && json[1]["median_time_to_effect_ns"].is_null(), "{}", json[1]);
     }
 
     #[test]
