@@ -58,6 +58,10 @@ impl fmt::Display for Action {
     }
 }
 
+/// The prefix of the id of a page's proposal (`[outcomes] page`: a decision
+/// the dispatcher makes about a rule, not a proposal the rule made).
+pub const PAGE_PREFIX: &str = "page-";
+
 /// A proposal from a firing rule instance, with the evidence behind it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Proposal {

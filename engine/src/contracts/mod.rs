@@ -28,7 +28,7 @@ pub mod outcome;
 pub mod prior;
 pub mod sensor;
 
-pub use action::{kind_matches, Action, Impact, Proposal, Severity};
+pub use action::{kind_matches, Action, Impact, Proposal, Severity, PAGE_PREFIX};
 pub use actuator::{Actuator, ActuatorError, Outcome, RequestPlan, Verification};
 pub use coordinator::{
     Admission, Adopted, CoordinationError, Coordinator, FleetBreaker, Health, NotOwner, Release, Standalone, Token,

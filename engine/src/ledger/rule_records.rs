@@ -11,13 +11,9 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::{decode, Ledger, DECISIONS};
-use crate::contracts::{Decision, OutcomeResult, Verdict};
+use crate::contracts::{Decision, OutcomeResult, Verdict, PAGE_PREFIX};
 use crate::store::StoreError;
 use crate::time::Nanos;
-
-/// The prefix of the proposal id of a page (`[outcomes] page`: a decision
-/// the dispatcher makes about a rule, not a proposal the rule made).
-const PAGE_PREFIX: &str = "page-";
 
 /// What one rule's decisions in the ledger add up to.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -177,6 +173,7 @@ mod tests {
             since: 0,
             due: 300 * SECOND,
             worse: vec![],
+            jobs_read_after: None,
             margin: 0.1,
             hold: 3600 * SECOND,
             judged: Some(judgement),

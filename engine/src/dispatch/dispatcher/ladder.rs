@@ -203,7 +203,7 @@ impl Dispatcher {
         let params =
             BTreeMap::from([("rule".to_string(), rule.to_string()), ("reason".to_string(), reason.to_string())]);
         let p = Proposal {
-            id: format!("page-{now:x}"),
+            id: format!("{}{now:x}", crate::contracts::PAGE_PREFIX),
             rule: rule.to_string(),
             rule_hash: String::new(),
             rule_mode: Mode::Enforce,
