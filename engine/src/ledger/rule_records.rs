@@ -129,7 +129,7 @@ impl Ledger {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::contracts::{Action, Outcome, OutcomeCheck, OutcomeJudgement, Phase, Proposal, Severity, Step};
+    use crate::contracts::{Outcome, OutcomeCheck, OutcomeJudgement, Phase, Step};
     use crate::labels::Labels;
     use crate::ledger::Retention;
     use crate::mode::Mode;
@@ -143,21 +143,7 @@ mod tests {
     /// A decision of `rule` on `node` with `verdict`.
     fn decision(ledger: &Ledger, rule: &str, node: &str, verdict: Verdict) -> Decision {
         let subject = Labels::from_pairs([("node", node)]);
-        let proposal = Proposal {
-            id: format!("p-{node}"),
-            rule: rule.into(),
-            rule_hash: String::new(),
-            rule_mode: Mode::Enforce,
-            severity: Severity::Warning,
-            subject: subject.clone(),
-            action: Action { kind: "node.cordon".into(), target: subject, params: Default::default() },
-            jobs: Vec::new(),
-            values: vec![],
-            active_at: 0,
-            sample_at: 0,
-            decided_at: 0,
-            restored: false,
-        };
+        let proposal = crate::testing::proposal(rule, "node.cordon", node, subject, 0);
         let first = Step { at: 0, what: format!("proposed by {rule}") };
         let mut d = Decision::new(ledger.next_id().unwrap(), proposal, Mode::Enforce, first, 0);
         d.verdict = verdict;
